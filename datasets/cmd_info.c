@@ -1,0 +1,170 @@
+/*
+ * gnn-dataset info FILE [--json]: what a graph file holds, for people (an
+ * aligned table) or scripts (one JSON object whose key names are fixed:
+ * num_nodes, num_edges, feat_dim, num_classes, train, valid, test, ...).
+ *
+ * Reads only attributes, shapes and indptr (streamed in blocks for the
+ * degree figures), never the edges or features, so it is quick on any size.
+ */
+#include "datasets/commands.h"
+#include "graph/base/alloc.h"
+#include "graph/base/cli.h"
+#include "graph/base/error.h"
+#include "graph/base/json.h"
+#include "graph/graph_file.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+
+typedef struct {
+    int json;
+} info_opts_t;
+
+static const gnn_opt_t info_table[] = {
+    {"json", 0, GNN_OPT_FLAG, offsetof(info_opts_t, json), NULL,
+     "print one JSON object instead of a table"},
+    {NULL, 0, 0, 0, NULL, NULL},
+};
+
+static const gnn_cli_t info_cli = {
+    .prog = "gnn-dataset info",
+    .args = "FILE",
+    .summary = "Describe a graph file: nodes, stored edges, features, classes, splits.",
+    .opts = info_table,
+    .min_positional = 1,
+    .max_positional = 1,
+};
+
+typedef struct {
+    gnn_eid_t min, max;
+    double mean;
+    gnn_vid_t n_zero;
+} degree_t;
+
+#define INDPTR_BLOCK ((gnn_vid_t)1 << 20)
+
+/* In-degree figures from indptr, read in blocks. */
+static int in_degrees(gnn_graph_file_t *f, degree_t *d)
+{
+    int rc = 0;
+    const gnn_graph_info_t *in = gnn_graph_file_info(f);
+    gnn_eid_t *buf = NULL;
+    *d = (degree_t){0};
+    if (in->num_nodes == 0) return 0;
+    buf = gnn_malloc_array((size_t)INDPTR_BLOCK + 1, sizeof *buf);
+    GNN_CHECK(buf, GNN_ENOMEM, "out of memory");
+    d->min = INT64_MAX;
+    for (gnn_vid_t r0 = 0; r0 < in->num_nodes; r0 += INDPTR_BLOCK) {
+        gnn_vid_t n = in->num_nodes - r0 < INDPTR_BLOCK ? in->num_nodes - r0 : INDPTR_BLOCK;
+        GNN_TRY(gnn_graph_read_indptr(f, r0, n, buf));
+        for (gnn_vid_t i = 0; i < n; i++) {
+            gnn_eid_t deg = buf[i + 1] - buf[i];
+            if (deg < d->min) d->min = deg;
+            if (deg > d->max) d->max = deg;
+            if (deg == 0) d->n_zero++;
+        }
+    }
+    d->mean = (double)in->num_edges / (double)in->num_nodes;
+fail:
+    gnn_free(buf);
+    return rc;
+}
+
+static void print_split_json(FILE *out, const char *key, int64_t n)
+{
+    fprintf(out, ", \"%s\": ", key);
+    if (n < 0)
+        fputs("null", out);
+    else
+        fprintf(out, "%lld", (long long)n);
+}
+
+static void print_json(FILE *out, const char *path, const gnn_graph_info_t *in, const degree_t *d)
+{
+    fputs("{\"file\": ", out);
+    gnn_json_string(out, path);
+    fprintf(out, ", \"format\": \"%s\", \"version\": %lld", GNN_GRAPH_FORMAT,
+            (long long)in->version);
+    fprintf(out, ", \"num_nodes\": %lld, \"num_edges\": %lld", (long long)in->num_nodes,
+            (long long)in->num_edges);
+    fprintf(out, ", \"directed\": %s", in->directed ? "true" : "false");
+    fprintf(out, ", \"feat_dim\": %lld, \"num_classes\": %lld", (long long)in->feat_dim,
+            (long long)in->num_classes);
+    for (int s = 0; s < GNN_NUM_SPLITS; s++)
+        print_split_json(out, gnn_split_names[s], in->split_size[s]);
+    fprintf(out, ", \"has_labels\": %s, \"has_weights\": %s, \"has_orig_ids\": %s",
+            in->has_labels ? "true" : "false", in->has_weights ? "true" : "false",
+            in->has_orig_ids ? "true" : "false");
+    fprintf(out, ", \"sorted\": %s, \"deduplicated\": %s, \"no_self_loops\": %s, \"symmetric\": %s",
+            (in->csr_flags & GNN_CSR_SORTED) ? "true" : "false",
+            (in->csr_flags & GNN_CSR_DEDUPED) ? "true" : "false",
+            (in->csr_flags & GNN_CSR_NO_SELF_LOOPS) ? "true" : "false",
+            (in->csr_flags & GNN_CSR_SYMMETRIC) ? "true" : "false");
+    fprintf(out, ", \"in_degree\": {\"min\": %lld, \"max\": %lld, \"mean\": ", (long long)d->min,
+            (long long)d->max);
+    gnn_json_number(out, d->mean);
+    fprintf(out, ", \"zero\": %lld}}\n", (long long)d->n_zero);
+}
+
+static void print_table(FILE *out, const char *path, const gnn_graph_info_t *in, const degree_t *d)
+{
+    fprintf(out, "file          %s\n", path);
+    fprintf(out, "format        %s version %lld\n", GNN_GRAPH_FORMAT, (long long)in->version);
+    fprintf(out, "nodes         %lld\n", (long long)in->num_nodes);
+    fprintf(out, "edges         %lld stored (%s)\n", (long long)in->num_edges,
+            in->directed ? "directed" : "undirected: each edge stored both ways");
+    if (in->feat_dim > 0)
+        fprintf(out, "features      %lld per node (float32)\n", (long long)in->feat_dim);
+    else
+        fprintf(out, "features      none\n");
+    if (in->has_labels)
+        fprintf(out, "classes       %lld\n", (long long)in->num_classes);
+    else
+        fprintf(out, "classes       none (no labels)\n");
+    fprintf(out, "split        ");
+    int any = 0;
+    for (int s = 0; s < GNN_NUM_SPLITS; s++)
+        if (in->split_size[s] >= 0) {
+            fprintf(out, "%s %s %lld", any ? "," : "", gnn_split_names[s],
+                    (long long)in->split_size[s]);
+            any = 1;
+        }
+    fprintf(out, "%s\n", any ? "" : " none");
+    fprintf(out, "edge weights  %s\n", in->has_weights ? "yes" : "no");
+    fprintf(out, "original ids  %s\n", in->has_orig_ids ? "yes" : "no");
+    fprintf(out, "csr           sorted %s, deduplicated %s, self loops %s, symmetric %s\n",
+            (in->csr_flags & GNN_CSR_SORTED) ? "yes" : "no",
+            (in->csr_flags & GNN_CSR_DEDUPED) ? "yes" : "no",
+            (in->csr_flags & GNN_CSR_NO_SELF_LOOPS) ? "removed" : "possible",
+            (in->csr_flags & GNN_CSR_SYMMETRIC) ? "yes" : "not promised");
+    fprintf(out, "in-degree     min %lld, mean %.2f, max %lld, %lld nodes without in-edges\n",
+            (long long)d->min, d->mean, (long long)d->max, (long long)d->n_zero);
+}
+
+int gnn_dataset_cmd_info(int argc, char **argv)
+{
+    int rc = 0;
+    info_opts_t o = {0};
+    int npos = 0;
+    gnn_graph_file_t *f = NULL;
+    char **posv = gnn_malloc_array((size_t)argc, sizeof *posv);
+    GNN_CHECK(posv, GNN_ENOMEM, "out of memory");
+    rc = gnn_cli_parse(&info_cli, argc, argv, 1, &o, posv, &npos);
+    if (rc != 0) {
+        if (rc > 0) rc = 0; /* --help */
+        goto fail;
+    }
+    degree_t d;
+    GNN_TRY(gnn_graph_open(posv[0], &f));
+    GNN_TRY(in_degrees(f, &d));
+    if (o.json)
+        print_json(stdout, posv[0], gnn_graph_file_info(f), &d);
+    else
+        print_table(stdout, posv[0], gnn_graph_file_info(f), &d);
+    GNN_CHECK(fflush(stdout) == 0 && !ferror(stdout), GNN_EIO, "cannot write to standard output");
+fail:
+    gnn_graph_close(f);
+    gnn_free(posv);
+    return rc;
+}

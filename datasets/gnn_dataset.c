@@ -1,0 +1,51 @@
+/*
+ * gnn-dataset: turns what users have into one graph file, and describes
+ * graph files. Dispatches to one subcommand per source or action; each has
+ * its own options table and --help.
+ */
+#include "datasets/commands.h"
+#include "graph/base/error.h"
+#include "graph/base/log.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct {
+    const char *name;
+    const char *summary;
+    int (*run)(int argc, char **argv);
+} subcommand_t;
+
+static const subcommand_t subcommands[] = {
+    {"info", "describe a graph file (counts, features, classes, splits)", gnn_dataset_cmd_info},
+};
+#define N_SUBCOMMANDS (sizeof subcommands / sizeof subcommands[0])
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: gnn-dataset COMMAND [options] ...\n\ncommands:\n");
+    for (size_t i = 0; i < N_SUBCOMMANDS; i++)
+        fprintf(out, "  %-10s %s\n", subcommands[i].name, subcommands[i].summary);
+    fprintf(out, "\n'gnn-dataset COMMAND --help' lists the options of a command.\n");
+}
+
+int main(int argc, char **argv)
+{
+    gnn_log_set_prog("gnn-dataset");
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        usage(stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < N_SUBCOMMANDS; i++)
+        if (!strcmp(argv[1], subcommands[i].name)) {
+            char help[64];
+            snprintf(help, sizeof help, "gnn-dataset %s", subcommands[i].name);
+            return gnn_error_report("gnn-dataset", help, subcommands[i].run(argc - 1, argv + 1));
+        }
+    fprintf(stderr, "gnn-dataset: error: unknown command '%s' (see gnn-dataset --help)\n", argv[1]);
+    return 2;
+}

@@ -1,0 +1,87 @@
+/*
+ * Allocation wrappers with overflow checks and a failure-injection hook.
+ *
+ * The hook counts allocations atomically across threads; when the count
+ * reaches the armed value that one allocation returns NULL (and records
+ * GNN_ENOMEM like a real failure). Tests arm it for N = 1, 2, ... until a
+ * call succeeds, checking a clean error and no leak each time.
+ */
+#include "graph/base/alloc.h"
+
+#include "graph/base/error.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+static atomic_llong g_count;
+static atomic_llong g_fail_at;
+static atomic_int g_failed;
+
+void gnn_alloc_fail_at(int64_t nth)
+{
+    atomic_store(&g_count, 0);
+    atomic_store(&g_failed, 0);
+    atomic_store(&g_fail_at, nth);
+}
+
+int64_t gnn_alloc_count(void) { return atomic_load(&g_count); }
+int gnn_alloc_failed(void) { return atomic_load(&g_failed); }
+
+/* Count one allocation; true when this one must fail. */
+static int injected_failure(void)
+{
+    long long n = atomic_fetch_add(&g_count, 1) + 1;
+    long long at = atomic_load(&g_fail_at);
+    if (at > 0 && n == at) {
+        atomic_store(&g_failed, 1);
+        return 1;
+    }
+    return 0;
+}
+
+static void *oom(size_t size, const char *file, int line)
+{
+    gnn__error_set(GNN_ENOMEM, file, line, "out of memory (allocating %zu bytes)", size);
+    return NULL;
+}
+
+void *gnn__malloc(size_t size, const char *file, int line)
+{
+    if (injected_failure()) return oom(size, file, line);
+    void *p = malloc(size ? size : 1);
+    return p ? p : oom(size, file, line);
+}
+
+void *gnn__calloc(size_t n, size_t size, const char *file, int line)
+{
+    if (size && n > SIZE_MAX / size) return oom(SIZE_MAX, file, line);
+    if (injected_failure()) return oom(n * size, file, line);
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    return p ? p : oom(n * size, file, line);
+}
+
+void *gnn__malloc_array(size_t n, size_t size, const char *file, int line)
+{
+    if (size && n > SIZE_MAX / size) return oom(SIZE_MAX, file, line);
+    return gnn__malloc(n * size, file, line);
+}
+
+void *gnn__realloc_array(void *p, size_t n, size_t size, const char *file, int line)
+{
+    if (size && n > SIZE_MAX / size) return oom(SIZE_MAX, file, line);
+    if (injected_failure()) return oom(n * size, file, line);
+    size_t bytes = n * size;
+    void *q = realloc(p, bytes ? bytes : 1);
+    return q ? q : oom(n * size, file, line);
+}
+
+char *gnn__strdup(const char *s, const char *file, int line)
+{
+    size_t len = strlen(s) + 1;
+    char *p = gnn__malloc(len, file, line);
+    if (p) memcpy(p, s, len);
+    return p;
+}
+
+void gnn_free(void *p) { free(p); }

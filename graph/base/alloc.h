@@ -1,0 +1,40 @@
+/*
+ * The one allocator of library code.
+ *
+ * Every allocation of the libraries goes through these wrappers so that a
+ * test can make the Nth allocation fail (gnn_alloc_fail_at) and check that
+ * each failure path returns GNN_ENOMEM and releases what it held. Array
+ * variants check the size product for overflow. On failure they record
+ * GNN_ENOMEM (see error.h) and return NULL; gnn_free(NULL) is a no-op.
+ */
+#ifndef GNN_BASE_ALLOC_H
+#define GNN_BASE_ALLOC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+void *gnn__malloc(size_t size, const char *file, int line);
+void *gnn__calloc(size_t n, size_t size, const char *file, int line);
+void *gnn__malloc_array(size_t n, size_t size, const char *file, int line);
+void *gnn__realloc_array(void *p, size_t n, size_t size, const char *file, int line);
+char *gnn__strdup(const char *s, const char *file, int line);
+void gnn_free(void *p);
+
+#define gnn_malloc(size) gnn__malloc((size), __FILE__, __LINE__)
+#define gnn_calloc(n, size) gnn__calloc((n), (size), __FILE__, __LINE__)
+#define gnn_malloc_array(n, size) gnn__malloc_array((n), (size), __FILE__, __LINE__)
+#define gnn_realloc_array(p, n, size) gnn__realloc_array((p), (n), (size), __FILE__, __LINE__)
+#define gnn_strdup(s) gnn__strdup((s), __FILE__, __LINE__)
+
+/*
+ * Test hook: make the nth allocation from now on fail (1 = the next one);
+ * 0 turns failure injection off. Counting covers every wrapper above except
+ * gnn_free, across all threads.
+ */
+void gnn_alloc_fail_at(int64_t nth);
+/* Allocations made since the last gnn_alloc_fail_at call. */
+int64_t gnn_alloc_count(void);
+/* True when the armed failure has been triggered since it was armed. */
+int gnn_alloc_failed(void);
+
+#endif

@@ -1,0 +1,731 @@
+/*
+ * Reader and writer of the graph file, format version 1 (docs/FORMAT.md).
+ *
+ * Layout: root attributes (format, version, counts, directedness, CSR
+ * flags, num_classes), datasets indptr, indices, optional weights, feat,
+ * label, orig_id, and group split/ with train, valid, test. 1-D datasets
+ * are chunked by 256 Ki entries, feat by about 4 MiB of rows, so a range
+ * read touches only the chunks that hold it.
+ *
+ * The reader trusts nothing: open checks the layout and shapes against the
+ * attributes, and every range read checks its values before returning them.
+ * The writer creates datasets at their final size under "<path>.tmp-<pid>",
+ * counts what is put, and renames only a complete file.
+ */
+#include "graph/graph_file.h"
+
+#include "graph/base/alloc.h"
+#include "graph/base/error.h"
+#include "graph/base/progress.h"
+#include "graph/h5util.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+const char *const gnn_split_names[GNN_NUM_SPLITS] = {"train", "valid", "test"};
+
+#define CHUNK_1D ((hsize_t)1 << 18)
+#define FEAT_CHUNK_BYTES ((hsize_t)4 << 20)
+#define LOAD_BLOCK ((int64_t)1 << 22) /* entries per read when loading */
+
+/* Attribute names of the CSR flags, in GNN_CSR_* bit order. */
+static const char *const flag_attrs[] = {"sorted", "deduplicated", "no_self_loops", "symmetric"};
+#define N_FLAG_ATTRS 4
+
+struct gnn_graph_file {
+    char *path;
+    hid_t file;
+    hid_t d_indptr, d_indices, d_weights, d_feat, d_label, d_orig;
+    hid_t d_split[GNN_NUM_SPLITS];
+    gnn_graph_info_t info;
+};
+
+void gnn_graph_init(gnn_graph_t *g)
+{
+    memset(g, 0, sizeof *g);
+    for (int s = 0; s < GNN_NUM_SPLITS; s++) g->split_size[s] = -1;
+}
+
+void gnn_graph_free(gnn_graph_t *g)
+{
+    gnn_csr_free(&g->csr);
+    gnn_free(g->feat);
+    gnn_free(g->label);
+    gnn_free(g->orig_id);
+    for (int s = 0; s < GNN_NUM_SPLITS; s++) gnn_free(g->split[s]);
+    gnn_graph_init(g);
+}
+
+/* ---- Value checks shared by reader and writer ---------------------------- */
+
+/* v[0..n) are indptr entries starting at index first: monotone, in [0, ne]. */
+static int check_offsets(const char *path, const gnn_eid_t *v, int64_t n, int64_t first,
+                         gnn_eid_t ne)
+{
+    for (int64_t i = 0; i < n; i++) {
+        if (v[i] < 0 || v[i] > ne)
+            return GNN_FAIL(GNN_EFORMAT, "%s: indptr[%lld] = %lld is outside [0, %lld]", path,
+                            (long long)(first + i), (long long)v[i], (long long)ne);
+        if (i > 0 && v[i] < v[i - 1])
+            return GNN_FAIL(GNN_EFORMAT, "%s: indptr is not monotone at row %lld (%lld > %lld)",
+                            path, (long long)(first + i - 1), (long long)v[i - 1],
+                            (long long)v[i]);
+    }
+    return 0;
+}
+
+/* v[0..n) are node ids at positions first..: each in [0, nn). */
+static int check_ids(const char *path, const char *what, const int64_t *v, int64_t n,
+                     int64_t first, gnn_vid_t nn)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (v[i] < 0 || v[i] >= nn)
+            return GNN_FAIL(GNN_EFORMAT, "%s: %s[%lld] = %lld is outside [0, %lld)", path, what,
+                            (long long)(first + i), (long long)v[i], (long long)nn);
+    return 0;
+}
+
+/*
+ * Check the flags a file claims for rows [row0, row0 + nrows) whose rebased
+ * offsets are ip and sources idx. Deduplication is checked on sorted rows.
+ */
+static int check_row_flags(const char *path, unsigned flags, const gnn_eid_t *ip,
+                           const gnn_vid_t *idx, gnn_vid_t row0, gnn_vid_t nrows)
+{
+    for (gnn_vid_t r = 0; r < nrows; r++) {
+        gnn_vid_t v = row0 + r;
+        for (gnn_eid_t e = ip[r]; e < ip[r + 1]; e++) {
+            if ((flags & GNN_CSR_NO_SELF_LOOPS) && idx[e] == v)
+                return GNN_FAIL(GNN_EFORMAT,
+                                "%s: row %lld has a self loop although flagged free of them", path,
+                                (long long)v);
+            if (e == ip[r] || !(flags & GNN_CSR_SORTED)) continue;
+            if (idx[e] < idx[e - 1])
+                return GNN_FAIL(GNN_EFORMAT, "%s: row %lld is not sorted although flagged sorted",
+                                path, (long long)v);
+            if ((flags & GNN_CSR_DEDUPED) && idx[e] == idx[e - 1])
+                return GNN_FAIL(GNN_EFORMAT,
+                                "%s: row %lld repeats source %lld although flagged deduplicated",
+                                path, (long long)v, (long long)idx[e]);
+        }
+    }
+    return 0;
+}
+
+/* ---- Reading -------------------------------------------------------------- */
+
+static int check_range(const char *path, const char *what, int64_t first, int64_t n, int64_t size)
+{
+    if (first < 0 || n < 0 || first > size || n > size - first)
+        return GNN_FAIL(GNN_ERANGE, "%s: %s range [%lld, %lld) is outside [0, %lld)", path, what,
+                        (long long)first, (long long)(first + n), (long long)size);
+    return 0;
+}
+
+static int open_layout(gnn_graph_file_t *f)
+{
+    int rc = 0;
+    const char *path = f->path;
+    gnn_graph_info_t *in = &f->info;
+    hid_t split = -1;
+    hsize_t dims[2];
+    char format[64];
+    int64_t v;
+
+    rc = gnn__h5_get_attr_str(f->file, "format", format, sizeof format);
+    if (rc < 0 || strcmp(format, GNN_GRAPH_FORMAT) != 0) {
+        if (rc < 0)
+            rc = GNN_FAIL(GNN_EFORMAT, "%s: not a graph file (no 'format' attribute)", path);
+        else
+            rc = GNN_FAIL(GNN_EFORMAT, "%s: not a graph file (format is '%s', expected '%s')",
+                          path, format, GNN_GRAPH_FORMAT);
+        goto fail;
+    }
+    GNN_TRY(gnn__h5_get_attr_i64(f->file, "version", 0, &in->version));
+    GNN_CHECK(in->version == GNN_GRAPH_VERSION, GNN_EVERSION,
+              "%s: graph file format version %lld is not supported (this build reads version %d)",
+              path, (long long)in->version, GNN_GRAPH_VERSION);
+    GNN_TRY(gnn__h5_get_attr_i64(f->file, "num_nodes", 0, &in->num_nodes));
+    GNN_TRY(gnn__h5_get_attr_i64(f->file, "num_edges", 0, &in->num_edges));
+    GNN_CHECK(in->num_nodes >= 0 && in->num_edges >= 0, GNN_EFORMAT,
+              "%s: negative node or edge count", path);
+    v = 1;
+    GNN_TRY(gnn__h5_get_attr_i64(f->file, "directed", 0, &v));
+    in->directed = v != 0;
+    for (int b = 0; b < N_FLAG_ATTRS; b++) {
+        v = 0;
+        GNN_TRY(gnn__h5_get_attr_i64(f->file, flag_attrs[b], 1, &v));
+        if (v) in->csr_flags |= 1u << b;
+    }
+
+    GNN_TRY(gnn__h5_open_dataset(f->file, path, "indptr", GNN_H5_INT, 1, 0, dims, &f->d_indptr));
+    GNN_CHECK(dims[0] == (hsize_t)in->num_nodes + 1, GNN_EFORMAT,
+              "%s: dataset 'indptr' has %llu entries, expected num_nodes + 1 = %lld", path,
+              (unsigned long long)dims[0], (long long)in->num_nodes + 1);
+    GNN_TRY(gnn__h5_open_dataset(f->file, path, "indices", GNN_H5_INT, 1, 0, dims, &f->d_indices));
+    GNN_CHECK(dims[0] == (hsize_t)in->num_edges, GNN_EFORMAT,
+              "%s: dataset 'indices' has %llu entries, expected num_edges = %lld", path,
+              (unsigned long long)dims[0], (long long)in->num_edges);
+    GNN_TRY(gnn__h5_open_dataset(f->file, path, "weights", GNN_H5_FLOAT, 1, 1, dims, &f->d_weights));
+    if (f->d_weights >= 0) {
+        in->has_weights = 1;
+        GNN_CHECK(dims[0] == (hsize_t)in->num_edges, GNN_EFORMAT,
+                  "%s: dataset 'weights' has %llu entries, expected %lld", path,
+                  (unsigned long long)dims[0], (long long)in->num_edges);
+    }
+    GNN_TRY(gnn__h5_open_dataset(f->file, path, "feat", GNN_H5_FLOAT, 2, 1, dims, &f->d_feat));
+    if (f->d_feat >= 0) {
+        GNN_CHECK(dims[0] == (hsize_t)in->num_nodes, GNN_EFORMAT,
+                  "%s: dataset 'feat' has %llu rows, expected num_nodes = %lld", path,
+                  (unsigned long long)dims[0], (long long)in->num_nodes);
+        in->feat_dim = (int64_t)dims[1];
+    }
+    GNN_TRY(gnn__h5_open_dataset(f->file, path, "label", GNN_H5_INT, 1, 1, dims, &f->d_label));
+    if (f->d_label >= 0) {
+        in->has_labels = 1;
+        GNN_CHECK(dims[0] == (hsize_t)in->num_nodes, GNN_EFORMAT,
+                  "%s: dataset 'label' has %llu entries, expected num_nodes = %lld", path,
+                  (unsigned long long)dims[0], (long long)in->num_nodes);
+        GNN_TRY(gnn__h5_get_attr_i64(f->file, "num_classes", 0, &in->num_classes));
+        GNN_CHECK(in->num_classes >= 0, GNN_EFORMAT, "%s: negative num_classes", path);
+    }
+    GNN_TRY(gnn__h5_open_dataset(f->file, path, "orig_id", GNN_H5_INT, 1, 1, dims, &f->d_orig));
+    if (f->d_orig >= 0) {
+        in->has_orig_ids = 1;
+        GNN_CHECK(dims[0] == (hsize_t)in->num_nodes, GNN_EFORMAT,
+                  "%s: dataset 'orig_id' has %llu entries, expected num_nodes = %lld", path,
+                  (unsigned long long)dims[0], (long long)in->num_nodes);
+    }
+    for (int s = 0; s < GNN_NUM_SPLITS; s++) in->split_size[s] = -1;
+    if (H5Lexists(f->file, "split", H5P_DEFAULT) > 0) {
+        split = H5Gopen2(f->file, "split", H5P_DEFAULT);
+        if (split < 0) {
+            rc = GNN_H5_FAIL(GNN_EFORMAT, "%s: 'split' is not a group", path);
+            goto fail;
+        }
+        for (int s = 0; s < GNN_NUM_SPLITS; s++) {
+            GNN_TRY(gnn__h5_open_dataset(split, path, gnn_split_names[s], GNN_H5_INT, 1, 1, dims,
+                                         &f->d_split[s]));
+            if (f->d_split[s] >= 0) in->split_size[s] = (int64_t)dims[0];
+        }
+    }
+    H5Eclear2(H5E_DEFAULT);
+
+    /* The two ends of indptr pin the CSR to the edge count. */
+    gnn_eid_t ends[2];
+    GNN_TRY(gnn__h5_read_rows(f->d_indptr, H5T_NATIVE_INT64, 1, 1, 0, 1, &ends[0]));
+    GNN_TRY(gnn__h5_read_rows(f->d_indptr, H5T_NATIVE_INT64, 1, 1, in->num_nodes, 1, &ends[1]));
+    GNN_CHECK(ends[0] == 0, GNN_EFORMAT, "%s: indptr[0] = %lld, expected 0", path,
+              (long long)ends[0]);
+    GNN_CHECK(ends[1] == in->num_edges, GNN_EFORMAT,
+              "%s: indptr[num_nodes] = %lld, expected num_edges = %lld", path, (long long)ends[1],
+              (long long)in->num_edges);
+fail:
+    gnn__h5_close(&split);
+    return rc;
+}
+
+int gnn_graph_open(const char *path, gnn_graph_file_t **out)
+{
+    int rc = 0;
+    gnn_graph_file_t *f = NULL;
+    struct stat st;
+    *out = NULL;
+    gnn__h5_init();
+    if (stat(path, &st) != 0)
+        return GNN_FAIL(errno == ENOENT ? GNN_ENOENT : GNN_EIO, "%s: %s", path, strerror(errno));
+    if (!S_ISREG(st.st_mode)) return GNN_FAIL(GNN_EFORMAT, "%s: not a regular file", path);
+    if (H5Fis_hdf5(path) <= 0) {
+        H5Eclear2(H5E_DEFAULT);
+        return GNN_FAIL(GNN_EFORMAT, "%s: not an HDF5 file", path);
+    }
+    f = gnn_calloc(1, sizeof *f);
+    GNN_CHECK(f, GNN_ENOMEM, "out of memory");
+    f->file = f->d_indptr = f->d_indices = f->d_weights = f->d_feat = f->d_label = f->d_orig = -1;
+    for (int s = 0; s < GNN_NUM_SPLITS; s++) f->d_split[s] = -1;
+    f->path = gnn_strdup(path);
+    GNN_CHECK(f->path, GNN_ENOMEM, "out of memory");
+    f->file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f->file < 0) {
+        rc = GNN_H5_FAIL(GNN_EFORMAT, "%s: cannot open HDF5 file", path);
+        goto fail;
+    }
+    GNN_TRY(open_layout(f));
+    *out = f;
+    return 0;
+fail:
+    gnn_graph_close(f);
+    return rc;
+}
+
+void gnn_graph_close(gnn_graph_file_t *f)
+{
+    if (!f) return;
+    gnn__h5_close(&f->d_indptr);
+    gnn__h5_close(&f->d_indices);
+    gnn__h5_close(&f->d_weights);
+    gnn__h5_close(&f->d_feat);
+    gnn__h5_close(&f->d_label);
+    gnn__h5_close(&f->d_orig);
+    for (int s = 0; s < GNN_NUM_SPLITS; s++) gnn__h5_close(&f->d_split[s]);
+    gnn__h5_close(&f->file);
+    gnn_free(f->path);
+    gnn_free(f);
+}
+
+const gnn_graph_info_t *gnn_graph_file_info(const gnn_graph_file_t *f) { return &f->info; }
+const char *gnn_graph_file_path(const gnn_graph_file_t *f) { return f->path; }
+
+int gnn_graph_read_indptr(gnn_graph_file_t *f, gnn_vid_t row0, gnn_vid_t nrows, gnn_eid_t *out)
+{
+    int rc = 0;
+    GNN_TRY(check_range(f->path, "row", row0, nrows, f->info.num_nodes));
+    GNN_TRY(gnn__h5_read_rows(f->d_indptr, H5T_NATIVE_INT64, 1, 1, row0, nrows + 1, out));
+    GNN_TRY(check_offsets(f->path, out, nrows + 1, row0, f->info.num_edges));
+fail:
+    return rc;
+}
+
+int gnn_graph_read_indices(gnn_graph_file_t *f, gnn_eid_t e0, gnn_eid_t n, gnn_vid_t *out)
+{
+    int rc = 0;
+    GNN_TRY(check_range(f->path, "edge", e0, n, f->info.num_edges));
+    GNN_TRY(gnn__h5_read_rows(f->d_indices, H5T_NATIVE_INT64, 1, 1, e0, n, out));
+    GNN_TRY(check_ids(f->path, "indices", out, n, e0, f->info.num_nodes));
+fail:
+    return rc;
+}
+
+int gnn_graph_read_weights(gnn_graph_file_t *f, gnn_eid_t e0, gnn_eid_t n, float *out)
+{
+    int rc = 0;
+    GNN_CHECK(f->info.has_weights, GNN_EINVAL, "%s: the graph has no edge weights", f->path);
+    GNN_TRY(check_range(f->path, "edge", e0, n, f->info.num_edges));
+    GNN_TRY(gnn__h5_read_rows(f->d_weights, H5T_NATIVE_FLOAT, 1, 1, e0, n, out));
+fail:
+    return rc;
+}
+
+int gnn_graph_read_rows(gnn_graph_file_t *f, gnn_vid_t row0, gnn_vid_t nrows, gnn_csr_t *out)
+{
+    int rc = 0;
+    gnn_csr_t a = {0};
+    memset(out, 0, sizeof *out);
+    GNN_TRY(check_range(f->path, "row", row0, nrows, f->info.num_nodes));
+    a.n_rows = nrows;
+    a.n_cols = f->info.num_nodes;
+    a.flags = f->info.csr_flags & ~(unsigned)GNN_CSR_SYMMETRIC;
+    a.indptr = gnn_malloc_array((size_t)nrows + 1, sizeof *a.indptr);
+    GNN_CHECK(a.indptr, GNN_ENOMEM, "out of memory reading %lld rows", (long long)nrows);
+    GNN_TRY(gnn_graph_read_indptr(f, row0, nrows, a.indptr));
+    gnn_eid_t base = a.indptr[0];
+    a.nnz = a.indptr[nrows] - base;
+    for (gnn_vid_t r = 0; r <= nrows; r++) a.indptr[r] -= base;
+    a.indices = gnn_malloc_array((size_t)a.nnz, sizeof *a.indices);
+    GNN_CHECK(a.indices, GNN_ENOMEM, "out of memory reading %lld edges", (long long)a.nnz);
+    GNN_TRY(gnn_graph_read_indices(f, base, a.nnz, a.indices));
+    if (f->info.has_weights) {
+        a.weights = gnn_malloc_array((size_t)a.nnz, sizeof *a.weights);
+        GNN_CHECK(a.weights, GNN_ENOMEM, "out of memory reading %lld weights", (long long)a.nnz);
+        GNN_TRY(gnn_graph_read_weights(f, base, a.nnz, a.weights));
+    }
+    GNN_TRY(check_row_flags(f->path, a.flags, a.indptr, a.indices, row0, nrows));
+    *out = a;
+    return 0;
+fail:
+    gnn_csr_free(&a);
+    return rc;
+}
+
+int gnn_graph_read_feat(gnn_graph_file_t *f, gnn_vid_t row0, gnn_vid_t nrows, float *out)
+{
+    int rc = 0;
+    GNN_CHECK(f->info.feat_dim > 0, GNN_EINVAL, "%s: the graph has no node features", f->path);
+    GNN_TRY(check_range(f->path, "row", row0, nrows, f->info.num_nodes));
+    GNN_TRY(gnn__h5_read_rows(f->d_feat, H5T_NATIVE_FLOAT, 2, (hsize_t)f->info.feat_dim, row0,
+                              nrows, out));
+fail:
+    return rc;
+}
+
+int gnn_graph_read_labels(gnn_graph_file_t *f, gnn_vid_t row0, gnn_vid_t nrows, int64_t *out)
+{
+    int rc = 0;
+    GNN_CHECK(f->info.has_labels, GNN_EINVAL, "%s: the graph has no labels", f->path);
+    GNN_TRY(check_range(f->path, "row", row0, nrows, f->info.num_nodes));
+    GNN_TRY(gnn__h5_read_rows(f->d_label, H5T_NATIVE_INT64, 1, 1, row0, nrows, out));
+    for (gnn_vid_t i = 0; i < nrows; i++)
+        GNN_CHECK(out[i] >= -1 && out[i] < f->info.num_classes, GNN_EFORMAT,
+                  "%s: label[%lld] = %lld is outside [-1, %lld)", f->path, (long long)(row0 + i),
+                  (long long)out[i], (long long)f->info.num_classes);
+fail:
+    return rc;
+}
+
+int gnn_graph_read_orig_ids(gnn_graph_file_t *f, gnn_vid_t row0, gnn_vid_t nrows, gnn_vid_t *out)
+{
+    int rc = 0;
+    GNN_CHECK(f->info.has_orig_ids, GNN_EINVAL, "%s: the graph has no original ids", f->path);
+    GNN_TRY(check_range(f->path, "row", row0, nrows, f->info.num_nodes));
+    GNN_TRY(gnn__h5_read_rows(f->d_orig, H5T_NATIVE_INT64, 1, 1, row0, nrows, out));
+fail:
+    return rc;
+}
+
+int gnn_graph_read_split(gnn_graph_file_t *f, gnn_split_t which, int64_t **out, int64_t *n)
+{
+    int rc = 0;
+    int64_t *v = NULL;
+    *out = NULL;
+    *n = 0;
+    GNN_CHECK(which >= 0 && which < GNN_NUM_SPLITS, GNN_EINVAL, "no split %d", (int)which);
+    int64_t len = f->info.split_size[which];
+    GNN_CHECK(len >= 0, GNN_EINVAL, "%s: the graph has no '%s' split", f->path,
+              gnn_split_names[which]);
+    v = gnn_malloc_array((size_t)len, sizeof *v);
+    GNN_CHECK(v, GNN_ENOMEM, "out of memory reading split '%s'", gnn_split_names[which]);
+    GNN_TRY(gnn__h5_read_rows(f->d_split[which], H5T_NATIVE_INT64, 1, 1, 0, len, v));
+    GNN_TRY(check_ids(f->path, gnn_split_names[which], v, len, 0, f->info.num_nodes));
+    *out = v;
+    *n = len;
+    return 0;
+fail:
+    gnn_free(v);
+    return rc;
+}
+
+int gnn_graph_load(const char *path, gnn_graph_t *g)
+{
+    int rc = 0;
+    gnn_graph_file_t *f = NULL;
+    gnn_progress_t *prog = NULL;
+    gnn_graph_init(g);
+    GNN_TRY(gnn_graph_open(path, &f));
+    const gnn_graph_info_t *in = &f->info;
+    gnn_csr_t *a = &g->csr;
+    a->n_rows = a->n_cols = in->num_nodes;
+    a->nnz = in->num_edges;
+    a->flags = in->csr_flags;
+    g->directed = in->directed;
+    a->indptr = gnn_malloc_array((size_t)in->num_nodes + 1, sizeof *a->indptr);
+    a->indices = gnn_malloc_array((size_t)in->num_edges, sizeof *a->indices);
+    GNN_CHECK(a->indptr && a->indices, GNN_ENOMEM, "out of memory loading %s", path);
+    GNN_TRY(gnn_graph_read_indptr(f, 0, in->num_nodes, a->indptr));
+    if (in->num_edges > LOAD_BLOCK) prog = gnn_progress_start("reading edges", in->num_edges, "edges");
+    for (gnn_eid_t e = 0; e < in->num_edges; e += LOAD_BLOCK) {
+        gnn_eid_t n = in->num_edges - e < LOAD_BLOCK ? in->num_edges - e : LOAD_BLOCK;
+        GNN_TRY(gnn_graph_read_indices(f, e, n, a->indices + e));
+        gnn_progress_set(prog, e + n);
+    }
+    GNN_TRY(check_row_flags(path, a->flags, a->indptr, a->indices, 0, in->num_nodes));
+    if (in->has_weights) {
+        a->weights = gnn_malloc_array((size_t)in->num_edges, sizeof *a->weights);
+        GNN_CHECK(a->weights, GNN_ENOMEM, "out of memory loading %s", path);
+        GNN_TRY(gnn_graph_read_weights(f, 0, in->num_edges, a->weights));
+    }
+    if (in->feat_dim > 0) {
+        g->feat_dim = in->feat_dim;
+        g->feat = gnn_malloc_array((size_t)in->num_nodes * (size_t)in->feat_dim, sizeof *g->feat);
+        GNN_CHECK(g->feat, GNN_ENOMEM, "out of memory loading features of %s", path);
+        GNN_TRY(gnn_graph_read_feat(f, 0, in->num_nodes, g->feat));
+    }
+    if (in->has_labels) {
+        g->num_classes = in->num_classes;
+        g->label = gnn_malloc_array((size_t)in->num_nodes, sizeof *g->label);
+        GNN_CHECK(g->label, GNN_ENOMEM, "out of memory loading labels of %s", path);
+        GNN_TRY(gnn_graph_read_labels(f, 0, in->num_nodes, g->label));
+    }
+    if (in->has_orig_ids) {
+        g->orig_id = gnn_malloc_array((size_t)in->num_nodes, sizeof *g->orig_id);
+        GNN_CHECK(g->orig_id, GNN_ENOMEM, "out of memory loading ids of %s", path);
+        GNN_TRY(gnn_graph_read_orig_ids(f, 0, in->num_nodes, g->orig_id));
+    }
+    for (int s = 0; s < GNN_NUM_SPLITS; s++)
+        if (in->split_size[s] >= 0)
+            GNN_TRY(gnn_graph_read_split(f, (gnn_split_t)s, &g->split[s], &g->split_size[s]));
+    gnn_progress_finish(prog);
+    gnn_graph_close(f);
+    return 0;
+fail:
+    gnn_progress_finish(prog);
+    gnn_graph_close(f);
+    gnn_graph_free(g);
+    return rc;
+}
+
+/* ---- Writing -------------------------------------------------------------- */
+
+struct gnn_graph_writer {
+    char *path, *tmp;
+    gnn_graph_header_t h;
+    hid_t file, split;
+    hid_t d_indptr, d_indices, d_weights, d_feat, d_label, d_orig;
+    int64_t put_indptr, put_indices, put_feat, put_label, put_orig;
+    int put_split[GNN_NUM_SPLITS];
+    int64_t max_label;
+};
+
+static void writer_close(gnn_graph_writer_t *w)
+{
+    gnn__h5_close(&w->d_indptr);
+    gnn__h5_close(&w->d_indices);
+    gnn__h5_close(&w->d_weights);
+    gnn__h5_close(&w->d_feat);
+    gnn__h5_close(&w->d_label);
+    gnn__h5_close(&w->d_orig);
+    gnn__h5_close(&w->split);
+    gnn__h5_close(&w->file);
+}
+
+static void writer_free(gnn_graph_writer_t *w)
+{
+    gnn_free(w->path);
+    gnn_free(w->tmp);
+    gnn_free(w);
+}
+
+void gnn_graph_writer_abort(gnn_graph_writer_t *w)
+{
+    if (!w) return;
+    writer_close(w);
+    if (w->tmp) unlink(w->tmp);
+    writer_free(w);
+}
+
+int gnn_graph_writer_open(const char *path, const gnn_graph_header_t *h, int overwrite,
+                          gnn_graph_writer_t **out)
+{
+    int rc = 0;
+    gnn_graph_writer_t *w = NULL;
+    struct stat st;
+    *out = NULL;
+    gnn__h5_init();
+    GNN_CHECK(h->num_nodes >= 0 && h->num_edges >= 0 && h->feat_dim >= 0 && h->num_classes >= 0,
+              GNN_EINVAL, "%s: negative count in graph header", path);
+    GNN_CHECK(overwrite || stat(path, &st) != 0, GNN_EEXISTS,
+              "%s: file exists (use --force to replace it)", path);
+    w = gnn_calloc(1, sizeof *w);
+    GNN_CHECK(w, GNN_ENOMEM, "out of memory");
+    w->file = w->split = w->d_indptr = w->d_indices = w->d_weights = w->d_feat = w->d_label =
+        w->d_orig = -1;
+    w->h = *h;
+    w->max_label = -1;
+    w->path = gnn_strdup(path);
+    w->tmp = gnn_malloc(strlen(path) + 32);
+    GNN_CHECK(w->path && w->tmp, GNN_ENOMEM, "out of memory");
+    snprintf(w->tmp, strlen(path) + 32, "%s.tmp-%ld", path, (long)getpid());
+
+    w->file = H5Fcreate(w->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    if (w->file < 0) {
+        rc = GNN_H5_FAIL(GNN_EIO, "%s: cannot create file", w->tmp);
+        goto fail;
+    }
+    GNN_TRY(gnn__h5_set_attr_str(w->file, "format", GNN_GRAPH_FORMAT));
+    GNN_TRY(gnn__h5_set_attr_i64(w->file, "version", GNN_GRAPH_VERSION));
+    GNN_TRY(gnn__h5_set_attr_i64(w->file, "num_nodes", h->num_nodes));
+    GNN_TRY(gnn__h5_set_attr_i64(w->file, "num_edges", h->num_edges));
+    GNN_TRY(gnn__h5_set_attr_i64(w->file, "directed", h->directed ? 1 : 0));
+    for (int b = 0; b < N_FLAG_ATTRS; b++)
+        GNN_TRY(gnn__h5_set_attr_i64(w->file, flag_attrs[b], (h->csr_flags >> b) & 1u));
+
+    hsize_t dims[2], chunk[2] = {CHUNK_1D, 1};
+    dims[0] = (hsize_t)h->num_nodes + 1;
+    GNN_TRY(gnn__h5_create_dataset(w->file, "indptr", H5T_STD_I64LE, 1, dims, chunk, &w->d_indptr));
+    dims[0] = (hsize_t)h->num_edges;
+    GNN_TRY(gnn__h5_create_dataset(w->file, "indices", H5T_STD_I64LE, 1, dims, chunk, &w->d_indices));
+    if (h->has_weights)
+        GNN_TRY(gnn__h5_create_dataset(w->file, "weights", H5T_IEEE_F32LE, 1, dims, chunk,
+                                       &w->d_weights));
+    dims[0] = (hsize_t)h->num_nodes;
+    if (h->has_labels)
+        GNN_TRY(gnn__h5_create_dataset(w->file, "label", H5T_STD_I64LE, 1, dims, chunk, &w->d_label));
+    if (h->has_orig_ids)
+        GNN_TRY(gnn__h5_create_dataset(w->file, "orig_id", H5T_STD_I64LE, 1, dims, chunk, &w->d_orig));
+    if (h->feat_dim > 0) {
+        hsize_t rows = FEAT_CHUNK_BYTES / (4 * (hsize_t)h->feat_dim);
+        hsize_t fchunk[2] = {rows ? rows : 1, (hsize_t)h->feat_dim};
+        dims[1] = (hsize_t)h->feat_dim;
+        GNN_TRY(gnn__h5_create_dataset(w->file, "feat", H5T_IEEE_F32LE, 2, dims, fchunk, &w->d_feat));
+    }
+    *out = w;
+    return 0;
+fail:
+    gnn_graph_writer_abort(w);
+    return rc;
+}
+
+int gnn_graph_writer_put_indptr(gnn_graph_writer_t *w, gnn_vid_t first, gnn_vid_t n,
+                                const gnn_eid_t *v)
+{
+    int rc = 0;
+    GNN_TRY(check_range(w->path, "indptr", first, n, w->h.num_nodes + 1));
+    GNN_TRY(check_offsets(w->path, v, n, first, w->h.num_edges));
+    GNN_CHECK(first != 0 || n == 0 || v[0] == 0, GNN_EINVAL, "%s: indptr[0] must be 0", w->path);
+    GNN_CHECK(first + n != w->h.num_nodes + 1 || n == 0 || v[n - 1] == w->h.num_edges, GNN_EINVAL,
+              "%s: indptr[num_nodes] must equal num_edges = %lld", w->path,
+              (long long)w->h.num_edges);
+    GNN_TRY(gnn__h5_write_rows(w->d_indptr, H5T_NATIVE_INT64, 1, 1, first, n, v));
+    w->put_indptr += n;
+fail:
+    return rc;
+}
+
+int gnn_graph_writer_put_indices(gnn_graph_writer_t *w, gnn_eid_t e0, gnn_eid_t n,
+                                 const gnn_vid_t *v, const float *weights)
+{
+    int rc = 0;
+    GNN_TRY(check_range(w->path, "edge", e0, n, w->h.num_edges));
+    GNN_CHECK(!w->h.has_weights == !weights, GNN_EINVAL,
+              "%s: weights must be given exactly when the header declares them", w->path);
+    GNN_TRY(check_ids(w->path, "indices", v, n, e0, w->h.num_nodes));
+    GNN_TRY(gnn__h5_write_rows(w->d_indices, H5T_NATIVE_INT64, 1, 1, e0, n, v));
+    if (weights) GNN_TRY(gnn__h5_write_rows(w->d_weights, H5T_NATIVE_FLOAT, 1, 1, e0, n, weights));
+    w->put_indices += n;
+fail:
+    return rc;
+}
+
+int gnn_graph_writer_put_feat(gnn_graph_writer_t *w, gnn_vid_t row0, gnn_vid_t nrows,
+                              const float *v)
+{
+    int rc = 0;
+    GNN_CHECK(w->h.feat_dim > 0, GNN_EINVAL, "%s: the header declares no features", w->path);
+    GNN_TRY(check_range(w->path, "row", row0, nrows, w->h.num_nodes));
+    GNN_TRY(gnn__h5_write_rows(w->d_feat, H5T_NATIVE_FLOAT, 2, (hsize_t)w->h.feat_dim, row0, nrows,
+                               v));
+    w->put_feat += nrows;
+fail:
+    return rc;
+}
+
+int gnn_graph_writer_put_labels(gnn_graph_writer_t *w, gnn_vid_t row0, gnn_vid_t nrows,
+                                const int64_t *v)
+{
+    int rc = 0;
+    GNN_CHECK(w->h.has_labels, GNN_EINVAL, "%s: the header declares no labels", w->path);
+    GNN_TRY(check_range(w->path, "row", row0, nrows, w->h.num_nodes));
+    for (gnn_vid_t i = 0; i < nrows; i++) {
+        GNN_CHECK(v[i] >= -1, GNN_EINVAL, "%s: label of node %lld is %lld (must be >= -1)",
+                  w->path, (long long)(row0 + i), (long long)v[i]);
+        GNN_CHECK(w->h.num_classes == 0 || v[i] < w->h.num_classes, GNN_EINVAL,
+                  "%s: label of node %lld is %lld, beyond num_classes = %lld", w->path,
+                  (long long)(row0 + i), (long long)v[i], (long long)w->h.num_classes);
+        if (v[i] > w->max_label) w->max_label = v[i];
+    }
+    GNN_TRY(gnn__h5_write_rows(w->d_label, H5T_NATIVE_INT64, 1, 1, row0, nrows, v));
+    w->put_label += nrows;
+fail:
+    return rc;
+}
+
+int gnn_graph_writer_put_orig_ids(gnn_graph_writer_t *w, gnn_vid_t row0, gnn_vid_t nrows,
+                                  const gnn_vid_t *v)
+{
+    int rc = 0;
+    GNN_CHECK(w->h.has_orig_ids, GNN_EINVAL, "%s: the header declares no original ids", w->path);
+    GNN_TRY(check_range(w->path, "row", row0, nrows, w->h.num_nodes));
+    GNN_TRY(gnn__h5_write_rows(w->d_orig, H5T_NATIVE_INT64, 1, 1, row0, nrows, v));
+    w->put_orig += nrows;
+fail:
+    return rc;
+}
+
+int gnn_graph_writer_put_split(gnn_graph_writer_t *w, gnn_split_t which, const int64_t *idx,
+                               int64_t n)
+{
+    int rc = 0;
+    hid_t d = -1;
+    GNN_CHECK(which >= 0 && which < GNN_NUM_SPLITS, GNN_EINVAL, "no split %d", (int)which);
+    GNN_CHECK(!w->put_split[which], GNN_EINVAL, "%s: split '%s' written twice", w->path,
+              gnn_split_names[which]);
+    GNN_CHECK(n >= 0, GNN_EINVAL, "negative split size");
+    GNN_TRY(check_ids(w->path, gnn_split_names[which], idx, n, 0, w->h.num_nodes));
+    if (w->split < 0) {
+        w->split = H5Gcreate2(w->file, "split", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        if (w->split < 0) {
+            rc = GNN_H5_FAIL(GNN_EHDF5, "%s: cannot create group 'split'", w->tmp);
+            goto fail;
+        }
+    }
+    hsize_t dims[1] = {(hsize_t)n}, chunk[1] = {CHUNK_1D};
+    GNN_TRY(gnn__h5_create_dataset(w->split, gnn_split_names[which], H5T_STD_I64LE, 1, dims, chunk,
+                                   &d));
+    GNN_TRY(gnn__h5_write_rows(d, H5T_NATIVE_INT64, 1, 1, 0, n, idx));
+    w->put_split[which] = 1;
+fail:
+    gnn__h5_close(&d);
+    return rc;
+}
+
+int gnn_graph_writer_commit(gnn_graph_writer_t *w)
+{
+    int rc = 0;
+    const gnn_graph_header_t *h = &w->h;
+    GNN_CHECK(w->put_indptr == h->num_nodes + 1, GNN_EINVAL,
+              "%s: %lld of %lld indptr entries written", w->path, (long long)w->put_indptr,
+              (long long)h->num_nodes + 1);
+    GNN_CHECK(w->put_indices == h->num_edges, GNN_EINVAL, "%s: %lld of %lld edges written",
+              w->path, (long long)w->put_indices, (long long)h->num_edges);
+    GNN_CHECK(h->feat_dim == 0 || w->put_feat == h->num_nodes, GNN_EINVAL,
+              "%s: %lld of %lld feature rows written", w->path, (long long)w->put_feat,
+              (long long)h->num_nodes);
+    GNN_CHECK(!h->has_labels || w->put_label == h->num_nodes, GNN_EINVAL,
+              "%s: %lld of %lld labels written", w->path, (long long)w->put_label,
+              (long long)h->num_nodes);
+    GNN_CHECK(!h->has_orig_ids || w->put_orig == h->num_nodes, GNN_EINVAL,
+              "%s: %lld of %lld original ids written", w->path, (long long)w->put_orig,
+              (long long)h->num_nodes);
+    if (h->has_labels)
+        GNN_TRY(gnn__h5_set_attr_i64(w->file, "num_classes",
+                                     h->num_classes > 0 ? h->num_classes : w->max_label + 1));
+    /* Flush, close and only then give the file its name. */
+    if (H5Fflush(w->file, H5F_SCOPE_GLOBAL) < 0) {
+        rc = GNN_H5_FAIL(GNN_EIO, "%s: cannot flush", w->tmp);
+        goto fail;
+    }
+    writer_close(w);
+    GNN_CHECK(rename(w->tmp, w->path) == 0, GNN_EIO, "%s: cannot rename into place: %s", w->path,
+              strerror(errno));
+    writer_free(w);
+    return 0;
+fail:
+    gnn_graph_writer_abort(w);
+    return rc;
+}
+
+int gnn_graph_write(const char *path, const gnn_graph_t *g, int overwrite)
+{
+    int rc = 0;
+    gnn_graph_writer_t *w = NULL;
+    const gnn_csr_t *a = &g->csr;
+    gnn_graph_header_t h = {
+        .num_nodes = a->n_rows,
+        .num_edges = a->nnz,
+        .directed = g->directed,
+        .csr_flags = a->flags,
+        .feat_dim = g->feat ? g->feat_dim : 0,
+        .has_weights = a->weights != NULL,
+        .has_labels = g->label != NULL,
+        .num_classes = g->label ? g->num_classes : 0,
+        .has_orig_ids = g->orig_id != NULL,
+    };
+    GNN_CHECK(a->n_rows == a->n_cols, GNN_EINVAL, "%s: graph CSR must be square", path);
+    GNN_TRY(gnn_graph_writer_open(path, &h, overwrite, &w));
+    GNN_TRY(gnn_graph_writer_put_indptr(w, 0, a->n_rows + 1, a->indptr));
+    GNN_TRY(gnn_graph_writer_put_indices(w, 0, a->nnz, a->indices, a->weights));
+    if (h.feat_dim) GNN_TRY(gnn_graph_writer_put_feat(w, 0, a->n_rows, g->feat));
+    if (h.has_labels) GNN_TRY(gnn_graph_writer_put_labels(w, 0, a->n_rows, g->label));
+    if (h.has_orig_ids) GNN_TRY(gnn_graph_writer_put_orig_ids(w, 0, a->n_rows, g->orig_id));
+    for (int s = 0; s < GNN_NUM_SPLITS; s++)
+        if (g->split[s] || g->split_size[s] == 0)
+            GNN_TRY(gnn_graph_writer_put_split(w, (gnn_split_t)s, g->split[s], g->split_size[s]));
+    rc = gnn_graph_writer_commit(w);
+    w = NULL;
+    return rc;
+fail:
+    gnn_graph_writer_abort(w);
+    return rc;
+}

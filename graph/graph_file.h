@@ -1,0 +1,167 @@
+/*
+ * The graph file: one HDF5 file per dataset, format version 1
+ * (docs/FORMAT.md describes every dataset and attribute).
+ *
+ * Readers open a file once (gnn_graph_open), which checks the layout, and
+ * then read ranges: a range of CSR rows, of edges, of feature rows. Only the
+ * chunks that hold the range are read, so billion-edge files are streamed
+ * through bounded buffers. Every range read checks what it returns (offsets
+ * monotone and within the edge count, ids within the node count), so a
+ * corrupt file fails with GNN_EFORMAT instead of handing bad ids onwards.
+ *
+ * Writers stream too: gnn_graph_writer_open creates every dataset at its
+ * final size under a temporary name; ranges are put in any order; commit
+ * checks that every dataset was written whole and renames the file into
+ * place. An aborted or failed write leaves no file under the final name.
+ */
+#ifndef GNN_GRAPH_GRAPH_FILE_H
+#define GNN_GRAPH_GRAPH_FILE_H
+
+#include "graph/csr.h"
+
+#include <stdint.h>
+
+#define GNN_GRAPH_FORMAT "gnn-graph"
+#define GNN_GRAPH_VERSION 1
+
+typedef enum { GNN_SPLIT_TRAIN = 0, GNN_SPLIT_VALID = 1, GNN_SPLIT_TEST = 2 } gnn_split_t;
+#define GNN_NUM_SPLITS 3
+extern const char *const gnn_split_names[GNN_NUM_SPLITS]; /* "train", "valid", "test" */
+
+/* What a graph file holds, as read from its attributes and dataset shapes. */
+typedef struct {
+    int64_t version;
+    gnn_vid_t num_nodes;
+    gnn_eid_t num_edges;     /* stored CSR entries */
+    int directed;            /* 0: every edge is stored in both directions */
+    unsigned csr_flags;      /* GNN_CSR_* promised by the writer */
+    int64_t feat_dim;        /* 0 when the file has no features */
+    int64_t num_classes;     /* 0 when the file has no labels */
+    int has_weights;
+    int has_labels;
+    int has_orig_ids;
+    int64_t split_size[GNN_NUM_SPLITS]; /* -1 when the split is absent */
+} gnn_graph_info_t;
+
+/* A whole graph in memory. Absent parts are NULL (splits: size -1). */
+typedef struct {
+    gnn_csr_t csr;
+    int directed;
+    int64_t feat_dim;
+    float *feat;          /* num_nodes x feat_dim, row-major */
+    int64_t num_classes;
+    int64_t *label;       /* num_nodes, -1 = unlabelled */
+    gnn_vid_t *orig_id;   /* num_nodes: id in the source data */
+    int64_t *split[GNN_NUM_SPLITS];
+    int64_t split_size[GNN_NUM_SPLITS];
+} gnn_graph_t;
+
+/* Set every field to "absent" (NULL, sizes -1, counts 0). */
+void gnn_graph_init(gnn_graph_t *g);
+/* Free what g holds and re-initialise it. */
+void gnn_graph_free(gnn_graph_t *g);
+
+/* ---- Reading ------------------------------------------------------------ */
+
+typedef struct gnn_graph_file gnn_graph_file_t;
+
+/*
+ * Open path and check its layout: an HDF5 file, format "gnn-graph", version
+ * 1, every dataset of the right class, rank and shape for the counts in its
+ * attributes, indptr starting at 0 and ending at num_edges. Returns 0;
+ * GNN_ENOENT (no such file), GNN_EFORMAT (not HDF5, another layout, a
+ * wrong-shaped or truncated dataset), GNN_EVERSION (another format version),
+ * GNN_EHDF5, GNN_ENOMEM; messages name the file. *out is NULL on failure.
+ */
+int gnn_graph_open(const char *path, gnn_graph_file_t **out);
+/* Close and free; safe on NULL. */
+void gnn_graph_close(gnn_graph_file_t *f);
+const gnn_graph_info_t *gnn_graph_file_info(const gnn_graph_file_t *f);
+const char *gnn_graph_file_path(const gnn_graph_file_t *f);
+
+/* indptr entries [row0, row0 + nrows] (nrows + 1 values, absolute
+ * offsets). GNN_EFORMAT when they decrease or leave [0, num_edges]. */
+int gnn_graph_read_indptr(gnn_graph_file_t *f, gnn_vid_t row0, gnn_vid_t nrows, gnn_eid_t *out);
+/* indices [e0, e0 + n); GNN_EFORMAT for an id outside [0, num_nodes). */
+int gnn_graph_read_indices(gnn_graph_file_t *f, gnn_eid_t e0, gnn_eid_t n, gnn_vid_t *out);
+/* weights [e0, e0 + n); GNN_EINVAL when the file has none. */
+int gnn_graph_read_weights(gnn_graph_file_t *f, gnn_eid_t e0, gnn_eid_t n, float *out);
+/*
+ * The CSR of rows [row0, row0 + nrows): out->n_rows = nrows, n_cols =
+ * num_nodes, indptr rebased to start at 0, weights when the file has them,
+ * flags from the file (checked for the rows read). Allocates out's arrays.
+ */
+int gnn_graph_read_rows(gnn_graph_file_t *f, gnn_vid_t row0, gnn_vid_t nrows, gnn_csr_t *out);
+/* Feature rows [row0, row0 + nrows) into out (nrows x feat_dim). */
+int gnn_graph_read_feat(gnn_graph_file_t *f, gnn_vid_t row0, gnn_vid_t nrows, float *out);
+/* Labels of rows [row0, row0 + nrows); GNN_EFORMAT for a label outside
+ * [-1, num_classes). */
+int gnn_graph_read_labels(gnn_graph_file_t *f, gnn_vid_t row0, gnn_vid_t nrows, int64_t *out);
+/* Original ids of rows [row0, row0 + nrows). */
+int gnn_graph_read_orig_ids(gnn_graph_file_t *f, gnn_vid_t row0, gnn_vid_t nrows, gnn_vid_t *out);
+/* A whole split (allocated into *out, size in *n); GNN_EINVAL when absent,
+ * GNN_EFORMAT for a node id outside [0, num_nodes). */
+int gnn_graph_read_split(gnn_graph_file_t *f, gnn_split_t which, int64_t **out, int64_t *n);
+
+/*
+ * Read a whole file into g (initialised by the call) and check it: the CSR
+ * structure and the sorted / deduplicated / self-loop flags it claims (the
+ * symmetric flag is trusted), labels and splits in range. On failure g is
+ * left initialised and empty.
+ */
+int gnn_graph_load(const char *path, gnn_graph_t *g);
+
+/* ---- Writing ------------------------------------------------------------ */
+
+typedef struct {
+    gnn_vid_t num_nodes;
+    gnn_eid_t num_edges;
+    int directed;
+    unsigned csr_flags;
+    int64_t feat_dim;     /* 0: no features */
+    int has_weights;
+    int has_labels;
+    int64_t num_classes;  /* 0: max label + 1, computed from the labels put */
+    int has_orig_ids;
+} gnn_graph_header_t;
+
+typedef struct gnn_graph_writer gnn_graph_writer_t;
+
+/*
+ * Start writing path (under a temporary name beside it). An existing path is
+ * refused with GNN_EEXISTS unless overwrite is set.
+ */
+int gnn_graph_writer_open(const char *path, const gnn_graph_header_t *h, int overwrite,
+                          gnn_graph_writer_t **out);
+/* indptr entries [first, first + n) (n values; the whole array has
+ * num_nodes + 1). Values must be monotone within the call and in
+ * [0, num_edges]. */
+int gnn_graph_writer_put_indptr(gnn_graph_writer_t *w, gnn_vid_t first, gnn_vid_t n,
+                                const gnn_eid_t *v);
+/* indices (and weights when the header has them, else NULL) [e0, e0 + n);
+ * ids must be in [0, num_nodes). */
+int gnn_graph_writer_put_indices(gnn_graph_writer_t *w, gnn_eid_t e0, gnn_eid_t n,
+                                 const gnn_vid_t *v, const float *weights);
+int gnn_graph_writer_put_feat(gnn_graph_writer_t *w, gnn_vid_t row0, gnn_vid_t nrows,
+                              const float *v);
+/* Labels must be >= -1. */
+int gnn_graph_writer_put_labels(gnn_graph_writer_t *w, gnn_vid_t row0, gnn_vid_t nrows,
+                                const int64_t *v);
+int gnn_graph_writer_put_orig_ids(gnn_graph_writer_t *w, gnn_vid_t row0, gnn_vid_t nrows,
+                                  const gnn_vid_t *v);
+/* A whole split; ids must be in [0, num_nodes). */
+int gnn_graph_writer_put_split(gnn_graph_writer_t *w, gnn_split_t which, const int64_t *idx,
+                               int64_t n);
+/*
+ * Check that every dataset was written whole (each range is meant to be put
+ * once), write the closing attributes, close, and rename into place. Frees
+ * w whatever the outcome; on failure the temporary file is removed.
+ */
+int gnn_graph_writer_commit(gnn_graph_writer_t *w);
+/* Discard: close, remove the temporary file, free. Safe on NULL. */
+void gnn_graph_writer_abort(gnn_graph_writer_t *w);
+
+/* Write a whole in-memory graph (convenience over the writer). */
+int gnn_graph_write(const char *path, const gnn_graph_t *g, int overwrite);
+
+#endif

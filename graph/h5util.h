@@ -1,0 +1,60 @@
+/*
+ * Internal helpers for the HDF5 files of graph/ (graph file, partition
+ * files): library set-up, error capture, typed dataset creation and checked
+ * range reads and writes.
+ *
+ * HDF5 prints its own error stack by default; gnn__h5_init turns that off
+ * once, and GNN_H5_FAIL records our error with the innermost HDF5 message
+ * appended instead, so a command still prints one line.
+ */
+#ifndef GNN_GRAPH_H5UTIL_H
+#define GNN_GRAPH_H5UTIL_H
+
+#include <hdf5.h>
+#include <stdint.h>
+
+/* Silence HDF5's automatic error printing (idempotent). */
+void gnn__h5_init(void);
+
+/* Record code with a message, appending the innermost HDF5 error text when
+ * HDF5 has one; clears HDF5's error stack. Returns code. */
+int gnn__h5_fail(int code, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+#define GNN_H5_FAIL(code, ...) gnn__h5_fail((code), __FILE__, __LINE__, __VA_ARGS__)
+
+/* Close an HDF5 id of any kind when it is valid (>= 0); sets it to -1. */
+void gnn__h5_close(hid_t *id);
+
+/* Class a dataset must have to be read as the given memory type. */
+typedef enum { GNN_H5_INT, GNN_H5_FLOAT } gnn_h5_class_t;
+
+/*
+ * Open dataset `name` under loc and check class and rank; dims receives its
+ * shape (rank entries). Missing dataset: GNN_EFORMAT "missing dataset" unless
+ * optional, in which case *out is -1 and 0 is returned. Returns 0 or
+ * GNN_EFORMAT / GNN_EHDF5 with a message naming the dataset and file.
+ */
+int gnn__h5_open_dataset(hid_t loc, const char *path, const char *name, gnn_h5_class_t cls,
+                         int rank, int optional, hsize_t *dims, hid_t *out);
+
+/* Create an extendible chunked dataset of the given memory type and shape;
+ * chunk gives the chunk shape. */
+int gnn__h5_create_dataset(hid_t loc, const char *name, hid_t type, int rank,
+                           const hsize_t *dims, const hsize_t *chunk, hid_t *out);
+
+/* Read or write rows [row0, row0 + nrows) of a rank-1 or rank-2 dataset
+ * (all columns) to or from buf of memory type mtype. */
+int gnn__h5_read_rows(hid_t dset, hid_t mtype, int rank, hsize_t ncols, int64_t row0,
+                      int64_t nrows, void *buf);
+int gnn__h5_write_rows(hid_t dset, hid_t mtype, int rank, hsize_t ncols, int64_t row0,
+                       int64_t nrows, const void *buf);
+
+/* Scalar int64 attribute: read (missing: GNN_EFORMAT unless optional, then
+ * *v untouched and 0 returned) and write. */
+int gnn__h5_get_attr_i64(hid_t loc, const char *name, int optional, int64_t *v);
+int gnn__h5_set_attr_i64(hid_t loc, const char *name, int64_t v);
+/* String attribute (fixed or variable length) into buf; missing: GNN_EFORMAT. */
+int gnn__h5_get_attr_str(hid_t loc, const char *name, char *buf, size_t len);
+int gnn__h5_set_attr_str(hid_t loc, const char *name, const char *v);
+
+#endif

@@ -1,0 +1,125 @@
+/*
+ * Helpers shared by the test programs: a fresh temporary directory per test
+ * program, path joining, reading a file into memory, and running a command
+ * with its standard output and error captured (for the tests of the
+ * commands' one-line errors and exit codes). Header-only, test code only.
+ */
+#ifndef GNN_TESTS_TESTUTIL_H
+#define GNN_TESTS_TESTUTIL_H
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* A new directory under $TMPDIR (or /tmp), created once per process. */
+static inline const char *tu_tmpdir(void)
+{
+    static char dir[512];
+    if (!dir[0]) {
+        const char *base = getenv("TMPDIR");
+        snprintf(dir, sizeof dir, "%s/gnn-test-XXXXXX", base && base[0] ? base : "/tmp");
+        if (!mkdtemp(dir)) {
+            perror("mkdtemp");
+            exit(1);
+        }
+    }
+    return dir;
+}
+
+/* "<tmpdir>/<name>" in a static rotating buffer (8 live results). */
+static inline const char *tu_path(const char *name)
+{
+    static char bufs[8][640];
+    static int next;
+    char *b = bufs[next++ % 8];
+    snprintf(b, sizeof bufs[0], "%s/%s", tu_tmpdir(), name);
+    return b;
+}
+
+static inline int tu_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* Whole file as a NUL-terminated string (caller frees); NULL if unreadable. */
+static inline char *tu_read_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
+        free(s);
+        s = NULL;
+    }
+    if (s) s[n] = '\0';
+    fclose(f);
+    return s;
+}
+
+static inline int tu_count_lines(const char *s)
+{
+    int n = 0;
+    for (; s && *s; s++) n += *s == '\n';
+    return n;
+}
+
+typedef struct {
+    int status; /* exit status, or 128 + signal */
+    char *out;  /* captured standard output (caller frees via tu_run_free) */
+    char *err;  /* captured standard error */
+} tu_run_t;
+
+/* Run argv (NULL-terminated) with stdout and stderr captured. */
+static inline tu_run_t tu_run(char *const argv[])
+{
+    tu_run_t r = {-1, NULL, NULL};
+    const char *o = tu_path("run.stdout"), *e = tu_path("run.stderr");
+    char out_path[640], err_path[640];
+    snprintf(out_path, sizeof out_path, "%s", o);
+    snprintf(err_path, sizeof err_path, "%s", e);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fo = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int fe = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int fi = open("/dev/null", O_RDONLY);
+        if (fo < 0 || fe < 0 || fi < 0) _exit(126);
+        dup2(fi, 0);
+        dup2(fo, 1);
+        dup2(fe, 2);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    int st = 0;
+    if (pid > 0 && waitpid(pid, &st, 0) == pid)
+        r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    r.out = tu_read_file(out_path);
+    r.err = tu_read_file(err_path);
+    return r;
+}
+
+static inline void tu_run_free(tu_run_t *r)
+{
+    free(r->out);
+    free(r->err);
+    r->out = r->err = NULL;
+}
+
+/* Seed for randomised tests: $GNN_TEST_SEED or a fixed default, printed. */
+static inline unsigned tu_seed(void)
+{
+    const char *s = getenv("GNN_TEST_SEED");
+    unsigned seed = s ? (unsigned)strtoul(s, NULL, 10) : 12345u;
+    printf("seed %u (set GNN_TEST_SEED to change)\n", seed);
+    return seed;
+}
+
+#endif

@@ -1,0 +1,80 @@
+/*
+ * The allocation wrapper: overflow checks, the failure-injection hook
+ * (exactly the Nth allocation fails and records GNN_ENOMEM), counting.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "graph/base/alloc.h"
+#include "graph/base/error.h"
+
+#include <string.h>
+
+static void test_basic(void **state)
+{
+    (void)state;
+    gnn_alloc_fail_at(0);
+    int *a = gnn_calloc(10, sizeof *a);
+    assert_non_null(a);
+    for (int i = 0; i < 10; i++) assert_int_equal(a[i], 0);
+    a = gnn_realloc_array(a, 1000, sizeof *a);
+    assert_non_null(a);
+    char *s = gnn_strdup("halo");
+    assert_string_equal(s, "halo");
+    assert_int_equal(gnn_alloc_count(), 3);
+    gnn_free(a);
+    gnn_free(s);
+    gnn_free(NULL);
+}
+
+static void test_overflow(void **state)
+{
+    (void)state;
+    gnn_error_clear();
+    assert_null(gnn_malloc_array(SIZE_MAX / 2, 4));
+    assert_int_equal(gnn_error_code(), GNN_ENOMEM);
+    assert_null(gnn_calloc(SIZE_MAX / 8, 16));
+    void *p = gnn_malloc(8);
+    assert_null(gnn_realloc_array(p, SIZE_MAX / 4, 8));
+    gnn_free(p); /* a failed realloc leaves p valid */
+}
+
+static void test_nth_fails(void **state)
+{
+    (void)state;
+    for (int nth = 1; nth <= 4; nth++) {
+        gnn_alloc_fail_at(nth);
+        void *p[4];
+        for (int i = 0; i < 4; i++) {
+            gnn_error_clear();
+            p[i] = gnn_malloc(16);
+            if (i + 1 == nth) {
+                assert_null(p[i]);
+                assert_int_equal(gnn_error_code(), GNN_ENOMEM);
+                assert_non_null(strstr(gnn_error_message(), "16 bytes"));
+            } else {
+                assert_non_null(p[i]);
+            }
+        }
+        assert_true(gnn_alloc_failed());
+        for (int i = 0; i < 4; i++) gnn_free(p[i]);
+    }
+    gnn_alloc_fail_at(0);
+    void *q = gnn_malloc(1);
+    assert_non_null(q);
+    assert_false(gnn_alloc_failed());
+    gnn_free(q);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_basic),
+        cmocka_unit_test(test_overflow),
+        cmocka_unit_test(test_nth_fails),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
