@@ -7,5 +7,9 @@
 #define GNN_DATASETS_COMMANDS_H
 
 int gnn_dataset_cmd_info(int argc, char **argv);
+int gnn_dataset_cmd_ogb(int argc, char **argv);
+int gnn_dataset_cmd_edgelist(int argc, char **argv);
+int gnn_dataset_cmd_metis(int argc, char **argv);
+int gnn_dataset_cmd_generate(int argc, char **argv);
 
 #endif

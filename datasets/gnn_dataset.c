@@ -17,6 +17,10 @@ typedef struct {
 } subcommand_t;
 
 static const subcommand_t subcommands[] = {
+    {"ogb", "convert an OGB node-property dataset (csv or npz layout)", gnn_dataset_cmd_ogb},
+    {"edgelist", "convert an edge list (pairs of ids, optional weights)", gnn_dataset_cmd_edgelist},
+    {"metis", "convert a METIS graph file", gnn_dataset_cmd_metis},
+    {"generate", "generate a graph: sbm (learnable, with features) or rmat", gnn_dataset_cmd_generate},
     {"info", "describe a graph file (counts, features, classes, splits)", gnn_dataset_cmd_info},
 };
 #define N_SUBCOMMANDS (sizeof subcommands / sizeof subcommands[0])

@@ -398,6 +398,19 @@ fail:
     return rc;
 }
 
+int gnn_csr_dedupe(gnn_csr_t *a)
+{
+    int rc = 0;
+    GNN_CHECK(a, GNN_EINVAL, "deduplicating CSR rows: no input");
+    if (!(a->flags & GNN_CSR_SORTED)) GNN_TRY(sort_all_rows(a));
+    dedupe_sorted_rows(a);
+    a->flags |= GNN_CSR_SORTED | GNN_CSR_DEDUPED;
+    return 0;
+
+fail:
+    return rc;
+}
+
 /* ---- Statistics ------------------------------------------------------------- */
 
 /* Number of bits needed for x > 0: the k with x in [2^(k-1), 2^k). */

@@ -73,6 +73,14 @@ void gnn_csr_free(gnn_csr_t *a);
 /* Sort each row's sources ascending (weights follow); sets GNN_CSR_SORTED. */
 int gnn_csr_sort_rows(gnn_csr_t *a);
 
+/*
+ * Sort each row (unless flagged sorted) and remove repeated sources in
+ * place, keeping the first of each run and its weight; indptr and nnz
+ * shrink, the arrays keep their capacity. Sets SORTED and DEDUPED.
+ * Returns 0, or GNN_ENOMEM with a unchanged.
+ */
+int gnn_csr_dedupe(gnn_csr_t *a);
+
 typedef struct {
     gnn_vid_t n;          /* rows counted */
     gnn_eid_t min, max;   /* smallest and largest row length */

@@ -212,6 +212,22 @@ static int open_layout(gnn_graph_file_t *f)
             if (f->d_split[s] >= 0) in->split_size[s] = (int64_t)dims[0];
         }
     }
+    if (H5Lexists(f->file, "node_data", H5P_DEFAULT) > 0) {
+        hid_t g = H5Gopen2(f->file, "node_data", H5P_DEFAULT);
+        H5G_info_t gi;
+        if (g >= 0 && H5Gget_info(g, &gi) >= 0) {
+            for (hsize_t i = 0; i < gi.nlinks; i++) {
+                char nm[64];
+                if (H5Lget_name_by_idx(g, ".", H5_INDEX_NAME, H5_ITER_INC, i, nm, sizeof nm,
+                                       H5P_DEFAULT) < 0)
+                    break;
+                size_t used = strlen(in->node_data);
+                snprintf(in->node_data + used, sizeof in->node_data - used, "%s%s",
+                         used ? "," : "", nm);
+            }
+        }
+        gnn__h5_close(&g);
+    }
     H5Eclear2(H5E_DEFAULT);
 
     /* The two ends of indptr pin the CSR to the edge count. */
@@ -450,7 +466,7 @@ int gnn_graph_load(const char *path, gnn_graph_t *g)
     gnn_graph_close(f);
     return 0;
 fail:
-    gnn_progress_finish(prog);
+    gnn_progress_end(prog, rc);
     gnn_graph_close(f);
     gnn_graph_free(g);
     return rc;
@@ -461,11 +477,13 @@ fail:
 struct gnn_graph_writer {
     char *path, *tmp;
     gnn_graph_header_t h;
-    hid_t file, split;
+    hid_t file, split, node_data;
     hid_t d_indptr, d_indices, d_weights, d_feat, d_label, d_orig;
     int64_t put_indptr, put_indices, put_feat, put_label, put_orig;
     int put_split[GNN_NUM_SPLITS];
     int64_t max_label;
+    int append;             /* num_edges unknown: indices are appended in order */
+    gnn_eid_t indptr_last;  /* indptr[num_nodes] as put, -1 until then */
 };
 
 static void writer_close(gnn_graph_writer_t *w)
@@ -477,6 +495,7 @@ static void writer_close(gnn_graph_writer_t *w)
     gnn__h5_close(&w->d_label);
     gnn__h5_close(&w->d_orig);
     gnn__h5_close(&w->split);
+    gnn__h5_close(&w->node_data);
     gnn__h5_close(&w->file);
 }
 
@@ -503,16 +522,18 @@ int gnn_graph_writer_open(const char *path, const gnn_graph_header_t *h, int ove
     struct stat st;
     *out = NULL;
     gnn__h5_init();
-    GNN_CHECK(h->num_nodes >= 0 && h->num_edges >= 0 && h->feat_dim >= 0 && h->num_classes >= 0,
+    GNN_CHECK(h->num_nodes >= 0 && h->num_edges >= -1 && h->feat_dim >= 0 && h->num_classes >= 0,
               GNN_EINVAL, "%s: negative count in graph header", path);
     GNN_CHECK(overwrite || stat(path, &st) != 0, GNN_EEXISTS,
               "%s: file exists (use --force to replace it)", path);
     w = gnn_calloc(1, sizeof *w);
     GNN_CHECK(w, GNN_ENOMEM, "out of memory");
-    w->file = w->split = w->d_indptr = w->d_indices = w->d_weights = w->d_feat = w->d_label =
+    w->file = w->split = w->node_data = w->d_indptr = w->d_indices = w->d_weights = w->d_feat = w->d_label =
         w->d_orig = -1;
     w->h = *h;
     w->max_label = -1;
+    w->append = h->num_edges < 0;
+    w->indptr_last = -1;
     w->path = gnn_strdup(path);
     w->tmp = gnn_malloc(strlen(path) + 32);
     GNN_CHECK(w->path && w->tmp, GNN_ENOMEM, "out of memory");
@@ -526,7 +547,7 @@ int gnn_graph_writer_open(const char *path, const gnn_graph_header_t *h, int ove
     GNN_TRY(gnn__h5_set_attr_str(w->file, "format", GNN_GRAPH_FORMAT));
     GNN_TRY(gnn__h5_set_attr_i64(w->file, "version", GNN_GRAPH_VERSION));
     GNN_TRY(gnn__h5_set_attr_i64(w->file, "num_nodes", h->num_nodes));
-    GNN_TRY(gnn__h5_set_attr_i64(w->file, "num_edges", h->num_edges));
+    if (!w->append) GNN_TRY(gnn__h5_set_attr_i64(w->file, "num_edges", h->num_edges));
     GNN_TRY(gnn__h5_set_attr_i64(w->file, "directed", h->directed ? 1 : 0));
     for (int b = 0; b < N_FLAG_ATTRS; b++)
         GNN_TRY(gnn__h5_set_attr_i64(w->file, flag_attrs[b], (h->csr_flags >> b) & 1u));
@@ -534,7 +555,7 @@ int gnn_graph_writer_open(const char *path, const gnn_graph_header_t *h, int ove
     hsize_t dims[2], chunk[2] = {CHUNK_1D, 1};
     dims[0] = (hsize_t)h->num_nodes + 1;
     GNN_TRY(gnn__h5_create_dataset(w->file, "indptr", H5T_STD_I64LE, 1, dims, chunk, &w->d_indptr));
-    dims[0] = (hsize_t)h->num_edges;
+    dims[0] = w->append ? 0 : (hsize_t)h->num_edges;
     GNN_TRY(gnn__h5_create_dataset(w->file, "indices", H5T_STD_I64LE, 1, dims, chunk, &w->d_indices));
     if (h->has_weights)
         GNN_TRY(gnn__h5_create_dataset(w->file, "weights", H5T_IEEE_F32LE, 1, dims, chunk,
@@ -557,16 +578,20 @@ fail:
     return rc;
 }
 
+const gnn_graph_header_t *gnn_graph_writer_header(const gnn_graph_writer_t *w) { return &w->h; }
+
 int gnn_graph_writer_put_indptr(gnn_graph_writer_t *w, gnn_vid_t first, gnn_vid_t n,
                                 const gnn_eid_t *v)
 {
     int rc = 0;
     GNN_TRY(check_range(w->path, "indptr", first, n, w->h.num_nodes + 1));
-    GNN_TRY(check_offsets(w->path, v, n, first, w->h.num_edges));
+    GNN_TRY(check_offsets(w->path, v, n, first, w->append ? INT64_MAX : w->h.num_edges));
     GNN_CHECK(first != 0 || n == 0 || v[0] == 0, GNN_EINVAL, "%s: indptr[0] must be 0", w->path);
-    GNN_CHECK(first + n != w->h.num_nodes + 1 || n == 0 || v[n - 1] == w->h.num_edges, GNN_EINVAL,
-              "%s: indptr[num_nodes] must equal num_edges = %lld", w->path,
+    GNN_CHECK(w->append || first + n != w->h.num_nodes + 1 || n == 0 ||
+                  v[n - 1] == w->h.num_edges,
+              GNN_EINVAL, "%s: indptr[num_nodes] must equal num_edges = %lld", w->path,
               (long long)w->h.num_edges);
+    if (n > 0 && first + n == w->h.num_nodes + 1) w->indptr_last = v[n - 1];
     GNN_TRY(gnn__h5_write_rows(w->d_indptr, H5T_NATIVE_INT64, 1, 1, first, n, v));
     w->put_indptr += n;
 fail:
@@ -577,9 +602,21 @@ int gnn_graph_writer_put_indices(gnn_graph_writer_t *w, gnn_eid_t e0, gnn_eid_t 
                                  const gnn_vid_t *v, const float *weights)
 {
     int rc = 0;
-    GNN_TRY(check_range(w->path, "edge", e0, n, w->h.num_edges));
     GNN_CHECK(!w->h.has_weights == !weights, GNN_EINVAL,
               "%s: weights must be given exactly when the header declares them", w->path);
+    if (w->append) {
+        GNN_CHECK(e0 == w->put_indices && n >= 0, GNN_EINVAL,
+                  "%s: edges must be appended in order (at %lld, not %lld)", w->path,
+                  (long long)w->put_indices, (long long)e0);
+        hsize_t dims[1] = {(hsize_t)(e0 + n)};
+        if (H5Dset_extent(w->d_indices, dims) < 0 ||
+            (w->d_weights >= 0 && H5Dset_extent(w->d_weights, dims) < 0)) {
+            rc = GNN_H5_FAIL(GNN_EHDF5, "%s: cannot extend the edge datasets", w->tmp);
+            goto fail;
+        }
+    } else {
+        GNN_TRY(check_range(w->path, "edge", e0, n, w->h.num_edges));
+    }
     GNN_TRY(check_ids(w->path, "indices", v, n, e0, w->h.num_nodes));
     GNN_TRY(gnn__h5_write_rows(w->d_indices, H5T_NATIVE_INT64, 1, 1, e0, n, v));
     if (weights) GNN_TRY(gnn__h5_write_rows(w->d_weights, H5T_NATIVE_FLOAT, 1, 1, e0, n, weights));
@@ -633,6 +670,32 @@ fail:
     return rc;
 }
 
+int gnn_graph_writer_put_node_data(gnn_graph_writer_t *w, const char *name, int is_int,
+                                   int64_t ncols, const void *v)
+{
+    int rc = 0;
+    hid_t d = -1;
+    GNN_CHECK(ncols >= 1 && name && name[0] && !strchr(name, '/'), GNN_EINVAL,
+              "%s: bad node data array '%s'", w->path, name ? name : "");
+    if (w->node_data < 0) {
+        w->node_data = H5Gcreate2(w->file, "node_data", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        if (w->node_data < 0) {
+            rc = GNN_H5_FAIL(GNN_EHDF5, "%s: cannot create group 'node_data'", w->tmp);
+            goto fail;
+        }
+    }
+    hsize_t dims[2] = {(hsize_t)w->h.num_nodes, (hsize_t)ncols};
+    hsize_t chunk[2] = {CHUNK_1D / (hsize_t)ncols ? CHUNK_1D / (hsize_t)ncols : 1, (hsize_t)ncols};
+    int rank = ncols == 1 ? 1 : 2;
+    GNN_TRY(gnn__h5_create_dataset(w->node_data, name, is_int ? H5T_STD_I64LE : H5T_IEEE_F32LE,
+                                   rank, dims, chunk, &d));
+    GNN_TRY(gnn__h5_write_rows(d, is_int ? H5T_NATIVE_INT64 : H5T_NATIVE_FLOAT, rank,
+                               (hsize_t)ncols, 0, w->h.num_nodes, v));
+fail:
+    gnn__h5_close(&d);
+    return rc;
+}
+
 int gnn_graph_writer_put_split(gnn_graph_writer_t *w, gnn_split_t which, const int64_t *idx,
                                int64_t n)
 {
@@ -667,8 +730,15 @@ int gnn_graph_writer_commit(gnn_graph_writer_t *w)
     GNN_CHECK(w->put_indptr == h->num_nodes + 1, GNN_EINVAL,
               "%s: %lld of %lld indptr entries written", w->path, (long long)w->put_indptr,
               (long long)h->num_nodes + 1);
-    GNN_CHECK(w->put_indices == h->num_edges, GNN_EINVAL, "%s: %lld of %lld edges written",
-              w->path, (long long)w->put_indices, (long long)h->num_edges);
+    if (w->append) {
+        GNN_CHECK(w->indptr_last == w->put_indices, GNN_EINVAL,
+                  "%s: indptr[num_nodes] = %lld but %lld edges were written", w->path,
+                  (long long)w->indptr_last, (long long)w->put_indices);
+        GNN_TRY(gnn__h5_set_attr_i64(w->file, "num_edges", w->put_indices));
+    }
+    GNN_CHECK(w->append || w->put_indices == h->num_edges, GNN_EINVAL,
+              "%s: %lld of %lld edges written", w->path, (long long)w->put_indices,
+              (long long)h->num_edges);
     GNN_CHECK(h->feat_dim == 0 || w->put_feat == h->num_nodes, GNN_EINVAL,
               "%s: %lld of %lld feature rows written", w->path, (long long)w->put_feat,
               (long long)h->num_nodes);

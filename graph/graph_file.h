@@ -41,6 +41,7 @@ typedef struct {
     int has_labels;
     int has_orig_ids;
     int64_t split_size[GNN_NUM_SPLITS]; /* -1 when the split is absent */
+    char node_data[256];     /* names of the node_data/ arrays, comma-separated */
 } gnn_graph_info_t;
 
 /* A whole graph in memory. Absent parts are NULL (splits: size -1). */
@@ -115,7 +116,8 @@ int gnn_graph_load(const char *path, gnn_graph_t *g);
 
 typedef struct {
     gnn_vid_t num_nodes;
-    gnn_eid_t num_edges;
+    gnn_eid_t num_edges;  /* -1: not known yet; edges are then appended in order and
+                             the count is fixed by commit */
     int directed;
     unsigned csr_flags;
     int64_t feat_dim;     /* 0: no features */
@@ -133,13 +135,16 @@ typedef struct gnn_graph_writer gnn_graph_writer_t;
  */
 int gnn_graph_writer_open(const char *path, const gnn_graph_header_t *h, int overwrite,
                           gnn_graph_writer_t **out);
+/* The header the writer was opened with. */
+const gnn_graph_header_t *gnn_graph_writer_header(const gnn_graph_writer_t *w);
 /* indptr entries [first, first + n) (n values; the whole array has
  * num_nodes + 1). Values must be monotone within the call and in
  * [0, num_edges]. */
 int gnn_graph_writer_put_indptr(gnn_graph_writer_t *w, gnn_vid_t first, gnn_vid_t n,
                                 const gnn_eid_t *v);
 /* indices (and weights when the header has them, else NULL) [e0, e0 + n);
- * ids must be in [0, num_nodes). */
+ * ids must be in [0, num_nodes). With num_edges = -1 in the header, e0 must
+ * be the number of edges put so far (appending). */
 int gnn_graph_writer_put_indices(gnn_graph_writer_t *w, gnn_eid_t e0, gnn_eid_t n,
                                  const gnn_vid_t *v, const float *weights);
 int gnn_graph_writer_put_feat(gnn_graph_writer_t *w, gnn_vid_t row0, gnn_vid_t nrows,
@@ -149,6 +154,13 @@ int gnn_graph_writer_put_labels(gnn_graph_writer_t *w, gnn_vid_t row0, gnn_vid_t
                                 const int64_t *v);
 int gnn_graph_writer_put_orig_ids(gnn_graph_writer_t *w, gnn_vid_t row0, gnn_vid_t nrows,
                                   const gnn_vid_t *v);
+/*
+ * An extra per-node array kept from the source (e.g. OGB's node_year), as
+ * node_data/NAME: num_nodes x ncols, int64 when is_int (v is int64_t *)
+ * else float32 (v is float *), written whole in one call.
+ */
+int gnn_graph_writer_put_node_data(gnn_graph_writer_t *w, const char *name, int is_int,
+                                   int64_t ncols, const void *v);
 /* A whole split; ids must be in [0, num_nodes). */
 int gnn_graph_writer_put_split(gnn_graph_writer_t *w, gnn_split_t which, const int64_t *idx,
                                int64_t n);

@@ -121,7 +121,9 @@ int gnn__h5_create_dataset(hid_t loc, const char *name, hid_t type, int rank,
     *out = -1;
     space = H5Screate_simple(rank, dims, maxdims);
     dcpl = H5Pcreate(H5P_DATASET_CREATE);
-    if (space < 0 || dcpl < 0 || H5Pset_chunk(dcpl, rank, chunk) < 0) {
+    /* No modification times: the same data gives byte-identical files. */
+    if (space < 0 || dcpl < 0 || H5Pset_chunk(dcpl, rank, chunk) < 0 ||
+        H5Pset_obj_track_times(dcpl, 0) < 0) {
         rc = GNN_H5_FAIL(GNN_EHDF5, "cannot set up dataset '%s'", name);
         goto fail;
     }

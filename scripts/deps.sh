@@ -7,7 +7,7 @@ set -euo pipefail
 
 packages=(build-essential cmake pkg-config zlib1g-dev libhdf5-dev hdf5-tools
           libopenmpi-dev openmpi-bin libmetis-dev metis libcmocka-dev libopenblas-dev
-          python3)
+          python3 time)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -281,6 +281,21 @@ void gnn_progress_add(gnn_progress_t *p, int64_t delta)
     maybe_report(p);
 }
 
+void gnn_progress_end(gnn_progress_t *p, int rc)
+{
+    if (rc >= 0) {
+        gnn_progress_finish(p);
+        return;
+    }
+    if (!p) return;
+    if (p->mode == GNN_PROGRESS_TTY) {
+        /* Clear the live line so the error that follows stands alone. */
+        while (atomic_flag_test_and_set_explicit(&p->printing, memory_order_acquire)) sched_yield();
+        write_line(p, "\r\033[K", 0);
+    }
+    gnn_free(p);
+}
+
 void gnn_progress_finish(gnn_progress_t *p)
 {
     if (!p) return;

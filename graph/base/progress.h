@@ -48,6 +48,9 @@ void gnn_progress_add(gnn_progress_t *p, int64_t delta);
 /* Print the closing line (amount, time, rate) and free the handle. Call it
  * once, after every thread has made its last update. */
 void gnn_progress_finish(gnn_progress_t *p);
+/* For a function's single exit: finish when rc >= 0; on failure print no
+ * closing line (a TTY line is cleared), just free. */
+void gnn_progress_end(gnn_progress_t *p, int rc);
 
 /* Format n with an SI suffix ("1.23M") or, for unit "B", a binary one
  * ("1.5 GiB") into buf. Returns buf. */

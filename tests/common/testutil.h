@@ -81,10 +81,9 @@ typedef struct {
 static inline tu_run_t tu_run(char *const argv[])
 {
     tu_run_t r = {-1, NULL, NULL};
-    const char *o = tu_path("run.stdout"), *e = tu_path("run.stderr");
-    char out_path[640], err_path[640];
-    snprintf(out_path, sizeof out_path, "%s", o);
-    snprintf(err_path, sizeof err_path, "%s", e);
+    char out_path[640], err_path[640]; /* not tu_path: callers hold its results */
+    snprintf(out_path, sizeof out_path, "%s/run.stdout", tu_tmpdir());
+    snprintf(err_path, sizeof err_path, "%s/run.stderr", tu_tmpdir());
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) {
@@ -120,6 +119,28 @@ static inline unsigned tu_seed(void)
     unsigned seed = s ? (unsigned)strtoul(s, NULL, 10) : 12345u;
     printf("seed %u (set GNN_TEST_SEED to change)\n", seed);
     return seed;
+}
+
+/*
+ * Path of a shared test dataset (../shared/datasets/NAME beside the clone,
+ * or $GNN_SHARED_DATASETS/NAME). When it is absent: under CI=true print why
+ * and exit 1 (CI must have it); elsewhere print SKIPPED and exit 77, which
+ * CTest reports as skipped.
+ */
+static inline const char *tu_shared_dataset(const char *name)
+{
+    static char path[1024];
+    const char *base = getenv("GNN_SHARED_DATASETS");
+    snprintf(path, sizeof path, "%s/%s", base && base[0] ? base : "../shared/datasets", name);
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) return path;
+    const char *ci = getenv("CI");
+    if (ci && !strcmp(ci, "true")) {
+        printf("FAILED: shared dataset %s is missing (required under CI=true)\n", path);
+        exit(1);
+    }
+    printf("SKIPPED: shared dataset %s is absent\n", path);
+    exit(77);
 }
 
 #endif

@@ -273,6 +273,44 @@ static void test_writer_refusals(void **state)
     assert_int_equal(open_objects(), 0);
 }
 
+/* num_edges = -1: edges appended in order, the count fixed at commit. */
+static void test_writer_append_mode(void **state)
+{
+    (void)state;
+    const char *path = tu_path("append.h5");
+    gnn_graph_header_t h = {.num_nodes = 3, .num_edges = -1, .directed = 1, .has_weights = 1};
+    gnn_graph_writer_t *w;
+    assert_int_equal(gnn_graph_writer_open(path, &h, 1, &w), 0);
+    gnn_vid_t ids[] = {1, 2, 0, 2};
+    float wt[] = {0.5f, 1.5f, 2.5f, 3.5f};
+    assert_int_equal(gnn_graph_writer_put_indices(w, 0, 2, ids, wt), 0);
+    assert_int_equal(gnn_graph_writer_put_indices(w, 3, 1, ids + 2, wt + 2), GNN_EINVAL);
+    assert_non_null(strstr(gnn_error_message(), "appended in order (at 2, not 3)"));
+    assert_int_equal(gnn_graph_writer_put_indices(w, 2, 2, ids + 2, wt + 2), 0);
+    gnn_eid_t ip[] = {0, 2, 3, 4};
+    assert_int_equal(gnn_graph_writer_put_indptr(w, 0, 4, ip), 0);
+    assert_int_equal(gnn_graph_writer_commit(w), 0);
+    gnn_graph_t g;
+    assert_int_equal(gnn_graph_load(path, &g), 0);
+    assert_int_equal(g.csr.nnz, 4);
+    assert_memory_equal(g.csr.indices, ids, sizeof ids);
+    assert_memory_equal(g.csr.weights, wt, sizeof wt);
+    gnn_graph_free(&g);
+
+    /* indptr that disagrees with the edges appended is refused at commit. */
+    assert_int_equal(gnn_graph_writer_open(path, &h, 1, &w), 0);
+    assert_int_equal(gnn_graph_writer_put_indices(w, 0, 4, ids, wt), 0);
+    gnn_eid_t ip5[] = {0, 2, 3, 5};
+    assert_int_equal(gnn_graph_writer_put_indptr(w, 0, 4, ip5), 0);
+    assert_int_equal(gnn_graph_writer_commit(w), GNN_EINVAL);
+    assert_non_null(strstr(gnn_error_message(), "indptr[num_nodes] = 5 but 4 edges were written"));
+    /* The earlier file stays as it was. */
+    assert_int_equal(gnn_graph_load(path, &g), 0);
+    assert_int_equal(g.csr.nnz, 4);
+    gnn_graph_free(&g);
+    assert_int_equal(open_objects(), 0);
+}
+
 /* ---- Bad files -------------------------------------------------------- */
 
 static const char *write_good(const char *name)
@@ -588,6 +626,7 @@ int main(void)
         cmocka_unit_test(test_minimal_graph_and_absent_parts),
         cmocka_unit_test(test_row_ranges),
         cmocka_unit_test(test_writer_refusals),
+        cmocka_unit_test(test_writer_append_mode),
         cmocka_unit_test(test_not_hdf5),
         cmocka_unit_test(test_other_layout),
         cmocka_unit_test(test_unknown_version),

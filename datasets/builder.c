@@ -1,0 +1,604 @@
+/*
+ * The edge-stream builder (builder.h): in-degree counting while edges
+ * arrive, entries sorted into row buckets with bounded buffers spilled as
+ * blocks to one unlinked file, and a finish that places each row range's
+ * entries by counting sort from its own buckets only.
+ *
+ * Invariants: count[v + 1] holds the number of entries of row v added so far
+ * (the reverse entry included under symmetrisation), so a prefix sum in
+ * place turns count into indptr. An entry (row, col) lives in bucket
+ * row >> shift (the last bucket also takes rows beyond the expected count).
+ * A bucket's entries are, in stream order, its spilled blocks in the order
+ * of the block index, then its buffer; placing in that order keeps each row
+ * in stream order, which is what makes "keep the first" of dedupe mean the
+ * first edge given.
+ *
+ * Buckets cover disjoint rows, so the finish places and sorts the buckets
+ * of a range on all OpenMP threads at once, each with its own read buffer;
+ * deduplication, a linear pass, follows on one thread.
+ */
+#include "datasets/builder.h"
+
+#include "graph/base/alloc.h"
+#include "graph/base/error.h"
+#include "graph/base/log.h"
+#include "graph/base/progress.h"
+
+#include <errno.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define DEFAULT_BUFFER ((int64_t)64 << 20)
+#define MIN_BUFFER ((int64_t)1 << 20) /* a budget's buffers get at least 1/16 of this */
+#define MAX_BUCKETS 256
+#define ONE_BUCKET_NODES ((gnn_vid_t)1 << 16) /* below this the CSR fits in cache anyway */
+#define FIRST_CAP 4096                         /* entries of a new buffer */
+
+typedef struct {
+    gnn_vid_t *row, *col;
+    float *w;
+    int64_t len, cap;
+} bucket_t;
+
+typedef struct {
+    int bucket;
+    int64_t offset, n; /* n entries at offset: rows, then cols, then weights */
+} block_t;
+
+struct gnn_builder {
+    gnn_builder_opts_t o;
+    gnn_vid_t max_id;     /* largest id added, -1 before any */
+    gnn_eid_t *count;     /* count[v + 1] = entries of row v; cap_count entries */
+    gnn_vid_t cap_count;
+    int nb, shift;        /* buckets; bucket of row r = min(r >> shift, nb - 1) */
+    bucket_t *bk;
+    int64_t bucket_cap;   /* entries a bucket buffer holds before it spills */
+    int spill_fd;
+    int64_t spill_end;
+    block_t *blocks;
+    int64_t nblocks, cap_blocks;
+    gnn_eid_t added, offered, entries;
+    int64_t cur_bytes;
+    gnn_builder_stats_t stats;
+    int finished;
+};
+
+static void account(gnn_builder_t *b, int64_t delta)
+{
+    b->cur_bytes += delta;
+    if (b->cur_bytes > b->stats.peak_bytes) b->stats.peak_bytes = b->cur_bytes;
+}
+
+static int64_t spill_entry_bytes(const gnn_builder_t *b) { return 16 + (b->o.has_weights ? 4 : 0); }
+static int64_t csr_entry_bytes(const gnn_builder_t *b) { return 8 + (b->o.has_weights ? 4 : 0); }
+
+static int bucket_of(const gnn_builder_t *b, gnn_vid_t row)
+{
+    gnn_vid_t k = row >> b->shift;
+    return k < b->nb ? (int)k : b->nb - 1;
+}
+
+/* Make count hold at least n + 1 entries, new ones zero. */
+static int grow_counts(gnn_builder_t *b, gnn_vid_t n)
+{
+    int rc = 0;
+    if (n + 1 <= b->cap_count) return 0;
+    gnn_vid_t cap = b->cap_count ? b->cap_count : 1024;
+    while (cap < n + 1) cap = cap < ((gnn_vid_t)1 << 40) ? cap * 2 : n + 1;
+    gnn_eid_t *c = gnn_realloc_array(b->count, (size_t)cap, sizeof *c);
+    GNN_CHECK(c, GNN_ENOMEM, "building the graph: out of memory for %lld node counts",
+              (long long)cap);
+    memset(c + b->cap_count, 0, sizeof *c * (size_t)(cap - b->cap_count));
+    account(b, 8 * (int64_t)(cap - b->cap_count));
+    b->count = c;
+    b->cap_count = cap;
+fail:
+    return rc;
+}
+
+int gnn_builder_open(const gnn_builder_opts_t *o, gnn_builder_t **out)
+{
+    int rc = 0;
+    gnn_builder_t *b = NULL;
+    *out = NULL;
+    GNN_CHECK(o->num_nodes >= -1 && o->num_nodes_hint >= 0 && o->mem_budget >= 0 &&
+                  o->buffer_bytes >= 0,
+              GNN_EINVAL, "building the graph: bad options");
+    b = gnn_calloc(1, sizeof *b);
+    GNN_CHECK(b, GNN_ENOMEM, "out of memory");
+    b->o = *o;
+    b->max_id = -1;
+    b->spill_fd = -1;
+    gnn_vid_t expect = o->num_nodes >= 0 ? o->num_nodes : o->num_nodes_hint;
+    b->nb = 1;
+    b->shift = 62;
+    if (expect > ONE_BUCKET_NODES) {
+        b->shift = 0;
+        while ((expect >> b->shift) >= MAX_BUCKETS) b->shift++;
+        b->nb = (int)(expect >> b->shift) + 1;
+    }
+    /* Buffers (and, once spilled, one block-sized read buffer) take at most
+     * a sixteenth of a budget. */
+    int64_t buf = o->buffer_bytes ? o->buffer_bytes : DEFAULT_BUFFER;
+    if (!o->buffer_bytes && o->mem_budget && buf > o->mem_budget / 16) {
+        buf = o->mem_budget / 16;
+        if (buf < MIN_BUFFER / 16) buf = MIN_BUFFER / 16;
+    }
+    b->bucket_cap = buf / spill_entry_bytes(b) / b->nb;
+    if (b->bucket_cap < 16) b->bucket_cap = 16;
+    b->bk = gnn_calloc((size_t)b->nb, sizeof *b->bk);
+    GNN_CHECK(b->bk, GNN_ENOMEM, "out of memory");
+    if (o->num_nodes >= 0) GNN_TRY(grow_counts(b, o->num_nodes));
+    *out = b;
+    return 0;
+fail:
+    gnn_builder_free(b);
+    return rc;
+}
+
+void gnn_builder_free(gnn_builder_t *b)
+{
+    if (!b) return;
+    if (b->spill_fd >= 0) close(b->spill_fd);
+    for (int i = 0; b->bk && i < b->nb; i++) {
+        gnn_free(b->bk[i].row);
+        gnn_free(b->bk[i].col);
+        gnn_free(b->bk[i].w);
+    }
+    gnn_free(b->bk);
+    gnn_free(b->blocks);
+    gnn_free(b->count);
+    gnn_free(b);
+}
+
+/* ---- Spilling ------------------------------------------------------------- */
+
+static int pwrite_all(gnn_builder_t *b, const void *p, size_t n, int64_t off)
+{
+    const char *c = p;
+    while (n > 0) {
+        ssize_t r = pwrite(b->spill_fd, c, n, off);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0)
+            return GNN_FAIL(GNN_EIO, "writing the spill file in %s: %s",
+                            b->o.tmpdir ? b->o.tmpdir : "the temporary directory",
+                            r < 0 ? strerror(errno) : "disk full");
+        c += r;
+        n -= (size_t)r;
+        off += r;
+    }
+    return 0;
+}
+
+static int pread_all(gnn_builder_t *b, void *p, size_t n, int64_t off)
+{
+    char *c = p;
+    while (n > 0) {
+        ssize_t r = pread(b->spill_fd, c, n, off);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0)
+            return GNN_FAIL(GNN_EIO, "reading the spill file back: %s",
+                            r < 0 ? strerror(errno) : "file shorter than written");
+        c += r;
+        n -= (size_t)r;
+        off += r;
+    }
+    return 0;
+}
+
+/* Append bucket k's buffer as a block of the spill file (created on first
+ * use) and empty it. */
+static int spill(gnn_builder_t *b, int k)
+{
+    int rc = 0;
+    bucket_t *q = &b->bk[k];
+    if (q->len == 0) return 0;
+    if (b->spill_fd < 0) {
+        const char *dir = b->o.tmpdir ? b->o.tmpdir : getenv("TMPDIR");
+        if (!dir || !dir[0]) dir = "/tmp";
+        char path[4096];
+        snprintf(path, sizeof path, "%s/gnn-spill-XXXXXX", dir);
+        b->spill_fd = mkstemp(path);
+        GNN_CHECK(b->spill_fd >= 0, GNN_EIO, "cannot create a spill file in %s: %s", dir,
+                  strerror(errno));
+        unlink(path); /* gone with the process, whatever happens */
+        GNN_DEBUG("spilling edges to a temporary file in %s", dir);
+    }
+    if (b->nblocks == b->cap_blocks) {
+        int64_t cap = b->cap_blocks ? b->cap_blocks * 2 : 256;
+        block_t *nbk = gnn_realloc_array(b->blocks, (size_t)cap, sizeof *nbk);
+        GNN_CHECK(nbk, GNN_ENOMEM, "out of memory for the spill index");
+        account(b, (cap - b->cap_blocks) * (int64_t)sizeof *nbk);
+        b->blocks = nbk;
+        b->cap_blocks = cap;
+    }
+    int64_t n = q->len, off = b->spill_end;
+    GNN_TRY(pwrite_all(b, q->row, sizeof *q->row * (size_t)n, off));
+    GNN_TRY(pwrite_all(b, q->col, sizeof *q->col * (size_t)n, off + 8 * n));
+    if (q->w) GNN_TRY(pwrite_all(b, q->w, sizeof *q->w * (size_t)n, off + 16 * n));
+    b->blocks[b->nblocks++] = (block_t){k, off, n};
+    b->spill_end += n * spill_entry_bytes(b);
+    b->stats.spill_bytes += n * spill_entry_bytes(b);
+    q->len = 0;
+fail:
+    return rc;
+}
+
+/* Room for one more entry in bucket k: grow its buffer up to bucket_cap,
+ * then spill it. */
+static int make_room(gnn_builder_t *b, int k)
+{
+    int rc = 0;
+    bucket_t *q = &b->bk[k];
+    if (q->cap == b->bucket_cap) return spill(b, k);
+    int64_t cap = q->cap ? q->cap * 2 : (b->nb == 1 ? FIRST_CAP : b->bucket_cap);
+    if (cap > b->bucket_cap) cap = b->bucket_cap;
+    gnn_vid_t *r = gnn_realloc_array(q->row, (size_t)cap, sizeof *r);
+    GNN_CHECK(r, GNN_ENOMEM, "out of memory for the edge buffer");
+    q->row = r;
+    gnn_vid_t *c = gnn_realloc_array(q->col, (size_t)cap, sizeof *c);
+    GNN_CHECK(c, GNN_ENOMEM, "out of memory for the edge buffer");
+    q->col = c;
+    if (b->o.has_weights) {
+        float *w = gnn_realloc_array(q->w, (size_t)cap, sizeof *w);
+        GNN_CHECK(w, GNN_ENOMEM, "out of memory for the edge buffer");
+        q->w = w;
+    }
+    account(b, (cap - q->cap) * spill_entry_bytes(b));
+    q->cap = cap;
+fail:
+    return rc;
+}
+
+/* ---- Adding --------------------------------------------------------------- */
+
+static inline int push(gnn_builder_t *b, gnn_vid_t row, gnn_vid_t col, const float *w)
+{
+    int k = bucket_of(b, row);
+    bucket_t *q = &b->bk[k];
+    if (q->len == q->cap) {
+        int rc = make_room(b, k);
+        if (rc < 0) return rc;
+    }
+    q->row[q->len] = row;
+    q->col[q->len] = col;
+    if (w) q->w[q->len] = *w;
+    q->len++;
+    b->count[row + 1]++;
+    b->entries++;
+    return 0;
+}
+
+int gnn_builder_add(gnn_builder_t *b, const gnn_vid_t *src, const gnn_vid_t *dst, const float *w,
+                    int64_t n)
+{
+    int rc = 0;
+    GNN_CHECK(!b->finished, GNN_EINVAL, "building the graph: edges added after the finish");
+    GNN_CHECK(!b->o.has_weights == !w, GNN_EINVAL,
+              "building the graph: weights must be given exactly when declared");
+    const int drop_loops = (b->o.options & GNN_BUILD_NO_SELF_LOOPS) != 0;
+    const int sym = (b->o.options & GNN_BUILD_SYMMETRIZE) != 0;
+    const gnn_vid_t n_known = b->o.num_nodes;
+    for (int64_t i = 0; i < n; i++) {
+        gnn_vid_t s = src[i], d = dst[i];
+        if (s < 0 || d < 0 || (n_known >= 0 && (s >= n_known || d >= n_known))) {
+            gnn_vid_t bad = (s < 0 || (n_known >= 0 && s >= n_known)) ? s : d;
+            if (n_known >= 0)
+                rc = GNN_FAIL(GNN_ERANGE, "edge %lld: node id %lld is outside [0, %lld)",
+                              (long long)(b->offered + i), (long long)bad, (long long)n_known);
+            else
+                rc = GNN_FAIL(GNN_ERANGE, "edge %lld: negative node id %lld",
+                              (long long)(b->offered + i), (long long)bad);
+            goto fail;
+        }
+        if (s == d && drop_loops) continue;
+        gnn_vid_t hi = s > d ? s : d;
+        if (hi > b->max_id) {
+            b->max_id = hi;
+            if (hi + 1 >= b->cap_count) GNN_TRY(grow_counts(b, hi + 1));
+        }
+        GNN_TRY(push(b, d, s, w ? &w[i] : NULL));
+        if (sym && s != d) GNN_TRY(push(b, s, d, w ? &w[i] : NULL));
+        b->added++;
+    }
+    b->offered += n;
+fail:
+    return rc;
+}
+
+gnn_vid_t gnn_builder_num_nodes(const gnn_builder_t *b)
+{
+    return b->o.num_nodes >= 0 ? b->o.num_nodes : b->max_id + 1;
+}
+
+gnn_eid_t gnn_builder_num_added(const gnn_builder_t *b) { return b->added; }
+
+unsigned gnn_builder_csr_flags(const gnn_builder_t *b)
+{
+    unsigned f = 0, o = b->o.options;
+    if (o & (GNN_BUILD_SORT | GNN_BUILD_DEDUPE)) f |= GNN_CSR_SORTED;
+    if (o & GNN_BUILD_DEDUPE) f |= GNN_CSR_DEDUPED;
+    if (o & GNN_BUILD_NO_SELF_LOOPS) f |= GNN_CSR_NO_SELF_LOOPS;
+    if (o & GNN_BUILD_SYMMETRIZE) f |= GNN_CSR_SYMMETRIC;
+    return f;
+}
+
+void gnn_builder_stats(const gnn_builder_t *b, gnn_builder_stats_t *s) { *s = b->stats; }
+
+/* ---- Finishing ------------------------------------------------------------ */
+
+typedef struct {
+    gnn_vid_t a, e;       /* rows [a, e) */
+    gnn_eid_t base;       /* indptr[a] before placing */
+    gnn_vid_t *indices;   /* the range's entries */
+    float *weights;
+    gnn_eid_t *indptr;    /* the whole offsets array; rows [a, e] are cursors */
+    bucket_t *rd;         /* one buffer per thread for reading spilled blocks */
+    int nrd;
+} range_t;
+
+static void place(range_t *r, const gnn_vid_t *row, const gnn_vid_t *col, const float *w,
+                  int64_t n)
+{
+    gnn_eid_t *ip = r->indptr;
+    for (int64_t i = 0; i < n; i++) {
+        gnn_vid_t v = row[i];
+        if (v < r->a || v >= r->e) continue;
+        gnn_eid_t at = ip[v]++ - r->base;
+        r->indices[at] = col[i];
+        if (w) r->weights[at] = w[i];
+    }
+}
+
+/* Place the entries of rows [a, e) that bucket k holds: its blocks, then
+ * its buffer, read into rd. */
+static int place_bucket(gnn_builder_t *b, range_t *r, int k, bucket_t *rd, gnn_progress_t *prog)
+{
+    int rc = 0;
+    for (int64_t j = 0; j < b->nblocks; j++) {
+        const block_t *blk = &b->blocks[j];
+        if (blk->bucket != k) continue;
+        int64_t n = blk->n;
+        GNN_TRY(pread_all(b, rd->row, sizeof *rd->row * (size_t)n, blk->offset));
+        GNN_TRY(pread_all(b, rd->col, sizeof *rd->col * (size_t)n, blk->offset + 8 * n));
+        if (rd->w) GNN_TRY(pread_all(b, rd->w, sizeof *rd->w * (size_t)n, blk->offset + 16 * n));
+        place(r, rd->row, rd->col, rd->w, n);
+        gnn_progress_add(prog, n);
+    }
+    const bucket_t *q = &b->bk[k];
+    place(r, q->row, q->col, q->w, q->len);
+    gnn_progress_add(prog, q->len);
+fail:
+    return rc;
+}
+
+/* Sort rows [v0, v1) in place once placed; start0 is row v0's offset from
+ * before placing. */
+static int sort_rows(range_t *r, gnn_vid_t v0, gnn_vid_t v1, gnn_eid_t start0)
+{
+    gnn_eid_t *ip = r->indptr;
+    gnn_eid_t lo = start0 - r->base;
+    /* Placing left each row's cursor at its end; the view needs starts. */
+    gnn_eid_t *starts = gnn_malloc_array((size_t)(v1 - v0 + 1), sizeof *starts);
+    if (!starts) return GNN_FAIL(GNN_ENOMEM, "out of memory sorting rows");
+    starts[0] = 0;
+    for (gnn_vid_t v = v0; v < v1; v++) starts[v - v0 + 1] = ip[v] - r->base - lo;
+    gnn_csr_t view = {.n_rows = v1 - v0, .n_cols = INT64_MAX, .nnz = starts[v1 - v0],
+                      .indptr = starts, .indices = r->indices + lo,
+                      .weights = r->weights ? r->weights + lo : NULL};
+    int rc = gnn_csr_sort_rows(&view);
+    gnn_free(starts);
+    return rc;
+}
+
+/* Place (and, when asked, sort) rows [a, e) bucket by bucket on all threads. */
+static int place_range(gnn_builder_t *b, range_t *r, gnn_progress_t *prog)
+{
+    int lo = bucket_of(b, r->a), hi = bucket_of(b, r->e - 1);
+    const int sort = (b->o.options & (GNN_BUILD_SORT | GNN_BUILD_DEDUPE)) != 0;
+    int err = 0;
+    char msg[512] = "";
+    #pragma omp parallel for schedule(dynamic, 1) num_threads(r->nrd)
+    for (int k = lo; k <= hi; k++) {
+        int t = omp_get_thread_num();
+        gnn_vid_t v0 = b->nb == 1 ? r->a : (gnn_vid_t)k << b->shift;
+        gnn_vid_t v1 = k == b->nb - 1 ? r->e : v0 + ((gnn_vid_t)1 << b->shift);
+        if (v0 < r->a) v0 = r->a;
+        if (v1 > r->e) v1 = r->e;
+        gnn_eid_t start0 = r->indptr[v0]; /* only this thread moves row v0's cursor */
+        int rc = place_bucket(b, r, k, &r->rd[t], prog);
+        if (rc == 0 && sort && v1 > v0) rc = sort_rows(r, v0, v1, start0);
+        if (rc < 0) {
+            #pragma omp critical(gnn_builder_error)
+            if (!err) {
+                err = rc;
+                snprintf(msg, sizeof msg, "%s", gnn_error_message());
+            }
+        }
+    }
+    return err ? GNN_FAIL(err, "%s", msg) : 0;
+}
+
+/* Turn the counts into offsets for n nodes (count[v + 1] -> indptr). */
+static int counts_to_offsets(gnn_builder_t *b, gnn_vid_t n)
+{
+    int rc = 0;
+    GNN_CHECK(n >= gnn_builder_num_nodes(b), GNN_EINVAL,
+              "building the graph: %lld nodes asked for, but ids up to %lld were added",
+              (long long)n, (long long)b->max_id);
+    GNN_TRY(grow_counts(b, n));
+    b->count[0] = 0;
+    for (gnn_vid_t v = 0; v < n; v++) b->count[v + 1] += b->count[v];
+fail:
+    return rc;
+}
+
+/*
+ * Build rows [a, e) into r, sort / dedupe them, and leave their final
+ * offsets (shifted by out_base) in indptr[a .. e]; *nnz = the range's
+ * entries. The caller restores indptr[e] when another range follows.
+ */
+static int build_range(gnn_builder_t *b, range_t *r, gnn_eid_t out_base, gnn_eid_t *nnz,
+                       gnn_progress_t *prog)
+{
+    int rc = 0;
+    gnn_eid_t *ip = r->indptr;
+    r->base = ip[r->a];
+    gnn_eid_t next = ip[r->e];
+    GNN_TRY(place_range(b, r, prog));
+    /* Placing advanced each cursor to its row's end: shift back by one row. */
+    for (gnn_vid_t v = r->e - 1; v > r->a; v--) ip[v] = ip[v - 1];
+    ip[r->a] = r->base;
+    for (gnn_vid_t v = r->a; v <= r->e; v++) ip[v] -= r->base;
+    gnn_csr_t view = {.n_rows = r->e - r->a, .n_cols = INT64_MAX, .nnz = next - r->base,
+                      .indptr = ip + r->a, .indices = r->indices, .weights = r->weights,
+                      .flags = GNN_CSR_SORTED}; /* place_range sorted the rows when asked */
+    if (b->o.options & GNN_BUILD_DEDUPE) GNN_TRY(gnn_csr_dedupe(&view));
+    *nnz = view.indptr[view.n_rows];
+    for (gnn_vid_t v = r->a; v <= r->e; v++) ip[v] += out_base;
+fail:
+    return rc;
+}
+
+/* Allocate the range's arrays (cap entries) and the block read buffer. */
+static int range_alloc(gnn_builder_t *b, range_t *r, gnn_eid_t cap)
+{
+    int rc = 0;
+    size_t c = (size_t)(cap ? cap : 1);
+    r->indices = gnn_malloc_array(c, sizeof *r->indices);
+    GNN_CHECK(r->indices, GNN_ENOMEM, "out of memory for %lld edges", (long long)cap);
+    if (b->o.has_weights) {
+        r->weights = gnn_malloc_array(c, sizeof *r->weights);
+        GNN_CHECK(r->weights, GNN_ENOMEM, "out of memory for %lld weights", (long long)cap);
+    }
+    account(b, cap * csr_entry_bytes(b));
+    r->nrd = b->nb > 1 ? omp_get_max_threads() : 1;
+    if (r->nrd > b->nb) r->nrd = b->nb;
+    r->rd = gnn_calloc((size_t)r->nrd, sizeof *r->rd);
+    GNN_CHECK(r->rd, GNN_ENOMEM, "out of memory");
+    for (int t = 0; b->nblocks > 0 && t < r->nrd; t++) {
+        size_t m = (size_t)b->bucket_cap;
+        bucket_t *rd = &r->rd[t];
+        rd->row = gnn_malloc_array(m, sizeof *rd->row);
+        rd->col = gnn_malloc_array(m, sizeof *rd->col);
+        GNN_CHECK(rd->row && rd->col, GNN_ENOMEM, "out of memory for reading back edges");
+        if (b->o.has_weights) {
+            rd->w = gnn_malloc_array(m, sizeof *rd->w);
+            GNN_CHECK(rd->w, GNN_ENOMEM, "out of memory for reading back edges");
+        }
+        account(b, b->bucket_cap * spill_entry_bytes(b));
+    }
+fail:
+    return rc;
+}
+
+static void range_free(range_t *r)
+{
+    gnn_free(r->indices);
+    gnn_free(r->weights);
+    for (int t = 0; r->rd && t < r->nrd; t++) {
+        gnn_free(r->rd[t].row);
+        gnn_free(r->rd[t].col);
+        gnn_free(r->rd[t].w);
+    }
+    gnn_free(r->rd);
+}
+
+int gnn_builder_to_csr(gnn_builder_t *b, gnn_vid_t num_nodes, gnn_csr_t *out)
+{
+    int rc = 0;
+    range_t r = {0};
+    memset(out, 0, sizeof *out);
+    GNN_CHECK(!b->finished, GNN_EINVAL, "building the graph: already finished");
+    b->finished = 1;
+    GNN_TRY(counts_to_offsets(b, num_nodes));
+    gnn_eid_t total = b->count[num_nodes];
+    GNN_TRY(range_alloc(b, &r, total));
+    r.a = 0;
+    r.e = num_nodes;
+    r.indptr = b->count;
+    gnn_eid_t nnz = 0;
+    if (num_nodes > 0) GNN_TRY(build_range(b, &r, 0, &nnz, NULL));
+    out->n_rows = out->n_cols = num_nodes;
+    out->nnz = nnz;
+    out->indptr = b->count; /* the offsets array becomes the result's */
+    out->indices = r.indices;
+    out->weights = r.weights;
+    out->flags = gnn_builder_csr_flags(b);
+    r.indices = NULL;
+    r.weights = NULL;
+    b->count = NULL;
+    b->cap_count = 0;
+    b->stats.passes = 1;
+    b->stats.num_edges = nnz;
+fail:
+    range_free(&r);
+    return rc;
+}
+
+int gnn_builder_write(gnn_builder_t *b, gnn_graph_writer_t *w)
+{
+    int rc = 0;
+    range_t r = {0};
+    gnn_progress_t *prog = NULL;
+    GNN_CHECK(!b->finished, GNN_EINVAL, "building the graph: already finished");
+    b->finished = 1;
+    gnn_vid_t n = gnn_graph_writer_header(w)->num_nodes; /* nodes past the ids have no edges */
+    GNN_TRY(counts_to_offsets(b, n));
+    gnn_eid_t *ip = b->count;
+    gnn_eid_t total = ip[n];
+
+    /* Room for one range: the budget less what is held already. */
+    int64_t room = INT64_MAX;
+    if (b->o.mem_budget > 0) {
+        int threads = b->nb > 1 ? omp_get_max_threads() : 1;
+        room = b->o.mem_budget - b->cur_bytes -
+               (b->nblocks ? threads * b->bucket_cap * spill_entry_bytes(b) : 0);
+        gnn_eid_t longest = 0;
+        for (gnn_vid_t v = 0; v < n; v++)
+            if (ip[v + 1] - ip[v] > longest) longest = ip[v + 1] - ip[v];
+        GNN_CHECK(room >= longest * csr_entry_bytes(b), GNN_ENOMEM,
+                  "memory budget of %lld bytes is too small: node offsets and edge buffers "
+                  "need %lld bytes and the longest row %lld more",
+                  (long long)b->o.mem_budget, (long long)(b->o.mem_budget - room),
+                  (long long)(longest * csr_entry_bytes(b)));
+    }
+    gnn_eid_t cap = total;
+    if (room / csr_entry_bytes(b) < cap) cap = room / csr_entry_bytes(b);
+    GNN_TRY(range_alloc(b, &r, cap));
+    r.indptr = ip;
+
+    int passes = 0;
+    for (gnn_vid_t a = 0; a < n; passes++) {
+        gnn_vid_t e = a;
+        while (e < n && ip[e + 1] - ip[a] <= cap) e++;
+        a = e;
+    }
+    if (b->entries > ((gnn_eid_t)1 << 22))
+        prog = gnn_progress_start("building CSR", b->entries, "edges");
+    if (passes > 1) GNN_INFO("building the CSR out of core in %d passes", passes);
+    gnn_eid_t out_base = 0;
+    for (gnn_vid_t a = 0; a < n;) {
+        gnn_vid_t e = a;
+        while (e < n && ip[e + 1] - ip[a] <= cap) e++;
+        r.a = a;
+        r.e = e;
+        gnn_eid_t next = ip[e], nnz;
+        GNN_TRY(build_range(b, &r, out_base, &nnz, prog));
+        GNN_TRY(gnn_graph_writer_put_indptr(w, a, e - a, ip + a));
+        GNN_TRY(gnn_graph_writer_put_indices(w, out_base, nnz, r.indices, r.weights));
+        out_base += nnz;
+        ip[e] = next;
+        a = e;
+    }
+    GNN_TRY(gnn_graph_writer_put_indptr(w, n, 1, &out_base));
+    b->stats.passes = passes;
+    b->stats.num_edges = out_base;
+fail:
+    gnn_progress_end(prog, rc);
+    range_free(&r);
+    return rc;
+}

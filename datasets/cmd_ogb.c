@@ -1,0 +1,60 @@
+/*
+ * gnn-dataset ogb DIR -o FILE [--split NAME] [--symmetrize] [--allow-nan]
+ * [--force] [--mem-budget SIZE] [--tmpdir DIR]: an OGB node-property
+ * dataset folder (csv or npz layout) into one graph file (ogb.h).
+ */
+#include "datasets/commands.h"
+#include "datasets/ogb.h"
+#include "graph/base/alloc.h"
+#include "graph/base/cli.h"
+#include "graph/base/error.h"
+
+#include <stddef.h>
+
+typedef struct {
+    const char *split;
+    int symmetrize;
+    int allow_nan;
+    gnn_output_opts_t out;
+} ogb_cmd_opts_t;
+
+static const gnn_opt_t ogb_table[] = {
+    GNN_OUTPUT_OPTIONS(ogb_cmd_opts_t, out),
+    {"split", 0, GNN_OPT_STRING, offsetof(ogb_cmd_opts_t, split), "NAME",
+     "split folder under DIR/split (default: the only one)"},
+    {"symmetrize", 0, GNN_OPT_FLAG, offsetof(ogb_cmd_opts_t, symmetrize), NULL,
+     "add reverse edges and remove duplicates (store undirected)"},
+    {"allow-nan", 0, GNN_OPT_FLAG, offsetof(ogb_cmd_opts_t, allow_nan), NULL,
+     "keep NaN or infinite feature values instead of refusing the input"},
+    {NULL, 0, 0, 0, NULL, NULL},
+};
+
+static const gnn_cli_t ogb_cli = {
+    .prog = "gnn-dataset ogb",
+    .args = "DIR",
+    .summary = "Convert an OGB node-property dataset folder (raw/ in csv or npz layout, split/) "
+               "into a graph file.",
+    .opts = ogb_table,
+    .min_positional = 1,
+    .max_positional = 1,
+};
+
+int gnn_dataset_cmd_ogb(int argc, char **argv)
+{
+    int rc = 0;
+    ogb_cmd_opts_t o = {0};
+    int npos = 0;
+    char **pos = gnn_malloc_array((size_t)argc, sizeof *pos);
+    GNN_CHECK(pos, GNN_ENOMEM, "out of memory");
+    rc = gnn_cli_parse(&ogb_cli, argc, argv, 1, &o, pos, &npos);
+    if (rc != 0) {
+        if (rc > 0) rc = 0; /* --help */
+        goto fail;
+    }
+    gnn_ogb_opts_t g = {.dir = pos[0], .split = o.split, .symmetrize = o.symmetrize,
+                        .allow_nan = o.allow_nan, .out = o.out};
+    rc = gnn_ogb_convert(&g);
+fail:
+    gnn_free(pos);
+    return rc;
+}

@@ -1,0 +1,43 @@
+/*
+ * OGB node-property datasets (ogbn-arxiv, ogbn-products, ogbn-papers100M
+ * and the like) into the graph file.
+ *
+ * Two layouts, told apart by what raw/ holds:
+ *   csv: raw/edge.csv.gz ("src,dst", no header), raw/num-node-list.csv.gz,
+ *        raw/num-edge-list.csv.gz, optional raw/node-feat.csv.gz (F floats
+ *        a row), raw/node-label.csv.gz (one class a row; empty or nan =
+ *        unlabelled), extra raw/node_NAME.csv.gz columns (kept as
+ *        node_data/NAME);
+ *   npz: raw/data.npz (edge_index int64 (2, E), node_feat (N, F),
+ *        num_nodes_list, num_edges_list, node_year, ...) and
+ *        raw/node-label.npz (node_label, NaN = unlabelled).
+ * Splits come from split/NAME/{train,valid,test}.csv.gz, NAME defaulting to
+ * the only folder under split/.
+ *
+ * Edges (src, dst) become in-edges of dst. Everything is streamed: edges
+ * through the builder (builder.h), features and labels in row blocks.
+ */
+#ifndef GNN_DATASETS_OGB_H
+#define GNN_DATASETS_OGB_H
+
+#include "datasets/convert.h"
+
+typedef struct {
+    const char *dir;       /* the dataset folder (holding raw/ and split/) */
+    const char *split;     /* split folder name; NULL = the only one */
+    int symmetrize;        /* add reverse edges, remove duplicates */
+    int allow_nan;         /* keep NaN / infinite features instead of refusing */
+    gnn_output_opts_t out;
+} gnn_ogb_opts_t;
+
+/* Convert; on failure no output file exists. Returns 0 or a GNN_E* code
+ * with a message naming the file (and line) at fault. */
+int gnn_ogb_convert(const gnn_ogb_opts_t *o);
+
+/* The csv-layout parsers, exposed for the fuzz target: parse one line of
+ * each file kind. Return 0 or GNN_EFORMAT / GNN_ERANGE (not recorded). */
+int gnn__ogb_parse_edge(const char *line, size_t len, int64_t *src, int64_t *dst);
+/* Parse up to cap comma-separated floats into v; *n = how many. */
+int gnn__ogb_parse_floats(const char *line, size_t len, float *v, int64_t cap, int64_t *n);
+
+#endif
