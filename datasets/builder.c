@@ -16,6 +16,11 @@
  * Buckets cover disjoint rows, so the finish places and sorts the buckets
  * of a range on all OpenMP threads at once, each with its own read buffer;
  * deduplication, a linear pass, follows on one thread.
+ *
+ * In threaded mode gnn_builder_add copies each batch into one of two queue
+ * slots and a worker thread adds it, so the caller parses the next batch
+ * meanwhile. The worker's first failure (code and message) is kept and
+ * returned by the next call on the caller's side.
  */
 #include "datasets/builder.h"
 
@@ -26,6 +31,7 @@
 
 #include <errno.h>
 #include <omp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,9 +42,19 @@
 #define MAX_BUCKETS 256
 #define ONE_BUCKET_NODES ((gnn_vid_t)1 << 16) /* below this the CSR fits in cache anyway */
 #define FIRST_CAP 4096                         /* entries of a new buffer */
+#define QUEUE_BATCH 65536                      /* edges a queue slot holds */
 
 typedef struct {
-    gnn_vid_t *row, *col;
+    gnn_vid_t *src, *dst;
+    float *w;
+    int64_t n;
+} batch_t;
+
+/* A bucket's entries: rows and columns as int64, or, in compact form, the
+ * row as a 16- or 32-bit offset from the bucket's first row and the column
+ * as int32 (6 or 8 bytes an entry instead of 16). */
+typedef struct {
+    void *row, *col;
     float *w;
     int64_t len, cap;
 } bucket_t;
@@ -54,6 +70,8 @@ struct gnn_builder {
     gnn_eid_t *count;     /* count[v + 1] = entries of row v; cap_count entries */
     gnn_vid_t cap_count;
     int nb, shift;        /* buckets; bucket of row r = min(r >> shift, nb - 1) */
+    int compact;          /* entries in compact form (node count known, below 2^31) */
+    int rsize, csize;     /* bytes of a stored row and column */
     bucket_t *bk;
     int64_t bucket_cap;   /* entries a bucket buffer holds before it spills */
     int spill_fd;
@@ -64,7 +82,19 @@ struct gnn_builder {
     int64_t cur_bytes;
     gnn_builder_stats_t stats;
     int finished;
+    /* Threaded mode: two queue slots, the worker and its first failure. */
+    pthread_t th;
+    int th_live, stop;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    batch_t q[2];
+    int qhead, qcount;
+    int err;
+    char errmsg[512];
 };
+
+static int add_now(gnn_builder_t *b, const gnn_vid_t *src, const gnn_vid_t *dst, const float *w,
+                   int64_t n);
 
 static void account(gnn_builder_t *b, int64_t delta)
 {
@@ -72,7 +102,10 @@ static void account(gnn_builder_t *b, int64_t delta)
     if (b->cur_bytes > b->stats.peak_bytes) b->stats.peak_bytes = b->cur_bytes;
 }
 
-static int64_t spill_entry_bytes(const gnn_builder_t *b) { return 16 + (b->o.has_weights ? 4 : 0); }
+static int64_t spill_entry_bytes(const gnn_builder_t *b)
+{
+    return b->rsize + b->csize + (b->o.has_weights ? 4 : 0);
+}
 static int64_t csr_entry_bytes(const gnn_builder_t *b) { return 8 + (b->o.has_weights ? 4 : 0); }
 
 static int bucket_of(const gnn_builder_t *b, gnn_vid_t row)
@@ -99,6 +132,114 @@ fail:
     return rc;
 }
 
+/* ---- The worker (threaded mode) ------------------------------------------ */
+
+static void *worker(void *arg)
+{
+    gnn_builder_t *b = arg;
+    for (;;) {
+        pthread_mutex_lock(&b->mu);
+        while (b->qcount == 0 && !b->stop) pthread_cond_wait(&b->cv, &b->mu);
+        if (b->qcount == 0) { /* stop, and nothing left */
+            pthread_mutex_unlock(&b->mu);
+            break;
+        }
+        batch_t *q = &b->q[b->qhead];
+        int failed = b->err;
+        pthread_mutex_unlock(&b->mu);
+        int rc = failed ? 0 : add_now(b, q->src, q->dst, q->w, q->n);
+        pthread_mutex_lock(&b->mu);
+        if (rc < 0 && !b->err) {
+            b->err = rc;
+            snprintf(b->errmsg, sizeof b->errmsg, "%s", gnn_error_message());
+        }
+        b->qhead = (b->qhead + 1) % 2;
+        b->qcount--;
+        pthread_cond_broadcast(&b->cv);
+        pthread_mutex_unlock(&b->mu);
+    }
+    return NULL;
+}
+
+static int start_worker(gnn_builder_t *b)
+{
+    int rc = 0;
+    for (int i = 0; i < 2; i++) {
+        b->q[i].src = gnn_malloc_array(QUEUE_BATCH, sizeof *b->q[i].src);
+        b->q[i].dst = gnn_malloc_array(QUEUE_BATCH, sizeof *b->q[i].dst);
+        GNN_CHECK(b->q[i].src && b->q[i].dst, GNN_ENOMEM, "out of memory for the edge queue");
+        if (b->o.has_weights) {
+            b->q[i].w = gnn_malloc_array(QUEUE_BATCH, sizeof *b->q[i].w);
+            GNN_CHECK(b->q[i].w, GNN_ENOMEM, "out of memory for the edge queue");
+        }
+    }
+    GNN_CHECK(pthread_mutex_init(&b->mu, NULL) == 0, GNN_ENOMEM, "cannot create a mutex");
+    if (pthread_cond_init(&b->cv, NULL) != 0) {
+        pthread_mutex_destroy(&b->mu);
+        rc = GNN_FAIL(GNN_ENOMEM, "cannot create a condition variable");
+        goto fail;
+    }
+    if (pthread_create(&b->th, NULL, worker, b) != 0) {
+        pthread_cond_destroy(&b->cv);
+        pthread_mutex_destroy(&b->mu);
+        rc = GNN_FAIL(GNN_ENOMEM, "cannot start the builder thread");
+        goto fail;
+    }
+    b->th_live = 1;
+fail:
+    return rc;
+}
+
+/* Let the worker finish what is queued, then end it. */
+static void stop_worker(gnn_builder_t *b)
+{
+    if (!b->th_live) return;
+    pthread_mutex_lock(&b->mu);
+    b->stop = 1;
+    pthread_cond_broadcast(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+    pthread_join(b->th, NULL);
+    pthread_cond_destroy(&b->cv);
+    pthread_mutex_destroy(&b->mu);
+    b->th_live = 0;
+}
+
+int gnn_builder_flush(gnn_builder_t *b)
+{
+    if (!b->th_live) return b->err ? GNN_FAIL(b->err, "%s", b->errmsg) : 0;
+    pthread_mutex_lock(&b->mu);
+    while (b->qcount > 0) pthread_cond_wait(&b->cv, &b->mu);
+    int err = b->err;
+    pthread_mutex_unlock(&b->mu);
+    return err ? GNN_FAIL(err, "%s", b->errmsg) : 0;
+}
+
+/* Queue n edges for the worker, in slot-sized pieces. */
+static int add_queued(gnn_builder_t *b, const gnn_vid_t *src, const gnn_vid_t *dst,
+                      const float *w, int64_t n)
+{
+    for (int64_t done = 0; done < n;) {
+        int64_t k = n - done < QUEUE_BATCH ? n - done : QUEUE_BATCH;
+        pthread_mutex_lock(&b->mu);
+        while (b->qcount == 2 && !b->err) pthread_cond_wait(&b->cv, &b->mu);
+        int err = b->err;
+        int slot = (b->qhead + b->qcount) % 2;
+        pthread_mutex_unlock(&b->mu);
+        if (err) return GNN_FAIL(err, "%s", b->errmsg);
+        batch_t *q = &b->q[slot];
+        memcpy(q->src, src + done, sizeof *src * (size_t)k);
+        memcpy(q->dst, dst + done, sizeof *dst * (size_t)k);
+        if (w) memcpy(q->w, w + done, sizeof *w * (size_t)k);
+        q->n = k;
+        pthread_mutex_lock(&b->mu);
+        b->qcount++;
+        pthread_cond_broadcast(&b->cv);
+        pthread_mutex_unlock(&b->mu);
+        done += k;
+    }
+    return 0;
+}
+
 int gnn_builder_open(const gnn_builder_opts_t *o, gnn_builder_t **out)
 {
     int rc = 0;
@@ -122,6 +263,12 @@ int gnn_builder_open(const gnn_builder_opts_t *o, gnn_builder_t **out)
     }
     /* Buffers (and, once spilled, one block-sized read buffer) take at most
      * a sixteenth of a budget. */
+    /* Compact entries need every row to lie within 2^16 of its bucket's
+     * first row and every id to fit int32: true when the count is known. */
+    b->compact = o->num_nodes >= 0 && o->num_nodes <= INT32_MAX;
+    int width = b->nb > 1 ? b->shift : 16; /* one bucket: at most 2^16 nodes */
+    b->rsize = !b->compact ? 8 : width <= 16 ? 2 : 4;
+    b->csize = b->compact ? 4 : 8;
     int64_t buf = o->buffer_bytes ? o->buffer_bytes : DEFAULT_BUFFER;
     if (!o->buffer_bytes && o->mem_budget && buf > o->mem_budget / 16) {
         buf = o->mem_budget / 16;
@@ -132,6 +279,7 @@ int gnn_builder_open(const gnn_builder_opts_t *o, gnn_builder_t **out)
     b->bk = gnn_calloc((size_t)b->nb, sizeof *b->bk);
     GNN_CHECK(b->bk, GNN_ENOMEM, "out of memory");
     if (o->num_nodes >= 0) GNN_TRY(grow_counts(b, o->num_nodes));
+    if (o->threaded) GNN_TRY(start_worker(b));
     *out = b;
     return 0;
 fail:
@@ -142,6 +290,12 @@ fail:
 void gnn_builder_free(gnn_builder_t *b)
 {
     if (!b) return;
+    stop_worker(b);
+    for (int i = 0; i < 2; i++) {
+        gnn_free(b->q[i].src);
+        gnn_free(b->q[i].dst);
+        gnn_free(b->q[i].w);
+    }
     if (b->spill_fd >= 0) close(b->spill_fd);
     for (int i = 0; b->bk && i < b->nb; i++) {
         gnn_free(b->bk[i].row);
@@ -216,9 +370,9 @@ static int spill(gnn_builder_t *b, int k)
         b->cap_blocks = cap;
     }
     int64_t n = q->len, off = b->spill_end;
-    GNN_TRY(pwrite_all(b, q->row, sizeof *q->row * (size_t)n, off));
-    GNN_TRY(pwrite_all(b, q->col, sizeof *q->col * (size_t)n, off + 8 * n));
-    if (q->w) GNN_TRY(pwrite_all(b, q->w, sizeof *q->w * (size_t)n, off + 16 * n));
+    GNN_TRY(pwrite_all(b, q->row, (size_t)(b->rsize * n), off));
+    GNN_TRY(pwrite_all(b, q->col, (size_t)(b->csize * n), off + b->rsize * n));
+    if (q->w) GNN_TRY(pwrite_all(b, q->w, sizeof *q->w * (size_t)n, off + (b->rsize + b->csize) * n));
     b->blocks[b->nblocks++] = (block_t){k, off, n};
     b->spill_end += n * spill_entry_bytes(b);
     b->stats.spill_bytes += n * spill_entry_bytes(b);
@@ -236,10 +390,10 @@ static int make_room(gnn_builder_t *b, int k)
     if (q->cap == b->bucket_cap) return spill(b, k);
     int64_t cap = q->cap ? q->cap * 2 : (b->nb == 1 ? FIRST_CAP : b->bucket_cap);
     if (cap > b->bucket_cap) cap = b->bucket_cap;
-    gnn_vid_t *r = gnn_realloc_array(q->row, (size_t)cap, sizeof *r);
+    void *r = gnn_realloc_array(q->row, (size_t)cap, (size_t)b->rsize);
     GNN_CHECK(r, GNN_ENOMEM, "out of memory for the edge buffer");
     q->row = r;
-    gnn_vid_t *c = gnn_realloc_array(q->col, (size_t)cap, sizeof *c);
+    void *c = gnn_realloc_array(q->col, (size_t)cap, (size_t)b->csize);
     GNN_CHECK(c, GNN_ENOMEM, "out of memory for the edge buffer");
     q->col = c;
     if (b->o.has_weights) {
@@ -263,8 +417,17 @@ static inline int push(gnn_builder_t *b, gnn_vid_t row, gnn_vid_t col, const flo
         int rc = make_room(b, k);
         if (rc < 0) return rc;
     }
-    q->row[q->len] = row;
-    q->col[q->len] = col;
+    if (b->compact) {
+        gnn_vid_t off = row - ((gnn_vid_t)k << (b->nb > 1 ? b->shift : 0));
+        if (b->rsize == 2)
+            ((uint16_t *)q->row)[q->len] = (uint16_t)off;
+        else
+            ((uint32_t *)q->row)[q->len] = (uint32_t)off;
+        ((int32_t *)q->col)[q->len] = (int32_t)col;
+    } else {
+        ((gnn_vid_t *)q->row)[q->len] = row;
+        ((gnn_vid_t *)q->col)[q->len] = col;
+    }
     if (w) q->w[q->len] = *w;
     q->len++;
     b->count[row + 1]++;
@@ -279,6 +442,15 @@ int gnn_builder_add(gnn_builder_t *b, const gnn_vid_t *src, const gnn_vid_t *dst
     GNN_CHECK(!b->finished, GNN_EINVAL, "building the graph: edges added after the finish");
     GNN_CHECK(!b->o.has_weights == !w, GNN_EINVAL,
               "building the graph: weights must be given exactly when declared");
+    return b->th_live ? add_queued(b, src, dst, w, n) : add_now(b, src, dst, w, n);
+fail:
+    return rc;
+}
+
+static int add_now(gnn_builder_t *b, const gnn_vid_t *src, const gnn_vid_t *dst, const float *w,
+                   int64_t n)
+{
+    int rc = 0;
     const int drop_loops = (b->o.options & GNN_BUILD_NO_SELF_LOOPS) != 0;
     const int sym = (b->o.options & GNN_BUILD_SYMMETRIZE) != 0;
     const gnn_vid_t n_known = b->o.num_nodes;
@@ -309,12 +481,17 @@ fail:
     return rc;
 }
 
-gnn_vid_t gnn_builder_num_nodes(const gnn_builder_t *b)
+gnn_vid_t gnn_builder_num_nodes(gnn_builder_t *b)
 {
+    gnn_builder_flush(b);
     return b->o.num_nodes >= 0 ? b->o.num_nodes : b->max_id + 1;
 }
 
-gnn_eid_t gnn_builder_num_added(const gnn_builder_t *b) { return b->added; }
+gnn_eid_t gnn_builder_num_added(gnn_builder_t *b)
+{
+    gnn_builder_flush(b);
+    return b->added;
+}
 
 unsigned gnn_builder_csr_flags(const gnn_builder_t *b)
 {
@@ -340,10 +517,26 @@ typedef struct {
     int nrd;
 } range_t;
 
-static void place(range_t *r, const gnn_vid_t *row, const gnn_vid_t *col, const float *w,
-                  int64_t n)
+/* Place n entries of bucket k (rows, columns and weights as stored). */
+static void place(const gnn_builder_t *b, range_t *r, int k, const void *rows, const void *cols,
+                  const float *w, int64_t n)
 {
     gnn_eid_t *ip = r->indptr;
+    if (b->compact) {
+        const uint16_t *r16 = rows;
+        const uint32_t *r32 = rows;
+        const int32_t *co = cols;
+        const gnn_vid_t first = (gnn_vid_t)k << (b->nb > 1 ? b->shift : 0);
+        for (int64_t i = 0; i < n; i++) {
+            gnn_vid_t v = first + (b->rsize == 2 ? r16[i] : r32[i]);
+            if (v < r->a || v >= r->e) continue;
+            gnn_eid_t at = ip[v]++ - r->base;
+            r->indices[at] = co[i];
+            if (w) r->weights[at] = w[i];
+        }
+        return;
+    }
+    const gnn_vid_t *row = rows, *col = cols;
     for (int64_t i = 0; i < n; i++) {
         gnn_vid_t v = row[i];
         if (v < r->a || v >= r->e) continue;
@@ -362,14 +555,16 @@ static int place_bucket(gnn_builder_t *b, range_t *r, int k, bucket_t *rd, gnn_p
         const block_t *blk = &b->blocks[j];
         if (blk->bucket != k) continue;
         int64_t n = blk->n;
-        GNN_TRY(pread_all(b, rd->row, sizeof *rd->row * (size_t)n, blk->offset));
-        GNN_TRY(pread_all(b, rd->col, sizeof *rd->col * (size_t)n, blk->offset + 8 * n));
-        if (rd->w) GNN_TRY(pread_all(b, rd->w, sizeof *rd->w * (size_t)n, blk->offset + 16 * n));
-        place(r, rd->row, rd->col, rd->w, n);
+        GNN_TRY(pread_all(b, rd->row, (size_t)(b->rsize * n), blk->offset));
+        GNN_TRY(pread_all(b, rd->col, (size_t)(b->csize * n), blk->offset + b->rsize * n));
+        if (rd->w)
+            GNN_TRY(pread_all(b, rd->w, sizeof *rd->w * (size_t)n,
+                              blk->offset + (b->rsize + b->csize) * n));
+        place(b, r, k, rd->row, rd->col, rd->w, n);
         gnn_progress_add(prog, n);
     }
     const bucket_t *q = &b->bk[k];
-    place(r, q->row, q->col, q->w, q->len);
+    place(b, r, k, q->row, q->col, q->w, q->len);
     gnn_progress_add(prog, q->len);
 fail:
     return rc;
@@ -482,8 +677,8 @@ static int range_alloc(gnn_builder_t *b, range_t *r, gnn_eid_t cap)
     for (int t = 0; b->nblocks > 0 && t < r->nrd; t++) {
         size_t m = (size_t)b->bucket_cap;
         bucket_t *rd = &r->rd[t];
-        rd->row = gnn_malloc_array(m, sizeof *rd->row);
-        rd->col = gnn_malloc_array(m, sizeof *rd->col);
+        rd->row = gnn_malloc_array(m, (size_t)b->rsize);
+        rd->col = gnn_malloc_array(m, (size_t)b->csize);
         GNN_CHECK(rd->row && rd->col, GNN_ENOMEM, "out of memory for reading back edges");
         if (b->o.has_weights) {
             rd->w = gnn_malloc_array(m, sizeof *rd->w);
@@ -513,6 +708,8 @@ int gnn_builder_to_csr(gnn_builder_t *b, gnn_vid_t num_nodes, gnn_csr_t *out)
     range_t r = {0};
     memset(out, 0, sizeof *out);
     GNN_CHECK(!b->finished, GNN_EINVAL, "building the graph: already finished");
+    GNN_TRY(gnn_builder_flush(b));
+    stop_worker(b);
     b->finished = 1;
     GNN_TRY(counts_to_offsets(b, num_nodes));
     gnn_eid_t total = b->count[num_nodes];
@@ -545,6 +742,8 @@ int gnn_builder_write(gnn_builder_t *b, gnn_graph_writer_t *w)
     range_t r = {0};
     gnn_progress_t *prog = NULL;
     GNN_CHECK(!b->finished, GNN_EINVAL, "building the graph: already finished");
+    GNN_TRY(gnn_builder_flush(b));
+    stop_worker(b);
     b->finished = 1;
     gnn_vid_t n = gnn_graph_writer_header(w)->num_nodes; /* nodes past the ids have no edges */
     GNN_TRY(counts_to_offsets(b, n));

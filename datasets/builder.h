@@ -41,6 +41,8 @@ typedef struct {
     int64_t buffer_bytes; /* all bucket buffers together before spilling; 0 = 64 MiB (less
                              under a small budget) */
     const char *tmpdir;   /* directory for the spill file; NULL = $TMPDIR or /tmp */
+    int threaded;         /* add edges on a worker thread: gnn_builder_add copies the batch
+                             and returns, so parsing and building overlap */
 } gnn_builder_opts_t;
 
 typedef struct gnn_builder gnn_builder_t;
@@ -53,15 +55,24 @@ int gnn_builder_open(const gnn_builder_opts_t *o, gnn_builder_t **out);
  * loops are dropped here when asked. Returns 0; GNN_ERANGE for a negative
  * id or one >= num_nodes when that is known (the message gives the edge's
  * position in the stream; callers that know a file and line check first);
- * GNN_EIO when the spill file cannot be written; GNN_ENOMEM.
+ * GNN_EIO when the spill file cannot be written; GNN_ENOMEM. In threaded
+ * mode a failure of an earlier batch is returned by a later call (or the
+ * flush), with its message.
  */
 int gnn_builder_add(gnn_builder_t *b, const gnn_vid_t *src, const gnn_vid_t *dst, const float *w,
                     int64_t n);
 
+/*
+ * Wait until every edge given has been added (threaded mode) and return the
+ * first failure of the worker, if any. The accessors below and the finish
+ * functions flush first.
+ */
+int gnn_builder_flush(gnn_builder_t *b);
+
 /* Node count: the known one, or the largest id added + 1. */
-gnn_vid_t gnn_builder_num_nodes(const gnn_builder_t *b);
+gnn_vid_t gnn_builder_num_nodes(gnn_builder_t *b);
 /* Edges accepted so far (after self-loop removal, before symmetrisation). */
-gnn_eid_t gnn_builder_num_added(const gnn_builder_t *b);
+gnn_eid_t gnn_builder_num_added(gnn_builder_t *b);
 /* GNN_CSR_* flags the result will have; give them to the writer's header. */
 unsigned gnn_builder_csr_flags(const gnn_builder_t *b);
 

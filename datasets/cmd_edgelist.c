@@ -90,6 +90,7 @@ static int convert(const char *path, const edgelist_cmd_opts_t *o)
         .has_weights = in.has_weights,
         .mem_budget = budget,
         .tmpdir = o->out.tmpdir,
+        .threaded = 1,
     };
     reduced = budget < o->out.mem_budget;
     GNN_TRY(gnn_builder_open(&bo, &b));
@@ -138,20 +139,14 @@ fail:
     return rc;
 }
 
+static int run_edgelist(void *opts, char **pos, int npos)
+{
+    (void)npos;
+    return convert(pos[0], opts);
+}
+
 int gnn_dataset_cmd_edgelist(int argc, char **argv)
 {
-    int rc = 0;
     edgelist_cmd_opts_t o = {0};
-    int npos = 0;
-    char **pos = gnn_malloc_array((size_t)argc, sizeof *pos);
-    GNN_CHECK(pos, GNN_ENOMEM, "out of memory");
-    rc = gnn_cli_parse(&edgelist_cli, argc, argv, 1, &o, pos, &npos);
-    if (rc != 0) {
-        if (rc > 0) rc = 0; /* --help */
-        goto fail;
-    }
-    rc = convert(pos[0], &o);
-fail:
-    gnn_free(pos);
-    return rc;
+    return gnn_cli_run(&edgelist_cli, argc, argv, 1, &o, run_edgelist);
 }

@@ -87,45 +87,41 @@ static void usage(FILE *out)
             "'gnn-dataset generate GENERATOR --help' lists the options of a generator.\n");
 }
 
-static int run_sbm(int argc, char **argv, char **posv)
+static int run_sbm(void *opts, char **pos, int npos)
 {
-    int rc = 0, npos = 0;
-    sbm_cmd_opts_t o;
-    memset(&o, 0, sizeof o);
-    gnn_sbm_defaults(&o.g);
-    rc = gnn_cli_parse(&sbm_cli, argc, argv, 2, &o, posv, &npos);
-    if (rc != 0) return rc > 0 ? 0 : rc;
-    return gnn_generate_sbm(&o.g, &o.out);
+    sbm_cmd_opts_t *o = opts;
+    (void)pos;
+    (void)npos;
+    return gnn_generate_sbm(&o->g, &o->out);
 }
 
-static int run_rmat(int argc, char **argv, char **posv)
+static int run_rmat(void *opts, char **pos, int npos)
 {
-    int rc = 0, npos = 0;
-    rmat_cmd_opts_t o;
-    memset(&o, 0, sizeof o);
-    gnn_rmat_defaults(&o.g);
-    rc = gnn_cli_parse(&rmat_cli, argc, argv, 2, &o, posv, &npos);
-    if (rc != 0) return rc > 0 ? 0 : rc;
-    return gnn_generate_rmat(&o.g, &o.out);
+    rmat_cmd_opts_t *o = opts;
+    (void)pos;
+    (void)npos;
+    return gnn_generate_rmat(&o->g, &o->out);
 }
 
 int gnn_dataset_cmd_generate(int argc, char **argv)
 {
-    int rc = 0;
-    char **posv = NULL;
     if (argc < 2) return GNN_FAIL(GNN_EUSAGE, "missing generator: sbm or rmat");
     const char *name = argv[1];
     if (!strcmp(name, "--help") || !strcmp(name, "-h")) {
         usage(stdout);
         return 0;
     }
-    int is_sbm = !strcmp(name, "sbm"), is_rmat = !strcmp(name, "rmat");
-    if (!is_sbm && !is_rmat)
-        return GNN_FAIL(GNN_EUSAGE, "unknown generator '%s' (expected sbm or rmat)", name);
-    posv = gnn_malloc_array((size_t)argc, sizeof *posv);
-    GNN_CHECK(posv, GNN_ENOMEM, "out of memory");
-    rc = is_sbm ? run_sbm(argc, argv, posv) : run_rmat(argc, argv, posv);
-fail:
-    gnn_free(posv);
-    return rc;
+    if (!strcmp(name, "sbm")) {
+        sbm_cmd_opts_t o;
+        memset(&o, 0, sizeof o);
+        gnn_sbm_defaults(&o.g);
+        return gnn_cli_run(&sbm_cli, argc, argv, 2, &o, run_sbm);
+    }
+    if (!strcmp(name, "rmat")) {
+        rmat_cmd_opts_t o;
+        memset(&o, 0, sizeof o);
+        gnn_rmat_defaults(&o.g);
+        return gnn_cli_run(&rmat_cli, argc, argv, 2, &o, run_rmat);
+    }
+    return GNN_FAIL(GNN_EUSAGE, "unknown generator '%s' (expected sbm or rmat)", name);
 }

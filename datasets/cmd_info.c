@@ -155,29 +155,27 @@ static void print_table(FILE *out, const char *path, const gnn_graph_info_t *in,
             (long long)d->min, d->mean, (long long)d->max, (long long)d->n_zero);
 }
 
-int gnn_dataset_cmd_info(int argc, char **argv)
+static int run_info(void *opts, char **pos, int npos)
 {
     int rc = 0;
-    info_opts_t o = {0};
-    int npos = 0;
+    const info_opts_t *o = opts;
     gnn_graph_file_t *f = NULL;
-    char **posv = gnn_malloc_array((size_t)argc, sizeof *posv);
-    GNN_CHECK(posv, GNN_ENOMEM, "out of memory");
-    rc = gnn_cli_parse(&info_cli, argc, argv, 1, &o, posv, &npos);
-    if (rc != 0) {
-        if (rc > 0) rc = 0; /* --help */
-        goto fail;
-    }
     degree_t d;
-    GNN_TRY(gnn_graph_open(posv[0], &f));
+    (void)npos;
+    GNN_TRY(gnn_graph_open(pos[0], &f));
     GNN_TRY(in_degrees(f, &d));
-    if (o.json)
-        print_json(stdout, posv[0], gnn_graph_file_info(f), &d);
+    if (o->json)
+        print_json(stdout, pos[0], gnn_graph_file_info(f), &d);
     else
-        print_table(stdout, posv[0], gnn_graph_file_info(f), &d);
+        print_table(stdout, pos[0], gnn_graph_file_info(f), &d);
     GNN_CHECK(fflush(stdout) == 0 && !ferror(stdout), GNN_EIO, "cannot write to standard output");
 fail:
     gnn_graph_close(f);
-    gnn_free(posv);
     return rc;
+}
+
+int gnn_dataset_cmd_info(int argc, char **argv)
+{
+    info_opts_t o = {0};
+    return gnn_cli_run(&info_cli, argc, argv, 1, &o, run_info);
 }

@@ -63,6 +63,7 @@ static int convert(const char *path, const metis_cmd_opts_t *o)
         .has_weights = mh.has_edge_weights,
         .mem_budget = o->out.mem_budget,
         .tmpdir = o->out.tmpdir,
+        .threaded = 1,
     };
     GNN_TRY(gnn_builder_open(&bo, &b));
     GNN_TRY(gnn_metis_read_adjacency(t, &mh, b));
@@ -99,20 +100,14 @@ fail:
     return rc;
 }
 
+static int run_metis(void *opts, char **pos, int npos)
+{
+    (void)npos;
+    return convert(pos[0], opts);
+}
+
 int gnn_dataset_cmd_metis(int argc, char **argv)
 {
-    int rc = 0;
     metis_cmd_opts_t o = {0};
-    int npos = 0;
-    char **pos = gnn_malloc_array((size_t)argc, sizeof *pos);
-    GNN_CHECK(pos, GNN_ENOMEM, "out of memory");
-    rc = gnn_cli_parse(&metis_cli, argc, argv, 1, &o, pos, &npos);
-    if (rc != 0) {
-        if (rc > 0) rc = 0; /* --help */
-        goto fail;
-    }
-    rc = convert(pos[0], &o);
-fail:
-    gnn_free(pos);
-    return rc;
+    return gnn_cli_run(&metis_cli, argc, argv, 1, &o, run_metis);
 }

@@ -5,7 +5,6 @@
  */
 #include "datasets/commands.h"
 #include "datasets/ogb.h"
-#include "graph/base/alloc.h"
 #include "graph/base/cli.h"
 #include "graph/base/error.h"
 
@@ -39,22 +38,17 @@ static const gnn_cli_t ogb_cli = {
     .max_positional = 1,
 };
 
+static int run_ogb(void *opts, char **pos, int npos)
+{
+    const ogb_cmd_opts_t *o = opts;
+    gnn_ogb_opts_t g = {.dir = pos[0], .split = o->split, .symmetrize = o->symmetrize,
+                        .allow_nan = o->allow_nan, .out = o->out};
+    (void)npos;
+    return gnn_ogb_convert(&g);
+}
+
 int gnn_dataset_cmd_ogb(int argc, char **argv)
 {
-    int rc = 0;
     ogb_cmd_opts_t o = {0};
-    int npos = 0;
-    char **pos = gnn_malloc_array((size_t)argc, sizeof *pos);
-    GNN_CHECK(pos, GNN_ENOMEM, "out of memory");
-    rc = gnn_cli_parse(&ogb_cli, argc, argv, 1, &o, pos, &npos);
-    if (rc != 0) {
-        if (rc > 0) rc = 0; /* --help */
-        goto fail;
-    }
-    gnn_ogb_opts_t g = {.dir = pos[0], .split = o.split, .symmetrize = o.symmetrize,
-                        .allow_nan = o.allow_nan, .out = o.out};
-    rc = gnn_ogb_convert(&g);
-fail:
-    gnn_free(pos);
-    return rc;
+    return gnn_cli_run(&ogb_cli, argc, argv, 1, &o, run_ogb);
 }

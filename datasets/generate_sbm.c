@@ -457,6 +457,7 @@ int gnn_generate_sbm(const gnn_sbm_opts_t *o, const gnn_output_opts_t *out)
         .options = GNN_BUILD_SYMMETRIZE | GNN_BUILD_DEDUPE | GNN_BUILD_NO_SELF_LOOPS,
         .mem_budget = out->mem_budget,
         .tmpdir = out->tmpdir,
+        .threaded = 1,
     };
     GNN_TRY(gnn_builder_open(&bo, &b));
     int64_t cap = edges < SBM_BATCH ? edges : SBM_BATCH;

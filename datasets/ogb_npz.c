@@ -226,6 +226,7 @@ int gnn__ogb_convert_npz(const gnn_ogb_opts_t *o)
         .options = o->symmetrize ? GNN_BUILD_SYMMETRIZE | GNN_BUILD_DEDUPE : GNN_BUILD_SORT,
         .mem_budget = o->out.mem_budget,
         .tmpdir = o->out.tmpdir,
+        .threaded = 1,
     };
     GNN_TRY(gnn_builder_open(&bo, &b));
     GNN_TRY(read_edges(z, n, m, b));

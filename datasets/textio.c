@@ -416,9 +416,38 @@ static const double pow10_exact[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1
                                      1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
                                      1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
+/* The common case of OGB-style files, "-0.123456": at most 15 digits, no
+ * exponent. Returns the end of the number, or NULL to leave the input to
+ * the general parser. */
+static inline const char *parse_plain_decimal(const char *p, const char *end, double *v)
+{
+    int neg = p < end && *p == '-';
+    p += neg;
+    const char *s = p;
+    uint64_t m = 0;
+    while (p < end && (unsigned)(*p - '0') < 10) m = m * 10 + (unsigned)(*p++ - '0');
+    int digits = (int)(p - s), frac = 0;
+    if (p < end && *p == '.') {
+        const char *f = ++p;
+        while (p < end && (unsigned)(*p - '0') < 10) m = m * 10 + (unsigned)(*p++ - '0');
+        frac = (int)(p - f);
+        digits += frac;
+    }
+    if (digits == 0 || digits > 15 || (p < end && (*p == 'e' || *p == 'E'))) return NULL;
+    double x = (double)m; /* exact: m < 10^15 < 2^53 */
+    if (frac) x /= pow10_exact[frac]; /* one correctly rounded division, as strtod */
+    *v = neg ? -x : x;
+    return p;
+}
+
 int gnn_parse_f64(const char **pp, const char *end, double *v)
 {
     const char *p = skip_blank(*pp, end);
+    const char *q = parse_plain_decimal(p, end, v);
+    if (q) {
+        *pp = q;
+        return 0;
+    }
     const char *tok = p;
     int neg = 0;
     if (p < end && (*p == '-' || *p == '+')) neg = *p++ == '-';

@@ -19,6 +19,7 @@
  */
 #include "graph/base/cli.h"
 
+#include "graph/base/alloc.h"
 #include "graph/base/error.h"
 #include "graph/base/log.h"
 
@@ -476,4 +477,20 @@ int gnn_parse_size(const char *s, int64_t *bytes)
     }
     *bytes = (int64_t)v;
     return 0;
+}
+
+int gnn_cli_run(const gnn_cli_t *cli, int argc, char **argv, int first, void *opts,
+                int (*run)(void *opts, char **pos, int npos))
+{
+    int rc = 0, npos = 0;
+    char **pos = gnn_malloc_array((size_t)(argc > 0 ? argc : 1), sizeof *pos);
+    GNN_CHECK(pos, GNN_ENOMEM, "out of memory");
+    rc = gnn_cli_parse(cli, argc, argv, first, opts, pos, &npos);
+    if (rc == 0)
+        rc = run(opts, pos, npos);
+    else if (rc > 0)
+        rc = 0; /* --help was printed */
+fail:
+    gnn_free(pos);
+    return rc;
 }

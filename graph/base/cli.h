@@ -59,6 +59,15 @@ typedef struct {
 int gnn_cli_parse(const gnn_cli_t *cli, int argc, char **argv, int first, void *opts,
                   char **pos, int *npos);
 
+/*
+ * A command's whole front: parse argv[first..argc) into opts (filled with
+ * defaults) and, unless --help was given (then 0 is returned), call
+ * run(opts, positionals, count). Returns what run returns, or the parse
+ * error.
+ */
+int gnn_cli_run(const gnn_cli_t *cli, int argc, char **argv, int first, void *opts,
+                int (*run)(void *opts, char **pos, int npos));
+
 /* Print usage, summary and one line per option with its default (none for
  * flags and NULL strings; opts may be NULL), then the built-in options. */
 void gnn_cli_help(const gnn_cli_t *cli, const void *opts, FILE *out);

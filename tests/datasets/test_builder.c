@@ -61,11 +61,14 @@ static void free_edges(edges_t *e)
     free(e->w);
 }
 
+static int g_threaded; /* run the builder's worker thread */
+
 static gnn_builder_t *fill(const edges_t *e, unsigned opt, int weights, gnn_vid_t known,
                            int64_t budget, int64_t buffer)
 {
     gnn_builder_opts_t o = {.num_nodes = known, .options = opt, .has_weights = weights,
-                            .mem_budget = budget, .buffer_bytes = buffer, .tmpdir = tu_tmpdir()};
+                            .mem_budget = budget, .buffer_bytes = buffer, .tmpdir = tu_tmpdir(),
+                            .threaded = g_threaded};
     gnn_builder_t *b;
     assert_int_equal(gnn_builder_open(&o, &b), 0);
     for (gnn_eid_t i = 0; i < e->m; i += 1000) {
@@ -189,6 +192,30 @@ static void test_out_of_core_equals_in_memory(void **state)
     free_edges(&e);
 }
 
+/* The same results with the worker thread, and its failures reported. */
+static void test_threaded(void **state)
+{
+    (void)state;
+    g_threaded = 1;
+    test_matches_csr_from_edges(state);
+    test_weights(state);
+    test_out_of_core_equals_in_memory(state);
+    g_threaded = 0;
+    gnn_builder_opts_t o = {.num_nodes = 10, .threaded = 1};
+    gnn_builder_t *b;
+    assert_int_equal(gnn_builder_open(&o, &b), 0);
+    gnn_vid_t s[] = {1, 2, 3}, d[] = {2, 3, 4}, bad[] = {1, 12, 3};
+    assert_int_equal(gnn_builder_add(b, s, d, NULL, 3), 0);
+    int rc = gnn_builder_add(b, s, bad, NULL, 3);
+    if (rc == 0) rc = gnn_builder_flush(b); /* the worker may not have reached it yet */
+    assert_int_equal(rc, GNN_ERANGE);
+    assert_string_equal(gnn_error_message(), "edge 4: node id 12 is outside [0, 10)");
+    assert_int_equal(gnn_builder_add(b, s, d, NULL, 3), GNN_ERANGE);
+    gnn_csr_t out;
+    assert_int_equal(gnn_builder_to_csr(b, 10, &out), GNN_ERANGE);
+    gnn_builder_free(b);
+}
+
 static void test_errors(void **state)
 {
     (void)state;
@@ -260,6 +287,7 @@ int main(void)
         cmocka_unit_test(test_matches_csr_from_edges),
         cmocka_unit_test(test_weights),
         cmocka_unit_test(test_out_of_core_equals_in_memory),
+        cmocka_unit_test(test_threaded),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_alloc_failures),
     };

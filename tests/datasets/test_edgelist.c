@@ -551,7 +551,7 @@ static void test_budget_too_small(void **state)
     for (int i = 0; i < 10000; i++)
         fprintf(f, "%lld %lld\n", (long long)(rng(&s) >> 1), (long long)(rng(&s) >> 1));
     fclose(f);
-    char *argv[] = {g_bin, "edgelist", (char *)in, "-o", (char *)out, "--mem-budget", "1M", NULL};
+    char *argv[] = {g_bin, "edgelist", (char *)in, "-o", (char *)out, "--mem-budget", "800K", NULL};
     /* The set fits, but what is left is too small for the builder. */
     expect_failure(argv, out, 1, "budget.txt: after 668 KiB of --mem-budget for renumbering ids: ");
     f = fopen(in, "w");
@@ -559,7 +559,7 @@ static void test_budget_too_small(void **state)
         fprintf(f, "%lld %lld\n", (long long)(rng(&s) >> 1), (long long)(rng(&s) >> 1));
     fclose(f);
     expect_failure(argv, out, 1, "budget.txt: renumbering its 40000 distinct ids needs 1.3 MiB, "
-                                 "more than --mem-budget 1.0 MiB");
+                                 "more than --mem-budget 800 KiB");
 }
 
 static void test_help(void **state)
