@@ -19,7 +19,7 @@
 #include "graph/base/alloc.h"
 #include "graph/base/error.h"
 #include "graph/graph_file.h"
-#include "tests/common/testutil.h"
+#include "tests/common/cmdtest.h"
 
 #include <dirent.h>
 #include <string.h>
@@ -59,23 +59,6 @@ static const char *write_gz(const char *name, const char *text)
     return path;
 }
 
-/* No OUT and no OUT.tmp-* beside it. */
-static void assert_no_output(const char *out)
-{
-    assert_false(tu_exists(out));
-    char dir[640], base[640];
-    snprintf(dir, sizeof dir, "%s", out);
-    char *slash = strrchr(dir, '/');
-    assert_non_null(slash);
-    *slash = '\0';
-    snprintf(base, sizeof base, "%s.tmp-", slash + 1);
-    DIR *d = opendir(dir);
-    assert_non_null(d);
-    struct dirent *e;
-    while ((e = readdir(d)))
-        if (!strncmp(e->d_name, base, strlen(base))) fail_msg("temporary file %s left", e->d_name);
-    closedir(d);
-}
 
 /* Run "gnn-dataset edgelist IN -o OUT [extra...]"; expect success. */
 static void convert_ok(const char *in, const char *out, const char *x1, const char *x2)
@@ -87,19 +70,6 @@ static void convert_ok(const char *in, const char *out, const char *x1, const ch
     tu_run_free(&r);
 }
 
-/* Exit status, exactly one line "gnn-dataset: error: ..." containing want,
- * nothing on stdout, and no output file. */
-static void expect_failure(char *const argv[], const char *out, int status, const char *want)
-{
-    tu_run_t r = tu_run(argv);
-    if (r.status != status || tu_count_lines(r.err) != 1 ||
-        strncmp(r.err, "gnn-dataset: error: ", 20) != 0 || !strstr(r.err, want))
-        fail_msg("status %d, stderr '%s'; expected status %d and one line with '%s'", r.status,
-                 r.err, status, want);
-    assert_string_equal(r.out, "");
-    tu_run_free(&r);
-    if (out) assert_no_output(out);
-}
 
 /* Convert text (from a file named name) and expect failure naming want. */
 static void bad_input(const char *name, const char *text, const char *opt, const char *want)
@@ -107,7 +77,7 @@ static void bad_input(const char *name, const char *text, const char *opt, const
     const char *in = write_file(name, text);
     const char *out = path_of("bad.h5");
     char *argv[] = {g_bin, "edgelist", (char *)in, "-o", (char *)out, (char *)opt, NULL};
-    expect_failure(argv, out, 1, want);
+    tu_expect_failure(argv, out, 1, want);
 }
 
 static void load(const char *path, gnn_graph_t *g)
@@ -498,7 +468,7 @@ static void test_bad_gzip(void **state)
     free(data);
     const char *out = path_of("cut.h5");
     char *argv[] = {g_bin, "edgelist", (char *)gz, "-o", (char *)out, NULL};
-    expect_failure(argv, out, 1, "cut.txt.gz: truncated gzip stream");
+    tu_expect_failure(argv, out, 1, "cut.txt.gz: truncated gzip stream");
 }
 
 static void test_bad_usage(void **state)
@@ -506,13 +476,13 @@ static void test_bad_usage(void **state)
     (void)state;
     const char *in = write_file("ok.txt", "0 1\n"), *out = path_of("exists.h5");
     char *a1[] = {g_bin, "edgelist", "/nonexistent/e.txt", "-o", (char *)out, NULL};
-    expect_failure(a1, out, 1, "/nonexistent/e.txt: No such file or directory");
+    tu_expect_failure(a1, out, 1, "/nonexistent/e.txt: No such file or directory");
     char *a2[] = {g_bin, "edgelist", (char *)in, NULL};
-    expect_failure(a2, NULL, 2, "missing -o FILE");
+    tu_expect_failure(a2, NULL, 2, "missing -o FILE");
     char *a3[] = {g_bin, "edgelist", (char *)in, "-o", "/nonexistent/dir/x.h5", NULL};
-    expect_failure(a3, NULL, 1, "directory /nonexistent/dir does not exist");
+    tu_expect_failure(a3, NULL, 1, "directory /nonexistent/dir does not exist");
     char *a4[] = {g_bin, "edgelist", (char *)in, "-o", (char *)out, "--symetrize", NULL};
-    expect_failure(a4, out, 2, "unknown option '--symetrize'");
+    tu_expect_failure(a4, out, 2, "unknown option '--symetrize'");
 
     /* An existing OUT is kept without --force, replaced with it. */
     write_file("exists.h5", "keep me");
@@ -553,12 +523,12 @@ static void test_budget_too_small(void **state)
     fclose(f);
     char *argv[] = {g_bin, "edgelist", (char *)in, "-o", (char *)out, "--mem-budget", "800K", NULL};
     /* The set fits, but what is left is too small for the builder. */
-    expect_failure(argv, out, 1, "budget.txt: after 668 KiB of --mem-budget for renumbering ids: ");
+    tu_expect_failure(argv, out, 1, "budget.txt: after 668 KiB of --mem-budget for renumbering ids: ");
     f = fopen(in, "w");
     for (int i = 0; i < 20000; i++)
         fprintf(f, "%lld %lld\n", (long long)(rng(&s) >> 1), (long long)(rng(&s) >> 1));
     fclose(f);
-    expect_failure(argv, out, 1, "budget.txt: renumbering its 40000 distinct ids needs 1.3 MiB, "
+    tu_expect_failure(argv, out, 1, "budget.txt: renumbering its 40000 distinct ids needs 1.3 MiB, "
                                  "more than --mem-budget 800 KiB");
 }
 

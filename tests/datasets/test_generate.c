@@ -20,7 +20,7 @@
 #include "graph/base/log.h"
 #include "graph/base/progress.h"
 #include "graph/graph_file.h"
-#include "tests/common/testutil.h"
+#include "tests/common/cmdtest.h"
 
 #include <dirent.h>
 #include <math.h>
@@ -438,24 +438,11 @@ static void test_alloc_failure(void **state)
 
 /* ---- Command line --------------------------------------------------------------- */
 
-/* One error line starting "gnn-dataset: error: " with want, the status, and
- * no output (not even a temporary file) named out. */
-static void expect_failure(char *const argv[], int status, const char *want, const char *out)
-{
-    tu_run_t r = tu_run(argv);
-    if (r.status != status || tu_count_lines(r.err) != 1 ||
-        strncmp(r.err, "gnn-dataset: error: ", 20) != 0 || !strstr(r.err, want))
-        fail_msg("status %d, stderr '%s'; expected status %d and one line with '%s'", r.status,
-                 r.err, status, want);
-    assert_string_equal(r.out, "");
-    if (out) assert_true(no_file_named(out));
-    tu_run_free(&r);
-}
 
 #define BAD(status, want, ...)                                                              \
     do {                                                                                    \
         char *argv_[] = {g_bin, "generate", __VA_ARGS__, "-o", (char *)tu_path("bad.h5"), NULL}; \
-        expect_failure(argv_, status, want, "bad.h5");                                      \
+        tu_expect_failure(argv_, tu_path("bad.h5"), status, want);                                      \
     } while (0)
 
 static void test_bad_options(void **state)
@@ -479,14 +466,14 @@ static void test_bad_options(void **state)
     BAD(2, "--classes", "sbm", "--classes", "two");
 
     char *a1[] = {g_bin, "generate", NULL};
-    expect_failure(a1, 2, "missing generator", NULL);
+    tu_expect_failure(a1, NULL, 2, "missing generator");
     char *a2[] = {g_bin, "generate", "sbm", "--nodes", "100", NULL};
-    expect_failure(a2, 2, "missing -o FILE", NULL);
+    tu_expect_failure(a2, NULL, 2, "missing -o FILE");
     char *a3[] = {g_bin, "generate", "rmat", "--scale", "4", "-o", "/nonexistent/dir/x.h5", NULL};
-    expect_failure(a3, 1, "does not exist", NULL);
+    tu_expect_failure(a3, NULL, 1, "does not exist");
     char *a4[] = {g_bin, "generate", "rmat", "--scale", "4", "-o", (char *)tu_path("bad.h5"),
                   "extra", NULL};
-    expect_failure(a4, 2, "extra", "bad.h5");
+    tu_expect_failure(a4, tu_path("bad.h5"), 2, "extra");
 
     /* An existing file is kept without --force and replaced with it. */
     const char *exist = tu_path("exists.h5");
@@ -494,7 +481,7 @@ static void test_bad_options(void **state)
     fputs("keep", f);
     fclose(f);
     char *a5[] = {g_bin, "generate", "rmat", "--scale", "4", "-o", (char *)exist, NULL};
-    expect_failure(a5, 1, "file exists (use --force", NULL);
+    tu_expect_failure(a5, NULL, 1, "file exists (use --force");
     char *kept = tu_read_file(exist);
     assert_string_equal(kept, "keep");
     free(kept);

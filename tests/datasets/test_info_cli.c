@@ -11,7 +11,7 @@
 #include <cmocka.h>
 
 #include "graph/graph_file.h"
-#include "tests/common/testutil.h"
+#include "tests/common/cmdtest.h"
 
 #include <string.h>
 
@@ -82,17 +82,6 @@ static void test_table(void **state)
     tu_run_free(&r);
 }
 
-/* One error line starting "gnn-dataset: error: " and containing want. */
-static void expect_failure(char *const argv[], int status, const char *want)
-{
-    tu_run_t r = tu_run(argv);
-    if (r.status != status || tu_count_lines(r.err) != 1 ||
-        strncmp(r.err, "gnn-dataset: error: ", 20) != 0 || !strstr(r.err, want))
-        fail_msg("status %d, stderr '%s'; expected status %d and one line with '%s'", r.status,
-                 r.err, status, want);
-    assert_string_equal(r.out, "");
-    tu_run_free(&r);
-}
 
 static void test_bad_input(void **state)
 {
@@ -102,17 +91,17 @@ static void test_bad_input(void **state)
     fputs("0 1\n", f);
     fclose(f);
     char *a1[] = {g_bin, "info", (char *)text, NULL};
-    expect_failure(a1, 1, "not an HDF5 file");
+    tu_expect_failure(a1, NULL, 1, "not an HDF5 file");
     char *a2[] = {g_bin, "info", "/nonexistent/x.h5", NULL};
-    expect_failure(a2, 1, "/nonexistent/x.h5: No such file or directory");
+    tu_expect_failure(a2, NULL, 1, "/nonexistent/x.h5: No such file or directory");
     char *a3[] = {g_bin, "info", NULL};
-    expect_failure(a3, 2, "expected 1 argument");
+    tu_expect_failure(a3, NULL, 2, "expected 1 argument");
     char *a4[] = {g_bin, "info", (char *)write_sample(), "--jsn", NULL};
-    expect_failure(a4, 2, "unknown option '--jsn' (did you mean '--json'?) (see gnn-dataset info --help)");
+    tu_expect_failure(a4, NULL, 2, "unknown option '--jsn' (did you mean '--json'?) (see gnn-dataset info --help)");
     char *a5[] = {g_bin, "frobnicate", NULL};
-    expect_failure(a5, 2, "unknown command 'frobnicate'");
+    tu_expect_failure(a5, NULL, 2, "unknown command 'frobnicate'");
     char *a6[] = {g_bin, "info", (char *)write_sample(), "extra", NULL};
-    expect_failure(a6, 2, "extra");
+    tu_expect_failure(a6, NULL, 2, "extra");
 }
 
 static void test_help(void **state)

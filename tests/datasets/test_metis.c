@@ -20,7 +20,7 @@
 #include "graph/base/alloc.h"
 #include "graph/base/error.h"
 #include "graph/graph_file.h"
-#include "tests/common/testutil.h"
+#include "tests/common/cmdtest.h"
 
 #include <dirent.h>
 #include <string.h>
@@ -50,23 +50,6 @@ static const char *write_file(const char *name, const char *text)
     return path;
 }
 
-/* No OUT and no OUT.tmp-* beside it. */
-static void assert_no_output(const char *out)
-{
-    assert_false(tu_exists(out));
-    char dir[640], base[640];
-    snprintf(dir, sizeof dir, "%s", out);
-    char *slash = strrchr(dir, '/');
-    assert_non_null(slash);
-    *slash = '\0';
-    snprintf(base, sizeof base, "%s.tmp-", slash + 1);
-    DIR *d = opendir(dir);
-    assert_non_null(d);
-    struct dirent *e;
-    while ((e = readdir(d)))
-        if (!strncmp(e->d_name, base, strlen(base))) fail_msg("temporary file %s left", e->d_name);
-    closedir(d);
-}
 
 static void convert_ok(const char *in, const char *out)
 {
@@ -76,24 +59,13 @@ static void convert_ok(const char *in, const char *out)
     tu_run_free(&r);
 }
 
-static void expect_failure(char *const argv[], const char *out, int status, const char *want)
-{
-    tu_run_t r = tu_run(argv);
-    if (r.status != status || tu_count_lines(r.err) != 1 ||
-        strncmp(r.err, "gnn-dataset: error: ", 20) != 0 || !strstr(r.err, want))
-        fail_msg("status %d, stderr '%s'; expected status %d and one line with '%s'", r.status,
-                 r.err, status, want);
-    assert_string_equal(r.out, "");
-    tu_run_free(&r);
-    if (out) assert_no_output(out);
-}
 
 static void bad_input(const char *name, const char *text, const char *want)
 {
     const char *in = write_file(name, text);
     const char *out = path_of("bad.h5");
     char *argv[] = {g_bin, "metis", (char *)in, "-o", (char *)out, NULL};
-    expect_failure(argv, out, 1, want);
+    tu_expect_failure(argv, out, 1, want);
 }
 
 static void load(const char *path, gnn_graph_t *g)
@@ -415,11 +387,11 @@ static void test_bad_usage(void **state)
     (void)state;
     const char *in = write_file("u.graph", "2 1\n2\n1\n"), *out = path_of("u.h5");
     char *a1[] = {g_bin, "metis", "/nonexistent/g.graph", "-o", (char *)out, NULL};
-    expect_failure(a1, out, 1, "/nonexistent/g.graph: No such file or directory");
+    tu_expect_failure(a1, out, 1, "/nonexistent/g.graph: No such file or directory");
     char *a2[] = {g_bin, "metis", (char *)in, NULL};
-    expect_failure(a2, NULL, 2, "missing -o FILE");
+    tu_expect_failure(a2, NULL, 2, "missing -o FILE");
     char *a3[] = {g_bin, "metis", (char *)in, (char *)in, "-o", (char *)out, NULL};
-    expect_failure(a3, out, 2, "unexpected argument");
+    tu_expect_failure(a3, out, 2, "unexpected argument");
     write_file("u.h5", "keep me");
     char *a4[] = {g_bin, "metis", (char *)in, "-o", (char *)out, NULL};
     tu_run_t r = tu_run(a4);

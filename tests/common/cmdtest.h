@@ -1,0 +1,56 @@
+/*
+ * Checks of a command run as a user runs it, shared by the command tests:
+ * a failure is exactly one line "PROG: error: ..." on standard error
+ * (PROG = the binary's name), the expected exit status, nothing on standard
+ * output, and no output file left behind, not even a temporary one.
+ * Include after <cmocka.h>; builds on testutil.h.
+ */
+#ifndef GNN_TESTS_CMDTEST_H
+#define GNN_TESTS_CMDTEST_H
+
+#include "tests/common/testutil.h"
+
+#include <dirent.h>
+#include <string.h>
+
+/* Neither out nor any "out.tmp-*" beside it exists. */
+static inline void tu_assert_no_output(const char *out)
+{
+    assert_false(tu_exists(out));
+    char dir[640], base[640];
+    snprintf(dir, sizeof dir, "%s", out);
+    char *slash = strrchr(dir, '/');
+    if (!slash) {
+        snprintf(dir, sizeof dir, ".");
+        snprintf(base, sizeof base, "%s.tmp-", out);
+    } else {
+        *slash = '\0';
+        snprintf(base, sizeof base, "%s.tmp-", slash + 1);
+    }
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (!strncmp(e->d_name, base, strlen(base))) fail_msg("temporary file %s left", e->d_name);
+    closedir(d);
+}
+
+/* Run argv and expect a failure with status, one error line containing
+ * want, empty standard output and, when out is given, no output there. */
+static inline void tu_expect_failure(char *const argv[], const char *out, int status,
+                                     const char *want)
+{
+    char prefix[256];
+    const char *prog = strrchr(argv[0], '/');
+    snprintf(prefix, sizeof prefix, "%s: error: ", prog ? prog + 1 : argv[0]);
+    tu_run_t r = tu_run(argv);
+    if (r.status != status || tu_count_lines(r.err) != 1 ||
+        strncmp(r.err, prefix, strlen(prefix)) != 0 || !strstr(r.err, want))
+        fail_msg("status %d, stderr '%s'; expected status %d and one line '%s...' with '%s'",
+                 r.status, r.err, status, prefix, want);
+    assert_string_equal(r.out, "");
+    tu_run_free(&r);
+    if (out) tu_assert_no_output(out);
+}
+
+#endif
