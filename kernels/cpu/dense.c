@@ -1,0 +1,391 @@
+/*
+ * CPU backend of the dense operations (kernels/dense.h).
+ *
+ * GEMM goes to OpenBLAS (cblas_sgemm, row-major). Everything else is an
+ * OpenMP loop. Reductions (bias gradient, cross-entropy loss) are cut into
+ * fixed-size blocks independent of the thread count; each block sums in
+ * double and the block partials are added in block order, so the result is
+ * the same for any number of threads. Dropout draws its mask from the
+ * counter-based generator of kernels/rng.h, one Philox call per four
+ * elements, exactly as the CUDA backend does. Arguments are all checked
+ * before any output is written.
+ */
+#include "kernels/dense.h"
+
+#include <cblas.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <string.h>
+
+#include "graph/base/alloc.h"
+#include "graph/base/error.h"
+#include "kernels/rng.h"
+
+/* Work below this many elements runs on one thread. */
+#define PAR_MIN 32768
+/* Rows per block of a reduction (fixed: results do not depend on threads). */
+#define RED_BLOCK 1024
+
+/* 0 when rows x cols is a valid, addressable matrix shape; else GNN_EINVAL. */
+static int check_shape(const char *fn, int64_t rows, int64_t cols)
+{
+    if (rows < 0 || cols < 0)
+        return GNN_FAIL(GNN_EINVAL, "%s: negative shape %" PRId64 " x %" PRId64, fn, rows, cols);
+    if (cols > 0 && rows > INT64_MAX / cols / (int64_t)sizeof(double))
+        return GNN_FAIL(GNN_EINVAL, "%s: shape %" PRId64 " x %" PRId64 " too large", fn, rows,
+                        cols);
+    return 0;
+}
+
+/* 0 when n is a valid element count; else GNN_EINVAL. */
+static int check_count(const char *fn, int64_t n)
+{
+    if (n < 0) return GNN_FAIL(GNN_EINVAL, "%s: negative element count %" PRId64, fn, n);
+    return 0;
+}
+
+/* 0 when p is a valid drop probability; else GNN_EINVAL. */
+static int check_drop_p(const char *fn, float p)
+{
+    if (!(p >= 0.0f && p < 1.0f))
+        return GNN_FAIL(GNN_EINVAL, "%s: drop probability %g outside [0, 1)", fn, (double)p);
+    return 0;
+}
+
+/* ---- GEMM --------------------------------------------------------------------- */
+
+int gnn_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+             const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
+             int64_t ldc)
+{
+    int rc = 0;
+    int64_t a_cols = trans_a ? m : k, b_cols = trans_b ? k : n;
+    GNN_CHECK(m >= 0 && n >= 0 && k >= 0, GNN_EINVAL,
+              "gnn_gemm: negative size m=%" PRId64 " n=%" PRId64 " k=%" PRId64, m, n, k);
+    GNN_CHECK(m <= INT_MAX && n <= INT_MAX && k <= INT_MAX && lda <= INT_MAX &&
+                  ldb <= INT_MAX && ldc <= INT_MAX,
+              GNN_EINVAL,
+              "gnn_gemm: size beyond the 32-bit BLAS interface (m=%" PRId64 " n=%" PRId64
+              " k=%" PRId64 " lda=%" PRId64 " ldb=%" PRId64 " ldc=%" PRId64 ", limit %d)",
+              m, n, k, lda, ldb, ldc, INT_MAX);
+    GNN_CHECK(lda >= (a_cols > 1 ? a_cols : 1), GNN_EINVAL,
+              "gnn_gemm: lda=%" PRId64 " < %" PRId64 " columns of A%s", lda, a_cols,
+              trans_a ? " (transposed)" : "");
+    GNN_CHECK(ldb >= (b_cols > 1 ? b_cols : 1), GNN_EINVAL,
+              "gnn_gemm: ldb=%" PRId64 " < %" PRId64 " columns of B%s", ldb, b_cols,
+              trans_b ? " (transposed)" : "");
+    GNN_CHECK(ldc >= (n > 1 ? n : 1), GNN_EINVAL,
+              "gnn_gemm: ldc=%" PRId64 " < %" PRId64 " columns of C", ldc, n);
+    if (m == 0 || n == 0) return 0;
+    GNN_CHECK(c && (k == 0 || (a && b)), GNN_EINVAL, "gnn_gemm: NULL matrix");
+    if (k == 0) {
+        /* BLAS may skip this case; do it here with the same convention. */
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++)
+                c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+        return 0;
+    }
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                trans_b ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k, alpha, a, (int)lda,
+                b, (int)ldb, beta, c, (int)ldc);
+    return 0;
+fail:
+    return rc;
+}
+
+/* ---- Bias --------------------------------------------------------------------- */
+
+int gnn_bias_add(int64_t rows, int64_t cols, float *y, const float *bias)
+{
+    int rc = 0;
+    GNN_TRY(check_shape("gnn_bias_add", rows, cols));
+#pragma omp parallel for schedule(static) if (rows * cols >= PAR_MIN)
+    for (int64_t r = 0; r < rows; r++) {
+        float *row = y + r * cols;
+        for (int64_t c = 0; c < cols; c++) row[c] += bias[c];
+    }
+    return 0;
+fail:
+    return rc;
+}
+
+int gnn_bias_grad(int64_t rows, int64_t cols, const float *dy, float *dbias)
+{
+    int rc = 0;
+    double *part = NULL;
+    GNN_TRY(check_shape("gnn_bias_grad", rows, cols));
+    if (cols == 0) return 0;
+    int64_t nblk = (rows + RED_BLOCK - 1) / RED_BLOCK;
+    if (nblk == 0) {
+        memset(dbias, 0, (size_t)cols * sizeof *dbias);
+        return 0;
+    }
+    part = gnn_malloc_array((size_t)nblk * (size_t)cols, sizeof *part);
+    GNN_CHECK(part, GNN_ENOMEM, "gnn_bias_grad: %" PRId64 " block partials", nblk * cols);
+#pragma omp parallel for schedule(static) if (rows * cols >= PAR_MIN)
+    for (int64_t bk = 0; bk < nblk; bk++) {
+        double *acc = part + bk * cols;
+        int64_t r1 = (bk + 1) * RED_BLOCK < rows ? (bk + 1) * RED_BLOCK : rows;
+        for (int64_t c = 0; c < cols; c++) acc[c] = 0.0;
+        for (int64_t r = bk * RED_BLOCK; r < r1; r++) {
+            const float *row = dy + r * cols;
+            for (int64_t c = 0; c < cols; c++) acc[c] += row[c];
+        }
+    }
+#pragma omp parallel for schedule(static) if (nblk * cols >= PAR_MIN)
+    for (int64_t c = 0; c < cols; c++) {
+        double s = 0.0;
+        for (int64_t bk = 0; bk < nblk; bk++) s += part[bk * cols + c];
+        dbias[c] = (float)s;
+    }
+    gnn_free(part);
+    return 0;
+fail:
+    gnn_free(part);
+    return rc;
+}
+
+/* ---- ReLU --------------------------------------------------------------------- */
+
+int gnn_relu(int64_t n, const float *x, float *y)
+{
+    int rc = 0;
+    GNN_TRY(check_count("gnn_relu", n));
+#pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+    for (int64_t i = 0; i < n; i++) y[i] = x[i] < 0.0f ? 0.0f : x[i];
+    return 0;
+fail:
+    return rc;
+}
+
+int gnn_relu_backward(int64_t n, const float *xy, const float *dy, float *dx)
+{
+    int rc = 0;
+    GNN_TRY(check_count("gnn_relu_backward", n));
+#pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+    for (int64_t i = 0; i < n; i++) dx[i] = xy[i] > 0.0f ? dy[i] : 0.0f;
+    return 0;
+fail:
+    return rc;
+}
+
+/* ---- Dropout ------------------------------------------------------------------ */
+
+/*
+ * y[i] = keep(offset + i) ? x[i] * scale : 0. Elements are walked by
+ * generator block (four counters per Philox call); the first and last
+ * blocks may be partial when offset is not a multiple of four.
+ */
+static void dropout_apply(int64_t n, float p, uint64_t seed, uint64_t offset, const float *x,
+                          float *y)
+{
+    float scale = (float)(1.0 / (1.0 - (double)p));
+    uint64_t first = offset >> 2;                     /* block of element 0 */
+    uint64_t nblk = ((offset & 3u) + (uint64_t)n + 3u) >> 2; /* blocks touched */
+#pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+    for (int64_t bk = 0; bk < (int64_t)nblk; bk++) {
+        uint32_t r[4];
+        /* block numbers live mod 2^62, as (offset + i) >> 2 does when the
+         * counter wraps past 2^64 */
+        gnn_rng_block(seed, (first + (uint64_t)bk) & (UINT64_MAX >> 2), r);
+        /* element index i of lane l: 4*bk + l - (offset & 3) */
+        for (int l = 0; l < 4; l++) {
+            int64_t i = 4 * bk + l - (int64_t)(offset & 3u);
+            if (i < 0 || i >= n) continue;
+            y[i] = gnn_rng_u01(r[l]) < p ? 0.0f : x[i] * scale;
+        }
+    }
+}
+
+int gnn_dropout(int64_t n, float p, uint64_t seed, uint64_t offset, const float *x, float *y)
+{
+    int rc = 0;
+    GNN_TRY(check_count("gnn_dropout", n));
+    GNN_TRY(check_drop_p("gnn_dropout", p));
+    if (n == 0) return 0;
+    if (p == 0.0f) {
+        if (y != x) memcpy(y, x, (size_t)n * sizeof *y);
+        return 0;
+    }
+    dropout_apply(n, p, seed, offset, x, y);
+    return 0;
+fail:
+    return rc;
+}
+
+int gnn_dropout_backward(int64_t n, float p, uint64_t seed, uint64_t offset, const float *dy,
+                         float *dx)
+{
+    int rc = 0;
+    GNN_TRY(check_count("gnn_dropout_backward", n));
+    GNN_TRY(check_drop_p("gnn_dropout_backward", p));
+    if (n == 0) return 0;
+    if (p == 0.0f) {
+        if (dx != dy) memcpy(dx, dy, (size_t)n * sizeof *dx);
+        return 0;
+    }
+    dropout_apply(n, p, seed, offset, dy, dx); /* the map is linear: same mask, same scale */
+    return 0;
+fail:
+    return rc;
+}
+
+/* ---- Softmax cross-entropy ---------------------------------------------------- */
+
+int gnn_softmax_xent(int64_t rows, int64_t classes, const float *logits, const int64_t *labels,
+                     const int64_t *idx, int64_t nidx, double *loss, float *dlogits)
+{
+    int rc = 0;
+    double *part = NULL;
+    GNN_TRY(check_shape("gnn_softmax_xent", rows, classes));
+    GNN_CHECK(nidx >= 0, GNN_EINVAL, "gnn_softmax_xent: negative row count %" PRId64, nidx);
+    GNN_CHECK(idx || nidx == rows, GNN_EINVAL,
+              "gnn_softmax_xent: without idx nidx (%" PRId64 ") must equal rows (%" PRId64 ")",
+              nidx, rows);
+    GNN_CHECK(classes >= 1 || nidx == 0, GNN_EINVAL, "gnn_softmax_xent: no classes");
+    for (int64_t j = 0; j < nidx; j++) {
+        int64_t r = idx ? idx[j] : j;
+        GNN_CHECK(r >= 0 && r < rows, GNN_EINVAL,
+                  "gnn_softmax_xent: idx[%" PRId64 "] = %" PRId64 " outside [0, %" PRId64 ")",
+                  j, r, rows);
+        GNN_CHECK(labels[r] >= 0 && labels[r] < classes, GNN_EINVAL,
+                  "gnn_softmax_xent: row %" PRId64 ": label %" PRId64 " outside [0, %" PRId64
+                  ")",
+                  r, labels[r], classes);
+    }
+    int64_t nblk = (nidx + RED_BLOCK - 1) / RED_BLOCK;
+    if (nblk > 0) {
+        part = gnn_malloc_array((size_t)nblk, sizeof *part);
+        GNN_CHECK(part, GNN_ENOMEM, "gnn_softmax_xent: %" PRId64 " block partials", nblk);
+    }
+    if (dlogits && idx && rows * classes > 0)
+        memset(dlogits, 0, (size_t)(rows * classes) * sizeof *dlogits);
+    float inv_n = nidx > 0 ? (float)(1.0 / (double)nidx) : 0.0f;
+#pragma omp parallel for schedule(static) if (nidx * classes >= PAR_MIN)
+    for (int64_t bk = 0; bk < nblk; bk++) {
+        int64_t j1 = (bk + 1) * RED_BLOCK < nidx ? (bk + 1) * RED_BLOCK : nidx;
+        double acc = 0.0;
+        for (int64_t j = bk * RED_BLOCK; j < j1; j++) {
+            int64_t r = idx ? idx[j] : j;
+            const float *x = logits + r * classes;
+            float mx = x[0];
+            for (int64_t c = 1; c < classes; c++)
+                if (x[c] > mx) mx = x[c];
+            double s = 0.0;
+            for (int64_t c = 0; c < classes; c++) s += (double)expf(x[c] - mx);
+            acc += log(s) + (double)mx - (double)x[labels[r]];
+            if (dlogits) {
+                float *d = dlogits + r * classes;
+                float inv_s = (float)(1.0 / s);
+                for (int64_t c = 0; c < classes; c++) d[c] = expf(x[c] - mx) * inv_s * inv_n;
+                d[labels[r]] -= inv_n;
+            }
+        }
+        part[bk] = acc;
+    }
+    double total = 0.0;
+    for (int64_t bk = 0; bk < nblk; bk++) total += part[bk];
+    *loss = nidx > 0 ? total / (double)nidx : 0.0;
+    gnn_free(part);
+    return 0;
+fail:
+    gnn_free(part);
+    return rc;
+}
+
+/* ---- Adam --------------------------------------------------------------------- */
+
+gnn_adam_opts_t gnn_adam_defaults(void)
+{
+    gnn_adam_opts_t o = {1e-3f, 0.9f, 0.999f, 1e-8f, 0.0f, 0};
+    return o;
+}
+
+int gnn_adam(int64_t n, float *w, const float *g, float *m, float *v, const gnn_adam_opts_t *o,
+             int64_t step)
+{
+    int rc = 0;
+    GNN_TRY(check_count("gnn_adam", n));
+    GNN_CHECK(o, GNN_EINVAL, "gnn_adam: no options");
+    GNN_CHECK(step >= 1, GNN_EINVAL, "gnn_adam: step %" PRId64 " < 1 (steps count from 1)",
+              step);
+    GNN_CHECK(o->lr >= 0.0f && isfinite(o->lr), GNN_EINVAL, "gnn_adam: bad lr %g",
+              (double)o->lr);
+    GNN_CHECK(o->beta1 >= 0.0f && o->beta1 < 1.0f && o->beta2 >= 0.0f && o->beta2 < 1.0f,
+              GNN_EINVAL, "gnn_adam: betas (%g, %g) outside [0, 1)", (double)o->beta1,
+              (double)o->beta2);
+    GNN_CHECK(o->eps > 0.0f && isfinite(o->eps), GNN_EINVAL, "gnn_adam: bad eps %g",
+              (double)o->eps);
+    GNN_CHECK(o->weight_decay >= 0.0f && isfinite(o->weight_decay), GNN_EINVAL,
+              "gnn_adam: bad weight decay %g", (double)o->weight_decay);
+    const float b1 = o->beta1, b2 = o->beta2, eps = o->eps, wd = o->weight_decay;
+    const float step_size = (float)((double)o->lr / (1.0 - pow((double)b1, (double)step)));
+    const float bc2_sqrt = (float)sqrt(1.0 - pow((double)b2, (double)step));
+    const float shrink = (float)(1.0 - (double)o->lr * (double)wd);
+    const int decoupled = o->decoupled;
+#pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+    for (int64_t i = 0; i < n; i++) {
+        float wi = w[i], gi = g[i];
+        if (decoupled)
+            wi *= shrink;
+        else
+            gi += wd * wi;
+        float mi = b1 * m[i] + (1.0f - b1) * gi;
+        float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
+        m[i] = mi;
+        v[i] = vi;
+        w[i] = wi - step_size * mi / (sqrtf(vi) / bc2_sqrt + eps);
+    }
+    return 0;
+fail:
+    return rc;
+}
+
+/* ---- Arg-max reductions ------------------------------------------------------- */
+
+static int64_t argmax_row(const float *x, int64_t classes)
+{
+    int64_t best = 0;
+    for (int64_t c = 1; c < classes; c++)
+        if (x[c] > x[best]) best = c;
+    return best;
+}
+
+int gnn_argmax_rows(int64_t rows, int64_t classes, const float *x, int64_t *out)
+{
+    int rc = 0;
+    GNN_TRY(check_shape("gnn_argmax_rows", rows, classes));
+    GNN_CHECK(classes >= 1 || rows == 0, GNN_EINVAL, "gnn_argmax_rows: no classes");
+#pragma omp parallel for schedule(static) if (rows * classes >= PAR_MIN)
+    for (int64_t r = 0; r < rows; r++) out[r] = argmax_row(x + r * classes, classes);
+    return 0;
+fail:
+    return rc;
+}
+
+int gnn_count_correct(int64_t rows, int64_t classes, const float *logits, const int64_t *labels,
+                      const int64_t *idx, int64_t nidx, int64_t *correct)
+{
+    int rc = 0;
+    GNN_TRY(check_shape("gnn_count_correct", rows, classes));
+    GNN_CHECK(nidx >= 0, GNN_EINVAL, "gnn_count_correct: negative row count %" PRId64, nidx);
+    GNN_CHECK(idx || nidx == rows, GNN_EINVAL,
+              "gnn_count_correct: without idx nidx (%" PRId64 ") must equal rows (%" PRId64 ")",
+              nidx, rows);
+    GNN_CHECK(classes >= 1 || nidx == 0, GNN_EINVAL, "gnn_count_correct: no classes");
+    for (int64_t j = 0; idx && j < nidx; j++)
+        GNN_CHECK(idx[j] >= 0 && idx[j] < rows, GNN_EINVAL,
+                  "gnn_count_correct: idx[%" PRId64 "] = %" PRId64 " outside [0, %" PRId64 ")",
+                  j, idx[j], rows);
+    int64_t hits = 0;
+#pragma omp parallel for schedule(static) reduction(+ : hits) if (nidx * classes >= PAR_MIN)
+    for (int64_t j = 0; j < nidx; j++) {
+        int64_t r = idx ? idx[j] : j;
+        hits += argmax_row(logits + r * classes, classes) == labels[r];
+    }
+    *correct = hits;
+    return 0;
+fail:
+    return rc;
+}

@@ -1,0 +1,128 @@
+/*
+ * Dense operations of the kernels module, CPU backend: GEMM (OpenBLAS),
+ * bias add and its gradient, ReLU, dropout, softmax cross-entropy over a
+ * node subset, the Adam step, and the arg-max reductions used for accuracy.
+ *
+ * Conventions shared by every function here:
+ *  - matrices are row-major float32; a matrix without a leading dimension
+ *    argument is contiguous (leading dimension = its column count);
+ *  - counts are int64_t; a count of 0 is valid and does nothing (pointers
+ *    may then be NULL);
+ *  - the return value is 0 or a negative GNN_E* code recorded with a
+ *    message (graph/base/error.h): GNN_EINVAL for bad shapes, arguments or
+ *    labels, GNN_ENOMEM when scratch memory is unavailable. On failure the
+ *    outputs are untouched unless the function says otherwise;
+ *  - element-wise functions allow the output to alias the input exactly
+ *    (y == x, dx == dy), never partially;
+ *  - loops run under OpenMP; every reduction is combined in a fixed order
+ *    over fixed-size blocks, so results do not depend on the thread count.
+ *
+ * The dropout mask comes from the counter-based generator of kernels/rng.h,
+ * whose definition the CUDA backend reproduces bit for bit.
+ */
+#ifndef GNN_KERNELS_DENSE_H
+#define GNN_KERNELS_DENSE_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * C = alpha * op(A) * op(B) + beta * C with op(X) = X or X^T (trans_x != 0),
+ * op(A) m x k, op(B) k x n, C m x n; lda, ldb, ldc are the row strides of A,
+ * B, C as stored (A is k x m when transposed, so lda >= m then, else >= k).
+ * beta == 0 sets C without reading it (BLAS convention). Every dimension and
+ * leading dimension must fit a 32-bit int (the BLAS interface): larger ones
+ * give GNN_EINVAL, as do negative sizes or leading dimensions too small.
+ */
+int gnn_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+             const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
+             int64_t ldc);
+
+/* y[r][c] += bias[c] for a rows x cols matrix y. */
+int gnn_bias_add(int64_t rows, int64_t cols, float *y, const float *bias);
+
+/* dbias[c] = sum over r of dy[r][c] (overwritten, not accumulated). Sums in
+ * double over fixed blocks of rows; GNN_ENOMEM when the block partials
+ * cannot be allocated (dbias untouched). */
+int gnn_bias_grad(int64_t rows, int64_t cols, const float *dy, float *dbias);
+
+/* y[i] = max(x[i], 0) for n elements (y == x allowed). NaN stays NaN. */
+int gnn_relu(int64_t n, const float *x, float *y);
+
+/* dx[i] = dy[i] where xy[i] > 0, else 0; xy is the ReLU input or output
+ * (both have the same sign pattern). dx == dy allowed. */
+int gnn_relu_backward(int64_t n, const float *xy, const float *dy, float *dx);
+
+/*
+ * Inverted dropout: y[i] = x[i] * scale when element counter offset + i is
+ * kept at drop probability p, else 0; scale = (float)(1 / (1 - p)). The mask
+ * is gnn_rng_keep(seed, offset + i, p) of kernels/rng.h, so a caller that
+ * gives successive calls disjoint offset ranges draws independent masks.
+ * p must be in [0, 1) (GNN_EINVAL otherwise); p == 0 copies x.
+ */
+int gnn_dropout(int64_t n, float p, uint64_t seed, uint64_t offset, const float *x, float *y);
+
+/* Gradient of gnn_dropout with the same (n, p, seed, offset): the mask is
+ * recomputed from the generator, none is stored. dx == dy allowed. */
+int gnn_dropout_backward(int64_t n, float p, uint64_t seed, uint64_t offset, const float *dy,
+                         float *dx);
+
+/*
+ * Softmax cross-entropy over the rows idx[0..nidx) of a rows x classes
+ * matrix of logits (idx NULL: all rows, nidx must equal rows). labels has
+ * one entry per row (labels[idx[j]] is read). *loss = mean over the selected
+ * rows of logsumexp(row) - row[label], computed with the row maximum
+ * subtracted and summed in double. When dlogits is not NULL it is set to
+ * (softmax(row) - onehot(label)) / nidx on selected rows and 0 elsewhere.
+ * idx entries must be distinct rows in [0, rows). A row id out of range or
+ * a selected label outside [0, classes) gives GNN_EINVAL naming the row,
+ * with *loss and dlogits untouched. nidx == 0 gives loss 0 (gradient 0).
+ */
+int gnn_softmax_xent(int64_t rows, int64_t classes, const float *logits, const int64_t *labels,
+                     const int64_t *idx, int64_t nidx, double *loss, float *dlogits);
+
+/* Hyper-parameters of gnn_adam. */
+typedef struct {
+    float lr;           /* learning rate */
+    float beta1, beta2; /* moment decay rates, in [0, 1) */
+    float eps;          /* added to the root of the second moment, > 0 */
+    float weight_decay; /* >= 0 */
+    int decoupled;      /* 0: Adam (L2 added to the gradient); 1: AdamW */
+} gnn_adam_opts_t;
+
+/* PyTorch defaults: lr 1e-3, betas (0.9, 0.999), eps 1e-8, no decay, Adam. */
+gnn_adam_opts_t gnn_adam_defaults(void);
+
+/*
+ * One Adam step on n parameters w with gradient g and moments m, v (both
+ * start at 0), with the semantics of torch.optim.Adam / AdamW (defaults,
+ * amsgrad off); step is the 1-based number of this step:
+ *   Adam:  g' = g + wd * w                  AdamW: w = w * (1 - lr * wd), g' = g
+ *   m = b1 m + (1 - b1) g'      v = b2 v + (1 - b2) g'^2
+ *   w -= (lr / (1 - b1^step)) * m / (sqrt(v) / sqrt(1 - b2^step) + eps)
+ * The bias corrections are computed in double once per call; the update is
+ * in float. GNN_EINVAL for step < 1 or hyper-parameters out of range.
+ */
+int gnn_adam(int64_t n, float *w, const float *g, float *m, float *v, const gnn_adam_opts_t *o,
+             int64_t step);
+
+/* out[r] = index of the largest entry of row r (ties: lowest index; NaN
+ * entries never win over an earlier entry) of a rows x classes matrix. */
+int gnn_argmax_rows(int64_t rows, int64_t classes, const float *x, int64_t *out);
+
+/*
+ * *correct = number of rows idx[0..nidx) (idx NULL: all rows) whose arg-max
+ * (as gnn_argmax_rows) equals labels[row]. Row ids out of range give
+ * GNN_EINVAL; a label out of range simply does not match. classes >= 1.
+ */
+int gnn_count_correct(int64_t rows, int64_t classes, const float *logits, const int64_t *labels,
+                      const int64_t *idx, int64_t nidx, int64_t *correct);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,855 @@
+/*
+ * Tests of the dense operations (kernels/cpu/dense.c) and of the
+ * counter-based generator (kernels/rng.h).
+ *
+ * Every operation is run on random inputs of several shapes (1x1, odd
+ * sizes, sizes that cross the reduction blocks and the threading threshold,
+ * all four GEMM transposes with padded leading dimensions) and compared with
+ * the double-precision reference (kernels/ref/dense_ref.c). Every backward
+ * is checked against central finite differences of the reference forward in
+ * double. The generator has known-answer tests: Random123's Philox-4x32-10
+ * vectors, and fixed uniforms and dropout masks that the CUDA backend must
+ * reproduce bit for bit. Adam is checked against a two-step example worked
+ * out by hand (decimal arithmetic). Reductions are checked to give the same
+ * bits for 1 to 4 threads. The random inputs print their seed; set
+ * GNN_TEST_SEED to replay one.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "graph/base/alloc.h"
+#include "graph/base/error.h"
+#include "kernels/dense.h"
+#include "kernels/ref/dense_ref.h"
+#include "kernels/rng.h"
+
+#include <float.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static uint64_t g_seed;
+
+/* ---- Helpers ------------------------------------------------------------------ */
+
+static uint64_t rng_next(uint64_t *state) /* splitmix64 */
+{
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* Uniform float in [lo, hi). */
+static float rng_float(uint64_t *state, float lo, float hi)
+{
+    return lo + (hi - lo) * (float)(rng_next(state) >> 40) * 0x1p-24f;
+}
+
+static float *rand_floats(uint64_t *st, int64_t n, float lo, float hi)
+{
+    float *a = malloc((size_t)(n > 0 ? n : 1) * sizeof *a);
+    assert_non_null(a);
+    for (int64_t i = 0; i < n; i++) a[i] = rng_float(st, lo, hi);
+    return a;
+}
+
+static double *to_double(const float *a, int64_t n)
+{
+    double *d = malloc((size_t)(n > 0 ? n : 1) * sizeof *d);
+    assert_non_null(d);
+    for (int64_t i = 0; i < n; i++) d[i] = a[i];
+    return d;
+}
+
+static double *dalloc(int64_t n)
+{
+    double *d = calloc((size_t)(n > 0 ? n : 1), sizeof *d);
+    assert_non_null(d);
+    return d;
+}
+
+/* |got - want| <= tol * max(|want|, scale) for each element, else fail. */
+static void expect_close(const char *what, const float *got, const double *want, int64_t n,
+                         double tol, double scale)
+{
+    for (int64_t i = 0; i < n; i++) {
+        double lim = tol * fmax(fabs(want[i]), scale);
+        if (!(fabs((double)got[i] - want[i]) <= lim))
+            fail_msg("%s[%" PRId64 "]: got %.9g want %.9g (tol %.3g, seed %" PRIu64 ")", what,
+                     i, (double)got[i], want[i], lim, g_seed);
+    }
+}
+
+static void expect_error(int rc, int code, const char *want)
+{
+    assert_int_equal(rc, code);
+    if (!strstr(gnn_error_message(), want))
+        fail_msg("message \"%s\" lacks \"%s\"", gnn_error_message(), want);
+}
+
+/* A scalar function of n doubles, for finite differences. */
+typedef double (*scalar_fn)(void *ctx, const double *x);
+
+/*
+ * Central differences of f at x (h = 1e-5) against an analytic gradient
+ * from a float kernel: |an - fd| <= tol * max(|fd|, max_i |fd_i|).
+ */
+static void expect_fd(const char *what, scalar_fn f, void *ctx, double *x, int64_t n,
+                      const float *an, double tol)
+{
+    double *fd = dalloc(n), maxabs = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        double h = 1e-5, x0 = x[i];
+        x[i] = x0 + h;
+        double fp = f(ctx, x);
+        x[i] = x0 - h;
+        double fm = f(ctx, x);
+        x[i] = x0;
+        fd[i] = (fp - fm) / (2 * h);
+        maxabs = fmax(maxabs, fabs(fd[i]));
+    }
+    expect_close(what, an, fd, n, tol, maxabs > 0 ? maxabs : 1.0);
+    free(fd);
+}
+
+/* ---- Generator ---------------------------------------------------------------- */
+
+static void test_philox_known_answers(void **state)
+{
+    (void)state;
+    /* Random123 kat_vectors: counter[4] key[2] -> output[4]. */
+    static const uint32_t kat[3][10] = {
+        {0, 0, 0, 0, 0, 0, 0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8},
+        {0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0x408f276d,
+         0x41c83b0e, 0xa20bc7c6, 0x6d5451fd},
+        {0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344, 0xa4093822, 0x299f31d0, 0xd16cfe09,
+         0x94fdcceb, 0x5001e420, 0x24126ea1},
+    };
+    for (int t = 0; t < 3; t++) {
+        uint32_t out[4];
+        gnn_philox4x32_10(kat[t], kat[t] + 4, out);
+        for (int w = 0; w < 4; w++) assert_int_equal(out[w], kat[t][6 + w]);
+    }
+}
+
+static void test_rng_uniform_known_answers(void **state)
+{
+    (void)state;
+    /* u(seed, j) of kernels/rng.h, computed by an independent Python
+     * Philox; the CUDA backend must give the same floats. */
+    static const struct {
+        uint64_t seed, j;
+        float u;
+    } kat[] = {
+        {0x0123456789ABCDEFull, 0x0000000000000000ull, 0x1.70a044p-1f},
+        {0x0123456789ABCDEFull, 0x0000000000000001ull, 0x1.8b1960p-1f},
+        {0x0123456789ABCDEFull, 0x0000000000000002ull, 0x1.4a7a00p-4f},
+        {0x0123456789ABCDEFull, 0x0000000000000003ull, 0x1.ea13fcp-2f},
+        {0x0123456789ABCDEFull, 0x0000000000000004ull, 0x1.5b9428p-1f},
+        {0x0123456789ABCDEFull, 0x0000000000000005ull, 0x1.48f834p-2f},
+        {0x0123456789ABCDEFull, 0x0000000000000006ull, 0x1.950050p-2f},
+        {0x0123456789ABCDEFull, 0x0000000000000007ull, 0x1.6533b4p-1f},
+        {0x0123456789ABCDEFull, 0x0000010000000005ull, 0x1.4cab60p-5f},
+        {0x0123456789ABCDEFull, 0xFFFFFFFFFFFFFFFFull, 0x1.df39dcp-1f},
+    };
+    for (size_t t = 0; t < sizeof kat / sizeof kat[0]; t++) {
+        float u = gnn_rng_uniform(kat[t].seed, kat[t].j);
+        if (u != kat[t].u)
+            fail_msg("u(%#" PRIx64 ", %#" PRIx64 ") = %a, want %a", kat[t].seed, kat[t].j,
+                     (double)u, (double)kat[t].u);
+    }
+    /* Extremes of the word-to-float map. */
+    assert_true(gnn_rng_u01(0) == 0.0f);
+    assert_true(gnn_rng_u01(0xffffffffu) == 1.0f - 0x1p-24f);
+}
+
+/* Keep bits of gnn_dropout (bit i set: element i kept) for 64 elements. */
+static uint64_t dropout_bits(float p, uint64_t seed, uint64_t offset)
+{
+    float x[64], y[64];
+    for (int i = 0; i < 64; i++) x[i] = 1.0f;
+    assert_int_equal(gnn_dropout(64, p, seed, offset, x, y), 0);
+    uint64_t bits = 0;
+    for (int i = 0; i < 64; i++) bits |= (uint64_t)(y[i] != 0.0f) << i;
+    return bits;
+}
+
+static void test_dropout_known_masks(void **state)
+{
+    (void)state;
+    /* From the same Python model; the CUDA mask must match. */
+    assert_int_equal(dropout_bits(0.5f, 42, 0), 0x56400b4502027f51ull);
+    assert_int_equal(dropout_bits(0.3f, 42, 1000), 0xd69c3fffbf7f4ddfull);
+}
+
+/* ---- GEMM --------------------------------------------------------------------- */
+
+static void test_gemm_against_reference(void **state)
+{
+    (void)state;
+    uint64_t st = g_seed ^ 0x6e6d;
+    static const int64_t shapes[][3] = {{1, 1, 1},  {3, 5, 7},   {17, 13, 31}, {64, 64, 64},
+                                        {33, 1, 100}, {1, 40, 9}, {2, 3, 0},   {129, 67, 513}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++)
+                for (int bz = 0; bz < 2; bz++) {
+                    int64_t ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
+                    int64_t lda = ac + 3, ldb = bc + 1, ldc = n + 2;
+                    float alpha = 1.5f, beta = bz ? 0.5f : 0.0f;
+                    float *a = rand_floats(&st, ar * lda, -1, 1);
+                    float *b = rand_floats(&st, br * ldb, -1, 1);
+                    float *c = rand_floats(&st, m * ldc, -1, 1);
+                    if (!bz) /* beta 0: C must not be read */
+                        for (int64_t i = 0; i < m * ldc; i++) c[i] = NAN;
+                    double *ad = to_double(a, ar * lda), *bd = to_double(b, br * ldb);
+                    double *cd = to_double(c, m * ldc), *abs_c = dalloc(m * ldc);
+                    double *aa = dalloc(ar * lda), *ba = dalloc(br * ldb);
+                    for (int64_t i = 0; i < ar * lda; i++) aa[i] = fabs(ad[i]);
+                    for (int64_t i = 0; i < br * ldb; i++) ba[i] = fabs(bd[i]);
+                    gnn_ref_gemm(ta, tb, m, n, k, alpha, ad, lda, bd, ldb, beta, cd, ldc);
+                    /* error bound scale: |alpha| |A||B| + |beta C| */
+                    gnn_ref_gemm(ta, tb, m, n, k, fabs(alpha), aa, lda, ba, ldb, 0.0, abs_c,
+                                 ldc);
+                    for (int64_t i = 0; bz && i < m * ldc; i++) abs_c[i] += fabs(beta * c[i]);
+                    assert_int_equal(
+                        gnn_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc), 0);
+                    double tol = (double)(k + 2) * FLT_EPSILON;
+                    for (int64_t i = 0; i < m; i++)
+                        for (int64_t j = 0; j < n; j++) {
+                            int64_t x = i * ldc + j;
+                            double lim = tol * abs_c[x] + 1e-30;
+                            if (!(fabs(c[x] - cd[x]) <= lim))
+                                fail_msg("gemm %" PRId64 "x%" PRId64 "x%" PRId64
+                                         " ta=%d tb=%d beta=%g C[%" PRId64 "][%" PRId64
+                                         "] = %.9g want %.9g",
+                                         m, n, k, ta, tb, (double)beta, i, j, (double)c[x],
+                                         cd[x]);
+                        }
+                    free(a), free(b), free(c), free(ad), free(bd), free(cd), free(abs_c);
+                    free(aa), free(ba);
+                }
+    }
+}
+
+static void test_gemm_bad_shapes(void **state)
+{
+    (void)state;
+    float a[4] = {0}, b[4] = {0}, c[4] = {0};
+    expect_error(gnn_gemm(0, 0, -1, 2, 2, 1, a, 2, b, 2, 0, c, 2), GNN_EINVAL, "negative size");
+    expect_error(gnn_gemm(0, 0, 2, 2, 2, 1, a, 1, b, 2, 0, c, 2), GNN_EINVAL, "lda=1 < 2");
+    expect_error(gnn_gemm(1, 0, 3, 2, 1, 1, a, 2, b, 2, 0, c, 2), GNN_EINVAL,
+                 "lda=2 < 3 columns of A (transposed)");
+    expect_error(gnn_gemm(0, 1, 2, 2, 3, 1, a, 3, b, 2, 0, c, 2), GNN_EINVAL, "ldb=2 < 3");
+    expect_error(gnn_gemm(0, 0, 2, 3, 2, 1, a, 2, b, 3, 0, c, 2), GNN_EINVAL, "ldc=2 < 3");
+    int64_t big = (int64_t)INT_MAX + 1;
+    expect_error(gnn_gemm(0, 0, big, 1, 1, 1, a, 1, b, 1, 0, c, 1), GNN_EINVAL,
+                 "32-bit BLAS");
+    expect_error(gnn_gemm(0, 0, 1, 1, 1, 1, a, big, b, 1, 0, c, 1), GNN_EINVAL,
+                 "32-bit BLAS");
+    /* Empty products are fine; k == 0 scales C by beta. */
+    assert_int_equal(gnn_gemm(0, 0, 0, 5, 5, 1, NULL, 5, NULL, 5, 0, NULL, 5), 0);
+    c[0] = 4.0f;
+    c[1] = NAN;
+    assert_int_equal(gnn_gemm(0, 0, 1, 1, 0, 1, NULL, 1, NULL, 1, 0.5f, c, 1), 0);
+    assert_true(c[0] == 2.0f);
+    assert_int_equal(gnn_gemm(0, 0, 1, 1, 0, 1, NULL, 1, NULL, 1, 0.0f, c + 1, 1), 0);
+    assert_true(c[1] == 0.0f);
+}
+
+/* L(A, B) = sum G .* (A B) for the finite differences of GEMM. */
+typedef struct {
+    int64_t m, n, k;
+    double *a, *b, *g, *c;
+    int wrt_b;
+} gemm_ctx;
+
+static double gemm_loss(void *vctx, const double *x)
+{
+    gemm_ctx *t = vctx;
+    const double *a = t->wrt_b ? t->a : x, *b = t->wrt_b ? x : t->b;
+    gnn_ref_gemm(0, 0, t->m, t->n, t->k, 1.0, a, t->k, b, t->n, 0.0, t->c, t->n);
+    double s = 0.0;
+    for (int64_t i = 0; i < t->m * t->n; i++) s += t->g[i] * t->c[i];
+    return s;
+}
+
+/* The GEMM backward (dA = G B^T, dB = A^T G) through the transposed forms. */
+static void test_gemm_backward_fd(void **state)
+{
+    (void)state;
+    uint64_t st = g_seed ^ 0x6762;
+    int64_t m = 5, n = 4, k = 3;
+    float *a = rand_floats(&st, m * k, -1, 1), *b = rand_floats(&st, k * n, -1, 1);
+    float *g = rand_floats(&st, m * n, -1, 1);
+    float *da = rand_floats(&st, m * k, -1, 1), *db = rand_floats(&st, k * n, -1, 1);
+    assert_int_equal(gnn_gemm(0, 1, m, k, n, 1, g, n, b, n, 0, da, k), 0);
+    assert_int_equal(gnn_gemm(1, 0, k, n, m, 1, a, k, g, n, 0, db, n), 0);
+    gemm_ctx t = {m, n, k, to_double(a, m * k), to_double(b, k * n), to_double(g, m * n),
+                  dalloc(m * n), 0};
+    expect_fd("gemm dA", gemm_loss, &t, t.a, m * k, da, 1e-5);
+    t.wrt_b = 1;
+    expect_fd("gemm dB", gemm_loss, &t, t.b, k * n, db, 1e-5);
+    free(a), free(b), free(g), free(da), free(db), free(t.a), free(t.b), free(t.g), free(t.c);
+}
+
+/* ---- Bias and ReLU ------------------------------------------------------------ */
+
+static void test_bias_against_reference(void **state)
+{
+    (void)state;
+    uint64_t st = g_seed ^ 0x6269;
+    static const int64_t shapes[][2] = {{1, 1}, {7, 13}, {0, 5}, {2500, 3}, {5000, 17}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int64_t rows = shapes[s][0], cols = shapes[s][1], n = rows * cols;
+        float *y = rand_floats(&st, n, -2, 2), *bias = rand_floats(&st, cols, -1, 1);
+        float *dbias = rand_floats(&st, cols, -1, 1);
+        double *yd = to_double(y, n), *bd = to_double(bias, cols), *dbd = dalloc(cols);
+        gnn_ref_bias_grad(rows, cols, yd, dbd);
+        assert_int_equal(gnn_bias_grad(rows, cols, y, dbias), 0);
+        expect_close("bias_grad", dbias, dbd, cols, 1e-6, 1e-30);
+        gnn_ref_bias_add(rows, cols, yd, bd);
+        assert_int_equal(gnn_bias_add(rows, cols, y, bias), 0);
+        expect_close("bias_add", y, yd, n, 1e-6, 1e-30);
+        free(y), free(bias), free(dbias), free(yd), free(bd), free(dbd);
+    }
+}
+
+typedef struct {
+    int64_t rows, cols;
+    double *y, *w, *tmp;
+} bias_ctx;
+
+static double bias_loss(void *vctx, const double *bias) /* sum W .* (Y + bias) */
+{
+    bias_ctx *t = vctx;
+    memcpy(t->tmp, t->y, (size_t)(t->rows * t->cols) * sizeof *t->tmp);
+    gnn_ref_bias_add(t->rows, t->cols, t->tmp, bias);
+    double s = 0.0;
+    for (int64_t i = 0; i < t->rows * t->cols; i++) s += t->w[i] * t->tmp[i];
+    return s;
+}
+
+static void test_bias_backward_fd(void **state)
+{
+    (void)state;
+    uint64_t st = g_seed ^ 0x6266;
+    int64_t rows = 9, cols = 5;
+    float *w = rand_floats(&st, rows * cols, -1, 1), *bias = rand_floats(&st, cols, -1, 1);
+    float *y = rand_floats(&st, rows * cols, -1, 1), dbias[5];
+    assert_int_equal(gnn_bias_grad(rows, cols, w, dbias), 0);
+    bias_ctx t = {rows, cols, to_double(y, rows * cols), to_double(w, rows * cols),
+                  dalloc(rows * cols)};
+    double *bd = to_double(bias, cols);
+    expect_fd("bias grad", bias_loss, &t, bd, cols, dbias, 1e-5);
+    free(w), free(bias), free(y), free(t.y), free(t.w), free(t.tmp), free(bd);
+}
+
+static void test_relu_against_reference(void **state)
+{
+    (void)state;
+    uint64_t st = g_seed ^ 0x7265;
+    static const int64_t sizes[] = {1, 7, 0, 100003};
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        int64_t n = sizes[s];
+        float *x = rand_floats(&st, n, -1, 1), *y = rand_floats(&st, n, -1, 1);
+        float *dy = rand_floats(&st, n, -1, 1), *dx = rand_floats(&st, n, -1, 1);
+        if (n > 2) x[0] = 0.0f, x[1] = -0.0f;
+        double *xd = to_double(x, n), *dyd = to_double(dy, n), *yd = dalloc(n), *dxd = dalloc(n);
+        gnn_ref_relu(n, xd, yd);
+        gnn_ref_relu_backward(n, xd, dyd, dxd);
+        assert_int_equal(gnn_relu(n, x, y), 0);
+        assert_int_equal(gnn_relu_backward(n, y, dy, dx), 0); /* from the output */
+        for (int64_t i = 0; i < n; i++) {
+            assert_true(y[i] == (float)yd[i]);
+            assert_true(dx[i] == (float)dxd[i]);
+        }
+        assert_int_equal(gnn_relu_backward(n, x, dy, dy), 0); /* from the input, in place */
+        for (int64_t i = 0; i < n; i++) assert_true(dy[i] == (float)dxd[i]);
+        assert_int_equal(gnn_relu(n, x, x), 0); /* in place */
+        for (int64_t i = 0; i < n; i++) assert_true(x[i] == y[i]);
+        free(x), free(y), free(dy), free(dx), free(xd), free(dyd), free(yd), free(dxd);
+    }
+    expect_error(gnn_relu(-1, NULL, NULL), GNN_EINVAL, "negative element count");
+}
+
+typedef struct {
+    int64_t n;
+    double *w, *tmp;
+    float p;
+    uint64_t seed, offset;
+    int dropout;
+} ew_ctx;
+
+static double ew_loss(void *vctx, const double *x) /* sum w .* f(x) */
+{
+    ew_ctx *t = vctx;
+    if (t->dropout)
+        gnn_ref_dropout(t->n, t->p, t->seed, t->offset, x, t->tmp);
+    else
+        gnn_ref_relu(t->n, x, t->tmp);
+    double s = 0.0;
+    for (int64_t i = 0; i < t->n; i++) s += t->w[i] * t->tmp[i];
+    return s;
+}
+
+static void test_relu_dropout_backward_fd(void **state)
+{
+    (void)state;
+    uint64_t st = g_seed ^ 0x7266;
+    int64_t n = 37;
+    float *x = rand_floats(&st, n, -1, 1), *w = rand_floats(&st, n, -1, 1);
+    float *dx = rand_floats(&st, n, -1, 1);
+    for (int64_t i = 0; i < n; i++) /* keep clear of the kink at 0 */
+        if (fabsf(x[i]) < 0.01f) x[i] = 0.5f;
+    ew_ctx t = {n, to_double(w, n), dalloc(n), 0.4f, g_seed, 12345, 0};
+    double *xd = to_double(x, n);
+    assert_int_equal(gnn_relu_backward(n, x, w, dx), 0);
+    expect_fd("relu grad", ew_loss, &t, xd, n, dx, 1e-5);
+    t.dropout = 1;
+    assert_int_equal(gnn_dropout_backward(n, t.p, t.seed, t.offset, w, dx), 0);
+    expect_fd("dropout grad", ew_loss, &t, xd, n, dx, 1e-5);
+    free(x), free(w), free(dx), free(t.w), free(t.tmp), free(xd);
+}
+
+/* ---- Dropout ------------------------------------------------------------------ */
+
+static void test_dropout_fraction_and_reference(void **state)
+{
+    (void)state;
+    uint64_t st = g_seed ^ 0x6470;
+    const int64_t n = 1000000;
+    float *x = rand_floats(&st, n, 0.5f, 1.5f), *y = malloc((size_t)n * sizeof *y);
+    float *dx = malloc((size_t)n * sizeof *dx);
+    assert_non_null(y);
+    assert_non_null(dx);
+    double *xd = to_double(x, n), *yd = dalloc(n);
+    static const float ps[] = {0.1f, 0.5f, 0.9f};
+    for (size_t t = 0; t < 3; t++) {
+        float p = ps[t];
+        uint64_t seed = rng_next(&st), offset = rng_next(&st);
+        assert_int_equal(gnn_dropout(n, p, seed, offset, x, y), 0);
+        gnn_ref_dropout(n, p, seed, offset, xd, yd);
+        int64_t dropped = 0;
+        float scale = (float)(1.0 / (1.0 - (double)p));
+        for (int64_t i = 0; i < n; i++) {
+            if ((y[i] == 0.0f) != (yd[i] == 0.0))
+                fail_msg("p=%g element %" PRId64 ": mask differs from the definition",
+                         (double)p, i);
+            dropped += y[i] == 0.0f;
+            if (y[i] != 0.0f) assert_true(y[i] == x[i] * scale);
+        }
+        expect_close("dropout", y, yd, n, 1e-6, 1e-30);
+        /* Binomial(n, p): within 5 standard deviations. */
+        double mean = (double)n * p, sd = sqrt((double)n * p * (1 - p));
+        if (fabs((double)dropped - mean) > 5 * sd)
+            fail_msg("p=%g: %" PRId64 " of %" PRId64 " dropped, expected %.0f +- %.0f",
+                     (double)p, dropped, n, mean, 5 * sd);
+        /* Backward: same mask, same scale, from dy. */
+        assert_int_equal(gnn_dropout_backward(n, p, seed, offset, x, dx), 0);
+        assert_memory_equal(dx, y, (size_t)n * sizeof *y);
+        /* Same seed and offset: same output; another seed: another mask. */
+        assert_int_equal(gnn_dropout(n, p, seed, offset, x, dx), 0);
+        assert_memory_equal(dx, y, (size_t)n * sizeof *y);
+        assert_int_equal(gnn_dropout(n, p, seed + 1, offset, x, dx), 0);
+        int64_t differ = 0;
+        for (int64_t i = 0; i < n; i++) differ += (dx[i] == 0.0f) != (y[i] == 0.0f);
+        assert_true(differ > n / 100);
+    }
+    free(x), free(y), free(dx), free(xd), free(yd);
+}
+
+static void test_dropout_offsets(void **state)
+{
+    (void)state;
+    const int64_t n = 1001, extra = 1000;
+    float *one = malloc((size_t)(n + extra) * sizeof *one);
+    float *base = malloc((size_t)(n + extra) * sizeof *base), *y = malloc((size_t)n * sizeof *y);
+    assert_non_null(one);
+    assert_non_null(base);
+    assert_non_null(y);
+    for (int64_t i = 0; i < n + extra; i++) one[i] = 1.0f;
+    uint64_t seed = g_seed;
+    assert_int_equal(gnn_dropout(n + extra, 0.5f, seed, 0, one, base), 0);
+    static const int64_t shifts[] = {1, 2, 3, 4, 5, 7, 998, 1000};
+    for (size_t s = 0; s < sizeof shifts / sizeof shifts[0]; s++) {
+        int64_t k = shifts[s];
+        assert_int_equal(gnn_dropout(n, 0.5f, seed, (uint64_t)k, one, y), 0);
+        assert_memory_equal(y, base + k, (size_t)n * sizeof *y);
+    }
+    /* Counters that wrap past 2^64 follow the definition element by element. */
+    uint64_t off = UINT64_MAX - 5;
+    assert_int_equal(gnn_dropout(n, 0.5f, seed, off, one, y), 0);
+    for (int64_t i = 0; i < n; i++)
+        assert_int_equal(y[i] != 0.0f, gnn_rng_keep(seed, off + (uint64_t)i, 0.5f));
+    free(one), free(base), free(y);
+}
+
+static void test_dropout_identity_and_errors(void **state)
+{
+    (void)state;
+    uint64_t st = g_seed ^ 0x6469;
+    int64_t n = 1003;
+    float *x = rand_floats(&st, n, -1, 1), *y = rand_floats(&st, n, -1, 1);
+    assert_int_equal(gnn_dropout(n, 0.0f, 1, 2, x, y), 0);
+    assert_memory_equal(x, y, (size_t)n * sizeof *x);
+    assert_int_equal(gnn_dropout_backward(n, 0.0f, 1, 2, x, y), 0);
+    assert_memory_equal(x, y, (size_t)n * sizeof *x);
+    assert_int_equal(gnn_dropout(n, 0.0f, 1, 2, y, y), 0);
+    assert_memory_equal(x, y, (size_t)n * sizeof *x);
+    /* In place equals out of place. */
+    assert_int_equal(gnn_dropout(n, 0.3f, 9, 7, x, y), 0);
+    assert_int_equal(gnn_dropout(n, 0.3f, 9, 7, x, x), 0);
+    assert_memory_equal(x, y, (size_t)n * sizeof *x);
+    expect_error(gnn_dropout(n, 1.0f, 1, 0, x, y), GNN_EINVAL, "drop probability 1 outside");
+    expect_error(gnn_dropout(n, -0.1f, 1, 0, x, y), GNN_EINVAL, "outside [0, 1)");
+    expect_error(gnn_dropout_backward(n, NAN, 1, 0, x, y), GNN_EINVAL, "outside [0, 1)");
+    expect_error(gnn_dropout(-2, 0.5f, 1, 0, x, y), GNN_EINVAL, "negative element count");
+    free(x), free(y);
+}
+
+/* ---- Softmax cross-entropy ---------------------------------------------------- */
+
+/* A random permutation of [0, rows): its first n entries are a random
+ * subset of n distinct rows. */
+static int64_t *rand_perm(uint64_t *st, int64_t rows)
+{
+    int64_t *perm = malloc((size_t)(rows > 0 ? rows : 1) * sizeof *perm);
+    assert_non_null(perm);
+    for (int64_t i = 0; i < rows; i++) perm[i] = i;
+    for (int64_t i = rows - 1; i > 0; i--) {
+        int64_t j = (int64_t)(rng_next(st) % (uint64_t)(i + 1)), t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+    return perm;
+}
+
+static void test_softmax_xent_against_reference(void **state)
+{
+    (void)state;
+    uint64_t st = g_seed ^ 0x7378;
+    static const int64_t shapes[][3] = {/* rows, classes, nidx (-1: all, idx NULL) */
+                                        {1, 1, -1},  {7, 3, 4},        {100, 10, -1},
+                                        {100, 10, 37}, {3000, 47, 2100}, {5000, 10, -1}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int64_t rows = shapes[s][0], classes = shapes[s][1], n = rows * classes;
+        int64_t nidx = shapes[s][2] < 0 ? rows : shapes[s][2];
+        int64_t *idx = shapes[s][2] < 0 ? NULL : rand_perm(&st, rows);
+        float *x = rand_floats(&st, n, -4, 4), *d = rand_floats(&st, n, -1, 1);
+        int64_t *labels = malloc((size_t)rows * sizeof *labels);
+        assert_non_null(labels);
+        for (int64_t r = 0; r < rows; r++) labels[r] = (int64_t)(rng_next(&st) % (uint64_t)classes);
+        if (idx && rows > 1) labels[idx[nidx]] = -7; /* unselected rows are not read */
+        if (rows > 3) x[classes] = 90.0f, x[2 * classes] = -90.0f; /* stability */
+        double *xd = to_double(x, n), *dd = dalloc(n), loss = -1, loss_ref = -2, loss_fwd = -3;
+        assert_int_equal(
+            gnn_ref_softmax_xent(rows, classes, xd, labels, idx, nidx, &loss_ref, dd), 0);
+        assert_int_equal(gnn_softmax_xent(rows, classes, x, labels, idx, nidx, &loss, d), 0);
+        assert_int_equal(gnn_softmax_xent(rows, classes, x, labels, idx, nidx, &loss_fwd, NULL),
+                         0);
+        assert_true(loss == loss_fwd);
+        if (!(fabs(loss - loss_ref) <= 1e-5 * fabs(loss_ref) + 1e-12))
+            fail_msg("xent %" PRId64 "x%" PRId64 ": loss %.12g want %.12g", rows, classes, loss,
+                     loss_ref);
+        expect_close("dlogits", d, dd, n, 1e-5, 1.0 / (double)nidx);
+        for (int64_t i = 0; i < n; i++) /* exactly zero outside the subset */
+            if (dd[i] == 0.0) assert_true(d[i] == 0.0f);
+        free(idx), free(x), free(d), free(labels), free(xd), free(dd);
+    }
+}
+
+typedef struct {
+    int64_t rows, classes, nidx;
+    const int64_t *labels, *idx;
+} xent_ctx;
+
+static double xent_loss(void *vctx, const double *x)
+{
+    xent_ctx *t = vctx;
+    double loss = 0;
+    assert_int_equal(
+        gnn_ref_softmax_xent(t->rows, t->classes, x, t->labels, t->idx, t->nidx, &loss, NULL),
+        0);
+    return loss;
+}
+
+static void test_softmax_xent_fd(void **state)
+{
+    (void)state;
+    uint64_t st = g_seed ^ 0x7366;
+    int64_t rows = 6, classes = 4, n = rows * classes;
+    int64_t labels[6] = {0, 3, 1, 2, 2, 0}, idx[3] = {4, 0, 2};
+    float *x = rand_floats(&st, n, -3, 3), d[24];
+    double loss, *xd = to_double(x, n), dd[24];
+    xent_ctx t = {rows, classes, 3, labels, idx};
+    /* The float kernel's gradient against the double reference's loss. */
+    assert_int_equal(gnn_softmax_xent(rows, classes, x, labels, idx, 3, &loss, d), 0);
+    expect_fd("xent grad", xent_loss, &t, xd, n, d, 1e-5);
+    /* The reference gradient itself, tighter. */
+    assert_int_equal(gnn_ref_softmax_xent(rows, classes, xd, labels, idx, 3, &loss, dd), 0);
+    for (int64_t i = 0; i < n; i++) {
+        double h = 1e-5, x0 = xd[i];
+        xd[i] = x0 + h;
+        double fp = xent_loss(&t, xd);
+        xd[i] = x0 - h;
+        double fm = xent_loss(&t, xd);
+        xd[i] = x0;
+        if (!(fabs((fp - fm) / (2 * h) - dd[i]) <= 1e-8))
+            fail_msg("ref xent grad[%" PRId64 "]: fd %.12g analytic %.12g", i,
+                     (fp - fm) / (2 * h), dd[i]);
+    }
+    free(x), free(xd);
+}
+
+static void test_softmax_xent_errors(void **state)
+{
+    (void)state;
+    float x[12] = {0}, d[12];
+    int64_t labels[4] = {0, 1, 2, 3}, idx[2] = {1, 3};
+    double loss = 42.0;
+    for (int i = 0; i < 12; i++) d[i] = 7.0f;
+    expect_error(gnn_softmax_xent(4, 3, x, labels, idx, 2, &loss, d), GNN_EINVAL,
+                 "row 3: label 3 outside [0, 3)");
+    expect_error(gnn_softmax_xent(4, 3, x, labels, NULL, 4, &loss, d), GNN_EINVAL, "row 3");
+    assert_true(loss == 42.0);
+    for (int i = 0; i < 12; i++) assert_true(d[i] == 7.0f); /* untouched */
+    labels[3] = -1;
+    expect_error(gnn_softmax_xent(4, 3, x, labels, idx, 2, &loss, d), GNN_EINVAL,
+                 "label -1 outside");
+    idx[1] = 4;
+    expect_error(gnn_softmax_xent(4, 3, x, labels, idx, 2, &loss, d), GNN_EINVAL,
+                 "idx[1] = 4 outside [0, 4)");
+    expect_error(gnn_softmax_xent(4, 3, x, labels, NULL, 3, &loss, d), GNN_EINVAL,
+                 "must equal rows");
+    /* Selected rows with good labels pass; the bad label of row 3 is unread. */
+    idx[1] = 2;
+    assert_int_equal(gnn_softmax_xent(4, 3, x, labels, idx, 2, &loss, d), 0);
+    assert_true(fabs(loss - log(3.0)) < 1e-6);
+    /* No rows: loss 0 and a zero gradient. */
+    assert_int_equal(gnn_softmax_xent(4, 3, x, labels, idx, 0, &loss, d), 0);
+    assert_true(loss == 0.0);
+    for (int i = 0; i < 12; i++) assert_true(d[i] == 0.0f);
+}
+
+/* ---- Adam --------------------------------------------------------------------- */
+
+static void test_adam_hand_example(void **state)
+{
+    (void)state;
+    /* w = 1, gradients 0.5 then -0.25, lr 0.1, betas (0.9, 0.999), eps 1e-8;
+     * expected values worked out in 40-digit decimal arithmetic:
+     *   Adam:            w1 = 0.900000002,         w2 = 0.87336629870784621
+     *   Adam,  wd 0.1:   w1 = 0.9000000016666666,  w2 = 0.85444136746176225
+     *   AdamW, wd 0.1:   w1 = 0.890000002,         w2 = 0.85446629868784618 */
+    static const struct {
+        float wd;
+        int decoupled;
+        double w[2], m[2], v[2];
+    } cases[] = {
+        {0.0f, 0, {0.90000000199999997, 0.87336629870784621}, {0.05, 0.02},
+         {0.00025, 0.00031225}},
+        {0.1f, 0, {0.9000000016666666, 0.85444136746176225}, {0.06, 0.038000000016666667},
+         {0.00036, 0.00038523999994666665}},
+        {0.1f, 1, {0.89000000199999996, 0.85446629868784618}, {0.05, 0.02},
+         {0.00025, 0.00031225}},
+    };
+    const float g[2] = {0.5f, -0.25f};
+    for (size_t t = 0; t < 3; t++) {
+        gnn_adam_opts_t o = gnn_adam_defaults();
+        o.lr = 0.1f;
+        o.weight_decay = cases[t].wd;
+        o.decoupled = cases[t].decoupled;
+        float w = 1.0f, m = 0.0f, v = 0.0f;
+        for (int s = 0; s < 2; s++) {
+            assert_int_equal(gnn_adam(1, &w, &g[s], &m, &v, &o, s + 1), 0);
+            /* Float hyper-parameters: 1 - 0.999f is 1.3e-5 off 0.001, which
+             * v shows; w divides it out again in the bias correction. */
+            expect_close("adam w", &w, &cases[t].w[s], 1, 1e-6, 0);
+            expect_close("adam m", &m, &cases[t].m[s], 1, 1e-6, 0);
+            expect_close("adam v", &v, &cases[t].v[s], 1, 3e-5, 0);
+        }
+    }
+}
+
+static void test_adam_against_reference(void **state)
+{
+    (void)state;
+    uint64_t st = g_seed ^ 0x6164;
+    static const int64_t sizes[] = {1, 17, 100003};
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+        for (int dec = 0; dec < 2; dec++) {
+            int64_t n = sizes[s];
+            gnn_adam_opts_t o = gnn_adam_defaults();
+            o.lr = 0.01f;
+            o.weight_decay = 0.05f;
+            o.decoupled = dec;
+            float *w = rand_floats(&st, n, -1, 1), *m = calloc((size_t)n, sizeof *m);
+            float *v = calloc((size_t)n, sizeof *v);
+            assert_non_null(m);
+            assert_non_null(v);
+            double *wd = to_double(w, n), *md = dalloc(n), *vd = dalloc(n);
+            for (int64_t step = 1; step <= 5; step++) {
+                float *g = rand_floats(&st, n, -1, 1);
+                /* Keep g + wd w clear of 0: where it cancels to ~eps, the
+                 * step (~lr g'/(|g'| + eps)) amplifies the float rounding of
+                 * wd w itself, which the double reference does not share. */
+                for (int64_t i = 0; !dec && i < n; i++)
+                    if (fabsf(g[i] + o.weight_decay * w[i]) < 1e-3f) g[i] += 0.01f;
+                double *gd = to_double(g, n);
+                assert_int_equal(gnn_adam(n, w, g, m, v, &o, step), 0);
+                gnn_ref_adam(n, wd, gd, md, vd, &o, step);
+                free(g), free(gd);
+            }
+            expect_close("adam w", w, wd, n, 1e-5, 1e-2);
+            expect_close("adam m", m, md, n, 1e-5, 1e-2);
+            expect_close("adam v", v, vd, n, 1e-5, 1e-4);
+            free(w), free(m), free(v), free(wd), free(md), free(vd);
+        }
+    float w = 1, g = 1, m = 0, v = 0;
+    gnn_adam_opts_t o = gnn_adam_defaults();
+    expect_error(gnn_adam(1, &w, &g, &m, &v, &o, 0), GNN_EINVAL, "step 0 < 1");
+    o.beta1 = 1.0f;
+    expect_error(gnn_adam(1, &w, &g, &m, &v, &o, 1), GNN_EINVAL, "betas (1, 0.999)");
+    o = gnn_adam_defaults();
+    o.eps = 0.0f;
+    expect_error(gnn_adam(1, &w, &g, &m, &v, &o, 1), GNN_EINVAL, "bad eps");
+    assert_true(w == 1.0f && m == 0.0f && v == 0.0f);
+}
+
+/* ---- Arg-max and accuracy ----------------------------------------------------- */
+
+static void test_argmax_and_count_correct(void **state)
+{
+    (void)state;
+    uint64_t st = g_seed ^ 0x616d;
+    /* Ties go to the lowest index. */
+    float x[12] = {1, 3, 3, 2, 5, 5, 5, 5, -1, -2, -1, -3};
+    int64_t out[3];
+    assert_int_equal(gnn_argmax_rows(3, 4, x, out), 0);
+    assert_int_equal(out[0], 1);
+    assert_int_equal(out[1], 0);
+    assert_int_equal(out[2], 0);
+    /* Random rows with many ties (values on a coarse grid). */
+    static const int64_t shapes[][2] = {{1, 1}, {13, 5}, {4000, 40}};
+    for (size_t s = 0; s < 3; s++) {
+        int64_t rows = shapes[s][0], classes = shapes[s][1], n = rows * classes;
+        float *a = rand_floats(&st, n, 0, 1);
+        for (int64_t i = 0; i < n; i++) a[i] = floorf(a[i] * 8.0f);
+        double *ad = to_double(a, n);
+        int64_t *got = malloc((size_t)rows * sizeof *got), *want = malloc((size_t)rows * sizeof *want);
+        int64_t *labels = malloc((size_t)rows * sizeof *labels);
+        assert_non_null(got);
+        assert_non_null(want);
+        assert_non_null(labels);
+        gnn_ref_argmax_rows(rows, classes, ad, want);
+        assert_int_equal(gnn_argmax_rows(rows, classes, a, got), 0);
+        assert_memory_equal(got, want, (size_t)rows * sizeof *got);
+        for (int64_t r = 0; r < rows; r++)
+            labels[r] = (rng_next(&st) & 1) ? want[r] : (int64_t)(rng_next(&st) % (uint64_t)classes);
+        int64_t nidx = rows / 2 + 1, *idx = rand_perm(&st, rows), correct = -1, expect = 0;
+        for (int64_t j = 0; j < nidx; j++) expect += want[idx[j]] == labels[idx[j]];
+        assert_int_equal(gnn_count_correct(rows, classes, a, labels, idx, nidx, &correct), 0);
+        assert_int_equal(correct, expect);
+        expect = 0;
+        for (int64_t r = 0; r < rows; r++) expect += want[r] == labels[r];
+        assert_int_equal(gnn_count_correct(rows, classes, a, labels, NULL, rows, &correct), 0);
+        assert_int_equal(correct, expect);
+        free(a), free(ad), free(got), free(want), free(labels), free(idx);
+    }
+    int64_t labels[3] = {1, 0, 0}, idx[2] = {0, 3}, correct = -1;
+    expect_error(gnn_count_correct(3, 4, x, labels, idx, 2, &correct), GNN_EINVAL,
+                 "idx[1] = 3 outside [0, 3)");
+    assert_int_equal(correct, -1);
+    expect_error(gnn_argmax_rows(2, 0, x, out), GNN_EINVAL, "no classes");
+}
+
+/* ---- Determinism and allocation failure -------------------------------------- */
+
+static void test_reductions_independent_of_threads(void **state)
+{
+    (void)state;
+    uint64_t st = g_seed ^ 0x7468;
+    int64_t rows = 10000, cols = 7, classes = 10;
+    float *dy = rand_floats(&st, rows * cols, -1, 1), *x = rand_floats(&st, rows * classes, -3, 3);
+    int64_t *labels = malloc((size_t)rows * sizeof *labels);
+    assert_non_null(labels);
+    for (int64_t r = 0; r < rows; r++) labels[r] = r % classes;
+    float first_db[7], db[7];
+    double first_loss = 0, loss;
+    int saved = omp_get_max_threads();
+    for (int nt = 1; nt <= 4; nt++) {
+        omp_set_num_threads(nt);
+        assert_int_equal(gnn_bias_grad(rows, cols, dy, db), 0);
+        assert_int_equal(gnn_softmax_xent(rows, classes, x, labels, NULL, rows, &loss, NULL), 0);
+        if (nt == 1) {
+            memcpy(first_db, db, sizeof db);
+            first_loss = loss;
+        }
+        assert_memory_equal(db, first_db, sizeof db);
+        assert_memory_equal(&loss, &first_loss, sizeof loss);
+    }
+    omp_set_num_threads(saved);
+    free(dy), free(x), free(labels);
+}
+
+static void test_alloc_failure(void **state)
+{
+    (void)state;
+    float dy[6] = {1, 2, 3, 4, 5, 6}, db[3] = {9, 9, 9}, d[6] = {9, 9, 9, 9, 9, 9};
+    int64_t labels[2] = {0, 2};
+    double loss = 42.0;
+    gnn_alloc_fail_at(1);
+    assert_int_equal(gnn_bias_grad(2, 3, dy, db), GNN_ENOMEM);
+    gnn_alloc_fail_at(1);
+    assert_int_equal(gnn_softmax_xent(2, 3, dy, labels, NULL, 2, &loss, d), GNN_ENOMEM);
+    gnn_alloc_fail_at(0);
+    assert_true(db[0] == 9 && db[1] == 9 && db[2] == 9 && loss == 42.0);
+    for (int i = 0; i < 6; i++) assert_true(d[i] == 9);
+    assert_int_equal(gnn_bias_grad(2, 3, dy, db), 0);
+    assert_true(db[0] == 5 && db[1] == 7 && db[2] == 9);
+}
+
+int main(void)
+{
+    const char *env = getenv("GNN_TEST_SEED");
+    g_seed = env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL);
+    printf("test_dense: seed %llu (GNN_TEST_SEED=%llu to replay)\n", (unsigned long long)g_seed,
+           (unsigned long long)g_seed);
+    fflush(stdout);
+
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_philox_known_answers),
+        cmocka_unit_test(test_rng_uniform_known_answers),
+        cmocka_unit_test(test_dropout_known_masks),
+        cmocka_unit_test(test_gemm_against_reference),
+        cmocka_unit_test(test_gemm_bad_shapes),
+        cmocka_unit_test(test_gemm_backward_fd),
+        cmocka_unit_test(test_bias_against_reference),
+        cmocka_unit_test(test_bias_backward_fd),
+        cmocka_unit_test(test_relu_against_reference),
+        cmocka_unit_test(test_relu_dropout_backward_fd),
+        cmocka_unit_test(test_dropout_fraction_and_reference),
+        cmocka_unit_test(test_dropout_offsets),
+        cmocka_unit_test(test_dropout_identity_and_errors),
+        cmocka_unit_test(test_softmax_xent_against_reference),
+        cmocka_unit_test(test_softmax_xent_fd),
+        cmocka_unit_test(test_softmax_xent_errors),
+        cmocka_unit_test(test_adam_hand_example),
+        cmocka_unit_test(test_adam_against_reference),
+        cmocka_unit_test(test_argmax_and_count_correct),
+        cmocka_unit_test(test_reductions_independent_of_threads),
+        cmocka_unit_test(test_alloc_failure),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
