@@ -30,14 +30,26 @@ static inline const char *tu_tmpdir(void)
     return dir;
 }
 
-/* "<tmpdir>/<name>" in a static rotating buffer (8 live results). */
+/* "<tmpdir>/<name>" in a static rotating buffer (64 live results). */
 static inline const char *tu_path(const char *name)
 {
-    static char bufs[8][640];
+    static char bufs[64][640];
     static int next;
-    char *b = bufs[next++ % 8];
+    char *b = bufs[next++ % 64];
     snprintf(b, sizeof bufs[0], "%s/%s", tu_tmpdir(), name);
     return b;
+}
+
+/* Write text to "<tmpdir>/<name>"; returns the path (tu_path's buffer). */
+static inline const char *tu_write_file(const char *name, const char *text)
+{
+    const char *path = tu_path(name);
+    FILE *f = fopen(path, "wb");
+    if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
+        perror(path);
+        exit(1);
+    }
+    return path;
 }
 
 static inline int tu_exists(const char *path)

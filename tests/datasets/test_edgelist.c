@@ -29,29 +29,11 @@ static char *g_bin;
 
 /* ---- Helpers -------------------------------------------------------------- */
 
-/* tu_path in a deeper ring of its own: tu_run uses tu_path's ring of 8. */
-static const char *path_of(const char *name)
-{
-    static char ring[64][640];
-    static int next;
-    char *p = ring[next++ % 64];
-    snprintf(p, sizeof ring[0], "%s", tu_path(name));
-    return p;
-}
 
-static const char *write_file(const char *name, const char *text)
-{
-    const char *path = path_of(name);
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-    return path;
-}
 
 static const char *write_gz(const char *name, const char *text)
 {
-    const char *path = path_of(name);
+    const char *path = tu_path(name);
     gzFile g = gzopen(path, "wb");
     assert_non_null(g);
     assert_int_equal(gzwrite(g, text, (unsigned)strlen(text)), (int)strlen(text));
@@ -74,8 +56,8 @@ static void convert_ok(const char *in, const char *out, const char *x1, const ch
 /* Convert text (from a file named name) and expect failure naming want. */
 static void bad_input(const char *name, const char *text, const char *opt, const char *want)
 {
-    const char *in = write_file(name, text);
-    const char *out = path_of("bad.h5");
+    const char *in = tu_write_file(name, text);
+    const char *out = tu_path("bad.h5");
     char *argv[] = {g_bin, "edgelist", (char *)in, "-o", (char *)out, (char *)opt, NULL};
     tu_expect_failure(argv, out, 1, want);
 }
@@ -132,7 +114,7 @@ static const gnn_vid_t k_mixed_idx[] = {3, 0, 0, 1, 2};
 static void test_layout(void **state)
 {
     (void)state;
-    const char *in = write_file("mixed.txt", k_mixed), *out = path_of("mixed.h5");
+    const char *in = tu_write_file("mixed.txt", k_mixed), *out = tu_path("mixed.h5");
     convert_ok(in, out, NULL, NULL);
     gnn_graph_t g;
     load(out, &g);
@@ -147,7 +129,7 @@ static void test_layout(void **state)
 static void test_bom(void **state)
 {
     (void)state;
-    const char *in = write_file("bom.txt", "\xEF\xBB\xBF" "0 1\n1 2\n"), *out = path_of("bom.h5");
+    const char *in = tu_write_file("bom.txt", "\xEF\xBB\xBF" "0 1\n1 2\n"), *out = tu_path("bom.h5");
     convert_ok(in, out, NULL, NULL);
     gnn_graph_t g;
     load(out, &g);
@@ -160,7 +142,7 @@ static void test_bom(void **state)
 static void test_gzip(void **state)
 {
     (void)state;
-    const char *in = write_gz("mixed.txt.gz", k_mixed), *out = path_of("mixed_gz.h5");
+    const char *in = write_gz("mixed.txt.gz", k_mixed), *out = tu_path("mixed_gz.h5");
     convert_ok(in, out, NULL, NULL);
     gnn_graph_t g;
     load(out, &g);
@@ -171,8 +153,8 @@ static void test_gzip(void **state)
 static void test_weights(void **state)
 {
     (void)state;
-    const char *in = write_file("w.txt", "# src dst weight\n0 1 0.5\n1,0,2\n2\t1\t-1.25e0\n0 2 3\n");
-    const char *out = path_of("w.h5");
+    const char *in = tu_write_file("w.txt", "# src dst weight\n0 1 0.5\n1,0,2\n2\t1\t-1.25e0\n0 2 3\n");
+    const char *out = tu_path("w.h5");
     convert_ok(in, out, NULL, NULL);
     gnn_graph_t g;
     load(out, &g);
@@ -187,8 +169,8 @@ static void test_weights(void **state)
 static void test_one_based(void **state)
 {
     (void)state;
-    const char *in = write_file("one.txt", "1 2\n2 3\n3 1\n3 5\n");
-    const char *out = path_of("one.h5");
+    const char *in = tu_write_file("one.txt", "1 2\n2 3\n3 1\n3 5\n");
+    const char *out = tu_path("one.h5");
     convert_ok(in, out, "--one-based", NULL);
     gnn_graph_t g;
     load(out, &g);
@@ -204,8 +186,8 @@ static void test_one_based(void **state)
 static void test_multigraph(void **state)
 {
     (void)state;
-    const char *in = write_file("multi.txt", "0 1\n0 1\n1 1\n2 1\n1 0\n");
-    const char *out = path_of("multi.h5");
+    const char *in = tu_write_file("multi.txt", "0 1\n0 1\n1 1\n2 1\n1 0\n");
+    const char *out = tu_path("multi.h5");
     convert_ok(in, out, NULL, NULL);
     gnn_graph_t g;
     load(out, &g);
@@ -219,8 +201,8 @@ static void test_multigraph(void **state)
 static void test_symmetrize(void **state)
 {
     (void)state;
-    const char *in = write_file("sym.txt", "0 1 1\n1 0 1\n0 1 1\n1 2 2\n2 2 4\n");
-    const char *out = path_of("sym.h5");
+    const char *in = tu_write_file("sym.txt", "0 1 1\n1 0 1\n0 1 1\n1 2 2\n2 2 4\n");
+    const char *out = tu_path("sym.h5");
     convert_ok(in, out, "--symmetrize", NULL);
     gnn_graph_t g;
     load(out, &g);
@@ -241,7 +223,7 @@ static void test_symmetrize(void **state)
 static void test_dense_ids(void **state)
 {
     (void)state;
-    const char *in = write_file("dense.txt", "0 5\n5 10\n"), *out = path_of("dense.h5");
+    const char *in = tu_write_file("dense.txt", "0 5\n5 10\n"), *out = tu_path("dense.h5");
     convert_ok(in, out, NULL, NULL);
     gnn_graph_t g;
     load(out, &g);
@@ -255,7 +237,7 @@ static void test_dense_ids(void **state)
 static void test_dense_bound(void **state)
 {
     (void)state;
-    const char *in = write_file("b1.txt", "0 1027\n"), *out = path_of("b1.h5");
+    const char *in = tu_write_file("b1.txt", "0 1027\n"), *out = tu_path("b1.h5");
     convert_ok(in, out, NULL, NULL);
     gnn_graph_t g;
     load(out, &g);
@@ -263,8 +245,8 @@ static void test_dense_bound(void **state)
     assert_null(g.orig_id);
     gnn_graph_free(&g);
 
-    in = write_file("b2.txt", "0 1028\n");
-    out = path_of("b2.h5");
+    in = tu_write_file("b2.txt", "0 1028\n");
+    out = tu_path("b2.h5");
     convert_ok(in, out, NULL, NULL);
     load(out, &g);
     assert_int_equal(g.csr.n_rows, 2);
@@ -278,12 +260,12 @@ static void test_dense_bound(void **state)
 static void test_sparse_ids(void **state)
 {
     (void)state;
-    const char *in = write_file("sparse.txt", "1000000000000 7\n"
+    const char *in = tu_write_file("sparse.txt", "1000000000000 7\n"
                                               "7,-3\n"
                                               "-3 1000000000000\n"
                                               "9223372036854775807 7\n"
                                               "-9223372036854775808 -3\n");
-    const char *out = path_of("sparse.h5");
+    const char *out = tu_path("sparse.h5");
     convert_ok(in, out, NULL, NULL);
     gnn_graph_t g;
     load(out, &g);
@@ -298,8 +280,8 @@ static void test_sparse_ids(void **state)
     gnn_graph_free(&g);
 
     /* One-based and sparse: orig_id holds the ids as written. */
-    in = write_file("sparse1.txt", "5000 1\n1 99999\n");
-    out = path_of("sparse1.h5");
+    in = tu_write_file("sparse1.txt", "5000 1\n1 99999\n");
+    out = tu_path("sparse1.h5");
     convert_ok(in, out, "--one-based", NULL);
     load(out, &g);
     assert_int_equal(g.csr.n_rows, 3);
@@ -343,7 +325,7 @@ static void test_random_sparse(void **state)
     const int nid = 20000, m = 50000;
     int64_t *ids = malloc(sizeof(int64_t) * nid), *es = malloc(sizeof(int64_t) * 2 * m);
     for (int i = 0; i < nid; i++) ids[i] = (int64_t)rng(&s);
-    const char *in = path_of("rand.txt"), *out = path_of("rand.h5");
+    const char *in = tu_path("rand.txt"), *out = tu_path("rand.h5");
     FILE *f = fopen(in, "w");
     for (int i = 0; i < m; i++) {
         es[2 * i] = ids[rng(&s) % nid];
@@ -394,13 +376,13 @@ static void test_out_of_core(void **state)
 {
     (void)state;
     uint64_t s = 99;
-    const char *in = path_of("big.txt");
+    const char *in = tu_path("big.txt");
     FILE *f = fopen(in, "w");
     for (int i = 0; i < 200000; i++)
         fprintf(f, "%llu %llu %u\n", (unsigned long long)(rng(&s) % 5000),
                 (unsigned long long)(rng(&s) % 5000), (unsigned)(i % 100));
     fclose(f);
-    const char *a = path_of("big_mem.h5"), *b = path_of("big_ooc.h5");
+    const char *a = tu_path("big_mem.h5"), *b = tu_path("big_ooc.h5");
     convert_ok(in, a, "--symmetrize", NULL);
     char *argv[] = {g_bin, "edgelist", (char *)in, "-o", (char *)b, "--force", "--symmetrize",
                     "--mem-budget", "3M", "--tmpdir", (char *)tu_tmpdir(), NULL};
@@ -466,7 +448,7 @@ static void test_bad_gzip(void **state)
     fwrite(data, 1, (size_t)n - 12, f);
     fclose(f);
     free(data);
-    const char *out = path_of("cut.h5");
+    const char *out = tu_path("cut.h5");
     char *argv[] = {g_bin, "edgelist", (char *)gz, "-o", (char *)out, NULL};
     tu_expect_failure(argv, out, 1, "cut.txt.gz: truncated gzip stream");
 }
@@ -474,7 +456,7 @@ static void test_bad_gzip(void **state)
 static void test_bad_usage(void **state)
 {
     (void)state;
-    const char *in = write_file("ok.txt", "0 1\n"), *out = path_of("exists.h5");
+    const char *in = tu_write_file("ok.txt", "0 1\n"), *out = tu_path("exists.h5");
     char *a1[] = {g_bin, "edgelist", "/nonexistent/e.txt", "-o", (char *)out, NULL};
     tu_expect_failure(a1, out, 1, "/nonexistent/e.txt: No such file or directory");
     char *a2[] = {g_bin, "edgelist", (char *)in, NULL};
@@ -485,7 +467,7 @@ static void test_bad_usage(void **state)
     tu_expect_failure(a4, out, 2, "unknown option '--symetrize'");
 
     /* An existing OUT is kept without --force, replaced with it. */
-    write_file("exists.h5", "keep me");
+    tu_write_file("exists.h5", "keep me");
     char *a5[] = {g_bin, "edgelist", (char *)in, "-o", (char *)out, NULL};
     tu_run_t r = tu_run(a5);
     assert_int_equal(r.status, 1);
@@ -495,7 +477,7 @@ static void test_bad_usage(void **state)
     assert_string_equal(kept, "keep me");
     free(kept);
     /* A failing conversion with --force leaves the old file alone. */
-    const char *bad = write_file("bad_force.txt", "0 1\nx y\n");
+    const char *bad = tu_write_file("bad_force.txt", "0 1\nx y\n");
     char *a6[] = {g_bin, "edgelist", (char *)bad, "-o", (char *)out, "--force", NULL};
     r = tu_run(a6);
     assert_int_equal(r.status, 1);
@@ -516,7 +498,7 @@ static void test_budget_too_small(void **state)
 {
     (void)state;
     uint64_t s = 7;
-    const char *in = path_of("budget.txt"), *out = path_of("budget.h5");
+    const char *in = tu_path("budget.txt"), *out = tu_path("budget.h5");
     FILE *f = fopen(in, "w");
     for (int i = 0; i < 10000; i++)
         fprintf(f, "%lld %lld\n", (long long)(rng(&s) >> 1), (long long)(rng(&s) >> 1));

@@ -30,25 +30,7 @@ static char *g_bin;
 
 /* ---- Helpers -------------------------------------------------------------- */
 
-/* tu_path in a deeper ring of its own: tu_run uses tu_path's ring of 8. */
-static const char *path_of(const char *name)
-{
-    static char ring[64][640];
-    static int next;
-    char *p = ring[next++ % 64];
-    snprintf(p, sizeof ring[0], "%s", tu_path(name));
-    return p;
-}
 
-static const char *write_file(const char *name, const char *text)
-{
-    const char *path = path_of(name);
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-    return path;
-}
 
 
 static void convert_ok(const char *in, const char *out)
@@ -62,8 +44,8 @@ static void convert_ok(const char *in, const char *out)
 
 static void bad_input(const char *name, const char *text, const char *want)
 {
-    const char *in = write_file(name, text);
-    const char *out = path_of("bad.h5");
+    const char *in = tu_write_file(name, text);
+    const char *out = tu_path("bad.h5");
     char *argv[] = {g_bin, "metis", (char *)in, "-o", (char *)out, NULL};
     tu_expect_failure(argv, out, 1, want);
 }
@@ -229,13 +211,13 @@ static void test_mesh(void **state)
     (void)state;
     mesh_t *m = make_mesh();
     uint64_t seed = tu_seed();
-    const char *in = path_of("mesh.graph"), *out = path_of("mesh.h5");
+    const char *in = tu_path("mesh.graph"), *out = tu_path("mesh.h5");
     write_mesh(m, in, 0, 0, seed);
     convert_ok(in, out);
     check_mesh(m, out, 0);
 
-    in = path_of("mesh_w.graph.gz");
-    out = path_of("mesh_w.h5");
+    in = tu_path("mesh_w.graph.gz");
+    out = tu_path("mesh_w.h5");
     write_mesh(m, in, 1, 1, seed + 1);
     convert_ok(in, out);
     check_mesh(m, out, 1);
@@ -247,7 +229,7 @@ static void test_mesh(void **state)
 static void convert_text(const char *name, const char *text, gnn_graph_t *g)
 {
     char out[700];
-    const char *in = write_file(name, text);
+    const char *in = tu_write_file(name, text);
     snprintf(out, sizeof out, "%s.h5", in);
     convert_ok(in, out);
     load(out, g);
@@ -385,14 +367,14 @@ static void test_bad_header(void **state)
 static void test_bad_usage(void **state)
 {
     (void)state;
-    const char *in = write_file("u.graph", "2 1\n2\n1\n"), *out = path_of("u.h5");
+    const char *in = tu_write_file("u.graph", "2 1\n2\n1\n"), *out = tu_path("u.h5");
     char *a1[] = {g_bin, "metis", "/nonexistent/g.graph", "-o", (char *)out, NULL};
     tu_expect_failure(a1, out, 1, "/nonexistent/g.graph: No such file or directory");
     char *a2[] = {g_bin, "metis", (char *)in, NULL};
     tu_expect_failure(a2, NULL, 2, "missing -o FILE");
     char *a3[] = {g_bin, "metis", (char *)in, (char *)in, "-o", (char *)out, NULL};
     tu_expect_failure(a3, out, 2, "unexpected argument");
-    write_file("u.h5", "keep me");
+    tu_write_file("u.h5", "keep me");
     char *a4[] = {g_bin, "metis", (char *)in, "-o", (char *)out, NULL};
     tu_run_t r = tu_run(a4);
     assert_int_equal(r.status, 1);
