@@ -528,6 +528,20 @@ fail:
     return rc;
 }
 
+/* ---- Shared by both layouts -------------------------------------------------- */
+
+int gnn__ogb_builder_open(const gnn_ogb_opts_t *o, gnn_vid_t n, gnn_builder_t **b)
+{
+    gnn_builder_opts_t bo = {
+        .num_nodes = n,
+        .options = o->symmetrize ? GNN_BUILD_SYMMETRIZE | GNN_BUILD_DEDUPE : GNN_BUILD_SORT,
+        .mem_budget = o->out.mem_budget,
+        .tmpdir = o->out.tmpdir,
+        .threaded = 1,
+    };
+    return gnn_builder_open(&bo, b);
+}
+
 /* ---- The csv layout --------------------------------------------------------- */
 
 static int convert_csv(const gnn_ogb_opts_t *o)
@@ -546,14 +560,7 @@ static int convert_csv(const gnn_ogb_opts_t *o)
     GNN_TRY(read_count(path, &m));
     GNN_INFO("%s: %lld nodes, %lld edges", o->dir, (long long)n, (long long)m);
 
-    gnn_builder_opts_t bo = {
-        .num_nodes = n,
-        .options = o->symmetrize ? GNN_BUILD_SYMMETRIZE | GNN_BUILD_DEDUPE : GNN_BUILD_SORT,
-        .mem_budget = o->out.mem_budget,
-        .tmpdir = o->out.tmpdir,
-        .threaded = 1,
-    };
-    GNN_TRY(gnn_builder_open(&bo, &b));
+    GNN_TRY(gnn__ogb_builder_open(o, n, &b));
     GNN_TRY(find_csv(path, sizeof path, o->dir, "edge"));
     GNN_CHECK(path[0], GNN_ENOENT, "%s/raw/edge.csv.gz: no such file", o->dir);
     GNN_TRY(read_edges_csv(path, n, m, b));

@@ -5,6 +5,7 @@
 #ifndef GNN_DATASETS_OGB_INTERNAL_H
 #define GNN_DATASETS_OGB_INTERNAL_H
 
+#include "datasets/builder.h"
 #include "datasets/ogb.h"
 #include "graph/graph_file.h"
 
@@ -22,6 +23,9 @@ int gnn__ogb_read_index_csv(const char *path, gnn_vid_t n, int64_t **out, int64_
 int gnn__ogb_split_dir(const char *dir, const char *want, char *buf, size_t len);
 /* Read the split folder's train/valid/test into the writer. */
 int gnn__ogb_write_splits(const char *dir, const char *want, gnn_vid_t n, gnn_graph_writer_t *w);
+/* The edge builder both layouts use: n nodes, --symmetrize (reverse edges,
+ * no repeats) or rows sorted with repeats kept, the output's memory budget. */
+int gnn__ogb_builder_open(const gnn_ogb_opts_t *o, gnn_vid_t n, gnn_builder_t **b);
 /* The npz layout (raw/data.npz, raw/node-label.npz). */
 int gnn__ogb_convert_npz(const gnn_ogb_opts_t *o);
 

@@ -221,14 +221,7 @@ int gnn__ogb_convert_npz(const gnn_ogb_opts_t *o)
     GNN_TRY(gnn__ogb_path(label, sizeof label, o->dir, "raw/node-label.npz"));
     int has_labels = gnn__ogb_exists(label);
 
-    gnn_builder_opts_t bo = {
-        .num_nodes = n,
-        .options = o->symmetrize ? GNN_BUILD_SYMMETRIZE | GNN_BUILD_DEDUPE : GNN_BUILD_SORT,
-        .mem_budget = o->out.mem_budget,
-        .tmpdir = o->out.tmpdir,
-        .threaded = 1,
-    };
-    GNN_TRY(gnn_builder_open(&bo, &b));
+    GNN_TRY(gnn__ogb_builder_open(o, n, &b));
     GNN_TRY(read_edges(z, n, m, b));
     gnn_graph_header_t h = {
         .num_nodes = n,
