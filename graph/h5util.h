@@ -57,4 +57,18 @@ int gnn__h5_set_attr_i64(hid_t loc, const char *name, int64_t v);
 int gnn__h5_get_attr_str(hid_t loc, const char *name, char *buf, size_t len);
 int gnn__h5_set_attr_str(hid_t loc, const char *name, const char *v);
 
+/* 0 when attribute `name` of loc is absent or holds exactly one element
+ * (scalar or shape (1,)); GNN_EFORMAT naming it otherwise. The getters
+ * above read every element into their buffer, so a reader of outside files
+ * calls this first. */
+int gnn__h5_check_attr_single(hid_t loc, const char *name);
+/* Scalar float64 attribute, checked like the int64 one (any float width is
+ * converted; an integer attribute is refused). */
+int gnn__h5_get_attr_f64(hid_t loc, const char *name, int optional, double *v);
+int gnn__h5_set_attr_f64(hid_t loc, const char *name, double v);
+/* Scalar uint64 attribute, written as H5T_STD_U64LE. Read: any unsigned
+ * integer, or a signed one that is not negative (else GNN_EFORMAT). */
+int gnn__h5_get_attr_u64(hid_t loc, const char *name, int optional, uint64_t *v);
+int gnn__h5_set_attr_u64(hid_t loc, const char *name, uint64_t v);
+
 #endif

@@ -56,6 +56,19 @@ int gnn_relu(int64_t n, const float *x, float *y);
  * (both have the same sign pattern). dx == dy allowed. */
 int gnn_relu_backward(int64_t n, const float *xy, const float *dy, float *dx);
 
+/* y[i] = alpha * x[i] + beta * y[i] for n elements; beta == 0 sets y
+ * without reading it (so y may hold garbage then). y == x allowed. */
+int gnn_axpby(int64_t n, float alpha, const float *x, float beta, float *y);
+
+/*
+ * dst[i][:] = src[idx[i]][:] for i < n, rows of width f (row gather, the
+ * index_select of a mini-batch). src has src_rows rows. Every idx entry is
+ * checked first: one outside [0, src_rows) gives GNN_EINVAL naming its
+ * position and value, with dst untouched. dst must not overlap src.
+ */
+int gnn_gather_rows(int64_t n, int64_t f, const float *src, int64_t src_rows, const int64_t *idx,
+                    float *dst);
+
 /*
  * Inverted dropout: y[i] = x[i] * scale when element counter offset + i is
  * kept at drop probability p, else 0; scale = (float)(1 / (1 - p)). The mask

@@ -6,7 +6,7 @@
 set -euo pipefail
 
 packages=(build-essential cmake pkg-config zlib1g-dev libhdf5-dev hdf5-tools
-          libopenmpi-dev openmpi-bin libmetis-dev metis libcmocka-dev libopenblas-dev
+          libopenmpi-dev openmpi-bin libmetis-dev metis libcmocka-dev libopenblas-dev libopenblas-openmp-dev
           python3 time)
 
 missing=()

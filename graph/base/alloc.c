@@ -84,4 +84,14 @@ char *gnn__strdup(const char *s, const char *file, int line)
     return p;
 }
 
+void *gnn__aligned_alloc(size_t align, size_t size, const char *file, int line)
+{
+    if (size > SIZE_MAX - align) return oom(SIZE_MAX, file, line);
+    size_t bytes = size ? (size + align - 1) / align * align : align;
+    if (injected_failure()) return oom(size, file, line);
+    void *p = NULL;
+    if (posix_memalign(&p, align, bytes)) return oom(size, file, line);
+    return p;
+}
+
 void gnn_free(void *p) { free(p); }

@@ -18,6 +18,10 @@ void *gnn__calloc(size_t n, size_t size, const char *file, int line);
 void *gnn__malloc_array(size_t n, size_t size, const char *file, int line);
 void *gnn__realloc_array(void *p, size_t n, size_t size, const char *file, int line);
 char *gnn__strdup(const char *s, const char *file, int line);
+/* size bytes (size rounded up to a multiple of align, at least align) at an
+ * address that is a multiple of align (a power of two >= sizeof(void *));
+ * released with gnn_free. */
+void *gnn__aligned_alloc(size_t align, size_t size, const char *file, int line);
 void gnn_free(void *p);
 
 #define gnn_malloc(size) gnn__malloc((size), __FILE__, __LINE__)
@@ -25,6 +29,7 @@ void gnn_free(void *p);
 #define gnn_malloc_array(n, size) gnn__malloc_array((n), (size), __FILE__, __LINE__)
 #define gnn_realloc_array(p, n, size) gnn__realloc_array((p), (n), (size), __FILE__, __LINE__)
 #define gnn_strdup(s) gnn__strdup((s), __FILE__, __LINE__)
+#define gnn_aligned_alloc(align, size) gnn__aligned_alloc((align), (size), __FILE__, __LINE__)
 
 /*
  * Test hook: make the nth allocation from now on fail (1 = the next one);

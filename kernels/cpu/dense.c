@@ -170,6 +170,43 @@ fail:
     return rc;
 }
 
+/* ---- axpby, row gather ------------------------------------------------------- */
+
+int gnn_axpby(int64_t n, float alpha, const float *x, float beta, float *y)
+{
+    int rc = 0;
+    GNN_TRY(check_count("gnn_axpby", n));
+    if (beta == 0.0f) {
+#pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+        for (int64_t i = 0; i < n; i++) y[i] = alpha * x[i];
+    } else {
+#pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+        for (int64_t i = 0; i < n; i++) y[i] = alpha * x[i] + beta * y[i];
+    }
+    return 0;
+fail:
+    return rc;
+}
+
+int gnn_gather_rows(int64_t n, int64_t f, const float *src, int64_t src_rows, const int64_t *idx,
+                    float *dst)
+{
+    int rc = 0;
+    GNN_TRY(check_shape("gnn_gather_rows", n, f));
+    GNN_TRY(check_shape("gnn_gather_rows", src_rows, f));
+    for (int64_t i = 0; i < n; i++)
+        GNN_CHECK(idx[i] >= 0 && idx[i] < src_rows, GNN_EINVAL,
+                  "gnn_gather_rows: index %" PRId64 " at position %" PRId64
+                  " outside [0, %" PRId64 ")",
+                  idx[i], i, src_rows);
+#pragma omp parallel for schedule(static) if (n * f >= PAR_MIN)
+    for (int64_t i = 0; i < n; i++)
+        memcpy(dst + i * f, src + idx[i] * f, (size_t)f * sizeof(float));
+    return 0;
+fail:
+    return rc;
+}
+
 /* ---- Dropout ------------------------------------------------------------------ */
 
 /*

@@ -54,6 +54,18 @@ void gnn_ref_relu_backward(int64_t n, const double *x, const double *dy, double 
     for (int64_t i = 0; i < n; i++) dx[i] = x[i] > 0.0 ? dy[i] : 0.0;
 }
 
+void gnn_ref_axpby(int64_t n, double alpha, const double *x, double beta, double *y)
+{
+    for (int64_t i = 0; i < n; i++) y[i] = alpha * x[i] + (beta == 0.0 ? 0.0 : beta * y[i]);
+}
+
+void gnn_ref_gather_rows(int64_t n, int64_t f, const double *src, const int64_t *idx,
+                         double *dst)
+{
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t k = 0; k < f; k++) dst[i * f + k] = src[idx[i] * f + k];
+}
+
 void gnn_ref_dropout(int64_t n, float p, uint64_t seed, uint64_t offset, const double *x,
                      double *y)
 {

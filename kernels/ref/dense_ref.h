@@ -34,6 +34,11 @@ void gnn_ref_bias_grad(int64_t rows, int64_t cols, const double *dy, double *dbi
 void gnn_ref_relu(int64_t n, const double *x, double *y);
 /* dx = x > 0 ? dy : 0. */
 void gnn_ref_relu_backward(int64_t n, const double *x, const double *dy, double *dx);
+/* y = alpha x + beta y (beta == 0: y not read). */
+void gnn_ref_axpby(int64_t n, double alpha, const double *x, double beta, double *y);
+/* dst[i] = src[idx[i]], rows of width f. */
+void gnn_ref_gather_rows(int64_t n, int64_t f, const double *src, const int64_t *idx,
+                         double *dst);
 /* y = keep(seed, offset + i, p) ? x / (1 - p) : 0, element by element. */
 void gnn_ref_dropout(int64_t n, float p, uint64_t seed, uint64_t offset, const double *x,
                      double *y);

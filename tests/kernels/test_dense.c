@@ -383,6 +383,47 @@ static void test_relu_against_reference(void **state)
     expect_error(gnn_relu(-1, NULL, NULL), GNN_EINVAL, "negative element count");
 }
 
+static void test_axpby_gather_against_reference(void **state)
+{
+    (void)state;
+    uint64_t st = g_seed ^ 0x6178;
+    static const int64_t sizes[] = {1, 7, 0, 100003};
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        int64_t n = sizes[s];
+        float *x = rand_floats(&st, n, -1, 1), *y = rand_floats(&st, n, -1, 1);
+        double *xd = to_double(x, n), *yd = to_double(y, n);
+        gnn_ref_axpby(n, 0.5, xd, -2.0, yd);
+        assert_int_equal(gnn_axpby(n, 0.5f, x, -2.0f, y), 0);
+        for (int64_t i = 0; i < n; i++) assert_true(y[i] == (float)yd[i]);
+        for (int64_t i = 0; i < n; i++) y[i] = NAN; /* beta == 0: y is not read */
+        gnn_ref_axpby(n, 3.0, xd, 0.0, yd);
+        assert_int_equal(gnn_axpby(n, 3.0f, x, 0.0f, y), 0);
+        for (int64_t i = 0; i < n; i++) assert_true(y[i] == (float)yd[i]);
+        free(x), free(y), free(xd), free(yd);
+    }
+    static const int64_t widths[] = {1, 3, 64, 257};
+    for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++) {
+        int64_t f = widths[w], rows = 1000, n = 2500;
+        float *src = rand_floats(&st, rows * f, -1, 1), *dst = rand_floats(&st, n * f, -1, 1);
+        int64_t *idx = malloc((size_t)n * sizeof *idx);
+        assert_non_null(idx);
+        for (int64_t i = 0; i < n; i++) idx[i] = (int64_t)(rng_next(&st) % (uint64_t)rows);
+        double *srcd = to_double(src, rows * f), *dstd = dalloc(n * f);
+        gnn_ref_gather_rows(n, f, srcd, idx, dstd);
+        assert_int_equal(gnn_gather_rows(n, f, src, rows, idx, dst), 0);
+        for (int64_t i = 0; i < n * f; i++) assert_true(dst[i] == (float)dstd[i]);
+        /* A bad index: error naming it, output untouched. */
+        float keep = dst[0];
+        idx[n - 1] = rows;
+        expect_error(gnn_gather_rows(n, f, src, rows, idx, dst), GNN_EINVAL,
+                     "index 1000 at position 2499 outside [0, 1000)");
+        idx[n - 1] = -1;
+        expect_error(gnn_gather_rows(n, f, src, rows, idx, dst), GNN_EINVAL, "index -1");
+        assert_true(dst[0] == keep);
+        free(src), free(dst), free(idx), free(srcd), free(dstd);
+    }
+}
+
 typedef struct {
     int64_t n;
     double *w, *tmp;
@@ -838,6 +879,7 @@ int main(void)
         cmocka_unit_test(test_bias_against_reference),
         cmocka_unit_test(test_bias_backward_fd),
         cmocka_unit_test(test_relu_against_reference),
+        cmocka_unit_test(test_axpby_gather_against_reference),
         cmocka_unit_test(test_relu_dropout_backward_fd),
         cmocka_unit_test(test_dropout_fraction_and_reference),
         cmocka_unit_test(test_dropout_offsets),

@@ -1,0 +1,69 @@
+/*
+ * The aggregator registry: every aggregator a backend can run, by name.
+ *
+ * A registry starts with the built-ins (sum, mean, gcn, max: the kernels of
+ * kernels/spmm.h, registered through the same definition structure as
+ * plug-ins, see kernels/gnn_aggr_plugin.h) and grows by loading plug-ins.
+ * Definitions returned here stay valid until the registry is freed, which
+ * also unloads its plug-ins.
+ *
+ * The built-ins' CPU entry points read the prepared graph of kernels/spmm.h
+ * (a const gnn_spmm_graph_t *) from call->host_private, which the backend
+ * sets on every call (kernels/backend.h); plug-ins never see it. The
+ * workspace of max holds the arg-max (n_dst x f int32); the others need
+ * none.
+ */
+#ifndef GNN_KERNELS_AGGR_H
+#define GNN_KERNELS_AGGR_H
+
+#include "kernels/gnn_aggr_plugin.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct gnn_aggr_registry gnn_aggr_registry_t;
+
+/* A registry holding the built-ins. 0, GNN_EINVAL (NULL out), GNN_ENOMEM. */
+int gnn_aggr_registry_create(gnn_aggr_registry_t **out);
+/* Free r and dlclose its plug-ins; NULL is a no-op. */
+void gnn_aggr_registry_free(gnn_aggr_registry_t *r);
+
+/*
+ * Load the plug-in at path (dlopen; a path without '/' is taken relative to
+ * the current directory, not searched for) and register its aggregators.
+ * All or nothing: on failure no aggregator of the file stays registered.
+ * Errors (GNN_EPLUGIN unless noted), each one line naming path:
+ *   cannot open (dlerror text), GNN_ENOENT when the file does not exist;
+ *   "missing symbol gnn_aggr_plugin_abi" / "gnn_aggr_plugin_register";
+ *   "ABI version X, this build needs Y";
+ *   "registration failed: <plug-in's reason>";
+ *   "aggregator NAME already registered (by ORIGIN)";
+ *   bad definition: invalid name, missing backward for a forward, no entry
+ *   point at all, wrong abi_version in the definition;
+ *   "registered no aggregator" for a file that adds none;
+ *   GNN_ENOMEM; GNN_EINVAL for a NULL registry or path.
+ * Loading the same file twice fails with the duplicate-name error.
+ */
+int gnn_aggr_registry_load(gnn_aggr_registry_t *r, const char *path);
+
+/*
+ * The aggregator called name. 0 with *out set, or GNN_EINVAL with the
+ * message "unknown aggregator "NAME" (registered: sum, mean, ...)".
+ */
+int gnn_aggr_registry_find(const gnn_aggr_registry_t *r, const char *name,
+                           const gnn_aggr_def_t **out);
+
+/* Number of registered aggregators and the i-th (registration order:
+ * built-ins first); NULL for i out of range. */
+int gnn_aggr_registry_count(const gnn_aggr_registry_t *r);
+const gnn_aggr_def_t *gnn_aggr_registry_at(const gnn_aggr_registry_t *r, int i);
+/* "built-in" or the path of the plug-in that registered def ("?" when def
+ * is not in r). */
+const char *gnn_aggr_registry_origin(const gnn_aggr_registry_t *r, const gnn_aggr_def_t *def);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

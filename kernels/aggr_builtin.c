@@ -1,0 +1,145 @@
+/*
+ * The built-in aggregators sum, mean, gcn and max as registry definitions.
+ *
+ * Each CPU entry point is a thin wrapper over gnn_spmm_forward /
+ * gnn_spmm_backward (kernels/spmm.h). They ignore call->graph and read the
+ * prepared graph (const gnn_spmm_graph_t *) from call->host_private, which
+ * the backend sets on every call: it carries the cached transpose and the
+ * scale factors the kernels need. max keeps its arg-max (n_dst x f int32)
+ * in the workspace between forward and backward; the others need none.
+ *
+ * A failure returns the negative GNN_E* code of the kernel with its
+ * recorded message left in place, and copies that message into call->msg.
+ * No CUDA entry points yet.
+ */
+#include "kernels/aggr_builtin.h"
+
+#include "graph/base/error.h"
+#include "kernels/spmm.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+/* Copy the recorded error message into call->msg (when it has room). */
+static void copy_message(const gnn_aggr_call_t *call)
+{
+    if (call->msg && call->msg_size > 0)
+        snprintf(call->msg, call->msg_size, "%s", gnn_error_message());
+}
+
+/* The prepared graph of call, or NULL with a recorded GNN_EINVAL. */
+static const gnn_spmm_graph_t *prepared_graph(const gnn_aggr_call_t *call, const char *what)
+{
+    if (!call) {
+        GNN_FAIL(GNN_EINVAL, "built-in aggregator %s: NULL call", what);
+        return NULL;
+    }
+    if (call->host_private) return call->host_private;
+    GNN_FAIL(GNN_EINVAL, "built-in aggregator %s: no prepared graph (call->host_private is NULL)",
+             what);
+    copy_message(call);
+    return NULL;
+}
+
+/*
+ * Point *argmax at the arg-max array of a max call: the workspace, checked
+ * for size. *argmax stays as it is when there is nothing to hold (no rows,
+ * or a width the kernel will refuse on its own).
+ */
+static int max_workspace(const gnn_aggr_call_t *call, const gnn_spmm_graph_t *g, int32_t **argmax)
+{
+    if (call->f < 1 || g->n_dst == 0) return 0;
+    if ((uint64_t)g->n_dst > SIZE_MAX / sizeof(int32_t) / (uint64_t)call->f) return 0;
+    size_t need = (size_t)g->n_dst * (size_t)call->f * sizeof(int32_t);
+    if (!call->workspace || call->workspace_size < need) {
+        int rc = GNN_FAIL(GNN_EINVAL, "built-in aggregator max: workspace of %zu bytes, needs %zu",
+                          call->workspace ? call->workspace_size : (size_t)0, need);
+        copy_message(call);
+        return rc;
+    }
+    *argmax = call->workspace;
+    return 0;
+}
+
+static int forward(const gnn_aggr_call_t *call, gnn_aggr_t aggr, const float *x, float *y)
+{
+    const gnn_spmm_graph_t *g = prepared_graph(call, gnn_aggr_name(aggr));
+    if (!g) return GNN_EINVAL;
+    /* max without rows (or with a width the kernel refuses) still needs a
+     * non-NULL arg-max pointer; the others take NULL. */
+    int32_t none = -1, *argmax = aggr == GNN_AGGR_MAX ? &none : NULL;
+    int rc = aggr == GNN_AGGR_MAX ? max_workspace(call, g, &argmax) : 0;
+    if (rc < 0) return rc;
+    rc = gnn_spmm_forward(g, aggr, call->f, x, y, argmax);
+    if (rc < 0) copy_message(call);
+    return rc;
+}
+
+static int backward(const gnn_aggr_call_t *call, gnn_aggr_t aggr, const float *dy, float *dx)
+{
+    const gnn_spmm_graph_t *g = prepared_graph(call, gnn_aggr_name(aggr));
+    if (!g) return GNN_EINVAL;
+    int32_t none = -1, *argmax = aggr == GNN_AGGR_MAX ? &none : NULL;
+    int rc = aggr == GNN_AGGR_MAX ? max_workspace(call, g, &argmax) : 0;
+    if (rc < 0) return rc;
+    rc = gnn_spmm_backward(g, aggr, call->f, dy, argmax, dx);
+    if (rc < 0) copy_message(call);
+    return rc;
+}
+
+#define BUILTIN_ENTRIES(lower, upper)                                                              \
+    static int lower##_forward(const gnn_aggr_call_t *call, const float *x, float *y)              \
+    {                                                                                              \
+        return forward(call, GNN_AGGR_##upper, x, y);                                              \
+    }                                                                                              \
+    static int lower##_backward(const gnn_aggr_call_t *call, const float *x, const float *y,       \
+                                const float *dy, float *dx)                                        \
+    {                                                                                              \
+        (void)x;                                                                                   \
+        (void)y;                                                                                   \
+        return backward(call, GNN_AGGR_##upper, dy, dx);                                           \
+    }
+BUILTIN_ENTRIES(sum, SUM)
+BUILTIN_ENTRIES(mean, MEAN)
+BUILTIN_ENTRIES(gcn, GCN)
+BUILTIN_ENTRIES(max, MAX)
+#undef BUILTIN_ENTRIES
+
+/* n_dst * f * sizeof(int32_t), SIZE_MAX when that does not fit (the
+ * allocation then fails instead of coming out short). */
+static size_t max_workspace_bytes(const gnn_aggr_graph_t *g, int64_t f, void *user)
+{
+    (void)user;
+    if (!g || g->n_dst <= 0 || f <= 0) return 0;
+    if ((uint64_t)g->n_dst > SIZE_MAX / sizeof(int32_t) / (uint64_t)f) return SIZE_MAX;
+    return (size_t)g->n_dst * (size_t)f * sizeof(int32_t);
+}
+
+static const gnn_aggr_def_t builtins[] = {
+    {GNN_AGGR_ABI_VERSION, "sum", "sum of the in-neighbours' rows, times the edge weights", NULL,
+     sum_forward, sum_backward, NULL, NULL, NULL},
+    {GNN_AGGR_ABI_VERSION, "mean", "mean of the in-neighbours' rows (weighted sum / in-degree)",
+     NULL, mean_forward, mean_backward, NULL, NULL, NULL},
+    {GNN_AGGR_ABI_VERSION, "gcn",
+     "GCN normalisation D^-1/2 (A+I) D^-1/2 with an implicit self loop (weights ignored)", NULL,
+     gcn_forward, gcn_backward, NULL, NULL, NULL},
+    {GNN_AGGR_ABI_VERSION, "max",
+     "element-wise maximum of the in-neighbours' rows (weights ignored)",
+     max_workspace_bytes, max_forward, max_backward, NULL, NULL, NULL},
+};
+
+int gnn__aggr_builtin_register(gnn_aggr_host_t *host)
+{
+    for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++) {
+        int rc = host->add(host, &builtins[i]);
+        if (rc != 0) return rc;
+    }
+    return 0;
+}
+
+int gnn__aggr_builtin_owns(const gnn_aggr_def_t *def)
+{
+    for (size_t i = 0; def && i < sizeof builtins / sizeof builtins[0]; i++)
+        if (def->cpu_forward == builtins[i].cpu_forward) return 1;
+    return 0;
+}

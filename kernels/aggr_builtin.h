@@ -1,0 +1,21 @@
+/*
+ * The built-in aggregators (sum, mean, gcn, max), internal to the registry.
+ *
+ * They are ordinary gnn_aggr_def_t entries over the kernels of
+ * kernels/spmm.h; gnn_aggr_registry_create registers them through the same
+ * host->add path as a plug-in, so they obey the same validation.
+ */
+#ifndef GNN_KERNELS_AGGR_BUILTIN_H
+#define GNN_KERNELS_AGGR_BUILTIN_H
+
+#include "kernels/gnn_aggr_plugin.h"
+
+/* Add the built-ins to host in the order sum, mean, gcn, max. Returns 0,
+ * or the first non-zero result of host->add. */
+int gnn__aggr_builtin_register(gnn_aggr_host_t *host);
+
+/* True when def (the registry's copy or the original) is a built-in: its
+ * failures are GNN_E codes with the message recorded. */
+int gnn__aggr_builtin_owns(const gnn_aggr_def_t *def);
+
+#endif

@@ -1,0 +1,377 @@
+/*
+ * Dispatch layer of the backend interface (kernels/backend.h): opening a
+ * backend by name, argument checks shared by every device, the prepared
+ * graph, and aggregation through the registry's definitions. The
+ * operations themselves are in the device tables (cpu/backend_cpu.c, and
+ * the CUDA table when built).
+ */
+#include "kernels/backend_impl.h"
+
+#include "kernels/aggr_builtin.h"
+
+#include "graph/base/alloc.h"
+#include "graph/base/error.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- Opening -------------------------------------------------------------- */
+
+/* Device number of "cuda" / "cuda:N" into *dev; 0 when name is not CUDA. */
+static int parse_cuda_name(const char *name, int *dev)
+{
+    if (!strcmp(name, "cuda")) {
+        *dev = 0;
+        return 1;
+    }
+    if (strncmp(name, "cuda:", 5) || !name[5]) return 0;
+    char *end;
+    long d = strtol(name + 5, &end, 10);
+    if (*end || d < 0 || d > 1023) return 0;
+    *dev = (int)d;
+    return 1;
+}
+
+static int open_cuda(gnn_backend_t *be, int dev)
+{
+#ifdef GNN_HAVE_CUDA_BACKEND
+    return gnn__backend_cuda_init(be, dev);
+#else
+    (void)be;
+    (void)dev;
+    return GNN_FAIL(GNN_ENODEV, "backend cuda: this build has no CUDA support (rebuild with "
+                                "the CUDA toolkit and -DGNN_CUDA=ON)");
+#endif
+}
+
+int gnn_backend_open(const char *name, gnn_backend_t **out)
+{
+    int rc = 0, dev = 0;
+    gnn_backend_t *be = NULL;
+    GNN_CHECK(out, GNN_EINVAL, "backend: NULL output");
+    *out = NULL;
+    GNN_CHECK(name, GNN_EINVAL, "backend: NULL name");
+    be = gnn_calloc(1, sizeof *be);
+    GNN_CHECK(be, GNN_ENOMEM, "backend");
+    if (!strcmp(name, "cpu")) {
+        GNN_TRY(gnn__backend_cpu_init(be));
+    } else if (parse_cuda_name(name, &dev)) {
+        GNN_TRY(open_cuda(be, dev));
+    } else if (!strcmp(name, "auto")) {
+#ifdef GNN_HAVE_CUDA_BACKEND
+        if (gnn__backend_cuda_init(be, 0) < 0) {
+            memset(be, 0, sizeof *be);
+            GNN_TRY(gnn__backend_cpu_init(be));
+        }
+#else
+        GNN_TRY(gnn__backend_cpu_init(be));
+#endif
+    } else {
+        rc = GNN_FAIL(GNN_EINVAL, "unknown device \"%s\" (expected cpu, cuda, cuda:N or auto)",
+                      name);
+        goto fail;
+    }
+    *out = be;
+    return 0;
+fail:
+    gnn_free(be);
+    return rc;
+}
+
+void gnn_backend_close(gnn_backend_t *be)
+{
+    if (!be) return;
+    if (be->ops && be->ops->close) be->ops->close(be);
+    gnn_free(be);
+}
+
+gnn_backend_kind_t gnn_backend_kind(const gnn_backend_t *be)
+{
+    return be->kind;
+}
+
+const char *gnn_backend_describe(const gnn_backend_t *be)
+{
+    return be ? be->desc : "(none)";
+}
+
+/* ---- Memory --------------------------------------------------------------- */
+
+#define NEED(cond, fn)                                                                        \
+    do {                                                                                      \
+        if (!(cond)) return GNN_FAIL(GNN_EINVAL, "%s: NULL argument", fn);                    \
+    } while (0)
+
+int gnn_be_alloc(gnn_backend_t *be, size_t bytes, void **out)
+{
+    NEED(be && out, "gnn_be_alloc");
+    *out = NULL;
+    return be->ops->alloc(be, bytes, out);
+}
+
+void gnn_be_free(gnn_backend_t *be, void *p)
+{
+    if (be && p) be->ops->free(be, p);
+}
+
+int gnn_be_upload(gnn_backend_t *be, void *dst, const void *src, size_t bytes)
+{
+    if (!bytes) return 0;
+    NEED(be && dst && src, "gnn_be_upload");
+    return be->ops->upload(be, dst, src, bytes);
+}
+
+int gnn_be_download(gnn_backend_t *be, void *dst, const void *src, size_t bytes)
+{
+    if (!bytes) return be ? be->ops->sync(be) : 0;
+    NEED(be && dst && src, "gnn_be_download");
+    return be->ops->download(be, dst, src, bytes);
+}
+
+int gnn_be_copy(gnn_backend_t *be, void *dst, const void *src, size_t bytes)
+{
+    if (!bytes) return 0;
+    NEED(be && dst && src, "gnn_be_copy");
+    return be->ops->copy(be, dst, src, bytes);
+}
+
+int gnn_be_zero(gnn_backend_t *be, void *dst, size_t bytes)
+{
+    if (!bytes) return 0;
+    NEED(be && dst, "gnn_be_zero");
+    return be->ops->zero(be, dst, bytes);
+}
+
+int gnn_be_sync(gnn_backend_t *be)
+{
+    NEED(be, "gnn_be_sync");
+    return be->ops->sync(be);
+}
+
+/* ---- Dense ---------------------------------------------------------------- */
+
+int gnn_be_gemm(gnn_backend_t *be, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+                float alpha, const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+                float *c, int64_t ldc)
+{
+    NEED(be, "gnn_be_gemm");
+    return be->ops->gemm(be, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+int gnn_be_bias_add(gnn_backend_t *be, int64_t rows, int64_t cols, float *y, const float *bias)
+{
+    NEED(be, "gnn_be_bias_add");
+    return be->ops->bias_add(be, rows, cols, y, bias);
+}
+
+int gnn_be_bias_grad(gnn_backend_t *be, int64_t rows, int64_t cols, const float *dy, float *dbias)
+{
+    NEED(be, "gnn_be_bias_grad");
+    return be->ops->bias_grad(be, rows, cols, dy, dbias);
+}
+
+int gnn_be_relu(gnn_backend_t *be, int64_t n, const float *x, float *y)
+{
+    NEED(be, "gnn_be_relu");
+    return be->ops->relu(be, n, x, y);
+}
+
+int gnn_be_relu_backward(gnn_backend_t *be, int64_t n, const float *xy, const float *dy, float *dx)
+{
+    NEED(be, "gnn_be_relu_backward");
+    return be->ops->relu_backward(be, n, xy, dy, dx);
+}
+
+int gnn_be_dropout(gnn_backend_t *be, int64_t n, float p, uint64_t seed, uint64_t offset,
+                   const float *x, float *y)
+{
+    NEED(be, "gnn_be_dropout");
+    return be->ops->dropout(be, n, p, seed, offset, x, y);
+}
+
+int gnn_be_dropout_backward(gnn_backend_t *be, int64_t n, float p, uint64_t seed, uint64_t offset,
+                            const float *dy, float *dx)
+{
+    NEED(be, "gnn_be_dropout_backward");
+    return be->ops->dropout_backward(be, n, p, seed, offset, dy, dx);
+}
+
+int gnn_be_axpby(gnn_backend_t *be, int64_t n, float alpha, const float *x, float beta, float *y)
+{
+    NEED(be, "gnn_be_axpby");
+    return be->ops->axpby(be, n, alpha, x, beta, y);
+}
+
+int gnn_be_gather_rows(gnn_backend_t *be, int64_t n, int64_t f, const float *src, int64_t src_rows,
+                       const int64_t *idx, float *dst)
+{
+    NEED(be, "gnn_be_gather_rows");
+    return be->ops->gather_rows(be, n, f, src, src_rows, idx, dst);
+}
+
+int gnn_be_softmax_xent(gnn_backend_t *be, int64_t rows, int64_t classes, const float *logits,
+                        const int64_t *labels, const int64_t *idx, int64_t nidx, double *loss,
+                        float *dlogits)
+{
+    NEED(be && loss, "gnn_be_softmax_xent");
+    return be->ops->softmax_xent(be, rows, classes, logits, labels, idx, nidx, loss, dlogits);
+}
+
+int gnn_be_adam(gnn_backend_t *be, int64_t n, float *w, const float *g, float *m, float *v,
+                const gnn_adam_opts_t *o, int64_t step)
+{
+    NEED(be && o, "gnn_be_adam");
+    return be->ops->adam(be, n, w, g, m, v, o, step);
+}
+
+int gnn_be_count_correct(gnn_backend_t *be, int64_t rows, int64_t classes, const float *logits,
+                         const int64_t *labels, const int64_t *idx, int64_t nidx, int64_t *correct)
+{
+    NEED(be && correct, "gnn_be_count_correct");
+    return be->ops->count_correct(be, rows, classes, logits, labels, idx, nidx, correct);
+}
+
+int gnn_be_argmax_rows(gnn_backend_t *be, int64_t rows, int64_t classes, const float *x,
+                       int64_t *out)
+{
+    NEED(be, "gnn_be_argmax_rows");
+    return be->ops->argmax_rows(be, rows, classes, x, out);
+}
+
+/* ---- Graphs --------------------------------------------------------------- */
+
+void gnn_be_graph_free(gnn_bgraph_t *g)
+{
+    if (!g) return;
+    if (g->be && g->be->ops->graph_release) g->be->ops->graph_release(g->be, g);
+    gnn_spmm_graph_free(g->sg);
+    gnn_free(g);
+}
+
+int gnn_be_graph_create(gnn_backend_t *be, const gnn_csr_t *csr, gnn_bgraph_t **out)
+{
+    int rc = 0;
+    gnn_bgraph_t *g = NULL;
+    GNN_CHECK(out, GNN_EINVAL, "gnn_be_graph_create: NULL output");
+    *out = NULL;
+    GNN_CHECK(be && csr, GNN_EINVAL, "gnn_be_graph_create: NULL argument");
+    g = gnn_calloc(1, sizeof *g);
+    GNN_CHECK(g, GNN_ENOMEM, "prepared graph");
+    GNN_TRY(gnn_spmm_graph_create(csr, &g->sg));
+    const gnn_spmm_graph_t *sg = g->sg;
+    g->host = (gnn_aggr_graph_t){
+        .n_dst = sg->n_dst,
+        .n_src = sg->n_src,
+        .nnz = sg->nnz,
+        .indptr = csr->indptr,
+        .indices = csr->indices,
+        .weights = csr->weights,
+        .t_indptr = sg->t.indptr,
+        .t_indices = sg->t.indices,
+        .t_weights = sg->t.weights,
+    };
+    GNN_TRY(be->ops->graph_prepare(be, g));
+    g->be = be;
+    *out = g;
+    return 0;
+fail:
+    gnn_be_graph_free(g);
+    return rc;
+}
+
+int64_t gnn_bgraph_n_dst(const gnn_bgraph_t *g)
+{
+    return g->host.n_dst;
+}
+
+int64_t gnn_bgraph_n_src(const gnn_bgraph_t *g)
+{
+    return g->host.n_src;
+}
+
+int64_t gnn_bgraph_nnz(const gnn_bgraph_t *g)
+{
+    return g->host.nnz;
+}
+
+/* ---- Aggregation ---------------------------------------------------------- */
+
+int gnn_be_aggr_workspace(gnn_backend_t *be, const gnn_bgraph_t *g, const gnn_aggr_def_t *def,
+                          int64_t f, size_t *bytes)
+{
+    NEED(be && g && def && bytes, "gnn_be_aggr_workspace");
+    if (f < 1) return GNN_FAIL(GNN_EINVAL, "aggregator %s: bad feature width %" PRId64, def->name, f);
+    *bytes = def->workspace_bytes ? def->workspace_bytes(&g->host, f, def->user) : 0;
+    return 0;
+}
+
+/* Run def forward (dy == NULL) or backward on g. */
+static int aggr_run(gnn_backend_t *be, const gnn_bgraph_t *g, const gnn_aggr_def_t *def,
+                    int64_t f, const float *x, float *y, const float *dy, float *dx, void *ws,
+                    size_t ws_bytes, int backward)
+{
+    const char *dir = backward ? "backward" : "forward";
+    NEED(be && g && def, "gnn_be_aggr");
+    if (g->be != be)
+        return GNN_FAIL(GNN_EINVAL, "aggregator %s %s: graph prepared on another backend",
+                        def->name, dir);
+    if (f < 1)
+        return GNN_FAIL(GNN_EINVAL, "aggregator %s %s: bad feature width %" PRId64, def->name,
+                        dir, f);
+    size_t need = def->workspace_bytes ? def->workspace_bytes(&g->host, f, def->user) : 0;
+    if (need > 0 && (!ws || ws_bytes < need))
+        return GNN_FAIL(GNN_EINVAL, "aggregator %s %s: workspace of %zu bytes, needs %zu",
+                        def->name, dir, ws ? ws_bytes : 0, need);
+    char msg[256] = "";
+    gnn_aggr_call_t call = {
+        .graph = &g->dev,
+        .f = f,
+        .workspace = need ? ws : NULL,
+        .workspace_size = need ? ws_bytes : 0,
+        .user = def->user,
+        .msg = msg,
+        .msg_size = sizeof msg,
+        .host_private = g->sg,
+    };
+    be->ops->aggr_call(be, g, &call);
+    int rc;
+    if (backward) {
+        gnn_aggr_backward_fn fn = be->ops->aggr_backward(def);
+        if (!fn)
+            return GNN_FAIL(GNN_EUNSUPPORTED, "aggregator %s has no %s backward", def->name,
+                            be->kind == GNN_BACKEND_CUDA ? "CUDA" : "CPU");
+        if (!x || !y || !dy || !dx)
+            return GNN_FAIL(GNN_EINVAL, "aggregator %s backward: NULL argument", def->name);
+        rc = fn(&call, x, y, dy, dx);
+    } else {
+        gnn_aggr_forward_fn fn = be->ops->aggr_forward(def);
+        if (!fn)
+            return GNN_FAIL(GNN_EUNSUPPORTED, "aggregator %s has no %s forward", def->name,
+                            be->kind == GNN_BACKEND_CUDA ? "CUDA" : "CPU");
+        if (!x || !y) return GNN_FAIL(GNN_EINVAL, "aggregator %s forward: NULL argument", def->name);
+        rc = fn(&call, x, y);
+    }
+    if (rc == 0) return 0;
+    /* The built-ins fail with a GNN_E code and the message recorded; any
+     * value from a plug-in is its own and becomes GNN_EPLUGIN. */
+    if (gnn__aggr_builtin_owns(def) && rc < 0 && gnn_error_code() == rc) return rc;
+    msg[sizeof msg - 1] = '\0';
+    if (msg[0]) return GNN_FAIL(GNN_EPLUGIN, "aggregator %s %s: %s", def->name, dir, msg);
+    return GNN_FAIL(GNN_EPLUGIN, "aggregator %s %s failed (code %d) without a message",
+                    def->name, dir, rc);
+}
+
+int gnn_be_aggr_forward(gnn_backend_t *be, const gnn_bgraph_t *g, const gnn_aggr_def_t *def,
+                        int64_t f, const float *x, float *y, void *ws, size_t ws_bytes)
+{
+    return aggr_run(be, g, def, f, x, y, NULL, NULL, ws, ws_bytes, 0);
+}
+
+int gnn_be_aggr_backward(gnn_backend_t *be, const gnn_bgraph_t *g, const gnn_aggr_def_t *def,
+                         int64_t f, const float *x, const float *y, const float *dy, float *dx,
+                         void *ws, size_t ws_bytes)
+{
+    return aggr_run(be, g, def, f, x, (float *)y, dy, dx, ws, ws_bytes, 1);
+}

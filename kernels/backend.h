@@ -1,0 +1,142 @@
+/*
+ * The compute backend: the only interface the trainer uses to run a model.
+ *
+ * A backend owns a device (the CPU, or one CUDA GPU) and runs every
+ * operation of a GNN layer on buffers that live there: dense row-major
+ * float32 matrices, int64 index and label arrays, and graphs prepared once
+ * for aggregation. Buffers come from gnn_be_alloc and move to and from host
+ * memory only through gnn_be_upload / gnn_be_download, so the same model
+ * code runs on either device. Nothing here reads files or talks MPI.
+ *
+ * Semantics of each operation are those of the CPU kernels it is named
+ * after (kernels/dense.h, kernels/spmm.h); every pointer argument below
+ * except those marked "host" is a backend buffer. Operations are queued in
+ * order on the backend (on CUDA: one stream); a download, a call that
+ * returns a host value (loss, correct count) and gnn_be_sync wait for the
+ * work before them. Every function returns 0 or a negative GNN_E* code
+ * with a recorded message.
+ *
+ * Aggregation goes through the aggregator registry (kernels/aggr.h): the
+ * built-ins and plug-ins run alike, with the CPU or CUDA entry points of
+ * the definition according to the backend.
+ */
+#ifndef GNN_KERNELS_BACKEND_H
+#define GNN_KERNELS_BACKEND_H
+
+#include "graph/csr.h"
+#include "kernels/aggr.h"
+#include "kernels/dense.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { GNN_BACKEND_CPU = 0, GNN_BACKEND_CUDA = 1 } gnn_backend_kind_t;
+
+typedef struct gnn_backend gnn_backend_t;
+/* A graph prepared on a backend (degrees, transpose, scale factors). */
+typedef struct gnn_bgraph gnn_bgraph_t;
+
+/*
+ * Open the backend called name: "cpu", "cuda" (device 0), "cuda:N", or
+ * "auto" (CUDA when a device is present and this build has CUDA, else
+ * CPU). Errors: GNN_EINVAL for an unknown name (message lists the valid
+ * ones), GNN_ENODEV for "cuda" without a usable device or in a build without
+ * CUDA (message says which), GNN_ENOMEM.
+ */
+int gnn_backend_open(const char *name, gnn_backend_t **out);
+/* Release the backend; buffers and graphs must have been freed. NULL ok. */
+void gnn_backend_close(gnn_backend_t *be);
+gnn_backend_kind_t gnn_backend_kind(const gnn_backend_t *be);
+/* "cpu (T OpenMP threads)" or "cuda:N (device name, memory)". */
+const char *gnn_backend_describe(const gnn_backend_t *be);
+
+/* ---- Memory --------------------------------------------------------------- */
+
+/* A buffer of bytes (64-byte aligned; bytes == 0 gives a valid unique
+ * pointer). GNN_ENOMEM (or GNN_ECUDA) on failure, *out = NULL. */
+int gnn_be_alloc(gnn_backend_t *be, size_t bytes, void **out);
+/* Free a buffer from gnn_be_alloc; NULL is a no-op. */
+void gnn_be_free(gnn_backend_t *be, void *p);
+/* dst (backend) <- src (host). */
+int gnn_be_upload(gnn_backend_t *be, void *dst, const void *src_host, size_t bytes);
+/* dst (host) <- src (backend); waits for queued work. */
+int gnn_be_download(gnn_backend_t *be, void *dst_host, const void *src, size_t bytes);
+/* dst <- src, both backend buffers (non-overlapping). */
+int gnn_be_copy(gnn_backend_t *be, void *dst, const void *src, size_t bytes);
+/* Set bytes of dst to zero. */
+int gnn_be_zero(gnn_backend_t *be, void *dst, size_t bytes);
+/* Wait for all queued work. */
+int gnn_be_sync(gnn_backend_t *be);
+
+/* ---- Dense ---------------------------------------------------------------- */
+
+int gnn_be_gemm(gnn_backend_t *be, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+                float alpha, const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+                float *c, int64_t ldc);
+int gnn_be_bias_add(gnn_backend_t *be, int64_t rows, int64_t cols, float *y, const float *bias);
+int gnn_be_bias_grad(gnn_backend_t *be, int64_t rows, int64_t cols, const float *dy, float *dbias);
+int gnn_be_relu(gnn_backend_t *be, int64_t n, const float *x, float *y);
+int gnn_be_relu_backward(gnn_backend_t *be, int64_t n, const float *xy, const float *dy, float *dx);
+int gnn_be_dropout(gnn_backend_t *be, int64_t n, float p, uint64_t seed, uint64_t offset,
+                   const float *x, float *y);
+int gnn_be_dropout_backward(gnn_backend_t *be, int64_t n, float p, uint64_t seed, uint64_t offset,
+                            const float *dy, float *dx);
+/* y[i] = alpha * x[i] + beta * y[i] (beta == 0: y not read). */
+int gnn_be_axpby(gnn_backend_t *be, int64_t n, float alpha, const float *x, float beta, float *y);
+/* dst[i][:] = src[idx[i]][:] for i < n, rows of width f; idx (backend,
+ * int64) entries must lie in [0, src_rows) (GNN_EINVAL otherwise, naming
+ * the first bad entry). */
+int gnn_be_gather_rows(gnn_backend_t *be, int64_t n, int64_t f, const float *src, int64_t src_rows,
+                       const int64_t *idx, float *dst);
+/* labels, idx: backend int64 arrays; *loss (host) as gnn_softmax_xent. */
+int gnn_be_softmax_xent(gnn_backend_t *be, int64_t rows, int64_t classes, const float *logits,
+                        const int64_t *labels, const int64_t *idx, int64_t nidx, double *loss,
+                        float *dlogits);
+int gnn_be_adam(gnn_backend_t *be, int64_t n, float *w, const float *g, float *m, float *v,
+                const gnn_adam_opts_t *o, int64_t step);
+/* *correct (host) as gnn_count_correct. */
+int gnn_be_count_correct(gnn_backend_t *be, int64_t rows, int64_t classes, const float *logits,
+                         const int64_t *labels, const int64_t *idx, int64_t nidx, int64_t *correct);
+/* out (backend int64, rows entries) as gnn_argmax_rows. */
+int gnn_be_argmax_rows(gnn_backend_t *be, int64_t rows, int64_t classes, const float *x,
+                       int64_t *out);
+
+/* ---- Graphs and aggregation ---------------------------------------------- */
+
+/*
+ * Prepare the in-edge CSR csr (host memory) for aggregation on be. The CPU
+ * backend borrows csr (it must outlive the graph, unchanged); CUDA copies
+ * it. Errors as gnn_spmm_graph_create.
+ */
+int gnn_be_graph_create(gnn_backend_t *be, const gnn_csr_t *csr, gnn_bgraph_t **out);
+void gnn_be_graph_free(gnn_bgraph_t *g);
+/* Shape of a prepared graph. */
+int64_t gnn_bgraph_n_dst(const gnn_bgraph_t *g);
+int64_t gnn_bgraph_n_src(const gnn_bgraph_t *g);
+int64_t gnn_bgraph_nnz(const gnn_bgraph_t *g);
+
+/* Workspace bytes of def on g at width f (0 when it needs none). */
+int gnn_be_aggr_workspace(gnn_backend_t *be, const gnn_bgraph_t *g, const gnn_aggr_def_t *def,
+                          int64_t f, size_t *bytes);
+/*
+ * y = def(x) on g (x: n_src x f, y: n_dst x f), and its backward dx from
+ * dy with the x, y and workspace of the forward. ws is a backend buffer of
+ * at least gnn_be_aggr_workspace bytes (NULL when 0). GNN_EUNSUPPORTED when
+ * def has no entry point for this backend; GNN_EPLUGIN when a plug-in entry
+ * point fails (message: "aggregator NAME forward: <its message>").
+ */
+int gnn_be_aggr_forward(gnn_backend_t *be, const gnn_bgraph_t *g, const gnn_aggr_def_t *def,
+                        int64_t f, const float *x, float *y, void *ws, size_t ws_bytes);
+int gnn_be_aggr_backward(gnn_backend_t *be, const gnn_bgraph_t *g, const gnn_aggr_def_t *def,
+                         int64_t f, const float *x, const float *y, const float *dy, float *dx,
+                         void *ws, size_t ws_bytes);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,79 @@
+/*
+ * Inside of the backend interface (kernels/backend.h): the operation table
+ * each device implements, and the structures the dispatch layer shares
+ * with the implementations. Only backend implementations include this.
+ */
+#ifndef GNN_KERNELS_BACKEND_IMPL_H
+#define GNN_KERNELS_BACKEND_IMPL_H
+
+#include "kernels/backend.h"
+#include "kernels/spmm.h"
+
+typedef struct {
+    int (*alloc)(gnn_backend_t *be, size_t bytes, void **out);
+    void (*free)(gnn_backend_t *be, void *p);
+    int (*upload)(gnn_backend_t *be, void *dst, const void *src, size_t bytes);
+    int (*download)(gnn_backend_t *be, void *dst, const void *src, size_t bytes);
+    int (*copy)(gnn_backend_t *be, void *dst, const void *src, size_t bytes);
+    int (*zero)(gnn_backend_t *be, void *dst, size_t bytes);
+    int (*sync)(gnn_backend_t *be);
+    int (*gemm)(gnn_backend_t *be, int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha,
+                const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
+                int64_t ldc);
+    int (*bias_add)(gnn_backend_t *be, int64_t rows, int64_t cols, float *y, const float *bias);
+    int (*bias_grad)(gnn_backend_t *be, int64_t rows, int64_t cols, const float *dy,
+                     float *dbias);
+    int (*relu)(gnn_backend_t *be, int64_t n, const float *x, float *y);
+    int (*relu_backward)(gnn_backend_t *be, int64_t n, const float *xy, const float *dy,
+                         float *dx);
+    int (*dropout)(gnn_backend_t *be, int64_t n, float p, uint64_t seed, uint64_t offset,
+                   const float *x, float *y);
+    int (*dropout_backward)(gnn_backend_t *be, int64_t n, float p, uint64_t seed,
+                            uint64_t offset, const float *dy, float *dx);
+    int (*axpby)(gnn_backend_t *be, int64_t n, float alpha, const float *x, float beta, float *y);
+    int (*gather_rows)(gnn_backend_t *be, int64_t n, int64_t f, const float *src,
+                       int64_t src_rows, const int64_t *idx, float *dst);
+    int (*softmax_xent)(gnn_backend_t *be, int64_t rows, int64_t classes, const float *logits,
+                        const int64_t *labels, const int64_t *idx, int64_t nidx, double *loss,
+                        float *dlogits);
+    int (*adam)(gnn_backend_t *be, int64_t n, float *w, const float *g, float *m, float *v,
+                const gnn_adam_opts_t *o, int64_t step);
+    int (*count_correct)(gnn_backend_t *be, int64_t rows, int64_t classes, const float *logits,
+                         const int64_t *labels, const int64_t *idx, int64_t nidx,
+                         int64_t *correct);
+    int (*argmax_rows)(gnn_backend_t *be, int64_t rows, int64_t classes, const float *x,
+                       int64_t *out);
+    /* Fill g->dev (device arrays) and g->impl; g->host is set already. */
+    int (*graph_prepare)(gnn_backend_t *be, gnn_bgraph_t *g);
+    void (*graph_release)(gnn_backend_t *be, gnn_bgraph_t *g);
+    /* The device's entry points of def (NULL when it has none). */
+    gnn_aggr_forward_fn (*aggr_forward)(const gnn_aggr_def_t *def);
+    gnn_aggr_backward_fn (*aggr_backward)(const gnn_aggr_def_t *def);
+    /* Fill the device-specific fields of a call (stream). */
+    void (*aggr_call)(gnn_backend_t *be, const gnn_bgraph_t *g, gnn_aggr_call_t *call);
+    void (*close)(gnn_backend_t *be);
+} gnn_backend_ops_t;
+
+struct gnn_backend {
+    const gnn_backend_ops_t *ops;
+    gnn_backend_kind_t kind;
+    char desc[160];
+    void *impl;
+};
+
+struct gnn_bgraph {
+    gnn_backend_t *be;
+    gnn_spmm_graph_t *sg;  /* host preparation: transpose, scale factors */
+    gnn_aggr_graph_t host; /* view of sg on the host */
+    gnn_aggr_graph_t dev;  /* the same arrays on the device */
+    void *impl;
+};
+
+/* Open the CPU backend into be (ops, kind, desc). */
+int gnn__backend_cpu_init(gnn_backend_t *be);
+#ifdef GNN_HAVE_CUDA_BACKEND
+/* Open CUDA device dev into be; GNN_ENODEV when there is none. */
+int gnn__backend_cuda_init(gnn_backend_t *be, int dev);
+#endif
+
+#endif

@@ -1,0 +1,205 @@
+/*
+ * CPU backend: buffers are host memory (64-byte aligned, so rows of the
+ * dense matrices start on cache lines), every operation is the OpenMP /
+ * OpenBLAS kernel of kernels/dense.h, and aggregation runs the definitions'
+ * CPU entry points on the host view of the prepared graph. Nothing is
+ * queued: every call has finished when it returns.
+ */
+#include "kernels/backend_impl.h"
+
+#include "graph/base/alloc.h"
+#include "graph/base/error.h"
+
+#include <omp.h>
+#include <stdio.h>
+#include <string.h>
+
+#define ALIGN 64
+
+static int cpu_alloc(gnn_backend_t *be, size_t bytes, void **out)
+{
+    (void)be;
+    *out = gnn_aligned_alloc(ALIGN, bytes);
+    return *out ? 0 : GNN_ENOMEM;
+}
+
+static void cpu_free(gnn_backend_t *be, void *p)
+{
+    (void)be;
+    gnn_free(p);
+}
+
+static int cpu_copy(gnn_backend_t *be, void *dst, const void *src, size_t bytes)
+{
+    (void)be;
+    memcpy(dst, src, bytes);
+    return 0;
+}
+
+static int cpu_zero(gnn_backend_t *be, void *dst, size_t bytes)
+{
+    (void)be;
+    memset(dst, 0, bytes);
+    return 0;
+}
+
+static int cpu_sync(gnn_backend_t *be)
+{
+    (void)be;
+    return 0;
+}
+
+static int cpu_gemm(gnn_backend_t *be, int ta, int tb, int64_t m, int64_t n, int64_t k,
+                    float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
+                    float beta, float *c, int64_t ldc)
+{
+    (void)be;
+    return gnn_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+static int cpu_bias_add(gnn_backend_t *be, int64_t rows, int64_t cols, float *y,
+                        const float *bias)
+{
+    (void)be;
+    return gnn_bias_add(rows, cols, y, bias);
+}
+
+static int cpu_bias_grad(gnn_backend_t *be, int64_t rows, int64_t cols, const float *dy,
+                         float *dbias)
+{
+    (void)be;
+    return gnn_bias_grad(rows, cols, dy, dbias);
+}
+
+static int cpu_relu(gnn_backend_t *be, int64_t n, const float *x, float *y)
+{
+    (void)be;
+    return gnn_relu(n, x, y);
+}
+
+static int cpu_relu_backward(gnn_backend_t *be, int64_t n, const float *xy, const float *dy,
+                             float *dx)
+{
+    (void)be;
+    return gnn_relu_backward(n, xy, dy, dx);
+}
+
+static int cpu_dropout(gnn_backend_t *be, int64_t n, float p, uint64_t seed, uint64_t offset,
+                       const float *x, float *y)
+{
+    (void)be;
+    return gnn_dropout(n, p, seed, offset, x, y);
+}
+
+static int cpu_dropout_backward(gnn_backend_t *be, int64_t n, float p, uint64_t seed,
+                                uint64_t offset, const float *dy, float *dx)
+{
+    (void)be;
+    return gnn_dropout_backward(n, p, seed, offset, dy, dx);
+}
+
+static int cpu_axpby(gnn_backend_t *be, int64_t n, float alpha, const float *x, float beta,
+                     float *y)
+{
+    (void)be;
+    return gnn_axpby(n, alpha, x, beta, y);
+}
+
+static int cpu_gather_rows(gnn_backend_t *be, int64_t n, int64_t f, const float *src,
+                           int64_t src_rows, const int64_t *idx, float *dst)
+{
+    (void)be;
+    return gnn_gather_rows(n, f, src, src_rows, idx, dst);
+}
+
+static int cpu_softmax_xent(gnn_backend_t *be, int64_t rows, int64_t classes, const float *logits,
+                            const int64_t *labels, const int64_t *idx, int64_t nidx, double *loss,
+                            float *dlogits)
+{
+    (void)be;
+    return gnn_softmax_xent(rows, classes, logits, labels, idx, nidx, loss, dlogits);
+}
+
+static int cpu_adam(gnn_backend_t *be, int64_t n, float *w, const float *g, float *m, float *v,
+                    const gnn_adam_opts_t *o, int64_t step)
+{
+    (void)be;
+    return gnn_adam(n, w, g, m, v, o, step);
+}
+
+static int cpu_count_correct(gnn_backend_t *be, int64_t rows, int64_t classes,
+                             const float *logits, const int64_t *labels, const int64_t *idx,
+                             int64_t nidx, int64_t *correct)
+{
+    (void)be;
+    return gnn_count_correct(rows, classes, logits, labels, idx, nidx, correct);
+}
+
+static int cpu_argmax_rows(gnn_backend_t *be, int64_t rows, int64_t classes, const float *x,
+                           int64_t *out)
+{
+    (void)be;
+    return gnn_argmax_rows(rows, classes, x, out);
+}
+
+/* The device view is the host view: nothing to copy. */
+static int cpu_graph_prepare(gnn_backend_t *be, gnn_bgraph_t *g)
+{
+    (void)be;
+    g->dev = g->host;
+    return 0;
+}
+
+static gnn_aggr_forward_fn cpu_aggr_forward(const gnn_aggr_def_t *def)
+{
+    return def->cpu_forward;
+}
+
+static gnn_aggr_backward_fn cpu_aggr_backward(const gnn_aggr_def_t *def)
+{
+    return def->cpu_backward;
+}
+
+static void cpu_aggr_call(gnn_backend_t *be, const gnn_bgraph_t *g, gnn_aggr_call_t *call)
+{
+    (void)be;
+    (void)g;
+    call->stream = NULL;
+}
+
+static const gnn_backend_ops_t cpu_ops = {
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .upload = cpu_copy,
+    .download = cpu_copy,
+    .copy = cpu_copy,
+    .zero = cpu_zero,
+    .sync = cpu_sync,
+    .gemm = cpu_gemm,
+    .bias_add = cpu_bias_add,
+    .bias_grad = cpu_bias_grad,
+    .relu = cpu_relu,
+    .relu_backward = cpu_relu_backward,
+    .dropout = cpu_dropout,
+    .dropout_backward = cpu_dropout_backward,
+    .axpby = cpu_axpby,
+    .gather_rows = cpu_gather_rows,
+    .softmax_xent = cpu_softmax_xent,
+    .adam = cpu_adam,
+    .count_correct = cpu_count_correct,
+    .argmax_rows = cpu_argmax_rows,
+    .graph_prepare = cpu_graph_prepare,
+    .graph_release = NULL,
+    .aggr_forward = cpu_aggr_forward,
+    .aggr_backward = cpu_aggr_backward,
+    .aggr_call = cpu_aggr_call,
+    .close = NULL,
+};
+
+int gnn__backend_cpu_init(gnn_backend_t *be)
+{
+    be->ops = &cpu_ops;
+    be->kind = GNN_BACKEND_CPU;
+    snprintf(be->desc, sizeof be->desc, "cpu (%d OpenMP threads)", omp_get_max_threads());
+    return 0;
+}

@@ -1,0 +1,495 @@
+/*
+ * Tests of the backend interface (kernels/backend.h) on the CPU backend.
+ *
+ * Opening by name and its errors; buffers (alignment, upload, download,
+ * copy, zero); every dense operation through the backend gives the same
+ * bits as the kernel it dispatches to; aggregation with each built-in of
+ * the registry gives the same bits as kernels/spmm.h, forward and backward;
+ * the aggregation errors a user can meet (workspace too small, a graph of
+ * another backend, a definition without CPU entry points, a failing
+ * plug-in entry point with and without a message); allocation failures
+ * while preparing a graph. GNN_TEST_SEED replays a seed.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "graph/base/alloc.h"
+#include "graph/base/error.h"
+#include "kernels/aggr.h"
+#include "kernels/backend.h"
+#include "kernels/spmm.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static uint64_t g_seed;
+
+static uint64_t rng_next(uint64_t *s) /* splitmix64 */
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static float rng_float(uint64_t *s)
+{
+    return (float)(rng_next(s) >> 40) * 0x1p-23f - 1.0f;
+}
+
+static float *rand_floats(uint64_t *s, int64_t n)
+{
+    float *a = malloc((size_t)(n > 0 ? n : 1) * sizeof *a);
+    assert_non_null(a);
+    for (int64_t i = 0; i < n; i++) a[i] = rng_float(s);
+    return a;
+}
+
+static void expect_error(int rc, int code, const char *want)
+{
+    assert_int_equal(rc, code);
+    if (!strstr(gnn_error_message(), want))
+        fail_msg("message \"%s\" lacks \"%s\"", gnn_error_message(), want);
+}
+
+static void expect_same(const void *a, const void *b, size_t bytes, const char *what)
+{
+    if (memcmp(a, b, bytes)) fail_msg("%s: backend result differs from the kernel (seed %" PRIu64 ")", what, g_seed);
+}
+
+/* A backend buffer holding a copy of host data. */
+static void *up(gnn_backend_t *be, const void *host, size_t bytes)
+{
+    void *d = NULL;
+    assert_int_equal(gnn_be_alloc(be, bytes, &d), 0);
+    assert_int_equal(gnn_be_upload(be, d, host, bytes), 0);
+    return d;
+}
+
+/* Random in-edge CSR: n_dst x n_src, m entries, rows v % 4 == 1 empty, row
+ * 2 a hub with about a third of the entries. */
+static void make_graph(uint64_t *s, gnn_vid_t n_dst, gnn_vid_t n_src, gnn_eid_t m, gnn_csr_t *a)
+{
+    gnn_vid_t *src = malloc((size_t)m * sizeof *src), *dst = malloc((size_t)m * sizeof *dst);
+    float *w = malloc((size_t)m * sizeof *w);
+    assert_true(src && dst && w);
+    for (gnn_eid_t i = 0; i < m; i++) {
+        gnn_vid_t v;
+        if (rng_next(s) % 3 == 0)
+            v = 2;
+        else
+            do v = (gnn_vid_t)(rng_next(s) % (uint64_t)n_dst);
+            while (v % 4 == 1);
+        dst[i] = v;
+        src[i] = (gnn_vid_t)(rng_next(s) % (uint64_t)n_src);
+        w[i] = rng_float(s);
+    }
+    /* Build as a square graph over max(n_dst, n_src) nodes, then cut the
+     * rows to n_dst (the sources keep their range). */
+    gnn_vid_t n = n_dst > n_src ? n_dst : n_src;
+    assert_int_equal(gnn_csr_from_edges(n, m, src, dst, w, GNN_BUILD_SORT, a), 0);
+    a->n_rows = n_dst;
+    a->n_cols = n_src;
+    free(src), free(dst), free(w);
+}
+
+/* ---- Opening ---------------------------------------------------------------- */
+
+static void test_open(void **state)
+{
+    (void)state;
+    gnn_backend_t *be = (gnn_backend_t *)(uintptr_t)1;
+    assert_int_equal(gnn_backend_open("cpu", &be), 0);
+    assert_int_equal(gnn_backend_kind(be), GNN_BACKEND_CPU);
+    assert_true(!strncmp(gnn_backend_describe(be), "cpu (", 5));
+    gnn_backend_close(be);
+
+    be = (gnn_backend_t *)(uintptr_t)1;
+    expect_error(gnn_backend_open("gpu", &be), GNN_EINVAL,
+                 "unknown device \"gpu\" (expected cpu, cuda, cuda:N or auto)");
+    assert_null(be);
+    expect_error(gnn_backend_open("cuda:x", &be), GNN_EINVAL, "unknown device \"cuda:x\"");
+    expect_error(gnn_backend_open(NULL, &be), GNN_EINVAL, "NULL name");
+
+    /* No GPU here (this test is not in the cuda label): a clear ENODEV. */
+    int rc = gnn_backend_open("cuda", &be);
+    if (rc == 0) {
+        gnn_backend_close(be);
+        skip();
+    }
+    assert_int_equal(rc, GNN_ENODEV);
+    assert_true(strstr(gnn_error_message(), "CUDA") != NULL);
+    assert_null(be);
+
+    /* auto falls back to the CPU. */
+    assert_int_equal(gnn_backend_open("auto", &be), 0);
+    assert_int_equal(gnn_backend_kind(be), GNN_BACKEND_CPU);
+    gnn_backend_close(be);
+    gnn_backend_close(NULL);
+}
+
+/* ---- Memory ----------------------------------------------------------------- */
+
+static void test_memory(void **state)
+{
+    (void)state;
+    gnn_backend_t *be;
+    assert_int_equal(gnn_backend_open("cpu", &be), 0);
+    void *z0 = NULL, *z1 = NULL;
+    assert_int_equal(gnn_be_alloc(be, 0, &z0), 0);
+    assert_int_equal(gnn_be_alloc(be, 0, &z1), 0);
+    assert_true(z0 && z1 && z0 != z1);
+    gnn_be_free(be, z0), gnn_be_free(be, z1), gnn_be_free(be, NULL);
+
+    uint64_t s = g_seed;
+    float *h = rand_floats(&s, 1001), back[1001];
+    float *d = up(be, h, sizeof(float) * 1001), *d2 = NULL;
+    assert_int_equal((uintptr_t)d % 64, 0);
+    assert_int_equal(gnn_be_alloc(be, sizeof back, (void **)&d2), 0);
+    assert_int_equal(gnn_be_copy(be, d2, d, sizeof back), 0);
+    assert_int_equal(gnn_be_download(be, back, d2, sizeof back), 0);
+    expect_same(back, h, sizeof back, "upload, copy, download");
+    assert_int_equal(gnn_be_zero(be, d2, 10 * sizeof(float)), 0);
+    assert_int_equal(gnn_be_download(be, back, d2, sizeof back), 0);
+    for (int i = 0; i < 10; i++) assert_true(back[i] == 0.0f);
+    assert_true(back[10] == h[10]);
+    assert_int_equal(gnn_be_sync(be), 0);
+    expect_error(gnn_be_upload(be, NULL, h, 4), GNN_EINVAL, "gnn_be_upload: NULL argument");
+
+    /* An allocation that fails reports ENOMEM and leaves *out NULL. */
+    void *p = (void *)1;
+    gnn_alloc_fail_at(1);
+    expect_error(gnn_be_alloc(be, 100, &p), GNN_ENOMEM, "out of memory");
+    gnn_alloc_fail_at(0);
+    assert_null(p);
+
+    gnn_be_free(be, d), gnn_be_free(be, d2);
+    free(h);
+    gnn_backend_close(be);
+}
+
+/* ---- Dense operations ------------------------------------------------------- */
+
+static void test_dense_matches_kernels(void **state)
+{
+    (void)state;
+    gnn_backend_t *be;
+    assert_int_equal(gnn_backend_open("cpu", &be), 0);
+    uint64_t s = g_seed ^ 0x64656e;
+    const int64_t m = 37, k = 19, n = 11, rows = m;
+    size_t fb = sizeof(float);
+
+    float *a = rand_floats(&s, m * k), *b = rand_floats(&s, k * n), *c = rand_floats(&s, m * n);
+    float *want = malloc(m * n * fb), *got = malloc(m * n * fb);
+    assert_true(want && got);
+    float *da = up(be, a, m * k * fb), *db = up(be, b, k * n * fb), *dc = up(be, c, m * n * fb);
+    /* C = A^T-less product with beta 0.5, and a transposed variant. */
+    memcpy(want, c, m * n * fb);
+    assert_int_equal(gnn_gemm(0, 0, m, n, k, 1.5f, a, k, b, n, 0.5f, want, n), 0);
+    assert_int_equal(gnn_be_gemm(be, 0, 0, m, n, k, 1.5f, da, k, db, n, 0.5f, dc, n), 0);
+    assert_int_equal(gnn_be_download(be, got, dc, m * n * fb), 0);
+    expect_same(got, want, m * n * fb, "gemm");
+    assert_int_equal(gnn_gemm(1, 0, k, n, m, 1.0f, a, k, want, n, 0.0f, b, n), 0);
+    assert_int_equal(gnn_be_gemm(be, 1, 0, k, n, m, 1.0f, da, k, dc, n, 0.0f, db, n), 0);
+    float *bb = malloc(k * n * fb);
+    assert_non_null(bb);
+    assert_int_equal(gnn_be_download(be, bb, db, k * n * fb), 0);
+    expect_same(bb, b, k * n * fb, "gemm A^T");
+    expect_error(gnn_be_gemm(be, 0, 0, -1, n, k, 1, da, k, db, n, 0, dc, n), GNN_EINVAL,
+                 "negative size");
+
+    /* bias add / grad, relu, dropout, axpby on the m x n matrix c. */
+    float *bias = rand_floats(&s, n), *dbias = malloc(n * fb), *hb = malloc(n * fb);
+    assert_true(dbias && hb);
+    float *dbi = up(be, bias, n * fb), *ddb = NULL;
+    assert_int_equal(gnn_be_alloc(be, n * fb, (void **)&ddb), 0);
+    memcpy(want, c, m * n * fb);
+    assert_int_equal(gnn_be_upload(be, dc, c, m * n * fb), 0);
+    assert_int_equal(gnn_bias_add(rows, n, want, bias), 0);
+    assert_int_equal(gnn_be_bias_add(be, rows, n, dc, dbi), 0);
+    assert_int_equal(gnn_be_download(be, got, dc, m * n * fb), 0);
+    expect_same(got, want, m * n * fb, "bias_add");
+    assert_int_equal(gnn_bias_grad(rows, n, want, hb), 0);
+    assert_int_equal(gnn_be_bias_grad(be, rows, n, dc, ddb), 0);
+    assert_int_equal(gnn_be_download(be, dbias, ddb, n * fb), 0);
+    expect_same(dbias, hb, n * fb, "bias_grad");
+    assert_int_equal(gnn_relu(m * n, want, want), 0);
+    assert_int_equal(gnn_be_relu(be, m * n, dc, dc), 0);
+    assert_int_equal(gnn_be_download(be, got, dc, m * n * fb), 0);
+    expect_same(got, want, m * n * fb, "relu");
+    assert_int_equal(gnn_relu_backward(m * n, want, c, want), 0);
+    float *dcc = up(be, c, m * n * fb);
+    assert_int_equal(gnn_be_relu_backward(be, m * n, dc, dcc, dc), 0);
+    assert_int_equal(gnn_be_download(be, got, dc, m * n * fb), 0);
+    expect_same(got, want, m * n * fb, "relu_backward");
+    assert_int_equal(gnn_dropout(m * n, 0.3f, 42, 7, c, want), 0);
+    assert_int_equal(gnn_be_dropout(be, m * n, 0.3f, 42, 7, dcc, dc), 0);
+    assert_int_equal(gnn_be_download(be, got, dc, m * n * fb), 0);
+    expect_same(got, want, m * n * fb, "dropout");
+    assert_int_equal(gnn_dropout_backward(m * n, 0.3f, 42, 7, c, want), 0);
+    assert_int_equal(gnn_be_dropout_backward(be, m * n, 0.3f, 42, 7, dcc, dc), 0);
+    assert_int_equal(gnn_be_download(be, got, dc, m * n * fb), 0);
+    expect_same(got, want, m * n * fb, "dropout_backward");
+    assert_int_equal(gnn_axpby(m * n, 2.0f, c, -1.0f, want), 0);
+    assert_int_equal(gnn_be_axpby(be, m * n, 2.0f, dcc, -1.0f, dc), 0);
+    assert_int_equal(gnn_be_download(be, got, dc, m * n * fb), 0);
+    expect_same(got, want, m * n * fb, "axpby");
+
+    /* gather_rows, softmax cross-entropy, count_correct, argmax. */
+    int64_t idx[5] = {3, 0, 36, 3, 17}, labels[37];
+    for (int64_t r = 0; r < rows; r++) labels[r] = (int64_t)(rng_next(&s) % (uint64_t)n);
+    int64_t *didx = up(be, idx, sizeof idx), *dlab = up(be, labels, sizeof labels);
+    assert_int_equal(gnn_gather_rows(5, n, c, rows, idx, want), 0);
+    assert_int_equal(gnn_be_gather_rows(be, 5, n, dcc, rows, didx, dc), 0);
+    assert_int_equal(gnn_be_download(be, got, dc, 5 * n * fb), 0);
+    expect_same(got, want, 5 * n * fb, "gather_rows");
+    int64_t sel[4] = {0, 5, 17, 36};
+    int64_t *dsel = up(be, sel, sizeof sel);
+    double loss_want, loss_got;
+    assert_int_equal(gnn_softmax_xent(rows, n, c, labels, sel, 4, &loss_want, want), 0);
+    assert_int_equal(gnn_be_softmax_xent(be, rows, n, dcc, dlab, dsel, 4, &loss_got, dc), 0);
+    assert_true(loss_got == loss_want);
+    assert_int_equal(gnn_be_download(be, got, dc, m * n * fb), 0);
+    expect_same(got, want, m * n * fb, "softmax_xent gradient");
+    int64_t cw, cg, am_want[37], am_got[37];
+    assert_int_equal(gnn_count_correct(rows, n, c, labels, NULL, rows, &cw), 0);
+    assert_int_equal(gnn_be_count_correct(be, rows, n, dcc, dlab, NULL, rows, &cg), 0);
+    assert_int_equal(cg, cw);
+    int64_t *dam = NULL;
+    assert_int_equal(gnn_be_alloc(be, sizeof am_got, (void **)&dam), 0);
+    assert_int_equal(gnn_argmax_rows(rows, n, c, am_want), 0);
+    assert_int_equal(gnn_be_argmax_rows(be, rows, n, dcc, dam), 0);
+    assert_int_equal(gnn_be_download(be, am_got, dam, sizeof am_got), 0);
+    expect_same(am_got, am_want, sizeof am_got, "argmax_rows");
+
+    /* Adam: three steps on both sides. */
+    int64_t np = 101;
+    float *w = rand_floats(&s, np), *g = rand_floats(&s, np);
+    float *mw = calloc(np, fb), *vw = calloc(np, fb), *wg = malloc(np * fb);
+    assert_true(mw && vw && wg);
+    float *dw = up(be, w, np * fb), *dg = up(be, g, np * fb), *dm = up(be, mw, np * fb),
+          *dv = up(be, vw, np * fb);
+    gnn_adam_opts_t o = gnn_adam_defaults();
+    o.lr = 0.01f;
+    o.weight_decay = 5e-4f;
+    for (int64_t step = 1; step <= 3; step++) {
+        assert_int_equal(gnn_adam(np, w, g, mw, vw, &o, step), 0);
+        assert_int_equal(gnn_be_adam(be, np, dw, dg, dm, dv, &o, step), 0);
+    }
+    assert_int_equal(gnn_be_download(be, wg, dw, np * fb), 0);
+    expect_same(wg, w, np * fb, "adam");
+    expect_error(gnn_be_adam(be, np, dw, dg, dm, dv, &o, 0), GNN_EINVAL, "step");
+
+    void *bufs[] = {da, db, dc, dbi, ddb, dcc, didx, dlab, dsel, dam, dw, dg, dm, dv};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) gnn_be_free(be, bufs[i]);
+    free(a), free(b), free(c), free(want), free(got), free(bb), free(bias), free(dbias), free(hb);
+    free(w), free(g), free(mw), free(vw), free(wg);
+    gnn_backend_close(be);
+}
+
+/* ---- Aggregation ------------------------------------------------------------ */
+
+static void test_builtins_match_spmm(void **state)
+{
+    (void)state;
+    gnn_backend_t *be;
+    gnn_aggr_registry_t *reg;
+    assert_int_equal(gnn_backend_open("cpu", &be), 0);
+    assert_int_equal(gnn_aggr_registry_create(&reg), 0);
+    uint64_t s = g_seed ^ 0x616767;
+    static const struct { gnn_vid_t n_dst, n_src; gnn_eid_t m; } shapes[] = {
+        {300, 300, 3000}, {50, 140, 900}, {6, 9, 0}};
+    static const int64_t widths[] = {1, 7, 64};
+    for (size_t sh = 0; sh < 3; sh++)
+        for (size_t wi = 0; wi < 3; wi++) {
+            gnn_csr_t a;
+            make_graph(&s, shapes[sh].n_dst, shapes[sh].n_src, shapes[sh].m, &a);
+            int64_t f = widths[wi], nd = a.n_rows, ns = a.n_cols;
+            gnn_bgraph_t *bg;
+            gnn_spmm_graph_t *sg;
+            assert_int_equal(gnn_be_graph_create(be, &a, &bg), 0);
+            assert_int_equal(gnn_spmm_graph_create(&a, &sg), 0);
+            assert_int_equal(gnn_bgraph_n_dst(bg), nd);
+            assert_int_equal(gnn_bgraph_n_src(bg), ns);
+            assert_int_equal(gnn_bgraph_nnz(bg), a.nnz);
+            float *x = rand_floats(&s, ns * f), *dy = rand_floats(&s, nd * f);
+            float *y = malloc((nd * f + 1) * sizeof(float)), *dx = malloc((ns * f + 1) * sizeof(float));
+            float *yg = malloc((nd * f + 1) * sizeof(float)), *dxg = malloc((ns * f + 1) * sizeof(float));
+            int32_t *am = malloc((nd * f + 1) * sizeof(int32_t));
+            assert_true(y && dx && yg && dxg && am);
+            float *dxd = up(be, x, ns * f * sizeof(float)), *ddy = up(be, dy, nd * f * sizeof(float));
+            float *dyd = NULL, *ddx = NULL;
+            assert_int_equal(gnn_be_alloc(be, nd * f * sizeof(float), (void **)&dyd), 0);
+            assert_int_equal(gnn_be_alloc(be, ns * f * sizeof(float), (void **)&ddx), 0);
+            static const char *names[] = {"sum", "mean", "gcn", "max"};
+            for (int ai = 0; ai < 4; ai++) {
+                const gnn_aggr_def_t *def;
+                assert_int_equal(gnn_aggr_registry_find(reg, names[ai], &def), 0);
+                gnn_aggr_t kind;
+                assert_int_equal(gnn_aggr_from_name(names[ai], &kind), 0);
+                if (kind == GNN_AGGR_GCN && nd > ns) continue;
+                size_t wsb;
+                assert_int_equal(gnn_be_aggr_workspace(be, bg, def, f, &wsb), 0);
+                assert_int_equal(wsb, kind == GNN_AGGR_MAX ? (size_t)(nd * f) * sizeof(int32_t) : 0);
+                void *ws = NULL;
+                if (wsb) assert_int_equal(gnn_be_alloc(be, wsb, &ws), 0);
+                assert_int_equal(gnn_spmm_forward(sg, kind, f, x, y, am), 0);
+                assert_int_equal(gnn_spmm_backward(sg, kind, f, dy, am, dx), 0);
+                assert_int_equal(gnn_be_aggr_forward(be, bg, def, f, dxd, dyd, ws, wsb), 0);
+                assert_int_equal(gnn_be_aggr_backward(be, bg, def, f, dxd, dyd, ddy, ddx, ws, wsb), 0);
+                assert_int_equal(gnn_be_download(be, yg, dyd, nd * f * sizeof(float)), 0);
+                assert_int_equal(gnn_be_download(be, dxg, ddx, ns * f * sizeof(float)), 0);
+                expect_same(yg, y, nd * f * sizeof(float), names[ai]);
+                expect_same(dxg, dx, ns * f * sizeof(float), names[ai]);
+                if (wsb && nd > 0) {
+                    /* Too small a workspace is refused before anything runs. */
+                    expect_error(gnn_be_aggr_forward(be, bg, def, f, dxd, dyd, ws, wsb - 1),
+                                 GNN_EINVAL, "aggregator max forward: workspace of");
+                    expect_error(gnn_be_aggr_backward(be, bg, def, f, dxd, dyd, ddy, ddx, NULL, 0),
+                                 GNN_EINVAL, "needs");
+                }
+                gnn_be_free(be, ws);
+            }
+            gnn_be_free(be, dxd), gnn_be_free(be, ddy), gnn_be_free(be, dyd), gnn_be_free(be, ddx);
+            free(x), free(dy), free(y), free(dx), free(yg), free(dxg), free(am);
+            gnn_spmm_graph_free(sg);
+            gnn_be_graph_free(bg);
+            gnn_csr_free(&a);
+        }
+    gnn_aggr_registry_free(reg);
+    gnn_backend_close(be);
+}
+
+/* Entry points of hand-made definitions for the error paths. */
+static int fail_with_msg(const gnn_aggr_call_t *call, const float *x, float *y)
+{
+    (void)x, (void)y;
+    snprintf(call->msg, call->msg_size, "boom at width %" PRId64, call->f);
+    return 1;
+}
+
+static int fail_bare(const gnn_aggr_call_t *call, const float *x, float *y)
+{
+    (void)call, (void)x, (void)y;
+    return 3;
+}
+
+static int bw_unused(const gnn_aggr_call_t *call, const float *x, const float *y, const float *dy,
+                     float *dx)
+{
+    (void)call, (void)x, (void)y, (void)dy, (void)dx;
+    return 0;
+}
+
+static void test_aggr_errors(void **state)
+{
+    (void)state;
+    gnn_backend_t *be, *be2;
+    assert_int_equal(gnn_backend_open("cpu", &be), 0);
+    assert_int_equal(gnn_backend_open("cpu", &be2), 0);
+    uint64_t s = g_seed ^ 0x657272;
+    gnn_csr_t a;
+    make_graph(&s, 20, 20, 60, &a);
+    gnn_bgraph_t *bg;
+    assert_int_equal(gnn_be_graph_create(be, &a, &bg), 0);
+    float x[20 * 4] = {0}, y[20 * 4];
+
+    gnn_aggr_def_t cuda_only = {GNN_AGGR_ABI_VERSION, "gpuonly", "", NULL, NULL, NULL,
+                                fail_bare, bw_unused, NULL};
+    expect_error(gnn_be_aggr_forward(be, bg, &cuda_only, 4, x, y, NULL, 0), GNN_EUNSUPPORTED,
+                 "aggregator gpuonly has no CPU forward");
+    expect_error(gnn_be_aggr_backward(be, bg, &cuda_only, 4, x, y, y, x, NULL, 0),
+                 GNN_EUNSUPPORTED, "aggregator gpuonly has no CPU backward");
+
+    gnn_aggr_def_t noisy = {GNN_AGGR_ABI_VERSION, "noisy", "", NULL, fail_with_msg, bw_unused,
+                            NULL, NULL, NULL};
+    expect_error(gnn_be_aggr_forward(be, bg, &noisy, 4, x, y, NULL, 0), GNN_EPLUGIN,
+                 "aggregator noisy forward: boom at width 4");
+    gnn_aggr_def_t bare = {GNN_AGGR_ABI_VERSION, "bare", "", NULL, fail_bare, bw_unused,
+                           NULL, NULL, NULL};
+    expect_error(gnn_be_aggr_forward(be, bg, &bare, 4, x, y, NULL, 0), GNN_EPLUGIN,
+                 "aggregator bare forward failed (code 3) without a message");
+    assert_int_equal(gnn_be_aggr_backward(be, bg, &bare, 4, x, y, y, x, NULL, 0), 0);
+
+    expect_error(gnn_be_aggr_forward(be2, bg, &bare, 4, x, y, NULL, 0), GNN_EINVAL,
+                 "graph prepared on another backend");
+    expect_error(gnn_be_aggr_forward(be, bg, &bare, 0, x, y, NULL, 0), GNN_EINVAL,
+                 "bad feature width 0");
+    size_t wsb;
+    expect_error(gnn_be_aggr_workspace(be, bg, &bare, -1, &wsb), GNN_EINVAL, "bad feature width");
+
+    /* A built-in's own error comes through with its code and message. */
+    gnn_aggr_registry_t *reg;
+    const gnn_aggr_def_t *gcn;
+    assert_int_equal(gnn_aggr_registry_create(&reg), 0);
+    assert_int_equal(gnn_aggr_registry_find(reg, "gcn", &gcn), 0);
+    gnn_csr_t r;
+    make_graph(&s, 30, 10, 40, &r);
+    gnn_bgraph_t *rg;
+    assert_int_equal(gnn_be_graph_create(be, &r, &rg), 0);
+    float xr[10 * 4] = {0}, yr[30 * 4];
+    expect_error(gnn_be_aggr_forward(be, rg, gcn, 4, xr, yr, NULL, 0), GNN_EINVAL,
+                 "gcn needs n_dst <= n_src");
+    gnn_be_graph_free(rg);
+    gnn_csr_free(&r);
+    gnn_aggr_registry_free(reg);
+
+    gnn_be_graph_free(bg);
+    gnn_be_graph_free(NULL);
+    gnn_csr_free(&a);
+    gnn_backend_close(be2);
+    gnn_backend_close(be);
+}
+
+static void test_graph_alloc_failure(void **state)
+{
+    (void)state;
+    gnn_backend_t *be;
+    assert_int_equal(gnn_backend_open("cpu", &be), 0);
+    uint64_t s = g_seed ^ 0x616c6c;
+    gnn_csr_t a;
+    make_graph(&s, 40, 40, 200, &a);
+    int n_failed = 0;
+    gnn_bgraph_t *g;
+    for (int64_t nth = 1;; nth++) {
+        assert_true(nth < 100);
+        gnn_alloc_fail_at(nth);
+        g = (gnn_bgraph_t *)(uintptr_t)1;
+        int rc = gnn_be_graph_create(be, &a, &g);
+        int failed = gnn_alloc_failed();
+        gnn_alloc_fail_at(0);
+        if (rc == 0) {
+            assert_false(failed);
+            break;
+        }
+        assert_int_equal(rc, GNN_ENOMEM);
+        assert_null(g);
+        n_failed++;
+    }
+    assert_true(n_failed >= 6);
+    gnn_be_graph_free(g);
+    gnn_csr_free(&a);
+    gnn_backend_close(be);
+}
+
+int main(void)
+{
+    const char *env = getenv("GNN_TEST_SEED");
+    g_seed = env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL);
+    printf("# seed %" PRIu64 " (GNN_TEST_SEED replays it)\n", g_seed);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_open),
+        cmocka_unit_test(test_memory),
+        cmocka_unit_test(test_dense_matches_kernels),
+        cmocka_unit_test(test_builtins_match_spmm),
+        cmocka_unit_test(test_aggr_errors),
+        cmocka_unit_test(test_graph_alloc_failure),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

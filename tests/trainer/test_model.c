@@ -1,0 +1,328 @@
+/*
+ * Tests of the GCN and GraphSAGE models (trainer/model.h) on the CPU
+ * backend: every parameter gradient of the backward pass against central
+ * finite differences of the training loss (float forward, so tolerances
+ * are those of single precision), for GCN in both product orders, SAGE
+ * with the mean, max and sum aggregators, one to three layers, with and
+ * without dropout (the mask is replayed by resetting the generator);
+ * parameter layout and initialisation; configuration errors.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "graph/base/error.h"
+#include "kernels/aggr.h"
+#include "kernels/backend.h"
+#include "kernels/dense.h"
+#include "kernels/rng.h"
+#include "trainer/model.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static uint64_t g_seed;
+
+static uint64_t rng_next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static void expect_error(int rc, int code, const char *want)
+{
+    assert_int_equal(rc, code);
+    if (!strstr(gnn_error_message(), want))
+        fail_msg("message \"%s\" lacks \"%s\"", gnn_error_message(), want);
+}
+
+typedef struct {
+    gnn_backend_t *be;
+    gnn_aggr_registry_t *reg;
+    gnn_csr_t a;
+    gnn_bgraph_t *bg;
+    int64_t n, classes;
+    float *x;
+    int64_t labels[64], idx[64], nidx;
+} fixture_t;
+
+/* A symmetric random graph of n nodes (node 0 isolated), features, labels. */
+static void fixture(fixture_t *t, int64_t n, int64_t f, int64_t classes, uint64_t *s)
+{
+    memset(t, 0, sizeof *t);
+    assert_int_equal(gnn_backend_open("cpu", &t->be), 0);
+    assert_int_equal(gnn_aggr_registry_create(&t->reg), 0);
+    int64_t m = 3 * n;
+    gnn_vid_t *src = malloc(m * sizeof *src), *dst = malloc(m * sizeof *dst);
+    assert_true(src && dst);
+    for (int64_t i = 0; i < m; i++) {
+        src[i] = 1 + (gnn_vid_t)(rng_next(s) % (uint64_t)(n - 1));
+        dst[i] = 1 + (gnn_vid_t)(rng_next(s) % (uint64_t)(n - 1));
+    }
+    assert_int_equal(gnn_csr_from_edges(n, m, src, dst, NULL,
+                                        GNN_BUILD_SYMMETRIZE | GNN_BUILD_DEDUPE |
+                                            GNN_BUILD_NO_SELF_LOOPS,
+                                        &t->a),
+                     0);
+    free(src), free(dst);
+    assert_int_equal(gnn_be_graph_create(t->be, &t->a, &t->bg), 0);
+    t->n = n;
+    t->classes = classes;
+    float *xh = malloc(n * f * sizeof *xh);
+    assert_non_null(xh);
+    for (int64_t i = 0; i < n * f; i++) xh[i] = (float)((rng_next(s) >> 40) * 0x1p-24) - 0.5f;
+    assert_int_equal(gnn_be_alloc(t->be, n * f * sizeof(float), (void **)&t->x), 0);
+    assert_int_equal(gnn_be_upload(t->be, t->x, xh, n * f * sizeof(float)), 0);
+    free(xh);
+    assert_true(n <= 64);
+    for (int64_t v = 0; v < n; v++) t->labels[v] = (int64_t)(rng_next(s) % (uint64_t)classes);
+    t->nidx = 0;
+    for (int64_t v = 0; v < n; v += 2) t->idx[t->nidx++] = v;
+}
+
+static void fixture_free(fixture_t *t)
+{
+    gnn_be_free(t->be, t->x);
+    gnn_be_graph_free(t->bg);
+    gnn_csr_free(&t->a);
+    gnn_aggr_registry_free(t->reg);
+    gnn_backend_close(t->be);
+}
+
+/* Training loss of m with the dropout stream reset to (seed, 0). */
+static double loss_of(fixture_t *t, gnn_model_t *m, float *dlogits)
+{
+    gnn_bgraph_t *gs[GNN_MODEL_MAX_LAYERS];
+    for (int l = 0; l < GNN_MODEL_MAX_LAYERS; l++) gs[l] = t->bg;
+    const float *logits;
+    gnn_model_set_rng(m, 99, 0);
+    assert_int_equal(gnn_model_forward(m, gs, t->x, 1, &logits), 0);
+    double loss;
+    assert_int_equal(gnn_softmax_xent(t->n, t->classes, logits, t->labels, t->idx, t->nidx,
+                                      &loss, dlogits),
+                     0);
+    return loss;
+}
+
+/*
+ * The model in double precision, written from the definitions in
+ * trainer/model.h: its loss as a function of the parameters, for central
+ * differences that stay clear of ReLU and max switches (step 1e-6).
+ */
+typedef struct {
+    const fixture_t *t;
+    gnn_model_kind_t kind;
+    const char *aggr; /* sage: "mean", "sum" or "max" */
+    int layers;
+    int64_t dims[GNN_MODEL_MAX_LAYERS + 1];
+    float p;
+    uint64_t key;
+} ref_t;
+
+static double ref_loss(const ref_t *r, const double *w)
+{
+    const fixture_t *t = r->t;
+    const gnn_csr_t *a = &t->a;
+    int64_t n = t->n;
+    double *h = calloc(n * 64, sizeof *h), *d = calloc(n * 64, sizeof *d);
+    double *ag = calloc(n * 64, sizeof *ag), *z = calloc(n * 64, sizeof *z);
+    assert_true(h && d && ag && z);
+    /* Degrees for gcn (symmetric graph: in = out). */
+    double sc[64];
+    for (int64_t v = 0; v < n; v++)
+        sc[v] = 1.0 / sqrt((double)(a->indptr[v + 1] - a->indptr[v]) + 1.0);
+    float *x = t->x;
+    for (int64_t i = 0; i < n * r->dims[0]; i++) h[i] = x[i];
+    uint64_t off = 0;
+    int64_t base = 0;
+    for (int l = 0; l < r->layers; l++) {
+        int64_t fin = r->dims[l], fout = r->dims[l + 1];
+        for (int64_t i = 0; i < n * fin; i++) {
+            int keep = r->p == 0.0f || gnn_rng_keep(r->key, off + (uint64_t)i, r->p);
+            d[i] = keep ? h[i] * (double)(float)(1.0 / (1.0 - (double)r->p)) : 0.0;
+        }
+        if (r->p > 0.0f) off += (uint64_t)(n * fin);
+        /* ag = aggregation of d. */
+        for (int64_t v = 0; v < n; v++) {
+            int64_t b = a->indptr[v], e = a->indptr[v + 1];
+            for (int64_t k = 0; k < fin; k++) {
+                double s = 0.0;
+                if (r->kind == GNN_MODEL_GCN) {
+                    for (int64_t j = b; j < e; j++) s += sc[a->indices[j]] * d[a->indices[j] * fin + k];
+                    s = sc[v] * (s + sc[v] * d[v * fin + k]);
+                } else if (!strcmp(r->aggr, "max")) {
+                    s = e > b ? -INFINITY : 0.0;
+                    for (int64_t j = b; j < e; j++) s = fmax(s, d[a->indices[j] * fin + k]);
+                } else {
+                    for (int64_t j = b; j < e; j++) s += d[a->indices[j] * fin + k];
+                    if (!strcmp(r->aggr, "mean") && e > b) s /= (double)(e - b);
+                }
+                ag[v * fin + k] = s;
+            }
+        }
+        const double *W = w + base, *Ws = r->kind == GNN_MODEL_SAGE ? W + fin * fout : NULL;
+        const double *bias = w + base + (Ws ? 2 : 1) * fin * fout;
+        for (int64_t v = 0; v < n; v++)
+            for (int64_t o = 0; o < fout; o++) {
+                double s = bias[o];
+                for (int64_t k = 0; k < fin; k++) {
+                    s += ag[v * fin + k] * W[k * fout + o];
+                    if (Ws) s += d[v * fin + k] * Ws[k * fout + o];
+                }
+                z[v * fout + o] = l < r->layers - 1 && s < 0.0 ? 0.0 : s;
+            }
+        base += (Ws ? 2 : 1) * fin * fout + fout;
+        memcpy(h, z, (size_t)(n * fout) * sizeof *h);
+    }
+    int64_t C = r->dims[r->layers];
+    double loss = 0.0;
+    for (int64_t j = 0; j < t->nidx; j++) {
+        const double *row = h + t->idx[j] * C;
+        double mx = row[0], se = 0.0;
+        for (int64_t c = 1; c < C; c++) mx = fmax(mx, row[c]);
+        for (int64_t c = 0; c < C; c++) se += exp(row[c] - mx);
+        loss += mx + log(se) - row[t->labels[t->idx[j]]];
+    }
+    free(h), free(d), free(ag), free(z);
+    return loss / (double)t->nidx;
+}
+
+static void check_gradients(gnn_model_kind_t kind, const char *aggr, int layers, int64_t f,
+                            int64_t hidden, float dropout)
+{
+    uint64_t s = g_seed ^ (uint64_t)(layers * 131 + f * 7 + hidden);
+    fixture_t t;
+    fixture(&t, 24, f, 3, &s);
+    gnn_model_config_t cfg = {kind, layers, f, hidden, 3, dropout, NULL};
+    if (aggr) assert_int_equal(gnn_aggr_registry_find(t.reg, aggr, &cfg.aggr), 0);
+    gnn_model_t *m;
+    assert_int_equal(gnn_model_create(t.be, t.reg, &cfg, 5, &m), 0);
+    int64_t np = gnn_model_n_params(m);
+    float *dl = malloc(t.n * 3 * sizeof(float)), *grad = malloc(np * sizeof(float));
+    assert_true(dl && grad);
+    /* Biases start at zero: give them values so ReLU kinks are not hit
+     * systematically. */
+    float *w = gnn_model_params(m);
+    for (int64_t i = 0; i < np; i++)
+        if (w[i] == 0.0f) w[i] = 0.05f * ((float)((rng_next(&s) >> 40) * 0x1p-24) - 0.5f);
+    loss_of(&t, m, dl);
+    assert_int_equal(gnn_model_backward(m, dl), 0);
+    memcpy(grad, gnn_model_grads(m), np * sizeof(float));
+    double gmax = 0.0;
+    for (int64_t i = 0; i < np; i++) gmax = fmax(gmax, fabs(grad[i]));
+    assert_true(gmax > 0.0);
+    /* Central differences of the double-precision model. */
+    ref_t r = {&t, kind, aggr, layers, {0}, dropout, gnn_model_dropout_key(m)};
+    r.dims[0] = f;
+    for (int l = 1; l < layers; l++) r.dims[l] = hidden;
+    r.dims[layers] = 3;
+    double *wd = malloc(np * sizeof *wd);
+    assert_non_null(wd);
+    for (int64_t i = 0; i < np; i++) wd[i] = w[i];
+    double l0 = ref_loss(&r, wd), lf = loss_of(&t, m, dl);
+    if (fabs(l0 - lf) > 1e-5 * fmax(1.0, fabs(l0)))
+        fail_msg("loss %.9g, double-precision model %.9g (seed %" PRIu64 ")", lf, l0, g_seed);
+    int bad = 0;
+    for (int64_t i = 0; i < np; i++) {
+        double keep = wd[i], hh = 1e-6;
+        wd[i] = keep + hh;
+        double lp = ref_loss(&r, wd);
+        wd[i] = keep - hh;
+        double lm = ref_loss(&r, wd);
+        wd[i] = keep;
+        double fd = (lp - lm) / (2.0 * hh);
+        if (fabs(fd - grad[i]) > 1e-4 * gmax + 1e-3 * fabs(fd) && bad++ < 5)
+            print_message("%s/%s L=%d param %" PRId64 ": backward %.6g, differences %.6g\n",
+                          gnn_model_kind_name(kind), aggr ? aggr : "gcn", layers, i,
+                          (double)grad[i], fd);
+    }
+    if (bad) fail_msg("%d of %" PRId64 " gradients off (seed %" PRIu64 ")", bad, np, g_seed);
+    free(wd);
+    free(dl), free(grad);
+    gnn_model_free(m);
+    fixture_free(&t);
+}
+
+static void test_gcn_gradients(void **state)
+{
+    (void)state;
+    check_gradients(GNN_MODEL_GCN, NULL, 2, 12, 5, 0.0f);  /* layer 0 multiplies first */
+    check_gradients(GNN_MODEL_GCN, NULL, 2, 3, 8, 0.0f);   /* layer 0 aggregates first */
+    check_gradients(GNN_MODEL_GCN, NULL, 3, 6, 6, 0.4f);   /* dropout, three layers */
+    check_gradients(GNN_MODEL_GCN, NULL, 1, 5, 1, 0.0f);   /* one layer */
+}
+
+static void test_sage_gradients(void **state)
+{
+    (void)state;
+    check_gradients(GNN_MODEL_SAGE, "mean", 2, 7, 6, 0.0f);
+    check_gradients(GNN_MODEL_SAGE, "mean", 2, 7, 6, 0.3f);
+    check_gradients(GNN_MODEL_SAGE, "max", 2, 5, 4, 0.0f);
+    check_gradients(GNN_MODEL_SAGE, "sum", 3, 4, 5, 0.2f);
+}
+
+static void test_layout_and_errors(void **state)
+{
+    (void)state;
+    uint64_t s = g_seed;
+    fixture_t t;
+    fixture(&t, 10, 4, 2, &s);
+    const gnn_aggr_def_t *mean;
+    assert_int_equal(gnn_aggr_registry_find(t.reg, "mean", &mean), 0);
+    gnn_model_config_t cfg = {GNN_MODEL_SAGE, 2, 4, 3, 2, 0.5f, mean};
+    gnn_model_t *m, *m2;
+    assert_int_equal(gnn_model_create(t.be, t.reg, &cfg, 1, &m), 0);
+    /* SAGE: 2 (4x3) + 3, then 2 (3x2) + 2. */
+    assert_int_equal(gnn_model_n_params(m), 2 * 12 + 3 + 2 * 6 + 2);
+    int64_t off, cnt;
+    gnn_model_layer_span(m, 1, &off, &cnt);
+    assert_int_equal(off, 27);
+    assert_int_equal(cnt, 14);
+    /* Same seed, same parameters; biases zero; weights within the Glorot bound. */
+    assert_int_equal(gnn_model_create(t.be, t.reg, &cfg, 1, &m2), 0);
+    assert_memory_equal(gnn_model_params(m), gnn_model_params(m2), 41 * sizeof(float));
+    float *w = gnn_model_params(m);
+    for (int i = 24; i < 27; i++) assert_true(w[i] == 0.0f);
+    for (int i = 0; i < 24; i++) assert_true(fabsf(w[i]) <= sqrtf(6.0f / 7.0f));
+    gnn_model_free(m2);
+
+    /* Backward before a training forward. */
+    float dl[20] = {0};
+    expect_error(gnn_model_backward(m, dl), GNN_EINVAL, "no training forward");
+    gnn_model_free(m);
+
+    gnn_model_config_t bad = cfg;
+    bad.layers = 0;
+    expect_error(gnn_model_create(t.be, t.reg, &bad, 1, &m), GNN_EINVAL, "layers 0");
+    bad = cfg;
+    bad.dropout = 1.0f;
+    expect_error(gnn_model_create(t.be, t.reg, &bad, 1, &m), GNN_EINVAL, "dropout 1");
+    bad = cfg;
+    bad.aggr = NULL;
+    expect_error(gnn_model_create(t.be, t.reg, &bad, 1, &m), GNN_EINVAL, "needs an aggregator");
+    gnn_model_kind_t k;
+    expect_error(gnn_model_kind_from_name("gat", &k), GNN_EINVAL,
+                 "unknown model \"gat\" (expected gcn or sage)");
+    fixture_free(&t);
+}
+
+int main(void)
+{
+    const char *env = getenv("GNN_TEST_SEED");
+    g_seed = env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL);
+    printf("# seed %" PRIu64 " (GNN_TEST_SEED replays it)\n", g_seed);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gcn_gradients),
+        cmocka_unit_test(test_sage_gradients),
+        cmocka_unit_test(test_layout_and_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,545 @@
+/*
+ * Checkpoint and prediction files (trainer/checkpoint.h); both layouts are
+ * described in docs/FORMAT.md.
+ *
+ * Every scalar member of gnn_checkpoint_t is a root attribute of the same
+ * name. One table per attribute type lists them, and the writer, the reader
+ * and the value checks all walk those tables, so they cannot disagree about
+ * a name. uint64 members are stored as uint64 attributes. The six arrays are
+ * contiguous 1-D datasets written and read whole.
+ *
+ * Both files are written under "<path>.tmp-<pid>", flushed, closed, synced
+ * to disk and only then renamed over path; on any failure the temporary
+ * file is removed and path is left as it was. The reader trusts nothing:
+ * each attribute must exist with its type and one value, each dataset with
+ * its shape, and the values must pass check_fields, the same check the
+ * writer applies to its input, so save refuses what load would refuse.
+ */
+#include "trainer/checkpoint.h"
+
+#include "graph/base/alloc.h"
+#include "graph/base/error.h"
+#include "graph/h5util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define PREDICTIONS_FORMAT "gnn-predictions"
+#define PREDICTIONS_VERSION 1
+
+#define CHUNK_1D ((hsize_t)1 << 18)       /* entries per chunk of a 1-D dataset */
+#define CHUNK_2D_BYTES ((hsize_t)4 << 20) /* bytes per chunk of a float32 matrix */
+#define ID_BLOCK ((int64_t)1 << 20)       /* generated node ids written at a time */
+#define STR_ATTR_MAX 256                  /* longest string attribute read */
+
+/* ---- The layout: one entry per member -------------------------------------- */
+
+typedef struct {
+    const char *name; /* attribute name = member name */
+    size_t off, size;
+} field_t;
+
+#define SIZE_OF(m) sizeof(((gnn_checkpoint_t *)0)->m)
+#define MEMBER(m) {#m, offsetof(gnn_checkpoint_t, m), SIZE_OF(m)}
+#define COUNT_OF(a) (sizeof(a) / sizeof(a)[0])
+
+static const field_t str_fields[] = {MEMBER(model), MEMBER(aggr), MEMBER(decay_scope)};
+static const field_t i64_fields[] = {
+    MEMBER(layers), MEMBER(in_dim),     MEMBER(hidden),     MEMBER(classes),
+    MEMBER(normalize_features),         MEMBER(runs),       MEMBER(run),
+    MEMBER(epoch),  MEMBER(step),       MEMBER(best_epoch), MEMBER(bad_evals),
+    MEMBER(runs_done),                  MEMBER(n_params),
+};
+static const field_t f64_fields[] = {
+    MEMBER(dropout),        MEMBER(lr),              MEMBER(weight_decay),
+    MEMBER(best_valid_acc), MEMBER(best_valid_loss), MEMBER(best_test_acc),
+    MEMBER(best_train_acc), MEMBER(min_valid_loss),
+};
+static const field_t u64_fields[] = {MEMBER(seed), MEMBER(rng_offset)};
+
+/* The arrays, in this order: float32 x n_params, then float64 x runs_done. */
+enum { T_PARAMS, T_ADAM_M, T_ADAM_V, T_BEST, T_RUN_TEST, T_RUN_VALID, N_TENSORS };
+static const char *const tensor_names[N_TENSORS] = {
+    "params", "adam_m", "adam_v", "best_params", "run_test_acc", "run_valid_acc",
+};
+
+/* A member added to gnn_checkpoint_t without an entry above fails here. */
+_Static_assert(sizeof(gnn_checkpoint_t) ==
+                   SIZE_OF(model) + SIZE_OF(aggr) + SIZE_OF(decay_scope) +
+                       8 * (COUNT_OF(i64_fields) + COUNT_OF(f64_fields) + COUNT_OF(u64_fields)) +
+                       N_TENSORS * sizeof(void *),
+               "every member of gnn_checkpoint_t needs a table entry");
+
+static int tensor_is_f64(int t) { return t >= T_RUN_TEST; }
+
+static int64_t tensor_len(const gnn_checkpoint_t *c, int t)
+{
+    return tensor_is_f64(t) ? c->runs_done : c->n_params;
+}
+
+static const void *tensor_get(const gnn_checkpoint_t *c, int t)
+{
+    switch (t) {
+    case T_PARAMS: return c->params;
+    case T_ADAM_M: return c->adam_m;
+    case T_ADAM_V: return c->adam_v;
+    case T_BEST: return c->best_params;
+    case T_RUN_TEST: return c->run_test_acc;
+    default: return c->run_valid_acc;
+    }
+}
+
+static void tensor_set(gnn_checkpoint_t *c, int t, void *p)
+{
+    switch (t) {
+    case T_PARAMS: c->params = p; break;
+    case T_ADAM_M: c->adam_m = p; break;
+    case T_ADAM_V: c->adam_v = p; break;
+    case T_BEST: c->best_params = p; break;
+    case T_RUN_TEST: c->run_test_acc = p; break;
+    default: c->run_valid_acc = p; break;
+    }
+}
+
+/* ---- Value checks shared by writer and reader ------------------------------ */
+
+/* Name path in a failure just recorded by a helper that does not. */
+static int at(const char *path, int rc)
+{
+    if (rc < 0) gnn_error_prefix("%s", path);
+    return rc;
+}
+
+static int check_i64(const char *path, int code, const char *name, int64_t v, int64_t lo,
+                     int64_t hi)
+{
+    if (v >= lo && v <= hi) return 0;
+    if (hi == INT64_MAX)
+        return GNN_FAIL(code, "%s: %s = %lld, expected at least %lld", path, name, (long long)v,
+                        (long long)lo);
+    return GNN_FAIL(code, "%s: %s = %lld is outside [%lld, %lld]", path, name, (long long)v,
+                    (long long)lo, (long long)hi);
+}
+
+/*
+ * The checks every checkpoint passes; code is GNN_EINVAL for the writer's
+ * input and GNN_EFORMAT for a file. Names are not checked against the
+ * known models and aggregators: a resume compares them with its options.
+ */
+static int check_fields(const gnn_checkpoint_t *c, const char *path, int code)
+{
+    int rc = 0;
+    for (size_t i = 0; i < COUNT_OF(str_fields); i++) {
+        const field_t *f = &str_fields[i];
+        const char *s = (const char *)c + f->off;
+        GNN_CHECK(memchr(s, '\0', f->size), code,
+                  "%s: %s is not NUL-terminated within its %zu bytes", path, f->name, f->size);
+        GNN_CHECK(s[0], code, "%s: %s is empty", path, f->name);
+    }
+    GNN_TRY(check_i64(path, code, "layers", c->layers, 1, INT64_MAX));
+    GNN_TRY(check_i64(path, code, "in_dim", c->in_dim, 1, INT64_MAX));
+    GNN_TRY(check_i64(path, code, "hidden", c->hidden, 1, INT64_MAX));
+    GNN_TRY(check_i64(path, code, "classes", c->classes, 1, INT64_MAX));
+    GNN_TRY(check_i64(path, code, "normalize_features", c->normalize_features, 0, 1));
+    GNN_CHECK(c->dropout >= 0 && c->dropout < 1, code, "%s: dropout = %g is outside [0, 1)", path,
+              c->dropout);
+    GNN_CHECK(isfinite(c->lr) && c->lr > 0, code, "%s: lr = %g must be positive", path, c->lr);
+    GNN_CHECK(isfinite(c->weight_decay) && c->weight_decay >= 0, code,
+              "%s: weight_decay = %g must not be negative", path, c->weight_decay);
+    GNN_TRY(check_i64(path, code, "runs", c->runs, 1, INT64_MAX));
+    GNN_TRY(check_i64(path, code, "run", c->run, 0, c->runs - 1));
+    GNN_TRY(check_i64(path, code, "runs_done", c->runs_done, 0, c->runs));
+    GNN_TRY(check_i64(path, code, "epoch", c->epoch, 0, INT64_MAX));
+    GNN_TRY(check_i64(path, code, "step", c->step, 0, INT64_MAX));
+    GNN_TRY(check_i64(path, code, "best_epoch", c->best_epoch, -1, INT64_MAX));
+    GNN_TRY(check_i64(path, code, "bad_evals", c->bad_evals, 0, INT64_MAX));
+    GNN_TRY(check_i64(path, code, "n_params", c->n_params, 0, INT64_MAX));
+fail:
+    return rc;
+}
+
+/* ---- Writing under a temporary name ----------------------------------------- */
+
+/* Create "<path>.tmp-<pid>" (*tmp, freed by the caller) as a new HDF5 file. */
+static int tmp_create(const char *path, char **tmp, hid_t *file)
+{
+    size_t len = strlen(path) + 32;
+    *file = -1;
+    *tmp = gnn_malloc(len);
+    if (!*tmp) return GNN_FAIL(GNN_ENOMEM, "%s: out of memory", path);
+    snprintf(*tmp, len, "%s.tmp-%ld", path, (long)getpid());
+    *file = H5Fcreate(*tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    if (*file < 0)
+        return GNN_H5_FAIL(GNN_EIO, "%s: cannot create the temporary file %s", path, *tmp);
+    return 0;
+}
+
+/* Flush and close *file, sync it and rename tmp to path. */
+static int tmp_commit(const char *path, const char *tmp, hid_t *file)
+{
+    if (H5Fflush(*file, H5F_SCOPE_GLOBAL) < 0)
+        return GNN_H5_FAIL(GNN_EIO, "%s: cannot flush %s", path, tmp);
+    herr_t closed = H5Fclose(*file);
+    *file = -1;
+    if (closed < 0) return GNN_H5_FAIL(GNN_EIO, "%s: cannot close %s", path, tmp);
+    /* The data must be on disk before the name is: a crash after the
+     * rename must not leave an empty file under path. */
+    int fd = open(tmp, O_RDONLY);
+    if (fd < 0 || fsync(fd) != 0) {
+        int e = errno;
+        if (fd >= 0) close(fd);
+        return GNN_FAIL(GNN_EIO, "%s: cannot sync %s: %s", path, tmp, strerror(e));
+    }
+    close(fd);
+    if (rename(tmp, path) != 0)
+        return GNN_FAIL(GNN_EIO, "%s: cannot rename %s into place: %s", path, tmp,
+                        strerror(errno));
+    /* Persist the rename too. Best effort: path is already replaced, so a
+     * failure here is no reason to report the save as failed. */
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) + 1 : 1, slash ? path : ".");
+    fd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (fd >= 0) {
+        (void)fsync(fd);
+        close(fd);
+    }
+    return 0;
+}
+
+/* After a failure: close what is open and remove the temporary file. */
+static void tmp_abort(char *tmp, hid_t *file)
+{
+    gnn__h5_close(file);
+    H5Eclear2(H5E_DEFAULT);
+    if (tmp) unlink(tmp);
+}
+
+/* Write buf (n values of memory type mtype) as a new contiguous 1-D
+ * dataset of file type ftype; an empty one when n is 0. */
+static int write_vector(hid_t file, const char *name, hid_t ftype, hid_t mtype, int64_t n,
+                        const void *buf)
+{
+    int rc = 0;
+    hid_t space = -1, dcpl = -1, d = -1;
+    hsize_t dims[1] = {(hsize_t)n};
+    space = H5Screate_simple(1, dims, NULL);
+    dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    /* No modification times: the same checkpoint gives the same bytes. */
+    if (space < 0 || dcpl < 0 || H5Pset_obj_track_times(dcpl, 0) < 0) {
+        rc = GNN_H5_FAIL(GNN_EHDF5, "cannot set up dataset '%s'", name);
+        goto fail;
+    }
+    d = H5Dcreate2(file, name, ftype, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    if (d < 0) {
+        rc = GNN_H5_FAIL(GNN_EHDF5, "cannot create dataset '%s'", name);
+        goto fail;
+    }
+    if (n > 0 && H5Dwrite(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
+        rc = GNN_H5_FAIL(GNN_EIO, "cannot write dataset '%s'", name);
+        goto fail;
+    }
+    herr_t closed = H5Dclose(d);
+    d = -1;
+    if (closed < 0) rc = GNN_H5_FAIL(GNN_EIO, "cannot close dataset '%s'", name);
+fail:
+    gnn__h5_close(&d);
+    gnn__h5_close(&dcpl);
+    gnn__h5_close(&space);
+    return rc;
+}
+
+/* ---- Checkpoint ------------------------------------------------------------- */
+
+static int write_checkpoint(hid_t file, const gnn_checkpoint_t *c)
+{
+    int rc = 0;
+    GNN_TRY(gnn__h5_set_attr_str(file, "format", GNN_CHECKPOINT_FORMAT));
+    GNN_TRY(gnn__h5_set_attr_i64(file, "version", GNN_CHECKPOINT_VERSION));
+    for (size_t i = 0; i < COUNT_OF(str_fields); i++)
+        GNN_TRY(gnn__h5_set_attr_str(file, str_fields[i].name,
+                                     (const char *)c + str_fields[i].off));
+    for (size_t i = 0; i < COUNT_OF(i64_fields); i++) {
+        int64_t v;
+        memcpy(&v, (const char *)c + i64_fields[i].off, sizeof v);
+        GNN_TRY(gnn__h5_set_attr_i64(file, i64_fields[i].name, v));
+    }
+    for (size_t i = 0; i < COUNT_OF(f64_fields); i++) {
+        double v;
+        memcpy(&v, (const char *)c + f64_fields[i].off, sizeof v);
+        GNN_TRY(gnn__h5_set_attr_f64(file, f64_fields[i].name, v));
+    }
+    for (size_t i = 0; i < COUNT_OF(u64_fields); i++) {
+        uint64_t v;
+        memcpy(&v, (const char *)c + u64_fields[i].off, sizeof v);
+        GNN_TRY(gnn__h5_set_attr_u64(file, u64_fields[i].name, v));
+    }
+    for (int t = 0; t < N_TENSORS; t++) {
+        int f64 = tensor_is_f64(t);
+        GNN_TRY(write_vector(file, tensor_names[t], f64 ? H5T_IEEE_F64LE : H5T_IEEE_F32LE,
+                             f64 ? H5T_NATIVE_DOUBLE : H5T_NATIVE_FLOAT, tensor_len(c, t),
+                             tensor_get(c, t)));
+    }
+fail:
+    return rc;
+}
+
+int gnn_checkpoint_save(const char *path, const gnn_checkpoint_t *c)
+{
+    int rc = 0;
+    char *tmp = NULL;
+    hid_t file = -1;
+    gnn__h5_init();
+    GNN_TRY(check_fields(c, path, GNN_EINVAL));
+    for (int t = 0; t < N_TENSORS; t++)
+        GNN_CHECK(tensor_len(c, t) == 0 || tensor_get(c, t), GNN_EINVAL,
+                  "%s: %s is NULL but holds %lld values", path, tensor_names[t],
+                  (long long)tensor_len(c, t));
+    GNN_TRY(tmp_create(path, &tmp, &file));
+    GNN_TRY(at(path, write_checkpoint(file, c)));
+    GNN_TRY(tmp_commit(path, tmp, &file));
+    gnn_free(tmp);
+    return 0;
+fail:
+    tmp_abort(tmp, &file);
+    gnn_free(tmp);
+    return rc;
+}
+
+/* Attribute format must be want; else "not a WHAT file". */
+static int check_format(hid_t file, const char *path, const char *want, const char *what)
+{
+    char format[STR_ATTR_MAX];
+    int rc = gnn__h5_check_attr_single(file, "format");
+    if (rc == 0) rc = gnn__h5_get_attr_str(file, "format", format, sizeof format);
+    if (rc < 0)
+        return GNN_FAIL(GNN_EFORMAT, "%s: not a %s file (no 'format' attribute)", path, what);
+    if (strcmp(format, want) != 0)
+        return GNN_FAIL(GNN_EFORMAT, "%s: not a %s file (format is '%s', expected '%s')", path,
+                        what, format, want);
+    return 0;
+}
+
+static int read_scalars(hid_t file, const char *path, gnn_checkpoint_t *c)
+{
+    int rc = 0;
+    for (size_t i = 0; i < COUNT_OF(str_fields); i++) {
+        const field_t *f = &str_fields[i];
+        char buf[STR_ATTR_MAX];
+        GNN_TRY(at(path, gnn__h5_check_attr_single(file, f->name)));
+        GNN_TRY(at(path, gnn__h5_get_attr_str(file, f->name, buf, sizeof buf)));
+        size_t len = strlen(buf);
+        GNN_CHECK(len < f->size, GNN_EFORMAT,
+                  "%s: attribute '%s' is longer than %zu characters", path, f->name, f->size - 1);
+        memcpy((char *)c + f->off, buf, len + 1);
+    }
+    for (size_t i = 0; i < COUNT_OF(i64_fields); i++) {
+        int64_t v = 0;
+        GNN_TRY(at(path, gnn__h5_check_attr_single(file, i64_fields[i].name)));
+        GNN_TRY(at(path, gnn__h5_get_attr_i64(file, i64_fields[i].name, 0, &v)));
+        memcpy((char *)c + i64_fields[i].off, &v, sizeof v);
+    }
+    for (size_t i = 0; i < COUNT_OF(f64_fields); i++) {
+        double v = 0;
+        GNN_TRY(at(path, gnn__h5_get_attr_f64(file, f64_fields[i].name, 0, &v)));
+        memcpy((char *)c + f64_fields[i].off, &v, sizeof v);
+    }
+    for (size_t i = 0; i < COUNT_OF(u64_fields); i++) {
+        uint64_t v = 0;
+        GNN_TRY(at(path, gnn__h5_get_attr_u64(file, u64_fields[i].name, 0, &v)));
+        memcpy((char *)c + u64_fields[i].off, &v, sizeof v);
+    }
+fail:
+    return rc;
+}
+
+/* Read array t, whose length the attributes already gave, into c. */
+static int read_tensor(hid_t file, const char *path, int t, gnn_checkpoint_t *c)
+{
+    int rc = 0;
+    hid_t d = -1;
+    hsize_t dims[1];
+    void *buf = NULL;
+    int f64 = tensor_is_f64(t);
+    int64_t n = tensor_len(c, t);
+    GNN_TRY(gnn__h5_open_dataset(file, path, tensor_names[t], GNN_H5_FLOAT, 1, 0, dims, &d));
+    GNN_CHECK(dims[0] == (hsize_t)n, GNN_EFORMAT,
+              "%s: dataset '%s' has %llu entries, expected %s = %lld", path, tensor_names[t],
+              (unsigned long long)dims[0], f64 ? "runs_done" : "n_params", (long long)n);
+    if (n > 0) {
+        buf = gnn_malloc_array((size_t)n, f64 ? sizeof(double) : sizeof(float));
+        GNN_CHECK(buf, GNN_ENOMEM, "%s: out of memory reading dataset '%s'", path,
+                  tensor_names[t]);
+        if (H5Dread(d, f64 ? H5T_NATIVE_DOUBLE : H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT,
+                    buf) < 0) {
+            rc = GNN_H5_FAIL(GNN_EFORMAT, "%s: cannot read dataset '%s'", path, tensor_names[t]);
+            goto fail;
+        }
+    }
+    tensor_set(c, t, buf);
+    buf = NULL;
+fail:
+    gnn_free(buf);
+    gnn__h5_close(&d);
+    return rc;
+}
+
+int gnn_checkpoint_load(const char *path, gnn_checkpoint_t *c)
+{
+    int rc = 0;
+    hid_t file = -1;
+    struct stat st;
+    int64_t version = 0;
+    memset(c, 0, sizeof *c);
+    gnn__h5_init();
+    if (stat(path, &st) != 0)
+        return GNN_FAIL(errno == ENOENT ? GNN_ENOENT : GNN_EIO, "%s: %s", path, strerror(errno));
+    if (!S_ISREG(st.st_mode)) return GNN_FAIL(GNN_EFORMAT, "%s: not a regular file", path);
+    if (H5Fis_hdf5(path) <= 0) {
+        H5Eclear2(H5E_DEFAULT);
+        return GNN_FAIL(GNN_EFORMAT, "%s: not an HDF5 file", path);
+    }
+    file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (file < 0) {
+        rc = GNN_H5_FAIL(GNN_EFORMAT, "%s: cannot open HDF5 file", path);
+        goto fail;
+    }
+    GNN_TRY(check_format(file, path, GNN_CHECKPOINT_FORMAT, "checkpoint"));
+    GNN_TRY(at(path, gnn__h5_check_attr_single(file, "version")));
+    GNN_TRY(at(path, gnn__h5_get_attr_i64(file, "version", 0, &version)));
+    GNN_CHECK(version == GNN_CHECKPOINT_VERSION, GNN_EVERSION,
+              "%s: checkpoint format version %lld is not supported (this build reads version %d)",
+              path, (long long)version, GNN_CHECKPOINT_VERSION);
+    GNN_TRY(read_scalars(file, path, c));
+    GNN_TRY(check_fields(c, path, GNN_EFORMAT));
+    for (int t = 0; t < N_TENSORS; t++) GNN_TRY(read_tensor(file, path, t, c));
+    herr_t closed = H5Fclose(file);
+    file = -1;
+    if (closed < 0) {
+        rc = GNN_H5_FAIL(GNN_EHDF5, "%s: cannot close", path);
+        goto fail;
+    }
+    return 0;
+fail:
+    gnn__h5_close(&file);
+    H5Eclear2(H5E_DEFAULT);
+    gnn_checkpoint_free(c);
+    return rc;
+}
+
+void gnn_checkpoint_free(gnn_checkpoint_t *c)
+{
+    if (!c) return;
+    gnn_free(c->params);
+    gnn_free(c->adam_m);
+    gnn_free(c->adam_v);
+    gnn_free(c->best_params);
+    gnn_free(c->run_test_acc);
+    gnn_free(c->run_valid_acc);
+    memset(c, 0, sizeof *c);
+}
+
+/* ---- Predictions ------------------------------------------------------------ */
+
+/* A chunked n-row dataset of ncols columns (rank 1 when ncols is 0):
+ * chunks of CHUNK_1D entries or CHUNK_2D_BYTES of rows, never more rows
+ * than the dataset has, so a small file stays small. */
+static int create_rows(hid_t file, const char *name, hid_t ftype, int64_t n, int64_t ncols,
+                       hid_t *d)
+{
+    int rank = ncols ? 2 : 1;
+    hsize_t rows = ncols ? CHUNK_2D_BYTES / (4 * (hsize_t)ncols) : CHUNK_1D;
+    if (rows < 1) rows = 1;
+    if (rows > (hsize_t)n) rows = n > 0 ? (hsize_t)n : 1;
+    hsize_t dims[2] = {(hsize_t)n, (hsize_t)ncols}, chunk[2] = {rows, (hsize_t)ncols};
+    return gnn__h5_create_dataset(file, name, ftype, rank, dims, chunk, d);
+}
+
+/* Close dataset *d, checking that its chunks were written. */
+static int close_dataset(hid_t *d, const char *name)
+{
+    herr_t closed = H5Dclose(*d);
+    *d = -1;
+    if (closed < 0) return GNN_H5_FAIL(GNN_EIO, "cannot close dataset '%s'", name);
+    return 0;
+}
+
+static int write_predictions(hid_t file, int64_t n, const int64_t *node_id, int64_t classes,
+                             const float *logits, const int64_t *pred, int64_t hidden_dim,
+                             const float *hidden)
+{
+    int rc = 0;
+    hid_t d = -1;
+    int64_t *ids = NULL;
+    GNN_TRY(gnn__h5_set_attr_str(file, "format", PREDICTIONS_FORMAT));
+    GNN_TRY(gnn__h5_set_attr_i64(file, "version", PREDICTIONS_VERSION));
+    GNN_TRY(gnn__h5_set_attr_i64(file, "num_nodes", n));
+    GNN_TRY(gnn__h5_set_attr_i64(file, "num_classes", classes));
+    GNN_TRY(gnn__h5_set_attr_i64(file, "hidden_dim", hidden_dim));
+
+    GNN_TRY(create_rows(file, "node_id", H5T_STD_I64LE, n, 0, &d));
+    if (node_id) {
+        GNN_TRY(gnn__h5_write_rows(d, H5T_NATIVE_INT64, 1, 1, 0, n, node_id));
+    } else {
+        int64_t block = n < ID_BLOCK ? n : ID_BLOCK;
+        ids = gnn_malloc_array((size_t)block, sizeof *ids);
+        GNN_CHECK(ids, GNN_ENOMEM, "out of memory");
+        for (int64_t r0 = 0; r0 < n; r0 += block) {
+            int64_t nr = n - r0 < block ? n - r0 : block;
+            for (int64_t i = 0; i < nr; i++) ids[i] = r0 + i;
+            GNN_TRY(gnn__h5_write_rows(d, H5T_NATIVE_INT64, 1, 1, r0, nr, ids));
+        }
+    }
+    GNN_TRY(close_dataset(&d, "node_id"));
+
+    GNN_TRY(create_rows(file, "logits", H5T_IEEE_F32LE, n, classes, &d));
+    GNN_TRY(gnn__h5_write_rows(d, H5T_NATIVE_FLOAT, 2, (hsize_t)classes, 0, n, logits));
+    GNN_TRY(close_dataset(&d, "logits"));
+
+    GNN_TRY(create_rows(file, "pred", H5T_STD_I64LE, n, 0, &d));
+    GNN_TRY(gnn__h5_write_rows(d, H5T_NATIVE_INT64, 1, 1, 0, n, pred));
+    GNN_TRY(close_dataset(&d, "pred"));
+
+    GNN_TRY(create_rows(file, "hidden", H5T_IEEE_F32LE, n, hidden_dim, &d));
+    GNN_TRY(gnn__h5_write_rows(d, H5T_NATIVE_FLOAT, 2, (hsize_t)hidden_dim, 0, n, hidden));
+    GNN_TRY(close_dataset(&d, "hidden"));
+fail:
+    gnn_free(ids);
+    gnn__h5_close(&d);
+    return rc;
+}
+
+int gnn_predictions_write(const char *path, int64_t n, const int64_t *node_id, int64_t classes,
+                          const float *logits, const int64_t *pred, int64_t hidden_dim,
+                          const float *hidden)
+{
+    int rc = 0;
+    char *tmp = NULL;
+    hid_t file = -1;
+    gnn__h5_init();
+    GNN_TRY(check_i64(path, GNN_EINVAL, "node count", n, 0, INT64_MAX));
+    GNN_TRY(check_i64(path, GNN_EINVAL, "classes", classes, 1, INT64_MAX));
+    GNN_TRY(check_i64(path, GNN_EINVAL, "hidden_dim", hidden_dim, 1, INT64_MAX));
+    GNN_CHECK(n == 0 || (logits && pred && hidden), GNN_EINVAL,
+              "%s: logits, pred and hidden are required", path);
+    for (int64_t i = 0; i < n; i++)
+        GNN_CHECK(pred[i] >= 0 && pred[i] < classes, GNN_EINVAL,
+                  "%s: pred[%lld] = %lld is outside [0, %lld)", path, (long long)i,
+                  (long long)pred[i], (long long)classes);
+    GNN_TRY(tmp_create(path, &tmp, &file));
+    GNN_TRY(at(path, write_predictions(file, n, node_id, classes, logits, pred, hidden_dim,
+                                       hidden)));
+    GNN_TRY(tmp_commit(path, tmp, &file));
+    gnn_free(tmp);
+    return 0;
+fail:
+    tmp_abort(tmp, &file);
+    gnn_free(tmp);
+    return rc;
+}

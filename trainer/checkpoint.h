@@ -1,0 +1,79 @@
+/*
+ * Training checkpoints and prediction files (HDF5, layouts in
+ * docs/FORMAT.md).
+ *
+ * A checkpoint holds everything a run needs to continue exactly where it
+ * stopped: the configuration it was started with (a resume must match it),
+ * the position in the run (run index, epoch, Adam step, dropout generator
+ * offset), the early-stopping and best-validation state, the results of
+ * the runs already finished, and the parameters, both Adam moments and the
+ * best-validation parameters as flat float32 arrays. Files are written
+ * under a temporary name beside the target and renamed into place, so a
+ * checkpoint on disk is always a complete one.
+ */
+#ifndef GNN_TRAINER_CHECKPOINT_H
+#define GNN_TRAINER_CHECKPOINT_H
+
+#include <stdint.h>
+
+#define GNN_CHECKPOINT_FORMAT "gnn-checkpoint"
+#define GNN_CHECKPOINT_VERSION 1
+
+typedef struct {
+    /* Configuration (checked on resume). */
+    char model[16];        /* "gcn" | "sage" */
+    char aggr[32];         /* aggregator name */
+    int64_t layers, in_dim, hidden, classes;
+    double dropout, lr, weight_decay;
+    char decay_scope[16];  /* "first" | "all" */
+    int64_t normalize_features;
+    uint64_t seed;         /* seed of run 0; run r uses seed + r */
+    int64_t runs;          /* runs requested */
+    /* Position. */
+    int64_t run;           /* run in progress, 0-based */
+    int64_t epoch;         /* epochs completed in that run */
+    int64_t step;          /* Adam steps taken in that run */
+    uint64_t rng_offset;   /* dropout generator position */
+    /* Early stopping and best-validation state of the run in progress. */
+    int64_t best_epoch;    /* -1 before the first evaluation */
+    int64_t bad_evals;     /* evaluations since the validation loss improved */
+    double best_valid_acc, best_valid_loss, best_test_acc, best_train_acc;
+    double min_valid_loss;
+    /* Finished runs. */
+    int64_t runs_done;
+    double *run_test_acc;  /* runs_done entries */
+    double *run_valid_acc; /* runs_done entries */
+    /* Tensors: n_params floats each. */
+    int64_t n_params;
+    float *params, *adam_m, *adam_v, *best_params;
+} gnn_checkpoint_t;
+
+/* Write c to path atomically (temporary file + rename; an existing file is
+ * replaced). GNN_EIO / GNN_EHDF5 naming the path on failure, and then no
+ * file is left under the temporary name and path is unchanged. */
+int gnn_checkpoint_save(const char *path, const gnn_checkpoint_t *c);
+
+/*
+ * Read path into c (arrays allocated; free with gnn_checkpoint_free).
+ * Errors, each naming path: GNN_ENOENT (no file), GNN_EFORMAT (not HDF5,
+ * not a checkpoint, a missing or wrong-shaped dataset or attribute, values
+ * out of range such as runs_done > runs), GNN_EVERSION. On failure c is
+ * zeroed.
+ */
+int gnn_checkpoint_load(const char *path, gnn_checkpoint_t *c);
+
+/* Free the arrays and zero c. */
+void gnn_checkpoint_free(gnn_checkpoint_t *c);
+
+/*
+ * Write the predictions of a model over n nodes: node_id (n int64: the
+ * original ids, or 0..n-1 when node_id is NULL), logits (n x classes
+ * float32), pred (n int64, arg-max of the logits), hidden (n x hidden_dim
+ * float32: the input of the last layer). Atomic like the checkpoint; an
+ * existing path is replaced.
+ */
+int gnn_predictions_write(const char *path, int64_t n, const int64_t *node_id, int64_t classes,
+                          const float *logits, const int64_t *pred, int64_t hidden_dim,
+                          const float *hidden);
+
+#endif

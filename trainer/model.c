@@ -1,0 +1,396 @@
+/*
+ * GCN and GraphSAGE forward and backward passes (trainer/model.h).
+ *
+ * Per layer l the forward keeps what the backward reads: the dropped input
+ * D (only when dropout is on; otherwise D is the input itself), the
+ * aggregated matrix T (GCN: A D or D W, SAGE: aggr(D)), the output Z (ReLU
+ * applied in place: the backward reads the sign pattern from the output),
+ * and the aggregator's workspace. The backward walks the layers downwards
+ * with two gradient buffers used in turn and one scratch for dT, so its
+ * memory does not grow with depth.
+ */
+#include "trainer/model.h"
+
+#include "graph/base/alloc.h"
+#include "graph/base/error.h"
+#include "kernels/rng.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+typedef struct {
+    int64_t fin, fout;
+    int64_t w_off, ws_off, b_off, count; /* ws_off: SAGE W_self, else -1 */
+    int gemm_first;                      /* GCN: D W before aggregation */
+    /* State of the last forward. */
+    gnn_bgraph_t *graph;
+    const float *in; /* H (x for layer 0) */
+    int64_t n_src, n_dst;
+    float *drop;   size_t drop_bytes; /* dropout(H), when used */
+    uint64_t drop_off; /* generator offset of that dropout */
+    const float *d; /* D: drop or in */
+    float *t;      size_t t_bytes;
+    float *z;      size_t z_bytes;
+    void *ws;      size_t ws_bytes;
+    int trained;   /* the last forward was a training one */
+} layer_t;
+
+struct gnn_model {
+    gnn_backend_t *be;
+    gnn_model_config_t cfg;
+    layer_t layer[GNN_MODEL_MAX_LAYERS];
+    int64_t n_params;
+    float *params, *grads;
+    uint64_t drop_seed, drop_offset;
+    /* Backward scratch. */
+    float *gbuf[2];  size_t gbuf_bytes[2];
+    float *dt;       size_t dt_bytes;
+};
+
+static const char *const kind_names[] = {"gcn", "sage"};
+
+int gnn_model_kind_from_name(const char *name, gnn_model_kind_t *kind)
+{
+    for (int i = 0; name && i < 2; i++)
+        if (!strcmp(name, kind_names[i])) {
+            *kind = (gnn_model_kind_t)i;
+            return 0;
+        }
+    return GNN_FAIL(GNN_EINVAL, "unknown model \"%s\" (expected gcn or sage)",
+                    name ? name : "(null)");
+}
+
+const char *gnn_model_kind_name(gnn_model_kind_t kind)
+{
+    return (unsigned)kind < 2 ? kind_names[kind] : "?";
+}
+
+/* ---- Creation ------------------------------------------------------------- */
+
+static int check_config(const gnn_model_config_t *c)
+{
+    if ((unsigned)c->kind > GNN_MODEL_SAGE)
+        return GNN_FAIL(GNN_EINVAL, "model: unknown kind %d", (int)c->kind);
+    if (c->layers < 1 || c->layers > GNN_MODEL_MAX_LAYERS)
+        return GNN_FAIL(GNN_EINVAL, "model: layers %d outside [1, %d]", c->layers,
+                        GNN_MODEL_MAX_LAYERS);
+    if (c->in_dim < 1) return GNN_FAIL(GNN_EINVAL, "model: input width %" PRId64, c->in_dim);
+    if (c->layers > 1 && c->hidden < 1)
+        return GNN_FAIL(GNN_EINVAL, "model: hidden width %" PRId64, c->hidden);
+    if (c->classes < 1) return GNN_FAIL(GNN_EINVAL, "model: %" PRId64 " classes", c->classes);
+    int64_t big = (int64_t)1 << 20;
+    if (c->in_dim > big || c->hidden > big || c->classes > big)
+        return GNN_FAIL(GNN_EINVAL, "model: a layer wider than %" PRId64, big);
+    if (!(c->dropout >= 0.0f && c->dropout < 1.0f))
+        return GNN_FAIL(GNN_EINVAL, "model: dropout %g outside [0, 1)", (double)c->dropout);
+    if (c->kind == GNN_MODEL_SAGE && !c->aggr)
+        return GNN_FAIL(GNN_EINVAL, "model: sage needs an aggregator");
+    return 0;
+}
+
+/* Glorot-uniform fill of n weights from (seed, counter base). */
+static void glorot(float *w, int64_t fin, int64_t fout, uint64_t seed, uint64_t base)
+{
+    double lim = sqrt(6.0 / (double)(fin + fout));
+    for (int64_t i = 0; i < fin * fout; i++)
+        w[i] = (float)((2.0 * gnn_rng_uniform(seed, base + (uint64_t)i) - 1.0) * lim);
+}
+
+static uint64_t mix64(uint64_t z)
+{
+    z += 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+int gnn_model_create(gnn_backend_t *be, const gnn_aggr_registry_t *reg,
+                     const gnn_model_config_t *cfg, uint64_t seed, gnn_model_t **out)
+{
+    int rc = 0;
+    gnn_model_t *m = NULL;
+    float *host = NULL;
+    GNN_CHECK(out, GNN_EINVAL, "model: NULL output");
+    *out = NULL;
+    GNN_CHECK(be && reg && cfg, GNN_EINVAL, "model: NULL argument");
+    m = gnn_calloc(1, sizeof *m);
+    GNN_CHECK(m, GNN_ENOMEM, "model");
+    m->be = be;
+    m->cfg = *cfg;
+    if (cfg->kind == GNN_MODEL_GCN) GNN_TRY(gnn_aggr_registry_find(reg, "gcn", &m->cfg.aggr));
+    GNN_TRY(check_config(&m->cfg));
+
+    int64_t off = 0;
+    for (int l = 0; l < cfg->layers; l++) {
+        layer_t *L = &m->layer[l];
+        L->fin = l == 0 ? cfg->in_dim : cfg->hidden;
+        L->fout = l == cfg->layers - 1 ? cfg->classes : cfg->hidden;
+        L->w_off = off;
+        off += L->fin * L->fout;
+        L->ws_off = -1;
+        if (cfg->kind == GNN_MODEL_SAGE) {
+            L->ws_off = off;
+            off += L->fin * L->fout;
+        }
+        L->b_off = off;
+        off += L->fout;
+        L->count = off - L->w_off;
+        L->gemm_first = cfg->kind == GNN_MODEL_GCN && L->fout < L->fin;
+    }
+    m->n_params = off;
+
+    host = gnn_calloc((size_t)off, sizeof *host);
+    GNN_CHECK(host, GNN_ENOMEM, "model parameters");
+    uint64_t init_seed = mix64(seed ^ 0x696e6974ull);
+    for (int l = 0; l < cfg->layers; l++) {
+        layer_t *L = &m->layer[l];
+        glorot(host + L->w_off, L->fin, L->fout, init_seed, (uint64_t)L->w_off);
+        if (L->ws_off >= 0)
+            glorot(host + L->ws_off, L->fin, L->fout, init_seed, (uint64_t)L->ws_off);
+    }
+    size_t bytes = (size_t)off * sizeof(float);
+    GNN_TRY(gnn_be_alloc(be, bytes, (void **)&m->params));
+    GNN_TRY(gnn_be_alloc(be, bytes, (void **)&m->grads));
+    GNN_TRY(gnn_be_upload(be, m->params, host, bytes));
+    GNN_TRY(gnn_be_zero(be, m->grads, bytes));
+    m->drop_seed = mix64(seed ^ 0x64726f70ull);
+    m->drop_offset = 0;
+    gnn_free(host);
+    *out = m;
+    return 0;
+fail:
+    gnn_free(host);
+    gnn_model_free(m);
+    return rc;
+}
+
+void gnn_model_free(gnn_model_t *m)
+{
+    if (!m) return;
+    for (int l = 0; l < GNN_MODEL_MAX_LAYERS; l++) {
+        layer_t *L = &m->layer[l];
+        gnn_be_free(m->be, L->drop);
+        gnn_be_free(m->be, L->t);
+        gnn_be_free(m->be, L->z);
+        gnn_be_free(m->be, L->ws);
+    }
+    gnn_be_free(m->be, m->gbuf[0]);
+    gnn_be_free(m->be, m->gbuf[1]);
+    gnn_be_free(m->be, m->dt);
+    gnn_be_free(m->be, m->params);
+    gnn_be_free(m->be, m->grads);
+    gnn_free(m);
+}
+
+const gnn_model_config_t *gnn_model_config(const gnn_model_t *m) { return &m->cfg; }
+int64_t gnn_model_n_params(const gnn_model_t *m) { return m->n_params; }
+float *gnn_model_params(gnn_model_t *m) { return m->params; }
+float *gnn_model_grads(gnn_model_t *m) { return m->grads; }
+uint64_t gnn_model_rng_offset(const gnn_model_t *m) { return m->drop_offset; }
+uint64_t gnn_model_dropout_key(const gnn_model_t *m) { return m->drop_seed; }
+
+void gnn_model_set_rng(gnn_model_t *m, uint64_t seed, uint64_t offset)
+{
+    m->drop_seed = mix64(seed ^ 0x64726f70ull);
+    m->drop_offset = offset;
+}
+
+void gnn_model_layer_span(const gnn_model_t *m, int l, int64_t *offset, int64_t *count)
+{
+    *offset = m->layer[l].w_off;
+    *count = m->layer[l].count;
+}
+
+size_t gnn_model_activation_bytes(const gnn_model_t *m)
+{
+    size_t s = m->gbuf_bytes[0] + m->gbuf_bytes[1] + m->dt_bytes;
+    for (int l = 0; l < m->cfg.layers; l++)
+        s += m->layer[l].drop_bytes + m->layer[l].t_bytes + m->layer[l].z_bytes +
+             m->layer[l].ws_bytes;
+    return s;
+}
+
+/* Make *buf hold at least bytes (contents not kept). */
+static int ensure(gnn_backend_t *be, void **buf, size_t *have, size_t bytes)
+{
+    if (*buf && *have >= bytes) return 0;
+    gnn_be_free(be, *buf);
+    *buf = NULL;
+    *have = 0;
+    int rc = gnn_be_alloc(be, bytes, buf);
+    if (rc < 0) return rc;
+    *have = bytes;
+    return 0;
+}
+
+static size_t fbytes(int64_t rows, int64_t cols)
+{
+    return (size_t)rows * (size_t)cols * sizeof(float);
+}
+
+/* ---- Forward -------------------------------------------------------------- */
+
+static int layer_forward(gnn_model_t *m, int l, gnn_bgraph_t *g, const float *in, int training)
+{
+    int rc = 0;
+    gnn_backend_t *be = m->be;
+    layer_t *L = &m->layer[l];
+    const gnn_aggr_def_t *ag = m->cfg.aggr;
+    int64_t ns = gnn_bgraph_n_src(g), nd = gnn_bgraph_n_dst(g), fin = L->fin, fout = L->fout;
+    const float *w = m->params + L->w_off, *b = m->params + L->b_off;
+    L->graph = g;
+    L->in = in;
+    L->n_src = ns;
+    L->n_dst = nd;
+    L->trained = training;
+
+    /* D = dropout(H) while training. */
+    L->d = in;
+    float p = m->cfg.dropout;
+    if (training && p > 0.0f) {
+        GNN_TRY(ensure(be, (void **)&L->drop, &L->drop_bytes, fbytes(ns, fin)));
+        L->drop_off = m->drop_offset;
+        GNN_TRY(gnn_be_dropout(be, ns * fin, p, m->drop_seed, m->drop_offset, in, L->drop));
+        m->drop_offset += (uint64_t)(ns * fin);
+        L->d = L->drop;
+    }
+    GNN_TRY(ensure(be, (void **)&L->z, &L->z_bytes, fbytes(nd, fout)));
+    int64_t tw = L->gemm_first ? fout : fin; /* width of T */
+    int64_t tr = L->gemm_first ? ns : nd;    /* rows of T */
+    GNN_TRY(ensure(be, (void **)&L->t, &L->t_bytes, fbytes(tr, tw)));
+    size_t wsb = 0;
+    GNN_TRY(gnn_be_aggr_workspace(be, g, ag, tw, &wsb));
+    if (wsb) GNN_TRY(ensure(be, &L->ws, &L->ws_bytes, wsb));
+
+    if (L->gemm_first) {
+        /* T = D W (ns x fout); Z = A T. */
+        GNN_TRY(gnn_be_gemm(be, 0, 0, ns, fout, fin, 1.0f, L->d, fin, w, fout, 0.0f, L->t, fout));
+        GNN_TRY(gnn_be_aggr_forward(be, g, ag, fout, L->t, L->z, L->ws, L->ws_bytes));
+    } else {
+        /* T = aggr(D) (nd x fin); Z = T W (+ D[:nd] W_self for SAGE). */
+        GNN_TRY(gnn_be_aggr_forward(be, g, ag, fin, L->d, L->t, L->ws, L->ws_bytes));
+        GNN_TRY(gnn_be_gemm(be, 0, 0, nd, fout, fin, 1.0f, L->t, fin, w, fout, 0.0f, L->z, fout));
+        if (L->ws_off >= 0)
+            GNN_TRY(gnn_be_gemm(be, 0, 0, nd, fout, fin, 1.0f, L->d, fin, m->params + L->ws_off,
+                                fout, 1.0f, L->z, fout));
+    }
+    GNN_TRY(gnn_be_bias_add(be, nd, fout, L->z, b));
+    if (l < m->cfg.layers - 1) GNN_TRY(gnn_be_relu(be, nd * fout, L->z, L->z));
+    return 0;
+fail:
+    return rc;
+}
+
+int gnn_model_forward(gnn_model_t *m, gnn_bgraph_t *const *graphs, const float *x, int training,
+                      const float **logits)
+{
+    int rc = 0;
+    GNN_CHECK(m && graphs && x && logits, GNN_EINVAL, "model forward: NULL argument");
+    for (int l = 0; l < m->cfg.layers; l++) {
+        GNN_CHECK(graphs[l], GNN_EINVAL, "model forward: no graph for layer %d", l);
+        if (l > 0)
+            GNN_CHECK(gnn_bgraph_n_src(graphs[l]) == gnn_bgraph_n_dst(graphs[l - 1]), GNN_EINVAL,
+                      "model forward: layer %d has %" PRId64 " sources, layer %d gave %" PRId64
+                      " rows",
+                      l, gnn_bgraph_n_src(graphs[l]), l - 1, gnn_bgraph_n_dst(graphs[l - 1]));
+        if (m->cfg.kind == GNN_MODEL_SAGE)
+            GNN_CHECK(gnn_bgraph_n_dst(graphs[l]) <= gnn_bgraph_n_src(graphs[l]), GNN_EINVAL,
+                      "model forward: layer %d has more destinations than sources", l);
+    }
+    const float *in = x;
+    for (int l = 0; l < m->cfg.layers; l++) {
+        GNN_TRY(layer_forward(m, l, graphs[l], in, training));
+        in = m->layer[l].z;
+    }
+    *logits = in;
+    return 0;
+fail:
+    return rc;
+}
+
+const float *gnn_model_last_hidden(const gnn_model_t *m, int64_t *rows, int64_t *cols)
+{
+    const layer_t *L = &m->layer[m->cfg.layers - 1];
+    *rows = L->n_src;
+    *cols = L->fin;
+    return L->in;
+}
+
+/* ---- Backward ------------------------------------------------------------- */
+
+int gnn_model_backward(gnn_model_t *m, float *dlogits)
+{
+    int rc = 0;
+    GNN_CHECK(m && dlogits, GNN_EINVAL, "model backward: NULL argument");
+    gnn_backend_t *be = m->be;
+    const gnn_aggr_def_t *ag = m->cfg.aggr;
+    for (int l = 0; l < m->cfg.layers; l++)
+        GNN_CHECK(m->layer[l].graph && m->layer[l].trained, GNN_EINVAL,
+                  "model backward: no training forward before it");
+
+    /* Scratch sizes over all layers. */
+    size_t gmax = 0, tmax = 0;
+    for (int l = 0; l < m->cfg.layers; l++) {
+        const layer_t *L = &m->layer[l];
+        size_t a = fbytes(L->n_src, L->fin), c = fbytes(L->n_dst, L->fout);
+        gmax = a > gmax ? a : gmax;
+        gmax = c > gmax ? c : gmax;
+        size_t t = L->gemm_first ? fbytes(L->n_src, L->fout) : fbytes(L->n_dst, L->fin);
+        tmax = t > tmax ? t : tmax;
+    }
+    if (m->cfg.layers > 1) {
+        GNN_TRY(ensure(be, (void **)&m->gbuf[0], &m->gbuf_bytes[0], gmax));
+        GNN_TRY(ensure(be, (void **)&m->gbuf[1], &m->gbuf_bytes[1], gmax));
+    }
+    GNN_TRY(ensure(be, (void **)&m->dt, &m->dt_bytes, tmax));
+
+    float *dz = dlogits;
+    for (int l = m->cfg.layers - 1; l >= 0; l--) {
+        layer_t *L = &m->layer[l];
+        gnn_bgraph_t *g = L->graph;
+        int64_t ns = L->n_src, nd = L->n_dst, fin = L->fin, fout = L->fout;
+        const float *w = m->params + L->w_off;
+        float *dw = m->grads + L->w_off, *db = m->grads + L->b_off;
+        float *dd = NULL; /* gradient of D, n_src x fin */
+        if (l > 0) dd = dz == m->gbuf[0] ? m->gbuf[1] : m->gbuf[0];
+
+        GNN_TRY(gnn_be_bias_grad(be, nd, fout, dz, db));
+        if (L->gemm_first) {
+            /* dT = A^T dZ; dW = D^T dT; dD = dT W^T. */
+            GNN_TRY(gnn_be_aggr_backward(be, g, ag, fout, L->t, L->z, dz, m->dt, L->ws,
+                                         L->ws_bytes));
+            GNN_TRY(gnn_be_gemm(be, 1, 0, fin, fout, ns, 1.0f, L->d, fin, m->dt, fout, 0.0f, dw,
+                                fout));
+            if (dd)
+                GNN_TRY(gnn_be_gemm(be, 0, 1, ns, fin, fout, 1.0f, m->dt, fout, w, fout, 0.0f,
+                                    dd, fin));
+        } else {
+            /* dW = T^T dZ; dT = dZ W^T; dD = aggr^T(dT) (+ dZ W_self^T on the first rows). */
+            GNN_TRY(gnn_be_gemm(be, 1, 0, fin, fout, nd, 1.0f, L->t, fin, dz, fout, 0.0f, dw,
+                                fout));
+            if (L->ws_off >= 0)
+                GNN_TRY(gnn_be_gemm(be, 1, 0, fin, fout, nd, 1.0f, L->d, fin, dz, fout, 0.0f,
+                                    m->grads + L->ws_off, fout));
+            if (dd) {
+                GNN_TRY(gnn_be_gemm(be, 0, 1, nd, fin, fout, 1.0f, dz, fout, w, fout, 0.0f, m->dt,
+                                    fin));
+                GNN_TRY(gnn_be_aggr_backward(be, g, ag, fin, L->d, L->t, m->dt, dd, L->ws,
+                                             L->ws_bytes));
+                if (L->ws_off >= 0)
+                    GNN_TRY(gnn_be_gemm(be, 0, 1, nd, fin, fout, 1.0f, dz, fout,
+                                        m->params + L->ws_off, fout, 1.0f, dd, fin));
+            }
+        }
+        if (!dd) break;
+        /* Through dropout and the ReLU of layer l - 1 (whose output is L->in). */
+        if (L->d != L->in)
+            GNN_TRY(gnn_be_dropout_backward(be, ns * fin, m->cfg.dropout, m->drop_seed,
+                                            L->drop_off, dd, dd));
+        GNN_TRY(gnn_be_relu_backward(be, ns * fin, L->in, dd, dd));
+        dz = dd;
+    }
+    return 0;
+fail:
+    return rc;
+}

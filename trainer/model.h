@@ -1,0 +1,105 @@
+/*
+ * GCN and GraphSAGE models with explicit forward and backward passes on a
+ * compute backend (kernels/backend.h).
+ *
+ * Parameters, their gradients and the two Adam moments each live in one
+ * flat backend buffer (so a gradient average is one allreduce), laid out
+ * layer after layer; within layer l:
+ *   GCN   W[l] (fin x fout), b[l] (fout)
+ *   SAGE  W_self[l] (fin x fout), W_neigh[l] (fin x fout), b[l] (fout)
+ * with fin/fout = in_dim, hidden, ..., classes. Layer l computes, from its
+ * input H (n_src x fin), with D = dropout(H) while training:
+ *   GCN   Z = A_gcn D W + b     (A_gcn = D^-1/2 (A+I) D^-1/2, the built-in
+ *                                gcn aggregator; the product is taken in the
+ *                                cheaper order: aggregate the narrower side)
+ *   SAGE  Z = D[:n_dst] W_self + aggr(D) W_neigh + b
+ * and H' = ReLU(Z) except after the last layer, whose Z are the logits.
+ *
+ * Dropout masks come from the counter-based generator: each dropout call
+ * takes the next n counters of the model's stream (seed, offset), so a run
+ * is reproduced exactly from (seed, offset), which checkpoints store.
+ *
+ * The model runs on one prepared graph per layer (the same graph for every
+ * layer in full-graph training; the blocks of a sampled mini-batch later).
+ */
+#ifndef GNN_TRAINER_MODEL_H
+#define GNN_TRAINER_MODEL_H
+
+#include "kernels/backend.h"
+
+#include <stdint.h>
+
+typedef enum { GNN_MODEL_GCN = 0, GNN_MODEL_SAGE = 1 } gnn_model_kind_t;
+
+/* "gcn", "sage"; GNN_EINVAL naming the valid ones otherwise. */
+int gnn_model_kind_from_name(const char *name, gnn_model_kind_t *kind);
+const char *gnn_model_kind_name(gnn_model_kind_t kind);
+
+#define GNN_MODEL_MAX_LAYERS 16
+
+typedef struct {
+    gnn_model_kind_t kind;
+    int layers;          /* 1 .. GNN_MODEL_MAX_LAYERS */
+    int64_t in_dim;      /* input feature width */
+    int64_t hidden;      /* width of every hidden layer */
+    int64_t classes;     /* output width */
+    float dropout;       /* drop probability on every layer's input, [0, 1) */
+    const gnn_aggr_def_t *aggr; /* SAGE neighbour aggregator (GCN: the
+                                   built-in gcn, set by gnn_model_create) */
+} gnn_model_config_t;
+
+typedef struct gnn_model gnn_model_t;
+
+/*
+ * A model on backend be with parameters initialised from seed (Glorot
+ * uniform weights, zero biases; drawn on the host, so the same seed gives
+ * the same parameters on every backend). reg supplies the gcn aggregator.
+ * Errors: GNN_EINVAL for a bad configuration (message names the field),
+ * GNN_ENOMEM / backend errors.
+ */
+int gnn_model_create(gnn_backend_t *be, const gnn_aggr_registry_t *reg,
+                     const gnn_model_config_t *cfg, uint64_t seed, gnn_model_t **out);
+void gnn_model_free(gnn_model_t *m);
+const gnn_model_config_t *gnn_model_config(const gnn_model_t *m);
+
+/* Flat parameter count and the backend buffers (n_params floats each). */
+int64_t gnn_model_n_params(const gnn_model_t *m);
+float *gnn_model_params(gnn_model_t *m);
+float *gnn_model_grads(gnn_model_t *m);
+/* Parameters of layer l occupy [offset, offset + count) of the flat buffers. */
+void gnn_model_layer_span(const gnn_model_t *m, int l, int64_t *offset, int64_t *count);
+
+/*
+ * Forward pass. graphs[l] is the graph of layer l (n_dst of layer l equals
+ * n_src of layer l + 1; full-graph training passes the same graph L
+ * times); x is the input (n_src of layer 0 x in_dim, a backend buffer, not
+ * modified). training != 0 applies dropout and keeps what backward needs.
+ * The logits (n_dst of the last layer x classes) stay valid until the next
+ * forward; *logits points at them. Buffers are allocated on first use and
+ * reused while the shapes stay the same.
+ */
+int gnn_model_forward(gnn_model_t *m, gnn_bgraph_t *const *graphs, const float *x, int training,
+                      const float **logits);
+/* The input of the last layer (its ReLU'd hidden rows, n_src of the last
+ * layer x fin) after a forward; for --save-predictions. */
+const float *gnn_model_last_hidden(const gnn_model_t *m, int64_t *rows, int64_t *cols);
+
+/*
+ * Backward pass after a training forward: dlogits (same shape as the
+ * logits, a backend buffer; clobbered) -> gradients of every parameter,
+ * overwritten in the flat gradient buffer.
+ */
+int gnn_model_backward(gnn_model_t *m, float *dlogits);
+
+/* Dropout stream position (for checkpoints). */
+uint64_t gnn_model_rng_offset(const gnn_model_t *m);
+void gnn_model_set_rng(gnn_model_t *m, uint64_t seed, uint64_t offset);
+/* The generator key the dropout masks are drawn with (derived from the
+ * seed): element i of a dropout call at offset o is kept when
+ * gnn_rng_keep(key, o + i, p). Layer l's call follows layer l - 1's. */
+uint64_t gnn_model_dropout_key(const gnn_model_t *m);
+
+/* Bytes held on the backend by activations and workspaces (not params). */
+size_t gnn_model_activation_bytes(const gnn_model_t *m);
+
+#endif

@@ -1,0 +1,735 @@
+/*
+ * Full-graph training loop (trainer/train.h).
+ *
+ * One epoch: a training forward over the whole graph (dropout on), softmax
+ * cross-entropy on the training nodes, the backward pass, one Adam step
+ * (weight decay on the first layer only or on all, as --decay-scope says).
+ * Every --eval-every epochs a forward without dropout gives the training,
+ * validation and test accuracies and the validation loss. The reported test
+ * accuracy is the one at the epoch of best validation accuracy (ties: lower
+ * validation loss); early stopping counts evaluations without a new lowest
+ * validation loss. The parameters of the best epoch are kept on the host
+ * and are the ones predictions are made with.
+ *
+ * Checkpoints hold the whole state of the loop (trainer/checkpoint.h), so a
+ * resumed run performs exactly the operations the uninterrupted one would
+ * have: on the CPU the final parameters are bitwise equal for the same
+ * thread count.
+ */
+#include "trainer/train.h"
+
+#include "graph/base/alloc.h"
+#include "graph/base/error.h"
+#include "graph/base/json.h"
+#include "graph/base/log.h"
+#include "graph/base/progress.h"
+#include "graph/graph_file.h"
+#include "kernels/backend.h"
+#include "trainer/checkpoint.h"
+#include "trainer/model.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+void gnn_train_defaults(gnn_train_opts_t *o)
+{
+    memset(o, 0, sizeof *o);
+    o->model = "gcn";
+    o->layers = 2;
+    o->hidden = 16;
+    o->dropout = 0.5;
+    o->lr = 0.01;
+    o->weight_decay = 5e-4;
+    o->epochs = 200;
+    o->seed = 0;
+    o->runs = 1;
+    o->device = "cpu";
+    o->eval_every = 1;
+    o->checkpoint_every = 10;
+}
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* ---- State of a training job ---------------------------------------------- */
+
+typedef struct {
+    const gnn_train_opts_t *o;
+    gnn_model_kind_t kind;
+    const char *decay_scope;
+    gnn_backend_t *be;
+    gnn_aggr_registry_t *reg;
+    const gnn_aggr_def_t *aggr;
+    gnn_graph_t g;
+    gnn_bgraph_t *bg;
+    float *x;                         /* features on the backend */
+    int64_t *labels;                  /* backend */
+    int64_t *split[GNN_NUM_SPLITS];   /* backend */
+    int64_t split_n[GNN_NUM_SPLITS];
+    float *dlogits;                   /* backend, n x classes */
+    float *adam_m, *adam_v;           /* backend, n_params */
+    FILE *log;
+    gnn_checkpoint_t ck;              /* the loop's whole state (host) */
+    gnn_model_t *model;
+    double epoch_s_sum;
+    int64_t epoch_s_count;
+} job_t;
+
+/* Metrics of one evaluation. */
+typedef struct {
+    double acc[GNN_NUM_SPLITS];
+    double valid_loss;
+} eval_t;
+
+/* ---- Set-up --------------------------------------------------------------- */
+
+static int check_opts(const gnn_train_opts_t *o)
+{
+    if (!o->data) return GNN_FAIL(GNN_EUSAGE, "--data FILE is required");
+    if (o->layers < 1 || o->layers > GNN_MODEL_MAX_LAYERS)
+        return GNN_FAIL(GNN_EUSAGE, "--layers %d outside [1, %d]", o->layers, GNN_MODEL_MAX_LAYERS);
+    if (o->hidden < 1 || o->hidden > (1 << 20))
+        return GNN_FAIL(GNN_EUSAGE, "--hidden %" PRId64 " outside [1, 1048576]", o->hidden);
+    if (!(o->dropout >= 0.0 && o->dropout < 1.0))
+        return GNN_FAIL(GNN_EUSAGE, "--dropout %g outside [0, 1)", o->dropout);
+    if (!(o->lr > 0.0 && isfinite(o->lr))) return GNN_FAIL(GNN_EUSAGE, "--lr %g must be > 0", o->lr);
+    if (!(o->weight_decay >= 0.0 && isfinite(o->weight_decay)))
+        return GNN_FAIL(GNN_EUSAGE, "--weight-decay %g must be >= 0", o->weight_decay);
+    if (o->epochs < 0) return GNN_FAIL(GNN_EUSAGE, "--epochs %d must be >= 0", o->epochs);
+    if (o->runs < 1 || o->runs > 1000)
+        return GNN_FAIL(GNN_EUSAGE, "--runs %d outside [1, 1000]", o->runs);
+    if (o->eval_every < 1) return GNN_FAIL(GNN_EUSAGE, "--eval-every %d must be >= 1", o->eval_every);
+    if (o->checkpoint_every < 1)
+        return GNN_FAIL(GNN_EUSAGE, "--checkpoint-every %d must be >= 1", o->checkpoint_every);
+    if (o->early_stop < 0) return GNN_FAIL(GNN_EUSAGE, "--early-stop %d must be >= 0", o->early_stop);
+    if (o->threads < 0) return GNN_FAIL(GNN_EUSAGE, "--threads %d must be >= 0", o->threads);
+    if (o->seed < 0) return GNN_FAIL(GNN_EUSAGE, "--seed %" PRId64 " must be >= 0", o->seed);
+    if (o->resume && !o->checkpoint)
+        return GNN_FAIL(GNN_EUSAGE, "--resume needs --checkpoint FILE");
+    if (o->decay_scope && strcmp(o->decay_scope, "first") && strcmp(o->decay_scope, "all"))
+        return GNN_FAIL(GNN_EUSAGE, "--decay-scope \"%s\" (expected first or all)", o->decay_scope);
+    return 0;
+}
+
+/* Load the graph file and check it can be trained on. */
+static int load_data(job_t *j)
+{
+    int rc = 0;
+    const char *path = j->o->data;
+    GNN_TRY(gnn_graph_load(path, &j->g));
+    const gnn_graph_t *g = &j->g;
+    GNN_CHECK(g->feat && g->feat_dim > 0, GNN_EINVAL,
+              "%s has no node features (gnn-train needs features, labels and splits)", path);
+    GNN_CHECK(g->label && g->num_classes > 0, GNN_EINVAL,
+              "%s has no labels (gnn-train needs features, labels and splits)", path);
+    for (int s = 0; s < GNN_NUM_SPLITS; s++)
+        GNN_CHECK(g->split[s] && g->split_size[s] >= 0, GNN_EINVAL,
+                  "%s has no %s split (gnn-train needs train, valid and test splits)", path,
+                  gnn_split_names[s]);
+    GNN_CHECK(g->split_size[GNN_SPLIT_TRAIN] > 0, GNN_EINVAL, "%s: the train split is empty", path);
+    /* Training and evaluation nodes must be labelled. */
+    for (int s = 0; s < GNN_NUM_SPLITS; s++)
+        for (int64_t i = 0; i < g->split_size[s]; i++)
+            GNN_CHECK(g->label[g->split[s][i]] >= 0, GNN_EINVAL,
+                      "%s: node %" PRId64 " of the %s split has no label", path, g->split[s][i],
+                      gnn_split_names[s]);
+    return 0;
+fail:
+    return rc;
+}
+
+/* Divide each feature row by its sum (rows summing to 0 stay as they are). */
+static void normalize_rows(float *x, gnn_vid_t n, int64_t f)
+{
+#pragma omp parallel for schedule(static)
+    for (gnn_vid_t v = 0; v < n; v++) {
+        float *r = x + v * f;
+        double s = 0.0;
+        for (int64_t k = 0; k < f; k++) s += r[k];
+        if (s != 0.0) {
+            float inv = (float)(1.0 / s);
+            for (int64_t k = 0; k < f; k++) r[k] *= inv;
+        }
+    }
+}
+
+static int upload_new(gnn_backend_t *be, const void *src, size_t bytes, void **dst)
+{
+    int rc = gnn_be_alloc(be, bytes, dst);
+    if (rc < 0) return rc;
+    return gnn_be_upload(be, *dst, src, bytes);
+}
+
+static int setup(job_t *j)
+{
+    int rc = 0;
+    const gnn_train_opts_t *o = j->o;
+    GNN_TRY(check_opts(o));
+    GNN_TRY(gnn_model_kind_from_name(o->model, &j->kind));
+    j->decay_scope = o->decay_scope ? o->decay_scope : j->kind == GNN_MODEL_GCN ? "first" : "all";
+    if (o->threads > 0) omp_set_num_threads(o->threads);
+
+    GNN_TRY(gnn_backend_open(o->device, &j->be));
+    GNN_TRY(gnn_aggr_registry_create(&j->reg));
+    if (o->aggr_plugin) GNN_TRY(gnn_aggr_registry_load(j->reg, o->aggr_plugin));
+    const char *aggr = o->aggr ? o->aggr : j->kind == GNN_MODEL_GCN ? "gcn" : "mean";
+    if (j->kind == GNN_MODEL_GCN && strcmp(aggr, "gcn")) {
+        rc = GNN_FAIL(GNN_EUSAGE, "--aggr %s: the gcn model aggregates with gcn; use --model sage "
+                                  "for other aggregators",
+                      aggr);
+        goto fail;
+    }
+    GNN_TRY(gnn_aggr_registry_find(j->reg, aggr, &j->aggr));
+
+    GNN_TRY(load_data(j));
+    gnn_graph_t *g = &j->g;
+    gnn_vid_t n = g->csr.n_rows;
+    if (o->normalize_features) normalize_rows(g->feat, n, g->feat_dim);
+    gnn_backend_t *be = j->be;
+    GNN_TRY(upload_new(be, g->feat, (size_t)n * (size_t)g->feat_dim * sizeof(float),
+                       (void **)&j->x));
+    GNN_TRY(upload_new(be, g->label, (size_t)n * sizeof(int64_t), (void **)&j->labels));
+    for (int s = 0; s < GNN_NUM_SPLITS; s++) {
+        j->split_n[s] = g->split_size[s];
+        GNN_TRY(upload_new(be, g->split[s], (size_t)g->split_size[s] * sizeof(int64_t),
+                           (void **)&j->split[s]));
+    }
+    GNN_TRY(gnn_be_alloc(be, (size_t)n * (size_t)g->num_classes * sizeof(float),
+                         (void **)&j->dlogits));
+    GNN_TRY(gnn_be_graph_create(be, &g->csr, &j->bg));
+    GNN_INFO("%s: %" GNN_PRIvid " nodes, %" GNN_PRIeid " edges, %" PRId64 " features, %" PRId64
+             " classes, train/valid/test %" PRId64 "/%" PRId64 "/%" PRId64 "; %s, %s",
+             o->data, n, g->csr.nnz, g->feat_dim, g->num_classes, j->split_n[0], j->split_n[1],
+             j->split_n[2], o->model, gnn_backend_describe(be));
+    return 0;
+fail:
+    return rc;
+}
+
+/* ---- Checkpoint state ------------------------------------------------------ */
+
+/* Fill the configuration part of j->ck from the options. */
+static void ck_config(job_t *j, gnn_checkpoint_t *c)
+{
+    const gnn_train_opts_t *o = j->o;
+    snprintf(c->model, sizeof c->model, "%s", o->model);
+    snprintf(c->aggr, sizeof c->aggr, "%s", j->aggr->name);
+    snprintf(c->decay_scope, sizeof c->decay_scope, "%s", j->decay_scope);
+    c->layers = o->layers;
+    c->in_dim = j->g.feat_dim;
+    c->hidden = o->hidden;
+    c->classes = j->g.num_classes;
+    c->dropout = o->dropout;
+    c->lr = o->lr;
+    c->weight_decay = o->weight_decay;
+    c->normalize_features = o->normalize_features;
+    c->seed = (uint64_t)o->seed;
+    c->runs = o->runs;
+}
+
+/* A resumed checkpoint must describe the same job. */
+static int ck_match(job_t *j, const gnn_checkpoint_t *c)
+{
+    gnn_checkpoint_t want = {0};
+    ck_config(j, &want);
+    const char *p = j->o->checkpoint;
+#define SAME_I(field, what)                                                                    \
+    if (c->field != want.field)                                                                \
+        return GNN_FAIL(GNN_EINVAL, "%s: %s is %" PRId64 " in the checkpoint but %" PRId64     \
+                                    " now",                                                    \
+                        p, what, (int64_t)c->field, (int64_t)want.field);
+#define SAME_D(field, what)                                                                    \
+    if (c->field != want.field)                                                                \
+        return GNN_FAIL(GNN_EINVAL, "%s: %s is %g in the checkpoint but %g now", p, what,       \
+                        c->field, want.field);
+#define SAME_S(field, what)                                                                    \
+    if (strcmp(c->field, want.field))                                                          \
+        return GNN_FAIL(GNN_EINVAL, "%s: %s is %s in the checkpoint but %s now", p, what,       \
+                        c->field, want.field);
+    SAME_S(model, "the model")
+    SAME_S(aggr, "the aggregator")
+    SAME_I(in_dim, "the feature width")
+    SAME_I(classes, "the number of classes")
+    SAME_I(layers, "--layers")
+    SAME_I(hidden, "--hidden")
+    SAME_D(dropout, "--dropout")
+    SAME_D(lr, "--lr")
+    SAME_D(weight_decay, "--weight-decay")
+    SAME_S(decay_scope, "--decay-scope")
+    SAME_I(normalize_features, "--normalize-features")
+    SAME_I(seed, "--seed")
+#undef SAME_I
+#undef SAME_D
+#undef SAME_S
+    if (c->runs > want.runs || c->runs_done > want.runs)
+        return GNN_FAIL(GNN_EINVAL, "%s: %" PRId64 " runs in the checkpoint but --runs %" PRId64,
+                        p, c->runs, want.runs);
+    return 0;
+}
+
+/* Start run r from scratch in j->ck (keeping the finished runs). */
+static void ck_new_run(gnn_checkpoint_t *c, int64_t r)
+{
+    c->run = r;
+    c->epoch = 0;
+    c->step = 0;
+    c->rng_offset = 0;
+    c->best_epoch = -1;
+    c->bad_evals = 0;
+    c->best_valid_acc = -1.0;
+    c->best_valid_loss = INFINITY;
+    c->best_test_acc = 0.0;
+    c->best_train_acc = 0.0;
+    c->min_valid_loss = INFINITY;
+}
+
+/* Copy the model and optimiser state into j->ck and write it. */
+static int save_checkpoint(job_t *j)
+{
+    int rc = 0;
+    gnn_checkpoint_t *c = &j->ck;
+    size_t bytes = (size_t)c->n_params * sizeof(float);
+    if (j->model) {
+        c->rng_offset = gnn_model_rng_offset(j->model);
+        GNN_TRY(gnn_be_download(j->be, c->params, gnn_model_params(j->model), bytes));
+        GNN_TRY(gnn_be_download(j->be, c->adam_m, j->adam_m, bytes));
+        GNN_TRY(gnn_be_download(j->be, c->adam_v, j->adam_v, bytes));
+    }
+    GNN_TRY(gnn_checkpoint_save(j->o->checkpoint, c));
+    GNN_DEBUG("checkpoint %s: run %" PRId64 " epoch %" PRId64, j->o->checkpoint, c->run + 1,
+              c->epoch);
+    return 0;
+fail:
+    return rc;
+}
+
+/* ---- One run --------------------------------------------------------------- */
+
+static int evaluate(job_t *j, eval_t *ev)
+{
+    int rc = 0;
+    const float *logits;
+    gnn_bgraph_t *graphs[GNN_MODEL_MAX_LAYERS];
+    for (int l = 0; l < j->o->layers; l++) graphs[l] = j->bg;
+    int64_t n = j->g.csr.n_rows, C = j->g.num_classes;
+    GNN_TRY(gnn_model_forward(j->model, graphs, j->x, 0, &logits));
+    for (int s = 0; s < GNN_NUM_SPLITS; s++) {
+        int64_t correct = 0;
+        if (j->split_n[s] > 0)
+            GNN_TRY(gnn_be_count_correct(j->be, n, C, logits, j->labels, j->split[s],
+                                         j->split_n[s], &correct));
+        ev->acc[s] = j->split_n[s] ? (double)correct / (double)j->split_n[s] : 0.0;
+    }
+    ev->valid_loss = 0.0;
+    if (j->split_n[GNN_SPLIT_VALID] > 0)
+        GNN_TRY(gnn_be_softmax_xent(j->be, n, C, logits, j->labels, j->split[GNN_SPLIT_VALID],
+                                    j->split_n[GNN_SPLIT_VALID], &ev->valid_loss, NULL));
+    return 0;
+fail:
+    return rc;
+}
+
+static int train_epoch(job_t *j, double *loss)
+{
+    int rc = 0;
+    const float *logits;
+    gnn_bgraph_t *graphs[GNN_MODEL_MAX_LAYERS];
+    for (int l = 0; l < j->o->layers; l++) graphs[l] = j->bg;
+    int64_t n = j->g.csr.n_rows, C = j->g.num_classes;
+    GNN_TRY(gnn_model_forward(j->model, graphs, j->x, 1, &logits));
+    GNN_TRY(gnn_be_softmax_xent(j->be, n, C, logits, j->labels, j->split[GNN_SPLIT_TRAIN],
+                                j->split_n[GNN_SPLIT_TRAIN], loss, j->dlogits));
+    GNN_TRY(gnn_model_backward(j->model, j->dlogits));
+
+    /* Adam, with weight decay on the first layer only or on all. */
+    gnn_adam_opts_t ao = gnn_adam_defaults();
+    ao.lr = (float)j->o->lr;
+    ao.weight_decay = (float)j->o->weight_decay;
+    int64_t step = ++j->ck.step, total = gnn_model_n_params(j->model);
+    float *w = gnn_model_params(j->model), *g = gnn_model_grads(j->model);
+    if (!strcmp(j->decay_scope, "all")) {
+        GNN_TRY(gnn_be_adam(j->be, total, w, g, j->adam_m, j->adam_v, &ao, step));
+    } else {
+        int64_t off, cnt;
+        gnn_model_layer_span(j->model, 0, &off, &cnt);
+        GNN_TRY(gnn_be_adam(j->be, cnt, w, g, j->adam_m, j->adam_v, &ao, step));
+        ao.weight_decay = 0.0f;
+        if (total > cnt)
+            GNN_TRY(gnn_be_adam(j->be, total - cnt, w + cnt, g + cnt, j->adam_m + cnt,
+                                j->adam_v + cnt, &ao, step));
+    }
+    return 0;
+fail:
+    return rc;
+}
+
+static void log_epoch(job_t *j, int64_t epoch, double loss, const eval_t *ev, int evaluated,
+                      double epoch_s, double eval_s)
+{
+    gnn_checkpoint_t *c = &j->ck;
+    if (j->log) {
+        FILE *f = j->log;
+        fprintf(f, "{\"run\": %" PRId64 ", \"epoch\": %" PRId64 ", \"loss\": ", c->run, epoch);
+        gnn_json_number(f, loss);
+        fprintf(f, ", \"train_acc\": ");
+        gnn_json_number(f, ev->acc[GNN_SPLIT_TRAIN]);
+        fprintf(f, ", \"valid_acc\": ");
+        gnn_json_number(f, ev->acc[GNN_SPLIT_VALID]);
+        fprintf(f, ", \"test_acc\": ");
+        gnn_json_number(f, ev->acc[GNN_SPLIT_TEST]);
+        fprintf(f, ", \"valid_loss\": ");
+        gnn_json_number(f, ev->valid_loss);
+        fprintf(f, ", \"evaluated\": %s, \"epoch_s\": ", evaluated ? "true" : "false");
+        gnn_json_number(f, epoch_s);
+        fprintf(f, ", \"eval_s\": ");
+        gnn_json_number(f, eval_s);
+        fprintf(f, "}\n");
+        fflush(f);
+    }
+    char line[256];
+    snprintf(line, sizeof line,
+             "run %" PRId64 "/%d epoch %4" PRId64 "/%d  loss %.4f  train %.4f  valid %.4f  test "
+             "%.4f  %.1f ms",
+             c->run + 1, j->o->runs, epoch, j->o->epochs, loss, ev->acc[GNN_SPLIT_TRAIN],
+             ev->acc[GNN_SPLIT_VALID], ev->acc[GNN_SPLIT_TEST], 1e3 * epoch_s);
+    if (j->o->runs == 1)
+        GNN_INFO("%s", line);
+    else
+        GNN_DEBUG("%s", line);
+}
+
+/* Run j->ck.run from its current position; model and Adam state set. */
+static int run_epochs(job_t *j)
+{
+    int rc = 0;
+    gnn_checkpoint_t *c = &j->ck;
+    const gnn_train_opts_t *o = j->o;
+    size_t pbytes = (size_t)c->n_params * sizeof(float);
+    eval_t ev = {{0, 0, 0}, 0};
+    gnn_progress_t *prog = gnn_progress_start("epochs", o->epochs, "epochs");
+    gnn_progress_set(prog, c->epoch);
+    while (c->epoch < o->epochs) {
+        double t0 = now_s(), loss;
+        GNN_TRY(train_epoch(j, &loss));
+        GNN_TRY(gnn_be_sync(j->be));
+        double epoch_s = now_s() - t0;
+        j->epoch_s_sum += epoch_s;
+        j->epoch_s_count++;
+        c->epoch++;
+        int evaluated = c->epoch % o->eval_every == 0 || c->epoch == o->epochs;
+        double eval_s = 0.0;
+        int stop = 0;
+        if (evaluated) {
+            double t1 = now_s();
+            GNN_TRY(evaluate(j, &ev));
+            eval_s = now_s() - t1;
+            double va = ev.acc[GNN_SPLIT_VALID];
+            if (va > c->best_valid_acc || (va == c->best_valid_acc && ev.valid_loss < c->best_valid_loss)) {
+                c->best_valid_acc = va;
+                c->best_valid_loss = ev.valid_loss;
+                c->best_test_acc = ev.acc[GNN_SPLIT_TEST];
+                c->best_train_acc = ev.acc[GNN_SPLIT_TRAIN];
+                c->best_epoch = c->epoch;
+                GNN_TRY(gnn_be_download(j->be, c->best_params, gnn_model_params(j->model), pbytes));
+            }
+            if (ev.valid_loss < c->min_valid_loss) {
+                c->min_valid_loss = ev.valid_loss;
+                c->bad_evals = 0;
+            } else {
+                c->bad_evals++;
+            }
+            stop = o->early_stop > 0 && c->bad_evals >= o->early_stop;
+        }
+        log_epoch(j, c->epoch, loss, &ev, evaluated, epoch_s, eval_s);
+        gnn_progress_set(prog, c->epoch);
+        if (stop) {
+            GNN_INFO("run %" PRId64 ": early stop at epoch %" PRId64 " (validation loss not "
+                     "lower for %d evaluations)",
+                     c->run + 1, c->epoch, o->early_stop);
+            break;
+        }
+        if (o->checkpoint && c->epoch % o->checkpoint_every == 0 && c->epoch < o->epochs)
+            GNN_TRY(save_checkpoint(j));
+    }
+    gnn_progress_finish(prog);
+    return 0;
+fail:
+    gnn_progress_end(prog, rc);
+    return rc;
+}
+
+static int ck_alloc(job_t *j, int64_t np);
+
+/* Create the model and optimiser state of run c->run (restoring them from
+ * the checkpoint arrays when restore is set). */
+static int start_run(job_t *j, int restore)
+{
+    int rc = 0;
+    gnn_checkpoint_t *c = &j->ck;
+    gnn_model_config_t mc = {
+        .kind = j->kind,
+        .layers = j->o->layers,
+        .in_dim = j->g.feat_dim,
+        .hidden = j->o->hidden,
+        .classes = j->g.num_classes,
+        .dropout = (float)j->o->dropout,
+        .aggr = j->aggr,
+    };
+    uint64_t seed = (uint64_t)j->o->seed + (uint64_t)c->run;
+    gnn_model_free(j->model);
+    j->model = NULL;
+    GNN_TRY(gnn_model_create(j->be, j->reg, &mc, seed, &j->model));
+    int64_t np = gnn_model_n_params(j->model);
+    size_t bytes = (size_t)np * sizeof(float);
+    if (!c->params) GNN_TRY(ck_alloc(j, np));
+    if (!j->adam_m) {
+        GNN_TRY(gnn_be_alloc(j->be, bytes, (void **)&j->adam_m));
+        GNN_TRY(gnn_be_alloc(j->be, bytes, (void **)&j->adam_v));
+    }
+    if (restore) {
+        GNN_CHECK(c->n_params == np, GNN_EINVAL,
+                  "%s: %" PRId64 " parameters in the checkpoint, the model has %" PRId64,
+                  j->o->checkpoint, c->n_params, np);
+        GNN_TRY(gnn_be_upload(j->be, gnn_model_params(j->model), c->params, bytes));
+        GNN_TRY(gnn_be_upload(j->be, j->adam_m, c->adam_m, bytes));
+        GNN_TRY(gnn_be_upload(j->be, j->adam_v, c->adam_v, bytes));
+        gnn_model_set_rng(j->model, seed, c->rng_offset);
+    } else {
+        GNN_TRY(gnn_be_zero(j->be, j->adam_m, bytes));
+        GNN_TRY(gnn_be_zero(j->be, j->adam_v, bytes));
+        ck_new_run(c, c->run);
+        GNN_TRY(gnn_be_download(j->be, c->best_params, gnn_model_params(j->model), bytes));
+    }
+    return 0;
+fail:
+    return rc;
+}
+
+/* Arrays of j->ck for np parameters and runs results. */
+static int ck_alloc(job_t *j, int64_t np)
+{
+    gnn_checkpoint_t *c = &j->ck;
+    c->n_params = np;
+    c->params = gnn_malloc_array((size_t)np + 1, sizeof(float));
+    c->adam_m = gnn_malloc_array((size_t)np + 1, sizeof(float));
+    c->adam_v = gnn_malloc_array((size_t)np + 1, sizeof(float));
+    c->best_params = gnn_malloc_array((size_t)np + 1, sizeof(float));
+    c->run_test_acc = gnn_calloc((size_t)j->o->runs + 1, sizeof(double));
+    c->run_valid_acc = gnn_calloc((size_t)j->o->runs + 1, sizeof(double));
+    if (!c->params || !c->adam_m || !c->adam_v || !c->best_params || !c->run_test_acc ||
+        !c->run_valid_acc)
+        return GNN_ENOMEM; /* recorded by the allocator */
+    return 0;
+}
+
+static int file_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* Predictions of the best parameters of the last run. */
+static int write_predictions(job_t *j)
+{
+    int rc = 0;
+    int64_t n = j->g.csr.n_rows, C = j->g.num_classes, hr, hc;
+    float *logits_h = NULL, *hidden_h = NULL;
+    int64_t *pred_d = NULL, *pred_h = NULL, *ids = NULL;
+    const float *logits;
+    gnn_bgraph_t *graphs[GNN_MODEL_MAX_LAYERS];
+    for (int l = 0; l < j->o->layers; l++) graphs[l] = j->bg;
+    size_t pbytes = (size_t)j->ck.n_params * sizeof(float);
+    GNN_TRY(gnn_be_upload(j->be, gnn_model_params(j->model), j->ck.best_params, pbytes));
+    GNN_TRY(gnn_model_forward(j->model, graphs, j->x, 0, &logits));
+    const float *hidden = gnn_model_last_hidden(j->model, &hr, &hc);
+    logits_h = gnn_malloc_array((size_t)(n * C) + 1, sizeof(float));
+    hidden_h = gnn_malloc_array((size_t)(hr * hc) + 1, sizeof(float));
+    pred_h = gnn_malloc_array((size_t)n + 1, sizeof(int64_t));
+    ids = gnn_malloc_array((size_t)n + 1, sizeof(int64_t));
+    GNN_CHECK(logits_h && hidden_h && pred_h && ids, GNN_ENOMEM, "predictions");
+    GNN_TRY(gnn_be_alloc(j->be, (size_t)n * sizeof(int64_t), (void **)&pred_d));
+    GNN_TRY(gnn_be_argmax_rows(j->be, n, C, logits, pred_d));
+    GNN_TRY(gnn_be_download(j->be, pred_h, pred_d, (size_t)n * sizeof(int64_t)));
+    GNN_TRY(gnn_be_download(j->be, logits_h, logits, (size_t)(n * C) * sizeof(float)));
+    GNN_TRY(gnn_be_download(j->be, hidden_h, hidden, (size_t)(hr * hc) * sizeof(float)));
+    for (int64_t v = 0; v < n; v++) ids[v] = j->g.orig_id ? j->g.orig_id[v] : v;
+    GNN_TRY(gnn_predictions_write(j->o->save_predictions, n, ids, C, logits_h, pred_h, hc,
+                                  hidden_h));
+    GNN_INFO("predictions of %" PRId64 " nodes written to %s", n, j->o->save_predictions);
+fail:
+    gnn_be_free(j->be, pred_d);
+    gnn_free(logits_h);
+    gnn_free(hidden_h);
+    gnn_free(pred_h);
+    gnn_free(ids);
+    return rc;
+}
+
+static void write_final(job_t *j, const gnn_train_result_t *r)
+{
+    const gnn_checkpoint_t *c = &j->ck;
+    if (j->log) {
+        FILE *f = j->log;
+        fprintf(f, "{\"final\": true, \"runs\": %d, \"test_acc\": ", r->runs);
+        gnn_json_number(f, r->test_acc);
+        fprintf(f, ", \"valid_acc\": ");
+        gnn_json_number(f, r->valid_acc);
+        fprintf(f, ", \"best_epoch\": %" PRId64 ", \"epoch_s_mean\": ", r->best_epoch);
+        gnn_json_number(f, r->epoch_s_mean);
+        if (r->runs > 1) {
+            fprintf(f, ", \"test_acc_mean\": ");
+            gnn_json_number(f, r->test_acc_mean);
+            fprintf(f, ", \"test_acc_std\": ");
+            gnn_json_number(f, r->test_acc_std);
+            fprintf(f, ", \"valid_acc_mean\": ");
+            gnn_json_number(f, r->valid_acc_mean);
+            fprintf(f, ", \"run_test_acc\": [");
+            for (int64_t i = 0; i < c->runs_done; i++) {
+                if (i) fprintf(f, ", ");
+                gnn_json_number(f, c->run_test_acc[i]);
+            }
+            fprintf(f, "]");
+        }
+        fprintf(f, "}\n");
+        fflush(f);
+    }
+    if (r->runs > 1)
+        GNN_INFO("test accuracy %.2f %% +- %.2f over %d runs (valid %.2f %%), %.2f ms per epoch",
+                 100.0 * r->test_acc_mean, 100.0 * r->test_acc_std, r->runs,
+                 100.0 * r->valid_acc_mean, 1e3 * r->epoch_s_mean);
+    else
+        GNN_INFO("test accuracy %.2f %% at epoch %" PRId64 " (best validation %.2f %%), %.2f ms "
+                 "per epoch",
+                 100.0 * r->test_acc, r->best_epoch, 100.0 * r->valid_acc, 1e3 * r->epoch_s_mean);
+}
+
+static void job_free(job_t *j)
+{
+    gnn_model_free(j->model);
+    if (j->be) {
+        gnn_be_free(j->be, j->x);
+        gnn_be_free(j->be, j->labels);
+        for (int s = 0; s < GNN_NUM_SPLITS; s++) gnn_be_free(j->be, j->split[s]);
+        gnn_be_free(j->be, j->dlogits);
+        gnn_be_free(j->be, j->adam_m);
+        gnn_be_free(j->be, j->adam_v);
+    }
+    gnn_be_graph_free(j->bg);
+    gnn_graph_free(&j->g);
+    gnn_aggr_registry_free(j->reg);
+    gnn_backend_close(j->be);
+    gnn_checkpoint_free(&j->ck);
+    if (j->log) fclose(j->log);
+}
+
+int gnn_train_run(const gnn_train_opts_t *o, gnn_train_result_t *res)
+{
+    int rc = 0;
+    job_t job = {0}, *j = &job;
+    j->o = o;
+    gnn_graph_init(&j->g);
+    GNN_TRY(setup(j));
+
+    /* The state: from the checkpoint when resuming one, else fresh. */
+    int restore = 0;
+    if (o->checkpoint && file_exists(o->checkpoint)) {
+        if (!o->resume) {
+            rc = GNN_FAIL(GNN_EEXISTS, "checkpoint %s exists (add --resume to continue it, or "
+                                       "remove it)",
+                          o->checkpoint);
+            goto fail;
+        }
+        gnn_checkpoint_t loaded;
+        GNN_TRY(gnn_checkpoint_load(o->checkpoint, &loaded));
+        rc = ck_match(j, &loaded);
+        if (rc < 0) {
+            gnn_checkpoint_free(&loaded);
+            goto fail;
+        }
+        GNN_TRY(ck_alloc(j, loaded.n_params));
+        gnn_checkpoint_t *c = &j->ck;
+        float *keep[4] = {c->params, c->adam_m, c->adam_v, c->best_params};
+        double *kr[2] = {c->run_test_acc, c->run_valid_acc};
+        size_t pb = (size_t)loaded.n_params * sizeof(float);
+        memcpy(keep[0], loaded.params, pb);
+        memcpy(keep[1], loaded.adam_m, pb);
+        memcpy(keep[2], loaded.adam_v, pb);
+        memcpy(keep[3], loaded.best_params, pb);
+        memcpy(kr[0], loaded.run_test_acc, (size_t)loaded.runs_done * sizeof(double));
+        memcpy(kr[1], loaded.run_valid_acc, (size_t)loaded.runs_done * sizeof(double));
+        float *la[4] = {loaded.params, loaded.adam_m, loaded.adam_v, loaded.best_params};
+        double *lr[2] = {loaded.run_test_acc, loaded.run_valid_acc};
+        *c = loaded;
+        c->params = keep[0], c->adam_m = keep[1], c->adam_v = keep[2], c->best_params = keep[3];
+        c->run_test_acc = kr[0], c->run_valid_acc = kr[1];
+        loaded.params = la[0], loaded.adam_m = la[1], loaded.adam_v = la[2];
+        loaded.best_params = la[3], loaded.run_test_acc = lr[0], loaded.run_valid_acc = lr[1];
+        gnn_checkpoint_free(&loaded);
+        c->runs = o->runs;
+        restore = c->runs_done < o->runs && c->run == c->runs_done;
+        GNN_INFO("resuming %s: run %" PRId64 "/%d after epoch %" PRId64, o->checkpoint,
+                 c->run + 1, o->runs, c->epoch);
+    } else if (o->resume) {
+        GNN_WARN("no checkpoint at %s: starting from scratch", o->checkpoint);
+    }
+    ck_config(j, &j->ck);
+
+    if (o->log_json) {
+        j->log = fopen(o->log_json, restore || j->ck.runs_done > 0 ? "a" : "w");
+        GNN_CHECK(j->log, GNN_EIO, "cannot write the log %s: %s", o->log_json, strerror(errno));
+    }
+
+    int64_t first = j->ck.runs_done;
+    for (int64_t r = first; r < o->runs; r++) {
+        int cont = restore && r == first;
+        if (!cont) j->ck.run = r;
+        GNN_TRY(start_run(j, cont));
+        GNN_TRY(run_epochs(j));
+        gnn_checkpoint_t *c = &j->ck;
+        c->run_test_acc[c->runs_done] = c->best_test_acc;
+        c->run_valid_acc[c->runs_done] = c->best_valid_acc;
+        c->runs_done++;
+        GNN_INFO("run %" PRId64 "/%d: test accuracy %.2f %% at epoch %" PRId64
+                 " (validation %.2f %%)",
+                 r + 1, o->runs, 100.0 * c->best_test_acc, c->best_epoch,
+                 100.0 * c->best_valid_acc);
+        if (o->checkpoint) GNN_TRY(save_checkpoint(j));
+    }
+
+    gnn_train_result_t r = {0};
+    gnn_checkpoint_t *c = &j->ck;
+    r.runs = (int)c->runs_done;
+    r.test_acc = c->best_test_acc;
+    r.valid_acc = c->best_valid_acc;
+    r.best_epoch = c->best_epoch;
+    double s = 0.0, s2 = 0.0, sv = 0.0;
+    for (int64_t i = 0; i < c->runs_done; i++) {
+        s += c->run_test_acc[i];
+        sv += c->run_valid_acc[i];
+    }
+    r.test_acc_mean = c->runs_done ? s / (double)c->runs_done : 0.0;
+    r.valid_acc_mean = c->runs_done ? sv / (double)c->runs_done : 0.0;
+    for (int64_t i = 0; i < c->runs_done; i++)
+        s2 += (c->run_test_acc[i] - r.test_acc_mean) * (c->run_test_acc[i] - r.test_acc_mean);
+    r.test_acc_std = c->runs_done ? sqrt(s2 / (double)c->runs_done) : 0.0;
+    r.epoch_s_mean = j->epoch_s_count ? j->epoch_s_sum / (double)j->epoch_s_count : 0.0;
+    write_final(j, &r);
+    if (o->save_predictions) {
+        if (!j->model) GNN_TRY(start_run(j, 1));
+        GNN_TRY(write_predictions(j));
+    }
+    if (res) *res = r;
+fail:
+    job_free(j);
+    return rc;
+}

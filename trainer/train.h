@@ -1,0 +1,55 @@
+/*
+ * Full-graph training of GCN and GraphSAGE in one process: what gnn-train
+ * runs. Loads a graph file, trains for a number of epochs (repeated over
+ * consecutive seeds with runs > 1), evaluates, stops early on the
+ * validation loss, checkpoints and resumes, and writes predictions and a
+ * JSON-lines log. The options mirror the command line one to one.
+ */
+#ifndef GNN_TRAINER_TRAIN_H
+#define GNN_TRAINER_TRAIN_H
+
+#include <stdint.h>
+
+typedef struct {
+    const char *data;          /* graph file */
+    const char *model;         /* "gcn" | "sage" */
+    int layers;
+    int64_t hidden;
+    double dropout;
+    double lr;
+    double weight_decay;
+    const char *decay_scope;   /* "first" | "all" | NULL (model's default) */
+    int epochs;
+    int64_t seed;
+    int runs;
+    int normalize_features;
+    const char *aggr;          /* NULL: model default (gcn: gcn, sage: mean) */
+    const char *aggr_plugin;   /* shared object to load first, or NULL */
+    const char *device;        /* "cpu" | "cuda" | "cuda:N" | "auto" */
+    int early_stop;            /* evaluations without a lower validation loss; 0 = off */
+    int eval_every;            /* epochs between evaluations */
+    const char *checkpoint;    /* file, or NULL */
+    int checkpoint_every;      /* epochs between checkpoints */
+    int resume;
+    const char *save_predictions;
+    const char *log_json;
+    int threads;               /* OpenMP threads; 0 = library default */
+} gnn_train_opts_t;
+
+/* The defaults of gnn-train. */
+void gnn_train_defaults(gnn_train_opts_t *o);
+
+typedef struct {
+    int runs;                 /* runs finished */
+    double test_acc, valid_acc; /* last run, at its best-validation epoch */
+    double test_acc_mean, test_acc_std; /* over the runs (std: population) */
+    double valid_acc_mean;
+    double epoch_s_mean;      /* mean training time per epoch (forward, backward, step) */
+    int64_t best_epoch;       /* of the last run, 1-based */
+} gnn_train_result_t;
+
+/* Run the training o describes. 0, or a GNN_E code with a one-line message
+ * (bad options give GNN_EUSAGE). res may be NULL. */
+int gnn_train_run(const gnn_train_opts_t *o, gnn_train_result_t *res);
+
+#endif
