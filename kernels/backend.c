@@ -375,3 +375,64 @@ int gnn_be_aggr_backward(gnn_backend_t *be, const gnn_bgraph_t *g, const gnn_agg
 {
     return aggr_run(be, g, def, f, x, (float *)y, dy, dx, ws, ws_bytes, 1);
 }
+
+/* ---- Sparse input features ------------------------------------------------- */
+
+void gnn_be_sparse_free(gnn_bsparse_t *s)
+{
+    if (!s) return;
+    if (s->be && s->be->ops->sparse_release) s->be->ops->sparse_release(s->be, s);
+    gnn_spfeat_free(s->host);
+    gnn_free(s);
+}
+
+int gnn_be_sparse_create(gnn_backend_t *be, const gnn_csr_t *a, gnn_bsparse_t **out)
+{
+    int rc = 0;
+    gnn_bsparse_t *s = NULL;
+    GNN_CHECK(out, GNN_EINVAL, "gnn_be_sparse_create: NULL output");
+    *out = NULL;
+    GNN_CHECK(be && a, GNN_EINVAL, "gnn_be_sparse_create: NULL argument");
+    s = gnn_calloc(1, sizeof *s);
+    GNN_CHECK(s, GNN_ENOMEM, "sparse matrix");
+    GNN_TRY(gnn_spfeat_create(a, &s->host));
+    GNN_TRY(be->ops->sparse_prepare(be, s));
+    s->be = be;
+    *out = s;
+    return 0;
+fail:
+    gnn_be_sparse_free(s);
+    return rc;
+}
+
+int64_t gnn_bsparse_rows(const gnn_bsparse_t *s) { return s->host->a->n_rows; }
+int64_t gnn_bsparse_cols(const gnn_bsparse_t *s) { return s->host->a->n_cols; }
+int64_t gnn_bsparse_nnz(const gnn_bsparse_t *s) { return s->host->a->nnz; }
+
+static int sparse_check(gnn_backend_t *be, const gnn_bsparse_t *s, const char *fn)
+{
+    NEED(be && s, fn);
+    if (s->be != be) return GNN_FAIL(GNN_EINVAL, "%s: matrix prepared on another backend", fn);
+    return 0;
+}
+
+int gnn_be_sparse_dropout(gnn_backend_t *be, const gnn_bsparse_t *s, float p, uint64_t seed,
+                          uint64_t offset, float *vals)
+{
+    int rc = sparse_check(be, s, "gnn_be_sparse_dropout");
+    return rc < 0 ? rc : be->ops->sparse_dropout(be, s, p, seed, offset, vals);
+}
+
+int gnn_be_sparse_mm(gnn_backend_t *be, const gnn_bsparse_t *s, const float *vals, const float *w,
+                     int64_t f, float *t)
+{
+    int rc = sparse_check(be, s, "gnn_be_sparse_mm");
+    return rc < 0 ? rc : be->ops->sparse_mm(be, s, vals, w, f, t);
+}
+
+int gnn_be_sparse_mm_t(gnn_backend_t *be, const gnn_bsparse_t *s, const float *vals,
+                       const float *dt, int64_t f, float *dw)
+{
+    int rc = sparse_check(be, s, "gnn_be_sparse_mm_t");
+    return rc < 0 ? rc : be->ops->sparse_mm_t(be, s, vals, dt, f, dw);
+}

@@ -135,6 +135,30 @@ int gnn_be_aggr_backward(gnn_backend_t *be, const gnn_bgraph_t *g, const gnn_agg
                          int64_t f, const float *x, const float *y, const float *dy, float *dx,
                          void *ws, size_t ws_bytes);
 
+/* ---- Sparse input features ----------------------------------------------- */
+
+/*
+ * A sparse rows x cols matrix with values (a->weights) on the backend, for
+ * the first layer of a model whose input features are mostly zeros
+ * (kernels/spfeat.h gives the semantics). The CPU backend borrows a.
+ */
+typedef struct gnn_bsparse gnn_bsparse_t;
+int gnn_be_sparse_create(gnn_backend_t *be, const gnn_csr_t *a, gnn_bsparse_t **out);
+void gnn_be_sparse_free(gnn_bsparse_t *s);
+int64_t gnn_bsparse_rows(const gnn_bsparse_t *s);
+int64_t gnn_bsparse_cols(const gnn_bsparse_t *s);
+int64_t gnn_bsparse_nnz(const gnn_bsparse_t *s);
+/* vals (backend, nnz floats) = the values after dropout with the counters
+ * of the dense matrix: entry (r, c) uses offset + r * cols + c. */
+int gnn_be_sparse_dropout(gnn_backend_t *be, const gnn_bsparse_t *s, float p, uint64_t seed,
+                          uint64_t offset, float *vals);
+/* t = D w (w: cols x f, t: rows x f), D = (structure of s, vals). */
+int gnn_be_sparse_mm(gnn_backend_t *be, const gnn_bsparse_t *s, const float *vals, const float *w,
+                     int64_t f, float *t);
+/* dw = D^T dt (dt: rows x f, dw: cols x f, overwritten). */
+int gnn_be_sparse_mm_t(gnn_backend_t *be, const gnn_bsparse_t *s, const float *vals,
+                       const float *dt, int64_t f, float *dw);
+
 #ifdef __cplusplus
 }
 #endif

@@ -7,6 +7,7 @@
 #define GNN_KERNELS_BACKEND_IMPL_H
 
 #include "kernels/backend.h"
+#include "kernels/spfeat.h"
 #include "kernels/spmm.h"
 
 typedef struct {
@@ -51,6 +52,15 @@ typedef struct {
     gnn_aggr_backward_fn (*aggr_backward)(const gnn_aggr_def_t *def);
     /* Fill the device-specific fields of a call (stream). */
     void (*aggr_call)(gnn_backend_t *be, const gnn_bgraph_t *g, gnn_aggr_call_t *call);
+    /* Sparse features: fill s->impl from s->host (prepared on the host). */
+    int (*sparse_prepare)(gnn_backend_t *be, gnn_bsparse_t *s);
+    void (*sparse_release)(gnn_backend_t *be, gnn_bsparse_t *s);
+    int (*sparse_dropout)(gnn_backend_t *be, const gnn_bsparse_t *s, float p, uint64_t seed,
+                          uint64_t offset, float *vals);
+    int (*sparse_mm)(gnn_backend_t *be, const gnn_bsparse_t *s, const float *vals,
+                     const float *w, int64_t f, float *t);
+    int (*sparse_mm_t)(gnn_backend_t *be, const gnn_bsparse_t *s, const float *vals,
+                       const float *dt, int64_t f, float *dw);
     void (*close)(gnn_backend_t *be);
 } gnn_backend_ops_t;
 
@@ -66,6 +76,12 @@ struct gnn_bgraph {
     gnn_spmm_graph_t *sg;  /* host preparation: transpose, scale factors */
     gnn_aggr_graph_t host; /* view of sg on the host */
     gnn_aggr_graph_t dev;  /* the same arrays on the device */
+    void *impl;
+};
+
+struct gnn_bsparse {
+    gnn_backend_t *be;
+    gnn_spfeat_t *host; /* host preparation (by-column index) */
     void *impl;
 };
 

@@ -33,6 +33,8 @@ static const gnn_opt_t train_table[] = {
     {"aggr-plugin", 0, GNN_OPT_STRING, O(aggr_plugin), "FILE.so", "load aggregators from FILE.so"},
     {"device", 0, GNN_OPT_STRING, O(device), "DEV", "cpu, cuda, cuda:N or auto"},
     {"threads", 0, GNN_OPT_INT, O(threads), "T", "OpenMP threads (0: OMP_NUM_THREADS or all)"},
+    {"sparse-features", 0, GNN_OPT_STRING, O(sparse_features), "MODE",
+     "auto, on or off: first layer on a sparse copy of the features (auto: <= 10 % non-zero)"},
     {"early-stop", 0, GNN_OPT_INT, O(early_stop), "K",
      "stop after K evaluations without a lower validation loss (0: off)"},
     {"eval-every", 0, GNN_OPT_INT, O(eval_every), "N", "evaluate every N epochs"},

@@ -34,6 +34,8 @@ typedef struct {
     float *z;      size_t z_bytes;
     void *ws;      size_t ws_bytes;
     int trained;   /* the last forward was a training one */
+    int sparse;    /* layer 0 fed from the sparse input */
+    float *q;      size_t q_bytes; /* SAGE on sparse input: D W_self */
 } layer_t;
 
 struct gnn_model {
@@ -43,6 +45,9 @@ struct gnn_model {
     int64_t n_params;
     float *params, *grads;
     uint64_t drop_seed, drop_offset;
+    const gnn_bsparse_t *sp; /* sparse input of layer 0, or NULL */
+    float *sp_vals;          /* its values after dropout */
+    size_t sp_vals_bytes;
     /* Backward scratch. */
     float *gbuf[2];  size_t gbuf_bytes[2];
     float *dt;       size_t dt_bytes;
@@ -174,7 +179,9 @@ void gnn_model_free(gnn_model_t *m)
         gnn_be_free(m->be, L->t);
         gnn_be_free(m->be, L->z);
         gnn_be_free(m->be, L->ws);
+        gnn_be_free(m->be, L->q);
     }
+    gnn_be_free(m->be, m->sp_vals);
     gnn_be_free(m->be, m->gbuf[0]);
     gnn_be_free(m->be, m->gbuf[1]);
     gnn_be_free(m->be, m->dt);
@@ -207,7 +214,8 @@ size_t gnn_model_activation_bytes(const gnn_model_t *m)
     size_t s = m->gbuf_bytes[0] + m->gbuf_bytes[1] + m->dt_bytes;
     for (int l = 0; l < m->cfg.layers; l++)
         s += m->layer[l].drop_bytes + m->layer[l].t_bytes + m->layer[l].z_bytes +
-             m->layer[l].ws_bytes;
+             m->layer[l].ws_bytes + m->layer[l].q_bytes;
+    s += m->sp_vals_bytes;
     return s;
 }
 
@@ -229,7 +237,64 @@ static size_t fbytes(int64_t rows, int64_t cols)
     return (size_t)rows * (size_t)cols * sizeof(float);
 }
 
+int gnn_model_set_sparse_input(gnn_model_t *m, const gnn_bsparse_t *s)
+{
+    if (!m) return GNN_FAIL(GNN_EINVAL, "model: NULL argument");
+    if (s) {
+        if (gnn_bsparse_cols(s) != m->cfg.in_dim)
+            return GNN_FAIL(GNN_EINVAL,
+                            "model: sparse input has %" PRId64 " columns, the model %" PRId64,
+                            gnn_bsparse_cols(s), m->cfg.in_dim);
+        const char *a = m->cfg.aggr->name;
+        if (m->cfg.kind == GNN_MODEL_SAGE && strcmp(a, "sum") && strcmp(a, "mean") &&
+            strcmp(a, "gcn"))
+            return GNN_FAIL(GNN_EUNSUPPORTED,
+                            "model: sparse input needs a linear aggregator (sum, mean, gcn), not %s",
+                            a);
+    }
+    m->sp = s;
+    return 0;
+}
+
 /* ---- Forward -------------------------------------------------------------- */
+
+/* Layer 0 on the sparse input: T = D W and Z = aggr(T) (+ D W_self). */
+static int layer0_sparse_forward(gnn_model_t *m, gnn_bgraph_t *g, int training)
+{
+    int rc = 0;
+    gnn_backend_t *be = m->be;
+    layer_t *L = &m->layer[0];
+    const gnn_aggr_def_t *ag = m->cfg.aggr;
+    int64_t ns = gnn_bgraph_n_src(g), nd = gnn_bgraph_n_dst(g), fout = L->fout;
+    GNN_CHECK(ns == nd && gnn_bsparse_rows(m->sp) == ns, GNN_EUNSUPPORTED,
+              "model: sparse input needs a square graph with one row per input row");
+    size_t nnzb = (size_t)gnn_bsparse_nnz(m->sp) * sizeof(float);
+    GNN_TRY(ensure(be, (void **)&m->sp_vals, &m->sp_vals_bytes, nnzb ? nnzb : sizeof(float)));
+    float p = training ? m->cfg.dropout : 0.0f;
+    L->drop_off = m->drop_offset;
+    GNN_TRY(gnn_be_sparse_dropout(be, m->sp, p, m->drop_seed, m->drop_offset, m->sp_vals));
+    if (p > 0.0f) m->drop_offset += (uint64_t)(ns * L->fin);
+    L->sparse = 1;
+    L->in = NULL;
+    L->d = NULL;
+    GNN_TRY(ensure(be, (void **)&L->t, &L->t_bytes, fbytes(ns, fout)));
+    GNN_TRY(ensure(be, (void **)&L->z, &L->z_bytes, fbytes(nd, fout)));
+    size_t wsb = 0;
+    GNN_TRY(gnn_be_aggr_workspace(be, g, ag, fout, &wsb));
+    if (wsb) GNN_TRY(ensure(be, &L->ws, &L->ws_bytes, wsb));
+    GNN_TRY(gnn_be_sparse_mm(be, m->sp, m->sp_vals, m->params + L->w_off, fout, L->t));
+    GNN_TRY(gnn_be_aggr_forward(be, g, ag, fout, L->t, L->z, L->ws, L->ws_bytes));
+    if (L->ws_off >= 0) {
+        GNN_TRY(ensure(be, (void **)&L->q, &L->q_bytes, fbytes(ns, fout)));
+        GNN_TRY(gnn_be_sparse_mm(be, m->sp, m->sp_vals, m->params + L->ws_off, fout, L->q));
+        GNN_TRY(gnn_be_axpby(be, nd * fout, 1.0f, L->q, 1.0f, L->z));
+    }
+    GNN_TRY(gnn_be_bias_add(be, nd, fout, L->z, m->params + L->b_off));
+    if (m->cfg.layers > 1) GNN_TRY(gnn_be_relu(be, nd * fout, L->z, L->z));
+    return 0;
+fail:
+    return rc;
+}
 
 static int layer_forward(gnn_model_t *m, int l, gnn_bgraph_t *g, const float *in, int training)
 {
@@ -244,6 +309,8 @@ static int layer_forward(gnn_model_t *m, int l, gnn_bgraph_t *g, const float *in
     L->n_src = ns;
     L->n_dst = nd;
     L->trained = training;
+    L->sparse = 0;
+    if (l == 0 && m->sp) return layer0_sparse_forward(m, g, training);
 
     /* D = dropout(H) while training. */
     L->d = in;
@@ -286,7 +353,7 @@ int gnn_model_forward(gnn_model_t *m, gnn_bgraph_t *const *graphs, const float *
                       const float **logits)
 {
     int rc = 0;
-    GNN_CHECK(m && graphs && x && logits, GNN_EINVAL, "model forward: NULL argument");
+    GNN_CHECK(m && graphs && (x || m->sp) && logits, GNN_EINVAL, "model forward: NULL argument");
     for (int l = 0; l < m->cfg.layers; l++) {
         GNN_CHECK(graphs[l], GNN_EINVAL, "model forward: no graph for layer %d", l);
         if (l > 0)
@@ -336,7 +403,8 @@ int gnn_model_backward(gnn_model_t *m, float *dlogits)
         size_t a = fbytes(L->n_src, L->fin), c = fbytes(L->n_dst, L->fout);
         gmax = a > gmax ? a : gmax;
         gmax = c > gmax ? c : gmax;
-        size_t t = L->gemm_first ? fbytes(L->n_src, L->fout) : fbytes(L->n_dst, L->fin);
+        size_t t = L->gemm_first || L->sparse ? fbytes(L->n_src, L->fout)
+                                              : fbytes(L->n_dst, L->fin);
         tmax = t > tmax ? t : tmax;
     }
     if (m->cfg.layers > 1) {
@@ -356,6 +424,16 @@ int gnn_model_backward(gnn_model_t *m, float *dlogits)
         if (l > 0) dd = dz == m->gbuf[0] ? m->gbuf[1] : m->gbuf[0];
 
         GNN_TRY(gnn_be_bias_grad(be, nd, fout, dz, db));
+        if (L->sparse) {
+            /* dT = aggr^T(dZ); dW = D^T dT (+ dW_self = D^T dZ). Layer 0: no dD. */
+            GNN_TRY(gnn_be_aggr_backward(be, g, ag, fout, L->t, L->z, dz, m->dt, L->ws,
+                                         L->ws_bytes));
+            GNN_TRY(gnn_be_sparse_mm_t(be, m->sp, m->sp_vals, m->dt, fout, dw));
+            if (L->ws_off >= 0)
+                GNN_TRY(gnn_be_sparse_mm_t(be, m->sp, m->sp_vals, dz, fout,
+                                           m->grads + L->ws_off));
+            break;
+        }
         if (L->gemm_first) {
             /* dT = A^T dZ; dW = D^T dT; dD = dT W^T. */
             GNN_TRY(gnn_be_aggr_backward(be, g, ag, fout, L->t, L->z, dz, m->dt, L->ws,

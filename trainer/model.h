@@ -80,8 +80,21 @@ void gnn_model_layer_span(const gnn_model_t *m, int l, int64_t *offset, int64_t 
  */
 int gnn_model_forward(gnn_model_t *m, gnn_bgraph_t *const *graphs, const float *x, int training,
                       const float **logits);
+/*
+ * Feed layer 0 from the sparse matrix s (rows: the sources of layer 0's
+ * graph, cols: in_dim) instead of a dense x: forward's x is then ignored.
+ * Dropout draws the same mask as on the dense matrix, so the function
+ * computed is the same; the work drops to the stored entries. Needs a graph
+ * with n_dst == n_src at layer 0 and, for SAGE, a linear aggregator (the
+ * built-ins sum, mean, gcn: aggr(D) W = aggr(D W) is what makes the sparse
+ * order possible); GNN_EUNSUPPORTED otherwise. s NULL returns to dense
+ * input. s is borrowed.
+ */
+int gnn_model_set_sparse_input(gnn_model_t *m, const gnn_bsparse_t *s);
+
 /* The input of the last layer (its ReLU'd hidden rows, n_src of the last
- * layer x fin) after a forward; for --save-predictions. */
+ * layer x fin) after a forward; for --save-predictions. NULL for a
+ * one-layer model fed sparse input (the input is then the features). */
 const float *gnn_model_last_hidden(const gnn_model_t *m, int64_t *rows, int64_t *cols);
 
 /*

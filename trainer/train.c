@@ -52,6 +52,7 @@ void gnn_train_defaults(gnn_train_opts_t *o)
     o->device = "cpu";
     o->eval_every = 1;
     o->checkpoint_every = 10;
+    o->sparse_features = "auto";
 }
 
 static double now_s(void)
@@ -72,7 +73,9 @@ typedef struct {
     const gnn_aggr_def_t *aggr;
     gnn_graph_t g;
     gnn_bgraph_t *bg;
-    float *x;                         /* features on the backend */
+    float *x;                         /* features on the backend (dense input) */
+    gnn_csr_t xs;                     /* features as CSR (sparse input) */
+    gnn_bsparse_t *bxs;               /* ... on the backend, or NULL */
     int64_t *labels;                  /* backend */
     int64_t *split[GNN_NUM_SPLITS];   /* backend */
     int64_t split_n[GNN_NUM_SPLITS];
@@ -116,6 +119,10 @@ static int check_opts(const gnn_train_opts_t *o)
     if (o->seed < 0) return GNN_FAIL(GNN_EUSAGE, "--seed %" PRId64 " must be >= 0", o->seed);
     if (o->resume && !o->checkpoint)
         return GNN_FAIL(GNN_EUSAGE, "--resume needs --checkpoint FILE");
+    if (strcmp(o->sparse_features, "auto") && strcmp(o->sparse_features, "on") &&
+        strcmp(o->sparse_features, "off"))
+        return GNN_FAIL(GNN_EUSAGE, "--sparse-features \"%s\" (expected auto, on or off)",
+                        o->sparse_features);
     if (o->decay_scope && strcmp(o->decay_scope, "first") && strcmp(o->decay_scope, "all"))
         return GNN_FAIL(GNN_EUSAGE, "--decay-scope \"%s\" (expected first or all)", o->decay_scope);
     return 0;
@@ -170,6 +177,61 @@ static int upload_new(gnn_backend_t *be, const void *src, size_t bytes, void **d
     return gnn_be_upload(be, *dst, src, bytes);
 }
 
+/*
+ * Dense or sparse first-layer input. Sparse needs a model whose first layer
+ * can take it (GCN, or SAGE with a linear aggregator); "auto" picks it when
+ * at most 10 % of the features are non-zero.
+ */
+static int setup_features(job_t *j)
+{
+    int rc = 0;
+    const gnn_graph_t *g = &j->g;
+    gnn_vid_t n = g->csr.n_rows;
+    int64_t f = g->feat_dim;
+    const char *mode = j->o->sparse_features;
+    const char *an = j->aggr->name;
+    int able = j->kind == GNN_MODEL_GCN || !strcmp(an, "sum") || !strcmp(an, "mean") ||
+               !strcmp(an, "gcn");
+    if (!strcmp(mode, "on") && !able) {
+        rc = GNN_FAIL(GNN_EUSAGE, "--sparse-features on: the sage first layer can take sparse "
+                                  "input only with a linear aggregator (sum, mean, gcn), not %s",
+                      an);
+        goto fail;
+    }
+    int64_t nz = 0;
+#pragma omp parallel for reduction(+ : nz) schedule(static)
+    for (int64_t i = 0; i < (int64_t)n * f; i++) nz += g->feat[i] != 0.0f;
+    double density = n && f ? (double)nz / ((double)n * (double)f) : 1.0;
+    int use = able && (!strcmp(mode, "on") || (!strcmp(mode, "auto") && density <= 0.10));
+    GNN_INFO("features: %.2f %% non-zero, first layer on %s input", 100.0 * density,
+             use ? "sparse" : "dense");
+    if (!use)
+        return upload_new(j->be, g->feat, (size_t)n * (size_t)f * sizeof(float), (void **)&j->x);
+    gnn_csr_t *a = &j->xs;
+    a->n_rows = n;
+    a->n_cols = f;
+    a->nnz = nz;
+    a->indptr = gnn_malloc_array((size_t)n + 1, sizeof *a->indptr);
+    a->indices = gnn_malloc_array((size_t)nz + 1, sizeof *a->indices);
+    a->weights = gnn_malloc_array((size_t)nz + 1, sizeof *a->weights);
+    GNN_CHECK(a->indptr && a->indices && a->weights, GNN_ENOMEM, "sparse features");
+    a->indptr[0] = 0;
+    for (gnn_vid_t v = 0; v < n; v++) {
+        gnn_eid_t e = a->indptr[v];
+        for (int64_t k = 0; k < f; k++)
+            if (g->feat[v * f + k] != 0.0f) {
+                a->indices[e] = k;
+                a->weights[e++] = g->feat[v * f + k];
+            }
+        a->indptr[v + 1] = e;
+    }
+    a->flags = GNN_CSR_SORTED;
+    GNN_TRY(gnn_be_sparse_create(j->be, a, &j->bxs));
+    return 0;
+fail:
+    return rc;
+}
+
 static int setup(job_t *j)
 {
     int rc = 0;
@@ -196,8 +258,7 @@ static int setup(job_t *j)
     gnn_vid_t n = g->csr.n_rows;
     if (o->normalize_features) normalize_rows(g->feat, n, g->feat_dim);
     gnn_backend_t *be = j->be;
-    GNN_TRY(upload_new(be, g->feat, (size_t)n * (size_t)g->feat_dim * sizeof(float),
-                       (void **)&j->x));
+    GNN_TRY(setup_features(j));
     GNN_TRY(upload_new(be, g->label, (size_t)n * sizeof(int64_t), (void **)&j->labels));
     for (int s = 0; s < GNN_NUM_SPLITS; s++) {
         j->split_n[s] = g->split_size[s];
@@ -489,6 +550,7 @@ static int start_run(job_t *j, int restore)
     gnn_model_free(j->model);
     j->model = NULL;
     GNN_TRY(gnn_model_create(j->be, j->reg, &mc, seed, &j->model));
+    if (j->bxs) GNN_TRY(gnn_model_set_sparse_input(j->model, j->bxs));
     int64_t np = gnn_model_n_params(j->model);
     size_t bytes = (size_t)np * sizeof(float);
     if (!c->params) GNN_TRY(ck_alloc(j, np));
@@ -552,6 +614,13 @@ static int write_predictions(job_t *j)
     GNN_TRY(gnn_be_upload(j->be, gnn_model_params(j->model), j->ck.best_params, pbytes));
     GNN_TRY(gnn_model_forward(j->model, graphs, j->x, 0, &logits));
     const float *hidden = gnn_model_last_hidden(j->model, &hr, &hc);
+    int hidden_on_host = 0;
+    if (!hidden) { /* one layer on sparse input: its input is the features */
+        hidden = j->g.feat;
+        hr = n;
+        hc = j->g.feat_dim;
+        hidden_on_host = 1;
+    }
     logits_h = gnn_malloc_array((size_t)(n * C) + 1, sizeof(float));
     hidden_h = gnn_malloc_array((size_t)(hr * hc) + 1, sizeof(float));
     pred_h = gnn_malloc_array((size_t)n + 1, sizeof(int64_t));
@@ -561,7 +630,10 @@ static int write_predictions(job_t *j)
     GNN_TRY(gnn_be_argmax_rows(j->be, n, C, logits, pred_d));
     GNN_TRY(gnn_be_download(j->be, pred_h, pred_d, (size_t)n * sizeof(int64_t)));
     GNN_TRY(gnn_be_download(j->be, logits_h, logits, (size_t)(n * C) * sizeof(float)));
-    GNN_TRY(gnn_be_download(j->be, hidden_h, hidden, (size_t)(hr * hc) * sizeof(float)));
+    if (hidden_on_host)
+        memcpy(hidden_h, hidden, (size_t)(hr * hc) * sizeof(float));
+    else
+        GNN_TRY(gnn_be_download(j->be, hidden_h, hidden, (size_t)(hr * hc) * sizeof(float)));
     for (int64_t v = 0; v < n; v++) ids[v] = j->g.orig_id ? j->g.orig_id[v] : v;
     GNN_TRY(gnn_predictions_write(j->o->save_predictions, n, ids, C, logits_h, pred_h, hc,
                                   hidden_h));
@@ -625,6 +697,8 @@ static void job_free(job_t *j)
         gnn_be_free(j->be, j->adam_v);
     }
     gnn_be_graph_free(j->bg);
+    gnn_be_sparse_free(j->bxs);
+    gnn_csr_free(&j->xs);
     gnn_graph_free(&j->g);
     gnn_aggr_registry_free(j->reg);
     gnn_backend_close(j->be);

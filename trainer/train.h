@@ -34,6 +34,8 @@ typedef struct {
     const char *save_predictions;
     const char *log_json;
     int threads;               /* OpenMP threads; 0 = library default */
+    const char *sparse_features; /* "auto" | "on" | "off": first layer on a sparse copy of
+                                    the features (auto: when at most 10 % are non-zero) */
 } gnn_train_opts_t;
 
 /* The defaults of gnn-train. */

@@ -167,6 +167,34 @@ static void cpu_aggr_call(gnn_backend_t *be, const gnn_bgraph_t *g, gnn_aggr_cal
     call->stream = NULL;
 }
 
+static int cpu_sparse_prepare(gnn_backend_t *be, gnn_bsparse_t *s)
+{
+    (void)be;
+    (void)s;
+    return 0;
+}
+
+static int cpu_sparse_dropout(gnn_backend_t *be, const gnn_bsparse_t *s, float p, uint64_t seed,
+                              uint64_t offset, float *vals)
+{
+    (void)be;
+    return gnn_spfeat_dropout(s->host, p, seed, offset, vals);
+}
+
+static int cpu_sparse_mm(gnn_backend_t *be, const gnn_bsparse_t *s, const float *vals,
+                         const float *w, int64_t f, float *t)
+{
+    (void)be;
+    return gnn_spfeat_mm(s->host, vals, w, f, t);
+}
+
+static int cpu_sparse_mm_t(gnn_backend_t *be, const gnn_bsparse_t *s, const float *vals,
+                           const float *dt, int64_t f, float *dw)
+{
+    (void)be;
+    return gnn_spfeat_mm_t(s->host, vals, dt, f, dw);
+}
+
 static const gnn_backend_ops_t cpu_ops = {
     .alloc = cpu_alloc,
     .free = cpu_free,
@@ -193,6 +221,11 @@ static const gnn_backend_ops_t cpu_ops = {
     .aggr_forward = cpu_aggr_forward,
     .aggr_backward = cpu_aggr_backward,
     .aggr_call = cpu_aggr_call,
+    .sparse_prepare = cpu_sparse_prepare,
+    .sparse_release = NULL,
+    .sparse_dropout = cpu_sparse_dropout,
+    .sparse_mm = cpu_sparse_mm,
+    .sparse_mm_t = cpu_sparse_mm_t,
     .close = NULL,
 };
 

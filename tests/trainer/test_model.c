@@ -48,6 +48,8 @@ typedef struct {
     gnn_backend_t *be;
     gnn_aggr_registry_t *reg;
     gnn_csr_t a;
+    gnn_csr_t xs;          /* x as a sparse matrix */
+    gnn_bsparse_t *bxs;
     gnn_bgraph_t *bg;
     int64_t n, classes;
     float *x;
@@ -78,9 +80,29 @@ static void fixture(fixture_t *t, int64_t n, int64_t f, int64_t classes, uint64_
     t->classes = classes;
     float *xh = malloc(n * f * sizeof *xh);
     assert_non_null(xh);
-    for (int64_t i = 0; i < n * f; i++) xh[i] = (float)((rng_next(s) >> 40) * 0x1p-24) - 0.5f;
+    /* About 60 % zeros, so the sparse-input path has something to skip. */
+    for (int64_t i = 0; i < n * f; i++)
+        xh[i] = rng_next(s) % 5 < 3 ? 0.0f : (float)((rng_next(s) >> 40) * 0x1p-24) - 0.5f;
     assert_int_equal(gnn_be_alloc(t->be, n * f * sizeof(float), (void **)&t->x), 0);
     assert_int_equal(gnn_be_upload(t->be, t->x, xh, n * f * sizeof(float)), 0);
+    /* The same matrix as CSR with values. */
+    t->xs.n_rows = n;
+    t->xs.n_cols = f;
+    t->xs.indptr = calloc(n + 1, sizeof *t->xs.indptr);
+    t->xs.indices = malloc((n * f + 1) * sizeof *t->xs.indices);
+    t->xs.weights = malloc((n * f + 1) * sizeof *t->xs.weights);
+    assert_true(t->xs.indptr && t->xs.indices && t->xs.weights);
+    for (int64_t v = 0; v < n; v++) {
+        t->xs.indptr[v + 1] = t->xs.indptr[v];
+        for (int64_t k = 0; k < f; k++)
+            if (xh[v * f + k] != 0.0f) {
+                t->xs.indices[t->xs.indptr[v + 1]] = k;
+                t->xs.weights[t->xs.indptr[v + 1]++] = xh[v * f + k];
+            }
+    }
+    t->xs.nnz = t->xs.indptr[n];
+    t->xs.flags = GNN_CSR_SORTED;
+    assert_int_equal(gnn_be_sparse_create(t->be, &t->xs, &t->bxs), 0);
     free(xh);
     assert_true(n <= 64);
     for (int64_t v = 0; v < n; v++) t->labels[v] = (int64_t)(rng_next(s) % (uint64_t)classes);
@@ -90,6 +112,8 @@ static void fixture(fixture_t *t, int64_t n, int64_t f, int64_t classes, uint64_
 
 static void fixture_free(fixture_t *t)
 {
+    gnn_be_sparse_free(t->bxs);
+    free(t->xs.indptr), free(t->xs.indices), free(t->xs.weights);
     gnn_be_free(t->be, t->x);
     gnn_be_graph_free(t->bg);
     gnn_csr_free(&t->a);
@@ -195,8 +219,8 @@ static double ref_loss(const ref_t *r, const double *w)
     return loss / (double)t->nidx;
 }
 
-static void check_gradients(gnn_model_kind_t kind, const char *aggr, int layers, int64_t f,
-                            int64_t hidden, float dropout)
+static void check_gradients_in(gnn_model_kind_t kind, const char *aggr, int layers, int64_t f,
+                               int64_t hidden, float dropout, int sparse)
 {
     uint64_t s = g_seed ^ (uint64_t)(layers * 131 + f * 7 + hidden);
     fixture_t t;
@@ -205,6 +229,7 @@ static void check_gradients(gnn_model_kind_t kind, const char *aggr, int layers,
     if (aggr) assert_int_equal(gnn_aggr_registry_find(t.reg, aggr, &cfg.aggr), 0);
     gnn_model_t *m;
     assert_int_equal(gnn_model_create(t.be, t.reg, &cfg, 5, &m), 0);
+    if (sparse) assert_int_equal(gnn_model_set_sparse_input(m, t.bxs), 0);
     int64_t np = gnn_model_n_params(m);
     float *dl = malloc(t.n * 3 * sizeof(float)), *grad = malloc(np * sizeof(float));
     assert_true(dl && grad);
@@ -240,15 +265,24 @@ static void check_gradients(gnn_model_kind_t kind, const char *aggr, int layers,
         wd[i] = keep;
         double fd = (lp - lm) / (2.0 * hh);
         if (fabs(fd - grad[i]) > 1e-4 * gmax + 1e-3 * fabs(fd) && bad++ < 5)
-            print_message("%s/%s L=%d param %" PRId64 ": backward %.6g, differences %.6g\n",
-                          gnn_model_kind_name(kind), aggr ? aggr : "gcn", layers, i,
-                          (double)grad[i], fd);
+            print_message("%s/%s L=%d%s param %" PRId64 ": backward %.6g, differences %.6g\n",
+                          gnn_model_kind_name(kind), aggr ? aggr : "gcn", layers,
+                          sparse ? " sparse" : "", i, (double)grad[i], fd);
     }
     if (bad) fail_msg("%d of %" PRId64 " gradients off (seed %" PRIu64 ")", bad, np, g_seed);
     free(wd);
     free(dl), free(grad);
     gnn_model_free(m);
     fixture_free(&t);
+}
+
+/* Each configuration on dense input, and on sparse input where the model
+ * allows it (it must compute the same function with the same mask). */
+static void check_gradients(gnn_model_kind_t kind, const char *aggr, int layers, int64_t f,
+                            int64_t hidden, float dropout)
+{
+    check_gradients_in(kind, aggr, layers, f, hidden, dropout, 0);
+    if (!aggr || strcmp(aggr, "max")) check_gradients_in(kind, aggr, layers, f, hidden, dropout, 1);
 }
 
 static void test_gcn_gradients(void **state)
@@ -308,6 +342,21 @@ static void test_layout_and_errors(void **state)
     bad = cfg;
     bad.aggr = NULL;
     expect_error(gnn_model_create(t.be, t.reg, &bad, 1, &m), GNN_EINVAL, "needs an aggregator");
+    /* Sparse input: not with a non-linear aggregator, nor of the wrong width. */
+    const gnn_aggr_def_t *mx;
+    assert_int_equal(gnn_aggr_registry_find(t.reg, "max", &mx), 0);
+    gnn_model_config_t cm = cfg;
+    cm.aggr = mx;
+    assert_int_equal(gnn_model_create(t.be, t.reg, &cm, 1, &m), 0);
+    expect_error(gnn_model_set_sparse_input(m, t.bxs), GNN_EUNSUPPORTED,
+                 "sparse input needs a linear aggregator (sum, mean, gcn), not max");
+    gnn_model_free(m);
+    cm = cfg;
+    cm.in_dim = 5;
+    assert_int_equal(gnn_model_create(t.be, t.reg, &cm, 1, &m), 0);
+    expect_error(gnn_model_set_sparse_input(m, t.bxs), GNN_EINVAL,
+                 "sparse input has 4 columns, the model 5");
+    gnn_model_free(m);
     gnn_model_kind_t k;
     expect_error(gnn_model_kind_from_name("gat", &k), GNN_EINVAL,
                  "unknown model \"gat\" (expected gcn or sage)");

@@ -1,0 +1,128 @@
+/*
+ * Sparse input features (kernels/spfeat.h): dropout on the stored entries,
+ * the product with a dense weight matrix and its transpose. Rows run in
+ * parallel under OpenMP; the transpose is a gather over a by-column index
+ * of the entries built once, so no two threads write the same row.
+ */
+#include "kernels/spfeat.h"
+
+#include "graph/base/alloc.h"
+#include "graph/base/error.h"
+#include "kernels/rng.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+void gnn_spfeat_free(gnn_spfeat_t *s)
+{
+    if (!s) return;
+    gnn_free(s->t_indptr);
+    gnn_free(s->t_entry);
+    gnn_free(s->t_row);
+    gnn_free(s);
+}
+
+int gnn_spfeat_create(const gnn_csr_t *a, gnn_spfeat_t **out)
+{
+    int rc = 0;
+    gnn_spfeat_t *s = NULL;
+    GNN_CHECK(out, GNN_EINVAL, "sparse features: NULL output");
+    *out = NULL;
+    GNN_CHECK(a && a->indptr && a->n_rows >= 0 && a->n_cols >= 0, GNN_EINVAL,
+              "sparse features: NULL or malformed matrix");
+    GNN_CHECK(a->nnz == 0 || (a->indices && a->weights), GNN_EINVAL,
+              "sparse features: the matrix needs its values");
+    GNN_TRY(gnn_csr_validate(a));
+    s = gnn_calloc(1, sizeof *s);
+    GNN_CHECK(s, GNN_ENOMEM, "sparse features");
+    s->a = a;
+    s->t_indptr = gnn_calloc((size_t)a->n_cols + 2, sizeof *s->t_indptr);
+    s->t_entry = gnn_malloc_array((size_t)a->nnz + 1, sizeof *s->t_entry);
+    s->t_row = gnn_malloc_array((size_t)a->nnz + 1, sizeof *s->t_row);
+    GNN_CHECK(s->t_indptr && s->t_entry && s->t_row, GNN_ENOMEM, "sparse features transpose");
+    for (gnn_eid_t j = 0; j < a->nnz; j++) s->t_indptr[a->indices[j] + 2]++;
+    for (gnn_vid_t c = 0; c < a->n_cols; c++) s->t_indptr[c + 2] += s->t_indptr[c + 1];
+    for (gnn_vid_t r = 0; r < a->n_rows; r++)
+        for (gnn_eid_t j = a->indptr[r]; j < a->indptr[r + 1]; j++) {
+            gnn_eid_t q = s->t_indptr[a->indices[j] + 1]++;
+            s->t_entry[q] = j;
+            s->t_row[q] = r;
+        }
+    *out = s;
+    return 0;
+fail:
+    gnn_spfeat_free(s);
+    return rc;
+}
+
+int gnn_spfeat_dropout(const gnn_spfeat_t *s, float p, uint64_t seed, uint64_t offset, float *vals)
+{
+    if (!s || (!vals && s->a->nnz)) return GNN_FAIL(GNN_EINVAL, "sparse dropout: NULL argument");
+    if (!(p >= 0.0f && p < 1.0f))
+        return GNN_FAIL(GNN_EINVAL, "sparse dropout: drop probability %g outside [0, 1)",
+                        (double)p);
+    const gnn_csr_t *a = s->a;
+    if (p == 0.0f) {
+        memcpy(vals, a->weights, (size_t)a->nnz * sizeof *vals);
+        return 0;
+    }
+    const float scale = (float)(1.0 / (1.0 - (double)p));
+    const uint64_t cols = (uint64_t)a->n_cols;
+#pragma omp parallel for schedule(static)
+    for (gnn_vid_t r = 0; r < a->n_rows; r++)
+        for (gnn_eid_t j = a->indptr[r]; j < a->indptr[r + 1]; j++) {
+            uint64_t ctr = offset + (uint64_t)r * cols + (uint64_t)a->indices[j];
+            vals[j] = gnn_rng_keep(seed, ctr, p) ? a->weights[j] * scale : 0.0f;
+        }
+    return 0;
+}
+
+static int check_mm(const gnn_spfeat_t *s, const void *vals, const void *in, int64_t f,
+                    const void *out, const char *fn)
+{
+    if (!s || !in || !out || (!vals && s->a->nnz))
+        return GNN_FAIL(GNN_EINVAL, "%s: NULL argument", fn);
+    if (f < 1) return GNN_FAIL(GNN_EINVAL, "%s: bad width %" PRId64, fn, f);
+    return 0;
+}
+
+int gnn_spfeat_mm(const gnn_spfeat_t *s, const float *vals, const float *w, int64_t f, float *t)
+{
+    int rc = check_mm(s, vals, w, f, t, "gnn_spfeat_mm");
+    if (rc < 0) return rc;
+    const gnn_csr_t *a = s->a;
+#pragma omp parallel for schedule(dynamic, 64)
+    for (gnn_vid_t r = 0; r < a->n_rows; r++) {
+        float *restrict o = t + r * f;
+        for (int64_t k = 0; k < f; k++) o[k] = 0.0f;
+        for (gnn_eid_t j = a->indptr[r]; j < a->indptr[r + 1]; j++) {
+            const float v = vals[j];
+            if (v == 0.0f) continue; /* dropped */
+            const float *restrict wr = w + a->indices[j] * f;
+#pragma omp simd
+            for (int64_t k = 0; k < f; k++) o[k] += v * wr[k];
+        }
+    }
+    return 0;
+}
+
+int gnn_spfeat_mm_t(const gnn_spfeat_t *s, const float *vals, const float *dt, int64_t f,
+                    float *dw)
+{
+    int rc = check_mm(s, vals, dt, f, dw, "gnn_spfeat_mm_t");
+    if (rc < 0) return rc;
+    const gnn_csr_t *a = s->a;
+#pragma omp parallel for schedule(dynamic, 16)
+    for (gnn_vid_t c = 0; c < a->n_cols; c++) {
+        float *restrict o = dw + c * f;
+        for (int64_t k = 0; k < f; k++) o[k] = 0.0f;
+        for (gnn_eid_t q = s->t_indptr[c]; q < s->t_indptr[c + 1]; q++) {
+            const float v = vals[s->t_entry[q]];
+            if (v == 0.0f) continue;
+            const float *restrict g = dt + s->t_row[q] * f;
+#pragma omp simd
+            for (int64_t k = 0; k < f; k++) o[k] += v * g[k];
+        }
+    }
+    return 0;
+}
