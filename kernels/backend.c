@@ -123,6 +123,28 @@ int gnn_be_upload(gnn_backend_t *be, void *dst, const void *src, size_t bytes)
     return be->ops->upload(be, dst, src, bytes);
 }
 
+int gnn_be_upload_take(gnn_backend_t *be, void **host, size_t bytes, void **out)
+{
+    NEED(be && host && out, "gnn_be_upload_take");
+    *out = NULL;
+    if (be->kind == GNN_BACKEND_CPU) {
+        if (!*host) return gnn_be_alloc(be, bytes, out);
+        *out = *host;
+        *host = NULL;
+        return 0;
+    }
+    int rc = gnn_be_alloc(be, bytes, out);
+    if (rc == 0 && bytes) rc = gnn_be_upload(be, *out, *host, bytes);
+    if (rc < 0) {
+        gnn_be_free(be, *out);
+        *out = NULL;
+        return rc;
+    }
+    gnn_free(*host);
+    *host = NULL;
+    return 0;
+}
+
 int gnn_be_download(gnn_backend_t *be, void *dst, const void *src, size_t bytes)
 {
     if (!bytes) return be ? be->ops->sync(be) : 0;

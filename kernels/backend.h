@@ -63,6 +63,14 @@ int gnn_be_alloc(gnn_backend_t *be, size_t bytes, void **out);
 void gnn_be_free(gnn_backend_t *be, void *p);
 /* dst (backend) <- src (host). */
 int gnn_be_upload(gnn_backend_t *be, void *dst, const void *src_host, size_t bytes);
+/*
+ * Move a host buffer of bytes onto the backend: *out receives a backend
+ * buffer with its contents and *host is freed and set to NULL. The CPU
+ * backend adopts the memory itself (no copy, no second copy at peak); the
+ * buffer then has malloc's alignment, not 64 bytes. *host must come from
+ * gnn_malloc & co. On failure *host is left as it was.
+ */
+int gnn_be_upload_take(gnn_backend_t *be, void **host, size_t bytes, void **out);
 /* dst (host) <- src (backend); waits for queued work. */
 int gnn_be_download(gnn_backend_t *be, void *dst_host, const void *src, size_t bytes);
 /* dst <- src, both backend buffers (non-overlapping). */

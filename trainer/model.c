@@ -2,7 +2,8 @@
  * GCN and GraphSAGE forward and backward passes (trainer/model.h).
  *
  * Per layer l the forward keeps what the backward reads: the dropped input
- * D (only when dropout is on; otherwise D is the input itself), the
+ * D (only when dropout is on; otherwise D is the input itself; above layer
+ * 0 it replaces the input in place), the
  * aggregated matrix T (GCN: A D or D W, SAGE: aggr(D)), the output Z (ReLU
  * applied in place: the backward reads the sign pattern from the output),
  * and the aggregator's workspace. The backward walks the layers downwards
@@ -29,6 +30,7 @@ typedef struct {
     int64_t n_src, n_dst;
     float *drop;   size_t drop_bytes; /* dropout(H), when used */
     uint64_t drop_off; /* generator offset of that dropout */
+    int dropped;       /* the last forward applied dropout */
     const float *d; /* D: drop or in */
     float *t;      size_t t_bytes;
     float *z;      size_t z_bytes;
@@ -312,15 +314,34 @@ static int layer_forward(gnn_model_t *m, int l, gnn_bgraph_t *g, const float *in
     L->sparse = 0;
     if (l == 0 && m->sp) return layer0_sparse_forward(m, g, training);
 
-    /* D = dropout(H) while training. */
+    /*
+     * D = dropout(H) while training. Above layer 0 it overwrites H (the
+     * previous layer's output, ours to change): the backward then reads the
+     * ReLU's sign pattern from D, which differs from H's only where the
+     * element was dropped and its gradient is zero anyway. Layer 0's input
+     * is the caller's: D gets its own buffer, or, when only the forward
+     * reads it (GCN aggregating first: the weight gradient reads A D, not
+     * D), the backward's first scratch buffer, idle during the forward.
+     */
     L->d = in;
+    L->dropped = 0;
     float p = m->cfg.dropout;
     if (training && p > 0.0f) {
-        GNN_TRY(ensure(be, (void **)&L->drop, &L->drop_bytes, fbytes(ns, fin)));
+        float *dst;
+        if (l > 0) {
+            dst = (float *)in;
+        } else if (m->cfg.kind == GNN_MODEL_GCN && !L->gemm_first) {
+            GNN_TRY(ensure(be, (void **)&m->gbuf[0], &m->gbuf_bytes[0], fbytes(ns, fin)));
+            dst = m->gbuf[0];
+        } else {
+            GNN_TRY(ensure(be, (void **)&L->drop, &L->drop_bytes, fbytes(ns, fin)));
+            dst = L->drop;
+        }
         L->drop_off = m->drop_offset;
-        GNN_TRY(gnn_be_dropout(be, ns * fin, p, m->drop_seed, m->drop_offset, in, L->drop));
+        GNN_TRY(gnn_be_dropout(be, ns * fin, p, m->drop_seed, m->drop_offset, in, dst));
         m->drop_offset += (uint64_t)(ns * fin);
-        L->d = L->drop;
+        L->d = dst;
+        L->dropped = 1;
     }
     GNN_TRY(ensure(be, (void **)&L->z, &L->z_bytes, fbytes(nd, fout)));
     int64_t tw = L->gemm_first ? fout : fin; /* width of T */
@@ -396,22 +417,26 @@ int gnn_model_backward(gnn_model_t *m, float *dlogits)
         GNN_CHECK(m->layer[l].graph && m->layer[l].trained, GNN_EINVAL,
                   "model backward: no training forward before it");
 
-    /* Scratch sizes over all layers. */
-    size_t gmax = 0, tmax = 0;
-    for (int l = 0; l < m->cfg.layers; l++) {
+    /* Scratch: layer l > 0 writes dD into gbuf[(L - 1 - l) % 2]; dT is
+     * needed by the layers that multiply first (or take sparse input) and
+     * by the layers above 0 that aggregate first. */
+    size_t gneed[2] = {0, 0}, tmax = 0;
+    int nl = m->cfg.layers;
+    for (int l = 0; l < nl; l++) {
         const layer_t *L = &m->layer[l];
-        size_t a = fbytes(L->n_src, L->fin), c = fbytes(L->n_dst, L->fout);
-        gmax = a > gmax ? a : gmax;
-        gmax = c > gmax ? c : gmax;
+        if (l > 0) {
+            size_t a = fbytes(L->n_src, L->fin);
+            int b = (nl - 1 - l) % 2;
+            gneed[b] = a > gneed[b] ? a : gneed[b];
+        }
         size_t t = L->gemm_first || L->sparse ? fbytes(L->n_src, L->fout)
-                                              : fbytes(L->n_dst, L->fin);
+                   : l > 0                    ? fbytes(L->n_dst, L->fin)
+                                              : 0;
         tmax = t > tmax ? t : tmax;
     }
-    if (m->cfg.layers > 1) {
-        GNN_TRY(ensure(be, (void **)&m->gbuf[0], &m->gbuf_bytes[0], gmax));
-        GNN_TRY(ensure(be, (void **)&m->gbuf[1], &m->gbuf_bytes[1], gmax));
-    }
-    GNN_TRY(ensure(be, (void **)&m->dt, &m->dt_bytes, tmax));
+    for (int b = 0; b < 2; b++)
+        if (gneed[b]) GNN_TRY(ensure(be, (void **)&m->gbuf[b], &m->gbuf_bytes[b], gneed[b]));
+    if (tmax) GNN_TRY(ensure(be, (void **)&m->dt, &m->dt_bytes, tmax));
 
     float *dz = dlogits;
     for (int l = m->cfg.layers - 1; l >= 0; l--) {
@@ -421,7 +446,7 @@ int gnn_model_backward(gnn_model_t *m, float *dlogits)
         const float *w = m->params + L->w_off;
         float *dw = m->grads + L->w_off, *db = m->grads + L->b_off;
         float *dd = NULL; /* gradient of D, n_src x fin */
-        if (l > 0) dd = dz == m->gbuf[0] ? m->gbuf[1] : m->gbuf[0];
+        if (l > 0) dd = m->gbuf[(nl - 1 - l) % 2];
 
         GNN_TRY(gnn_be_bias_grad(be, nd, fout, dz, db));
         if (L->sparse) {
@@ -461,8 +486,9 @@ int gnn_model_backward(gnn_model_t *m, float *dlogits)
             }
         }
         if (!dd) break;
-        /* Through dropout and the ReLU of layer l - 1 (whose output is L->in). */
-        if (L->d != L->in)
+        /* Through dropout and the ReLU of layer l - 1 (L->in: its output, or
+         * D where dropout overwrote it, which gives the same result). */
+        if (L->dropped)
             GNN_TRY(gnn_be_dropout_backward(be, ns * fin, m->cfg.dropout, m->drop_seed,
                                             L->drop_off, dd, dd));
         GNN_TRY(gnn_be_relu_backward(be, ns * fin, L->in, dd, dd));

@@ -185,7 +185,7 @@ static int upload_new(gnn_backend_t *be, const void *src, size_t bytes, void **d
 static int setup_features(job_t *j)
 {
     int rc = 0;
-    const gnn_graph_t *g = &j->g;
+    gnn_graph_t *g = &j->g;
     gnn_vid_t n = g->csr.n_rows;
     int64_t f = g->feat_dim;
     const char *mode = j->o->sparse_features;
@@ -205,8 +205,9 @@ static int setup_features(job_t *j)
     int use = able && (!strcmp(mode, "on") || (!strcmp(mode, "auto") && density <= 0.10));
     GNN_INFO("features: %.2f %% non-zero, first layer on %s input", 100.0 * density,
              use ? "sparse" : "dense");
-    if (!use)
-        return upload_new(j->be, g->feat, (size_t)n * (size_t)f * sizeof(float), (void **)&j->x);
+    if (!use) /* the host copy is not needed again: hand it over */
+        return gnn_be_upload_take(j->be, (void **)&j->g.feat, (size_t)n * (size_t)f * sizeof(float),
+                                  (void **)&j->x);
     gnn_csr_t *a = &j->xs;
     a->n_rows = n;
     a->n_cols = f;
@@ -227,6 +228,10 @@ static int setup_features(job_t *j)
     }
     a->flags = GNN_CSR_SORTED;
     GNN_TRY(gnn_be_sparse_create(j->be, a, &j->bxs));
+    if (j->o->layers > 1) { /* the dense copy is read again only by 1-layer predictions */
+        gnn_free(g->feat);
+        g->feat = NULL;
+    }
     return 0;
 fail:
     return rc;

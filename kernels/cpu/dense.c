@@ -152,8 +152,11 @@ int gnn_relu(int64_t n, const float *x, float *y)
 {
     int rc = 0;
     GNN_TRY(check_count("gnn_relu", n));
-#pragma omp parallel for schedule(static) if (n >= PAR_MIN)
-    for (int64_t i = 0; i < n; i++) y[i] = x[i] < 0.0f ? 0.0f : x[i];
+#pragma omp parallel for simd schedule(static) if (n >= PAR_MIN)
+    for (int64_t i = 0; i < n; i++) {
+        const float v = x[i];
+        y[i] = v < 0.0f ? 0.0f : v;
+    }
     return 0;
 fail:
     return rc;
@@ -163,8 +166,11 @@ int gnn_relu_backward(int64_t n, const float *xy, const float *dy, float *dx)
 {
     int rc = 0;
     GNN_TRY(check_count("gnn_relu_backward", n));
-#pragma omp parallel for schedule(static) if (n >= PAR_MIN)
-    for (int64_t i = 0; i < n; i++) dx[i] = xy[i] > 0.0f ? dy[i] : 0.0f;
+#pragma omp parallel for simd schedule(static) if (n >= PAR_MIN)
+    for (int64_t i = 0; i < n; i++) {
+        const float g = dy[i]; /* loaded unconditionally: the select vectorises */
+        dx[i] = xy[i] > 0.0f ? g : 0.0f;
+    }
     return 0;
 fail:
     return rc;

@@ -162,6 +162,18 @@ static void test_memory(void **state)
     assert_int_equal(gnn_be_sync(be), 0);
     expect_error(gnn_be_upload(be, NULL, h, 4), GNN_EINVAL, "gnn_be_upload: NULL argument");
 
+    /* upload_take: the CPU backend adopts the host buffer as it is. */
+    float *take = gnn_malloc(4 * sizeof(float)), *took = NULL;
+    assert_non_null(take);
+    for (int i = 0; i < 4; i++) take[i] = (float)i;
+    float *keep = take;
+    assert_int_equal(gnn_be_upload_take(be, (void **)&take, 4 * sizeof(float), (void **)&took), 0);
+    assert_null(take);
+    assert_ptr_equal(took, keep);
+    assert_int_equal(gnn_be_download(be, back, took, 4 * sizeof(float)), 0);
+    for (int i = 0; i < 4; i++) assert_true(back[i] == (float)i);
+    gnn_be_free(be, took);
+
     /* An allocation that fails reports ENOMEM and leaves *out NULL. */
     void *p = (void *)1;
     gnn_alloc_fail_at(1);
