@@ -242,7 +242,11 @@ static int setup(job_t *j)
     int rc = 0;
     const gnn_train_opts_t *o = j->o;
     GNN_TRY(check_opts(o));
-    GNN_TRY(gnn_model_kind_from_name(o->model, &j->kind));
+    if (gnn_model_kind_from_name(o->model, &j->kind) < 0) {
+        rc = GNN_FAIL(GNN_EUSAGE, "--model: unknown model \"%s\" (expected gcn or sage)",
+                      o->model);
+        goto fail;
+    }
     j->decay_scope = o->decay_scope ? o->decay_scope : j->kind == GNN_MODEL_GCN ? "first" : "all";
     if (o->threads > 0) omp_set_num_threads(o->threads);
 
@@ -755,6 +759,21 @@ int gnn_train_run(const gnn_train_opts_t *o, gnn_train_result_t *res)
         loaded.best_params = la[3], loaded.run_test_acc = lr[0], loaded.run_valid_acc = lr[1];
         gnn_checkpoint_free(&loaded);
         c->runs = o->runs;
+        /* A run that ended at its last epoch (not stopped early) is
+         * continued when --epochs now asks for more: the checkpoint holds
+         * its final state. Earlier finished runs cannot be, so a checkpoint
+         * with several is refused rather than silently left short. */
+        if (c->runs_done > 0 && c->run == c->runs_done - 1 && c->epoch < o->epochs &&
+            !(o->early_stop > 0 && c->bad_evals >= o->early_stop)) {
+            if (c->runs_done > 1) {
+                rc = GNN_FAIL(GNN_EINVAL,
+                              "%s: its %" PRId64 " finished runs ended at epoch %" PRId64
+                              ", --epochs %d would continue only the last one",
+                              o->checkpoint, c->runs_done, c->epoch, o->epochs);
+                goto fail;
+            }
+            c->runs_done--;
+        }
         restore = c->runs_done < o->runs && c->run == c->runs_done;
         GNN_INFO("resuming %s: run %" PRId64 "/%d after epoch %" PRId64, o->checkpoint,
                  c->run + 1, o->runs, c->epoch);
