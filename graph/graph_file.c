@@ -444,7 +444,8 @@ int gnn_graph_load(const char *path, gnn_graph_t *g)
     }
     if (in->feat_dim > 0) {
         g->feat_dim = in->feat_dim;
-        g->feat = gnn_malloc_array((size_t)in->num_nodes * (size_t)in->feat_dim, sizeof *g->feat);
+        size_t fb = (size_t)in->num_nodes * (size_t)in->feat_dim;
+        g->feat = fb <= SIZE_MAX / sizeof *g->feat ? gnn_alloc_large(fb * sizeof *g->feat) : NULL;
         GNN_CHECK(g->feat, GNN_ENOMEM, "out of memory loading features of %s", path);
         GNN_TRY(gnn_graph_read_feat(f, 0, in->num_nodes, g->feat));
     }

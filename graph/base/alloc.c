@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 static atomic_llong g_count;
 static atomic_llong g_fail_at;
@@ -91,6 +92,19 @@ void *gnn__aligned_alloc(size_t align, size_t size, const char *file, int line)
     if (injected_failure()) return oom(size, file, line);
     void *p = NULL;
     if (posix_memalign(&p, align, bytes)) return oom(size, file, line);
+    return p;
+}
+
+#define HUGE_PAGE ((size_t)2 << 20)
+
+void *gnn__alloc_large(size_t size, const char *file, int line)
+{
+    if (size < HUGE_PAGE) return gnn__aligned_alloc(64, size, file, line);
+    void *p = gnn__aligned_alloc(HUGE_PAGE, size, file, line);
+#ifdef MADV_HUGEPAGE
+    /* Advice only: where the kernel has no huge pages the memory works as is. */
+    if (p) (void)madvise(p, (size + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE, MADV_HUGEPAGE);
+#endif
     return p;
 }
 

@@ -22,6 +22,10 @@ char *gnn__strdup(const char *s, const char *file, int line);
  * address that is a multiple of align (a power of two >= sizeof(void *));
  * released with gnn_free. */
 void *gnn__aligned_alloc(size_t align, size_t size, const char *file, int line);
+/* A large array (features, activations): 64-byte aligned, and from 2 MiB
+ * on aligned to 2 MiB and marked for transparent huge pages (madvise), which
+ * spares the TLB misses of random row gathers. Released with gnn_free. */
+void *gnn__alloc_large(size_t size, const char *file, int line);
 void gnn_free(void *p);
 
 #define gnn_malloc(size) gnn__malloc((size), __FILE__, __LINE__)
@@ -30,6 +34,7 @@ void gnn_free(void *p);
 #define gnn_realloc_array(p, n, size) gnn__realloc_array((p), (n), (size), __FILE__, __LINE__)
 #define gnn_strdup(s) gnn__strdup((s), __FILE__, __LINE__)
 #define gnn_aligned_alloc(align, size) gnn__aligned_alloc((align), (size), __FILE__, __LINE__)
+#define gnn_alloc_large(size) gnn__alloc_large((size), __FILE__, __LINE__)
 
 /*
  * Test hook: make the nth allocation from now on fail (1 = the next one);

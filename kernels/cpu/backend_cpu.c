@@ -1,6 +1,8 @@
 /*
  * CPU backend: buffers are host memory (64-byte aligned, so rows of the
- * dense matrices start on cache lines), every operation is the OpenMP /
+ * dense matrices start on cache lines; from 2 MiB on transparent huge
+ * pages, which the random row gathers of aggregation need: with 4 KiB
+ * pages nearly every gathered row misses the TLB), every operation is the OpenMP /
  * OpenBLAS kernel of kernels/dense.h, and aggregation runs the definitions'
  * CPU entry points on the host view of the prepared graph. Nothing is
  * queued: every call has finished when it returns.
@@ -14,12 +16,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#define ALIGN 64
 
 static int cpu_alloc(gnn_backend_t *be, size_t bytes, void **out)
 {
     (void)be;
-    *out = gnn_aligned_alloc(ALIGN, bytes);
+    *out = gnn_alloc_large(bytes); /* 64-byte aligned; huge pages from 2 MiB */
     return *out ? 0 : GNN_ENOMEM;
 }
 
