@@ -3,14 +3,19 @@
 # installed) time torch.sparse.mm on the same graphs and print the speed-up.
 #
 # Usage: bench/spmm/run.sh [BUILD_DIR] [spmm_bench options...]
-# Environment: OMP_NUM_THREADS (default: all cores), REPS (default 1),
-# NODES (default 1048576), WIDTHS (default 16,64,128,256).
+# Prints the bench's own table, then one table of every measurement: our
+# time, GB/s of the byte model, % of the copy bandwidth measured in the same
+# run, torch's time and torch time / ours (sum, mean, gcn).
+# Environment: OMP_NUM_THREADS (default: all cores; torch gets the same),
+# REPS (default 3), NODES (default 1048576), WIDTHS (default 16,64,128,256),
+# HUGE (default 1: feature matrices on transparent huge pages, both sides).
 set -eu
 src=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$src/build-spmm-bench}
 [ $# -gt 0 ] && shift
 threads=${OMP_NUM_THREADS:-$(nproc)}
-reps=${REPS:-1}
+reps=${REPS:-3}
+huge=${HUGE:-1}
 work=$(mktemp -d "${TMPDIR:-/tmp}/spmm-bench-XXXXXX")
 trap 'rm -rf "$work"' EXIT INT TERM
 
@@ -22,11 +27,11 @@ cmake --build "$build" --target spmm_bench -j"$threads" >>"$work/cmake.log" 2>&1
 echo "== spmm_bench ($(date -u +%Y-%m-%dT%H:%MZ), $(uname -m), $threads threads)"
 OMP_NUM_THREADS=$threads OMP_PROC_BIND=${OMP_PROC_BIND:-close} \
     "$build/bench/spmm_bench" -n "${NODES:-1048576}" -r "$reps" -f "${WIDTHS:-16,64,128,256}" \
-    -o "$work/graph" "$@" | tee "$work/bench.out"
+    -p "$huge" -o "$work/graph" "$@" | tee "$work/bench.out"
 
 if /usr/bin/python3 -c 'import torch, numpy' >/dev/null 2>&1; then
     echo "== torch.sparse.mm"
-    /usr/bin/python3 "$src/bench/spmm/torch_spmm.py" "$work/bench.out" "$work/graph" "$threads" "$reps"
+    SPMM_HUGE=$huge OMP_NUM_THREADS=$threads /usr/bin/python3 "$src/bench/spmm/torch_spmm.py" "$work/bench.out" "$work/graph" "$threads" "$reps"
 else
     echo "== torch not installed (python3-torch): torch comparison skipped"
 fi

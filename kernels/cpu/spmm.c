@@ -10,14 +10,34 @@
  * fixed order, which makes results bitwise identical for any thread count.
  * A single hub row longer than nnz/T is not split (the price is imbalance on
  * that one row); on the power-law graphs of interest the largest row is far
- * below nnz/T for the thread counts of one node.
+ * below nnz/T for the thread counts of one node (R-MAT with 2^20 nodes and
+ * 16 M entries: largest row 39 K entries).
  *
- * Inner loops run over the feature dimension, contiguous in x and y, under
- * `omp simd` with restrict pointers, so they vectorise for any width f and
- * need no remainder handling by hand. Sum-like aggregators take four
- * neighbours per pass over the output row, so the output row (which stays
- * in L1 for f <= 1024) is loaded and stored once per four gathered rows.
- * The gathered rows are software-prefetched a few entries ahead.
+ * Row kernel. A row's entries are taken in segments of SEG_ENTRIES; for
+ * each segment every block of BLOCK_COLS feature columns passes over the
+ * segment's input rows with the running result of that block in a local
+ * array that the compiler keeps in vector registers (the output row is read
+ * and written once per segment, not once per entry); the segment's input
+ * rows stay in L1 between blocks. The block loop has a constant trip count
+ * and vectorises for any ISA; the last block of a row whose width is not a
+ * multiple of BLOCK_COLS runs the same code with a variable count, so every
+ * width f >= 1 is handled. Each element is accumulated in entry order
+ * (sum-like: init, then += c * x[u] per entry, then the post scale), so the
+ * blocking changes nothing in the result. No fused multiply-add is formed
+ * (ISO C mode: -ffp-contract=off), so results are also the same on every
+ * code path below.
+ *
+ * Code paths. The range functions are compiled twice (target_clones): for
+ * AVX2 and for the baseline x86-64 ISA, picked at load time by the CPU, so
+ * the binary stays portable (no -march).
+ *
+ * Prefetch. The gathers are random, so hardware prefetchers cannot guess
+ * them: while block k0 of entry j is processed, block k0 of the input row of
+ * entry j + ahead(f) is prefetched. That spreads the prefetches evenly over
+ * the work and keeps about PREFETCH_BYTES of input rows in flight per
+ * thread, whatever f. The window runs across row ends, which keeps short
+ * rows fed too. Per-node scales (mean backward, gcn) are prefetched twice
+ * as far ahead, since their address needs the index first.
  *
  * Backward passes are gathers over the transposed CSR cached in the
  * prepared graph: dx[u] collects dy[v] of the out-neighbours v of u, so no
@@ -25,6 +45,11 @@
  * of the transpose tests argmax[v][k] == u; repeated edges u -> v are
  * adjacent in the transpose (its rows are sorted) and are taken once, since
  * the forward routed dy[v][k] to u once.
+ *
+ * Memory. The kernels are bound by the random gathers; with 4 KiB pages
+ * almost every gathered row also misses the TLB. Callers with large feature
+ * matrices should place them on transparent huge pages (bench/spmm does, with
+ * madvise; see docs/BENCHMARKS.md for the difference it makes).
  */
 #include "kernels/spmm.h"
 
@@ -153,62 +178,104 @@ typedef struct {
 } gather_t;
 
 /*
- * Software prefetch of the input rows of entries [from, to) (clipped to
- * nnz), issued PREFETCH_AHEAD entries before they are gathered: the
- * gathers are random, so hardware prefetchers cannot guess them. The window
- * runs across row ends, which keeps short rows fed too.
+ * Prefetch distance in entries: PREFETCH_BYTES of input rows ahead (of 4,
+ * 8 and 16 KiB, 8 KiB was fastest for F = 16..256), within [2, 64].
  */
-#define PREFETCH_AHEAD 8
+#define PREFETCH_BYTES 8192
+/* Feature columns one pass holds in registers, and entries per segment: a
+ * segment's input rows stay in L1 while every column block passes over it. */
+#define BLOCK_COLS 16
+#define SEG_ENTRIES 16
 
-static inline void prefetch_rows(const float *in, const gnn_vid_t *idx, int64_t f, gnn_eid_t from,
-                                 gnn_eid_t to, gnn_eid_t nnz)
+/* The range functions: one AVX2 and one baseline clone, chosen at load. */
+#define CLONES __attribute__((target_clones("avx2", "default")))
+
+static inline gnn_eid_t ahead(int64_t f)
 {
-    if (to > nnz) to = nnz;
-    for (gnn_eid_t j = from; j < to; j++) {
-        const char *row = (const char *)(in + idx[j] * f);
-        for (int64_t b = 0; b < f * (int64_t)sizeof(float); b += 64) __builtin_prefetch(row + b);
-    }
+    int64_t a = PREFETCH_BYTES / (4 * f);
+    return a < 2 ? 2 : a > 64 ? 64 : a;
 }
 
-static void gather_row(const gather_t *p, gnn_vid_t r, int64_t f, const float *restrict in,
-                       float *restrict o)
+/* The per-node scale cs[idx[j]] of entry j, gathered later. */
+static inline void prefetch_scale(const float *cs, const gnn_vid_t *idx, gnn_eid_t j, gnn_eid_t nnz)
+{
+    if (j < nnz) __builtin_prefetch(cs + idx[j]);
+}
+
+/* Columns [k0, k0 + w) of the input row of entry j (w <= BLOCK_COLS: at
+ * most two cache lines), when j < nnz. */
+static inline void prefetch_block(const void *in, size_t elem, const gnn_vid_t *idx, gnn_eid_t j,
+                                  gnn_eid_t nnz, int64_t f, int64_t k0, int64_t w)
+{
+    if (j >= nnz) return;
+    const char *p = (const char *)in + (size_t)(idx[j] * f + k0) * elem;
+    __builtin_prefetch(p);
+    __builtin_prefetch(p + (size_t)(w - 1) * elem);
+}
+
+/*
+ * Sum-like kernel over columns [k0, k0 + w) of entries [s, e) of row r,
+ * accumulating in a local array (registers when w is the constant
+ * BLOCK_COLS): first != 0 starts from the self term (or 0), otherwise from
+ * o; last != 0 applies post. Each entry adds c * in[u] to the running sum in
+ * entry order, so the result depends on the row alone, not on the blocking
+ * or the thread count.
+ */
+static inline __attribute__((always_inline)) void sum_cols(const gather_t *p, gnn_vid_t r,
+                                                           gnn_eid_t s, gnn_eid_t e, int first,
+                                                           int last, int64_t f, int64_t k0,
+                                                           int64_t w, const float *in,
+                                                           float *restrict o, gnn_eid_t pa,
+                                                           gnn_eid_t nnz)
 {
     const gnn_vid_t *idx = p->idx;
     const float *ew = p->ew, *cs = p->cs;
-    gnn_eid_t j = p->indptr[r], end = p->indptr[r + 1], nnz = p->indptr[p->n_rows];
-
-    if (p->self && r < p->n_self) {
-        const float c = p->self[r];
-        const float *restrict xr = in + r * f;
+    float acc[BLOCK_COLS];
+    if (!first) {
 #pragma omp simd
-        for (int64_t k = 0; k < f; k++) o[k] = c * xr[k];
+        for (int64_t k = 0; k < w; k++) acc[k] = o[k0 + k];
+    } else if (p->self && r < p->n_self) {
+        const float c = p->self[r];
+        const float *restrict xr = in + r * f + k0;
+#pragma omp simd
+        for (int64_t k = 0; k < w; k++) acc[k] = c * xr[k];
     } else {
 #pragma omp simd
-        for (int64_t k = 0; k < f; k++) o[k] = 0.0f;
+        for (int64_t k = 0; k < w; k++) acc[k] = 0.0f;
     }
-#define COEF(jj) ((ew ? ew[jj] : 1.0f) * (cs ? cs[idx[jj]] : 1.0f))
-    for (; j + 4 <= end; j += 4) {
-        prefetch_rows(in, idx, f, j + PREFETCH_AHEAD, j + PREFETCH_AHEAD + 4, nnz);
-        const float c0 = COEF(j), c1 = COEF(j + 1), c2 = COEF(j + 2), c3 = COEF(j + 3);
-        const float *restrict x0 = in + idx[j] * f;
-        const float *restrict x1 = in + idx[j + 1] * f;
-        const float *restrict x2 = in + idx[j + 2] * f;
-        const float *restrict x3 = in + idx[j + 3] * f;
+    for (gnn_eid_t j = s; j < e; j++) {
+        prefetch_block(in, sizeof(float), idx, j + pa, nnz, f, k0, w);
+        if (cs && k0 == 0) prefetch_scale(cs, idx, j + 2 * pa, nnz);
+        const float c = (ew ? ew[j] : 1.0f) * (cs ? cs[idx[j]] : 1.0f);
+        const float *restrict xr = in + idx[j] * f + k0;
 #pragma omp simd
-        for (int64_t k = 0; k < f; k++) o[k] += (c0 * x0[k] + c1 * x1[k]) + (c2 * x2[k] + c3 * x3[k]);
+        for (int64_t k = 0; k < w; k++) acc[k] += c * xr[k];
     }
-    for (; j < end; j++) {
-        prefetch_rows(in, idx, f, j + PREFETCH_AHEAD, j + PREFETCH_AHEAD + 1, nnz);
-        const float c = COEF(j);
-        const float *restrict xr = in + idx[j] * f;
-#pragma omp simd
-        for (int64_t k = 0; k < f; k++) o[k] += c * xr[k];
-    }
-#undef COEF
-    if (p->post) {
+    if (last && p->post) {
         const float c = p->post[r];
 #pragma omp simd
-        for (int64_t k = 0; k < f; k++) o[k] *= c;
+        for (int64_t k = 0; k < w; k++) acc[k] *= c;
+    }
+#pragma omp simd
+    for (int64_t k = 0; k < w; k++) o[k0 + k] = acc[k];
+}
+
+CLONES static void gather_range(const gather_t *p, gnn_vid_t r0, gnn_vid_t r1, int64_t f,
+                                const float *in, float *out)
+{
+    const gnn_eid_t pa = ahead(f), nnz = p->indptr[p->n_rows];
+    for (gnn_vid_t r = r0; r < r1; r++) {
+        float *o = out + r * f;
+        const gnn_eid_t beg = p->indptr[r], end = p->indptr[r + 1];
+        gnn_eid_t s = beg, e;
+        do { /* once for an empty row */
+            e = end - s > SEG_ENTRIES ? s + SEG_ENTRIES : end;
+            int64_t k0 = 0;
+            for (; k0 + BLOCK_COLS <= f; k0 += BLOCK_COLS)
+                sum_cols(p, r, s, e, s == beg, e == end, f, k0, BLOCK_COLS, in, o, pa, nnz);
+            if (k0 < f) sum_cols(p, r, s, e, s == beg, e == end, f, k0, f - k0, in, o, pa, nnz);
+            s = e;
+        } while (e < end);
     }
 }
 
@@ -218,11 +285,93 @@ static void gather(const gather_t *p, int64_t f, const float *in, float *out)
     {
         gnn_vid_t r0, r1;
         thread_rows(p->indptr, p->n_rows, omp_get_thread_num(), omp_get_num_threads(), &r0, &r1);
-        for (gnn_vid_t r = r0; r < r1; r++) gather_row(p, r, f, in, out + r * f);
+        gather_range(p, r0, r1, f, in, out);
     }
 }
 
 /* ---- Max ----------------------------------------------------------------- */
+
+/*
+ * Max forward over the feature columns [k0, k0 + w) of entries [s, e) of
+ * one row, the running maximum and arg-max held in local arrays (registers
+ * when w is the constant BLOCK_COLS): first != 0 starts them from entry s,
+ * otherwise from yr/ar. Strict > keeps the first entry on ties.
+ */
+static inline __attribute__((always_inline)) void max_cols(const gnn_vid_t *idx, gnn_eid_t s,
+                                                           gnn_eid_t e, int first, int64_t f,
+                                                           int64_t k0, int64_t w, const float *x,
+                                                           float *restrict yr,
+                                                           int32_t *restrict ar, gnn_eid_t pa,
+                                                           gnn_eid_t nnz)
+{
+    float m[BLOCK_COLS];
+    int32_t am[BLOCK_COLS];
+    if (first) {
+        const int32_t u = (int32_t)idx[s];
+        const float *restrict xr = x + idx[s] * f + k0;
+#pragma omp simd
+        for (int64_t k = 0; k < w; k++) {
+            m[k] = xr[k];
+            am[k] = u;
+        }
+        s++;
+    } else {
+#pragma omp simd
+        for (int64_t k = 0; k < w; k++) {
+            m[k] = yr[k0 + k];
+            am[k] = ar[k0 + k];
+        }
+    }
+    if (first) prefetch_block(x, sizeof(float), idx, s - 1 + pa, nnz, f, k0, w);
+    for (gnn_eid_t j = s; j < e; j++) {
+        const int32_t u = (int32_t)idx[j];
+        const float *restrict xr = x + idx[j] * f + k0;
+        prefetch_block(x, sizeof(float), idx, j + pa, nnz, f, k0, w);
+#pragma omp simd
+        for (int64_t k = 0; k < w; k++) {
+            /* The index chosen by a bit mask: gcc 12 vectorises this form
+             * (not `gt ? u : am`). */
+            const float xv = xr[k], mv = m[k];
+            const int32_t msk = -(int32_t)(xv > mv);
+            m[k] = xv > mv ? xv : mv;
+            am[k] = (u & msk) | (am[k] & ~msk);
+        }
+    }
+#pragma omp simd
+    for (int64_t k = 0; k < w; k++) {
+        yr[k0 + k] = m[k];
+        ar[k0 + k] = am[k];
+    }
+}
+
+CLONES static void max_forward_range(const gnn_csr_t *a, gnn_vid_t r0, gnn_vid_t r1, int64_t f,
+                                     const float *x, float *y, int32_t *argmax)
+{
+    const gnn_vid_t *idx = a->indices;
+    const gnn_eid_t pa = ahead(f);
+    for (gnn_vid_t v = r0; v < r1; v++) {
+        float *restrict yr = y + v * f;
+        int32_t *restrict ar = argmax + v * f;
+        const gnn_eid_t beg = a->indptr[v], end = a->indptr[v + 1];
+        if (beg == end) {
+#pragma omp simd
+            for (int64_t k = 0; k < f; k++) {
+                yr[k] = 0.0f;
+                ar[k] = -1;
+            }
+            continue;
+        }
+        /* Segments of SEG_ENTRIES entries: their rows stay in L1 while every
+         * column block passes over them. */
+        for (gnn_eid_t s = beg; s < end; s += SEG_ENTRIES) {
+            const gnn_eid_t e = s + SEG_ENTRIES < end ? s + SEG_ENTRIES : end;
+            int64_t k0 = 0;
+            for (; k0 + BLOCK_COLS <= f; k0 += BLOCK_COLS)
+                max_cols(idx, s, e, s == beg, f, k0, BLOCK_COLS, x, yr, ar, pa, a->nnz);
+            if (k0 < f) max_cols(idx, s, e, s == beg, f, k0, f - k0, x, yr, ar, pa, a->nnz);
+        }
+    }
+}
 
 static void max_forward(const gnn_csr_t *a, int64_t f, const float *x, float *y, int32_t *argmax)
 {
@@ -230,40 +379,59 @@ static void max_forward(const gnn_csr_t *a, int64_t f, const float *x, float *y,
     {
         gnn_vid_t r0, r1;
         thread_rows(a->indptr, a->n_rows, omp_get_thread_num(), omp_get_num_threads(), &r0, &r1);
-        for (gnn_vid_t v = r0; v < r1; v++) {
-            float *restrict yr = y + v * f;
-            int32_t *restrict ar = argmax + v * f;
-            gnn_eid_t j = a->indptr[v], end = a->indptr[v + 1];
-            if (j == end) {
+        max_forward_range(a, r0, r1, f, x, y, argmax);
+    }
+}
+
+/*
+ * Max backward over columns [k0, k0 + w) of entries [s, e) of row u of the
+ * transpose (beg: the row's first entry): adds dy[v][k] where
+ * argmax[v][k] == u, a repeated v (adjacent, the row being sorted) once.
+ */
+static inline __attribute__((always_inline)) void max_back_cols(
+    const gnn_vid_t *idx, gnn_eid_t beg, gnn_eid_t s, gnn_eid_t e, int32_t u, int64_t f, int64_t k0,
+    int64_t w, const float *dy, const int32_t *argmax, float *restrict o, gnn_eid_t pa, gnn_eid_t nnz)
+{
+    float acc[BLOCK_COLS];
 #pragma omp simd
-                for (int64_t k = 0; k < f; k++) {
-                    yr[k] = 0.0f;
-                    ar[k] = -1;
-                }
-                continue;
-            }
-            int32_t u = (int32_t)a->indices[j];
-            const float *restrict xr = x + (int64_t)u * f;
+    for (int64_t k = 0; k < w; k++) acc[k] = s == beg ? 0.0f : o[k0 + k];
+    for (gnn_eid_t j = s; j < e; j++) {
+        prefetch_block(dy, sizeof(float), idx, j + pa, nnz, f, k0, w);
+        prefetch_block(argmax, sizeof(int32_t), idx, j + pa, nnz, f, k0, w);
+        const gnn_vid_t v = idx[j];
+        if (j > beg && idx[j - 1] == v) continue; /* repeated edge: routed once */
+        const int32_t *restrict ar = argmax + v * f + k0;
+        const float *restrict g = dy + v * f + k0;
 #pragma omp simd
-            for (int64_t k = 0; k < f; k++) {
-                yr[k] = xr[k];
-                ar[k] = u;
-            }
-            for (j++; j < end; j++) {
-                prefetch_rows(x, a->indices, f, j + PREFETCH_AHEAD, j + PREFETCH_AHEAD + 1, a->nnz);
-                u = (int32_t)a->indices[j];
-                xr = x + (int64_t)u * f;
-#pragma omp simd
-                for (int64_t k = 0; k < f; k++) {
-                    /* Loads first, the index chosen by a bit mask: gcc 12
-                     * vectorises this form (not `gt ? u : av`). */
-                    const float xv = xr[k], yv = yr[k];
-                    const int32_t av = ar[k], m = -(int32_t)(xv > yv);
-                    yr[k] = xv > yv ? xv : yv;
-                    ar[k] = (u & m) | (av & ~m);
-                }
-            }
+        for (int64_t k = 0; k < w; k++) {
+            const float gv = g[k];
+            const int32_t av = ar[k];
+            acc[k] += av == u ? gv : 0.0f;
         }
+    }
+#pragma omp simd
+    for (int64_t k = 0; k < w; k++) o[k0 + k] = acc[k];
+}
+
+CLONES static void max_backward_range(const gnn_csr_t *t, gnn_vid_t r0, gnn_vid_t r1, int64_t f,
+                                      const float *dy, const int32_t *argmax, float *dx)
+{
+    const gnn_vid_t *idx = t->indices;
+    const gnn_eid_t pa = ahead(f);
+    for (gnn_vid_t u = r0; u < r1; u++) {
+        float *o = dx + u * f;
+        const gnn_eid_t beg = t->indptr[u], end = t->indptr[u + 1];
+        gnn_eid_t s = beg, e;
+        do { /* once for an empty row */
+            e = end - s > SEG_ENTRIES ? s + SEG_ENTRIES : end;
+            int64_t k0 = 0;
+            for (; k0 + BLOCK_COLS <= f; k0 += BLOCK_COLS)
+                max_back_cols(idx, beg, s, e, (int32_t)u, f, k0, BLOCK_COLS, dy, argmax, o, pa,
+                              t->nnz);
+            if (k0 < f)
+                max_back_cols(idx, beg, s, e, (int32_t)u, f, k0, f - k0, dy, argmax, o, pa, t->nnz);
+            s = e;
+        } while (e < end);
     }
 }
 
@@ -274,29 +442,7 @@ static void max_backward(const gnn_csr_t *t, int64_t f, const float *dy, const i
     {
         gnn_vid_t r0, r1;
         thread_rows(t->indptr, t->n_rows, omp_get_thread_num(), omp_get_num_threads(), &r0, &r1);
-        for (gnn_vid_t u = r0; u < r1; u++) {
-            float *restrict o = dx + u * f;
-            const int32_t u32 = (int32_t)u;
-            gnn_vid_t prev = -1;
-#pragma omp simd
-            for (int64_t k = 0; k < f; k++) o[k] = 0.0f;
-            for (gnn_eid_t j = t->indptr[u]; j < t->indptr[u + 1]; j++) {
-                const gnn_vid_t v = t->indices[j];
-                prefetch_rows(dy, t->indices, f, j + PREFETCH_AHEAD, j + PREFETCH_AHEAD + 1, t->nnz);
-                prefetch_rows((const float *)argmax, t->indices, f, j + PREFETCH_AHEAD,
-                              j + PREFETCH_AHEAD + 1, t->nnz);
-                if (v == prev) continue; /* repeated edge: routed once */
-                prev = v;
-                const int32_t *restrict ar = argmax + v * f;
-                const float *restrict g = dy + v * f;
-#pragma omp simd
-                for (int64_t k = 0; k < f; k++) {
-                    const float gv = g[k];
-                    const int32_t av = ar[k];
-                    o[k] += av == u32 ? gv : 0.0f;
-                }
-            }
-        }
+        max_backward_range(t, r0, r1, f, dy, argmax, dx);
     }
 }
 

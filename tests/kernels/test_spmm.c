@@ -6,7 +6,7 @@
  * hub row holding a third of the edges, with and without self loops and
  * weights, repeated edges, a graph without edges and one without rows) are
  * run through every aggregator forward and backward for feature widths
- * 1..130 and compared with the reference, with a tolerance relative to the
+ * 1..1024 and compared with the reference, with a tolerance relative to the
  * magnitude of the row (the same product on |x| and |w|). Every backward is
  * also checked by central finite differences of loss = sum(y * r) taken on
  * the double reference forward; max uses distinct input values so no tie
@@ -35,7 +35,9 @@
 
 static uint64_t g_seed;
 
-static const int64_t widths[] = {1, 3, 7, 16, 33, 64, 130};
+/* Every remainder of the kernels' 16-column blocks is met (1, 3, 7, 15,
+ * 17, 33, 130), and the widest width of interest (1024). */
+static const int64_t widths[] = {1, 3, 7, 15, 16, 17, 33, 64, 130, 1024};
 #define N_WIDTHS ((int)(sizeof widths / sizeof widths[0]))
 
 /* ---- Random data ----------------------------------------------------------- */
