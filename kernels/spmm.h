@@ -64,7 +64,10 @@ int gnn_aggr_from_name(const char *name, gnn_aggr_t *aggr);
  */
 typedef struct {
     const gnn_csr_t *csr; /* borrowed in-edge CSR, n_dst x n_src */
-    gnn_csr_t t;          /* owned transpose, n_src x n_dst */
+    gnn_csr_t t;          /* transpose, n_src x n_dst: owned, or the CSR itself
+                             when t_shared (a symmetric graph is its own
+                             transpose) */
+    int t_shared;
     gnn_vid_t n_dst, n_src;
     gnn_eid_t nnz;
     float *inv_deg;       /* n_dst: 1/indeg(v), 0 for an empty row (mean) */
@@ -77,7 +80,11 @@ typedef struct {
  * Returns 0 with *out set, GNN_EINVAL for a NULL argument or a CSR whose
  * shape is inconsistent, or GNN_ENOMEM; on failure *out is NULL and
  * nothing is leaked. The transpose (gnn_csr_transpose) is one O(nnz)
- * sequential pass; the scale factors are computed on OpenMP threads.
+ * sequential pass; the scale factors are computed on OpenMP threads. A
+ * square CSR without weights whose flags promise sorted, deduplicated and
+ * symmetric rows is checked to be symmetric (one binary search per entry,
+ * in parallel) and then serves as its own transpose: no second copy of the
+ * graph. A CSR that breaks the promise is transposed as any other.
  */
 int gnn_spmm_graph_create(const gnn_csr_t *csr, gnn_spmm_graph_t **out);
 /* Release g (not the borrowed CSR); NULL is a no-op. */

@@ -23,7 +23,7 @@
 typedef struct {
     int64_t fin, fout;
     int64_t w_off, ws_off, b_off, count; /* ws_off: SAGE W_self, else -1 */
-    int gemm_first;                      /* GCN: D W before aggregation */
+    int gemm_first;                      /* D W before aggregation */
     /* State of the last forward. */
     gnn_bgraph_t *graph;
     const float *in; /* H (x for layer 0) */
@@ -53,6 +53,7 @@ struct gnn_model {
     /* Backward scratch. */
     float *gbuf[2];  size_t gbuf_bytes[2];
     float *dt;       size_t dt_bytes;
+    int64_t dd_block; /* rows per block of a blockwise dD */
 };
 
 static const char *const kind_names[] = {"gcn", "sage"};
@@ -112,6 +113,12 @@ static uint64_t mix64(uint64_t z)
     return z ^ (z >> 31);
 }
 
+/* Aggregators that commute with a product on the right: aggr(D) W = aggr(D W). */
+static int linear_aggr(const gnn_aggr_def_t *a)
+{
+    return a && (!strcmp(a->name, "sum") || !strcmp(a->name, "mean") || !strcmp(a->name, "gcn"));
+}
+
 int gnn_model_create(gnn_backend_t *be, const gnn_aggr_registry_t *reg,
                      const gnn_model_config_t *cfg, uint64_t seed, gnn_model_t **out)
 {
@@ -143,7 +150,10 @@ int gnn_model_create(gnn_backend_t *be, const gnn_aggr_registry_t *reg,
         L->b_off = off;
         off += L->fout;
         L->count = off - L->w_off;
-        L->gemm_first = cfg->kind == GNN_MODEL_GCN && L->fout < L->fin;
+        /* Multiply before aggregating when the output is narrower: always
+         * for GCN, and for SAGE when the aggregator is linear (the built-ins
+         * sum, mean, gcn), where aggr(D) W = aggr(D W). */
+        L->gemm_first = L->fout < L->fin && (cfg->kind == GNN_MODEL_GCN || linear_aggr(m->cfg.aggr));
     }
     m->n_params = off;
 
@@ -163,6 +173,7 @@ int gnn_model_create(gnn_backend_t *be, const gnn_aggr_registry_t *reg,
     GNN_TRY(gnn_be_zero(be, m->grads, bytes));
     m->drop_seed = mix64(seed ^ 0x64726f70ull);
     m->drop_offset = 0;
+    m->dd_block = 16384;
     gnn_free(host);
     *out = m;
     return 0;
@@ -198,6 +209,11 @@ float *gnn_model_params(gnn_model_t *m) { return m->params; }
 float *gnn_model_grads(gnn_model_t *m) { return m->grads; }
 uint64_t gnn_model_rng_offset(const gnn_model_t *m) { return m->drop_offset; }
 uint64_t gnn_model_dropout_key(const gnn_model_t *m) { return m->drop_seed; }
+
+void gnn_model_set_block_rows(gnn_model_t *m, int64_t rows)
+{
+    m->dd_block = rows < 1 ? 1 : rows;
+}
 
 void gnn_model_set_rng(gnn_model_t *m, uint64_t seed, uint64_t offset)
 {
@@ -321,7 +337,7 @@ static int layer_forward(gnn_model_t *m, int l, gnn_bgraph_t *g, const float *in
      * element was dropped and its gradient is zero anyway. Layer 0's input
      * is the caller's: D gets its own buffer, or, when only the forward
      * reads it (GCN aggregating first: the weight gradient reads A D, not
-     * D), the backward's first scratch buffer, idle during the forward.
+     * D), the layer's output buffer until the output is computed.
      */
     L->d = in;
     L->dropped = 0;
@@ -330,9 +346,11 @@ static int layer_forward(gnn_model_t *m, int l, gnn_bgraph_t *g, const float *in
         float *dst;
         if (l > 0) {
             dst = (float *)in;
-        } else if (m->cfg.kind == GNN_MODEL_GCN && !L->gemm_first) {
-            GNN_TRY(ensure(be, (void **)&m->gbuf[0], &m->gbuf_bytes[0], fbytes(ns, fin)));
-            dst = m->gbuf[0];
+        } else if (m->cfg.kind == GNN_MODEL_GCN && !L->gemm_first && ns == nd) {
+            /* Aggregating first means fout >= fin: D fits in Z's buffer,
+             * which Z = (A D) W overwrites only after A D is formed. */
+            GNN_TRY(ensure(be, (void **)&L->z, &L->z_bytes, fbytes(nd, fout)));
+            dst = L->z;
         } else {
             GNN_TRY(ensure(be, (void **)&L->drop, &L->drop_bytes, fbytes(ns, fin)));
             dst = L->drop;
@@ -352,9 +370,12 @@ static int layer_forward(gnn_model_t *m, int l, gnn_bgraph_t *g, const float *in
     if (wsb) GNN_TRY(ensure(be, &L->ws, &L->ws_bytes, wsb));
 
     if (L->gemm_first) {
-        /* T = D W (ns x fout); Z = A T. */
+        /* T = D W (ns x fout); Z = A T (+ D[:nd] W_self for SAGE). */
         GNN_TRY(gnn_be_gemm(be, 0, 0, ns, fout, fin, 1.0f, L->d, fin, w, fout, 0.0f, L->t, fout));
         GNN_TRY(gnn_be_aggr_forward(be, g, ag, fout, L->t, L->z, L->ws, L->ws_bytes));
+        if (L->ws_off >= 0)
+            GNN_TRY(gnn_be_gemm(be, 0, 0, nd, fout, fin, 1.0f, L->d, fin, m->params + L->ws_off,
+                                fout, 1.0f, L->z, fout));
     } else {
         /* T = aggr(D) (nd x fin); Z = T W (+ D[:nd] W_self for SAGE). */
         GNN_TRY(gnn_be_aggr_forward(be, g, ag, fin, L->d, L->t, L->ws, L->ws_bytes));
@@ -407,6 +428,41 @@ const float *gnn_model_last_hidden(const gnn_model_t *m, int64_t *rows, int64_t 
 
 /* ---- Backward ------------------------------------------------------------- */
 
+/* Rows per block of a blockwise dD (see gnn_model_backward). */
+#define DD_BLOCK (m->dd_block)
+
+/*
+ * For a layer l > 0 that multiplied first: the gradient of the layer
+ * below's output, block by block of rows, written over that output (L->in):
+ *   dD = dT W^T (+ dZ W_self^T on rows < n_dst), then through dropout and
+ *   the ReLU (whose sign pattern is read from the same rows before they are
+ *   overwritten).
+ */
+static int dd_blockwise(gnn_model_t *m, layer_t *L, const float *dz)
+{
+    int rc = 0;
+    gnn_backend_t *be = m->be;
+    int64_t ns = L->n_src, nd = L->n_dst, fin = L->fin, fout = L->fout;
+    float *s = m->gbuf[0], *out = (float *)L->in;
+    for (int64_t r0 = 0; r0 < ns; r0 += DD_BLOCK) {
+        int64_t nr = ns - r0 < DD_BLOCK ? ns - r0 : DD_BLOCK;
+        GNN_TRY(gnn_be_gemm(be, 0, 1, nr, fin, fout, 1.0f, m->dt + r0 * fout, fout,
+                            m->params + L->w_off, fout, 0.0f, s, fin));
+        if (L->ws_off >= 0 && r0 < nd) {
+            int64_t ns_self = nd - r0 < nr ? nd - r0 : nr;
+            GNN_TRY(gnn_be_gemm(be, 0, 1, ns_self, fin, fout, 1.0f, dz + r0 * fout, fout,
+                                m->params + L->ws_off, fout, 1.0f, s, fin));
+        }
+        if (L->dropped)
+            GNN_TRY(gnn_be_dropout_backward(be, nr * fin, m->cfg.dropout, m->drop_seed,
+                                            L->drop_off + (uint64_t)(r0 * fin), s, s));
+        GNN_TRY(gnn_be_relu_backward(be, nr * fin, out + r0 * fin, s, out + r0 * fin));
+    }
+    return 0;
+fail:
+    return rc;
+}
+
 int gnn_model_backward(gnn_model_t *m, float *dlogits)
 {
     int rc = 0;
@@ -417,16 +473,24 @@ int gnn_model_backward(gnn_model_t *m, float *dlogits)
         GNN_CHECK(m->layer[l].graph && m->layer[l].trained, GNN_EINVAL,
                   "model backward: no training forward before it");
 
-    /* Scratch: layer l > 0 writes dD into gbuf[(L - 1 - l) % 2]; dT is
-     * needed by the layers that multiply first (or take sparse input) and
-     * by the layers above 0 that aggregate first. */
+    /*
+     * Scratch. A layer l > 0 that multiplied first forms dD = dT W^T block
+     * by block of DD_BLOCK rows in gbuf[0] and writes the gradient of the
+     * layer below's output into that output's own buffer (L->in), which
+     * the backward does not read again: no full-size dD buffer. A layer
+     * l > 0 that aggregated first needs all of dD at once (the transposed
+     * aggregation scatters over rows): gbuf[(L - 1 - l) % 2]. dT: by the
+     * layers that multiply first (or take sparse input), and by those above
+     * 0 that aggregate first.
+     */
     size_t gneed[2] = {0, 0}, tmax = 0;
     int nl = m->cfg.layers;
     for (int l = 0; l < nl; l++) {
         const layer_t *L = &m->layer[l];
         if (l > 0) {
-            size_t a = fbytes(L->n_src, L->fin);
-            int b = (nl - 1 - l) % 2;
+            int64_t rows = L->gemm_first ? (L->n_src < DD_BLOCK ? L->n_src : DD_BLOCK) : L->n_src;
+            size_t a = fbytes(rows, L->fin);
+            int b = L->gemm_first ? 0 : (nl - 1 - l) % 2;
             gneed[b] = a > gneed[b] ? a : gneed[b];
         }
         size_t t = L->gemm_first || L->sparse ? fbytes(L->n_src, L->fout)
@@ -445,8 +509,8 @@ int gnn_model_backward(gnn_model_t *m, float *dlogits)
         int64_t ns = L->n_src, nd = L->n_dst, fin = L->fin, fout = L->fout;
         const float *w = m->params + L->w_off;
         float *dw = m->grads + L->w_off, *db = m->grads + L->b_off;
-        float *dd = NULL; /* gradient of D, n_src x fin */
-        if (l > 0) dd = m->gbuf[(nl - 1 - l) % 2];
+        float *dd = NULL; /* gradient of D, n_src x fin (aggregating first) */
+        if (l > 0 && !L->gemm_first) dd = m->gbuf[(nl - 1 - l) % 2];
 
         GNN_TRY(gnn_be_bias_grad(be, nd, fout, dz, db));
         if (L->sparse) {
@@ -460,14 +524,19 @@ int gnn_model_backward(gnn_model_t *m, float *dlogits)
             break;
         }
         if (L->gemm_first) {
-            /* dT = A^T dZ; dW = D^T dT; dD = dT W^T. */
+            /* dT = A^T dZ; dW = D^T dT (+ dW_self = D[:nd]^T dZ); then dD
+             * block by block into the layer below's output. */
             GNN_TRY(gnn_be_aggr_backward(be, g, ag, fout, L->t, L->z, dz, m->dt, L->ws,
                                          L->ws_bytes));
             GNN_TRY(gnn_be_gemm(be, 1, 0, fin, fout, ns, 1.0f, L->d, fin, m->dt, fout, 0.0f, dw,
                                 fout));
-            if (dd)
-                GNN_TRY(gnn_be_gemm(be, 0, 1, ns, fin, fout, 1.0f, m->dt, fout, w, fout, 0.0f,
-                                    dd, fin));
+            if (L->ws_off >= 0)
+                GNN_TRY(gnn_be_gemm(be, 1, 0, fin, fout, nd, 1.0f, L->d, fin, dz, fout, 0.0f,
+                                    m->grads + L->ws_off, fout));
+            if (l == 0) break;
+            GNN_TRY(dd_blockwise(m, L, dz));
+            dz = (float *)L->in;
+            continue;
         } else {
             /* dW = T^T dZ; dT = dZ W^T; dD = aggr^T(dT) (+ dZ W_self^T on the first rows). */
             GNN_TRY(gnn_be_gemm(be, 1, 0, fin, fout, nd, 1.0f, L->t, fin, dz, fout, 0.0f, dw,

@@ -83,11 +83,43 @@ int gnn_aggr_from_name(const char *name, gnn_aggr_t *aggr)
 void gnn_spmm_graph_free(gnn_spmm_graph_t *g)
 {
     if (!g) return;
-    gnn_csr_free(&g->t);
+    if (!g->t_shared) gnn_csr_free(&g->t);
     gnn_free(g->inv_deg);
     gnn_free(g->gcn_dst);
     gnn_free(g->gcn_src);
     gnn_free(g);
+}
+
+/* Binary search for u in the sorted row v of a. */
+static int row_has(const gnn_csr_t *a, gnn_vid_t v, gnn_vid_t u)
+{
+    gnn_eid_t lo = a->indptr[v], hi = a->indptr[v + 1];
+    while (lo < hi) {
+        gnn_eid_t mid = lo + (hi - lo) / 2;
+        if (a->indices[mid] < u)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < a->indptr[v + 1] && a->indices[lo] == u;
+}
+
+/* True when a equals its transpose: square, unweighted, rows sorted and
+ * deduplicated (so the transpose's rows, sorted by construction, match
+ * entry for entry), and u in row v iff v in row u, which the flags promise
+ * and this checks. */
+static int is_own_transpose(const gnn_csr_t *a)
+{
+    const unsigned need = GNN_CSR_SORTED | GNN_CSR_DEDUPED | GNN_CSR_SYMMETRIC;
+    if (a->weights || a->n_rows != a->n_cols || (a->flags & need) != need) return 0;
+    int ok = 1;
+#pragma omp parallel for schedule(dynamic, 1024) reduction(&& : ok)
+    for (gnn_vid_t v = 0; v < a->n_rows; v++)
+        for (gnn_eid_t j = a->indptr[v]; ok && j < a->indptr[v + 1]; j++) {
+            gnn_vid_t u = a->indices[j];
+            ok = u >= 0 && u < a->n_rows && row_has(a, u, v);
+        }
+    return ok;
 }
 
 int gnn_spmm_graph_create(const gnn_csr_t *csr, gnn_spmm_graph_t **out)
@@ -109,7 +141,12 @@ int gnn_spmm_graph_create(const gnn_csr_t *csr, gnn_spmm_graph_t **out)
     g->n_dst = csr->n_rows;
     g->n_src = csr->n_cols;
     g->nnz = csr->nnz;
-    GNN_TRY(gnn_csr_transpose(csr, &g->t));
+    if (is_own_transpose(csr)) {
+        g->t = *csr;
+        g->t_shared = 1;
+    } else {
+        GNN_TRY(gnn_csr_transpose(csr, &g->t));
+    }
     /* +1: never a zero-byte request, which an allocator may answer with NULL. */
     g->inv_deg = gnn_malloc_array((size_t)g->n_dst + 1, sizeof(float));
     g->gcn_dst = gnn_malloc_array((size_t)g->n_dst + 1, sizeof(float));

@@ -394,6 +394,76 @@ static void test_threads_bitwise(void **state)
     gnn_csr_free(&a);
 }
 
+/*
+ * A symmetric, sorted, deduplicated, unweighted graph serves as its own
+ * transpose (no copy) and gives the same bits as with an explicit
+ * transpose; a CSR whose flags promise symmetry falsely is transposed.
+ */
+static void test_symmetric_shares_transpose(void **state)
+{
+    (void)state;
+    uint64_t rng = g_seed ^ 0x5359;
+    const gnn_vid_t n = 500;
+    const gnn_eid_t m = 3000;
+    gnn_vid_t *src = malloc(m * sizeof *src), *dst = malloc(m * sizeof *dst);
+    assert_true(src && dst);
+    for (gnn_eid_t i = 0; i < m; i++) {
+        src[i] = rng_below(&rng, n);
+        dst[i] = i % 7 == 0 ? 3 : rng_below(&rng, n); /* a hub */
+    }
+    gnn_csr_t a, b;
+    assert_int_equal(gnn_csr_from_edges(n, m, src, dst, NULL,
+                                        GNN_BUILD_SYMMETRIZE | GNN_BUILD_DEDUPE, &a),
+                     0);
+    assert_true(a.flags & GNN_CSR_SYMMETRIC);
+    assert_int_equal(gnn_csr_copy(&a, &b), 0);
+    b.flags &= ~(unsigned)GNN_CSR_SYMMETRIC; /* forces an explicit transpose */
+    gnn_spmm_graph_t *ga, *gb;
+    assert_int_equal(gnn_spmm_graph_create(&a, &ga), 0);
+    assert_int_equal(gnn_spmm_graph_create(&b, &gb), 0);
+    assert_true(ga->t_shared);
+    assert_false(gb->t_shared);
+    assert_ptr_equal(ga->t.indices, a.indices);
+    assert_true(gnn_csr_equal(&ga->t, &gb->t));
+    const int64_t f = 9;
+    size_t nf = (size_t)(n * f);
+    float *x = malloc(nf * sizeof *x), *y[2], *dx[2];
+    int32_t *am[2];
+    assert_non_null(x);
+    distinct_values(&rng, nf, x);
+    for (int k = 0; k < 2; k++) {
+        y[k] = malloc(nf * sizeof(float));
+        dx[k] = malloc(nf * sizeof(float));
+        am[k] = malloc(nf * sizeof(int32_t));
+        assert_true(y[k] && dx[k] && am[k]);
+    }
+    for (int ai = 0; ai < GNN_AGGR_COUNT_; ai++) {
+        gnn_spmm_graph_t *gs[2] = {ga, gb};
+        for (int k = 0; k < 2; k++) {
+            assert_int_equal(gnn_spmm_forward(gs[k], (gnn_aggr_t)ai, f, x, y[k], am[k]), 0);
+            assert_int_equal(gnn_spmm_backward(gs[k], (gnn_aggr_t)ai, f, x, am[k], dx[k]), 0);
+        }
+        assert_memory_equal(y[0], y[1], nf * sizeof(float));
+        assert_memory_equal(dx[0], dx[1], nf * sizeof(float));
+    }
+    gnn_spmm_graph_free(ga);
+    gnn_spmm_graph_free(gb);
+    /* A false promise: row 3 loses one entry, its partner keeps it. */
+    gnn_eid_t j = b.indptr[3];
+    assert_true(b.indptr[4] > j);
+    memmove(b.indices + j, b.indices + j + 1, (size_t)(b.nnz - j - 1) * sizeof *b.indices);
+    for (gnn_vid_t v = 4; v <= n; v++) b.indptr[v]--;
+    b.nnz--;
+    b.flags |= GNN_CSR_SYMMETRIC;
+    assert_int_equal(gnn_spmm_graph_create(&b, &gb), 0);
+    assert_false(gb->t_shared);
+    gnn_spmm_graph_free(gb);
+    for (int k = 0; k < 2; k++) free(y[k]), free(dx[k]), free(am[k]);
+    free(x), free(src), free(dst);
+    gnn_csr_free(&a);
+    gnn_csr_free(&b);
+}
+
 /* Ties in max go to the first entry of the row, forward and backward. */
 static void test_max_ties(void **state)
 {
@@ -489,6 +559,7 @@ int main(void)
         cmocka_unit_test(test_against_reference),
         cmocka_unit_test(test_backward_finite_differences),
         cmocka_unit_test(test_threads_bitwise),
+        cmocka_unit_test(test_symmetric_shares_transpose),
         cmocka_unit_test(test_max_ties),
         cmocka_unit_test(test_bad_arguments),
         cmocka_unit_test(test_alloc_failure),

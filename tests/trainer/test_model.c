@@ -230,6 +230,7 @@ static void check_gradients_in(gnn_model_kind_t kind, const char *aggr, int laye
     gnn_model_t *m;
     assert_int_equal(gnn_model_create(t.be, t.reg, &cfg, 5, &m), 0);
     if (sparse) assert_int_equal(gnn_model_set_sparse_input(m, t.bxs), 0);
+    gnn_model_set_block_rows(m, 5); /* several blocks of a blockwise input gradient */
     int64_t np = gnn_model_n_params(m);
     float *dl = malloc(t.n * 3 * sizeof(float)), *grad = malloc(np * sizeof(float));
     assert_true(dl && grad);
