@@ -256,19 +256,28 @@ static void check_gradients_in(gnn_model_kind_t kind, const char *aggr, int laye
     double l0 = ref_loss(&r, wd), lf = loss_of(&t, m, dl);
     if (fabs(l0 - lf) > 1e-5 * fmax(1.0, fabs(l0)))
         fail_msg("loss %.9g, double-precision model %.9g (seed %" PRIu64 ")", lf, l0, g_seed);
+    /* Steps 1e-6 and 1e-7: a ReLU or max switch within one step of the
+     * point (rare, but 120 hidden units make it happen) bends one of the
+     * two differences, not both; the backward must match at least one. */
     int bad = 0;
     for (int64_t i = 0; i < np; i++) {
-        double keep = wd[i], hh = 1e-6;
-        wd[i] = keep + hh;
-        double lp = ref_loss(&r, wd);
-        wd[i] = keep - hh;
-        double lm = ref_loss(&r, wd);
+        double keep = wd[i], fd[2];
+        for (int k = 0; k < 2; k++) {
+            double hh = k ? 1e-7 : 1e-6;
+            wd[i] = keep + hh;
+            double lp = ref_loss(&r, wd);
+            wd[i] = keep - hh;
+            double lm = ref_loss(&r, wd);
+            fd[k] = (lp - lm) / (2.0 * hh);
+        }
         wd[i] = keep;
-        double fd = (lp - lm) / (2.0 * hh);
-        if (fabs(fd - grad[i]) > 1e-4 * gmax + 1e-3 * fabs(fd) && bad++ < 5)
+        int ok = 0;
+        for (int k = 0; k < 2; k++)
+            ok |= fabs(fd[k] - grad[i]) <= 1e-4 * gmax + (k ? 1e-2 : 1e-3) * fabs(fd[k]);
+        if (!ok && bad++ < 5)
             print_message("%s/%s L=%d%s param %" PRId64 ": backward %.6g, differences %.6g\n",
                           gnn_model_kind_name(kind), aggr ? aggr : "gcn", layers,
-                          sparse ? " sparse" : "", i, (double)grad[i], fd);
+                          sparse ? " sparse" : "", i, (double)grad[i], fd[0]);
     }
     if (bad) fail_msg("%d of %" PRId64 " gradients off (seed %" PRIu64 ")", bad, np, g_seed);
     free(wd);

@@ -1,0 +1,345 @@
+"""PyTorch reference for gnn-train: GCN and GraphSAGE trained full-graph on
+a graph file written by gnn-dataset, with the definitions of
+trainer/model.h and the loop of trainer/train.c, so that accuracy and
+per-epoch time can be compared one to one.
+
+Layer l maps its input H (n x fin) to Z (n x fout), D = dropout(H) while
+training (inverted dropout, on every layer's input, the features too):
+    gcn   Z = A_gcn D W + b     A_gcn = D_in^-1/2 (A + I) D_out^-1/2, the
+                                degrees counting A's entries plus one; the
+                                product is taken in the cheaper order
+                                (A (D W) when fout < fin, else (A D) W)
+    sage  Z = D W_self + mean(D) W_neigh + b
+                                mean over the in-neighbours (rows of the
+                                in-edge CSR); 0 for a node without any
+and H' = ReLU(Z) except after the last layer, whose Z are the logits.
+Edge weights in the file are ignored (the degrees count entries).
+Weights are Glorot-uniform, biases zero. Adam (torch.optim.Adam, L2 weight
+decay added to the gradient) with the decay on the first layer's
+parameters only (--decay-scope first, the gcn default, as in the GCN
+paper) or on all of them (all, the sage default). Loss: mean softmax
+cross-entropy over the training nodes. Every --eval-every epochs a forward
+without dropout gives the accuracies and the validation loss; the reported
+test accuracy is the one at the epoch of best validation accuracy (ties:
+lower validation loss).
+
+Aggregation is torch.sparse.mm on CSR tensors. Backward needs A^T X; by
+default a custom autograd function multiplies by a CSR of A^T built once
+(what graph libraries do with a cached transpose); --spmm autograd leaves
+it to torch's own autograd of torch.sparse.mm instead.
+
+Timing: epoch_s is the wall time of one training step (zero_grad, forward,
+loss, backward, Adam), evaluation excluded; epoch_s_mean averages it over
+all epochs but the first of each run (warm-up).
+
+    /usr/bin/python3 bench/reference/gnn_torch.py GRAPH.h5 [--model gcn|sage]
+        [--layers L] [--hidden H] [--dropout P] [--lr LR] [--weight-decay WD]
+        [--decay-scope first|all] [--epochs E] [--runs N] [--seed S]
+        [--threads T] [--normalize-features] [--eval-every K]
+        [--spmm cached|autograd] [--log-json FILE]
+
+Prints one JSON line; --log-json FILE writes one JSON line per epoch and a
+final line with the keys gnn-train's --log-json uses. Needs Debian's
+python3-torch and python3-h5py.
+"""
+import argparse
+import json
+import math
+import time
+import warnings
+
+import h5py
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+
+
+# ---- Graph --------------------------------------------------------------------
+
+def load(path, normalize):
+    """The graph file: in-edge CSR (row v lists the sources u of u -> v),
+    features, labels, splits."""
+    with h5py.File(path, "r") as f:
+        n = int(f.attrs["num_nodes"])
+        indptr = f["indptr"][:].astype(np.int64)
+        indices = f["indices"][:].astype(np.int64)
+        x = torch.from_numpy(f["feat"][:].astype(np.float32, copy=False))
+        y = torch.from_numpy(f["label"][:].astype(np.int64))
+        split = {k: torch.from_numpy(f["split"][k][:].astype(np.int64))
+                 for k in ("train", "valid", "test")}
+    if normalize:
+        s = x.sum(1, keepdim=True)
+        x = x / torch.where(s == 0, torch.ones_like(s), s)
+    return n, indptr, indices, x, y, split
+
+
+def csr(indptr, indices, values, n_rows, n_cols):
+    return torch.sparse_csr_tensor(torch.from_numpy(indptr), torch.from_numpy(indices),
+                                   torch.from_numpy(values), (n_rows, n_cols))
+
+
+def transpose(n, indptr, indices, values):
+    """CSR of the transpose of the n x n CSR (indptr, indices, values)."""
+    rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
+    order = np.argsort(indices, kind="stable")
+    tptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(indices, minlength=n), out=tptr[1:])
+    return tptr, rows[order], values[order]
+
+
+def canonical(n, rows, cols, vals):
+    """Sorted, duplicate-free CSR arrays of the n x n COO (rows, cols, vals),
+    repeated entries summed (torch's CSR wants distinct sorted columns)."""
+    key, inv = np.unique(rows * n + cols, return_inverse=True)
+    val = np.bincount(inv, weights=vals, minlength=len(key)).astype(np.float32)
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(key // n, minlength=n), out=ptr[1:])
+    return ptr, key % n, val
+
+
+def gcn_operator(n, indptr, indices, tidy):
+    """A_gcn = D_in^-1/2 (A + I) D_out^-1/2 as CSR arrays. The I is added
+    even where A already stores a self loop (that entry's weight doubles).
+    tidy: the rows are sorted and free of repeats, so the diagonal can be
+    inserted in place instead of sorting every entry."""
+    deg = np.diff(indptr)
+    s_dst = (1.0 / np.sqrt(deg + 1.0)).astype(np.float32)
+    s_src = (1.0 / np.sqrt(np.bincount(indices, minlength=n) + 1.0)).astype(np.float32)
+    rows = np.repeat(np.arange(n, dtype=np.int64), deg)
+    val = s_dst[rows] * s_src[indices]
+    if not tidy:
+        diag = np.arange(n, dtype=np.int64)
+        return canonical(n, np.concatenate([rows, diag]), np.concatenate([indices, diag]),
+                         np.concatenate([val, s_dst * s_src]))
+    loop = indices == rows
+    val[loop] *= 2.0
+    ins = np.ones(n, dtype=bool)
+    ins[rows[loop]] = False
+    before = np.bincount(rows, weights=indices < rows, minlength=n).astype(np.int64)
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(deg + ins, out=ptr[1:])
+    idx = np.empty(ptr[-1], dtype=np.int64)
+    out = np.empty(ptr[-1], dtype=np.float32)
+    pos = np.arange(len(indices), dtype=np.int64)
+    pos += (ptr[:-1] - indptr[:-1])[rows]
+    pos += ins[rows] & (indices > rows)
+    idx[pos] = indices
+    out[pos] = val
+    del pos, rows, val
+    v = np.flatnonzero(ins)
+    at = ptr[v] + before[v]
+    idx[at] = v
+    out[at] = s_dst[v] * s_src[v]
+    return ptr, idx, out
+
+
+def mean_operator(n, indptr, indices, tidy):
+    """Row v averages its entries (repeats count, as in the trainer)."""
+    deg = np.diff(indptr)
+    inv = np.where(deg > 0, 1.0 / np.maximum(deg, 1), 0.0).astype(np.float32)
+    val = np.repeat(inv, deg)
+    if not tidy:
+        return canonical(n, np.repeat(np.arange(n, dtype=np.int64), deg), indices, val)
+    return indptr, indices, val
+
+
+class SpMM(torch.autograd.Function):
+    """Y = A X with dX = A^T dY, both by torch.sparse.mm on CSR tensors."""
+
+    @staticmethod
+    def forward(ctx, a, at, x):
+        ctx.at = at
+        return torch.sparse.mm(a, x)
+
+    @staticmethod
+    def backward(ctx, dy):
+        return None, None, torch.sparse.mm(ctx.at, dy)
+
+
+class Operator:
+    """A sparse n x n operator and (unless symmetric or using autograd) its
+    transpose."""
+
+    def __init__(self, n, indptr, indices, values, symmetric, mode):
+        self.mode = mode
+        self.a = csr(indptr, indices, values, n, n)
+        if mode == "cached":
+            self.at = self.a if symmetric else csr(*transpose(n, indptr, indices, values), n, n)
+
+    def __call__(self, x):
+        if self.mode == "cached":
+            return SpMM.apply(self.a, self.at, x)
+        return torch.sparse.mm(self.a, x)
+
+
+# ---- Model --------------------------------------------------------------------
+
+class Net(torch.nn.Module):
+    def __init__(self, kind, dims, dropout):
+        super().__init__()
+        self.kind, self.dims, self.dropout = kind, dims, dropout
+        self.w = torch.nn.ParameterList()
+        self.w_self = torch.nn.ParameterList()
+        self.b = torch.nn.ParameterList()
+        for fin, fout in zip(dims[:-1], dims[1:]):
+            self.w.append(torch.nn.Parameter(torch.empty(fin, fout)))
+            if kind == "sage":
+                self.w_self.append(torch.nn.Parameter(torch.empty(fin, fout)))
+            self.b.append(torch.nn.Parameter(torch.zeros(fout)))
+        for p in list(self.w) + list(self.w_self):
+            torch.nn.init.xavier_uniform_(p)
+
+    def layer_params(self, l):
+        ps = [self.w[l], self.b[l]]
+        if self.kind == "sage":
+            ps.insert(1, self.w_self[l])
+        return ps
+
+    def forward(self, op, x):
+        h = x
+        last = len(self.dims) - 2
+        for l in range(last + 1):
+            d = F.dropout(h, self.dropout, self.training)
+            fin, fout = self.dims[l], self.dims[l + 1]
+            if self.kind == "gcn":
+                z = op(d @ self.w[l]) if fout < fin else op(d) @ self.w[l]
+            else:
+                z = torch.addmm(op(d) @ self.w[l], d, self.w_self[l])
+            z = z + self.b[l]
+            h = z if l == last else F.relu(z)
+        return h
+
+
+# ---- Training -----------------------------------------------------------------
+
+def evaluate(model, op, x, y, split):
+    model.eval()
+    with torch.no_grad():
+        out = model(op, x)
+        pred = out.argmax(1)
+        acc = {k: (pred[v] == y[v]).float().mean().item() if len(v) else 0.0
+               for k, v in split.items()}
+        vloss = F.cross_entropy(out[split["valid"]], y[split["valid"]]).item() \
+            if len(split["valid"]) else 0.0
+    return acc, vloss
+
+
+def run(o, r, op, x, y, split, log):
+    torch.manual_seed(o.seed + r)
+    classes = int(y.max()) + 1
+    dims = [x.shape[1]] + [o.hidden] * (o.layers - 1) + [classes]
+    model = Net(o.model, dims, o.dropout)
+    first = model.layer_params(0)
+    rest = [p for l in range(1, o.layers) for p in model.layer_params(l)]
+    scope_wd = o.weight_decay if o.decay_scope == "all" else 0.0
+    groups = [{"params": first, "weight_decay": o.weight_decay}]
+    if rest:
+        groups.append({"params": rest, "weight_decay": scope_wd})
+    opt = torch.optim.Adam(groups, lr=o.lr)
+    train = split["train"]
+    y_train = y[train]
+    best = {"valid_acc": -1.0, "valid_loss": math.inf, "test_acc": 0.0, "epoch": -1}
+    times, eval_times = [], []
+    acc, vloss = {"train": 0.0, "valid": 0.0, "test": 0.0}, 0.0
+    for epoch in range(1, o.epochs + 1):
+        t0 = time.perf_counter()
+        model.train()
+        opt.zero_grad()
+        out = model(op, x)
+        loss = F.cross_entropy(out[train], y_train)
+        loss.backward()
+        opt.step()
+        epoch_s = time.perf_counter() - t0
+        times.append(epoch_s)
+        evaluated = epoch % o.eval_every == 0 or epoch == o.epochs
+        eval_s = 0.0
+        if evaluated:
+            t1 = time.perf_counter()
+            acc, vloss = evaluate(model, op, x, y, split)
+            eval_s = time.perf_counter() - t1
+            eval_times.append(eval_s)
+            va = acc["valid"]
+            if va > best["valid_acc"] or (va == best["valid_acc"] and vloss < best["valid_loss"]):
+                best = {"valid_acc": va, "valid_loss": vloss, "test_acc": acc["test"],
+                        "epoch": epoch}
+        if log:
+            log.write(json.dumps({"run": r, "epoch": epoch, "loss": loss.item(),
+                                  "train_acc": acc["train"], "valid_acc": acc["valid"],
+                                  "test_acc": acc["test"], "valid_loss": vloss,
+                                  "evaluated": evaluated, "epoch_s": epoch_s,
+                                  "eval_s": eval_s}) + "\n")
+            log.flush()
+    return best, times, eval_times
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("graph")
+    p.add_argument("--model", choices=("gcn", "sage"), default="gcn")
+    p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--hidden", type=int, default=16)
+    p.add_argument("--dropout", type=float, default=0.5)
+    p.add_argument("--lr", type=float, default=0.01)
+    p.add_argument("--weight-decay", type=float, default=5e-4)
+    p.add_argument("--decay-scope", choices=("first", "all"), default=None,
+                   help="first (gcn default) or all (sage default)")
+    p.add_argument("--epochs", type=int, default=200)
+    p.add_argument("--runs", type=int, default=1)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    p.add_argument("--normalize-features", action="store_true",
+                   help="divide each feature row by its sum")
+    p.add_argument("--eval-every", type=int, default=1)
+    p.add_argument("--spmm", choices=("cached", "autograd"), default="cached")
+    p.add_argument("--log-json", metavar="FILE")
+    o = p.parse_args()
+    if o.layers < 1 or o.epochs < 1 or o.runs < 1 or o.eval_every < 1:
+        p.error("--layers, --epochs, --runs and --eval-every must be >= 1")
+    if o.decay_scope is None:
+        o.decay_scope = "first" if o.model == "gcn" else "all"
+    if o.threads:
+        torch.set_num_threads(o.threads)
+
+    t0 = time.perf_counter()
+    n, indptr, indices, x, y, split = load(o.graph, o.normalize_features)
+    with h5py.File(o.graph, "r") as f:
+        symmetric = bool(f.attrs.get("symmetric", 0))
+        tidy = bool(f.attrs.get("sorted", 0)) and bool(f.attrs.get("deduplicated", 0))
+    if o.model == "gcn":
+        arrays, sym = gcn_operator(n, indptr, indices, tidy), symmetric
+    else:
+        arrays, sym = mean_operator(n, indptr, indices, tidy), False
+    del indptr, indices
+    op = Operator(n, *arrays, sym, o.spmm)
+    del arrays
+    load_s = time.perf_counter() - t0
+
+    log = open(o.log_json, "w") if o.log_json else None
+    tests, vals, epochs, warm, first, evals = [], [], [], [], [], []
+    for r in range(o.runs):
+        best, times, eval_times = run(o, r, op, x, y, split, log)
+        tests.append(best["test_acc"])
+        vals.append(best["valid_acc"])
+        epochs.append(best["epoch"])
+        first.append(times[0])
+        warm.extend(times[1:] if len(times) > 1 else times)
+        evals.extend(eval_times)
+    res = {"graph": o.graph, "model": o.model, "layers": o.layers, "hidden": o.hidden,
+           "runs": o.runs, "epochs": o.epochs, "threads": torch.get_num_threads(),
+           "spmm": o.spmm, "test_acc": tests[-1], "valid_acc": vals[-1],
+           "best_epoch": epochs[-1], "test_acc_mean": float(np.mean(tests)),
+           "test_acc_std": float(np.std(tests)), "valid_acc_mean": float(np.mean(vals)),
+           "run_test_acc": tests, "epoch_s_mean": float(np.mean(warm)),
+           "epoch_s_first": float(np.mean(first)), "eval_s_mean": float(np.mean(evals)),
+           "load_s": load_s, "torch": torch.__version__}
+    res["epoch_s"] = res["epoch_s_mean"]
+    if log:
+        log.write(json.dumps(dict({"final": True}, **res)) + "\n")
+        log.close()
+    print(json.dumps(res))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,113 @@
+#!/bin/sh
+# Train GCN and GraphSAGE full-graph with gnn-train and with the PyTorch
+# reference (bench/reference/gnn_torch.py, same models, same loop) on Cora
+# and on a large SBM graph, each process under /usr/bin/time -v, and print
+# per-epoch time, peak RSS and test accuracy side by side with the ratios.
+#
+# Usage: bench/train/run.sh [BUILD_DIR]         (default /tmp/build-bench)
+# Environment (defaults in brackets):
+#   BENCH_DIR   graphs, logs and timings [/tmp/gnn-bench]
+#   THREADS     threads of both trainers (OMP_NUM_THREADS, --threads) [nproc]
+#   DATASETS    any of: cora sbm [cora sbm]        MODELS  [gcn sage]
+#   CORA_DIR    OGB-layout Cora [<repo>/../shared/datasets/cora]
+#   CORA_RUNS   runs per trainer on Cora, 200 epochs each [5]
+#   SBM_NODES SBM_DEGREE SBM_FEAT [1000000 20 128]
+#   SBM_HIDDEN SBM_EPOCHS SBM_EVAL_EVERY [256 10 5]
+#   TIMEOUT     seconds allowed to one training process [900]
+#   FIG_DIR     where the Cora GCN curves go (needs gnuplot) [BENCH_DIR]
+# Per-epoch time is the training step only (no evaluation), averaged over
+# every epoch but the first of each run, computed the same way from both
+# trainers' --log-json files. Needs cmake, a C compiler, GNU time
+# (apt-get install time), python3-torch and python3-h5py.
+set -eu
+src=$(cd "$(dirname "$0")/../.." && pwd)
+here=$src/bench/train
+build=${1:-/tmp/build-bench}
+dir=${BENCH_DIR:-/tmp/gnn-bench}
+threads=${THREADS:-$(nproc)}
+datasets=${DATASETS:-cora sbm}
+models=${MODELS:-gcn sage}
+cora_dir=${CORA_DIR:-$src/../shared/datasets/cora}
+cora_runs=${CORA_RUNS:-5}
+sbm_nodes=${SBM_NODES:-1000000}
+sbm_degree=${SBM_DEGREE:-20}
+sbm_feat=${SBM_FEAT:-128}
+sbm_hidden=${SBM_HIDDEN:-256}
+sbm_epochs=${SBM_EPOCHS:-10}
+sbm_eval=${SBM_EVAL_EVERY:-5}
+limit=${TIMEOUT:-900}
+fig_dir=${FIG_DIR:-$dir}
+py=/usr/bin/python3
+
+[ -x /usr/bin/time ] || { echo "run.sh: GNU time missing: apt-get install time" >&2; exit 1; }
+$py -c 'import torch, h5py' 2>/dev/null ||
+    { echo "run.sh: needs Debian's python3-torch and python3-h5py" >&2; exit 1; }
+mkdir -p "$dir" "$fig_dir"
+
+echo "== build ($build, Release)"
+cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release >"$dir/build.log" 2>&1 &&
+    cmake --build "$build" -j"$threads" --target gnn-train gnn-dataset >>"$dir/build.log" 2>&1 ||
+    { cat "$dir/build.log"; exit 1; }
+train=$build/trainer/gnn-train
+dataset=$build/datasets/gnn-dataset
+
+# One training process: NAME, then the command. Writes NAME.time (GNU
+# time), NAME.out (its output) and, through the command, NAME.json.
+measure() {
+    name=$1
+    shift
+    printf '   %-22s ' "$name"
+    rm -f "$dir/$name.json"
+    if OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads /usr/bin/time -v \
+        -o "$dir/$name.time" timeout "$limit" "$@" >"$dir/$name.out" 2>&1; then
+        echo "$(sed -n "s/.*Elapsed (wall clock) time (h:mm:ss or m:ss): //p" "$dir/$name.time") wall"
+    else
+        echo "FAILED (exit $?; timeout $limit s); see $dir/$name.out"
+    fi
+}
+
+# bench DATASET GRAPH TRAINER-OPTIONS...: both trainers, every model.
+bench() {
+    ds=$1 graph=$2
+    shift 2
+    for m in $models; do
+        measure "ours-$ds-$m" "$train" --data "$graph" --model "$m" --threads "$threads" -q \
+            --log-json "$dir/ours-$ds-$m.json" "$@"
+        measure "torch-$ds-$m" $py "$src/bench/reference/gnn_torch.py" "$graph" --model "$m" \
+            --threads "$threads" --log-json "$dir/torch-$ds-$m.json" "$@"
+    done
+}
+
+echo "== $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores ($(sed -n 's/^model name[^:]*: //p' \
+    /proc/cpuinfo | head -n 1)), $threads threads, load:$(uptime | sed 's/.*load average://')"
+for ds in $datasets; do
+    case $ds in
+    cora)
+        g=$dir/cora.h5
+        [ -s "$g" ] || "$dataset" ogb "$cora_dir" --symmetrize -q --force -o "$g"
+        echo "== cora: 200 epochs, $cora_runs runs"
+        bench cora "$g" --layers 2 --hidden 16 --dropout 0.5 --lr 0.01 --weight-decay 5e-4 \
+            --epochs 200 --runs "$cora_runs" --normalize-features
+        ;;
+    sbm)
+        g=$dir/sbm-$sbm_nodes-$sbm_degree-$sbm_feat.h5
+        [ -s "$g" ] || "$dataset" generate sbm -n "$sbm_nodes" -d "$sbm_degree" \
+            -f "$sbm_feat" -q --force -o "$g"
+        echo "== sbm: $sbm_nodes nodes, degree $sbm_degree, $sbm_feat features;" \
+            "hidden $sbm_hidden, $sbm_epochs epochs, evaluated every $sbm_eval"
+        bench sbm "$g" --layers 2 --hidden "$sbm_hidden" --dropout 0.5 --lr 0.01 \
+            --weight-decay 5e-4 --epochs "$sbm_epochs" --eval-every "$sbm_eval"
+        ;;
+    *) echo "run.sh: unknown dataset $ds (cora, sbm)" >&2; exit 1 ;;
+    esac
+done
+
+echo
+$py "$here/table.py" "$dir" $datasets -- $models
+
+if [ -s "$dir/ours-cora-gcn.json" ] && [ -s "$dir/torch-cora-gcn.json" ]; then
+    if "$here/plot.sh" -o "$fig_dir/train-cora-gcn.png" -t "GCN on Cora (run 1)" \
+        "$dir/ours-cora-gcn.json" "$dir/torch-cora-gcn.json"; then
+        echo "curves: $fig_dir/train-cora-gcn.png"
+    fi
+fi

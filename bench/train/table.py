@@ -1,0 +1,112 @@
+"""The comparison table of bench/train/run.sh, from the files it leaves in
+BENCH_DIR: for trainer T (ours, torch), dataset D and model M,
+T-D-M.json (--log-json: one line per epoch, a final line) and T-D-M.time
+(GNU time -v).
+
+    python3 bench/train/table.py BENCH_DIR DATASET... -- MODEL...
+
+Per-epoch time: mean epoch_s over every epoch but the first of each run
+(training step only; evaluation is timed apart in eval_s). Test accuracy:
+mean over runs of the test accuracy at the best-validation epoch, +- the
+standard deviation when there are several runs. Targets: ours at least 5x
+faster per epoch, at most 0.5x the peak RSS, accuracy equal (the means differ by at
+most twice the combined run-to-run standard deviation, or one point,
+whichever is larger).
+"""
+import json
+import math
+import os
+import re
+import sys
+
+SPEED_TARGET, RSS_TARGET = 5.0, 0.5
+
+
+def read_log(path):
+    epochs, final = [], None
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            rec = json.loads(line)
+            if rec.get("final"):
+                final = rec
+            else:
+                epochs.append(rec)
+    return epochs, final
+
+
+def peak_rss_mb(path):
+    with open(path) as f:
+        m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", f.read())
+    return int(m.group(1)) / 1024.0 if m else None
+
+
+def result(d, trainer, ds, model):
+    base = os.path.join(d, f"{trainer}-{ds}-{model}")
+    r = {"ok": False}
+    try:
+        epochs, final = read_log(base + ".json")
+    except (OSError, ValueError):
+        return r
+    if not epochs or not final:
+        return r
+    warm = [e["epoch_s"] for e in epochs if e["epoch"] > 1] or [e["epoch_s"] for e in epochs]
+    r["epoch_ms"] = 1e3 * sum(warm) / len(warm)
+    r["acc"] = final.get("test_acc_mean", final["test_acc"])
+    r["std"] = final.get("test_acc_std", 0.0)
+    r["runs"] = final.get("runs", 1)
+    try:
+        r["rss"] = peak_rss_mb(base + ".time")
+    except OSError:
+        r["rss"] = None
+    r["ok"] = True
+    return r
+
+
+def fmt_acc(r):
+    s = f"{100 * r['acc']:.1f}"
+    return s + (f" ± {100 * r['std']:.1f}" if r["runs"] > 1 else "")
+
+
+def main():
+    argv = sys.argv[1:]
+    if "--" not in argv or len(argv) < 4:
+        sys.exit(__doc__)
+    k = argv.index("--")
+    d, datasets, models = argv[0], argv[1:k], argv[k + 1:]
+    print("| model | dataset | ms/epoch ours | ms/epoch torch | speed-up | peak RSS MB ours "
+          "| peak RSS MB torch | RSS ratio | test acc % ours | test acc % torch |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    verdicts = []
+    for ds in datasets:
+        for m in models:
+            o, t = result(d, "ours", ds, m), result(d, "torch", ds, m)
+            if not (o["ok"] and t["ok"]):
+                missing = [n for n, r in (("ours", o), ("torch", t)) if not r["ok"]]
+                print(f"| {m} | {ds} | {' and '.join(missing)} failed or missing "
+                      "| | | | | | | |")
+                verdicts.append(f"{m}/{ds}: no comparison ({', '.join(missing)} failed)")
+                continue
+            speed = t["epoch_ms"] / o["epoch_ms"]
+            rss = (o["rss"] / t["rss"]) if o["rss"] and t["rss"] else math.nan
+            diff = o["acc"] - t["acc"]
+            tol = max(2 * math.hypot(o["std"], t["std"]), 0.01)
+            print(f"| {m} | {ds} | {o['epoch_ms']:.1f} | {t['epoch_ms']:.1f} | {speed:.2f}x "
+                  f"| {o['rss'] or math.nan:.0f} | {t['rss'] or math.nan:.0f} | {rss:.2f}x "
+                  f"| {fmt_acc(o)} | {fmt_acc(t)} |")
+            verdicts.append(
+                f"{m}/{ds}: speed {speed:.2f}x ({'met' if speed >= SPEED_TARGET else 'NOT met'},"
+                f" target >= {SPEED_TARGET:g}x); RSS {rss:.2f}x "
+                f"({'met' if rss <= RSS_TARGET else 'NOT met'}, target <= {RSS_TARGET:g}x); "
+                f"accuracy {100 * diff:+.1f} points "
+                f"({'equal' if abs(diff) <= tol else 'DIFFERENT'}, tolerance "
+                f"{100 * tol:.1f})")
+    print()
+    for v in verdicts:
+        print(v)
+
+
+if __name__ == "__main__":
+    main()

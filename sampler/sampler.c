@@ -1,0 +1,500 @@
+/*
+ * Uniform neighbour sampling into per-layer blocks (sampler.h).
+ *
+ * A batch is built hop by hop around one growing node list (the frontier):
+ * it starts as the seeds, and hop h appends the sources its rows draw that
+ * the list does not hold yet. Each hop takes three passes:
+ *   1. row lengths min(deg, fanout), in parallel, and their prefix sum;
+ *   2. the draws, in parallel: row i's positions come from the Philox
+ *      stream of (key, v, h) by Floyd's algorithm and are turned into global
+ *      source ids in place, one row behind the draws so that the random
+ *      reads of the graph's rows (prefetched) overlap the arithmetic;
+ *   3. local ids, sequentially in row order through the batch's id map, so
+ *      the numbering is the same for every thread count; then each row is
+ *      sorted (in parallel).
+ * Nothing is sized by the graph's node count except a cap on the batch's own
+ * arrays, so a batch costs O(sampled edges) whatever the graph.
+ */
+#include "sampler/sampler.h"
+
+#include "graph/base/alloc.h"
+#include "graph/base/error.h"
+#include "kernels/rng.h"
+#include "sampler/idmap.h"
+
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct gnn_sampler {
+    const gnn_csr_t *graph;
+    int layers;
+    int fanout[GNN_SAMPLER_MAX_LAYERS]; /* by hop, 0 = from the seeds */
+};
+
+/* Rows drawing at most this many positions find repeats by scanning the
+ * draws so far; longer draws use a per-thread hash set. */
+#define SCAN_DRAWS 64
+
+/* Rows drawn per scheduling unit, and how many rows ahead the offsets of a
+ * row are prefetched. */
+#define DRAW_CHUNK 64
+#define PREFETCH_AHEAD 8
+
+/* How many entries ahead the merge prefetches the id map's slot. */
+#define MAP_PREFETCH_AHEAD 16
+
+/* Rows up to this length are sorted by insertion. */
+#define INSERTION_SORT_MAX 24
+
+/* ---- The random stream of (key, v, h) ------------------------------------ */
+
+/* splitmix64's finaliser of x + golden ratio: the key mixer of sampler.h. */
+static uint64_t mix64(uint64_t x)
+{
+    uint64_t z = x + 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+typedef struct {
+    uint32_t ctr[4]; /* {lo32(v), hi32(v), h, next Philox block} */
+    uint32_t key[2];
+    uint32_t buf[4];
+    unsigned pos; /* next word of buf; 4 when used up */
+} stream_t;
+
+static inline void stream_init(stream_t *s, uint64_t key, gnn_vid_t v, int h)
+{
+    s->ctr[0] = (uint32_t)(uint64_t)v;
+    s->ctr[1] = (uint32_t)((uint64_t)v >> 32);
+    s->ctr[2] = (uint32_t)h;
+    s->ctr[3] = 0;
+    s->key[0] = (uint32_t)key;
+    s->key[1] = (uint32_t)(key >> 32);
+    s->pos = 4;
+}
+
+static inline uint64_t stream_next(stream_t *s)
+{
+    if (s->pos >= 4) {
+        gnn_philox4x32_10(s->ctr, s->key, s->buf);
+        s->ctr[3]++;
+        s->pos = 0;
+    }
+    uint64_t x = (uint64_t)s->buf[s->pos] | (uint64_t)s->buf[s->pos + 1] << 32;
+    s->pos += 2;
+    return x;
+}
+
+__extension__ typedef unsigned __int128 u128_t;
+
+/* Exactly uniform on [0, m), m >= 1 (Lemire, "Fast random integer generation
+ * in an interval", 2019): one multiply, a division only on the rare retry
+ * path. */
+static inline uint64_t stream_below(stream_t *s, uint64_t m)
+{
+    u128_t p = (u128_t)stream_next(s) * m;
+    uint64_t lo = (uint64_t)p;
+    if (lo < m) {
+        uint64_t t = (0 - m) % m; /* 2^64 mod m */
+        while (lo < t) {
+            p = (u128_t)stream_next(s) * m;
+            lo = (uint64_t)p;
+        }
+    }
+    return (uint64_t)(p >> 64);
+}
+
+/* ---- k of d without replacement (Floyd) -------------------------------------- */
+
+/* k distinct positions of [0, d) into pos, k <= SCAN_DRAWS. */
+static void floyd_scan(stream_t *s, gnn_eid_t d, gnn_eid_t k, gnn_vid_t *pos)
+{
+    gnn_eid_t n = 0;
+    for (gnn_eid_t j = d - k; j < d; j++) {
+        gnn_vid_t t = (gnn_vid_t)stream_below(s, (uint64_t)j + 1);
+        for (gnn_eid_t q = 0; q < n; q++)
+            if (pos[q] == t) {
+                t = j; /* j itself cannot be taken: earlier draws are < j */
+                break;
+            }
+        pos[n++] = t;
+    }
+}
+
+/* A slot of the per-thread set of positions: live when stamp is the row's. */
+typedef struct {
+    gnn_vid_t key;
+    uint64_t stamp;
+} mark_t;
+
+/* Insert t into the set of stamp; 0 when it was there already. */
+static inline int mark_put(mark_t *set, uint64_t mask, uint64_t stamp, gnn_vid_t t)
+{
+    uint64_t i = gnn__idmap_hash(t) & mask;
+    for (;;) {
+        if (set[i].stamp != stamp) {
+            set[i].key = t;
+            set[i].stamp = stamp;
+            return 1;
+        }
+        if (set[i].key == t) return 0;
+        i = (i + 1) & mask;
+    }
+}
+
+/* As floyd_scan for any k, with set a table of more than 2k slots whose
+ * stamps all differ from stamp. */
+static void floyd_set(stream_t *s, gnn_eid_t d, gnn_eid_t k, gnn_vid_t *pos, mark_t *set,
+                      uint64_t mask, uint64_t stamp)
+{
+    gnn_eid_t n = 0;
+    for (gnn_eid_t j = d - k; j < d; j++) {
+        gnn_vid_t t = (gnn_vid_t)stream_below(s, (uint64_t)j + 1);
+        if (!mark_put(set, mask, stamp, t)) {
+            t = j;
+            (void)mark_put(set, mask, stamp, t);
+        }
+        pos[n++] = t;
+    }
+}
+
+/* ---- Rows ------------------------------------------------------------------- */
+
+/* Replace the c positions o of row v by the sources they index. */
+static inline void gather_row(const gnn_csr_t *g, gnn_vid_t v, gnn_vid_t *o, gnn_eid_t c)
+{
+    const gnn_vid_t *row = g->indices + g->indptr[v];
+    for (gnn_eid_t q = 0; q < c; q++) o[q] = row[o[q]];
+}
+
+static int cmp_vid(const void *a, const void *b)
+{
+    gnn_vid_t x = *(const gnn_vid_t *)a, y = *(const gnn_vid_t *)b;
+    return (x > y) - (x < y);
+}
+
+static void sort_row(gnn_vid_t *a, gnn_eid_t n)
+{
+    if (n > INSERTION_SORT_MAX) {
+        qsort(a, (size_t)n, sizeof *a, cmp_vid);
+        return;
+    }
+    for (gnn_eid_t i = 1; i < n; i++) {
+        gnn_vid_t x = a[i];
+        gnn_eid_t j = i;
+        for (; j > 0 && a[j - 1] > x; j--) a[j] = a[j - 1];
+        a[j] = x;
+    }
+}
+
+/* ---- The batch's node list ---------------------------------------------------- */
+
+typedef struct {
+    gnn__idmap_t map;  /* global id -> position in nodes */
+    gnn_vid_t *nodes;  /* global ids in order of first appearance */
+    gnn_vid_t n_nodes, cap;
+} frontier_t;
+
+static void frontier_free(frontier_t *f)
+{
+    gnn__idmap_free(&f->map);
+    gnn_free(f->nodes);
+    memset(f, 0, sizeof *f);
+}
+
+/* Room for n nodes in all. */
+static int frontier_reserve(frontier_t *f, gnn_vid_t n)
+{
+    int rc = gnn__idmap_reserve(&f->map, n);
+    if (rc < 0) return rc;
+    if (n > f->cap || !f->nodes) {
+        gnn_vid_t cap = n > 0 ? n : 1;
+        gnn_vid_t *p = gnn_realloc_array(f->nodes, (size_t)cap, sizeof *p);
+        if (!p) return GNN_ENOMEM;
+        f->nodes = p;
+        f->cap = cap;
+    }
+    return 0;
+}
+
+/* Start the list with the n ids (what: "seed" or "destination" for the
+ * messages): each in [0, n_graph) and none repeated. */
+static int frontier_start(frontier_t *f, const gnn_vid_t *ids, int64_t n, gnn_vid_t n_graph,
+                          const char *what)
+{
+    int rc = frontier_reserve(f, n);
+    if (rc < 0) return rc;
+    for (int64_t i = 0; i < n; i++) {
+        gnn_vid_t v = ids[i];
+        if (v < 0 || v >= n_graph)
+            return GNN_FAIL(GNN_EINVAL,
+                            "%s %" GNN_PRIvid " at position %" PRId64
+                            " is outside the graph's nodes [0, %" GNN_PRIvid ")",
+                            what, v, i, n_graph);
+        gnn_vid_t at = gnn__idmap_get_or_put(&f->map, v, i);
+        if (at != i)
+            return GNN_FAIL(GNN_EINVAL,
+                            "%s %" GNN_PRIvid " is repeated (positions %" GNN_PRIvid " and %" PRId64
+                            ")",
+                            what, v, at, i);
+        f->nodes[i] = v;
+    }
+    f->n_nodes = n;
+    return 0;
+}
+
+/*
+ * One hop: the block whose destinations are the current nodes of f, drawing
+ * up to fanout in-neighbours of each (-1: all) from the stream of (key, v,
+ * h); new sources are appended to f. On failure *out is zeroed and f may
+ * have grown its capacity but holds the same nodes.
+ */
+static int sample_hop(const gnn_csr_t *g, int fanout, uint64_t key, int h, frontier_t *f,
+                      gnn_csr_t *out)
+{
+    int rc = 0;
+    const gnn_vid_t n_dst = f->n_nodes;
+    const gnn_vid_t *dst = f->nodes;
+    gnn_eid_t *indptr = NULL;
+    gnn_vid_t *indices = NULL;
+    mark_t *marks = NULL;
+    memset(out, 0, sizeof *out);
+
+    indptr = gnn_malloc_array((size_t)n_dst + 1, sizeof *indptr);
+    if (!indptr) {
+        rc = GNN_ENOMEM;
+        goto fail;
+    }
+    indptr[0] = 0;
+    gnn_eid_t kmax = 0; /* longest draw that needs the hash set */
+#pragma omp parallel for schedule(static) reduction(max : kmax)
+    for (gnn_vid_t i = 0; i < n_dst; i++) {
+        gnn_vid_t v = dst[i];
+        gnn_eid_t d = g->indptr[v + 1] - g->indptr[v];
+        gnn_eid_t c = (fanout < 0 || d <= fanout) ? d : fanout;
+        if (c < d && c > SCAN_DRAWS && c > kmax) kmax = c;
+        indptr[i + 1] = c;
+    }
+    for (gnn_vid_t i = 0; i < n_dst; i++) indptr[i + 1] += indptr[i];
+    const gnn_eid_t nnz = indptr[n_dst];
+
+    indices = gnn_malloc_array((size_t)nnz, sizeof *indices);
+    if (!indices) {
+        rc = GNN_ENOMEM;
+        goto fail;
+    }
+    const int nthreads = omp_get_max_threads();
+    uint64_t mcap = 0;
+    if (kmax > 0) {
+        mcap = 16;
+        while (mcap <= 2 * (uint64_t)kmax) mcap *= 2;
+        marks = gnn_calloc((size_t)nthreads * (size_t)mcap, sizeof *marks);
+        if (!marks) {
+            rc = GNN_ENOMEM;
+            goto fail;
+        }
+    }
+
+    const gnn_vid_t n_chunks = (n_dst + DRAW_CHUNK - 1) / DRAW_CHUNK;
+#pragma omp parallel num_threads(nthreads)
+    {
+        mark_t *set = marks ? marks + (size_t)omp_get_thread_num() * (size_t)mcap : NULL;
+        uint64_t stamp = 0;
+#pragma omp for schedule(dynamic, 1)
+        for (gnn_vid_t ch = 0; ch < n_chunks; ch++) {
+            gnn_vid_t i0 = ch * DRAW_CHUNK;
+            gnn_vid_t i1 = i0 + DRAW_CHUNK < n_dst ? i0 + DRAW_CHUNK : n_dst;
+            /* Row i's positions are drawn and their entries prefetched;
+             * they are read (gathered) after row i + 1 is drawn, so the
+             * cache misses of a row overlap the next row's arithmetic. */
+            gnn_vid_t pending = -1;
+            for (gnn_vid_t i = i0; i < i1; i++) {
+                if (i + PREFETCH_AHEAD < i1) __builtin_prefetch(&g->indptr[dst[i + PREFETCH_AHEAD]]);
+                gnn_vid_t v = dst[i];
+                const gnn_vid_t *row = g->indices + g->indptr[v];
+                gnn_eid_t d = g->indptr[v + 1] - g->indptr[v];
+                gnn_eid_t c = indptr[i + 1] - indptr[i];
+                gnn_vid_t *o = indices + indptr[i];
+                if (c == d) {
+                    memcpy(o, row, (size_t)c * sizeof *o);
+                } else {
+                    stream_t s;
+                    stream_init(&s, key, v, h);
+                    if (c <= SCAN_DRAWS)
+                        floyd_scan(&s, d, c, o);
+                    else
+                        floyd_set(&s, d, c, o, set, mcap - 1, ++stamp);
+                    for (gnn_eid_t q = 0; q < c; q++) __builtin_prefetch(&row[o[q]]);
+                }
+                if (pending >= 0) gather_row(g, dst[pending], indices + indptr[pending],
+                                             indptr[pending + 1] - indptr[pending]);
+                pending = c < d ? i : -1;
+            }
+            if (pending >= 0) gather_row(g, dst[pending], indices + indptr[pending],
+                                         indptr[pending + 1] - indptr[pending]);
+        }
+    }
+    gnn_free(marks);
+    marks = NULL;
+
+    /* Local ids in row order: sequential, so independent of the threads. */
+    gnn_vid_t need = f->n_nodes + nnz;
+    if (need > g->n_rows) need = g->n_rows;
+    rc = frontier_reserve(f, need);
+    if (rc < 0) goto fail;
+    dst = NULL; /* the node list may have moved */
+    for (gnn_eid_t e = 0; e < nnz; e++) {
+        if (e + MAP_PREFETCH_AHEAD < nnz)
+            __builtin_prefetch(
+                &f->map.slots[gnn__idmap_hash(indices[e + MAP_PREFETCH_AHEAD]) & f->map.mask]);
+        gnn_vid_t u = indices[e];
+        gnn_vid_t l = gnn__idmap_get_or_put(&f->map, u, f->n_nodes);
+        if (l == f->n_nodes) f->nodes[f->n_nodes++] = u;
+        indices[e] = l;
+    }
+#pragma omp parallel for schedule(dynamic, 256)
+    for (gnn_vid_t i = 0; i < n_dst; i++) sort_row(indices + indptr[i], indptr[i + 1] - indptr[i]);
+
+    out->n_rows = n_dst;
+    out->n_cols = f->n_nodes;
+    out->nnz = nnz;
+    out->indptr = indptr;
+    out->indices = indices;
+    out->weights = NULL;
+    out->flags = GNN_CSR_SORTED | (g->flags & (GNN_CSR_DEDUPED | GNN_CSR_NO_SELF_LOOPS));
+    return 0;
+
+fail:
+    gnn_free(marks);
+    gnn_free(indices);
+    gnn_free(indptr);
+    return rc;
+}
+
+/* GNN_EINVAL unless g is a square CSR with its arrays. */
+static int check_graph(const gnn_csr_t *g)
+{
+    if (!g) return GNN_FAIL(GNN_EINVAL, "sampler: graph is NULL");
+    if (g->n_rows < 0 || g->n_rows != g->n_cols || g->nnz < 0 || !g->indptr ||
+        (g->nnz > 0 && !g->indices))
+        return GNN_FAIL(GNN_EINVAL,
+                        "sampler: the graph must be a square CSR (got %" GNN_PRIvid " x %" GNN_PRIvid
+                        ", %" GNN_PRIeid " entries)",
+                        g->n_rows, g->n_cols, g->nnz);
+    return 0;
+}
+
+/* ---- Public API --------------------------------------------------------------- */
+
+int gnn_sampler_create(const gnn_csr_t *graph, int layers, const int *fanouts,
+                       gnn_sampler_t **out)
+{
+    int rc = 0;
+    gnn_sampler_t *s = NULL;
+    GNN_CHECK(out, GNN_EINVAL, "sampler: out is NULL");
+    *out = NULL;
+    GNN_TRY(check_graph(graph));
+    GNN_CHECK(layers >= 1 && layers <= GNN_SAMPLER_MAX_LAYERS, GNN_EINVAL,
+              "sampler: %d layers (must be 1..%d)", layers, GNN_SAMPLER_MAX_LAYERS);
+    GNN_CHECK(fanouts, GNN_EINVAL, "sampler: fanouts is NULL");
+    for (int h = 0; h < layers; h++)
+        GNN_CHECK(fanouts[h] == -1 || fanouts[h] > 0, GNN_EINVAL,
+                  "sampler: fanout %d of hop %d (fanouts[%d]) must be positive or -1 (all)",
+                  fanouts[h], h, h);
+    s = gnn_calloc(1, sizeof *s);
+    if (!s) return GNN_ENOMEM;
+    s->graph = graph;
+    s->layers = layers;
+    memcpy(s->fanout, fanouts, (size_t)layers * sizeof *fanouts);
+    *out = s;
+    return 0;
+fail:
+    return rc;
+}
+
+void gnn_sampler_free(gnn_sampler_t *s) { gnn_free(s); }
+
+int gnn_sampler_layers(const gnn_sampler_t *s) { return s->layers; }
+
+int gnn_sampler_fanout(const gnn_sampler_t *s, int h)
+{
+    return h >= 0 && h < s->layers ? s->fanout[h] : 0;
+}
+
+int gnn_sampler_sample(const gnn_sampler_t *s, const gnn_vid_t *seeds, int64_t n, uint64_t seed,
+                       uint64_t epoch, uint64_t batch, gnn_minibatch_t *out)
+{
+    int rc = 0;
+    frontier_t f;
+    memset(&f, 0, sizeof f);
+    if (!out) return GNN_FAIL(GNN_EINVAL, "sampler: out is NULL");
+    memset(out, 0, sizeof *out);
+    GNN_CHECK(s, GNN_EINVAL, "sampler: sampler is NULL");
+    GNN_CHECK(n >= 0 && (seeds || n == 0), GNN_EINVAL, "sampler: bad seeds (%" PRId64 ")", n);
+    const gnn_csr_t *g = s->graph;
+    GNN_TRY(frontier_start(&f, seeds, n, g->n_rows, "seed"));
+
+    const uint64_t key = mix64(mix64(mix64(seed) ^ epoch) ^ batch);
+    const int L = s->layers;
+    out->layers = L;
+    out->n_seeds = n;
+    for (int h = 0; h < L; h++) {
+        int l = L - 1 - h;
+        GNN_TRY(sample_hop(g, s->fanout[h], key, h, &f, &out->blocks[l].csr));
+        out->edges[l] = out->blocks[l].csr.nnz;
+        out->edges_total += out->edges[l];
+    }
+    out->nodes = f.nodes;
+    out->n_input = f.n_nodes;
+    for (int l = 0; l < L; l++) out->blocks[l].src_ids = f.nodes;
+    gnn__idmap_free(&f.map);
+    return 0;
+
+fail:
+    for (int l = 0; l < GNN_SAMPLER_MAX_LAYERS; l++) gnn_csr_free(&out->blocks[l].csr);
+    memset(out, 0, sizeof *out);
+    frontier_free(&f);
+    return rc;
+}
+
+void gnn_minibatch_free(gnn_minibatch_t *mb)
+{
+    if (!mb) return;
+    for (int l = 0; l < GNN_SAMPLER_MAX_LAYERS; l++) gnn_csr_free(&mb->blocks[l].csr);
+    gnn_free(mb->nodes);
+    memset(mb, 0, sizeof *mb);
+}
+
+int gnn_sampler_full_block(const gnn_csr_t *graph, const gnn_vid_t *dst, int64_t n,
+                           gnn_block_t *out)
+{
+    int rc = 0;
+    frontier_t f;
+    memset(&f, 0, sizeof f);
+    if (!out) return GNN_FAIL(GNN_EINVAL, "full block: out is NULL");
+    memset(out, 0, sizeof *out);
+    GNN_TRY(check_graph(graph));
+    GNN_CHECK(n >= 0 && (dst || n == 0), GNN_EINVAL,
+              "full block: bad destinations (%" PRId64 ")", n);
+    GNN_TRY(frontier_start(&f, dst, n, graph->n_rows, "destination"));
+    GNN_TRY(sample_hop(graph, -1, 0, 0, &f, &out->csr));
+    out->src_ids = f.nodes;
+    gnn__idmap_free(&f.map);
+    return 0;
+
+fail:
+    frontier_free(&f);
+    memset(out, 0, sizeof *out);
+    return rc;
+}
+
+void gnn_block_free(gnn_block_t *b)
+{
+    if (!b) return;
+    gnn_csr_free(&b->csr);
+    gnn_free(b->src_ids);
+    memset(b, 0, sizeof *b);
+}

@@ -1,0 +1,148 @@
+/*
+ * Uniform neighbour sampling of mini-batches into per-layer blocks (the
+ * GraphSAGE / DGL NeighborSampler / PyG NeighborLoader scheme).
+ *
+ * From the seed nodes of a batch, hop h = 0, 1, ..., L-1 draws, for every
+ * node v of its frontier, up to fanouts[h] of v's in-neighbours uniformly
+ * without replacement (all of them when the in-degree is at most the fanout
+ * or the fanout is -1). Hop h fills the block of model layer l = L-1-h, so
+ * fanouts[0] (the hop from the seeds) feeds the output layer and
+ * fanouts[L-1] the input layer 0: the order of PyG's num_neighbors.
+ *
+ * A block is a rectangular n_dst x n_src in-edge CSR over local ids whose
+ * first n_dst sources are the destinations themselves (kernels/spmm.h), with
+ * the global id of every source. Block L-1's destinations are the seeds in
+ * the given order; block l-1's destinations are block l's sources. Local ids
+ * are handed out in order of first appearance (seeds, then the new sources
+ * of hop 0 in frontier and row order, then those of hop 1, ...), so the
+ * source list of every block is a prefix of one node list, and the input
+ * nodes of the batch (whose features layer 0 reads) are that whole list.
+ *
+ * Reproducibility: which neighbours of v are drawn at hop h depends only on
+ * (seed, epoch, batch, v, h), never on the thread count, the other nodes of
+ * the frontier or their order. The definition, exact to the bit:
+ *
+ *   key = mix(mix(mix(seed) ^ epoch) ^ batch)   (mix: splitmix64's finaliser
+ *         applied to x + 0x9E3779B97F4A7C15)
+ *   word i of (v, h) = the 64-bit value lo | hi << 32 of the words
+ *         (lo, hi) = r[2(i%2)], r[2(i%2)+1] of
+ *         r = philox4x32_10(ctr = {lo32(v), hi32(v), h, i/2},
+ *                           key = {lo32(key), hi32(key)})   (kernels/rng.h)
+ *   below(m) = the high 64 bits of word * m, drawing the next word again
+ *         while the low 64 bits fall under 2^64 mod m (Lemire's method:
+ *         exactly uniform on [0, m))
+ *   Floyd's algorithm picks k of the d row positions: for j = d-k .. d-1,
+ *         t = below(j+1); take t unless taken already, else take j. Every
+ *         k-subset is equally likely.
+ *
+ * The sampled positions index the graph's row (indices[indptr[v] + t]), so
+ * a graph with repeated edges yields repeated sources with their
+ * multiplicity, as an edge sampler should; on a deduplicated graph no row of
+ * a block repeats a source. Edge weights of the graph are not carried into
+ * the blocks (csr.weights is NULL).
+ *
+ * Cost: per batch O(sampled edges) time and memory. The frontier is
+ * deduplicated with an open-addressing hash map sized to the batch, never an
+ * array over the graph's nodes, so many batches can be sampled at once from
+ * one sampler on graphs of any size. The per-node draws of a hop run on
+ * OpenMP threads; assigning local ids is one sequential pass in frontier
+ * order, which keeps the result identical for every thread count.
+ */
+#ifndef GNN_SAMPLER_SAMPLER_H
+#define GNN_SAMPLER_SAMPLER_H
+
+#include "graph/csr.h"
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GNN_SAMPLER_MAX_LAYERS 16
+
+/*
+ * One layer's bipartite graph. csr is n_dst x n_src (csr.n_rows x
+ * csr.n_cols), rows over local destination ids, indices local source ids,
+ * each row sorted ascending; flags: SORTED, plus DEDUPED and NO_SELF_LOOPS
+ * when the graph promised them. src_ids[j] is the global id of local source
+ * j, and src_ids[i] for i < n_dst is destination i.
+ */
+typedef struct {
+    gnn_csr_t csr;
+    gnn_vid_t *src_ids; /* n_src global ids, destinations first */
+} gnn_block_t;
+
+/*
+ * A sampled mini-batch. blocks[0] is the input layer, blocks[layers-1] the
+ * output layer (destinations = the seeds). Every block's csr is owned by
+ * the mini-batch; every block's src_ids points into `nodes` (a prefix of
+ * it), which the mini-batch owns: never free a block of a mini-batch
+ * separately, free the mini-batch.
+ */
+typedef struct {
+    int layers;
+    gnn_block_t blocks[GNN_SAMPLER_MAX_LAYERS];
+    gnn_vid_t *nodes;   /* n_input global ids: seeds first, then by hop */
+    gnn_vid_t n_seeds;  /* = blocks[layers-1].csr.n_rows */
+    gnn_vid_t n_input;  /* input nodes = blocks[0].csr.n_cols */
+    gnn_eid_t edges[GNN_SAMPLER_MAX_LAYERS]; /* sampled edges of layer l */
+    gnn_eid_t edges_total;                   /* over all layers */
+} gnn_minibatch_t;
+
+typedef struct gnn_sampler gnn_sampler_t;
+
+/*
+ * A sampler of `layers` (1 .. GNN_SAMPLER_MAX_LAYERS) hops over graph, a
+ * square in-edge CSR (borrowed: it must outlive the sampler and stay
+ * unchanged; it is trusted to pass gnn_csr_validate). fanouts has one entry
+ * per layer, nearest hop first: fanouts[0] is drawn from the seeds (output
+ * layer), fanouts[layers-1] last (input layer); -1 takes all neighbours.
+ * Returns 0 with *out set; GNN_EINVAL for a NULL argument, a non-square
+ * graph, a layer count out of range or a fanout of 0 or below -1 (the
+ * message names it); GNN_ENOMEM. *out is NULL on failure.
+ */
+int gnn_sampler_create(const gnn_csr_t *graph, int layers, const int *fanouts,
+                       gnn_sampler_t **out);
+/* Release s (not the borrowed graph); NULL is a no-op. */
+void gnn_sampler_free(gnn_sampler_t *s);
+int gnn_sampler_layers(const gnn_sampler_t *s);
+/* The fanout of hop h (0 = from the seeds). */
+int gnn_sampler_fanout(const gnn_sampler_t *s, int h);
+
+/*
+ * Sample the mini-batch of the n distinct seeds (global ids) under
+ * (seed, epoch, batch) into *out (overwritten; free with
+ * gnn_minibatch_free). n = 0 gives empty blocks. s is only read, so
+ * several threads may sample from one sampler at once; the draws of each
+ * call run on the current OpenMP thread count.
+ * Returns 0; GNN_EINVAL for a NULL argument, n < 0, a seed outside
+ * [0, num_nodes) or a repeated seed (the message names it and its
+ * position); GNN_ENOMEM. On failure *out is zeroed and nothing is leaked.
+ */
+int gnn_sampler_sample(const gnn_sampler_t *s, const gnn_vid_t *seeds, int64_t n, uint64_t seed,
+                       uint64_t epoch, uint64_t batch, gnn_minibatch_t *out);
+
+/* Free what mb holds and zero it; safe on a zeroed mini-batch. */
+void gnn_minibatch_free(gnn_minibatch_t *mb);
+
+/*
+ * The block of ALL in-neighbours of the n distinct destinations dst of
+ * graph (layer-wise inference): rows sorted, src_ids owned by the block
+ * (free with gnn_block_free). Same numbering as a sampled block: the
+ * destinations first, then new sources in row order. Returns 0;
+ * GNN_EINVAL for a NULL argument, a non-square graph, n < 0, an id out of
+ * range or repeated (named); GNN_ENOMEM. On failure *out is zeroed.
+ */
+int gnn_sampler_full_block(const gnn_csr_t *graph, const gnn_vid_t *dst, int64_t n,
+                           gnn_block_t *out);
+
+/* Free a block from gnn_sampler_full_block and zero it (never a block of a
+ * mini-batch); safe on a zeroed block. */
+void gnn_block_free(gnn_block_t *b);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

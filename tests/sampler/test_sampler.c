@@ -1,0 +1,788 @@
+/*
+ * Tests of the neighbour sampler (sampler/sampler.c).
+ *
+ * Uniformity is tested by chi-square goodness of fit at significance 0.001
+ * on star graphs (many hubs drawn in many (epoch, batch) batches, every
+ * (hub, batch) an independent stream): the count of each
+ * neighbour with 50 and with 1000 neighbours (the scan and the hash-set
+ * paths of Floyd's algorithm), and the count of each 3-subset of 6
+ * neighbours (every subset equally likely, not only every neighbour). The
+ * draws are deterministic functions of the sampler seed, so a given seed
+ * passes or fails every time; the default seed is fixed.
+ *
+ * Structure: on random graphs with hubs and empty rows, every block of
+ * 1-3 hop mini-batches is checked against the graph: gnn_csr_validate,
+ * destinations as the prefix of the sources, ids in range and distinct,
+ * rows sorted without repeats, exactly min(deg, fanout) entries per row
+ * (all neighbours for -1), every edge present in the graph, every new source
+ * reached by some edge, and the chaining of blocks. Reproducibility: equal
+ * mini-batches for 1, 2 and 4 threads and for batches sampled concurrently,
+ * the same draws for a node whatever the rest of the frontier, different
+ * draws for another batch, epoch or seed. Errors: bad fanouts and layer
+ * counts, repeated and out-of-range seeds; every allocation made to fail
+ * gives a clean GNN_ENOMEM (no leak under the sanitizer build). A 1M-node
+ * graph prints the time of a 1024-seed batch with fanouts 15,10,5.
+ * Prints its seed; set GNN_TEST_SEED to replay another.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "graph/base/alloc.h"
+#include "graph/base/error.h"
+#include "sampler/sampler.h"
+#include "tests/common/testutil.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static uint64_t g_seed;
+
+/* ---- Random data and graphs ------------------------------------------------- */
+
+static uint64_t rng_next(uint64_t *state) /* splitmix64 */
+{
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static int64_t rng_below(uint64_t *state, int64_t bound)
+{
+    return (int64_t)(rng_next(state) % (uint64_t)bound);
+}
+
+/* Deduplicated, sorted in-edge CSR of n nodes from m edges src -> dst. */
+static void build(gnn_vid_t n, gnn_eid_t m, const gnn_vid_t *src, const gnn_vid_t *dst,
+                  gnn_csr_t *g)
+{
+    assert_int_equal(gnn_csr_from_edges(n, m, src, dst, NULL,
+                                        GNN_BUILD_DEDUPE | GNN_BUILD_NO_SELF_LOOPS, g),
+                     0);
+    assert_true(g->flags & GNN_CSR_SORTED);
+    assert_true(g->flags & GNN_CSR_DEDUPED);
+}
+
+/* h stars: star c has hub c * (d + 1) with the d in-neighbours hub + 1 ..
+ * hub + d. */
+static void stars(gnn_vid_t h, gnn_vid_t d, gnn_csr_t *g)
+{
+    gnn_eid_t m = h * d;
+    gnn_vid_t *src = malloc((size_t)m * sizeof *src), *dst = malloc((size_t)m * sizeof *dst);
+    assert_true(src && dst);
+    for (gnn_vid_t c = 0; c < h; c++)
+        for (gnn_vid_t i = 0; i < d; i++) {
+            src[c * d + i] = c * (d + 1) + i + 1;
+            dst[c * d + i] = c * (d + 1);
+        }
+    build(h * (d + 1), m, src, dst, g);
+    free(src);
+    free(dst);
+}
+
+/* Star: node 0 has the d in-neighbours 1..d (d + 1 nodes). */
+static void star_graph(gnn_vid_t d, gnn_csr_t *g) { stars(1, d, g); }
+
+/*
+ * Random graph of n nodes: m uniform edges, none into rows v % 7 == 3 (empty
+ * rows), plus `hubs` rows (v = 7i) taking hub_deg extra in-edges each.
+ */
+static void random_graph(uint64_t *rng, gnn_vid_t n, gnn_eid_t m, int hubs, gnn_eid_t hub_deg,
+                         gnn_csr_t *g)
+{
+    gnn_eid_t total = m + (gnn_eid_t)hubs * hub_deg;
+    gnn_vid_t *src = malloc((size_t)total * sizeof *src), *dst = malloc((size_t)total * sizeof *dst);
+    assert_true(src && dst);
+    gnn_eid_t e = 0;
+    for (gnn_eid_t i = 0; i < m; i++, e++) {
+        gnn_vid_t v;
+        do v = rng_below(rng, n);
+        while (v % 7 == 3);
+        src[e] = rng_below(rng, n);
+        dst[e] = v;
+    }
+    for (int h = 0; h < hubs; h++)
+        for (gnn_eid_t i = 0; i < hub_deg; i++, e++) {
+            src[e] = rng_below(rng, n);
+            dst[e] = 7 * (gnn_vid_t)h;
+        }
+    build(n, total, src, dst, g);
+    free(src);
+    free(dst);
+}
+
+/* n distinct ids of [0, range) in random order (partial Fisher-Yates). */
+static gnn_vid_t *random_ids(uint64_t *rng, gnn_vid_t range, int64_t n)
+{
+    gnn_vid_t *all = malloc((size_t)range * sizeof *all);
+    assert_non_null(all);
+    for (gnn_vid_t i = 0; i < range; i++) all[i] = i;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t j = i + rng_below(rng, range - i);
+        gnn_vid_t t = all[i];
+        all[i] = all[j];
+        all[j] = t;
+    }
+    return all; /* the first n */
+}
+
+/* Swap v to the front of ids, a permutation of [0, range) from random_ids. */
+static void put_first(gnn_vid_t *ids, gnn_vid_t range, gnn_vid_t v)
+{
+    for (gnn_vid_t j = 0; j < range; j++)
+        if (ids[j] == v) {
+            ids[j] = ids[0];
+            ids[0] = v;
+            return;
+        }
+    fail();
+}
+
+static int has_edge(const gnn_csr_t *g, gnn_vid_t u, gnn_vid_t v)
+{
+    gnn_eid_t lo = g->indptr[v], hi = g->indptr[v + 1];
+    while (lo < hi) {
+        gnn_eid_t mid = lo + (hi - lo) / 2;
+        if (g->indices[mid] < u)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < g->indptr[v + 1] && g->indices[lo] == u;
+}
+
+static int cmp_vid(const void *a, const void *b)
+{
+    gnn_vid_t x = *(const gnn_vid_t *)a, y = *(const gnn_vid_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* ---- The invariants of a mini-batch --------------------------------------------- */
+
+/* Check mb sampled from g (sorted, deduplicated) for the n seeds with the
+ * fanouts by hop. */
+static void check_minibatch(const gnn_csr_t *g, int layers, const int *fanouts,
+                            const gnn_vid_t *seeds, int64_t n, const gnn_minibatch_t *mb)
+{
+    assert_int_equal(mb->layers, layers);
+    assert_int_equal(mb->n_seeds, n);
+    assert_int_equal(mb->blocks[layers - 1].csr.n_rows, n);
+    assert_int_equal(mb->blocks[0].csr.n_cols, mb->n_input);
+    assert_true(n == 0 || memcmp(mb->nodes, seeds, (size_t)n * sizeof *seeds) == 0);
+
+    /* Input nodes: in range and distinct. */
+    gnn_vid_t *sorted = malloc(((size_t)mb->n_input + 1) * sizeof *sorted);
+    assert_non_null(sorted);
+    memcpy(sorted, mb->nodes, (size_t)mb->n_input * sizeof *sorted);
+    qsort(sorted, (size_t)mb->n_input, sizeof *sorted, cmp_vid);
+    for (gnn_vid_t i = 0; i < mb->n_input; i++) {
+        assert_true(sorted[i] >= 0 && sorted[i] < g->n_rows);
+        if (i) assert_true(sorted[i - 1] < sorted[i]);
+    }
+    free(sorted);
+
+    gnn_eid_t total = 0;
+    for (int l = 0; l < layers; l++) {
+        const gnn_block_t *b = &mb->blocks[l];
+        const gnn_csr_t *c = &b->csr;
+        int fanout = fanouts[layers - 1 - l];
+        assert_int_equal(gnn_csr_validate(c), 0);
+        assert_true(c->flags & GNN_CSR_SORTED);
+        assert_true(c->flags & GNN_CSR_DEDUPED);
+        assert_null(c->weights);
+        assert_true(c->n_rows <= c->n_cols);
+        assert_true(c->n_cols <= mb->n_input);
+        assert_ptr_equal(b->src_ids, mb->nodes); /* a prefix of the node list */
+        if (l > 0) assert_int_equal(mb->blocks[l - 1].csr.n_rows, c->n_cols);
+        assert_int_equal(mb->edges[l], c->nnz);
+        total += c->nnz;
+        char *reached = calloc((size_t)c->n_cols + 1, 1);
+        assert_non_null(reached);
+        for (gnn_vid_t i = 0; i < c->n_rows; i++) {
+            gnn_vid_t v = b->src_ids[i];
+            gnn_eid_t d = g->indptr[v + 1] - g->indptr[v];
+            gnn_eid_t want = (fanout < 0 || d <= fanout) ? d : fanout;
+            assert_int_equal(c->indptr[i + 1] - c->indptr[i], want);
+            for (gnn_eid_t e = c->indptr[i]; e < c->indptr[i + 1]; e++) {
+                gnn_vid_t j = c->indices[e];
+                if (e > c->indptr[i]) assert_true(c->indices[e - 1] < j); /* no repeat */
+                assert_true(has_edge(g, b->src_ids[j], v));
+                reached[j] = 1;
+            }
+        }
+        for (gnn_vid_t j = c->n_rows; j < c->n_cols; j++) assert_true(reached[j]);
+        free(reached);
+    }
+    assert_int_equal(mb->edges_total, total);
+}
+
+static int minibatch_equal(const gnn_minibatch_t *a, const gnn_minibatch_t *b)
+{
+    if (a->layers != b->layers || a->n_input != b->n_input || a->n_seeds != b->n_seeds ||
+        a->edges_total != b->edges_total)
+        return 0;
+    if (memcmp(a->nodes, b->nodes, (size_t)a->n_input * sizeof *a->nodes)) return 0;
+    for (int l = 0; l < a->layers; l++)
+        if (!gnn_csr_equal(&a->blocks[l].csr, &b->blocks[l].csr) ||
+            a->blocks[l].csr.flags != b->blocks[l].csr.flags)
+            return 0;
+    return 1;
+}
+
+/* The sorted global sources of destination v's row in block l, or -1 when
+ * v is not a destination of that block; returns the row length. */
+static int64_t row_of(const gnn_minibatch_t *mb, int l, gnn_vid_t v, gnn_vid_t *out)
+{
+    const gnn_block_t *b = &mb->blocks[l];
+    for (gnn_vid_t i = 0; i < b->csr.n_rows; i++)
+        if (b->src_ids[i] == v) {
+            int64_t n = 0;
+            for (gnn_eid_t e = b->csr.indptr[i]; e < b->csr.indptr[i + 1]; e++)
+                out[n++] = b->src_ids[b->csr.indices[e]];
+            qsort(out, (size_t)n, sizeof *out, cmp_vid);
+            return n;
+        }
+    return -1;
+}
+
+/* ---- Uniformity ----------------------------------------------------------------- */
+
+/*
+ * Upper 0.001 quantiles of the chi-square distribution, computed by
+ * bisection on the regularised upper incomplete gamma function Q(df/2, x/2)
+ * (and matching the printed tables: 43.820 for 19, 85.351 for 49 degrees of
+ * freedom). The test rejects uniformity when the statistic exceeds them.
+ */
+#define CHI2_999_DF19 43.820
+#define CHI2_999_DF49 85.351
+#define CHI2_999_DF999 1142.848
+
+/*
+ * Draw k of the d neighbours of the hubs of `hubs` stars in `calls`
+ * mini-batches (one (epoch, batch) each, all hubs as seeds), and give the
+ * counts by neighbour offset 1..d in count (d + 1 entries). Checks every
+ * draw: k distinct neighbours of its own hub. The draws of different hubs
+ * and batches come from different streams, so they pool into
+ * hubs * calls independent draws.
+ */
+static void draw_stars(gnn_vid_t hubs, gnn_vid_t d, int k, int calls, int64_t *count)
+{
+    gnn_csr_t g;
+    stars(hubs, d, &g);
+    gnn_sampler_t *s;
+    assert_int_equal(gnn_sampler_create(&g, 1, &k, &s), 0);
+    gnn_vid_t *seeds = malloc((size_t)hubs * sizeof *seeds);
+    char *seen = calloc((size_t)d + 1, 1);
+    assert_true(seeds && seen);
+    for (gnn_vid_t c = 0; c < hubs; c++) seeds[c] = c * (d + 1);
+    for (int t = 0; t < calls; t++) {
+        gnn_minibatch_t mb;
+        assert_int_equal(gnn_sampler_sample(s, seeds, hubs, g_seed, (uint64_t)t / 10,
+                                            (uint64_t)t % 10, &mb),
+                         0);
+        const gnn_block_t *b = &mb.blocks[0];
+        assert_int_equal(b->csr.nnz, k * hubs);
+        for (gnn_vid_t i = 0; i < hubs; i++) {
+            memset(seen, 0, (size_t)d + 1);
+            assert_int_equal(b->csr.indptr[i + 1] - b->csr.indptr[i], k);
+            for (gnn_eid_t e = b->csr.indptr[i]; e < b->csr.indptr[i + 1]; e++) {
+                gnn_vid_t off = b->src_ids[b->csr.indices[e]] - seeds[i];
+                assert_true(off >= 1 && off <= d);
+                assert_false(seen[off]);
+                seen[off] = 1;
+                count[off]++;
+            }
+        }
+        gnn_minibatch_free(&mb);
+    }
+    free(seen);
+    free(seeds);
+    gnn_sampler_free(s);
+    gnn_csr_free(&g);
+}
+
+/*
+ * The Pearson statistic of `draws` draws of k of d neighbours, counted by
+ * neighbour, against the uniform expectation E = draws * k / d, divided by
+ * (1 - k/d) * d / (d - 1). The division is what makes it chi-square with
+ * d - 1 degrees of freedom: one draw's indicator vector X has Var(X_i) =
+ * p(1-p) (p = k/d) and, as its sum is fixed at k, covariance matrix
+ * p(1-p) d/(d-1) (I - J/d) (rank d - 1); the plain statistic is that scale
+ * times chi-square(d - 1) instead of the multinomial's chi-square(d - 1).
+ */
+static double star_statistic(gnn_vid_t d, int k, gnn_vid_t hubs, int calls)
+{
+    int64_t *count = calloc((size_t)d + 1, sizeof *count);
+    assert_non_null(count);
+    draw_stars(hubs, d, k, calls, count);
+    double draws = (double)hubs * calls;
+    double expect = draws * k / (double)d, x2 = 0;
+    for (gnn_vid_t u = 1; u <= d; u++) x2 += (count[u] - expect) * (count[u] - expect) / expect;
+    double p = (double)k / (double)d;
+    free(count);
+    return x2 / ((1 - p) * (double)d / (double)(d - 1));
+}
+
+static void test_uniform_neighbours(void **state)
+{
+    (void)state;
+    double t50 = star_statistic(50, 5, 200, 100); /* scan path, 20000 draws, E = 2000 */
+    printf("stars d=50 k=5: chi2 %.2f (df 49, critical %.3f at 0.001)\n", t50, CHI2_999_DF49);
+    assert_true(t50 < CHI2_999_DF49);
+    double t1000 = star_statistic(1000, 100, 20, 200); /* hash-set path, 4000 draws, E = 400 */
+    printf("stars d=1000 k=100: chi2 %.2f (df 999, critical %.3f at 0.001)\n", t1000,
+           CHI2_999_DF999);
+    assert_true(t1000 < CHI2_999_DF999);
+}
+
+/* Every 3-subset of 6 neighbours equally likely: 20 cells, a plain
+ * multinomial (one subset per draw), chi-square with 19 degrees of freedom. */
+static void test_uniform_subsets(void **state)
+{
+    (void)state;
+    gnn_csr_t g;
+    const gnn_vid_t hubs = 400, d = 6;
+    const int k = 3, calls = 20;
+    stars(hubs, d, &g);
+    gnn_sampler_t *s;
+    assert_int_equal(gnn_sampler_create(&g, 1, &k, &s), 0);
+    int64_t count[64] = {0}; /* by bit mask of the chosen neighbour offsets */
+    gnn_vid_t seeds[400];
+    for (gnn_vid_t c = 0; c < hubs; c++) seeds[c] = c * (d + 1);
+    for (int t = 0; t < calls; t++) {
+        gnn_minibatch_t mb;
+        assert_int_equal(gnn_sampler_sample(s, seeds, hubs, g_seed, (uint64_t)t, 7, &mb), 0);
+        const gnn_block_t *b = &mb.blocks[0];
+        for (gnn_vid_t i = 0; i < hubs; i++) {
+            unsigned mask = 0;
+            for (gnn_eid_t e = b->csr.indptr[i]; e < b->csr.indptr[i + 1]; e++)
+                mask |= 1u << (b->src_ids[b->csr.indices[e]] - seeds[i] - 1);
+            assert_int_equal(__builtin_popcount(mask), 3);
+            count[mask]++;
+        }
+        gnn_minibatch_free(&mb);
+    }
+    double expect = (double)hubs * calls / 20.0, x2 = 0;
+    int cells = 0;
+    for (unsigned m = 0; m < 64; m++)
+        if (__builtin_popcount(m) == 3) {
+            cells++;
+            x2 += (count[m] - expect) * (count[m] - expect) / expect;
+        }
+    assert_int_equal(cells, 20);
+    printf("subsets 3 of 6: chi2 %.2f (df 19, critical %.3f at 0.001)\n", x2, CHI2_999_DF19);
+    assert_true(x2 < CHI2_999_DF19);
+    gnn_sampler_free(s);
+    gnn_csr_free(&g);
+}
+
+/* ---- Structure ----------------------------------------------------------------- */
+
+static void test_all_when_small(void **state)
+{
+    (void)state;
+    gnn_csr_t g;
+    star_graph(5, &g);
+    gnn_vid_t hub = 0;
+    const int fanouts[][1] = {{5}, {6}, {100}, {-1}};
+    for (int f = 0; f < 4; f++) {
+        gnn_sampler_t *s;
+        assert_int_equal(gnn_sampler_create(&g, 1, fanouts[f], &s), 0);
+        gnn_minibatch_t mb;
+        assert_int_equal(gnn_sampler_sample(s, &hub, 1, 1, 2, 3, &mb), 0);
+        check_minibatch(&g, 1, fanouts[f], &hub, 1, &mb);
+        assert_int_equal(mb.blocks[0].csr.nnz, 5);
+        assert_int_equal(mb.n_input, 6);
+        gnn_minibatch_free(&mb);
+        gnn_sampler_free(s);
+    }
+    /* Leaves (no in-edges) give empty rows. */
+    gnn_vid_t leaves[] = {3, 1};
+    int two[] = {2, 2};
+    gnn_sampler_t *s;
+    assert_int_equal(gnn_sampler_create(&g, 2, two, &s), 0);
+    gnn_minibatch_t mb;
+    assert_int_equal(gnn_sampler_sample(s, leaves, 2, 1, 0, 0, &mb), 0);
+    check_minibatch(&g, 2, two, leaves, 2, &mb);
+    assert_int_equal(mb.edges_total, 0);
+    assert_int_equal(mb.n_input, 2);
+    gnn_minibatch_free(&mb);
+    /* No seeds: empty blocks. */
+    assert_int_equal(gnn_sampler_sample(s, NULL, 0, 1, 0, 0, &mb), 0);
+    check_minibatch(&g, 2, two, NULL, 0, &mb);
+    gnn_minibatch_free(&mb);
+    gnn_minibatch_free(&mb); /* zeroed: a no-op */
+    gnn_sampler_free(s);
+    gnn_sampler_free(NULL);
+    gnn_csr_free(&g);
+}
+
+static void test_multi_layer(void **state)
+{
+    (void)state;
+    uint64_t rng = g_seed ^ 0x1234;
+    gnn_csr_t g;
+    random_graph(&rng, 3000, 24000, 6, 700, &g);
+    const int configs[][3] = {{5, 3, 2}, {10, 10, 10}, {-1, 2, 4}, {100, 70, -1}, {1, 1, 1}};
+    const int64_t sizes[] = {1, 7, 64, 256};
+    for (int c = 0; c < 5; c++)
+        for (int layers = 1; layers <= 3; layers++) {
+            gnn_sampler_t *s;
+            assert_int_equal(gnn_sampler_create(&g, layers, configs[c], &s), 0);
+            assert_int_equal(gnn_sampler_layers(s), layers);
+            assert_int_equal(gnn_sampler_fanout(s, 0), configs[c][0]);
+            for (int z = 0; z < 4; z++) {
+                gnn_vid_t *seeds = random_ids(&rng, g.n_rows, sizes[z]);
+                put_first(seeds, g.n_rows, 0); /* a hub */
+                gnn_minibatch_t mb;
+                assert_int_equal(gnn_sampler_sample(s, seeds, sizes[z], g_seed, 1, (uint64_t)z, &mb), 0);
+                check_minibatch(&g, layers, configs[c], seeds, sizes[z], &mb);
+                gnn_minibatch_free(&mb);
+                free(seeds);
+            }
+            gnn_sampler_free(s);
+        }
+    gnn_csr_free(&g);
+}
+
+static void test_full_block(void **state)
+{
+    (void)state;
+    uint64_t rng = g_seed ^ 0x777;
+    gnn_csr_t g;
+    random_graph(&rng, 500, 4000, 3, 300, &g);
+    gnn_vid_t *dst = random_ids(&rng, g.n_rows, 120);
+    put_first(dst, g.n_rows, 7); /* a hub */
+    gnn_block_t b;
+    assert_int_equal(gnn_sampler_full_block(&g, dst, 120, &b), 0);
+    assert_int_equal(gnn_csr_validate(&b.csr), 0);
+    assert_int_equal(b.csr.n_rows, 120);
+    assert_memory_equal(b.src_ids, dst, 120 * sizeof *dst);
+    for (gnn_vid_t i = 0; i < 120; i++) {
+        gnn_vid_t v = dst[i];
+        gnn_eid_t d = g.indptr[v + 1] - g.indptr[v];
+        assert_int_equal(b.csr.indptr[i + 1] - b.csr.indptr[i], d);
+        gnn_vid_t row[1024];
+        assert_true(d <= 1024);
+        for (gnn_eid_t e = 0; e < d; e++) row[e] = b.src_ids[b.csr.indices[b.csr.indptr[i] + e]];
+        qsort(row, (size_t)d, sizeof *row, cmp_vid);
+        assert_memory_equal(row, g.indices + g.indptr[v], (size_t)d * sizeof *row);
+    }
+    gnn_block_free(&b);
+    gnn_block_free(&b); /* zeroed: a no-op */
+    /* Errors: repeated and out-of-range destinations. */
+    gnn_vid_t bad1[] = {1, 2, 1}, bad2[] = {1, 500};
+    assert_int_equal(gnn_sampler_full_block(&g, bad1, 3, &b), GNN_EINVAL);
+    assert_non_null(strstr(gnn_error_message(), "destination 1 is repeated"));
+    assert_null(b.src_ids);
+    assert_int_equal(gnn_sampler_full_block(&g, bad2, 2, &b), GNN_EINVAL);
+    assert_non_null(strstr(gnn_error_message(), "destination 500"));
+    assert_int_equal(gnn_sampler_full_block(&g, NULL, 2, &b), GNN_EINVAL);
+    assert_int_equal(gnn_sampler_full_block(&g, bad2, 0, &b), 0);
+    assert_int_equal(b.csr.n_rows, 0);
+    gnn_block_free(&b);
+    free(dst);
+    gnn_csr_free(&g);
+}
+
+/* ---- Reproducibility ---------------------------------------------------------- */
+
+static void test_threads_identical(void **state)
+{
+    (void)state;
+    uint64_t rng = g_seed ^ 0xABC;
+    gnn_csr_t g;
+    random_graph(&rng, 20000, 200000, 8, 3000, &g);
+    int fanouts[] = {100, 10, 5}; /* 100 takes the hash-set path on the hubs */
+    gnn_sampler_t *s;
+    assert_int_equal(gnn_sampler_create(&g, 3, fanouts, &s), 0);
+    gnn_vid_t *seeds = random_ids(&rng, g.n_rows, 500);
+    int saved = omp_get_max_threads();
+    gnn_minibatch_t ref, mb;
+    omp_set_num_threads(1);
+    assert_int_equal(gnn_sampler_sample(s, seeds, 500, g_seed, 3, 4, &ref), 0);
+    check_minibatch(&g, 3, fanouts, seeds, 500, &ref);
+    printf("threads: %" PRId64 " input nodes, %" PRId64 " edges\n", ref.n_input, ref.edges_total);
+    for (int t = 2; t <= 4; t *= 2) {
+        omp_set_num_threads(t);
+        assert_int_equal(gnn_sampler_sample(s, seeds, 500, g_seed, 3, 4, &mb), 0);
+        assert_true(minibatch_equal(&ref, &mb));
+        gnn_minibatch_free(&mb);
+    }
+    omp_set_num_threads(saved);
+
+    /* Another batch, epoch or seed draws differently. */
+    const uint64_t other[][3] = {{g_seed, 3, 5}, {g_seed, 4, 4}, {g_seed + 1, 3, 4}};
+    for (int o = 0; o < 3; o++) {
+        assert_int_equal(gnn_sampler_sample(s, seeds, 500, other[o][0], other[o][1], other[o][2], &mb), 0);
+        assert_false(minibatch_equal(&ref, &mb));
+        /* The node lists differ (local ids alone may coincide: new sources
+         * are numbered in order of appearance; and hop 0 takes every
+         * neighbour of most seeds with fanout 100). */
+        gnn_vid_t n2 = ref.n_input < mb.n_input ? ref.n_input : mb.n_input;
+        assert_true(memcmp(ref.nodes, mb.nodes, (size_t)n2 * sizeof *mb.nodes) != 0);
+        gnn_minibatch_free(&mb);
+    }
+
+    /* Batches sampled concurrently from one sampler equal sequential ones. */
+    enum { NB = 8 };
+    gnn_minibatch_t seq[NB], par[NB];
+    int rcs[NB];
+    for (int b = 0; b < NB; b++)
+        assert_int_equal(gnn_sampler_sample(s, seeds + 50 * b, 50, g_seed, 9, (uint64_t)b, &seq[b]), 0);
+#pragma omp parallel for num_threads(4) schedule(static, 1)
+    for (int b = 0; b < NB; b++)
+        rcs[b] = gnn_sampler_sample(s, seeds + 50 * b, 50, g_seed, 9, (uint64_t)b, &par[b]);
+    for (int b = 0; b < NB; b++) {
+        assert_int_equal(rcs[b], 0);
+        assert_true(minibatch_equal(&seq[b], &par[b]));
+        gnn_minibatch_free(&seq[b]);
+        gnn_minibatch_free(&par[b]);
+    }
+    gnn_minibatch_free(&ref);
+    free(seeds);
+    gnn_sampler_free(s);
+    gnn_csr_free(&g);
+}
+
+/* The draws for node v at hop h do not depend on the rest of the frontier
+ * or its order. */
+static void test_frontier_independent(void **state)
+{
+    (void)state;
+    uint64_t rng = g_seed ^ 0x55;
+    gnn_csr_t g;
+    random_graph(&rng, 2000, 30000, 4, 400, &g);
+    int fanouts[] = {6, 4};
+    gnn_sampler_t *s;
+    assert_int_equal(gnn_sampler_create(&g, 2, fanouts, &s), 0);
+    gnn_vid_t *ids = random_ids(&rng, g.n_rows, 40);
+    put_first(ids, g.n_rows, 0); /* a hub */
+    gnn_vid_t a[40], b[20];
+    memcpy(a, ids, sizeof a);
+    for (int i = 0; i < 20; i++) b[i] = ids[39 - 2 * i]; /* half of them, reversed */
+    gnn_minibatch_t ma, mbb;
+    assert_int_equal(gnn_sampler_sample(s, a, 40, g_seed, 2, 2, &ma), 0);
+    assert_int_equal(gnn_sampler_sample(s, b, 20, g_seed, 2, 2, &mbb), 0);
+    gnn_vid_t ra[1024], rb[1024];
+    int compared = 0;
+    for (int l = 0; l < 2; l++)
+        for (gnn_vid_t i = 0; i < mbb.blocks[l].csr.n_rows; i++) {
+            gnn_vid_t v = mbb.blocks[l].src_ids[i];
+            int64_t na = row_of(&ma, l, v, ra);
+            if (na < 0) continue;
+            int64_t nb = row_of(&mbb, l, v, rb);
+            assert_int_equal(na, nb);
+            assert_memory_equal(ra, rb, (size_t)na * sizeof *ra);
+            compared++;
+        }
+    printf("frontier independence: %d rows compared\n", compared);
+    assert_true(compared > 20);
+    gnn_minibatch_free(&ma);
+    gnn_minibatch_free(&mbb);
+    free(ids);
+    gnn_sampler_free(s);
+    gnn_csr_free(&g);
+}
+
+/* ---- Errors ------------------------------------------------------------------- */
+
+static void test_errors(void **state)
+{
+    (void)state;
+    gnn_csr_t g;
+    star_graph(10, &g);
+    gnn_sampler_t *s = (gnn_sampler_t *)(uintptr_t)1;
+    int f[GNN_SAMPLER_MAX_LAYERS + 1];
+    for (int i = 0; i <= GNN_SAMPLER_MAX_LAYERS; i++) f[i] = 2;
+    int bad[] = {3, 0, 2};
+    assert_int_equal(gnn_sampler_create(&g, 3, bad, &s), GNN_EINVAL);
+    assert_null(s);
+    assert_non_null(strstr(gnn_error_message(), "fanout 0 of hop 1"));
+    bad[1] = -2;
+    assert_int_equal(gnn_sampler_create(&g, 3, bad, &s), GNN_EINVAL);
+    assert_non_null(strstr(gnn_error_message(), "fanout -2"));
+    assert_int_equal(gnn_sampler_create(&g, 0, f, &s), GNN_EINVAL);
+    assert_int_equal(gnn_sampler_create(&g, GNN_SAMPLER_MAX_LAYERS + 1, f, &s), GNN_EINVAL);
+    assert_int_equal(gnn_sampler_create(&g, 2, NULL, &s), GNN_EINVAL);
+    assert_int_equal(gnn_sampler_create(NULL, 2, f, &s), GNN_EINVAL);
+    assert_int_equal(gnn_sampler_create(&g, 2, f, NULL), GNN_EINVAL);
+    gnn_csr_t rect = g;
+    rect.n_cols = g.n_rows + 1;
+    assert_int_equal(gnn_sampler_create(&rect, 2, f, &s), GNN_EINVAL);
+    assert_int_equal(gnn_sampler_create(&g, GNN_SAMPLER_MAX_LAYERS, f, &s), 0);
+    gnn_sampler_free(s);
+
+    assert_int_equal(gnn_sampler_create(&g, 2, f, &s), 0);
+    gnn_minibatch_t mb;
+    gnn_vid_t dup[] = {0, 4, 5, 4}, out_hi[] = {0, 11}, out_lo[] = {-1};
+    assert_int_equal(gnn_sampler_sample(s, dup, 4, 1, 0, 0, &mb), GNN_EINVAL);
+    assert_non_null(strstr(gnn_error_message(), "seed 4 is repeated (positions 1 and 3)"));
+    assert_null(mb.nodes);
+    assert_int_equal(mb.layers, 0);
+    assert_int_equal(gnn_sampler_sample(s, out_hi, 2, 1, 0, 0, &mb), GNN_EINVAL);
+    assert_non_null(strstr(gnn_error_message(), "seed 11 at position 1"));
+    assert_int_equal(gnn_sampler_sample(s, out_lo, 1, 1, 0, 0, &mb), GNN_EINVAL);
+    assert_non_null(strstr(gnn_error_message(), "seed -1"));
+    assert_int_equal(gnn_sampler_sample(s, out_lo, -1, 1, 0, 0, &mb), GNN_EINVAL);
+    assert_int_equal(gnn_sampler_sample(s, NULL, 3, 1, 0, 0, &mb), GNN_EINVAL);
+    assert_int_equal(gnn_sampler_sample(NULL, dup, 1, 1, 0, 0, &mb), GNN_EINVAL);
+    assert_int_equal(gnn_sampler_sample(s, dup, 1, 1, 0, 0, NULL), GNN_EINVAL);
+    gnn_sampler_free(s);
+    gnn_csr_free(&g);
+}
+
+/* Every allocation made to fail in turn: a clean GNN_ENOMEM, the output
+ * zeroed, nothing leaked; then the call succeeds. */
+static void test_alloc_failure(void **state)
+{
+    (void)state;
+    uint64_t rng = g_seed ^ 0x99;
+    gnn_csr_t g;
+    random_graph(&rng, 1500, 9000, 3, 400, &g);
+    int fanouts[] = {80, 5, 3}; /* 80 > the scan limit on hubs: the set is allocated */
+    gnn_vid_t seeds[] = {0, 7, 14, 100, 200, 300, 401, 502};
+    int failed_create = 0, failed_sample = 0, failed_full = 0, rc;
+    gnn_sampler_t *s = NULL;
+    for (int64_t nth = 1;; nth++) {
+        assert_true(nth < 100);
+        gnn_alloc_fail_at(nth);
+        rc = gnn_sampler_create(&g, 3, fanouts, &s);
+        int failed = gnn_alloc_failed();
+        gnn_alloc_fail_at(0);
+        if (rc == 0) {
+            assert_false(failed);
+            break;
+        }
+        assert_int_equal(rc, GNN_ENOMEM);
+        assert_null(s);
+        failed_create++;
+    }
+    gnn_minibatch_t ref, mb;
+    assert_int_equal(gnn_sampler_sample(s, seeds, 8, 5, 6, 7, &ref), 0);
+    for (int64_t nth = 1;; nth++) {
+        assert_true(nth < 1000);
+        gnn_alloc_fail_at(nth);
+        rc = gnn_sampler_sample(s, seeds, 8, 5, 6, 7, &mb);
+        int failed = gnn_alloc_failed();
+        gnn_alloc_fail_at(0);
+        if (rc == 0) {
+            assert_false(failed);
+            break;
+        }
+        assert_int_equal(rc, GNN_ENOMEM);
+        assert_int_equal(gnn_error_code(), GNN_ENOMEM);
+        assert_null(mb.nodes);
+        assert_int_equal(mb.layers, 0);
+        assert_null(mb.blocks[0].csr.indptr);
+        failed_sample++;
+    }
+    assert_true(minibatch_equal(&ref, &mb));
+    gnn_minibatch_free(&mb);
+    gnn_minibatch_free(&ref);
+    gnn_block_t b;
+    for (int64_t nth = 1;; nth++) {
+        assert_true(nth < 100);
+        gnn_alloc_fail_at(nth);
+        rc = gnn_sampler_full_block(&g, seeds, 8, &b);
+        int failed = gnn_alloc_failed();
+        gnn_alloc_fail_at(0);
+        if (rc == 0) {
+            assert_false(failed);
+            break;
+        }
+        assert_int_equal(rc, GNN_ENOMEM);
+        assert_null(b.src_ids);
+        failed_full++;
+    }
+    gnn_block_free(&b);
+    printf("allocation failures: create %d, sample %d, full block %d\n", failed_create,
+           failed_sample, failed_full);
+    assert_true(failed_create >= 1);
+    assert_true(failed_sample >= 8); /* map, nodes, 3 x (indptr, indices), the set */
+    assert_true(failed_full >= 4);
+    gnn_sampler_free(s);
+    gnn_csr_free(&g);
+}
+
+/* ---- Scale ---------------------------------------------------------------------- */
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* A 1M-node graph (degrees uniform in 0..20, 16 hubs of 20000): one batch
+ * of 1024 seeds with fanouts 15,10,5 costs O(batch), not O(N). The time is
+ * printed, not asserted. */
+static void test_large_graph(void **state)
+{
+    (void)state;
+    uint64_t rng = g_seed ^ 0xBEEF;
+    const gnn_vid_t n = 1 << 20;
+    gnn_csr_t g;
+    memset(&g, 0, sizeof g);
+    g.n_rows = g.n_cols = n;
+    g.indptr = gnn_malloc_array((size_t)n + 1, sizeof *g.indptr);
+    assert_non_null(g.indptr);
+    g.indptr[0] = 0;
+    for (gnn_vid_t v = 0; v < n; v++)
+        g.indptr[v + 1] = g.indptr[v] + (v % 65536 == 1 ? 20000 : rng_below(&rng, 21));
+    g.nnz = g.indptr[n];
+    g.indices = gnn_malloc_array((size_t)g.nnz, sizeof *g.indices);
+    assert_non_null(g.indices);
+    for (gnn_eid_t e = 0; e < g.nnz; e++) g.indices[e] = rng_below(&rng, n);
+    int fanouts[] = {15, 10, 5};
+    gnn_sampler_t *s;
+    assert_int_equal(gnn_sampler_create(&g, 3, fanouts, &s), 0);
+    gnn_vid_t *seeds = random_ids(&rng, n, 1024);
+    put_first(seeds, n, 1); /* a hub */
+    double best = 1e30;
+    for (int rep = 0; rep < 5; rep++) {
+        gnn_minibatch_t mb;
+        double t0 = now();
+        assert_int_equal(gnn_sampler_sample(s, seeds, 1024, g_seed, 0, (uint64_t)rep, &mb), 0);
+        double t = now() - t0;
+        if (t < best) best = t;
+        if (rep == 0) {
+            for (int l = 0; l < 3; l++) assert_int_equal(gnn_csr_validate(&mb.blocks[l].csr), 0);
+            printf("1M-node graph (%" PRId64 " edges), 1024 seeds, fanouts 15,10,5: %" PRId64
+                   " input nodes, edges by layer %" PRId64 " %" PRId64 " %" PRId64 "\n",
+                   g.nnz, mb.n_input, mb.edges[0], mb.edges[1], mb.edges[2]);
+        }
+        gnn_minibatch_free(&mb);
+    }
+    printf("1M-node graph: best of 5 batches %.2f ms on %d threads\n", best * 1e3,
+           omp_get_max_threads());
+    free(seeds);
+    gnn_sampler_free(s);
+    gnn_csr_free(&g);
+}
+
+int main(void)
+{
+    g_seed = tu_seed();
+    fflush(stdout);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_uniform_neighbours),
+        cmocka_unit_test(test_uniform_subsets),
+        cmocka_unit_test(test_all_when_small),
+        cmocka_unit_test(test_multi_layer),
+        cmocka_unit_test(test_full_block),
+        cmocka_unit_test(test_threads_identical),
+        cmocka_unit_test(test_frontier_independent),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_alloc_failure),
+        cmocka_unit_test(test_large_graph),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
