@@ -8,6 +8,9 @@
 #include "kernels/backend_impl.h"
 
 #include "kernels/aggr_builtin.h"
+#ifdef GNN_HAVE_CUDA_RUNTIME
+#include "kernels/cuda/device.h"
+#endif
 
 #include "graph/base/alloc.h"
 #include "graph/base/error.h"
@@ -38,6 +41,19 @@ static int open_cuda(gnn_backend_t *be, int dev)
 {
 #ifdef GNN_HAVE_CUDA_BACKEND
     return gnn__backend_cuda_init(be, dev);
+#elif defined(GNN_HAVE_CUDA_RUNTIME)
+    /* Built with the CUDA toolkit, before the CUDA backend exists: tell a
+     * machine without a GPU from one with. */
+    (void)be;
+    int n = 0;
+    if (gnn_cuda_device_count(&n) < 0 || n == 0)
+        return GNN_FAIL(GNN_ENODEV, "backend cuda: no CUDA device on this machine");
+    if (dev >= n)
+        return GNN_FAIL(GNN_ENODEV, "backend cuda:%d: this machine has %d CUDA device%s", dev, n,
+                        n == 1 ? "" : "s");
+    return GNN_FAIL(GNN_EUNSUPPORTED, "backend cuda: %d device%s found, but this version trains "
+                                      "on the CPU only (use --device cpu)",
+                    n, n == 1 ? "" : "s");
 #else
     (void)be;
     (void)dev;
