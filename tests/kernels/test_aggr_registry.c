@@ -30,6 +30,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "tests/common/testrng.h"
 #include "graph/base/alloc.h"
 #include "graph/base/error.h"
 #include "kernels/aggr.h"
@@ -56,29 +57,21 @@ static const char *const builtin_names[] = {"sum", "mean", "gcn", "max"};
 
 /* ---- Random data ----------------------------------------------------------- */
 
-static uint64_t rng_next(uint64_t *state) /* splitmix64 */
-{
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 static int64_t rng_below(uint64_t *state, int64_t bound)
 {
-    return (int64_t)(rng_next(state) % (uint64_t)bound);
+    return (int64_t)(tu_rng_next(state) % (uint64_t)bound);
 }
 
 static float rng_float(uint64_t *state) /* in [-1, 1), exact in float */
 {
-    return (float)((double)(rng_next(state) >> 40) / (double)(1u << 23) - 1.0);
+    return (float)((double)(tu_rng_next(state) >> 40) / (double)(1u << 23) - 1.0);
 }
 
 /* n pairwise distinct values in [-1, 1) (an affine bijection mod a prime). */
 #define DISTINCT_P 1000003u
 static void distinct_values(uint64_t *state, size_t n, float *x)
 {
-    uint64_t a = 1 + (uint64_t)rng_below(state, DISTINCT_P - 1), b = rng_next(state) % DISTINCT_P;
+    uint64_t a = 1 + (uint64_t)rng_below(state, DISTINCT_P - 1), b = tu_rng_next(state) % DISTINCT_P;
     assert_true(n < DISTINCT_P);
     for (size_t i = 0; i < n; i++)
         x[i] = (float)((double)((a * i + b) % DISTINCT_P) * (2.0 / DISTINCT_P) - 1.0);

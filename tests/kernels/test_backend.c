@@ -16,6 +16,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "tests/common/testrng.h"
 #include "graph/base/alloc.h"
 #include "graph/base/error.h"
 #include "kernels/aggr.h"
@@ -30,17 +31,9 @@
 
 static uint64_t g_seed;
 
-static uint64_t rng_next(uint64_t *s) /* splitmix64 */
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 static float rng_float(uint64_t *s)
 {
-    return (float)(rng_next(s) >> 40) * 0x1p-23f - 1.0f;
+    return (float)(tu_rng_next(s) >> 40) * 0x1p-23f - 1.0f;
 }
 
 static float *rand_floats(uint64_t *s, int64_t n)
@@ -81,13 +74,13 @@ static void make_graph(uint64_t *s, gnn_vid_t n_dst, gnn_vid_t n_src, gnn_eid_t 
     assert_true(src && dst && w);
     for (gnn_eid_t i = 0; i < m; i++) {
         gnn_vid_t v;
-        if (rng_next(s) % 3 == 0)
+        if (tu_rng_next(s) % 3 == 0)
             v = 2;
         else
-            do v = (gnn_vid_t)(rng_next(s) % (uint64_t)n_dst);
+            do v = (gnn_vid_t)(tu_rng_next(s) % (uint64_t)n_dst);
             while (v % 4 == 1);
         dst[i] = v;
-        src[i] = (gnn_vid_t)(rng_next(s) % (uint64_t)n_src);
+        src[i] = (gnn_vid_t)(tu_rng_next(s) % (uint64_t)n_src);
         w[i] = rng_float(s);
     }
     /* Build as a square graph over max(n_dst, n_src) nodes, then cut the
@@ -256,7 +249,7 @@ static void test_dense_matches_kernels(void **state)
 
     /* gather_rows, softmax cross-entropy, count_correct, argmax. */
     int64_t idx[5] = {3, 0, 36, 3, 17}, labels[37];
-    for (int64_t r = 0; r < rows; r++) labels[r] = (int64_t)(rng_next(&s) % (uint64_t)n);
+    for (int64_t r = 0; r < rows; r++) labels[r] = (int64_t)(tu_rng_next(&s) % (uint64_t)n);
     int64_t *didx = up(be, idx, sizeof idx), *dlab = up(be, labels, sizeof labels);
     assert_int_equal(gnn_gather_rows(5, n, c, rows, idx, want), 0);
     assert_int_equal(gnn_be_gather_rows(be, 5, n, dcc, rows, didx, dc), 0);

@@ -20,6 +20,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "tests/common/testrng.h"
 #include "graph/base/alloc.h"
 #include "graph/base/error.h"
 #include "kernels/dense.h"
@@ -40,18 +41,10 @@ static uint64_t g_seed;
 
 /* ---- Helpers ------------------------------------------------------------------ */
 
-static uint64_t rng_next(uint64_t *state) /* splitmix64 */
-{
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 /* Uniform float in [lo, hi). */
 static float rng_float(uint64_t *state, float lo, float hi)
 {
-    return lo + (hi - lo) * (float)(rng_next(state) >> 40) * 0x1p-24f;
+    return lo + (hi - lo) * (float)(tu_rng_next(state) >> 40) * 0x1p-24f;
 }
 
 static float *rand_floats(uint64_t *st, int64_t n, float lo, float hi)
@@ -407,7 +400,7 @@ static void test_axpby_gather_against_reference(void **state)
         float *src = rand_floats(&st, rows * f, -1, 1), *dst = rand_floats(&st, n * f, -1, 1);
         int64_t *idx = malloc((size_t)n * sizeof *idx);
         assert_non_null(idx);
-        for (int64_t i = 0; i < n; i++) idx[i] = (int64_t)(rng_next(&st) % (uint64_t)rows);
+        for (int64_t i = 0; i < n; i++) idx[i] = (int64_t)(tu_rng_next(&st) % (uint64_t)rows);
         double *srcd = to_double(src, rows * f), *dstd = dalloc(n * f);
         gnn_ref_gather_rows(n, f, srcd, idx, dstd);
         assert_int_equal(gnn_gather_rows(n, f, src, rows, idx, dst), 0);
@@ -478,7 +471,7 @@ static void test_dropout_fraction_and_reference(void **state)
     static const float ps[] = {0.1f, 0.5f, 0.9f};
     for (size_t t = 0; t < 3; t++) {
         float p = ps[t];
-        uint64_t seed = rng_next(&st), offset = rng_next(&st);
+        uint64_t seed = tu_rng_next(&st), offset = tu_rng_next(&st);
         assert_int_equal(gnn_dropout(n, p, seed, offset, x, y), 0);
         gnn_ref_dropout(n, p, seed, offset, xd, yd);
         int64_t dropped = 0;
@@ -569,7 +562,7 @@ static int64_t *rand_perm(uint64_t *st, int64_t rows)
     assert_non_null(perm);
     for (int64_t i = 0; i < rows; i++) perm[i] = i;
     for (int64_t i = rows - 1; i > 0; i--) {
-        int64_t j = (int64_t)(rng_next(st) % (uint64_t)(i + 1)), t = perm[i];
+        int64_t j = (int64_t)(tu_rng_next(st) % (uint64_t)(i + 1)), t = perm[i];
         perm[i] = perm[j];
         perm[j] = t;
     }
@@ -590,7 +583,7 @@ static void test_softmax_xent_against_reference(void **state)
         float *x = rand_floats(&st, n, -4, 4), *d = rand_floats(&st, n, -1, 1);
         int64_t *labels = malloc((size_t)rows * sizeof *labels);
         assert_non_null(labels);
-        for (int64_t r = 0; r < rows; r++) labels[r] = (int64_t)(rng_next(&st) % (uint64_t)classes);
+        for (int64_t r = 0; r < rows; r++) labels[r] = (int64_t)(tu_rng_next(&st) % (uint64_t)classes);
         if (idx && rows > 1) labels[idx[nidx]] = -7; /* unselected rows are not read */
         if (rows > 3) x[classes] = 90.0f, x[2 * classes] = -90.0f; /* stability */
         double *xd = to_double(x, n), *dd = dalloc(n), loss = -1, loss_ref = -2, loss_fwd = -3;
@@ -797,7 +790,7 @@ static void test_argmax_and_count_correct(void **state)
         assert_int_equal(gnn_argmax_rows(rows, classes, a, got), 0);
         assert_memory_equal(got, want, (size_t)rows * sizeof *got);
         for (int64_t r = 0; r < rows; r++)
-            labels[r] = (rng_next(&st) & 1) ? want[r] : (int64_t)(rng_next(&st) % (uint64_t)classes);
+            labels[r] = (tu_rng_next(&st) & 1) ? want[r] : (int64_t)(tu_rng_next(&st) % (uint64_t)classes);
         int64_t nidx = rows / 2 + 1, *idx = rand_perm(&st, rows), correct = -1, expect = 0;
         for (int64_t j = 0; j < nidx; j++) expect += want[idx[j]] == labels[idx[j]];
         assert_int_equal(gnn_count_correct(rows, classes, a, labels, idx, nidx, &correct), 0);

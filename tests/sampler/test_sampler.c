@@ -30,6 +30,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "tests/common/testrng.h"
 #include "graph/base/alloc.h"
 #include "graph/base/error.h"
 #include "sampler/sampler.h"
@@ -46,17 +47,9 @@ static uint64_t g_seed;
 
 /* ---- Random data and graphs ------------------------------------------------- */
 
-static uint64_t rng_next(uint64_t *state) /* splitmix64 */
-{
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 static int64_t rng_below(uint64_t *state, int64_t bound)
 {
-    return (int64_t)(rng_next(state) % (uint64_t)bound);
+    return (int64_t)(tu_rng_next(state) % (uint64_t)bound);
 }
 
 /* Deduplicated, sorted in-edge CSR of n nodes from m edges src -> dst. */

@@ -13,6 +13,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "tests/common/testrng.h"
 #include "graph/base/error.h"
 #include "kernels/aggr.h"
 #include "kernels/backend.h"
@@ -28,14 +29,6 @@
 #include <time.h>
 
 static uint64_t g_seed;
-
-static uint64_t rng_next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
 
 static void expect_error(int rc, int code, const char *want)
 {
@@ -66,8 +59,8 @@ static void fixture(fixture_t *t, int64_t n, int64_t f, int64_t classes, uint64_
     gnn_vid_t *src = malloc(m * sizeof *src), *dst = malloc(m * sizeof *dst);
     assert_true(src && dst);
     for (int64_t i = 0; i < m; i++) {
-        src[i] = 1 + (gnn_vid_t)(rng_next(s) % (uint64_t)(n - 1));
-        dst[i] = 1 + (gnn_vid_t)(rng_next(s) % (uint64_t)(n - 1));
+        src[i] = 1 + (gnn_vid_t)(tu_rng_next(s) % (uint64_t)(n - 1));
+        dst[i] = 1 + (gnn_vid_t)(tu_rng_next(s) % (uint64_t)(n - 1));
     }
     assert_int_equal(gnn_csr_from_edges(n, m, src, dst, NULL,
                                         GNN_BUILD_SYMMETRIZE | GNN_BUILD_DEDUPE |
@@ -82,7 +75,7 @@ static void fixture(fixture_t *t, int64_t n, int64_t f, int64_t classes, uint64_
     assert_non_null(xh);
     /* About 60 % zeros, so the sparse-input path has something to skip. */
     for (int64_t i = 0; i < n * f; i++)
-        xh[i] = rng_next(s) % 5 < 3 ? 0.0f : (float)((rng_next(s) >> 40) * 0x1p-24) - 0.5f;
+        xh[i] = tu_rng_next(s) % 5 < 3 ? 0.0f : (float)((tu_rng_next(s) >> 40) * 0x1p-24) - 0.5f;
     assert_int_equal(gnn_be_alloc(t->be, n * f * sizeof(float), (void **)&t->x), 0);
     assert_int_equal(gnn_be_upload(t->be, t->x, xh, n * f * sizeof(float)), 0);
     /* The same matrix as CSR with values. */
@@ -105,7 +98,7 @@ static void fixture(fixture_t *t, int64_t n, int64_t f, int64_t classes, uint64_
     assert_int_equal(gnn_be_sparse_create(t->be, &t->xs, &t->bxs), 0);
     free(xh);
     assert_true(n <= 64);
-    for (int64_t v = 0; v < n; v++) t->labels[v] = (int64_t)(rng_next(s) % (uint64_t)classes);
+    for (int64_t v = 0; v < n; v++) t->labels[v] = (int64_t)(tu_rng_next(s) % (uint64_t)classes);
     t->nidx = 0;
     for (int64_t v = 0; v < n; v += 2) t->idx[t->nidx++] = v;
 }
@@ -238,7 +231,7 @@ static void check_gradients_in(gnn_model_kind_t kind, const char *aggr, int laye
      * systematically. */
     float *w = gnn_model_params(m);
     for (int64_t i = 0; i < np; i++)
-        if (w[i] == 0.0f) w[i] = 0.05f * ((float)((rng_next(&s) >> 40) * 0x1p-24) - 0.5f);
+        if (w[i] == 0.0f) w[i] = 0.05f * ((float)((tu_rng_next(&s) >> 40) * 0x1p-24) - 0.5f);
     loss_of(&t, m, dl);
     assert_int_equal(gnn_model_backward(m, dl), 0);
     memcpy(grad, gnn_model_grads(m), np * sizeof(float));
