@@ -108,6 +108,11 @@ gnn_backend_kind_t gnn_backend_kind(const gnn_backend_t *be)
     return be->kind;
 }
 
+int gnn_be_host_memory(const gnn_backend_t *be)
+{
+    return be->kind == GNN_BACKEND_CPU;
+}
+
 const char *gnn_backend_describe(const gnn_backend_t *be)
 {
     return be ? be->desc : "(none)";

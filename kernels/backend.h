@@ -51,6 +51,9 @@ int gnn_backend_open(const char *name, gnn_backend_t **out);
 /* Release the backend; buffers and graphs must have been freed. NULL ok. */
 void gnn_backend_close(gnn_backend_t *be);
 gnn_backend_kind_t gnn_backend_kind(const gnn_backend_t *be);
+/* 1 when backend buffers are plain host memory (the CPU backend): host
+ * arrays may then be passed wherever a backend buffer is only read. */
+int gnn_be_host_memory(const gnn_backend_t *be);
 /* "cpu (T OpenMP threads)" or "cuda:N (device name, memory)". */
 const char *gnn_backend_describe(const gnn_backend_t *be);
 

@@ -49,12 +49,13 @@ typedef struct {
 #define MEMBER(m) {#m, offsetof(gnn_checkpoint_t, m), SIZE_OF(m)}
 #define COUNT_OF(a) (sizeof(a) / sizeof(a)[0])
 
-static const field_t str_fields[] = {MEMBER(model), MEMBER(aggr), MEMBER(decay_scope)};
+static const field_t str_fields[] = {MEMBER(model), MEMBER(aggr), MEMBER(decay_scope),
+                                     MEMBER(mode), MEMBER(fanouts)};
 static const field_t i64_fields[] = {
     MEMBER(layers), MEMBER(in_dim),     MEMBER(hidden),     MEMBER(classes),
     MEMBER(normalize_features),         MEMBER(runs),       MEMBER(run),
     MEMBER(epoch),  MEMBER(step),       MEMBER(best_epoch), MEMBER(bad_evals),
-    MEMBER(runs_done),                  MEMBER(n_params),
+    MEMBER(runs_done),                  MEMBER(n_params),   MEMBER(batch_size),
 };
 static const field_t f64_fields[] = {
     MEMBER(dropout),        MEMBER(lr),              MEMBER(weight_decay),
@@ -71,7 +72,8 @@ static const char *const tensor_names[N_TENSORS] = {
 
 /* A member added to gnn_checkpoint_t without an entry above fails here. */
 _Static_assert(sizeof(gnn_checkpoint_t) ==
-                   SIZE_OF(model) + SIZE_OF(aggr) + SIZE_OF(decay_scope) +
+                   SIZE_OF(model) + SIZE_OF(aggr) + SIZE_OF(decay_scope) + SIZE_OF(mode) +
+                       SIZE_OF(fanouts) +
                        8 * (COUNT_OF(i64_fields) + COUNT_OF(f64_fields) + COUNT_OF(u64_fields)) +
                        N_TENSORS * sizeof(void *),
                "every member of gnn_checkpoint_t needs a table entry");
@@ -147,6 +149,7 @@ static int check_fields(const gnn_checkpoint_t *c, const char *path, int code)
     GNN_TRY(check_i64(path, code, "hidden", c->hidden, 1, INT64_MAX));
     GNN_TRY(check_i64(path, code, "classes", c->classes, 1, INT64_MAX));
     GNN_TRY(check_i64(path, code, "normalize_features", c->normalize_features, 0, 1));
+    GNN_TRY(check_i64(path, code, "batch_size", c->batch_size, 0, INT64_MAX));
     GNN_CHECK(c->dropout >= 0 && c->dropout < 1, code, "%s: dropout = %g is outside [0, 1)", path,
               c->dropout);
     GNN_CHECK(isfinite(c->lr) && c->lr > 0, code, "%s: lr = %g must be positive", path, c->lr);

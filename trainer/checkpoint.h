@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #define GNN_CHECKPOINT_FORMAT "gnn-checkpoint"
-#define GNN_CHECKPOINT_VERSION 1
+#define GNN_CHECKPOINT_VERSION 2
 
 typedef struct {
     /* Configuration (checked on resume). */
@@ -26,7 +26,10 @@ typedef struct {
     int64_t layers, in_dim, hidden, classes;
     double dropout, lr, weight_decay;
     char decay_scope[16];  /* "first" | "all" */
+    char mode[16];         /* "full" | "minibatch" */
+    char fanouts[128];     /* mini-batch fanouts ("15,10,5"), "-" in full mode */
     int64_t normalize_features;
+    int64_t batch_size;    /* mini-batch size, 0 in full mode */
     uint64_t seed;         /* seed of run 0; run r uses seed + r */
     int64_t runs;          /* runs requested */
     /* Position. */

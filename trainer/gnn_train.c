@@ -1,5 +1,6 @@
 /*
- * gnn-train: trains GCN or GraphSAGE on a graph file (trainer/train.h).
+ * gnn-train: trains GCN or GraphSAGE on a graph file, on the whole graph or
+ * on sampled mini-batches (trainer/train.h).
  * Every option maps to one field of gnn_train_opts_t; --help lists them
  * with their defaults.
  */
@@ -35,6 +36,18 @@ static const gnn_opt_t train_table[] = {
     {"threads", 0, GNN_OPT_INT, O(threads), "T", "OpenMP threads (0: OMP_NUM_THREADS or all)"},
     {"sparse-features", 0, GNN_OPT_STRING, O(sparse_features), "MODE",
      "auto, on or off: first layer on a sparse copy of the features (auto: <= 10 % non-zero)"},
+    {"mode", 0, GNN_OPT_STRING, O(mode), "MODE",
+     "full (whole graph per step) or minibatch (sampled neighbours); default: gcn full, sage "
+     "minibatch"},
+    {"fanouts", 0, GNN_OPT_STRING, O(fanouts), "LIST",
+     "neighbours sampled per node and layer, nearest hop first, -1 = all (default: 10 each)"},
+    {"batch-size", 0, GNN_OPT_I64, O(batch_size), "B", "training nodes per mini-batch"},
+    {"sampler-threads", 0, GNN_OPT_INT, O(sampler_threads), "T",
+     "threads sampling mini-batches and gathering their features"},
+    {"prefetch", 0, GNN_OPT_INT, O(prefetch), "K",
+     "mini-batches prepared ahead of training (0: sample each when needed)"},
+    {"eval-batch-size", 0, GNN_OPT_I64, O(eval_batch_size), "B",
+     "nodes per batch of layer-wise inference (mini-batch mode)"},
     {"early-stop", 0, GNN_OPT_INT, O(early_stop), "K",
      "stop after K evaluations without a lower validation loss (0: off)"},
     {"eval-every", 0, GNN_OPT_INT, O(eval_every), "N", "evaluate every N epochs"},
@@ -51,7 +64,7 @@ static const gnn_opt_t train_table[] = {
 static const gnn_cli_t train_cli = {
     .prog = "gnn-train",
     .args = "",
-    .summary = "Train GCN or GraphSAGE on a graph file (full graph, one process).",
+    .summary = "Train GCN or GraphSAGE on a graph file (full graph or mini-batches, one process).",
     .opts = train_table,
     .min_positional = 0,
     .max_positional = 0,

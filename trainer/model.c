@@ -418,6 +418,28 @@ fail:
     return rc;
 }
 
+int gnn_model_layer_infer(gnn_model_t *m, int l, gnn_bgraph_t *g, const float *in,
+                          const float **out)
+{
+    int rc = 0;
+    GNN_CHECK(m && g && in && out, GNN_EINVAL, "model layer: NULL argument");
+    GNN_CHECK(l >= 0 && l < m->cfg.layers, GNN_EINVAL, "model layer: %d outside [0, %d)", l,
+              m->cfg.layers);
+    if (m->cfg.kind == GNN_MODEL_SAGE)
+        GNN_CHECK(gnn_bgraph_n_dst(g) <= gnn_bgraph_n_src(g), GNN_EINVAL,
+                  "model layer: more destinations than sources");
+    for (int k = 0; k < m->cfg.layers; k++) m->layer[k].trained = 0;
+    const gnn_bsparse_t *sp = m->sp;
+    m->sp = NULL;
+    rc = layer_forward(m, l, g, in, 0);
+    m->sp = sp;
+    if (rc < 0) goto fail;
+    *out = m->layer[l].z;
+    return 0;
+fail:
+    return rc;
+}
+
 const float *gnn_model_last_hidden(const gnn_model_t *m, int64_t *rows, int64_t *cols)
 {
     const layer_t *L = &m->layer[m->cfg.layers - 1];

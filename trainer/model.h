@@ -92,6 +92,17 @@ int gnn_model_forward(gnn_model_t *m, gnn_bgraph_t *const *graphs, const float *
  */
 int gnn_model_set_sparse_input(gnn_model_t *m, const gnn_bsparse_t *s);
 
+/*
+ * Layer l alone, without dropout (layer-wise inference): *out (n_dst of g
+ * x the layer's output width, a backend buffer of the model, valid until
+ * the next forward or layer call) = layer l of in (n_src of g x the
+ * layer's input width), ReLU'd except on the last layer. Layer 0 reads the
+ * dense in, never the sparse input. Invalidates the last training forward
+ * (a backward must follow a new one). GNN_EINVAL for a bad layer or shape.
+ */
+int gnn_model_layer_infer(gnn_model_t *m, int l, gnn_bgraph_t *g, const float *in,
+                          const float **out);
+
 /* The input of the last layer (its ReLU'd hidden rows, n_src of the last
  * layer x fin) after a forward; for --save-predictions. NULL for a
  * one-layer model fed sparse input (the input is then the features). */

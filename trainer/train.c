@@ -1,11 +1,25 @@
 /*
- * Full-graph training loop (trainer/train.h).
+ * Training loop (trainer/train.h), full-graph or mini-batch.
  *
- * One epoch: a training forward over the whole graph (dropout on), softmax
- * cross-entropy on the training nodes, the backward pass, one Adam step
- * (weight decay on the first layer only or on all, as --decay-scope says).
- * Every --eval-every epochs a forward without dropout gives the training,
- * validation and test accuracies and the validation loss. The reported test
+ * Full-graph epoch: a training forward over the whole graph (dropout on),
+ * softmax cross-entropy on the training nodes, the backward pass, one Adam
+ * step (weight decay on the first layer only or on all, as --decay-scope
+ * says). Every --eval-every epochs a forward without dropout gives the
+ * training, validation and test accuracies and the validation loss.
+ *
+ * Mini-batch epoch: the training nodes, shuffled by (seed, epoch), in
+ * batches of --batch-size; the loader (sampler/loader.h) samples each
+ * batch's blocks and gathers its input features on --sampler-threads
+ * threads, --prefetch batches ahead, and on the CPU also prepares the
+ * blocks' aggregation graphs there; the trainer runs forward, loss on the
+ * seeds, backward and one Adam step per batch. GCN on a block uses the
+ * block's own normalisation: s_dst[v] = (deg_block(v) + 1)^-1/2 over the
+ * sampled in-edges, s_src[u] = (outdeg_block(u) + 1)^-1/2 over the block's
+ * edges, with the self term of the destination (DGL's GraphConv
+ * norm="both" on the block with a self loop added). Evaluation is
+ * layer-wise inference: layer l for all nodes from layer l - 1's output, in
+ * batches of --eval-batch-size nodes with their full neighbourhoods, so at
+ * most two layers of activations are held. The reported test
  * accuracy is the one at the epoch of best validation accuracy (ties: lower
  * validation loss); early stopping counts evaluations without a new lowest
  * validation loss. The parameters of the best epoch are kept on the host
@@ -25,6 +39,7 @@
 #include "graph/base/progress.h"
 #include "graph/graph_file.h"
 #include "kernels/backend.h"
+#include "sampler/loader.h"
 #include "trainer/checkpoint.h"
 #include "trainer/model.h"
 
@@ -33,6 +48,7 @@
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -53,6 +69,10 @@ void gnn_train_defaults(gnn_train_opts_t *o)
     o->eval_every = 1;
     o->checkpoint_every = 10;
     o->sparse_features = "auto";
+    o->batch_size = 1024;
+    o->sampler_threads = 1;
+    o->prefetch = 2;
+    o->eval_batch_size = 4096;
 }
 
 static double now_s(void)
@@ -86,6 +106,20 @@ typedef struct {
     gnn_model_t *model;
     double epoch_s_sum;
     int64_t epoch_s_count;
+    /* Mini-batch mode. */
+    int minibatch;
+    int fanout[GNN_MODEL_MAX_LAYERS];
+    char fanouts[128];                /* canonical "15,10,5" (fits 16 x 1000000) */
+    const float *feat_host;           /* features the loader gathers from */
+    gnn_loader_t *ld;
+    int64_t *iota;                    /* backend, 0 .. batch_size - 1 */
+    float *xb;  size_t xb_bytes;      /* batch input on the backend (not host memory) */
+    int64_t *yb; size_t yb_bytes;     /* batch labels on the backend (not host memory) */
+    float *hbuf[2]; size_t hbuf_bytes[2]; /* layer-wise inference activations */
+    float *ebuf; size_t ebuf_bytes;   /* one inference batch's input rows */
+    int64_t *eidx; size_t eidx_bytes; /* ... and their ids */
+    gnn_loader_stats_t lst;           /* the last epoch's loader counters */
+    double compute_s;                 /* the last epoch's forward/backward/step time */
 } job_t;
 
 /* Metrics of one evaluation. */
@@ -125,6 +159,60 @@ static int check_opts(const gnn_train_opts_t *o)
                         o->sparse_features);
     if (o->decay_scope && strcmp(o->decay_scope, "first") && strcmp(o->decay_scope, "all"))
         return GNN_FAIL(GNN_EUSAGE, "--decay-scope \"%s\" (expected first or all)", o->decay_scope);
+    if (o->mode && strcmp(o->mode, "full") && strcmp(o->mode, "minibatch"))
+        return GNN_FAIL(GNN_EUSAGE, "--mode \"%s\" (expected full or minibatch)", o->mode);
+    if (o->batch_size < 1 || o->batch_size > ((int64_t)1 << 30))
+        return GNN_FAIL(GNN_EUSAGE, "--batch-size %" PRId64 " outside [1, 2^30]", o->batch_size);
+    if (o->sampler_threads < 1 || o->sampler_threads > GNN_LOADER_MAX_THREADS)
+        return GNN_FAIL(GNN_EUSAGE, "--sampler-threads %d outside [1, %d]", o->sampler_threads,
+                        GNN_LOADER_MAX_THREADS);
+    if (o->prefetch < 0 || o->prefetch > GNN_LOADER_MAX_PREFETCH)
+        return GNN_FAIL(GNN_EUSAGE, "--prefetch %d outside [0, %d]", o->prefetch,
+                        GNN_LOADER_MAX_PREFETCH);
+    if (o->eval_batch_size < 1 || o->eval_batch_size > ((int64_t)1 << 30))
+        return GNN_FAIL(GNN_EUSAGE, "--eval-batch-size %" PRId64 " outside [1, 2^30]",
+                        o->eval_batch_size);
+    return 0;
+}
+
+/* --fanouts "15,10,5" (one per layer, nearest hop first, -1 = all) into
+ * j->fanout and its canonical spelling j->fanouts; default 10 per layer. */
+static int parse_fanouts(job_t *j)
+{
+    const char *s = j->o->fanouts;
+    int L = j->o->layers, k = 0;
+    if (!s) {
+        for (k = 0; k < L; k++) j->fanout[k] = 10;
+    } else {
+        const char *p = s;
+        for (;;) {
+            char *end;
+            errno = 0;
+            long v = strtol(p, &end, 10);
+            if (end == p || errno || (v != -1 && v < 1) || v > 1000000)
+                return GNN_FAIL(GNN_EUSAGE, "--fanouts \"%s\": each entry must be -1 (all "
+                                            "neighbours) or a count from 1 to 1000000",
+                                s);
+            if (k == L)
+                return GNN_FAIL(GNN_EUSAGE, "--fanouts \"%s\" has more entries than --layers %d",
+                                s, L);
+            j->fanout[k++] = (int)v;
+            if (*end == '\0') break;
+            if (*end != ',')
+                return GNN_FAIL(GNN_EUSAGE, "--fanouts \"%s\": expected numbers separated by "
+                                            "commas",
+                                s);
+            p = end + 1;
+        }
+        if (k != L)
+            return GNN_FAIL(GNN_EUSAGE, "--fanouts \"%s\" has %d entries, --layers is %d (one "
+                                        "per layer, nearest hop first)",
+                            s, k, L);
+    }
+    size_t at = 0;
+    for (k = 0; k < L; k++)
+        at += (size_t)snprintf(j->fanouts + at, sizeof j->fanouts - at, "%s%d", k ? "," : "",
+                               j->fanout[k]);
     return 0;
 }
 
@@ -170,6 +258,19 @@ static void normalize_rows(float *x, gnn_vid_t n, int64_t f)
     }
 }
 
+/* Make *buf a backend buffer of at least bytes (contents not kept). */
+static int ensure(gnn_backend_t *be, void **buf, size_t *have, size_t bytes)
+{
+    if (*buf && *have >= bytes) return 0;
+    gnn_be_free(be, *buf);
+    *buf = NULL;
+    *have = 0;
+    int rc = gnn_be_alloc(be, bytes ? bytes : 1, buf);
+    if (rc < 0) return rc;
+    *have = bytes;
+    return 0;
+}
+
 static int upload_new(gnn_backend_t *be, const void *src, size_t bytes, void **dst)
 {
     int rc = gnn_be_alloc(be, bytes, dst);
@@ -190,6 +291,22 @@ static int setup_features(job_t *j)
     int64_t f = g->feat_dim;
     const char *mode = j->o->sparse_features;
     const char *an = j->aggr->name;
+    if (j->minibatch) { /* dense rows, gathered per batch from a host copy */
+        if (!strcmp(mode, "on")) {
+            rc = GNN_FAIL(GNN_EUSAGE, "--sparse-features on needs --mode full (mini-batches "
+                                      "gather dense feature rows)");
+            goto fail;
+        }
+        size_t bytes = (size_t)n * (size_t)f * sizeof(float);
+        if (gnn_be_host_memory(j->be)) { /* one copy serves both */
+            GNN_TRY(gnn_be_upload_take(j->be, (void **)&g->feat, bytes, (void **)&j->x));
+            j->feat_host = j->x;
+        } else {
+            GNN_TRY(upload_new(j->be, g->feat, bytes, (void **)&j->x));
+            j->feat_host = g->feat;
+        }
+        return 0;
+    }
     int able = j->kind == GNN_MODEL_GCN || !strcmp(an, "sum") || !strcmp(an, "mean") ||
                !strcmp(an, "gcn");
     if (!strcmp(mode, "on") && !able) {
@@ -237,6 +354,57 @@ fail:
     return rc;
 }
 
+/* On a host-memory backend the workers also build each block's
+ * aggregation graph, off the training thread. */
+static int prepare_graphs(void *ctx, gnn_loader_batch_t *b)
+{
+    job_t *j = ctx;
+    for (int l = 0; l < b->mb.layers; l++) {
+        int rc = gnn_be_graph_create(j->be, &b->mb.blocks[l].csr, (gnn_bgraph_t **)&b->user[l]);
+        if (rc < 0) return rc;
+    }
+    return 0;
+}
+
+static void release_graphs(void *ctx, gnn_loader_batch_t *b)
+{
+    (void)ctx;
+    for (int l = 0; l < GNN_SAMPLER_MAX_LAYERS; l++) {
+        gnn_be_graph_free(b->user[l]);
+        b->user[l] = NULL;
+    }
+}
+
+static int setup_minibatch(job_t *j)
+{
+    int rc = 0;
+    const gnn_train_opts_t *o = j->o;
+    int64_t *iota = gnn_malloc_array((size_t)o->batch_size, sizeof *iota);
+    GNN_CHECK(iota, GNN_ENOMEM, "batch indices");
+    for (int64_t i = 0; i < o->batch_size; i++) iota[i] = i;
+    rc = upload_new(j->be, iota, (size_t)o->batch_size * sizeof *iota, (void **)&j->iota);
+    gnn_free(iota);
+    if (rc < 0) goto fail;
+    int host = gnn_be_host_memory(j->be);
+    gnn_loader_opts_t lo = {
+        .graph = &j->g.csr,
+        .layers = o->layers,
+        .fanouts = j->fanout,
+        .feat = j->feat_host,
+        .feat_dim = j->g.feat_dim,
+        .labels = j->g.label,
+        .threads = o->prefetch > 0 ? o->sampler_threads : 0,
+        .prefetch = o->prefetch > 0 ? o->prefetch : 1,
+        .prepare = host ? prepare_graphs : NULL,
+        .unprepare = host ? release_graphs : NULL,
+        .ctx = j,
+    };
+    GNN_TRY(gnn_loader_create(&lo, &j->ld));
+    return 0;
+fail:
+    return rc;
+}
+
 static int setup(job_t *j)
 {
     int rc = 0;
@@ -248,6 +416,11 @@ static int setup(job_t *j)
         goto fail;
     }
     j->decay_scope = o->decay_scope ? o->decay_scope : j->kind == GNN_MODEL_GCN ? "first" : "all";
+    j->minibatch = o->mode ? !strcmp(o->mode, "minibatch") : j->kind == GNN_MODEL_SAGE;
+    if (j->minibatch)
+        GNN_TRY(parse_fanouts(j));
+    else
+        snprintf(j->fanouts, sizeof j->fanouts, "-");
     if (o->threads > 0) omp_set_num_threads(o->threads);
 
     GNN_TRY(gnn_backend_open(o->device, &j->be));
@@ -274,13 +447,22 @@ static int setup(job_t *j)
         GNN_TRY(upload_new(be, g->split[s], (size_t)g->split_size[s] * sizeof(int64_t),
                            (void **)&j->split[s]));
     }
-    GNN_TRY(gnn_be_alloc(be, (size_t)n * (size_t)g->num_classes * sizeof(float),
+    int64_t rows = j->minibatch ? o->batch_size : n;
+    GNN_TRY(gnn_be_alloc(be, (size_t)rows * (size_t)g->num_classes * sizeof(float),
                          (void **)&j->dlogits));
-    GNN_TRY(gnn_be_graph_create(be, &g->csr, &j->bg));
+    if (j->minibatch)
+        GNN_TRY(setup_minibatch(j));
+    else
+        GNN_TRY(gnn_be_graph_create(be, &g->csr, &j->bg));
     GNN_INFO("%s: %" GNN_PRIvid " nodes, %" GNN_PRIeid " edges, %" PRId64 " features, %" PRId64
-             " classes, train/valid/test %" PRId64 "/%" PRId64 "/%" PRId64 "; %s, %s",
+             " classes, train/valid/test %" PRId64 "/%" PRId64 "/%" PRId64 "; %s, %s, %s",
              o->data, n, g->csr.nnz, g->feat_dim, g->num_classes, j->split_n[0], j->split_n[1],
-             j->split_n[2], o->model, gnn_backend_describe(be));
+             j->split_n[2], o->model, j->minibatch ? "mini-batch" : "full graph",
+             gnn_backend_describe(be));
+    if (j->minibatch)
+        GNN_INFO("mini-batches of %" PRId64 " seeds, fanouts %s, %d sampler thread%s, prefetch %d",
+                 o->batch_size, j->fanouts, o->sampler_threads, o->sampler_threads > 1 ? "s" : "",
+                 o->prefetch);
     return 0;
 fail:
     return rc;
@@ -295,6 +477,9 @@ static void ck_config(job_t *j, gnn_checkpoint_t *c)
     snprintf(c->model, sizeof c->model, "%s", o->model);
     snprintf(c->aggr, sizeof c->aggr, "%s", j->aggr->name);
     snprintf(c->decay_scope, sizeof c->decay_scope, "%s", j->decay_scope);
+    snprintf(c->mode, sizeof c->mode, "%s", j->minibatch ? "minibatch" : "full");
+    snprintf(c->fanouts, sizeof c->fanouts, "%s", j->fanouts);
+    c->batch_size = j->minibatch ? o->batch_size : 0;
     c->layers = o->layers;
     c->in_dim = j->g.feat_dim;
     c->hidden = o->hidden;
@@ -336,6 +521,9 @@ static int ck_match(job_t *j, const gnn_checkpoint_t *c)
     SAME_D(lr, "--lr")
     SAME_D(weight_decay, "--weight-decay")
     SAME_S(decay_scope, "--decay-scope")
+    SAME_S(mode, "--mode")
+    SAME_S(fanouts, "--fanouts")
+    SAME_I(batch_size, "--batch-size")
     SAME_I(normalize_features, "--normalize-features")
     SAME_I(seed, "--seed")
 #undef SAME_I
@@ -385,14 +573,92 @@ fail:
 
 /* ---- One run --------------------------------------------------------------- */
 
+/*
+ * Layer-wise inference over all nodes: layer l for every node from layer
+ * l - 1's output (held in hbuf[(l - 1) % 2]), in batches of
+ * --eval-batch-size destinations with all their in-neighbours. *logits
+ * (n x classes) and *hidden (the last layer's input, n x *hidden_cols) are
+ * backend buffers of the job (hidden may be the features).
+ */
+static int infer_layerwise(job_t *j, const float **logits, const float **hidden,
+                           int64_t *hidden_cols)
+{
+    int rc = 0;
+    gnn_backend_t *be = j->be;
+    const gnn_csr_t *csr = &j->g.csr;
+    int L = j->o->layers, host = gnn_be_host_memory(be);
+    int64_t n = csr->n_rows, eb = j->o->eval_batch_size < n ? j->o->eval_batch_size : n;
+    int64_t C = j->g.num_classes, H = j->o->hidden, wmax = H > C ? H : C;
+    gnn_block_t blk = {0};
+    gnn_bgraph_t *bg = NULL;
+    gnn_vid_t *dst = gnn_malloc_array((size_t)eb + 1, sizeof *dst);
+    GNN_CHECK(dst, GNN_ENOMEM, "inference batch");
+    for (int k = 0; k < (L > 1 ? 2 : 1); k++)
+        GNN_TRY(ensure(be, (void **)&j->hbuf[k], &j->hbuf_bytes[k],
+                       (size_t)n * (size_t)wmax * sizeof(float)));
+    const float *in = j->x;
+    int64_t fin = j->g.feat_dim;
+    for (int l = 0; l < L; l++) {
+        int64_t fout = l == L - 1 ? C : H;
+        float *out = j->hbuf[l % 2];
+        for (int64_t b0 = 0; b0 < n; b0 += eb) {
+            int64_t nb = n - b0 < eb ? n - b0 : eb;
+            for (int64_t i = 0; i < nb; i++) dst[i] = b0 + i;
+            GNN_TRY(gnn_sampler_full_block(csr, dst, nb, &blk));
+            int64_t nsrc = blk.csr.n_cols;
+            const int64_t *idx = blk.src_ids;
+            if (!host) {
+                GNN_TRY(ensure(be, (void **)&j->eidx, &j->eidx_bytes,
+                               (size_t)nsrc * sizeof(int64_t)));
+                GNN_TRY(gnn_be_upload(be, j->eidx, blk.src_ids, (size_t)nsrc * sizeof(int64_t)));
+                idx = j->eidx;
+            }
+            GNN_TRY(ensure(be, (void **)&j->ebuf, &j->ebuf_bytes,
+                           (size_t)nsrc * (size_t)fin * sizeof(float)));
+            GNN_TRY(gnn_be_gather_rows(be, nsrc, fin, in, n, idx, j->ebuf));
+            GNN_TRY(gnn_be_graph_create(be, &blk.csr, &bg));
+            const float *z;
+            GNN_TRY(gnn_model_layer_infer(j->model, l, bg, j->ebuf, &z));
+            GNN_TRY(gnn_be_copy(be, out + b0 * fout, z, (size_t)nb * (size_t)fout * sizeof(float)));
+            GNN_TRY(gnn_be_sync(be)); /* bg and blk are freed next */
+            gnn_be_graph_free(bg);
+            bg = NULL;
+            gnn_block_free(&blk);
+        }
+        if (l == L - 1) {
+            *logits = out;
+            *hidden = in;
+            *hidden_cols = fin;
+        }
+        in = out;
+        fin = fout;
+    }
+fail:
+    gnn_be_graph_free(bg);
+    gnn_block_free(&blk);
+    gnn_free(dst);
+    return rc;
+}
+
+/* The logits of every node under the current parameters, without dropout. */
+static int infer(job_t *j, const float **logits)
+{
+    if (j->minibatch) {
+        const float *hidden;
+        int64_t cols;
+        return infer_layerwise(j, logits, &hidden, &cols);
+    }
+    gnn_bgraph_t *graphs[GNN_MODEL_MAX_LAYERS];
+    for (int l = 0; l < j->o->layers; l++) graphs[l] = j->bg;
+    return gnn_model_forward(j->model, graphs, j->x, 0, logits);
+}
+
 static int evaluate(job_t *j, eval_t *ev)
 {
     int rc = 0;
     const float *logits;
-    gnn_bgraph_t *graphs[GNN_MODEL_MAX_LAYERS];
-    for (int l = 0; l < j->o->layers; l++) graphs[l] = j->bg;
     int64_t n = j->g.csr.n_rows, C = j->g.num_classes;
-    GNN_TRY(gnn_model_forward(j->model, graphs, j->x, 0, &logits));
+    GNN_TRY(infer(j, &logits));
     for (int s = 0; s < GNN_NUM_SPLITS; s++) {
         int64_t correct = 0;
         if (j->split_n[s] > 0)
@@ -409,19 +675,11 @@ fail:
     return rc;
 }
 
-static int train_epoch(job_t *j, double *loss)
+/* One Adam step on the gradients, with weight decay on the first layer
+ * only or on all. */
+static int adam_step(job_t *j)
 {
     int rc = 0;
-    const float *logits;
-    gnn_bgraph_t *graphs[GNN_MODEL_MAX_LAYERS];
-    for (int l = 0; l < j->o->layers; l++) graphs[l] = j->bg;
-    int64_t n = j->g.csr.n_rows, C = j->g.num_classes;
-    GNN_TRY(gnn_model_forward(j->model, graphs, j->x, 1, &logits));
-    GNN_TRY(gnn_be_softmax_xent(j->be, n, C, logits, j->labels, j->split[GNN_SPLIT_TRAIN],
-                                j->split_n[GNN_SPLIT_TRAIN], loss, j->dlogits));
-    GNN_TRY(gnn_model_backward(j->model, j->dlogits));
-
-    /* Adam, with weight decay on the first layer only or on all. */
     gnn_adam_opts_t ao = gnn_adam_defaults();
     ao.lr = (float)j->o->lr;
     ao.weight_decay = (float)j->o->weight_decay;
@@ -441,6 +699,97 @@ static int train_epoch(job_t *j, double *loss)
     return 0;
 fail:
     return rc;
+}
+
+static int train_epoch_full(job_t *j, double *loss)
+{
+    int rc = 0;
+    const float *logits;
+    gnn_bgraph_t *graphs[GNN_MODEL_MAX_LAYERS];
+    for (int l = 0; l < j->o->layers; l++) graphs[l] = j->bg;
+    int64_t n = j->g.csr.n_rows, C = j->g.num_classes;
+    GNN_TRY(gnn_model_forward(j->model, graphs, j->x, 1, &logits));
+    GNN_TRY(gnn_be_softmax_xent(j->be, n, C, logits, j->labels, j->split[GNN_SPLIT_TRAIN],
+                                j->split_n[GNN_SPLIT_TRAIN], loss, j->dlogits));
+    GNN_TRY(gnn_model_backward(j->model, j->dlogits));
+    GNN_TRY(adam_step(j));
+    return 0;
+fail:
+    return rc;
+}
+
+/* One step on batch b: forward over its blocks, loss on its seeds,
+ * backward, Adam. */
+static int train_batch(job_t *j, gnn_loader_batch_t *b, double *loss)
+{
+    int rc = 0;
+    gnn_backend_t *be = j->be;
+    const gnn_minibatch_t *mb = &b->mb;
+    int L = j->o->layers, own = !gnn_be_host_memory(be);
+    int64_t F = j->g.feat_dim, C = j->g.num_classes, ns = mb->n_seeds;
+    gnn_bgraph_t *graphs[GNN_MODEL_MAX_LAYERS] = {0};
+    const float *x = b->x, *logits;
+    const int64_t *y = b->y;
+    for (int l = 0; l < L; l++) {
+        if (own)
+            GNN_TRY(gnn_be_graph_create(be, &mb->blocks[l].csr, &graphs[l]));
+        else
+            graphs[l] = b->user[l];
+    }
+    if (own) { /* the batch's host arrays onto the device */
+        size_t xbytes = (size_t)mb->n_input * (size_t)F * sizeof(float);
+        GNN_TRY(ensure(be, (void **)&j->xb, &j->xb_bytes, xbytes));
+        GNN_TRY(gnn_be_upload(be, j->xb, b->x, xbytes));
+        GNN_TRY(ensure(be, (void **)&j->yb, &j->yb_bytes, (size_t)ns * sizeof(int64_t)));
+        GNN_TRY(gnn_be_upload(be, j->yb, b->y, (size_t)ns * sizeof(int64_t)));
+        x = j->xb;
+        y = j->yb;
+    }
+    GNN_TRY(gnn_model_forward(j->model, graphs, x, 1, &logits));
+    GNN_TRY(gnn_be_softmax_xent(be, ns, C, logits, y, j->iota, ns, loss, j->dlogits));
+    GNN_TRY(gnn_model_backward(j->model, j->dlogits));
+    GNN_TRY(adam_step(j));
+fail:
+    if (own)
+        for (int l = 0; l < L; l++) gnn_be_graph_free(graphs[l]);
+    return rc;
+}
+
+/* One epoch of mini-batches; *loss is the mean over the training nodes. */
+static int train_epoch_minibatch(job_t *j, double *loss)
+{
+    int rc = 0;
+    gnn_checkpoint_t *c = &j->ck;
+    uint64_t seed = (uint64_t)j->o->seed + (uint64_t)c->run;
+    GNN_TRY(gnn_loader_start(j->ld, j->g.split[GNN_SPLIT_TRAIN], j->split_n[GNN_SPLIT_TRAIN],
+                             j->o->batch_size, 1, seed, (uint64_t)c->epoch));
+    double sum = 0.0, compute = 0.0;
+    int64_t count = 0;
+    for (;;) {
+        gnn_loader_batch_t *b;
+        GNN_TRY(gnn_loader_next(j->ld, &b));
+        if (!b) break;
+        double t0 = now_s(), bl = 0.0;
+        int64_t ns = b->mb.n_seeds;
+        rc = train_batch(j, b, &bl);
+        gnn_loader_release(j->ld, b);
+        if (rc < 0) goto fail;
+        GNN_TRY(gnn_be_sync(j->be));
+        compute += now_s() - t0;
+        sum += bl * (double)ns;
+        count += ns;
+    }
+    gnn_loader_stats(j->ld, &j->lst);
+    j->compute_s = compute;
+    *loss = count ? sum / (double)count : 0.0;
+    return 0;
+fail:
+    return rc;
+}
+
+static int train_epoch(job_t *j, double *loss)
+{
+    return j->minibatch ? train_epoch_minibatch(j, loss) : train_epoch_full(j, loss);
 }
 
 static void log_epoch(job_t *j, int64_t epoch, double loss, const eval_t *ev, int evaluated,
@@ -463,6 +812,24 @@ static void log_epoch(job_t *j, int64_t epoch, double loss, const eval_t *ev, in
         gnn_json_number(f, epoch_s);
         fprintf(f, ", \"eval_s\": ");
         gnn_json_number(f, eval_s);
+        if (j->minibatch) {
+            const gnn_loader_stats_t *st = &j->lst;
+            fprintf(f, ", \"batches\": %" PRId64 ", \"sampled_edges\": %" PRId64
+                       ", \"input_nodes_mean\": ",
+                    st->batches, st->sampled_edges);
+            gnn_json_number(f, st->batches ? (double)st->input_nodes / (double)st->batches : 0.0);
+            fprintf(f, ", \"sample_s\": ");
+            gnn_json_number(f, st->sample_s);
+            fprintf(f, ", \"gather_s\": ");
+            gnn_json_number(f, st->gather_s);
+            fprintf(f, ", \"prepare_s\": ");
+            gnn_json_number(f, st->prepare_s);
+            fprintf(f, ", \"compute_s\": ");
+            gnn_json_number(f, j->compute_s);
+            fprintf(f, ", \"stall_s\": ");
+            gnn_json_number(f, st->stall_s);
+            fprintf(f, ", \"prefetch_stalls\": %" PRId64, st->stalls);
+        }
         fprintf(f, "}\n");
         fflush(f);
     }
@@ -618,13 +985,16 @@ static int write_predictions(job_t *j)
     int64_t n = j->g.csr.n_rows, C = j->g.num_classes, hr, hc;
     float *logits_h = NULL, *hidden_h = NULL;
     int64_t *pred_d = NULL, *pred_h = NULL, *ids = NULL;
-    const float *logits;
-    gnn_bgraph_t *graphs[GNN_MODEL_MAX_LAYERS];
-    for (int l = 0; l < j->o->layers; l++) graphs[l] = j->bg;
+    const float *logits, *hidden;
     size_t pbytes = (size_t)j->ck.n_params * sizeof(float);
     GNN_TRY(gnn_be_upload(j->be, gnn_model_params(j->model), j->ck.best_params, pbytes));
-    GNN_TRY(gnn_model_forward(j->model, graphs, j->x, 0, &logits));
-    const float *hidden = gnn_model_last_hidden(j->model, &hr, &hc);
+    if (j->minibatch) {
+        GNN_TRY(infer_layerwise(j, &logits, &hidden, &hc));
+        hr = n;
+    } else {
+        GNN_TRY(infer(j, &logits));
+        hidden = gnn_model_last_hidden(j->model, &hr, &hc);
+    }
     int hidden_on_host = 0;
     if (!hidden) { /* one layer on sparse input: its input is the features */
         hidden = j->g.feat;
@@ -706,7 +1076,15 @@ static void job_free(job_t *j)
         gnn_be_free(j->be, j->dlogits);
         gnn_be_free(j->be, j->adam_m);
         gnn_be_free(j->be, j->adam_v);
+        gnn_be_free(j->be, j->iota);
+        gnn_be_free(j->be, j->xb);
+        gnn_be_free(j->be, j->yb);
+        gnn_be_free(j->be, j->hbuf[0]);
+        gnn_be_free(j->be, j->hbuf[1]);
+        gnn_be_free(j->be, j->ebuf);
+        gnn_be_free(j->be, j->eidx);
     }
+    gnn_loader_free(j->ld); /* before the graph it samples and the backend */
     gnn_be_graph_free(j->bg);
     gnn_be_sparse_free(j->bxs);
     gnn_csr_free(&j->xs);

@@ -1,9 +1,10 @@
 /*
- * Full-graph training of GCN and GraphSAGE in one process: what gnn-train
- * runs. Loads a graph file, trains for a number of epochs (repeated over
- * consecutive seeds with runs > 1), evaluates, stops early on the
- * validation loss, checkpoints and resumes, and writes predictions and a
- * JSON-lines log. The options mirror the command line one to one.
+ * Training of GCN and GraphSAGE in one process: what gnn-train runs. Loads
+ * a graph file, trains for a number of epochs (repeated over consecutive
+ * seeds with runs > 1) on the whole graph or on sampled mini-batches,
+ * evaluates, stops early on the validation loss, checkpoints and resumes,
+ * and writes predictions and a JSON-lines log. The options mirror the
+ * command line one to one.
  */
 #ifndef GNN_TRAINER_TRAIN_H
 #define GNN_TRAINER_TRAIN_H
@@ -35,7 +36,15 @@ typedef struct {
     const char *log_json;
     int threads;               /* OpenMP threads; 0 = library default */
     const char *sparse_features; /* "auto" | "on" | "off": first layer on a sparse copy of
-                                    the features (auto: when at most 10 % are non-zero) */
+                                    the features (auto: when at most 10 % are non-zero;
+                                    full mode only) */
+    const char *mode;          /* "full" | "minibatch" | NULL (gcn: full, sage: minibatch) */
+    const char *fanouts;       /* "15,10,5": one per layer, nearest hop first; -1 = all;
+                                  NULL: 10 per layer */
+    int64_t batch_size;        /* seeds per mini-batch */
+    int sampler_threads;       /* threads building batches */
+    int prefetch;              /* batches prepared ahead; 0: none (sampled on demand) */
+    int64_t eval_batch_size;   /* nodes per batch of layer-wise inference (mini-batch mode) */
 } gnn_train_opts_t;
 
 /* The defaults of gnn-train. */
@@ -46,7 +55,8 @@ typedef struct {
     double test_acc, valid_acc; /* last run, at its best-validation epoch */
     double test_acc_mean, test_acc_std; /* over the runs (std: population) */
     double valid_acc_mean;
-    double epoch_s_mean;      /* mean training time per epoch (forward, backward, step) */
+    double epoch_s_mean;      /* mean training time per epoch (forward, backward, step;
+                                 mini-batch: with sampling waits) */
     int64_t best_epoch;       /* of the last run, 1-based */
 } gnn_train_result_t;
 

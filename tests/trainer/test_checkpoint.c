@@ -57,6 +57,9 @@ static void make_ck(gnn_checkpoint_t *c, int64_t n_params, int64_t runs_done, ui
     strcpy(c->aggr, "mean_with_a_long_name_31_chars_");
     assert_int_equal(strlen(c->aggr), 31);
     strcpy(c->decay_scope, "first");
+    strcpy(c->mode, "minibatch");
+    strcpy(c->fanouts, "15,10,5");
+    c->batch_size = 1024;
     c->layers = 3;
     c->in_dim = 128;
     c->hidden = 256;
@@ -463,10 +466,13 @@ static void test_not_a_checkpoint(void **state)
 static void test_version(void **state)
 {
     (void)state;
-    const char *path = write_good("v2.ck");
-    int64_t v = 2;
+    const char *path = write_good("v3.ck");
+    int64_t v = 3;
     put_attr(path, "version", H5T_STD_I64LE, 0, &v);
-    expect_load_error(path, GNN_EVERSION, "checkpoint format version 2 is not supported");
+    expect_load_error(path, GNN_EVERSION, "checkpoint format version 3 is not supported");
+    v = 1; /* before mini-batch training: no mode, fanouts, batch_size */
+    put_attr(path, "version", H5T_STD_I64LE, 0, &v);
+    expect_load_error(path, GNN_EVERSION, "checkpoint format version 1 is not supported");
     delete_attr(path, "version");
     expect_load_error(path, GNN_EFORMAT, "missing attribute 'version'");
 }
