@@ -18,6 +18,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 /* ---- Opening -------------------------------------------------------------- */
@@ -295,6 +296,12 @@ void gnn_be_graph_free(gnn_bgraph_t *g)
 
 int gnn_be_graph_create(gnn_backend_t *be, const gnn_csr_t *csr, gnn_bgraph_t **out)
 {
+    return gnn_be_graph_create_src_deg(be, csr, NULL, out);
+}
+
+int gnn_be_graph_create_src_deg(gnn_backend_t *be, const gnn_csr_t *csr, const int64_t *src_deg,
+                                gnn_bgraph_t **out)
+{
     int rc = 0;
     gnn_bgraph_t *g = NULL;
     GNN_CHECK(out, GNN_EINVAL, "gnn_be_graph_create: NULL output");
@@ -304,6 +311,13 @@ int gnn_be_graph_create(gnn_backend_t *be, const gnn_csr_t *csr, gnn_bgraph_t **
     GNN_CHECK(g, GNN_ENOMEM, "prepared graph");
     GNN_TRY(gnn_spmm_graph_create(csr, &g->sg));
     const gnn_spmm_graph_t *sg = g->sg;
+    if (src_deg)
+        for (gnn_vid_t u = 0; u < sg->n_src; u++) {
+            GNN_CHECK(src_deg[u] >= 0, GNN_EINVAL,
+                      "gnn_be_graph_create: source %" GNN_PRIvid " has degree %" PRId64, u,
+                      src_deg[u]);
+            sg->gcn_src[u] = (float)(1.0 / sqrt((double)src_deg[u] + 1.0));
+        }
     g->host = (gnn_aggr_graph_t){
         .n_dst = sg->n_dst,
         .n_src = sg->n_src,

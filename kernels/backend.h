@@ -124,6 +124,16 @@ int gnn_be_argmax_rows(gnn_backend_t *be, int64_t rows, int64_t classes, const f
  * it. Errors as gnn_spmm_graph_create.
  */
 int gnn_be_graph_create(gnn_backend_t *be, const gnn_csr_t *csr, gnn_bgraph_t **out);
+/*
+ * The same, with the gcn aggregator's source scales (outdeg(u)+1)^-1/2
+ * taken from src_deg (host, one entry >= 0 per source: its out-degree in
+ * the whole graph the block was cut from) instead of the block's own
+ * out-degrees (NULL). On a block holding all in-neighbours of its
+ * destinations this makes gcn compute, for those rows, what it computes on
+ * the whole graph, however the destinations are batched.
+ */
+int gnn_be_graph_create_src_deg(gnn_backend_t *be, const gnn_csr_t *csr, const int64_t *src_deg,
+                                gnn_bgraph_t **out);
 void gnn_be_graph_free(gnn_bgraph_t *g);
 /* Shape of a prepared graph. */
 int64_t gnn_bgraph_n_dst(const gnn_bgraph_t *g);

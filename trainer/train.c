@@ -118,6 +118,7 @@ typedef struct {
     float *hbuf[2]; size_t hbuf_bytes[2]; /* layer-wise inference activations */
     float *ebuf; size_t ebuf_bytes;   /* one inference batch's input rows */
     int64_t *eidx; size_t eidx_bytes; /* ... and their ids */
+    int64_t *outdeg;                  /* host: out-degree of every node (gcn inference) */
     gnn_loader_stats_t lst;           /* the last epoch's loader counters */
     double compute_s;                 /* the last epoch's forward/backward/step time */
 } job_t;
@@ -576,7 +577,9 @@ fail:
 /*
  * Layer-wise inference over all nodes: layer l for every node from layer
  * l - 1's output (held in hbuf[(l - 1) % 2]), in batches of
- * --eval-batch-size destinations with all their in-neighbours. *logits
+ * --eval-batch-size destinations with all their in-neighbours (gcn scaling
+ * sources by their whole-graph degree, so the result is what a full-graph
+ * forward gives, whatever the batch size). *logits
  * (n x classes) and *hidden (the last layer's input, n x *hidden_cols) are
  * backend buffers of the job (hidden may be the features).
  */
@@ -591,8 +594,15 @@ static int infer_layerwise(job_t *j, const float **logits, const float **hidden,
     int64_t C = j->g.num_classes, H = j->o->hidden, wmax = H > C ? H : C;
     gnn_block_t blk = {0};
     gnn_bgraph_t *bg = NULL;
+    int64_t *sdeg = NULL;
+    size_t sdeg_cap = 0;
     gnn_vid_t *dst = gnn_malloc_array((size_t)eb + 1, sizeof *dst);
     GNN_CHECK(dst, GNN_ENOMEM, "inference batch");
+    if (!j->outdeg) { /* gcn scales its sources by their degree in the whole graph */
+        j->outdeg = gnn_calloc((size_t)n + 1, sizeof *j->outdeg);
+        GNN_CHECK(j->outdeg, GNN_ENOMEM, "out-degrees");
+        for (gnn_eid_t e = 0; e < csr->nnz; e++) j->outdeg[csr->indices[e]]++;
+    }
     for (int k = 0; k < (L > 1 ? 2 : 1); k++)
         GNN_TRY(ensure(be, (void **)&j->hbuf[k], &j->hbuf_bytes[k],
                        (size_t)n * (size_t)wmax * sizeof(float)));
@@ -616,7 +626,14 @@ static int infer_layerwise(job_t *j, const float **logits, const float **hidden,
             GNN_TRY(ensure(be, (void **)&j->ebuf, &j->ebuf_bytes,
                            (size_t)nsrc * (size_t)fin * sizeof(float)));
             GNN_TRY(gnn_be_gather_rows(be, nsrc, fin, in, n, idx, j->ebuf));
-            GNN_TRY(gnn_be_graph_create(be, &blk.csr, &bg));
+            if ((size_t)nsrc + 1 > sdeg_cap) {
+                gnn_free(sdeg);
+                sdeg_cap = (size_t)nsrc + 1;
+                sdeg = gnn_malloc_array(sdeg_cap, sizeof *sdeg);
+                GNN_CHECK(sdeg, GNN_ENOMEM, "inference batch degrees");
+            }
+            for (int64_t k = 0; k < nsrc; k++) sdeg[k] = j->outdeg[blk.src_ids[k]];
+            GNN_TRY(gnn_be_graph_create_src_deg(be, &blk.csr, sdeg, &bg));
             const float *z;
             GNN_TRY(gnn_model_layer_infer(j->model, l, bg, j->ebuf, &z));
             GNN_TRY(gnn_be_copy(be, out + b0 * fout, z, (size_t)nb * (size_t)fout * sizeof(float)));
@@ -636,6 +653,7 @@ static int infer_layerwise(job_t *j, const float **logits, const float **hidden,
 fail:
     gnn_be_graph_free(bg);
     gnn_block_free(&blk);
+    gnn_free(sdeg);
     gnn_free(dst);
     return rc;
 }
@@ -1085,6 +1103,7 @@ static void job_free(job_t *j)
         gnn_be_free(j->be, j->eidx);
     }
     gnn_loader_free(j->ld); /* before the graph it samples and the backend */
+    gnn_free(j->outdeg);
     gnn_be_graph_free(j->bg);
     gnn_be_sparse_free(j->bxs);
     gnn_csr_free(&j->xs);
