@@ -238,7 +238,7 @@ int gnn_loader_create(const gnn_loader_opts_t *o, gnn_loader_t **out)
     ld->o = *o;
     if (o->threads == 0) ld->o.prefetch = 1; /* one slot, filled on demand */
     GNN_TRY(gnn_sampler_create(o->graph, o->layers, o->fanouts, &ld->sampler));
-    ld->slot = gnn_calloc((size_t)o->prefetch, sizeof *ld->slot);
+    ld->slot = gnn_calloc((size_t)ld->o.prefetch, sizeof *ld->slot);
     GNN_CHECK(ld->slot, GNN_ENOMEM, "loader slots");
     GNN_CHECK(pthread_mutex_init(&ld->mu, NULL) == 0, GNN_EIO, "loader: mutex");
     if (pthread_cond_init(&ld->work, NULL) != 0) {
@@ -281,7 +281,7 @@ int gnn_loader_start(gnn_loader_t *ld, const gnn_vid_t *seeds, int64_t n, int64_
     GNN_CHECK(batch_size >= 1, GNN_EINVAL, "loader: batch size %" PRId64 " (must be >= 1)",
               batch_size);
     pthread_mutex_lock(&ld->mu);
-    int busy = ld->next_take < ld->n_batches || ld->building > 0;
+    int busy = ld->next_take < ld->n_batches || ld->building > 0 || ld->released < ld->next_take;
     pthread_mutex_unlock(&ld->mu);
     GNN_CHECK(!busy, GNN_EINVAL, "loader: an epoch is still running (%" PRId64 " of %" PRId64
                                  " batches taken)",

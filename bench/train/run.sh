@@ -71,7 +71,8 @@ bench() {
     ds=$1 graph=$2
     shift 2
     for m in $models; do
-        measure "ours-$ds-$m" "$train" --data "$graph" --model "$m" --threads "$threads" -q \
+        measure "ours-$ds-$m" "$train" --data "$graph" --model "$m" --mode full \
+            --threads "$threads" -q \
             --log-json "$dir/ours-$ds-$m.json" "$@"
         measure "torch-$ds-$m" $py "$src/bench/reference/gnn_torch.py" "$graph" --model "$m" \
             --threads "$threads" --log-json "$dir/torch-$ds-$m.json" "$@"

@@ -45,6 +45,7 @@
 #include "tests/common/testutil.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,7 +84,8 @@ static void make_data(data_t *d, uint64_t salt)
 {
     uint64_t rng = g_seed ^ salt;
     const gnn_eid_t m = 16000, hubs = 4, hub_deg = 300, total = m + hubs * hub_deg;
-    gnn_vid_t *src = malloc((size_t)total * sizeof *src), *dst = malloc((size_t)total * sizeof *dst);
+    gnn_vid_t *src = malloc((size_t)total * sizeof *src);
+    gnn_vid_t *dst = malloc((size_t)total * sizeof *dst);
     assert_true(src && dst);
     gnn_eid_t e = 0;
     for (gnn_eid_t i = 0; i < m; i++, e++) {
@@ -216,7 +218,8 @@ static void assert_same_minibatch(const gnn_minibatch_t *a, const gnn_minibatch_
         assert_int_equal(x->flags, y->flags);
         assert_int_equal(a->edges[l], r->edges[l]);
         assert_memory_equal(x->indptr, y->indptr, ((size_t)x->n_rows + 1) * sizeof *x->indptr);
-        if (x->nnz) assert_memory_equal(x->indices, y->indices, (size_t)x->nnz * sizeof *x->indices);
+        if (x->nnz)
+            assert_memory_equal(x->indices, y->indices, (size_t)x->nnz * sizeof *x->indices);
         assert_ptr_equal(a->blocks[l].src_ids, a->nodes);
     }
 }
@@ -228,6 +231,7 @@ static void assert_same_minibatch(const gnn_minibatch_t *a, const gnn_minibatch_
 typedef struct {
     atomic_int prepared, unprepared, live; /* hook calls; user[0] buffers held */
     atomic_int fail_at;                    /* batch the prepare hook refuses; -1: none */
+    int slow_ms;                           /* batches after fail_at take this long */
     atomic_llong released;                 /* batches given back (counted before release) */
     int ahead;                             /* at most this many built ahead of released */
     int with_feat;
@@ -240,6 +244,7 @@ static void hooks_init(hooks_t *h, int ahead, int with_feat)
     atomic_init(&h->unprepared, 0);
     atomic_init(&h->live, 0);
     atomic_init(&h->fail_at, -1);
+    h->slow_ms = 0;
     atomic_init(&h->released, 0);
     h->ahead = ahead;
     h->with_feat = with_feat;
@@ -260,14 +265,19 @@ static int prepare_hook(void *ctx, gnn_loader_batch_t *b)
         if (b->user[l]) flag(h, 1); /* not zeroed */
     if (b->mb.layers != LAYERS || b->mb.n_seeds < 1) flag(h, 2); /* not sampled yet */
     if (h->with_feat) {
-        gnn_vid_t v = b->mb.nodes[b->mb.n_input - 1];
-        if (!b->x || b->x[(b->mb.n_input - 1) * FEAT_DIM + FEAT_DIM - 1] != feat_val(v, FEAT_DIM - 1))
+        gnn_vid_t last = b->mb.n_input - 1, v = b->mb.nodes[last];
+        if (!b->x || b->x[last * FEAT_DIM + FEAT_DIM - 1] != feat_val(v, FEAT_DIM - 1))
             flag(h, 3); /* not gathered yet */
         if (!b->y || b->y[0] != label_of(b->mb.nodes[0])) flag(h, 4);
     }
     if (h->ahead > 0 && b->index >= atomic_load(&h->released) + h->ahead) flag(h, 5);
-    if (b->index == atomic_load(&h->fail_at))
-        return GNN_FAIL(GNN_EINVAL, "hook refused batch %" PRId64, b->index);
+    int fail_at = atomic_load(&h->fail_at);
+    if (b->index == fail_at) return GNN_FAIL(GNN_EINVAL, "hook refused batch %" PRId64, b->index);
+    if (fail_at >= 0 && b->index > fail_at && h->slow_ms > 0) {
+        /* Still being built when the trainer meets the failure. */
+        struct timespec ts = {0, (long)h->slow_ms * 1000000L};
+        nanosleep(&ts, NULL);
+    }
     int64_t *p = malloc(sizeof *p);
     if (!p) {
         flag(h, 6);
@@ -417,7 +427,8 @@ static void test_same_batches(void **state)
         assert_non_null(ld);
         const ref_t *refs[] = {&r3, &r4};
         for (int e = 0; e < 2; e++) {
-            assert_int_equal(gnn_loader_start(ld, d.seeds, N_SEEDS, BATCH, 1, g_seed, refs[e]->epoch), 0);
+            assert_int_equal(
+                gnn_loader_start(ld, d.seeds, N_SEEDS, BATCH, 1, g_seed, refs[e]->epoch), 0);
             assert_stats_zero(ld); /* reset by start */
             sums_t s;
             drain_epoch(refs[e], ld, NULL, 1, &s);
@@ -454,39 +465,40 @@ static void test_epoch_shape(void **state)
     (void)state;
     data_t d;
     make_data(&d, 0x5A9E);
-    const int64_t shapes[][2] = {{640, 64}, {700, 64}, {700, 1000}, {5, 1}, {1, 64}};
-    const int cfg[][2] = {{0, 1}, {2, 3}};
-    for (int c = 0; c < 2; c++)
-        for (int with_feat = 0; with_feat <= 1; with_feat++) {
-            gnn_loader_opts_t o = opts_of(&d, cfg[c][0], cfg[c][1], with_feat);
-            gnn_loader_t *ld;
-            assert_int_equal(gnn_loader_create(&o, &ld), 0);
-            assert_int_equal(gnn_loader_batches(ld), 0);
-            for (int z = 0; z < 5; z++)
-                for (int shuffle = 0; shuffle <= 1; shuffle++) {
-                    int64_t n = shapes[z][0], bs = shapes[z][1];
-                    ref_t r;
-                    make_ref(&d, d.seeds, n, bs, shuffle, g_seed + 7, (uint64_t)z, &r);
-                    if (!shuffle) assert_memory_equal(r.perm, d.seeds, (size_t)n * sizeof *d.seeds);
-                    assert_int_equal(gnn_loader_start(ld, d.seeds, n, bs, shuffle, g_seed + 7, (uint64_t)z), 0);
-                    assert_int_equal(gnn_loader_batches(ld), (n + bs - 1) / bs);
-                    sums_t s;
-                    drain_epoch(&r, ld, NULL, with_feat, &s);
-                    assert_stats(ld, &s);
-                    free_ref(&r);
-                }
-            /* No seeds: no batches (seeds may then be NULL). */
-            for (int k = 0; k < 2; k++) {
-                gnn_vid_t *none = k ? NULL : d.seeds;
-                assert_int_equal(gnn_loader_start(ld, none, 0, 64, 1, 1, 1), 0);
-                assert_int_equal(gnn_loader_batches(ld), 0);
-                gnn_loader_batch_t *b = (gnn_loader_batch_t *)(uintptr_t)1;
-                assert_int_equal(gnn_loader_next(ld, &b), 0);
-                assert_null(b);
-                assert_stats_zero(ld);
+    const int64_t shapes[][2] = {{640, 64}, {700, 1000}, {5, 1}, {1, 64}};
+    const int cfg[][3] = {{0, 1, 0}, {2, 3, 0}, {2, 3, 1}}; /* threads, prefetch, features */
+    for (int c = 0; c < 3; c++) {
+        int with_feat = cfg[c][2];
+        gnn_loader_opts_t o = opts_of(&d, cfg[c][0], cfg[c][1], with_feat);
+        gnn_loader_t *ld;
+        assert_int_equal(gnn_loader_create(&o, &ld), 0);
+        assert_int_equal(gnn_loader_batches(ld), 0);
+        for (int z = 0; z < 4; z++)
+            for (int shuffle = 0; shuffle <= 1; shuffle++) {
+                int64_t n = shapes[z][0], bs = shapes[z][1];
+                ref_t r;
+                make_ref(&d, d.seeds, n, bs, shuffle, g_seed + 7, (uint64_t)z, &r);
+                if (!shuffle) assert_memory_equal(r.perm, d.seeds, (size_t)n * sizeof *d.seeds);
+                assert_int_equal(
+                    gnn_loader_start(ld, d.seeds, n, bs, shuffle, g_seed + 7, (uint64_t)z), 0);
+                assert_int_equal(gnn_loader_batches(ld), (n + bs - 1) / bs);
+                sums_t s;
+                drain_epoch(&r, ld, NULL, with_feat, &s);
+                assert_stats(ld, &s);
+                free_ref(&r);
             }
-            gnn_loader_free(ld);
+        /* No seeds: no batches (seeds may then be NULL). */
+        for (int k = 0; k < 2; k++) {
+            gnn_vid_t *none = k ? NULL : d.seeds;
+            assert_int_equal(gnn_loader_start(ld, none, 0, 64, 1, 1, 1), 0);
+            assert_int_equal(gnn_loader_batches(ld), 0);
+            gnn_loader_batch_t *b = (gnn_loader_batch_t *)(uintptr_t)1;
+            assert_int_equal(gnn_loader_next(ld, &b), 0);
+            assert_null(b);
+            assert_stats_zero(ld);
         }
+        gnn_loader_free(ld);
+    }
     free_data(&d);
 }
 
@@ -523,7 +535,8 @@ static void test_shuffle(void **state)
     assert_memory_equal(a, b, sizeof a);
 
     /* Another epoch or seed: another order. */
-    const uint64_t other[][2] = {{g_seed, 4}, {g_seed + 1, 3}, {g_seed ^ (1ull << 63), 3}, {g_seed, 3ull << 32}};
+    const uint64_t other[][2] = {
+        {g_seed, 4}, {g_seed + 1, 3}, {g_seed ^ (1ull << 63), 3}, {g_seed, 3ull << 32}};
     for (int k = 0; k < 4; k++) {
         memcpy(b, base, sizeof b);
         gnn_loader_shuffle(b, N, other[k][0], other[k][1]);
@@ -585,7 +598,10 @@ static int64_t take_until_failure(gnn_loader_t *ld, const ref_t *r, hooks_t *h)
         }
         assert_non_null(b); /* the failure comes before the end */
         check_batch(r, b, taken, 1);
-        if (h) assert_int_equal(*(int64_t *)b->user[0], taken);
+        if (h) {
+            assert_non_null(b->user[0]);
+            assert_int_equal(*(int64_t *)b->user[0], taken);
+        }
         taken++;
         if (h) atomic_fetch_add(&h->released, 1);
         gnn_loader_release(ld, b);
@@ -631,6 +647,7 @@ static void test_hooks(void **state)
         hooks_t h;
         hooks_init(&h, cfg[c][0] ? cfg[c][1] : 1, 1);
         atomic_store(&h.fail_at, 3);
+        h.slow_ms = 40;
         gnn_loader_opts_t o = opts_of(&d, cfg[c][0], cfg[c][1], 1);
         with_hooks(&o, &h);
         gnn_loader_t *ld;
@@ -683,6 +700,8 @@ static void test_bad_seed(void **state)
     data_t d;
     make_data(&d, 0xBAD5);
     gnn_vid_t seeds[N_SEEDS];
+    ref_t good;
+    make_ref(&d, d.seeds, N_SEEDS, BATCH, 1, 9, 2, &good);
     for (int kind = 0; kind < 2; kind++) {
         memcpy(seeds, d.seeds, sizeof seeds);
         if (kind == 0)
@@ -708,16 +727,14 @@ static void test_bad_seed(void **state)
             assert_int_equal(gnn_loader_next(ld, &b), 0);
             assert_null(b);
             /* Good seeds again: a whole epoch. */
-            ref_t good;
-            make_ref(&d, d.seeds, N_SEEDS, BATCH, 1, 9, 2, &good);
             assert_int_equal(gnn_loader_start(ld, d.seeds, N_SEEDS, BATCH, 1, 9, 2), 0);
             sums_t s;
             drain_epoch(&good, ld, NULL, 1, &s);
-            free_ref(&good);
             gnn_loader_free(ld);
         }
         free_ref(&r);
     }
+    free_ref(&good);
     free_data(&d);
 }
 
@@ -792,7 +809,8 @@ static void test_free_mid_epoch(void **state)
         with_hooks(&o, &h);
         gnn_loader_t *ld;
         assert_int_equal(gnn_loader_create(&o, &ld), 0);
-        if (k == 0) assert_int_equal(gnn_loader_start(ld, d.seeds, N_SEEDS, BATCH, 1, g_seed, 1), 0);
+        if (k == 0)
+            assert_int_equal(gnn_loader_start(ld, d.seeds, N_SEEDS, BATCH, 1, g_seed, 1), 0);
         gnn_loader_free(ld);
         assert_hooks_balanced(&h);
         if (k == 1) assert_int_equal(atomic_load(&h.prepared), 0);
@@ -863,12 +881,14 @@ static void test_errors(void **state)
     expect_create_error(&o, "fanout 0 of hop 1");
     o = opts_of(&d, 0, 1, 1);
     o.layers = 0;
-    assert_int_equal(gnn_loader_create(&o, NULL), GNN_EINVAL);
+    expect_create_error(&o, "0 layers");
     o = opts_of(&d, 0, 1, 1);
     assert_int_equal(gnn_loader_create(&o, NULL), GNN_EINVAL);
 
-    /* Labels without features are fine; prefetch is ignored with 0 threads. */
+    /* Labels without features are fine; prefetch is ignored with 0 threads
+     * (even an absurd one). */
     o = opts_of(&d, 0, 0, 0);
+    o.prefetch = INT_MAX;
     o.labels = d.labels;
     gnn_loader_t *ld;
     assert_int_equal(gnn_loader_create(&o, &ld), 0);
@@ -877,7 +897,8 @@ static void test_errors(void **state)
     assert_int_equal(gnn_loader_next(ld, &b), 0);
     assert_null(b->x);
     assert_non_null(b->y);
-    for (gnn_vid_t k = 0; k < b->mb.n_seeds; k++) assert_int_equal(b->y[k], label_of(b->mb.nodes[k]));
+    for (gnn_vid_t k = 0; k < b->mb.n_seeds; k++)
+        assert_int_equal(b->y[k], label_of(b->mb.nodes[k]));
     gnn_loader_release(ld, b);
     assert_int_equal(gnn_loader_next(ld, &b), 0);
     gnn_loader_release(ld, b);
@@ -916,10 +937,16 @@ static void test_errors(void **state)
         gnn_loader_release(ld, b);
         assert_int_equal(gnn_loader_start(ld, d.seeds, N_SEEDS, BATCH, 1, 77, 2), GNN_EINVAL);
         assert_non_null(strstr(gnn_error_message(), "still running"));
-        /* The refusals changed nothing: the epoch goes on from batch 1. */
+        /* The refusals changed nothing: the epoch goes on from batch 1.
+         * While the last batch is held, the epoch is still running too. */
         for (int64_t i = 1; i < r.n_batches; i++) {
             assert_int_equal(gnn_loader_next(ld, &b), 0);
             check_batch(&r, b, i, 1);
+            if (i == r.n_batches - 1) {
+                assert_int_equal(gnn_loader_start(ld, d.seeds, N_SEEDS, BATCH, 1, 77, 2),
+                                 GNN_EINVAL);
+                assert_non_null(strstr(gnn_error_message(), "still running"));
+            }
             gnn_loader_release(ld, b);
         }
         assert_int_equal(gnn_loader_next(ld, &b), 0);
@@ -1019,7 +1046,7 @@ static void test_alloc_failure(void **state)
     }
     assert_true(failed_create >= 3); /* the loader, the sampler, the slots */
     assert_true(failed_start >= 1);  /* the seed list */
-    assert_true(failed_next >= 4 * 3 + 2); /* each batch's sampling, the feature and label buffers */
+    assert_true(failed_next >= 4 * 3 + 2); /* sampling 4 batches, the feature and label buffers */
     free_ref(&r);
     free_data(&d);
 }

@@ -1,0 +1,107 @@
+#!/bin/sh
+# Mini-batch training on a generated graph of ogbn-products size (SBM,
+# 2.4M nodes, about 120M stored edges, 100 features, 47 classes):
+#   1. sampler throughput, fanouts 15,10,5 and batches of 1024, on 1 and 2
+#      threads (sampler_bench), against the straightforward PyTorch sampler
+#      (bench/reference/sample_torch.py) on the same graph and seeds;
+#   2. one epoch of 3-layer GraphSAGE (hidden 256) with gnn-train, first
+#      with --prefetch 0 (each batch sampled when needed, so its compute_s
+#      is the pure compute time of the epoch's batches), then with the
+#      prefetching loader (1 and 2 sampler threads): epoch time over that
+#      pure compute time. Every run trains the same batches (the loader's
+#      batches do not depend on its threads or queue depth).
+#
+# Usage: bench/minibatch/run.sh [BUILD_DIR]          (default /tmp/build-bench)
+# Environment (defaults in brackets):
+#   BENCH_DIR  graph and logs [/tmp/gnn-bench-minibatch]; the graph is kept
+#              there and reused by later runs
+#   NODES DEGREE FEAT CLASSES  [2400000 50 100 47]
+#   THREADS    compute threads of gnn-train [nproc]
+#   BATCHES    batches timed by the sampler benchmarks [50; torch: 10]
+#   EPOCH_RUNS loader settings "THREADS:PREFETCH ..." [1:2 2:4]
+# Prints RESULT lines and a summary table. Needs cmake, a C compiler, and
+# for the reference Debian's python3-torch and python3-h5py (skipped with a
+# note when absent).
+set -eu
+src=$(cd "$(dirname "$0")/../.." && pwd)
+build=${1:-/tmp/build-bench}
+dir=${BENCH_DIR:-/tmp/gnn-bench-minibatch}
+nodes=${NODES:-2400000}
+degree=${DEGREE:-50}
+feat=${FEAT:-100}
+classes=${CLASSES:-47}
+threads=${THREADS:-$(nproc)}
+batches=${BATCHES:-50}
+epoch_runs=${EPOCH_RUNS:-1:2 2:4}
+py=/usr/bin/python3
+mkdir -p "$dir"
+
+echo "== build ($build, Release)"
+cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release >"$dir/build.log" 2>&1 &&
+    cmake --build "$build" -j"$(nproc)" --target gnn-train gnn-dataset sampler_bench \
+        >>"$dir/build.log" 2>&1 || { cat "$dir/build.log"; exit 1; }
+
+graph=$dir/sbm-$nodes-$degree-$feat.h5
+if [ ! -s "$graph" ]; then
+    echo "== generate $graph"
+    "$build/datasets/gnn-dataset" generate sbm -n "$nodes" -d "$degree" -f "$feat" \
+        -c "$classes" -s 1 -o "$graph" --force -q
+fi
+"$build/datasets/gnn-dataset" info "$graph" | sed -n '1,12p'
+
+echo "== sampler: batch 1024, fanouts 15,10,5 ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores)"
+for t in 1 2; do
+    OMP_NUM_THREADS=$t "$build/bench/sampler_bench" "$graph" -b 1024 -f 15,10,5 -n "$batches" |
+        grep RESULT
+done
+if $py -c 'import torch, h5py' 2>/dev/null; then
+    for t in 1 2; do
+        $py "$src/bench/reference/sample_torch.py" "$graph" -b 1024 -f 15,10,5 \
+            -n "${TORCH_BATCHES:-10}" --threads "$t"
+    done
+else
+    echo "(no python3-torch/python3-h5py: PyTorch reference skipped)"
+fi
+
+echo "== GraphSAGE, 3 layers, hidden 256, fanouts 15,10,5, batch 1024: one epoch"
+train() { # NAME, then gnn-train options
+    name=$1
+    shift
+    "$build/trainer/gnn-train" --data "$graph" --model sage --mode minibatch --layers 3 \
+        --hidden 256 --fanouts 15,10,5 --batch-size 1024 --epochs 1 --threads "$threads" \
+        --eval-batch-size 16384 --log-json "$dir/$name.json" -q "$@"
+    $py - "$dir/$name.json" "$name" <<'EOF'
+import json, sys
+e = [json.loads(l) for l in open(sys.argv[1]) if '"epoch"' in l][-1]
+print(f"RESULT run={sys.argv[2]} epoch_s={e['epoch_s']:.2f} compute_s={e['compute_s']:.2f} "
+      f"sample_s={e['sample_s']:.2f} gather_s={e['gather_s']:.2f} prepare_s={e['prepare_s']:.2f} "
+      f"stall_s={e['stall_s']:.2f} stalls={e['prefetch_stalls']} batches={e['batches']} "
+      f"sampled_edges={e['sampled_edges']} input_nodes_mean={e['input_nodes_mean']:.0f} "
+      f"eval_s={e['eval_s']:.2f} test_acc={e['test_acc']:.4f}")
+EOF
+}
+train sync --prefetch 0
+for r in $epoch_runs; do
+    train "prefetch-$r" --sampler-threads "${r%%:*}" --prefetch "${r##*:}"
+done
+
+echo "== summary"
+$py - "$dir" $epoch_runs <<'EOF'
+import json, sys
+d = sys.argv[1]
+def last(name):
+    return [json.loads(l) for l in open(f"{d}/{name}.json") if '"epoch"' in l][-1]
+base = last("sync")
+print(f"pure compute of the epoch's batches: {base['compute_s']:.2f} s "
+      f"(sampled on demand: epoch {base['epoch_s']:.2f} s, sampling "
+      f"{base['sample_s'] + base['gather_s'] + base['prepare_s']:.2f} s)")
+print("| loader | epoch s | epoch / pure compute | stall s | stalls |")
+print("|---|---|---|---|---|")
+print(f"| none (--prefetch 0) | {base['epoch_s']:.2f} | "
+      f"{base['epoch_s'] / base['compute_s']:.2f} | - | - |")
+for r in sys.argv[2:]:
+    e = last(f"prefetch-{r}")
+    t, k = r.split(":")
+    print(f"| {t} thread(s), prefetch {k} | {e['epoch_s']:.2f} | "
+          f"{e['epoch_s'] / base['compute_s']:.2f} | {e['stall_s']:.2f} | {e['prefetch_stalls']} |")
+EOF

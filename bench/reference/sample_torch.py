@@ -1,0 +1,105 @@
+"""PyTorch reference for the neighbour sampler: uniform sampling without
+replacement of up to `fanout` in-neighbours per frontier node and hop,
+frontier deduplicated per hop, written the straightforward vectorised way
+(one random key per candidate edge, a segmented sort, the first `fanout`
+of each row; torch.unique to relabel). Same seeds, batch size and fanouts
+as sampler_bench, on the same graph file; sampled edges counted the same
+way (all layers).
+
+    python3 bench/reference/sample_torch.py GRAPH.h5 [-b 1024] [-f 15,10,5]
+                                            [-n BATCHES] [-s SEED] [--threads T]
+
+Prints one RESULT line. Needs Debian's python3-torch and python3-h5py.
+"""
+import argparse
+import time
+
+import h5py
+import numpy as np
+import torch
+
+
+def sample_hop(indptr, indices, frontier, fanout, gen):
+    """Sampled (row, source) pairs of one hop: row indexes frontier."""
+    start = indptr[frontier]
+    deg = indptr[frontier + 1] - start
+    take = deg if fanout < 0 else torch.clamp(deg, max=fanout)
+    total = int(deg.sum())
+    if total == 0:
+        empty = torch.empty(0, dtype=torch.long)
+        return empty, empty
+    row = torch.repeat_interleave(torch.arange(frontier.numel()), deg)
+    # Position of each candidate within its row.
+    row_start = torch.cumsum(deg, 0) - deg
+    pos = torch.arange(total) - torch.repeat_interleave(row_start, deg)
+    if fanout >= 0:
+        # A random order within each row: sort by (row, random key).
+        key = row.to(torch.float64) + torch.rand(total, generator=gen, dtype=torch.float64)
+        order = torch.argsort(key)
+        keep = pos < torch.repeat_interleave(take, deg)  # first `take` of each sorted row
+        chosen = order[keep]
+    else:
+        chosen = torch.arange(total)
+    src = indices[torch.repeat_interleave(start, deg)[chosen] + pos[chosen]]
+    return row[chosen], src
+
+
+def sample_batch(indptr, indices, seeds, fanouts, gen):
+    nodes = seeds
+    frontier = seeds
+    edges = 0
+    for fanout in fanouts:
+        row, src = sample_hop(indptr, indices, frontier, fanout, gen)
+        edges += src.numel()
+        # New sources not seen in this batch become the next frontier.
+        known = torch.cat([nodes, src])
+        uniq, inverse = torch.unique(known, return_inverse=True)
+        first = torch.full((uniq.numel(),), known.numel(), dtype=torch.long)
+        first.scatter_reduce_(0, inverse, torch.arange(known.numel()), reduce="amin")
+        new = uniq[first >= nodes.numel()]
+        frontier = new
+        nodes = torch.cat([nodes, new])
+    return edges, nodes.numel()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("graph")
+    ap.add_argument("-b", "--batch", type=int, default=1024)
+    ap.add_argument("-f", "--fanouts", default="15,10,5")
+    ap.add_argument("-n", "--batches", type=int, default=20)
+    ap.add_argument("-s", "--seed", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=0)
+    a = ap.parse_args()
+    if a.threads > 0:
+        torch.set_num_threads(a.threads)
+    fanouts = [int(x) for x in a.fanouts.split(",")]
+    t0 = time.time()
+    with h5py.File(a.graph, "r") as f:
+        indptr = torch.from_numpy(np.asarray(f["indptr"][...], dtype=np.int64))
+        indices = torch.from_numpy(np.asarray(f["indices"][...], dtype=np.int64))
+        seeds = (np.asarray(f["split/train"][...], dtype=np.int64) if "split/train" in f
+                 else np.arange(indptr.numel() - 1, dtype=np.int64))
+    load_s = time.time() - t0
+    rng = np.random.default_rng(a.seed)
+    seeds = torch.from_numpy(rng.permutation(seeds))
+    gen = torch.Generator().manual_seed(a.seed)
+    need = (a.batches + 1) * a.batch
+    if seeds.numel() < need:
+        seeds = seeds.repeat(need // max(seeds.numel(), 1) + 1)
+    sample_batch(indptr, indices, seeds[:a.batch], fanouts, gen)  # warm-up
+    t0 = time.time()
+    edges = inputs = 0
+    for i in range(1, a.batches + 1):
+        e, n = sample_batch(indptr, indices, seeds[i * a.batch:(i + 1) * a.batch], fanouts, gen)
+        edges += e
+        inputs += n
+    s = time.time() - t0
+    print(f"RESULT mode=torch threads={torch.get_num_threads()} batch={a.batch} "
+          f"fanouts={a.fanouts} batches={a.batches} seconds={s:.4f} "
+          f"batches_per_s={a.batches / s:.3f} edges_per_s={edges / s:.4e} "
+          f"input_nodes_mean={inputs / a.batches:.1f} load_s={load_s:.1f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
