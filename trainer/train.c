@@ -146,7 +146,7 @@ static int check_opts(const gnn_train_opts_t *o)
     if (o->epochs < 0) return GNN_FAIL(GNN_EUSAGE, "--epochs %d must be >= 0", o->epochs);
     if (o->runs < 1 || o->runs > 1000)
         return GNN_FAIL(GNN_EUSAGE, "--runs %d outside [1, 1000]", o->runs);
-    if (o->eval_every < 1) return GNN_FAIL(GNN_EUSAGE, "--eval-every %d must be >= 1", o->eval_every);
+    if (o->eval_every < 0) return GNN_FAIL(GNN_EUSAGE, "--eval-every %d must be >= 0", o->eval_every);
     if (o->checkpoint_every < 1)
         return GNN_FAIL(GNN_EUSAGE, "--checkpoint-every %d must be >= 1", o->checkpoint_every);
     if (o->early_stop < 0) return GNN_FAIL(GNN_EUSAGE, "--early-stop %d must be >= 0", o->early_stop);
@@ -852,11 +852,15 @@ static void log_epoch(job_t *j, int64_t epoch, double loss, const eval_t *ev, in
         fflush(f);
     }
     char line[256];
-    snprintf(line, sizeof line,
-             "run %" PRId64 "/%d epoch %4" PRId64 "/%d  loss %.4f  train %.4f  valid %.4f  test "
-             "%.4f  %.1f ms",
-             c->run + 1, j->o->runs, epoch, j->o->epochs, loss, ev->acc[GNN_SPLIT_TRAIN],
-             ev->acc[GNN_SPLIT_VALID], ev->acc[GNN_SPLIT_TEST], 1e3 * epoch_s);
+    if (isnan(ev->acc[GNN_SPLIT_TEST])) /* nothing evaluated yet */
+        snprintf(line, sizeof line, "run %" PRId64 "/%d epoch %4" PRId64 "/%d  loss %.4f  %.1f ms",
+                 c->run + 1, j->o->runs, epoch, j->o->epochs, loss, 1e3 * epoch_s);
+    else
+        snprintf(line, sizeof line,
+                 "run %" PRId64 "/%d epoch %4" PRId64 "/%d  loss %.4f  train %.4f  valid %.4f  "
+                 "test %.4f  %.1f ms",
+                 c->run + 1, j->o->runs, epoch, j->o->epochs, loss, ev->acc[GNN_SPLIT_TRAIN],
+                 ev->acc[GNN_SPLIT_VALID], ev->acc[GNN_SPLIT_TEST], 1e3 * epoch_s);
     if (j->o->runs == 1)
         GNN_INFO("%s", line);
     else
@@ -870,7 +874,7 @@ static int run_epochs(job_t *j)
     gnn_checkpoint_t *c = &j->ck;
     const gnn_train_opts_t *o = j->o;
     size_t pbytes = (size_t)c->n_params * sizeof(float);
-    eval_t ev = {{0, 0, 0}, 0};
+    eval_t ev = {{NAN, NAN, NAN}, NAN}; /* null in the log until the first evaluation */
     gnn_progress_t *prog = gnn_progress_start("epochs", o->epochs, "epochs");
     gnn_progress_set(prog, c->epoch);
     while (c->epoch < o->epochs) {
@@ -883,7 +887,7 @@ static int run_epochs(job_t *j)
             j->epoch_s_count++;
         }
         c->epoch++;
-        int evaluated = c->epoch % o->eval_every == 0 || c->epoch == o->epochs;
+        int evaluated = o->eval_every > 0 && (c->epoch % o->eval_every == 0 || c->epoch == o->epochs);
         double eval_s = 0.0;
         int stop = 0;
         if (evaluated) {
@@ -891,7 +895,8 @@ static int run_epochs(job_t *j)
             GNN_TRY(evaluate(j, &ev));
             eval_s = now_s() - t1;
             double va = ev.acc[GNN_SPLIT_VALID];
-            if (va > c->best_valid_acc || (va == c->best_valid_acc && ev.valid_loss < c->best_valid_loss)) {
+            if (isnan(c->best_valid_acc) || va > c->best_valid_acc ||
+                (va == c->best_valid_acc && ev.valid_loss < c->best_valid_loss)) {
                 c->best_valid_acc = va;
                 c->best_valid_loss = ev.valid_loss;
                 c->best_test_acc = ev.acc[GNN_SPLIT_TEST];
@@ -919,6 +924,11 @@ static int run_epochs(job_t *j)
             GNN_TRY(save_checkpoint(j));
     }
     gnn_progress_finish(prog);
+    if (o->eval_every == 0) { /* never evaluated: the last parameters stand, accuracies unknown */
+        c->best_epoch = c->epoch;
+        c->best_valid_acc = c->best_test_acc = c->best_train_acc = NAN;
+        GNN_TRY(gnn_be_download(j->be, c->best_params, gnn_model_params(j->model), pbytes));
+    }
     return 0;
 fail:
     gnn_progress_end(prog, rc);
@@ -1074,7 +1084,10 @@ static void write_final(job_t *j, const gnn_train_result_t *r)
         fprintf(f, "}\n");
         fflush(f);
     }
-    if (r->runs > 1)
+    if (j->o->eval_every == 0)
+        GNN_INFO("%d run%s without evaluation (--eval-every 0), %.2f ms per epoch", r->runs,
+                 r->runs > 1 ? "s" : "", 1e3 * r->epoch_s_mean);
+    else if (r->runs > 1)
         GNN_INFO("test accuracy %.2f %% +- %.2f over %d runs (valid %.2f %%), %.2f ms per epoch",
                  100.0 * r->test_acc_mean, 100.0 * r->test_acc_std, r->runs,
                  100.0 * r->valid_acc_mean, 1e3 * r->epoch_s_mean);
@@ -1196,10 +1209,11 @@ int gnn_train_run(const gnn_train_opts_t *o, gnn_train_result_t *res)
         c->run_test_acc[c->runs_done] = c->best_test_acc;
         c->run_valid_acc[c->runs_done] = c->best_valid_acc;
         c->runs_done++;
-        GNN_INFO("run %" PRId64 "/%d: test accuracy %.2f %% at epoch %" PRId64
-                 " (validation %.2f %%)",
-                 r + 1, o->runs, 100.0 * c->best_test_acc, c->best_epoch,
-                 100.0 * c->best_valid_acc);
+        if (o->eval_every > 0)
+            GNN_INFO("run %" PRId64 "/%d: test accuracy %.2f %% at epoch %" PRId64
+                     " (validation %.2f %%)",
+                     r + 1, o->runs, 100.0 * c->best_test_acc, c->best_epoch,
+                     100.0 * c->best_valid_acc);
         if (o->checkpoint) GNN_TRY(save_checkpoint(j));
     }
 

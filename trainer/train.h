@@ -28,7 +28,7 @@ typedef struct {
     const char *aggr_plugin;   /* shared object to load first, or NULL */
     const char *device;        /* "cpu" | "cuda" | "cuda:N" | "auto" */
     int early_stop;            /* evaluations without a lower validation loss; 0 = off */
-    int eval_every;            /* epochs between evaluations */
+    int eval_every;            /* epochs between evaluations; 0: none (accuracies NaN) */
     const char *checkpoint;    /* file, or NULL */
     int checkpoint_every;      /* epochs between checkpoints */
     int resume;

@@ -4,21 +4,24 @@
 #   1. sampler throughput, fanouts 15,10,5 and batches of 1024, on 1 and 2
 #      threads (sampler_bench), against the straightforward PyTorch sampler
 #      (bench/reference/sample_torch.py) on the same graph and seeds;
-#   2. one epoch of 3-layer GraphSAGE (hidden 256) with gnn-train, first
-#      with --prefetch 0 (each batch sampled when needed, so its compute_s
-#      is the pure compute time of the epoch's batches), then with the
-#      prefetching loader (1 and 2 sampler threads): epoch time over that
-#      pure compute time. Every run trains the same batches (the loader's
-#      batches do not depend on its threads or queue depth).
+#   2. one epoch of 3-layer GraphSAGE (hidden 256) with gnn-train, for
+#      each count of compute threads first with --prefetch 0 (each batch
+#      sampled when needed, so its compute_s is the pure compute time of
+#      the epoch's batches), then with the prefetching loader: epoch time
+#      over that pure compute time. Every run trains the same batches (the
+#      loader's batches do not depend on its threads or queue depth). The
+#      first run also evaluates (layer-wise inference over all nodes).
 #
 # Usage: bench/minibatch/run.sh [BUILD_DIR]          (default /tmp/build-bench)
 # Environment (defaults in brackets):
 #   BENCH_DIR  graph and logs [/tmp/gnn-bench-minibatch]; the graph is kept
 #              there and reused by later runs
 #   NODES DEGREE FEAT CLASSES  [2400000 50 100 47]
-#   THREADS    compute threads of gnn-train [nproc]
-#   BATCHES    batches timed by the sampler benchmarks [50; torch: 10]
-#   EPOCH_RUNS loader settings "THREADS:PREFETCH ..." [1:2 2:4]
+#   BATCHES    batches timed by the sampler benchmarks [50; torch: TORCH_BATCHES 10]
+#   EPOCH_RUNS "COMPUTE:SAMPLER:PREFETCH ..." gnn-train --threads,
+#              --sampler-threads, --prefetch; each COMPUTE needs its
+#              COMPUTE:0:0 run first [2:0:0 2:1:2 2:2:4 1:0:0 1:1:2]
+#   EVAL       1: the first of those runs also evaluates; 0: none does [1]
 # Prints RESULT lines and a summary table. Needs cmake, a C compiler, and
 # for the reference Debian's python3-torch and python3-h5py (skipped with a
 # note when absent).
@@ -30,9 +33,8 @@ nodes=${NODES:-2400000}
 degree=${DEGREE:-50}
 feat=${FEAT:-100}
 classes=${CLASSES:-47}
-threads=${THREADS:-$(nproc)}
 batches=${BATCHES:-50}
-epoch_runs=${EPOCH_RUNS:-1:2 2:4}
+epoch_runs=${EPOCH_RUNS:-2:0:0 2:1:2 2:2:4 1:0:0 1:1:2}
 py=/usr/bin/python3
 mkdir -p "$dir"
 
@@ -68,7 +70,7 @@ train() { # NAME, then gnn-train options
     name=$1
     shift
     "$build/trainer/gnn-train" --data "$graph" --model sage --mode minibatch --layers 3 \
-        --hidden 256 --fanouts 15,10,5 --batch-size 1024 --epochs 1 --threads "$threads" \
+        --hidden 256 --fanouts 15,10,5 --batch-size 1024 --epochs 1 \
         --eval-batch-size 16384 --log-json "$dir/$name.json" -q "$@"
     $py - "$dir/$name.json" "$name" <<'EOF'
 import json, sys
@@ -77,12 +79,18 @@ print(f"RESULT run={sys.argv[2]} epoch_s={e['epoch_s']:.2f} compute_s={e['comput
       f"sample_s={e['sample_s']:.2f} gather_s={e['gather_s']:.2f} prepare_s={e['prepare_s']:.2f} "
       f"stall_s={e['stall_s']:.2f} stalls={e['prefetch_stalls']} batches={e['batches']} "
       f"sampled_edges={e['sampled_edges']} input_nodes_mean={e['input_nodes_mean']:.0f} "
-      f"eval_s={e['eval_s']:.2f} test_acc={e['test_acc']:.4f}")
+      f"eval_s={e['eval_s']:.2f} test_acc={e['test_acc']}")
 EOF
 }
-train sync --prefetch 0
+first=${EVAL:-1}
 for r in $epoch_runs; do
-    train "prefetch-$r" --sampler-threads "${r%%:*}" --prefetch "${r##*:}"
+    c=${r%%:*} rest=${r#*:}
+    t=${rest%%:*} k=${rest#*:}
+    eval_opt="--eval-every 0"
+    [ $first = 1 ] && eval_opt=""
+    first=0
+    # shellcheck disable=SC2086
+    train "run-$r" --threads "$c" --sampler-threads "$((t > 0 ? t : 1))" --prefetch "$k" $eval_opt
 done
 
 echo "== summary"
@@ -91,17 +99,14 @@ import json, sys
 d = sys.argv[1]
 def last(name):
     return [json.loads(l) for l in open(f"{d}/{name}.json") if '"epoch"' in l][-1]
-base = last("sync")
-print(f"pure compute of the epoch's batches: {base['compute_s']:.2f} s "
-      f"(sampled on demand: epoch {base['epoch_s']:.2f} s, sampling "
-      f"{base['sample_s'] + base['gather_s'] + base['prepare_s']:.2f} s)")
-print("| loader | epoch s | epoch / pure compute | stall s | stalls |")
-print("|---|---|---|---|---|")
-print(f"| none (--prefetch 0) | {base['epoch_s']:.2f} | "
-      f"{base['epoch_s'] / base['compute_s']:.2f} | - | - |")
+print("| compute threads | sampler threads | prefetch | epoch s | pure compute s | "
+      "epoch / pure compute | sampler-thread s | stall s |")
+print("|---|---|---|---|---|---|---|---|")
 for r in sys.argv[2:]:
-    e = last(f"prefetch-{r}")
-    t, k = r.split(":")
-    print(f"| {t} thread(s), prefetch {k} | {e['epoch_s']:.2f} | "
-          f"{e['epoch_s'] / base['compute_s']:.2f} | {e['stall_s']:.2f} | {e['prefetch_stalls']} |")
+    c, t, k = r.split(":")
+    e, base = last(f"run-{r}"), last(f"run-{c}:0:0")
+    work = e['sample_s'] + e['gather_s'] + e['prepare_s']
+    print(f"| {c} | {t if k != '0' else '- (in the step)'} | {k} | {e['epoch_s']:.1f} | "
+          f"{base['compute_s']:.1f} | {e['epoch_s'] / base['compute_s']:.2f} | {work:.1f} | "
+          f"{e['stall_s']:.2f} |")
 EOF

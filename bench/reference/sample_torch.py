@@ -1,6 +1,8 @@
 """PyTorch reference for the neighbour sampler: uniform sampling without
-replacement of up to `fanout` in-neighbours per frontier node and hop,
-frontier deduplicated per hop, written the straightforward vectorised way
+replacement of up to `fanout` in-neighbours per node and hop, where hop h
+samples for every node gathered so far (the destinations of the block,
+as sampler.h and DGL's blocks do) and the new sources are deduplicated
+against them, written the straightforward vectorised way
 (one random key per candidate edge, a segmented sort, the first `fanout`
 of each row; torch.unique to relabel). Same seeds, batch size and fanouts
 as sampler_bench, on the same graph file; sampled edges counted the same
@@ -13,10 +15,13 @@ Prints one RESULT line. Needs Debian's python3-torch and python3-h5py.
 """
 import argparse
 import time
+import warnings
 
 import h5py
 import numpy as np
 import torch
+
+warnings.filterwarnings("ignore", message="scatter_reduce")
 
 
 def sample_hop(indptr, indices, frontier, fanout, gen):
@@ -46,18 +51,17 @@ def sample_hop(indptr, indices, frontier, fanout, gen):
 
 def sample_batch(indptr, indices, seeds, fanouts, gen):
     nodes = seeds
-    frontier = seeds
     edges = 0
     for fanout in fanouts:
-        row, src = sample_hop(indptr, indices, frontier, fanout, gen)
+        row, src = sample_hop(indptr, indices, nodes, fanout, gen)
         edges += src.numel()
-        # New sources not seen in this batch become the next frontier.
+        # Sources not seen in this batch join the node list.
         known = torch.cat([nodes, src])
         uniq, inverse = torch.unique(known, return_inverse=True)
         first = torch.full((uniq.numel(),), known.numel(), dtype=torch.long)
-        first.scatter_reduce_(0, inverse, torch.arange(known.numel()), reduce="amin")
+        first.scatter_reduce_(0, inverse, torch.arange(known.numel()), reduce="amin",
+                              include_self=True)
         new = uniq[first >= nodes.numel()]
-        frontier = new
         nodes = torch.cat([nodes, new])
     return edges, nodes.numel()
 

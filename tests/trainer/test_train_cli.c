@@ -733,6 +733,43 @@ static void test_minibatch_eval_batches(void **state)
     assert_true(r.test_acc > 0.6);
 }
 
+/* --eval-every 0 (timing runs): no evaluation, accuracies null, the
+ * predictions of the last epoch still written. */
+static void test_no_evaluation(void **state)
+{
+    (void)state;
+    const char *log = tu_path("noeval.json");
+    char *pred = (char *)tu_path("noeval-pred.h5");
+    TRAIN_OK("--data", (char *)g_sbm, "--model", "sage", "--epochs", "2", "--eval-every", "0",
+             "--threads", "2", "--log-json", (char *)log, "--save-predictions", pred, "-q");
+    char *text = tu_read_file(log);
+    assert_non_null(text);
+    int lines = 0;
+    for (char *line = text, *nl; *line && (nl = strchr(line, '\n')); line = nl + 1, lines++) {
+        *nl = '\0';
+        assert_true(json_line_ok(line));
+        const char *v = json_get(line, "test_acc");
+        assert_non_null(v);
+        assert_int_equal(strncmp(v, "null", 4), 0);
+        if (lines < 2) {
+            assert_false(json_true(line, "evaluated"));
+            assert_true(json_num(line, "loss") > 0.0);
+        } else {
+            assert_true(json_true(line, "final"));
+            assert_int_equal((int64_t)json_num(line, "best_epoch"), 2);
+        }
+    }
+    assert_int_equal(lines, 3);
+    free(text);
+    int64_t *p = NULL;
+    hsize_t dims[2];
+    assert_int_equal(h5_read(pred, "pred", H5T_NATIVE_INT64, (void **)&p, dims), 1);
+    assert_int_equal(dims[0], 3000);
+    free(p);
+    train_fails(NULL, 2, "--eval-every -1 must be >= 0", "--data", (char *)g_sbm, "--eval-every",
+                "-1", (char *)NULL);
+}
+
 static void test_minibatch_bad_options(void **state)
 {
     (void)state;
@@ -1043,6 +1080,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_minibatch_same_for_any_loader),
         cmocka_unit_test(test_minibatch_eval_batches),
         cmocka_unit_test(test_minibatch_bad_options),
+        cmocka_unit_test(test_no_evaluation),
         cmocka_unit_test(test_plugin_end_to_end),
         cmocka_unit_test(test_save_predictions),
         cmocka_unit_test(test_bad_input),
