@@ -93,6 +93,16 @@ static inline GNN_HOSTDEV float gnn_rng_uniform(uint64_t seed, uint64_t j)
     return gnn_rng_u01(r[j & 3u]);
 }
 
+/* splitmix64's finaliser applied to x + 0x9E3779B97F4A7C15: how seeds,
+ * epochs and batch numbers are folded into one generator key. */
+static inline GNN_HOSTDEV uint64_t gnn_rng_mix64(uint64_t x)
+{
+    uint64_t z = x + 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
 /* 1 when dropout keeps element counter j at drop probability p, else 0. */
 static inline GNN_HOSTDEV int gnn_rng_keep(uint64_t seed, uint64_t j, float p)
 {

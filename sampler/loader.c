@@ -70,14 +70,6 @@ static double now_s(void)
 
 /* ---- The permutation -------------------------------------------------------- */
 
-static uint64_t mix64(uint64_t x)
-{
-    uint64_t z = x + 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 typedef struct {
     uint64_t key, block;
     uint32_t w[4];
@@ -112,7 +104,8 @@ static uint64_t below(words_t *s, uint64_t m)
 
 void gnn_loader_shuffle(gnn_vid_t *a, int64_t n, uint64_t seed, uint64_t epoch)
 {
-    words_t s = {.key = mix64(mix64(seed ^ 0x73687566666c65ull) ^ epoch), .block = 0, .pos = 4};
+    uint64_t key = gnn_rng_mix64(gnn_rng_mix64(seed ^ 0x73687566666c65ull) ^ epoch);
+    words_t s = {.key = key, .block = 0, .pos = 4};
     for (int64_t i = n - 1; i > 0; i--) {
         int64_t j = (int64_t)below(&s, (uint64_t)i + 1);
         gnn_vid_t t = a[i];

@@ -49,15 +49,6 @@ struct gnn_sampler {
 
 /* ---- The random stream of (key, v, h) ------------------------------------ */
 
-/* splitmix64's finaliser of x + golden ratio: the key mixer of sampler.h. */
-static uint64_t mix64(uint64_t x)
-{
-    uint64_t z = x + 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 typedef struct {
     uint32_t ctr[4]; /* {lo32(v), hi32(v), h, next Philox block} */
     uint32_t key[2];
@@ -437,7 +428,7 @@ int gnn_sampler_sample(const gnn_sampler_t *s, const gnn_vid_t *seeds, int64_t n
     const gnn_csr_t *g = s->graph;
     GNN_TRY(frontier_start(&f, seeds, n, g->n_rows, "seed"));
 
-    const uint64_t key = mix64(mix64(mix64(seed) ^ epoch) ^ batch);
+    const uint64_t key = gnn_rng_mix64(gnn_rng_mix64(gnn_rng_mix64(seed) ^ epoch) ^ batch);
     const int L = s->layers;
     out->layers = L;
     out->n_seeds = n;

@@ -105,14 +105,6 @@ static void glorot(float *w, int64_t fin, int64_t fout, uint64_t seed, uint64_t 
         w[i] = (float)((2.0 * gnn_rng_uniform(seed, base + (uint64_t)i) - 1.0) * lim);
 }
 
-static uint64_t mix64(uint64_t z)
-{
-    z += 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 /* Aggregators that commute with a product on the right: aggr(D) W = aggr(D W). */
 static int linear_aggr(const gnn_aggr_def_t *a)
 {
@@ -159,7 +151,7 @@ int gnn_model_create(gnn_backend_t *be, const gnn_aggr_registry_t *reg,
 
     host = gnn_calloc((size_t)off, sizeof *host);
     GNN_CHECK(host, GNN_ENOMEM, "model parameters");
-    uint64_t init_seed = mix64(seed ^ 0x696e6974ull);
+    uint64_t init_seed = gnn_rng_mix64(seed ^ 0x696e6974ull);
     for (int l = 0; l < cfg->layers; l++) {
         layer_t *L = &m->layer[l];
         glorot(host + L->w_off, L->fin, L->fout, init_seed, (uint64_t)L->w_off);
@@ -171,7 +163,7 @@ int gnn_model_create(gnn_backend_t *be, const gnn_aggr_registry_t *reg,
     GNN_TRY(gnn_be_alloc(be, bytes, (void **)&m->grads));
     GNN_TRY(gnn_be_upload(be, m->params, host, bytes));
     GNN_TRY(gnn_be_zero(be, m->grads, bytes));
-    m->drop_seed = mix64(seed ^ 0x64726f70ull);
+    m->drop_seed = gnn_rng_mix64(seed ^ 0x64726f70ull);
     m->drop_offset = 0;
     m->dd_block = 16384;
     gnn_free(host);
@@ -217,7 +209,7 @@ void gnn_model_set_block_rows(gnn_model_t *m, int64_t rows)
 
 void gnn_model_set_rng(gnn_model_t *m, uint64_t seed, uint64_t offset)
 {
-    m->drop_seed = mix64(seed ^ 0x64726f70ull);
+    m->drop_seed = gnn_rng_mix64(seed ^ 0x64726f70ull);
     m->drop_offset = offset;
 }
 
