@@ -103,6 +103,29 @@ static inline GNN_HOSTDEV uint64_t gnn_rng_mix64(uint64_t x)
     return z ^ (z >> 31);
 }
 
+/* The 64-bit word i of the stream of key: words (lo, hi) = r[0], r[1] of
+ * block i / 2 for even i, r[2], r[3] for odd i, as lo | hi << 32. */
+static inline GNN_HOSTDEV uint64_t gnn_rng_word64(uint64_t key, uint64_t i)
+{
+    uint32_t r[4];
+    gnn_rng_block(key, i >> 1, r);
+    return (i & 1u) ? ((uint64_t)r[2] | (uint64_t)r[3] << 32)
+                    : ((uint64_t)r[0] | (uint64_t)r[1] << 32);
+}
+
+/* Exactly uniform on [0, m), m >= 1, from the words *next, *next + 1, ...
+ * of key's stream (Lemire's multiply-and-reject; *next advances past the
+ * words used). */
+static inline uint64_t gnn_rng_below(uint64_t key, uint64_t *next, uint64_t m)
+{
+    unsigned __int128 p = (unsigned __int128)gnn_rng_word64(key, (*next)++) * m;
+    if ((uint64_t)p < m) {
+        uint64_t t = -m % m;
+        while ((uint64_t)p < t) p = (unsigned __int128)gnn_rng_word64(key, (*next)++) * m;
+    }
+    return (uint64_t)(p >> 64);
+}
+
 /* 1 when dropout keeps element counter j at drop probability p, else 0. */
 static inline GNN_HOSTDEV int gnn_rng_keep(uint64_t seed, uint64_t j, float p)
 {

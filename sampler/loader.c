@@ -70,44 +70,11 @@ static double now_s(void)
 
 /* ---- The permutation -------------------------------------------------------- */
 
-typedef struct {
-    uint64_t key, block;
-    uint32_t w[4];
-    unsigned pos;
-} words_t;
-
-static uint64_t next_word(words_t *s)
-{
-    if (s->pos >= 4) {
-        gnn_rng_block(s->key, s->block++, s->w);
-        s->pos = 0;
-    }
-    uint64_t lo = s->w[s->pos], hi = s->w[s->pos + 1];
-    s->pos += 2;
-    return lo | hi << 32;
-}
-
-/* Exactly uniform on [0, m), m >= 1 (Lemire's multiply-and-reject). */
-static uint64_t below(words_t *s, uint64_t m)
-{
-    unsigned __int128 p = (unsigned __int128)next_word(s) * m;
-    uint64_t lo = (uint64_t)p;
-    if (lo < m) {
-        uint64_t t = -m % m;
-        while (lo < t) {
-            p = (unsigned __int128)next_word(s) * m;
-            lo = (uint64_t)p;
-        }
-    }
-    return (uint64_t)(p >> 64);
-}
-
 void gnn_loader_shuffle(gnn_vid_t *a, int64_t n, uint64_t seed, uint64_t epoch)
 {
-    uint64_t key = gnn_rng_mix64(gnn_rng_mix64(seed ^ 0x73687566666c65ull) ^ epoch);
-    words_t s = {.key = key, .block = 0, .pos = 4};
+    uint64_t key = gnn_rng_mix64(gnn_rng_mix64(seed ^ 0x73687566666c65ull) ^ epoch), w = 0;
     for (int64_t i = n - 1; i > 0; i--) {
-        int64_t j = (int64_t)below(&s, (uint64_t)i + 1);
+        int64_t j = (int64_t)gnn_rng_below(key, &w, (uint64_t)i + 1);
         gnn_vid_t t = a[i];
         a[i] = a[j];
         a[j] = t;
