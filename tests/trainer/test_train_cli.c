@@ -39,6 +39,7 @@
 #include "graph/base/alloc.h"
 #include "graph/graph_file.h"
 #include "tests/common/cmdtest.h"
+#include "tests/common/jsontest.h"
 #include "tests/common/testutil.h"
 
 #include <errno.h>
@@ -118,70 +119,13 @@ static void train_fails(const char *out, int status, const char *want, ...)
 
 /* ---- A small JSON reader for the --log-json lines ------------------------- */
 
-static const char *json_ws(const char *p)
-{
-    while (*p == ' ' || *p == '\t') p++;
-    return p;
-}
-
-/* Skip one JSON value at p; NULL when it is not valid JSON. */
-static const char *json_skip(const char *p)
-{
-    p = json_ws(p);
-    if (*p == '{' || *p == '[') {
-        char close = *p == '{' ? '}' : ']';
-        p = json_ws(p + 1);
-        if (*p == close) return p + 1;
-        for (;;) {
-            p = json_ws(p);
-            if (close == '}') {
-                if (*p != '"') return NULL;
-                p = json_skip(p);
-                if (!p) return NULL;
-                p = json_ws(p);
-                if (*p++ != ':') return NULL;
-            }
-            p = json_skip(p);
-            if (!p) return NULL;
-            p = json_ws(p);
-            if (*p == close) return p + 1;
-            if (*p++ != ',') return NULL;
-        }
-    }
-    if (*p == '"') {
-        for (p++; *p != '"'; p++) {
-            if (!*p || *p == '\n') return NULL;
-            if (*p == '\\' && !*++p) return NULL;
-        }
-        return p + 1;
-    }
-    static const char *const words[] = {"true", "false", "null"};
-    for (int i = 0; i < 3; i++)
-        if (!strncmp(p, words[i], strlen(words[i]))) return p + strlen(words[i]);
-    /* A number: -?digits(.digits)?([eE][+-]?digits)? */
-    const char *q = p;
-    if (*q == '-') q++;
-    if (*q < '0' || *q > '9') return NULL;
-    while (*q >= '0' && *q <= '9') q++;
-    if (*q == '.') {
-        if (q[1] < '0' || q[1] > '9') return NULL;
-        for (q++; *q >= '0' && *q <= '9'; q++) {}
-    }
-    if (*q == 'e' || *q == 'E') {
-        q++;
-        if (*q == '+' || *q == '-') q++;
-        if (*q < '0' || *q > '9') return NULL;
-        while (*q >= '0' && *q <= '9') q++;
-    }
-    return q;
-}
 
 /* The line is exactly one JSON object. */
 static int json_line_ok(const char *line)
 {
-    if (*json_ws(line) != '{') return 0;
-    const char *end = json_skip(line);
-    return end && *json_ws(end) == '\0';
+    if (*tu_json_ws(line) != '{') return 0;
+    const char *end = tu_json_skip(line);
+    return end && *tu_json_ws(end) == '\0';
 }
 
 /* Value of top-level member key of a flat object line, or NULL. */
@@ -190,8 +134,8 @@ static const char *json_get(const char *line, const char *key)
     char pat[128];
     snprintf(pat, sizeof pat, "\"%s\"", key);
     for (const char *p = strstr(line, pat); p; p = strstr(p + 1, pat)) {
-        const char *v = json_ws(p + strlen(pat));
-        if (*v == ':') return json_ws(v + 1);
+        const char *v = tu_json_ws(p + strlen(pat));
+        if (*v == ':') return tu_json_ws(v + 1);
     }
     return NULL;
 }
@@ -218,12 +162,12 @@ static int json_array(const char *line, const char *key, double *out, int max)
     const char *v = json_get(line, key);
     if (!v || *v != '[') fail_msg("no array \"%s\" in %s", key, line);
     int n = 0;
-    for (v = json_ws(v + 1); *v != ']'; v = json_ws(v)) {
+    for (v = tu_json_ws(v + 1); *v != ']'; v = tu_json_ws(v)) {
         char *end;
         double d = strtod(v, &end);
         if (end == v || n >= max) fail_msg("bad array \"%s\" in %s", key, line);
         out[n++] = d;
-        v = json_ws(end);
+        v = tu_json_ws(end);
         if (*v == ',') v++;
     }
     return n;

@@ -1,0 +1,753 @@
+/*
+ * Writing, checking and summarising a partition directory (partdir.h).
+ *
+ * Writing: relabel (halo.h), then one part at a time build its local
+ * graph, gather its rows of features, labels and splits, and write
+ * part-NNNNN.h5 into "<dir>.tmp-<pid>"; meta.h5 last; then rename. Peak
+ * memory is the graph plus one part.
+ *
+ * Checking re-derives everything from the graph file: each owned row of
+ * each part, mapped back through local_to_global and node_map, must be the
+ * graph's row as a multiset (so with the edge total, every edge appears
+ * exactly once), and every stored array must equal the graph's rows.
+ */
+#include "partition/partdir.h"
+
+#include "graph/base/alloc.h"
+#include "graph/base/error.h"
+#include "graph/base/json.h"
+#include "graph/h5util.h"
+#include "partition/halo.h"
+#include "partition/kway.h"
+
+#include <errno.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *const split_names[GNN_NUM_SPLITS] = {"train", "valid", "test"};
+
+/* ---- Small HDF5 helpers ------------------------------------------------------ */
+
+static int put_array(hid_t loc, const char *path, const char *name, hid_t ftype, hid_t mtype,
+                     int rank, const hsize_t *dims, const void *data)
+{
+    int rc = 0;
+    hid_t sp = -1, d = -1;
+    sp = H5Screate_simple(rank, dims, NULL);
+    if (sp < 0) {
+        rc = GNN_H5_FAIL(GNN_EHDF5, "%s: cannot describe %s", path, name);
+        goto fail;
+    }
+    d = H5Dcreate2(loc, name, ftype, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (d < 0) {
+        rc = GNN_H5_FAIL(GNN_EHDF5, "%s: cannot create %s", path, name);
+        goto fail;
+    }
+    hsize_t n = 1;
+    for (int r = 0; r < rank; r++) n *= dims[r];
+    if (n > 0 && H5Dwrite(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0)
+        rc = GNN_H5_FAIL(GNN_EHDF5, "%s: cannot write %s", path, name);
+fail:
+    gnn__h5_close(&d);
+    gnn__h5_close(&sp);
+    return rc;
+}
+
+static int put_i64(hid_t loc, const char *path, const char *name, const int64_t *v, int64_t n)
+{
+    hsize_t dims[1] = {(hsize_t)n};
+    return put_array(loc, path, name, H5T_STD_I64LE, H5T_NATIVE_INT64, 1, dims, v);
+}
+
+/* Read the whole int64 dataset name of loc into *out (n entries; shape
+ * checked against want when want >= 0). */
+static int get_i64(hid_t loc, const char *path, const char *name, int64_t want, int64_t **out,
+                   int64_t *n)
+{
+    int rc = 0;
+    hid_t d = -1;
+    hsize_t dims[1];
+    *out = NULL;
+    GNN_TRY(gnn__h5_open_dataset(loc, path, name, GNN_H5_INT, 1, 0, dims, &d));
+    if (want >= 0 && (int64_t)dims[0] != want) {
+        rc = GNN_FAIL(GNN_EFORMAT, "%s: %s has %llu entries, expected %" PRId64, path, name,
+                      (unsigned long long)dims[0], want);
+        goto fail;
+    }
+    *out = gnn_malloc_array((size_t)dims[0] + 1, sizeof **out);
+    GNN_CHECK(*out, GNN_ENOMEM, "%s: %s", path, name);
+    if (dims[0] > 0) GNN_TRY(gnn__h5_read_rows(d, H5T_NATIVE_INT64, 1, 1, 0, (int64_t)dims[0], *out));
+    *n = (int64_t)dims[0];
+fail:
+    if (rc < 0) {
+        gnn_free(*out);
+        *out = NULL;
+    }
+    gnn__h5_close(&d);
+    return rc;
+}
+
+static int open_file(const char *path, hid_t *f)
+{
+    gnn__h5_init();
+    struct stat st;
+    if (stat(path, &st) != 0) return GNN_FAIL(GNN_ENOENT, "%s: %s", path, strerror(errno));
+    *f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (*f < 0) return GNN_H5_FAIL(GNN_EFORMAT, "%s: not an HDF5 file", path);
+    return 0;
+}
+
+/* Attribute reads that name the file on failure. */
+static int attr_i64(hid_t f, const char *path, const char *name, int64_t *v)
+{
+    int rc = gnn__h5_check_attr_single(f, name);
+    if (rc == 0) rc = gnn__h5_get_attr_i64(f, name, 0, v);
+    if (rc < 0) gnn_error_prefix("%s", path);
+    return rc;
+}
+
+static int attr_str(hid_t f, const char *path, const char *name, char *buf, size_t len)
+{
+    int rc = gnn__h5_check_attr_single(f, name);
+    if (rc == 0) rc = gnn__h5_get_attr_str(f, name, buf, len);
+    if (rc < 0) gnn_error_prefix("%s", path);
+    return rc;
+}
+
+static int check_format(hid_t f, const char *path, const char *want)
+{
+    int rc = 0;
+    char fmt[64] = "";
+    int64_t version = 0;
+    GNN_TRY(attr_str(f, path, "format", fmt, sizeof fmt));
+    GNN_CHECK(!strcmp(fmt, want), GNN_EFORMAT, "%s: format \"%s\", expected \"%s\"", path, fmt,
+              want);
+    GNN_TRY(attr_i64(f, path, "version", &version));
+    GNN_CHECK(version == GNN_PARTDIR_VERSION, GNN_EVERSION,
+              "%s: partition format version %" PRId64 " is not supported (this build reads %d)",
+              path, version, GNN_PARTDIR_VERSION);
+fail:
+    return rc;
+}
+
+/* ---- Directories --------------------------------------------------------------- */
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static void rm_tree(const char *path)
+{
+    nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static char *path_join(const char *dir, const char *name)
+{
+    size_t len = strlen(dir) + strlen(name) + 2;
+    char *p = gnn_malloc(len);
+    if (p) snprintf(p, len, "%s/%s", dir, name);
+    return p;
+}
+
+/* ---- Writing ------------------------------------------------------------------- */
+
+typedef struct {
+    int64_t nodes, edges, halo, train;
+} part_stats_t;
+
+static int write_part(const char *tmp, const gnn_graph_t *g, const gnn_part_map_t *m,
+                      const int32_t *part, int p, int64_t *const *split_local,
+                      const int64_t *split_count, part_stats_t *st)
+{
+    int rc = 0;
+    gnn_part_local_t l = {0};
+    char name[32];
+    char *path = NULL;
+    hid_t f = -1, grp = -1;
+    float *feat = NULL;
+    int64_t *lab = NULL;
+    (void)part;
+    snprintf(name, sizeof name, "part-%05d.h5", p);
+    path = path_join(tmp, name);
+    GNN_CHECK(path, GNN_ENOMEM, "partition");
+    GNN_TRY(gnn_part_local_build(&g->csr, m, p, &l));
+    f = H5Fcreate(path, H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT);
+    if (f < 0) {
+        rc = GNN_H5_FAIL(GNN_EIO, "%s: cannot create", path);
+        goto fail;
+    }
+    GNN_TRY(gnn__h5_set_attr_str(f, "format", GNN_PARTDIR_PART_FORMAT));
+    GNN_TRY(gnn__h5_set_attr_i64(f, "version", GNN_PARTDIR_VERSION));
+    GNN_TRY(gnn__h5_set_attr_i64(f, "part", p));
+    GNN_TRY(gnn__h5_set_attr_i64(f, "num_parts", m->num_parts));
+    GNN_TRY(gnn__h5_set_attr_i64(f, "num_owned", l.n_owned));
+    GNN_TRY(gnn__h5_set_attr_i64(f, "num_local", l.n_local));
+    GNN_TRY(gnn__h5_set_attr_i64(f, "num_edges", l.csr.nnz));
+    GNN_TRY(gnn__h5_set_attr_i64(f, "first_id", m->start[p]));
+    GNN_TRY(put_i64(f, path, "indptr", l.csr.indptr, l.n_owned + 1));
+    GNN_TRY(put_i64(f, path, "indices", l.csr.indices, l.csr.nnz));
+    if (l.csr.weights) {
+        hsize_t dims[1] = {(hsize_t)l.csr.nnz};
+        GNN_TRY(put_array(f, path, "weights", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 1, dims,
+                          l.csr.weights));
+    }
+    GNN_TRY(put_i64(f, path, "local_to_global", l.local_to_global, l.n_local));
+    gnn_vid_t lo = m->start[p];
+    if (g->feat) {
+        feat = gnn_malloc_array((size_t)l.n_owned * (size_t)g->feat_dim + 1, sizeof *feat);
+        GNN_CHECK(feat, GNN_ENOMEM, "%s: features", path);
+        for (gnn_vid_t i = 0; i < l.n_owned; i++)
+            memcpy(feat + i * g->feat_dim, g->feat + m->old_of_new[lo + i] * g->feat_dim,
+                   (size_t)g->feat_dim * sizeof *feat);
+        hsize_t dims[2] = {(hsize_t)l.n_owned, (hsize_t)g->feat_dim};
+        GNN_TRY(put_array(f, path, "feat", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, dims, feat));
+        GNN_TRY(gnn__h5_set_attr_i64(f, "feat_dim", g->feat_dim));
+    }
+    if (g->label) {
+        lab = gnn_malloc_array((size_t)l.n_owned + 1, sizeof *lab);
+        GNN_CHECK(lab, GNN_ENOMEM, "%s: labels", path);
+        for (gnn_vid_t i = 0; i < l.n_owned; i++) lab[i] = g->label[m->old_of_new[lo + i]];
+        GNN_TRY(put_i64(f, path, "label", lab, l.n_owned));
+        GNN_TRY(gnn__h5_set_attr_i64(f, "num_classes", g->num_classes));
+    }
+    grp = H5Gcreate2(f, "split", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (grp < 0) {
+        rc = GNN_H5_FAIL(GNN_EHDF5, "%s: cannot create group split", path);
+        goto fail;
+    }
+    for (int s = 0; s < GNN_NUM_SPLITS; s++)
+        if (split_local[s]) GNN_TRY(put_i64(grp, path, split_names[s], split_local[s], split_count[s]));
+    if (H5Fflush(f, H5F_SCOPE_GLOBAL) < 0) {
+        rc = GNN_H5_FAIL(GNN_EIO, "%s: cannot write", path);
+        goto fail;
+    }
+    st->nodes = l.n_owned;
+    st->edges = l.csr.nnz;
+    st->halo = l.n_local - l.n_owned;
+    st->train = split_local[GNN_SPLIT_TRAIN] ? split_count[GNN_SPLIT_TRAIN] : 0;
+fail:
+    gnn__h5_close(&grp);
+    if (f >= 0 && H5Fclose(f) < 0 && rc == 0) rc = GNN_H5_FAIL(GNN_EIO, "%s: cannot close", path);
+    gnn_free(feat);
+    gnn_free(lab);
+    gnn_part_local_free(&l);
+    gnn_free(path);
+    return rc;
+}
+
+static int write_meta(const char *tmp, const gnn_graph_t *g, const gnn_part_map_t *m,
+                      const gnn_partdir_meta_t *meta, const part_stats_t *st)
+{
+    int rc = 0;
+    char *path = path_join(tmp, "meta.h5");
+    hid_t f = -1;
+    int k = m->num_parts;
+    int64_t *col = NULL;
+    GNN_CHECK(path, GNN_ENOMEM, "partition");
+    f = H5Fcreate(path, H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT);
+    if (f < 0) {
+        rc = GNN_H5_FAIL(GNN_EIO, "%s: cannot create", path);
+        goto fail;
+    }
+    GNN_TRY(gnn__h5_set_attr_str(f, "format", GNN_PARTDIR_FORMAT));
+    GNN_TRY(gnn__h5_set_attr_i64(f, "version", GNN_PARTDIR_VERSION));
+    GNN_TRY(gnn__h5_set_attr_i64(f, "num_parts", k));
+    GNN_TRY(gnn__h5_set_attr_i64(f, "num_nodes", g->csr.n_rows));
+    GNN_TRY(gnn__h5_set_attr_i64(f, "num_edges", g->csr.nnz));
+    GNN_TRY(gnn__h5_set_attr_str(f, "graph", meta->graph));
+    GNN_TRY(gnn__h5_set_attr_str(f, "method", meta->method));
+    GNN_TRY(gnn__h5_set_attr_str(f, "balance", meta->balance));
+    GNN_TRY(gnn__h5_set_attr_i64(f, "ufactor", meta->ufactor));
+    GNN_TRY(gnn__h5_set_attr_u64(f, "seed", meta->seed));
+    GNN_TRY(gnn__h5_set_attr_i64(f, "halo_hops", meta->halo_hops));
+    GNN_TRY(gnn__h5_set_attr_i64(f, "edge_cut", meta->edge_cut));
+    GNN_TRY(put_i64(f, path, "part_start", m->start, k + 1));
+    GNN_TRY(put_i64(f, path, "node_map", m->old_of_new, m->num_nodes));
+    col = gnn_malloc_array((size_t)k + 1, sizeof *col);
+    GNN_CHECK(col, GNN_ENOMEM, "%s", path);
+    static const char *const names[4] = {"part_nodes", "part_edges", "part_halo", "part_train"};
+    for (int c = 0; c < 4; c++) {
+        for (int p = 0; p < k; p++)
+            col[p] = c == 0 ? st[p].nodes : c == 1 ? st[p].edges : c == 2 ? st[p].halo : st[p].train;
+        GNN_TRY(put_i64(f, path, names[c], col, k));
+    }
+fail:
+    if (f >= 0 && H5Fclose(f) < 0 && rc == 0) rc = GNN_H5_FAIL(GNN_EIO, "%s: cannot close", path);
+    gnn_free(col);
+    gnn_free(path);
+    return rc;
+}
+
+int gnn_partdir_write(const char *dir, const gnn_graph_t *g, const int32_t *part, int k,
+                      const gnn_partdir_meta_t *meta, int force)
+{
+    int rc = 0;
+    gnn_part_map_t m = {0};
+    char *tmp = NULL, *old = NULL;
+    int made = 0;
+    char *d = NULL;
+    part_stats_t *st = NULL;
+    int64_t *split_local[GNN_NUM_SPLITS] = {0}, *split_count = NULL, *split_next = NULL;
+    struct stat sb;
+    GNN_CHECK(dir && g && part && meta, GNN_EINVAL, "partition: NULL argument");
+    GNN_CHECK(meta->halo_hops == 1, GNN_EUNSUPPORTED,
+              "partition: --halo-hops %d (only 1 hop is written so far)", meta->halo_hops);
+    /* "out/" names the directory "out": the temporary one goes beside it. */
+    d = gnn_strdup(dir);
+    GNN_CHECK(d, GNN_ENOMEM, "partition");
+    for (size_t n = strlen(d); n > 1 && d[n - 1] == '/'; n--) d[n - 1] = '\0';
+    dir = d;
+    int exists = stat(dir, &sb) == 0;
+    GNN_CHECK(!exists || force, GNN_EEXISTS, "%s exists (add --force to replace it)", dir);
+    gnn__h5_init();
+    GNN_TRY(gnn_part_relabel(part, g->csr.n_rows, k, &m));
+
+    size_t len = strlen(dir) + 32;
+    tmp = gnn_malloc(len);
+    old = gnn_malloc(len);
+    GNN_CHECK(tmp && old, GNN_ENOMEM, "partition");
+    snprintf(tmp, len, "%s.tmp-%ld", dir, (long)getpid());
+    snprintf(old, len, "%s.old-%ld", dir, (long)getpid());
+    rm_tree(tmp);
+    GNN_CHECK(mkdir(tmp, 0777) == 0, GNN_EIO, "cannot create %s: %s", tmp, strerror(errno));
+    made = 1;
+
+    /* Local split ids per part: count, then fill in split order. */
+    split_count = gnn_calloc((size_t)k * GNN_NUM_SPLITS + 1, sizeof *split_count);
+    split_next = gnn_calloc((size_t)k * GNN_NUM_SPLITS + 1, sizeof *split_next);
+    st = gnn_calloc((size_t)k, sizeof *st);
+    GNN_CHECK(split_count && split_next && st, GNN_ENOMEM, "partition");
+    for (int s = 0; s < GNN_NUM_SPLITS; s++) {
+        if (!g->split[s]) continue;
+        split_local[s] = gnn_malloc_array((size_t)g->split_size[s] + 1, sizeof *split_local[s]);
+        GNN_CHECK(split_local[s], GNN_ENOMEM, "partition");
+        for (int64_t i = 0; i < g->split_size[s]; i++)
+            split_count[(size_t)part[g->split[s][i]] * GNN_NUM_SPLITS + (size_t)s]++;
+    }
+    for (int s = 0; s < GNN_NUM_SPLITS; s++) {
+        int64_t at = 0;
+        for (int p = 0; p < k; p++) {
+            split_next[(size_t)p * GNN_NUM_SPLITS + (size_t)s] = at;
+            at += split_count[(size_t)p * GNN_NUM_SPLITS + (size_t)s];
+        }
+        if (!g->split[s]) continue;
+        int64_t *pos = split_next;
+        for (int64_t i = 0; i < g->split_size[s]; i++) {
+            gnn_vid_t v = g->split[s][i];
+            int p = part[v];
+            split_local[s][pos[(size_t)p * GNN_NUM_SPLITS + (size_t)s]++] =
+                m.new_of_old[v] - m.start[p];
+        }
+    }
+    /* split_next now holds each part's end; its start is end - count. */
+    for (int p = 0; p < k; p++) {
+        int64_t *local[GNN_NUM_SPLITS], cnt[GNN_NUM_SPLITS];
+        for (int s = 0; s < GNN_NUM_SPLITS; s++) {
+            size_t ix = (size_t)p * GNN_NUM_SPLITS + (size_t)s;
+            cnt[s] = split_count[ix];
+            local[s] = split_local[s] ? split_local[s] + (split_next[ix] - cnt[s]) : NULL;
+        }
+        GNN_TRY(write_part(tmp, g, &m, part, p, local, cnt, &st[p]));
+    }
+    GNN_TRY(write_meta(tmp, g, &m, meta, st));
+
+    if (exists) {
+        GNN_CHECK(rename(dir, old) == 0, GNN_EIO, "cannot move %s aside: %s", dir,
+                  strerror(errno));
+    }
+    if (rename(tmp, dir) != 0) {
+        rc = GNN_FAIL(GNN_EIO, "cannot rename %s to %s: %s", tmp, dir, strerror(errno));
+        if (exists) (void)rename(old, dir);
+        goto fail;
+    }
+    made = 0;
+    if (exists) rm_tree(old);
+fail:
+    if (made) rm_tree(tmp);
+    for (int s = 0; s < GNN_NUM_SPLITS; s++) gnn_free(split_local[s]);
+    gnn_free(split_count);
+    gnn_free(split_next);
+    gnn_free(st);
+    gnn_free(tmp);
+    gnn_free(old);
+    gnn_free(d);
+    gnn_part_map_free(&m);
+    return rc;
+}
+
+/* ---- Reading back ---------------------------------------------------------------- */
+
+typedef struct {
+    int k;
+    int64_t num_nodes, num_edges, edge_cut, ufactor, halo_hops;
+    uint64_t seed;
+    char graph[1024], method[32], balance[64];
+    int64_t *start, *node_map;
+    int64_t *stat[4]; /* nodes, edges, halo, train */
+} meta_t;
+
+static void meta_free(meta_t *m)
+{
+    gnn_free(m->start);
+    gnn_free(m->node_map);
+    for (int c = 0; c < 4; c++) gnn_free(m->stat[c]);
+    memset(m, 0, sizeof *m);
+}
+
+static int meta_read(const char *dir, meta_t *m, int with_map)
+{
+    int rc = 0;
+    hid_t f = -1;
+    int64_t n = 0, k = 0;
+    memset(m, 0, sizeof *m);
+    char *path = path_join(dir, "meta.h5");
+    GNN_CHECK(path, GNN_ENOMEM, "partition");
+    struct stat sb;
+    GNN_CHECK(stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode), GNN_ENOENT,
+              "%s: no partition directory", dir);
+    GNN_TRY(open_file(path, &f));
+    GNN_TRY(check_format(f, path, GNN_PARTDIR_FORMAT));
+    GNN_TRY(attr_i64(f, path, "num_parts", &k));
+    GNN_CHECK(k >= 1 && k <= (1 << 20), GNN_EFORMAT, "%s: num_parts %" PRId64, path, k);
+    m->k = (int)k;
+    GNN_TRY(attr_i64(f, path, "num_nodes", &m->num_nodes));
+    GNN_TRY(attr_i64(f, path, "num_edges", &m->num_edges));
+    GNN_TRY(attr_i64(f, path, "edge_cut", &m->edge_cut));
+    GNN_TRY(attr_i64(f, path, "ufactor", &m->ufactor));
+    GNN_TRY(attr_i64(f, path, "halo_hops", &m->halo_hops));
+    rc = gnn__h5_get_attr_u64(f, "seed", 0, &m->seed);
+    if (rc < 0) {
+        gnn_error_prefix("%s", path);
+        goto fail;
+    }
+    GNN_TRY(attr_str(f, path, "graph", m->graph, sizeof m->graph));
+    GNN_TRY(attr_str(f, path, "method", m->method, sizeof m->method));
+    GNN_TRY(attr_str(f, path, "balance", m->balance, sizeof m->balance));
+    GNN_CHECK(m->num_nodes >= k && m->num_edges >= 0, GNN_EFORMAT,
+              "%s: %" PRId64 " nodes and %" PRId64 " edges for %" PRId64 " parts", path,
+              m->num_nodes, m->num_edges, k);
+    GNN_TRY(get_i64(f, path, "part_start", k + 1, &m->start, &n));
+    GNN_CHECK(m->start[0] == 0 && m->start[k] == m->num_nodes, GNN_EFORMAT,
+              "%s: part_start does not span 0 .. %" PRId64, path, m->num_nodes);
+    for (int64_t p = 0; p < k; p++)
+        GNN_CHECK(m->start[p] <= m->start[p + 1], GNN_EFORMAT,
+                  "%s: part_start decreases at part %" PRId64, path, p);
+    static const char *const names[4] = {"part_nodes", "part_edges", "part_halo", "part_train"};
+    for (int c = 0; c < 4; c++) GNN_TRY(get_i64(f, path, names[c], k, &m->stat[c], &n));
+    if (with_map) GNN_TRY(get_i64(f, path, "node_map", m->num_nodes, &m->node_map, &n));
+fail:
+    gnn__h5_close(&f);
+    gnn_free(path);
+    if (rc < 0) meta_free(m);
+    return rc;
+}
+
+int gnn_partdir_info(const char *dir, int json, FILE *out)
+{
+    int rc = 0;
+    meta_t m;
+    GNN_TRY(meta_read(dir, &m, 0));
+    if (json) {
+        fprintf(out, "{\"num_parts\": %d, \"num_nodes\": %" PRId64 ", \"num_edges\": %" PRId64
+                     ", \"edge_cut\": %" PRId64 ", \"method\": ",
+                m.k, m.num_nodes, m.num_edges, m.edge_cut);
+        gnn_json_string(out, m.method);
+        fprintf(out, ", \"balance\": ");
+        gnn_json_string(out, m.balance);
+        fprintf(out, ", \"seed\": %" PRIu64 ", \"ufactor\": %" PRId64 ", \"halo_hops\": %" PRId64
+                     ", \"graph\": ",
+                m.seed, m.ufactor, m.halo_hops);
+        gnn_json_string(out, m.graph);
+        fprintf(out, ", \"parts\": [");
+        for (int p = 0; p < m.k; p++)
+            fprintf(out, "%s{\"nodes\": %" PRId64 ", \"edges\": %" PRId64 ", \"halo\": %" PRId64
+                         ", \"train\": %" PRId64 "}",
+                    p ? ", " : "", m.stat[0][p], m.stat[1][p], m.stat[2][p], m.stat[3][p]);
+        fprintf(out, "]}\n");
+    } else {
+        fprintf(out, "partition     %s\ngraph         %s\n", dir, m.graph);
+        fprintf(out, "parts         %d (%s, balance %s, ufactor %" PRId64 ", seed %" PRIu64
+                     ", halo %" PRId64 " hop)\n",
+                m.k, m.method, m.balance, m.ufactor, m.seed, m.halo_hops);
+        fprintf(out, "nodes         %" PRId64 "\nedges         %" PRId64 " stored\n",
+                m.num_nodes, m.num_edges);
+        fprintf(out, "edge cut      %" PRId64 " undirected edges between parts\n", m.edge_cut);
+        fprintf(out, "part       nodes       edges        halo       train\n");
+        for (int p = 0; p < m.k; p++)
+            fprintf(out, "%4d %11" PRId64 " %11" PRId64 " %11" PRId64 " %11" PRId64 "\n", p,
+                    m.stat[0][p], m.stat[1][p], m.stat[2][p], m.stat[3][p]);
+    }
+    meta_free(&m);
+fail:
+    return rc;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+typedef struct {
+    int64_t id;
+    float w;
+} wpair_t;
+
+static int cmp_wpair(const void *a, const void *b)
+{
+    const wpair_t *x = a, *y = b;
+    if (x->id != y->id) return (x->id > y->id) - (x->id < y->id);
+    return (x->w > y->w) - (x->w < y->w);
+}
+
+/* One part file against the graph; marks its nodes' split membership. */
+static int check_part(const char *dir, const meta_t *m, const gnn_graph_t *g, int p,
+                      const int64_t *new_of_old, unsigned char *split_seen)
+{
+    int rc = 0;
+    char name[32];
+    snprintf(name, sizeof name, "part-%05d.h5", p);
+    char *path = path_join(dir, name);
+    hid_t f = -1, d = -1;
+    int64_t *indptr = NULL, *indices = NULL, *l2g = NULL, *lab = NULL, *a = NULL, *b = NULL;
+    int64_t *sp = NULL;
+    float *feat = NULL, *wt = NULL;
+    unsigned char *used = NULL;
+    wpair_t *pa = NULL, *pb = NULL;
+    GNN_CHECK(path, GNN_ENOMEM, "partition");
+    GNN_TRY(open_file(path, &f));
+    GNN_TRY(check_format(f, path, GNN_PARTDIR_PART_FORMAT));
+    int64_t part = -1, no = -1, nl = -1, ne = -1, n;
+    GNN_TRY(attr_i64(f, path, "part", &part));
+    GNN_TRY(attr_i64(f, path, "num_owned", &no));
+    GNN_TRY(attr_i64(f, path, "num_local", &nl));
+    GNN_TRY(attr_i64(f, path, "num_edges", &ne));
+    int64_t lo = m->start[p], hi = m->start[p + 1];
+    GNN_CHECK(part == p && no == hi - lo && nl >= no && nl <= m->num_nodes && ne >= 0,
+              GNN_EFORMAT, "%s: part %" PRId64 " with %" PRId64 " owned and %" PRId64
+                           " local nodes does not match meta.h5 (part %d owns %" PRId64 ")",
+              path, part, no, nl, p, hi - lo);
+    GNN_TRY(get_i64(f, path, "indptr", no + 1, &indptr, &n));
+    GNN_TRY(get_i64(f, path, "indices", ne, &indices, &n));
+    GNN_TRY(get_i64(f, path, "local_to_global", nl, &l2g, &n));
+    GNN_CHECK(indptr[0] == 0 && indptr[no] == ne, GNN_EFORMAT, "%s: indptr does not span 0 .. %" PRId64,
+              path, ne);
+    for (int64_t i = 0; i < no; i++) {
+        GNN_CHECK(l2g[i] == lo + i, GNN_EFORMAT, "%s: local node %" PRId64 " is global %" PRId64
+                                                 ", expected %" PRId64,
+                  path, i, l2g[i], lo + i);
+        GNN_CHECK(indptr[i] <= indptr[i + 1], GNN_EFORMAT, "%s: indptr decreases at row %" PRId64,
+                  path, i);
+    }
+    for (int64_t i = no; i < nl; i++)
+        GNN_CHECK(l2g[i] >= 0 && l2g[i] < m->num_nodes && (l2g[i] < lo || l2g[i] >= hi) &&
+                      (i == no || l2g[i - 1] < l2g[i]),
+                  GNN_EFORMAT, "%s: halo node %" PRId64 " (global %" PRId64 ") is owned here, "
+                               "out of range or out of order",
+                  path, i, l2g[i]);
+    if (g->csr.weights) {
+        hsize_t dims[1];
+        GNN_TRY(gnn__h5_open_dataset(f, path, "weights", GNN_H5_FLOAT, 1, 0, dims, &d));
+        GNN_CHECK((int64_t)dims[0] == ne, GNN_EFORMAT, "%s: weights has %llu entries, expected %" PRId64,
+                  path, (unsigned long long)dims[0], ne);
+        wt = gnn_malloc_array((size_t)ne + 1, sizeof *wt);
+        GNN_CHECK(wt, GNN_ENOMEM, "%s", path);
+        if (ne) GNN_TRY(gnn__h5_read_rows(d, H5T_NATIVE_FLOAT, 1, 1, 0, ne, wt));
+        gnn__h5_close(&d);
+    }
+    used = gnn_calloc((size_t)nl + 1, 1);
+    GNN_CHECK(used, GNN_ENOMEM, "%s", path);
+    /* Rows: the graph's, as multisets of graph node ids (and weights). */
+    a = gnn_malloc_array(1, sizeof *a);
+    for (int64_t i = 0; i < no; i++) {
+        int64_t v = m->node_map[lo + i];
+        int64_t d0 = indptr[i + 1] - indptr[i], dg = g->csr.indptr[v + 1] - g->csr.indptr[v];
+        GNN_CHECK(d0 == dg, GNN_EFORMAT, "%s: row %" PRId64 " (graph node %" PRId64
+                                         ") has %" PRId64 " in-edges, the graph %" PRId64,
+                  path, i, v, d0, dg);
+        gnn_free(a);
+        gnn_free(b);
+        a = gnn_malloc_array((size_t)d0 + 1, sizeof *a);
+        b = gnn_malloc_array((size_t)d0 + 1, sizeof *b);
+        GNN_CHECK(a && b, GNN_ENOMEM, "%s", path);
+        for (int64_t j = 0; j < d0; j++) {
+            int64_t x = indices[indptr[i] + j];
+            GNN_CHECK(x >= 0 && x < nl, GNN_EFORMAT, "%s: row %" PRId64 " lists local node %" PRId64
+                                                     " of %" PRId64,
+                      path, i, x, nl);
+            used[x] = 1;
+            a[j] = m->node_map[l2g[x]];
+            b[j] = g->csr.indices[g->csr.indptr[v] + j];
+        }
+        qsort(a, (size_t)d0, sizeof *a, cmp_i64);
+        qsort(b, (size_t)d0, sizeof *b, cmp_i64);
+        GNN_CHECK(!d0 || !memcmp(a, b, (size_t)d0 * sizeof *a), GNN_EFORMAT,
+                  "%s: the in-edges of row %" PRId64 " (graph node %" PRId64
+                  ") differ from the graph's",
+                  path, i, v);
+        if (wt) { /* the same as (source, weight) pairs */
+            gnn_free(pa);
+            gnn_free(pb);
+            pa = gnn_malloc_array((size_t)d0 + 1, sizeof *pa);
+            pb = gnn_malloc_array((size_t)d0 + 1, sizeof *pb);
+            GNN_CHECK(pa && pb, GNN_ENOMEM, "%s", path);
+            for (int64_t j = 0; j < d0; j++) {
+                int64_t e = indptr[i] + j, ge = g->csr.indptr[v] + j;
+                pa[j] = (wpair_t){m->node_map[l2g[indices[e]]], wt[e]};
+                pb[j] = (wpair_t){g->csr.indices[ge], g->csr.weights[ge]};
+            }
+            qsort(pa, (size_t)d0, sizeof *pa, cmp_wpair);
+            qsort(pb, (size_t)d0, sizeof *pb, cmp_wpair);
+            for (int64_t j = 0; j < d0; j++)
+                GNN_CHECK(pa[j].id == pb[j].id && pa[j].w == pb[j].w, GNN_EFORMAT,
+                          "%s: the weights of row %" PRId64 " (graph node %" PRId64
+                          ") differ from the graph's",
+                          path, i, v);
+        }
+    }
+    for (int64_t x = no; x < nl; x++)
+        GNN_CHECK(used[x], GNN_EFORMAT, "%s: halo node %" PRId64 " (global %" PRId64
+                                        ") is the source of no in-edge",
+                  path, x, l2g[x]);
+    if (g->feat) {
+        hsize_t dims[2];
+        GNN_TRY(gnn__h5_open_dataset(f, path, "feat", GNN_H5_FLOAT, 2, 0, dims, &d));
+        GNN_CHECK((int64_t)dims[0] == no && (int64_t)dims[1] == g->feat_dim, GNN_EFORMAT,
+                  "%s: feat is %llu x %llu, expected %" PRId64 " x %" PRId64, path,
+                  (unsigned long long)dims[0], (unsigned long long)dims[1], no, g->feat_dim);
+        feat = gnn_malloc_array((size_t)no * (size_t)g->feat_dim + 1, sizeof *feat);
+        GNN_CHECK(feat, GNN_ENOMEM, "%s", path);
+        if (no) GNN_TRY(gnn__h5_read_rows(d, H5T_NATIVE_FLOAT, 2, dims[1], 0, no, feat));
+        for (int64_t i = 0; i < no; i++)
+            GNN_CHECK(!memcmp(feat + i * g->feat_dim, g->feat + m->node_map[lo + i] * g->feat_dim,
+                              (size_t)g->feat_dim * sizeof *feat),
+                      GNN_EFORMAT, "%s: features of row %" PRId64 " (graph node %" PRId64
+                                   ") differ from the graph's",
+                      path, i, m->node_map[lo + i]);
+    }
+    if (g->label) {
+        GNN_TRY(get_i64(f, path, "label", no, &lab, &n));
+        for (int64_t i = 0; i < no; i++)
+            GNN_CHECK(lab[i] == g->label[m->node_map[lo + i]], GNN_EFORMAT,
+                      "%s: label of row %" PRId64 " (graph node %" PRId64 ") is %" PRId64
+                      ", the graph's %" PRId64,
+                      path, i, m->node_map[lo + i], lab[i], g->label[m->node_map[lo + i]]);
+    }
+    for (int s = 0; s < GNN_NUM_SPLITS; s++) {
+        if (!g->split[s]) continue;
+        char sname[32];
+        snprintf(sname, sizeof sname, "split/%s", split_names[s]);
+        GNN_TRY(get_i64(f, path, sname, -1, &sp, &n));
+        for (int64_t i = 0; i < n; i++) {
+            GNN_CHECK(sp[i] >= 0 && sp[i] < no, GNN_EFORMAT,
+                      "%s: %s entry %" PRId64 " is local node %" PRId64 " of %" PRId64 " owned",
+                      path, sname, i, sp[i], no);
+            int64_t v = m->node_map[lo + sp[i]];
+            GNN_CHECK(!(split_seen[v] & (1u << s)), GNN_EFORMAT,
+                      "%s: graph node %" PRId64 " appears twice in %s", path, v, sname);
+            split_seen[v] |= (unsigned char)(1u << s);
+        }
+        if (s == GNN_SPLIT_TRAIN)
+            GNN_CHECK(m->stat[3][p] == n, GNN_EFORMAT,
+                      "%s: the statistics of meta.h5 disagree with part %d (train)", dir, p);
+        gnn_free(sp);
+        sp = NULL;
+    }
+    (void)new_of_old;
+    GNN_CHECK(m->stat[0][p] == no && m->stat[1][p] == ne && m->stat[2][p] == nl - no, GNN_EFORMAT,
+              "%s: the statistics of meta.h5 disagree with part %d", dir, p);
+fail:
+    gnn__h5_close(&d);
+    gnn__h5_close(&f);
+    gnn_free(indptr);
+    gnn_free(indices);
+    gnn_free(l2g);
+    gnn_free(lab);
+    gnn_free(a);
+    gnn_free(b);
+    gnn_free(sp);
+    gnn_free(feat);
+    gnn_free(wt);
+    gnn_free(used);
+    gnn_free(pa);
+    gnn_free(pb);
+    gnn_free(path);
+    return rc;
+}
+
+int gnn_partdir_check(const char *dir, const char *graph)
+{
+    int rc = 0;
+    meta_t m;
+    gnn_graph_t g;
+    gnn_graph_init(&g);
+    int64_t *new_of_old = NULL;
+    unsigned char *seen = NULL;
+    int32_t *part = NULL;
+    gnn_csr_t sym = {0};
+    GNN_TRY(meta_read(dir, &m, 1));
+    const char *gpath = graph ? graph : m.graph;
+    GNN_TRY(gnn_graph_load(gpath, &g));
+    GNN_CHECK(g.csr.n_rows == m.num_nodes && g.csr.nnz == m.num_edges, GNN_EFORMAT,
+              "%s: %" PRId64 " nodes and %" PRId64 " edges, but %s has %" GNN_PRIvid " and %" GNN_PRIeid,
+              dir, m.num_nodes, m.num_edges, gpath, g.csr.n_rows, g.csr.nnz);
+    new_of_old = gnn_malloc_array((size_t)m.num_nodes + 1, sizeof *new_of_old);
+    seen = gnn_calloc((size_t)m.num_nodes + 1, 1);
+    GNN_CHECK(new_of_old && seen, GNN_ENOMEM, "%s", dir);
+    for (int64_t i = 0; i < m.num_nodes; i++) new_of_old[i] = -1;
+    for (int64_t x = 0; x < m.num_nodes; x++) {
+        int64_t v = m.node_map[x];
+        GNN_CHECK(v >= 0 && v < m.num_nodes && new_of_old[v] < 0, GNN_EFORMAT,
+                  "%s: node_map is not a permutation (entry %" PRId64 ")", dir, x);
+        new_of_old[v] = x;
+    }
+    int64_t edges = 0;
+    for (int p = 0; p < m.k; p++) {
+        GNN_TRY(check_part(dir, &m, &g, p, new_of_old, seen));
+        edges += m.stat[1][p];
+    }
+    GNN_CHECK(edges == g.csr.nnz, GNN_EFORMAT, "%s: %" PRId64 " edges in the parts, %" GNN_PRIeid
+                                               " in the graph",
+              dir, edges, g.csr.nnz);
+    { /* the recorded edge cut, recomputed from the ranges */
+        part = gnn_malloc_array((size_t)m.num_nodes + 1, sizeof *part);
+        GNN_CHECK(part, GNN_ENOMEM, "%s", dir);
+        for (int p = 0; p < m.k; p++)
+            for (int64_t x = m.start[p]; x < m.start[p + 1]; x++) part[m.node_map[x]] = p;
+        GNN_TRY(gnn_part_undirected(&g.csr, &sym));
+        int64_t cut = gnn_part_edge_cut(&sym, part);
+        GNN_CHECK(cut == m.edge_cut, GNN_EFORMAT,
+                  "%s: meta.h5 records an edge cut of %" PRId64 ", the parts cut %" PRId64, dir,
+                  m.edge_cut, cut);
+    }
+    for (int s = 0; s < GNN_NUM_SPLITS; s++) {
+        if (!g.split[s]) continue;
+        int64_t want = 0, have = 0;
+        for (int64_t i = 0; i < g.split_size[s]; i++) {
+            GNN_CHECK(seen[g.split[s][i]] & (1u << s), GNN_EFORMAT,
+                      "%s: graph node %" PRId64 " of the %s split is in no part's split", dir,
+                      g.split[s][i], split_names[s]);
+            want++;
+        }
+        for (int64_t v = 0; v < m.num_nodes; v++) have += (seen[v] >> s) & 1u;
+        GNN_CHECK(have == want, GNN_EFORMAT, "%s: %" PRId64 " nodes in the parts' %s splits, %" PRId64
+                                             " in the graph's",
+                  dir, have, split_names[s], want);
+    }
+fail:
+    gnn_free(part);
+    gnn_csr_free(&sym);
+    gnn_free(new_of_old);
+    gnn_free(seen);
+    gnn_graph_free(&g);
+    meta_free(&m);
+    return rc;
+}

@@ -1,0 +1,69 @@
+/*
+ * The partition directory (layout in docs/FORMAT.md): meta.h5 with the
+ * ranges of new ids each part owns, the mapping back to the graph file's
+ * node ids, how the parts were made and their statistics; part-NNNNN.h5
+ * per part with the in-edge CSR of its owned nodes over local ids (owned,
+ * then halo), local-to-global ids, owned features and labels, and local
+ * split indices.
+ *
+ * A directory is written under a temporary name beside its target and
+ * renamed into place when whole, so a directory under the final name is
+ * always complete. --check reads one back against its graph file.
+ */
+#ifndef GNN_PARTITION_PARTDIR_H
+#define GNN_PARTITION_PARTDIR_H
+
+#include "graph/graph_file.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GNN_PARTDIR_FORMAT "gnn-partition"
+#define GNN_PARTDIR_PART_FORMAT "gnn-partition-part"
+#define GNN_PARTDIR_VERSION 1
+
+/* How the parts were made (recorded in meta.h5). */
+typedef struct {
+    const char *graph;   /* the graph file (gnn-partition stores its absolute path) */
+    const char *method;  /* "metis" | "random" */
+    const char *balance; /* "nodes,edges,train" or a subset */
+    int ufactor;
+    uint64_t seed;
+    int halo_hops;
+    int64_t edge_cut;    /* undirected edges between parts */
+} gnn_partdir_meta_t;
+
+/*
+ * Write the k parts of g given by part[v] into dir. An existing dir is
+ * refused (GNN_EEXISTS) unless force, then replaced only once the new one
+ * is whole. Returns 0; GNN_EINVAL, GNN_EEXISTS, GNN_EIO, GNN_EHDF5,
+ * GNN_ENOMEM with a message naming the path; on failure nothing is left
+ * under dir's name that was not there before, and no temporary directory.
+ */
+int gnn_partdir_write(const char *dir, const gnn_graph_t *g, const int32_t *part, int k,
+                      const gnn_partdir_meta_t *meta, int force);
+
+/*
+ * Check dir against its graph file (graph: that path, or NULL for the one
+ * meta.h5 names): every edge of the graph appears exactly once, as an
+ * in-edge of its destination's owner; ranges, ids and halo lists are
+ * consistent; features, labels and split indices equal the graph's.
+ * Returns 0, or GNN_EFORMAT naming the file and the first difference
+ * (GNN_ENOENT, GNN_EHDF5, GNN_ENOMEM as they come).
+ */
+int gnn_partdir_check(const char *dir, const char *graph);
+
+/* Print a summary of dir to out: text, or one JSON object with num_parts,
+ * num_nodes, num_edges, edge_cut, method, balance, seed, ufactor,
+ * halo_hops and parts (nodes, edges, halo, train each). */
+int gnn_partdir_info(const char *dir, int json, FILE *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
