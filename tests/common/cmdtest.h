@@ -11,7 +11,23 @@
 #include "tests/common/testutil.h"
 
 #include <dirent.h>
+#include <stdarg.h>
 #include <string.h>
+
+#define TU_MAX_ARGS 64
+
+/* argv = {bin, the NULL-terminated strings of ap..., NULL}; argv holds
+ * TU_MAX_ARGS entries. */
+static inline void tu_build_argv(char **argv, char *bin, va_list ap)
+{
+    int n = 0;
+    argv[n++] = bin;
+    for (char *a; (a = va_arg(ap, char *)) != NULL;) {
+        assert_true(n < TU_MAX_ARGS - 1);
+        argv[n++] = a;
+    }
+    argv[n] = NULL;
+}
 
 /* Neither out nor any "out.tmp-*" beside it exists. */
 static inline void tu_assert_no_output(const char *out)

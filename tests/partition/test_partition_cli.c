@@ -48,19 +48,6 @@ static char g_good4[640]; /* the same into 4 parts */
 
 /* ---- Running the commands ------------------------------------------------ */
 
-#define MAX_ARGS 32
-
-static void build_argv(char **argv, char *bin, va_list ap)
-{
-    int n = 0;
-    argv[n++] = bin;
-    for (char *a; (a = va_arg(ap, char *)) != NULL;) {
-        assert_true(n < MAX_ARGS - 1);
-        argv[n++] = a;
-    }
-    argv[n] = NULL;
-}
-
 static void fail_cmd(char **argv, tu_run_t *r)
 {
     char cmd[2048] = "";
@@ -73,10 +60,10 @@ static void fail_cmd(char **argv, tu_run_t *r)
  * unless it exits 0. Returns its standard output (caller frees). */
 static char *run_ok(char *bin, ...)
 {
-    char *argv[MAX_ARGS];
+    char *argv[TU_MAX_ARGS];
     va_list ap;
     va_start(ap, bin);
-    build_argv(argv, bin, ap);
+    tu_build_argv(argv, bin, ap);
     va_end(ap);
     tu_run_t r = tu_run(argv);
     if (r.status != 0) fail_cmd(argv, &r);
@@ -94,10 +81,10 @@ static char *run_ok(char *bin, ...)
  * want (NULL-terminated), the exit status, and nothing on stdout. */
 static void part_fails_with(int status, const char *const *want, ...)
 {
-    char *argv[MAX_ARGS];
+    char *argv[TU_MAX_ARGS];
     va_list ap;
     va_start(ap, want);
-    build_argv(argv, g_part, ap);
+    tu_build_argv(argv, g_part, ap);
     va_end(ap);
     tu_run_t r = tu_run(argv);
     int ok = r.status == status && tu_count_lines(r.err) == 1 &&
@@ -125,10 +112,10 @@ static void part_fails_with(int status, const char *const *want, ...)
 /* tu_expect_failure for gnn-partition with the arguments that follow. */
 static void part_fails(const char *out, int status, const char *want, ...)
 {
-    char *argv[MAX_ARGS];
+    char *argv[TU_MAX_ARGS];
     va_list ap;
     va_start(ap, want);
-    build_argv(argv, g_part, ap);
+    tu_build_argv(argv, g_part, ap);
     va_end(ap);
     tu_expect_failure(argv, out, status, want);
 }

@@ -67,28 +67,14 @@ static double now_s(void)
 
 /* ---- Running the commands ------------------------------------------------ */
 
-#define MAX_ARGS 64
-
-/* argv from bin and a NULL-terminated list of strings. */
-static void build_argv(char **argv, char *bin, va_list ap)
-{
-    int n = 0;
-    argv[n++] = bin;
-    for (char *a; (a = va_arg(ap, char *)) != NULL;) {
-        assert_true(n < MAX_ARGS - 1);
-        argv[n++] = a;
-    }
-    argv[n] = NULL;
-}
-
 /* Run bin with the arguments that follow (NULL-terminated); fail the test
  * unless it exits 0. Returns the seconds it took. */
 static double run_ok(char *bin, ...)
 {
-    char *argv[MAX_ARGS];
+    char *argv[TU_MAX_ARGS];
     va_list ap;
     va_start(ap, bin);
-    build_argv(argv, bin, ap);
+    tu_build_argv(argv, bin, ap);
     va_end(ap);
     double t0 = now_s();
     tu_run_t r = tu_run(argv);
@@ -109,10 +95,10 @@ static double run_ok(char *bin, ...)
 /* tu_expect_failure for gnn-train with the arguments that follow. */
 static void train_fails(const char *out, int status, const char *want, ...)
 {
-    char *argv[MAX_ARGS];
+    char *argv[TU_MAX_ARGS];
     va_list ap;
     va_start(ap, want);
-    build_argv(argv, g_train, ap);
+    tu_build_argv(argv, g_train, ap);
     va_end(ap);
     tu_expect_failure(argv, out, status, want);
 }
