@@ -10,11 +10,14 @@
 #include "graph/base/progress.h"
 #include "graph/graph_file.h"
 #include "partition/kway.h"
+#include "partition/mlpart.h"
 #include "partition/partdir.h"
 
 #include "graph/base/alloc.h"
 
 #include <inttypes.h>
+#include <limits.h>
+#include <mpi.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +38,8 @@ typedef struct {
     const char *info;
     int json;
     const char *graph; /* --check: the graph file instead of the one meta.h5 names */
+    int64_t max_metis_edges;
+    const char *mem_budget;
 } opts_t;
 
 #define O(field) offsetof(opts_t, field)
@@ -49,6 +54,12 @@ static const gnn_opt_t table[] = {
     {"halo-hops", 0, GNN_OPT_INT, O(halo_hops), "H", "hops of halo nodes kept with each part"},
     {"ufactor", 0, GNN_OPT_INT, O(ufactor), "U", "allowed imbalance in 1/1000 (30 = 3 %)"},
     {"seed", 0, GNN_OPT_I64, O(seed), "S", "METIS and random seed"},
+    {"max-metis-edges", 0, GNN_OPT_I64, O(max_metis_edges), "M",
+     "coarsen first when the undirected adjacency has more entries than this "
+     "(default: 2^31-1, the limit of one 32-bit METIS call)"},
+    {"mem-budget", 0, GNN_OPT_STRING, O(mem_budget), "SIZE",
+     "memory per rank for partitioning (e.g. 8G); the graph is coarsened until METIS fits "
+     "beside the rank's slice (default: no limit)"},
     {"force", 0, GNN_OPT_FLAG, O(force), NULL, "replace an existing output directory"},
     {"check", 0, GNN_OPT_STRING, O(check), "DIR", "verify DIR against its graph file and exit"},
     {"info", 0, GNN_OPT_STRING, O(info), "DIR", "summarise DIR and exit"},
@@ -61,7 +72,9 @@ static const gnn_opt_t table[] = {
 static const gnn_cli_t cli = {
     .prog = "gnn-partition",
     .args = "GRAPH.h5",
-    .summary = "Cut a graph file into balanced parts with halo nodes (METIS k-way or random).",
+    .summary = "Cut a graph file into balanced parts with halo nodes (METIS k-way, coarsened "
+               "first when the graph is beyond one METIS call, or random). Under mpirun the "
+               "ranks share the partitioning; rank 0 writes the directory.",
     .opts = table,
     .min_positional = 0,
     .max_positional = 1,
@@ -102,110 +115,233 @@ static int parse_balance(const char *s, int *nodes, int *edges, int *train, char
     return 0;
 }
 
-static int partition(const opts_t *o, const char *graph_path)
+static void phase_done(const char *what, double t0)
+{
+    GNN_INFO("%s (%.1f s, peak RSS %.0f MiB)", what, now_s() - t0,
+             (double)gnn_mlpart_peak_rss() / 1048576.0);
+}
+
+/* Vertex weights for METIS from the loaded graph: nodes, 1 + in-degree,
+ * train membership, in that order, as --balance selects them. */
+static int64_t *vertex_weights(const gnn_graph_t *g, int bn, int be, int bt)
+{
+    gnn_vid_t n = g->csr.n_rows;
+    int ncon = bn + be + bt;
+    int64_t *w = gnn_calloc((size_t)n * (size_t)ncon + 1, sizeof *w);
+    if (!w) return NULL;
+    for (gnn_vid_t v = 0; v < n; v++) {
+        int c = 0;
+        if (bn) w[v * ncon + c++] = 1;
+        if (be) w[v * ncon + c++] = 1 + (g->csr.indptr[v + 1] - g->csr.indptr[v]);
+    }
+    if (bt)
+        for (int64_t i = 0; i < g->split_size[GNN_SPLIT_TRAIN]; i++)
+            w[g->split[GNN_SPLIT_TRAIN][i] * ncon + ncon - 1] = 1;
+    return w;
+}
+
+/* One METIS call on the loaded graph's undirected view (or random parts).
+ * Sets *multilevel instead when the view is beyond --max-metis-edges; g
+ * stays loaded for writing either way. */
+static int direct(const opts_t *o, const char *graph_path, gnn_graph_t *gp, int bn, int be, int bt,
+                  int32_t **part_out, int64_t *cut_out, int *multilevel)
 {
     int rc = 0;
-    gnn_graph_t g;
-    gnn_graph_init(&g);
     gnn_csr_t sym = {0};
     int32_t *part = NULL;
-    int64_t *w = NULL;
-    int bn, be, bt;
+    int64_t *w = NULL, cut = 0;
+    int metis = !strcmp(o->method, "metis");
+    double t0 = now_s();
+    GNN_TRY(gnn_graph_load(graph_path, gp));
+    GNN_CHECK(o->k <= gp->csr.n_rows, GNN_EINVAL,
+              "-k %" PRId64 ": %s has only %" GNN_PRIvid " nodes", o->k, graph_path,
+              gp->csr.n_rows);
+    GNN_CHECK(!bt || (gp->split[GNN_SPLIT_TRAIN] && gp->split_size[GNN_SPLIT_TRAIN] > 0),
+              GNN_EINVAL,
+              "--balance train: %s has no training nodes (use --balance nodes,edges)",
+              graph_path);
+    phase_done("loaded the graph", t0);
+    GNN_INFO("%s: %" GNN_PRIvid " nodes, %" GNN_PRIeid " edges", graph_path, gp->csr.n_rows,
+             gp->csr.nnz);
+    t0 = now_s();
+    GNN_TRY(gnn_part_undirected(&gp->csr, &sym));
+    GNN_INFO("undirected view: %" GNN_PRIeid " adjacency entries", sym.nnz);
+    phase_done("undirected view", t0);
+    part = gnn_malloc_array((size_t)gp->csr.n_rows + 1, sizeof *part);
+    GNN_CHECK(part, GNN_ENOMEM, "parts");
+    t0 = now_s();
+    if (!metis) {
+        GNN_TRY(gnn_part_random(gp->csr.n_rows, (int)o->k, (uint64_t)o->seed, part));
+        cut = gnn_part_edge_cut(&sym, part);
+    } else if (sym.nnz <= o->max_metis_edges) {
+        w = vertex_weights(gp, bn, be, bt);
+        GNN_CHECK(w, GNN_ENOMEM, "vertex weights");
+        gnn_part_opts_t po = {.ncon = bn + be + bt, .vwgt = w, .ufactor = o->ufactor,
+                              .seed = (uint64_t)o->seed};
+        GNN_TRY(gnn_part_metis(&sym, (int)o->k, &po, part, &cut));
+        phase_done("METIS", t0);
+    } else {
+        GNN_INFO("%" GNN_PRIeid " adjacency entries exceed --max-metis-edges %" PRId64
+                 ": coarsening first",
+                 sym.nnz, o->max_metis_edges);
+        *multilevel = 1;
+        gnn_free(part);
+        part = NULL;
+    }
+    gnn_csr_free(&sym);
+    *part_out = part;
+    *cut_out = cut;
+    part = NULL;
+fail:
+    gnn_csr_free(&sym);
+    gnn_free(part);
+    gnn_free(w);
+    return rc;
+}
+
+/* Rank 0: the partition directory (the graph loaded now if it is not yet). */
+static int write_dir(const opts_t *o, const char *graph_path, gnn_graph_t *gp, const int32_t *part,
+                     int64_t cut, const char *balance)
+{
+    int rc = 0;
+    double t0;
+    if (!gp->csr.indptr) {
+        t0 = now_s();
+        GNN_TRY(gnn_graph_load(graph_path, gp));
+        phase_done("loaded the graph for writing", t0);
+    }
+    gnn_vid_t n = gp->csr.n_rows;
+    int k = (int)o->k;
+    int64_t *count = gnn_calloc((size_t)k, sizeof *count), empty = 0;
+    GNN_CHECK(count, GNN_ENOMEM, "parts");
+    for (gnn_vid_t v = 0; v < n; v++) count[part[v]]++;
+    for (int p = 0; p < k; p++) empty += count[p] == 0;
+    gnn_free(count);
+    if (empty)
+        GNN_WARN("%" PRId64 " of the %d parts are empty (too many parts for this graph)",
+                 empty, k);
+    GNN_INFO("%s into %d parts: edge cut %" PRId64, o->method, k, cut);
+    t0 = now_s();
+    char *abs = realpath(graph_path, NULL); /* --check may run from elsewhere */
+    gnn_partdir_meta_t meta = {
+        .graph = abs ? abs : graph_path,
+        .method = o->method,
+        .balance = balance,
+        .ufactor = o->ufactor,
+        .seed = (uint64_t)o->seed,
+        .halo_hops = o->halo_hops,
+        .edge_cut = cut,
+    };
+    rc = gnn_partdir_write(o->out, gp, part, k, &meta, o->force);
+    free(abs);
+    GNN_TRY(rc);
+    phase_done("wrote the partition directory", t0);
+fail:
+    return rc;
+}
+
+/*
+ * Single rank without a budget: load the graph and cut its undirected view
+ * with one METIS call when it fits, as gpmetis would. Under mpirun, with
+ * --mem-budget, or when the view is beyond one call: the multilevel path
+ * (mlpart.h), every rank working on its slice of the file.
+ */
+static int partition(const opts_t *o, const char *graph_path)
+{
+    int rc = 0, rank = 0, size = 1;
+    gnn_graph_t g;
+    gnn_graph_init(&g);
+    int32_t *part = NULL;
+    int64_t budget = 0, cut = 0;
+    int bn, be, bt, multilevel = 0, levels = 0;
     char balance[32];
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
     GNN_CHECK(o->out, GNN_EUSAGE, "-o DIR is required");
     GNN_CHECK(o->k >= 1 && o->k <= (1 << 20), GNN_EUSAGE, "-k %" PRId64 " outside [1, 2^20]",
               o->k);
     GNN_CHECK(!strcmp(o->method, "metis") || !strcmp(o->method, "random"), GNN_EUSAGE,
               "--method \"%s\" (expected metis or random)", o->method);
     GNN_CHECK(o->halo_hops >= 1, GNN_EUSAGE, "--halo-hops %d must be >= 1", o->halo_hops);
-    GNN_CHECK(o->halo_hops == 1, GNN_EUNSUPPORTED, "--halo-hops %d: only 1 hop so far",
-              o->halo_hops);
     GNN_CHECK(o->ufactor >= 1 && o->ufactor <= 10000, GNN_EUSAGE,
               "--ufactor %d outside [1, 10000]", o->ufactor);
     GNN_CHECK(o->seed >= 0, GNN_EUSAGE, "--seed %" PRId64 " must be >= 0", o->seed);
+    GNN_CHECK(o->max_metis_edges >= 1, GNN_EUSAGE, "--max-metis-edges %" PRId64 " must be >= 1",
+              o->max_metis_edges);
+    if (o->mem_budget) {
+        GNN_TRY(gnn_parse_size(o->mem_budget, &budget));
+        GNN_CHECK(budget > 0, GNN_EUSAGE, "--mem-budget \"%s\" must be positive", o->mem_budget);
+    }
     GNN_TRY(parse_balance(o->balance ? o->balance : "nodes,edges,train", &bn, &be, &bt, balance,
                           sizeof balance));
     struct stat sb; /* refused before the long work, and again when writing */
     GNN_CHECK(stat(o->out, &sb) != 0 || o->force, GNN_EEXISTS,
               "%s exists (add --force to replace it)", o->out);
+    if (!o->balance && bt) { /* the default balances training nodes only where there are some */
+        gnn_graph_file_t *f = NULL;
+        GNN_TRY(gnn_graph_open(graph_path, &f));
+        if (gnn_graph_file_info(f)->split_size[GNN_SPLIT_TRAIN] <= 0) {
+            bt = 0;
+            snprintf(balance, sizeof balance, "nodes,edges");
+        }
+        gnn_graph_close(f);
+    }
+    int metis = !strcmp(o->method, "metis");
+    multilevel = metis && (size > 1 || budget > 0);
 
     double t0 = now_s();
-    GNN_TRY(gnn_graph_load(graph_path, &g));
-    gnn_vid_t n = g.csr.n_rows;
-    GNN_CHECK(o->k <= n, GNN_EINVAL, "-k %" PRId64 ": %s has only %" GNN_PRIvid " nodes", o->k,
-              graph_path, n);
-    int k = (int)o->k;
-    if (!o->balance && bt && !(g.split[GNN_SPLIT_TRAIN] && g.split_size[GNN_SPLIT_TRAIN] > 0)) {
-        bt = 0; /* the default balances training nodes only where there are some */
-        snprintf(balance, sizeof balance, "nodes,edges");
-    }
-    GNN_INFO("%s: %" GNN_PRIvid " nodes, %" GNN_PRIeid " edges (loaded in %.1f s)", graph_path, n,
-             g.csr.nnz, now_s() - t0);
-    t0 = now_s();
-    GNN_TRY(gnn_part_undirected(&g.csr, &sym));
-    GNN_INFO("undirected view: %" GNN_PRIeid " adjacency entries (%.1f s)", sym.nnz, now_s() - t0);
-    part = gnn_malloc_array((size_t)n, sizeof *part);
-    GNN_CHECK(part, GNN_ENOMEM, "parts");
-    int64_t cut = 0;
-    t0 = now_s();
-    if (!strcmp(o->method, "random")) {
-        GNN_TRY(gnn_part_random(n, k, (uint64_t)o->seed, part));
-        cut = gnn_part_edge_cut(&sym, part);
-    } else {
-        int ncon = bn + be + bt;
-        if (bt)
-            GNN_CHECK(g.split[GNN_SPLIT_TRAIN] && g.split_size[GNN_SPLIT_TRAIN] > 0, GNN_EINVAL,
-                      "--balance train: %s has no training nodes (use --balance nodes,edges)",
-                      graph_path);
-        w = gnn_calloc((size_t)n * (size_t)ncon + 1, sizeof *w);
-        GNN_CHECK(w, GNN_ENOMEM, "vertex weights");
-        for (gnn_vid_t v = 0; v < n; v++) {
-            int c = 0;
-            if (bn) w[v * ncon + c++] = 1;
-            if (be) w[v * ncon + c++] = 1 + (g.csr.indptr[v + 1] - g.csr.indptr[v]);
+    if (rank == 0 && !multilevel)
+        rc = direct(o, graph_path, &g, bn, be, bt, &part, &cut, &multilevel);
+    if (size > 1) { /* rank 0's outcome, and whether it needs the multilevel path */
+        int v[2] = {rc, multilevel};
+        MPI_Bcast(v, 2, MPI_INT, 0, MPI_COMM_WORLD);
+        if (v[0] < 0) {
+            if (rank > 0) rc = GNN_FAIL(v[0], "rank 0 failed");
+            goto fail;
         }
-        if (bt)
-            for (int64_t i = 0; i < g.split_size[GNN_SPLIT_TRAIN]; i++)
-                w[g.split[GNN_SPLIT_TRAIN][i] * ncon + ncon - 1] = 1;
-        gnn_part_opts_t po = {.ncon = ncon, .vwgt = w, .ufactor = o->ufactor,
-                              .seed = (uint64_t)o->seed};
-        GNN_TRY(gnn_part_metis(&sym, k, &po, part, &cut));
+        multilevel = v[1];
     }
-    {
-        int64_t *count = gnn_calloc((size_t)k, sizeof *count), empty = 0;
-        GNN_CHECK(count, GNN_ENOMEM, "parts");
-        for (gnn_vid_t v = 0; v < n; v++) count[part[v]]++;
-        for (int p = 0; p < k; p++) empty += count[p] == 0;
-        gnn_free(count);
-        if (empty)
-            GNN_WARN("%" PRId64 " of the %d parts are empty (too many parts for this graph)",
-                     empty, k);
+    GNN_TRY(rc);
+    if (multilevel) {
+        gnn_mlpart_opts_t mo = {
+            .k = (int)o->k,
+            .balance_nodes = bn,
+            .balance_edges = be,
+            .balance_train = bt,
+            .ufactor = o->ufactor,
+            .seed = (uint64_t)o->seed,
+            .max_metis_edges = o->max_metis_edges,
+            .mem_budget = budget,
+        };
+        gnn_mlpart_stats_t st;
+        t0 = now_s();
+        GNN_TRY(gnn_mlpart_run(MPI_COMM_WORLD, graph_path, &mo, &part, &st));
+        cut = st.edge_cut;
+        levels = st.levels;
+        if (rank == 0) {
+            GNN_INFO("multilevel: %d coarse level%s, METIS on %" PRId64 " adjacency entries "
+                     "(limit %" PRId64 "), cut %" PRId64 " after refinement",
+                     levels, levels == 1 ? "" : "s", st.level[levels].entries,
+                     st.target_entries, cut);
+            phase_done("partitioned", t0);
+            if (budget > 0 && st.phase_rss[3] > budget)
+                GNN_WARN("peak RSS %.0f MiB passed --mem-budget %s",
+                         (double)st.phase_rss[3] / 1048576.0, o->mem_budget);
+        }
     }
-    GNN_INFO("%s into %d parts: edge cut %" PRId64 " of %" GNN_PRIeid " (%.1f s)", o->method, k,
-             cut, sym.nnz / 2, now_s() - t0);
-    gnn_csr_free(&sym);
-    t0 = now_s();
-    char *abs = realpath(graph_path, NULL); /* --check may run from elsewhere */
-    gnn_partdir_meta_t meta = {
-        .graph = abs ? abs : graph_path,
-        .method = o->method,
-        .balance = !strcmp(o->method, "metis") ? balance : "-",
-        .ufactor = o->ufactor,
-        .seed = (uint64_t)o->seed,
-        .halo_hops = o->halo_hops,
-        .edge_cut = cut,
-    };
-    rc = gnn_partdir_write(o->out, &g, part, k, &meta, o->force);
-    free(abs);
-    if (rc < 0) goto fail;
-    GNN_INFO("wrote %s (%.1f s)", o->out, now_s() - t0);
+    if (rank == 0) rc = write_dir(o, graph_path, &g, part, cut, metis ? balance : "-");
+    if (size > 1) { /* every rank leaves with rank 0's verdict on the writing */
+        int r0 = rc;
+        MPI_Bcast(&r0, 1, MPI_INT, 0, MPI_COMM_WORLD);
+        if (rank > 0 && r0 < 0) rc = GNN_FAIL(r0, "rank 0 failed to write %s", o->out);
+    }
 fail:
-    gnn_csr_free(&sym);
     gnn_free(part);
-    gnn_free(w);
     gnn_graph_free(&g);
     return rc;
 }
+
+static int quiet; /* this rank leaves the failure's report to another */
 
 static int run(void *opts, char **pos, int npos)
 {
@@ -221,7 +357,25 @@ static int run(void *opts, char **pos, int npos)
         return gnn_partdir_info(o->info, o->json, stdout);
     }
     if (npos != 1) return GNN_FAIL(GNN_EUSAGE, "GRAPH.h5 is required (or --check / --info DIR)");
-    return partition(o, pos[0]);
+    int rank = 0;
+    /* Started without mpirun: one process needs no Open MPI daemon (quicker
+     * to start, and no helper threads left at exit). */
+    if (!getenv("OMPI_COMM_WORLD_SIZE") && !getenv("PMIX_RANK"))
+        setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);
+    if (MPI_Init(NULL, NULL) != MPI_SUCCESS) return GNN_FAIL(GNN_EMPI, "MPI_Init failed");
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank > 0 && gnn_log_level() > GNN_LOG_WARN) gnn_log_set_level(GNN_LOG_WARN);
+    int rc = partition(o, pos[0]);
+    /* One rank reports a failure: the lowest one where it arose (the
+     * others only learnt of it). */
+    const char *m = gnn_error_message();
+    int mine = rc < 0 && !strstr(m, "failed on rank") && strncmp(m, "rank 0 failed", 13) ? rank
+                                                                                      : INT_MAX,
+        first = INT_MAX;
+    MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (rc < 0 && first != INT_MAX && rank != first) quiet = 1;
+    MPI_Finalize();
+    return rc;
 }
 
 int main(int argc, char **argv)
@@ -234,6 +388,9 @@ int main(int argc, char **argv)
         .halo_hops = 1,
         .ufactor = 30,
         .seed = 0,
+        .max_metis_edges = INT32_MAX,
     };
-    return gnn_error_report("gnn-partition", NULL, gnn_cli_run(&cli, argc, argv, 1, &o, run));
+    int rc = gnn_cli_run(&cli, argc, argv, 1, &o, run);
+    if (quiet) return rc == GNN_EUSAGE ? 2 : 1;
+    return gnn_error_report("gnn-partition", NULL, rc);
 }

@@ -2,10 +2,18 @@
  * From an assignment of nodes to parts to what each part holds:
  * relabelling so that part p owns the contiguous range of new ids
  * [start[p], start[p+1]) (nodes of a part keep their relative order), and
- * the local graph of one part: the in-edges of its owned nodes over local
- * ids, owned nodes first (local i = new id start[p] + i), then its halo
- * nodes (the sources of those edges owned elsewhere, in ascending new id).
- * Every edge of the graph lands in exactly one part: its destination's.
+ * the local graph of one part with H hops of halo.
+ *
+ * Local ids: the owned nodes first (local i = new id start[p] + i), then
+ * the halo by hop distance: hop 1 is the set of sources of the owned
+ * nodes' in-edges owned elsewhere, hop h the sources of the hop-(h-1)
+ * nodes' in-edges not already local; each hop in ascending new id. The
+ * local graph has rows for the owned nodes and the halo of hops 1 .. H-1,
+ * each row holding all the node's in-edges over local ids (all sources of
+ * those rows are local by construction), so an H-layer sampler can run on
+ * the part alone. With H = 1 the rows are the owned nodes only. Every edge
+ * of the graph is an owned row's in-edge in exactly one part: its
+ * destination's.
  */
 #ifndef GNN_PARTITION_HALO_H
 #define GNN_PARTITION_HALO_H
@@ -36,19 +44,27 @@ void gnn_part_map_free(gnn_part_map_t *m);
 
 typedef struct {
     int part;
+    int hops;                   /* H */
     gnn_vid_t n_owned;          /* = start[p+1] - start[p] */
-    gnn_vid_t n_local;          /* owned + halo */
-    gnn_csr_t csr;              /* n_owned x n_local, rows sorted by local id */
+    gnn_vid_t n_rows;           /* owned + halo of hops 1 .. H-1 (= hop_start[H-1]) */
+    gnn_vid_t n_local;          /* owned + halo of hops 1 .. H (= hop_start[H]) */
+    gnn_vid_t *hop_start;       /* H + 1: hop h is local ids [hop_start[h-1], hop_start[h]) */
+    gnn_csr_t csr;              /* n_rows x n_local, rows sorted by local id */
     gnn_vid_t *local_to_global; /* n_local new ids: start[p] .. start[p+1]-1, then halo */
 } gnn_part_local_t;
 
 /*
- * Part p's local graph from g, the square in-edge CSR over old ids, and the
- * map m (halo of one hop). Edge weights are carried when g has them.
- * Returns 0; GNN_EINVAL for a graph that does not match the map or p out
- * of range; GNN_ENOMEM. On failure *out is zeroed.
+ * Part p's local graph with hops >= 1 hops of halo from g, the square
+ * in-edge CSR over old ids, and the map m. Edge weights are carried when g
+ * has them. mark is scratch indexed by new id: NULL (then one of
+ * m->num_nodes entries is allocated for the call), or m->num_nodes entries
+ * all -1, which are all -1 again when the call returns, failed or not; so
+ * one array serves every part and the rest of the memory is proportional
+ * to the part. Returns 0; GNN_EINVAL for a graph that does not match the
+ * map, p out of range or hops < 1; GNN_ENOMEM. On failure *out is zeroed.
  */
-int gnn_part_local_build(const gnn_csr_t *g, const gnn_part_map_t *m, int p, gnn_part_local_t *out);
+int gnn_part_local_build(const gnn_csr_t *g, const gnn_part_map_t *m, int p, int hops,
+                         gnn_vid_t *mark, gnn_part_local_t *out);
 void gnn_part_local_free(gnn_part_local_t *l);
 
 #ifdef __cplusplus

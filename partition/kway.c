@@ -132,7 +132,7 @@ int gnn_part_metis(const gnn_csr_t *sym, int k, const gnn_part_opts_t *o, int32_
                    int64_t *edge_cut)
 {
     int rc = 0;
-    idx_t *xadj = NULL, *adjncy = NULL, *vw = NULL, *where = NULL;
+    idx_t *xadj = NULL, *adjncy = NULL, *vw = NULL, *ew = NULL, *where = NULL;
     GNN_CHECK(sym && o && part && edge_cut, GNN_EINVAL, "METIS: NULL argument");
     gnn_vid_t n = sym->n_rows;
     GNN_CHECK(sym->n_rows == sym->n_cols, GNN_EINVAL, "METIS: the graph must be square");
@@ -184,13 +184,22 @@ int gnn_part_metis(const gnn_csr_t *sym, int k, const gnn_part_opts_t *o, int32_
         GNN_CHECK(vw, GNN_ENOMEM, "METIS weights");
         for (int64_t i = 0; i < n * ncon; i++) vw[i] = (idx_t)o->vwgt[i];
     }
+    if (o->adjwgt) {
+        ew = gnn_malloc_array((size_t)sym->nnz + 1, sizeof *ew);
+        GNN_CHECK(ew, GNN_ENOMEM, "METIS edge weights");
+        for (gnn_eid_t e = 0; e < sym->nnz; e++) {
+            GNN_CHECK(o->adjwgt[e] >= 1 && o->adjwgt[e] <= lim, GNN_EINVAL,
+                      "METIS: edge weight %" PRId64 " of entry %" GNN_PRIeid, o->adjwgt[e], e);
+            ew[e] = (idx_t)o->adjwgt[e];
+        }
+    }
     idx_t opts[METIS_NOPTIONS];
     METIS_SetDefaultOptions(opts);
     opts[METIS_OPTION_UFACTOR] = o->ufactor;
     opts[METIS_OPTION_SEED] = (idx_t)(o->seed & 0x7fffffff);
     opts[METIS_OPTION_NUMBERING] = 0;
     idx_t nv = (idx_t)n, nc = (idx_t)ncon, np = k, cut = 0;
-    int status = METIS_PartGraphKway(&nv, &nc, xadj, adjncy, vw, NULL, NULL, &np, NULL, NULL,
+    int status = METIS_PartGraphKway(&nv, &nc, xadj, adjncy, vw, NULL, ew, &np, NULL, NULL,
                                      opts, &cut, where);
     if (status != METIS_OK) {
         rc = metis_fail(status);
@@ -201,8 +210,17 @@ int gnn_part_metis(const gnn_csr_t *sym, int k, const gnn_part_opts_t *o, int32_
                   "METIS put node %" GNN_PRIvid " in part %lld of %d", v, (long long)where[v], k);
         part[v] = (int32_t)where[v];
     }
-    *edge_cut = gnn_part_edge_cut(sym, part);
+    if (o->adjwgt) {
+        int64_t c = 0;
+        for (gnn_vid_t v = 0; v < n; v++)
+            for (gnn_eid_t e = sym->indptr[v]; e < sym->indptr[v + 1]; e++)
+                if (sym->indices[e] > v && part[sym->indices[e]] != part[v]) c += o->adjwgt[e];
+        *edge_cut = c;
+    } else {
+        *edge_cut = gnn_part_edge_cut(sym, part);
+    }
 fail:
+    gnn_free(ew);
     gnn_free(xadj);
     gnn_free(adjncy);
     gnn_free(vw);

@@ -34,6 +34,8 @@ int gnn_part_undirected(const gnn_csr_t *g, gnn_csr_t *out);
 typedef struct {
     int ncon;              /* vertex weights per node, 0 (unit weights) .. GNN_PART_MAX_CON */
     const int64_t *vwgt;   /* n x ncon, each >= 0, or NULL when ncon is 0 */
+    const int64_t *adjwgt; /* sym->nnz edge weights, each >= 1 and equal in both
+                              directions, or NULL (unit weights) */
     int ufactor;           /* allowed imbalance in 1/1000 (METIS -ufactor; 30 = 3 %) */
     uint64_t seed;
 } gnn_part_opts_t;
@@ -41,7 +43,8 @@ typedef struct {
 /*
  * METIS k-way on sym (an undirected view from gnn_part_undirected): part[v]
  * in [0, k) for each node, *edge_cut the undirected edges between parts as
- * METIS counts them (recomputed, not taken from METIS). k = 1 puts every
+ * METIS counts them (recomputed, not taken from METIS; the sum of their
+ * weights when o->adjwgt is given). k = 1 puts every
  * node in part 0 without calling METIS. Returns 0; GNN_EINVAL for k < 1, k
  * above the node count, an asymmetric or looped sym, a bad weight or
  * option (message names it); GNN_ERANGE when the graph is beyond one

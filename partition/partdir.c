@@ -2,14 +2,19 @@
  * Writing, checking and summarising a partition directory (partdir.h).
  *
  * Writing: relabel (halo.h), then one part at a time build its local
- * graph, gather its rows of features, labels and splits, and write
- * part-NNNNN.h5 into "<dir>.tmp-<pid>"; meta.h5 last; then rename. Peak
- * memory is the graph plus one part.
+ * graph with its H hops of halo, gather its rows of features, labels and
+ * splits, and write part-NNNNN.h5 into "<dir>.tmp-<pid>"; meta.h5 last;
+ * then rename. Peak memory is the graph, one marker per node shared by
+ * the parts, and one part.
  *
- * Checking re-derives everything from the graph file: each owned row of
- * each part, mapped back through local_to_global and node_map, must be the
- * graph's row as a multiset (so with the edge total, every edge appears
- * exactly once), and every stored array must equal the graph's rows.
+ * Checking re-derives everything from the graph file: each row of each
+ * part (owned and halo), mapped back through local_to_global and
+ * node_map, must be the graph's row as a multiset (so, the owned rows
+ * partitioning the nodes, every edge appears exactly once as an owned
+ * in-edge); the halo must be, hop by hop, exactly the breadth-first search
+ * over the graph's in-edges from the owned nodes; and every stored array
+ * must equal the graph's rows. One-hop directories without the hop fields
+ * (num_rows, halo_hop_start, part_rows ...) read as one hop.
  */
 #include "partition/partdir.h"
 
@@ -63,6 +68,52 @@ static int put_i64(hid_t loc, const char *path, const char *name, const int64_t 
     return put_array(loc, path, name, H5T_STD_I64LE, H5T_NATIVE_INT64, 1, dims, v);
 }
 
+/* An int64 table of rows x cols entries (row-major). */
+static int put_i64_table(hid_t loc, const char *path, const char *name, const int64_t *v,
+                         int64_t rows, int64_t cols)
+{
+    hsize_t dims[2] = {(hsize_t)rows, (hsize_t)cols};
+    return put_array(loc, path, name, H5T_STD_I64LE, H5T_NATIVE_INT64, 2, dims, v);
+}
+
+/* Read the int64 dataset name of loc of shape (rows,) (cols == 0) or
+ * (rows, cols) into *out; absent: *out = NULL and 0 when optional,
+ * GNN_EFORMAT otherwise. */
+static int get_i64_shaped(hid_t loc, const char *path, const char *name, int64_t rows,
+                          int64_t cols, int optional, int64_t **out)
+{
+    int rc = 0;
+    hid_t d = -1;
+    hsize_t dims[2] = {0, 0};
+    int rank = cols ? 2 : 1;
+    *out = NULL;
+    GNN_TRY(gnn__h5_open_dataset(loc, path, name, GNN_H5_INT, rank, optional, dims, &d));
+    if (d < 0) return 0;
+    if ((int64_t)dims[0] != rows || (cols && (int64_t)dims[1] != cols)) {
+        if (cols)
+            rc = GNN_FAIL(GNN_EFORMAT, "%s: %s is %llu x %llu, expected %" PRId64 " x %" PRId64,
+                          path, name, (unsigned long long)dims[0], (unsigned long long)dims[1],
+                          rows, cols);
+        else
+            rc = GNN_FAIL(GNN_EFORMAT, "%s: %s has %llu entries, expected %" PRId64, path, name,
+                          (unsigned long long)dims[0], rows);
+        goto fail;
+    }
+    int64_t n = rows * (cols ? cols : 1);
+    *out = gnn_malloc_array((size_t)n + 1, sizeof **out);
+    GNN_CHECK(*out, GNN_ENOMEM, "%s: %s", path, name);
+    if (n > 0)
+        GNN_TRY(gnn__h5_read_rows(d, H5T_NATIVE_INT64, rank, cols ? (hsize_t)cols : 1, 0, rows,
+                                  *out));
+fail:
+    if (rc < 0) {
+        gnn_free(*out);
+        *out = NULL;
+    }
+    gnn__h5_close(&d);
+    return rc;
+}
+
 /* Read the whole int64 dataset name of loc into *out (n entries; shape
  * checked against want when want >= 0). */
 static int get_i64(hid_t loc, const char *path, const char *name, int64_t want, int64_t **out,
@@ -106,6 +157,15 @@ static int attr_i64(hid_t f, const char *path, const char *name, int64_t *v)
 {
     int rc = gnn__h5_check_attr_single(f, name);
     if (rc == 0) rc = gnn__h5_get_attr_i64(f, name, 0, v);
+    if (rc < 0) gnn_error_prefix("%s", path);
+    return rc;
+}
+
+/* An optional one: *v untouched when absent. */
+static int attr_i64_opt(hid_t f, const char *path, const char *name, int64_t *v)
+{
+    int rc = gnn__h5_check_attr_single(f, name);
+    if (rc == 0) rc = gnn__h5_get_attr_i64(f, name, 1, v);
     if (rc < 0) gnn_error_prefix("%s", path);
     return rc;
 }
@@ -160,12 +220,14 @@ static char *path_join(const char *dir, const char *name)
 /* ---- Writing ------------------------------------------------------------------- */
 
 typedef struct {
-    int64_t nodes, edges, halo, train;
+    int64_t nodes, edges, halo, train; /* edges: in-edges of the owned nodes */
+    int64_t rows, stored;              /* CSR rows and all in-edges stored */
+    int64_t hop[GNN_PARTDIR_MAX_HOPS]; /* halo nodes at hops 1 .. H */
 } part_stats_t;
 
 static int write_part(const char *tmp, const gnn_graph_t *g, const gnn_part_map_t *m,
-                      const int32_t *part, int p, int64_t *const *split_local,
-                      const int64_t *split_count, part_stats_t *st)
+                      const int32_t *part, int p, int hops, gnn_vid_t *mark,
+                      int64_t *const *split_local, const int64_t *split_count, part_stats_t *st)
 {
     int rc = 0;
     gnn_part_local_t l = {0};
@@ -178,7 +240,7 @@ static int write_part(const char *tmp, const gnn_graph_t *g, const gnn_part_map_
     snprintf(name, sizeof name, "part-%05d.h5", p);
     path = path_join(tmp, name);
     GNN_CHECK(path, GNN_ENOMEM, "partition");
-    GNN_TRY(gnn_part_local_build(&g->csr, m, p, &l));
+    GNN_TRY(gnn_part_local_build(&g->csr, m, p, hops, mark, &l));
     f = H5Fcreate(path, H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT);
     if (f < 0) {
         rc = GNN_H5_FAIL(GNN_EIO, "%s: cannot create", path);
@@ -191,8 +253,11 @@ static int write_part(const char *tmp, const gnn_graph_t *g, const gnn_part_map_
     GNN_TRY(gnn__h5_set_attr_i64(f, "num_owned", l.n_owned));
     GNN_TRY(gnn__h5_set_attr_i64(f, "num_local", l.n_local));
     GNN_TRY(gnn__h5_set_attr_i64(f, "num_edges", l.csr.nnz));
+    GNN_TRY(gnn__h5_set_attr_i64(f, "num_rows", l.n_rows));
+    GNN_TRY(gnn__h5_set_attr_i64(f, "halo_hops", hops));
     GNN_TRY(gnn__h5_set_attr_i64(f, "first_id", m->start[p]));
-    GNN_TRY(put_i64(f, path, "indptr", l.csr.indptr, l.n_owned + 1));
+    GNN_TRY(put_i64(f, path, "halo_hop_start", l.hop_start, (int64_t)hops + 1));
+    GNN_TRY(put_i64(f, path, "indptr", l.csr.indptr, l.n_rows + 1));
     GNN_TRY(put_i64(f, path, "indices", l.csr.indices, l.csr.nnz));
     if (l.csr.weights) {
         hsize_t dims[1] = {(hsize_t)l.csr.nnz};
@@ -230,8 +295,11 @@ static int write_part(const char *tmp, const gnn_graph_t *g, const gnn_part_map_
         goto fail;
     }
     st->nodes = l.n_owned;
-    st->edges = l.csr.nnz;
+    st->edges = l.csr.indptr[l.n_owned];
     st->halo = l.n_local - l.n_owned;
+    st->rows = l.n_rows;
+    st->stored = l.csr.nnz;
+    for (int h = 0; h < hops; h++) st->hop[h] = l.hop_start[h + 1] - l.hop_start[h];
     st->train = split_local[GNN_SPLIT_TRAIN] ? split_count[GNN_SPLIT_TRAIN] : 0;
 fail:
     gnn__h5_close(&grp);
@@ -250,7 +318,7 @@ static int write_meta(const char *tmp, const gnn_graph_t *g, const gnn_part_map_
     char *path = path_join(tmp, "meta.h5");
     hid_t f = -1;
     int k = m->num_parts;
-    int64_t *col = NULL;
+    int64_t *col = NULL, *hop = NULL;
     GNN_CHECK(path, GNN_ENOMEM, "partition");
     f = H5Fcreate(path, H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT);
     if (f < 0) {
@@ -279,8 +347,19 @@ static int write_meta(const char *tmp, const gnn_graph_t *g, const gnn_part_map_
             col[p] = c == 0 ? st[p].nodes : c == 1 ? st[p].edges : c == 2 ? st[p].halo : st[p].train;
         GNN_TRY(put_i64(f, path, names[c], col, k));
     }
+    for (int p = 0; p < k; p++) col[p] = st[p].rows;
+    GNN_TRY(put_i64(f, path, "part_rows", col, k));
+    for (int p = 0; p < k; p++) col[p] = st[p].stored;
+    GNN_TRY(put_i64(f, path, "part_stored_edges", col, k));
+    int hops = meta->halo_hops;
+    hop = gnn_malloc_array((size_t)k * (size_t)hops + 1, sizeof *hop);
+    GNN_CHECK(hop, GNN_ENOMEM, "%s", path);
+    for (int p = 0; p < k; p++)
+        for (int h = 0; h < hops; h++) hop[(size_t)p * (size_t)hops + (size_t)h] = st[p].hop[h];
+    GNN_TRY(put_i64_table(f, path, "part_hop_halo", hop, k, hops));
 fail:
     if (f >= 0 && H5Fclose(f) < 0 && rc == 0) rc = GNN_H5_FAIL(GNN_EIO, "%s: cannot close", path);
+    gnn_free(hop);
     gnn_free(col);
     gnn_free(path);
     return rc;
@@ -295,11 +374,12 @@ int gnn_partdir_write(const char *dir, const gnn_graph_t *g, const int32_t *part
     int made = 0;
     char *d = NULL;
     part_stats_t *st = NULL;
+    gnn_vid_t *mark = NULL;
     int64_t *split_local[GNN_NUM_SPLITS] = {0}, *split_count = NULL, *split_next = NULL;
     struct stat sb;
     GNN_CHECK(dir && g && part && meta, GNN_EINVAL, "partition: NULL argument");
-    GNN_CHECK(meta->halo_hops == 1, GNN_EUNSUPPORTED,
-              "partition: --halo-hops %d (only 1 hop is written so far)", meta->halo_hops);
+    GNN_CHECK(meta->halo_hops >= 1 && meta->halo_hops <= GNN_PARTDIR_MAX_HOPS, GNN_EINVAL,
+              "partition: --halo-hops %d outside [1, %d]", meta->halo_hops, GNN_PARTDIR_MAX_HOPS);
     /* "out/" names the directory "out": the temporary one goes beside it. */
     d = gnn_strdup(dir);
     GNN_CHECK(d, GNN_ENOMEM, "partition");
@@ -324,7 +404,9 @@ int gnn_partdir_write(const char *dir, const gnn_graph_t *g, const int32_t *part
     split_count = gnn_calloc((size_t)k * GNN_NUM_SPLITS + 1, sizeof *split_count);
     split_next = gnn_calloc((size_t)k * GNN_NUM_SPLITS + 1, sizeof *split_next);
     st = gnn_calloc((size_t)k, sizeof *st);
-    GNN_CHECK(split_count && split_next && st, GNN_ENOMEM, "partition");
+    mark = gnn_malloc_array((size_t)m.num_nodes + 1, sizeof *mark);
+    GNN_CHECK(split_count && split_next && st && mark, GNN_ENOMEM, "partition");
+    for (gnn_vid_t x = 0; x < m.num_nodes; x++) mark[x] = -1;
     for (int s = 0; s < GNN_NUM_SPLITS; s++) {
         if (!g->split[s]) continue;
         split_local[s] = gnn_malloc_array((size_t)g->split_size[s] + 1, sizeof *split_local[s]);
@@ -355,7 +437,7 @@ int gnn_partdir_write(const char *dir, const gnn_graph_t *g, const int32_t *part
             cnt[s] = split_count[ix];
             local[s] = split_local[s] ? split_local[s] + (split_next[ix] - cnt[s]) : NULL;
         }
-        GNN_TRY(write_part(tmp, g, &m, part, p, local, cnt, &st[p]));
+        GNN_TRY(write_part(tmp, g, &m, part, p, meta->halo_hops, mark, local, cnt, &st[p]));
     }
     GNN_TRY(write_meta(tmp, g, &m, meta, st));
 
@@ -376,6 +458,7 @@ fail:
     gnn_free(split_count);
     gnn_free(split_next);
     gnn_free(st);
+    gnn_free(mark);
     gnn_free(tmp);
     gnn_free(old);
     gnn_free(d);
@@ -391,7 +474,9 @@ typedef struct {
     uint64_t seed;
     char graph[1024], method[32], balance[64];
     int64_t *start, *node_map;
-    int64_t *stat[4]; /* nodes, edges, halo, train */
+    int64_t *stat[4];      /* nodes, edges (owned in-edges), halo, train */
+    int64_t *rows, *stored; /* CSR rows, in-edges stored */
+    int64_t *hop;          /* K x halo_hops: halo nodes at each hop */
 } meta_t;
 
 static void meta_free(meta_t *m)
@@ -399,7 +484,20 @@ static void meta_free(meta_t *m)
     gnn_free(m->start);
     gnn_free(m->node_map);
     for (int c = 0; c < 4; c++) gnn_free(m->stat[c]);
+    gnn_free(m->rows);
+    gnn_free(m->stored);
+    gnn_free(m->hop);
     memset(m, 0, sizeof *m);
+}
+
+/* *dst = a copy of the k entries of src unless already read. */
+static int default_i64(int64_t **dst, const int64_t *src, int64_t k, const char *path)
+{
+    if (*dst) return 0;
+    *dst = gnn_malloc_array((size_t)k + 1, sizeof **dst);
+    if (!*dst) return GNN_FAIL(GNN_ENOMEM, "%s", path);
+    memcpy(*dst, src, (size_t)k * sizeof **dst);
+    return 0;
 }
 
 static int meta_read(const char *dir, meta_t *m, int with_map)
@@ -423,6 +521,9 @@ static int meta_read(const char *dir, meta_t *m, int with_map)
     GNN_TRY(attr_i64(f, path, "edge_cut", &m->edge_cut));
     GNN_TRY(attr_i64(f, path, "ufactor", &m->ufactor));
     GNN_TRY(attr_i64(f, path, "halo_hops", &m->halo_hops));
+    GNN_CHECK(m->halo_hops >= 1 && m->halo_hops <= GNN_PARTDIR_MAX_HOPS, GNN_EFORMAT,
+              "%s: halo_hops %" PRId64 " outside [1, %d]", path, m->halo_hops,
+              GNN_PARTDIR_MAX_HOPS);
     rc = gnn__h5_get_attr_u64(f, "seed", 0, &m->seed);
     if (rc < 0) {
         gnn_error_prefix("%s", path);
@@ -442,6 +543,15 @@ static int meta_read(const char *dir, meta_t *m, int with_map)
                   "%s: part_start decreases at part %" PRId64, path, p);
     static const char *const names[4] = {"part_nodes", "part_edges", "part_halo", "part_train"};
     for (int c = 0; c < 4; c++) GNN_TRY(get_i64(f, path, names[c], k, &m->stat[c], &n));
+    /* Optional with one hop: without them rows = owned nodes, stored =
+     * owned in-edges, and the one hop is the whole halo. */
+    int one = m->halo_hops == 1;
+    GNN_TRY(get_i64_shaped(f, path, "part_rows", k, 0, one, &m->rows));
+    GNN_TRY(get_i64_shaped(f, path, "part_stored_edges", k, 0, one, &m->stored));
+    GNN_TRY(get_i64_shaped(f, path, "part_hop_halo", k, m->halo_hops, one, &m->hop));
+    GNN_TRY(default_i64(&m->rows, m->stat[0], k, path));
+    GNN_TRY(default_i64(&m->stored, m->stat[1], k, path));
+    GNN_TRY(default_i64(&m->hop, m->stat[2], k, path));
     if (with_map) GNN_TRY(get_i64(f, path, "node_map", m->num_nodes, &m->node_map, &n));
 fail:
     gnn__h5_close(&f);
@@ -467,23 +577,41 @@ int gnn_partdir_info(const char *dir, int json, FILE *out)
                 m.seed, m.ufactor, m.halo_hops);
         gnn_json_string(out, m.graph);
         fprintf(out, ", \"parts\": [");
-        for (int p = 0; p < m.k; p++)
+        for (int p = 0; p < m.k; p++) {
             fprintf(out, "%s{\"nodes\": %" PRId64 ", \"edges\": %" PRId64 ", \"halo\": %" PRId64
-                         ", \"train\": %" PRId64 "}",
-                    p ? ", " : "", m.stat[0][p], m.stat[1][p], m.stat[2][p], m.stat[3][p]);
+                         ", \"train\": %" PRId64 ", \"rows\": %" PRId64
+                         ", \"stored_edges\": %" PRId64 ", \"hop_halo\": [",
+                    p ? ", " : "", m.stat[0][p], m.stat[1][p], m.stat[2][p], m.stat[3][p],
+                    m.rows[p], m.stored[p]);
+            for (int64_t h = 0; h < m.halo_hops; h++)
+                fprintf(out, "%s%" PRId64, h ? ", " : "", m.hop[p * m.halo_hops + h]);
+            fprintf(out, "]}");
+        }
         fprintf(out, "]}\n");
     } else {
         fprintf(out, "partition     %s\ngraph         %s\n", dir, m.graph);
         fprintf(out, "parts         %d (%s, balance %s, ufactor %" PRId64 ", seed %" PRIu64
-                     ", halo %" PRId64 " hop)\n",
-                m.k, m.method, m.balance, m.ufactor, m.seed, m.halo_hops);
+                     ", halo %" PRId64 " hop%s)\n",
+                m.k, m.method, m.balance, m.ufactor, m.seed, m.halo_hops,
+                m.halo_hops > 1 ? "s" : "");
         fprintf(out, "nodes         %" PRId64 "\nedges         %" PRId64 " stored\n",
                 m.num_nodes, m.num_edges);
         fprintf(out, "edge cut      %" PRId64 " undirected edges between parts\n", m.edge_cut);
-        fprintf(out, "part       nodes       edges        halo       train\n");
-        for (int p = 0; p < m.k; p++)
-            fprintf(out, "%4d %11" PRId64 " %11" PRId64 " %11" PRId64 " %11" PRId64 "\n", p,
+        /* Past one hop: the CSR rows, the in-edges stored (owned and halo
+         * rows) and the halo of each hop. */
+        int more = m.halo_hops > 1;
+        fprintf(out, "part       nodes       edges        halo       train%s\n",
+                more ? "        rows      stored  halo by hop" : "");
+        for (int p = 0; p < m.k; p++) {
+            fprintf(out, "%4d %11" PRId64 " %11" PRId64 " %11" PRId64 " %11" PRId64, p,
                     m.stat[0][p], m.stat[1][p], m.stat[2][p], m.stat[3][p]);
+            if (more) {
+                fprintf(out, " %11" PRId64 " %11" PRId64 " ", m.rows[p], m.stored[p]);
+                for (int64_t h = 0; h < m.halo_hops; h++)
+                    fprintf(out, " %" PRId64, m.hop[p * m.halo_hops + h]);
+            }
+            fprintf(out, "\n");
+        }
     }
     meta_free(&m);
 fail:
@@ -508,51 +636,102 @@ static int cmp_wpair(const void *a, const void *b)
     return (x->w > y->w) - (x->w < y->w);
 }
 
-/* One part file against the graph; marks its nodes' split membership. */
+/* "row i (graph node v)" for an owned row, "row i (hop-h halo, graph node
+ * v)" for a halo row, into buf. */
+static const char *row_name(char *buf, size_t len, int64_t i, int64_t v, const int64_t *hs,
+                            int64_t hops)
+{
+    int64_t h = 0;
+    while (h < hops && i >= hs[h]) h++;
+    if (h == 0)
+        snprintf(buf, len, "row %" PRId64 " (graph node %" PRId64 ")", i, v);
+    else
+        snprintf(buf, len, "row %" PRId64 " (hop-%" PRId64 " halo, graph node %" PRId64 ")", i,
+                 h, v);
+    return buf;
+}
+
+/*
+ * One part file against the graph; marks its nodes' split membership.
+ * loc: one entry per new id, all -1, used for the local id of each halo
+ * node and all -1 again on return.
+ */
 static int check_part(const char *dir, const meta_t *m, const gnn_graph_t *g, int p,
-                      const int64_t *new_of_old, unsigned char *split_seen)
+                      const int64_t *new_of_old, int64_t *loc, unsigned char *split_seen)
 {
     int rc = 0;
-    char name[32];
+    char name[32], row[128];
     snprintf(name, sizeof name, "part-%05d.h5", p);
     char *path = path_join(dir, name);
     hid_t f = -1, d = -1;
     int64_t *indptr = NULL, *indices = NULL, *l2g = NULL, *lab = NULL, *a = NULL, *b = NULL;
-    int64_t *sp = NULL;
+    int64_t *sp = NULL, *hs = NULL;
     float *feat = NULL, *wt = NULL;
     unsigned char *used = NULL;
     wpair_t *pa = NULL, *pb = NULL;
+    int64_t marked0 = 0, marked1 = 0; /* l2g[marked0 .. marked1) are marked in loc */
+    int64_t part = -1, no = -1, nl = -1, ne = -1, n;
+    int64_t hops = m->halo_hops;
     GNN_CHECK(path, GNN_ENOMEM, "partition");
     GNN_TRY(open_file(path, &f));
     GNN_TRY(check_format(f, path, GNN_PARTDIR_PART_FORMAT));
-    int64_t part = -1, no = -1, nl = -1, ne = -1, n;
     GNN_TRY(attr_i64(f, path, "part", &part));
     GNN_TRY(attr_i64(f, path, "num_owned", &no));
     GNN_TRY(attr_i64(f, path, "num_local", &nl));
     GNN_TRY(attr_i64(f, path, "num_edges", &ne));
+    /* Absent from one-hop files written before the hop layout. */
+    int64_t nr = no, fh = 1;
+    GNN_TRY(attr_i64_opt(f, path, "num_rows", &nr));
+    GNN_TRY(attr_i64_opt(f, path, "halo_hops", &fh));
     int64_t lo = m->start[p], hi = m->start[p + 1];
     GNN_CHECK(part == p && no == hi - lo && nl >= no && nl <= m->num_nodes && ne >= 0,
               GNN_EFORMAT, "%s: part %" PRId64 " with %" PRId64 " owned and %" PRId64
                            " local nodes does not match meta.h5 (part %d owns %" PRId64 ")",
               path, part, no, nl, p, hi - lo);
-    GNN_TRY(get_i64(f, path, "indptr", no + 1, &indptr, &n));
+    GNN_CHECK(fh == hops, GNN_EFORMAT, "%s: halo_hops %" PRId64 ", meta.h5 says %" PRId64, path,
+              fh, hops);
+    GNN_CHECK(nr >= no && nr <= nl, GNN_EFORMAT,
+              "%s: num_rows %" PRId64 " outside [%" PRId64 ", %" PRId64 "]", path, nr, no, nl);
+    GNN_TRY(get_i64_shaped(f, path, "halo_hop_start", hops + 1, 0, hops == 1, &hs));
+    if (!hs) { /* one hop: the halo follows the owned nodes */
+        hs = gnn_malloc_array(2, sizeof *hs);
+        GNN_CHECK(hs, GNN_ENOMEM, "%s", path);
+        hs[0] = no;
+        hs[1] = nl;
+    }
+    int hs_ok = hs[0] == no && hs[hops] == nl && hs[hops - 1] == nr;
+    for (int64_t h = 0; h < hops; h++) hs_ok = hs_ok && hs[h] <= hs[h + 1];
+    GNN_CHECK(hs_ok, GNN_EFORMAT,
+              "%s: halo_hop_start does not run from num_owned %" PRId64 " through num_rows %" PRId64
+              " to num_local %" PRId64,
+              path, no, nr, nl);
+    GNN_TRY(get_i64(f, path, "indptr", nr + 1, &indptr, &n));
     GNN_TRY(get_i64(f, path, "indices", ne, &indices, &n));
     GNN_TRY(get_i64(f, path, "local_to_global", nl, &l2g, &n));
-    GNN_CHECK(indptr[0] == 0 && indptr[no] == ne, GNN_EFORMAT, "%s: indptr does not span 0 .. %" PRId64,
-              path, ne);
-    for (int64_t i = 0; i < no; i++) {
+    GNN_CHECK(indptr[0] == 0 && indptr[nr] == ne, GNN_EFORMAT,
+              "%s: indptr does not span 0 .. %" PRId64, path, ne);
+    for (int64_t i = 0; i < nr; i++)
+        GNN_CHECK(indptr[i] <= indptr[i + 1], GNN_EFORMAT, "%s: indptr decreases at row %" PRId64,
+                  path, i);
+    for (int64_t i = 0; i < no; i++)
         GNN_CHECK(l2g[i] == lo + i, GNN_EFORMAT, "%s: local node %" PRId64 " is global %" PRId64
                                                  ", expected %" PRId64,
                   path, i, l2g[i], lo + i);
-        GNN_CHECK(indptr[i] <= indptr[i + 1], GNN_EFORMAT, "%s: indptr decreases at row %" PRId64,
-                  path, i);
-    }
-    for (int64_t i = no; i < nl; i++)
-        GNN_CHECK(l2g[i] >= 0 && l2g[i] < m->num_nodes && (l2g[i] < lo || l2g[i] >= hi) &&
-                      (i == no || l2g[i - 1] < l2g[i]),
-                  GNN_EFORMAT, "%s: halo node %" PRId64 " (global %" PRId64 ") is owned here, "
-                               "out of range or out of order",
-                  path, i, l2g[i]);
+    /* The halo: hop by hop ascending, owned elsewhere, each node once. */
+    marked0 = marked1 = no;
+    for (int64_t h = 1; h <= hops; h++)
+        for (int64_t i = hs[h - 1]; i < hs[h]; i++) {
+            GNN_CHECK(l2g[i] >= 0 && l2g[i] < m->num_nodes && (l2g[i] < lo || l2g[i] >= hi) &&
+                          (i == hs[h - 1] || l2g[i - 1] < l2g[i]),
+                      GNN_EFORMAT, "%s: halo node %" PRId64 " (global %" PRId64 ") is owned here, "
+                                   "out of range or out of order",
+                      path, i, l2g[i]);
+            GNN_CHECK(loc[l2g[i]] < 0, GNN_EFORMAT,
+                      "%s: global node %" PRId64 " is halo node %" PRId64 " and %" PRId64, path,
+                      l2g[i], loc[l2g[i]], i);
+            loc[l2g[i]] = i;
+            marked1 = i + 1;
+        }
     if (g->csr.weights) {
         hsize_t dims[1];
         GNN_TRY(gnn__h5_open_dataset(f, path, "weights", GNN_H5_FLOAT, 1, 0, dims, &d));
@@ -563,16 +742,14 @@ static int check_part(const char *dir, const meta_t *m, const gnn_graph_t *g, in
         if (ne) GNN_TRY(gnn__h5_read_rows(d, H5T_NATIVE_FLOAT, 1, 1, 0, ne, wt));
         gnn__h5_close(&d);
     }
-    used = gnn_calloc((size_t)nl + 1, 1);
-    GNN_CHECK(used, GNN_ENOMEM, "%s", path);
-    /* Rows: the graph's, as multisets of graph node ids (and weights). */
+    /* Rows, owned and halo: the graph's, as multisets of graph node ids
+     * (and weights). */
     a = gnn_malloc_array(1, sizeof *a);
-    for (int64_t i = 0; i < no; i++) {
-        int64_t v = m->node_map[lo + i];
+    for (int64_t i = 0; i < nr; i++) {
+        int64_t v = m->node_map[l2g[i]];
         int64_t d0 = indptr[i + 1] - indptr[i], dg = g->csr.indptr[v + 1] - g->csr.indptr[v];
-        GNN_CHECK(d0 == dg, GNN_EFORMAT, "%s: row %" PRId64 " (graph node %" PRId64
-                                         ") has %" PRId64 " in-edges, the graph %" PRId64,
-                  path, i, v, d0, dg);
+        GNN_CHECK(d0 == dg, GNN_EFORMAT, "%s: %s has %" PRId64 " in-edges, the graph %" PRId64,
+                  path, row_name(row, sizeof row, i, v, hs, hops), d0, dg);
         gnn_free(a);
         gnn_free(b);
         a = gnn_malloc_array((size_t)d0 + 1, sizeof *a);
@@ -583,16 +760,14 @@ static int check_part(const char *dir, const meta_t *m, const gnn_graph_t *g, in
             GNN_CHECK(x >= 0 && x < nl, GNN_EFORMAT, "%s: row %" PRId64 " lists local node %" PRId64
                                                      " of %" PRId64,
                       path, i, x, nl);
-            used[x] = 1;
             a[j] = m->node_map[l2g[x]];
             b[j] = g->csr.indices[g->csr.indptr[v] + j];
         }
         qsort(a, (size_t)d0, sizeof *a, cmp_i64);
         qsort(b, (size_t)d0, sizeof *b, cmp_i64);
         GNN_CHECK(!d0 || !memcmp(a, b, (size_t)d0 * sizeof *a), GNN_EFORMAT,
-                  "%s: the in-edges of row %" PRId64 " (graph node %" PRId64
-                  ") differ from the graph's",
-                  path, i, v);
+                  "%s: the in-edges of %s differ from the graph's", path,
+                  row_name(row, sizeof row, i, v, hs, hops));
         if (wt) { /* the same as (source, weight) pairs */
             gnn_free(pa);
             gnn_free(pb);
@@ -608,15 +783,36 @@ static int check_part(const char *dir, const meta_t *m, const gnn_graph_t *g, in
             qsort(pb, (size_t)d0, sizeof *pb, cmp_wpair);
             for (int64_t j = 0; j < d0; j++)
                 GNN_CHECK(pa[j].id == pb[j].id && pa[j].w == pb[j].w, GNN_EFORMAT,
-                          "%s: the weights of row %" PRId64 " (graph node %" PRId64
-                          ") differ from the graph's",
-                          path, i, v);
+                          "%s: the weights of %s differ from the graph's", path,
+                          row_name(row, sizeof row, i, v, hs, hops));
         }
     }
-    for (int64_t x = no; x < nl; x++)
-        GNN_CHECK(used[x], GNN_EFORMAT, "%s: halo node %" PRId64 " (global %" PRId64
-                                        ") is the source of no in-edge",
-                  path, x, l2g[x]);
+    /* The hops, re-derived from the graph: hop h holds exactly the sources
+     * of the hop-(h-1) nodes' in-edges (hop 0: the owned nodes) that are
+     * neither owned nor at an earlier hop. */
+    used = gnn_calloc((size_t)nl + 1, 1);
+    GNN_CHECK(used, GNN_ENOMEM, "%s", path);
+    for (int64_t h = 1; h <= hops; h++) {
+        int64_t r0 = h == 1 ? 0 : hs[h - 2], r1 = hs[h - 1];
+        for (int64_t r = r0; r < r1; r++) {
+            int64_t v = m->node_map[l2g[r]];
+            for (int64_t e = g->csr.indptr[v]; e < g->csr.indptr[v + 1]; e++) {
+                int64_t u = g->csr.indices[e], y = new_of_old[u];
+                if (y >= lo && y < hi) continue;
+                int64_t x = loc[y];
+                GNN_CHECK(x >= 0 && x < hs[h], GNN_EFORMAT,
+                          "%s: graph node %" PRId64 " (global %" PRId64 "), a source of local node "
+                          "%" PRId64 " (graph node %" PRId64 "), is missing from the hop-%" PRId64
+                          " halo",
+                          path, u, y, r, v, h);
+                if (x >= hs[h - 1]) used[x] = 1;
+            }
+        }
+        for (int64_t x = hs[h - 1]; x < hs[h]; x++)
+            GNN_CHECK(used[x], GNN_EFORMAT, "%s: halo node %" PRId64 " (global %" PRId64
+                                            ") is the source of no in-edge of the %s",
+                      path, x, l2g[x], h == 1 ? "owned nodes" : "previous hop");
+    }
     if (g->feat) {
         hsize_t dims[2];
         GNN_TRY(gnn__h5_open_dataset(f, path, "feat", GNN_H5_FLOAT, 2, 0, dims, &d));
@@ -661,15 +857,19 @@ static int check_part(const char *dir, const meta_t *m, const gnn_graph_t *g, in
         gnn_free(sp);
         sp = NULL;
     }
-    (void)new_of_old;
-    GNN_CHECK(m->stat[0][p] == no && m->stat[1][p] == ne && m->stat[2][p] == nl - no, GNN_EFORMAT,
-              "%s: the statistics of meta.h5 disagree with part %d", dir, p);
+    int stats_ok = m->stat[0][p] == no && m->stat[1][p] == indptr[no] &&
+                   m->stat[2][p] == nl - no && m->rows[p] == nr && m->stored[p] == ne;
+    for (int64_t h = 0; h < hops; h++)
+        stats_ok = stats_ok && m->hop[p * hops + h] == hs[h + 1] - hs[h];
+    GNN_CHECK(stats_ok, GNN_EFORMAT, "%s: the statistics of meta.h5 disagree with part %d", dir, p);
 fail:
+    for (int64_t i = marked0; i < marked1; i++) loc[l2g[i]] = -1;
     gnn__h5_close(&d);
     gnn__h5_close(&f);
     gnn_free(indptr);
     gnn_free(indices);
     gnn_free(l2g);
+    gnn_free(hs);
     gnn_free(lab);
     gnn_free(a);
     gnn_free(b);
@@ -689,7 +889,7 @@ int gnn_partdir_check(const char *dir, const char *graph)
     meta_t m;
     gnn_graph_t g;
     gnn_graph_init(&g);
-    int64_t *new_of_old = NULL;
+    int64_t *new_of_old = NULL, *loc = NULL;
     unsigned char *seen = NULL;
     int32_t *part = NULL;
     gnn_csr_t sym = {0};
@@ -700,9 +900,10 @@ int gnn_partdir_check(const char *dir, const char *graph)
               "%s: %" PRId64 " nodes and %" PRId64 " edges, but %s has %" GNN_PRIvid " and %" GNN_PRIeid,
               dir, m.num_nodes, m.num_edges, gpath, g.csr.n_rows, g.csr.nnz);
     new_of_old = gnn_malloc_array((size_t)m.num_nodes + 1, sizeof *new_of_old);
+    loc = gnn_malloc_array((size_t)m.num_nodes + 1, sizeof *loc);
     seen = gnn_calloc((size_t)m.num_nodes + 1, 1);
-    GNN_CHECK(new_of_old && seen, GNN_ENOMEM, "%s", dir);
-    for (int64_t i = 0; i < m.num_nodes; i++) new_of_old[i] = -1;
+    GNN_CHECK(new_of_old && loc && seen, GNN_ENOMEM, "%s", dir);
+    for (int64_t i = 0; i < m.num_nodes; i++) new_of_old[i] = loc[i] = -1;
     for (int64_t x = 0; x < m.num_nodes; x++) {
         int64_t v = m.node_map[x];
         GNN_CHECK(v >= 0 && v < m.num_nodes && new_of_old[v] < 0, GNN_EFORMAT,
@@ -711,7 +912,7 @@ int gnn_partdir_check(const char *dir, const char *graph)
     }
     int64_t edges = 0;
     for (int p = 0; p < m.k; p++) {
-        GNN_TRY(check_part(dir, &m, &g, p, new_of_old, seen));
+        GNN_TRY(check_part(dir, &m, &g, p, new_of_old, loc, seen));
         edges += m.stat[1][p];
     }
     GNN_CHECK(edges == g.csr.nnz, GNN_EFORMAT, "%s: %" PRId64 " edges in the parts, %" GNN_PRIeid
@@ -746,6 +947,7 @@ fail:
     gnn_free(part);
     gnn_csr_free(&sym);
     gnn_free(new_of_old);
+    gnn_free(loc);
     gnn_free(seen);
     gnn_graph_free(&g);
     meta_free(&m);

@@ -2,9 +2,10 @@
  * The partition directory (layout in docs/FORMAT.md): meta.h5 with the
  * ranges of new ids each part owns, the mapping back to the graph file's
  * node ids, how the parts were made and their statistics; part-NNNNN.h5
- * per part with the in-edge CSR of its owned nodes over local ids (owned,
- * then halo), local-to-global ids, owned features and labels, and local
- * split indices.
+ * per part with the in-edge CSR over local ids (owned, then the halo hop
+ * by hop) of its owned nodes and of its halo nodes short of the last hop,
+ * local-to-global ids, where each hop starts, owned features and labels,
+ * and local split indices.
  *
  * A directory is written under a temporary name beside its target and
  * renamed into place when whole, so a directory under the final name is
@@ -25,6 +26,7 @@ extern "C" {
 #define GNN_PARTDIR_FORMAT "gnn-partition"
 #define GNN_PARTDIR_PART_FORMAT "gnn-partition-part"
 #define GNN_PARTDIR_VERSION 1
+#define GNN_PARTDIR_MAX_HOPS 8 /* halo hops written and read: 1 .. 8 */
 
 /* How the parts were made (recorded in meta.h5). */
 typedef struct {
@@ -33,14 +35,15 @@ typedef struct {
     const char *balance; /* "nodes,edges,train" or a subset */
     int ufactor;
     uint64_t seed;
-    int halo_hops;
+    int halo_hops;       /* 1 .. GNN_PARTDIR_MAX_HOPS */
     int64_t edge_cut;    /* undirected edges between parts */
 } gnn_partdir_meta_t;
 
 /*
  * Write the k parts of g given by part[v] into dir. An existing dir is
  * refused (GNN_EEXISTS) unless force, then replaced only once the new one
- * is whole. Returns 0; GNN_EINVAL, GNN_EEXISTS, GNN_EIO, GNN_EHDF5,
+ * is whole; meta->halo_hops outside [1, GNN_PARTDIR_MAX_HOPS] is GNN_EINVAL.
+ * Returns 0; GNN_EINVAL, GNN_EEXISTS, GNN_EIO, GNN_EHDF5,
  * GNN_ENOMEM with a message naming the path; on failure nothing is left
  * under dir's name that was not there before, and no temporary directory.
  */
@@ -50,7 +53,9 @@ int gnn_partdir_write(const char *dir, const gnn_graph_t *g, const int32_t *part
 /*
  * Check dir against its graph file (graph: that path, or NULL for the one
  * meta.h5 names): every edge of the graph appears exactly once, as an
- * in-edge of its destination's owner; ranges, ids and halo lists are
+ * in-edge of its destination's owner; every halo row holds its node's
+ * in-edges; the halo is, hop by hop, exactly the breadth-first search over
+ * in-edges from the owned nodes; ranges, ids and statistics are
  * consistent; features, labels and split indices equal the graph's.
  * Returns 0, or GNN_EFORMAT naming the file and the first difference
  * (GNN_ENOENT, GNN_EHDF5, GNN_ENOMEM as they come).
@@ -59,7 +64,8 @@ int gnn_partdir_check(const char *dir, const char *graph);
 
 /* Print a summary of dir to out: text, or one JSON object with num_parts,
  * num_nodes, num_edges, edge_cut, method, balance, seed, ufactor,
- * halo_hops and parts (nodes, edges, halo, train each). */
+ * halo_hops and parts (nodes, edges, halo, train, rows, stored_edges and
+ * hop_halo, the halo nodes at each hop, each). */
 int gnn_partdir_info(const char *dir, int json, FILE *out);
 
 #ifdef __cplusplus

@@ -29,6 +29,42 @@ static inline void tu_build_argv(char **argv, char *bin, va_list ap)
     argv[n] = NULL;
 }
 
+/* Fail the test naming the command line, its status and its stderr (the
+ * run is freed first: fail_msg does not return). */
+static inline void tu_fail_cmd(char *const *argv, tu_run_t *r)
+{
+    static char cmd[2048], err[4096];
+    cmd[0] = '\0';
+    for (int i = 0; argv[i]; i++)
+        snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), "%s ", argv[i]);
+    snprintf(err, sizeof err, "%s", r->err ? r->err : "");
+    int status = r->status;
+    tu_run_free(r);
+    fail_msg("%s: status %d, stderr:\n%s", cmd, status, err);
+}
+
+/* Run argv, which must exit 0; returns its standard output (caller frees). */
+static inline char *tu_run_ok_argv(char *const *argv)
+{
+    tu_run_t r = tu_run(argv);
+    if (r.status != 0) tu_fail_cmd(argv, &r);
+    char *out = r.out;
+    r.out = NULL;
+    tu_run_free(&r);
+    return out;
+}
+
+/* The same for bin and the arguments that follow (NULL-terminated). */
+static inline char *tu_run_ok(char *bin, ...)
+{
+    char *argv[TU_MAX_ARGS];
+    va_list ap;
+    va_start(ap, bin);
+    tu_build_argv(argv, bin, ap);
+    va_end(ap);
+    return tu_run_ok_argv(argv);
+}
+
 /* Neither out nor any "out.tmp-*" beside it exists. */
 static inline void tu_assert_no_output(const char *out)
 {

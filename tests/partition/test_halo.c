@@ -4,12 +4,18 @@
  * On random directed graphs (repeats, self loops, weights, isolated nodes)
  * with random and METIS-like clustered assignments into 1 to 7 parts
  * (some parts empty): the relabelling is a permutation, each part's range
- * holds exactly its nodes in old order; every part's local graph passes
- * gnn_csr_validate, its first n_owned local ids are its range, its halo is
- * sorted, distinct and owned elsewhere, and each owned row maps back to
+ * holds exactly its nodes in old order; with 1 to 3 hops of halo every
+ * part's local graph passes gnn_csr_validate, its first n_owned local ids
+ * are its range, each hop of its halo is exactly the breadth-first search
+ * over in-edges (recomputed here) in ascending new id, it has rows for the
+ * owned nodes and the hops short of the last, and each row maps back to
  * exactly the graph's row (sources and weights, as a multiset), so every
- * edge lands in exactly one part. Errors: a part id out of range, a graph
- * that does not match the map, a bad part number.
+ * edge lands in exactly one part as an owned in-edge; the shared marker
+ * array is left all -1. A path and a small directed graph with 1 to 3
+ * hops give exactly the local ids, hop offsets and rows worked out by
+ * hand. Errors: a part id out of range, a graph that does not match the
+ * map, a bad part number or hop count, and every allocation failing in
+ * turn (a clean GNN_ENOMEM, the marker restored).
  * Prints its seed; set GNN_TEST_SEED to replay another.
  */
 #include <stdarg.h>
@@ -42,7 +48,48 @@ static int cmp_pair(const void *a, const void *b)
     return (x->w > y->w) - (x->w < y->w);
 }
 
-static void check_parts(const gnn_csr_t *g, const int32_t *part, int k)
+/*
+ * The halo of part [lo, hi) of the map m, hop by hop, recomputed plainly:
+ * want[] receives the local-to-global ids and hs[] the hop offsets
+ * (hops + 1 entries). Returns the number of local nodes.
+ */
+static gnn_vid_t reference_local(const gnn_csr_t *g, const gnn_part_map_t *m, int p, int hops,
+                                 gnn_vid_t *want, gnn_vid_t *hs)
+{
+    gnn_vid_t n = g->n_rows, lo = m->start[p], hi = m->start[p + 1];
+    int *hop = malloc(((size_t)n + 1) * sizeof *hop);
+    for (gnn_vid_t x = 0; x < n; x++) hop[x] = x >= lo && x < hi ? 0 : -1;
+    gnn_vid_t nl = 0;
+    for (gnn_vid_t x = lo; x < hi; x++) want[nl++] = x;
+    hs[0] = nl;
+    gnn_vid_t a = 0, b = nl;
+    for (int h = 1; h <= hops; h++) {
+        for (gnn_vid_t r = a; r < b; r++) {
+            gnn_vid_t v = m->old_of_new[want[r]];
+            for (gnn_eid_t e = g->indptr[v]; e < g->indptr[v + 1]; e++) {
+                gnn_vid_t y = m->new_of_old[g->indices[e]];
+                if (hop[y] < 0) {
+                    hop[y] = h;
+                    want[nl++] = y;
+                }
+            }
+        }
+        /* insertion sort of the new hop */
+        for (gnn_vid_t i = b + 1; i < nl; i++)
+            for (gnn_vid_t j = i; j > b && want[j - 1] > want[j]; j--) {
+                gnn_vid_t t = want[j];
+                want[j] = want[j - 1];
+                want[j - 1] = t;
+            }
+        hs[h] = nl;
+        a = b;
+        b = nl;
+    }
+    free(hop);
+    return nl;
+}
+
+static void check_parts(const gnn_csr_t *g, const int32_t *part, int k, int hops, int shared)
 {
     gnn_vid_t n = g->n_rows;
     gnn_part_map_t m;
@@ -59,29 +106,42 @@ static void check_parts(const gnn_csr_t *g, const int32_t *part, int k)
         if (v > 0 && part[v - 1] == part[v]) assert_true(m.new_of_old[v - 1] < x);
     }
     free(seen);
+    gnn_vid_t *mark = NULL;
+    if (shared) {
+        mark = malloc(((size_t)n + 1) * sizeof *mark);
+        for (gnn_vid_t x = 0; x < n; x++) mark[x] = -1;
+    }
+    gnn_vid_t *want = malloc(((size_t)n + 1) * sizeof *want);
+    gnn_vid_t hs[16];
     gnn_eid_t total = 0;
     pair_t *a = malloc(((size_t)g->nnz + 1) * sizeof *a), *b = malloc(((size_t)g->nnz + 1) * sizeof *b);
     for (int p = 0; p < k; p++) {
         gnn_part_local_t l;
-        assert_int_equal(gnn_part_local_build(g, &m, p, &l), 0);
+        assert_int_equal(gnn_part_local_build(g, &m, p, hops, mark, &l), 0);
+        if (mark)
+            for (gnn_vid_t x = 0; x < n; x++) assert_int_equal(mark[x], -1);
         assert_int_equal(gnn_csr_validate(&l.csr), 0);
         gnn_vid_t lo = m.start[p], hi = m.start[p + 1];
+        assert_int_equal(l.part, p);
+        assert_int_equal(l.hops, hops);
         assert_int_equal(l.n_owned, hi - lo);
-        assert_int_equal(l.csr.n_rows, l.n_owned);
+        /* Local ids and hops exactly the breadth-first search's. */
+        gnn_vid_t nl = reference_local(g, &m, p, hops, want, hs);
+        assert_int_equal(l.n_local, nl);
+        for (int h = 0; h <= hops; h++) assert_int_equal(l.hop_start[h], hs[h]);
+        for (gnn_vid_t i = 0; i < nl; i++) assert_int_equal(l.local_to_global[i], want[i]);
+        assert_int_equal(l.n_rows, hops == 1 ? l.n_owned : hs[hops - 1]);
+        assert_int_equal(l.csr.n_rows, l.n_rows);
         assert_int_equal(l.csr.n_cols, l.n_local);
-        for (gnn_vid_t i = 0; i < l.n_owned; i++) assert_int_equal(l.local_to_global[i], lo + i);
-        for (gnn_vid_t i = l.n_owned; i < l.n_local; i++) {
-            gnn_vid_t x = l.local_to_global[i];
-            assert_true(x >= 0 && x < n && (x < lo || x >= hi));
-            if (i > l.n_owned) assert_true(l.local_to_global[i - 1] < x);
+        /* Every halo node is used by a row when there is one hop. */
+        if (hops == 1) {
+            char *used = calloc((size_t)l.n_local + 1, 1);
+            for (gnn_eid_t e = 0; e < l.csr.nnz; e++) used[l.csr.indices[e]] = 1;
+            for (gnn_vid_t i = l.n_owned; i < l.n_local; i++) assert_true(used[i]);
+            free(used);
         }
-        /* Every halo node is used. */
-        char *used = calloc((size_t)l.n_local + 1, 1);
-        for (gnn_eid_t e = 0; e < l.csr.nnz; e++) used[l.csr.indices[e]] = 1;
-        for (gnn_vid_t i = l.n_owned; i < l.n_local; i++) assert_true(used[i]);
-        free(used);
-        for (gnn_vid_t i = 0; i < l.n_owned; i++) {
-            gnn_vid_t v = m.old_of_new[lo + i];
+        for (gnn_vid_t i = 0; i < l.n_rows; i++) {
+            gnn_vid_t v = m.old_of_new[l.local_to_global[i]];
             gnn_eid_t d = g->indptr[v + 1] - g->indptr[v];
             assert_int_equal(l.csr.indptr[i + 1] - l.csr.indptr[i], d);
             for (gnn_eid_t j = 0; j < d; j++) {
@@ -97,12 +157,14 @@ static void check_parts(const gnn_csr_t *g, const int32_t *part, int k)
                 assert_true(a[j].w == b[j].w);
             }
         }
-        total += l.csr.nnz;
+        total += l.csr.indptr[l.n_owned];
         gnn_part_local_free(&l);
     }
     assert_int_equal(total, g->nnz);
     free(a);
     free(b);
+    free(want);
+    free(mark);
     gnn_part_map_free(&m);
 }
 
@@ -128,13 +190,189 @@ static void test_random_graphs(void **state)
         for (gnn_vid_t v = 0; v < n; v++)
             part[v] = round % 3 == 0 ? (int32_t)(v * k / n) /* contiguous clusters */
                                      : (int32_t)(tu_rng_next(&s) % (uint64_t)k);
-        check_parts(&g, part, k);
+        for (int hops = 1; hops <= 3; hops++) check_parts(&g, part, k, hops, (round + hops) % 2);
         gnn_csr_free(&g);
         free(part);
         free(src);
         free(dst);
         free(w);
     }
+}
+
+/* ---- Small graphs worked out by hand ---------------------------------------- */
+
+/* What part p's local graph must be, exactly (rows sorted by local id). */
+typedef struct {
+    int p, hops;
+    gnn_vid_t n_local, n_rows;
+    const gnn_vid_t *l2g, *hop_start, *indptr, *indices;
+} expect_t;
+
+static void expect_part(const gnn_csr_t *g, const gnn_part_map_t *m, gnn_vid_t *mark,
+                        const expect_t *x)
+{
+    gnn_part_local_t l;
+    assert_int_equal(gnn_part_local_build(g, m, x->p, x->hops, mark, &l), 0);
+    for (gnn_vid_t v = 0; v < m->num_nodes; v++) assert_int_equal(mark[v], -1);
+    assert_int_equal(gnn_csr_validate(&l.csr), 0);
+    assert_int_equal(l.n_owned, m->start[x->p + 1] - m->start[x->p]);
+    assert_int_equal(l.n_local, x->n_local);
+    assert_int_equal(l.n_rows, x->n_rows);
+    assert_int_equal(l.csr.n_rows, x->n_rows);
+    assert_int_equal(l.csr.n_cols, x->n_local);
+    for (int h = 0; h <= x->hops; h++) assert_int_equal(l.hop_start[h], x->hop_start[h]);
+    for (gnn_vid_t i = 0; i < x->n_local; i++) assert_int_equal(l.local_to_global[i], x->l2g[i]);
+    for (gnn_vid_t i = 0; i <= x->n_rows; i++) assert_int_equal(l.csr.indptr[i], x->indptr[i]);
+    for (gnn_eid_t e = 0; e < l.csr.nnz; e++) assert_int_equal(l.csr.indices[e], x->indices[e]);
+    gnn_part_local_free(&l);
+}
+
+/*
+ * The undirected path 0 - 1 - ... - 7 (both directions stored), part 0 =
+ * {2, 3, 4} (new ids 0, 1, 2), part 1 = {0, 1, 5, 6, 7} (new 3 .. 7).
+ * Part 0: hop 1 = old {1, 5} (new 4, 5), hop 2 = old {0, 6} (new 3, 6),
+ * hop 3 = old {7} (new 7). Part 1: hop 1 = old {2, 4} (new 0, 2), hop 2 =
+ * old {3} (new 1), hop 3 empty.
+ */
+static void test_path(void **state)
+{
+    (void)state;
+    gnn_vid_t src[14], dst[14];
+    for (int i = 0; i < 7; i++) {
+        src[2 * i] = i, dst[2 * i] = i + 1;
+        src[2 * i + 1] = i + 1, dst[2 * i + 1] = i;
+    }
+    gnn_csr_t g;
+    assert_int_equal(gnn_csr_from_edges(8, 14, src, dst, NULL, 0, &g), 0);
+    int32_t part[8] = {1, 1, 0, 0, 0, 1, 1, 1};
+    gnn_part_map_t m;
+    assert_int_equal(gnn_part_relabel(part, 8, 2, &m), 0);
+    gnn_vid_t mark[8];
+    for (int i = 0; i < 8; i++) mark[i] = -1;
+
+    /* One hop: the layout of before, rows for the owned nodes only. */
+    static const gnn_vid_t l2g1[] = {0, 1, 2, 4, 5}, hs1[] = {3, 5};
+    static const gnn_vid_t ip1[] = {0, 2, 4, 6}, ix1[] = {1, 3, 0, 2, 1, 4};
+    expect_part(&g, &m, mark, &(expect_t){0, 1, 5, 3, l2g1, hs1, ip1, ix1});
+
+    static const gnn_vid_t l2g2[] = {0, 1, 2, 4, 5, 3, 6}, hs2[] = {3, 5, 7};
+    static const gnn_vid_t ip2[] = {0, 2, 4, 6, 8, 10}, ix2[] = {1, 3, 0, 2, 1, 4, 0, 5, 2, 6};
+    expect_part(&g, &m, mark, &(expect_t){0, 2, 7, 5, l2g2, hs2, ip2, ix2});
+
+    static const gnn_vid_t l2g3[] = {0, 1, 2, 4, 5, 3, 6, 7}, hs3[] = {3, 5, 7, 8};
+    static const gnn_vid_t ip3[] = {0, 2, 4, 6, 8, 10, 11, 13};
+    static const gnn_vid_t ix3[] = {1, 3, 0, 2, 1, 4, 0, 5, 2, 6, 3, 4, 7};
+    expect_part(&g, &m, mark, &(expect_t){0, 3, 8, 7, l2g3, hs3, ip3, ix3});
+
+    static const gnn_vid_t q2[] = {3, 4, 5, 6, 7, 0, 2, 1}, qs2[] = {5, 7, 8};
+    static const gnn_vid_t qp2[] = {0, 1, 3, 5, 7, 8, 10, 12};
+    static const gnn_vid_t qx2[] = {1, 0, 5, 3, 6, 2, 4, 3, 1, 7, 2, 7};
+    expect_part(&g, &m, mark, &(expect_t){1, 2, 8, 7, q2, qs2, qp2, qx2});
+
+    /* Hop 3 is empty: every local node has its row. */
+    static const gnn_vid_t qs3[] = {5, 7, 8, 8};
+    static const gnn_vid_t qp3[] = {0, 1, 3, 5, 7, 8, 10, 12, 14};
+    static const gnn_vid_t qx3[] = {1, 0, 5, 3, 6, 2, 4, 3, 1, 7, 2, 7, 5, 6};
+    expect_part(&g, &m, mark, &(expect_t){1, 3, 8, 8, q2, qs3, qp3, qx3});
+
+    gnn_part_map_free(&m);
+    gnn_csr_free(&g);
+}
+
+/*
+ * A directed graph of 6 nodes: 1->0, 2->1, 3->2, 4->3, 0->4, 5->2, 0->5;
+ * part 0 = {0, 2} (new 0, 1), part 1 = {1, 3, 4, 5} (new 2 .. 5). Only
+ * in-edges lead to the halo: part 0 reaches old 4 at hop 2 through 4->3,
+ * and nothing through its out-edge 0->4; part 1's hop 2 is empty.
+ */
+static void test_directed(void **state)
+{
+    (void)state;
+    gnn_vid_t src[] = {1, 2, 3, 4, 0, 5, 0}, dst[] = {0, 1, 2, 3, 4, 2, 5};
+    gnn_csr_t g;
+    assert_int_equal(gnn_csr_from_edges(6, 7, src, dst, NULL, 0, &g), 0);
+    int32_t part[6] = {0, 1, 0, 1, 1, 1};
+    gnn_part_map_t m;
+    assert_int_equal(gnn_part_relabel(part, 6, 2, &m), 0);
+    gnn_vid_t mark[6];
+    for (int i = 0; i < 6; i++) mark[i] = -1;
+
+    static const gnn_vid_t l2g1[] = {0, 1, 2, 3, 5}, hs1[] = {2, 5};
+    static const gnn_vid_t ip1[] = {0, 1, 3}, ix1[] = {2, 3, 4};
+    expect_part(&g, &m, mark, &(expect_t){0, 1, 5, 2, l2g1, hs1, ip1, ix1});
+
+    static const gnn_vid_t l2g2[] = {0, 1, 2, 3, 5, 4}, hs2[] = {2, 5, 6};
+    static const gnn_vid_t ip2[] = {0, 1, 3, 4, 5, 6}, ix2[] = {2, 3, 4, 1, 5, 0};
+    expect_part(&g, &m, mark, &(expect_t){0, 2, 6, 5, l2g2, hs2, ip2, ix2});
+
+    static const gnn_vid_t hs3[] = {2, 5, 6, 6};
+    static const gnn_vid_t ip3[] = {0, 1, 3, 4, 5, 6, 7}, ix3[] = {2, 3, 4, 1, 5, 0, 0};
+    expect_part(&g, &m, mark, &(expect_t){0, 3, 6, 6, l2g2, hs3, ip3, ix3});
+
+    static const gnn_vid_t q[] = {2, 3, 4, 5, 0, 1}, qs2[] = {4, 6, 6};
+    static const gnn_vid_t qp2[] = {0, 1, 2, 3, 4, 5, 7}, qx2[] = {5, 2, 4, 4, 0, 1, 3};
+    expect_part(&g, &m, mark, &(expect_t){1, 2, 6, 6, q, qs2, qp2, qx2});
+
+    static const gnn_vid_t qs3[] = {4, 6, 6, 6};
+    expect_part(&g, &m, mark, &(expect_t){1, 3, 6, 6, q, qs3, qp2, qx2});
+
+    gnn_part_map_free(&m);
+    gnn_csr_free(&g);
+}
+
+/* Every allocation of a three-hop build failing in turn: GNN_ENOMEM,
+ * *out zeroed, the marker all -1; then it succeeds. */
+static void test_alloc_failures(void **state)
+{
+    (void)state;
+    uint64_t s = g_seed;
+    gnn_vid_t n = 300;
+    gnn_eid_t ne = 1500;
+    gnn_vid_t *src = malloc((size_t)ne * sizeof *src), *dst = malloc((size_t)ne * sizeof *dst);
+    float *w = malloc((size_t)ne * sizeof *w);
+    for (gnn_eid_t e = 0; e < ne; e++) {
+        src[e] = (gnn_vid_t)(tu_rng_next(&s) % (uint64_t)n);
+        dst[e] = (gnn_vid_t)(tu_rng_next(&s) % (uint64_t)n);
+        w[e] = 1.0f;
+    }
+    gnn_csr_t g;
+    assert_int_equal(gnn_csr_from_edges(n, ne, src, dst, w, 0, &g), 0);
+    int32_t *part = malloc((size_t)n * sizeof *part);
+    for (gnn_vid_t v = 0; v < n; v++) part[v] = (int32_t)(v % 5);
+    gnn_part_map_t m;
+    assert_int_equal(gnn_part_relabel(part, n, 5, &m), 0);
+    gnn_vid_t *mark = malloc((size_t)n * sizeof *mark);
+    for (gnn_vid_t v = 0; v < n; v++) mark[v] = -1;
+    int done = 0;
+    for (int64_t nth = 1; !done; nth++) {
+        for (int shared = 0; shared < 2; shared++) {
+            gnn_part_local_t l;
+            gnn_alloc_fail_at(nth);
+            int rc = gnn_part_local_build(&g, &m, 2, 3, shared ? mark : NULL, &l);
+            int failed = gnn_alloc_failed();
+            gnn_alloc_fail_at(0);
+            for (gnn_vid_t v = 0; v < n; v++) assert_int_equal(mark[v], -1);
+            if (failed) {
+                assert_int_equal(rc, GNN_ENOMEM);
+                assert_null(l.local_to_global);
+                assert_null(l.hop_start);
+                assert_null(l.csr.indptr);
+            } else {
+                assert_int_equal(rc, 0);
+                assert_true(l.n_local > l.n_rows && l.n_rows > l.n_owned);
+                gnn_part_local_free(&l);
+                done = shared;
+            }
+        }
+        assert_true(nth < 1000);
+    }
+    gnn_part_map_free(&m);
+    gnn_csr_free(&g);
+    free(mark);
+    free(part);
+    free(src);
+    free(dst);
+    free(w);
 }
 
 static void test_errors(void **state)
@@ -151,14 +389,16 @@ static void test_errors(void **state)
     gnn_csr_t g;
     assert_int_equal(gnn_csr_from_edges(3, 2, src, dst, NULL, 0, &g), 0);
     gnn_part_local_t l;
-    assert_int_equal(gnn_part_local_build(&g, &m, 0, &l), GNN_EINVAL);
+    assert_int_equal(gnn_part_local_build(&g, &m, 0, 1, NULL, &l), GNN_EINVAL);
     assert_non_null(strstr(gnn_error_message(), "does not match"));
     gnn_csr_free(&g);
     gnn_vid_t src4[] = {0, 1, 3}, dst4[] = {1, 2, 0};
     assert_int_equal(gnn_csr_from_edges(4, 3, src4, dst4, NULL, 0, &g), 0);
-    assert_int_equal(gnn_part_local_build(&g, &m, 3, &l), GNN_EINVAL);
+    assert_int_equal(gnn_part_local_build(&g, &m, 3, 1, NULL, &l), GNN_EINVAL);
     assert_non_null(strstr(gnn_error_message(), "part 3 of 3"));
-    check_parts(&g, part, 3);
+    assert_int_equal(gnn_part_local_build(&g, &m, 1, 0, NULL, &l), GNN_EINVAL);
+    assert_non_null(strstr(gnn_error_message(), "0 hops of halo"));
+    check_parts(&g, part, 3, 1, 0);
     gnn_csr_free(&g);
     gnn_part_map_free(&m);
 }
@@ -168,6 +408,9 @@ int main(void)
     g_seed = tu_seed();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_random_graphs),
+        cmocka_unit_test(test_path),
+        cmocka_unit_test(test_directed),
+        cmocka_unit_test(test_alloc_failures),
         cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

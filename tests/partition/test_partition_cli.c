@@ -16,9 +16,15 @@
  *           edge, a label, a feature, node_map, a missing part file, the
  *           format and version attributes, the statistics, a split, a part
  *           from another partition, another graph), with one error line
- *           naming the difference. Bad commands fail with one error line and the
- *           documented status, leave no output and no temporary directory,
- *           and an existing directory is kept unless --force.
+ *           naming the difference. Two hops (METIS, k=3) and three hops
+ *           (random, k=4) pass --check with the hops, rows and stored
+ *           in-edges recomputed here; the two-hop parts hold the one-hop
+ *           ones' nodes and in-edges; a changed hop-1 halo row, hop
+ *           boundaries moved (on a path, where hop order is known), hop
+ *           counts and row statistics that disagree are caught. Bad
+ *           commands (--halo-hops 9 among them) fail with one error line
+ *           and the documented status, leave no output and no temporary
+ *           directory, and an existing directory is kept unless --force.
  *   cora    the shared Cora dataset (skipped where absent): METIS into 1, 2,
  *           4 and 8 parts and random into 4 pass --check with the same
  *           recomputed counts; the edge cuts are printed.
@@ -48,33 +54,8 @@ static char g_good4[640]; /* the same into 4 parts */
 
 /* ---- Running the commands ------------------------------------------------ */
 
-static void fail_cmd(char **argv, tu_run_t *r)
-{
-    char cmd[2048] = "";
-    for (int i = 0; argv[i]; i++)
-        snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), "%s ", argv[i]);
-    fail_msg("%s: status %d, stderr:\n%s", cmd, r->status, r->err ? r->err : "");
-}
-
-/* Run bin with the arguments that follow (NULL-terminated); fail the test
- * unless it exits 0. Returns its standard output (caller frees). */
-static char *run_ok(char *bin, ...)
-{
-    char *argv[TU_MAX_ARGS];
-    va_list ap;
-    va_start(ap, bin);
-    tu_build_argv(argv, bin, ap);
-    va_end(ap);
-    tu_run_t r = tu_run(argv);
-    if (r.status != 0) fail_cmd(argv, &r);
-    char *out = r.out;
-    r.out = NULL;
-    tu_run_free(&r);
-    return out;
-}
-
-#define PART_OK(...) free(run_ok(g_part, __VA_ARGS__, (char *)NULL))
-#define DATASET_OK(...) free(run_ok(g_dataset, __VA_ARGS__, (char *)NULL))
+#define PART_OK(...) free(tu_run_ok(g_part, __VA_ARGS__, (char *)NULL))
+#define DATASET_OK(...) free(tu_run_ok(g_dataset, __VA_ARGS__, (char *)NULL))
 
 /* Run gnn-partition with the arguments that follow and expect exactly
  * one error line "gnn-partition: error: ..." containing every string of
@@ -293,19 +274,23 @@ static int64_t json_int_in(const char *p, const char *end, const char *key)
 }
 
 #define MAX_PARTS 16
+#define MAX_HOPS 8
 
 typedef struct {
     int64_t num_parts, num_nodes, num_edges, edge_cut, halo_hops;
     char method[16];
     int nparts; /* objects in "parts" */
     int64_t nodes[MAX_PARTS], edges[MAX_PARTS], halo[MAX_PARTS], train[MAX_PARTS];
+    int64_t rows[MAX_PARTS], stored[MAX_PARTS]; /* CSR rows, in-edges stored */
+    int nhops[MAX_PARTS];                       /* entries of "hop_halo" */
+    int64_t hop[MAX_PARTS][MAX_HOPS];           /* halo nodes at each hop */
 } info_t;
 
 /* gnn-partition --info dir --json: exactly one line holding one JSON
  * object, parsed. */
 static info_t read_info(const char *dir)
 {
-    char *out = run_ok(g_part, "--info", (char *)dir, "--json", (char *)NULL);
+    char *out = tu_run_ok(g_part, "--info", (char *)dir, "--json", (char *)NULL);
     if (tu_count_lines(out) != 1) fail_msg("--info --json printed %d lines: %s",
                                            tu_count_lines(out), out);
     *strchr(out, '\n') = '\0';
@@ -334,6 +319,18 @@ static info_t read_info(const char *dir)
         in.edges[in.nparts] = json_int_in(p, e, "edges");
         in.halo[in.nparts] = json_int_in(p, e, "halo");
         in.train[in.nparts] = json_int_in(p, e, "train");
+        in.rows[in.nparts] = json_int_in(p, e, "rows");
+        in.stored[in.nparts] = json_int_in(p, e, "stored_edges");
+        const char *h = json_get_in(p, e, "hop_halo");
+        if (!h || *h != '[') fail_msg("no array \"hop_halo\" in %.*s", (int)(e - p), p);
+        for (h = tu_json_ws(h + 1); *h != ']';) {
+            char *after;
+            assert_true(in.nhops[in.nparts] < MAX_HOPS);
+            in.hop[in.nparts][in.nhops[in.nparts]++] = strtoll(h, &after, 10);
+            if (after == h) fail_msg("hop_halo: not an integer: %s", h);
+            h = tu_json_ws(after);
+            if (*h == ',') h = tu_json_ws(h + 1);
+        }
         in.nparts++;
         p = tu_json_ws(e);
         if (*p == ',') p = tu_json_ws(p + 1);
@@ -353,9 +350,12 @@ static int cmp_i64(const void *a, const void *b)
 /*
  * From the graph file (in-edge CSR: row v lists the sources of v's
  * in-edges) and dir/meta.h5 (node_map: new id -> graph node; part_start):
- * per part its nodes, in-edges of its nodes, halo (distinct sources owned
- * elsewhere) and training nodes, and the undirected edge cut (distinct
- * pairs u != v in different parts); all must equal info's.
+ * per part its nodes, in-edges of its nodes, halo (with H hops: the
+ * breadth-first search over in-edges from its nodes, H levels deep, less
+ * its own nodes) at each hop and in all, the CSR rows (its nodes and the
+ * halo short of the last hop) and the in-edges of those rows, its training
+ * nodes, and the undirected edge cut (distinct pairs u != v in different
+ * parts); all must equal info's.
  */
 static void assert_counts(const char *graph, const char *dir, const info_t *in)
 {
@@ -378,7 +378,10 @@ static void assert_counts(const char *graph, const char *dir, const info_t *in)
     int32_t *part = malloc((size_t)n * sizeof *part);
     int64_t *stamp = malloc((size_t)n * sizeof *stamp);
     int64_t *pairs = malloc((size_t)nnz * sizeof *pairs + 1);
-    assert_true(part && stamp && pairs);
+    int64_t *queue = malloc((size_t)n * sizeof *queue + 1);
+    assert_true(part && stamp && pairs && queue);
+    int hops = (int)in->halo_hops;
+    assert_true(hops >= 1 && hops <= MAX_HOPS);
     for (int64_t v = 0; v < n; v++) part[v] = -1, stamp[v] = -1;
     for (int p = 0; p < k; p++)
         for (int64_t x = start[p]; x < start[p + 1]; x++) {
@@ -388,17 +391,44 @@ static void assert_counts(const char *graph, const char *dir, const info_t *in)
     int64_t nodes_sum = 0, edges_sum = 0, train_sum = 0;
     for (int p = 0; p < k; p++) {
         int64_t nodes = start[p + 1] - start[p], edges = 0, halo = 0, tr = 0;
+        int64_t rows = 0, stored = 0, hop[MAX_HOPS + 1] = {0}, nq = 0;
         for (int64_t x = start[p]; x < start[p + 1]; x++) {
             int64_t v = map[x];
             edges += indptr[v + 1] - indptr[v];
-            for (int64_t e = indptr[v]; e < indptr[v + 1]; e++) {
-                int64_t u = indices[e];
-                if (part[u] != p && stamp[u] != p) {
-                    stamp[u] = p;
-                    halo++;
+            queue[nq++] = v;
+        }
+        /* Level h: sources of level h-1 neither owned nor seen; stamp
+         * holds p * (MAX_HOPS + 1) + level for the nodes this part has
+         * seen (parts go in order, so other stamps are smaller). Levels 0
+         * .. H-1 have rows. */
+        for (int64_t i = 0; i < nq; i++) stamp[queue[i]] = (int64_t)p * (MAX_HOPS + 1);
+        int64_t a = 0, b = nq;
+        for (int h = 1; h <= hops; h++) {
+            for (int64_t i = a; i < b; i++) {
+                int64_t v = queue[i];
+                rows++;
+                stored += indptr[v + 1] - indptr[v];
+                for (int64_t e = indptr[v]; e < indptr[v + 1]; e++) {
+                    int64_t u = indices[e];
+                    if (stamp[u] < (int64_t)p * (MAX_HOPS + 1)) {
+                        stamp[u] = (int64_t)p * (MAX_HOPS + 1) + h;
+                        queue[nq++] = u;
+                        hop[h]++;
+                    }
                 }
             }
+            halo += hop[h];
+            a = b;
+            b = nq;
         }
+        if (in->rows[p] != rows || in->stored[p] != stored || in->nhops[p] != hops)
+            fail_msg("%s part %d: --info says %" PRId64 " rows, %" PRId64 " stored edges, %d hops;"
+                     " the graph gives %" PRId64 ", %" PRId64 ", %d",
+                     dir, p, in->rows[p], in->stored[p], in->nhops[p], rows, stored, hops);
+        for (int h = 1; h <= hops; h++)
+            if (in->hop[p][h - 1] != hop[h])
+                fail_msg("%s part %d: --info says %" PRId64 " halo nodes at hop %d, the graph "
+                         "gives %" PRId64, dir, p, in->hop[p][h - 1], h, hop[h]);
         for (int64_t i = 0; i < ntrain; i++) tr += part[train[i]] == p;
         if (in->nodes[p] != nodes || in->edges[p] != edges || in->halo[p] != halo ||
             in->train[p] != tr)
@@ -434,31 +464,34 @@ static void assert_counts(const char *graph, const char *dir, const info_t *in)
     free(part);
     free(stamp);
     free(pairs);
+    free(queue);
 }
 
 /*
  * Partition graph into k parts with method (and --balance balance unless
- * NULL) into dir (replacing it), then --check it (once against the graph
- * meta.h5 names, once with --graph) and read --info --json: K objects
- * whose counts are the graph's.
+ * NULL) and hops of halo into dir (replacing it), then --check it (once
+ * against the graph meta.h5 names, once with --graph) and read --info
+ * --json: K objects whose counts are the graph's.
  */
-static info_t partition_balanced_ok(const char *graph, const char *dir, int k, char *method,
-                                    char *balance)
+static info_t partition_hops_ok(const char *graph, const char *dir, int k, char *method,
+                                char *balance, int hops)
 {
-    char ks[16];
+    char ks[16], hs[16];
     snprintf(ks, sizeof ks, "%d", k);
+    snprintf(hs, sizeof hs, "%d", hops);
     if (balance)
-        PART_OK((char *)graph, "-k", ks, "--method", method, "--balance", balance, "-o",
-                (char *)dir, "--force", "-q");
+        PART_OK((char *)graph, "-k", ks, "--method", method, "--balance", balance, "--halo-hops",
+                hs, "-o", (char *)dir, "--force", "-q");
     else
-        PART_OK((char *)graph, "-k", ks, "--method", method, "-o", (char *)dir, "--force", "-q");
+        PART_OK((char *)graph, "-k", ks, "--method", method, "--halo-hops", hs, "-o", (char *)dir,
+                "--force", "-q");
     assert_no_leftovers(dir);
     PART_OK("--check", (char *)dir);
     PART_OK("--check", (char *)dir, "--graph", (char *)graph, "-q");
     info_t in = read_info(dir);
     assert_int_equal(in.num_parts, k);
     assert_int_equal(in.nparts, k);
-    assert_int_equal(in.halo_hops, 1);
+    assert_int_equal(in.halo_hops, hops);
     assert_string_equal(in.method, method);
     assert_counts(graph, dir, &in);
     for (int p = 0; p < k; p++) {
@@ -470,6 +503,12 @@ static info_t partition_balanced_ok(const char *graph, const char *dir, int k, c
     snprintf(name, sizeof name, "part-%05d.h5", k);
     assert_false(tu_exists(join(dir, name)));
     return in;
+}
+
+static info_t partition_balanced_ok(const char *graph, const char *dir, int k, char *method,
+                                    char *balance)
+{
+    return partition_hops_ok(graph, dir, k, method, balance, 1);
 }
 
 static info_t partition_ok(const char *graph, const char *dir, int k, char *method)
@@ -525,7 +564,7 @@ static void test_partitions_add_up(void **state)
                  rnd.edge_cut);
 
     /* The text summary says the same. */
-    char *text = run_ok(g_part, "--info", (char *)tu_path("k4"), (char *)NULL);
+    char *text = tu_run_ok(g_part, "--info", (char *)tu_path("k4"), (char *)NULL);
     char want[128];
     snprintf(want, sizeof want, "edge cut      %" PRId64 " undirected", four.edge_cut);
     if (!strstr(text, want) || !strstr(text, "parts         4 (metis"))
@@ -668,10 +707,10 @@ static void test_weighted_graph_without_splits(void **state)
     /* The default balance leaves out train on a graph without training
      * nodes; an output named with a trailing slash is that directory. */
     char *dflt = (char *)tu_path("w-default/");
-    free(run_ok(g_part, graph, "-k", "3", "-o", dflt, "-q", (char *)NULL));
-    free(run_ok(g_part, "--check", dflt, "-q", (char *)NULL));
-    free(run_ok(g_part, graph, "-k", "3", "-o", dflt, "--force", "-q", (char *)NULL));
-    free(run_ok(g_part, "--check", (char *)tu_path("w-default"), "-q", (char *)NULL));
+    free(tu_run_ok(g_part, graph, "-k", "3", "-o", dflt, "-q", (char *)NULL));
+    free(tu_run_ok(g_part, "--check", dflt, "-q", (char *)NULL));
+    free(tu_run_ok(g_part, graph, "-k", "3", "-o", dflt, "--force", "-q", (char *)NULL));
+    free(tu_run_ok(g_part, "--check", (char *)tu_path("w-default"), "-q", (char *)NULL));
 
     /* --check compares weights: one changed weight is caught. */
     char *bad = (char *)tu_path("w-badweight");
@@ -904,6 +943,167 @@ static void test_corrupted_directories(void **state)
     free(glabel);
 }
 
+/* ---- More hops of halo ---------------------------------------------------------- */
+
+static void test_halo_hops(void **state)
+{
+    (void)state;
+    char h2[640], h3[640], p1[1024], want[512];
+    snprintf(h2, sizeof h2, "%s", tu_path("h2"));
+    snprintf(h3, sizeof h3, "%s", tu_path("h3"));
+    /* Two hops with the options of g_good3: the same parts and hop 1 is
+     * the one-hop halo; rows for the owned nodes and hop 1. Three hops of
+     * random parts. Both pass --check with the counts recomputed. */
+    info_t two = partition_hops_ok(g_sbm, h2, 3, "metis", NULL, 2);
+    info_t one = read_info(g_good3);
+    assert_int_equal(one.halo_hops, 1);
+    for (int p = 0; p < 3; p++) {
+        assert_int_equal(two.nodes[p], one.nodes[p]);
+        assert_int_equal(two.edges[p], one.edges[p]);
+        assert_int_equal(two.hop[p][0], one.halo[p]);
+        assert_int_equal(one.rows[p], one.nodes[p]);
+        assert_int_equal(one.stored[p], one.edges[p]);
+        assert_int_equal(two.rows[p], two.nodes[p] + two.hop[p][0]);
+        assert_true(two.hop[p][0] > 0 && two.stored[p] > two.edges[p]);
+    }
+    info_t three = partition_hops_ok(g_sbm, h3, 4, "random", NULL, 3);
+    for (int p = 0; p < 4; p++) assert_true(three.hop[p][0] > 0 && three.hop[p][1] > 0);
+    print_message("SBM, metis k=3, 2 hops: halo %" PRId64 " + %" PRId64 " on part 0; random k=4, "
+                  "3 hops: %" PRId64 " + %" PRId64 " + %" PRId64 "\n",
+                  two.hop[0][0], two.hop[0][1], three.hop[0][0], three.hop[0][1], three.hop[0][2]);
+    char *text = tu_run_ok(g_part, "--info", h2, (char *)NULL);
+    if (!strstr(text, "halo 2 hops)") || !strstr(text, "halo by hop"))
+        fail_msg("--info text of a two-hop partition: %s", text);
+    free(text);
+
+    const char *dir = tu_path("bad-hops");
+    const char *meta = join(dir, "meta.h5");
+    snprintf(p1, sizeof p1, "%s/part-00001.h5", dir);
+    int64_t nmap;
+    int64_t *map = h5_read_i64(join(h2, "meta.h5"), "node_map", &nmap);
+
+    /* One in-edge of a hop-1 row of part 1 points at another local node. */
+    copy_dir(h2, dir);
+    {
+        int64_t np, ne, nl;
+        int64_t *ip = h5_read_i64(p1, "indptr", &np);
+        int64_t *ix = h5_read_i64(p1, "indices", &ne);
+        int64_t *l2g = h5_read_i64(p1, "local_to_global", &nl);
+        int64_t no = h5_attr_i64(p1, "num_owned");
+        assert_int_equal(np, h5_attr_i64(p1, "num_rows") + 1);
+        assert_true(np - 1 > no);
+        int64_t r = no;
+        while (ip[r + 1] == ip[r]) r++;
+        assert_true(r < np - 1);
+        ix[ip[r]] = (ix[ip[r]] + 1) % nl;
+        h5_write(p1, "indices", H5T_NATIVE_INT64, ix);
+        snprintf(want, sizeof want, "part-00001.h5: the in-edges of row %" PRId64
+                                    " (hop-1 halo, graph node %" PRId64 ") differ from the graph's",
+                 r, map[l2g[r]]);
+        CHECK_FAILS(dir, want);
+        free(ip);
+        free(ix);
+        free(l2g);
+    }
+
+    /* The statistics of the rows and stored in-edges. */
+    copy_dir(h2, dir);
+    {
+        int64_t k;
+        int64_t *pr = h5_read_i64(meta, "part_rows", &k);
+        assert_int_equal(k, 3);
+        pr[1] += 1;
+        h5_write(meta, "part_rows", H5T_NATIVE_INT64, pr);
+        CHECK_FAILS(dir, "the statistics of meta.h5 disagree with part 1");
+        free(pr);
+    }
+    copy_dir(h2, dir);
+    {
+        int64_t k;
+        int64_t *ps = h5_read_i64(meta, "part_stored_edges", &k);
+        ps[2] -= 1;
+        h5_write(meta, "part_stored_edges", H5T_NATIVE_INT64, ps);
+        CHECK_FAILS(dir, "the statistics of meta.h5 disagree with part 2");
+        free(ps);
+    }
+    /* Hop counts that disagree: a part file's and meta.h5's. */
+    copy_dir(h2, dir);
+    h5_set_attr_i64(p1, "halo_hops", 1);
+    CHECK_FAILS(dir, "part-00001.h5: halo_hops 1, meta.h5 says 2");
+    copy_dir(h2, dir);
+    h5_set_attr_i64(meta, "halo_hops", 9);
+    CHECK_FAILS(dir, "meta.h5: halo_hops 9 outside [1, 8]");
+    /* The end of hop 1 moved past num_rows. */
+    copy_dir(h2, dir);
+    {
+        int64_t nh;
+        int64_t *hs = h5_read_i64(p1, "halo_hop_start", &nh);
+        assert_int_equal(nh, 3);
+        hs[1] -= 1;
+        h5_write(p1, "halo_hop_start", H5T_NATIVE_INT64, hs);
+        CHECK_FAILS(dir, "part-00001.h5: halo_hop_start does not run from num_owned");
+        free(hs);
+    }
+
+    /* The boundary between hops 1 and 2 moved by one, rows and ascending
+     * order unchanged: the first hop-2 node is then a hop-1 node no owned
+     * node has as a source, or the last hop-1 node is missing from hop 1.
+     * On a path cut by METIS into segments, the part at one end has its
+     * hop-1 and hop-2 nodes in the next segment in path order, so they
+     * meet in ascending new ids, and hop 1 can end one node later or
+     * earlier without breaking the order. */
+    char *text60 = malloc(60 * 32);
+    assert_non_null(text60);
+    size_t len = 0;
+    for (int i = 0; i + 1 < 60; i++)
+        len += (size_t)snprintf(text60 + len, 32, "%d %d\n%d %d\n", i, i + 1, i + 1, i);
+    const char *edges = tu_write_file("path.txt", text60);
+    free(text60);
+    char path[640], hp[640];
+    snprintf(path, sizeof path, "%s", tu_path("path.h5"));
+    snprintf(hp, sizeof hp, "%s", tu_path("path-h3"));
+    DATASET_OK("edgelist", (char *)edges, "-o", path, "--force", "-q");
+    partition_hops_ok(path, hp, 3, "metis", "nodes", 3);
+    int found = 0;
+    for (int p = 0; p < 3 && !found; p++) {
+        char name[32], pf[1024];
+        snprintf(name, sizeof name, "part-%05d.h5", p);
+        snprintf(pf, sizeof pf, "%s/%s", dir, name);
+        int64_t nh, nl;
+        int64_t *hs = h5_read_i64(join(hp, name), "halo_hop_start", &nh);
+        int64_t *l2g = h5_read_i64(join(hp, name), "local_to_global", &nl);
+        int64_t a = hs[1];
+        assert_int_equal(nh, 4);
+        if (a > hs[0] && a < hs[2] && l2g[a - 1] < l2g[a]) {
+            found = 1;
+            int64_t *m3 = h5_read_i64(join(hp, "meta.h5"), "node_map", &nmap);
+            copy_dir(hp, dir);
+            hs[1] = a + 1;
+            h5_write(pf, "halo_hop_start", H5T_NATIVE_INT64, hs);
+            snprintf(want, sizeof want, "%s: halo node %" PRId64 " (global %" PRId64
+                                        ") is the source of no in-edge of the owned nodes",
+                     name, a, l2g[a]);
+            CHECK_FAILS(dir, want);
+            copy_dir(hp, dir);
+            hs[1] = a - 1;
+            h5_write(pf, "halo_hop_start", H5T_NATIVE_INT64, hs);
+            snprintf(want, sizeof want, "%s: graph node %" PRId64 " (global %" PRId64
+                                        "), a source of local node",
+                     name, m3[l2g[a - 1]], l2g[a - 1]);
+            CHECK_FAILS(dir, want, "is missing from the hop-1 halo");
+            free(m3);
+        }
+        free(hs);
+        free(l2g);
+    }
+    if (!found) fail_msg("no part of %s has hops 1 and 2 meeting in ascending order", hp);
+
+    /* The good ones are still good. */
+    PART_OK("--check", h2, "-q");
+    PART_OK("--check", h3, "-q");
+    free(map);
+}
+
 /* ---- Bad commands ------------------------------------------------------------ */
 
 static void test_existing_output(void **state)
@@ -986,12 +1186,13 @@ static void test_bad_commands(void **state)
     part_fails(out, 2, "--ufactor 0", g_sbm, "-k", "2", "--ufactor", "0", "-o", out, (char *)NULL);
     assert_no_leftovers(out);
 
-    /* --halo-hops 2 is refused (not supported yet): non-zero, no output. */
+    /* --halo-hops past 8 is refused: non-zero, one line, no output. */
     {
-        char *argv[] = {g_part, g_sbm, "-k", "2", "--halo-hops", "2", "-o", out, NULL};
+        char *argv[] = {g_part, g_sbm, "-k", "2", "--halo-hops", "9", "-o", out, "-q", NULL};
         tu_run_t r = tu_run(argv);
-        if (r.status == 0 || tu_count_lines(r.err) != 1 || !strstr(r.err, "only 1 hop"))
-            fail_msg("--halo-hops 2: status %d, stderr '%s'", r.status, r.err);
+        if (r.status == 0 || tu_count_lines(r.err) != 1 || !strstr(r.err, "--halo-hops 9") ||
+            !strstr(r.err, "[1, 8]"))
+            fail_msg("--halo-hops 9: status %d, stderr '%s'", r.status, r.err);
         assert_string_equal(r.out, "");
         tu_run_free(&r);
         tu_assert_no_output(out);
@@ -1080,6 +1281,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_partitions_add_up),
         cmocka_unit_test(test_weighted_graph_without_splits),
         cmocka_unit_test(test_corrupted_directories),
+        cmocka_unit_test(test_halo_hops),
         cmocka_unit_test(test_existing_output),
         cmocka_unit_test(test_bad_commands),
     };

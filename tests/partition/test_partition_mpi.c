@@ -1,0 +1,370 @@
+/*
+ * gnn-partition under mpiexec, run as a user runs it: two ranks share the
+ * partitioning and rank 0 writes the directory. argv[1..3]: mpiexec, the
+ * gnn-partition binary, the gnn-dataset binary; argv[4], the mode:
+ *
+ *   (none)  an SBM graph of 5000 nodes made by gnn-dataset. Two ranks
+ *           without coarsening cut it exactly as one process does (the
+ *           same edge cut and parts in --info --json) and the directory
+ *           passes --check; with --max-metis-edges a quarter of the edges
+ *           they coarsen, pass --check and cut at most 1.3x what one METIS
+ *           call cuts. A --mem-budget of 2G changes nothing (and with
+ *           coarsening forced keeps the cut within 1.3x); one of 1M
+ *           fails with status 1, exactly one error line naming
+ *           --mem-budget (one rank reports) and no output directory. A
+ *           missing graph file fails the same way, without hanging.
+ *   cora    the shared Cora dataset (skipped where absent): two ranks with
+ *           --max-metis-edges 2000 into 2, 4 and 8 parts pass --check and
+ *           cut at most 1.3x what one process's METIS call cuts.
+ *
+ * mpiexec adds its own lines to standard error when a rank exits non-zero
+ * (framed by dashed lines: "Primary job terminated normally, but 1
+ * process returned ...", "mpiexec detected that one or more processes
+ * exited with non-zero status ...", the failing process's name and exit
+ * code). Only those known lines are removed before the error lines are
+ * counted; anything else mpiexec or a rank prints is counted.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "tests/common/cmdtest.h"
+#include "tests/common/jsontest.h"
+#include "tests/common/testutil.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *g_mpiexec, *g_part, *g_dataset;
+static char g_sbm[640];   /* 5000 nodes (seed 3) */
+static char g_one[640];   /* its METIS partition into 4 parts by one process */
+static int64_t g_one_cut; /* and that partition's edge cut */
+static int64_t g_edges;   /* stored edges of g_sbm (each edge in both directions) */
+
+/* ---- Running the commands ------------------------------------------------- */
+
+/* argv = {mpiexec, -np, 2, --oversubscribe, gnn-partition, first, the
+ * NULL-terminated arguments of ap..., NULL}. */
+static void mpi_argv(char **argv, char *first, va_list ap)
+{
+    int n = 0;
+    argv[n++] = g_mpiexec;
+    argv[n++] = "-np";
+    argv[n++] = "2";
+    argv[n++] = "--oversubscribe";
+    argv[n++] = g_part;
+    argv[n++] = first;
+    for (char *a; (a = va_arg(ap, char *)) != NULL;) {
+        assert_true(n < TU_MAX_ARGS - 1);
+        argv[n++] = a;
+    }
+    argv[n] = NULL;
+}
+
+/* gnn-partition under mpiexec -np 2 with the arguments that follow
+ * (NULL-terminated); the caller judges the outcome and frees it. */
+static tu_run_t mpi_run(char *first, ...)
+{
+    char *argv[TU_MAX_ARGS];
+    va_list ap;
+    va_start(ap, first);
+    mpi_argv(argv, first, ap);
+    va_end(ap);
+    return tu_run(argv);
+}
+
+/* The same, run quietly (the arguments include -q): it must exit 0 and
+ * print nothing, neither a rank nor mpiexec. */
+static void mpi_ok(char *first, ...)
+{
+    char *argv[TU_MAX_ARGS];
+    va_list ap;
+    va_start(ap, first);
+    mpi_argv(argv, first, ap);
+    va_end(ap);
+    tu_run_t r = tu_run(argv);
+    if (r.status != 0 || (r.err && r.err[0]) || (r.out && r.out[0])) tu_fail_cmd(argv, &r);
+    tu_run_free(&r);
+}
+
+#define MPI_OK(...) mpi_ok(__VA_ARGS__, (char *)NULL)
+
+/*
+ * Drop from s, in place, the lines mpiexec adds when a rank exits
+ * non-zero: its dashed frames, blank lines, and the known sentences of its
+ * "Primary job terminated normally" and "mpiexec detected that one or
+ * more processes exited with non-zero status" notices.
+ */
+static void strip_mpiexec_lines(char *s)
+{
+    static const char *const known[] = {
+        "Primary job  terminated normally, but",
+        "Primary job terminated normally, but",
+        "a non-zero exit code. Per user-direction, the job has been aborted.",
+        "mpiexec detected that one or more processes exited with non-zero status",
+        "the job to be terminated. The first process to do so was:",
+        "Process name: [[",
+        "Exit code:",
+    };
+    char *out = s;
+    for (char *line = s; *line;) {
+        char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) + 1 : strlen(line);
+        const char *p = line;
+        while (*p == ' ' || *p == '\t') p++;
+        int drop = *p == '\n' || *p == '\0';
+        if (!drop && *p == '-') {
+            const char *q = p;
+            while (*q == '-') q++;
+            drop = q - p >= 20 && (*q == '\n' || *q == '\0');
+        }
+        for (size_t i = 0; !drop && i < sizeof known / sizeof known[0]; i++)
+            drop = !strncmp(p, known[i], strlen(known[i]));
+        if (!drop) {
+            memmove(out, line, len);
+            out += len;
+        }
+        line += len;
+    }
+    *out = '\0';
+}
+
+/* gnn-partition under mpiexec -np 2 with the arguments that follow must
+ * fail: a non-zero status (status itself unless it is -1), nothing on
+ * standard output, and, once mpiexec's own lines are removed, exactly one
+ * line "gnn-partition: error: ..." containing want; no output at out. */
+static void mpi_fails(const char *out, int status, const char *want, char *first, ...)
+{
+    char *argv[TU_MAX_ARGS];
+    va_list ap;
+    va_start(ap, first);
+    mpi_argv(argv, first, ap);
+    va_end(ap);
+    tu_run_t r = tu_run(argv);
+    char *raw = strdup(r.err ? r.err : "");
+    assert_non_null(raw);
+    strip_mpiexec_lines(r.err);
+    if (r.status == 0 || (status >= 0 && r.status != status) || tu_count_lines(r.err) != 1 ||
+        strncmp(r.err, "gnn-partition: error: ", 22) != 0 || !strstr(r.err, want))
+        fail_msg("status %d, stderr '%s'; expected status %d and one error line with '%s'",
+                 r.status, raw, status, want);
+    assert_string_equal(r.out, "");
+    print_message("status %d: %s", r.status, r.err);
+    free(raw);
+    tu_run_free(&r);
+    if (out) tu_assert_no_output(out);
+}
+
+/* ---- --info --json --------------------------------------------------------- */
+
+static int64_t json_int(const char *text, const char *key)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *v = strstr(text, pat);
+    if (!v) fail_msg("no \"%s\" in %s", key, text);
+    char *e;
+    long long x = strtoll(v + strlen(pat), &e, 10);
+    if (e == v + strlen(pat)) fail_msg("\"%s\" is not an integer in %s", key, text);
+    return x;
+}
+
+/* gnn-partition --info dir --json: one JSON object (caller frees). */
+static char *info_json(const char *dir)
+{
+    char *out = tu_run_ok(g_part, "--info", (char *)dir, "--json", (char *)NULL);
+    const char *end = tu_json_skip(out);
+    if (tu_count_lines(out) != 1 || *tu_json_ws(out) != '{' || !end || *tu_json_ws(end) != '\n')
+        fail_msg("--info %s --json: not one JSON object: %s", dir, out);
+    return out;
+}
+
+static int64_t edge_cut(const char *dir)
+{
+    char *j = info_json(dir);
+    int64_t cut = json_int(j, "edge_cut");
+    free(j);
+    return cut;
+}
+
+static void check_ok(const char *dir)
+{
+    free(tu_run_ok(g_part, "--check", (char *)dir, "-q", (char *)NULL));
+}
+
+/* ---- The SBM graph ---------------------------------------------------------- */
+
+static void test_two_ranks_as_one_process(void **state)
+{
+    (void)state;
+    char *dir = (char *)tu_path("mpi-k4");
+    MPI_OK(g_sbm, "-k", "4", "-o", dir, "--force", "-q");
+    check_ok(dir);
+    char *one = info_json(g_one), *two = info_json(dir);
+    int64_t cut = json_int(two, "edge_cut");
+    print_message("SBM, k=4: edge cut %" PRId64 " by one process, %" PRId64 " by two ranks\n",
+                  g_one_cut, cut);
+    assert_int_equal(cut, g_one_cut);
+    /* Node, edge, halo and training counts of every part: the same parts. */
+    const char *a = strstr(one, "\"parts\":"), *b = strstr(two, "\"parts\":");
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_string_equal(a, b);
+    free(one);
+    free(two);
+}
+
+static void test_two_ranks_coarsened(void **state)
+{
+    (void)state;
+    char *dir = (char *)tu_path("mpi-k4-coarse");
+    char limit[32];
+    /* The SBM graph stores each edge in both directions without loops or
+     * repeats, so its undirected view has about as many entries as it has
+     * stored edges: a quarter of them forces coarsening. */
+    snprintf(limit, sizeof limit, "%" PRId64, g_edges / 4);
+    tu_run_t r = mpi_run(g_sbm, "-k", "4", "-o", dir, "--force", "--max-metis-edges", limit,
+                         (char *)NULL);
+    if (r.status != 0 || !r.err || !strstr(r.err, "coarse level 1:"))
+        fail_msg("--max-metis-edges %s: status %d, no coarse level reported:\n%s", limit,
+                 r.status, r.err);
+    tu_run_free(&r);
+    check_ok(dir);
+    int64_t cut = edge_cut(dir);
+    print_message("SBM, k=4, --max-metis-edges %s of %" PRId64 " edges: edge cut %" PRId64
+                  " by two ranks, %" PRId64 " by one METIS call (ratio %.3f)\n",
+                  limit, g_edges, cut, g_one_cut, (double)cut / (double)g_one_cut);
+    assert_true(cut > 0);
+    if ((double)cut > 1.3 * (double)g_one_cut)
+        fail_msg("coarsened cut %" PRId64 " > 1.3 x %" PRId64, cut, g_one_cut);
+}
+
+static void test_mem_budget(void **state)
+{
+    (void)state;
+    /* Enough: METIS may take the whole graph, so the cut is one call's. */
+    char *dir = (char *)tu_path("mpi-budget");
+    MPI_OK(g_sbm, "-k", "4", "-o", dir, "--force", "--mem-budget", "2G", "-q");
+    check_ok(dir);
+    assert_int_equal(edge_cut(dir), g_one_cut);
+    /* And with coarsening forced: within 1.3x of one METIS call. */
+    char limit[32];
+    snprintf(limit, sizeof limit, "%" PRId64, g_edges / 4);
+    MPI_OK(g_sbm, "-k", "4", "-o", dir, "--force", "--mem-budget", "2G", "--max-metis-edges",
+           limit, "-q");
+    check_ok(dir);
+    int64_t cut = edge_cut(dir);
+    print_message("SBM, k=4, --mem-budget 2G --max-metis-edges %s: edge cut %" PRId64
+                  " (ratio %.3f)\n", limit, cut, (double)cut / (double)g_one_cut);
+    if ((double)cut > 1.3 * (double)g_one_cut)
+        fail_msg("coarsened cut %" PRId64 " > 1.3 x %" PRId64, cut, g_one_cut);
+
+    /* Far too little: one rank reports, nothing is written. */
+    char *never = (char *)tu_path("mpi-budget-1M");
+    mpi_fails(never, 1, "--mem-budget", g_sbm, "-k", "4", "-o", never, "--mem-budget", "1M",
+              (char *)NULL);
+    mpi_fails(never, 1, "--mem-budget", g_sbm, "-k", "4", "-o", never, "--mem-budget", "1M",
+              "--max-metis-edges", "1000", (char *)NULL);
+}
+
+static void test_missing_graph(void **state)
+{
+    (void)state;
+    char *never = (char *)tu_path("mpi-missing-out");
+    char *missing = (char *)tu_path("no-such-graph.h5");
+    char want[1024];
+    snprintf(want, sizeof want, "%s: No such file or directory", missing);
+    mpi_fails(never, -1, want, missing, "-k", "4", "-o", never, (char *)NULL);
+    mpi_fails(never, -1, want, missing, "-k", "4", "-o", never, "--max-metis-edges", "1000",
+              (char *)NULL);
+}
+
+/* ---- Cora ------------------------------------------------------------------- */
+
+static void test_cora(void **state)
+{
+    (void)state;
+    const char *src = tu_shared_dataset("cora");
+    char cora[640];
+    snprintf(cora, sizeof cora, "%s", tu_path("cora.h5"));
+    free(tu_run_ok(g_dataset, "ogb", (char *)src, "-o", cora, "--force", "-q", (char *)NULL));
+    static const char *const ks[] = {"2", "4", "8"};
+    int bad = 0;
+    for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++) {
+        char one[640], two[640];
+        snprintf(one, sizeof one, "%s-%s", tu_path("cora-one-k"), ks[i]);
+        snprintf(two, sizeof two, "%s-%s", tu_path("cora-mpi-k"), ks[i]);
+        free(tu_run_ok(g_part, cora, "-k", (char *)ks[i], "-o", one, "--force", "-q", (char *)NULL));
+        MPI_OK(cora, "-k", (char *)ks[i], "-o", two, "--force", "--max-metis-edges", "2000",
+               "-q");
+        check_ok(two);
+        int64_t c1 = edge_cut(one), c2 = edge_cut(two);
+        print_message("Cora, k=%s: edge cut %" PRId64 " by two ranks with --max-metis-edges "
+                      "2000, %" PRId64 " by one METIS call (ratio %.3f)\n",
+                      ks[i], c2, c1, (double)c2 / (double)c1);
+        bad += (double)c2 > 1.3 * (double)c1;
+    }
+    if (bad) fail_msg("%d of the coarsened cuts above 1.3x one METIS call's", bad);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 4 || argc > 5) {
+        fprintf(stderr, "usage: %s MPIEXEC GNN-PARTITION GNN-DATASET [cora]\n", argv[0]);
+        return 2;
+    }
+    g_mpiexec = argv[1];
+    g_part = argv[2];
+    g_dataset = argv[3];
+    const char *mode = argc == 5 ? argv[4] : "";
+    if (!strcmp(mode, "cora")) {
+        tu_shared_dataset("cora"); /* exits 77 (skipped) where it is absent */
+        const struct CMUnitTest tests[] = {cmocka_unit_test(test_cora)};
+        return cmocka_run_group_tests(tests, NULL, NULL);
+    }
+    if (mode[0]) {
+        fprintf(stderr, "%s: unknown mode %s\n", argv[0], mode);
+        return 2;
+    }
+
+    snprintf(g_sbm, sizeof g_sbm, "%s", tu_path("sbm.h5"));
+    snprintf(g_one, sizeof g_one, "%s", tu_path("one-k4"));
+    char *const cmds[][16] = {
+        {g_dataset, "generate", "sbm", "-n", "5000", "-f", "4", "-d", "10", "-s", "3", "-o", g_sbm,
+         "-q", NULL},
+        {g_part, g_sbm, "-k", "4", "-o", g_one, "-q", NULL},
+        {g_part, "--info", g_one, "--json", NULL},
+    };
+    char *info = NULL;
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        tu_run_t r = tu_run(cmds[i]);
+        if (r.status != 0) {
+            fprintf(stderr, "%s %s: status %d: %s", cmds[i][0], cmds[i][1], r.status, r.err);
+            return 1;
+        }
+        if (i == 2) {
+            info = r.out;
+            r.out = NULL;
+        }
+        tu_run_free(&r);
+    }
+    const char *cut = strstr(info, "\"edge_cut\":"), *edges = strstr(info, "\"num_edges\":");
+    if (!cut || !edges) {
+        fprintf(stderr, "--info --json without edge_cut or num_edges: %s", info);
+        return 1;
+    }
+    g_one_cut = strtoll(cut + strlen("\"edge_cut\":"), NULL, 10);
+    g_edges = strtoll(edges + strlen("\"num_edges\":"), NULL, 10);
+    free(info);
+
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_two_ranks_as_one_process),
+        cmocka_unit_test(test_two_ranks_coarsened),
+        cmocka_unit_test(test_mem_budget),
+        cmocka_unit_test(test_missing_graph),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
