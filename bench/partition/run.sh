@@ -160,7 +160,7 @@ bench() {
     said=$(grep -o 'Edgecut: [0-9]*' "$dir/$name-gpmetis.time.log" | grep -o '[0-9]*$' || true)
     note=
     [ -n "$said" ] && [ "$said" != "$1" ] && note=" (gpmetis printed $said)"
-    row "$name" gpmetis "$secs" "$kb" "$1" "$2" - "seed -1$note"
+    row "$name" gpmetis "$secs" "$kb" "$1" "$2" - "seed 0$note"
 
     r=$(ours "$name" "$graph" default --balance nodes -q) ||
         { echo "gnn-partition failed:"; tail -5 "$dir/$name-default.time.log"; exit 1; }
