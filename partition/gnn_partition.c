@@ -204,7 +204,7 @@ fail:
 
 /* Rank 0: the partition directory (the graph loaded now if it is not yet). */
 static int write_dir(const opts_t *o, const char *graph_path, gnn_graph_t *gp, const int32_t *part,
-                     int64_t cut, const char *balance)
+                     int64_t cut, const char *balance, int64_t budget, int ranks, int levels)
 {
     int rc = 0;
     double t0;
@@ -234,6 +234,10 @@ static int write_dir(const opts_t *o, const char *graph_path, gnn_graph_t *gp, c
         .seed = (uint64_t)o->seed,
         .halo_hops = o->halo_hops,
         .edge_cut = cut,
+        .max_metis_edges = o->max_metis_edges,
+        .mem_budget = budget,
+        .ranks = ranks,
+        .coarse_levels = levels,
     };
     rc = gnn_partdir_write(o->out, gp, part, k, &meta, o->force);
     free(abs);
@@ -332,7 +336,8 @@ static int partition(const opts_t *o, const char *graph_path)
                          (double)st.phase_rss[3] / 1048576.0, o->mem_budget);
         }
     }
-    if (rank == 0) rc = write_dir(o, graph_path, &g, part, cut, metis ? balance : "-");
+    if (rank == 0)
+        rc = write_dir(o, graph_path, &g, part, cut, metis ? balance : "-", budget, size, levels);
     if (size > 1) { /* every rank leaves with rank 0's verdict on the writing */
         int r0 = rc;
         MPI_Bcast(&r0, 1, MPI_INT, 0, MPI_COMM_WORLD);

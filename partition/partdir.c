@@ -337,6 +337,10 @@ static int write_meta(const char *tmp, const gnn_graph_t *g, const gnn_part_map_
     GNN_TRY(gnn__h5_set_attr_u64(f, "seed", meta->seed));
     GNN_TRY(gnn__h5_set_attr_i64(f, "halo_hops", meta->halo_hops));
     GNN_TRY(gnn__h5_set_attr_i64(f, "edge_cut", meta->edge_cut));
+    GNN_TRY(gnn__h5_set_attr_i64(f, "max_metis_edges", meta->max_metis_edges));
+    GNN_TRY(gnn__h5_set_attr_i64(f, "mem_budget", meta->mem_budget));
+    GNN_TRY(gnn__h5_set_attr_i64(f, "ranks", meta->ranks));
+    GNN_TRY(gnn__h5_set_attr_i64(f, "coarse_levels", meta->coarse_levels));
     GNN_TRY(put_i64(f, path, "part_start", m->start, k + 1));
     GNN_TRY(put_i64(f, path, "node_map", m->old_of_new, m->num_nodes));
     col = gnn_malloc_array((size_t)k + 1, sizeof *col);
@@ -471,6 +475,7 @@ fail:
 typedef struct {
     int k;
     int64_t num_nodes, num_edges, edge_cut, ufactor, halo_hops;
+    int64_t max_metis_edges, mem_budget, ranks, coarse_levels; /* -1: not recorded */
     uint64_t seed;
     char graph[1024], method[32], balance[64];
     int64_t *start, *node_map;
@@ -521,6 +526,11 @@ static int meta_read(const char *dir, meta_t *m, int with_map)
     GNN_TRY(attr_i64(f, path, "edge_cut", &m->edge_cut));
     GNN_TRY(attr_i64(f, path, "ufactor", &m->ufactor));
     GNN_TRY(attr_i64(f, path, "halo_hops", &m->halo_hops));
+    m->max_metis_edges = m->mem_budget = m->ranks = m->coarse_levels = -1;
+    GNN_TRY(attr_i64_opt(f, path, "max_metis_edges", &m->max_metis_edges));
+    GNN_TRY(attr_i64_opt(f, path, "mem_budget", &m->mem_budget));
+    GNN_TRY(attr_i64_opt(f, path, "ranks", &m->ranks));
+    GNN_TRY(attr_i64_opt(f, path, "coarse_levels", &m->coarse_levels));
     GNN_CHECK(m->halo_hops >= 1 && m->halo_hops <= GNN_PARTDIR_MAX_HOPS, GNN_EFORMAT,
               "%s: halo_hops %" PRId64 " outside [1, %d]", path, m->halo_hops,
               GNN_PARTDIR_MAX_HOPS);
@@ -572,9 +582,18 @@ int gnn_partdir_info(const char *dir, int json, FILE *out)
         gnn_json_string(out, m.method);
         fprintf(out, ", \"balance\": ");
         gnn_json_string(out, m.balance);
-        fprintf(out, ", \"seed\": %" PRIu64 ", \"ufactor\": %" PRId64 ", \"halo_hops\": %" PRId64
-                     ", \"graph\": ",
+        fprintf(out, ", \"seed\": %" PRIu64 ", \"ufactor\": %" PRId64 ", \"halo_hops\": %" PRId64,
                 m.seed, m.ufactor, m.halo_hops);
+        /* null where an older directory did not record them */
+        const char *const extra[4] = {"max_metis_edges", "mem_budget", "ranks", "coarse_levels"};
+        const int64_t xv[4] = {m.max_metis_edges, m.mem_budget, m.ranks, m.coarse_levels};
+        for (int x = 0; x < 4; x++) {
+            if (xv[x] < 0)
+                fprintf(out, ", \"%s\": null", extra[x]);
+            else
+                fprintf(out, ", \"%s\": %" PRId64, extra[x], xv[x]);
+        }
+        fprintf(out, ", \"graph\": ");
         gnn_json_string(out, m.graph);
         fprintf(out, ", \"parts\": [");
         for (int p = 0; p < m.k; p++) {
@@ -594,6 +613,14 @@ int gnn_partdir_info(const char *dir, int json, FILE *out)
                      ", halo %" PRId64 " hop%s)\n",
                 m.k, m.method, m.balance, m.ufactor, m.seed, m.halo_hops,
                 m.halo_hops > 1 ? "s" : "");
+        if (m.ranks >= 0) {
+            char budget[32] = "none";
+            if (m.mem_budget > 0) snprintf(budget, sizeof budget, "%" PRId64 " MiB", m.mem_budget >> 20);
+            fprintf(out, "made by       %" PRId64 " rank%s, %" PRId64 " coarse level%s (METIS "
+                         "limit %" PRId64 " entries, --mem-budget %s)\n",
+                    m.ranks, m.ranks == 1 ? "" : "s", m.coarse_levels,
+                    m.coarse_levels == 1 ? "" : "s", m.max_metis_edges, budget);
+        }
         fprintf(out, "nodes         %" PRId64 "\nedges         %" PRId64 " stored\n",
                 m.num_nodes, m.num_edges);
         fprintf(out, "edge cut      %" PRId64 " undirected edges between parts\n", m.edge_cut);

@@ -37,6 +37,10 @@ typedef struct {
     uint64_t seed;
     int halo_hops;       /* 1 .. GNN_PARTDIR_MAX_HOPS */
     int64_t edge_cut;    /* undirected edges between parts */
+    int64_t max_metis_edges; /* the largest graph one METIS call was allowed */
+    int64_t mem_budget;  /* bytes per rank, 0: none */
+    int ranks;           /* MPI ranks that partitioned */
+    int coarse_levels;   /* 0: METIS took the graph itself */
 } gnn_partdir_meta_t;
 
 /*

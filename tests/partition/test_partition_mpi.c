@@ -234,6 +234,19 @@ static void test_two_ranks_coarsened(void **state)
     tu_run_free(&r);
     check_ok(dir);
     int64_t cut = edge_cut(dir);
+    /* meta.h5 records how the parts were made. */
+    char *j = info_json(dir);
+    int64_t ranks = json_int(j, "ranks"), levels = json_int(j, "coarse_levels"),
+            lim = json_int(j, "max_metis_edges"), budget = json_int(j, "mem_budget");
+    free(j);
+    assert_int_equal(ranks, 2);
+    assert_true(levels >= 1);
+    assert_int_equal(lim, g_edges / 4);
+    assert_int_equal(budget, 0);
+    char *one = info_json(g_one);
+    assert_int_equal(json_int(one, "ranks"), 1);
+    assert_int_equal(json_int(one, "coarse_levels"), 0);
+    free(one);
     print_message("SBM, k=4, --max-metis-edges %s of %" PRId64 " edges: edge cut %" PRId64
                   " by two ranks, %" PRId64 " by one METIS call (ratio %.3f)\n",
                   limit, g_edges, cut, g_one_cut, (double)cut / (double)g_one_cut);
