@@ -219,6 +219,22 @@ static char *path_join(const char *dir, const char *name)
 
 /* ---- Writing ------------------------------------------------------------------- */
 
+/* Create path (not there yet) with its format and version attributes;
+ * *out is the open file, or left alone on failure. */
+static int create_file(const char *path, const char *format, hid_t *out)
+{
+    int rc = 0;
+    hid_t f = H5Fcreate(path, H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT);
+    if (f < 0) return GNN_H5_FAIL(GNN_EIO, "%s: cannot create", path);
+    GNN_TRY(gnn__h5_set_attr_str(f, "format", format));
+    GNN_TRY(gnn__h5_set_attr_i64(f, "version", GNN_PARTDIR_VERSION));
+    *out = f;
+    return 0;
+fail:
+    H5Fclose(f);
+    return rc;
+}
+
 typedef struct {
     int64_t nodes, edges, halo, train; /* edges: in-edges of the owned nodes */
     int64_t rows, stored;              /* CSR rows and all in-edges stored */
@@ -241,13 +257,7 @@ static int write_part(const char *tmp, const gnn_graph_t *g, const gnn_part_map_
     path = path_join(tmp, name);
     GNN_CHECK(path, GNN_ENOMEM, "partition");
     GNN_TRY(gnn_part_local_build(&g->csr, m, p, hops, mark, &l));
-    f = H5Fcreate(path, H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT);
-    if (f < 0) {
-        rc = GNN_H5_FAIL(GNN_EIO, "%s: cannot create", path);
-        goto fail;
-    }
-    GNN_TRY(gnn__h5_set_attr_str(f, "format", GNN_PARTDIR_PART_FORMAT));
-    GNN_TRY(gnn__h5_set_attr_i64(f, "version", GNN_PARTDIR_VERSION));
+    GNN_TRY(create_file(path, GNN_PARTDIR_PART_FORMAT, &f));
     GNN_TRY(gnn__h5_set_attr_i64(f, "part", p));
     GNN_TRY(gnn__h5_set_attr_i64(f, "num_parts", m->num_parts));
     GNN_TRY(gnn__h5_set_attr_i64(f, "num_owned", l.n_owned));
@@ -320,13 +330,7 @@ static int write_meta(const char *tmp, const gnn_graph_t *g, const gnn_part_map_
     int k = m->num_parts;
     int64_t *col = NULL, *hop = NULL;
     GNN_CHECK(path, GNN_ENOMEM, "partition");
-    f = H5Fcreate(path, H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT);
-    if (f < 0) {
-        rc = GNN_H5_FAIL(GNN_EIO, "%s: cannot create", path);
-        goto fail;
-    }
-    GNN_TRY(gnn__h5_set_attr_str(f, "format", GNN_PARTDIR_FORMAT));
-    GNN_TRY(gnn__h5_set_attr_i64(f, "version", GNN_PARTDIR_VERSION));
+    GNN_TRY(create_file(path, GNN_PARTDIR_FORMAT, &f));
     GNN_TRY(gnn__h5_set_attr_i64(f, "num_parts", k));
     GNN_TRY(gnn__h5_set_attr_i64(f, "num_nodes", g->csr.n_rows));
     GNN_TRY(gnn__h5_set_attr_i64(f, "num_edges", g->csr.nnz));

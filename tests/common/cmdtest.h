@@ -105,4 +105,16 @@ static inline void tu_expect_failure(char *const argv[], const char *out, int st
     if (out) tu_assert_no_output(out);
 }
 
+/* tu_expect_failure for bin and the arguments that follow (NULL-terminated). */
+static inline void tu_expect_failure_of(char *bin, const char *out, int status, const char *want,
+                                        ...)
+{
+    char *argv[TU_MAX_ARGS];
+    va_list ap;
+    va_start(ap, want);
+    tu_build_argv(argv, bin, ap);
+    va_end(ap);
+    tu_expect_failure(argv, out, status, want);
+}
+
 #endif

@@ -91,15 +91,7 @@ static void part_fails_with(int status, const char *const *want, ...)
     } while (0)
 
 /* tu_expect_failure for gnn-partition with the arguments that follow. */
-static void part_fails(const char *out, int status, const char *want, ...)
-{
-    char *argv[TU_MAX_ARGS];
-    va_list ap;
-    va_start(ap, want);
-    tu_build_argv(argv, g_part, ap);
-    va_end(ap);
-    tu_expect_failure(argv, out, status, want);
-}
+#define part_fails(out, status, ...) tu_expect_failure_of(g_part, (out), (status), __VA_ARGS__)
 
 /* No "<out>.tmp-*" or "<out>.old-*" beside out. */
 static void assert_no_leftovers(const char *out)

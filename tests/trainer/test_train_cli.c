@@ -93,15 +93,7 @@ static double run_ok(char *bin, ...)
 #define DATASET_OK(...) run_ok(g_dataset, __VA_ARGS__, (char *)NULL)
 
 /* tu_expect_failure for gnn-train with the arguments that follow. */
-static void train_fails(const char *out, int status, const char *want, ...)
-{
-    char *argv[TU_MAX_ARGS];
-    va_list ap;
-    va_start(ap, want);
-    tu_build_argv(argv, g_train, ap);
-    va_end(ap);
-    tu_expect_failure(argv, out, status, want);
-}
+#define train_fails(out, status, ...) tu_expect_failure_of(g_train, (out), (status), __VA_ARGS__)
 
 /* ---- A small JSON reader for the --log-json lines ------------------------- */
 
