@@ -11,6 +11,7 @@
 #include "graph/graph_file.h"
 #include "partition/kway.h"
 #include "partition/mlpart.h"
+#include "partition/partdir_mpi.h"
 #include "partition/partdir.h"
 
 #include "graph/base/alloc.h"
@@ -74,7 +75,7 @@ static const gnn_cli_t cli = {
     .args = "GRAPH.h5",
     .summary = "Cut a graph file into balanced parts with halo nodes (METIS k-way, coarsened "
                "first when the graph is beyond one METIS call, or random). Under mpirun the "
-               "ranks share the partitioning; rank 0 writes the directory.",
+               "ranks share the partitioning and the writing.",
     .opts = table,
     .min_positional = 0,
     .max_positional = 1,
@@ -202,19 +203,10 @@ fail:
     return rc;
 }
 
-/* Rank 0: the partition directory (the graph loaded now if it is not yet). */
-static int write_dir(const opts_t *o, const char *graph_path, gnn_graph_t *gp, const int32_t *part,
-                     int64_t cut, const char *balance, int64_t budget, int ranks, int levels)
+/* Warn of empty parts (rank 0) and say what was cut. */
+static int report_parts(const opts_t *o, gnn_vid_t n, const int32_t *part, int64_t cut)
 {
-    int rc = 0;
-    double t0;
-    if (!gp->csr.indptr) {
-        t0 = now_s();
-        GNN_TRY(gnn_graph_load(graph_path, gp));
-        phase_done("loaded the graph for writing", t0);
-    }
-    gnn_vid_t n = gp->csr.n_rows;
-    int k = (int)o->k;
+    int rc = 0, k = (int)o->k;
     int64_t *count = gnn_calloc((size_t)k, sizeof *count), empty = 0;
     GNN_CHECK(count, GNN_ENOMEM, "parts");
     for (gnn_vid_t v = 0; v < n; v++) count[part[v]]++;
@@ -224,7 +216,22 @@ static int write_dir(const opts_t *o, const char *graph_path, gnn_graph_t *gp, c
         GNN_WARN("%" PRId64 " of the %d parts are empty (too many parts for this graph)",
                  empty, k);
     GNN_INFO("%s into %d parts: edge cut %" PRId64, o->method, k, cut);
-    t0 = now_s();
+fail:
+    return rc;
+}
+
+/*
+ * The partition directory: from the graph in memory on rank 0 (gp, loaded
+ * by the direct path), or written by every rank from slices of the file
+ * (gp NULL; part on rank 0 only, sent to the others here).
+ */
+static int write_dir(const opts_t *o, const char *graph_path, const gnn_graph_t *gp,
+                     int32_t **part, int64_t cut, const char *balance, int64_t budget, int ranks,
+                     int levels)
+{
+    int rc = 0, rank = 0;
+    double t0 = now_s();
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     char *abs = realpath(graph_path, NULL); /* --check may run from elsewhere */
     gnn_partdir_meta_t meta = {
         .graph = abs ? abs : graph_path,
@@ -239,11 +246,46 @@ static int write_dir(const opts_t *o, const char *graph_path, gnn_graph_t *gp, c
         .ranks = ranks,
         .coarse_levels = levels,
     };
-    rc = gnn_partdir_write(o->out, gp, part, k, &meta, o->force);
-    free(abs);
-    GNN_TRY(rc);
-    phase_done("wrote the partition directory", t0);
+    if (gp) {
+        GNN_TRY(report_parts(o, gp->csr.n_rows, *part, cut));
+        GNN_TRY(gnn_partdir_write(o->out, gp, *part, (int)o->k, &meta, o->force));
+    } else {
+        int64_t n = 0;
+        gnn_graph_file_t *f = NULL;
+        if (rank == 0) { /* mlpart read this file already: it opens */
+            rc = gnn_graph_open(graph_path, &f);
+            n = rc == 0 ? gnn_graph_file_info(f)->num_nodes : -1;
+            gnn_graph_close(f);
+            if (rc == 0) rc = report_parts(o, n, *part, cut);
+            if (rc < 0) n = -1;
+        }
+        if (MPI_Bcast(&n, 1, MPI_INT64_T, 0, MPI_COMM_WORLD) != MPI_SUCCESS)
+            rc = GNN_FAIL(GNN_EMPI, "MPI_Bcast failed");
+        if (rank > 0 && n < 0) rc = GNN_FAIL(GNN_EIO, "rank 0 failed to write %s", o->out);
+        GNN_TRY(rc);
+        if (rank > 0) {
+            *part = gnn_alloc_large(((size_t)n + 1) * sizeof **part);
+            /* Without the array this rank cannot take part: nothing else can stop the job. */
+            if (!*part) {
+                GNN_LOG_ERROR_("rank %d: out of memory for the parts of %" PRId64 " nodes", rank,
+                               n);
+                MPI_Abort(MPI_COMM_WORLD, 1);
+            }
+        }
+        for (int64_t at = 0; at < n; at += 1 << 30) {
+            int len = (int)(n - at < (1 << 30) ? n - at : (1 << 30));
+            if (MPI_Bcast(*part + at, len, MPI_INT32_T, 0, MPI_COMM_WORLD) != MPI_SUCCESS) {
+                rc = GNN_FAIL(GNN_EMPI, "MPI_Bcast failed");
+                goto fail;
+            }
+        }
+        gnn_partdir_mpi_opts_t wo = {.force = o->force, .mem_budget = budget};
+        GNN_TRY(gnn_partdir_write_mpi(MPI_COMM_WORLD, o->out, graph_path, *part, (int)o->k, &meta,
+                                      &wo));
+    }
+    if (rank == 0) phase_done("wrote the partition directory", t0);
 fail:
+    free(abs);
     return rc;
 }
 
@@ -336,9 +378,20 @@ static int partition(const opts_t *o, const char *graph_path)
                          (double)st.phase_rss[3] / 1048576.0, o->mem_budget);
         }
     }
-    if (rank == 0)
-        rc = write_dir(o, graph_path, &g, part, cut, metis ? balance : "-", budget, size, levels);
-    if (size > 1) { /* every rank leaves with rank 0's verdict on the writing */
+    /* The graph is in memory only where the direct path loaded it, on a
+     * single rank: it is written from there; otherwise every rank writes. */
+    int spread = !g.csr.indptr;
+    if (spread && size > 1) {
+        int loaded = 0;
+        MPI_Allreduce(&spread, &loaded, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        spread = loaded; /* 0: rank 0 holds the graph (direct path under mpirun) */
+    }
+    if (spread)
+        rc = write_dir(o, graph_path, NULL, &part, cut, balance, budget, size, levels);
+    else if (rank == 0)
+        rc = write_dir(o, graph_path, &g, &part, cut, metis ? balance : "-", budget, size,
+                       levels);
+    if (!spread && size > 1) { /* every rank leaves with rank 0's verdict */
         int r0 = rc;
         MPI_Bcast(&r0, 1, MPI_INT, 0, MPI_COMM_WORLD);
         if (rank > 0 && r0 < 0) rc = GNN_FAIL(r0, "rank 0 failed to write %s", o->out);

@@ -17,6 +17,7 @@
  * (num_rows, halo_hop_start, part_rows ...) read as one hop.
  */
 #include "partition/partdir.h"
+#include "partition/partdir_impl.h"
 
 #include "graph/base/alloc.h"
 #include "graph/base/error.h"
@@ -235,63 +236,112 @@ fail:
     return rc;
 }
 
-typedef struct {
-    int64_t nodes, edges, halo, train; /* edges: in-edges of the owned nodes */
-    int64_t rows, stored;              /* CSR rows and all in-edges stored */
-    int64_t hop[GNN_PARTDIR_MAX_HOPS]; /* halo nodes at hops 1 .. H */
-} part_stats_t;
+static int tx_names(const char *dir, long tag, gnn__partdir_tx_t *tx)
+{
+    memset(tx, 0, sizeof *tx);
+    /* "out/" names the directory "out": the temporary one goes beside it. */
+    tx->dir = gnn_strdup(dir);
+    if (!tx->dir) return GNN_FAIL(GNN_ENOMEM, "partition");
+    for (size_t n = strlen(tx->dir); n > 1 && tx->dir[n - 1] == '/'; n--) tx->dir[n - 1] = '\0';
+    size_t len = strlen(tx->dir) + 32;
+    tx->tmp = gnn_malloc(len);
+    tx->old = gnn_malloc(len);
+    if (!tx->tmp || !tx->old) return GNN_FAIL(GNN_ENOMEM, "partition");
+    snprintf(tx->tmp, len, "%s.tmp-%ld", tx->dir, tag);
+    snprintf(tx->old, len, "%s.old-%ld", tx->dir, tag);
+    return 0;
+}
 
-static int write_part(const char *tmp, const gnn_graph_t *g, const gnn_part_map_t *m,
-                      const int32_t *part, int p, int hops, gnn_vid_t *mark,
-                      int64_t *const *split_local, const int64_t *split_count, part_stats_t *st)
+int gnn__partdir_begin(const char *dir, int force, long tag, gnn__partdir_tx_t *tx)
 {
     int rc = 0;
-    gnn_part_local_t l = {0};
+    struct stat sb;
+    GNN_TRY(tx_names(dir, tag, tx));
+    tx->exists = stat(tx->dir, &sb) == 0;
+    GNN_CHECK(!tx->exists || force, GNN_EEXISTS, "%s exists (add --force to replace it)",
+              tx->dir);
+    gnn__h5_init();
+    rm_tree(tx->tmp);
+    GNN_CHECK(mkdir(tx->tmp, 0777) == 0, GNN_EIO, "cannot create %s: %s", tx->tmp,
+              strerror(errno));
+    tx->made = 1;
+fail:
+    return rc;
+}
+
+int gnn__partdir_join(const char *tmp, gnn__partdir_tx_t *tx)
+{
+    int rc = tx_names(tmp, 0, tx);
+    if (rc == 0) {
+        gnn_free(tx->tmp);
+        tx->tmp = gnn_strdup(tmp);
+        if (!tx->tmp) rc = GNN_FAIL(GNN_ENOMEM, "partition");
+    }
+    gnn__h5_init();
+    return rc;
+}
+
+int gnn__partdir_commit(gnn__partdir_tx_t *tx)
+{
+    if (tx->exists && rename(tx->dir, tx->old) != 0)
+        return GNN_FAIL(GNN_EIO, "cannot move %s aside: %s", tx->dir, strerror(errno));
+    if (rename(tx->tmp, tx->dir) != 0) {
+        int rc = GNN_FAIL(GNN_EIO, "cannot rename %s to %s: %s", tx->tmp, tx->dir,
+                          strerror(errno));
+        if (tx->exists) (void)rename(tx->old, tx->dir);
+        return rc;
+    }
+    tx->made = 0;
+    if (tx->exists) rm_tree(tx->old);
+    return 0;
+}
+
+void gnn__partdir_end(gnn__partdir_tx_t *tx)
+{
+    if (tx->made) rm_tree(tx->tmp);
+    gnn_free(tx->dir);
+    gnn_free(tx->tmp);
+    gnn_free(tx->old);
+    memset(tx, 0, sizeof *tx);
+}
+
+int gnn__partdir_write_part(const char *tmp, const gnn__part_content_t *c, gnn__part_stats_t *st)
+{
+    int rc = 0;
+    const gnn_part_local_t *l = c->local;
+    int p = l->part, hops = l->hops;
     char name[32];
     char *path = NULL;
     hid_t f = -1, grp = -1;
-    float *feat = NULL;
-    int64_t *lab = NULL;
-    (void)part;
     snprintf(name, sizeof name, "part-%05d.h5", p);
     path = path_join(tmp, name);
     GNN_CHECK(path, GNN_ENOMEM, "partition");
-    GNN_TRY(gnn_part_local_build(&g->csr, m, p, hops, mark, &l));
     GNN_TRY(create_file(path, GNN_PARTDIR_PART_FORMAT, &f));
     GNN_TRY(gnn__h5_set_attr_i64(f, "part", p));
-    GNN_TRY(gnn__h5_set_attr_i64(f, "num_parts", m->num_parts));
-    GNN_TRY(gnn__h5_set_attr_i64(f, "num_owned", l.n_owned));
-    GNN_TRY(gnn__h5_set_attr_i64(f, "num_local", l.n_local));
-    GNN_TRY(gnn__h5_set_attr_i64(f, "num_edges", l.csr.nnz));
-    GNN_TRY(gnn__h5_set_attr_i64(f, "num_rows", l.n_rows));
+    GNN_TRY(gnn__h5_set_attr_i64(f, "num_parts", c->num_parts));
+    GNN_TRY(gnn__h5_set_attr_i64(f, "num_owned", l->n_owned));
+    GNN_TRY(gnn__h5_set_attr_i64(f, "num_local", l->n_local));
+    GNN_TRY(gnn__h5_set_attr_i64(f, "num_edges", l->csr.nnz));
+    GNN_TRY(gnn__h5_set_attr_i64(f, "num_rows", l->n_rows));
     GNN_TRY(gnn__h5_set_attr_i64(f, "halo_hops", hops));
-    GNN_TRY(gnn__h5_set_attr_i64(f, "first_id", m->start[p]));
-    GNN_TRY(put_i64(f, path, "halo_hop_start", l.hop_start, (int64_t)hops + 1));
-    GNN_TRY(put_i64(f, path, "indptr", l.csr.indptr, l.n_rows + 1));
-    GNN_TRY(put_i64(f, path, "indices", l.csr.indices, l.csr.nnz));
-    if (l.csr.weights) {
-        hsize_t dims[1] = {(hsize_t)l.csr.nnz};
+    GNN_TRY(gnn__h5_set_attr_i64(f, "first_id", c->first_id));
+    GNN_TRY(put_i64(f, path, "halo_hop_start", l->hop_start, (int64_t)hops + 1));
+    GNN_TRY(put_i64(f, path, "indptr", l->csr.indptr, l->n_rows + 1));
+    GNN_TRY(put_i64(f, path, "indices", l->csr.indices, l->csr.nnz));
+    if (l->csr.weights) {
+        hsize_t dims[1] = {(hsize_t)l->csr.nnz};
         GNN_TRY(put_array(f, path, "weights", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 1, dims,
-                          l.csr.weights));
+                          l->csr.weights));
     }
-    GNN_TRY(put_i64(f, path, "local_to_global", l.local_to_global, l.n_local));
-    gnn_vid_t lo = m->start[p];
-    if (g->feat) {
-        feat = gnn_malloc_array((size_t)l.n_owned * (size_t)g->feat_dim + 1, sizeof *feat);
-        GNN_CHECK(feat, GNN_ENOMEM, "%s: features", path);
-        for (gnn_vid_t i = 0; i < l.n_owned; i++)
-            memcpy(feat + i * g->feat_dim, g->feat + m->old_of_new[lo + i] * g->feat_dim,
-                   (size_t)g->feat_dim * sizeof *feat);
-        hsize_t dims[2] = {(hsize_t)l.n_owned, (hsize_t)g->feat_dim};
-        GNN_TRY(put_array(f, path, "feat", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, dims, feat));
-        GNN_TRY(gnn__h5_set_attr_i64(f, "feat_dim", g->feat_dim));
+    GNN_TRY(put_i64(f, path, "local_to_global", l->local_to_global, l->n_local));
+    if (c->feat) {
+        hsize_t dims[2] = {(hsize_t)l->n_owned, (hsize_t)c->feat_dim};
+        GNN_TRY(put_array(f, path, "feat", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, dims, c->feat));
+        GNN_TRY(gnn__h5_set_attr_i64(f, "feat_dim", c->feat_dim));
     }
-    if (g->label) {
-        lab = gnn_malloc_array((size_t)l.n_owned + 1, sizeof *lab);
-        GNN_CHECK(lab, GNN_ENOMEM, "%s: labels", path);
-        for (gnn_vid_t i = 0; i < l.n_owned; i++) lab[i] = g->label[m->old_of_new[lo + i]];
-        GNN_TRY(put_i64(f, path, "label", lab, l.n_owned));
-        GNN_TRY(gnn__h5_set_attr_i64(f, "num_classes", g->num_classes));
+    if (c->label) {
+        GNN_TRY(put_i64(f, path, "label", c->label, l->n_owned));
+        GNN_TRY(gnn__h5_set_attr_i64(f, "num_classes", c->num_classes));
     }
     grp = H5Gcreate2(f, "split", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     if (grp < 0) {
@@ -299,30 +349,28 @@ static int write_part(const char *tmp, const gnn_graph_t *g, const gnn_part_map_
         goto fail;
     }
     for (int s = 0; s < GNN_NUM_SPLITS; s++)
-        if (split_local[s]) GNN_TRY(put_i64(grp, path, split_names[s], split_local[s], split_count[s]));
+        if (c->split_local[s])
+            GNN_TRY(put_i64(grp, path, split_names[s], c->split_local[s], c->split_count[s]));
     if (H5Fflush(f, H5F_SCOPE_GLOBAL) < 0) {
         rc = GNN_H5_FAIL(GNN_EIO, "%s: cannot write", path);
         goto fail;
     }
-    st->nodes = l.n_owned;
-    st->edges = l.csr.indptr[l.n_owned];
-    st->halo = l.n_local - l.n_owned;
-    st->rows = l.n_rows;
-    st->stored = l.csr.nnz;
-    for (int h = 0; h < hops; h++) st->hop[h] = l.hop_start[h + 1] - l.hop_start[h];
-    st->train = split_local[GNN_SPLIT_TRAIN] ? split_count[GNN_SPLIT_TRAIN] : 0;
+    st->nodes = l->n_owned;
+    st->edges = l->csr.indptr[l->n_owned];
+    st->halo = l->n_local - l->n_owned;
+    st->rows = l->n_rows;
+    st->stored = l->csr.nnz;
+    for (int h = 0; h < hops; h++) st->hop[h] = l->hop_start[h + 1] - l->hop_start[h];
+    st->train = c->split_local[GNN_SPLIT_TRAIN] ? c->split_count[GNN_SPLIT_TRAIN] : 0;
 fail:
     gnn__h5_close(&grp);
     if (f >= 0 && H5Fclose(f) < 0 && rc == 0) rc = GNN_H5_FAIL(GNN_EIO, "%s: cannot close", path);
-    gnn_free(feat);
-    gnn_free(lab);
-    gnn_part_local_free(&l);
     gnn_free(path);
     return rc;
 }
 
-static int write_meta(const char *tmp, const gnn_graph_t *g, const gnn_part_map_t *m,
-                      const gnn_partdir_meta_t *meta, const part_stats_t *st)
+int gnn__partdir_write_meta(const char *tmp, gnn_vid_t n, gnn_eid_t nnz, const gnn_part_map_t *m,
+                            const gnn_partdir_meta_t *meta, const gnn__part_stats_t *st)
 {
     int rc = 0;
     char *path = path_join(tmp, "meta.h5");
@@ -332,8 +380,8 @@ static int write_meta(const char *tmp, const gnn_graph_t *g, const gnn_part_map_
     GNN_CHECK(path, GNN_ENOMEM, "partition");
     GNN_TRY(create_file(path, GNN_PARTDIR_FORMAT, &f));
     GNN_TRY(gnn__h5_set_attr_i64(f, "num_parts", k));
-    GNN_TRY(gnn__h5_set_attr_i64(f, "num_nodes", g->csr.n_rows));
-    GNN_TRY(gnn__h5_set_attr_i64(f, "num_edges", g->csr.nnz));
+    GNN_TRY(gnn__h5_set_attr_i64(f, "num_nodes", n));
+    GNN_TRY(gnn__h5_set_attr_i64(f, "num_edges", nnz));
     GNN_TRY(gnn__h5_set_attr_str(f, "graph", meta->graph));
     GNN_TRY(gnn__h5_set_attr_str(f, "method", meta->method));
     GNN_TRY(gnn__h5_set_attr_str(f, "balance", meta->balance));
@@ -373,103 +421,122 @@ fail:
     return rc;
 }
 
+void gnn__part_splits_free(gnn__part_splits_t *s)
+{
+    for (int i = 0; i < GNN_NUM_SPLITS; i++) gnn_free(s->local[i]);
+    gnn_free(s->count);
+    gnn_free(s->end);
+    memset(s, 0, sizeof *s);
+}
+
+int gnn__part_splits_build(int64_t *const split[GNN_NUM_SPLITS],
+                           const int64_t size[GNN_NUM_SPLITS], const int32_t *part,
+                           const gnn_part_map_t *m, gnn__part_splits_t *s)
+{
+    int rc = 0, k = m->num_parts;
+    memset(s, 0, sizeof *s);
+    s->k = k;
+    s->count = gnn_calloc((size_t)k * GNN_NUM_SPLITS + 1, sizeof *s->count);
+    s->end = gnn_calloc((size_t)k * GNN_NUM_SPLITS + 1, sizeof *s->end);
+    GNN_CHECK(s->count && s->end, GNN_ENOMEM, "partition: split indices");
+    /* Count per part, then fill in split order: each part's list keeps the
+     * order of the graph's. */
+    for (int i = 0; i < GNN_NUM_SPLITS; i++) {
+        if (!split[i]) continue;
+        s->local[i] = gnn_malloc_array((size_t)size[i] + 1, sizeof *s->local[i]);
+        GNN_CHECK(s->local[i], GNN_ENOMEM, "partition: split indices");
+        for (int64_t j = 0; j < size[i]; j++)
+            s->count[(size_t)part[split[i][j]] * GNN_NUM_SPLITS + (size_t)i]++;
+    }
+    for (int i = 0; i < GNN_NUM_SPLITS; i++) {
+        int64_t at = 0;
+        for (int p = 0; p < k; p++) {
+            s->end[(size_t)p * GNN_NUM_SPLITS + (size_t)i] = at;
+            at += s->count[(size_t)p * GNN_NUM_SPLITS + (size_t)i];
+        }
+        if (!split[i]) continue;
+        for (int64_t j = 0; j < size[i]; j++) {
+            gnn_vid_t v = split[i][j];
+            int p = part[v];
+            s->local[i][s->end[(size_t)p * GNN_NUM_SPLITS + (size_t)i]++] =
+                m->new_of_old[v] - m->start[p];
+        }
+    }
+    return 0;
+fail:
+    gnn__part_splits_free(s);
+    return rc;
+}
+
+void gnn__part_splits_of(const gnn__part_splits_t *s, int p, gnn__part_content_t *c)
+{
+    for (int i = 0; i < GNN_NUM_SPLITS; i++) {
+        size_t ix = (size_t)p * GNN_NUM_SPLITS + (size_t)i;
+        c->split_count[i] = s->count[ix];
+        c->split_local[i] = s->local[i] ? s->local[i] + (s->end[ix] - s->count[ix]) : NULL;
+    }
+}
+
 int gnn_partdir_write(const char *dir, const gnn_graph_t *g, const int32_t *part, int k,
                       const gnn_partdir_meta_t *meta, int force)
 {
     int rc = 0;
     gnn_part_map_t m = {0};
-    char *tmp = NULL, *old = NULL;
-    int made = 0;
-    char *d = NULL;
-    part_stats_t *st = NULL;
+    gnn__partdir_tx_t tx = {0};
+    gnn__part_splits_t sp = {0};
+    gnn__part_stats_t *st = NULL;
+    gnn_part_local_t l = {0};
     gnn_vid_t *mark = NULL;
-    int64_t *split_local[GNN_NUM_SPLITS] = {0}, *split_count = NULL, *split_next = NULL;
-    struct stat sb;
+    float *feat = NULL;
+    int64_t *lab = NULL;
     GNN_CHECK(dir && g && part && meta, GNN_EINVAL, "partition: NULL argument");
     GNN_CHECK(meta->halo_hops >= 1 && meta->halo_hops <= GNN_PARTDIR_MAX_HOPS, GNN_EINVAL,
               "partition: --halo-hops %d outside [1, %d]", meta->halo_hops, GNN_PARTDIR_MAX_HOPS);
-    /* "out/" names the directory "out": the temporary one goes beside it. */
-    d = gnn_strdup(dir);
-    GNN_CHECK(d, GNN_ENOMEM, "partition");
-    for (size_t n = strlen(d); n > 1 && d[n - 1] == '/'; n--) d[n - 1] = '\0';
-    dir = d;
-    int exists = stat(dir, &sb) == 0;
-    GNN_CHECK(!exists || force, GNN_EEXISTS, "%s exists (add --force to replace it)", dir);
-    gnn__h5_init();
+    GNN_TRY(gnn__partdir_begin(dir, force, (long)getpid(), &tx));
     GNN_TRY(gnn_part_relabel(part, g->csr.n_rows, k, &m));
-
-    size_t len = strlen(dir) + 32;
-    tmp = gnn_malloc(len);
-    old = gnn_malloc(len);
-    GNN_CHECK(tmp && old, GNN_ENOMEM, "partition");
-    snprintf(tmp, len, "%s.tmp-%ld", dir, (long)getpid());
-    snprintf(old, len, "%s.old-%ld", dir, (long)getpid());
-    rm_tree(tmp);
-    GNN_CHECK(mkdir(tmp, 0777) == 0, GNN_EIO, "cannot create %s: %s", tmp, strerror(errno));
-    made = 1;
-
-    /* Local split ids per part: count, then fill in split order. */
-    split_count = gnn_calloc((size_t)k * GNN_NUM_SPLITS + 1, sizeof *split_count);
-    split_next = gnn_calloc((size_t)k * GNN_NUM_SPLITS + 1, sizeof *split_next);
+    GNN_TRY(gnn__part_splits_build(g->split, g->split_size, part, &m, &sp));
     st = gnn_calloc((size_t)k, sizeof *st);
     mark = gnn_malloc_array((size_t)m.num_nodes + 1, sizeof *mark);
-    GNN_CHECK(split_count && split_next && st && mark, GNN_ENOMEM, "partition");
+    GNN_CHECK(st && mark, GNN_ENOMEM, "partition");
     for (gnn_vid_t x = 0; x < m.num_nodes; x++) mark[x] = -1;
-    for (int s = 0; s < GNN_NUM_SPLITS; s++) {
-        if (!g->split[s]) continue;
-        split_local[s] = gnn_malloc_array((size_t)g->split_size[s] + 1, sizeof *split_local[s]);
-        GNN_CHECK(split_local[s], GNN_ENOMEM, "partition");
-        for (int64_t i = 0; i < g->split_size[s]; i++)
-            split_count[(size_t)part[g->split[s][i]] * GNN_NUM_SPLITS + (size_t)s]++;
-    }
-    for (int s = 0; s < GNN_NUM_SPLITS; s++) {
-        int64_t at = 0;
-        for (int p = 0; p < k; p++) {
-            split_next[(size_t)p * GNN_NUM_SPLITS + (size_t)s] = at;
-            at += split_count[(size_t)p * GNN_NUM_SPLITS + (size_t)s];
-        }
-        if (!g->split[s]) continue;
-        int64_t *pos = split_next;
-        for (int64_t i = 0; i < g->split_size[s]; i++) {
-            gnn_vid_t v = g->split[s][i];
-            int p = part[v];
-            split_local[s][pos[(size_t)p * GNN_NUM_SPLITS + (size_t)s]++] =
-                m.new_of_old[v] - m.start[p];
-        }
-    }
-    /* split_next now holds each part's end; its start is end - count. */
     for (int p = 0; p < k; p++) {
-        int64_t *local[GNN_NUM_SPLITS], cnt[GNN_NUM_SPLITS];
-        for (int s = 0; s < GNN_NUM_SPLITS; s++) {
-            size_t ix = (size_t)p * GNN_NUM_SPLITS + (size_t)s;
-            cnt[s] = split_count[ix];
-            local[s] = split_local[s] ? split_local[s] + (split_next[ix] - cnt[s]) : NULL;
+        gnn_vid_t lo = m.start[p], no = m.start[p + 1] - lo;
+        gnn__part_content_t c = {.num_parts = k, .first_id = lo, .local = &l};
+        GNN_TRY(gnn_part_local_build(&g->csr, &m, p, meta->halo_hops, mark, &l));
+        if (g->feat) {
+            feat = gnn_malloc_array((size_t)no * (size_t)g->feat_dim + 1, sizeof *feat);
+            GNN_CHECK(feat, GNN_ENOMEM, "part %d: features", p);
+            for (gnn_vid_t i = 0; i < no; i++)
+                memcpy(feat + i * g->feat_dim, g->feat + m.old_of_new[lo + i] * g->feat_dim,
+                       (size_t)g->feat_dim * sizeof *feat);
+            c.feat = feat;
+            c.feat_dim = g->feat_dim;
         }
-        GNN_TRY(write_part(tmp, g, &m, part, p, meta->halo_hops, mark, local, cnt, &st[p]));
+        if (g->label) {
+            lab = gnn_malloc_array((size_t)no + 1, sizeof *lab);
+            GNN_CHECK(lab, GNN_ENOMEM, "part %d: labels", p);
+            for (gnn_vid_t i = 0; i < no; i++) lab[i] = g->label[m.old_of_new[lo + i]];
+            c.label = lab;
+            c.num_classes = g->num_classes;
+        }
+        gnn__part_splits_of(&sp, p, &c);
+        GNN_TRY(gnn__partdir_write_part(tx.tmp, &c, &st[p]));
+        gnn_part_local_free(&l);
+        gnn_free(feat);
+        gnn_free(lab);
+        feat = NULL;
+        lab = NULL;
     }
-    GNN_TRY(write_meta(tmp, g, &m, meta, st));
-
-    if (exists) {
-        GNN_CHECK(rename(dir, old) == 0, GNN_EIO, "cannot move %s aside: %s", dir,
-                  strerror(errno));
-    }
-    if (rename(tmp, dir) != 0) {
-        rc = GNN_FAIL(GNN_EIO, "cannot rename %s to %s: %s", tmp, dir, strerror(errno));
-        if (exists) (void)rename(old, dir);
-        goto fail;
-    }
-    made = 0;
-    if (exists) rm_tree(old);
+    GNN_TRY(gnn__partdir_write_meta(tx.tmp, g->csr.n_rows, g->csr.nnz, &m, meta, st));
+    GNN_TRY(gnn__partdir_commit(&tx));
 fail:
-    if (made) rm_tree(tmp);
-    for (int s = 0; s < GNN_NUM_SPLITS; s++) gnn_free(split_local[s]);
-    gnn_free(split_count);
-    gnn_free(split_next);
+    gnn__partdir_end(&tx);
+    gnn_part_local_free(&l);
+    gnn_free(feat);
+    gnn_free(lab);
+    gnn__part_splits_free(&sp);
     gnn_free(st);
     gnn_free(mark);
-    gnn_free(tmp);
-    gnn_free(old);
-    gnn_free(d);
     gnn_part_map_free(&m);
     return rc;
 }

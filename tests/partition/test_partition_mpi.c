@@ -1,6 +1,6 @@
 /*
  * gnn-partition under mpiexec, run as a user runs it: two ranks share the
- * partitioning and rank 0 writes the directory. argv[1..3]: mpiexec, the
+ * partitioning and the writing of the directory. argv[1..3]: mpiexec, the
  * gnn-partition binary, the gnn-dataset binary; argv[4], the mode:
  *
  *   (none)  an SBM graph of 5000 nodes made by gnn-dataset. Two ranks
