@@ -242,6 +242,16 @@ int gnn_be_dropout_backward(gnn_backend_t *be, int64_t n, float p, uint64_t seed
     return be->ops->dropout_backward(be, n, p, seed, offset, dy, dx);
 }
 
+int gnn_be_dropout_rows(gnn_backend_t *be, int64_t rows, int64_t f, const int64_t *row_id, float p,
+                        uint64_t seed, uint64_t offset, const float *x, float *y)
+{
+    NEED(be, "gnn_be_dropout_rows");
+    if (!be->ops->dropout_rows)
+        return GNN_FAIL(GNN_EUNSUPPORTED, "dropout by row ids: not on this backend (%s)",
+                        be->desc);
+    return be->ops->dropout_rows(be, rows, f, row_id, p, seed, offset, x, y);
+}
+
 int gnn_be_axpby(gnn_backend_t *be, int64_t n, float alpha, const float *x, float beta, float *y)
 {
     NEED(be, "gnn_be_axpby");

@@ -96,6 +96,11 @@ int gnn_be_dropout(gnn_backend_t *be, int64_t n, float p, uint64_t seed, uint64_
                    const float *x, float *y);
 int gnn_be_dropout_backward(gnn_backend_t *be, int64_t n, float p, uint64_t seed, uint64_t offset,
                             const float *dy, float *dx);
+/* As gnn_dropout_rows (kernels/dense.h); row_id is a backend int64 array.
+ * The same call is its own gradient. GNN_EUNSUPPORTED on a backend
+ * without it. */
+int gnn_be_dropout_rows(gnn_backend_t *be, int64_t rows, int64_t f, const int64_t *row_id, float p,
+                        uint64_t seed, uint64_t offset, const float *x, float *y);
 /* y[i] = alpha * x[i] + beta * y[i] (beta == 0: y not read). */
 int gnn_be_axpby(gnn_backend_t *be, int64_t n, float alpha, const float *x, float beta, float *y);
 /* dst[i][:] = src[idx[i]][:] for i < n, rows of width f; idx (backend,

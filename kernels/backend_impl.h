@@ -31,6 +31,8 @@ typedef struct {
                    const float *x, float *y);
     int (*dropout_backward)(gnn_backend_t *be, int64_t n, float p, uint64_t seed,
                             uint64_t offset, const float *dy, float *dx);
+    int (*dropout_rows)(gnn_backend_t *be, int64_t rows, int64_t f, const int64_t *row_id,
+                        float p, uint64_t seed, uint64_t offset, const float *x, float *y);
     int (*axpby)(gnn_backend_t *be, int64_t n, float alpha, const float *x, float beta, float *y);
     int (*gather_rows)(gnn_backend_t *be, int64_t n, int64_t f, const float *src,
                        int64_t src_rows, const int64_t *idx, float *dst);

@@ -84,6 +84,16 @@ int gnn_dropout_backward(int64_t n, float p, uint64_t seed, uint64_t offset, con
                          float *dx);
 
 /*
+ * Dropout of a rows x f matrix whose row r stands for row row_id[r] of a
+ * larger one: element (r, j) takes counter offset + row_id[r] * f + j, so
+ * it gets the mask gnn_dropout gives that element of the larger matrix
+ * (whichever process holds the row). row_id entries must be >= 0. Linear
+ * in x: the same call is its own gradient. y == x allowed.
+ */
+int gnn_dropout_rows(int64_t rows, int64_t f, const int64_t *row_id, float p, uint64_t seed,
+                     uint64_t offset, const float *x, float *y);
+
+/*
  * Softmax cross-entropy over the rows idx[0..nidx) of a rows x classes
  * matrix of logits (idx NULL: all rows, nidx must equal rows). labels has
  * one entry per row (labels[idx[j]] is read). *loss = mean over the selected

@@ -402,7 +402,8 @@ fail:
     return rc;
 }
 
-static int quiet; /* this rank leaves the failure's report to another */
+static int quiet;         /* this rank leaves the failure's report to another */
+static int status = -1;   /* the exit status, once the report is printed */
 
 static int run(void *opts, char **pos, int npos)
 {
@@ -439,6 +440,12 @@ static int run(void *opts, char **pos, int npos)
         first = INT_MAX;
     MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (rc < 0 && first != INT_MAX && rank != first) quiet = 1;
+    /* Printed before MPI_Finalize, which the other ranks wait in: mpirun
+     * cannot end the job on their exit before the line is out. */
+    if (rc < 0 && !quiet) {
+        status = gnn_error_report("gnn-partition", NULL, rc);
+        fflush(stderr);
+    }
     MPI_Finalize();
     return rc;
 }
@@ -457,5 +464,6 @@ int main(int argc, char **argv)
     };
     int rc = gnn_cli_run(&cli, argc, argv, 1, &o, run);
     if (quiet) return rc == GNN_EUSAGE ? 2 : 1;
+    if (status >= 0) return status;
     return gnn_error_report("gnn-partition", NULL, rc);
 }

@@ -28,6 +28,7 @@
 #include "graph/graph_file.h"
 #include "kernels/rng.h"
 #include "partition/kway.h"
+#include "partition/mpiutil.h"
 
 #include <inttypes.h>
 #include <limits.h>
@@ -63,14 +64,6 @@ typedef struct {
     int dropped;                  /* graph freed to stay within the budget: not refined */
 } level_t;
 
-#define MPI_TRY(call)                                                                    \
-    do {                                                                                 \
-        int mpi_rc_ = (call);                                                            \
-        if (mpi_rc_ != MPI_SUCCESS) {                                                    \
-            rc = GNN_FAIL(GNN_EMPI, "%s failed (MPI error %d)", #call, mpi_rc_);         \
-            goto fail;                                                                   \
-        }                                                                                \
-    } while (0)
 
 int64_t gnn_mlpart_peak_rss(void)
 {
@@ -113,18 +106,7 @@ static void level_drop_graph(level_t *L)
 
 /* The lowest failing code over all ranks, or 0. A rank that did not fail
  * records which rank did. */
-static int agree(const ctx_t *c, int rc)
-{
-    struct {
-        int v, r;
-    } in = {rc < 0 ? rc : 0, c->rank}, out;
-    if (MPI_Allreduce(&in, &out, 1, MPI_2INT, MPI_MINLOC, c->comm) != MPI_SUCCESS)
-        return GNN_FAIL(GNN_EMPI, "MPI_Allreduce failed");
-    if (out.v < 0 && in.v == 0)
-        return GNN_FAIL(out.v, "partitioning failed on rank %d (its message names the cause)",
-                        out.r);
-    return out.v;
-}
+static int agree(const ctx_t *c, int rc) { return gnn_mpi_agree(c->comm, rc); }
 
 static int64_t sum_i64(const ctx_t *c, int64_t x)
 {
@@ -213,11 +195,11 @@ static int alltoallv_i64(const ctx_t *c, const int64_t *send, const int *scount,
     *nrecv = 0;
     GNN_CHECK(sd && rcnt && rd, GNN_ENOMEM, "exchange buffers");
     GNN_TRY(displs(scount, R, sd, &ns));
-    MPI_TRY(MPI_Alltoall(scount, 1, MPI_INT, rcnt, 1, MPI_INT, c->comm));
+    GNN_MPI_TRY(MPI_Alltoall(scount, 1, MPI_INT, rcnt, 1, MPI_INT, c->comm));
     GNN_TRY(displs(rcnt, R, rd, nrecv));
     *recv = gnn_malloc_array((size_t)*nrecv + 1, sizeof **recv);
     GNN_CHECK(*recv, GNN_ENOMEM, "exchange buffers");
-    MPI_TRY(MPI_Alltoallv(send, scount, sd, MPI_INT64_T, *recv, rcnt, rd, MPI_INT64_T, c->comm));
+    GNN_MPI_TRY(MPI_Alltoallv(send, scount, sd, MPI_INT64_T, *recv, rcnt, rd, MPI_INT64_T, c->comm));
 fail:
     gnn_free(sd);
     gnn_free(rcnt);
@@ -346,7 +328,7 @@ static int build_fine(const ctx_t *c, gnn_graph_file_t *f, level_t *L, gnn_progr
     gnn_vid_t lo = 0;
     if (c->rank > 0) rc = row_at_edge(f, n, (gnn_eid_t)((__int128)E * c->rank / R), &lo);
     GNN_TRY(agree(c, rc));
-    MPI_TRY(MPI_Allgather(&lo, 1, MPI_INT64_T, L->dist, 1, MPI_INT64_T, c->comm));
+    GNN_MPI_TRY(MPI_Allgather(&lo, 1, MPI_INT64_T, L->dist, 1, MPI_INT64_T, c->comm));
     L->dist[R] = n;
     L->lo = lo;
     L->nloc = L->dist[c->rank + 1] - lo;
@@ -575,7 +557,7 @@ static int localize(const ctx_t *c, level_t *L)
     int64_t *asked = NULL;
     GNN_TRY(alltoallv_i64(c, L->ghost, L->gcount, &asked, &L->nreq));
     L->req = asked;
-    MPI_TRY(MPI_Alltoall(L->gcount, 1, MPI_INT, L->rcount, 1, MPI_INT, c->comm));
+    GNN_MPI_TRY(MPI_Alltoall(L->gcount, 1, MPI_INT, L->rcount, 1, MPI_INT, c->comm));
     GNN_TRY(displs(L->rcount, R, L->rdispl, &total));
     for (int64_t j = 0; j < L->nreq; j++) {
         if (L->req[j] < lo || L->req[j] >= hi) {
@@ -617,7 +599,7 @@ static int ghost_values(const ctx_t *c, const level_t *L, const int64_t *val, in
     if (!send) rc = GNN_FAIL(GNN_ENOMEM, "ghost values");
     for (int64_t j = 0; rc == 0 && j < L->nreq; j++) send[j] = val[L->req[j]];
     GNN_TRY(agree(c, rc));
-    MPI_TRY(MPI_Alltoallv(send, L->rcount, L->rdispl, MPI_INT64_T, gval, L->gcount, L->gdispl,
+    GNN_MPI_TRY(MPI_Alltoallv(send, L->rcount, L->rdispl, MPI_INT64_T, gval, L->gcount, L->gdispl,
                           MPI_INT64_T, c->comm));
 fail:
     gnn_free(send);
@@ -653,16 +635,16 @@ static int gather_level(const ctx_t *c, level_t *L)
         cnt[r] = (int)(L->dist[r + 1] - L->dist[r]);
         dsp[r] = (int)L->dist[r];
     }
-    MPI_TRY(MPI_Gatherv(deg, (int)L->nloc, MPI_INT64_T, xadj ? xadj + 1 : NULL, cnt, dsp,
+    GNN_MPI_TRY(MPI_Gatherv(deg, (int)L->nloc, MPI_INT64_T, xadj ? xadj + 1 : NULL, cnt, dsp,
                         MPI_INT64_T, 0, c->comm));
     for (int r = 0; r < R; r++) {
         cnt[r] *= ncon;
         dsp[r] *= ncon;
     }
-    MPI_TRY(MPI_Gatherv(L->vwgt, (int)(L->nloc * ncon), MPI_INT64_T, vwgt, cnt, dsp,
+    GNN_MPI_TRY(MPI_Gatherv(L->vwgt, (int)(L->nloc * ncon), MPI_INT64_T, vwgt, cnt, dsp,
                         MPI_INT64_T, 0, c->comm));
     int mine = (int)ne;
-    MPI_TRY(MPI_Gather(&mine, 1, MPI_INT, cnt, 1, MPI_INT, 0, c->comm));
+    GNN_MPI_TRY(MPI_Gather(&mine, 1, MPI_INT, cnt, 1, MPI_INT, 0, c->comm));
     if (c->rank == 0) {
         int64_t t = 0;
         for (int r = 0; r < R; r++) {
@@ -670,9 +652,9 @@ static int gather_level(const ctx_t *c, level_t *L)
             t += cnt[r];
         }
     }
-    MPI_TRY(MPI_Gatherv(L->adj, mine, MPI_INT64_T, adj, cnt, dsp, MPI_INT64_T, 0, c->comm));
+    GNN_MPI_TRY(MPI_Gatherv(L->adj, mine, MPI_INT64_T, adj, cnt, dsp, MPI_INT64_T, 0, c->comm));
     if (L->adjw) /* the same on every rank: NULL only on the graph itself */
-        MPI_TRY(MPI_Gatherv(L->adjw, mine, MPI_INT64_T, adjw, cnt, dsp, MPI_INT64_T, 0, c->comm));
+        GNN_MPI_TRY(MPI_Gatherv(L->adjw, mine, MPI_INT64_T, adjw, cnt, dsp, MPI_INT64_T, 0, c->comm));
     for (int r = 0; r <= R; r++) dist[r] = r == 0 ? 0 : n;
     int had_weights = L->adjw != NULL;
     gnn_free(L->xadj);
@@ -727,7 +709,7 @@ static int scatter_parts(const ctx_t *c, const level_t *L, const int64_t *part, 
         cnt[r] = (int)(L->odist[r + 1] - L->odist[r]);
         dsp[r] = (int)L->odist[r];
     }
-    MPI_TRY(MPI_Scatterv(part, cnt, dsp, MPI_INT64_T, *out, (int)mine, MPI_INT64_T, 0, c->comm));
+    GNN_MPI_TRY(MPI_Scatterv(part, cnt, dsp, MPI_INT64_T, *out, (int)mine, MPI_INT64_T, 0, c->comm));
 fail:
     gnn_free(cnt);
     gnn_free(dsp);
@@ -870,7 +852,7 @@ static int contract(const ctx_t *c, level_t *L, const int64_t *label, level_t *C
         }
     }
     GNN_TRY(agree(c, rc));
-    MPI_TRY(MPI_Allgather(&nc, 1, MPI_INT64_T, C->dist + 1, 1, MPI_INT64_T, c->comm));
+    GNN_MPI_TRY(MPI_Allgather(&nc, 1, MPI_INT64_T, C->dist + 1, 1, MPI_INT64_T, c->comm));
     C->dist[0] = 0;
     for (int r = 0; r < R; r++) C->dist[r + 1] += C->dist[r];
     C->n = C->dist[R];
@@ -984,13 +966,13 @@ static int metis_level(const ctx_t *c, const level_t *L, int64_t *part, int64_t 
         dsp[r] = (int)t;
         t += cnt[r];
     }
-    MPI_TRY(MPI_Gatherv(mydeg, (int)L->nloc, MPI_INT64_T, c->rank == 0 ? g.indptr + 1 : NULL, cnt,
+    GNN_MPI_TRY(MPI_Gatherv(mydeg, (int)L->nloc, MPI_INT64_T, c->rank == 0 ? g.indptr + 1 : NULL, cnt,
                         dsp, MPI_INT64_T, 0, c->comm));
     int nei = (int)ne, nvw = (int)(L->nloc * ncon);
     int *ecnt = gnn_malloc_array((size_t)R, sizeof *ecnt), *edsp = gnn_malloc_array((size_t)R, sizeof *edsp);
     if (!ecnt || !edsp) rc = GNN_FAIL(GNN_ENOMEM, "METIS input");
     GNN_TRY(agree(c, rc));
-    MPI_TRY(MPI_Gather(&nei, 1, MPI_INT, ecnt, 1, MPI_INT, 0, c->comm));
+    GNN_MPI_TRY(MPI_Gather(&nei, 1, MPI_INT, ecnt, 1, MPI_INT, 0, c->comm));
     if (c->rank == 0) {
         t = 0;
         for (int r = 0; r < R; r++) {
@@ -998,13 +980,13 @@ static int metis_level(const ctx_t *c, const level_t *L, int64_t *part, int64_t 
             t += ecnt[r];
         }
     }
-    MPI_TRY(MPI_Gatherv(L->adj, nei, MPI_INT64_T, g.indices, ecnt, edsp, MPI_INT64_T, 0, c->comm));
+    GNN_MPI_TRY(MPI_Gatherv(L->adj, nei, MPI_INT64_T, g.indices, ecnt, edsp, MPI_INT64_T, 0, c->comm));
     if (L->adjw) {
-        MPI_TRY(MPI_Gatherv(L->adjw, nei, MPI_INT64_T, all_w, ecnt, edsp, MPI_INT64_T, 0,
+        GNN_MPI_TRY(MPI_Gatherv(L->adjw, nei, MPI_INT64_T, all_w, ecnt, edsp, MPI_INT64_T, 0,
                             c->comm));
         ew = all_w;
     }
-    MPI_TRY(MPI_Gather(&nvw, 1, MPI_INT, ecnt, 1, MPI_INT, 0, c->comm));
+    GNN_MPI_TRY(MPI_Gather(&nvw, 1, MPI_INT, ecnt, 1, MPI_INT, 0, c->comm));
     if (c->rank == 0) {
         t = 0;
         for (int r = 0; r < R; r++) {
@@ -1012,7 +994,7 @@ static int metis_level(const ctx_t *c, const level_t *L, int64_t *part, int64_t 
             t += ecnt[r];
         }
     }
-    MPI_TRY(MPI_Gatherv(L->vwgt, nvw, MPI_INT64_T, all_vw, ecnt, edsp, MPI_INT64_T, 0, c->comm));
+    GNN_MPI_TRY(MPI_Gatherv(L->vwgt, nvw, MPI_INT64_T, all_vw, ecnt, edsp, MPI_INT64_T, 0, c->comm));
     gnn_free(ecnt);
     gnn_free(edsp);
     if (c->rank == 0) {
@@ -1029,8 +1011,8 @@ static int metis_level(const ctx_t *c, const level_t *L, int64_t *part, int64_t 
         all_vw = NULL;
     }
     GNN_TRY(agree(c, rc));
-    MPI_TRY(MPI_Bcast(cut, 1, MPI_INT64_T, 0, c->comm));
-    MPI_TRY(MPI_Scatterv(p32, cnt, dsp, MPI_INT32_T, mine, (int)L->nloc, MPI_INT32_T, 0, c->comm));
+    GNN_MPI_TRY(MPI_Bcast(cut, 1, MPI_INT64_T, 0, c->comm));
+    GNN_MPI_TRY(MPI_Scatterv(p32, cnt, dsp, MPI_INT32_T, mine, (int)L->nloc, MPI_INT32_T, 0, c->comm));
     for (int64_t i = 0; i < L->nloc; i++) part[i] = mine[i];
 fail:
     gnn_csr_free(&g);
@@ -1086,7 +1068,7 @@ static int refine(const ctx_t *c, const level_t *L, int64_t *part, const int64_t
     for (int64_t i = 0; i < nloc; i++)
         for (int k = 0; k < ncon; k++) pw[part[i] * ncon + k] += L->vwgt[i * ncon + k];
     for (int round = 0; round < rounds; round++) {
-        MPI_TRY(MPI_Allreduce(pw, all, K * ncon, MPI_INT64_T, MPI_SUM, c->comm));
+        GNN_MPI_TRY(MPI_Allreduce(pw, all, K * ncon, MPI_INT64_T, MPI_SUM, c->comm));
         GNN_TRY(ghost_values(c, L, part, gpart));
         for (int64_t x = 0; x < (int64_t)K * ncon; x++) {
             int64_t r = maxw[x % ncon] - all[x];
@@ -1236,7 +1218,7 @@ int gnn_mlpart_run(MPI_Comm comm, const char *path, const gnn_mlpart_opts_t *o, 
     st.est_rank_bytes = fixed + (o->mem_budget > 0 ? o->mem_budget - c.avail : 0);
     if (c.avail > 0) {
         int64_t left = c.avail - fine - 2 * coarse;
-        MPI_TRY(MPI_Bcast(&left, 1, MPI_INT64_T, 0, comm));
+        GNN_MPI_TRY(MPI_Bcast(&left, 1, MPI_INT64_T, 0, comm));
         int64_t fit = left / GNN_MLPART_METIS_BYTES, least = 64 * (int64_t)o->k;
         GNN_CHECK(fit >= least, GNN_ENOMEM,
                   "--mem-budget %" PRId64 " MiB is too small: partitioning needs at least %" PRId64
@@ -1269,8 +1251,8 @@ int gnn_mlpart_run(MPI_Comm comm, const char *path, const gnn_mlpart_opts_t *o, 
             W[k] += lv[0].vwgt[i * c.ncon + k];
             if (lv[0].vwgt[i * c.ncon + k] > maxv[k]) maxv[k] = lv[0].vwgt[i * c.ncon + k];
         }
-    MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, W, c.ncon, MPI_INT64_T, MPI_SUM, comm));
-    MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, maxv, c.ncon, MPI_INT64_T, MPI_MAX, comm));
+    GNN_MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, W, c.ncon, MPI_INT64_T, MPI_SUM, comm));
+    GNN_MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, maxv, c.ncon, MPI_INT64_T, MPI_MAX, comm));
     while (lv[nlev].entries > target && lv[nlev].n > 16 * (int64_t)o->k &&
            nlev < GNN_MLPART_MAX_LEVELS) {
         level_t *L = &lv[nlev];
@@ -1309,7 +1291,7 @@ int gnn_mlpart_run(MPI_Comm comm, const char *path, const gnn_mlpart_opts_t *o, 
         if (reserve != INT64_MAX) { /* drop the oldest coarse graphs past the reserve */
             int64_t lb[GNN_MLPART_MAX_LEVELS + 1] = {0}, held = 0;
             for (int l = 1; l <= nlev; l++) lb[l] = level_bytes(&lv[l], c.ncon);
-            MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, lb, nlev + 1, MPI_INT64_T, MPI_MAX, comm));
+            GNN_MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, lb, nlev + 1, MPI_INT64_T, MPI_MAX, comm));
             for (int l = 1; l <= nlev; l++) held += lv[l].dropped ? 0 : lb[l];
             for (int l = 1; l < nlev && held > reserve; l++)
                 if (!lv[l].dropped) {
@@ -1403,7 +1385,7 @@ int gnn_mlpart_run(MPI_Comm comm, const char *path, const gnn_mlpart_opts_t *o, 
         cnt[r] = (int)(lv[0].dist[r + 1] - lv[0].dist[r]);
         dsp[r] = (int)lv[0].dist[r];
     }
-    MPI_TRY(MPI_Gatherv(p32, (int)lv[0].nloc, MPI_INT32_T, all, cnt, dsp, MPI_INT32_T, 0, comm));
+    GNN_MPI_TRY(MPI_Gatherv(p32, (int)lv[0].nloc, MPI_INT32_T, all, cnt, dsp, MPI_INT32_T, 0, comm));
     *part_out = all;
     all = NULL;
 fail:

@@ -641,6 +641,144 @@ fail:
     return rc;
 }
 
+void gnn_part_file_free(gnn_part_file_t *pf)
+{
+    gnn_free(pf->hop_start);
+    gnn_free(pf->part_start);
+    gnn_csr_free(&pf->csr);
+    gnn_free(pf->local_to_global);
+    gnn_free(pf->orig_id);
+    gnn_free(pf->feat);
+    gnn_free(pf->label);
+    for (int s = 0; s < GNN_NUM_SPLITS; s++) gnn_free(pf->split[s]);
+    memset(pf, 0, sizeof *pf);
+}
+
+int gnn_partdir_read_part(const char *dir, int p, gnn_part_file_t *out)
+{
+    int rc = 0;
+    meta_t m;
+    gnn_part_file_t pf = {0};
+    char name[32];
+    char *path = NULL;
+    hid_t f = -1, d = -1, grp = -1;
+    int64_t n = 0, nr = 0, ne = 0, fh = 1;
+    memset(out, 0, sizeof *out);
+    GNN_TRY(meta_read(dir, &m, 1));
+    GNN_CHECK(p >= 0 && p < m.k, GNN_EINVAL, "%s has %d parts, no part %d", dir, m.k, p);
+    snprintf(name, sizeof name, "part-%05d.h5", p);
+    path = path_join(dir, name);
+    GNN_CHECK(path, GNN_ENOMEM, "partition");
+    GNN_TRY(open_file(path, &f));
+    GNN_TRY(check_format(f, path, GNN_PARTDIR_PART_FORMAT));
+    pf.part = p;
+    pf.num_parts = m.k;
+    pf.num_nodes = m.num_nodes;
+    pf.halo_hops = (int)m.halo_hops;
+    int64_t part = -1;
+    GNN_TRY(attr_i64(f, path, "part", &part));
+    GNN_TRY(attr_i64(f, path, "num_owned", &pf.n_owned));
+    GNN_TRY(attr_i64(f, path, "num_local", &pf.n_local));
+    GNN_TRY(attr_i64(f, path, "num_edges", &ne));
+    nr = pf.n_owned;
+    GNN_TRY(attr_i64_opt(f, path, "num_rows", &nr));
+    GNN_TRY(attr_i64_opt(f, path, "halo_hops", &fh));
+    pf.n_rows = nr;
+    pf.first_id = m.start[p];
+    GNN_CHECK(part == p && pf.n_owned == m.start[p + 1] - m.start[p] && fh == m.halo_hops &&
+                  nr >= pf.n_owned && pf.n_local >= nr && pf.n_local <= m.num_nodes && ne >= 0,
+              GNN_EFORMAT, "%s: its counts do not match meta.h5", path);
+    GNN_TRY(get_i64_shaped(f, path, "halo_hop_start", m.halo_hops + 1, 0, m.halo_hops == 1,
+                           &pf.hop_start));
+    if (!pf.hop_start) {
+        pf.hop_start = gnn_malloc_array(2, sizeof *pf.hop_start);
+        GNN_CHECK(pf.hop_start, GNN_ENOMEM, "%s", path);
+        pf.hop_start[0] = pf.n_owned;
+        pf.hop_start[1] = pf.n_local;
+    }
+    int ok = pf.hop_start[0] == pf.n_owned && pf.hop_start[m.halo_hops] == pf.n_local &&
+             pf.hop_start[m.halo_hops - 1] == nr;
+    for (int64_t h = 0; h < m.halo_hops; h++) ok = ok && pf.hop_start[h] <= pf.hop_start[h + 1];
+    GNN_CHECK(ok, GNN_EFORMAT, "%s: halo_hop_start does not match the counts", path);
+    pf.csr.n_rows = nr;
+    pf.csr.n_cols = pf.n_local;
+    pf.csr.nnz = ne;
+    GNN_TRY(get_i64(f, path, "indptr", nr + 1, &pf.csr.indptr, &n));
+    GNN_TRY(get_i64(f, path, "indices", ne, &pf.csr.indices, &n));
+    GNN_TRY(gnn__h5_open_dataset(f, path, "weights", GNN_H5_FLOAT, 1, 1, (hsize_t[1]){0}, &d));
+    if (d >= 0) {
+        pf.csr.weights = gnn_malloc_array((size_t)ne + 1, sizeof *pf.csr.weights);
+        GNN_CHECK(pf.csr.weights, GNN_ENOMEM, "%s: weights", path);
+        if (ne) GNN_TRY(gnn__h5_read_rows(d, H5T_NATIVE_FLOAT, 1, 1, 0, ne, pf.csr.weights));
+        gnn__h5_close(&d);
+    }
+    rc = gnn_csr_validate(&pf.csr);
+    if (rc < 0) {
+        gnn_error_prefix("%s", path);
+        goto fail;
+    }
+    GNN_TRY(get_i64(f, path, "local_to_global", pf.n_local, &pf.local_to_global, &n));
+    pf.orig_id = gnn_malloc_array((size_t)pf.n_local + 1, sizeof *pf.orig_id);
+    GNN_CHECK(pf.orig_id, GNN_ENOMEM, "%s", path);
+    for (int64_t i = 0; i < pf.n_local; i++) {
+        int64_t g = pf.local_to_global[i];
+        GNN_CHECK(i < pf.n_owned ? g == pf.first_id + i : g >= 0 && g < m.num_nodes, GNN_EFORMAT,
+                  "%s: local node %" PRId64 " is global %" PRId64, path, i, g);
+        pf.orig_id[i] = m.node_map[g];
+    }
+    GNN_TRY(attr_i64_opt(f, path, "feat_dim", &pf.feat_dim));
+    GNN_TRY(gnn__h5_open_dataset(f, path, "feat", GNN_H5_FLOAT, 2, 1, (hsize_t[2]){0, 0}, &d));
+    if (d >= 0) {
+        hsize_t dims[2];
+        hid_t sp = H5Dget_space(d);
+        int r = sp >= 0 ? H5Sget_simple_extent_dims(sp, dims, NULL) : -1;
+        if (sp >= 0) H5Sclose(sp);
+        GNN_CHECK(r == 2 && (int64_t)dims[0] == pf.n_owned && (int64_t)dims[1] == pf.feat_dim &&
+                      pf.feat_dim > 0,
+                  GNN_EFORMAT, "%s: feat is not %" PRId64 " x feat_dim", path, pf.n_owned);
+        pf.feat = gnn_alloc_large(((size_t)pf.n_owned * (size_t)pf.feat_dim + 1) * sizeof(float));
+        GNN_CHECK(pf.feat, GNN_ENOMEM, "%s: features", path);
+        if (pf.n_owned)
+            GNN_TRY(gnn__h5_read_rows(d, H5T_NATIVE_FLOAT, 2, (hsize_t)pf.feat_dim, 0, pf.n_owned,
+                                      pf.feat));
+        gnn__h5_close(&d);
+    } else {
+        pf.feat_dim = 0;
+    }
+    GNN_TRY(get_i64_shaped(f, path, "label", pf.n_owned, 0, 1, &pf.label));
+    if (pf.label) {
+        GNN_TRY(attr_i64(f, path, "num_classes", &pf.num_classes));
+        for (int64_t i = 0; i < pf.n_owned; i++)
+            GNN_CHECK(pf.label[i] >= -1 && pf.label[i] < pf.num_classes, GNN_EFORMAT,
+                      "%s: label %" PRId64 " of local node %" PRId64 " outside [-1, %" PRId64 ")",
+                      path, pf.label[i], i, pf.num_classes);
+    }
+    grp = H5Gopen2(f, "split", H5P_DEFAULT);
+    GNN_CHECK(grp >= 0, GNN_EFORMAT, "%s: no split group", path);
+    for (int s = 0; s < GNN_NUM_SPLITS; s++) {
+        pf.split_n[s] = -1;
+        htri_t has = H5Lexists(grp, split_names[s], H5P_DEFAULT);
+        if (has <= 0) continue;
+        GNN_TRY(get_i64(grp, path, split_names[s], -1, &pf.split[s], &pf.split_n[s]));
+        for (int64_t i = 0; i < pf.split_n[s]; i++)
+            GNN_CHECK(pf.split[s][i] >= 0 && pf.split[s][i] < pf.n_owned, GNN_EFORMAT,
+                      "%s: %s split entry %" PRId64 " is not an owned node", path,
+                      split_names[s], pf.split[s][i]);
+    }
+    pf.part_start = m.start;
+    m.start = NULL;
+    *out = pf;
+    memset(&pf, 0, sizeof pf);
+fail:
+    gnn__h5_close(&d);
+    gnn__h5_close(&grp);
+    gnn__h5_close(&f);
+    gnn_free(path);
+    meta_free(&m);
+    gnn_part_file_free(&pf);
+    return rc;
+}
+
 int gnn_partdir_info(const char *dir, int json, FILE *out)
 {
     int rc = 0;

@@ -14,6 +14,7 @@
 #ifndef GNN_PARTITION_PARTDIR_H
 #define GNN_PARTITION_PARTDIR_H
 
+#include "graph/csr.h"
 #include "graph/graph_file.h"
 
 #include <stdint.h>
@@ -71,6 +72,34 @@ int gnn_partdir_check(const char *dir, const char *graph);
  * halo_hops and parts (nodes, edges, halo, train, rows, stored_edges and
  * hop_halo, the halo nodes at each hop, each). */
 int gnn_partdir_info(const char *dir, int json, FILE *out);
+
+/* One part file read back, with what it needs from meta.h5. */
+typedef struct {
+    int part, num_parts, halo_hops;
+    int64_t num_nodes;        /* of the whole graph */
+    int64_t n_owned, n_rows, n_local, first_id;
+    int64_t *hop_start;       /* halo_hops + 1 */
+    int64_t *part_start;      /* num_parts + 1: new-id range of each part */
+    gnn_csr_t csr;            /* n_rows x n_local over local ids (weights when stored) */
+    int64_t *local_to_global; /* n_local new ids */
+    int64_t *orig_id;         /* n_local graph-file ids (meta.h5 node_map) */
+    int64_t feat_dim;         /* 0: no features */
+    float *feat;              /* n_owned x feat_dim, or NULL */
+    int64_t num_classes;
+    int64_t *label;           /* n_owned, or NULL */
+    int64_t *split[3];        /* local ids of the owned nodes in train, valid, test; NULL: absent */
+    int64_t split_n[3];
+} gnn_part_file_t;
+
+/*
+ * Read part p of dir, checked: format and version, its counts against
+ * meta.h5, the CSR's structure, local ids, labels and split indices in
+ * range, the owned nodes' ids equal to their range. Returns 0; GNN_ENOENT,
+ * GNN_EFORMAT naming the file and what is wrong, GNN_EVERSION, GNN_EHDF5,
+ * GNN_ENOMEM. *out is zeroed on failure.
+ */
+int gnn_partdir_read_part(const char *dir, int p, gnn_part_file_t *out);
+void gnn_part_file_free(gnn_part_file_t *pf);
 
 #ifdef __cplusplus
 }

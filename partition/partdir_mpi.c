@@ -18,6 +18,7 @@
 #include "graph/base/log.h"
 #include "graph/graph_file.h"
 #include "partition/halo.h"
+#include "partition/mpiutil.h"
 
 #include <inttypes.h>
 #include <limits.h>
@@ -25,14 +26,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define MPI_TRY(call)                                                                    \
-    do {                                                                                 \
-        int mpi_rc_ = (call);                                                            \
-        if (mpi_rc_ != MPI_SUCCESS) {                                                    \
-            rc = GNN_FAIL(GNN_EMPI, "%s failed (MPI error %d)", #call, mpi_rc_);         \
-            goto fail;                                                                   \
-        }                                                                                \
-    } while (0)
 
 #define DEFAULT_CHUNK ((int64_t)64 << 20)
 #define MIN_CHUNK ((int64_t)1 << 16)
@@ -52,20 +45,7 @@ typedef struct {
 
 enum { ROWS, FEAT, LABEL };
 
-/* The lowest failing code over all ranks, or 0. A rank that did not fail
- * records which rank did. */
-static int agree(const ctx_t *c, int rc)
-{
-    struct {
-        int v, r;
-    } in = {rc < 0 ? rc : 0, c->rank}, out;
-    if (MPI_Allreduce(&in, &out, 1, MPI_2INT, MPI_MINLOC, c->comm) != MPI_SUCCESS)
-        return GNN_FAIL(GNN_EMPI, "MPI_Allreduce failed");
-    if (out.v < 0 && in.v == 0)
-        return GNN_FAIL(out.v, "writing %s failed on rank %d (its message names the cause)",
-                        c->dir, out.r);
-    return out.v;
-}
+static int agree(const ctx_t *c, int rc) { return gnn_mpi_agree(c->comm, rc); }
 
 /* Every rank goes on, or every rank leaves with the same code. */
 #define STEP(expr)                                                                       \
@@ -212,7 +192,7 @@ static int fetch(ctx_t *c, int kind, const gnn_vid_t *need, int64_t nn, void *ou
     }
     rc = agree(c, local);
     if (rc < 0) goto fail;
-    MPI_TRY(MPI_Alltoall(scount, 1, MPI_INT, rcount, 1, MPI_INT, c->comm));
+    GNN_MPI_TRY(MPI_Alltoall(scount, 1, MPI_INT, rcount, 1, MPI_INT, c->comm));
     for (int r = 0; r < R; r++) {
         rdispl[r] = (int)nreq;
         nreq += rcount[r];
@@ -224,7 +204,7 @@ static int fetch(ctx_t *c, int kind, const gnn_vid_t *need, int64_t nn, void *ou
         local = GNN_FAIL(GNN_ENOMEM, "%s: requests", c->dir);
     rc = agree(c, local);
     if (rc < 0) goto fail;
-    MPI_TRY(MPI_Alltoallv(need, scount, sdispl, MPI_INT64_T, req, rcount, rdispl, MPI_INT64_T,
+    GNN_MPI_TRY(MPI_Alltoallv(need, scount, sdispl, MPI_INT64_T, req, rcount, rdispl, MPI_INT64_T,
                           c->comm));
     for (int q = 0; q < R; q++) pos[q] = rdispl[q];
 
@@ -232,7 +212,7 @@ static int fetch(ctx_t *c, int kind, const gnn_vid_t *need, int64_t nn, void *ou
     gnn_vid_t lo = c->slice[c->rank], hi = c->slice[c->rank + 1];
     int64_t mine = 0, rounds = 0;
     for (gnn_vid_t a = lo; a < hi; a = chunk_end(c, kind, a)) mine++;
-    MPI_TRY(MPI_Allreduce(&mine, &rounds, 1, MPI_INT64_T, MPI_MAX, c->comm));
+    GNN_MPI_TRY(MPI_Allreduce(&mine, &rounds, 1, MPI_INT64_T, MPI_MAX, c->comm));
     gnn_vid_t a = lo;
     for (int64_t round = 0; round < rounds; round++) {
         gnn_vid_t b = a < hi ? chunk_end(c, kind, a) : hi, slo = b, shi = a;
@@ -278,7 +258,7 @@ static int fetch(ctx_t *c, int kind, const gnn_vid_t *need, int64_t nn, void *ou
         float *pw = packw;
         for (int q = 0; q < R; q++)
             for (int64_t e = pos[q]; e < pend[q]; e++) span_copy(c, kind, &s, req[e], &p, &pw);
-        MPI_TRY(MPI_Alltoall(snum, 1, MPI_INT, rnum, 1, MPI_INT, c->comm));
+        GNN_MPI_TRY(MPI_Alltoall(snum, 1, MPI_INT, rnum, 1, MPI_INT, c->comm));
         nrq = 0;
         int tagw = kind == ROWS && c->weights;
         for (int r = 0; r < R; r++) {
@@ -290,25 +270,25 @@ static int fetch(ctx_t *c, int kind, const gnn_vid_t *need, int64_t nn, void *ou
                                "it was read?)", c->dir, r);
                 MPI_Abort(c->comm, 1);
             }
-            MPI_TRY(MPI_Irecv((char *)out + (size_t)cursor[r] * esz, rnum[r], etype, r, 1,
+            GNN_MPI_TRY(MPI_Irecv((char *)out + (size_t)cursor[r] * esz, rnum[r], etype, r, 1,
                               c->comm, &rq[nrq++]));
             if (tagw)
-                MPI_TRY(MPI_Irecv(outw + cursor[r], rnum[r], MPI_FLOAT, r, 2, c->comm,
+                GNN_MPI_TRY(MPI_Irecv(outw + cursor[r], rnum[r], MPI_FLOAT, r, 2, c->comm,
                                   &rq[nrq++]));
         }
         int64_t off = 0;
         for (int q = 0; q < R; q++) {
             if (snum[q]) {
-                MPI_TRY(MPI_Isend(pack + (size_t)off * esz, snum[q], etype, q, 1, c->comm,
+                GNN_MPI_TRY(MPI_Isend(pack + (size_t)off * esz, snum[q], etype, q, 1, c->comm,
                                   &rq[nrq++]));
                 if (tagw)
-                    MPI_TRY(MPI_Isend(packw + off, snum[q], MPI_FLOAT, q, 2, c->comm,
+                    GNN_MPI_TRY(MPI_Isend(packw + off, snum[q], MPI_FLOAT, q, 2, c->comm,
                                       &rq[nrq++]));
             }
             off += snum[q];
             pos[q] = pend[q];
         }
-        MPI_TRY(MPI_Waitall(nrq, rq, MPI_STATUSES_IGNORE));
+        GNN_MPI_TRY(MPI_Waitall(nrq, rq, MPI_STATUSES_IGNORE));
         nrq = 0;
         for (int r = 0; r < R; r++) cursor[r] += rnum[r];
         span_free(&s);
@@ -604,11 +584,11 @@ static int open_tmp(ctx_t *cp, const char *dir, int force, gnn__partdir_tx_t *tx
         if (rc == 0) len = (int)strlen(tx->tmp) + 1;
     }
     STEP(rc);
-    MPI_TRY(MPI_Bcast(&len, 1, MPI_INT, 0, c.comm));
+    GNN_MPI_TRY(MPI_Bcast(&len, 1, MPI_INT, 0, c.comm));
     name = gnn_malloc((size_t)len);
     STEP(name ? 0 : GNN_FAIL(GNN_ENOMEM, "partition"));
     if (c.rank == 0) memcpy(name, tx->tmp, (size_t)len);
-    MPI_TRY(MPI_Bcast(name, len, MPI_CHAR, 0, c.comm));
+    GNN_MPI_TRY(MPI_Bcast(name, len, MPI_CHAR, 0, c.comm));
     STEP(c.rank == 0 ? 0 : gnn__partdir_join(name, tx));
 fail:
     gnn_free(name);
@@ -712,7 +692,7 @@ int gnn_partdir_write_mpi(MPI_Comm comm, const char *dir, const char *graph, con
     }
     STEP(plan_groups(&c, &m, k, avail, &parts, &np, &gend, &ng));
     int groups = 0;
-    MPI_TRY(MPI_Allreduce(&ng, &groups, 1, MPI_INT, MPI_MAX, comm));
+    GNN_MPI_TRY(MPI_Allreduce(&ng, &groups, 1, MPI_INT, MPI_MAX, comm));
 
     for (int g = 0; g < groups; g++) {
         int g0 = g == 0 ? 0 : g < ng ? gend[g - 1] : np, g1 = g < ng ? gend[g] : np;
@@ -780,7 +760,7 @@ int gnn_partdir_write_mpi(MPI_Comm comm, const char *dir, const char *graph, con
     }
 
     /* Every part's figures to rank 0, which finishes the directory. */
-    MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, st, (int)((size_t)k * sizeof *st / sizeof(int64_t)),
+    GNN_MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, st, (int)((size_t)k * sizeof *st / sizeof(int64_t)),
                           MPI_INT64_T, MPI_SUM, comm));
     rc = 0;
     if (c.rank == 0) {

@@ -120,9 +120,14 @@ static int build(gnn_loader_t *ld, slot_t *sl, int64_t i)
     if (ld->o.feat) {
         GNN_TRY(grow((void **)&b->x, &sl->x_cap, (size_t)mb->n_input * (size_t)f, sizeof(float)));
         const float *feat = ld->o.feat;
+        const int64_t *row = ld->o.feat_row;
         for (gnn_vid_t k = 0; k < mb->n_input; k++) {
-            gnn_vid_t v = mb->nodes[k];
-            if (k + 8 < mb->n_input) __builtin_prefetch(feat + mb->nodes[k + 8] * f);
+            gnn_vid_t v = row ? row[mb->nodes[k]] : mb->nodes[k];
+            if (v < 0) {
+                memset(b->x + k * f, 0, (size_t)f * sizeof(float));
+                continue;
+            }
+            if (k + 8 < mb->n_input && !row) __builtin_prefetch(feat + mb->nodes[k + 8] * f);
             memcpy(b->x + k * f, feat + v * f, (size_t)f * sizeof(float));
         }
     }

@@ -58,6 +58,9 @@ typedef struct {
     const int *fanouts;       /* as gnn_sampler_create: nearest hop first */
     const float *feat;        /* num_nodes x feat_dim, borrowed; NULL: no gather */
     int64_t feat_dim;
+    const int64_t *feat_row;  /* optional, borrowed: node v's features are row feat_row[v]
+                                 of feat, or zeros where it is -1 (the caller fills those
+                                 rows in: a rank's remote nodes); NULL: row v */
     const int64_t *labels;    /* num_nodes, borrowed; NULL: no labels */
     int threads;              /* worker threads, 0 .. GNN_LOADER_MAX_THREADS; 0: each
                                  batch is built by gnn_loader_next in the caller's

@@ -7,15 +7,20 @@
 #include "graph/base/cli.h"
 #include "graph/base/error.h"
 #include "graph/base/log.h"
+#include "trainer/dist.h"
 #include "trainer/train.h"
 
+#include <mpi.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #define O(field) offsetof(gnn_train_opts_t, field)
 
 static const gnn_opt_t train_table[] = {
-    {"data", 0, GNN_OPT_STRING, O(data), "FILE", "graph file (gnn-dataset output) to train on"},
+    {"data", 0, GNN_OPT_STRING, O(data), "PATH",
+     "graph file (gnn-dataset output), or a partition directory (gnn-partition output) to "
+     "train on under mpirun with one rank per part"},
     {"model", 0, GNN_OPT_STRING, O(model), "NAME", "gcn or sage"},
     {"layers", 0, GNN_OPT_INT, O(layers), "L", "number of layers"},
     {"hidden", 0, GNN_OPT_I64, O(hidden), "H", "width of the hidden layers"},
@@ -59,13 +64,20 @@ static const gnn_opt_t train_table[] = {
      "write logits, predicted class and last hidden layer per node (HDF5)"},
     {"log-json", 0, GNN_OPT_STRING, O(log_json), "FILE",
      "write one JSON line per epoch and a final summary line"},
+    {"feature-cache", 0, GNN_OPT_STRING, O(feature_cache), "SIZE",
+     "over a partition directory, mini-batches: remote features kept on each rank (e.g. 256M; "
+     "the halo nodes its part's edges name most), the rest fetched per step"},
+    {"debug", 0, GNN_OPT_FLAG, O(debug), NULL,
+     "over a partition directory: check after every step that all ranks hold the same "
+     "parameters"},
     {NULL, 0, 0, 0, NULL, NULL},
 };
 
 static const gnn_cli_t train_cli = {
     .prog = "gnn-train",
     .args = "",
-    .summary = "Train GCN or GraphSAGE on a graph file (full graph or mini-batches, one process).",
+    .summary = "Train GCN or GraphSAGE on a graph file (full graph or mini-batches, one process), "
+               "or on a partition directory under mpirun (full graph, one rank per part).",
     .opts = train_table,
     .min_positional = 0,
     .max_positional = 0,
@@ -75,6 +87,9 @@ static int run(void *opts, char **pos, int npos)
 {
     (void)pos;
     (void)npos;
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank > 0 && gnn_log_level() > GNN_LOG_WARN) gnn_log_set_level(GNN_LOG_WARN);
     return gnn_train_run(opts, NULL);
 }
 
@@ -83,5 +98,41 @@ int main(int argc, char **argv)
     gnn_log_set_prog("gnn-train");
     gnn_train_opts_t o;
     gnn_train_defaults(&o);
-    return gnn_error_report("gnn-train", NULL, gnn_cli_run(&train_cli, argc, argv, 1, &o, run));
+    /* Started without mpirun: one process needs no Open MPI daemon. */
+    if (!getenv("OMPI_COMM_WORLD_SIZE") && !getenv("PMIX_RANK")) {
+        setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);
+        setenv("OMPI_MCA_memory", "^patcher", 0);
+    }
+    if (MPI_Init(NULL, NULL) != MPI_SUCCESS) {
+        fprintf(stderr, "gnn-train: error: MPI_Init failed\n");
+        return 1;
+    }
+    int rank = 0, size = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int rc = gnn_cli_run(&train_cli, argc, argv, 1, &o, run);
+    if (rc < 0 && size > 1) {
+        int who = gnn_dist_reporting_rank();
+        if (who < 0 && rc != GNN_EUSAGE) {
+            /* This rank failed alone: the others may wait for it in a
+             * collective call, so the job ends here. */
+            gnn_error_prefix("rank %d of %d", rank, size);
+            gnn_error_report("gnn-train", NULL, rc);
+            fflush(stderr);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        /* Every rank returned the failure: one reports it (a bad option
+         * fails the same way everywhere: rank 0). */
+        if (rank != (who < 0 ? 0 : who)) {
+            MPI_Finalize();
+            return rc == GNN_EUSAGE ? 2 : 1;
+        }
+        gnn_error_prefix("rank %d of %d", rank, size);
+    }
+    /* Printed before MPI_Finalize: the other ranks leave only after this
+     * rank reaches it, so mpirun cannot end the job before the line is out. */
+    int status = gnn_error_report("gnn-train", NULL, rc);
+    fflush(stderr);
+    MPI_Finalize();
+    return status;
 }

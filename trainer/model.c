@@ -54,6 +54,7 @@ struct gnn_model {
     float *gbuf[2];  size_t gbuf_bytes[2];
     float *dt;       size_t dt_bytes;
     int64_t dd_block; /* rows per block of a blockwise dD */
+    gnn_model_halo_t halo; /* distributed: exchange around layers (halo.forward set) */
 };
 
 static const char *const kind_names[] = {"gcn", "sage"};
@@ -306,6 +307,35 @@ fail:
     return rc;
 }
 
+int gnn_model_set_halo(gnn_model_t *m, const gnn_model_halo_t *h)
+{
+    if (!m) return GNN_FAIL(GNN_EINVAL, "model halo: NULL model");
+    if (!h) {
+        memset(&m->halo, 0, sizeof m->halo);
+        return 0;
+    }
+    if (!h->forward || !h->backward || !h->row_id || h->n_rows < 0 || h->n_global < 0)
+        return GNN_FAIL(GNN_EINVAL, "model halo: incomplete exchange");
+    if (m->sp) return GNN_FAIL(GNN_EUNSUPPORTED, "model halo: not with sparse input");
+    m->halo = *h;
+    return 0;
+}
+
+/* Dropout of a layer input (n rows of f from counter off): by row ids when
+ * the model is spread over ranks. gradient: the backward, which is the
+ * same map. */
+static int drop(gnn_model_t *m, int64_t row0, int64_t n, int64_t f, uint64_t off,
+                const float *x, float *y, int gradient)
+{
+    gnn_backend_t *be = m->be;
+    float p = m->cfg.dropout;
+    if (m->halo.forward)
+        return gnn_be_dropout_rows(be, n, f, m->halo.row_id + row0, p, m->drop_seed, off, x, y);
+    off += (uint64_t)(row0 * f);
+    return gradient ? gnn_be_dropout_backward(be, n * f, p, m->drop_seed, off, x, y)
+                    : gnn_be_dropout(be, n * f, p, m->drop_seed, off, x, y);
+}
+
 static int layer_forward(gnn_model_t *m, int l, gnn_bgraph_t *g, const float *in, int training)
 {
     int rc = 0;
@@ -348,12 +378,14 @@ static int layer_forward(gnn_model_t *m, int l, gnn_bgraph_t *g, const float *in
             dst = L->drop;
         }
         L->drop_off = m->drop_offset;
-        GNN_TRY(gnn_be_dropout(be, ns * fin, p, m->drop_seed, m->drop_offset, in, dst));
-        m->drop_offset += (uint64_t)(ns * fin);
+        GNN_TRY(drop(m, 0, ns, fin, m->drop_offset, in, dst, 0));
+        m->drop_offset += (uint64_t)((m->halo.forward ? m->halo.n_global : ns) * fin);
         L->d = dst;
         L->dropped = 1;
     }
-    GNN_TRY(ensure(be, (void **)&L->z, &L->z_bytes, fbytes(nd, fout)));
+    /* Spread over ranks, the output has room for the next layer's halo. */
+    int64_t zr = m->halo.forward && m->halo.n_rows > nd ? m->halo.n_rows : nd;
+    GNN_TRY(ensure(be, (void **)&L->z, &L->z_bytes, fbytes(zr, fout)));
     int64_t tw = L->gemm_first ? fout : fin; /* width of T */
     int64_t tr = L->gemm_first ? ns : nd;    /* rows of T */
     GNN_TRY(ensure(be, (void **)&L->t, &L->t_bytes, fbytes(tr, tw)));
@@ -378,6 +410,8 @@ static int layer_forward(gnn_model_t *m, int l, gnn_bgraph_t *g, const float *in
     }
     GNN_TRY(gnn_be_bias_add(be, nd, fout, L->z, b));
     if (l < m->cfg.layers - 1) GNN_TRY(gnn_be_relu(be, nd * fout, L->z, L->z));
+    if (m->halo.forward && l < m->cfg.layers - 1)
+        GNN_TRY(m->halo.forward(m->halo.ctx, L->z, fout));
     return 0;
 fail:
     return rc;
@@ -390,7 +424,12 @@ int gnn_model_forward(gnn_model_t *m, gnn_bgraph_t *const *graphs, const float *
     GNN_CHECK(m && graphs && (x || m->sp) && logits, GNN_EINVAL, "model forward: NULL argument");
     for (int l = 0; l < m->cfg.layers; l++) {
         GNN_CHECK(graphs[l], GNN_EINVAL, "model forward: no graph for layer %d", l);
-        if (l > 0)
+        if (m->halo.forward) {
+            GNN_CHECK(gnn_bgraph_n_src(graphs[l]) == m->halo.n_rows &&
+                          gnn_bgraph_n_dst(graphs[l]) <= m->halo.n_rows &&
+                          (l == 0 || gnn_bgraph_n_dst(graphs[l]) == gnn_bgraph_n_dst(graphs[0])),
+                      GNN_EINVAL, "model forward: layer %d's graph does not match the halo", l);
+        } else if (l > 0)
             GNN_CHECK(gnn_bgraph_n_src(graphs[l]) == gnn_bgraph_n_dst(graphs[l - 1]), GNN_EINVAL,
                       "model forward: layer %d has %" PRId64 " sources, layer %d gave %" PRId64
                       " rows",
@@ -467,9 +506,7 @@ static int dd_blockwise(gnn_model_t *m, layer_t *L, const float *dz)
             GNN_TRY(gnn_be_gemm(be, 0, 1, ns_self, fin, fout, 1.0f, dz + r0 * fout, fout,
                                 m->params + L->ws_off, fout, 1.0f, s, fin));
         }
-        if (L->dropped)
-            GNN_TRY(gnn_be_dropout_backward(be, nr * fin, m->cfg.dropout, m->drop_seed,
-                                            L->drop_off + (uint64_t)(r0 * fin), s, s));
+        if (L->dropped) GNN_TRY(drop(m, r0, nr, fin, L->drop_off, s, s, 1));
         GNN_TRY(gnn_be_relu_backward(be, nr * fin, out + r0 * fin, s, out + r0 * fin));
     }
     return 0;
@@ -550,6 +587,7 @@ int gnn_model_backward(gnn_model_t *m, float *dlogits)
             if (l == 0) break;
             GNN_TRY(dd_blockwise(m, L, dz));
             dz = (float *)L->in;
+            if (m->halo.forward) GNN_TRY(m->halo.backward(m->halo.ctx, dz, fin));
             continue;
         } else {
             /* dW = T^T dZ; dT = dZ W^T; dD = aggr^T(dT) (+ dZ W_self^T on the first rows). */
@@ -571,10 +609,9 @@ int gnn_model_backward(gnn_model_t *m, float *dlogits)
         if (!dd) break;
         /* Through dropout and the ReLU of layer l - 1 (L->in: its output, or
          * D where dropout overwrote it, which gives the same result). */
-        if (L->dropped)
-            GNN_TRY(gnn_be_dropout_backward(be, ns * fin, m->cfg.dropout, m->drop_seed,
-                                            L->drop_off, dd, dd));
+        if (L->dropped) GNN_TRY(drop(m, 0, ns, fin, L->drop_off, dd, dd, 1));
         GNN_TRY(gnn_be_relu_backward(be, ns * fin, L->in, dd, dd));
+        if (m->halo.forward) GNN_TRY(m->halo.backward(m->halo.ctx, dd, fin));
         dz = dd;
     }
     return 0;

@@ -115,6 +115,34 @@ const float *gnn_model_last_hidden(const gnn_model_t *m, int64_t *rows, int64_t 
  */
 int gnn_model_backward(gnn_model_t *m, float *dlogits);
 
+/*
+ * A model spread over ranks, each holding part of the graph (full-graph
+ * distributed training, trainer/dist.h). Every layer's graph then has the
+ * rank's n_dst owned nodes as destinations and n_rows sources: the owned
+ * nodes first, then halo nodes owned elsewhere. After each layer but the
+ * last, forward fills the halo rows of its output (rows [n_dst, n_rows),
+ * width f) from their owners; in the backward pass, backward adds the
+ * gradients of those rows into their owners' rows (the owners' part of
+ * the sum). Dropout draws element (r, j) of a layer input from counter
+ * offset + row_id[r] * fin + j and advances by n_global * fin per layer,
+ * as one process holding all n_global rows does, so every rank draws the
+ * same mask for a node and the ranks together compute what one process
+ * computes. row_id: backend int64 array of n_rows ids in [0, n_global).
+ * Not with sparse input (GNN_EUNSUPPORTED). Both callbacks return 0 or a
+ * GNN_E code; the pointers they get are backend buffers.
+ */
+typedef struct {
+    void *ctx;
+    int (*forward)(void *ctx, float *x, int64_t f);
+    int (*backward)(void *ctx, float *g, int64_t f);
+    int64_t n_rows;
+    const int64_t *row_id;
+    int64_t n_global;
+} gnn_model_halo_t;
+
+/* Set (h copied) or clear (h NULL) the halo exchange. */
+int gnn_model_set_halo(gnn_model_t *m, const gnn_model_halo_t *h);
+
 /* Dropout stream position (for checkpoints). */
 uint64_t gnn_model_rng_offset(const gnn_model_t *m);
 void gnn_model_set_rng(gnn_model_t *m, uint64_t seed, uint64_t offset);

@@ -25,6 +25,17 @@
  * validation loss. The parameters of the best epoch are kept on the host
  * and are the ones predictions are made with.
  *
+ * Distributed (a partition directory, one rank per part, trainer/dist.h):
+ * each rank runs the full-graph epoch on its part, the layers exchanging
+ * halo rows with their owners (the model's halo hooks), the loss summed
+ * over the ranks' training nodes and divided by their total; the
+ * gradients, each the rank's share of the whole loss's, are summed with
+ * one MPI_Allreduce of the flat buffer, and every rank takes the same Adam
+ * step. Dropout is keyed by the graph file's node ids, the gcn sources by
+ * their whole-graph out-degrees: P ranks compute what one process computes
+ * on the whole graph. Accuracies and the validation loss are summed over
+ * the ranks. Rank 0 writes the log and the checkpoints.
+ *
  * Checkpoints hold the whole state of the loop (trainer/checkpoint.h), so a
  * resumed run performs exactly the operations the uninterrupted one would
  * have: on the CPU the final parameters are bitwise equal for the same
@@ -33,6 +44,7 @@
 #include "trainer/train.h"
 
 #include "graph/base/alloc.h"
+#include "graph/base/cli.h"
 #include "graph/base/error.h"
 #include "graph/base/json.h"
 #include "graph/base/log.h"
@@ -41,7 +53,10 @@
 #include "kernels/backend.h"
 #include "sampler/loader.h"
 #include "trainer/checkpoint.h"
+#include "trainer/dist.h"
 #include "trainer/model.h"
+
+#include <mpi.h>
 
 #include <errno.h>
 #include <inttypes.h>
@@ -121,6 +136,24 @@ typedef struct {
     int64_t *outdeg;                  /* host: out-degree of every node (gcn inference) */
     gnn_loader_stats_t lst;           /* the last epoch's loader counters */
     double compute_s;                 /* the last epoch's forward/backward/step time */
+    /* Distributed: this rank's part of a partition directory. */
+    gnn_dist_part_t *dist;
+    int rank;
+    int64_t *row_id;                  /* backend: graph-file id of each local node */
+    int64_t grad_bytes;               /* this epoch's gradient bytes into the allreduce */
+    double allreduce_s;               /* ... and its time */
+    int64_t ep_bytes[2];              /* last epoch over all ranks: halo and gradient bytes */
+    double ep_fetch_s, ep_allreduce_s; /* ... the slowest rank's exchange and allreduce time */
+    double ep_compute_s;              /* ... and step time less both (the slowest rank's) */
+    /* Distributed mini-batches. */
+    int64_t steps;                    /* per epoch, the same on every rank */
+    int64_t *step_seeds;              /* steps: seeds of all ranks at each step */
+    int64_t *feat_row;                /* n_all: row of each local node in the loader's
+                                         features, -1: fetched per step */
+    float *cache_feat;                /* owned rows, then the cached remote rows */
+    int64_t n_cache;
+    int64_t ep_remote, ep_hits;       /* last epoch, all ranks: remote input rows, from cache */
+    double ep_sample_s;
 } job_t;
 
 /* Metrics of one evaluation. */
@@ -376,7 +409,8 @@ static void release_graphs(void *ctx, gnn_loader_batch_t *b)
     }
 }
 
-static int setup_minibatch(job_t *j)
+static int setup_minibatch_loader(job_t *j, const gnn_csr_t *graph, const float *feat,
+                                  const int64_t *feat_row, const int64_t *labels)
 {
     int rc = 0;
     const gnn_train_opts_t *o = j->o;
@@ -388,12 +422,13 @@ static int setup_minibatch(job_t *j)
     if (rc < 0) goto fail;
     int host = gnn_be_host_memory(j->be);
     gnn_loader_opts_t lo = {
-        .graph = &j->g.csr,
+        .graph = graph,
         .layers = o->layers,
         .fanouts = j->fanout,
-        .feat = j->feat_host,
+        .feat = feat,
         .feat_dim = j->g.feat_dim,
-        .labels = j->g.label,
+        .feat_row = feat_row,
+        .labels = labels,
         .threads = o->prefetch > 0 ? o->sampler_threads : 0,
         .prefetch = o->prefetch > 0 ? o->prefetch : 1,
         .prepare = host ? prepare_graphs : NULL,
@@ -402,6 +437,165 @@ static int setup_minibatch(job_t *j)
     };
     GNN_TRY(gnn_loader_create(&lo, &j->ld));
     return 0;
+fail:
+    return rc;
+}
+
+/* Halo hooks of the model (host-memory backend: buffers are host rows). */
+static int halo_forward(void *ctx, float *x, int64_t f)
+{
+    return gnn_dist_halo_forward(ctx, x, f);
+}
+
+static int halo_backward(void *ctx, float *g, int64_t f)
+{
+    return gnn_dist_halo_backward(ctx, g, f);
+}
+
+static int cmp_score(const void *a, const void *b)
+{
+    const int64_t *x = a, *y = b; /* (score, id): higher score first, then lower id */
+    if (x[0] != y[0]) return x[0] > y[0] ? -1 : 1;
+    return (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+/*
+ * Mini-batches over a partition directory: sampling runs on the part alone
+ * (its rows reach H - 1 hops of halo, so L <= H layers never leave it);
+ * the features of remote input nodes come from their owners each step,
+ * except those of the --feature-cache: the remote nodes the part's rows
+ * name most often (the ones sampling reaches most), fetched once here.
+ */
+static int setup_dist_minibatch(job_t *j)
+{
+    int rc = 0;
+    const gnn_train_opts_t *o = j->o;
+    gnn_dist_part_t *d = j->dist;
+    int64_t n = d->n_owned, f = d->feat_dim, remote = d->n_all - n, bytes = 0, *score = NULL;
+    int64_t *ids = NULL, *counts = NULL;
+    int local = 0;
+    if (d->hops < o->layers)
+        local = GNN_FAIL(GNN_EUSAGE, "%s has %d hop%s of halo; %d-layer mini-batches are sampled "
+                         "on each part and need %d (gnn-partition ... --halo-hops %d)",
+                         o->data, d->hops, d->hops == 1 ? "" : "s", o->layers, o->layers,
+                         o->layers);
+    if (local == 0 && o->feature_cache) local = gnn_parse_size(o->feature_cache, &bytes);
+    GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
+    int64_t cap = f ? bytes / (f * (int64_t)sizeof(float)) : 0;
+    j->n_cache = cap < remote ? cap : remote;
+    score = gnn_malloc_array((size_t)remote * 2 + 2, sizeof *score);
+    j->feat_row = gnn_malloc_array((size_t)d->n_all + 1, sizeof *j->feat_row);
+    j->cache_feat = gnn_alloc_large(((size_t)(n + j->n_cache) * (size_t)f + 1) * sizeof(float));
+    ids = gnn_malloc_array((size_t)j->n_cache + 1, sizeof *ids);
+    counts = gnn_malloc_array((size_t)d->size + 1, sizeof *counts);
+    local = score && j->feat_row && j->cache_feat && ids && counts
+                ? 0
+                : GNN_FAIL(GNN_ENOMEM, "feature cache of %" PRId64 " rows", j->n_cache);
+    GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
+    for (int64_t r = 0; r < remote; r++) {
+        score[2 * r] = 0;
+        score[2 * r + 1] = n + r;
+    }
+    for (gnn_eid_t e = 0; e < d->full.nnz; e++)
+        if (d->full.indices[e] >= n) score[2 * (d->full.indices[e] - n)]++;
+    qsort(score, (size_t)remote, 2 * sizeof *score, cmp_score);
+    for (int64_t v = 0; v < d->n_all; v++) j->feat_row[v] = v < n ? v : -1;
+    for (int64_t c = 0; c < j->n_cache; c++) {
+        ids[c] = score[2 * c + 1];
+        j->feat_row[ids[c]] = n + c;
+    }
+    memcpy(j->cache_feat, d->own_feat, (size_t)n * (size_t)f * sizeof(float));
+    GNN_TRY(gnn_dist_fetch_feat(d, ids, j->n_cache, j->cache_feat + n * f));
+    d->fetch_bytes = 0;
+    d->fetch_s = 0.0;
+    /* Steps: every rank takes the same number; a rank out of batches
+     * still joins each step's fetch and allreduce, with no seeds. */
+    GNN_CHECK(MPI_Allgather(&d->split_n[GNN_SPLIT_TRAIN], 1, MPI_INT64_T, counts, 1, MPI_INT64_T,
+                            MPI_COMM_WORLD) == MPI_SUCCESS,
+              GNN_EMPI, "MPI_Allgather failed");
+    int64_t B = o->batch_size;
+    j->steps = 0;
+    for (int r = 0; r < d->size; r++) {
+        int64_t s = (counts[r] + B - 1) / B;
+        j->steps = s > j->steps ? s : j->steps;
+    }
+    j->step_seeds = gnn_calloc((size_t)j->steps + 1, sizeof *j->step_seeds);
+    GNN_CHECK(j->step_seeds, GNN_ENOMEM, "steps");
+    for (int64_t s = 0; s < j->steps; s++)
+        for (int r = 0; r < d->size; r++) {
+            int64_t left = counts[r] - s * B;
+            j->step_seeds[s] += left <= 0 ? 0 : left < B ? left : B;
+        }
+    GNN_TRY(setup_minibatch_loader(j, &d->full, j->cache_feat, j->feat_row, d->label));
+fail:
+    gnn_free(score);
+    gnn_free(ids);
+    gnn_free(counts);
+    return rc;
+}
+
+/* The model's halo exchange on (full-graph steps and evaluation) or off. */
+static int set_halo(job_t *j, int on)
+{
+    gnn_model_halo_t h = {.ctx = j->dist,
+                          .forward = halo_forward,
+                          .backward = halo_backward,
+                          .n_rows = j->dist->n_local,
+                          .row_id = j->row_id,
+                          .n_global = j->dist->n_global};
+    return gnn_model_set_halo(j->model, on ? &h : NULL);
+}
+
+/* This rank's part (collective; every rank calls it once setup agreed). */
+static int setup_dist(job_t *j)
+{
+    int rc = 0;
+    const gnn_train_opts_t *o = j->o;
+    gnn_backend_t *be = j->be;
+    gnn_dist_part_t *d = j->dist;
+    GNN_TRY(gnn_dist_load(MPI_COMM_WORLD, o->data, j->minibatch, d));
+    int64_t n = d->n_owned, nl = d->n_local, f = d->feat_dim;
+    if (o->normalize_features) {
+        normalize_rows(d->feat, nl, f);
+        if (d->own_feat) normalize_rows(d->own_feat, n, f); /* what fetches serve */
+    }
+    for (int s = 0; s < GNN_NUM_SPLITS; s++)
+        for (int64_t i = 0; i < d->split_n[s]; i++)
+            GNN_CHECK(d->label[d->split[s][i]] >= 0, GNN_EINVAL,
+                      "%s: node %" PRId64 " of the %s split has no label", o->data,
+                      d->gid[d->split[s][i]], gnn_split_names[s]);
+    GNN_CHECK(d->split_total[GNN_SPLIT_TRAIN] > 0, GNN_EINVAL, "%s: the train split is empty",
+              o->data);
+    j->g.feat_dim = f;
+    j->g.num_classes = d->num_classes;
+    j->g.csr.n_rows = n;
+    j->g.csr.nnz = d->csr.nnz;
+    GNN_TRY(gnn_be_upload_take(be, (void **)&d->feat, (size_t)nl * (size_t)f * sizeof(float),
+                               (void **)&j->x));
+    GNN_TRY(upload_new(be, d->label, (size_t)n * sizeof(int64_t), (void **)&j->labels));
+    for (int s = 0; s < GNN_NUM_SPLITS; s++) {
+        j->split_n[s] = d->split_n[s];
+        GNN_TRY(upload_new(be, d->split[s], (size_t)d->split_n[s] * sizeof(int64_t),
+                           (void **)&j->split[s]));
+    }
+    GNN_TRY(upload_new(be, d->gid, (size_t)nl * sizeof(int64_t), (void **)&j->row_id));
+    int64_t rows = j->minibatch && o->batch_size > n ? o->batch_size : n;
+    GNN_TRY(gnn_be_alloc(be, (size_t)rows * (size_t)d->num_classes * sizeof(float) + 1,
+                         (void **)&j->dlogits));
+    GNN_TRY(gnn_be_graph_create_src_deg(be, &d->csr, d->src_deg, &j->bg));
+    if (j->minibatch) GNN_TRY(setup_dist_minibatch(j));
+    GNN_INFO("%s: part %d of %d: %" PRId64 " of %" PRId64 " nodes owned, %" PRId64
+             " halo, %" PRId64 " in-edges, %" PRId64 " features, %" PRId64
+             " classes, train/valid/test %" PRId64 "/%" PRId64 "/%" PRId64 " of %" PRId64
+             "/%" PRId64 "/%" PRId64 "; %s, %s, %s",
+             o->data, d->rank, d->size, n, d->n_global, nl - n, (int64_t)d->csr.nnz, f,
+             d->num_classes, d->split_n[0], d->split_n[1], d->split_n[2], d->split_total[0],
+             d->split_total[1], d->split_total[2], o->model,
+             j->minibatch ? "mini-batch" : "full graph", gnn_backend_describe(be));
+    if (j->minibatch)
+        GNN_INFO("mini-batches of %" PRId64 " seeds per rank, fanouts %s, %" PRId64
+                 " steps per epoch; feature cache %" PRId64 " of %" PRId64 " remote nodes",
+                 o->batch_size, j->fanouts, j->steps, j->n_cache, d->n_all - n);
 fail:
     return rc;
 }
@@ -422,9 +616,25 @@ static int setup(job_t *j)
         GNN_TRY(parse_fanouts(j));
     else
         snprintf(j->fanouts, sizeof j->fanouts, "-");
-    if (o->threads > 0) omp_set_num_threads(o->threads);
+    if (o->threads > 0) {
+        omp_set_num_threads(o->threads);
+    } else if (j->dist) { /* ranks on one machine share its cores */
+        const char *ls = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+        int local = ls ? atoi(ls) : 1, cores = omp_get_num_procs();
+        if (local > 1) omp_set_num_threads(cores / local > 1 ? cores / local : 1);
+    }
+    if (j->dist) {
+        GNN_CHECK(strcmp(o->sparse_features, "on"), GNN_EUSAGE,
+                  "--sparse-features on: not over a partition directory");
+        GNN_CHECK(!o->save_predictions, GNN_EUSAGE,
+                  "--save-predictions: not over a partition directory yet");
+    }
 
     GNN_TRY(gnn_backend_open(o->device, &j->be));
+    if (j->dist)
+        GNN_CHECK(gnn_be_host_memory(j->be), GNN_EUSAGE,
+                  "--device %s: training over a partition directory runs on the cpu device for "
+                  "now", o->device);
     GNN_TRY(gnn_aggr_registry_create(&j->reg));
     if (o->aggr_plugin) GNN_TRY(gnn_aggr_registry_load(j->reg, o->aggr_plugin));
     const char *aggr = o->aggr ? o->aggr : j->kind == GNN_MODEL_GCN ? "gcn" : "mean";
@@ -435,6 +645,7 @@ static int setup(job_t *j)
         goto fail;
     }
     GNN_TRY(gnn_aggr_registry_find(j->reg, aggr, &j->aggr));
+    if (j->dist) return 0; /* the part is loaded by setup_dist, once every rank got here */
 
     GNN_TRY(load_data(j));
     gnn_graph_t *g = &j->g;
@@ -452,7 +663,7 @@ static int setup(job_t *j)
     GNN_TRY(gnn_be_alloc(be, (size_t)rows * (size_t)g->num_classes * sizeof(float),
                          (void **)&j->dlogits));
     if (j->minibatch)
-        GNN_TRY(setup_minibatch(j));
+        GNN_TRY(setup_minibatch_loader(j, &j->g.csr, j->feat_host, NULL, j->g.label));
     else
         GNN_TRY(gnn_be_graph_create(be, &g->csr, &j->bg));
     GNN_INFO("%s: %" GNN_PRIvid " nodes, %" GNN_PRIeid " edges, %" PRId64 " features, %" PRId64
@@ -556,6 +767,7 @@ static void ck_new_run(gnn_checkpoint_t *c, int64_t r)
 static int save_checkpoint(job_t *j)
 {
     int rc = 0;
+    if (j->rank > 0) return 0; /* rank 0 writes; every rank holds the same state */
     gnn_checkpoint_t *c = &j->ck;
     size_t bytes = (size_t)c->n_params * sizeof(float);
     if (j->model) {
@@ -661,6 +873,14 @@ fail:
 /* The logits of every node under the current parameters, without dropout. */
 static int infer(job_t *j, const float **logits)
 {
+    if (j->dist && j->minibatch) { /* layer by layer over all nodes, halo rows exchanged */
+        gnn_bgraph_t *graphs[GNN_MODEL_MAX_LAYERS];
+        for (int l = 0; l < j->o->layers; l++) graphs[l] = j->bg;
+        int rc = set_halo(j, 1);
+        if (rc == 0) rc = gnn_model_forward(j->model, graphs, j->x, 0, logits);
+        int off = set_halo(j, 0);
+        return rc < 0 ? rc : off;
+    }
     if (j->minibatch) {
         const float *hidden;
         int64_t cols;
@@ -688,6 +908,20 @@ static int evaluate(job_t *j, eval_t *ev)
     if (j->split_n[GNN_SPLIT_VALID] > 0)
         GNN_TRY(gnn_be_softmax_xent(j->be, n, C, logits, j->labels, j->split[GNN_SPLIT_VALID],
                                     j->split_n[GNN_SPLIT_VALID], &ev->valid_loss, NULL));
+    if (j->dist) { /* sums over the ranks, divided by the totals */
+        const gnn_dist_part_t *d = j->dist;
+        double v[GNN_NUM_SPLITS + 1];
+        for (int s = 0; s < GNN_NUM_SPLITS; s++) v[s] = ev->acc[s] * (double)j->split_n[s];
+        v[GNN_NUM_SPLITS] = ev->valid_loss * (double)j->split_n[GNN_SPLIT_VALID];
+        GNN_CHECK(MPI_Allreduce(MPI_IN_PLACE, v, GNN_NUM_SPLITS + 1, MPI_DOUBLE, MPI_SUM,
+                                MPI_COMM_WORLD) == MPI_SUCCESS,
+                  GNN_EMPI, "MPI_Allreduce failed");
+        for (int s = 0; s < GNN_NUM_SPLITS; s++)
+            ev->acc[s] = d->split_total[s] ? floor(v[s] + 0.5) / (double)d->split_total[s] : 0.0;
+        ev->valid_loss = d->split_total[GNN_SPLIT_VALID]
+                             ? v[GNN_NUM_SPLITS] / (double)d->split_total[GNN_SPLIT_VALID]
+                             : 0.0;
+    }
     return 0;
 fail:
     return rc;
@@ -719,6 +953,67 @@ fail:
     return rc;
 }
 
+/* Hash of the parameters (FNV-1a over their bytes). */
+static uint64_t params_hash(job_t *j)
+{
+    const unsigned char *b = (const unsigned char *)gnn_model_params(j->model);
+    size_t n = (size_t)gnn_model_n_params(j->model) * sizeof(float);
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
+/*
+ * The rest of a distributed step after the forward: the loss over this
+ * rank's training nodes as its share of the mean over all ranks', the
+ * backward, the gradients summed over the ranks, Adam. *loss: the mean
+ * over all training nodes (the same on every rank).
+ */
+static int dist_step(job_t *j, const float *logits, double *loss)
+{
+    int rc = 0;
+    gnn_dist_part_t *d = j->dist;
+    int64_t n = d->n_owned, C = d->num_classes, nt = j->split_n[GNN_SPLIT_TRAIN];
+    int64_t total = d->split_total[GNN_SPLIT_TRAIN];
+    double mine = 0.0;
+    if (nt > 0) {
+        GNN_TRY(gnn_be_softmax_xent(j->be, n, C, logits, j->labels, j->split[GNN_SPLIT_TRAIN], nt,
+                                    &mine, j->dlogits));
+        GNN_TRY(gnn_be_axpby(j->be, n * C, (float)((double)nt / (double)total), j->dlogits, 0.0f,
+                             j->dlogits));
+    } else {
+        GNN_TRY(gnn_be_zero(j->be, j->dlogits, (size_t)(n * C) * sizeof(float)));
+    }
+    GNN_TRY(gnn_model_backward(j->model, j->dlogits));
+    double t0 = now_s(), sum = mine * (double)nt;
+    int64_t np = gnn_model_n_params(j->model);
+    GNN_CHECK(np <= INT32_MAX, GNN_ERANGE, "more than 2^31 parameters");
+    GNN_CHECK(MPI_Allreduce(MPI_IN_PLACE, gnn_model_grads(j->model), (int)np, MPI_FLOAT, MPI_SUM,
+                            MPI_COMM_WORLD) == MPI_SUCCESS &&
+                  MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD) ==
+                      MPI_SUCCESS,
+              GNN_EMPI, "gradient allreduce failed");
+    j->allreduce_s += now_s() - t0;
+    j->grad_bytes += d->size > 1 ? np * (int64_t)sizeof(float) : 0;
+    *loss = sum / (double)total;
+    GNN_TRY(adam_step(j));
+    if (j->o->debug) { /* every rank must now hold the same parameters */
+        uint64_t h = params_hash(j), lo = h, hi = h;
+        GNN_CHECK(MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD) ==
+                          MPI_SUCCESS &&
+                      MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD) ==
+                          MPI_SUCCESS,
+                  GNN_EMPI, "parameter hash allreduce failed");
+        if (lo != hi)
+            rc = GNN_FAIL(GNN_EINVAL, "--debug: the parameters differ across ranks after step %" PRId64
+                          " (rank %d hash %016" PRIx64 ")",
+                          j->ck.step, d->rank, h);
+        rc = gnn_dist_agree(MPI_COMM_WORLD, rc);
+    }
+fail:
+    return rc;
+}
+
 static int train_epoch_full(job_t *j, double *loss)
 {
     int rc = 0;
@@ -727,6 +1022,7 @@ static int train_epoch_full(job_t *j, double *loss)
     for (int l = 0; l < j->o->layers; l++) graphs[l] = j->bg;
     int64_t n = j->g.csr.n_rows, C = j->g.num_classes;
     GNN_TRY(gnn_model_forward(j->model, graphs, j->x, 1, &logits));
+    if (j->dist) return dist_step(j, logits, loss);
     GNN_TRY(gnn_be_softmax_xent(j->be, n, C, logits, j->labels, j->split[GNN_SPLIT_TRAIN],
                                 j->split_n[GNN_SPLIT_TRAIN], loss, j->dlogits));
     GNN_TRY(gnn_model_backward(j->model, j->dlogits));
@@ -805,9 +1101,174 @@ fail:
     return rc;
 }
 
+/* Sum the gradients over the ranks, then Adam (every rank the same step). */
+static int dist_reduce_step(job_t *j)
+{
+    int rc = 0;
+    double t0 = now_s();
+    int64_t np = gnn_model_n_params(j->model);
+    GNN_CHECK(np <= INT32_MAX, GNN_ERANGE, "more than 2^31 parameters");
+    GNN_CHECK(MPI_Allreduce(MPI_IN_PLACE, gnn_model_grads(j->model), (int)np, MPI_FLOAT, MPI_SUM,
+                            MPI_COMM_WORLD) == MPI_SUCCESS,
+              GNN_EMPI, "gradient allreduce failed");
+    j->allreduce_s += now_s() - t0;
+    j->grad_bytes += j->dist->size > 1 ? np * (int64_t)sizeof(float) : 0;
+    GNN_TRY(adam_step(j));
+fail:
+    return rc;
+}
+
+/*
+ * One epoch of distributed mini-batches: every rank takes j->steps steps;
+ * in each, its next batch of its own training nodes (none once its batches
+ * are done), the features of remote input nodes not cached fetched from
+ * their owners, the loss as its share of the mean over all ranks' seeds of
+ * the step, gradients summed, one Adam step. *remote, *hits: this rank's
+ * remote input rows and those the cache held.
+ */
+static int train_epoch_dist_minibatch(job_t *j, double *loss, int64_t *remote, int64_t *hits)
+{
+    int rc = 0;
+    gnn_dist_part_t *d = j->dist;
+    gnn_checkpoint_t *c = &j->ck;
+    gnn_backend_t *be = j->be;
+    int L = j->o->layers, own = !gnn_be_host_memory(be);
+    int64_t F = d->feat_dim, C = d->num_classes, nt = d->split_n[GNN_SPLIT_TRAIN];
+    int64_t *miss = NULL, miss_cap = 0, *pos = NULL;
+    float *rows = NULL;
+    size_t rows_cap = 0;
+    gnn_loader_batch_t *b = NULL;
+    uint64_t seed = (uint64_t)j->o->seed + (uint64_t)c->run + 0x9E3779B97F4A7C15ull * (uint64_t)d->rank;
+    double sum = 0.0, compute = 0.0;
+    int local = nt > 0 ? gnn_loader_start(j->ld, d->split[GNN_SPLIT_TRAIN], nt, j->o->batch_size,
+                                          1, seed, (uint64_t)c->epoch)
+                       : 0;
+    GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
+    int64_t mine = nt > 0 ? gnn_loader_batches(j->ld) : 0;
+    for (int64_t s = 0; s < j->steps; s++) {
+        local = 0;
+        int64_t nm = 0;
+        if (s < mine) local = gnn_loader_next(j->ld, &b);
+        if (local == 0 && b) { /* remote input rows the cache does not hold */
+            const gnn_minibatch_t *mb = &b->mb;
+            if (mb->n_input > miss_cap) {
+                gnn_free(miss);
+                gnn_free(pos);
+                miss_cap = mb->n_input;
+                miss = gnn_malloc_array((size_t)miss_cap, sizeof *miss);
+                pos = gnn_malloc_array((size_t)miss_cap, sizeof *pos);
+                if (!miss || !pos) local = GNN_FAIL(GNN_ENOMEM, "batch fetch lists");
+            }
+            for (gnn_vid_t k = 0; k < mb->n_input && local == 0; k++) {
+                gnn_vid_t v = mb->nodes[k];
+                if (v < d->n_owned) continue;
+                (*remote)++;
+                if (j->feat_row[v] >= 0) {
+                    (*hits)++;
+                    continue;
+                }
+                miss[nm] = v;
+                pos[nm++] = k;
+            }
+            if (local == 0 && (size_t)(nm * F) + 1 > rows_cap) {
+                gnn_free(rows);
+                rows_cap = (size_t)(nm * F) + 1;
+                rows = gnn_alloc_large(rows_cap * sizeof *rows);
+                if (!rows) local = GNN_FAIL(GNN_ENOMEM, "fetched features");
+            }
+        }
+        GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
+        GNN_TRY(gnn_dist_fetch_feat(d, miss, nm, rows));
+        double t0 = now_s();
+        if (b) {
+            const gnn_minibatch_t *mb = &b->mb;
+            for (int64_t i = 0; i < nm; i++)
+                memcpy(b->x + pos[i] * F, rows + i * F, (size_t)F * sizeof(float));
+            int64_t ns = mb->n_seeds;
+            gnn_bgraph_t *graphs[GNN_MODEL_MAX_LAYERS] = {0};
+            const float *logits;
+            double bl = 0.0;
+            for (int l = 0; l < L && rc == 0; l++) {
+                if (own)
+                    rc = gnn_be_graph_create(be, &mb->blocks[l].csr, &graphs[l]);
+                else
+                    graphs[l] = b->user[l];
+            }
+            if (rc == 0) rc = gnn_model_forward(j->model, graphs, b->x, 1, &logits);
+            if (rc == 0)
+                rc = gnn_be_softmax_xent(be, ns, C, logits, b->y, j->iota, ns, &bl, j->dlogits);
+            if (rc == 0)
+                rc = gnn_be_axpby(be, ns * C, (float)((double)ns / (double)j->step_seeds[s]),
+                                  j->dlogits, 0.0f, j->dlogits);
+            if (rc == 0) rc = gnn_model_backward(j->model, j->dlogits);
+            if (own)
+                for (int l = 0; l < L; l++) gnn_be_graph_free(graphs[l]);
+            sum += bl * (double)ns;
+            gnn_loader_release(j->ld, b);
+            b = NULL;
+        } else {
+            rc = gnn_be_zero(be, gnn_model_grads(j->model),
+                             (size_t)gnn_model_n_params(j->model) * sizeof(float));
+        }
+        if (rc < 0) goto fail; /* a failure of this rank alone: the job ends */
+        compute += now_s() - t0;
+        GNN_TRY(dist_reduce_step(j));
+    }
+    if (nt > 0) { /* the loader's end of epoch */
+        GNN_TRY(gnn_loader_next(j->ld, &b));
+        GNN_CHECK(!b, GNN_EINVAL, "more batches than steps");
+        gnn_loader_stats(j->ld, &j->lst);
+    } else {
+        memset(&j->lst, 0, sizeof j->lst);
+    }
+    j->compute_s = compute;
+    GNN_CHECK(MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD) ==
+                  MPI_SUCCESS,
+              GNN_EMPI, "MPI_Allreduce failed");
+    *loss = sum / (double)d->split_total[GNN_SPLIT_TRAIN];
+fail:
+    if (b) gnn_loader_release(j->ld, b);
+    gnn_free(miss);
+    gnn_free(pos);
+    gnn_free(rows);
+    return rc;
+}
+
 static int train_epoch(job_t *j, double *loss)
 {
-    return j->minibatch ? train_epoch_minibatch(j, loss) : train_epoch_full(j, loss);
+    if (!j->dist) return j->minibatch ? train_epoch_minibatch(j, loss) : train_epoch_full(j, loss);
+    int rc = 0;
+    gnn_dist_part_t *d = j->dist;
+    d->bytes_sent = d->fetch_bytes = j->grad_bytes = 0;
+    d->exchange_s = d->fetch_s = j->allreduce_s = 0.0;
+    int64_t remote = 0, hits = 0;
+    double t_start = now_s();
+    if (j->minibatch)
+        GNN_TRY(train_epoch_dist_minibatch(j, loss, &remote, &hits));
+    else
+        GNN_TRY(train_epoch_full(j, loss));
+    /* This rank's step time less its own waits: the slowest is logged. */
+    double comp = now_s() - t_start - d->exchange_s - d->fetch_s - j->allreduce_s;
+    int64_t b[4] = {d->bytes_sent + d->fetch_bytes, j->grad_bytes, remote, hits};
+    double t[3] = {d->exchange_s + d->fetch_s, j->allreduce_s, comp}, ts = j->lst.sample_s,
+           tsmax = 0.0;
+    int64_t ball[4];
+    GNN_CHECK(MPI_Allreduce(b, ball, 4, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS &&
+                  MPI_Allreduce(MPI_IN_PLACE, t, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD) ==
+                      MPI_SUCCESS &&
+                  MPI_Allreduce(&ts, &tsmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD) ==
+                      MPI_SUCCESS,
+              GNN_EMPI, "MPI_Allreduce failed");
+    j->ep_bytes[0] = ball[0];
+    j->ep_bytes[1] = ball[1];
+    j->ep_remote = ball[2];
+    j->ep_hits = ball[3];
+    j->ep_sample_s = j->minibatch ? tsmax : 0.0;
+    j->ep_fetch_s = t[0];
+    j->ep_allreduce_s = t[1];
+    j->ep_compute_s = t[2] > 0.0 ? t[2] : 0.0;
+fail:
+    return rc;
 }
 
 static void log_epoch(job_t *j, int64_t epoch, double loss, const eval_t *ev, int evaluated,
@@ -847,6 +1308,26 @@ static void log_epoch(job_t *j, int64_t epoch, double loss, const eval_t *ev, in
             fprintf(f, ", \"stall_s\": ");
             gnn_json_number(f, st->stall_s);
             fprintf(f, ", \"prefetch_stalls\": %" PRId64, st->stalls);
+        }
+        if (j->dist) { /* bytes: sent by all ranks; times: the slowest rank's */
+            fprintf(f, ", \"ranks\": %d, \"feat_bytes\": %" PRId64 ", \"sample_bytes\": 0"
+                       ", \"grad_bytes\": %" PRId64,
+                    j->dist->size, j->ep_bytes[0], j->ep_bytes[1]);
+            if (!j->minibatch) {
+                fprintf(f, ", \"sample_s\": 0, \"compute_s\": ");
+                gnn_json_number(f, j->ep_compute_s);
+            } else {
+                fprintf(f, ", \"steps\": %" PRId64 ", \"remote_inputs\": %" PRId64
+                           ", \"cache_hits\": %" PRId64 ", \"cache_hit_rate\": ",
+                        j->steps, j->ep_remote, j->ep_hits);
+                gnn_json_number(f, j->ep_remote ? (double)j->ep_hits / (double)j->ep_remote : 0.0);
+                fprintf(f, ", \"sample_s_max\": ");
+                gnn_json_number(f, j->ep_sample_s);
+            }
+            fprintf(f, ", \"fetch_s\": ");
+            gnn_json_number(f, j->ep_fetch_s);
+            fprintf(f, ", \"allreduce_s\": ");
+            gnn_json_number(f, j->ep_allreduce_s);
         }
         fprintf(f, "}\n");
         fflush(f);
@@ -957,6 +1438,7 @@ static int start_run(job_t *j, int restore)
     j->model = NULL;
     GNN_TRY(gnn_model_create(j->be, j->reg, &mc, seed, &j->model));
     if (j->bxs) GNN_TRY(gnn_model_set_sparse_input(j->model, j->bxs));
+    if (j->dist && !j->minibatch) GNN_TRY(set_halo(j, 1));
     int64_t np = gnn_model_n_params(j->model);
     size_t bytes = (size_t)np * sizeof(float);
     if (!c->params) GNN_TRY(ck_alloc(j, np));
@@ -1114,6 +1596,7 @@ static void job_free(job_t *j)
         gnn_be_free(j->be, j->hbuf[1]);
         gnn_be_free(j->be, j->ebuf);
         gnn_be_free(j->be, j->eidx);
+        gnn_be_free(j->be, j->row_id);
     }
     gnn_loader_free(j->ld); /* before the graph it samples and the backend */
     gnn_free(j->outdeg);
@@ -1125,6 +1608,10 @@ static void job_free(job_t *j)
     gnn_backend_close(j->be);
     gnn_checkpoint_free(&j->ck);
     if (j->log) fclose(j->log);
+    if (j->dist) gnn_dist_free(j->dist);
+    gnn_free(j->step_seeds);
+    gnn_free(j->feat_row);
+    gnn_free(j->cache_feat);
 }
 
 int gnn_train_run(const gnn_train_opts_t *o, gnn_train_result_t *res)
@@ -1133,7 +1620,28 @@ int gnn_train_run(const gnn_train_opts_t *o, gnn_train_result_t *res)
     job_t job = {0}, *j = &job;
     j->o = o;
     gnn_graph_init(&j->g);
-    GNN_TRY(setup(j));
+    gnn_dist_part_t dist;
+    struct stat sb;
+    int size = 1;
+    if (o->data && stat(o->data, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        /* A partition directory: one rank per part. Settings are agreed
+         * before the collective load. */
+        memset(&dist, 0, sizeof dist);
+        j->dist = &dist;
+        MPI_Comm_rank(MPI_COMM_WORLD, &j->rank);
+        rc = setup(j);
+        GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, rc));
+        GNN_TRY(setup_dist(j));
+    } else {
+        int init = 0;
+        MPI_Initialized(&init);
+        if (init) MPI_Comm_size(MPI_COMM_WORLD, &size);
+        GNN_CHECK(size == 1, GNN_EUSAGE,
+                  "%s is a graph file, which one process trains on; for %d ranks, partition it "
+                  "with gnn-partition -k %d and train on the directory",
+                  o->data ? o->data : "--data", size, size);
+        GNN_TRY(setup(j));
+    }
 
     /* The state: from the checkpoint when resuming one, else fresh. */
     int restore = 0;
@@ -1194,7 +1702,7 @@ int gnn_train_run(const gnn_train_opts_t *o, gnn_train_result_t *res)
     }
     ck_config(j, &j->ck);
 
-    if (o->log_json) {
+    if (o->log_json && j->rank == 0) {
         j->log = fopen(o->log_json, restore || j->ck.runs_done > 0 ? "a" : "w");
         GNN_CHECK(j->log, GNN_EIO, "cannot write the log %s: %s", o->log_json, strerror(errno));
     }

@@ -45,6 +45,9 @@ typedef struct {
     int sampler_threads;       /* threads building batches */
     int prefetch;              /* batches prepared ahead; 0: none (sampled on demand) */
     int64_t eval_batch_size;   /* nodes per batch of layer-wise inference (mini-batch mode) */
+    int debug;                 /* distributed: compare a parameter hash across ranks each epoch */
+    const char *feature_cache; /* distributed mini-batches: bytes of remote features kept
+                                  locally, e.g. "64M" (NULL or "0": none) */
 } gnn_train_opts_t;
 
 /* The defaults of gnn-train. */
@@ -61,7 +64,10 @@ typedef struct {
 } gnn_train_result_t;
 
 /* Run the training o describes. 0, or a GNN_E code with a one-line message
- * (bad options give GNN_EUSAGE). res may be NULL. */
+ * (bad options give GNN_EUSAGE). res may be NULL. With o->data a partition
+ * directory (gnn-partition), MPI must be initialised: rank r of
+ * MPI_COMM_WORLD trains on part r (full graph) and the ranks average
+ * their gradients every step; the call is then collective. */
 int gnn_train_run(const gnn_train_opts_t *o, gnn_train_result_t *res);
 
 #endif

@@ -92,6 +92,13 @@ static int cpu_dropout(gnn_backend_t *be, int64_t n, float p, uint64_t seed, uin
     return gnn_dropout(n, p, seed, offset, x, y);
 }
 
+static int cpu_dropout_rows(gnn_backend_t *be, int64_t rows, int64_t f, const int64_t *row_id,
+                            float p, uint64_t seed, uint64_t offset, const float *x, float *y)
+{
+    (void)be;
+    return gnn_dropout_rows(rows, f, row_id, p, seed, offset, x, y);
+}
+
 static int cpu_dropout_backward(gnn_backend_t *be, int64_t n, float p, uint64_t seed,
                                 uint64_t offset, const float *dy, float *dx)
 {
@@ -211,6 +218,7 @@ static const gnn_backend_ops_t cpu_ops = {
     .relu_backward = cpu_relu_backward,
     .dropout = cpu_dropout,
     .dropout_backward = cpu_dropout_backward,
+    .dropout_rows = cpu_dropout_rows,
     .axpby = cpu_axpby,
     .gather_rows = cpu_gather_rows,
     .softmax_xent = cpu_softmax_xent,

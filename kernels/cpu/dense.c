@@ -14,6 +14,7 @@
 
 #include <cblas.h>
 #include <inttypes.h>
+#include <omp.h>
 #include <limits.h>
 #include <math.h>
 #include <string.h>
@@ -352,20 +353,18 @@ static void mask_batch(const uint32_t *r, const float *xs, float *ys, float p, f
  * y[i] = keep(offset + i) ? x[i] * scale : 0. The counters are walked in
  * batches of RNG_BATCH aligned blocks (4 * RNG_BATCH elements); a batch
  * that the range covers only in part (at either end) masks element by
- * element, full batches in one vectorised loop.
+ * element, full batches in one vectorised loop. Batches [k0, k1) of the
+ * range only (serial): the parallel callers split the batches.
  */
-static void dropout_apply(int64_t n, float p, uint64_t seed, uint64_t offset, const float *x,
-                          float *y)
+static void dropout_batches(int64_t n, float p, float scale, uint64_t seed, uint64_t offset,
+                            const float *x, float *y, int64_t k0, int64_t k1)
 {
-    const float scale = (float)(1.0 / (1.0 - (double)p));
     const int64_t per = 4 * RNG_BATCH;
     /* Counter of element i is offset + i; batch k covers counters
      * [per * (b0 + k), per * (b0 + k + 1)) with b0 the batch of offset. */
     uint64_t b0 = offset / (uint64_t)per;
     int64_t lead = (int64_t)(offset % (uint64_t)per); /* counters of batch 0 before element 0 */
-    int64_t nb = (lead + n + per - 1) / per;
-#pragma omp parallel for schedule(static) if (n >= PAR_MIN)
-    for (int64_t k = 0; k < nb; k++) {
+    for (int64_t k = k0; k < k1; k++) {
         uint32_t r[4 * RNG_BATCH];
         philox_batch(seed, (b0 + (uint64_t)k) * (uint64_t)RNG_BATCH, r);
         int64_t i0 = k * per - lead; /* element of r[0] */
@@ -381,6 +380,27 @@ static void dropout_apply(int64_t n, float p, uint64_t seed, uint64_t offset, co
     }
 }
 
+/* Batches a range of n elements from counter offset touches. */
+static int64_t dropout_nbatches(int64_t n, uint64_t offset)
+{
+    const int64_t per = 4 * RNG_BATCH;
+    return ((int64_t)(offset % (uint64_t)per) + n + per - 1) / per;
+}
+
+static float dropout_scale(float p) { return (float)(1.0 / (1.0 - (double)p)); }
+
+static void dropout_apply(int64_t n, float p, uint64_t seed, uint64_t offset, const float *x,
+                          float *y)
+{
+    const float scale = dropout_scale(p);
+    int64_t nb = dropout_nbatches(n, offset);
+#pragma omp parallel if (n >= PAR_MIN)
+    {
+        int t = omp_get_thread_num(), nt = omp_get_num_threads();
+        dropout_batches(n, p, scale, seed, offset, x, y, nb * t / nt, nb * (t + 1) / nt);
+    }
+}
+
 int gnn_dropout(int64_t n, float p, uint64_t seed, uint64_t offset, const float *x, float *y)
 {
     int rc = 0;
@@ -392,6 +412,38 @@ int gnn_dropout(int64_t n, float p, uint64_t seed, uint64_t offset, const float 
         return 0;
     }
     dropout_apply(n, p, seed, offset, x, y);
+    return 0;
+fail:
+    return rc;
+}
+
+int gnn_dropout_rows(int64_t rows, int64_t f, const int64_t *row_id, float p, uint64_t seed,
+                     uint64_t offset, const float *x, float *y)
+{
+    int rc = 0;
+    GNN_TRY(check_count("gnn_dropout_rows", rows));
+    GNN_TRY(check_count("gnn_dropout_rows", f));
+    GNN_TRY(check_drop_p("gnn_dropout_rows", p));
+    GNN_CHECK(row_id || rows == 0, GNN_EINVAL, "gnn_dropout_rows: NULL row ids");
+    for (int64_t r = 0; r < rows; r++)
+        GNN_CHECK(row_id[r] >= 0, GNN_EINVAL, "gnn_dropout_rows: row %" PRId64 " has id %" PRId64,
+                  r, row_id[r]);
+    if (rows == 0 || f == 0) return 0;
+    if (p == 0.0f) {
+        if (y != x) memcpy(y, x, (size_t)rows * (size_t)f * sizeof *y);
+        return 0;
+    }
+    /* Runs of consecutive ids are one range of counters each. */
+    const float scale = dropout_scale(p);
+#pragma omp parallel for schedule(dynamic, 256) if (rows * f >= PAR_MIN)
+    for (int64_t r = 0; r < rows; r++) {
+        if (r > 0 && row_id[r] == row_id[r - 1] + 1 && r % 256 != 0) continue; /* inside a run */
+        int64_t e = r + 1;
+        while (e < rows && row_id[e] == row_id[e - 1] + 1 && e % 256 != 0) e++;
+        int64_t n = (e - r) * f;
+        uint64_t off = offset + (uint64_t)row_id[r] * (uint64_t)f;
+        dropout_batches(n, p, scale, seed, off, x + r * f, y + r * f, 0, dropout_nbatches(n, off));
+    }
     return 0;
 fail:
     return rc;

@@ -1,8 +1,9 @@
 /*
  * Helpers shared by the test programs: a fresh temporary directory per test
- * program, path joining, reading a file into memory, and running a command
- * with its standard output and error captured (for the tests of the
- * commands' one-line errors and exit codes). Header-only, test code only.
+ * program, path joining, reading a file into memory, and starting or running
+ * a command with its standard output and error sent to files (for the tests
+ * of the commands' one-line errors and exit codes). Header-only, test code
+ * only.
  */
 #ifndef GNN_TESTS_TESTUTIL_H
 #define GNN_TESTS_TESTUTIL_H
@@ -89,13 +90,12 @@ typedef struct {
     char *err;  /* captured standard error */
 } tu_run_t;
 
-/* Run argv (NULL-terminated) with stdout and stderr captured. */
-static inline tu_run_t tu_run(char *const argv[])
+/* Start argv (NULL-terminated) with standard input from /dev/null and
+ * standard output and error into the files out_path and err_path (created
+ * or truncated). Returns the child's pid, or -1 when fork fails; a child
+ * that cannot open the files exits 126, one that cannot exec argv[0] 127. */
+static inline pid_t tu_spawn(char *const argv[], const char *out_path, const char *err_path)
 {
-    tu_run_t r = {-1, NULL, NULL};
-    char out_path[640], err_path[640]; /* not tu_path: callers hold its results */
-    snprintf(out_path, sizeof out_path, "%s/run.stdout", tu_tmpdir());
-    snprintf(err_path, sizeof err_path, "%s/run.stderr", tu_tmpdir());
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) {
@@ -109,6 +109,17 @@ static inline tu_run_t tu_run(char *const argv[])
         execv(argv[0], argv);
         _exit(127);
     }
+    return pid;
+}
+
+/* Run argv (NULL-terminated) with stdout and stderr captured. */
+static inline tu_run_t tu_run(char *const argv[])
+{
+    tu_run_t r = {-1, NULL, NULL};
+    char out_path[640], err_path[640]; /* not tu_path: callers hold its results */
+    snprintf(out_path, sizeof out_path, "%s/run.stdout", tu_tmpdir());
+    snprintf(err_path, sizeof err_path, "%s/run.stderr", tu_tmpdir());
+    pid_t pid = tu_spawn(argv, out_path, err_path);
     int st = 0;
     if (pid > 0 && waitpid(pid, &st, 0) == pid)
         r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);

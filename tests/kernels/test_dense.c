@@ -82,6 +82,21 @@ static void expect_close(const char *what, const float *got, const double *want,
     }
 }
 
+/* A random permutation of [0, rows): its first n entries are a random
+ * subset of n distinct rows. */
+static int64_t *rand_perm(uint64_t *st, int64_t rows)
+{
+    int64_t *perm = malloc((size_t)(rows > 0 ? rows : 1) * sizeof *perm);
+    assert_non_null(perm);
+    for (int64_t i = 0; i < rows; i++) perm[i] = i;
+    for (int64_t i = rows - 1; i > 0; i--) {
+        int64_t j = (int64_t)(tu_rng_next(st) % (uint64_t)(i + 1)), t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+    return perm;
+}
+
 static void expect_error(int rc, int code, const char *want)
 {
     assert_int_equal(rc, code);
@@ -552,22 +567,74 @@ static void test_dropout_identity_and_errors(void **state)
     free(x), free(y);
 }
 
-/* ---- Softmax cross-entropy ---------------------------------------------------- */
-
-/* A random permutation of [0, rows): its first n entries are a random
- * subset of n distinct rows. */
-static int64_t *rand_perm(uint64_t *st, int64_t rows)
+/*
+ * gnn_dropout_rows on rows picked at random from a larger matrix (a
+ * random subset in random order; f not a multiple of 4; offsets that are
+ * not aligned to the generator's batches, one of them wrapping past 2^64):
+ * each row equals that row of gnn_dropout on the larger matrix, bit for
+ * bit, on and above the threading threshold. p == 0 copies, y == x works,
+ * and a negative row id is GNN_EINVAL with y untouched.
+ */
+static void test_dropout_rows_match_whole_matrix(void **state)
 {
-    int64_t *perm = malloc((size_t)(rows > 0 ? rows : 1) * sizeof *perm);
-    assert_non_null(perm);
-    for (int64_t i = 0; i < rows; i++) perm[i] = i;
-    for (int64_t i = rows - 1; i > 0; i--) {
-        int64_t j = (int64_t)(tu_rng_next(st) % (uint64_t)(i + 1)), t = perm[i];
-        perm[i] = perm[j];
-        perm[j] = t;
+    (void)state;
+    uint64_t st = g_seed ^ 0x6472;
+    static const struct {
+        int64_t big, rows, f;
+    } shapes[] = {{1, 1, 1}, {50, 17, 7}, {1000, 300, 37}, {3000, 2000, 21}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const int64_t big = shapes[s].big, rows = shapes[s].rows, f = shapes[s].f;
+        float *xb = rand_floats(&st, big * f, -1, 1);
+        float *yb = malloc((size_t)(big * f) * sizeof *yb);
+        float *x = malloc((size_t)(rows * f) * sizeof *x);
+        float *y = malloc((size_t)(rows * f) * sizeof *y);
+        assert_non_null(yb);
+        assert_non_null(x);
+        assert_non_null(y);
+        int64_t *id = rand_perm(&st, big);
+        for (int64_t r = 0; r < rows; r++) memcpy(x + r * f, xb + id[r] * f, (size_t)f * sizeof *x);
+        const uint64_t offsets[] = {1 + 2 * (tu_rng_next(&st) % 100000),
+                                    UINT64_MAX - 3 * (uint64_t)f};
+        for (int o = 0; o < 2; o++) {
+            uint64_t seed = tu_rng_next(&st), off = offsets[o];
+            assert_int_equal(gnn_dropout(big * f, 0.4f, seed, off, xb, yb), 0);
+            assert_int_equal(gnn_dropout_rows(rows, f, id, 0.4f, seed, off, x, y), 0);
+            int64_t kept = 0;
+            for (int64_t r = 0; r < rows; r++) {
+                if (memcmp(y + r * f, yb + id[r] * f, (size_t)f * sizeof *y) != 0)
+                    fail_msg("%" PRId64 " x %" PRId64 ", offset %" PRIu64 ": row %" PRId64
+                             " (id %" PRId64 ") differs from gnn_dropout's (seed %" PRIu64 ")",
+                             rows, f, off, r, id[r], g_seed);
+                for (int64_t j = 0; j < f; j++) kept += y[r * f + j] != 0.0f;
+            }
+            if (rows * f >= 100) assert_true(kept > 0 && kept < rows * f);
+            /* In place. */
+            float *z = malloc((size_t)(rows * f) * sizeof *z);
+            assert_non_null(z);
+            memcpy(z, x, (size_t)(rows * f) * sizeof *z);
+            assert_int_equal(gnn_dropout_rows(rows, f, id, 0.4f, seed, off, z, z), 0);
+            assert_memory_equal(z, y, (size_t)(rows * f) * sizeof *z);
+            free(z);
+        }
+        /* p == 0 copies. */
+        assert_int_equal(gnn_dropout_rows(rows, f, id, 0.0f, 5, 3, x, y), 0);
+        assert_memory_equal(x, y, (size_t)(rows * f) * sizeof *y);
+        free(xb), free(yb), free(x), free(y), free(id);
     }
-    return perm;
+
+    int64_t id[3] = {4, -1, 2};
+    float x[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, y[9], before[9];
+    for (int i = 0; i < 9; i++) y[i] = before[i] = -7.0f;
+    expect_error(gnn_dropout_rows(3, 3, id, 0.5f, 1, 0, x, y), GNN_EINVAL, "has id -1");
+    assert_memory_equal(y, before, sizeof y);
+    expect_error(gnn_dropout_rows(3, 3, id, 0.0f, 1, 0, x, y), GNN_EINVAL, "has id -1");
+    assert_memory_equal(y, before, sizeof y);
+    id[1] = 0;
+    expect_error(gnn_dropout_rows(3, 3, id, 1.0f, 1, 0, x, y), GNN_EINVAL, "outside [0, 1)");
+    assert_memory_equal(y, before, sizeof y);
 }
+
+/* ---- Softmax cross-entropy ---------------------------------------------------- */
 
 static void test_softmax_xent_against_reference(void **state)
 {
@@ -877,6 +944,7 @@ int main(void)
         cmocka_unit_test(test_dropout_fraction_and_reference),
         cmocka_unit_test(test_dropout_offsets),
         cmocka_unit_test(test_dropout_identity_and_errors),
+        cmocka_unit_test(test_dropout_rows_match_whole_matrix),
         cmocka_unit_test(test_softmax_xent_against_reference),
         cmocka_unit_test(test_softmax_xent_fd),
         cmocka_unit_test(test_softmax_xent_errors),

@@ -147,7 +147,7 @@ static int write_graphs(unsigned seed)
 
 /* ---- Comparing two directories (rank 0) ---------------------------------------- */
 
-static char g_diff[512]; /* the first difference found */
+static char g_diff[1200]; /* the first difference found */
 
 static int same_attrs(hid_t a, hid_t b, const char *where)
 {
@@ -201,7 +201,7 @@ typedef struct {
 static herr_t visit(hid_t fa, const char *name, const H5O_info_t *info, void *op)
 {
     visit_t *v = op;
-    char where[400];
+    char where[700];
     snprintf(where, sizeof where, "%s:/%s", v->file, name);
     v->objects++;
     hid_t a = H5Oopen(fa, name, H5P_DEFAULT), b = H5Oopen(v->fb, name, H5P_DEFAULT);

@@ -21,8 +21,9 @@
  * (framed by dashed lines: "Primary job terminated normally, but 1
  * process returned ...", "mpiexec detected that one or more processes
  * exited with non-zero status ...", the failing process's name and exit
- * code). Only those known lines are removed before the error lines are
- * counted; anything else mpiexec or a rank prints is counted.
+ * code). Only those known lines are removed (tu_strip_mpiexec_lines)
+ * before the error lines are counted; anything else mpiexec or a rank
+ * prints is counted.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -92,46 +93,6 @@ static void mpi_ok(char *first, ...)
 
 #define MPI_OK(...) mpi_ok(__VA_ARGS__, (char *)NULL)
 
-/*
- * Drop from s, in place, the lines mpiexec adds when a rank exits
- * non-zero: its dashed frames, blank lines, and the known sentences of its
- * "Primary job terminated normally" and "mpiexec detected that one or
- * more processes exited with non-zero status" notices.
- */
-static void strip_mpiexec_lines(char *s)
-{
-    static const char *const known[] = {
-        "Primary job  terminated normally, but",
-        "Primary job terminated normally, but",
-        "a non-zero exit code. Per user-direction, the job has been aborted.",
-        "mpiexec detected that one or more processes exited with non-zero status",
-        "the job to be terminated. The first process to do so was:",
-        "Process name: [[",
-        "Exit code:",
-    };
-    char *out = s;
-    for (char *line = s; *line;) {
-        char *end = strchr(line, '\n');
-        size_t len = end ? (size_t)(end - line) + 1 : strlen(line);
-        const char *p = line;
-        while (*p == ' ' || *p == '\t') p++;
-        int drop = *p == '\n' || *p == '\0';
-        if (!drop && *p == '-') {
-            const char *q = p;
-            while (*q == '-') q++;
-            drop = q - p >= 20 && (*q == '\n' || *q == '\0');
-        }
-        for (size_t i = 0; !drop && i < sizeof known / sizeof known[0]; i++)
-            drop = !strncmp(p, known[i], strlen(known[i]));
-        if (!drop) {
-            memmove(out, line, len);
-            out += len;
-        }
-        line += len;
-    }
-    *out = '\0';
-}
-
 /* gnn-partition under mpiexec -np 2 with the arguments that follow must
  * fail: a non-zero status (status itself unless it is -1), nothing on
  * standard output, and, once mpiexec's own lines are removed, exactly one
@@ -146,7 +107,7 @@ static void mpi_fails(const char *out, int status, const char *want, char *first
     tu_run_t r = tu_run(argv);
     char *raw = strdup(r.err ? r.err : "");
     assert_non_null(raw);
-    strip_mpiexec_lines(r.err);
+    tu_strip_mpiexec_lines(r.err);
     if (r.status == 0 || (status >= 0 && r.status != status) || tu_count_lines(r.err) != 1 ||
         strncmp(r.err, "gnn-partition: error: ", 22) != 0 || !strstr(r.err, want))
         fail_msg("status %d, stderr '%s'; expected status %d and one error line with '%s'",

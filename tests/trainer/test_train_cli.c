@@ -97,7 +97,6 @@ static double run_ok(char *bin, ...)
 
 /* ---- A small JSON reader for the --log-json lines ------------------------- */
 
-
 /* The line is exactly one JSON object. */
 static int json_line_ok(const char *line)
 {
@@ -106,38 +105,16 @@ static int json_line_ok(const char *line)
     return end && *tu_json_ws(end) == '\0';
 }
 
-/* Value of top-level member key of a flat object line, or NULL. */
-static const char *json_get(const char *line, const char *key)
-{
-    char pat[128];
-    snprintf(pat, sizeof pat, "\"%s\"", key);
-    for (const char *p = strstr(line, pat); p; p = strstr(p + 1, pat)) {
-        const char *v = tu_json_ws(p + strlen(pat));
-        if (*v == ':') return tu_json_ws(v + 1);
-    }
-    return NULL;
-}
-
-static double json_num(const char *line, const char *key)
-{
-    const char *v = json_get(line, key);
-    if (!v) fail_msg("no \"%s\" in %s", key, line);
-    char *end;
-    double d = strtod(v, &end);
-    if (end == v) fail_msg("\"%s\" is not a number in %s", key, line);
-    return d;
-}
-
 static int json_true(const char *line, const char *key)
 {
-    const char *v = json_get(line, key);
+    const char *v = tu_json_get(line, key);
     return v && !strncmp(v, "true", 4);
 }
 
 /* The numbers of array member key (at most max); returns the count. */
 static int json_array(const char *line, const char *key, double *out, int max)
 {
-    const char *v = json_get(line, key);
+    const char *v = tu_json_get(line, key);
     if (!v || *v != '[') fail_msg("no array \"%s\" in %s", key, line);
     int n = 0;
     for (v = tu_json_ws(v + 1); *v != ']'; v = tu_json_ws(v)) {
@@ -180,19 +157,19 @@ static log_summary_t check_log(const char *path, int runs, int epochs)
                                           lines + 1, line);
         if (lines < runs * epochs) {
             int run = lines / epochs, epoch = lines % epochs + 1;
-            if (json_num(line, "run") != run || json_num(line, "epoch") != epoch)
+            if (tu_json_num(line, "run") != run || tu_json_num(line, "epoch") != epoch)
                 fail_msg("%s: line %d is not run %d epoch %d: %s", path, lines + 1, run, epoch,
                          line);
-            double loss = json_num(line, "loss");
+            double loss = tu_json_num(line, "loss");
             assert_true(isfinite(loss) && loss > 0.0);
             static const char *const accs[] = {"train_acc", "valid_acc", "test_acc"};
             for (int k = 0; k < 3; k++) {
-                double a = json_num(line, accs[k]);
+                double a = tu_json_num(line, accs[k]);
                 assert_true(a >= 0.0 && a <= 1.0);
             }
-            assert_true(json_num(line, "epoch_s") >= 0.0);
+            assert_true(tu_json_num(line, "epoch_s") >= 0.0);
             assert_true(json_true(line, "evaluated")); /* --eval-every 1 */
-            assert_null(json_get(line, "final"));
+            assert_null(tu_json_get(line, "final"));
         }
         last = line;
         lines++;
@@ -202,13 +179,13 @@ static log_summary_t check_log(const char *path, int runs, int epochs)
     if (!json_true(last, "final")) fail_msg("%s: the last line is not the final one: %s", path,
                                             last);
     log_summary_t s;
-    s.test_acc = json_num(last, "test_acc");
-    s.epoch_s_mean = json_num(last, "epoch_s_mean");
-    double valid = json_num(last, "valid_acc");
+    s.test_acc = tu_json_num(last, "test_acc");
+    s.epoch_s_mean = tu_json_num(last, "epoch_s_mean");
+    double valid = tu_json_num(last, "valid_acc");
     assert_true(s.test_acc >= 0.0 && s.test_acc <= 1.0 && valid >= 0.0 && valid <= 1.0);
-    assert_true(json_num(last, "runs") == runs);
+    assert_true(tu_json_num(last, "runs") == runs);
     if (runs == 1) {
-        assert_null(json_get(last, "test_acc_mean"));
+        assert_null(tu_json_get(last, "test_acc_mean"));
         s.test_acc_mean = s.test_acc;
     } else {
         double acc[64], sum = 0.0, ss = 0.0;
@@ -217,13 +194,13 @@ static log_summary_t check_log(const char *path, int runs, int epochs)
         for (int i = 0; i < n; i++) sum += acc[i];
         double mean = sum / n;
         for (int i = 0; i < n; i++) ss += (acc[i] - mean) * (acc[i] - mean);
-        s.test_acc_mean = json_num(last, "test_acc_mean");
-        double sd = json_num(last, "test_acc_std");
+        s.test_acc_mean = tu_json_num(last, "test_acc_mean");
+        double sd = tu_json_num(last, "test_acc_std");
         if (fabs(s.test_acc_mean - mean) > 1e-6 || fabs(sd - sqrt(ss / n)) > 1e-6)
             fail_msg("%s: test_acc_mean %g, test_acc_std %g; the runs give %g and %g", path,
                      s.test_acc_mean, sd, mean, sqrt(ss / n));
         assert_true(fabs(s.test_acc - acc[n - 1]) < 1e-9);
-        assert_true(json_get(last, "valid_acc_mean") != NULL);
+        assert_true(tu_json_get(last, "valid_acc_mean") != NULL);
     }
     free(text);
     return s;
@@ -467,7 +444,7 @@ static void test_resume_after_kill_in_second_run(void **state)
     assert_int_equal(json_array(strrchr(ta, '{'), "run_test_acc", acc_a, 2), 2);
     assert_int_equal(json_array(last, "run_test_acc", acc_b, 2), 2);
     assert_memory_equal(acc_a, acc_b, sizeof acc_a);
-    assert_true(json_num(last, "test_acc_mean") == ra.test_acc_mean);
+    assert_true(tu_json_num(last, "test_acc_mean") == ra.test_acc_mean);
     free(t);
     free(ta);
 }
@@ -523,7 +500,7 @@ static int log_losses(const char *path, double *out, int max)
     int n = 0;
     for (char *line = text, *nl; *line && (nl = strchr(line, '\n')); line = nl + 1) {
         *nl = '\0';
-        if (json_get(line, "loss") && n < max) out[n++] = json_num(line, "loss");
+        if (tu_json_get(line, "loss") && n < max) out[n++] = tu_json_num(line, "loss");
     }
     free(text);
     return n;
@@ -564,20 +541,21 @@ static void test_minibatch_same_for_any_loader(void **state)
         char *text = tu_read_file(log);
         char *line = text, *nl = strchr(line, '\n');
         *nl = '\0';
-        assert_int_equal((int64_t)json_num(line, "batches"), 5);
-        double edges = json_num(line, "sampled_edges"), inputs = json_num(line, "input_nodes_mean");
+        assert_int_equal((int64_t)tu_json_num(line, "batches"), 5);
+        double edges = tu_json_num(line, "sampled_edges");
+        double inputs = tu_json_num(line, "input_nodes_mean");
         print_message("sampler threads %s, prefetch %s: %.0f sampled edges, %.1f input nodes per "
                       "batch, sample %.4f s, compute %.4f s, stalls %.0f (%.4f s)\n",
-                      cfg[c][0], cfg[c][1], edges, inputs, json_num(line, "sample_s"),
-                      json_num(line, "compute_s"), json_num(line, "prefetch_stalls"),
-                      json_num(line, "stall_s"));
+                      cfg[c][0], cfg[c][1], edges, inputs, tu_json_num(line, "sample_s"),
+                      tu_json_num(line, "compute_s"), tu_json_num(line, "prefetch_stalls"),
+                      tu_json_num(line, "stall_s"));
         assert_true(edges >= 300.0 && edges <= 300.0 * 6 + 300.0 * 7 * 4);
         assert_true(inputs >= 60.0 && inputs <= 3000.0);
         static const char *const times[] = {"sample_s", "gather_s", "prepare_s", "compute_s",
                                             "stall_s"};
-        for (int k = 0; k < 5; k++) assert_true(json_num(line, times[k]) >= 0.0);
-        assert_true(json_num(line, "compute_s") > 0.0);
-        assert_true(json_num(line, "prefetch_stalls") >= 0.0);
+        for (int k = 0; k < 5; k++) assert_true(tu_json_num(line, times[k]) >= 0.0);
+        assert_true(tu_json_num(line, "compute_s") > 0.0);
+        assert_true(tu_json_num(line, "prefetch_stalls") >= 0.0);
         free(text);
     }
     for (int c = 0; c < 3; c++) free(ck[c]);
@@ -606,8 +584,8 @@ static void test_minibatch_eval_batches(void **state)
         char *na = strchr(a, '\n'), *nb = strchr(b, '\n');
         *na = *nb = '\0';
         static const char *const keys[] = {"loss", "train_acc", "valid_acc", "test_acc"};
-        for (int k = 0; k < 4; k++) assert_true(json_num(a, keys[k]) == json_num(b, keys[k]));
-        double va = json_num(a, "valid_loss"), vb = json_num(b, "valid_loss");
+        for (int k = 0; k < 4; k++) assert_true(tu_json_num(a, keys[k]) == tu_json_num(b, keys[k]));
+        double va = tu_json_num(a, "valid_loss"), vb = tu_json_num(b, "valid_loss");
         assert_true(fabs(va - vb) <= 1e-5 * fabs(va));
         a = na + 1;
         b = nb + 1;
@@ -670,15 +648,15 @@ static void test_no_evaluation(void **state)
     for (char *line = text, *nl; *line && (nl = strchr(line, '\n')); line = nl + 1, lines++) {
         *nl = '\0';
         assert_true(json_line_ok(line));
-        const char *v = json_get(line, "test_acc");
+        const char *v = tu_json_get(line, "test_acc");
         assert_non_null(v);
         assert_int_equal(strncmp(v, "null", 4), 0);
         if (lines < 2) {
             assert_false(json_true(line, "evaluated"));
-            assert_true(json_num(line, "loss") > 0.0);
+            assert_true(tu_json_num(line, "loss") > 0.0);
         } else {
             assert_true(json_true(line, "final"));
-            assert_int_equal((int64_t)json_num(line, "best_epoch"), 2);
+            assert_int_equal((int64_t)tu_json_num(line, "best_epoch"), 2);
         }
     }
     assert_int_equal(lines, 3);

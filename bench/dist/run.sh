@@ -1,0 +1,126 @@
+#!/bin/sh
+# Distributed training on a generated SBM graph: mpirun -np P gnn-train
+# over METIS and random partitions, P = 1, 2, 4 (oversubscribed where the
+# machine has fewer cores), full-graph GCN. Per run: the mean epoch time
+# (every epoch but the first), the slowest rank's halo-exchange
+# (fetch_s) and gradient-allreduce time, the rest (compute_s), the bytes
+# all ranks sent per epoch for halo rows (feat_bytes) and gradients
+# (grad_bytes), the edge cut, and random's feature bytes over METIS's for
+# the same P. One process on the graph file is the reference line.
+# Then GraphSAGE mini-batches (2 layers, fanouts 10,10, batches of 1024
+# seeds per rank) on partitions with 2 hops of halo, P = 2 and 4, METIS and
+# random, with feature caches of 0, CACHE_MID and CACHE_BIG per rank: epoch
+# time, the slowest rank's fetch and allreduce time, fetched feature bytes
+# per epoch (all ranks), the cache hit rate, and random's feature bytes
+# over METIS's at the same cache size.
+#
+# Usage: bench/dist/run.sh [BUILD_DIR]     (default /tmp/build-bench-dist)
+# Environment (defaults in brackets):
+#   BENCH_DIR  graph, partitions and logs [/tmp/gnn-bench-dist]; the graph is
+#              kept and reused
+#   N D F      SBM nodes, mean degree, features [1000000 10 128]
+#   HOMOPHILY  fraction of edges within a class [0.7, the generator's default]
+#   EPOCHS     epochs per run [6]
+#   RANKS      rank counts [1 2 4]; MB_RANKS for mini-batches [2 4]
+#   MB_EPOCHS  mini-batch epochs per run [3]
+#   CACHE_MID CACHE_BIG  --feature-cache sizes [64M 256M]
+#   OUT        results file [bench/dist/results-YYYY-MM-DD.txt]
+# Needs cmake, a C compiler, Open MPI (mpirun) and python3 (reads the logs).
+set -eu
+src=$(cd "$(dirname "$0")/../.." && pwd)
+build=${1:-/tmp/build-bench-dist}
+dir=${BENCH_DIR:-/tmp/gnn-bench-dist}
+n=${N:-1000000}
+d=${D:-10}
+f=${F:-128}
+hom=${HOMOPHILY:-0.7}
+epochs=${EPOCHS:-6}
+ranks=${RANKS:-1 2 4}
+mb_ranks=${MB_RANKS:-2 4}
+mb_epochs=${MB_EPOCHS:-3}
+cache_mid=${CACHE_MID:-64M}
+cache_big=${CACHE_BIG:-256M}
+out=${OUT:-$src/bench/dist/results-$(date -u +%Y-%m-%d).txt}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$build" -j "$(nproc)" --target gnn-dataset gnn-partition gnn-train >/dev/null
+bin=$build
+mkdir -p "$dir"
+graph=$dir/sbm-$n-d$d-f$f-h$hom.h5
+[ -f "$graph" ] || "$bin/datasets/gnn-dataset" generate sbm -n "$n" -d "$d" -f "$f" \
+  --homophily "$hom" -o "$graph" -q
+dir=$dir/h$hom
+mkdir -p "$dir"
+
+summary() { # log.json: mean epoch_s (all but the first), fetch_s, allreduce_s, compute_s, bytes
+    python3 - "$1" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if '"epoch"' in l]
+rows = rows[1:] if len(rows) > 1 else rows
+m = lambda k: sum(r.get(k, 0) or 0 for r in rows) / len(rows)
+print("%.3f %.3f %.3f %.3f %d %d" % (m("epoch_s"), m("fetch_s"), m("allreduce_s"),
+      m("compute_s") if "compute_s" in rows[0] else m("epoch_s"), m("feat_bytes"), m("grad_bytes")))
+PY
+}
+
+{
+echo "# distributed full-graph GCN, SBM $n nodes, mean degree $d, $f features, homophily $hom, $epochs epochs ($(date -u +%Y-%m-%dT%H:%MZ))"
+echo "# machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo); commit $(git -C "$src" rev-parse --short HEAD)"
+echo "# times: seconds per epoch (mean over epochs 2..E); fetch/allreduce: the slowest rank's; bytes: sent by all ranks per epoch"
+echo
+echo "| P | partition | edge cut | epoch s | fetch s | allreduce s | compute s | feat MB | grad KB | feat bytes random / METIS |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
+log=$dir/one.json
+"$bin/trainer/gnn-train" --data "$graph" --epochs "$epochs" --eval-every 0 --log-json "$log" -q
+set -- $(summary "$log")
+echo "| 1 process | (graph file) | - | $1 | - | - | $4 | - | - | - |"
+for p in $ranks; do
+  metis_bytes=0
+  for method in metis random; do
+    part=$dir/parts-$method-$p
+    [ -d "$part" ] || "$bin/partition/gnn-partition" "$graph" -k "$p" --method "$method" -o "$part" -q
+    cut=$("$bin/partition/gnn-partition" --info "$part" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["edge_cut"])')
+    log=$dir/$method-$p.json
+    mpirun -np "$p" --oversubscribe "$bin/trainer/gnn-train" --data "$part" --epochs "$epochs" \
+      --eval-every 0 --log-json "$log" -q
+    set -- $(summary "$log")
+    ratio=-
+    if [ "$method" = metis ]; then metis_bytes=$5; elif [ "$metis_bytes" -gt 0 ]; then
+      ratio=$(python3 -c "print('%.2f' % ($5 / $metis_bytes))"); fi
+    echo "| $p | $method | $cut | $1 | $2 | $3 | $4 | $(python3 -c "print('%.1f' % ($5/1e6))") | $(python3 -c "print('%.1f' % ($6/1e3))") | $ratio |"
+  done
+done
+echo
+echo "GraphSAGE mini-batches (2 layers, fanouts 10,10, 1024 seeds per rank and step), $mb_epochs epochs"
+echo
+echo "| P | partition | cache | epoch s | fetch s | fetch / epoch | allreduce s | feat MB | hit rate | feat bytes random / METIS |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
+for p in $mb_ranks; do
+  for cache in 0 "$cache_mid" "$cache_big"; do
+    metis_bytes=0
+    for method in metis random; do
+      part=$dir/parts-$method-$p-h2
+      [ -d "$part" ] || "$bin/partition/gnn-partition" "$graph" -k "$p" --method "$method" \
+        --halo-hops 2 -o "$part" -q
+      log=$dir/mb-$method-$p-$cache.json
+      mpirun -np "$p" --oversubscribe "$bin/trainer/gnn-train" --data "$part" --model sage \
+        --mode minibatch --layers 2 --hidden 64 --fanouts 10,10 --batch-size 1024 \
+        --epochs "$mb_epochs" --eval-every 0 --feature-cache "$cache" --log-json "$log" -q
+      set -- $(python3 - "$log" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if '"epoch"' in l]
+rows = rows[1:] if len(rows) > 1 else rows
+m = lambda k: sum(r[k] for r in rows) / len(rows)
+print("%.2f %.3f %.3f %.3f %d %.3f" % (m("epoch_s"), m("fetch_s"), m("fetch_s") / m("epoch_s"),
+      m("allreduce_s"), m("feat_bytes"), m("cache_hit_rate")))
+PY
+)
+      ratio=-
+      if [ "$method" = metis ]; then metis_bytes=$5; elif [ "$metis_bytes" -gt 0 ]; then
+        ratio=$(python3 -c "print('%.2f' % ($5 / $metis_bytes))"); fi
+      echo "| $p | $method | $cache | $1 | $2 | $3 | $4 | $(python3 -c "print('%.1f' % ($5/1e6))") | $6 | $ratio |"
+    done
+  done
+done
+} | tee "$out"

@@ -1,0 +1,23 @@
+/*
+ * Failure agreement across ranks (mpiutil.h).
+ */
+#include "partition/mpiutil.h"
+
+static int reporter = -1;
+
+int gnn_mpi_reporting_rank(void) { return reporter; }
+
+int gnn_mpi_agree(MPI_Comm comm, int rc)
+{
+    int rank = 0;
+    MPI_Comm_rank(comm, &rank);
+    struct {
+        int v, r;
+    } in = {rc < 0 ? rc : 0, rank}, out;
+    if (MPI_Allreduce(&in, &out, 1, MPI_2INT, MPI_MINLOC, comm) != MPI_SUCCESS)
+        return GNN_FAIL(GNN_EMPI, "MPI_Allreduce failed");
+    if (out.v < 0) reporter = out.r;
+    if (out.v < 0 && in.v == 0)
+        return GNN_FAIL(out.v, "failed on rank %d (its message names the cause)", out.r);
+    return out.v;
+}

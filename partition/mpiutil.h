@@ -1,0 +1,47 @@
+/*
+ * What the ranks of the commands share when they work together over MPI:
+ * checking MPI calls, and agreeing on failures. Every step that can fail
+ * on one rank is followed by gnn_mpi_agree, an all-reduce of the return
+ * codes, before the next collective call: all ranks leave together with
+ * the same code, and none waits forever for a rank that left.
+ */
+#ifndef GNN_PARTITION_MPIUTIL_H
+#define GNN_PARTITION_MPIUTIL_H
+
+#include "graph/base/error.h"
+
+#include <mpi.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Call an MPI function; on failure set rc to GNN_EMPI (naming the call)
+ * and goto fail. */
+#define GNN_MPI_TRY(call)                                                                \
+    do {                                                                                 \
+        int mpi_rc_ = (call);                                                            \
+        if (mpi_rc_ != MPI_SUCCESS) {                                                    \
+            rc = GNN_FAIL(GNN_EMPI, "%s failed (MPI error %d)", #call, mpi_rc_);         \
+            goto fail;                                                                   \
+        }                                                                                \
+    } while (0)
+
+/*
+ * The lowest failing code over the ranks of comm, or 0. A rank that did
+ * not fail gets the message "failed on rank R (its message names the
+ * cause)"; the failing rank keeps its own. Collective.
+ */
+int gnn_mpi_agree(MPI_Comm comm, int rc);
+
+/* The rank whose message names the cause of the last failure
+ * gnn_mpi_agree agreed on, or -1 when none was agreed: a rank that failed
+ * then failed alone, and must end the job (the others may be waiting for
+ * it in a collective call). */
+int gnn_mpi_reporting_rank(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

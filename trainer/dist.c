@@ -1,0 +1,397 @@
+/*
+ * One rank's part and the halo exchange (trainer/dist.h).
+ *
+ * The plan is made once: each rank sends every owner the ids of its halo
+ * nodes that owner holds (halo local ids are in ascending global id, and
+ * the owners' ranges ascend, so the halo rows from one owner are one
+ * contiguous run, in rank order); the owner turns them into its local
+ * rows. A forward exchange then packs those rows per destination and
+ * receives straight into the halo rows; a backward exchange sends the
+ * halo rows back and the owner adds what it receives, rank by rank in
+ * order, so the sums do not depend on timing.
+ */
+#include "trainer/dist.h"
+
+#include "graph/base/alloc.h"
+#include "graph/base/error.h"
+#include "partition/mpiutil.h"
+#include "partition/partdir.h"
+
+#include <inttypes.h>
+#include <limits.h>
+#include <string.h>
+
+
+int gnn_dist_agree(MPI_Comm comm, int rc) { return gnn_mpi_agree(comm, rc); }
+
+int gnn_dist_reporting_rank(void) { return gnn_mpi_reporting_rank(); }
+
+#define STEP(expr)                                                                       \
+    do {                                                                                 \
+        rc = gnn_dist_agree(d->comm, (expr));                                            \
+        if (rc < 0) goto fail;                                                           \
+    } while (0)
+
+void gnn_dist_free(gnn_dist_part_t *d)
+{
+    gnn_csr_free(&d->csr);
+    gnn_free(d->gid);
+    gnn_free(d->src_deg);
+    gnn_free(d->feat);
+    gnn_free(d->label);
+    for (int s = 0; s < GNN_NUM_SPLITS; s++) gnn_free(d->split[s]);
+    gnn_free(d->scount);
+    gnn_free(d->send_rows);
+    gnn_free(d->buf);
+    gnn_csr_free(&d->full);
+    gnn_free(d->l2g);
+    gnn_free(d->part_start);
+    gnn_free(d->own_feat);
+    MPI_Comm comm = d->comm;
+    int rank = d->rank, size = d->size;
+    memset(d, 0, sizeof *d);
+    d->comm = comm;
+    d->rank = rank;
+    d->size = size;
+}
+
+static int ensure_buf(gnn_dist_part_t *d, size_t bytes)
+{
+    if (d->buf_bytes >= bytes) return 0;
+    gnn_free(d->buf);
+    d->buf = gnn_malloc(bytes + 1);
+    d->buf_bytes = d->buf ? bytes : 0;
+    return d->buf ? 0 : GNN_FAIL(GNN_ENOMEM, "halo exchange: %zu bytes", bytes);
+}
+
+/* A row of f elements of base as one MPI type (counts stay row counts). */
+static int row_type(MPI_Datatype base, int64_t f, MPI_Datatype *t)
+{
+    if (f > INT_MAX) return GNN_FAIL(GNN_ERANGE, "halo exchange: rows of %" PRId64 " values", f);
+    if (MPI_Type_contiguous((int)f, base, t) != MPI_SUCCESS || MPI_Type_commit(t) != MPI_SUCCESS)
+        return GNN_FAIL(GNN_EMPI, "MPI_Type_contiguous failed");
+    return 0;
+}
+
+/* Forward for rows of esz-byte elements: halo rows of x from their owners. */
+static int forward_bytes(gnn_dist_part_t *d, void *x, int64_t f, size_t esz, MPI_Datatype base)
+{
+    int rc = 0;
+    MPI_Datatype t = MPI_DATATYPE_NULL;
+    double t0 = MPI_Wtime();
+    size_t row = (size_t)f * esz;
+    int local = ensure_buf(d, (size_t)d->n_send * row);
+    if (local == 0) local = row_type(base, f, &t);
+    STEP(local);
+    char *b = d->buf;
+    for (int64_t i = 0; i < d->n_send; i++)
+        memcpy(b + (size_t)i * row, (char *)x + (size_t)d->send_rows[i] * row, row);
+    GNN_MPI_TRY(MPI_Alltoallv(d->buf, d->scount, d->sdispl, t, (char *)x + (size_t)d->n_owned * row,
+                          d->rcount, d->rdispl, t, d->comm));
+    d->bytes_sent += d->n_send * (int64_t)row -
+                     (int64_t)d->scount[d->rank] * (int64_t)row; /* not to itself */
+fail:
+    if (t != MPI_DATATYPE_NULL) MPI_Type_free(&t);
+    d->exchange_s += MPI_Wtime() - t0;
+    return rc;
+}
+
+int gnn_dist_halo_forward(gnn_dist_part_t *d, float *x, int64_t f)
+{
+    return forward_bytes(d, x, f, sizeof(float), MPI_FLOAT);
+}
+
+int gnn_dist_halo_backward(gnn_dist_part_t *d, float *g, int64_t f)
+{
+    int rc = 0;
+    MPI_Datatype t = MPI_DATATYPE_NULL;
+    double t0 = MPI_Wtime();
+    size_t row = (size_t)f * sizeof(float);
+    int local = ensure_buf(d, (size_t)d->n_send * row);
+    if (local == 0) local = row_type(MPI_FLOAT, f, &t);
+    STEP(local);
+    GNN_MPI_TRY(MPI_Alltoallv((char *)g + (size_t)d->n_owned * row, d->rcount, d->rdispl, t, d->buf,
+                          d->scount, d->sdispl, t, d->comm));
+    const float *b = d->buf;
+    for (int64_t i = 0; i < d->n_send; i++) {
+        float *dst = g + d->send_rows[i] * f;
+        const float *src = b + i * f;
+        for (int64_t k = 0; k < f; k++) dst[k] += src[k];
+    }
+    int64_t halo = d->n_local - d->n_owned;
+    d->bytes_sent += (halo - (int64_t)d->rcount[d->rank]) * (int64_t)row;
+fail:
+    if (t != MPI_DATATYPE_NULL) MPI_Type_free(&t);
+    d->exchange_s += MPI_Wtime() - t0;
+    return rc;
+}
+
+/* The exchange plan from the halo's global ids and the parts' ranges. */
+static int make_plan(gnn_dist_part_t *d, const gnn_part_file_t *pf)
+{
+    int rc = 0, R = d->size;
+    int64_t *want = NULL, *asked = NULL;
+    d->scount = gnn_calloc((size_t)R * 4, sizeof *d->scount);
+    int local = d->scount ? 0 : GNN_FAIL(GNN_ENOMEM, "halo plan");
+    STEP(local);
+    d->sdispl = d->scount + R;
+    d->rcount = d->scount + 2 * R;
+    d->rdispl = d->scount + 3 * R;
+    /* rcount: halo rows this rank receives from each owner. */
+    int q = 0;
+    for (int64_t r = d->n_owned; r < d->n_local; r++) {
+        int64_t g = pf->local_to_global[r];
+        while (q < R - 1 && g >= pf->part_start[q + 1]) q++;
+        if (g < pf->part_start[q] || g >= pf->part_start[q + 1] || q == d->rank) {
+            local = GNN_FAIL(GNN_EFORMAT, "part %d: halo node %" PRId64
+                             " out of order or owned by this part", d->rank, g);
+            break;
+        }
+        d->rcount[q]++;
+    }
+    STEP(local);
+    int64_t at = 0;
+    for (int r = 0; r < R; r++) {
+        d->rdispl[r] = (int)at;
+        at += d->rcount[r];
+    }
+    STEP(at <= INT_MAX ? 0 : GNN_FAIL(GNN_ERANGE, "more than 2^31 halo nodes"));
+    GNN_MPI_TRY(MPI_Alltoall(d->rcount, 1, MPI_INT, d->scount, 1, MPI_INT, d->comm));
+    at = 0;
+    for (int r = 0; r < R; r++) {
+        d->sdispl[r] = (int)at;
+        at += d->scount[r];
+    }
+    d->n_send = at;
+    asked = gnn_malloc_array((size_t)at + 1, sizeof *asked);
+    d->send_rows = gnn_malloc_array((size_t)at + 1, sizeof *d->send_rows);
+    local = at > INT_MAX    ? GNN_FAIL(GNN_ERANGE, "more than 2^31 boundary rows")
+            : !asked || !d->send_rows ? GNN_FAIL(GNN_ENOMEM, "halo plan")
+                                      : 0;
+    STEP(local);
+    GNN_MPI_TRY(MPI_Alltoallv(pf->local_to_global + d->n_owned, d->rcount, d->rdispl, MPI_INT64_T,
+                          asked, d->scount, d->sdispl, MPI_INT64_T, d->comm));
+    for (int64_t i = 0; i < at && local == 0; i++) {
+        int64_t r = asked[i] - pf->first_id;
+        if (r < 0 || r >= d->n_owned)
+            local = GNN_FAIL(GNN_EFORMAT, "part %d: asked for node %" PRId64 ", not its own",
+                             d->rank, asked[i]);
+        else
+            d->send_rows[i] = r;
+    }
+    STEP(local);
+fail:
+    gnn_free(want);
+    gnn_free(asked);
+    return rc;
+}
+
+/* Out-degree of every local node in the whole graph: each edge is an
+ * owned row's entry on exactly one rank; halo counts go to the owners,
+ * and the totals come back. */
+static int out_degrees(gnn_dist_part_t *d)
+{
+    int rc = 0;
+    d->src_deg = gnn_calloc((size_t)d->n_local + 1, sizeof *d->src_deg);
+    STEP(d->src_deg ? 0 : GNN_FAIL(GNN_ENOMEM, "out-degrees"));
+    for (gnn_eid_t e = 0; e < d->csr.nnz; e++) d->src_deg[d->csr.indices[e]]++;
+    {
+        MPI_Datatype t = MPI_INT64_T;
+        int local = ensure_buf(d, (size_t)d->n_send * sizeof(int64_t));
+        STEP(local);
+        GNN_MPI_TRY(MPI_Alltoallv(d->src_deg + d->n_owned, d->rcount, d->rdispl, t, d->buf, d->scount,
+                              d->sdispl, t, d->comm));
+        const int64_t *b = d->buf;
+        for (int64_t i = 0; i < d->n_send; i++) d->src_deg[d->send_rows[i]] += b[i];
+    }
+    GNN_TRY(forward_bytes(d, d->src_deg, 1, sizeof(int64_t), MPI_INT64_T));
+fail:
+    return rc;
+}
+
+static int owner_of(const gnn_dist_part_t *d, int64_t g)
+{
+    int a = 0, b = d->size - 1; /* part_start[a] <= g < part_start[b + 1] */
+    while (a < b) {
+        int m = (a + b + 1) / 2;
+        if (d->part_start[m] <= g)
+            a = m;
+        else
+            b = m - 1;
+    }
+    return a;
+}
+
+int gnn_dist_fetch_feat(gnn_dist_part_t *d, const int64_t *ids, int64_t n, float *out)
+{
+    int rc = 0, R = d->size;
+    double t0 = MPI_Wtime();
+    int *cnt = gnn_calloc((size_t)R * 4, sizeof *cnt);
+    int64_t *order = gnn_malloc_array((size_t)n + 1, sizeof *order);
+    int64_t *req = gnn_malloc_array((size_t)n + 1, sizeof *req), *asked = NULL;
+    float *rows = NULL;
+    MPI_Datatype t = MPI_DATATYPE_NULL;
+    int64_t f = d->feat_dim;
+    int local = cnt && order && req ? 0 : GNN_FAIL(GNN_ENOMEM, "feature fetch of %" PRId64 " rows", n);
+    if (local == 0) local = row_type(MPI_FLOAT, f, &t);
+    for (int64_t i = 0; i < n && local == 0; i++)
+        if (ids[i] < d->n_owned || ids[i] >= d->n_all)
+            local = GNN_FAIL(GNN_EINVAL, "feature fetch: local node %" PRId64 " is not a halo node",
+                             ids[i]);
+    STEP(local);
+    int *scount = cnt, *sdispl = cnt + R, *rcount = cnt + 2 * R, *rdispl = cnt + 3 * R;
+    /* Requests grouped by owner (a counting sort keeps their order). */
+    for (int64_t i = 0; i < n; i++) scount[owner_of(d, d->l2g[ids[i]])]++;
+    int64_t at = 0;
+    for (int r = 0; r < R; r++) {
+        sdispl[r] = (int)at;
+        at += scount[r];
+    }
+    for (int64_t i = 0; i < n; i++) {
+        int q = owner_of(d, d->l2g[ids[i]]);
+        order[sdispl[q]] = i;
+        req[sdispl[q]++] = d->l2g[ids[i]];
+    }
+    for (int r = 0; r < R; r++) sdispl[r] -= scount[r];
+    GNN_MPI_TRY(MPI_Alltoall(scount, 1, MPI_INT, rcount, 1, MPI_INT, d->comm));
+    int64_t nr = 0;
+    for (int r = 0; r < R; r++) {
+        rdispl[r] = (int)nr;
+        nr += rcount[r];
+    }
+    asked = gnn_malloc_array((size_t)nr + 1, sizeof *asked);
+    rows = gnn_alloc_large(((size_t)(nr > n ? nr : n) * (size_t)f + 1) * sizeof *rows);
+    STEP(nr > INT_MAX ? GNN_FAIL(GNN_ERANGE, "feature fetch: more than 2^31 rows")
+         : asked && rows ? 0
+                         : GNN_FAIL(GNN_ENOMEM, "feature fetch of %" PRId64 " rows", nr));
+    GNN_MPI_TRY(MPI_Alltoallv(req, scount, sdispl, MPI_INT64_T, asked, rcount, rdispl, MPI_INT64_T,
+                          d->comm));
+    local = 0;
+    for (int64_t i = 0; i < nr && local == 0; i++) {
+        int64_t r = asked[i] - d->part_start[d->rank];
+        if (r < 0 || r >= d->n_owned)
+            local = GNN_FAIL(GNN_EINVAL, "feature fetch: node %" PRId64 " is not rank %d's",
+                             asked[i], d->rank);
+        else
+            memcpy(rows + i * f, d->own_feat + r * f, (size_t)f * sizeof *rows);
+    }
+    STEP(local);
+    d->fetch_bytes += (nr - rcount[d->rank]) * f * (int64_t)sizeof(float);
+    /* The rows come back in request order: into out at each request's place. */
+    float *back = gnn_alloc_large(((size_t)n * (size_t)f + 1) * sizeof *back);
+    STEP(back ? 0 : GNN_FAIL(GNN_ENOMEM, "feature fetch of %" PRId64 " rows", n));
+    rc = MPI_Alltoallv(rows, rcount, rdispl, t, back, scount, sdispl, t, d->comm) == MPI_SUCCESS
+             ? 0
+             : GNN_FAIL(GNN_EMPI, "MPI_Alltoallv failed");
+    for (int64_t i = 0; i < n && rc == 0; i++)
+        memcpy(out + order[i] * f, back + i * f, (size_t)f * sizeof *out);
+    gnn_free(back);
+fail:
+    if (t != MPI_DATATYPE_NULL) MPI_Type_free(&t);
+    gnn_free(cnt);
+    gnn_free(order);
+    gnn_free(req);
+    gnn_free(asked);
+    gnn_free(rows);
+    d->fetch_s += MPI_Wtime() - t0;
+    return rc;
+}
+
+/* The whole part: square CSR over all local nodes, ids, owned features. */
+static int keep_whole(gnn_dist_part_t *d, gnn_part_file_t *pf)
+{
+    int rc = 0;
+    d->hops = pf->halo_hops;
+    d->n_all = pf->n_local;
+    d->full = pf->csr;
+    memset(&pf->csr, 0, sizeof pf->csr);
+    gnn_eid_t *ip = gnn_realloc_array(d->full.indptr, (size_t)d->n_all + 1, sizeof *ip);
+    GNN_CHECK(ip, GNN_ENOMEM, "part %d: rows", d->rank);
+    d->full.indptr = ip;
+    for (int64_t r = d->full.n_rows; r < d->n_all; r++) ip[r + 1] = ip[r];
+    d->full.n_rows = d->n_all;
+    d->full.weights = NULL; /* the sampler does not read them */
+    d->l2g = pf->local_to_global;
+    pf->local_to_global = NULL;
+    d->part_start = pf->part_start;
+    pf->part_start = NULL;
+    d->own_feat = gnn_alloc_large(((size_t)d->n_owned * (size_t)d->feat_dim + 1) * sizeof(float));
+    GNN_CHECK(d->own_feat, GNN_ENOMEM, "part %d: features", d->rank);
+    memcpy(d->own_feat, pf->feat, (size_t)d->n_owned * (size_t)d->feat_dim * sizeof(float));
+    int64_t *gid = gnn_realloc_array(d->gid, (size_t)d->n_all + 1, sizeof *gid);
+    GNN_CHECK(gid, GNN_ENOMEM, "part %d: ids", d->rank);
+    d->gid = gid;
+    memcpy(d->gid, pf->orig_id, (size_t)d->n_all * sizeof *d->gid);
+fail:
+    return rc;
+}
+
+int gnn_dist_load(MPI_Comm comm, const char *dir, int whole, gnn_dist_part_t *dd)
+{
+    int rc = 0;
+    gnn_dist_part_t *d = dd;
+    gnn_part_file_t pf = {0};
+    memset(d, 0, sizeof *d);
+    d->comm = comm;
+    MPI_Comm_rank(comm, &d->rank);
+    MPI_Comm_size(comm, &d->size);
+    int local = gnn_partdir_read_part(dir, d->rank, &pf);
+    if (local == 0 && pf.num_parts != d->size)
+        local = GNN_FAIL(GNN_EUSAGE, "%s has %d parts but %d ranks were started (mpirun -np "
+                         "must equal the part count)", dir, pf.num_parts, d->size);
+    if (local == 0 && (!pf.feat || !pf.label))
+        local = GNN_FAIL(GNN_EINVAL, "%s: the parts have no %s (gnn-train needs features, "
+                         "labels and splits)", dir, !pf.feat ? "features" : "labels");
+    for (int s = 0; s < GNN_NUM_SPLITS && local == 0; s++)
+        if (!pf.split[s])
+            local = GNN_FAIL(GNN_EINVAL, "%s: the parts have no %s split", dir,
+                             gnn_split_names[s]);
+    STEP(local);
+    d->n_global = pf.num_nodes;
+    d->n_owned = pf.n_owned;
+    d->n_local = pf.hop_start[1]; /* owned + the first hop */
+    d->feat_dim = pf.feat_dim;
+    d->num_classes = pf.num_classes;
+    /* The owned rows over owned + hop-1 columns (later hops are never
+     * sources of an owned row). */
+    d->csr.n_rows = d->n_owned;
+    d->csr.n_cols = d->n_local;
+    d->csr.nnz = pf.csr.indptr[d->n_owned];
+    d->csr.indptr = gnn_malloc_array((size_t)d->n_owned + 1, sizeof *d->csr.indptr);
+    d->csr.indices = gnn_malloc_array((size_t)d->csr.nnz + 1, sizeof *d->csr.indices);
+    d->gid = gnn_malloc_array((size_t)d->n_local + 1, sizeof *d->gid);
+    d->feat = gnn_alloc_large(((size_t)d->n_local * (size_t)d->feat_dim + 1) * sizeof *d->feat);
+    local = d->csr.indptr && d->csr.indices && d->gid && d->feat
+                ? 0
+                : GNN_FAIL(GNN_ENOMEM, "part %d: %" PRId64 " local nodes", d->rank, d->n_local);
+    if (local == 0) {
+        memcpy(d->csr.indptr, pf.csr.indptr, ((size_t)d->n_owned + 1) * sizeof *d->csr.indptr);
+        memcpy(d->csr.indices, pf.csr.indices, (size_t)d->csr.nnz * sizeof *d->csr.indices);
+        d->csr.flags = pf.csr.flags;
+        memcpy(d->gid, pf.orig_id, (size_t)d->n_local * sizeof *d->gid);
+        memcpy(d->feat, pf.feat, (size_t)d->n_owned * (size_t)d->feat_dim * sizeof *d->feat);
+        for (gnn_eid_t e = 0; e < d->csr.nnz && local == 0; e++)
+            if (d->csr.indices[e] >= d->n_local)
+                local = GNN_FAIL(GNN_EFORMAT, "part %d: an owned row names local node %" PRId64
+                                 " beyond the first hop", d->rank, d->csr.indices[e]);
+        d->label = pf.label;
+        pf.label = NULL;
+        for (int s = 0; s < GNN_NUM_SPLITS; s++) {
+            d->split[s] = pf.split[s];
+            d->split_n[s] = pf.split_n[s];
+            pf.split[s] = NULL;
+        }
+    }
+    STEP(local);
+    GNN_MPI_TRY(MPI_Allreduce(d->split_n, d->split_total, GNN_NUM_SPLITS, MPI_INT64_T, MPI_SUM, comm));
+    GNN_TRY(make_plan(d, &pf));
+    if (whole) STEP(keep_whole(d, &pf));
+    GNN_TRY(out_degrees(d));
+    GNN_TRY(gnn_dist_halo_forward(d, d->feat, d->feat_dim));
+    d->bytes_sent = 0;
+    d->exchange_s = 0.0;
+fail:
+    gnn_part_file_free(&pf);
+    if (rc < 0) gnn_dist_free(d);
+    return rc;
+}

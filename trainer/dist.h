@@ -1,0 +1,95 @@
+/*
+ * One rank's share of distributed training: its part of a partition
+ * directory (docs/FORMAT.md) with rank r reading part r, and the halo
+ * exchange that full-graph training runs around every layer.
+ *
+ * The local graph is the part's owned rows (the in-edges of its owned
+ * nodes) over local ids: the owned nodes [0, n_owned), then the first hop
+ * of halo [n_owned, n_local), the sources owned by other ranks. Halo rows
+ * of a layer's input are the owners' rows of the same nodes: the forward
+ * exchange sends each owner's boundary rows to the ranks that hold them
+ * as halo (one all-to-all per call), and the backward exchange returns
+ * the gradients of halo rows to their owners, which add them into their
+ * own rows. Node ids in gid are the graph file's, so per-node randomness
+ * (dropout) keyed by them is the same whichever rank holds the node.
+ */
+#ifndef GNN_TRAINER_DIST_H
+#define GNN_TRAINER_DIST_H
+
+#include "graph/csr.h"
+#include "graph/graph_file.h"
+
+#include <mpi.h>
+#include <stdint.h>
+
+typedef struct {
+    MPI_Comm comm;
+    int rank, size;
+    int64_t n_global;     /* nodes of the whole graph */
+    int64_t n_owned;      /* rows of the local graph */
+    int64_t n_local;      /* owned + one hop of halo: its columns */
+    gnn_csr_t csr;        /* n_owned x n_local, local ids */
+    int64_t *gid;         /* n_local (n_all with the whole part): graph-file ids */
+    int64_t *src_deg;     /* n_local: out-degree in the whole graph */
+    int64_t feat_dim, num_classes;
+    float *feat;          /* n_local x feat_dim: owned rows from the part, halo fetched */
+    int64_t *label;       /* n_owned (-1: none) */
+    int64_t *split[GNN_NUM_SPLITS];    /* local ids of the owned nodes in each split */
+    int64_t split_n[GNN_NUM_SPLITS];
+    int64_t split_total[GNN_NUM_SPLITS]; /* over all ranks */
+    /* Exchange plan (rows). */
+    int *scount, *sdispl, *rcount, *rdispl; /* size each */
+    int64_t *send_rows;   /* owned local rows to send, grouped by destination rank */
+    int64_t n_send;       /* rows sent per forward exchange (received per backward) */
+    void *buf;            /* packing buffer */
+    size_t buf_bytes;
+    /* The whole part, for mini-batches (gnn_dist_load with whole set). */
+    int hops;             /* halo hops of the partition */
+    int64_t n_all;        /* owned nodes and every hop of halo */
+    gnn_csr_t full;       /* n_all x n_all in-edge CSR: the part's rows (owned and halo
+                             short of the last hop), empty rows for the last hop */
+    int64_t *l2g;         /* n_all partition ids (meta.h5's new ids) */
+    int64_t *part_start;  /* size + 1: the partition-id range of each rank */
+    float *own_feat;      /* n_owned x feat_dim: what this rank serves to fetches */
+    /* Counters, reset by their users. */
+    int64_t bytes_sent;   /* halo exchange: by this rank, both directions */
+    double exchange_s;
+    int64_t fetch_bytes;  /* feature rows this rank served to fetches */
+    double fetch_s;
+} gnn_dist_part_t;
+
+/*
+ * Load part `rank` of dir for the ranks of comm (collective; whole: also
+ * keep the whole part for sampling mini-batches and serving fetches): the part
+ * count must equal the number of ranks (GNN_EUSAGE naming both
+ * otherwise). Fetches the halo features, computes the whole-graph
+ * out-degrees and sums the split sizes. Returns the same code on every
+ * rank: 0, or the failing rank's code (its message names the cause; the
+ * others name that rank). GNN_EINVAL when the parts lack features, labels
+ * or splits.
+ */
+int gnn_dist_load(MPI_Comm comm, const char *dir, int whole, gnn_dist_part_t *d);
+
+/* Feature rows of local nodes ids[0 .. n) (halo nodes, each in
+ * [n_owned, n_all)) from their owners into out (n x feat_dim), one
+ * all-to-all of ids and one of rows. Collective: every rank calls it,
+ * with n = 0 when it needs nothing. Needs the whole part. */
+int gnn_dist_fetch_feat(gnn_dist_part_t *d, const int64_t *ids, int64_t n, float *out);
+void gnn_dist_free(gnn_dist_part_t *d);
+
+/* x: n_local x f host rows, the owned ones set; the halo rows are
+ * overwritten with their owners' rows. Collective. */
+int gnn_dist_halo_forward(gnn_dist_part_t *d, float *x, int64_t f);
+/* g: n_local x f host rows; each halo row is added into its owner's row
+ * (on the owner's rank). The halo rows are left as they were. Collective. */
+int gnn_dist_halo_backward(gnn_dist_part_t *d, float *g, int64_t f);
+
+/* The lowest failing code over the ranks of comm, or 0; a rank that did
+ * not fail records which rank did ("... failed on rank R"). */
+int gnn_dist_agree(MPI_Comm comm, int rc);
+/* After a failure agreed by gnn_dist_agree: the rank whose message names
+ * the cause (every rank returns the failure; that one reports it). -1
+ * when no failure was agreed: a failing rank must then end the job. */
+int gnn_dist_reporting_rank(void);
+
+#endif
