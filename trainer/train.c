@@ -623,6 +623,8 @@ static int setup(job_t *j)
         int local = ls ? atoi(ls) : 1, cores = omp_get_num_procs();
         if (local > 1) omp_set_num_threads(cores / local > 1 ? cores / local : 1);
     }
+    GNN_CHECK(!o->feature_cache || (j->dist && j->minibatch), GNN_EUSAGE,
+              "--feature-cache: only for mini-batches over a partition directory");
     if (j->dist) {
         GNN_CHECK(strcmp(o->sparse_features, "on"), GNN_EUSAGE,
                   "--sparse-features on: not over a partition directory");

@@ -668,6 +668,8 @@ static void test_no_evaluation(void **state)
     free(p);
     train_fails(NULL, 2, "--eval-every -1 must be >= 0", "--data", (char *)g_sbm, "--eval-every",
                 "-1", (char *)NULL);
+    train_fails(NULL, 2, "--feature-cache: only for mini-batches over a partition directory",
+                "--data", (char *)g_sbm, "--feature-cache", "64M", (char *)NULL);
 }
 
 static void test_minibatch_bad_options(void **state)
