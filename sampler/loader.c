@@ -305,7 +305,7 @@ int gnn_loader_next(gnn_loader_t *ld, gnn_loader_batch_t **out)
         pthread_mutex_unlock(&ld->mu);
         return 0;
     }
-    if (ld->next_take > ld->released) {
+    if (ld->next_take - ld->released >= gnn_loader_max_held(ld)) {
         pthread_mutex_unlock(&ld->mu);
         return GNN_FAIL(GNN_EINVAL, "loader: the previous batch was not released");
     }
@@ -353,6 +353,11 @@ int gnn_loader_next(gnn_loader_t *ld, gnn_loader_batch_t **out)
     return 0;
 fail:
     return rc;
+}
+
+int gnn_loader_max_held(const gnn_loader_t *ld)
+{
+    return ld->n_threads > 0 && ld->o.prefetch >= 2 ? 2 : 1;
 }
 
 void gnn_loader_release(gnn_loader_t *ld, gnn_loader_batch_t *b)

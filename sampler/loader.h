@@ -112,10 +112,15 @@ int64_t gnn_loader_batches(const gnn_loader_t *ld);
  * The next batch of the epoch in order, waiting for it if needed: 0 with
  * *out set, or 0 with *out NULL after the last batch. A worker's failure
  * (bad seed, out of memory, the hook's error) is returned here with its
- * message, and the epoch is over. Release the batch before asking again
- * (at most one batch is held at a time).
+ * message, and the epoch is over. At most gnn_loader_max_held batches are
+ * held at a time (taken and not yet released); release them in the order
+ * they were taken.
  */
 int gnn_loader_next(gnn_loader_t *ld, gnn_loader_batch_t **out);
+/* Batches that may be held at once: 2 with worker threads and a prefetch
+ * depth of 2 or more (the next batch can be worked on while the current
+ * one trains), else 1. */
+int gnn_loader_max_held(const gnn_loader_t *ld);
 
 /* Give back the batch from gnn_loader_next (its slot is refilled). */
 void gnn_loader_release(gnn_loader_t *ld, gnn_loader_batch_t *b);

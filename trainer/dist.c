@@ -47,12 +47,15 @@ void gnn_dist_free(gnn_dist_part_t *d)
     gnn_free(d->l2g);
     gnn_free(d->part_start);
     gnn_free(d->own_feat);
+    if (d->fetch_comm != MPI_COMM_NULL && d->fetch_comm != d->comm)
+        MPI_Comm_free(&d->fetch_comm);
     MPI_Comm comm = d->comm;
     int rank = d->rank, size = d->size;
     memset(d, 0, sizeof *d);
     d->comm = comm;
     d->rank = rank;
     d->size = size;
+    d->fetch_comm = MPI_COMM_NULL;
 }
 
 static int ensure_buf(gnn_dist_part_t *d, size_t bytes)
@@ -225,6 +228,13 @@ static int owner_of(const gnn_dist_part_t *d, int64_t g)
 int gnn_dist_fetch_feat(gnn_dist_part_t *d, const int64_t *ids, int64_t n, float *out)
 {
     int rc = 0, R = d->size;
+    MPI_Comm comm = d->fetch_comm != MPI_COMM_NULL ? d->fetch_comm : d->comm;
+#undef STEP
+#define STEP(expr)                                                                       \
+    do {                                                                                 \
+        rc = gnn_dist_agree(comm, (expr));                                               \
+        if (rc < 0) goto fail;                                                           \
+    } while (0)
     double t0 = MPI_Wtime();
     int *cnt = gnn_calloc((size_t)R * 4, sizeof *cnt);
     int64_t *order = gnn_malloc_array((size_t)n + 1, sizeof *order);
@@ -253,7 +263,7 @@ int gnn_dist_fetch_feat(gnn_dist_part_t *d, const int64_t *ids, int64_t n, float
         req[sdispl[q]++] = d->l2g[ids[i]];
     }
     for (int r = 0; r < R; r++) sdispl[r] -= scount[r];
-    GNN_MPI_TRY(MPI_Alltoall(scount, 1, MPI_INT, rcount, 1, MPI_INT, d->comm));
+    GNN_MPI_TRY(MPI_Alltoall(scount, 1, MPI_INT, rcount, 1, MPI_INT, comm));
     int64_t nr = 0;
     for (int r = 0; r < R; r++) {
         rdispl[r] = (int)nr;
@@ -265,7 +275,7 @@ int gnn_dist_fetch_feat(gnn_dist_part_t *d, const int64_t *ids, int64_t n, float
          : asked && rows ? 0
                          : GNN_FAIL(GNN_ENOMEM, "feature fetch of %" PRId64 " rows", nr));
     GNN_MPI_TRY(MPI_Alltoallv(req, scount, sdispl, MPI_INT64_T, asked, rcount, rdispl, MPI_INT64_T,
-                          d->comm));
+                          comm));
     local = 0;
     for (int64_t i = 0; i < nr && local == 0; i++) {
         int64_t r = asked[i] - d->part_start[d->rank];
@@ -280,7 +290,7 @@ int gnn_dist_fetch_feat(gnn_dist_part_t *d, const int64_t *ids, int64_t n, float
     /* The rows come back in request order: into out at each request's place. */
     float *back = gnn_alloc_large(((size_t)n * (size_t)f + 1) * sizeof *back);
     STEP(back ? 0 : GNN_FAIL(GNN_ENOMEM, "feature fetch of %" PRId64 " rows", n));
-    rc = MPI_Alltoallv(rows, rcount, rdispl, t, back, scount, sdispl, t, d->comm) == MPI_SUCCESS
+    rc = MPI_Alltoallv(rows, rcount, rdispl, t, back, scount, sdispl, t, comm) == MPI_SUCCESS
              ? 0
              : GNN_FAIL(GNN_EMPI, "MPI_Alltoallv failed");
     for (int64_t i = 0; i < n && rc == 0; i++)
@@ -296,6 +306,12 @@ fail:
     d->fetch_s += MPI_Wtime() - t0;
     return rc;
 }
+#undef STEP
+#define STEP(expr)                                                                       \
+    do {                                                                                 \
+        rc = gnn_dist_agree(d->comm, (expr));                                            \
+        if (rc < 0) goto fail;                                                           \
+    } while (0)
 
 /* The whole part: square CSR over all local nodes, ids, owned features. */
 static int keep_whole(gnn_dist_part_t *d, gnn_part_file_t *pf)
@@ -333,6 +349,7 @@ int gnn_dist_load(MPI_Comm comm, const char *dir, int whole, gnn_dist_part_t *dd
     gnn_part_file_t pf = {0};
     memset(d, 0, sizeof *d);
     d->comm = comm;
+    d->fetch_comm = MPI_COMM_NULL;
     MPI_Comm_rank(comm, &d->rank);
     MPI_Comm_size(comm, &d->size);
     int local = gnn_partdir_read_part(dir, d->rank, &pf);

@@ -56,6 +56,8 @@ typedef struct {
     double exchange_s;
     int64_t fetch_bytes;  /* feature rows this rank served to fetches */
     double fetch_s;
+    MPI_Comm fetch_comm;  /* fetches run on this one when set (MPI_COMM_NULL: comm), so a
+                             thread may fetch while another uses comm */
 } gnn_dist_part_t;
 
 /*

@@ -103,7 +103,10 @@ int main(int argc, char **argv)
         setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);
         setenv("OMPI_MCA_memory", "^patcher", 0);
     }
-    if (MPI_Init(NULL, NULL) != MPI_SUCCESS) {
+    /* Threads: a rank fetches the next mini-batch's features on a thread
+     * of its own while it trains the current one (where MPI allows). */
+    int provided = 0;
+    if (MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
         fprintf(stderr, "gnn-train: error: MPI_Init failed\n");
         return 1;
     }

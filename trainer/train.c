@@ -62,6 +62,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <omp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,6 +155,9 @@ typedef struct {
     int64_t n_cache;
     int64_t ep_remote, ep_hits;       /* last epoch, all ranks: remote input rows, from cache */
     double ep_sample_s;
+    int fetch_overlap;                /* fetches ran on their own thread */
+    double fetch_wait_s;              /* this epoch: time steps waited for their features */
+    double ep_fetch_busy_s;           /* last epoch, slowest rank: time fetches took */
 } job_t;
 
 /* Metrics of one evaluation. */
@@ -526,7 +530,13 @@ static int setup_dist_minibatch(job_t *j)
             int64_t left = counts[r] - s * B;
             j->step_seeds[s] += left <= 0 ? 0 : left < B ? left : B;
         }
-    GNN_TRY(setup_minibatch_loader(j, &d->full, j->cache_feat, j->feat_row, d->label));
+    GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, setup_minibatch_loader(j, &d->full, j->cache_feat,
+                                                                  j->feat_row, d->label)));
+    int level = 0;
+    MPI_Query_thread(&level);
+    if (level == MPI_THREAD_MULTIPLE) /* fetches may then run on a thread of their own */
+        GNN_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &d->fetch_comm) == MPI_SUCCESS, GNN_EMPI,
+                  "MPI_Comm_dup failed");
 fail:
     gnn_free(score);
     gnn_free(ids);
@@ -1120,103 +1130,205 @@ fail:
     return rc;
 }
 
+/* One step's batch and the remote feature rows it still needs. */
+typedef struct {
+    gnn_loader_batch_t *b; /* NULL: this rank has no batch at this step */
+    int64_t *miss, *pos;   /* local ids of the rows to fetch, and their input rows */
+    int64_t nm, cap;
+    float *rows;           /* nm x F fetched */
+    size_t rows_cap;
+    /* The fetch, possibly on a thread of its own. */
+    gnn_dist_part_t *d;
+    pthread_t thread;
+    int running, rc;
+    char msg[512];
+} pending_t;
+
+static void pending_free(pending_t *p)
+{
+    gnn_free(p->miss);
+    gnn_free(p->pos);
+    gnn_free(p->rows);
+}
+
+/* Take the next batch (if this rank has one at this step) and list the
+ * remote rows the cache does not hold. Local to this rank. */
+static int pending_take(job_t *j, pending_t *p, int has, int64_t *remote, int64_t *hits)
+{
+    int rc = 0;
+    gnn_dist_part_t *d = j->dist;
+    int64_t F = d->feat_dim;
+    p->b = NULL;
+    p->nm = 0;
+    if (!has) return 0;
+    GNN_TRY(gnn_loader_next(j->ld, &p->b));
+    GNN_CHECK(p->b, GNN_EINVAL, "fewer batches than steps");
+    const gnn_minibatch_t *mb = &p->b->mb;
+    if (mb->n_input > p->cap) {
+        gnn_free(p->miss);
+        gnn_free(p->pos);
+        p->cap = mb->n_input;
+        p->miss = gnn_malloc_array((size_t)p->cap, sizeof *p->miss);
+        p->pos = gnn_malloc_array((size_t)p->cap, sizeof *p->pos);
+        if (!p->miss || !p->pos) p->cap = 0;
+        GNN_CHECK(p->cap, GNN_ENOMEM, "batch fetch lists");
+    }
+    for (gnn_vid_t k = 0; k < mb->n_input; k++) {
+        gnn_vid_t v = mb->nodes[k];
+        if (v < d->n_owned) continue;
+        (*remote)++;
+        if (j->feat_row[v] >= 0) {
+            (*hits)++;
+            continue;
+        }
+        p->miss[p->nm] = v;
+        p->pos[p->nm++] = k;
+    }
+    if ((size_t)(p->nm * F) + 1 > p->rows_cap) {
+        gnn_free(p->rows);
+        p->rows_cap = (size_t)(p->nm * F) + 1;
+        p->rows = gnn_alloc_large(p->rows_cap * sizeof *p->rows);
+        if (!p->rows) p->rows_cap = 0;
+        GNN_CHECK(p->rows, GNN_ENOMEM, "fetched features");
+    }
+fail:
+    return rc;
+}
+
+static void *fetch_thread(void *arg)
+{
+    pending_t *p = arg;
+    p->rc = gnn_dist_fetch_feat(p->d, p->miss, p->nm, p->rows);
+    if (p->rc < 0) snprintf(p->msg, sizeof p->msg, "%s", gnn_error_message());
+    return NULL;
+}
+
+/* Start the step's fetch (collective, in step order on every rank): on a
+ * thread when overlap is on, else here and now. */
+static int pending_fetch(pending_t *p, gnn_dist_part_t *d, int overlap)
+{
+    p->d = d;
+    p->rc = 0;
+    if (overlap && pthread_create(&p->thread, NULL, fetch_thread, p) == 0) {
+        p->running = 1;
+        return 0;
+    }
+    if (overlap) /* no thread: every rank must still fetch, so fetch here */
+        GNN_WARN("cannot start a fetch thread: fetching in the training thread");
+    return gnn_dist_fetch_feat(d, p->miss, p->nm, p->rows);
+}
+
+/* Wait for the fetch and put its rows into the batch's input. */
+static int pending_finish(pending_t *p, int64_t F)
+{
+    if (p->running) {
+        pthread_join(p->thread, NULL);
+        p->running = 0;
+        if (p->rc < 0) return GNN_FAIL(p->rc, "%s", p->msg);
+    }
+    if (p->b)
+        for (int64_t i = 0; i < p->nm; i++)
+            memcpy(p->b->x + p->pos[i] * F, p->rows + i * F, (size_t)F * sizeof(float));
+    return 0;
+}
+
+/* Forward, loss as this rank's share of the step's mean, backward; zero
+ * gradients without a batch. The batch is released. */
+static int dist_batch_grads(job_t *j, pending_t *p, int64_t step, double *sum)
+{
+    int rc = 0;
+    gnn_backend_t *be = j->be;
+    int L = j->o->layers, own = !gnn_be_host_memory(be);
+    int64_t C = j->dist->num_classes;
+    if (!p->b)
+        return gnn_be_zero(be, gnn_model_grads(j->model),
+                           (size_t)gnn_model_n_params(j->model) * sizeof(float));
+    const gnn_minibatch_t *mb = &p->b->mb;
+    int64_t ns = mb->n_seeds;
+    gnn_bgraph_t *graphs[GNN_MODEL_MAX_LAYERS] = {0};
+    const float *logits;
+    double bl = 0.0;
+    for (int l = 0; l < L; l++) {
+        if (own)
+            GNN_TRY(gnn_be_graph_create(be, &mb->blocks[l].csr, &graphs[l]));
+        else
+            graphs[l] = p->b->user[l];
+    }
+    GNN_TRY(gnn_model_forward(j->model, graphs, p->b->x, 1, &logits));
+    GNN_TRY(gnn_be_softmax_xent(be, ns, C, logits, p->b->y, j->iota, ns, &bl, j->dlogits));
+    GNN_TRY(gnn_be_axpby(be, ns * C, (float)((double)ns / (double)j->step_seeds[step]),
+                         j->dlogits, 0.0f, j->dlogits));
+    GNN_TRY(gnn_model_backward(j->model, j->dlogits));
+    *sum += bl * (double)ns;
+fail:
+    if (own)
+        for (int l = 0; l < L; l++) gnn_be_graph_free(graphs[l]);
+    gnn_loader_release(j->ld, p->b);
+    p->b = NULL;
+    return rc;
+}
+
 /*
  * One epoch of distributed mini-batches: every rank takes j->steps steps;
  * in each, its next batch of its own training nodes (none once its batches
  * are done), the features of remote input nodes not cached fetched from
  * their owners, the loss as its share of the mean over all ranks' seeds of
- * the step, gradients summed, one Adam step. *remote, *hits: this rank's
- * remote input rows and those the cache held.
+ * the step, gradients summed, one Adam step. With overlap (MPI allows
+ * threads, and the loader hands out two batches at once), step s + 1's
+ * batch is taken and its fetch runs on a thread, over its own
+ * communicator, while step s trains. *remote, *hits: this rank's remote
+ * input rows and those the cache held.
  */
 static int train_epoch_dist_minibatch(job_t *j, double *loss, int64_t *remote, int64_t *hits)
 {
     int rc = 0;
     gnn_dist_part_t *d = j->dist;
     gnn_checkpoint_t *c = &j->ck;
-    gnn_backend_t *be = j->be;
-    int L = j->o->layers, own = !gnn_be_host_memory(be);
-    int64_t F = d->feat_dim, C = d->num_classes, nt = d->split_n[GNN_SPLIT_TRAIN];
-    int64_t *miss = NULL, miss_cap = 0, *pos = NULL;
-    float *rows = NULL;
-    size_t rows_cap = 0;
-    gnn_loader_batch_t *b = NULL;
+    int64_t F = d->feat_dim, nt = d->split_n[GNN_SPLIT_TRAIN];
+    pending_t pend[2];
+    memset(pend, 0, sizeof pend);
+    j->fetch_wait_s = 0.0;
     uint64_t seed = (uint64_t)j->o->seed + (uint64_t)c->run + 0x9E3779B97F4A7C15ull * (uint64_t)d->rank;
-    double sum = 0.0, compute = 0.0;
+    double sum = 0.0, compute = 0.0, wait = 0.0;
+    int level = 0;
+    MPI_Query_thread(&level);
+    int overlap = level == MPI_THREAD_MULTIPLE && d->fetch_comm != MPI_COMM_NULL &&
+                  gnn_loader_max_held(j->ld) >= 2;
+    j->fetch_overlap = overlap;
     int local = nt > 0 ? gnn_loader_start(j->ld, d->split[GNN_SPLIT_TRAIN], nt, j->o->batch_size,
                                           1, seed, (uint64_t)c->epoch)
                        : 0;
     GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
     int64_t mine = nt > 0 ? gnn_loader_batches(j->ld) : 0;
+    if (j->steps > 0) {
+        GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, pending_take(j, &pend[0], 0 < mine, remote, hits)));
+        GNN_TRY(pending_fetch(&pend[0], d, overlap));
+    }
     for (int64_t s = 0; s < j->steps; s++) {
-        local = 0;
-        int64_t nm = 0;
-        if (s < mine) local = gnn_loader_next(j->ld, &b);
-        if (local == 0 && b) { /* remote input rows the cache does not hold */
-            const gnn_minibatch_t *mb = &b->mb;
-            if (mb->n_input > miss_cap) {
-                gnn_free(miss);
-                gnn_free(pos);
-                miss_cap = mb->n_input;
-                miss = gnn_malloc_array((size_t)miss_cap, sizeof *miss);
-                pos = gnn_malloc_array((size_t)miss_cap, sizeof *pos);
-                if (!miss || !pos) local = GNN_FAIL(GNN_ENOMEM, "batch fetch lists");
-            }
-            for (gnn_vid_t k = 0; k < mb->n_input && local == 0; k++) {
-                gnn_vid_t v = mb->nodes[k];
-                if (v < d->n_owned) continue;
-                (*remote)++;
-                if (j->feat_row[v] >= 0) {
-                    (*hits)++;
-                    continue;
-                }
-                miss[nm] = v;
-                pos[nm++] = k;
-            }
-            if (local == 0 && (size_t)(nm * F) + 1 > rows_cap) {
-                gnn_free(rows);
-                rows_cap = (size_t)(nm * F) + 1;
-                rows = gnn_alloc_large(rows_cap * sizeof *rows);
-                if (!rows) local = GNN_FAIL(GNN_ENOMEM, "fetched features");
-            }
-        }
-        GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
-        GNN_TRY(gnn_dist_fetch_feat(d, miss, nm, rows));
+        pending_t *cur = &pend[s % 2], *next = &pend[(s + 1) % 2];
         double t0 = now_s();
-        if (b) {
-            const gnn_minibatch_t *mb = &b->mb;
-            for (int64_t i = 0; i < nm; i++)
-                memcpy(b->x + pos[i] * F, rows + i * F, (size_t)F * sizeof(float));
-            int64_t ns = mb->n_seeds;
-            gnn_bgraph_t *graphs[GNN_MODEL_MAX_LAYERS] = {0};
-            const float *logits;
-            double bl = 0.0;
-            for (int l = 0; l < L && rc == 0; l++) {
-                if (own)
-                    rc = gnn_be_graph_create(be, &mb->blocks[l].csr, &graphs[l]);
-                else
-                    graphs[l] = b->user[l];
-            }
-            if (rc == 0) rc = gnn_model_forward(j->model, graphs, b->x, 1, &logits);
-            if (rc == 0)
-                rc = gnn_be_softmax_xent(be, ns, C, logits, b->y, j->iota, ns, &bl, j->dlogits);
-            if (rc == 0)
-                rc = gnn_be_axpby(be, ns * C, (float)((double)ns / (double)j->step_seeds[s]),
-                                  j->dlogits, 0.0f, j->dlogits);
-            if (rc == 0) rc = gnn_model_backward(j->model, j->dlogits);
-            if (own)
-                for (int l = 0; l < L; l++) gnn_be_graph_free(graphs[l]);
-            sum += bl * (double)ns;
-            gnn_loader_release(j->ld, b);
-            b = NULL;
-        } else {
-            rc = gnn_be_zero(be, gnn_model_grads(j->model),
-                             (size_t)gnn_model_n_params(j->model) * sizeof(float));
+        GNN_TRY(pending_finish(cur, F));
+        wait += now_s() - t0;
+        if (overlap && s + 1 < j->steps) { /* step s + 1's batch, fetched while s trains */
+            GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD,
+                                   pending_take(j, next, s + 1 < mine, remote, hits)));
+            GNN_TRY(pending_fetch(next, d, 1));
         }
+        t0 = now_s();
+        rc = dist_batch_grads(j, cur, s, &sum);
         if (rc < 0) goto fail; /* a failure of this rank alone: the job ends */
         compute += now_s() - t0;
         GNN_TRY(dist_reduce_step(j));
+        if (!overlap && s + 1 < j->steps) {
+            GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD,
+                                   pending_take(j, next, s + 1 < mine, remote, hits)));
+            t0 = now_s();
+            GNN_TRY(pending_fetch(next, d, 0));
+            wait += now_s() - t0;
+        }
     }
     if (nt > 0) { /* the loader's end of epoch */
+        gnn_loader_batch_t *b = NULL;
         GNN_TRY(gnn_loader_next(j->ld, &b));
         GNN_CHECK(!b, GNN_EINVAL, "more batches than steps");
         gnn_loader_stats(j->ld, &j->lst);
@@ -1224,15 +1336,17 @@ static int train_epoch_dist_minibatch(job_t *j, double *loss, int64_t *remote, i
         memset(&j->lst, 0, sizeof j->lst);
     }
     j->compute_s = compute;
+    j->fetch_wait_s = wait;
     GNN_CHECK(MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD) ==
                   MPI_SUCCESS,
               GNN_EMPI, "MPI_Allreduce failed");
     *loss = sum / (double)d->split_total[GNN_SPLIT_TRAIN];
 fail:
-    if (b) gnn_loader_release(j->ld, b);
-    gnn_free(miss);
-    gnn_free(pos);
-    gnn_free(rows);
+    for (int i = 0; i < 2; i++) {
+        if (pend[i].running) pthread_join(pend[i].thread, NULL);
+        if (pend[i].b) gnn_loader_release(j->ld, pend[i].b);
+        pending_free(&pend[i]);
+    }
     return rc;
 }
 
@@ -1250,13 +1364,13 @@ static int train_epoch(job_t *j, double *loss)
     else
         GNN_TRY(train_epoch_full(j, loss));
     /* This rank's step time less its own waits: the slowest is logged. */
-    double comp = now_s() - t_start - d->exchange_s - d->fetch_s - j->allreduce_s;
+    double waits = j->minibatch ? j->fetch_wait_s : d->exchange_s;
+    double comp = now_s() - t_start - waits - j->allreduce_s;
     int64_t b[4] = {d->bytes_sent + d->fetch_bytes, j->grad_bytes, remote, hits};
-    double t[3] = {d->exchange_s + d->fetch_s, j->allreduce_s, comp}, ts = j->lst.sample_s,
-           tsmax = 0.0;
+    double t[4] = {waits, j->allreduce_s, comp, d->fetch_s}, ts = j->lst.sample_s, tsmax = 0.0;
     int64_t ball[4];
     GNN_CHECK(MPI_Allreduce(b, ball, 4, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS &&
-                  MPI_Allreduce(MPI_IN_PLACE, t, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD) ==
+                  MPI_Allreduce(MPI_IN_PLACE, t, 4, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD) ==
                       MPI_SUCCESS &&
                   MPI_Allreduce(&ts, &tsmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD) ==
                       MPI_SUCCESS,
@@ -1269,6 +1383,7 @@ static int train_epoch(job_t *j, double *loss)
     j->ep_fetch_s = t[0];
     j->ep_allreduce_s = t[1];
     j->ep_compute_s = t[2] > 0.0 ? t[2] : 0.0;
+    j->ep_fetch_busy_s = t[3];
 fail:
     return rc;
 }
@@ -1325,6 +1440,9 @@ static void log_epoch(job_t *j, int64_t epoch, double loss, const eval_t *ev, in
                 gnn_json_number(f, j->ep_remote ? (double)j->ep_hits / (double)j->ep_remote : 0.0);
                 fprintf(f, ", \"sample_s_max\": ");
                 gnn_json_number(f, j->ep_sample_s);
+                fprintf(f, ", \"fetch_busy_s\": ");
+                gnn_json_number(f, j->ep_fetch_busy_s);
+                fprintf(f, ", \"fetch_overlap\": %s", j->fetch_overlap ? "true" : "false");
             }
             fprintf(f, ", \"fetch_s\": ");
             gnn_json_number(f, j->ep_fetch_s);
@@ -1629,6 +1747,7 @@ int gnn_train_run(const gnn_train_opts_t *o, gnn_train_result_t *res)
         /* A partition directory: one rank per part. Settings are agreed
          * before the collective load. */
         memset(&dist, 0, sizeof dist);
+        dist.fetch_comm = MPI_COMM_NULL;
         j->dist = &dist;
         MPI_Comm_rank(MPI_COMM_WORLD, &j->rank);
         rc = setup(j);
