@@ -60,6 +60,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <omp.h>
 #include <pthread.h>
@@ -638,8 +639,6 @@ static int setup(job_t *j)
     if (j->dist) {
         GNN_CHECK(strcmp(o->sparse_features, "on"), GNN_EUSAGE,
                   "--sparse-features on: not over a partition directory");
-        GNN_CHECK(!o->save_predictions, GNN_EUSAGE,
-                  "--save-predictions: not over a partition directory yet");
     }
 
     GNN_TRY(gnn_backend_open(o->device, &j->be));
@@ -1608,6 +1607,98 @@ static int file_exists(const char *path)
     return stat(path, &st) == 0;
 }
 
+/*
+ * Over a partition directory: every rank's rows (its owned nodes) to rank
+ * 0, placed by graph-file id, so the file is the one a single process
+ * writes. Collective; rank 0 writes.
+ */
+static int gather_predictions(job_t *j, const float *logits, const int64_t *pred,
+                              const float *hidden, int64_t hc)
+{
+    int rc = 0, R = j->dist->size, rank = j->dist->rank;
+    gnn_dist_part_t *d = j->dist;
+    int64_t n = d->n_owned, N = d->n_global, C = d->num_classes;
+    int *cnt = gnn_calloc((size_t)R * 2, sizeof *cnt);
+    int64_t *ids = NULL, *all_pred = NULL, *all_ids = NULL;
+    float *all_logits = NULL, *all_hidden = NULL, *lo = NULL, *hi = NULL;
+    int64_t *pr = NULL;
+    MPI_Datatype tl = MPI_DATATYPE_NULL, th = MPI_DATATYPE_NULL;
+    int local = cnt && n <= INT_MAX && C <= INT_MAX && hc <= INT_MAX && hc > 0
+                    ? 0
+                    : GNN_FAIL(GNN_ENOMEM, "predictions");
+    if (rank == 0 && local == 0) {
+        all_ids = gnn_malloc_array((size_t)N + 1, sizeof *all_ids);
+        all_pred = gnn_malloc_array((size_t)N + 1, sizeof *all_pred);
+        all_logits = gnn_alloc_large(((size_t)N * (size_t)C + 1) * sizeof(float));
+        all_hidden = gnn_alloc_large(((size_t)N * (size_t)hc + 1) * sizeof(float));
+        lo = gnn_alloc_large(((size_t)N * (size_t)C + 1) * sizeof(float));
+        hi = gnn_alloc_large(((size_t)N * (size_t)hc + 1) * sizeof(float));
+        pr = gnn_malloc_array((size_t)N + 1, sizeof *pr);
+        ids = gnn_malloc_array((size_t)N + 1, sizeof *ids);
+        if (!all_ids || !all_pred || !all_logits || !all_hidden || !lo || !hi || !pr || !ids)
+            local = GNN_FAIL(GNN_ENOMEM, "predictions of %" PRId64 " nodes", N);
+    }
+    GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
+    int mine = (int)n, *displ = cnt + R;
+    GNN_CHECK(MPI_Gather(&mine, 1, MPI_INT, cnt, 1, MPI_INT, 0, MPI_COMM_WORLD) == MPI_SUCCESS &&
+                  MPI_Type_contiguous((int)C, MPI_FLOAT, &tl) == MPI_SUCCESS &&
+                  MPI_Type_commit(&tl) == MPI_SUCCESS &&
+                  MPI_Type_contiguous((int)hc, MPI_FLOAT, &th) == MPI_SUCCESS &&
+                  MPI_Type_commit(&th) == MPI_SUCCESS,
+              GNN_EMPI, "gathering predictions failed");
+    int64_t at = 0;
+    for (int r = 0; rank == 0 && r < R; r++) {
+        displ[r] = (int)at;
+        at += cnt[r];
+    }
+    GNN_CHECK(MPI_Gatherv(d->gid, mine, MPI_INT64_T, ids, cnt, displ, MPI_INT64_T, 0,
+                          MPI_COMM_WORLD) == MPI_SUCCESS &&
+                  MPI_Gatherv(pred, mine, MPI_INT64_T, pr, cnt, displ, MPI_INT64_T, 0,
+                              MPI_COMM_WORLD) == MPI_SUCCESS &&
+                  MPI_Gatherv(logits, mine, tl, lo, cnt, displ, tl, 0, MPI_COMM_WORLD) ==
+                      MPI_SUCCESS &&
+                  MPI_Gatherv(hidden, mine, th, hi, cnt, displ, th, 0, MPI_COMM_WORLD) ==
+                      MPI_SUCCESS,
+              GNN_EMPI, "gathering predictions failed");
+    local = 0;
+    if (rank == 0) { /* row of graph-file node v at v */
+        for (int64_t i = 0; i < at && local == 0; i++) {
+            int64_t v = ids[i];
+            if (v < 0 || v >= N) {
+                local = GNN_FAIL(GNN_EINVAL, "predictions: node %" PRId64 " out of range", v);
+                break;
+            }
+            all_ids[v] = v;
+            all_pred[v] = pr[i];
+            memcpy(all_logits + v * C, lo + i * C, (size_t)C * sizeof(float));
+            memcpy(all_hidden + v * hc, hi + i * hc, (size_t)hc * sizeof(float));
+        }
+        if (local == 0 && at != N)
+            local = GNN_FAIL(GNN_EINVAL, "predictions: %" PRId64 " rows for %" PRId64 " nodes",
+                             at, N);
+        if (local == 0)
+            local = gnn_predictions_write(j->o->save_predictions, N, all_ids, C, all_logits,
+                                          all_pred, hc, all_hidden);
+        if (local == 0)
+            GNN_INFO("predictions of %" PRId64 " nodes written to %s", N,
+                     j->o->save_predictions);
+    }
+    GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
+fail:
+    if (tl != MPI_DATATYPE_NULL) MPI_Type_free(&tl);
+    if (th != MPI_DATATYPE_NULL) MPI_Type_free(&th);
+    gnn_free(cnt);
+    gnn_free(ids);
+    gnn_free(all_ids);
+    gnn_free(all_pred);
+    gnn_free(all_logits);
+    gnn_free(all_hidden);
+    gnn_free(lo);
+    gnn_free(hi);
+    gnn_free(pr);
+    return rc;
+}
+
 /* Predictions of the best parameters of the last run. */
 static int write_predictions(job_t *j)
 {
@@ -1618,6 +1709,16 @@ static int write_predictions(job_t *j)
     const float *logits, *hidden;
     size_t pbytes = (size_t)j->ck.n_params * sizeof(float);
     GNN_TRY(gnn_be_upload(j->be, gnn_model_params(j->model), j->ck.best_params, pbytes));
+    if (j->dist) { /* the full-graph forward over the parts (host memory backend) */
+        GNN_TRY(infer(j, &logits));
+        hidden = gnn_model_last_hidden(j->model, &hr, &hc); /* owned rows first */
+        GNN_CHECK(hidden, GNN_EINVAL, "predictions: no hidden rows");
+        pred_h = gnn_malloc_array((size_t)n + 1, sizeof(int64_t));
+        GNN_CHECK(pred_h, GNN_ENOMEM, "predictions");
+        GNN_TRY(gnn_be_argmax_rows(j->be, n, C, logits, pred_h));
+        rc = gather_predictions(j, logits, pred_h, hidden, hc);
+        goto fail;
+    }
     if (j->minibatch) {
         GNN_TRY(infer_layerwise(j, &logits, &hidden, &hc));
         hr = n;

@@ -39,6 +39,7 @@
 #include "graph/base/alloc.h"
 #include "graph/graph_file.h"
 #include "tests/common/cmdtest.h"
+#include "tests/common/h5test.h"
 #include "tests/common/jsontest.h"
 #include "tests/common/testutil.h"
 
@@ -207,29 +208,6 @@ static log_summary_t check_log(const char *path, int runs, int epochs)
 }
 
 /* ---- HDF5 ----------------------------------------------------------------- */
-
-/* A whole dataset of path (any shape) as native type, allocated; its
- * dimensions in dims (rank at most 2, the rank returned). */
-static int h5_read(const char *path, const char *name, hid_t type, void **out, hsize_t dims[2])
-{
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (f < 0) fail_msg("cannot open %s", path);
-    hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
-    if (d < 0) fail_msg("%s: no dataset %s", path, name);
-    hid_t sp = H5Dget_space(d);
-    int rank = H5Sget_simple_extent_ndims(sp);
-    assert_true(rank >= 1 && rank <= 2);
-    dims[1] = 1;
-    H5Sget_simple_extent_dims(sp, dims, NULL);
-    size_t n = (size_t)dims[0] * (rank == 2 ? (size_t)dims[1] : 1);
-    *out = malloc(n * H5Tget_size(type) + 1);
-    assert_non_null(*out);
-    if (n > 0) assert_true(H5Dread(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, *out) >= 0);
-    H5Sclose(sp);
-    H5Dclose(d);
-    H5Fclose(f);
-    return rank;
-}
 
 static int64_t h5_attr_i64(const char *path, const char *name)
 {
