@@ -57,6 +57,7 @@
 #include "graph/graph_file.h"
 #include "partition/kway.h"
 #include "partition/mlpart.h"
+#include "tests/common/mpitest.h"
 #include "tests/common/testrng.h"
 #include "tests/common/testutil.h"
 
@@ -94,23 +95,6 @@ static ref_t g_planted = {.name = "planted"};  /* clusters are ranges of ids */
 static ref_t g_shuffled = {.name = "shuffled"}; /* the same graph, ids shuffled */
 static ref_t g_sparse = {.name = "sparse"};     /* weak clusters, ids shuffled */
 
-/*
- * Every rank learns whether ok holds on all ranks; where it does not, every
- * rank fails the test here (the ranks where it failed with the message,
- * the others saying so), so they all leave the test together.
- */
-#define CHECK_ALL(ok, fmt, ...)                                                                  \
-    do {                                                                                         \
-        int ok_ = (ok) ? 1 : 0, all_ = 0;                                                        \
-        MPI_Allreduce(&ok_, &all_, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);                        \
-        if (!all_) {                                                                             \
-            if (!ok_) fail_msg("rank %d of %d: " fmt, g_rank, g_size, ##__VA_ARGS__);           \
-            fail_msg("rank %d of %d: a check failed on another rank", g_rank, g_size);          \
-        }                                                                                        \
-    } while (0)
-
-/* A check made on rank 0 only (the others hold no parts). */
-#define CHECK_ROOT(ok, fmt, ...) CHECK_ALL(g_rank != 0 || (ok), fmt, ##__VA_ARGS__)
 
 static int64_t reduce(int64_t x, MPI_Op op)
 {

@@ -40,6 +40,7 @@
 #include "partition/kway.h"
 #include "partition/partdir.h"
 #include "partition/partdir_mpi.h"
+#include "tests/common/mpitest.h"
 #include "tests/common/testrng.h"
 #include "tests/common/testutil.h"
 
@@ -63,17 +64,6 @@ static char g_full[640];  /* weights, features, labels, splits */
 static char g_bare[640];  /* repeated edges, nothing else */
 static gnn_graph_t g_full_g, g_bare_g; /* rank 0: the files loaded whole */
 
-#define CHECK_ALL(ok, fmt, ...)                                                                  \
-    do {                                                                                         \
-        int ok_ = (ok) ? 1 : 0, all_ = 0;                                                        \
-        MPI_Allreduce(&ok_, &all_, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);                        \
-        if (!all_) {                                                                             \
-            if (!ok_) fail_msg("rank %d of %d: " fmt, g_rank, g_size, ##__VA_ARGS__);           \
-            fail_msg("rank %d of %d: a check failed on another rank", g_rank, g_size);          \
-        }                                                                                        \
-    } while (0)
-
-#define CHECK_ROOT(ok, fmt, ...) CHECK_ALL(g_rank != 0 || (ok), fmt, ##__VA_ARGS__)
 
 /* ---- The graph files (rank 0) ----------------------------------------------- */
 
