@@ -82,7 +82,7 @@ for p in $ranks; do
     [ -d "$part" ] || "$bin/partition/gnn-partition" "$graph" -k "$p" --method "$method" -o "$part" -q
     cut=$("$bin/partition/gnn-partition" --info "$part" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["edge_cut"])')
     log=$dir/$method-$p.json
-    mpirun -np "$p" --oversubscribe "$bin/trainer/gnn-train" --data "$part" --epochs "$epochs" \
+    mpirun -np "$p" --oversubscribe --bind-to none "$bin/trainer/gnn-train" --data "$part" --epochs "$epochs" \
       --eval-every 0 --log-json "$log" -q
     set -- $(summary "$log")
     ratio=-
@@ -104,7 +104,7 @@ for p in $mb_ranks; do
       [ -d "$part" ] || "$bin/partition/gnn-partition" "$graph" -k "$p" --method "$method" \
         --halo-hops 2 -o "$part" -q
       log=$dir/mb-$method-$p-$cache.json
-      mpirun -np "$p" --oversubscribe "$bin/trainer/gnn-train" --data "$part" --model sage \
+      mpirun -np "$p" --oversubscribe --bind-to none "$bin/trainer/gnn-train" --data "$part" --model sage \
         --mode minibatch --layers 2 --hidden 64 --fanouts 10,10 --batch-size 1024 \
         --epochs "$mb_epochs" --eval-every 0 --feature-cache "$cache" --log-json "$log" -q
       set -- $(python3 - "$log" <<'PY'
