@@ -381,10 +381,10 @@ static int partition(const opts_t *o, const char *graph_path)
     /* The graph is in memory only where the direct path loaded it, on a
      * single rank: it is written from there; otherwise every rank writes. */
     int spread = !g.csr.indptr;
-    if (spread && size > 1) {
-        int loaded = 0;
-        MPI_Allreduce(&spread, &loaded, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-        spread = loaded; /* 0: rank 0 holds the graph (direct path under mpirun) */
+    if (size > 1) { /* every rank: 0 when rank 0 holds the graph (direct path) */
+        int all = 0;
+        MPI_Allreduce(&spread, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        spread = all;
     }
     if (spread)
         rc = write_dir(o, graph_path, NULL, &part, cut, balance, budget, size, levels);

@@ -133,7 +133,7 @@ fail:
 static int make_plan(gnn_dist_part_t *d, const gnn_part_file_t *pf)
 {
     int rc = 0, R = d->size;
-    int64_t *want = NULL, *asked = NULL;
+    int64_t *asked = NULL;
     d->scount = gnn_calloc((size_t)R * 4, sizeof *d->scount);
     int local = d->scount ? 0 : GNN_FAIL(GNN_ENOMEM, "halo plan");
     STEP(local);
@@ -184,7 +184,6 @@ static int make_plan(gnn_dist_part_t *d, const gnn_part_file_t *pf)
     }
     STEP(local);
 fail:
-    gnn_free(want);
     gnn_free(asked);
     return rc;
 }
@@ -326,7 +325,8 @@ static int keep_whole(gnn_dist_part_t *d, gnn_part_file_t *pf)
     d->full.indptr = ip;
     for (int64_t r = d->full.n_rows; r < d->n_all; r++) ip[r + 1] = ip[r];
     d->full.n_rows = d->n_all;
-    d->full.weights = NULL; /* the sampler does not read them */
+    gnn_free(d->full.weights); /* the sampler does not read them */
+    d->full.weights = NULL;
     d->l2g = pf->local_to_global;
     pf->local_to_global = NULL;
     d->part_start = pf->part_start;
@@ -384,6 +384,14 @@ int gnn_dist_load(MPI_Comm comm, const char *dir, int whole, gnn_dist_part_t *dd
     if (local == 0) {
         memcpy(d->csr.indptr, pf.csr.indptr, ((size_t)d->n_owned + 1) * sizeof *d->csr.indptr);
         memcpy(d->csr.indices, pf.csr.indices, (size_t)d->csr.nnz * sizeof *d->csr.indices);
+        if (pf.csr.weights) { /* weighted aggregation, as on the whole graph */
+            d->csr.weights = gnn_malloc_array((size_t)d->csr.nnz + 1, sizeof *d->csr.weights);
+            if (!d->csr.weights)
+                local = GNN_FAIL(GNN_ENOMEM, "part %d: edge weights", d->rank);
+            else
+                memcpy(d->csr.weights, pf.csr.weights,
+                       (size_t)d->csr.nnz * sizeof *d->csr.weights);
+        }
         d->csr.flags = pf.csr.flags;
         memcpy(d->gid, pf.orig_id, (size_t)d->n_local * sizeof *d->gid);
         memcpy(d->feat, pf.feat, (size_t)d->n_owned * (size_t)d->feat_dim * sizeof *d->feat);

@@ -1341,10 +1341,15 @@ static int train_epoch_dist_minibatch(job_t *j, double *loss, int64_t *remote, i
               GNN_EMPI, "MPI_Allreduce failed");
     *loss = sum / (double)d->split_total[GNN_SPLIT_TRAIN];
 fail:
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 2; i++)
         if (pend[i].running) pthread_join(pend[i].thread, NULL);
-        if (pend[i].b) gnn_loader_release(j->ld, pend[i].b);
-        pending_free(&pend[i]);
+    /* Batches go back in the order they were taken (the loader's slots
+     * are reused in that order). */
+    int first = pend[0].b && pend[1].b && pend[1].b->index < pend[0].b->index ? 1 : 0;
+    for (int i = 0; i < 2; i++) {
+        pending_t *p = &pend[(first + i) % 2];
+        if (p->b) gnn_loader_release(j->ld, p->b);
+        pending_free(p);
     }
     return rc;
 }
@@ -1844,7 +1849,12 @@ int gnn_train_run(const gnn_train_opts_t *o, gnn_train_result_t *res)
     gnn_dist_part_t dist;
     struct stat sb;
     int size = 1;
-    if (o->data && stat(o->data, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+    int is_dir = o->data && stat(o->data, &sb) == 0 && S_ISDIR(sb.st_mode), init = 0;
+    MPI_Initialized(&init);
+    if (init) MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size > 1) /* rank 0 decides, so every rank takes the same path */
+        MPI_Bcast(&is_dir, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (is_dir) {
         /* A partition directory: one rank per part. Settings are agreed
          * before the collective load. */
         memset(&dist, 0, sizeof dist);
@@ -1855,9 +1865,6 @@ int gnn_train_run(const gnn_train_opts_t *o, gnn_train_result_t *res)
         GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, rc));
         GNN_TRY(setup_dist(j));
     } else {
-        int init = 0;
-        MPI_Initialized(&init);
-        if (init) MPI_Comm_size(MPI_COMM_WORLD, &size);
         GNN_CHECK(size == 1, GNN_EUSAGE,
                   "%s is a graph file, which one process trains on; for %d ranks, partition it "
                   "with gnn-partition -k %d and train on the directory",

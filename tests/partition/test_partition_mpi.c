@@ -178,6 +178,20 @@ static void test_two_ranks_as_one_process(void **state)
     free(two);
 }
 
+/* The random baseline under mpiexec: rank 0 deals and writes the parts,
+ * and every rank leaves (no rank left waiting in a collective call). */
+static void test_two_ranks_random(void **state)
+{
+    (void)state;
+    char *dir = (char *)tu_path("mpi-random");
+    MPI_OK(g_sbm, "-k", "3", "--method", "random", "-o", dir, "--force", "-q");
+    check_ok(dir);
+    char *two = info_json(dir);
+    assert_non_null(strstr(two, "\"method\": \"random\""));
+    assert_int_equal(json_int(two, "num_parts"), 3);
+    free(two);
+}
+
 static void test_two_ranks_coarsened(void **state)
 {
     (void)state;
@@ -336,6 +350,7 @@ int main(int argc, char **argv)
 
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_two_ranks_as_one_process),
+        cmocka_unit_test(test_two_ranks_random),
         cmocka_unit_test(test_two_ranks_coarsened),
         cmocka_unit_test(test_mem_budget),
         cmocka_unit_test(test_missing_graph),
