@@ -14,8 +14,10 @@
  *
  * Memory per rank: 45 bytes per node of the whole graph (the file's
  * indptr, the relabelling both ways, the writer's row index, a marker, the
- * part array and a flag), the split indices (8 bytes per entry), two
- * chunks, and the parts written at the same time: their rows (12 bytes per
+ * part array and a flag), the split indices (8 bytes per entry), a chunk
+ * and its packed answers (one chunk more when every row is asked for once,
+ * as with one hop of halo; up to one per asking rank for halo rows many
+ * parts hold), and the parts written at the same time: their rows (12 bytes per
  * stored in-edge with weights, 8 without) held twice (fetched, and as the
  * local graph), plus 4 x feature width + 24 bytes per owned node. Under a
  * budget a rank writes its parts in groups that fit it, one group at a
