@@ -121,8 +121,10 @@ static int build(gnn_loader_t *ld, slot_t *sl, int64_t i)
         GNN_TRY(grow((void **)&b->x, &sl->x_cap, (size_t)mb->n_input * (size_t)f, sizeof(float)));
         const float *feat = ld->o.feat;
         const int64_t *row = ld->o.feat_row;
+        const gnn_vid_t ncol = ld->o.graph->n_cols;
         for (gnn_vid_t k = 0; k < mb->n_input; k++) {
-            gnn_vid_t v = row ? row[mb->nodes[k]] : mb->nodes[k];
+            gnn_vid_t u = mb->nodes[k];
+            gnn_vid_t v = u >= ncol ? -1 : row ? row[u] : u;
             if (v < 0) {
                 memset(b->x + k * f, 0, (size_t)f * sizeof(float));
                 continue;
@@ -196,13 +198,19 @@ int gnn_loader_create(const gnn_loader_opts_t *o, gnn_loader_t **out)
     GNN_CHECK(o->threads == 0 || (o->prefetch >= 1 && o->prefetch <= GNN_LOADER_MAX_PREFETCH),
               GNN_EINVAL, "loader: prefetch %d (expected 1 to %d)", o->prefetch,
               GNN_LOADER_MAX_PREFETCH);
+    GNN_CHECK(!o->remote || o->threads == 0, GNN_EINVAL,
+              "loader: remote rows are drawn in the caller's thread (threads must be 0, got %d)",
+              o->threads);
     GNN_CHECK(!o->feat || o->feat_dim >= 1, GNN_EINVAL, "loader: feature width %" PRId64,
               o->feat_dim);
     ld = gnn_calloc(1, sizeof *ld);
     GNN_CHECK(ld, GNN_ENOMEM, "loader");
     ld->o = *o;
-    if (o->threads == 0) ld->o.prefetch = 1; /* one slot, filled on demand */
+    if (o->threads == 0) /* one or two slots, filled on demand */
+        ld->o.prefetch = o->prefetch >= 2 ? 2 : 1;
     GNN_TRY(gnn_sampler_create(o->graph, o->layers, o->fanouts, &ld->sampler));
+    GNN_TRY(gnn_sampler_set_key_ids(ld->sampler, o->key_ids));
+    GNN_TRY(gnn_sampler_set_remote(ld->sampler, o->remote));
     ld->slot = gnn_calloc((size_t)ld->o.prefetch, sizeof *ld->slot);
     GNN_CHECK(ld->slot, GNN_ENOMEM, "loader slots");
     GNN_CHECK(pthread_mutex_init(&ld->mu, NULL) == 0, GNN_EIO, "loader: mutex");
@@ -357,7 +365,7 @@ fail:
 
 int gnn_loader_max_held(const gnn_loader_t *ld)
 {
-    return ld->n_threads > 0 && ld->o.prefetch >= 2 ? 2 : 1;
+    return ld->o.prefetch >= 2 ? 2 : 1;
 }
 
 void gnn_loader_release(gnn_loader_t *ld, gnn_loader_batch_t *b)

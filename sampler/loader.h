@@ -20,7 +20,11 @@
  * every thread count and prefetch depth, and arrive in the same order.
  *
  * With 0 threads there is no queue: gnn_loader_next builds the batch itself,
- * with the caller's OpenMP threads; the batches are the same.
+ * with the caller's OpenMP threads; the batches are the same. With a
+ * prefetch depth of 2 or more the caller may still hold two batches, and
+ * build the next one (on a thread of its own) while the current trains.
+ * That is the way for a sampler whose remote hook is collective
+ * (sampler.h): its batches must be built in order, by one thread.
  *
  * A hook may prepare each batch further on the worker thread (the trainer
  * builds its aggregation graphs there on the CPU) and undo it on release.
@@ -58,15 +62,20 @@ typedef struct {
     const int *fanouts;       /* as gnn_sampler_create: nearest hop first */
     const float *feat;        /* num_nodes x feat_dim, borrowed; NULL: no gather */
     int64_t feat_dim;
-    const int64_t *feat_row;  /* optional, borrowed: node v's features are row feat_row[v]
-                                 of feat, or zeros where it is -1 (the caller fills those
-                                 rows in: a rank's remote nodes); NULL: row v */
+    const int64_t *feat_row;  /* optional, borrowed (graph->n_cols entries): node v's
+                                 features are row feat_row[v] of feat, or zeros where it
+                                 is -1 or v is beyond the graph's columns (the caller
+                                 fills those rows in: a rank's remote nodes); NULL: row v */
     const int64_t *labels;    /* num_nodes, borrowed; NULL: no labels */
+    const gnn_vid_t *key_ids; /* optional, borrowed: draws keyed by these ids
+                                 (gnn_sampler_set_key_ids) */
+    const gnn_sampler_remote_t *remote; /* optional: rows held elsewhere
+                                 (gnn_sampler_set_remote); needs 0 threads */
     int threads;              /* worker threads, 0 .. GNN_LOADER_MAX_THREADS; 0: each
                                  batch is built by gnn_loader_next in the caller's
                                  thread (no overlap: the reference for timing) */
-    int prefetch;             /* batches in flight, 1 .. GNN_LOADER_MAX_PREFETCH
-                                 (ignored with 0 threads) */
+    int prefetch;             /* batches in flight, 1 .. GNN_LOADER_MAX_PREFETCH; with
+                                 0 threads, any value: 2 or more lets two be held */
     /* Optional: run on the worker after the gather (0 or a GNN_E code,
      * which ends the epoch with that error); undo on release. */
     int (*prepare)(void *ctx, gnn_loader_batch_t *b);
@@ -117,9 +126,8 @@ int64_t gnn_loader_batches(const gnn_loader_t *ld);
  * they were taken.
  */
 int gnn_loader_next(gnn_loader_t *ld, gnn_loader_batch_t **out);
-/* Batches that may be held at once: 2 with worker threads and a prefetch
- * depth of 2 or more (the next batch can be worked on while the current
- * one trains), else 1. */
+/* Batches that may be held at once: 2 with a prefetch depth of 2 or more
+ * (the next batch can be worked on while the current one trains), else 1. */
 int gnn_loader_max_held(const gnn_loader_t *ld);
 
 /* Give back the batch from gnn_loader_next (its slot is refilled). */

@@ -30,7 +30,16 @@ struct gnn_sampler {
     const gnn_csr_t *graph;
     int layers;
     int fanout[GNN_SAMPLER_MAX_LAYERS]; /* by hop, 0 = from the seeds */
+    const gnn_vid_t *key_ids;           /* NULL: draws keyed by node id */
+    gnn_sampler_remote_t remote;        /* remote.draw NULL: every row held */
 };
+
+/* What one hop reads: the rows, how draws are keyed, who draws the rest. */
+typedef struct {
+    const gnn_csr_t *g;
+    const gnn_vid_t *key_ids;
+    const gnn_sampler_remote_t *remote; /* NULL: every row held */
+} rows_t;
 
 /* Rows drawing at most this many positions find repeats by scanning the
  * draws so far; longer draws use a per-thread hash set. */
@@ -243,14 +252,17 @@ static int frontier_start(frontier_t *f, const gnn_vid_t *ids, int64_t n, gnn_vi
  * h); new sources are appended to f. On failure *out is zeroed and f may
  * have grown its capacity but holds the same nodes.
  */
-static int sample_hop(const gnn_csr_t *g, int fanout, uint64_t key, int h, frontier_t *f,
-                      gnn_csr_t *out)
+static int sample_hop(const rows_t *rs, int fanout, uint64_t key, int h, frontier_t *f,
+                      gnn_csr_t *out, int *called)
 {
     int rc = 0;
+    const gnn_csr_t *g = rs->g;
     const gnn_vid_t n_dst = f->n_nodes;
     const gnn_vid_t *dst = f->nodes;
-    gnn_eid_t *indptr = NULL;
-    gnn_vid_t *indices = NULL;
+    const gnn_vid_t held = rs->remote ? rs->remote->n_held : g->n_rows;
+    gnn_eid_t *indptr = NULL, *rcnt = NULL;
+    gnn_vid_t *indices = NULL, *rv = NULL, *rsrc = NULL;
+    int64_t nr = 0; /* remote rows */
     mark_t *marks = NULL;
     memset(out, 0, sizeof *out);
 
@@ -264,10 +276,32 @@ static int sample_hop(const gnn_csr_t *g, int fanout, uint64_t key, int h, front
 #pragma omp parallel for schedule(static) reduction(max : kmax)
     for (gnn_vid_t i = 0; i < n_dst; i++) {
         gnn_vid_t v = dst[i];
+        if (v >= held) {
+            indptr[i + 1] = 0; /* set from the hook's answer below */
+            continue;
+        }
         gnn_eid_t d = g->indptr[v + 1] - g->indptr[v];
         gnn_eid_t c = (fanout < 0 || d <= fanout) ? d : fanout;
         if (c < d && c > SCAN_DRAWS && c > kmax) kmax = c;
         indptr[i + 1] = c;
+    }
+    if (rs->remote) { /* the rows held elsewhere, drawn by their holders */
+        for (gnn_vid_t i = 0; i < n_dst; i++) nr += dst[i] >= held;
+        rv = gnn_malloc_array((size_t)nr + 1, sizeof *rv);
+        rcnt = gnn_malloc_array((size_t)nr + 1, sizeof *rcnt);
+        if (!rv || !rcnt) {
+            rc = GNN_ENOMEM;
+            goto fail;
+        }
+        nr = 0;
+        for (gnn_vid_t i = 0; i < n_dst; i++)
+            if (dst[i] >= held) rv[nr++] = dst[i];
+        *called = 1;
+        rc = rs->remote->draw(rs->remote->ctx, h, fanout, key, rv, nr, rcnt, &rsrc);
+        if (rc < 0) goto fail;
+        nr = 0;
+        for (gnn_vid_t i = 0; i < n_dst; i++)
+            if (dst[i] >= held) indptr[i + 1] = rcnt[nr++];
     }
     for (gnn_vid_t i = 0; i < n_dst; i++) indptr[i + 1] += indptr[i];
     const gnn_eid_t nnz = indptr[n_dst];
@@ -303,8 +337,10 @@ static int sample_hop(const gnn_csr_t *g, int fanout, uint64_t key, int h, front
              * cache misses of a row overlap the next row's arithmetic. */
             gnn_vid_t pending = -1;
             for (gnn_vid_t i = i0; i < i1; i++) {
-                if (i + PREFETCH_AHEAD < i1) __builtin_prefetch(&g->indptr[dst[i + PREFETCH_AHEAD]]);
+                if (i + PREFETCH_AHEAD < i1 && dst[i + PREFETCH_AHEAD] < held)
+                    __builtin_prefetch(&g->indptr[dst[i + PREFETCH_AHEAD]]);
                 gnn_vid_t v = dst[i];
+                if (v >= held) continue; /* copied from the hook's answer below */
                 const gnn_vid_t *row = g->indices + g->indptr[v];
                 gnn_eid_t d = g->indptr[v + 1] - g->indptr[v];
                 gnn_eid_t c = indptr[i + 1] - indptr[i];
@@ -313,7 +349,7 @@ static int sample_hop(const gnn_csr_t *g, int fanout, uint64_t key, int h, front
                     memcpy(o, row, (size_t)c * sizeof *o);
                 } else {
                     stream_t s;
-                    stream_init(&s, key, v, h);
+                    stream_init(&s, key, rs->key_ids ? rs->key_ids[v] : v, h);
                     if (c <= SCAN_DRAWS)
                         floyd_scan(&s, d, c, o);
                     else
@@ -330,10 +366,21 @@ static int sample_hop(const gnn_csr_t *g, int fanout, uint64_t key, int h, front
     }
     gnn_free(marks);
     marks = NULL;
+    if (rs->remote) {
+        gnn_eid_t at = 0;
+        for (gnn_vid_t i = 0; i < n_dst; i++)
+            if (dst[i] >= held) {
+                gnn_eid_t c = indptr[i + 1] - indptr[i];
+                memcpy(indices + indptr[i], rsrc + at, (size_t)c * sizeof *indices);
+                at += c;
+            }
+        gnn_free(rsrc);
+        rsrc = NULL;
+    }
 
     /* Local ids in row order: sequential, so independent of the threads. */
     gnn_vid_t need = f->n_nodes + nnz;
-    if (need > g->n_rows) need = g->n_rows;
+    if (!rs->remote && need > g->n_rows) need = g->n_rows;
     rc = frontier_reserve(f, need);
     if (rc < 0) goto fail;
     dst = NULL; /* the node list may have moved */
@@ -356,12 +403,17 @@ static int sample_hop(const gnn_csr_t *g, int fanout, uint64_t key, int h, front
     out->indices = indices;
     out->weights = NULL;
     out->flags = GNN_CSR_SORTED | (g->flags & (GNN_CSR_DEDUPED | GNN_CSR_NO_SELF_LOOPS));
+    gnn_free(rv);
+    gnn_free(rcnt);
     return 0;
 
 fail:
     gnn_free(marks);
     gnn_free(indices);
     gnn_free(indptr);
+    gnn_free(rv);
+    gnn_free(rcnt);
+    gnn_free(rsrc);
     return rc;
 }
 
@@ -408,6 +460,58 @@ fail:
 
 void gnn_sampler_free(gnn_sampler_t *s) { gnn_free(s); }
 
+int gnn_sampler_set_key_ids(gnn_sampler_t *s, const gnn_vid_t *ids)
+{
+    if (!s) return GNN_FAIL(GNN_EINVAL, "sampler: sampler is NULL");
+    s->key_ids = ids;
+    return 0;
+}
+
+int gnn_sampler_set_remote(gnn_sampler_t *s, const gnn_sampler_remote_t *r)
+{
+    if (!s) return GNN_FAIL(GNN_EINVAL, "sampler: sampler is NULL");
+    if (!r) {
+        memset(&s->remote, 0, sizeof s->remote);
+        return 0;
+    }
+    if (!r->draw) return GNN_FAIL(GNN_EINVAL, "sampler: remote rows without a hook");
+    if (r->n_held < 0 || r->n_held > s->graph->n_rows)
+        return GNN_FAIL(GNN_EINVAL,
+                        "sampler: %" GNN_PRIvid " rows held of a graph of %" GNN_PRIvid,
+                        r->n_held, s->graph->n_rows);
+    s->remote = *r;
+    return 0;
+}
+
+uint64_t gnn_sampler_key(uint64_t seed, uint64_t epoch, uint64_t batch)
+{
+    return gnn_rng_mix64(gnn_rng_mix64(gnn_rng_mix64(seed) ^ epoch) ^ batch);
+}
+
+int64_t gnn_sampler_draw_row(const gnn_vid_t *row, gnn_eid_t d, int fanout, uint64_t key,
+                             gnn_vid_t key_id, int h, gnn_vid_t *out)
+{
+    gnn_eid_t c = (fanout < 0 || d <= fanout) ? d : fanout;
+    if (c == d) {
+        if (c) memcpy(out, row, (size_t)c * sizeof *out);
+        return c;
+    }
+    stream_t s;
+    stream_init(&s, key, key_id, h);
+    if (c <= SCAN_DRAWS) {
+        floyd_scan(&s, d, c, out);
+    } else {
+        uint64_t mcap = 16;
+        while (mcap <= 2 * (uint64_t)c) mcap *= 2;
+        mark_t *set = gnn_calloc((size_t)mcap, sizeof *set);
+        if (!set) return GNN_FAIL(GNN_ENOMEM, "sampler: draws of a row of %" GNN_PRIeid, d);
+        floyd_set(&s, d, c, out, set, mcap - 1, 1);
+        gnn_free(set);
+    }
+    for (gnn_eid_t q = 0; q < c; q++) out[q] = row[out[q]];
+    return c;
+}
+
 int gnn_sampler_layers(const gnn_sampler_t *s) { return s->layers; }
 
 int gnn_sampler_fanout(const gnn_sampler_t *s, int h)
@@ -418,7 +522,7 @@ int gnn_sampler_fanout(const gnn_sampler_t *s, int h)
 int gnn_sampler_sample(const gnn_sampler_t *s, const gnn_vid_t *seeds, int64_t n, uint64_t seed,
                        uint64_t epoch, uint64_t batch, gnn_minibatch_t *out)
 {
-    int rc = 0;
+    int rc = 0, h = 0, called = 0;
     frontier_t f;
     memset(&f, 0, sizeof f);
     if (!out) return GNN_FAIL(GNN_EINVAL, "sampler: out is NULL");
@@ -428,13 +532,15 @@ int gnn_sampler_sample(const gnn_sampler_t *s, const gnn_vid_t *seeds, int64_t n
     const gnn_csr_t *g = s->graph;
     GNN_TRY(frontier_start(&f, seeds, n, g->n_rows, "seed"));
 
-    const uint64_t key = gnn_rng_mix64(gnn_rng_mix64(gnn_rng_mix64(seed) ^ epoch) ^ batch);
+    const uint64_t key = gnn_sampler_key(seed, epoch, batch);
+    const rows_t rs = {g, s->key_ids, s->remote.draw ? &s->remote : NULL};
     const int L = s->layers;
     out->layers = L;
     out->n_seeds = n;
-    for (int h = 0; h < L; h++) {
+    for (h = 0; h < L; h++) {
         int l = L - 1 - h;
-        GNN_TRY(sample_hop(g, s->fanout[h], key, h, &f, &out->blocks[l].csr));
+        called = 0;
+        GNN_TRY(sample_hop(&rs, s->fanout[h], key, h, &f, &out->blocks[l].csr, &called));
         out->edges[l] = out->blocks[l].csr.nnz;
         out->edges_total += out->edges[l];
     }
@@ -445,6 +551,13 @@ int gnn_sampler_sample(const gnn_sampler_t *s, const gnn_vid_t *seeds, int64_t n
     return 0;
 
 fail:
+    /* A failure before this hop's exchange: the hook hears of it in its
+     * place (n < 0), so processes sampling in step stop at the same hop. */
+    if (s && s->remote.draw && !called && h < s->layers) {
+        gnn_vid_t *none = NULL;
+        (void)s->remote.draw(s->remote.ctx, h, s->fanout[h], 0, NULL, rc, NULL, &none);
+        gnn_free(none);
+    }
     for (int l = 0; l < GNN_SAMPLER_MAX_LAYERS; l++) gnn_csr_free(&out->blocks[l].csr);
     memset(out, 0, sizeof *out);
     frontier_free(&f);
@@ -471,7 +584,9 @@ int gnn_sampler_full_block(const gnn_csr_t *graph, const gnn_vid_t *dst, int64_t
     GNN_CHECK(n >= 0 && (dst || n == 0), GNN_EINVAL,
               "full block: bad destinations (%" PRId64 ")", n);
     GNN_TRY(frontier_start(&f, dst, n, graph->n_rows, "destination"));
-    GNN_TRY(sample_hop(graph, -1, 0, 0, &f, &out->csr));
+    const rows_t rs = {graph, NULL, NULL};
+    int called = 0;
+    GNN_TRY(sample_hop(&rs, -1, 0, 0, &f, &out->csr, &called));
     out->src_ids = f.nodes;
     gnn__idmap_free(&f.map);
     return 0;

@@ -123,6 +123,57 @@ int gnn_sampler_fanout(const gnn_sampler_t *s, int h);
 int gnn_sampler_sample(const gnn_sampler_t *s, const gnn_vid_t *seeds, int64_t n, uint64_t seed,
                        uint64_t epoch, uint64_t batch, gnn_minibatch_t *out);
 
+/*
+ * Keying and rows held elsewhere (a part of a distributed graph).
+ *
+ * Key ids: with gnn_sampler_set_key_ids, the draws of node v come from
+ * the stream of (key, ids[v], h) instead of (key, v, h). A part whose
+ * nodes carry their graph-wide ids, rows in the same order as the
+ * graph's, then draws exactly what the whole graph's sampler draws.
+ *
+ * Remote rows: with gnn_sampler_set_remote, only rows [0, n_held) of the
+ * graph are held here; a frontier node v >= n_held (any id, also beyond
+ * the graph's columns: ids name nodes the holder of v can resolve) is
+ * drawn by the hook. Once per hop, in hop order, the sampler hands it the
+ * frontier's remote nodes in frontier order (n = 0 included, so a hook
+ * may be collective over processes sampling in step); the hook sets cnt[i]
+ * to the number of sources drawn for v[i] and *src to all of them, row
+ * after row in draw order, in a gnn_malloc'd array the sampler frees.
+ * The draws must follow the definition above (gnn_sampler_draw_row does).
+ * A hook failure (a GNN_E code) ends the batch with that code. When the
+ * batch fails here before a hop's call (a bad seed, out of memory), the
+ * hook is still called for that hop, once, with n set to the (negative)
+ * code and v and cnt NULL, so that it can tell the others; the batch
+ * then ends. A failure after the last hop's call is this process's alone.
+ */
+typedef struct {
+    gnn_vid_t n_held; /* rows held here: [0, n_held) */
+    int (*draw)(void *ctx, int h, int fanout, uint64_t key, const gnn_vid_t *v, int64_t n,
+                gnn_eid_t *cnt, gnn_vid_t **src);
+    void *ctx;
+} gnn_sampler_remote_t;
+
+/* Key draws by ids (graph->n_rows entries, borrowed; NULL: by node id).
+ * Returns 0, or GNN_EINVAL for a NULL sampler. */
+int gnn_sampler_set_key_ids(gnn_sampler_t *s, const gnn_vid_t *ids);
+/* Draw rows from n_held on through r (copied; NULL: every row is held).
+ * Returns 0, or GNN_EINVAL for a NULL sampler or hook or n_held outside
+ * [0, graph->n_rows]. */
+int gnn_sampler_set_remote(gnn_sampler_t *s, const gnn_sampler_remote_t *r);
+
+/* The key of batch (seed, epoch, batch): mix(mix(mix(seed) ^ epoch) ^ batch). */
+uint64_t gnn_sampler_key(uint64_t seed, uint64_t epoch, uint64_t batch);
+
+/*
+ * The draws of one row at hop h under key: out[0 .. c) (c returned, c =
+ * min(d, fanout), all d when fanout is -1) are the sources row[t] at the
+ * positions t the definition above picks for the node keyed key_id, in
+ * draw order. What a holder of a row answers to a remote draw. Returns c,
+ * or GNN_ENOMEM (drawing more than 64 of a longer row needs a table).
+ */
+int64_t gnn_sampler_draw_row(const gnn_vid_t *row, gnn_eid_t d, int fanout, uint64_t key,
+                             gnn_vid_t key_id, int h, gnn_vid_t *out);
+
 /* Free what mb holds and zero it; safe on a zeroed mini-batch. */
 void gnn_minibatch_free(gnn_minibatch_t *mb);
 

@@ -16,9 +16,11 @@
 #include "graph/base/error.h"
 #include "partition/mpiutil.h"
 #include "partition/partdir.h"
+#include "sampler/sampler.h"
 
 #include <inttypes.h>
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 
@@ -47,6 +49,8 @@ void gnn_dist_free(gnn_dist_part_t *d)
     gnn_free(d->l2g);
     gnn_free(d->part_start);
     gnn_free(d->own_feat);
+    gnn_free(d->halo_pid);
+    gnn_free(d->halo_loc);
     if (d->fetch_comm != MPI_COMM_NULL && d->fetch_comm != d->comm)
         MPI_Comm_free(&d->fetch_comm);
     MPI_Comm comm = d->comm;
@@ -244,22 +248,23 @@ int gnn_dist_fetch_feat(gnn_dist_part_t *d, const int64_t *ids, int64_t n, float
     int local = cnt && order && req ? 0 : GNN_FAIL(GNN_ENOMEM, "feature fetch of %" PRId64 " rows", n);
     if (local == 0) local = row_type(MPI_FLOAT, f, &t);
     for (int64_t i = 0; i < n && local == 0; i++)
-        if (ids[i] < d->n_owned || ids[i] >= d->n_all)
-            local = GNN_FAIL(GNN_EINVAL, "feature fetch: local node %" PRId64 " is not a halo node",
+        if (ids[i] < d->n_owned || gnn_dist_pid(d, ids[i]) >= d->n_global)
+            local = GNN_FAIL(GNN_EINVAL, "feature fetch: node %" PRId64 " is not a remote node",
                              ids[i]);
     STEP(local);
     int *scount = cnt, *sdispl = cnt + R, *rcount = cnt + 2 * R, *rdispl = cnt + 3 * R;
     /* Requests grouped by owner (a counting sort keeps their order). */
-    for (int64_t i = 0; i < n; i++) scount[owner_of(d, d->l2g[ids[i]])]++;
+    for (int64_t i = 0; i < n; i++) scount[owner_of(d, gnn_dist_pid(d, ids[i]))]++;
     int64_t at = 0;
     for (int r = 0; r < R; r++) {
         sdispl[r] = (int)at;
         at += scount[r];
     }
     for (int64_t i = 0; i < n; i++) {
-        int q = owner_of(d, d->l2g[ids[i]]);
+        int64_t pid = gnn_dist_pid(d, ids[i]);
+        int q = owner_of(d, pid);
         order[sdispl[q]] = i;
-        req[sdispl[q]++] = d->l2g[ids[i]];
+        req[sdispl[q]++] = pid;
     }
     for (int r = 0; r < R; r++) sdispl[r] -= scount[r];
     GNN_MPI_TRY(MPI_Alltoall(scount, 1, MPI_INT, rcount, 1, MPI_INT, comm));
@@ -312,12 +317,59 @@ fail:
         if (rc < 0) goto fail;                                                           \
     } while (0)
 
+static int cmp_pair(const void *a, const void *b)
+{
+    const int64_t *x = a, *y = b;
+    return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+/* Each held row of d->full in graph-file id order of its sources, and the
+ * halo's partition ids indexed. */
+static int order_rows(gnn_dist_part_t *d)
+{
+    int rc = 0;
+    gnn_csr_t *g = &d->full;
+    gnn_eid_t dmax = 0;
+    for (int64_t r = 0; r < d->n_held; r++)
+        if (g->indptr[r + 1] - g->indptr[r] > dmax) dmax = g->indptr[r + 1] - g->indptr[r];
+    int64_t nh = d->n_all - d->n_owned;
+    size_t cap = (size_t)(dmax > nh ? dmax : nh) + 1;
+    int64_t *pair = gnn_malloc_array(2 * cap, sizeof *pair);
+    d->halo_pid = gnn_malloc_array((size_t)nh + 1, sizeof *d->halo_pid);
+    d->halo_loc = gnn_malloc_array((size_t)nh + 1, sizeof *d->halo_loc);
+    GNN_CHECK(pair && d->halo_pid && d->halo_loc, GNN_ENOMEM, "part %d: rows", d->rank);
+    for (int64_t r = 0; r < d->n_held; r++) {
+        gnn_vid_t *row = g->indices + g->indptr[r];
+        gnn_eid_t n = g->indptr[r + 1] - g->indptr[r];
+        for (gnn_eid_t e = 0; e < n; e++) {
+            pair[2 * e] = d->gid[row[e]];
+            pair[2 * e + 1] = row[e];
+        }
+        qsort(pair, (size_t)n, 2 * sizeof *pair, cmp_pair);
+        for (gnn_eid_t e = 0; e < n; e++) row[e] = pair[2 * e + 1];
+    }
+    g->flags &= ~(unsigned)GNN_CSR_SORTED;
+    for (int64_t i = 0; i < nh; i++) {
+        pair[2 * i] = d->l2g[d->n_owned + i];
+        pair[2 * i + 1] = d->n_owned + i;
+    }
+    qsort(pair, (size_t)nh, 2 * sizeof *pair, cmp_pair);
+    for (int64_t i = 0; i < nh; i++) {
+        d->halo_pid[i] = pair[2 * i];
+        d->halo_loc[i] = pair[2 * i + 1];
+    }
+fail:
+    gnn_free(pair);
+    return rc;
+}
+
 /* The whole part: square CSR over all local nodes, ids, owned features. */
 static int keep_whole(gnn_dist_part_t *d, gnn_part_file_t *pf)
 {
     int rc = 0;
     d->hops = pf->halo_hops;
     d->n_all = pf->n_local;
+    d->n_held = pf->csr.n_rows;
     d->full = pf->csr;
     memset(&pf->csr, 0, sizeof pf->csr);
     gnn_eid_t *ip = gnn_realloc_array(d->full.indptr, (size_t)d->n_all + 1, sizeof *ip);
@@ -338,6 +390,7 @@ static int keep_whole(gnn_dist_part_t *d, gnn_part_file_t *pf)
     GNN_CHECK(gid, GNN_ENOMEM, "part %d: ids", d->rank);
     d->gid = gid;
     memcpy(d->gid, pf->orig_id, (size_t)d->n_all * sizeof *d->gid);
+    GNN_TRY(order_rows(d));
 fail:
     return rc;
 }
@@ -418,5 +471,239 @@ int gnn_dist_load(MPI_Comm comm, const char *dir, int whole, gnn_dist_part_t *dd
 fail:
     gnn_part_file_free(&pf);
     if (rc < 0) gnn_dist_free(d);
+    return rc;
+}
+
+/* ---- Sampling by owners ------------------------------------------------------- */
+
+int64_t gnn_dist_sampler_id(const gnn_dist_part_t *d, int64_t pid)
+{
+    int64_t first = d->part_start[d->rank];
+    if (pid >= first && pid < first + d->n_owned) return pid - first;
+    int64_t a = 0, b = d->n_all - d->n_owned; /* halo_pid[a - 1] < pid <= halo_pid[b] */
+    while (a < b) {
+        int64_t m = a + (b - a) / 2;
+        if (d->halo_pid[m] < pid)
+            a = m + 1;
+        else
+            b = m;
+    }
+    if (a < d->n_all - d->n_owned && d->halo_pid[a] == pid) return d->halo_loc[a];
+    return d->n_all + pid;
+}
+
+int64_t gnn_dist_pid(const gnn_dist_part_t *d, int64_t v)
+{
+    return v < d->n_all ? d->l2g[v] : v - d->n_all;
+}
+
+#undef STEP
+#define STEP(expr)                                                                       \
+    do {                                                                                 \
+        rc = gnn_dist_agree(comm, (expr));                                               \
+        if (rc < 0) goto fail;                                                           \
+    } while (0)
+
+/* A request to one owner: this header, then the partition ids. */
+enum { REQ_KEY, REQ_HOP, REQ_FANOUT, REQ_HEAD };
+
+/* The owner's side: answer the requests asked[rdispl[s] .. + rcount[s])
+ * of every rank s with, per node, its count, then all the sources. */
+static int answer_draws(gnn_dist_part_t *d, int h, int fanout, const int64_t *asked,
+                        const int *rcount, const int *rdispl, int **out_cnt, int64_t **out)
+{
+    int rc = 0, R = d->size;
+    int64_t first = d->part_start[d->rank], total = 0;
+    int *acnt = gnn_calloc((size_t)R, sizeof *acnt);
+    int64_t *ans = NULL;
+    GNN_CHECK(acnt, GNN_ENOMEM, "remote draws");
+    for (int s = 0; s < R; s++) {
+        const int64_t *q = asked + rdispl[s];
+        if (rcount[s] == 0) continue;
+        GNN_CHECK(rcount[s] >= REQ_HEAD && q[REQ_HOP] == h && q[REQ_FANOUT] == fanout, GNN_EINVAL,
+                  "remote draws: rank %d asks for hop %" PRId64 " (fanout %" PRId64
+                  ") while rank %d draws hop %d (fanout %d)",
+                  s, rcount[s] >= REQ_HEAD ? q[REQ_HOP] : -1,
+                  rcount[s] >= REQ_HEAD ? q[REQ_FANOUT] : -1, d->rank, h, fanout);
+        int64_t n = 0;
+        for (int i = REQ_HEAD; i < rcount[s]; i++) {
+            int64_t r = q[i] - first;
+            GNN_CHECK(r >= 0 && r < d->n_owned, GNN_EINVAL,
+                      "remote draws: node %" PRId64 " is not rank %d's", q[i], d->rank);
+            gnn_eid_t deg = d->full.indptr[r + 1] - d->full.indptr[r];
+            n += 1 + (fanout < 0 || deg <= fanout ? deg : fanout);
+        }
+        GNN_CHECK(n <= INT_MAX, GNN_ERANGE, "remote draws: an answer of %" PRId64 " ids", n);
+        acnt[s] = (int)n;
+        total += n;
+    }
+    ans = gnn_malloc_array((size_t)total + 1, sizeof *ans);
+    GNN_CHECK(ans, GNN_ENOMEM, "remote draws: %" PRId64 " ids", total);
+    int64_t at = 0;
+    for (int s = 0; s < R; s++) {
+        const int64_t *q = asked + rdispl[s];
+        if (rcount[s] == 0) continue;
+        int64_t nq = rcount[s] - REQ_HEAD, *cnt = ans + at, *src = ans + at + nq;
+        for (int64_t i = 0; i < nq; i++) {
+            int64_t r = q[REQ_HEAD + i] - first;
+            const gnn_vid_t *row = d->full.indices + d->full.indptr[r];
+            gnn_eid_t deg = d->full.indptr[r + 1] - d->full.indptr[r];
+            int64_t c = gnn_sampler_draw_row(row, deg, fanout, (uint64_t)q[REQ_KEY], d->gid[r], h,
+                                             src);
+            if (c < 0) {
+                rc = (int)c;
+                goto fail;
+            }
+            for (int64_t k = 0; k < c; k++) src[k] = d->l2g[src[k]];
+            cnt[i] = c;
+            src += c;
+        }
+        at += acnt[s];
+    }
+    *out_cnt = acnt;
+    *out = ans;
+    return 0;
+fail:
+    gnn_free(acnt);
+    gnn_free(ans);
+    return rc;
+}
+
+int gnn_dist_draw_remote(void *ctx, int h, int fanout, uint64_t key, const int64_t *v, int64_t n,
+                         int64_t *cnt, int64_t **src)
+{
+    gnn_dist_part_t *d = ctx;
+    int rc = 0, R = d->size;
+    MPI_Comm comm = d->fetch_comm != MPI_COMM_NULL ? d->fetch_comm : d->comm;
+    double t0 = MPI_Wtime();
+    *src = NULL;
+    int64_t nn = n > 0 ? n : 0; /* n < 0: a failure to pass on, nothing asked */
+    int *c = gnn_calloc((size_t)R * 6, sizeof *c), *acnt = NULL;
+    int64_t *grp = gnn_calloc((size_t)R * 3, sizeof *grp);
+    int64_t *order = gnn_malloc_array((size_t)nn + 1, sizeof *order);
+    int64_t *off = gnn_malloc_array((size_t)nn + 1, sizeof *off);
+    int64_t *req = gnn_malloc_array((size_t)nn + (size_t)R * REQ_HEAD, sizeof *req);
+    int64_t *asked = NULL, *ans = NULL, *back = NULL, *out = NULL;
+    int local = n < 0  /* the sampler failed before this hop: tell the others */
+                    ? (int)n
+                : c && grp && order && off && req
+                    ? 0
+                    : GNN_FAIL(GNN_ENOMEM, "remote draws of %" PRId64 " rows", n);
+    for (int64_t i = 0; i < n && local == 0; i++) {
+        int64_t p = gnn_dist_pid(d, v[i]);
+        if (v[i] < d->n_held || p < 0 || p >= d->n_global || owner_of(d, p) == d->rank)
+            local = GNN_FAIL(GNN_EINVAL, "remote draws: node %" PRId64 " is held here", v[i]);
+    }
+    if (local == 0 && n + (int64_t)R * REQ_HEAD > INT_MAX)
+        local = GNN_FAIL(GNN_ERANGE, "remote draws: %" PRId64 " rows in one hop", n);
+    STEP(local);
+    int *scount = c, *sdispl = c + R, *rcount = c + 2 * R, *rdispl = c + 3 * R;
+    int *bcount = c + 4 * R, *bdispl = c + 5 * R;
+    /* nreq[r]: requests to owner r; first[r]: where they start in order
+     * (a counting sort: the frontier's order within each owner's group). */
+    int64_t *nreq = grp, *first = grp + R, *fill = grp + 2 * R;
+    for (int64_t i = 0; i < n; i++) nreq[owner_of(d, gnn_dist_pid(d, v[i]))]++;
+    int64_t at = 0, k0 = 0;
+    for (int r = 0; r < R; r++) {
+        first[r] = fill[r] = k0;
+        k0 += nreq[r];
+        scount[r] = nreq[r] ? (int)nreq[r] + REQ_HEAD : 0;
+        sdispl[r] = (int)at;
+        if (scount[r]) { /* each group is led by the header */
+            req[at + REQ_KEY] = (int64_t)key;
+            req[at + REQ_HOP] = h;
+            req[at + REQ_FANOUT] = fanout;
+        }
+        at += scount[r];
+    }
+    for (int64_t i = 0; i < n; i++) {
+        int64_t p = gnn_dist_pid(d, v[i]);
+        int q = owner_of(d, p);
+        int64_t k = fill[q]++;
+        order[k] = i;
+        req[sdispl[q] + REQ_HEAD + (k - first[q])] = p;
+    }
+    GNN_MPI_TRY(MPI_Alltoall(scount, 1, MPI_INT, rcount, 1, MPI_INT, comm));
+    int64_t nr = 0;
+    for (int r = 0; r < R; r++) {
+        rdispl[r] = (int)nr;
+        nr += rcount[r];
+    }
+    asked = gnn_malloc_array((size_t)nr + 1, sizeof *asked);
+    STEP(nr > INT_MAX ? GNN_FAIL(GNN_ERANGE, "remote draws: more than 2^31 requests")
+         : asked      ? 0
+                      : GNN_FAIL(GNN_ENOMEM, "remote draws: %" PRId64 " requests", nr));
+    GNN_MPI_TRY(MPI_Alltoallv(req, scount, sdispl, MPI_INT64_T, asked, rcount, rdispl, MPI_INT64_T,
+                              comm));
+    STEP(answer_draws(d, h, fanout, asked, rcount, rdispl, &acnt, &ans));
+    /* The answers' sizes, then the answers: per request its count, then
+     * all the sources, in the order asked. */
+    GNN_MPI_TRY(MPI_Alltoall(acnt, 1, MPI_INT, bcount, 1, MPI_INT, comm));
+    int64_t nb = 0, sent = 0;
+    for (int r = 0; r < R; r++) {
+        bdispl[r] = (int)nb;
+        nb += bcount[r];
+        if (r != d->rank) sent += (int64_t)acnt[r] + scount[r];
+    }
+    int *adispl = rdispl; /* the answers leave in the order the requests came */
+    at = 0;
+    for (int r = 0; r < R; r++) {
+        adispl[r] = at > INT_MAX ? 0 : (int)at;
+        at += acnt[r];
+    }
+    back = gnn_malloc_array((size_t)nb + 1, sizeof *back);
+    STEP(nb > INT_MAX || at > INT_MAX ? GNN_FAIL(GNN_ERANGE, "remote draws: more than 2^31 ids")
+         : back       ? 0
+                      : GNN_FAIL(GNN_ENOMEM, "remote draws: %" PRId64 " ids", nb));
+    GNN_MPI_TRY(MPI_Alltoallv(ans, acnt, adispl, MPI_INT64_T, back, bcount, bdispl, MPI_INT64_T,
+                              comm));
+    d->sample_bytes += sent * (int64_t)sizeof(int64_t);
+    /* Back into the frontier's order. */
+    int64_t total = 0;
+    local = 0;
+    for (int r = 0; r < R && local == 0; r++) {
+        const int64_t *bc = back + bdispl[r];
+        int64_t got = nreq[r];
+        for (int64_t k = 0; k < nreq[r] && got <= bcount[r]; k++) {
+            int64_t i = order[first[r] + k];
+            cnt[i] = bc[k];
+            got += bc[k] < 0 ? bcount[r] + 1 : bc[k];
+        }
+        if (got != bcount[r])
+            local = GNN_FAIL(GNN_EINVAL, "remote draws: rank %d answered %d ids for %" PRId64
+                                         " rows",
+                             r, bcount[r], nreq[r]);
+    }
+    for (int64_t i = 0; i < n && local == 0; i++) {
+        off[i] = total;
+        total += cnt[i];
+    }
+    if (local == 0) {
+        out = gnn_malloc_array((size_t)total + 1, sizeof *out);
+        if (!out) local = GNN_FAIL(GNN_ENOMEM, "remote draws: %" PRId64 " sources", total);
+    }
+    STEP(local);
+    for (int r = 0; r < R; r++) {
+        const int64_t *bs = back + bdispl[r] + nreq[r];
+        for (int64_t k = 0; k < nreq[r]; k++) {
+            int64_t i = order[first[r] + k];
+            for (int64_t e = 0; e < cnt[i]; e++) out[off[i] + e] = gnn_dist_sampler_id(d, bs[e]);
+            bs += cnt[i];
+        }
+    }
+    *src = out;
+    out = NULL;
+fail:
+    gnn_free(c);
+    gnn_free(grp);
+    gnn_free(acnt);
+    gnn_free(ans);
+    gnn_free(asked);
+    gnn_free(back);
+    gnn_free(order);
+    gnn_free(off);
+    gnn_free(req);
+    gnn_free(out);
+    d->sample_s += MPI_Wtime() - t0;
     return rc;
 }

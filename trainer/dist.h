@@ -47,7 +47,12 @@ typedef struct {
     int hops;             /* halo hops of the partition */
     int64_t n_all;        /* owned nodes and every hop of halo */
     gnn_csr_t full;       /* n_all x n_all in-edge CSR: the part's rows (owned and halo
-                             short of the last hop), empty rows for the last hop */
+                             short of the last hop), each in graph-file id order (the
+                             graph's own order when its rows are sorted), empty rows
+                             for the last hop */
+    int64_t n_held;       /* rows of full that hold in-edges: [0, n_held) */
+    int64_t *halo_pid;    /* n_all - n_owned halo partition ids, ascending */
+    int64_t *halo_loc;    /* ... and their local ids */
     int64_t *l2g;         /* n_all partition ids (meta.h5's new ids) */
     int64_t *part_start;  /* size + 1: the partition-id range of each rank */
     float *own_feat;      /* n_owned x feat_dim: what this rank serves to fetches */
@@ -56,6 +61,8 @@ typedef struct {
     double exchange_s;
     int64_t fetch_bytes;  /* feature rows this rank served to fetches */
     double fetch_s;
+    int64_t sample_bytes; /* remote draws: requests and answers this rank sent */
+    double sample_s;
     MPI_Comm fetch_comm;  /* fetches run on this one when set (MPI_COMM_NULL: comm), so a
                              thread may fetch while another uses comm */
 } gnn_dist_part_t;
@@ -72,12 +79,38 @@ typedef struct {
  */
 int gnn_dist_load(MPI_Comm comm, const char *dir, int whole, gnn_dist_part_t *d);
 
-/* Feature rows of local nodes ids[0 .. n) (halo nodes, each in
- * [n_owned, n_all)) from their owners into out (n x feat_dim), one
- * all-to-all of ids and one of rows. Collective: every rank calls it,
- * with n = 0 when it needs nothing. Needs the whole part. */
+/* Feature rows of nodes ids[0 .. n) (sampler ids, below: halo nodes in
+ * [n_owned, n_all) or nodes beyond the part) from their owners into out
+ * (n x feat_dim), one all-to-all of ids and one of rows. Collective:
+ * every rank calls it, with n = 0 when it needs nothing. Needs the whole
+ * part. */
 int gnn_dist_fetch_feat(gnn_dist_part_t *d, const int64_t *ids, int64_t n, float *out);
 void gnn_dist_free(gnn_dist_part_t *d);
+
+/*
+ * Sampling by owners (mini-batches on parts with fewer halo hops than
+ * layers). The sampler runs on full with ids that name every node of the
+ * graph: local ids [0, n_all) for the part's nodes, n_all + p for a node
+ * of partition id p beyond the part. Draws are keyed by graph-file ids
+ * (gid), so a node's draws are the same on every rank and in one
+ * process. Rows [0, n_held) are drawn here; the others by their owners
+ * through gnn_dist_draw_remote.
+ */
+int64_t gnn_dist_sampler_id(const gnn_dist_part_t *d, int64_t pid);
+/* The partition id of sampler id v. */
+int64_t gnn_dist_pid(const gnn_dist_part_t *d, int64_t v);
+/*
+ * The sampler's remote hook (sampler.h gnn_sampler_remote_t.draw, ctx =
+ * d): the n nodes v (sampler ids >= n_held) go to their owners, grouped
+ * per owner with this rank's batch key; each owner draws from its row
+ * with gnn_sampler_draw_row and answers the sources' partition ids, here
+ * turned back into sampler ids. Collective over fetch_comm (comm when it
+ * is unset): every rank calls it once per hop of every step, with n = 0
+ * when it needs nothing, or n < 0 (a GNN_E code) when its sampler failed
+ * before the hop; a failure is agreed and returned on every rank.
+ */
+int gnn_dist_draw_remote(void *ctx, int h, int fanout, uint64_t key, const int64_t *v, int64_t n,
+                         int64_t *cnt, int64_t **src);
 
 /* x: n_local x f host rows, the owned ones set; the halo rows are
  * overwritten with their owners' rows. Collective. */

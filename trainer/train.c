@@ -52,6 +52,7 @@
 #include "graph/graph_file.h"
 #include "kernels/backend.h"
 #include "sampler/loader.h"
+#include "trainer/featcache.h"
 #include "trainer/checkpoint.h"
 #include "trainer/dist.h"
 #include "trainer/model.h"
@@ -89,6 +90,7 @@ void gnn_train_defaults(gnn_train_opts_t *o)
     o->batch_size = 1024;
     o->sampler_threads = 1;
     o->prefetch = 2;
+    o->cache_policy = "sample";
     o->eval_batch_size = 4096;
 }
 
@@ -144,7 +146,8 @@ typedef struct {
     int64_t *row_id;                  /* backend: graph-file id of each local node */
     int64_t grad_bytes;               /* this epoch's gradient bytes into the allreduce */
     double allreduce_s;               /* ... and its time */
-    int64_t ep_bytes[2];              /* last epoch over all ranks: halo and gradient bytes */
+    int64_t ep_bytes[3];              /* last epoch over all ranks: halo (or feature),
+                                         gradient and remote-draw bytes */
     double ep_fetch_s, ep_allreduce_s; /* ... the slowest rank's exchange and allreduce time */
     double ep_compute_s;              /* ... and step time less both (the slowest rank's) */
     /* Distributed mini-batches. */
@@ -154,9 +157,17 @@ typedef struct {
                                          features, -1: fetched per step */
     float *cache_feat;                /* owned rows, then the cached remote rows */
     int64_t n_cache;
+    int64_t *cache_out;               /* (sampler id, cache_feat row) of the cached nodes
+                                         beyond the part, by id */
+    int64_t n_cache_out;
     int64_t ep_remote, ep_hits;       /* last epoch, all ranks: remote input rows, from cache */
     double ep_sample_s;
     int fetch_overlap;                /* fetches ran on their own thread */
+    int remote_rows;                  /* parts have fewer halo hops than layers: the
+                                         last hops are drawn by the owners, and each
+                                         step's batch is sampled in step order */
+    gnn_sampler_remote_t remote;      /* ... through this hook */
+    gnn_sampler_t *idle;              /* a rank out of batches still draws for others */
     double fetch_wait_s;              /* this epoch: time steps waited for their features */
     double ep_fetch_busy_s;           /* last epoch, slowest rank: time fetches took */
 } job_t;
@@ -200,6 +211,9 @@ static int check_opts(const gnn_train_opts_t *o)
         return GNN_FAIL(GNN_EUSAGE, "--decay-scope \"%s\" (expected first or all)", o->decay_scope);
     if (o->mode && strcmp(o->mode, "full") && strcmp(o->mode, "minibatch"))
         return GNN_FAIL(GNN_EUSAGE, "--mode \"%s\" (expected full or minibatch)", o->mode);
+    if (!o->cache_policy || (strcmp(o->cache_policy, "sample") && strcmp(o->cache_policy, "rows")))
+        return GNN_FAIL(GNN_EUSAGE, "--cache-policy \"%s\" (expected sample or rows)",
+                        o->cache_policy ? o->cache_policy : "");
     if (o->batch_size < 1 || o->batch_size > ((int64_t)1 << 30))
         return GNN_FAIL(GNN_EUSAGE, "--batch-size %" PRId64 " outside [1, 2^30]", o->batch_size);
     if (o->sampler_threads < 1 || o->sampler_threads > GNN_LOADER_MAX_THREADS)
@@ -434,7 +448,9 @@ static int setup_minibatch_loader(job_t *j, const gnn_csr_t *graph, const float 
         .feat_dim = j->g.feat_dim,
         .feat_row = feat_row,
         .labels = labels,
-        .threads = o->prefetch > 0 ? o->sampler_threads : 0,
+        .key_ids = j->dist ? j->dist->gid : NULL,
+        .remote = j->remote_rows ? &j->remote : NULL,
+        .threads = o->prefetch > 0 && !j->remote_rows ? o->sampler_threads : 0,
         .prefetch = o->prefetch > 0 ? o->prefetch : 1,
         .prepare = host ? prepare_graphs : NULL,
         .unprepare = host ? release_graphs : NULL,
@@ -457,64 +473,63 @@ static int halo_backward(void *ctx, float *g, int64_t f)
     return gnn_dist_halo_backward(ctx, g, f);
 }
 
-static int cmp_score(const void *a, const void *b)
+static int cmp_pair_id(const void *a, const void *b)
 {
-    const int64_t *x = a, *y = b; /* (score, id): higher score first, then lower id */
-    if (x[0] != y[0]) return x[0] > y[0] ? -1 : 1;
-    return (x[1] > y[1]) - (x[1] < y[1]);
+    const int64_t *x = a, *y = b; /* (id, value) by id */
+    return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+/* The cache row of node v beyond the part (v >= n_all), or -1. */
+static int64_t cache_out_row(const job_t *j, int64_t v)
+{
+    int64_t a = 0, b = j->n_cache_out;
+    while (a < b) {
+        int64_t m = a + (b - a) / 2;
+        if (j->cache_out[2 * m] < v)
+            a = m + 1;
+        else
+            b = m;
+    }
+    return a < j->n_cache_out && j->cache_out[2 * a] == v ? j->cache_out[2 * a + 1] : -1;
 }
 
 /*
- * Mini-batches over a partition directory: sampling runs on the part alone
+ * Mini-batches over a partition directory: sampling runs on the part
  * (its rows reach H - 1 hops of halo, so L <= H layers never leave it);
- * the features of remote input nodes come from their owners each step,
- * except those of the --feature-cache: the remote nodes the part's rows
- * name most often (the ones sampling reaches most), fetched once here.
+ * with fewer hops than layers, the nodes whose rows the part lacks are
+ * drawn by their owners (gnn_dist_draw_remote), so each step's batch is
+ * then sampled in step order by one thread on every rank. The features
+ * of remote input nodes come from their owners each step, except those of
+ * the --feature-cache: the remote nodes the part's rows name most often
+ * (the ones sampling reaches most), fetched once here.
  */
 static int setup_dist_minibatch(job_t *j)
 {
     int rc = 0;
     const gnn_train_opts_t *o = j->o;
     gnn_dist_part_t *d = j->dist;
-    int64_t n = d->n_owned, f = d->feat_dim, remote = d->n_all - n, bytes = 0, *score = NULL;
+    int64_t n = d->n_owned, f = d->feat_dim, remote = d->n_all - n, bytes = 0;
     int64_t *ids = NULL, *counts = NULL;
     int local = 0;
-    if (d->hops < o->layers)
-        local = GNN_FAIL(GNN_EUSAGE, "%s has %d hop%s of halo; %d-layer mini-batches are sampled "
-                         "on each part and need %d (gnn-partition ... --halo-hops %d)",
-                         o->data, d->hops, d->hops == 1 ? "" : "s", o->layers, o->layers,
-                         o->layers);
+    j->remote_rows = d->hops < o->layers;
+    if (j->remote_rows) {
+        j->remote = (gnn_sampler_remote_t){.n_held = d->n_held, .draw = gnn_dist_draw_remote,
+                                           .ctx = d};
+        if (d->rank == 0)
+            GNN_INFO("%s has %d hop%s of halo for %d layers: hop%s %d to %d of each batch are "
+                     "drawn by the nodes' owners",
+                     o->data, d->hops, d->hops == 1 ? "" : "s", o->layers,
+                     o->layers - d->hops > 1 ? "s" : "", d->hops + 1, o->layers);
+        local = gnn_sampler_create(&d->full, o->layers, j->fanout, &j->idle);
+        if (local == 0) local = gnn_sampler_set_key_ids(j->idle, d->gid);
+        if (local == 0) local = gnn_sampler_set_remote(j->idle, &j->remote);
+    }
     if (local == 0 && o->feature_cache) local = gnn_parse_size(o->feature_cache, &bytes);
     GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
-    int64_t cap = f ? bytes / (f * (int64_t)sizeof(float)) : 0;
-    j->n_cache = cap < remote ? cap : remote;
-    score = gnn_malloc_array((size_t)remote * 2 + 2, sizeof *score);
-    j->feat_row = gnn_malloc_array((size_t)d->n_all + 1, sizeof *j->feat_row);
-    j->cache_feat = gnn_alloc_large(((size_t)(n + j->n_cache) * (size_t)f + 1) * sizeof(float));
-    ids = gnn_malloc_array((size_t)j->n_cache + 1, sizeof *ids);
-    counts = gnn_malloc_array((size_t)d->size + 1, sizeof *counts);
-    local = score && j->feat_row && j->cache_feat && ids && counts
-                ? 0
-                : GNN_FAIL(GNN_ENOMEM, "feature cache of %" PRId64 " rows", j->n_cache);
-    GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
-    for (int64_t r = 0; r < remote; r++) {
-        score[2 * r] = 0;
-        score[2 * r + 1] = n + r;
-    }
-    for (gnn_eid_t e = 0; e < d->full.nnz; e++)
-        if (d->full.indices[e] >= n) score[2 * (d->full.indices[e] - n)]++;
-    qsort(score, (size_t)remote, 2 * sizeof *score, cmp_score);
-    for (int64_t v = 0; v < d->n_all; v++) j->feat_row[v] = v < n ? v : -1;
-    for (int64_t c = 0; c < j->n_cache; c++) {
-        ids[c] = score[2 * c + 1];
-        j->feat_row[ids[c]] = n + c;
-    }
-    memcpy(j->cache_feat, d->own_feat, (size_t)n * (size_t)f * sizeof(float));
-    GNN_TRY(gnn_dist_fetch_feat(d, ids, j->n_cache, j->cache_feat + n * f));
-    d->fetch_bytes = 0;
-    d->fetch_s = 0.0;
     /* Steps: every rank takes the same number; a rank out of batches
      * still joins each step's fetch and allreduce, with no seeds. */
+    counts = gnn_malloc_array((size_t)d->size + 1, sizeof *counts);
+    GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, counts ? 0 : GNN_FAIL(GNN_ENOMEM, "steps")));
     GNN_CHECK(MPI_Allgather(&d->split_n[GNN_SPLIT_TRAIN], 1, MPI_INT64_T, counts, 1, MPI_INT64_T,
                             MPI_COMM_WORLD) == MPI_SUCCESS,
               GNN_EMPI, "MPI_Allgather failed");
@@ -531,6 +546,73 @@ static int setup_dist_minibatch(job_t *j)
             int64_t left = counts[r] - s * B;
             j->step_seeds[s] += left <= 0 ? 0 : left < B ? left : B;
         }
+    /* The cache: the remote nodes ranked first, their rows fetched once.
+     * Halo nodes are found through feat_row, nodes beyond the part
+     * through the sorted cache_out list. */
+    int64_t cap = f ? bytes / (f * (int64_t)sizeof(float)) : 0;
+    if (cap > d->n_global - n) cap = d->n_global - n; /* every remote node */
+    j->feat_row = gnn_malloc_array((size_t)d->n_all + 1, sizeof *j->feat_row);
+    ids = gnn_malloc_array((size_t)(cap < remote ? cap : remote) + 1, sizeof *ids);
+    local = j->feat_row && ids ? 0 : GNN_FAIL(GNN_ENOMEM, "feature cache of %" PRId64 " rows", cap);
+    GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
+    j->n_cache = 0;
+    if (cap > 0 && !strcmp(o->cache_policy, "sample")) {
+        gnn_sampler_t *ps = NULL;
+        double t0 = now_s();
+        local = gnn_sampler_create(&d->full, o->layers, j->fanout, &ps);
+        if (local == 0) local = gnn_sampler_set_key_ids(ps, d->gid);
+        if (local == 0 && j->remote_rows) local = gnn_sampler_set_remote(ps, &j->remote);
+        GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
+        /* Beyond the halo only when owners draw: a cache that large may
+         * hold every sampled node. */
+        if (j->remote_rows) {
+            gnn_free(ids);
+            ids = gnn_malloc_array((size_t)cap + 1, sizeof *ids);
+        }
+        gnn_featcache_presample_t pre = {
+            .sampler = ps,
+            .seeds = d->split[GNN_SPLIT_TRAIN],
+            .n_seeds = d->split_n[GNN_SPLIT_TRAIN],
+            .batch = B,
+            .steps = j->steps,
+            .seed = ((uint64_t)o->seed + 0x9E3779B97F4A7C15ull * (uint64_t)d->rank) ^
+                    0x7072652d73616d70ull,
+        };
+        local = ids ? gnn_featcache_choose(d, &pre, cap, ids, &j->n_cache)
+                    : GNN_FAIL(GNN_ENOMEM, "feature cache of %" PRId64 " rows", cap);
+        gnn_sampler_free(ps);
+        GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
+        if (d->rank == 0)
+            GNN_INFO("feature cache: one epoch pre-sampled in %.2f s", now_s() - t0);
+    } else if (cap > 0) {
+        GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, gnn_featcache_choose(d, NULL, cap, ids,
+                                                                    &j->n_cache)));
+    }
+    d->sample_bytes = 0;
+    d->sample_s = 0.0;
+    j->cache_feat = gnn_alloc_large(((size_t)(n + j->n_cache) * (size_t)f + 1) * sizeof(float));
+    int64_t n_out = 0;
+    for (int64_t c = 0; c < j->n_cache; c++) n_out += ids[c] >= d->n_all;
+    j->cache_out = gnn_malloc_array(2 * (size_t)n_out + 2, sizeof *j->cache_out);
+    local = j->cache_feat && j->cache_out
+                ? 0
+                : GNN_FAIL(GNN_ENOMEM, "feature cache of %" PRId64 " rows", j->n_cache);
+    GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
+    for (int64_t v = 0; v < d->n_all; v++) j->feat_row[v] = v < n ? v : -1;
+    j->n_cache_out = 0;
+    for (int64_t c = 0; c < j->n_cache; c++) {
+        if (ids[c] < d->n_all) {
+            j->feat_row[ids[c]] = n + c;
+            continue;
+        }
+        j->cache_out[2 * j->n_cache_out] = ids[c];
+        j->cache_out[2 * j->n_cache_out++ + 1] = n + c;
+    }
+    qsort(j->cache_out, (size_t)j->n_cache_out, 2 * sizeof *j->cache_out, cmp_pair_id);
+    memcpy(j->cache_feat, d->own_feat, (size_t)n * (size_t)f * sizeof(float));
+    GNN_TRY(gnn_dist_fetch_feat(d, ids, j->n_cache, j->cache_feat + n * f));
+    d->fetch_bytes = 0;
+    d->fetch_s = 0.0;
     GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, setup_minibatch_loader(j, &d->full, j->cache_feat,
                                                                   j->feat_row, d->label)));
     int level = 0;
@@ -539,7 +621,6 @@ static int setup_dist_minibatch(job_t *j)
         GNN_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &d->fetch_comm) == MPI_SUCCESS, GNN_EMPI,
                   "MPI_Comm_dup failed");
 fail:
-    gnn_free(score);
     gnn_free(ids);
     gnn_free(counts);
     return rc;
@@ -1136,8 +1217,11 @@ typedef struct {
     int64_t nm, cap;
     float *rows;           /* nm x F fetched */
     size_t rows_cap;
-    /* The fetch, possibly on a thread of its own. */
-    gnn_dist_part_t *d;
+    /* The fetch, possibly on a thread of its own, which takes the batch
+     * first when sampling is collective (j->remote_rows). */
+    job_t *j;
+    int has, take;
+    int64_t *remote, *hits;
     pthread_t thread;
     int running, rc;
     char msg[512];
@@ -1159,6 +1243,12 @@ static int pending_take(job_t *j, pending_t *p, int has, int64_t *remote, int64_
     int64_t F = d->feat_dim;
     p->b = NULL;
     p->nm = 0;
+    if (!has && j->idle) { /* no batch, but the others' remote draws */
+        gnn_minibatch_t mb;
+        rc = gnn_sampler_sample(j->idle, NULL, 0, 0, 0, 0, &mb);
+        gnn_minibatch_free(&mb);
+        return rc;
+    }
     if (!has) return 0;
     GNN_TRY(gnn_loader_next(j->ld, &p->b));
     GNN_CHECK(p->b, GNN_EINVAL, "fewer batches than steps");
@@ -1176,7 +1266,10 @@ static int pending_take(job_t *j, pending_t *p, int has, int64_t *remote, int64_
         gnn_vid_t v = mb->nodes[k];
         if (v < d->n_owned) continue;
         (*remote)++;
-        if (j->feat_row[v] >= 0) {
+        int64_t row = v < d->n_all ? -1 : cache_out_row(j, v);
+        if (row >= 0) /* the loader leaves rows beyond the part to this */
+            memcpy(p->b->x + k * F, j->cache_feat + row * F, (size_t)F * sizeof(float));
+        if (row >= 0 || (v < d->n_all && j->feat_row[v] >= 0)) {
             (*hits)++;
             continue;
         }
@@ -1194,27 +1287,50 @@ fail:
     return rc;
 }
 
+/* The collective part of a step's preparation: the batch when sampling
+ * is collective, then the fetch. */
+static int pending_work(pending_t *p)
+{
+    if (p->take) {
+        int rc = pending_take(p->j, p, p->has, p->remote, p->hits);
+        if (rc < 0) return rc;
+    }
+    return gnn_dist_fetch_feat(p->j->dist, p->miss, p->nm, p->rows);
+}
+
 static void *fetch_thread(void *arg)
 {
     pending_t *p = arg;
-    p->rc = gnn_dist_fetch_feat(p->d, p->miss, p->nm, p->rows);
+    omp_set_num_threads(1); /* the training thread's OpenMP team keeps the cores */
+    p->rc = pending_work(p);
     if (p->rc < 0) snprintf(p->msg, sizeof p->msg, "%s", gnn_error_message());
     return NULL;
 }
 
-/* Start the step's fetch (collective, in step order on every rank): on a
- * thread when overlap is on, else here and now. */
-static int pending_fetch(pending_t *p, gnn_dist_part_t *d, int overlap)
+/* Prepare the step's batch (has: this rank has one at this step): take it
+ * here when sampling is local, then start what is collective (in step
+ * order on every rank) on a thread when overlap is on, else do it here and
+ * now. */
+static int pending_start(job_t *j, pending_t *p, int has, int overlap, int64_t *remote,
+                         int64_t *hits)
 {
-    p->d = d;
+    int rc = 0;
+    p->j = j;
+    p->has = has;
+    p->take = j->remote_rows;
+    p->remote = remote;
+    p->hits = hits;
     p->rc = 0;
+    if (!p->take) GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, pending_take(j, p, has, remote, hits)));
     if (overlap && pthread_create(&p->thread, NULL, fetch_thread, p) == 0) {
         p->running = 1;
         return 0;
     }
-    if (overlap) /* no thread: every rank must still fetch, so fetch here */
+    if (overlap) /* no thread: every rank must still take part, so work here */
         GNN_WARN("cannot start a fetch thread: fetching in the training thread");
-    return gnn_dist_fetch_feat(d, p->miss, p->nm, p->rows);
+    return pending_work(p);
+fail:
+    return rc;
 }
 
 /* Wait for the fetch and put its rows into the batch's input. */
@@ -1299,30 +1415,22 @@ static int train_epoch_dist_minibatch(job_t *j, double *loss, int64_t *remote, i
                        : 0;
     GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
     int64_t mine = nt > 0 ? gnn_loader_batches(j->ld) : 0;
-    if (j->steps > 0) {
-        GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, pending_take(j, &pend[0], 0 < mine, remote, hits)));
-        GNN_TRY(pending_fetch(&pend[0], d, overlap));
-    }
+    if (j->steps > 0) GNN_TRY(pending_start(j, &pend[0], 0 < mine, overlap, remote, hits));
     for (int64_t s = 0; s < j->steps; s++) {
         pending_t *cur = &pend[s % 2], *next = &pend[(s + 1) % 2];
         double t0 = now_s();
         GNN_TRY(pending_finish(cur, F));
         wait += now_s() - t0;
-        if (overlap && s + 1 < j->steps) { /* step s + 1's batch, fetched while s trains */
-            GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD,
-                                   pending_take(j, next, s + 1 < mine, remote, hits)));
-            GNN_TRY(pending_fetch(next, d, 1));
-        }
+        if (overlap && s + 1 < j->steps) /* step s + 1's batch, fetched while s trains */
+            GNN_TRY(pending_start(j, next, s + 1 < mine, 1, remote, hits));
         t0 = now_s();
         rc = dist_batch_grads(j, cur, s, &sum);
         if (rc < 0) goto fail; /* a failure of this rank alone: the job ends */
         compute += now_s() - t0;
         GNN_TRY(dist_reduce_step(j));
         if (!overlap && s + 1 < j->steps) {
-            GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD,
-                                   pending_take(j, next, s + 1 < mine, remote, hits)));
             t0 = now_s();
-            GNN_TRY(pending_fetch(next, d, 0));
+            GNN_TRY(pending_start(j, next, s + 1 < mine, 0, remote, hits));
             wait += now_s() - t0;
         }
     }
@@ -1359,8 +1467,8 @@ static int train_epoch(job_t *j, double *loss)
     if (!j->dist) return j->minibatch ? train_epoch_minibatch(j, loss) : train_epoch_full(j, loss);
     int rc = 0;
     gnn_dist_part_t *d = j->dist;
-    d->bytes_sent = d->fetch_bytes = j->grad_bytes = 0;
-    d->exchange_s = d->fetch_s = j->allreduce_s = 0.0;
+    d->bytes_sent = d->fetch_bytes = d->sample_bytes = j->grad_bytes = 0;
+    d->exchange_s = d->fetch_s = d->sample_s = j->allreduce_s = 0.0;
     int64_t remote = 0, hits = 0;
     double t_start = now_s();
     if (j->minibatch)
@@ -1370,10 +1478,11 @@ static int train_epoch(job_t *j, double *loss)
     /* This rank's step time less its own waits: the slowest is logged. */
     double waits = j->minibatch ? j->fetch_wait_s : d->exchange_s;
     double comp = now_s() - t_start - waits - j->allreduce_s;
-    int64_t b[4] = {d->bytes_sent + d->fetch_bytes, j->grad_bytes, remote, hits};
-    double t[4] = {waits, j->allreduce_s, comp, d->fetch_s}, ts = j->lst.sample_s, tsmax = 0.0;
-    int64_t ball[4];
-    GNN_CHECK(MPI_Allreduce(b, ball, 4, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS &&
+    int64_t b[5] = {d->bytes_sent + d->fetch_bytes, j->grad_bytes, remote, hits, d->sample_bytes};
+    double t[4] = {waits, j->allreduce_s, comp, d->fetch_s + d->sample_s};
+    double ts = j->lst.sample_s, tsmax = 0.0;
+    int64_t ball[5];
+    GNN_CHECK(MPI_Allreduce(b, ball, 5, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS &&
                   MPI_Allreduce(MPI_IN_PLACE, t, 4, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD) ==
                       MPI_SUCCESS &&
                   MPI_Allreduce(&ts, &tsmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD) ==
@@ -1381,6 +1490,7 @@ static int train_epoch(job_t *j, double *loss)
               GNN_EMPI, "MPI_Allreduce failed");
     j->ep_bytes[0] = ball[0];
     j->ep_bytes[1] = ball[1];
+    j->ep_bytes[2] = ball[4];
     j->ep_remote = ball[2];
     j->ep_hits = ball[3];
     j->ep_sample_s = j->minibatch ? tsmax : 0.0;
@@ -1431,9 +1541,9 @@ static void log_epoch(job_t *j, int64_t epoch, double loss, const eval_t *ev, in
             fprintf(f, ", \"prefetch_stalls\": %" PRId64, st->stalls);
         }
         if (j->dist) { /* bytes: sent by all ranks; times: the slowest rank's */
-            fprintf(f, ", \"ranks\": %d, \"feat_bytes\": %" PRId64 ", \"sample_bytes\": 0"
+            fprintf(f, ", \"ranks\": %d, \"feat_bytes\": %" PRId64 ", \"sample_bytes\": %" PRId64
                        ", \"grad_bytes\": %" PRId64,
-                    j->dist->size, j->ep_bytes[0], j->ep_bytes[1]);
+                    j->dist->size, j->ep_bytes[0], j->ep_bytes[2], j->ep_bytes[1]);
             if (!j->minibatch) {
                 fprintf(f, ", \"sample_s\": 0, \"compute_s\": ");
                 gnn_json_number(f, j->ep_compute_s);
@@ -1825,6 +1935,7 @@ static void job_free(job_t *j)
         gnn_be_free(j->be, j->row_id);
     }
     gnn_loader_free(j->ld); /* before the graph it samples and the backend */
+    gnn_sampler_free(j->idle);
     gnn_free(j->outdeg);
     gnn_be_graph_free(j->bg);
     gnn_be_sparse_free(j->bxs);
@@ -1838,6 +1949,7 @@ static void job_free(job_t *j)
     gnn_free(j->step_seeds);
     gnn_free(j->feat_row);
     gnn_free(j->cache_feat);
+    gnn_free(j->cache_out);
 }
 
 int gnn_train_run(const gnn_train_opts_t *o, gnn_train_result_t *res)

@@ -48,6 +48,8 @@ typedef struct {
     int debug;                 /* distributed: compare a parameter hash across ranks each epoch */
     const char *feature_cache; /* distributed mini-batches: bytes of remote features kept
                                   locally, e.g. "64M" (NULL or "0": none) */
+    const char *cache_policy;  /* which remote nodes it keeps: "sample" (pre-sampling one
+                                  epoch) or "rows" (named most by the part's rows) */
 } gnn_train_opts_t;
 
 /* The defaults of gnn-train. */

@@ -9,10 +9,15 @@
 # the same P. One process on the graph file is the reference line.
 # Then GraphSAGE mini-batches (2 layers, fanouts 10,10, batches of 1024
 # seeds per rank) on partitions with 2 hops of halo, P = 2 and 4, METIS and
-# random, with feature caches of 0, CACHE_MID and CACHE_BIG per rank: epoch
-# time, the slowest rank's fetch and allreduce time, fetched feature bytes
-# per epoch (all ranks), the cache hit rate, and random's feature bytes
-# over METIS's at the same cache size.
+# random, with feature caches of 0, CACHE_MID and CACHE_BIG per rank, each
+# filled by both --cache-policy rankings (rows, sample): epoch time, the
+# slowest rank's fetch and allreduce time, fetched feature bytes per epoch
+# (all ranks), the cache hit rate, and random's feature bytes over METIS's
+# at the same cache size and policy.
+# Then sampling by owners: the same mini-batches (no cache) on parts with
+# 1 hop of halo, whose second hop the owners draw, against the 2-hop
+# parts: the parts' stored edges, epoch time, fetch wait and busy time,
+# the bytes of the owners' draws (sample_bytes) and of features.
 #
 # Usage: bench/dist/run.sh [BUILD_DIR]     (default /tmp/build-bench-dist)
 # Environment (defaults in brackets):
@@ -24,6 +29,7 @@
 #   RANKS      rank counts [1 2 4]; MB_RANKS for mini-batches [2 4]
 #   MB_EPOCHS  mini-batch epochs per run [3]
 #   CACHE_MID CACHE_BIG  --feature-cache sizes [64M 256M]
+#   SECTIONS   which to run [full mb owners]
 #   OUT        results file [bench/dist/results-YYYY-MM-DD.txt]
 # Needs cmake, a C compiler, Open MPI (mpirun) and python3 (reads the logs).
 set -eu
@@ -40,7 +46,9 @@ mb_ranks=${MB_RANKS:-2 4}
 mb_epochs=${MB_EPOCHS:-3}
 cache_mid=${CACHE_MID:-64M}
 cache_big=${CACHE_BIG:-256M}
+sections=${SECTIONS:-full mb owners}
 out=${OUT:-$src/bench/dist/results-$(date -u +%Y-%m-%d).txt}
+has() { case " $sections " in *" $1 "*) return 0 ;; esac; return 1; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -65,9 +73,12 @@ PY
 }
 
 {
-echo "# distributed full-graph GCN, SBM $n nodes, mean degree $d, $f features, homophily $hom, $epochs epochs ($(date -u +%Y-%m-%dT%H:%MZ))"
+echo "# distributed training, SBM $n nodes, mean degree $d, $f features, homophily $hom ($(date -u +%Y-%m-%dT%H:%MZ))"
 echo "# machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo); commit $(git -C "$src" rev-parse --short HEAD)"
 echo "# times: seconds per epoch (mean over epochs 2..E); fetch/allreduce: the slowest rank's; bytes: sent by all ranks per epoch"
+echo
+if has full; then
+echo "Full-graph GCN, $epochs epochs"
 echo
 echo "| P | partition | edge cut | epoch s | fetch s | allreduce s | compute s | feat MB | grad KB | feat bytes random / METIS |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
@@ -92,21 +103,25 @@ for p in $ranks; do
   done
 done
 echo
+fi
+if has mb; then
 echo "GraphSAGE mini-batches (2 layers, fanouts 10,10, 1024 seeds per rank and step), $mb_epochs epochs"
 echo
-echo "| P | partition | cache | epoch s | fetch s | fetch / epoch | allreduce s | feat MB | hit rate | feat bytes random / METIS |"
-echo "|---|---|---|---|---|---|---|---|---|---|"
+echo "| P | partition | cache | policy | epoch s | fetch s | fetch / epoch | allreduce s | feat MB | hit rate | feat bytes random / METIS |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
 for p in $mb_ranks; do
-  for cache in 0 "$cache_mid" "$cache_big"; do
+  for cp in 0/- "$cache_mid/rows" "$cache_mid/sample" "$cache_big/rows" "$cache_big/sample"; do
+    cache=${cp%/*} policy=${cp#*/}
     metis_bytes=0
     for method in metis random; do
       part=$dir/parts-$method-$p-h2
       [ -d "$part" ] || "$bin/partition/gnn-partition" "$graph" -k "$p" --method "$method" \
         --halo-hops 2 -o "$part" -q
-      log=$dir/mb-$method-$p-$cache.json
+      log=$dir/mb-$method-$p-$cache-$policy.json
       mpirun -np "$p" --oversubscribe --bind-to none "$bin/trainer/gnn-train" --data "$part" --model sage \
         --mode minibatch --layers 2 --hidden 64 --fanouts 10,10 --batch-size 1024 \
-        --epochs "$mb_epochs" --eval-every 0 --feature-cache "$cache" --log-json "$log" -q
+        --epochs "$mb_epochs" --eval-every 0 --feature-cache "$cache" \
+        --cache-policy "$([ "$policy" = - ] && echo sample || echo "$policy")" --log-json "$log" -q
       set -- $(python3 - "$log" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if '"epoch"' in l]
@@ -118,9 +133,42 @@ PY
 )
       ratio=-
       if [ "$method" = metis ]; then metis_bytes=$5; elif [ "$metis_bytes" -gt 0 ]; then
-        ratio=$(python3 -c "print('%.2f' % ($5 / $metis_bytes))"); fi
-      echo "| $p | $method | $cache | $1 | $2 | $3 | $4 | $(python3 -c "print('%.1f' % ($5/1e6))") | $6 | $ratio |"
+        ratio=$(python3 -c "print('%.2f' % ($5 / $metis_bytes))")
+      elif [ "$5" -gt 0 ]; then ratio="(METIS moves none)"; fi
+      echo "| $p | $method | $cache | $policy | $1 | $2 | $3 | $4 | $(python3 -c "print('%.1f' % ($5/1e6))") | $6 | $ratio |"
     done
   done
 done
+echo
+fi
+if has owners; then
+echo "Sampling by owners: the same mini-batches, no cache, on parts with 1 hop of halo (hop 2 drawn by the owners) and with 2"
+echo
+echo "| P | partition | halo hops | stored edges (all parts) | epoch s | fetch wait s | fetch busy s | sample MB | feat MB |"
+echo "|---|---|---|---|---|---|---|---|---|"
+for p in $mb_ranks; do
+  for method in metis random; do
+    for hops in 1 2; do
+      part=$dir/parts-$method-$p-h$hops
+      [ -d "$part" ] || "$bin/partition/gnn-partition" "$graph" -k "$p" --method "$method" \
+        --halo-hops "$hops" -o "$part" -q
+      stored=$("$bin/partition/gnn-partition" --info "$part" --json | python3 -c 'import json,sys; print(sum(q["stored_edges"] for q in json.load(sys.stdin)["parts"]))')
+      log=$dir/own-$method-$p-h$hops.json
+      mpirun -np "$p" --oversubscribe --bind-to none "$bin/trainer/gnn-train" --data "$part" --model sage \
+        --mode minibatch --layers 2 --hidden 64 --fanouts 10,10 --batch-size 1024 \
+        --epochs "$mb_epochs" --eval-every 0 --log-json "$log" -q
+      set -- $(python3 - "$log" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if '"epoch"' in l]
+rows = rows[1:] if len(rows) > 1 else rows
+m = lambda k: sum(r[k] for r in rows) / len(rows)
+print("%.2f %.3f %.3f %.1f %.1f" % (m("epoch_s"), m("fetch_s"), m("fetch_busy_s"),
+      m("sample_bytes") / 1e6, m("feat_bytes") / 1e6))
+PY
+)
+      echo "| $p | $method | $hops | $stored | $1 | $2 | $3 | $4 | $5 |"
+    done
+  done
+done
+fi
 } | tee "$out"

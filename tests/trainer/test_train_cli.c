@@ -648,6 +648,8 @@ static void test_no_evaluation(void **state)
                 "-1", (char *)NULL);
     train_fails(NULL, 2, "--feature-cache: only for mini-batches over a partition directory",
                 "--data", (char *)g_sbm, "--feature-cache", "64M", (char *)NULL);
+    train_fails(NULL, 2, "--cache-policy \"degree\" (expected sample or rows)", "--data",
+                (char *)g_sbm, "--cache-policy", "degree", (char *)NULL);
 }
 
 static void test_minibatch_bad_options(void **state)

@@ -23,8 +23,20 @@
  *     and one holding every remote node (the fetched rows are the owners'
  *     rows), the cache hit rate 0, between 0 and 1, and 1 (then no
  *     feature bytes move); mean test accuracy over 3 runs of at least
- *     77 %; parts with fewer hops than layers are refused naming
- *     --halo-hops.
+ *     77 %.
+ *   - Sampling by owners: on parts with fewer halo hops than layers, the
+ *     hops the part lacks are drawn by the nodes' owners, and the batches
+ *     are those of parts that hold every hop: 2 ranks, 2 layers, 1 hop
+ *     against 2 hops, and 4 ranks, 3 layers with fanouts 70,3,-1 and
+ *     batches of 8 (so ranks run out of batches at different steps), 1
+ *     hop against 3, give the same losses and feature bytes, with and
+ *     without the fetch thread; only the 1-hop parts move sample bytes.
+ *   - Cache policies: with the same cache, pre-sampling (the default)
+ *     and the rows ranking give the same losses, and pre-sampling serves
+ *     more of the remote rows; on 1-hop parts with a cache as large as
+ *     the graph, the rows ranking holds only the halo while pre-sampling
+ *     also keeps the nodes beyond it that the pre-sampled epoch met, and
+ *     serves more.
  *   - --save-predictions over 2 parts (GCN, full graph) writes the file one
  *     process writes: the same node ids in order, the same predicted
  *     classes, logits within 1e-4.
@@ -76,6 +88,7 @@ static char g_cora[640];                     /* the graph file */
 static char g_k1[640], g_k2[640], g_k4[640]; /* its METIS parts */
 static char g_k2r[640];                      /* 2 random parts */
 static char g_h1[640], g_h2[640];            /* 1 and 2 METIS parts, 2 hops of halo */
+static char g_k4h3[640];                     /* 4 METIS parts, 3 hops of halo */
 
 static double now_s(void)
 {
@@ -568,12 +581,88 @@ static void test_minibatch_accuracy(void **state)
     assert_true(acc >= 0.77);
 }
 
-static void test_minibatch_needs_hops(void **state)
+/* Mini-batches on np ranks over dir with the extra options (NULL-ended);
+ * the log read. */
+static log_t owner_run(char *np, const char *dir, const char *tag, char *const *extra)
+{
+    char log[640], name[64], *argv[TU_MAX_ARGS];
+    snprintf(name, sizeof name, "own-%s.json", tag);
+    snprintf(log, sizeof log, "%s", tu_path(name));
+    int k = train_head(argv, np);
+    char *rest[] = {"--data", (char *)dir, "--model", "sage", "--mode", "minibatch",
+                    "--hidden", "32", "--normalize-features", "--epochs", "3",
+                    "--log-json", log, "-q"};
+    for (size_t h = 0; h < sizeof rest / sizeof rest[0]; h++) argv[k++] = rest[h];
+    for (; *extra; extra++) argv[k++] = *extra;
+    argv[k] = NULL;
+    tu_run_t r = run_limited(argv, NULL);
+    expect_ok(argv, &r);
+    return log_read(log, 1, 3);
+}
+
+static void test_minibatch_sampled_by_owners(void **state)
 {
     (void)state;
-    mpi_fails((const char *[]){"--halo-hops 2", NULL}, "2",
-              ARGS("--data", g_k2, "--model", "sage", "--mode", "minibatch", "--layers", "2",
-                   "-q"));
+    char *two[] = {"--layers", "2", "--fanouts", "10,10", "--batch-size", "32", NULL};
+    char *four[] = {"--layers", "3", "--fanouts", "70,3,-1", "--batch-size", "8", NULL};
+    char *four1[] = {"--layers", "3", "--fanouts", "70,3,-1", "--batch-size", "8",
+                     "--prefetch", "1", NULL};
+    log_t a = owner_run("2", g_k2, "k2h1", two), b = owner_run("2", g_h2, "k2h2", two);
+    log_t c = owner_run("4", g_k4, "k4h1", four), e = owner_run("4", g_k4h3, "k4h3", four);
+    log_t c1 = owner_run("4", g_k4, "k4h1p1", four1);
+    double d2 = loss_diff(&a, &b, 3), d4 = loss_diff(&c, &e, 3), d41 = loss_diff(&c, &c1, 3);
+    double sa = tu_json_num(a.line[0], "sample_bytes"), sb = tu_json_num(b.line[0], "sample_bytes");
+    double sc = tu_json_num(c.line[0], "sample_bytes"), se = tu_json_num(e.line[0], "sample_bytes");
+    print_message("sampling by owners: loss differences %.2e (2 ranks, 1 hop vs 2), %.2e (4 "
+                  "ranks, 1 hop vs 3), %.2e (no fetch thread); sample bytes %.0f / %.0f and "
+                  "%.0f / %.0f\n",
+                  d2, d4, d41, sa, sb, sc, se);
+    assert_true(d2 == 0.0 && d4 == 0.0 && d41 == 0.0);
+    assert_true(sa > 0.0 && sb == 0.0 && sc > 0.0 && se == 0.0);
+    assert_true(tu_json_num(a.line[0], "feat_bytes") == tu_json_num(b.line[0], "feat_bytes"));
+    assert_true(tu_json_num(c.line[0], "feat_bytes") == tu_json_num(e.line[0], "feat_bytes"));
+    const char *oc = tu_json_get(c.line[0], "fetch_overlap"),
+               *oc1 = tu_json_get(c1.line[0], "fetch_overlap");
+    assert_true(oc && strncmp(oc, "true", 4) == 0 && oc1 && strncmp(oc1, "false", 5) == 0);
+    log_free(&a);
+    log_free(&b);
+    log_free(&c);
+    log_free(&e);
+    log_free(&c1);
+}
+
+static void test_cache_policies(void **state)
+{
+    (void)state;
+    char *mid_s[] = {"--layers", "2", "--fanouts", "10,10", "--batch-size", "32",
+                     "--feature-cache", "400K", NULL};
+    char *mid_r[] = {"--layers", "2", "--fanouts", "10,10", "--batch-size", "32",
+                     "--feature-cache", "400K", "--cache-policy", "rows", NULL};
+    char *all_s[] = {"--layers", "2", "--fanouts", "10,10", "--batch-size", "32",
+                     "--feature-cache", "100M", NULL};
+    char *all_r[] = {"--layers", "2", "--fanouts", "10,10", "--batch-size", "32",
+                     "--feature-cache", "100M", "--cache-policy", "rows", NULL};
+    log_t ms = owner_run("2", g_h2, "mid-s", mid_s), mr = owner_run("2", g_h2, "mid-r", mid_r);
+    log_t as = owner_run("2", g_k2, "all-s", all_s), ar = owner_run("2", g_k2, "all-r", all_r);
+    double dm = loss_diff(&ms, &mr, 3), da = loss_diff(&as, &ar, 3);
+    double hs = 0.0, hr = 0.0;
+    for (int e = 0; e < 3; e++) {
+        hs += tu_json_num(ms.line[e], "cache_hit_rate") / 3.0;
+        hr += tu_json_num(mr.line[e], "cache_hit_rate") / 3.0;
+    }
+    double has = tu_json_num(as.line[0], "cache_hit_rate"),
+           har = tu_json_num(ar.line[0], "cache_hit_rate");
+    print_message("cache 400K, 2 hops: hit rate %.3f pre-sampled, %.3f by rows; cache of all, "
+                  "1 hop: %.3f and %.3f; loss differences %.2e, %.2e\n",
+                  hs, hr, has, har, dm, da);
+    assert_true(dm == 0.0 && da == 0.0);
+    assert_true(hs > hr && hr > 0.0);
+    assert_true(har > 0.0 && har < 1.0 && has > har);
+    assert_true(tu_json_num(as.line[0], "feat_bytes") < tu_json_num(ar.line[0], "feat_bytes"));
+    log_free(&ms);
+    log_free(&mr);
+    log_free(&as);
+    log_free(&ar);
 }
 
 /* ---- Predictions -------------------------------------------------------------- */
@@ -908,6 +997,7 @@ int main(int argc, char **argv)
     snprintf(g_k2r, sizeof g_k2r, "%s", tu_path("cora-k2-random"));
     snprintf(g_h1, sizeof g_h1, "%s", tu_path("cora-k1-h2"));
     snprintf(g_h2, sizeof g_h2, "%s", tu_path("cora-k2-h2"));
+    snprintf(g_k4h3, sizeof g_k4h3, "%s", tu_path("cora-k4-h3"));
     char *const cmds[][12] = {
         {g_dataset, "ogb", (char *)src, "-o", g_cora, "-q", NULL},
         {g_part, g_cora, "-k", "1", "-o", g_k1, "-q", NULL},
@@ -916,6 +1006,7 @@ int main(int argc, char **argv)
         {g_part, g_cora, "-k", "2", "--method", "random", "-o", g_k2r, "-q", NULL},
         {g_part, g_cora, "-k", "1", "--halo-hops", "2", "-o", g_h1, "-q", NULL},
         {g_part, g_cora, "-k", "2", "--halo-hops", "2", "-o", g_h2, "-q", NULL},
+        {g_part, g_cora, "-k", "4", "--halo-hops", "3", "-o", g_k4h3, "-q", NULL},
     };
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (setup(cmds[i]) < 0) return 1;
@@ -926,7 +1017,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_accuracy_on_two_ranks),
         cmocka_unit_test(test_minibatch),
         cmocka_unit_test(test_minibatch_accuracy),
-        cmocka_unit_test(test_minibatch_needs_hops),
+        cmocka_unit_test(test_minibatch_sampled_by_owners),
+        cmocka_unit_test(test_cache_policies),
         cmocka_unit_test(test_predictions_on_two_ranks),
         cmocka_unit_test(test_resume_on_two_ranks),
         cmocka_unit_test(test_corrupt_part),
