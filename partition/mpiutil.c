@@ -7,6 +7,21 @@ static int reporter = -1;
 
 int gnn_mpi_reporting_rank(void) { return reporter; }
 
+int gnn_mpi_agree_codes(const int *codes, int size, int rank)
+{
+    int v = 0, r = -1;
+    for (int q = 0; q < size; q++)
+        if (codes[q] < v) {
+            v = codes[q];
+            r = q;
+        }
+    if (v == 0) return 0;
+    reporter = r;
+    if (codes[rank] >= 0)
+        return GNN_FAIL(v, "failed on rank %d (its message names the cause)", r);
+    return v; /* a failing rank keeps its own message */
+}
+
 int gnn_mpi_agree(MPI_Comm comm, int rc)
 {
     int rank = 0;

@@ -34,6 +34,14 @@ extern "C" {
  */
 int gnn_mpi_agree(MPI_Comm comm, int rc);
 
+/*
+ * The same outcome for codes the ranks exchanged with their data (each
+ * rank sent its own code, or 0, to every other): codes[r] is rank r's,
+ * size entries. Returns the lowest, at the lowest rank that had it, with
+ * the message gnn_mpi_agree gives; 0 when none failed. Not collective.
+ */
+int gnn_mpi_agree_codes(const int *codes, int size, int rank);
+
 /* The rank whose message names the cause of the last failure
  * gnn_mpi_agree agreed on, or -1 when none was agreed: a rank that failed
  * then failed alone, and must end the job (the others may be waiting for

@@ -285,7 +285,16 @@ static int sample_hop(const rows_t *rs, int fanout, uint64_t key, int h, frontie
         if (c < d && c > SCAN_DRAWS && c > kmax) kmax = c;
         indptr[i + 1] = c;
     }
-    if (rs->remote) { /* the rows held elsewhere, drawn by their holders */
+    if (rs->remote && h < rs->remote->first_hop) { /* every row must be held here */
+        for (gnn_vid_t i = 0; i < n_dst; i++)
+            if (dst[i] >= held) {
+                rc = GNN_FAIL(GNN_EINVAL,
+                              "sampler: hop %d reaches node %" GNN_PRIvid
+                              ", whose row is not held here (remote draws start at hop %d)",
+                              h, dst[i], rs->remote->first_hop);
+                goto fail;
+            }
+    } else if (rs->remote) { /* the rows held elsewhere, drawn by their holders */
         for (gnn_vid_t i = 0; i < n_dst; i++) nr += dst[i] >= held;
         rv = gnn_malloc_array((size_t)nr + 1, sizeof *rv);
         rcnt = gnn_malloc_array((size_t)nr + 1, sizeof *rcnt);
@@ -479,6 +488,8 @@ int gnn_sampler_set_remote(gnn_sampler_t *s, const gnn_sampler_remote_t *r)
         return GNN_FAIL(GNN_EINVAL,
                         "sampler: %" GNN_PRIvid " rows held of a graph of %" GNN_PRIvid,
                         r->n_held, s->graph->n_rows);
+    if (r->first_hop < 0)
+        return GNN_FAIL(GNN_EINVAL, "sampler: remote draws from hop %d", r->first_hop);
     s->remote = *r;
     return 0;
 }
@@ -551,12 +562,16 @@ int gnn_sampler_sample(const gnn_sampler_t *s, const gnn_vid_t *seeds, int64_t n
     return 0;
 
 fail:
-    /* A failure before this hop's exchange: the hook hears of it in its
-     * place (n < 0), so processes sampling in step stop at the same hop. */
-    if (s && s->remote.draw && !called && h < s->layers) {
-        gnn_vid_t *none = NULL;
-        (void)s->remote.draw(s->remote.ctx, h, s->fanout[h], 0, NULL, rc, NULL, &none);
-        gnn_free(none);
+    /* A failure before this hop's exchange (or before the first): the
+     * hook hears of it in its place (n < 0), so processes sampling in step
+     * stop at the same hop. */
+    if (s && s->remote.draw && !called) {
+        int hh = h > s->remote.first_hop ? h : s->remote.first_hop;
+        if (hh < s->layers) {
+            gnn_vid_t *none = NULL;
+            (void)s->remote.draw(s->remote.ctx, hh, s->fanout[hh], 0, NULL, rc, NULL, &none);
+            gnn_free(none);
+        }
     }
     for (int l = 0; l < GNN_SAMPLER_MAX_LAYERS; l++) gnn_csr_free(&out->blocks[l].csr);
     memset(out, 0, sizeof *out);

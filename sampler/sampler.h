@@ -134,20 +134,25 @@ int gnn_sampler_sample(const gnn_sampler_t *s, const gnn_vid_t *seeds, int64_t n
  * Remote rows: with gnn_sampler_set_remote, only rows [0, n_held) of the
  * graph are held here; a frontier node v >= n_held (any id, also beyond
  * the graph's columns: ids name nodes the holder of v can resolve) is
- * drawn by the hook. Once per hop, in hop order, the sampler hands it the
- * frontier's remote nodes in frontier order (n = 0 included, so a hook
- * may be collective over processes sampling in step); the hook sets cnt[i]
+ * drawn by the hook. Once per hop from first_hop on, in hop order, the
+ * sampler hands it the frontier's remote nodes in frontier order (n = 0
+ * included, so a hook may be collective over processes sampling in step);
+ * hops before first_hop must find every row held (a part whose rows reach
+ * H - 1 hops out from seeds it holds: first_hop = H), else the batch fails
+ * with GNN_EINVAL. The hook sets cnt[i]
  * to the number of sources drawn for v[i] and *src to all of them, row
  * after row in draw order, in a gnn_malloc'd array the sampler frees.
  * The draws must follow the definition above (gnn_sampler_draw_row does).
  * A hook failure (a GNN_E code) ends the batch with that code. When the
  * batch fails here before a hop's call (a bad seed, out of memory), the
- * hook is still called for that hop, once, with n set to the (negative)
- * code and v and cnt NULL, so that it can tell the others; the batch
- * then ends. A failure after the last hop's call is this process's alone.
+ * hook is still called for that hop (first_hop when the failure came
+ * earlier), once, with n set to the (negative) code and v and cnt NULL,
+ * so that it can tell the others; the batch then ends. A failure after a
+ * hop's call is this process's alone (the others wait at the next one).
  */
 typedef struct {
     gnn_vid_t n_held; /* rows held here: [0, n_held) */
+    int first_hop;    /* the first hop that calls the hook */
     int (*draw)(void *ctx, int h, int fanout, uint64_t key, const gnn_vid_t *v, int64_t n,
                 gnn_eid_t *cnt, gnn_vid_t **src);
     void *ctx;

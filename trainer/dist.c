@@ -537,6 +537,7 @@ static int answer_draws(gnn_dist_part_t *d, int h, int fanout, const int64_t *as
         acnt[s] = (int)n;
         total += n;
     }
+    GNN_CHECK(total <= INT_MAX, GNN_ERANGE, "remote draws: answers of %" PRId64 " ids", total);
     ans = gnn_malloc_array((size_t)total + 1, sizeof *ans);
     GNN_CHECK(ans, GNN_ENOMEM, "remote draws: %" PRId64 " ids", total);
     int64_t at = 0;
@@ -578,7 +579,7 @@ int gnn_dist_draw_remote(void *ctx, int h, int fanout, uint64_t key, const int64
     double t0 = MPI_Wtime();
     *src = NULL;
     int64_t nn = n > 0 ? n : 0; /* n < 0: a failure to pass on, nothing asked */
-    int *c = gnn_calloc((size_t)R * 6, sizeof *c), *acnt = NULL;
+    int *c = gnn_calloc((size_t)R * 7, sizeof *c), *acnt = NULL;
     int64_t *grp = gnn_calloc((size_t)R * 3, sizeof *grp);
     int64_t *order = gnn_malloc_array((size_t)nn + 1, sizeof *order);
     int64_t *off = gnn_malloc_array((size_t)nn + 1, sizeof *off);
@@ -596,49 +597,68 @@ int gnn_dist_draw_remote(void *ctx, int h, int fanout, uint64_t key, const int64
     }
     if (local == 0 && n + (int64_t)R * REQ_HEAD > INT_MAX)
         local = GNN_FAIL(GNN_ERANGE, "remote draws: %" PRId64 " rows in one hop", n);
-    STEP(local);
-    int *scount = c, *sdispl = c + R, *rcount = c + 2 * R, *rdispl = c + 3 * R;
-    int *bcount = c + 4 * R, *bdispl = c + 5 * R;
-    /* nreq[r]: requests to owner r; first[r]: where they start in order
-     * (a counting sort: the frontier's order within each owner's group). */
-    int64_t *nreq = grp, *first = grp + R, *fill = grp + 2 * R;
-    for (int64_t i = 0; i < n; i++) nreq[owner_of(d, gnn_dist_pid(d, v[i]))]++;
-    int64_t at = 0, k0 = 0;
-    for (int r = 0; r < R; r++) {
-        first[r] = fill[r] = k0;
-        k0 += nreq[r];
-        scount[r] = nreq[r] ? (int)nreq[r] + REQ_HEAD : 0;
-        sdispl[r] = (int)at;
-        if (scount[r]) { /* each group is led by the header */
-            req[at + REQ_KEY] = (int64_t)key;
-            req[at + REQ_HOP] = h;
-            req[at + REQ_FANOUT] = fanout;
-        }
-        at += scount[r];
+    if (!c) { /* no room even to tell the others: this rank fails alone */
+        rc = local < 0 ? local : GNN_FAIL(GNN_ENOMEM, "remote draws");
+        goto fail;
     }
-    for (int64_t i = 0; i < n; i++) {
-        int64_t p = gnn_dist_pid(d, v[i]);
-        int q = owner_of(d, p);
-        int64_t k = fill[q]++;
-        order[k] = i;
-        req[sdispl[q] + REQ_HEAD + (k - first[q])] = p;
+    /* Failures travel with the counts: a rank that failed sends its code
+     * (negative) as every count, so each hop takes four collective calls. */
+    int *scount = c, *sdispl = c + R, *rcount = c + 2 * R, *rdispl = c + 3 * R;
+    int *bcount = c + 4 * R, *bdispl = c + 5 * R, *codes = c + 6 * R;
+    int64_t *nreq = grp, *first = grp + R, *fill = grp + 2 * R;
+    int64_t at = 0;
+    if (local == 0) {
+        /* nreq[r]: requests to owner r; first[r]: where they start in
+         * order (a counting sort: the frontier's order within each
+         * owner's group). */
+        int64_t k0 = 0;
+        for (int64_t i = 0; i < n; i++) nreq[owner_of(d, gnn_dist_pid(d, v[i]))]++;
+        for (int r = 0; r < R; r++) {
+            first[r] = fill[r] = k0;
+            k0 += nreq[r];
+            scount[r] = nreq[r] ? (int)nreq[r] + REQ_HEAD : 0;
+            sdispl[r] = (int)at;
+            if (scount[r]) { /* each group is led by the header */
+                req[at + REQ_KEY] = (int64_t)key;
+                req[at + REQ_HOP] = h;
+                req[at + REQ_FANOUT] = fanout;
+            }
+            at += scount[r];
+        }
+        for (int64_t i = 0; i < n; i++) {
+            int64_t p = gnn_dist_pid(d, v[i]);
+            int q = owner_of(d, p);
+            int64_t k = fill[q]++;
+            order[k] = i;
+            req[sdispl[q] + REQ_HEAD + (k - first[q])] = p;
+        }
+    } else {
+        for (int r = 0; r < R; r++) scount[r] = local;
     }
     GNN_MPI_TRY(MPI_Alltoall(scount, 1, MPI_INT, rcount, 1, MPI_INT, comm));
+    for (int r = 0; r < R; r++) codes[r] = rcount[r] < 0 ? rcount[r] : 0;
+    GNN_TRY(gnn_mpi_agree_codes(codes, R, d->rank));
     int64_t nr = 0;
     for (int r = 0; r < R; r++) {
         rdispl[r] = (int)nr;
         nr += rcount[r];
     }
     asked = gnn_malloc_array((size_t)nr + 1, sizeof *asked);
-    STEP(nr > INT_MAX ? GNN_FAIL(GNN_ERANGE, "remote draws: more than 2^31 requests")
-         : asked      ? 0
-                      : GNN_FAIL(GNN_ENOMEM, "remote draws: %" PRId64 " requests", nr));
+    /* Failures from here to the answers' sizes are this rank's alone: the
+     * others wait in the next call, and gnn-train ends the job. */
+    GNN_CHECK(nr <= INT_MAX, GNN_ERANGE, "remote draws: more than 2^31 requests");
+    GNN_CHECK(asked, GNN_ENOMEM, "remote draws: %" PRId64 " requests", nr);
     GNN_MPI_TRY(MPI_Alltoallv(req, scount, sdispl, MPI_INT64_T, asked, rcount, rdispl, MPI_INT64_T,
                               comm));
-    STEP(answer_draws(d, h, fanout, asked, rcount, rdispl, &acnt, &ans));
-    /* The answers' sizes, then the answers: per request its count, then
-     * all the sources, in the order asked. */
-    GNN_MPI_TRY(MPI_Alltoall(acnt, 1, MPI_INT, bcount, 1, MPI_INT, comm));
+    local = answer_draws(d, h, fanout, asked, rcount, rdispl, &acnt, &ans);
+    /* The answers' sizes (or this rank's failure), then the answers: per
+     * request its count, then all the sources, in the order asked. */
+    int *asize = local < 0 ? codes : acnt;
+    if (local < 0)
+        for (int r = 0; r < R; r++) codes[r] = local;
+    GNN_MPI_TRY(MPI_Alltoall(asize, 1, MPI_INT, bcount, 1, MPI_INT, comm));
+    for (int r = 0; r < R; r++) codes[r] = bcount[r] < 0 ? bcount[r] : 0;
+    GNN_TRY(gnn_mpi_agree_codes(codes, R, d->rank));
     int64_t nb = 0, sent = 0;
     for (int r = 0; r < R; r++) {
         bdispl[r] = (int)nb;
@@ -648,13 +668,12 @@ int gnn_dist_draw_remote(void *ctx, int h, int fanout, uint64_t key, const int64
     int *adispl = rdispl; /* the answers leave in the order the requests came */
     at = 0;
     for (int r = 0; r < R; r++) {
-        adispl[r] = at > INT_MAX ? 0 : (int)at;
+        adispl[r] = (int)at;
         at += acnt[r];
     }
     back = gnn_malloc_array((size_t)nb + 1, sizeof *back);
-    STEP(nb > INT_MAX || at > INT_MAX ? GNN_FAIL(GNN_ERANGE, "remote draws: more than 2^31 ids")
-         : back       ? 0
-                      : GNN_FAIL(GNN_ENOMEM, "remote draws: %" PRId64 " ids", nb));
+    GNN_CHECK(nb <= INT_MAX, GNN_ERANGE, "remote draws: more than 2^31 ids");
+    GNN_CHECK(back, GNN_ENOMEM, "remote draws: %" PRId64 " ids", nb);
     GNN_MPI_TRY(MPI_Alltoallv(ans, acnt, adispl, MPI_INT64_T, back, bcount, bdispl, MPI_INT64_T,
                               comm));
     d->sample_bytes += sent * (int64_t)sizeof(int64_t);
@@ -682,7 +701,10 @@ int gnn_dist_draw_remote(void *ctx, int h, int fanout, uint64_t key, const int64
         out = gnn_malloc_array((size_t)total + 1, sizeof *out);
         if (!out) local = GNN_FAIL(GNN_ENOMEM, "remote draws: %" PRId64 " sources", total);
     }
-    STEP(local);
+    if (local < 0) { /* this rank's alone */
+        rc = local;
+        goto fail;
+    }
     for (int r = 0; r < R; r++) {
         const int64_t *bs = back + bdispl[r] + nreq[r];
         for (int64_t k = 0; k < nreq[r]; k++) {

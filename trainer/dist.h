@@ -107,7 +107,12 @@ int64_t gnn_dist_pid(const gnn_dist_part_t *d, int64_t v);
  * turned back into sampler ids. Collective over fetch_comm (comm when it
  * is unset): every rank calls it once per hop of every step, with n = 0
  * when it needs nothing, or n < 0 (a GNN_E code) when its sampler failed
- * before the hop; a failure is agreed and returned on every rank.
+ * before the hop. Four collective calls: the request counts, the
+ * requests, the answers' sizes, the answers; a rank's failure travels in
+ * place of its counts or sizes (a bad node, a hop out of step, the draws),
+ * so it is agreed and returned on every rank. Running out of memory for
+ * what it receives fails this rank alone (the others wait in the next
+ * call: the job must end).
  */
 int gnn_dist_draw_remote(void *ctx, int h, int fanout, uint64_t key, const int64_t *v, int64_t n,
                          int64_t *cnt, int64_t **src);

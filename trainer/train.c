@@ -513,8 +513,8 @@ static int setup_dist_minibatch(job_t *j)
     int local = 0;
     j->remote_rows = d->hops < o->layers;
     if (j->remote_rows) {
-        j->remote = (gnn_sampler_remote_t){.n_held = d->n_held, .draw = gnn_dist_draw_remote,
-                                           .ctx = d};
+        j->remote = (gnn_sampler_remote_t){.n_held = d->n_held, .first_hop = d->hops,
+                                           .draw = gnn_dist_draw_remote, .ctx = d};
         if (d->rank == 0)
             GNN_INFO("%s has %d hop%s of halo for %d layers: hop%s %d to %d of each batch are "
                      "drawn by the nodes' owners",

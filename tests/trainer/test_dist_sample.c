@@ -36,9 +36,11 @@
  * rank, "held here" in the message of the rank that asked, the others
  * naming it); ranks drawing different hops (GNN_EINVAL on every rank, not a
  * hang); a batch whose seeds repeat on the last rank only (that sampler
- * fails before the first exchange and passes its failure to the hook, so
- * every rank's batch fails at hop 0 with GNN_EINVAL). Sampling still
- * equals one process's afterwards.
+ * fails before the first exchange and passes its failure to the hook at
+ * the first hop that calls it, so every rank's batch fails with
+ * GNN_EINVAL). Sampling still equals one process's afterwards. Half the
+ * cases call the hook from the first hop that can need it (the halo's
+ * hop count), half from hop 0.
  *
  * Every check's outcome is agreed across ranks before it can fail the
  * test, so all ranks leave a failing test together.
@@ -346,17 +348,19 @@ static void run_batch(const gnn_dist_part_t *d, const int64_t *node_map, const g
 }
 
 /* A sampler over d's part (keyed by graph-file ids, remote rows drawn by
- * their owners when the halo is short of the layers) and one over the
- * whole graph. */
-static int make_samplers(gnn_dist_part_t *d, const int *fanouts, gnn_sampler_t **s,
-                         gnn_sampler_t **ref)
+ * their owners when the halo is short of the layers, the hook called from
+ * hop first_hop on) and one over the whole graph. */
+static int make_samplers(gnn_dist_part_t *d, const int *fanouts, int first_hop,
+                         gnn_sampler_t **s, gnn_sampler_t **ref)
 {
     *s = *ref = NULL;
     int rc = gnn_sampler_create(&d->full, LAYERS, fanouts, s);
     if (rc == 0) rc = gnn_sampler_set_key_ids(*s, d->gid);
     if (rc == 0 && d->hops < LAYERS)
-        rc = gnn_sampler_set_remote(
-            *s, &(gnn_sampler_remote_t){d->n_held, gnn_dist_draw_remote, d});
+        rc = gnn_sampler_set_remote(*s, &(gnn_sampler_remote_t){.n_held = d->n_held,
+                                                                 .first_hop = first_hop,
+                                                                 .draw = gnn_dist_draw_remote,
+                                                                 .ctx = d});
     if (rc == 0) rc = gnn_sampler_create(&g_whole.csr, LAYERS, fanouts, ref);
     if (rc < 0) {
         gnn_sampler_free(*s);
@@ -386,7 +390,8 @@ static void test_same_as_one_process(void **state)
     load_part(part_dir(c->hops), &d, &node_map);
     CHECK_ALL(d.hops == c->hops, "the part has %d hops of halo, expected %d", d.hops, c->hops);
     gnn_sampler_t *s, *ref;
-    rc = make_samplers(&d, fanouts, &s, &ref);
+    /* The hook from the first hop that can need it, or from hop 0. */
+    rc = make_samplers(&d, fanouts, c->fan == 0 ? d.hops : 0, &s, &ref);
     CHECK_ALL(rc == 0, "samplers: %s", gnn_error_message());
     d.sample_bytes = 0;
     stats_t st = {0};
@@ -519,10 +524,11 @@ static void test_remote_errors(void **state)
                   gnn_dist_reporting_rank());
     }
 
-    /* A repeated seed on the last rank: its sampler fails before hop 0's
-     * exchange and tells the others through the hook. */
+    /* A repeated seed on the last rank: its sampler fails before the first
+     * exchange (hop 2 of this 2-hop part) and tells the others through the
+     * hook there. */
     gnn_sampler_t *s, *ref;
-    rc = make_samplers(&d, fanouts, &s, &ref);
+    rc = make_samplers(&d, fanouts, d.hops, &s, &ref);
     CHECK_ALL(rc == 0, "samplers: %s", gnn_error_message());
     {
         gnn_vid_t twice[2] = {0, 0};
