@@ -55,6 +55,8 @@ struct gnn_model {
     float *dt;       size_t dt_bytes;
     int64_t dd_block; /* rows per block of a blockwise dD */
     gnn_model_halo_t halo; /* distributed: exchange around layers (halo.forward set) */
+    const int64_t *row_ids; /* dropout by these row ids (no halo), over ... */
+    int64_t rows_global;    /* ... this many nodes */
 };
 
 static const char *const kind_names[] = {"gcn", "sage"};
@@ -201,6 +203,27 @@ int64_t gnn_model_n_params(const gnn_model_t *m) { return m->n_params; }
 float *gnn_model_params(gnn_model_t *m) { return m->params; }
 float *gnn_model_grads(gnn_model_t *m) { return m->grads; }
 uint64_t gnn_model_rng_offset(const gnn_model_t *m) { return m->drop_offset; }
+
+void gnn_model_set_rng_offset(gnn_model_t *m, uint64_t offset) { m->drop_offset = offset; }
+
+int gnn_model_set_row_ids(gnn_model_t *m, const int64_t *row_id, int64_t n_global)
+{
+    if (!m) return GNN_FAIL(GNN_EINVAL, "model row ids: NULL model");
+    if (row_id && n_global < 0)
+        return GNN_FAIL(GNN_EINVAL, "model row ids: %" PRId64 " nodes", n_global);
+    if (row_id && m->sp) return GNN_FAIL(GNN_EUNSUPPORTED, "model row ids: not with sparse input");
+    m->row_ids = row_id;
+    m->rows_global = row_id ? n_global : 0;
+    return 0;
+}
+
+uint64_t gnn_model_dropout_span(const gnn_model_t *m, int64_t n_global)
+{
+    if (!(m->cfg.dropout > 0.0f)) return 0;
+    uint64_t span = 0;
+    for (int l = 0; l < m->cfg.layers; l++) span += (uint64_t)n_global * (uint64_t)m->layer[l].fin;
+    return span;
+}
 uint64_t gnn_model_dropout_key(const gnn_model_t *m) { return m->drop_seed; }
 
 void gnn_model_set_block_rows(gnn_model_t *m, int64_t rows)
@@ -331,6 +354,8 @@ static int drop(gnn_model_t *m, int64_t row0, int64_t n, int64_t f, uint64_t off
     float p = m->cfg.dropout;
     if (m->halo.forward)
         return gnn_be_dropout_rows(be, n, f, m->halo.row_id + row0, p, m->drop_seed, off, x, y);
+    if (m->row_ids)
+        return gnn_be_dropout_rows(be, n, f, m->row_ids + row0, p, m->drop_seed, off, x, y);
     off += (uint64_t)(row0 * f);
     return gradient ? gnn_be_dropout_backward(be, n * f, p, m->drop_seed, off, x, y)
                     : gnn_be_dropout(be, n * f, p, m->drop_seed, off, x, y);
@@ -379,7 +404,10 @@ static int layer_forward(gnn_model_t *m, int l, gnn_bgraph_t *g, const float *in
         }
         L->drop_off = m->drop_offset;
         GNN_TRY(drop(m, 0, ns, fin, m->drop_offset, in, dst, 0));
-        m->drop_offset += (uint64_t)((m->halo.forward ? m->halo.n_global : ns) * fin);
+        m->drop_offset += (uint64_t)((m->halo.forward ? m->halo.n_global
+                                      : m->row_ids   ? m->rows_global
+                                                     : ns) *
+                                     fin);
         L->d = dst;
         L->dropped = 1;
     }

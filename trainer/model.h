@@ -143,9 +143,26 @@ typedef struct {
 /* Set (h copied) or clear (h NULL) the halo exchange. */
 int gnn_model_set_halo(gnn_model_t *m, const gnn_model_halo_t *h);
 
+/*
+ * Dropout by row ids without a halo exchange (a mini-batch whose rows are
+ * nodes of a graph of n_global): the masks are drawn as with the halo,
+ * from offset + row_id[r] * fin + j, advancing n_global * fin per layer,
+ * so a node gets the same mask whichever rank's batch holds it. row_id:
+ * backend int64, one id per row of the layer-0 input (every layer's input
+ * rows are a prefix of them), in [0, n_global); NULL clears it. The halo,
+ * when set, takes precedence.
+ */
+int gnn_model_set_row_ids(gnn_model_t *m, const int64_t *row_id, int64_t n_global);
+/* How far one training forward advances the dropout stream with row ids
+ * over n_global nodes: n_global times the input widths of the layers that
+ * drop (0 without dropout). */
+uint64_t gnn_model_dropout_span(const gnn_model_t *m, int64_t n_global);
+
 /* Dropout stream position (for checkpoints). */
 uint64_t gnn_model_rng_offset(const gnn_model_t *m);
 void gnn_model_set_rng(gnn_model_t *m, uint64_t seed, uint64_t offset);
+/* Move the stream to offset, the seed kept. */
+void gnn_model_set_rng_offset(gnn_model_t *m, uint64_t offset);
 /* The generator key the dropout masks are drawn with (derived from the
  * seed): element i of a dropout call at offset o is kept when
  * gnn_rng_keep(key, o + i, p). Layer l's call follows layer l - 1's. */

@@ -168,6 +168,9 @@ typedef struct {
                                          step's batch is sampled in step order */
     gnn_sampler_remote_t remote;      /* ... through this hook */
     gnn_sampler_t *idle;              /* a rank out of batches still draws for others */
+    int64_t *batch_pid;               /* host: partition id of each input row of a batch
+                                         (dropout by node: the same mask on any rank) */
+    int64_t batch_pid_cap;
     double fetch_wait_s;              /* this epoch: time steps waited for their features */
     double ep_fetch_busy_s;           /* last epoch, slowest rank: time fetches took */
 } job_t;
@@ -1150,6 +1153,8 @@ static int train_batch(job_t *j, gnn_loader_batch_t *b, double *loss)
         GNN_TRY(gnn_be_upload(be, j->yb, b->y, (size_t)ns * sizeof(int64_t)));
         x = j->xb;
         y = j->yb;
+    } else if (!j->bxs) { /* dropout by node id, as over a partition directory */
+        GNN_TRY(gnn_model_set_row_ids(j->model, mb->nodes, j->g.csr.n_rows));
     }
     GNN_TRY(gnn_model_forward(j->model, graphs, x, 1, &logits));
     GNN_TRY(gnn_be_softmax_xent(be, ns, C, logits, y, j->iota, ns, loss, j->dlogits));
@@ -1369,6 +1374,16 @@ static int dist_batch_grads(job_t *j, pending_t *p, int64_t step, double *sum)
         else
             graphs[l] = p->b->user[l];
     }
+    if (mb->n_input > j->batch_pid_cap) {
+        gnn_free(j->batch_pid);
+        j->batch_pid_cap = mb->n_input;
+        j->batch_pid = gnn_malloc_array((size_t)j->batch_pid_cap, sizeof *j->batch_pid);
+        if (!j->batch_pid) j->batch_pid_cap = 0;
+        GNN_CHECK(j->batch_pid, GNN_ENOMEM, "batch ids");
+    }
+    for (gnn_vid_t k = 0; k < mb->n_input; k++)
+        j->batch_pid[k] = gnn_dist_pid(j->dist, mb->nodes[k]);
+    GNN_TRY(gnn_model_set_row_ids(j->model, j->batch_pid, j->dist->n_global));
     GNN_TRY(gnn_model_forward(j->model, graphs, p->b->x, 1, &logits));
     GNN_TRY(gnn_be_softmax_xent(be, ns, C, logits, p->b->y, j->iota, ns, &bl, j->dlogits));
     GNN_TRY(gnn_be_axpby(be, ns * C, (float)((double)ns / (double)j->step_seeds[step]),
@@ -1415,6 +1430,11 @@ static int train_epoch_dist_minibatch(job_t *j, double *loss, int64_t *remote, i
                        : 0;
     GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
     int64_t mine = nt > 0 ? gnn_loader_batches(j->ld) : 0;
+    /* Dropout by node over the whole graph: every rank's stream advances
+     * by the same span per step, with or without a batch, so a
+     * checkpoint's offset (rank 0's) is every rank's. */
+    uint64_t off0 = gnn_model_rng_offset(j->model);
+    uint64_t span = gnn_model_dropout_span(j->model, d->n_global);
     if (j->steps > 0) GNN_TRY(pending_start(j, &pend[0], 0 < mine, overlap, remote, hits));
     for (int64_t s = 0; s < j->steps; s++) {
         pending_t *cur = &pend[s % 2], *next = &pend[(s + 1) % 2];
@@ -1426,6 +1446,7 @@ static int train_epoch_dist_minibatch(job_t *j, double *loss, int64_t *remote, i
         t0 = now_s();
         rc = dist_batch_grads(j, cur, s, &sum);
         if (rc < 0) goto fail; /* a failure of this rank alone: the job ends */
+        gnn_model_set_rng_offset(j->model, off0 + (uint64_t)(s + 1) * span);
         compute += now_s() - t0;
         GNN_TRY(dist_reduce_step(j));
         if (!overlap && s + 1 < j->steps) {
@@ -1950,6 +1971,7 @@ static void job_free(job_t *j)
     gnn_free(j->feat_row);
     gnn_free(j->cache_feat);
     gnn_free(j->cache_out);
+    gnn_free(j->batch_pid);
 }
 
 int gnn_train_run(const gnn_train_opts_t *o, gnn_train_result_t *res)

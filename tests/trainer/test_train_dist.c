@@ -743,6 +743,42 @@ static void test_resume_on_two_ranks(void **state)
     log_free(&rest);
 }
 
+/* Mini-batches on 1-hop parts (the owners draw hop 2) with dropout: 3
+ * epochs and --resume to 6 end where 6 in one go end, on every rank (the
+ * dropout stream is the same on all ranks, so rank 0's checkpoint holds
+ * everyone's position). */
+static void test_minibatch_resume(void **state)
+{
+    (void)state;
+    char *a = (char *)tu_path("mb-whole.h5"), *b = (char *)tu_path("mb-parts.h5");
+    char *la = (char *)tu_path("mb-whole.json"), *lb = (char *)tu_path("mb-rest.json");
+    unlink(a);
+    unlink(b);
+#define MB_RESUME_ARGS                                                                           \
+    "--data", g_k2, "--model", "sage", "--mode", "minibatch", "--layers", "2", "--fanouts",      \
+        "5,5", "--batch-size", "16", "--hidden", "16", "--dropout", "0.5", "--feature-cache",    \
+        "200K"
+    MPI_OK("2", MB_RESUME_ARGS, "--epochs", "6", "--checkpoint", a, "--log-json", la, "-q");
+    MPI_OK("2", MB_RESUME_ARGS, "--epochs", "3", "--checkpoint", b, "-q");
+    MPI_OK("2", MB_RESUME_ARGS, "--epochs", "6", "--checkpoint", b, "--resume", "--log-json", lb,
+           "-q");
+#undef MB_RESUME_ARGS
+    log_t whole = log_read(la, 1, 6), rest = log_read(lb, 4, 3);
+    double worst = 0.0;
+    for (int e = 0; e < 3; e++) {
+        double x = tu_json_num(whole.line[3 + e], "loss"), y = tu_json_num(rest.line[e], "loss");
+        worst = fabs(x - y) > worst ? fabs(x - y) : worst;
+    }
+    print_message("mini-batches resumed at epoch 3: largest loss difference over epochs 4-6 "
+                  "%.3g; epoch 6 test accuracy %.4f / %.4f\n",
+                  worst, tu_json_num(whole.line[5], "test_acc"),
+                  tu_json_num(rest.line[2], "test_acc"));
+    assert_true(worst == 0.0);
+    assert_true(tu_json_num(whole.line[5], "test_acc") == tu_json_num(rest.line[2], "test_acc"));
+    log_free(&whole);
+    log_free(&rest);
+}
+
 /* ---- Faults ------------------------------------------------------------------ */
 
 static void copy_file(const char *from, const char *to)
@@ -1021,6 +1057,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_cache_policies),
         cmocka_unit_test(test_predictions_on_two_ranks),
         cmocka_unit_test(test_resume_on_two_ranks),
+        cmocka_unit_test(test_minibatch_resume),
         cmocka_unit_test(test_corrupt_part),
         cmocka_unit_test(test_checkpoint_not_writable),
         cmocka_unit_test(test_rank_count_not_part_count),
