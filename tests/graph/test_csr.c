@@ -515,6 +515,19 @@ static void test_validate_catches_corruption(void **state)
     c.flags &= ~(unsigned)GNN_CSR_SORTED;
     assert_int_equal(gnn_csr_validate(&c), 0);
 
+    /* rows 0 [] | 1 [2] | 2 [0 1]: the edge 0 -> 2 lacks its reverse, found
+     * at row 1 by row 2's unused first entry (the one-pass check for
+     * sorted, deduplicated rows), and by the transpose-based check */
+    {
+        gnn_eid_t ip[] = {0, 0, 1, 3};
+        gnn_vid_t ix[] = {2, 0, 1};
+        gnn_csr_t h = {.n_rows = 3, .n_cols = 3, .nnz = 3, .indptr = ip, .indices = ix,
+                       .flags = GNN_CSR_SORTED | GNN_CSR_DEDUPED | GNN_CSR_SYMMETRIC};
+        expect_corrupt(&h, "not symmetric: edge 0 -> 2 has no reverse");
+        h.flags = GNN_CSR_DEDUPED | GNN_CSR_SYMMETRIC;
+        expect_corrupt(&h, "not symmetric: edge 0 -> 2 has no reverse");
+    }
+
     /* structure */
     c = good;
     c.indptr = NULL;
