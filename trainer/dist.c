@@ -497,12 +497,7 @@ int64_t gnn_dist_pid(const gnn_dist_part_t *d, int64_t v)
     return v < d->n_all ? d->l2g[v] : v - d->n_all;
 }
 
-#undef STEP
-#define STEP(expr)                                                                       \
-    do {                                                                                 \
-        rc = gnn_dist_agree(comm, (expr));                                               \
-        if (rc < 0) goto fail;                                                           \
-    } while (0)
+int gnn_dist_owner(const gnn_dist_part_t *d, int64_t pid) { return owner_of(d, pid); }
 
 /* A request to one owner: this header, then the partition ids. */
 enum { REQ_KEY, REQ_HOP, REQ_FANOUT, REQ_HEAD };
@@ -567,6 +562,26 @@ static int answer_draws(gnn_dist_part_t *d, int h, int fanout, const int64_t *as
 fail:
     gnn_free(acnt);
     gnn_free(ans);
+    return rc;
+}
+
+/* One count to and from every rank (send[r] < 0: the sender's failure,
+ * the same to all), failures agreed from them; then where each rank's
+ * part starts in what comes next (displ) and its total (*sum). */
+static int exchange_counts(const gnn_dist_part_t *d, MPI_Comm comm, int *send, int *recv,
+                           int *displ, int *codes, int64_t *sum)
+{
+    int rc = 0, R = d->size;
+    GNN_MPI_TRY(MPI_Alltoall(send, 1, MPI_INT, recv, 1, MPI_INT, comm));
+    for (int r = 0; r < R; r++) codes[r] = recv[r] < 0 ? recv[r] : 0;
+    GNN_TRY(gnn_mpi_agree_codes(codes, R, d->rank));
+    int64_t at = 0;
+    for (int r = 0; r < R; r++) {
+        displ[r] = at > INT_MAX ? 0 : (int)at; /* the caller refuses a total past INT_MAX */
+        at += recv[r];
+    }
+    *sum = at;
+fail:
     return rc;
 }
 
@@ -635,14 +650,8 @@ int gnn_dist_draw_remote(void *ctx, int h, int fanout, uint64_t key, const int64
     } else {
         for (int r = 0; r < R; r++) scount[r] = local;
     }
-    GNN_MPI_TRY(MPI_Alltoall(scount, 1, MPI_INT, rcount, 1, MPI_INT, comm));
-    for (int r = 0; r < R; r++) codes[r] = rcount[r] < 0 ? rcount[r] : 0;
-    GNN_TRY(gnn_mpi_agree_codes(codes, R, d->rank));
     int64_t nr = 0;
-    for (int r = 0; r < R; r++) {
-        rdispl[r] = (int)nr;
-        nr += rcount[r];
-    }
+    GNN_TRY(exchange_counts(d, comm, scount, rcount, rdispl, codes, &nr));
     asked = gnn_malloc_array((size_t)nr + 1, sizeof *asked);
     /* Failures from here to the answers' sizes are this rank's alone: the
      * others wait in the next call, and gnn-train ends the job. */
@@ -656,15 +665,10 @@ int gnn_dist_draw_remote(void *ctx, int h, int fanout, uint64_t key, const int64
     int *asize = local < 0 ? codes : acnt;
     if (local < 0)
         for (int r = 0; r < R; r++) codes[r] = local;
-    GNN_MPI_TRY(MPI_Alltoall(asize, 1, MPI_INT, bcount, 1, MPI_INT, comm));
-    for (int r = 0; r < R; r++) codes[r] = bcount[r] < 0 ? bcount[r] : 0;
-    GNN_TRY(gnn_mpi_agree_codes(codes, R, d->rank));
     int64_t nb = 0, sent = 0;
-    for (int r = 0; r < R; r++) {
-        bdispl[r] = (int)nb;
-        nb += bcount[r];
+    GNN_TRY(exchange_counts(d, comm, asize, bcount, bdispl, codes, &nb));
+    for (int r = 0; r < R; r++)
         if (r != d->rank) sent += (int64_t)acnt[r] + scount[r];
-    }
     int *adispl = rdispl; /* the answers leave in the order the requests came */
     at = 0;
     for (int r = 0; r < R; r++) {

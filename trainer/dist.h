@@ -99,6 +99,8 @@ void gnn_dist_free(gnn_dist_part_t *d);
 int64_t gnn_dist_sampler_id(const gnn_dist_part_t *d, int64_t pid);
 /* The partition id of sampler id v. */
 int64_t gnn_dist_pid(const gnn_dist_part_t *d, int64_t v);
+/* The rank owning partition id pid (in [0, n_global)). */
+int gnn_dist_owner(const gnn_dist_part_t *d, int64_t pid);
 /*
  * The sampler's remote hook (sampler.h gnn_sampler_remote_t.draw, ctx =
  * d): the n nodes v (sampler ids >= n_held) go to their owners, grouped

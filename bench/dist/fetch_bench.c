@@ -43,19 +43,6 @@ static uint64_t rng_next(uint64_t *s) /* splitmix64 */
     return z ^ (z >> 31);
 }
 
-static int owner_of(const gnn_dist_part_t *d, int64_t pid)
-{
-    int a = 0, b = d->size - 1;
-    while (a < b) {
-        int m = (a + b + 1) / 2;
-        if (d->part_start[m] <= pid)
-            a = m;
-        else
-            b = m - 1;
-    }
-    return a;
-}
-
 static int cmp_pair(const void *a, const void *b)
 {
     const int64_t *x = a, *y = b;
@@ -77,7 +64,7 @@ static int rma_fetch(const gnn_dist_part_t *d, MPI_Win win, const int64_t *ids, 
     if (!runs) {
         for (int64_t i = 0; i < m; i++) {
             int64_t pid = d->l2g[ids[i]];
-            int q = owner_of(d, pid);
+            int q = gnn_dist_owner(d, pid);
             MPI_Aint at = (MPI_Aint)(pid - d->part_start[q]) * f;
             if (MPI_Get(out + i * f, f, MPI_FLOAT, q, at, f, MPI_FLOAT, win) != MPI_SUCCESS)
                 return GNN_FAIL(GNN_EMPI, "MPI_Get failed");
@@ -92,7 +79,7 @@ static int rma_fetch(const gnn_dist_part_t *d, MPI_Win win, const int64_t *ids, 
     qsort(pairs, (size_t)m, 2 * sizeof *pairs, cmp_pair);
     for (int64_t i = 0; i < m;) {
         int64_t pid = pairs[2 * i], k = 1;
-        int q = owner_of(d, pid);
+        int q = gnn_dist_owner(d, pid);
         while (i + k < m && pairs[2 * (i + k)] == pid + k && pid + k < d->part_start[q + 1] &&
                k < (1 << 20) / f)
             k++;

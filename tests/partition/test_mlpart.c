@@ -643,23 +643,12 @@ static void remove_files(void)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &g_size);
-    gnn_log_set_level(GNN_LOG_WARN);
-    /* Rank 0 reports; the others print only failures (on stderr). */
-    if (g_rank > 0 && !freopen("/dev/null", "w", stdout)) return 1;
+    unsigned seed = 0;
+    if (tu_mpi_start(&argc, &argv, &g_rank, &g_size, GNN_LOG_WARN, &seed, g_dir, sizeof g_dir)) return 1;
     gnn_graph_init(&g_planted.g);
     gnn_graph_init(&g_shuffled.g);
     gnn_graph_init(&g_sparse.g);
-
-    unsigned seed = 0;
     int rc = 0;
-    if (g_rank == 0) {
-        seed = tu_seed();
-        snprintf(g_dir, sizeof g_dir, "%s", tu_tmpdir());
-    }
-    MPI_Bcast(g_dir, sizeof g_dir, MPI_CHAR, 0, MPI_COMM_WORLD);
     snprintf(g_planted.path, sizeof g_planted.path, "%s/planted.h5", g_dir);
     snprintf(g_shuffled.path, sizeof g_shuffled.path, "%s/shuffled.h5", g_dir);
     snprintf(g_sparse.path, sizeof g_sparse.path, "%s/sparse.h5", g_dir);

@@ -40,6 +40,7 @@
 #include "partition/kway.h"
 #include "partition/partdir.h"
 #include "partition/partdir_mpi.h"
+#include "tests/common/graphtest.h"
 #include "tests/common/mpitest.h"
 #include "tests/common/testrng.h"
 #include "tests/common/testutil.h"
@@ -101,17 +102,7 @@ static int write_graphs(unsigned seed)
     if (rc == 0)
         rc = gnn_csr_from_edges(N_NODES, m, src, dst, w, GNN_BUILD_DEDUPE | GNN_BUILD_SORT,
                                 &g.csr);
-    if (rc == 0) {
-        g.feat_dim = FEAT_DIM;
-        g.feat = gnn_malloc_array((size_t)N_NODES * FEAT_DIM, sizeof *g.feat);
-        g.label = gnn_malloc_array(N_NODES, sizeof *g.label);
-        g.num_classes = N_CLASSES;
-        for (int s = 0; s < GNN_NUM_SPLITS; s++) {
-            g.split[s] = gnn_malloc_array(N_NODES, sizeof *g.split[s]);
-            g.split_size[s] = 0;
-        }
-        if (!g.feat || !g.label || !g.split[0] || !g.split[1] || !g.split[2]) rc = GNN_ENOMEM;
-    }
+    if (rc == 0) rc = tu_graph_node_data(&g, N_NODES, FEAT_DIM, N_CLASSES);
     for (gnn_vid_t v = 0; rc == 0 && v < N_NODES; v++) {
         for (int j = 0; j < FEAT_DIM; j++)
             g.feat[v * FEAT_DIM + j] = (float)tr_below(&r, 100000) / 313.0f - 100.0f;
@@ -431,20 +422,10 @@ static void test_errors(void **state)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &g_size);
-    gnn_log_set_level(GNN_LOG_ERROR);
-    if (g_rank > 0 && !freopen("/dev/null", "w", stdout)) return 1;
+    if (tu_mpi_start(&argc, &argv, &g_rank, &g_size, GNN_LOG_ERROR, &g_seed, g_dir, sizeof g_dir)) return 1;
     gnn_graph_init(&g_full_g);
     gnn_graph_init(&g_bare_g);
     int rc = 0;
-    if (g_rank == 0) {
-        g_seed = tu_seed();
-        snprintf(g_dir, sizeof g_dir, "%s", tu_tmpdir());
-    }
-    MPI_Bcast(&g_seed, 1, MPI_UNSIGNED, 0, MPI_COMM_WORLD);
-    MPI_Bcast(g_dir, sizeof g_dir, MPI_CHAR, 0, MPI_COMM_WORLD);
     snprintf(g_full, sizeof g_full, "%s/full.h5", g_dir);
     snprintf(g_bare, sizeof g_bare, "%s/bare.h5", g_dir);
     if (g_rank == 0) {
