@@ -9,6 +9,7 @@
 #define GNN_TESTS_TESTUTIL_H
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,17 +17,52 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* A new directory under $TMPDIR (or /tmp), created once per process. */
-static inline const char *tu_tmpdir(void)
+/* The process's temporary directory ("" until made) and its maker. */
+static inline char *tu_tmpdir_path_(void)
 {
     static char dir[512];
+    return dir;
+}
+
+static inline pid_t *tu_tmpdir_owner_(void)
+{
+    static pid_t owner;
+    return &owner;
+}
+
+static inline int tu_rm_entry_(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    remove(path); /* best effort: go on with the rest */
+    return 0;
+}
+
+/* At exit of the process that made it: the directory and all it holds,
+ * unless GNN_TEST_KEEP_TMP is set (to look at a failing test's files). */
+static inline void tu_tmpdir_remove_(void)
+{
+    const char *keep = getenv("GNN_TEST_KEEP_TMP");
+    char *dir = tu_tmpdir_path_();
+    if (!dir[0] || getpid() != *tu_tmpdir_owner_() || (keep && keep[0])) return;
+    nftw(dir, tu_rm_entry_, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* A new directory under $TMPDIR (or /tmp), created once per process and
+ * removed when it exits (tu_tmpdir_remove_). */
+static inline const char *tu_tmpdir(void)
+{
+    char *dir = tu_tmpdir_path_();
     if (!dir[0]) {
         const char *base = getenv("TMPDIR");
-        snprintf(dir, sizeof dir, "%s/gnn-test-XXXXXX", base && base[0] ? base : "/tmp");
+        snprintf(dir, 512, "%s/gnn-test-XXXXXX", base && base[0] ? base : "/tmp");
         if (!mkdtemp(dir)) {
             perror("mkdtemp");
             exit(1);
         }
+        *tu_tmpdir_owner_() = getpid();
+        atexit(tu_tmpdir_remove_);
     }
     return dir;
 }
