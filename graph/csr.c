@@ -544,12 +544,9 @@ static int validate_rows(const gnn_csr_t *a, gnn_vid_t *seen)
     return 0;
 }
 
-/* u in row v iff v in row u. With sorted rows each reverse entry is found
- * by binary search in a itself; otherwise in the (sorted) transpose, whose
- * row v lists exactly the u that have v in their row. */
 /*
  * Symmetry of a sorted, deduplicated CSR in one pass with a cursor per
- * row (with repeats allowed, multiplicities need not match): rows are
+ * row: rows are
  * read in order v = 0, 1, ...; entry u of row v (the edge u -> v) needs
  * its reverse, entry v of row u, and row u's entries below v were used
  * up by the rows before v, so that reverse must be row u's next unused
@@ -593,6 +590,11 @@ fail:
     return rc;
 }
 
+/* u in row v iff v in row u. Sorted and deduplicated rows: one pass
+ * (above). Sorted rows with repeats (whose multiplicities need not match):
+ * each reverse entry found by binary search in a itself; otherwise in the
+ * (sorted) transpose, whose row v lists exactly the u that have v in
+ * their row. */
 static int validate_symmetric(const gnn_csr_t *a)
 {
     int rc = 0;

@@ -3,7 +3,9 @@
  */
 #include "partition/mpiutil.h"
 
-static int reporter = -1;
+/* Written by whichever thread agreed last (gnn-train agrees from its
+ * training and its fetch thread): atomic, so a read sees one whole value. */
+static _Atomic int reporter = -1;
 
 int gnn_mpi_reporting_rank(void) { return reporter; }
 

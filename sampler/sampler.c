@@ -305,9 +305,10 @@ static int sample_hop(const rows_t *rs, int fanout, uint64_t key, int h, frontie
         nr = 0;
         for (gnn_vid_t i = 0; i < n_dst; i++)
             if (dst[i] >= held) rv[nr++] = dst[i];
-        *called = 1;
+        *called = 1; /* a failure of the hook itself is every process's */
         rc = rs->remote->draw(rs->remote->ctx, h, fanout, key, rv, nr, rcnt, &rsrc);
         if (rc < 0) goto fail;
+        *called = 2; /* this hop's exchange is done */
         nr = 0;
         for (gnn_vid_t i = 0; i < n_dst; i++)
             if (dst[i] >= held) indptr[i + 1] = rcnt[nr++];
@@ -562,11 +563,12 @@ int gnn_sampler_sample(const gnn_sampler_t *s, const gnn_vid_t *seeds, int64_t n
     return 0;
 
 fail:
-    /* A failure before this hop's exchange (or before the first): the
-     * hook hears of it in its place (n < 0), so processes sampling in step
-     * stop at the same hop. */
-    if (s && s->remote.draw && !called) {
-        int hh = h > s->remote.first_hop ? h : s->remote.first_hop;
+    /* A failure of this process (not the hook's): the hook hears of it at
+     * the next exchange, this hop's or the next (n < 0), so processes
+     * sampling in step stop at the same hop. */
+    if (s && s->remote.draw && called != 1) {
+        int hh = called == 2 ? h + 1 : h;
+        hh = hh > s->remote.first_hop ? hh : s->remote.first_hop;
         if (hh < s->layers) {
             gnn_vid_t *none = NULL;
             (void)s->remote.draw(s->remote.ctx, hh, s->fanout[hh], 0, NULL, rc, NULL, &none);

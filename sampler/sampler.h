@@ -144,11 +144,12 @@ int gnn_sampler_sample(const gnn_sampler_t *s, const gnn_vid_t *seeds, int64_t n
  * after row in draw order, in a gnn_malloc'd array the sampler frees.
  * The draws must follow the definition above (gnn_sampler_draw_row does).
  * A hook failure (a GNN_E code) ends the batch with that code. When the
- * batch fails here before a hop's call (a bad seed, out of memory), the
- * hook is still called for that hop (first_hop when the failure came
- * earlier), once, with n set to the (negative) code and v and cnt NULL,
- * so that it can tell the others; the batch then ends. A failure after a
- * hop's call is this process's alone (the others wait at the next one).
+ * batch fails here (a bad seed, out of memory), the hook is still called
+ * once at the next exchange (this hop's when its call has not been made,
+ * else the next hop's; first_hop when the failure came earlier), with n
+ * set to the (negative) code and v and cnt NULL, so that it can tell the
+ * others; the batch then ends. A failure after the last hop's call is
+ * this process's alone.
  */
 typedef struct {
     gnn_vid_t n_held; /* rows held here: [0, n_held) */

@@ -87,35 +87,32 @@ static int cmp_rank(const void *a, const void *b)
 }
 
 /* One epoch of batches, counting the remote input nodes into halo (over
- * the halo) and out (beyond the part). */
+ * the halo) and out (beyond the part). Every step ends with an agreement
+ * over d->comm, so a failure of one rank (after the sampler's last
+ * exchange, or in counting) ends the loop on every rank at the same step;
+ * the code returned is the agreed one. */
 static int presample(const gnn_dist_part_t *d, const gnn_featcache_presample_t *ps,
-                     int64_t *halo, counts_t *out)
+                     const int64_t *seeds, int64_t *halo, counts_t *out)
 {
     int rc = 0;
     gnn_minibatch_t mb;
     memset(&mb, 0, sizeof mb);
-    int64_t *seeds = gnn_malloc_array((size_t)ps->n_seeds + 1, sizeof *seeds);
-    GNN_CHECK(seeds, GNN_ENOMEM, "feature cache: %" PRId64 " seeds", ps->n_seeds);
-    memcpy(seeds, ps->seeds, (size_t)ps->n_seeds * sizeof *seeds);
-    gnn_loader_shuffle(seeds, ps->n_seeds, ps->seed, 0);
-    for (int64_t s = 0; s < ps->steps; s++) {
+    for (int64_t s = 0; s < ps->steps && rc == 0; s++) {
         int64_t lo = s * ps->batch, cnt = ps->n_seeds - lo;
         cnt = cnt <= 0 ? 0 : cnt < ps->batch ? cnt : ps->batch;
-        GNN_TRY(gnn_sampler_sample(ps->sampler, cnt ? seeds + lo : NULL, cnt, ps->seed, 0,
-                                   (uint64_t)s, &mb));
-        for (gnn_vid_t k = mb.n_seeds; k < mb.n_input; k++) {
+        int local = gnn_sampler_sample(ps->sampler, cnt ? seeds + lo : NULL, cnt, ps->seed, 0,
+                                       (uint64_t)s, &mb);
+        for (gnn_vid_t k = mb.n_seeds; k < mb.n_input && local == 0; k++) {
             gnn_vid_t v = mb.nodes[k];
             if (v < d->n_owned) continue;
             if (v < d->n_all)
                 halo[v - d->n_owned]++;
             else
-                GNN_TRY(counts_add(out, v));
+                local = counts_add(out, v);
         }
         gnn_minibatch_free(&mb);
+        rc = gnn_dist_agree(d->comm, local);
     }
-fail:
-    gnn_minibatch_free(&mb);
-    gnn_free(seeds);
     return rc;
 }
 
@@ -126,13 +123,22 @@ int gnn_featcache_choose(const gnn_dist_part_t *d, const gnn_featcache_presample
     int64_t nh = d->n_all - d->n_owned;
     counts_t out;
     memset(&out, 0, sizeof out);
-    int64_t *halo = gnn_calloc((size_t)nh + 1, sizeof *halo), *rank = NULL;
+    int64_t *halo = gnn_calloc((size_t)nh + 1, sizeof *halo), *rank = NULL, *seeds = NULL;
     int64_t *named = gnn_calloc((size_t)nh + 1, sizeof *named);
     *n = 0;
+    if (ps) {
+        seeds = gnn_malloc_array((size_t)ps->n_seeds + 1, sizeof *seeds);
+        int local = halo && named && seeds
+                        ? 0
+                        : GNN_FAIL(GNN_ENOMEM, "feature cache: counts of %" PRId64 " nodes", nh);
+        GNN_TRY(gnn_dist_agree(d->comm, local)); /* before the collective sampling */
+        memcpy(seeds, ps->seeds, (size_t)ps->n_seeds * sizeof *seeds);
+        gnn_loader_shuffle(seeds, ps->n_seeds, ps->seed, 0);
+    }
     GNN_CHECK(halo && named, GNN_ENOMEM, "feature cache: counts of %" PRId64 " nodes", nh);
     for (gnn_eid_t e = 0; e < d->full.nnz; e++)
         if (d->full.indices[e] >= d->n_owned) named[d->full.indices[e] - d->n_owned]++;
-    if (ps) GNN_TRY(presample(d, ps, halo, &out));
+    if (ps) GNN_TRY(presample(d, ps, seeds, halo, &out));
     int64_t nc = nh + out.size;
     rank = gnn_malloc_array(3 * (size_t)nc + 3, sizeof *rank);
     GNN_CHECK(rank, GNN_ENOMEM, "feature cache: ranking %" PRId64 " nodes", nc);
@@ -154,6 +160,7 @@ int gnn_featcache_choose(const gnn_dist_part_t *d, const gnn_featcache_presample
     for (int64_t i = 0; i < *n; i++) ids[i] = rank[3 * i + 2];
 fail:
     counts_free(&out);
+    gnn_free(seeds);
     gnn_free(halo);
     gnn_free(named);
     gnn_free(rank);

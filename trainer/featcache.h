@@ -41,7 +41,8 @@ typedef struct {
  * The cap remote nodes to keep, best first, into ids (room for cap),
  * with *n the count (min(cap, the candidates): every halo node, and with
  * ps the nodes beyond the part that were sampled). ps NULL: the rows
- * ranking alone. Collective when ps's sampler has a collective hook.
+ * ranking alone. With ps, collective over d->comm (every rank calls it,
+ * also with cap 0), and a failure is agreed: every rank returns it.
  * Returns 0; GNN_ENOMEM, or the sampler's failure.
  */
 int gnn_featcache_choose(const gnn_dist_part_t *d, const gnn_featcache_presample_t *ps,

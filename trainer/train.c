@@ -134,6 +134,7 @@ typedef struct {
     int64_t *iota;                    /* backend, 0 .. batch_size - 1 */
     float *xb;  size_t xb_bytes;      /* batch input on the backend (not host memory) */
     int64_t *yb; size_t yb_bytes;     /* batch labels on the backend (not host memory) */
+    int64_t *nb; size_t nb_bytes;     /* batch node ids on the backend (not host memory) */
     float *hbuf[2]; size_t hbuf_bytes[2]; /* layer-wise inference activations */
     float *ebuf; size_t ebuf_bytes;   /* one inference batch's input rows */
     int64_t *eidx; size_t eidx_bytes; /* ... and their ids */
@@ -552,25 +553,29 @@ static int setup_dist_minibatch(job_t *j)
     /* The cache: the remote nodes ranked first, their rows fetched once.
      * Halo nodes are found through feat_row, nodes beyond the part
      * through the sorted cache_out list. */
-    int64_t cap = f ? bytes / (f * (int64_t)sizeof(float)) : 0;
-    if (cap > d->n_global - n) cap = d->n_global - n; /* every remote node */
+    /* want is the same on every rank (so is the choice to pre-sample,
+     * which is collective); cap is this rank's share of it. */
+    int64_t want = f ? bytes / (f * (int64_t)sizeof(float)) : 0;
+    int64_t cap = want < d->n_global - n ? want : d->n_global - n; /* every remote node */
+    int presample = want > 0 && !strcmp(o->cache_policy, "sample");
+    /* Beyond the halo only when owners draw: a cache that large may hold
+     * every sampled node. */
+    int64_t room = presample && j->remote_rows ? cap : cap < remote ? cap : remote;
     j->feat_row = gnn_malloc_array((size_t)d->n_all + 1, sizeof *j->feat_row);
-    ids = gnn_malloc_array((size_t)(cap < remote ? cap : remote) + 1, sizeof *ids);
+    ids = gnn_malloc_array((size_t)room + 1, sizeof *ids);
     local = j->feat_row && ids ? 0 : GNN_FAIL(GNN_ENOMEM, "feature cache of %" PRId64 " rows", cap);
     GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
     j->n_cache = 0;
-    if (cap > 0 && !strcmp(o->cache_policy, "sample")) {
+    if (presample) {
         gnn_sampler_t *ps = NULL;
         double t0 = now_s();
         local = gnn_sampler_create(&d->full, o->layers, j->fanout, &ps);
         if (local == 0) local = gnn_sampler_set_key_ids(ps, d->gid);
         if (local == 0 && j->remote_rows) local = gnn_sampler_set_remote(ps, &j->remote);
-        GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
-        /* Beyond the halo only when owners draw: a cache that large may
-         * hold every sampled node. */
-        if (j->remote_rows) {
-            gnn_free(ids);
-            ids = gnn_malloc_array((size_t)cap + 1, sizeof *ids);
+        rc = gnn_dist_agree(MPI_COMM_WORLD, local);
+        if (rc < 0) {
+            gnn_sampler_free(ps);
+            goto fail;
         }
         gnn_featcache_presample_t pre = {
             .sampler = ps,
@@ -581,13 +586,12 @@ static int setup_dist_minibatch(job_t *j)
             .seed = ((uint64_t)o->seed + 0x9E3779B97F4A7C15ull * (uint64_t)d->rank) ^
                     0x7072652d73616d70ull,
         };
-        local = ids ? gnn_featcache_choose(d, &pre, cap, ids, &j->n_cache)
-                    : GNN_FAIL(GNN_ENOMEM, "feature cache of %" PRId64 " rows", cap);
+        local = gnn_featcache_choose(d, &pre, cap, ids, &j->n_cache); /* agreed */
         gnn_sampler_free(ps);
         GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
         if (d->rank == 0)
             GNN_INFO("feature cache: one epoch pre-sampled in %.2f s", now_s() - t0);
-    } else if (cap > 0) {
+    } else if (want > 0) {
         GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, gnn_featcache_choose(d, NULL, cap, ids,
                                                                     &j->n_cache)));
     }
@@ -1153,8 +1157,16 @@ static int train_batch(job_t *j, gnn_loader_batch_t *b, double *loss)
         GNN_TRY(gnn_be_upload(be, j->yb, b->y, (size_t)ns * sizeof(int64_t)));
         x = j->xb;
         y = j->yb;
-    } else if (!j->bxs) { /* dropout by node id, as over a partition directory */
-        GNN_TRY(gnn_model_set_row_ids(j->model, mb->nodes, j->g.csr.n_rows));
+    }
+    if (!j->bxs) { /* dropout by node id, as over a partition directory */
+        const int64_t *ids = mb->nodes;
+        if (own) {
+            size_t ibytes = (size_t)mb->n_input * sizeof(int64_t);
+            GNN_TRY(ensure(be, (void **)&j->nb, &j->nb_bytes, ibytes));
+            GNN_TRY(gnn_be_upload(be, j->nb, mb->nodes, ibytes));
+            ids = j->nb;
+        }
+        GNN_TRY(gnn_model_set_row_ids(j->model, ids, j->g.csr.n_rows));
     }
     GNN_TRY(gnn_model_forward(j->model, graphs, x, 1, &logits));
     GNN_TRY(gnn_be_softmax_xent(be, ns, C, logits, y, j->iota, ns, loss, j->dlogits));
@@ -1296,11 +1308,13 @@ fail:
  * is collective, then the fetch. */
 static int pending_work(pending_t *p)
 {
-    if (p->take) {
-        int rc = pending_take(p->j, p, p->has, p->remote, p->hits);
+    gnn_dist_part_t *d = p->j->dist;
+    if (p->take) { /* agreed: a rank failing after the last exchange tells the others */
+        MPI_Comm comm = d->fetch_comm != MPI_COMM_NULL ? d->fetch_comm : d->comm;
+        int rc = gnn_dist_agree(comm, pending_take(p->j, p, p->has, p->remote, p->hits));
         if (rc < 0) return rc;
     }
-    return gnn_dist_fetch_feat(p->j->dist, p->miss, p->nm, p->rows);
+    return gnn_dist_fetch_feat(d, p->miss, p->nm, p->rows);
 }
 
 static void *fetch_thread(void *arg)
@@ -1949,6 +1963,7 @@ static void job_free(job_t *j)
         gnn_be_free(j->be, j->iota);
         gnn_be_free(j->be, j->xb);
         gnn_be_free(j->be, j->yb);
+        gnn_be_free(j->be, j->nb);
         gnn_be_free(j->be, j->hbuf[0]);
         gnn_be_free(j->be, j->hbuf[1]);
         gnn_be_free(j->be, j->ebuf);

@@ -705,6 +705,151 @@ static void test_alloc_failure(void **state)
     gnn_csr_free(&g);
 }
 
+/* ---- Rows held elsewhere ------------------------------------------------------- */
+
+/* A stand-in for the holders of the rows a part lacks: draws from the
+ * whole graph as gnn_sampler_draw_row does, and logs every call. */
+typedef struct {
+    const gnn_csr_t *whole;
+    int n_calls;
+    int hop[16];
+    int64_t n[16]; /* n < 0: a failure passed on */
+    int rc[16];    /* what the hook returned */
+} holder_t;
+
+static int holder_draw(void *ctx, int h, int fanout, uint64_t key, const gnn_vid_t *v, int64_t n,
+                       gnn_eid_t *cnt, gnn_vid_t **src)
+{
+    holder_t *ho = ctx;
+    int i = ho->n_calls++;
+    assert_true(i < 16);
+    ho->hop[i] = h;
+    ho->n[i] = n;
+    ho->rc[i] = n < 0 ? (int)n : 0;
+    if (n < 0) return (int)n;
+    const gnn_csr_t *g = ho->whole;
+    gnn_eid_t total = 0;
+    for (int64_t k = 0; k < n; k++) {
+        gnn_eid_t d = g->indptr[v[k] + 1] - g->indptr[v[k]];
+        total += fanout < 0 || d <= fanout ? d : fanout;
+    }
+    *src = gnn_malloc_array((size_t)total + 1, sizeof **src);
+    if (!*src) return ho->rc[i] = GNN_ENOMEM;
+    gnn_eid_t at = 0;
+    for (int64_t k = 0; k < n; k++) {
+        gnn_eid_t d = g->indptr[v[k] + 1] - g->indptr[v[k]];
+        int64_t c = gnn_sampler_draw_row(g->indices + g->indptr[v[k]], d, fanout, key, v[k], h,
+                                         *src + at);
+        if (c < 0) {
+            gnn_free(*src);
+            *src = NULL;
+            return ho->rc[i] = (int)c;
+        }
+        cnt[k] = c;
+        at += c;
+    }
+    return 0;
+}
+
+/*
+ * A part holding rows [0, 600) of a 1500-node graph, the rest drawn by a
+ * holder through the hook: the batches equal the whole graph's, with the
+ * hook called once per hop from first_hop on (0 and 1). Seeds beyond the
+ * held rows fail with GNN_EINVAL before the first exchange and pass the
+ * failure to the hook there. Under every allocation failure, the hook's
+ * calls stay in step: consecutive hops from first_hop, and a failure of
+ * the sampler (not the hook's) passed on at the next exchange when one is
+ * left (the last hop's exchange done: nothing to pass it to).
+ */
+static void test_remote_rows(void **state)
+{
+    (void)state;
+    uint64_t rng = g_seed ^ 0x7e;
+    gnn_csr_t g, part;
+    random_graph(&rng, 1500, 9000, 3, 400, &g);
+    const gnn_vid_t held = 600;
+    assert_int_equal(gnn_csr_copy(&g, &part), 0);
+    for (gnn_vid_t v = held; v < part.n_rows; v++) part.indptr[v + 1] = part.indptr[held];
+    part.nnz = part.indptr[part.n_rows];
+    int fanouts[] = {80, 5, 3};
+    gnn_vid_t seeds[] = {0, 7, 14, 100, 200, 300, 401, 502};
+    gnn_sampler_t *s, *ref;
+    assert_int_equal(gnn_sampler_create(&g, 3, fanouts, &ref), 0);
+    gnn_minibatch_t want, mb;
+    assert_int_equal(gnn_sampler_sample(ref, seeds, 8, 5, 6, 7, &want), 0);
+    holder_t ho = {.whole = &g};
+    for (int first = 0; first <= 1; first++) {
+        gnn_sampler_remote_t r = {.n_held = held, .first_hop = first, .draw = holder_draw,
+                                  .ctx = &ho};
+        assert_int_equal(gnn_sampler_create(&part, 3, fanouts, &s), 0);
+        assert_int_equal(gnn_sampler_set_remote(s, &r), 0);
+        ho.n_calls = 0;
+        assert_int_equal(gnn_sampler_sample(s, seeds, 8, 5, 6, 7, &mb), 0);
+        assert_true(minibatch_equal(&want, &mb));
+        gnn_minibatch_free(&mb);
+        assert_int_equal(ho.n_calls, 3 - first);
+        for (int i = 0; i < ho.n_calls; i++) assert_int_equal(ho.hop[i], first + i);
+
+        gnn_vid_t far[] = {0, held + 3};
+        ho.n_calls = 0;
+        int rc = gnn_sampler_sample(s, far, 2, 5, 6, 7, &mb);
+        if (first == 1) {
+            assert_int_equal(rc, GNN_EINVAL);
+            assert_non_null(strstr(gnn_error_message(), "not held here"));
+            assert_int_equal(ho.n_calls, 1); /* the failure, at hop 1 */
+            assert_true(ho.hop[0] == 1 && ho.n[0] == GNN_EINVAL);
+        } else { /* from hop 0 on, the holder draws a seed's row too */
+            assert_int_equal(rc, 0);
+            gnn_minibatch_t w2;
+            assert_int_equal(gnn_sampler_sample(ref, far, 2, 5, 6, 7, &w2), 0);
+            assert_true(minibatch_equal(&w2, &mb));
+            gnn_minibatch_free(&w2);
+            gnn_minibatch_free(&mb);
+        }
+
+        int failures = 0, passed_on = 0, after_last = 0, in_hook = 0;
+        for (int64_t nth = 1;; nth++) {
+            assert_true(nth < 1000);
+            ho.n_calls = 0;
+            gnn_alloc_fail_at(nth);
+            rc = gnn_sampler_sample(s, seeds, 8, 5, 6, 7, &mb);
+            gnn_alloc_fail_at(0);
+            for (int i = 0; i < ho.n_calls; i++) {
+                assert_int_equal(ho.hop[i], first + i); /* in step: consecutive hops */
+                if (i + 1 < ho.n_calls) assert_true(ho.n[i] >= 0 && ho.rc[i] == 0);
+            }
+            if (rc == 0) {
+                assert_true(minibatch_equal(&want, &mb));
+                assert_int_equal(ho.n_calls, 3 - first);
+                gnn_minibatch_free(&mb);
+                break;
+            }
+            assert_int_equal(rc, GNN_ENOMEM);
+            assert_null(mb.nodes);
+            failures++;
+            int last = ho.n_calls - 1;
+            if (last >= 0 && ho.n[last] < 0) {
+                assert_int_equal(ho.n[last], GNN_ENOMEM);
+                passed_on++;
+            } else if (last >= 0 && ho.rc[last] < 0) {
+                in_hook++;
+            } else { /* only after the last exchange may the sampler fail alone */
+                assert_int_equal(ho.n_calls, 3 - first);
+                after_last++;
+            }
+        }
+        printf("remote rows from hop %d: %d allocation failures: %d passed on to the hook, %d in "
+               "it, %d after the last exchange\n",
+               first, failures, passed_on, in_hook, after_last);
+        assert_true(passed_on >= 3 && in_hook >= 1 && after_last >= 1);
+        gnn_sampler_free(s);
+    }
+    gnn_minibatch_free(&want);
+    gnn_sampler_free(ref);
+    gnn_csr_free(&part);
+    gnn_csr_free(&g);
+}
+
 /* ---- Scale ---------------------------------------------------------------------- */
 
 static double now(void)
@@ -775,6 +920,7 @@ int main(void)
         cmocka_unit_test(test_frontier_independent),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_alloc_failure),
+        cmocka_unit_test(test_remote_rows),
         cmocka_unit_test(test_large_graph),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
