@@ -228,18 +228,32 @@ static int owner_of(const gnn_dist_part_t *d, int64_t g)
     return a;
 }
 
+/* One count to and from every rank (send[r] < 0: the sender's failure,
+ * the same to all), failures agreed from them; then where each rank's
+ * part starts in what comes next (displ) and its total (*sum). */
+static int exchange_counts(const gnn_dist_part_t *d, MPI_Comm comm, int *send, int *recv,
+                           int *displ, int *codes, int64_t *sum)
+{
+    int rc = 0, R = d->size;
+    GNN_MPI_TRY(MPI_Alltoall(send, 1, MPI_INT, recv, 1, MPI_INT, comm));
+    for (int r = 0; r < R; r++) codes[r] = recv[r] < 0 ? recv[r] : 0;
+    GNN_TRY(gnn_mpi_agree_codes(codes, R, d->rank));
+    int64_t at = 0;
+    for (int r = 0; r < R; r++) {
+        displ[r] = at > INT_MAX ? 0 : (int)at; /* the caller refuses a total past INT_MAX */
+        at += recv[r];
+    }
+    *sum = at;
+fail:
+    return rc;
+}
+
 int gnn_dist_fetch_feat(gnn_dist_part_t *d, const int64_t *ids, int64_t n, float *out)
 {
     int rc = 0, R = d->size;
     MPI_Comm comm = d->fetch_comm != MPI_COMM_NULL ? d->fetch_comm : d->comm;
-#undef STEP
-#define STEP(expr)                                                                       \
-    do {                                                                                 \
-        rc = gnn_dist_agree(comm, (expr));                                               \
-        if (rc < 0) goto fail;                                                           \
-    } while (0)
     double t0 = MPI_Wtime();
-    int *cnt = gnn_calloc((size_t)R * 4, sizeof *cnt);
+    int *cnt = gnn_calloc((size_t)R * 5, sizeof *cnt);
     int64_t *order = gnn_malloc_array((size_t)n + 1, sizeof *order);
     int64_t *req = gnn_malloc_array((size_t)n + 1, sizeof *req), *asked = NULL;
     float *rows = NULL;
@@ -251,49 +265,50 @@ int gnn_dist_fetch_feat(gnn_dist_part_t *d, const int64_t *ids, int64_t n, float
         if (ids[i] < d->n_owned || gnn_dist_pid(d, ids[i]) >= d->n_global)
             local = GNN_FAIL(GNN_EINVAL, "feature fetch: node %" PRId64 " is not a remote node",
                              ids[i]);
-    STEP(local);
+    if (!cnt) { /* no room even to tell the others: this rank fails alone */
+        rc = local;
+        goto fail;
+    }
+    /* Three collective calls: the request counts (a rank's failure
+     * travels in their place, agreed by all), the requests, the rows. A
+     * failure after the counts (out of memory for what arrives, a request
+     * for a node not owned here) is this rank's alone. */
     int *scount = cnt, *sdispl = cnt + R, *rcount = cnt + 2 * R, *rdispl = cnt + 3 * R;
+    int *codes = cnt + 4 * R;
     /* Requests grouped by owner (a counting sort keeps their order). */
-    for (int64_t i = 0; i < n; i++) scount[owner_of(d, gnn_dist_pid(d, ids[i]))]++;
+    for (int64_t i = 0; i < n && local == 0; i++) scount[owner_of(d, gnn_dist_pid(d, ids[i]))]++;
     int64_t at = 0;
     for (int r = 0; r < R; r++) {
         sdispl[r] = (int)at;
         at += scount[r];
     }
-    for (int64_t i = 0; i < n; i++) {
+    for (int64_t i = 0; i < n && local == 0; i++) {
         int64_t pid = gnn_dist_pid(d, ids[i]);
         int q = owner_of(d, pid);
         order[sdispl[q]] = i;
         req[sdispl[q]++] = pid;
     }
     for (int r = 0; r < R; r++) sdispl[r] -= scount[r];
-    GNN_MPI_TRY(MPI_Alltoall(scount, 1, MPI_INT, rcount, 1, MPI_INT, comm));
+    if (local < 0)
+        for (int r = 0; r < R; r++) scount[r] = local;
     int64_t nr = 0;
-    for (int r = 0; r < R; r++) {
-        rdispl[r] = (int)nr;
-        nr += rcount[r];
-    }
+    GNN_TRY(exchange_counts(d, comm, scount, rcount, rdispl, codes, &nr));
     asked = gnn_malloc_array((size_t)nr + 1, sizeof *asked);
     rows = gnn_alloc_large(((size_t)(nr > n ? nr : n) * (size_t)f + 1) * sizeof *rows);
-    STEP(nr > INT_MAX ? GNN_FAIL(GNN_ERANGE, "feature fetch: more than 2^31 rows")
-         : asked && rows ? 0
-                         : GNN_FAIL(GNN_ENOMEM, "feature fetch of %" PRId64 " rows", nr));
+    GNN_CHECK(nr <= INT_MAX, GNN_ERANGE, "feature fetch: more than 2^31 rows");
+    GNN_CHECK(asked && rows, GNN_ENOMEM, "feature fetch of %" PRId64 " rows", nr);
     GNN_MPI_TRY(MPI_Alltoallv(req, scount, sdispl, MPI_INT64_T, asked, rcount, rdispl, MPI_INT64_T,
                           comm));
-    local = 0;
-    for (int64_t i = 0; i < nr && local == 0; i++) {
+    for (int64_t i = 0; i < nr; i++) {
         int64_t r = asked[i] - d->part_start[d->rank];
-        if (r < 0 || r >= d->n_owned)
-            local = GNN_FAIL(GNN_EINVAL, "feature fetch: node %" PRId64 " is not rank %d's",
-                             asked[i], d->rank);
-        else
-            memcpy(rows + i * f, d->own_feat + r * f, (size_t)f * sizeof *rows);
+        GNN_CHECK(r >= 0 && r < d->n_owned, GNN_EINVAL,
+                  "feature fetch: node %" PRId64 " is not rank %d's", asked[i], d->rank);
+        memcpy(rows + i * f, d->own_feat + r * f, (size_t)f * sizeof *rows);
     }
-    STEP(local);
     d->fetch_bytes += (nr - rcount[d->rank]) * f * (int64_t)sizeof(float);
     /* The rows come back in request order: into out at each request's place. */
     float *back = gnn_alloc_large(((size_t)n * (size_t)f + 1) * sizeof *back);
-    STEP(back ? 0 : GNN_FAIL(GNN_ENOMEM, "feature fetch of %" PRId64 " rows", n));
+    GNN_CHECK(back, GNN_ENOMEM, "feature fetch of %" PRId64 " rows", n);
     rc = MPI_Alltoallv(rows, rcount, rdispl, t, back, scount, sdispl, t, comm) == MPI_SUCCESS
              ? 0
              : GNN_FAIL(GNN_EMPI, "MPI_Alltoallv failed");
@@ -562,26 +577,6 @@ static int answer_draws(gnn_dist_part_t *d, int h, int fanout, const int64_t *as
 fail:
     gnn_free(acnt);
     gnn_free(ans);
-    return rc;
-}
-
-/* One count to and from every rank (send[r] < 0: the sender's failure,
- * the same to all), failures agreed from them; then where each rank's
- * part starts in what comes next (displ) and its total (*sum). */
-static int exchange_counts(const gnn_dist_part_t *d, MPI_Comm comm, int *send, int *recv,
-                           int *displ, int *codes, int64_t *sum)
-{
-    int rc = 0, R = d->size;
-    GNN_MPI_TRY(MPI_Alltoall(send, 1, MPI_INT, recv, 1, MPI_INT, comm));
-    for (int r = 0; r < R; r++) codes[r] = recv[r] < 0 ? recv[r] : 0;
-    GNN_TRY(gnn_mpi_agree_codes(codes, R, d->rank));
-    int64_t at = 0;
-    for (int r = 0; r < R; r++) {
-        displ[r] = at > INT_MAX ? 0 : (int)at; /* the caller refuses a total past INT_MAX */
-        at += recv[r];
-    }
-    *sum = at;
-fail:
     return rc;
 }
 

@@ -38,7 +38,10 @@
  * hang); a batch whose seeds repeat on the last rank only (that sampler
  * fails before the first exchange and passes its failure to the hook at
  * the first hop that calls it, so every rank's batch fails with
- * GNN_EINVAL). Sampling still equals one process's afterwards. Half the
+ * GNN_EINVAL). Feature fetches by sampler id (a halo hub, a node beyond
+ * the part) return the graph file's rows; fetching an owned node fails on
+ * every rank with GNN_EINVAL. Sampling still equals one process's
+ * afterwards. Half the
  * cases call the hook from the first hop that can need it (the halo's
  * hop count), half from hop 0.
  *
@@ -496,6 +499,29 @@ static void test_remote_errors(void **state)
         int rep = gnn_dist_reporting_rank();
         CHECK_ALL(rep >= 0 && rep < g_size, "different hops: reporting rank %d", rep);
         CHECK_ALL(g_rank != rep || strstr(msg, "hop"), "different hops: message \"%s\"", msg);
+
+        /* Feature fetches by sampler id: the hub, and a node of rank q
+         * beyond the part (when there is one), get the graph file's rows. */
+        int64_t ids[2] = {target, -1};
+        for (int64_t p = d.part_start[q]; p < d.part_start[q + 1] && ids[1] < 0; p++)
+            if (gnn_dist_sampler_id(&d, p) >= d.n_all) ids[1] = gnn_dist_sampler_id(&d, p);
+        int nf = ids[1] >= 0 ? 2 : 1;
+        float rows[2 * FEAT_DIM];
+        rc = gnn_dist_fetch_feat(&d, ids, nf, rows);
+        CHECK_ALL(rc == 0, "a fetch: %s: %s", gnn_error_name(rc), gnn_error_message());
+        int same = 1;
+        for (int i = 0; i < nf; i++) {
+            const float *w = g_whole.feat + file_id(&d, node_map, ids[i]) * FEAT_DIM;
+            same = same && !memcmp(rows + i * FEAT_DIM, w, sizeof(float) * FEAT_DIM);
+        }
+        CHECK_ALL(same, "fetched rows differ from the graph file's");
+        /* An owned node asked for by the last rank: agreed everywhere. */
+        int64_t own = 0;
+        rc = gnn_dist_fetch_feat(&d, &own, last ? 1 : 0, rows);
+        msg = gnn_error_message();
+        CHECK_ALL(rc == GNN_EINVAL, "fetching an owned node: %s (%s)", gnn_error_name(rc), msg);
+        CHECK_ALL(!last || strstr(msg, "not a remote node"), "fetch: message \"%s\"", msg);
+        CHECK_ALL(last || strstr(msg, "failed on rank"), "fetch: message \"%s\"", msg);
     }
     gnn_dist_free(&d);
     free(node_map);
