@@ -49,8 +49,7 @@ void gnn_dist_free(gnn_dist_part_t *d)
     gnn_free(d->l2g);
     gnn_free(d->part_start);
     gnn_free(d->own_feat);
-    gnn_free(d->halo_pid);
-    gnn_free(d->halo_loc);
+    gnn_free(d->halo_index);
     if (d->fetch_comm != MPI_COMM_NULL && d->fetch_comm != d->comm)
         MPI_Comm_free(&d->fetch_comm);
     MPI_Comm comm = d->comm;
@@ -338,6 +337,24 @@ static int cmp_pair(const void *a, const void *b)
     return (x[0] > y[0]) - (x[0] < y[0]);
 }
 
+void gnn_dist_pairs_sort(int64_t *pairs, int64_t n)
+{
+    qsort(pairs, (size_t)n, 2 * sizeof *pairs, cmp_pair);
+}
+
+int64_t gnn_dist_pairs_find(const int64_t *pairs, int64_t n, int64_t key)
+{
+    int64_t a = 0, b = n; /* keys before a are below key; from b on, not */
+    while (a < b) {
+        int64_t m = a + (b - a) / 2;
+        if (pairs[2 * m] < key)
+            a = m + 1;
+        else
+            b = m;
+    }
+    return a < n && pairs[2 * a] == key ? pairs[2 * a + 1] : -1;
+}
+
 /* Each held row of d->full in graph-file id order of its sources, and the
  * halo's partition ids indexed. */
 static int order_rows(gnn_dist_part_t *d)
@@ -350,9 +367,8 @@ static int order_rows(gnn_dist_part_t *d)
     int64_t nh = d->n_all - d->n_owned;
     size_t cap = (size_t)(dmax > nh ? dmax : nh) + 1;
     int64_t *pair = gnn_malloc_array(2 * cap, sizeof *pair);
-    d->halo_pid = gnn_malloc_array((size_t)nh + 1, sizeof *d->halo_pid);
-    d->halo_loc = gnn_malloc_array((size_t)nh + 1, sizeof *d->halo_loc);
-    GNN_CHECK(pair && d->halo_pid && d->halo_loc, GNN_ENOMEM, "part %d: rows", d->rank);
+    d->halo_index = gnn_malloc_array(2 * (size_t)nh + 2, sizeof *d->halo_index);
+    GNN_CHECK(pair && d->halo_index, GNN_ENOMEM, "part %d: rows", d->rank);
     for (int64_t r = 0; r < d->n_held; r++) {
         gnn_vid_t *row = g->indices + g->indptr[r];
         gnn_eid_t n = g->indptr[r + 1] - g->indptr[r];
@@ -360,19 +376,15 @@ static int order_rows(gnn_dist_part_t *d)
             pair[2 * e] = d->gid[row[e]];
             pair[2 * e + 1] = row[e];
         }
-        qsort(pair, (size_t)n, 2 * sizeof *pair, cmp_pair);
+        gnn_dist_pairs_sort(pair, n);
         for (gnn_eid_t e = 0; e < n; e++) row[e] = pair[2 * e + 1];
     }
     g->flags &= ~(unsigned)GNN_CSR_SORTED;
     for (int64_t i = 0; i < nh; i++) {
-        pair[2 * i] = d->l2g[d->n_owned + i];
-        pair[2 * i + 1] = d->n_owned + i;
+        d->halo_index[2 * i] = d->l2g[d->n_owned + i];
+        d->halo_index[2 * i + 1] = d->n_owned + i;
     }
-    qsort(pair, (size_t)nh, 2 * sizeof *pair, cmp_pair);
-    for (int64_t i = 0; i < nh; i++) {
-        d->halo_pid[i] = pair[2 * i];
-        d->halo_loc[i] = pair[2 * i + 1];
-    }
+    gnn_dist_pairs_sort(d->halo_index, nh);
 fail:
     gnn_free(pair);
     return rc;
@@ -495,16 +507,8 @@ int64_t gnn_dist_sampler_id(const gnn_dist_part_t *d, int64_t pid)
 {
     int64_t first = d->part_start[d->rank];
     if (pid >= first && pid < first + d->n_owned) return pid - first;
-    int64_t a = 0, b = d->n_all - d->n_owned; /* halo_pid[a - 1] < pid <= halo_pid[b] */
-    while (a < b) {
-        int64_t m = a + (b - a) / 2;
-        if (d->halo_pid[m] < pid)
-            a = m + 1;
-        else
-            b = m;
-    }
-    if (a < d->n_all - d->n_owned && d->halo_pid[a] == pid) return d->halo_loc[a];
-    return d->n_all + pid;
+    int64_t l = gnn_dist_pairs_find(d->halo_index, d->n_all - d->n_owned, pid);
+    return l >= 0 ? l : d->n_all + pid;
 }
 
 int64_t gnn_dist_pid(const gnn_dist_part_t *d, int64_t v)

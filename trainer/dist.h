@@ -51,8 +51,8 @@ typedef struct {
                              graph's own order when its rows are sorted), empty rows
                              for the last hop */
     int64_t n_held;       /* rows of full that hold in-edges: [0, n_held) */
-    int64_t *halo_pid;    /* n_all - n_owned halo partition ids, ascending */
-    int64_t *halo_loc;    /* ... and their local ids */
+    int64_t *halo_index;  /* n_all - n_owned (partition id, local id) pairs of the halo,
+                             by partition id (gnn_dist_pairs_find) */
     int64_t *l2g;         /* n_all partition ids (meta.h5's new ids) */
     int64_t *part_start;  /* size + 1: the partition-id range of each rank */
     float *own_feat;      /* n_owned x feat_dim: what this rank serves to fetches */
@@ -99,6 +99,11 @@ void gnn_dist_free(gnn_dist_part_t *d);
 int64_t gnn_dist_sampler_id(const gnn_dist_part_t *d, int64_t pid);
 /* The partition id of sampler id v. */
 int64_t gnn_dist_pid(const gnn_dist_part_t *d, int64_t v);
+/* Sort n (key, value) pairs of int64 (2n values, interleaved) by key. */
+void gnn_dist_pairs_sort(int64_t *pairs, int64_t n);
+/* The value of key in n pairs sorted by gnn_dist_pairs_sort, or -1. */
+int64_t gnn_dist_pairs_find(const int64_t *pairs, int64_t n, int64_t key);
+
 /* The rank owning partition id pid (in [0, n_global)). */
 int gnn_dist_owner(const gnn_dist_part_t *d, int64_t pid);
 /*

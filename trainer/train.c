@@ -477,24 +477,10 @@ static int halo_backward(void *ctx, float *g, int64_t f)
     return gnn_dist_halo_backward(ctx, g, f);
 }
 
-static int cmp_pair_id(const void *a, const void *b)
-{
-    const int64_t *x = a, *y = b; /* (id, value) by id */
-    return (x[0] > y[0]) - (x[0] < y[0]);
-}
-
 /* The cache row of node v beyond the part (v >= n_all), or -1. */
 static int64_t cache_out_row(const job_t *j, int64_t v)
 {
-    int64_t a = 0, b = j->n_cache_out;
-    while (a < b) {
-        int64_t m = a + (b - a) / 2;
-        if (j->cache_out[2 * m] < v)
-            a = m + 1;
-        else
-            b = m;
-    }
-    return a < j->n_cache_out && j->cache_out[2 * a] == v ? j->cache_out[2 * a + 1] : -1;
+    return gnn_dist_pairs_find(j->cache_out, j->n_cache_out, v);
 }
 
 /*
@@ -615,7 +601,7 @@ static int setup_dist_minibatch(job_t *j)
         j->cache_out[2 * j->n_cache_out] = ids[c];
         j->cache_out[2 * j->n_cache_out++ + 1] = n + c;
     }
-    qsort(j->cache_out, (size_t)j->n_cache_out, 2 * sizeof *j->cache_out, cmp_pair_id);
+    gnn_dist_pairs_sort(j->cache_out, j->n_cache_out);
     memcpy(j->cache_feat, d->own_feat, (size_t)n * (size_t)f * sizeof(float));
     GNN_TRY(gnn_dist_fetch_feat(d, ids, j->n_cache, j->cache_feat + n * f));
     d->fetch_bytes = 0;

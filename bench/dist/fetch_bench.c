@@ -43,12 +43,6 @@ static uint64_t rng_next(uint64_t *s) /* splitmix64 */
     return z ^ (z >> 31);
 }
 
-static int cmp_pair(const void *a, const void *b)
-{
-    const int64_t *x = a, *y = b;
-    return (x[0] > y[0]) - (x[0] < y[0]);
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -76,7 +70,7 @@ static int rma_fetch(const gnn_dist_part_t *d, MPI_Win win, const int64_t *ids, 
         pairs[2 * i] = d->l2g[ids[i]];
         pairs[2 * i + 1] = i;
     }
-    qsort(pairs, (size_t)m, 2 * sizeof *pairs, cmp_pair);
+    gnn_dist_pairs_sort(pairs, m);
     for (int64_t i = 0; i < m;) {
         int64_t pid = pairs[2 * i], k = 1;
         int q = gnn_dist_owner(d, pid);
