@@ -16,6 +16,10 @@
 
 #include <stddef.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 enum {
     GNN_CSR_SORTED = 1u << 0,        /* sources ascending within each row */
     GNN_CSR_DEDUPED = 1u << 1,       /* no source repeated within a row */
@@ -111,5 +115,9 @@ int gnn_csr_validate(const gnn_csr_t *a);
 /* True when both have equal shape, offsets, indices and weights (flags are
  * not compared). */
 int gnn_csr_equal(const gnn_csr_t *a, const gnn_csr_t *b);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

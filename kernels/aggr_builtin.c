@@ -10,7 +10,8 @@
  *
  * A failure returns the negative GNN_E* code of the kernel with its
  * recorded message left in place, and copies that message into call->msg.
- * No CUDA entry points yet.
+ * The definitions carry no CUDA entry points: a device backend recognises
+ * a built-in (gnn__aggr_builtin_kind) and runs its own kernels for it.
  */
 #include "kernels/aggr_builtin.h"
 
@@ -137,9 +138,15 @@ int gnn__aggr_builtin_register(gnn_aggr_host_t *host)
     return 0;
 }
 
+int gnn__aggr_builtin_kind(const gnn_aggr_def_t *def)
+{
+    static const gnn_aggr_t kind[] = {GNN_AGGR_SUM, GNN_AGGR_MEAN, GNN_AGGR_GCN, GNN_AGGR_MAX};
+    for (size_t i = 0; def && i < sizeof builtins / sizeof builtins[0]; i++)
+        if (def->cpu_forward == builtins[i].cpu_forward) return (int)kind[i];
+    return -1;
+}
+
 int gnn__aggr_builtin_owns(const gnn_aggr_def_t *def)
 {
-    for (size_t i = 0; def && i < sizeof builtins / sizeof builtins[0]; i++)
-        if (def->cpu_forward == builtins[i].cpu_forward) return 1;
-    return 0;
+    return gnn__aggr_builtin_kind(def) >= 0;
 }

@@ -10,6 +10,10 @@
 
 #include "kernels/gnn_aggr_plugin.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Add the built-ins to host in the order sum, mean, gcn, max. Returns 0,
  * or the first non-zero result of host->add. */
 int gnn__aggr_builtin_register(gnn_aggr_host_t *host);
@@ -17,5 +21,14 @@ int gnn__aggr_builtin_register(gnn_aggr_host_t *host);
 /* True when def (the registry's copy or the original) is a built-in: its
  * failures are GNN_E codes with the message recorded. */
 int gnn__aggr_builtin_owns(const gnn_aggr_def_t *def);
+
+/* The kernels/spmm.h aggregator (gnn_aggr_t value) def stands for when it
+ * is a built-in, else -1. Device backends run their own kernels for the
+ * built-ins by this. */
+int gnn__aggr_builtin_kind(const gnn_aggr_def_t *def);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

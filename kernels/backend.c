@@ -8,9 +8,6 @@
 #include "kernels/backend_impl.h"
 
 #include "kernels/aggr_builtin.h"
-#ifdef GNN_HAVE_CUDA_RUNTIME
-#include "kernels/cuda/device.h"
-#endif
 
 #include "graph/base/alloc.h"
 #include "graph/base/error.h"
@@ -42,19 +39,6 @@ static int open_cuda(gnn_backend_t *be, int dev)
 {
 #ifdef GNN_HAVE_CUDA_BACKEND
     return gnn__backend_cuda_init(be, dev);
-#elif defined(GNN_HAVE_CUDA_RUNTIME)
-    /* Built with the CUDA toolkit, before the CUDA backend exists: tell a
-     * machine without a GPU from one with. */
-    (void)be;
-    int n = 0;
-    if (gnn_cuda_device_count(&n) < 0 || n == 0)
-        return GNN_FAIL(GNN_ENODEV, "backend cuda: no CUDA device on this machine");
-    if (dev >= n)
-        return GNN_FAIL(GNN_ENODEV, "backend cuda:%d: this machine has %d CUDA device%s", dev, n,
-                        n == 1 ? "" : "s");
-    return GNN_FAIL(GNN_EUNSUPPORTED, "backend cuda: %d device%s found, but this version trains "
-                                      "on the CPU only (use --device cpu)",
-                    n, n == 1 ? "" : "s");
 #else
     (void)be;
     (void)dev;
@@ -117,6 +101,70 @@ int gnn_be_host_memory(const gnn_backend_t *be)
 const char *gnn_backend_describe(const gnn_backend_t *be)
 {
     return be ? be->desc : "(none)";
+}
+
+int gnn_backend_device_count(void)
+{
+#ifdef GNN_HAVE_CUDA_BACKEND
+    return gnn__backend_cuda_count();
+#else
+    return 0;
+#endif
+}
+
+int gnn_be_device(const gnn_backend_t *be)
+{
+    return be && be->kind == GNN_BACKEND_CUDA ? be->device : -1;
+}
+
+void *gnn_be_stream(const gnn_backend_t *be)
+{
+    return be ? be->stream : NULL;
+}
+
+/* ---- SpMM implementation ------------------------------------------------- */
+
+static const char *const spmm_impl_names[GNN_SPMM_COUNT_] = {"auto", "cusparse", "rowcache",
+                                                             "balanced"};
+
+const char *gnn_spmm_impl_name(gnn_spmm_impl_t impl)
+{
+    return (unsigned)impl < GNN_SPMM_COUNT_ ? spmm_impl_names[impl] : "?";
+}
+
+int gnn_spmm_impl_from_name(const char *name, gnn_spmm_impl_t *out)
+{
+    if (!name || !out) return GNN_FAIL(GNN_EINVAL, "gnn_spmm_impl_from_name: NULL argument");
+    for (int i = 0; i < GNN_SPMM_COUNT_; i++)
+        if (!strcmp(name, spmm_impl_names[i])) {
+            *out = (gnn_spmm_impl_t)i;
+            return 0;
+        }
+    return GNN_FAIL(GNN_EINVAL, "unknown SpMM \"%s\" (expected auto, cusparse, rowcache or balanced)",
+                    name);
+}
+
+int gnn_be_set_spmm(gnn_backend_t *be, gnn_spmm_impl_t impl, int deterministic)
+{
+    if (!be) return GNN_FAIL(GNN_EINVAL, "gnn_be_set_spmm: NULL backend");
+    if ((unsigned)impl >= GNN_SPMM_COUNT_)
+        return GNN_FAIL(GNN_EINVAL, "gnn_be_set_spmm: bad implementation %d", (int)impl);
+    if (be->ops->set_spmm) return be->ops->set_spmm(be, impl, deterministic);
+    if (impl != GNN_SPMM_AUTO)
+        return GNN_FAIL(GNN_EUNSUPPORTED, "SpMM %s: only on a CUDA device (%s has one SpMM)",
+                        gnn_spmm_impl_name(impl), be->desc);
+    return 0;
+}
+
+int gnn_be_spmm_choice(gnn_backend_t *be, const gnn_bgraph_t *g, int aggr, int64_t f, int backward,
+                       gnn_spmm_impl_t *out)
+{
+    if (!be || !g || !out) return GNN_FAIL(GNN_EINVAL, "gnn_be_spmm_choice: NULL argument");
+    if (aggr < 0 || aggr >= GNN_AGGR_COUNT_)
+        return GNN_FAIL(GNN_EINVAL, "gnn_be_spmm_choice: bad aggregator %d", aggr);
+    *out = be->ops->spmm_choice ? be->ops->spmm_choice(be, g, (gnn_aggr_t)aggr, f, backward)
+                                : GNN_SPMM_AUTO;
+    return 0;
 }
 
 /* ---- Memory --------------------------------------------------------------- */

@@ -56,6 +56,57 @@ gnn_backend_kind_t gnn_backend_kind(const gnn_backend_t *be);
 int gnn_be_host_memory(const gnn_backend_t *be);
 /* "cpu (T OpenMP threads)" or "cuda:N (device name, memory)". */
 const char *gnn_backend_describe(const gnn_backend_t *be);
+/* CUDA devices this build can use on this machine (0 without CUDA). */
+int gnn_backend_device_count(void);
+/* The device number of a CUDA backend (-1 on the CPU), and the stream its
+ * work is queued on (a cudaStream_t; NULL on the CPU): for libraries that
+ * must queue work in order with the backend's, such as NCCL. */
+int gnn_be_device(const gnn_backend_t *be);
+void *gnn_be_stream(const gnn_backend_t *be);
+
+/* ---- SpMM implementation ------------------------------------------------- */
+
+/*
+ * Which SpMM runs the built-in aggregators on a CUDA backend:
+ *   auto      on first use of a (graph, width, aggregator, direction), time
+ *             each candidate once and keep the fastest for later calls;
+ *   cusparse  cuSPARSE generic SpMM (CSR, row-major dense; ALG2, or ALG3
+ *             when deterministic);
+ *   rowcache  one warp per row, the row's column ids staged in shared
+ *             memory, vectorised feature loads;
+ *   balanced  the nonzeros split evenly over warps (merge path), hub rows
+ *             shared by several warps and combined in a fixed order.
+ * max (a selection, which cuSPARSE lacks) runs the rowcache kernels under
+ * every setting. The CPU backend has one SpMM (kernels/spmm.h) and takes
+ * auto only.
+ */
+typedef enum {
+    GNN_SPMM_AUTO = 0,
+    GNN_SPMM_CUSPARSE = 1,
+    GNN_SPMM_ROWCACHE = 2,
+    GNN_SPMM_BALANCED = 3,
+    GNN_SPMM_COUNT_ = 4
+} gnn_spmm_impl_t;
+
+/* "auto", "cusparse", "rowcache", "balanced"; "?" outside the enum. */
+const char *gnn_spmm_impl_name(gnn_spmm_impl_t impl);
+/* Parse one of those names. 0 or GNN_EINVAL (message lists the names). */
+int gnn_spmm_impl_from_name(const char *name, gnn_spmm_impl_t *out);
+/*
+ * Use impl for the built-in aggregators from now on, and (deterministic
+ * != 0) only implementations whose results are bitwise the same from run
+ * to run. Clears the choices auto made so far. GNN_EUNSUPPORTED for an
+ * impl other than auto on the CPU backend (whose SpMM is deterministic).
+ */
+int gnn_be_set_spmm(gnn_backend_t *be, gnn_spmm_impl_t impl, int deterministic);
+/*
+ * The implementation the built-in aggregator aggr (kernels/spmm.h enum)
+ * runs with on g at width f, forward (backward == 0) or backward: the
+ * forced one, or auto's choice once it has been made (rowcache for max);
+ * GNN_SPMM_AUTO when auto has not chosen yet, and on the CPU backend.
+ */
+int gnn_be_spmm_choice(gnn_backend_t *be, const gnn_bgraph_t *g, int aggr, int64_t f, int backward,
+                       gnn_spmm_impl_t *out);
 
 /* ---- Memory --------------------------------------------------------------- */
 

@@ -63,6 +63,10 @@ typedef struct {
                      const float *w, int64_t f, float *t);
     int (*sparse_mm_t)(gnn_backend_t *be, const gnn_bsparse_t *s, const float *vals,
                        const float *dt, int64_t f, float *dw);
+    /* SpMM implementation of the built-ins (NULL: the device has one). */
+    int (*set_spmm)(gnn_backend_t *be, gnn_spmm_impl_t impl, int deterministic);
+    gnn_spmm_impl_t (*spmm_choice)(gnn_backend_t *be, const gnn_bgraph_t *g, gnn_aggr_t aggr,
+                                   int64_t f, int backward);
     void (*close)(gnn_backend_t *be);
 } gnn_backend_ops_t;
 
@@ -70,6 +74,8 @@ struct gnn_backend {
     const gnn_backend_ops_t *ops;
     gnn_backend_kind_t kind;
     char desc[160];
+    int device;   /* CUDA device number, -1 on the CPU */
+    void *stream; /* cudaStream_t of a CUDA backend, NULL on the CPU */
     void *impl;
 };
 
@@ -87,11 +93,20 @@ struct gnn_bsparse {
     void *impl;
 };
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Open the CPU backend into be (ops, kind, desc). */
 int gnn__backend_cpu_init(gnn_backend_t *be);
-#ifdef GNN_HAVE_CUDA_BACKEND
-/* Open CUDA device dev into be; GNN_ENODEV when there is none. */
+/* Open CUDA device dev into be; GNN_ENODEV when there is none (CUDA
+ * builds only). */
 int gnn__backend_cuda_init(gnn_backend_t *be, int dev);
+/* Usable CUDA devices (0 when none or no driver; CUDA builds only). */
+int gnn__backend_cuda_count(void);
+
+#ifdef __cplusplus
+}
 #endif
 
 #endif

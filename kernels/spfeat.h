@@ -17,6 +17,10 @@
 
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* A sparse matrix prepared for the products below (fields read-only). */
 typedef struct {
     const gnn_csr_t *a;   /* borrowed: rows x cols, weights = the values (required) */
@@ -42,5 +46,9 @@ int gnn_spfeat_mm(const gnn_spfeat_t *s, const float *vals, const float *w, int6
  * columns: no atomics, the same bits for any thread count. */
 int gnn_spfeat_mm_t(const gnn_spfeat_t *s, const float *vals, const float *dt, int64_t f,
                     float *dw);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -13,6 +13,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 void *gnn__malloc(size_t size, const char *file, int line);
 void *gnn__calloc(size_t n, size_t size, const char *file, int line);
 void *gnn__malloc_array(size_t n, size_t size, const char *file, int line);
@@ -46,5 +50,9 @@ void gnn_alloc_fail_at(int64_t nth);
 int64_t gnn_alloc_count(void);
 /* True when the armed failure has been triggered since it was armed. */
 int gnn_alloc_failed(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

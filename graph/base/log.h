@@ -13,6 +13,10 @@
 
 #include <stdio.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum {
     GNN_LOG_ERROR = 0,
     GNN_LOG_WARN = 1,
@@ -44,5 +48,9 @@ void gnn__log_set_live(FILE *stream);
 #define GNN_WARN(...) gnn_log(GNN_LOG_WARN, __VA_ARGS__)
 #define GNN_INFO(...) gnn_log(GNN_LOG_INFO, __VA_ARGS__)
 #define GNN_DEBUG(...) gnn_log(GNN_LOG_DEBUG, __VA_ARGS__)
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -242,6 +242,8 @@ int gnn__backend_cpu_init(gnn_backend_t *be)
 {
     be->ops = &cpu_ops;
     be->kind = GNN_BACKEND_CPU;
+    be->device = -1;
+    be->stream = NULL;
     snprintf(be->desc, sizeof be->desc, "cpu (%d OpenMP threads)", omp_get_max_threads());
     return 0;
 }

@@ -484,6 +484,83 @@ static void test_graph_alloc_failure(void **state)
     gnn_backend_close(be);
 }
 
+/* ---- SpMM implementation ---------------------------------------------------- */
+
+static void test_spmm_impl(void **state)
+{
+    (void)state;
+    static const char *names[GNN_SPMM_COUNT_] = {"auto", "cusparse", "rowcache", "balanced"};
+    for (int i = 0; i < GNN_SPMM_COUNT_; i++) {
+        assert_string_equal(gnn_spmm_impl_name((gnn_spmm_impl_t)i), names[i]);
+        gnn_spmm_impl_t impl = GNN_SPMM_COUNT_;
+        assert_int_equal(gnn_spmm_impl_from_name(names[i], &impl), 0);
+        assert_int_equal(impl, i);
+    }
+    assert_string_equal(gnn_spmm_impl_name(GNN_SPMM_COUNT_), "?");
+    assert_string_equal(gnn_spmm_impl_name((gnn_spmm_impl_t)-1), "?");
+    gnn_spmm_impl_t impl = GNN_SPMM_BALANCED;
+    expect_error(gnn_spmm_impl_from_name("fastest", &impl), GNN_EINVAL, "fastest");
+    for (int i = 0; i < GNN_SPMM_COUNT_; i++)
+        if (!strstr(gnn_error_message(), names[i]))
+            fail_msg("message \"%s\" does not list \"%s\"", gnn_error_message(), names[i]);
+    assert_int_equal(impl, GNN_SPMM_BALANCED);
+    assert_int_equal(gnn_spmm_impl_from_name("", &impl), GNN_EINVAL);
+    assert_int_equal(gnn_spmm_impl_from_name("AUTO", &impl), GNN_EINVAL);
+    assert_int_equal(gnn_spmm_impl_from_name(NULL, &impl), GNN_EINVAL);
+
+    /* The CPU backend has one SpMM: auto (either way of determinism) only. */
+    gnn_backend_t *be;
+    assert_int_equal(gnn_backend_open("cpu", &be), 0);
+    assert_int_equal(gnn_be_set_spmm(be, GNN_SPMM_AUTO, 0), 0);
+    assert_int_equal(gnn_be_set_spmm(be, GNN_SPMM_AUTO, 1), 0);
+    for (int det = 0; det <= 1; det++) {
+        expect_error(gnn_be_set_spmm(be, GNN_SPMM_ROWCACHE, det), GNN_EUNSUPPORTED, "rowcache");
+        assert_int_equal(gnn_be_set_spmm(be, GNN_SPMM_CUSPARSE, det), GNN_EUNSUPPORTED);
+        assert_int_equal(gnn_be_set_spmm(be, GNN_SPMM_BALANCED, det), GNN_EUNSUPPORTED);
+    }
+    assert_int_equal(gnn_be_set_spmm(be, GNN_SPMM_COUNT_, 0), GNN_EINVAL);
+    assert_int_equal(gnn_be_set_spmm(NULL, GNN_SPMM_AUTO, 0), GNN_EINVAL);
+
+    /* Its choice is auto before and after aggregating, for every built-in. */
+    uint64_t s = g_seed ^ 0x73706d;
+    gnn_csr_t a;
+    make_graph(&s, 30, 30, 120, &a);
+    gnn_bgraph_t *bg;
+    assert_int_equal(gnn_be_graph_create(be, &a, &bg), 0);
+    gnn_aggr_registry_t *reg;
+    assert_int_equal(gnn_aggr_registry_create(&reg), 0);
+    const int64_t f = 5;
+    float *x = rand_floats(&s, 30 * f), *dy = rand_floats(&s, 30 * f);
+    float *y = malloc(30 * f * sizeof(float)), *dx = malloc(30 * f * sizeof(float));
+    int32_t *am = malloc(30 * f * sizeof(int32_t));
+    assert_true(y && dx && am);
+    for (int aggr = 0; aggr < GNN_AGGR_COUNT_; aggr++) {
+        for (int backward = 0; backward <= 1; backward++) {
+            impl = GNN_SPMM_BALANCED;
+            assert_int_equal(gnn_be_spmm_choice(be, bg, aggr, f, backward, &impl), 0);
+            assert_int_equal(impl, GNN_SPMM_AUTO);
+        }
+        const gnn_aggr_def_t *def;
+        assert_int_equal(gnn_aggr_registry_find(reg, gnn_aggr_name((gnn_aggr_t)aggr), &def), 0);
+        size_t wsb;
+        assert_int_equal(gnn_be_aggr_workspace(be, bg, def, f, &wsb), 0);
+        assert_int_equal(gnn_be_aggr_forward(be, bg, def, f, x, y, am, wsb), 0);
+        assert_int_equal(gnn_be_aggr_backward(be, bg, def, f, x, y, dy, dx, am, wsb), 0);
+        for (int backward = 0; backward <= 1; backward++) {
+            impl = GNN_SPMM_BALANCED;
+            assert_int_equal(gnn_be_spmm_choice(be, bg, aggr, f, backward, &impl), 0);
+            assert_int_equal(impl, GNN_SPMM_AUTO);
+        }
+    }
+    assert_int_equal(gnn_be_spmm_choice(be, bg, GNN_AGGR_COUNT_, f, 0, &impl), GNN_EINVAL);
+    assert_int_equal(gnn_be_spmm_choice(be, NULL, GNN_AGGR_SUM, f, 0, &impl), GNN_EINVAL);
+    free(x), free(dy), free(y), free(dx), free(am);
+    gnn_aggr_registry_free(reg);
+    gnn_be_graph_free(bg);
+    gnn_csr_free(&a);
+    gnn_backend_close(be);
+}
+
 int main(void)
 {
     const char *env = getenv("GNN_TEST_SEED");
@@ -496,6 +573,7 @@ int main(void)
         cmocka_unit_test(test_builtins_match_spmm),
         cmocka_unit_test(test_aggr_errors),
         cmocka_unit_test(test_graph_alloc_failure),
+        cmocka_unit_test(test_spmm_impl),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

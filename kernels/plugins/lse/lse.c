@@ -18,6 +18,10 @@
  * do not depend on the thread count. Features go in blocks of BLOCK
  * columns with the per-column maxima and sums (double) on the stack: no
  * allocation, hence no failure beyond bad arguments.
+ *
+ * Built with LSE_WITH_CUDA (and linked with lse_cuda.cu), the definition
+ * also carries the CUDA entry points of lse_cuda.cu: the same aggregation
+ * on device pointers, on the stream of the call. That build is lse_cuda.so.
  */
 #include "gnn_aggr_plugin.h"
 
@@ -27,6 +31,18 @@
 #include <stdio.h>
 
 #define BLOCK 64
+
+#ifdef LSE_WITH_CUDA
+#if defined(__GNUC__)
+#define LSE_HIDDEN __attribute__((visibility("hidden")))
+#else
+#define LSE_HIDDEN
+#endif
+/* lse_cuda.cu: the same forward and backward on the GPU. */
+LSE_HIDDEN int lse_cuda_forward(const gnn_aggr_call_t *call, const float *x, float *y);
+LSE_HIDDEN int lse_cuda_backward(const gnn_aggr_call_t *call, const float *x, const float *y,
+                                 const float *dy, float *dx);
+#endif
 
 /* Write a one-line reason into call->msg; returns 1 (failure). */
 static int fail(const gnn_aggr_call_t *call, const char *fmt, ...)
@@ -127,6 +143,10 @@ GNN_AGGR_PLUGIN_EXPORT int gnn_aggr_plugin_register(gnn_aggr_host_t *host)
         .workspace_bytes = NULL, /* none: the backward reads x and y */
         .cpu_forward = lse_forward,
         .cpu_backward = lse_backward,
+#ifdef LSE_WITH_CUDA
+        .cuda_forward = lse_cuda_forward,
+        .cuda_backward = lse_cuda_backward,
+#endif
     };
     return host->add(host, &lse);
 }

@@ -1,0 +1,439 @@
+/*
+ * The CUDA backend's operation table (kernels/backend_impl.h): opening a
+ * device, buffers, cuBLAS GEMM, prepared graphs, and aggregation through
+ * the registry's definitions.
+ *
+ * Buffers are cudaMalloc memory (never managed memory). Everything is
+ * queued on the backend's one non-blocking stream; downloads and calls that
+ * return a host value wait for it. GEMM takes row-major operands by asking
+ * cuBLAS (column-major) for C^T = op(B)^T op(A)^T, which is the same
+ * memory; it runs in plain FP32 (no TF32), so results stay within float
+ * rounding of the CPU's. The built-in aggregators run the SpMM module
+ * (spmm_cuda.h); plug-ins run their own CUDA entry points on the same
+ * stream, with the device arrays of the prepared graph.
+ */
+#include "kernels/cuda/backend_cuda.cuh"
+
+#include "graph/base/alloc.h"
+#include "kernels/aggr_builtin.h"
+
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#define THREADS 256
+
+#define CUBLAS_RET(call, what)                                                              \
+    do {                                                                                    \
+        cublasStatus_t s_ = (call);                                                         \
+        if (s_ != CUBLAS_STATUS_SUCCESS)                                                    \
+            return GNN_FAIL(s_ == CUBLAS_STATUS_ALLOC_FAILED ? GNN_ENOMEM : GNN_ECUBLAS,    \
+                            "%s: %s", (what), cublasGetStatusString(s_));                   \
+    } while (0)
+
+#define CUSPARSE_RET(call, what)                                                            \
+    do {                                                                                    \
+        cusparseStatus_t s_ = (call);                                                       \
+        if (s_ != CUSPARSE_STATUS_SUCCESS)                                                  \
+            return GNN_FAIL(s_ == CUSPARSE_STATUS_ALLOC_FAILED ? GNN_ENOMEM : GNN_ECUSPARSE, \
+                            "%s: %s", (what), cusparseGetErrorString(s_));                  \
+    } while (0)
+
+/* ---- Scratch ----------------------------------------------------------------- */
+
+int gnn__cuda_scratch(gnn_cuda_be_t *cb, size_t bytes, void **out)
+{
+    if (bytes > cb->scratch_bytes) {
+        /* The old buffer may still be in use by queued work. */
+        GNN_CUDA_RET(cudaStreamSynchronize(cb->stream), "scratch");
+        cudaFree(cb->scratch);
+        cb->scratch = NULL;
+        cb->scratch_bytes = 0;
+        size_t want = bytes < 4096 ? 4096 : bytes + bytes / 2;
+        GNN_CUDA_RET(cudaMalloc(&cb->scratch, want), "scratch memory");
+        cb->scratch_bytes = want;
+    }
+    *out = cb->scratch;
+    return 0;
+}
+
+int gnn__cuda_pinned(gnn_cuda_be_t *cb, size_t bytes, void **out)
+{
+    if (bytes > cb->pinned_bytes) {
+        GNN_CUDA_RET(cudaStreamSynchronize(cb->stream), "pinned scratch");
+        cudaFreeHost(cb->pinned);
+        cb->pinned = NULL;
+        cb->pinned_bytes = 0;
+        size_t want = bytes < 4096 ? 4096 : bytes;
+        GNN_CUDA_RET(cudaMallocHost(&cb->pinned, want), "pinned host memory");
+        cb->pinned_bytes = want;
+    }
+    *out = cb->pinned;
+    return 0;
+}
+
+/* ---- Memory ------------------------------------------------------------------ */
+
+static int cu_alloc(gnn_backend_t *be, size_t bytes, void **out)
+{
+    gnn__cuda_be(be);
+    cudaError_t e = cudaMalloc(out, bytes ? bytes : 1);
+    if (e == cudaErrorMemoryAllocation) {
+        cudaGetLastError();
+        *out = NULL;
+        return GNN_FAIL(GNN_ENOMEM, "out of GPU memory (allocating %zu bytes)", bytes);
+    }
+    if (e != cudaSuccess) {
+        *out = NULL;
+        return GNN_FAIL(GNN_ECUDA, "cudaMalloc of %zu bytes: %s", bytes, cudaGetErrorString(e));
+    }
+    return 0;
+}
+
+static void cu_free(gnn_backend_t *be, void *p)
+{
+    gnn_cuda_be_t *cb = gnn__cuda_be(be);
+    /* Work queued on the stream may still read p. */
+    cudaStreamSynchronize(cb->stream);
+    cudaFree(p);
+}
+
+static int cu_upload(gnn_backend_t *be, void *dst, const void *src, size_t bytes)
+{
+    gnn_cuda_be_t *cb = gnn__cuda_be(be);
+    /* From pageable memory the call returns once src has been staged, so
+     * the caller may reuse it. */
+    GNN_CUDA_RET(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, cb->stream),
+                 "copy to the device");
+    return 0;
+}
+
+static int cu_download(gnn_backend_t *be, void *dst, const void *src, size_t bytes)
+{
+    gnn_cuda_be_t *cb = gnn__cuda_be(be);
+    GNN_CUDA_RET(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, cb->stream),
+                 "copy from the device");
+    GNN_CUDA_RET(cudaStreamSynchronize(cb->stream), "copy from the device");
+    return 0;
+}
+
+static int cu_copy(gnn_backend_t *be, void *dst, const void *src, size_t bytes)
+{
+    gnn_cuda_be_t *cb = gnn__cuda_be(be);
+    GNN_CUDA_RET(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, cb->stream),
+                 "device copy");
+    return 0;
+}
+
+static int cu_zero(gnn_backend_t *be, void *dst, size_t bytes)
+{
+    gnn_cuda_be_t *cb = gnn__cuda_be(be);
+    GNN_CUDA_RET(cudaMemsetAsync(dst, 0, bytes, cb->stream), "device memset");
+    return 0;
+}
+
+static int cu_sync(gnn_backend_t *be)
+{
+    gnn_cuda_be_t *cb = gnn__cuda_be(be);
+    GNN_CUDA_RET(cudaStreamSynchronize(cb->stream), "queued device work");
+    return 0;
+}
+
+/* ---- GEMM -------------------------------------------------------------------- */
+
+/* c[i][j] = beta * c[i][j] (0 when beta == 0, c not read): the k == 0 case. */
+__global__ void k_scale_matrix(int64_t m, int64_t n, float beta, float *c, int64_t ldc)
+{
+    int64_t total = m * n;
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total;
+         e += (int64_t)gridDim.x * blockDim.x) {
+        int64_t i = e / n, j = e - i * n;
+        float *p = c + i * ldc + j;
+        *p = beta == 0.0f ? 0.0f : beta * *p;
+    }
+}
+
+static int cu_gemm(gnn_backend_t *be, int ta, int tb, int64_t m, int64_t n, int64_t k,
+                   float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
+                   float beta, float *c, int64_t ldc)
+{
+    gnn_cuda_be_t *cb = gnn__cuda_be(be);
+    int64_t a_cols = ta ? m : k, b_cols = tb ? k : n;
+    GNN_CHECK_RET(m >= 0 && n >= 0 && k >= 0, GNN_EINVAL,
+                  "gnn_gemm: negative size m=%" PRId64 " n=%" PRId64 " k=%" PRId64, m, n, k);
+    GNN_CHECK_RET(m <= INT_MAX && n <= INT_MAX && k <= INT_MAX && lda <= INT_MAX &&
+                      ldb <= INT_MAX && ldc <= INT_MAX,
+                  GNN_EINVAL,
+                  "gnn_gemm: size beyond the 32-bit BLAS interface (m=%" PRId64 " n=%" PRId64
+                  " k=%" PRId64 " lda=%" PRId64 " ldb=%" PRId64 " ldc=%" PRId64 ", limit %d)",
+                  m, n, k, lda, ldb, ldc, INT_MAX);
+    GNN_CHECK_RET(lda >= (a_cols > 1 ? a_cols : 1), GNN_EINVAL,
+                  "gnn_gemm: lda=%" PRId64 " < %" PRId64 " columns of A%s", lda, a_cols,
+                  ta ? " (transposed)" : "");
+    GNN_CHECK_RET(ldb >= (b_cols > 1 ? b_cols : 1), GNN_EINVAL,
+                  "gnn_gemm: ldb=%" PRId64 " < %" PRId64 " columns of B%s", ldb, b_cols,
+                  tb ? " (transposed)" : "");
+    GNN_CHECK_RET(ldc >= (n > 1 ? n : 1), GNN_EINVAL,
+                  "gnn_gemm: ldc=%" PRId64 " < %" PRId64 " columns of C", ldc, n);
+    if (m == 0 || n == 0) return 0;
+    GNN_CHECK_RET(c && (k == 0 || (a && b)), GNN_EINVAL, "gnn_gemm: NULL matrix");
+    if (k == 0) {
+        k_scale_matrix<<<gnn__cuda_blocks(m * n, THREADS), THREADS, 0, cb->stream>>>(m, n, beta,
+                                                                                   c, ldc);
+        GNN_CUDA_LAUNCHED("gemm (k = 0)");
+        return 0;
+    }
+    /* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T. */
+    CUBLAS_RET(cublasSgemm(cb->cublas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+                           ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n, (int)m, (int)k, &alpha, b,
+                           (int)ldb, a, (int)lda, &beta, c, (int)ldc),
+               "cublasSgemm");
+    return 0;
+}
+
+/* ---- Graphs and aggregation -------------------------------------------------- */
+
+/* What a prepared graph holds on this backend (gnn_bgraph_t.impl), and what
+ * the built-ins find in call->host_private. */
+typedef struct {
+    gnn_cuda_graph_t *cg;
+    const gnn_cuda_spmm_ctx_t *ctx;
+} cuda_bgraph_t;
+
+static int cu_graph_prepare(gnn_backend_t *be, gnn_bgraph_t *g)
+{
+    gnn_cuda_be_t *cb = gnn__cuda_be(be);
+    cuda_bgraph_t *bg = (cuda_bgraph_t *)gnn_calloc(1, sizeof *bg);
+    GNN_CHECK_RET(bg, GNN_ENOMEM, "prepared graph");
+    bg->ctx = &cb->spmm;
+    int rc = gnn__cuda_graph_create(&cb->spmm, g->sg, &bg->cg, &g->dev);
+    if (rc < 0) {
+        gnn_free(bg);
+        return rc;
+    }
+    g->impl = bg;
+    return 0;
+}
+
+static void cu_graph_release(gnn_backend_t *be, gnn_bgraph_t *g)
+{
+    cuda_bgraph_t *bg = (cuda_bgraph_t *)g->impl;
+    if (!bg) return;
+    cudaStreamSynchronize(gnn__cuda_be(be)->stream);
+    gnn__cuda_graph_free(bg->cg);
+    gnn_free(bg);
+    g->impl = NULL;
+}
+
+/* Copy the recorded error message into call->msg. */
+static void copy_message(const gnn_aggr_call_t *call)
+{
+    if (call->msg && call->msg_size > 0)
+        snprintf(call->msg, call->msg_size, "%s", gnn_error_message());
+}
+
+/* The arg-max of a max call: its workspace, checked for size. */
+static int max_argmax(const gnn_aggr_call_t *call, int32_t **argmax)
+{
+    static int32_t none; /* never read: there are no rows */
+    const gnn_aggr_graph_t *g = call->graph;
+    *argmax = &none;
+    if (g->n_dst == 0 || call->f < 1) return 0;
+    if ((uint64_t)g->n_dst > SIZE_MAX / sizeof(int32_t) / (uint64_t)call->f)
+        return GNN_FAIL(GNN_EINVAL, "built-in aggregator max: %" PRId64 " x %" PRId64
+                                    " arg-max does not fit in memory",
+                        g->n_dst, call->f);
+    size_t need = (size_t)g->n_dst * (size_t)call->f * sizeof(int32_t);
+    if (!call->workspace || call->workspace_size < need)
+        return GNN_FAIL(GNN_EINVAL, "built-in aggregator max: workspace of %zu bytes, needs %zu",
+                        call->workspace ? call->workspace_size : (size_t)0, need);
+    *argmax = (int32_t *)call->workspace;
+    return 0;
+}
+
+static int builtin_run(const gnn_aggr_call_t *call, gnn_aggr_t aggr, const float *in, float *out,
+                       int backward)
+{
+    const cuda_bgraph_t *bg = (const cuda_bgraph_t *)call->host_private;
+    if (!bg) return GNN_FAIL(GNN_EINVAL, "built-in aggregator %s: no prepared graph",
+                             gnn_aggr_name(aggr));
+    int32_t *argmax = NULL;
+    int rc = aggr == GNN_AGGR_MAX ? max_argmax(call, &argmax) : 0;
+    if (rc == 0)
+        rc = backward ? gnn__cuda_spmm_backward(bg->ctx, bg->cg, aggr, call->f, in, argmax, out)
+                      : gnn__cuda_spmm_forward(bg->ctx, bg->cg, aggr, call->f, in, out, argmax);
+    if (rc < 0) copy_message(call);
+    return rc;
+}
+
+#define CUDA_BUILTIN(lower, upper)                                                          \
+    static int lower##_fwd(const gnn_aggr_call_t *call, const float *x, float *y)           \
+    {                                                                                       \
+        return builtin_run(call, GNN_AGGR_##upper, x, y, 0);                                \
+    }                                                                                       \
+    static int lower##_bwd(const gnn_aggr_call_t *call, const float *x, const float *y,     \
+                           const float *dy, float *dx)                                      \
+    {                                                                                       \
+        (void)x;                                                                            \
+        (void)y;                                                                            \
+        return builtin_run(call, GNN_AGGR_##upper, dy, dx, 1);                              \
+    }
+CUDA_BUILTIN(sum, SUM)
+CUDA_BUILTIN(mean, MEAN)
+CUDA_BUILTIN(gcn, GCN)
+CUDA_BUILTIN(max, MAX)
+#undef CUDA_BUILTIN
+
+static const gnn_aggr_forward_fn builtin_fwd[GNN_AGGR_COUNT_] = {sum_fwd, mean_fwd, gcn_fwd,
+                                                                 max_fwd};
+static const gnn_aggr_backward_fn builtin_bwd[GNN_AGGR_COUNT_] = {sum_bwd, mean_bwd, gcn_bwd,
+                                                                  max_bwd};
+
+static gnn_aggr_forward_fn cu_aggr_forward(const gnn_aggr_def_t *def)
+{
+    int kind = gnn__aggr_builtin_kind(def);
+    return kind >= 0 ? builtin_fwd[kind] : def->cuda_forward;
+}
+
+static gnn_aggr_backward_fn cu_aggr_backward(const gnn_aggr_def_t *def)
+{
+    int kind = gnn__aggr_builtin_kind(def);
+    return kind >= 0 ? builtin_bwd[kind] : def->cuda_backward;
+}
+
+static void cu_aggr_call(gnn_backend_t *be, const gnn_bgraph_t *g, gnn_aggr_call_t *call)
+{
+    call->stream = (void *)gnn__cuda_be(be)->stream;
+    call->host_private = g->impl;
+}
+
+static int cu_set_spmm(gnn_backend_t *be, gnn_spmm_impl_t impl, int deterministic)
+{
+    gnn_cuda_be_t *cb = gnn__cuda_be(be);
+    cb->spmm.impl = impl;
+    cb->spmm.deterministic = deterministic != 0;
+    cb->spmm.generation++;
+    return 0;
+}
+
+static gnn_spmm_impl_t cu_spmm_choice(gnn_backend_t *be, const gnn_bgraph_t *g, gnn_aggr_t aggr,
+                                      int64_t f, int backward)
+{
+    const cuda_bgraph_t *bg = (const cuda_bgraph_t *)g->impl;
+    return gnn__cuda_spmm_choice(&gnn__cuda_be(be)->spmm, bg->cg, aggr, f, backward);
+}
+
+/* ---- Opening and closing ----------------------------------------------------- */
+
+static void cu_close(gnn_backend_t *be)
+{
+    gnn_cuda_be_t *cb = (gnn_cuda_be_t *)be->impl;
+    if (!cb) return;
+    cudaSetDevice(cb->dev);
+    if (cb->stream) cudaStreamSynchronize(cb->stream);
+    if (cb->cusparse) cusparseDestroy(cb->cusparse);
+    if (cb->cublas) cublasDestroy(cb->cublas);
+    cudaFree(cb->scratch);
+    cudaFreeHost(cb->pinned);
+    if (cb->stream) cudaStreamDestroy(cb->stream);
+    gnn_free(cb);
+    be->impl = NULL;
+}
+
+static const gnn_backend_ops_t cuda_ops = {
+    /* .alloc = */ cu_alloc,
+    /* .free = */ cu_free,
+    /* .upload = */ cu_upload,
+    /* .download = */ cu_download,
+    /* .copy = */ cu_copy,
+    /* .zero = */ cu_zero,
+    /* .sync = */ cu_sync,
+    /* .gemm = */ cu_gemm,
+    /* .bias_add = */ gnn__cuda_bias_add,
+    /* .bias_grad = */ gnn__cuda_bias_grad,
+    /* .relu = */ gnn__cuda_relu,
+    /* .relu_backward = */ gnn__cuda_relu_backward,
+    /* .dropout = */ gnn__cuda_dropout,
+    /* .dropout_backward = */ gnn__cuda_dropout_backward,
+    /* .dropout_rows = */ gnn__cuda_dropout_rows,
+    /* .axpby = */ gnn__cuda_axpby,
+    /* .gather_rows = */ gnn__cuda_gather_rows,
+    /* .softmax_xent = */ gnn__cuda_softmax_xent,
+    /* .adam = */ gnn__cuda_adam,
+    /* .count_correct = */ gnn__cuda_count_correct,
+    /* .argmax_rows = */ gnn__cuda_argmax_rows,
+    /* .graph_prepare = */ cu_graph_prepare,
+    /* .graph_release = */ cu_graph_release,
+    /* .aggr_forward = */ cu_aggr_forward,
+    /* .aggr_backward = */ cu_aggr_backward,
+    /* .aggr_call = */ cu_aggr_call,
+    /* .sparse_prepare = */ gnn__cuda_sparse_prepare,
+    /* .sparse_release = */ gnn__cuda_sparse_release,
+    /* .sparse_dropout = */ gnn__cuda_sparse_dropout,
+    /* .sparse_mm = */ gnn__cuda_sparse_mm,
+    /* .sparse_mm_t = */ gnn__cuda_sparse_mm_t,
+    /* .set_spmm = */ cu_set_spmm,
+    /* .spmm_choice = */ cu_spmm_choice,
+    /* .close = */ cu_close,
+};
+
+/* Handles and stream of cb on its device; on failure the caller closes. */
+static int open_device(gnn_cuda_be_t *cb)
+{
+    GNN_CUDA_RET(cudaSetDevice(cb->dev), "cudaSetDevice");
+    GNN_CUDA_RET(cudaStreamCreateWithFlags(&cb->stream, cudaStreamNonBlocking),
+                 "cudaStreamCreate");
+    CUBLAS_RET(cublasCreate(&cb->cublas), "cublasCreate");
+    CUBLAS_RET(cublasSetStream(cb->cublas, cb->stream), "cublasSetStream");
+    /* Plain FP32: no TF32 tensor-core rounding of the operands. */
+    CUBLAS_RET(cublasSetMathMode(cb->cublas, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+    CUSPARSE_RET(cusparseCreate(&cb->cusparse), "cusparseCreate");
+    CUSPARSE_RET(cusparseSetStream(cb->cusparse, cb->stream), "cusparseSetStream");
+    cudaDeviceProp prop;
+    GNN_CUDA_RET(cudaGetDeviceProperties(&prop, cb->dev), "cudaGetDeviceProperties");
+    cb->spmm.stream = (void *)cb->stream;
+    cb->spmm.cusparse = (void *)cb->cusparse;
+    cb->spmm.impl = GNN_SPMM_AUTO;
+    cb->spmm.deterministic = 0;
+    cb->spmm.generation = 1;
+    cb->spmm.sm_count = prop.multiProcessorCount;
+    return 0;
+}
+
+int gnn__backend_cuda_count(void)
+{
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaGetLastError();
+        n = 0;
+    }
+    return n;
+}
+
+int gnn__backend_cuda_init(gnn_backend_t *be, int dev)
+{
+    int n = gnn__backend_cuda_count();
+    if (n == 0) return GNN_FAIL(GNN_ENODEV, "backend cuda: no CUDA device on this machine");
+    if (dev >= n)
+        return GNN_FAIL(GNN_ENODEV, "backend cuda:%d: this machine has %d CUDA device%s", dev, n,
+                        n == 1 ? "" : "s");
+    gnn_cuda_be_t *cb = (gnn_cuda_be_t *)gnn_calloc(1, sizeof *cb);
+    GNN_CHECK_RET(cb, GNN_ENOMEM, "CUDA backend");
+    cb->dev = dev;
+    be->impl = cb;
+    int rc = open_device(cb);
+    if (rc < 0) {
+        cu_close(be);
+        return rc;
+    }
+    cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, dev) != cudaSuccess) prop.name[0] = '\0';
+    be->ops = &cuda_ops;
+    be->kind = GNN_BACKEND_CUDA;
+    be->device = dev;
+    be->stream = (void *)cb->stream;
+    snprintf(be->desc, sizeof be->desc, "cuda:%d (%.100s, %.0f GiB)", dev, prop.name,
+             (double)prop.totalGlobalMem / (double)(1ull << 30));
+    return 0;
+}

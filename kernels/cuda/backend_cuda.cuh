@@ -1,0 +1,91 @@
+/*
+ * Inside of the CUDA backend: its per-backend state and the operations the
+ * files of the backend share (device code only: included from .cu files).
+ *
+ * One backend is one device with one non-blocking stream: every kernel,
+ * copy, cuBLAS and cuSPARSE call of the backend is queued on it, so the
+ * operations run in the order they were called and only downloads and
+ * calls that return a host value wait. Scratch memory (reduction partials,
+ * validation flags) comes from one grow-only device buffer and one pinned
+ * host buffer per backend; a call that needs scratch may not keep it
+ * across calls.
+ */
+#ifndef GNN_KERNELS_CUDA_BACKEND_CUDA_CUH
+#define GNN_KERNELS_CUDA_BACKEND_CUDA_CUH
+
+#include "kernels/backend_impl.h"
+#include "kernels/cuda/check.cuh"
+#include "kernels/cuda/spmm_cuda.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cusparse.h>
+
+typedef struct {
+    int dev;
+    cudaStream_t stream;
+    cublasHandle_t cublas;
+    cusparseHandle_t cusparse;
+    gnn_cuda_spmm_ctx_t spmm; /* settings handed to the SpMM module */
+    void *scratch;            /* device, scratch_bytes */
+    size_t scratch_bytes;
+    void *pinned;             /* pinned host, pinned_bytes */
+    size_t pinned_bytes;
+} gnn_cuda_be_t;
+
+/* The backend's state, with its device made current for the calling
+ * thread (the trainer calls a backend from more than one thread, and a
+ * thread starts on device 0). */
+static inline gnn_cuda_be_t *gnn__cuda_be(gnn_backend_t *be)
+{
+    gnn_cuda_be_t *cb = (gnn_cuda_be_t *)be->impl;
+    int cur = -1;
+    if (cudaGetDevice(&cur) != cudaSuccess || cur != cb->dev) cudaSetDevice(cb->dev);
+    return cb;
+}
+
+/* Device scratch of at least bytes (the old buffer is freed after the
+ * stream's queued work). Valid until the next call of this function. */
+int gnn__cuda_scratch(gnn_cuda_be_t *cb, size_t bytes, void **out);
+/* Pinned host scratch of at least bytes, the same way. */
+int gnn__cuda_pinned(gnn_cuda_be_t *cb, size_t bytes, void **out);
+
+/* Dense operations (dense_cuda.cu), with the ops-table signatures. */
+int gnn__cuda_bias_add(gnn_backend_t *be, int64_t rows, int64_t cols, float *y, const float *bias);
+int gnn__cuda_bias_grad(gnn_backend_t *be, int64_t rows, int64_t cols, const float *dy,
+                        float *dbias);
+int gnn__cuda_relu(gnn_backend_t *be, int64_t n, const float *x, float *y);
+int gnn__cuda_relu_backward(gnn_backend_t *be, int64_t n, const float *xy, const float *dy,
+                            float *dx);
+int gnn__cuda_dropout(gnn_backend_t *be, int64_t n, float p, uint64_t seed, uint64_t offset,
+                      const float *x, float *y);
+int gnn__cuda_dropout_backward(gnn_backend_t *be, int64_t n, float p, uint64_t seed,
+                               uint64_t offset, const float *dy, float *dx);
+int gnn__cuda_dropout_rows(gnn_backend_t *be, int64_t rows, int64_t f, const int64_t *row_id,
+                           float p, uint64_t seed, uint64_t offset, const float *x, float *y);
+int gnn__cuda_axpby(gnn_backend_t *be, int64_t n, float alpha, const float *x, float beta,
+                    float *y);
+int gnn__cuda_gather_rows(gnn_backend_t *be, int64_t n, int64_t f, const float *src,
+                          int64_t src_rows, const int64_t *idx, float *dst);
+int gnn__cuda_softmax_xent(gnn_backend_t *be, int64_t rows, int64_t classes, const float *logits,
+                           const int64_t *labels, const int64_t *idx, int64_t nidx, double *loss,
+                           float *dlogits);
+int gnn__cuda_adam(gnn_backend_t *be, int64_t n, float *w, const float *g, float *m, float *v,
+                   const gnn_adam_opts_t *o, int64_t step);
+int gnn__cuda_count_correct(gnn_backend_t *be, int64_t rows, int64_t classes, const float *logits,
+                            const int64_t *labels, const int64_t *idx, int64_t nidx,
+                            int64_t *correct);
+int gnn__cuda_argmax_rows(gnn_backend_t *be, int64_t rows, int64_t classes, const float *x,
+                          int64_t *out);
+
+/* Sparse input features (spfeat_cuda.cu). */
+int gnn__cuda_sparse_prepare(gnn_backend_t *be, gnn_bsparse_t *s);
+void gnn__cuda_sparse_release(gnn_backend_t *be, gnn_bsparse_t *s);
+int gnn__cuda_sparse_dropout(gnn_backend_t *be, const gnn_bsparse_t *s, float p, uint64_t seed,
+                             uint64_t offset, float *vals);
+int gnn__cuda_sparse_mm(gnn_backend_t *be, const gnn_bsparse_t *s, const float *vals,
+                        const float *w, int64_t f, float *t);
+int gnn__cuda_sparse_mm_t(gnn_backend_t *be, const gnn_bsparse_t *s, const float *vals,
+                          const float *dt, int64_t f, float *dw);
+
+#endif

@@ -1,0 +1,746 @@
+/*
+ * GPU SpMM dispatcher (spmm_cuda.h): the graph on the device, the cuSPARSE
+ * path, the choice among cuSPARSE, rowcache (spmm_rowcache.cu) and
+ * balanced (spmm_balanced.cu), and auto's timing of them.
+ *
+ * Graph. The host-prepared graph (kernels/spmm.h) is copied once with
+ * cudaMalloc + cudaMemcpyAsync on the backend's stream: the CSR, its
+ * transpose (unless the CSR is its own), the weights and the three scale
+ * arrays; creation waits for the copies so the caller may free the host
+ * side. Everything built later for the graph stays in it until
+ * gnn__cuda_graph_free: cuSPARSE descriptors and value arrays, one scratch
+ * buffer (cuSPARSE workspace, balanced carries: both used only within a
+ * call, in stream order), two timing events and auto's choices.
+ *
+ * Dispatch. Sum, mean and gcn, forward and backward, are each one scaled
+ * CSR product (spmm_kernels.cuh) over the CSR or the transpose, which
+ * rowcache and balanced compute directly. Max runs the rowcache max
+ * kernels whatever the implementation (cuSPARSE has no max; balanced is
+ * for sum-like aggregation). A graph without edges needs no product: the
+ * output is zeroed, or gcn's self term written, directly.
+ *
+ * cuSPARSE. cusparseSpMM on CSR x row-major dense, opA non-transposed
+ * always (the backward multiplies by the transpose's own CSR). The
+ * cuSPARSE documentation of cusparseSpMM (docs.nvidia.com/cuda/cusparse,
+ * generic API) states: CSR supports 32- and 64-bit indices, so the graph's
+ * int64 arrays are used as they are (CUSPARSE_INDEX_64I); CSR_ALG2 is the
+ * algorithm intended for row-major dense matrices; CSR_ALG3 gives
+ * deterministic (bitwise) results, CSR with opA non-transposed only;
+ * cusparseSpMM_preprocess is optional (it only speeds up CSR_ALG1 and
+ * CSR_ALG3) and binds its buffer to the matrix, which must then stay
+ * unmodified: with one scratch buffer shared by widths and directions it is
+ * not called. The normalisation is folded into per-entry values built once
+ * per (direction, aggregator) on the device (sum uses the weights, or ones,
+ * as they are). The output is written first (zeros, or gcn's self term)
+ * and the product added with beta = 1: no scaling pass over the output,
+ * and garbage (NaN) in it never leaks through beta * C.
+ *
+ * Auto. The first call for an (aggregator, direction, width) runs each
+ * candidate once to warm it up and once between two events, waits for the
+ * events, and keeps the fastest; the winner runs last so the output is
+ * its own. A cuSPARSE failure (unsupported case, no memory for its
+ * workspace) only drops it from the candidates. Choices carry the
+ * backend's generation and are ignored once it changes. Under
+ * `deterministic` every candidate qualifies (CSR_ALG3; the own kernels add
+ * in a fixed order), though they differ from each other by rounding.
+ */
+#include "kernels/cuda/spmm_cuda.h"
+
+#include "kernels/cuda/spmm_kernels.cuh"
+
+#include "graph/base/alloc.h"
+#include "graph/base/error.h"
+
+#include <cusparse.h>
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+#define CUSPARSE_RET(call, what)                                                             \
+    do {                                                                                     \
+        cusparseStatus_t s_ = (call);                                                        \
+        if (s_ != CUSPARSE_STATUS_SUCCESS)                                                   \
+            return GNN_FAIL(s_ == CUSPARSE_STATUS_ALLOC_FAILED ? GNN_ENOMEM : GNN_ECUSPARSE, \
+                            "%s: %s", (what), cusparseGetErrorString(s_));                   \
+    } while (0)
+
+enum { DIR_FWD = 0, DIR_BWD = 1 };
+/* Aggregators with a cuSPARSE value array: sum, mean, gcn. */
+#define N_SUMLIKE 3
+/* Widths per direction with cached dense descriptors, and cached choices. */
+#define N_DENSE 16
+#define N_CHOICES 32
+#define WS_UNKNOWN SIZE_MAX
+
+/* Dense descriptors of one (direction, width): B (input) and C (output). */
+typedef struct {
+    int used, dir;
+    int64_t f;
+    cusparseDnMatDescr_t b, c;
+    size_t ws[2];  /* workspace bytes for ALG2, ALG3 (WS_UNKNOWN: not asked) */
+    unsigned last; /* use clock, for eviction */
+} dense_t;
+
+/* Auto's choice for one (aggregator, direction, width). */
+typedef struct {
+    int used;
+    unsigned generation;
+    int aggr, dir;
+    int64_t f;
+    gnn_spmm_impl_t impl;
+} choice_t;
+
+struct gnn_cuda_graph {
+    cudaStream_t stream; /* the backend's: free waits for it */
+    int64_t n_dst, n_src, nnz;
+    int t_shared;
+    int64_t *indptr, *indices;
+    float *weights;
+    int64_t *t_indptr, *t_indices; /* the forward arrays when t_shared */
+    float *t_weights;
+    float *inv_deg, *gcn_dst, *gcn_src;
+
+    cusparseSpMatDescr_t sp[2][N_SUMLIKE]; /* [direction][aggregator] */
+    float *vals[2][N_SUMLIKE];             /* value arrays owned here */
+    float *ones;                           /* values of unweighted sum */
+    dense_t dense[N_DENSE];
+    unsigned clock;
+    gnn__cuda_buf_t scratch;
+
+    cudaEvent_t ev[2];
+    int have_events;
+    choice_t choice[N_CHOICES];
+    unsigned choice_next;
+    uint32_t shape[2]; /* per direction: the key of auto's shared choices */
+};
+
+/* ---- Scratch -------------------------------------------------------------- */
+
+int gnn__cuda_buf_reserve(gnn__cuda_buf_t *b, size_t bytes, cudaStream_t s)
+{
+    if (bytes <= b->bytes) return 0;
+    size_t want = b->bytes + b->bytes / 2; /* grow geometrically */
+    if (want < bytes) want = bytes;
+    want = (want + 255) & ~(size_t)255;
+    if (b->p) {
+        cudaError_t e = cudaStreamSynchronize(s); /* queued work may still use it */
+        cudaFree(b->p);
+        b->p = NULL;
+        b->bytes = 0;
+        if (e != cudaSuccess)
+            return GNN_FAIL(GNN_ECUDA, "spmm scratch: %s", cudaGetErrorString(e));
+    }
+    void *p = NULL;
+    cudaError_t e = cudaMalloc(&p, want);
+    if (e == cudaErrorMemoryAllocation && want > bytes) {
+        cudaGetLastError(); /* not sticky: clear it, then try the exact size */
+        want = bytes;
+        e = cudaMalloc(&p, want);
+    }
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return GNN_FAIL(e == cudaErrorMemoryAllocation ? GNN_ENOMEM : GNN_ECUDA,
+                        "spmm scratch (%zu bytes): %s", bytes, cudaGetErrorString(e));
+    }
+    b->p = p;
+    b->bytes = want;
+    return 0;
+}
+
+/* ---- Graph ---------------------------------------------------------------- */
+
+void gnn__cuda_graph_free(gnn_cuda_graph_t *g)
+{
+    if (!g) return;
+    cudaStreamSynchronize(g->stream);
+    for (int d = 0; d < 2; d++)
+        for (int a = 0; a < N_SUMLIKE; a++) {
+            if (g->sp[d][a]) cusparseDestroySpMat(g->sp[d][a]);
+            cudaFree(g->vals[d][a]);
+        }
+    for (int i = 0; i < N_DENSE; i++)
+        if (g->dense[i].used) {
+            cusparseDestroyDnMat(g->dense[i].b);
+            cusparseDestroyDnMat(g->dense[i].c);
+        }
+    if (g->have_events) {
+        cudaEventDestroy(g->ev[0]);
+        cudaEventDestroy(g->ev[1]);
+    }
+    cudaFree(g->ones);
+    cudaFree(g->scratch.p);
+    cudaFree(g->indptr);
+    cudaFree(g->indices);
+    cudaFree(g->weights);
+    if (!g->t_shared) {
+        cudaFree(g->t_indptr);
+        cudaFree(g->t_indices);
+        cudaFree(g->t_weights);
+    }
+    cudaFree(g->inv_deg);
+    cudaFree(g->gcn_dst);
+    cudaFree(g->gcn_src);
+    gnn_free(g);
+}
+
+/* *d = a device array of n elements of size bytes (at least one element, so
+ * that an empty array is still a valid pointer), holding host h's. */
+static int upload(cudaStream_t s, void **d, const void *h, int64_t n, size_t size,
+                  const char *what)
+{
+    const size_t bytes = (size_t)n * size;
+    *d = NULL;
+    cudaError_t e = cudaMalloc(d, bytes ? bytes : size);
+    if (e == cudaSuccess && bytes) e = cudaMemcpyAsync(*d, h, bytes, cudaMemcpyHostToDevice, s);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return GNN_FAIL(e == cudaErrorMemoryAllocation ? GNN_ENOMEM : GNN_ECUDA,
+                        "spmm graph on the device: %s: %s", what, cudaGetErrorString(e));
+    }
+    return 0;
+}
+
+/* Copy sg's arrays into g (sizes and t_shared set) and wait for the copies. */
+static int graph_upload(gnn_cuda_graph_t *g, const gnn_spmm_graph_t *sg)
+{
+    const gnn_csr_t *a = sg->csr;
+    cudaStream_t s = g->stream;
+    GNN_TRY_RET(upload(s, (void **)&g->indptr, a->indptr, g->n_dst + 1, sizeof(int64_t), "indptr"));
+    GNN_TRY_RET(upload(s, (void **)&g->indices, a->indices, g->nnz, sizeof(int64_t), "indices"));
+    if (a->weights)
+        GNN_TRY_RET(upload(s, (void **)&g->weights, a->weights, g->nnz, sizeof(float), "weights"));
+    if (g->t_shared) {
+        g->t_indptr = g->indptr;
+        g->t_indices = g->indices;
+        g->t_weights = g->weights;
+    } else {
+        GNN_TRY_RET(upload(s, (void **)&g->t_indptr, sg->t.indptr, g->n_src + 1, sizeof(int64_t),
+                           "transpose indptr"));
+        GNN_TRY_RET(upload(s, (void **)&g->t_indices, sg->t.indices, g->nnz, sizeof(int64_t),
+                           "transpose indices"));
+        if (sg->t.weights)
+            GNN_TRY_RET(upload(s, (void **)&g->t_weights, sg->t.weights, g->nnz, sizeof(float),
+                               "transpose weights"));
+    }
+    GNN_TRY_RET(upload(s, (void **)&g->inv_deg, sg->inv_deg, g->n_dst, sizeof(float), "inv_deg"));
+    GNN_TRY_RET(upload(s, (void **)&g->gcn_dst, sg->gcn_dst, g->n_dst, sizeof(float), "gcn_dst"));
+    GNN_TRY_RET(upload(s, (void **)&g->gcn_src, sg->gcn_src, g->n_src, sizeof(float), "gcn_src"));
+    GNN_CUDA_RET(cudaStreamSynchronize(s), "spmm graph on the device: copies");
+    return 0;
+}
+
+static uint32_t lg2(double x)
+{
+    return x < 1.0 ? 0u : (uint32_t)floor(log2(x)) + 1u;
+}
+
+/* A graph's shape for auto's shared choices: log2 of the nonzeros, of the
+ * mean row length and of the longest row against the mean, in a byte
+ * each. Graphs alike in all three get the same implementation. */
+static uint32_t shape_of(const int64_t *indptr, int64_t rows, int64_t nnz)
+{
+    int64_t longest = 0;
+    for (int64_t r = 0; r < rows; r++)
+        if (indptr[r + 1] - indptr[r] > longest) longest = indptr[r + 1] - indptr[r];
+    double mean = rows > 0 ? (double)nnz / (double)rows : 0.0;
+    uint32_t a = lg2((double)nnz), b = lg2(mean * 4.0), c = lg2(mean > 0 ? longest / mean : 0.0);
+    return (a & 0xffu) | (b & 0xffu) << 8 | (c & 0xffu) << 16;
+}
+
+int gnn__cuda_graph_create(const gnn_cuda_spmm_ctx_t *ctx, const gnn_spmm_graph_t *sg,
+                           gnn_cuda_graph_t **out, gnn_aggr_graph_t *view)
+{
+    GNN_CHECK_RET(out, GNN_EINVAL, "spmm graph on the device: NULL output");
+    *out = NULL;
+    GNN_CHECK_RET(ctx && sg && sg->csr && view, GNN_EINVAL,
+                  "spmm graph on the device: NULL argument");
+    GNN_CHECK_RET(sg->n_dst >= 0 && sg->n_src >= 0 && sg->nnz >= 0 && sg->csr->indptr &&
+                      sg->t.indptr,
+                  GNN_EINVAL, "spmm graph on the device: graph not prepared");
+    gnn_cuda_graph_t *g = (gnn_cuda_graph_t *)gnn_calloc(1, sizeof *g);
+    GNN_CHECK_RET(g, GNN_ENOMEM, "spmm graph on the device");
+    g->stream = (cudaStream_t)ctx->stream;
+    g->n_dst = sg->n_dst;
+    g->n_src = sg->n_src;
+    g->nnz = sg->nnz;
+    g->t_shared = sg->t_shared;
+    g->shape[DIR_FWD] = shape_of(sg->csr->indptr, g->n_dst, g->nnz);
+    g->shape[DIR_BWD] = shape_of(sg->t.indptr, g->n_src, g->nnz);
+    int rc = graph_upload(g, sg);
+    if (rc < 0) {
+        gnn__cuda_graph_free(g); /* waits for the copies already queued */
+        return rc;
+    }
+    view->n_dst = g->n_dst;
+    view->n_src = g->n_src;
+    view->nnz = g->nnz;
+    view->indptr = g->indptr;
+    view->indices = g->indices;
+    view->weights = g->weights;
+    view->t_indptr = g->t_indptr;
+    view->t_indices = g->t_indices;
+    view->t_weights = g->t_weights;
+    *out = g;
+    return 0;
+}
+
+/* ---- Operations ----------------------------------------------------------- */
+
+/* The scaled-CSR product of a sum-like aggregator in one direction. */
+static gnn__scsr_t scsr_for(const gnn_cuda_graph_t *g, gnn_aggr_t aggr, int dir)
+{
+    gnn__scsr_t p;
+    memset(&p, 0, sizeof p);
+    const bool fwd = dir == DIR_FWD;
+    p.indptr = fwd ? g->indptr : g->t_indptr;
+    p.indices = fwd ? g->indices : g->t_indices;
+    p.n_rows = fwd ? g->n_dst : g->n_src;
+    p.n_cols = fwd ? g->n_src : g->n_dst;
+    p.nnz = g->nnz;
+    switch (aggr) {
+    case GNN_AGGR_SUM:
+        p.weights = fwd ? g->weights : g->t_weights;
+        break;
+    case GNN_AGGR_MEAN: /* 1/deg of the destination: row scale forward, column scale back */
+        p.weights = fwd ? g->weights : g->t_weights;
+        if (fwd)
+            p.row_scale = g->inv_deg;
+        else
+            p.col_scale = g->inv_deg;
+        break;
+    default: /* gcn: weights ignored; the self term reads row v of the input */
+        p.col_scale = fwd ? g->gcn_src : g->gcn_dst;
+        p.row_scale = fwd ? g->gcn_dst : g->gcn_src;
+        p.diag_scale = fwd ? g->gcn_src : g->gcn_dst;
+        p.n_diag = g->n_dst;
+        break;
+    }
+    return p;
+}
+
+/*
+ * out[r] = post[r] * (self[r] * in[r]) for r < n_diag, 0 for the other rows
+ * below n_rows (post NULL: 1). Lane groups of L = 2^lg lanes per row, 32 / L
+ * rows per warp, grid-stride.
+ */
+template <int VEC>
+static __global__ void __launch_bounds__(GNN_SPMM_THREADS)
+    k_diag(const int64_t n_rows, const int64_t n_diag, const int64_t f, const int lg,
+           const float *__restrict__ post, const float *__restrict__ self,
+           const float *__restrict__ in, float *__restrict__ out)
+{
+    const int lane = (int)(threadIdx.x & 31u), wib = (int)(threadIdx.x >> 5);
+    const int L = 1 << lg, G = 32 >> lg, grp = lane >> lg, sub = lane & (L - 1);
+    const int64_t nwarps = (int64_t)gridDim.x * GNN_SPMM_WPB;
+    for (int64_t rb = ((int64_t)blockIdx.x * GNN_SPMM_WPB + wib) * G; rb < n_rows;
+         rb += nwarps * G) {
+        const int64_t r = rb + grp;
+        if (r >= n_rows) continue;
+        const bool d = r < n_diag;
+        const float ps = d && post ? post[r] : 1.0f, ss = d ? self[r] : 0.0f;
+        for (int64_t col = (int64_t)sub * VEC; col < f; col += (int64_t)L * VEC) {
+            float v[VEC];
+            if (d) {
+                gnn__ldf<VEC>(in + r * f + col, v);
+#pragma unroll
+                for (int j = 0; j < VEC; j++) v[j] = ps * (ss * v[j]);
+            } else {
+#pragma unroll
+                for (int j = 0; j < VEC; j++) v[j] = 0.0f;
+            }
+            gnn__stf<VEC>(out + r * f + col, v);
+        }
+    }
+}
+
+/* Launch k_diag for out (n_rows x f) on s; nothing for no rows. */
+static int launch_diag(int64_t n_rows, int64_t n_diag, int64_t f, const float *post,
+                       const float *self, const float *in, float *out, cudaStream_t s)
+{
+    if (n_rows == 0) return 0;
+    const gnn__spmm_shape_t sh = gnn__spmm_shape(f, (uintptr_t)in | (uintptr_t)out);
+    const int64_t groups = (32 >> sh.lg);
+    const unsigned blocks = gnn__cuda_blocks((n_rows + groups - 1) / groups, GNN_SPMM_WPB);
+    if (sh.vec == 4)
+        k_diag<4><<<blocks, GNN_SPMM_THREADS, 0, s>>>(n_rows, n_diag, f, sh.lg, post, self, in, out);
+    else if (sh.vec == 2)
+        k_diag<2><<<blocks, GNN_SPMM_THREADS, 0, s>>>(n_rows, n_diag, f, sh.lg, post, self, in, out);
+    else
+        k_diag<1><<<blocks, GNN_SPMM_THREADS, 0, s>>>(n_rows, n_diag, f, sh.lg, post, self, in, out);
+    GNN_CUDA_LAUNCHED("spmm self term");
+    return 0;
+}
+
+/* vals[e] = w_e * row_scale[r] * col_scale[c_e] over p's entries (NULL
+ * factors are 1; the diagonal is not an entry). A warp per row. */
+static __global__ void __launch_bounds__(GNN_SPMM_THREADS)
+    k_values(const gnn__scsr_t p, float *__restrict__ vals)
+{
+    const int lane = (int)(threadIdx.x & 31u), wib = (int)(threadIdx.x >> 5);
+    const int64_t nwarps = (int64_t)gridDim.x * GNN_SPMM_WPB;
+    for (int64_t r = (int64_t)blockIdx.x * GNN_SPMM_WPB + wib; r < p.n_rows; r += nwarps) {
+        const float rs = p.row_scale ? p.row_scale[r] : 1.0f;
+        for (int64_t e = p.indptr[r] + lane; e < p.indptr[r + 1]; e += 32) {
+            float v = (p.weights ? p.weights[e] : 1.0f) * rs;
+            if (p.col_scale) v *= p.col_scale[p.indices[e]];
+            vals[e] = v;
+        }
+    }
+}
+
+/* ---- cuSPARSE ----------------------------------------------------------- */
+
+/* The CSR descriptor of aggregator aggr in direction dir, with its values
+ * (built on first use). */
+static int sparse_descr(gnn_cuda_graph_t *g, gnn_aggr_t aggr, int dir, cudaStream_t s,
+                        cusparseSpMatDescr_t *out)
+{
+    if (g->sp[dir][aggr]) {
+        *out = g->sp[dir][aggr];
+        return 0;
+    }
+    gnn__scsr_t p = scsr_for(g, aggr, dir);
+    float *vals;
+    if (aggr == GNN_AGGR_SUM && p.weights) {
+        vals = (float *)p.weights; /* the weights are the values */
+    } else {
+        float **slot = aggr == GNN_AGGR_SUM ? &g->ones : &g->vals[dir][aggr];
+        if (!*slot) {
+            cudaError_t e = cudaMalloc((void **)slot, (size_t)g->nnz * sizeof(float));
+            if (e != cudaSuccess) {
+                cudaGetLastError();
+                *slot = NULL;
+                return GNN_FAIL(e == cudaErrorMemoryAllocation ? GNN_ENOMEM : GNN_ECUDA,
+                                "cuSPARSE values: %s", cudaGetErrorString(e));
+            }
+            k_values<<<gnn__cuda_blocks(p.n_rows, GNN_SPMM_WPB), GNN_SPMM_THREADS, 0, s>>>(p,
+                                                                                         *slot);
+            GNN_CUDA_LAUNCHED("spmm values");
+        }
+        vals = *slot;
+    }
+    CUSPARSE_RET(cusparseCreateCsr(&g->sp[dir][aggr], p.n_rows, p.n_cols, p.nnz,
+                                   (void *)p.indptr, (void *)p.indices, vals, CUSPARSE_INDEX_64I,
+                                   CUSPARSE_INDEX_64I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F),
+                 "cusparseCreateCsr");
+    *out = g->sp[dir][aggr];
+    return 0;
+}
+
+/* The dense descriptors of (dir, f), pointed at in and out. */
+static int dense_descr(gnn_cuda_graph_t *g, int dir, int64_t f, const float *in, float *out,
+                       dense_t **res)
+{
+    const int64_t rows_in = dir == DIR_FWD ? g->n_src : g->n_dst;
+    const int64_t rows_out = dir == DIR_FWD ? g->n_dst : g->n_src;
+    dense_t *d = NULL;
+    for (int i = 0; i < N_DENSE && !d; i++)
+        if (g->dense[i].used && g->dense[i].dir == dir && g->dense[i].f == f) d = &g->dense[i];
+    if (d) {
+        CUSPARSE_RET(cusparseDnMatSetValues(d->b, (void *)in), "cusparseDnMatSetValues");
+        CUSPARSE_RET(cusparseDnMatSetValues(d->c, out), "cusparseDnMatSetValues");
+    } else {
+        d = &g->dense[0]; /* a free slot, else the least recently used */
+        for (int i = 0; i < N_DENSE; i++) {
+            if (!g->dense[i].used) {
+                d = &g->dense[i];
+                break;
+            }
+            if (g->dense[i].last < d->last) d = &g->dense[i];
+        }
+        if (d->used) {
+            cusparseDestroyDnMat(d->b);
+            cusparseDestroyDnMat(d->c);
+            d->used = 0;
+        }
+        CUSPARSE_RET(cusparseCreateDnMat(&d->b, rows_in, f, f, (void *)in, CUDA_R_32F,
+                                         CUSPARSE_ORDER_ROW),
+                     "cusparseCreateDnMat");
+        cusparseStatus_t st =
+            cusparseCreateDnMat(&d->c, rows_out, f, f, out, CUDA_R_32F, CUSPARSE_ORDER_ROW);
+        if (st != CUSPARSE_STATUS_SUCCESS) {
+            cusparseDestroyDnMat(d->b);
+            return GNN_FAIL(GNN_ECUSPARSE, "cusparseCreateDnMat: %s", cusparseGetErrorString(st));
+        }
+        d->used = 1;
+        d->dir = dir;
+        d->f = f;
+        d->ws[0] = d->ws[1] = WS_UNKNOWN;
+    }
+    d->last = ++g->clock;
+    *res = d;
+    return 0;
+}
+
+/* out = the product of aggr in direction dir by cusparseSpMM (nnz > 0). */
+static int cusparse_run(const gnn_cuda_spmm_ctx_t *ctx, gnn_cuda_graph_t *g, gnn_aggr_t aggr,
+                        int dir, int64_t f, const float *in, float *out)
+{
+    cudaStream_t s = (cudaStream_t)ctx->stream;
+    cusparseHandle_t h = (cusparseHandle_t)ctx->cusparse;
+    GNN_CHECK_RET(h, GNN_EINVAL, "spmm: no cuSPARSE handle");
+    const gnn__scsr_t p = scsr_for(g, aggr, dir);
+    cusparseSpMatDescr_t a = NULL;
+    dense_t *d = NULL;
+    GNN_TRY_RET(sparse_descr(g, aggr, dir, s, &a));
+    GNN_TRY_RET(dense_descr(g, dir, f, in, out, &d));
+    if (p.diag_scale)
+        GNN_TRY_RET(launch_diag(p.n_rows, p.n_diag, f, p.row_scale, p.diag_scale, in, out, s));
+    else
+        GNN_CUDA_RET(cudaMemsetAsync(out, 0, (size_t)p.n_rows * (size_t)f * sizeof(float), s),
+                     "spmm: zero the output");
+    const float one = 1.0f;
+    const int ai = ctx->deterministic ? 1 : 0;
+    const cusparseSpMMAlg_t alg = ai ? CUSPARSE_SPMM_CSR_ALG3 : CUSPARSE_SPMM_CSR_ALG2;
+    if (d->ws[ai] == WS_UNKNOWN) {
+        size_t bytes = 0;
+        CUSPARSE_RET(cusparseSpMM_bufferSize(h, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                                             CUSPARSE_OPERATION_NON_TRANSPOSE, &one, a, d->b,
+                                             &one, d->c, CUDA_R_32F, alg, &bytes),
+                     "cusparseSpMM_bufferSize");
+        d->ws[ai] = bytes;
+    }
+    GNN_TRY_RET(gnn__cuda_buf_reserve(&g->scratch, d->ws[ai], s));
+    CUSPARSE_RET(cusparseSpMM(h, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                              CUSPARSE_OPERATION_NON_TRANSPOSE, &one, a, d->b, &one, d->c,
+                              CUDA_R_32F, alg, d->ws[ai] ? g->scratch.p : NULL),
+                 "cusparseSpMM");
+    return 0;
+}
+
+/* ---- Dispatch ------------------------------------------------------------- */
+
+/* out = the product of sum-like aggr in direction dir with impl (nnz > 0). */
+static int run_scaled(const gnn_cuda_spmm_ctx_t *ctx, gnn_cuda_graph_t *g, gnn_spmm_impl_t impl,
+                      gnn_aggr_t aggr, int dir, int64_t f, const float *in, float *out)
+{
+    cudaStream_t s = (cudaStream_t)ctx->stream;
+    const gnn__scsr_t p = scsr_for(g, aggr, dir);
+    switch (impl) {
+    case GNN_SPMM_CUSPARSE:
+        return cusparse_run(ctx, g, aggr, dir, f, in, out);
+    case GNN_SPMM_BALANCED:
+        return gnn__balanced_scaled(&p, f, in, out, &g->scratch, ctx->sm_count, s);
+    default:
+        return gnn__rowcache_scaled(&p, f, in, out, s);
+    }
+}
+
+static choice_t *choice_find(gnn_cuda_graph_t *g, unsigned generation, gnn_aggr_t aggr, int dir,
+                             int64_t f)
+{
+    for (int i = 0; i < N_CHOICES; i++) {
+        choice_t *c = &g->choice[i];
+        if (c->used && c->generation == generation && c->aggr == (int)aggr && c->dir == dir &&
+            c->f == f)
+            return c;
+    }
+    return NULL;
+}
+
+/* Record auto's choice: in the key's slot, else a stale one, else round robin. */
+static void choice_put(gnn_cuda_graph_t *g, unsigned generation, gnn_aggr_t aggr, int dir,
+                       int64_t f, gnn_spmm_impl_t impl)
+{
+    choice_t *slot = NULL;
+    for (int i = 0; i < N_CHOICES && !slot; i++) {
+        choice_t *c = &g->choice[i];
+        if (c->used && c->aggr == (int)aggr && c->dir == dir && c->f == f) slot = c;
+    }
+    for (int i = 0; i < N_CHOICES && !slot; i++)
+        if (!g->choice[i].used || g->choice[i].generation != generation) slot = &g->choice[i];
+    if (!slot) slot = &g->choice[g->choice_next++ % N_CHOICES];
+    slot->used = 1;
+    slot->generation = generation;
+    slot->aggr = (int)aggr;
+    slot->dir = dir;
+    slot->f = f;
+    slot->impl = impl;
+}
+
+/* The backend's choice for graphs shaped like g, or NULL. */
+static const gnn_cuda_shape_choice_t *shape_find(const gnn_cuda_spmm_ctx_t *ctx,
+                                                 const gnn_cuda_graph_t *g, gnn_aggr_t aggr,
+                                                 int dir, int64_t f)
+{
+    for (int i = 0; i < GNN_CUDA_SHAPE_CHOICES; i++) {
+        const gnn_cuda_shape_choice_t *c = &ctx->shape_choice[i];
+        if (c->used && c->generation == ctx->generation && c->aggr == (int)aggr &&
+            c->dir == dir && c->f == f && c->shape == g->shape[dir])
+            return c;
+    }
+    return NULL;
+}
+
+static void shape_put(const gnn_cuda_spmm_ctx_t *cctx, const gnn_cuda_graph_t *g,
+                      gnn_aggr_t aggr, int dir, int64_t f, gnn_spmm_impl_t impl)
+{
+    /* The table is the backend's own (spmm_cuda.h): written here only. */
+    gnn_cuda_spmm_ctx_t *ctx = (gnn_cuda_spmm_ctx_t *)cctx;
+    gnn_cuda_shape_choice_t *slot = NULL;
+    for (int i = 0; i < GNN_CUDA_SHAPE_CHOICES && !slot; i++)
+        if (!ctx->shape_choice[i].used || ctx->shape_choice[i].generation != ctx->generation)
+            slot = &ctx->shape_choice[i];
+    if (!slot) slot = &ctx->shape_choice[ctx->shape_next++ % GNN_CUDA_SHAPE_CHOICES];
+    slot->used = 1;
+    slot->generation = ctx->generation;
+    slot->aggr = (int)aggr;
+    slot->dir = dir;
+    slot->f = f;
+    slot->shape = g->shape[dir];
+    slot->impl = impl;
+}
+
+/*
+ * Time every candidate for (aggr, dir, f) on the stream and leave the
+ * fastest one's output in out; *best = it.
+ */
+static int choose(const gnn_cuda_spmm_ctx_t *ctx, gnn_cuda_graph_t *g, gnn_aggr_t aggr, int dir,
+                  int64_t f, const float *in, float *out, gnn_spmm_impl_t *best)
+{
+    static const gnn_spmm_impl_t cand[] = {GNN_SPMM_CUSPARSE, GNN_SPMM_ROWCACHE,
+                                           GNN_SPMM_BALANCED};
+    cudaStream_t s = (cudaStream_t)ctx->stream;
+    if (!g->have_events) {
+        GNN_CUDA_RET(cudaEventCreate(&g->ev[0]), "spmm timing events");
+        cudaError_t e = cudaEventCreate(&g->ev[1]);
+        if (e != cudaSuccess) {
+            cudaEventDestroy(g->ev[0]);
+            return GNN_FAIL(GNN_ECUDA, "spmm timing events: %s", cudaGetErrorString(e));
+        }
+        g->have_events = 1;
+    }
+    float best_ms = INFINITY;
+    gnn_spmm_impl_t last = GNN_SPMM_AUTO;
+    *best = GNN_SPMM_ROWCACHE;
+    for (size_t i = 0; i < sizeof cand / sizeof cand[0]; i++) {
+        if (cand[i] == GNN_SPMM_CUSPARSE && !ctx->cusparse) continue;
+        int rc = run_scaled(ctx, g, cand[i], aggr, dir, f, in, out); /* warm-up */
+        if (rc < 0 && cand[i] == GNN_SPMM_CUSPARSE && (rc == GNN_ECUSPARSE || rc == GNN_ENOMEM)) {
+            gnn_error_clear(); /* not a candidate here; the others decide */
+            continue;
+        }
+        if (rc < 0) return rc;
+        GNN_CUDA_RET(cudaEventRecord(g->ev[0], s), "spmm timing");
+        GNN_TRY_RET(run_scaled(ctx, g, cand[i], aggr, dir, f, in, out));
+        GNN_CUDA_RET(cudaEventRecord(g->ev[1], s), "spmm timing");
+        GNN_CUDA_RET(cudaEventSynchronize(g->ev[1]), "spmm timing");
+        float ms = 0.0f;
+        GNN_CUDA_RET(cudaEventElapsedTime(&ms, g->ev[0], g->ev[1]), "spmm timing");
+        last = cand[i];
+        if (ms < best_ms) {
+            best_ms = ms;
+            *best = cand[i];
+        }
+    }
+    if (*best != last) GNN_TRY_RET(run_scaled(ctx, g, *best, aggr, dir, f, in, out));
+    return 0;
+}
+
+/* The argument checks of gnn_spmm_forward / gnn_spmm_backward. */
+static int check_args(const gnn_cuda_spmm_ctx_t *ctx, const gnn_cuda_graph_t *g, gnn_aggr_t aggr,
+                      int64_t f, const void *in, const void *out, const int32_t *argmax,
+                      const char *what)
+{
+    if (!ctx || !g || !in || !out) return GNN_FAIL(GNN_EINVAL, "spmm %s: NULL argument", what);
+    if ((unsigned)aggr >= GNN_AGGR_COUNT_)
+        return GNN_FAIL(GNN_EINVAL, "spmm %s: unknown aggregator %d", what, (int)aggr);
+    const int64_t n = g->n_dst > g->n_src ? g->n_dst : g->n_src;
+    if (f < 1 || (n > 0 && f > INT64_MAX / (int64_t)sizeof(float) / n))
+        return GNN_FAIL(GNN_EINVAL, "spmm %s: bad feature width %" PRId64, what, f);
+    if (aggr == GNN_AGGR_GCN && g->n_dst > g->n_src)
+        return GNN_FAIL(GNN_EINVAL,
+                        "spmm %s: gcn needs n_dst <= n_src (got %" PRId64 " > %" PRId64 ")", what,
+                        g->n_dst, g->n_src);
+    if (aggr == GNN_AGGR_MAX) {
+        if (!argmax) return GNN_FAIL(GNN_EINVAL, "spmm %s: max needs an argmax array", what);
+        if (g->n_src > INT32_MAX)
+            return GNN_FAIL(GNN_ERANGE, "spmm %s: max needs n_src <= 2^31-1 (got %" PRId64 ")",
+                            what, g->n_src);
+    }
+    return 0;
+}
+
+/* A graph without edges: every row empty (gcn keeps its self term). */
+static int run_empty(const gnn_cuda_spmm_ctx_t *ctx, const gnn_cuda_graph_t *g, gnn_aggr_t aggr,
+                     int dir, int64_t f, const float *in, float *out, int32_t *argmax)
+{
+    cudaStream_t s = (cudaStream_t)ctx->stream;
+    const int64_t rows = dir == DIR_FWD ? g->n_dst : g->n_src;
+    const size_t elems = (size_t)rows * (size_t)f;
+    if (aggr == GNN_AGGR_GCN) {
+        const gnn__scsr_t p = scsr_for(g, aggr, dir);
+        return launch_diag(p.n_rows, p.n_diag, f, p.row_scale, p.diag_scale, in, out, s);
+    }
+    GNN_CUDA_RET(cudaMemsetAsync(out, 0, elems * sizeof(float), s), "spmm: zero the output");
+    if (aggr == GNN_AGGR_MAX && dir == DIR_FWD) /* all bits set: -1 */
+        GNN_CUDA_RET(cudaMemsetAsync(argmax, 0xff, elems * sizeof(int32_t), s),
+                     "spmm: arg-max of empty rows");
+    return 0;
+}
+
+/* out = aggr in direction dir with the implementation ctx asks for (auto:
+ * the cached choice, or a timed choice made now). */
+static int run(const gnn_cuda_spmm_ctx_t *ctx, gnn_cuda_graph_t *g, gnn_aggr_t aggr, int dir,
+               int64_t f, const float *in, float *out, int32_t *argmax_out,
+               const int32_t *argmax_in)
+{
+    cudaStream_t s = (cudaStream_t)ctx->stream;
+    const int64_t rows = dir == DIR_FWD ? g->n_dst : g->n_src;
+    const bool autosel = ctx->impl == GNN_SPMM_AUTO;
+    if (rows == 0) return 0;
+    if (g->nnz == 0 || aggr == GNN_AGGR_MAX) {
+        int rc;
+        if (g->nnz == 0)
+            rc = run_empty(ctx, g, aggr, dir, f, in, out, argmax_out);
+        else if (dir == DIR_FWD) /* max: the rowcache kernels under every choice */
+            rc = gnn__rowcache_max_forward(g->indptr, g->indices, g->n_dst, f, in, out,
+                                           argmax_out, s);
+        else
+            rc = gnn__rowcache_max_backward(g->t_indptr, g->t_indices, g->n_src, f, in,
+                                            argmax_in, out, s);
+        if (rc == 0 && autosel) choice_put(g, ctx->generation, aggr, dir, f, GNN_SPMM_ROWCACHE);
+        return rc;
+    }
+    if (!autosel) return run_scaled(ctx, g, ctx->impl, aggr, dir, f, in, out);
+    const choice_t *c = choice_find(g, ctx->generation, aggr, dir, f);
+    if (c) return run_scaled(ctx, g, c->impl, aggr, dir, f, in, out);
+    const gnn_cuda_shape_choice_t *sc = shape_find(ctx, g, aggr, dir, f);
+    if (sc) {
+        gnn_spmm_impl_t impl = sc->impl;
+        choice_put(g, ctx->generation, aggr, dir, f, impl);
+        return run_scaled(ctx, g, impl, aggr, dir, f, in, out);
+    }
+    gnn_spmm_impl_t best = GNN_SPMM_ROWCACHE;
+    GNN_TRY_RET(choose(ctx, g, aggr, dir, f, in, out, &best));
+    choice_put(g, ctx->generation, aggr, dir, f, best);
+    shape_put(ctx, g, aggr, dir, f, best);
+    return 0;
+}
+
+int gnn__cuda_spmm_forward(const gnn_cuda_spmm_ctx_t *ctx, gnn_cuda_graph_t *g, gnn_aggr_t aggr,
+                           int64_t f, const float *x, float *y, int32_t *argmax)
+{
+    GNN_TRY_RET(check_args(ctx, g, aggr, f, x, y, argmax, "forward"));
+    return run(ctx, g, aggr, DIR_FWD, f, x, y, argmax, NULL);
+}
+
+int gnn__cuda_spmm_backward(const gnn_cuda_spmm_ctx_t *ctx, gnn_cuda_graph_t *g, gnn_aggr_t aggr,
+                            int64_t f, const float *dy, const int32_t *argmax, float *dx)
+{
+    GNN_TRY_RET(check_args(ctx, g, aggr, f, dy, dx, argmax, "backward"));
+    return run(ctx, g, aggr, DIR_BWD, f, dy, dx, NULL, argmax);
+}
+
+gnn_spmm_impl_t gnn__cuda_spmm_choice(const gnn_cuda_spmm_ctx_t *ctx, const gnn_cuda_graph_t *g,
+                                      gnn_aggr_t aggr, int64_t f, int backward)
+{
+    if (!ctx || !g) return GNN_SPMM_AUTO;
+    if (aggr == GNN_AGGR_MAX) return GNN_SPMM_ROWCACHE; /* whatever the setting */
+    if (ctx->impl != GNN_SPMM_AUTO) return ctx->impl;
+    int dir = backward ? DIR_BWD : DIR_FWD;
+    const choice_t *c = choice_find((gnn_cuda_graph_t *)g, ctx->generation, aggr, dir, f);
+    if (c) return c->impl;
+    const gnn_cuda_shape_choice_t *sc = shape_find(ctx, g, aggr, dir, f);
+    return sc ? sc->impl : GNN_SPMM_AUTO;
+}
