@@ -79,21 +79,30 @@ static int row_type(MPI_Datatype base, int64_t f, MPI_Datatype *t)
     return 0;
 }
 
-/* Forward for rows of esz-byte elements: halo rows of x from their owners. */
-static int forward_bytes(gnn_dist_part_t *d, void *x, int64_t f, size_t esz, MPI_Datatype base)
+/*
+ * Forward for rows of esz-byte elements: the halo rows (into halo) from
+ * their owners. The rows this rank sends are rows send_rows of x, or
+ * already packed in that order in send (x NULL). local: this rank's
+ * failure so far, agreed with the others' first.
+ */
+static int forward_bytes(gnn_dist_part_t *d, int local, const void *x, const void *send,
+                         void *halo, int64_t f, size_t esz, MPI_Datatype base)
 {
     int rc = 0;
     MPI_Datatype t = MPI_DATATYPE_NULL;
     double t0 = MPI_Wtime();
     size_t row = (size_t)f * esz;
-    int local = ensure_buf(d, (size_t)d->n_send * row);
+    if (local == 0 && x) local = ensure_buf(d, (size_t)d->n_send * row);
     if (local == 0) local = row_type(base, f, &t);
     STEP(local);
-    char *b = d->buf;
-    for (int64_t i = 0; i < d->n_send; i++)
-        memcpy(b + (size_t)i * row, (char *)x + (size_t)d->send_rows[i] * row, row);
-    GNN_MPI_TRY(MPI_Alltoallv(d->buf, d->scount, d->sdispl, t, (char *)x + (size_t)d->n_owned * row,
-                          d->rcount, d->rdispl, t, d->comm));
+    if (x) {
+        char *b = d->buf;
+        for (int64_t i = 0; i < d->n_send; i++)
+            memcpy(b + (size_t)i * row, (const char *)x + (size_t)d->send_rows[i] * row, row);
+        send = d->buf;
+    }
+    GNN_MPI_TRY(MPI_Alltoallv(send, d->scount, d->sdispl, t, halo, d->rcount, d->rdispl, t,
+                              d->comm));
     d->bytes_sent += d->n_send * (int64_t)row -
                      (int64_t)d->scount[d->rank] * (int64_t)row; /* not to itself */
 fail:
@@ -104,32 +113,56 @@ fail:
 
 int gnn_dist_halo_forward(gnn_dist_part_t *d, float *x, int64_t f)
 {
-    return forward_bytes(d, x, f, sizeof(float), MPI_FLOAT);
+    return forward_bytes(d, 0, x, NULL, x + d->n_owned * f, f, sizeof(float), MPI_FLOAT);
 }
 
-int gnn_dist_halo_backward(gnn_dist_part_t *d, float *g, int64_t f)
+int gnn_dist_halo_forward_packed(gnn_dist_part_t *d, int local, const float *send, float *halo,
+                                 int64_t f)
+{
+    return forward_bytes(d, local, NULL, send, halo, f, sizeof(float), MPI_FLOAT);
+}
+
+/* Backward: the halo rows' gradients (halo) to their owners, whose n_send
+ * rows arrive in recv (send_rows order). local: this rank's failure so
+ * far, agreed with the others' first. */
+static int backward_rows(gnn_dist_part_t *d, int local, const float *halo, float *recv, int64_t f)
 {
     int rc = 0;
     MPI_Datatype t = MPI_DATATYPE_NULL;
     double t0 = MPI_Wtime();
     size_t row = (size_t)f * sizeof(float);
-    int local = ensure_buf(d, (size_t)d->n_send * row);
     if (local == 0) local = row_type(MPI_FLOAT, f, &t);
     STEP(local);
-    GNN_MPI_TRY(MPI_Alltoallv((char *)g + (size_t)d->n_owned * row, d->rcount, d->rdispl, t, d->buf,
-                          d->scount, d->sdispl, t, d->comm));
+    GNN_MPI_TRY(MPI_Alltoallv(halo, d->rcount, d->rdispl, t, recv, d->scount, d->sdispl, t,
+                              d->comm));
+    int64_t nh = d->n_local - d->n_owned;
+    d->bytes_sent += (nh - (int64_t)d->rcount[d->rank]) * (int64_t)row;
+fail:
+    if (t != MPI_DATATYPE_NULL) MPI_Type_free(&t);
+    d->exchange_s += MPI_Wtime() - t0;
+    return rc;
+}
+
+int gnn_dist_halo_backward(gnn_dist_part_t *d, float *g, int64_t f)
+{
+    int rc = 0;
+    size_t row = (size_t)f * sizeof(float);
+    GNN_TRY(backward_rows(d, ensure_buf(d, (size_t)d->n_send * row), g + d->n_owned * f, d->buf,
+                          f));
     const float *b = d->buf;
     for (int64_t i = 0; i < d->n_send; i++) {
         float *dst = g + d->send_rows[i] * f;
         const float *src = b + i * f;
         for (int64_t k = 0; k < f; k++) dst[k] += src[k];
     }
-    int64_t halo = d->n_local - d->n_owned;
-    d->bytes_sent += (halo - (int64_t)d->rcount[d->rank]) * (int64_t)row;
 fail:
-    if (t != MPI_DATATYPE_NULL) MPI_Type_free(&t);
-    d->exchange_s += MPI_Wtime() - t0;
     return rc;
+}
+
+int gnn_dist_halo_backward_packed(gnn_dist_part_t *d, int local, const float *halo, float *recv,
+                                  int64_t f)
+{
+    return backward_rows(d, local, halo, recv, f);
 }
 
 /* The exchange plan from the halo's global ids and the parts' ranges. */
@@ -209,7 +242,8 @@ static int out_degrees(gnn_dist_part_t *d)
         const int64_t *b = d->buf;
         for (int64_t i = 0; i < d->n_send; i++) d->src_deg[d->send_rows[i]] += b[i];
     }
-    GNN_TRY(forward_bytes(d, d->src_deg, 1, sizeof(int64_t), MPI_INT64_T));
+    GNN_TRY(forward_bytes(d, 0, d->src_deg, NULL, d->src_deg + d->n_owned, 1, sizeof(int64_t),
+                          MPI_INT64_T));
 fail:
     return rc;
 }

@@ -130,6 +130,20 @@ int gnn_dist_halo_forward(gnn_dist_part_t *d, float *x, int64_t f);
 /* g: n_local x f host rows; each halo row is added into its owner's row
  * (on the owner's rank). The halo rows are left as they were. Collective. */
 int gnn_dist_halo_backward(gnn_dist_part_t *d, float *g, int64_t f);
+/*
+ * The same exchanges for rows kept elsewhere (device memory): forward
+ * sends the n_send rows packed in send (host, in send_rows order: row i
+ * is owned row send_rows[i]) and receives the n_local - n_owned halo rows
+ * into halo (host); backward sends the halo rows' gradients (halo, host)
+ * and receives n_send rows into recv (host), row i to be added by the
+ * caller into owned row send_rows[i]. local is this rank's failure in
+ * getting its rows ready (0: none): it is agreed first, so every rank
+ * returns the first failure and none is left waiting. Collective.
+ */
+int gnn_dist_halo_forward_packed(gnn_dist_part_t *d, int local, const float *send, float *halo,
+                                 int64_t f);
+int gnn_dist_halo_backward_packed(gnn_dist_part_t *d, int local, const float *halo, float *recv,
+                                  int64_t f);
 
 /* The lowest failing code over the ranks of comm, or 0; a rank that did
  * not fail records which rank did ("... failed on rank R"). */

@@ -38,6 +38,11 @@ static const gnn_opt_t train_table[] = {
      "sage aggregator: sum, mean, gcn, max or a plug-in's (default mean)"},
     {"aggr-plugin", 0, GNN_OPT_STRING, O(aggr_plugin), "FILE.so", "load aggregators from FILE.so"},
     {"device", 0, GNN_OPT_STRING, O(device), "DEV", "cpu, cuda, cuda:N or auto"},
+    {"spmm", 0, GNN_OPT_STRING, O(spmm), "IMPL",
+     "CUDA SpMM of the built-in aggregators: auto (time each once per graph and width, keep "
+     "the fastest), cusparse, rowcache or balanced"},
+    {"deterministic", 0, GNN_OPT_FLAG, O(deterministic), NULL,
+     "CUDA: only kernels whose results are bitwise the same from run to run"},
     {"threads", 0, GNN_OPT_INT, O(threads), "T", "OpenMP threads (0: OMP_NUM_THREADS or all)"},
     {"sparse-features", 0, GNN_OPT_STRING, O(sparse_features), "MODE",
      "auto, on or off: first layer on a sparse copy of the features (auto: <= 10 % non-zero)"},

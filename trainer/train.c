@@ -55,6 +55,7 @@
 #include "trainer/featcache.h"
 #include "trainer/checkpoint.h"
 #include "trainer/dist.h"
+#include "trainer/distdev.h"
 #include "trainer/model.h"
 
 #include <mpi.h>
@@ -84,6 +85,7 @@ void gnn_train_defaults(gnn_train_opts_t *o)
     o->seed = 0;
     o->runs = 1;
     o->device = "cpu";
+    o->spmm = "auto";
     o->eval_every = 1;
     o->checkpoint_every = 10;
     o->sparse_features = "auto";
@@ -143,6 +145,8 @@ typedef struct {
     double compute_s;                 /* the last epoch's forward/backward/step time */
     /* Distributed: this rank's part of a partition directory. */
     gnn_dist_part_t *dist;
+    gnn_dist_dev_t *ddev;             /* its halo exchange and allreduce on the backend */
+    int stage;                        /* rows go through host buffers (a device backend) */
     int rank;
     int64_t *row_id;                  /* backend: graph-file id of each local node */
     int64_t grad_bytes;               /* this epoch's gradient bytes into the allreduce */
@@ -466,17 +470,6 @@ fail:
     return rc;
 }
 
-/* Halo hooks of the model (host-memory backend: buffers are host rows). */
-static int halo_forward(void *ctx, float *x, int64_t f)
-{
-    return gnn_dist_halo_forward(ctx, x, f);
-}
-
-static int halo_backward(void *ctx, float *g, int64_t f)
-{
-    return gnn_dist_halo_backward(ctx, g, f);
-}
-
 /* The cache row of node v beyond the part (v >= n_all), or -1. */
 static int64_t cache_out_row(const job_t *j, int64_t v)
 {
@@ -622,9 +615,9 @@ fail:
 /* The model's halo exchange on (full-graph steps and evaluation) or off. */
 static int set_halo(job_t *j, int on)
 {
-    gnn_model_halo_t h = {.ctx = j->dist,
-                          .forward = halo_forward,
-                          .backward = halo_backward,
+    gnn_model_halo_t h = {.ctx = j->ddev,
+                          .forward = gnn_dist_dev_halo_forward,
+                          .backward = gnn_dist_dev_halo_backward,
                           .n_rows = j->dist->n_local,
                           .row_id = j->row_id,
                           .n_global = j->dist->n_global};
@@ -668,15 +661,23 @@ static int setup_dist(job_t *j)
     GNN_TRY(gnn_be_alloc(be, (size_t)rows * (size_t)d->num_classes * sizeof(float) + 1,
                          (void **)&j->dlogits));
     GNN_TRY(gnn_be_graph_create_src_deg(be, &d->csr, d->src_deg, &j->bg));
+    /* GNN_DIST_STAGE=1 sends rows through host buffers on the CPU too: the
+     * path a GPU takes, testable without one. */
+    const char *st = getenv("GNN_DIST_STAGE");
+    const gnn_aggr_def_t *sum = NULL;
+    GNN_TRY(gnn_aggr_registry_find(j->reg, "sum", &sum));
+    GNN_TRY(gnn_dist_dev_create(d, be, sum, st && atoi(st) > 0, &j->ddev));
+    j->stage = gnn_dist_dev_staged(j->ddev);
     if (j->minibatch) GNN_TRY(setup_dist_minibatch(j));
     GNN_INFO("%s: part %d of %d: %" PRId64 " of %" PRId64 " nodes owned, %" PRId64
              " halo, %" PRId64 " in-edges, %" PRId64 " features, %" PRId64
              " classes, train/valid/test %" PRId64 "/%" PRId64 "/%" PRId64 " of %" PRId64
-             "/%" PRId64 "/%" PRId64 "; %s, %s, %s",
+             "/%" PRId64 "/%" PRId64 "; %s, %s, %s, gradients summed with %s",
              o->data, d->rank, d->size, n, d->n_global, nl - n, (int64_t)d->csr.nnz, f,
              d->num_classes, d->split_n[0], d->split_n[1], d->split_n[2], d->split_total[0],
              d->split_total[1], d->split_total[2], o->model,
-             j->minibatch ? "mini-batch" : "full graph", gnn_backend_describe(be));
+             j->minibatch ? "mini-batch" : "full graph", gnn_backend_describe(be),
+             gnn_dist_dev_allreduce_name(j->ddev));
     if (j->minibatch)
         GNN_INFO("mini-batches of %" PRId64 " seeds per rank, fanouts %s, %" PRId64
                  " steps per epoch; feature cache %" PRId64 " of %" PRId64 " remote nodes",
@@ -715,11 +716,31 @@ static int setup(job_t *j)
                   "--sparse-features on: not over a partition directory");
     }
 
-    GNN_TRY(gnn_backend_open(o->device, &j->be));
-    if (j->dist)
-        GNN_CHECK(gnn_be_host_memory(j->be), GNN_EUSAGE,
-                  "--device %s: training over a partition directory runs on the cpu device for "
-                  "now", o->device);
+    gnn_spmm_impl_t spmm = GNN_SPMM_AUTO;
+    if (gnn_spmm_impl_from_name(o->spmm, &spmm) < 0) {
+        rc = GNN_FAIL(GNN_EUSAGE, "--spmm %s: expected auto, cusparse, rowcache or balanced",
+                      o->spmm);
+        goto fail;
+    }
+    char devname[32];
+    const char *device = o->device;
+    if (j->dist && (!strcmp(device, "cuda") || !strcmp(device, "auto"))) {
+        /* One GPU per rank: the ranks of a machine take its devices in turn. */
+        int local = 0, count = 1, ndev = gnn_backend_device_count();
+        GNN_TRY(gnn_dist_local_rank(MPI_COMM_WORLD, &local, &count));
+        if (ndev > 0) {
+            snprintf(devname, sizeof devname, "cuda:%d", local % ndev);
+            device = devname;
+            if (count > ndev)
+                GNN_WARN("%d ranks on this machine share its %d CUDA device%s", count, ndev,
+                         ndev == 1 ? "" : "s");
+        }
+    }
+    GNN_TRY(gnn_backend_open(device, &j->be));
+    if (gnn_be_set_spmm(j->be, spmm, o->deterministic) < 0) {
+        rc = GNN_FAIL(GNN_EUSAGE, "--spmm %s: only with --device cuda", o->spmm);
+        goto fail;
+    }
     GNN_TRY(gnn_aggr_registry_create(&j->reg));
     if (o->aggr_plugin) GNN_TRY(gnn_aggr_registry_load(j->reg, o->aggr_plugin));
     const char *aggr = o->aggr ? o->aggr : j->kind == GNN_MODEL_GCN ? "gcn" : "mean";
@@ -1039,13 +1060,26 @@ fail:
 }
 
 /* Hash of the parameters (FNV-1a over their bytes). */
-static uint64_t params_hash(job_t *j)
+/* FNV-1a of the parameters' bytes into *h. */
+static int params_hash(job_t *j, uint64_t *h)
 {
-    const unsigned char *b = (const unsigned char *)gnn_model_params(j->model);
     size_t n = (size_t)gnn_model_n_params(j->model) * sizeof(float);
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
-    return h;
+    unsigned char *copy = NULL;
+    const unsigned char *b = (const unsigned char *)gnn_model_params(j->model);
+    if (!gnn_be_host_memory(j->be)) {
+        copy = gnn_malloc(n + 1);
+        if (!copy) return GNN_FAIL(GNN_ENOMEM, "parameter hash");
+        int rc = gnn_be_download(j->be, copy, b, n);
+        if (rc < 0) {
+            gnn_free(copy);
+            return rc;
+        }
+        b = copy;
+    }
+    *h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) *h = (*h ^ b[i]) * 1099511628211ull;
+    gnn_free(copy);
+    return 0;
 }
 
 /*
@@ -1072,18 +1106,18 @@ static int dist_step(job_t *j, const float *logits, double *loss)
     GNN_TRY(gnn_model_backward(j->model, j->dlogits));
     double t0 = now_s(), sum = mine * (double)nt;
     int64_t np = gnn_model_n_params(j->model);
-    GNN_CHECK(np <= INT32_MAX, GNN_ERANGE, "more than 2^31 parameters");
-    GNN_CHECK(MPI_Allreduce(MPI_IN_PLACE, gnn_model_grads(j->model), (int)np, MPI_FLOAT, MPI_SUM,
-                            MPI_COMM_WORLD) == MPI_SUCCESS &&
-                  MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD) ==
-                      MPI_SUCCESS,
-              GNN_EMPI, "gradient allreduce failed");
+    GNN_TRY(gnn_dist_dev_allreduce(j->ddev, gnn_model_grads(j->model), np));
+    GNN_CHECK(MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD) ==
+                  MPI_SUCCESS,
+              GNN_EMPI, "loss allreduce failed");
     j->allreduce_s += now_s() - t0;
     j->grad_bytes += d->size > 1 ? np * (int64_t)sizeof(float) : 0;
     *loss = sum / (double)total;
     GNN_TRY(adam_step(j));
     if (j->o->debug) { /* every rank must now hold the same parameters */
-        uint64_t h = params_hash(j), lo = h, hi = h;
+        uint64_t h = 0;
+        GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, params_hash(j, &h)));
+        uint64_t lo = h, hi = h;
         GNN_CHECK(MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD) ==
                           MPI_SUCCESS &&
                       MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD) ==
@@ -1202,10 +1236,7 @@ static int dist_reduce_step(job_t *j)
     int rc = 0;
     double t0 = now_s();
     int64_t np = gnn_model_n_params(j->model);
-    GNN_CHECK(np <= INT32_MAX, GNN_ERANGE, "more than 2^31 parameters");
-    GNN_CHECK(MPI_Allreduce(MPI_IN_PLACE, gnn_model_grads(j->model), (int)np, MPI_FLOAT, MPI_SUM,
-                            MPI_COMM_WORLD) == MPI_SUCCESS,
-              GNN_EMPI, "gradient allreduce failed");
+    GNN_TRY(gnn_dist_dev_allreduce(j->ddev, gnn_model_grads(j->model), np));
     j->allreduce_s += now_s() - t0;
     j->grad_bytes += j->dist->size > 1 ? np * (int64_t)sizeof(float) : 0;
     GNN_TRY(adam_step(j));
@@ -1383,9 +1414,24 @@ static int dist_batch_grads(job_t *j, pending_t *p, int64_t step, double *sum)
     }
     for (gnn_vid_t k = 0; k < mb->n_input; k++)
         j->batch_pid[k] = gnn_dist_pid(j->dist, mb->nodes[k]);
-    GNN_TRY(gnn_model_set_row_ids(j->model, j->batch_pid, j->dist->n_global));
-    GNN_TRY(gnn_model_forward(j->model, graphs, p->b->x, 1, &logits));
-    GNN_TRY(gnn_be_softmax_xent(be, ns, C, logits, p->b->y, j->iota, ns, &bl, j->dlogits));
+    const float *x = p->b->x;
+    const int64_t *y = p->b->y, *pid = j->batch_pid;
+    if (j->stage) { /* the batch's host arrays onto the backend */
+        size_t xbytes = (size_t)mb->n_input * (size_t)j->dist->feat_dim * sizeof(float);
+        size_t ibytes = (size_t)mb->n_input * sizeof(int64_t);
+        GNN_TRY(ensure(be, (void **)&j->xb, &j->xb_bytes, xbytes));
+        GNN_TRY(gnn_be_upload(be, j->xb, x, xbytes));
+        GNN_TRY(ensure(be, (void **)&j->yb, &j->yb_bytes, (size_t)ns * sizeof(int64_t)));
+        GNN_TRY(gnn_be_upload(be, j->yb, y, (size_t)ns * sizeof(int64_t)));
+        GNN_TRY(ensure(be, (void **)&j->nb, &j->nb_bytes, ibytes));
+        GNN_TRY(gnn_be_upload(be, j->nb, pid, ibytes));
+        x = j->xb;
+        y = j->yb;
+        pid = j->nb;
+    }
+    GNN_TRY(gnn_model_set_row_ids(j->model, pid, j->dist->n_global));
+    GNN_TRY(gnn_model_forward(j->model, graphs, x, 1, &logits));
+    GNN_TRY(gnn_be_softmax_xent(be, ns, C, logits, y, j->iota, ns, &bl, j->dlogits));
     GNN_TRY(gnn_be_axpby(be, ns * C, (float)((double)ns / (double)j->step_seeds[step]),
                          j->dlogits, 0.0f, j->dlogits));
     GNN_TRY(gnn_model_backward(j->model, j->dlogits));
@@ -1845,14 +1891,27 @@ static int write_predictions(job_t *j)
     const float *logits, *hidden;
     size_t pbytes = (size_t)j->ck.n_params * sizeof(float);
     GNN_TRY(gnn_be_upload(j->be, gnn_model_params(j->model), j->ck.best_params, pbytes));
-    if (j->dist) { /* the full-graph forward over the parts (host memory backend) */
+    if (j->dist) { /* the full-graph forward over the parts */
         GNN_TRY(infer(j, &logits));
         hidden = gnn_model_last_hidden(j->model, &hr, &hc); /* owned rows first */
         GNN_CHECK(hidden, GNN_EINVAL, "predictions: no hidden rows");
         pred_h = gnn_malloc_array((size_t)n + 1, sizeof(int64_t));
         GNN_CHECK(pred_h, GNN_ENOMEM, "predictions");
-        GNN_TRY(gnn_be_argmax_rows(j->be, n, C, logits, pred_h));
-        rc = gather_predictions(j, logits, pred_h, hidden, hc);
+        if (gnn_be_host_memory(j->be)) {
+            GNN_TRY(gnn_be_argmax_rows(j->be, n, C, logits, pred_h));
+            rc = gather_predictions(j, logits, pred_h, hidden, hc);
+            goto fail;
+        }
+        /* The owned rows to host memory, for MPI. */
+        logits_h = gnn_malloc_array((size_t)(n * C) + 1, sizeof(float));
+        hidden_h = gnn_malloc_array((size_t)(n * hc) + 1, sizeof(float));
+        GNN_CHECK(logits_h && hidden_h, GNN_ENOMEM, "predictions");
+        GNN_TRY(gnn_be_alloc(j->be, (size_t)n * sizeof(int64_t), (void **)&pred_d));
+        GNN_TRY(gnn_be_argmax_rows(j->be, n, C, logits, pred_d));
+        GNN_TRY(gnn_be_download(j->be, pred_h, pred_d, (size_t)n * sizeof(int64_t)));
+        GNN_TRY(gnn_be_download(j->be, logits_h, logits, (size_t)(n * C) * sizeof(float)));
+        GNN_TRY(gnn_be_download(j->be, hidden_h, hidden, (size_t)(n * hc) * sizeof(float)));
+        rc = gather_predictions(j, logits_h, pred_h, hidden_h, hc);
         goto fail;
     }
     if (j->minibatch) {
@@ -1964,6 +2023,7 @@ static void job_free(job_t *j)
     gnn_csr_free(&j->xs);
     gnn_graph_free(&j->g);
     gnn_aggr_registry_free(j->reg);
+    gnn_dist_dev_free(j->ddev); /* before the backend it uses */
     gnn_backend_close(j->be);
     gnn_checkpoint_free(&j->ck);
     if (j->log) fclose(j->log);

@@ -27,6 +27,9 @@ typedef struct {
     const char *aggr;          /* NULL: model default (gcn: gcn, sage: mean) */
     const char *aggr_plugin;   /* shared object to load first, or NULL */
     const char *device;        /* "cpu" | "cuda" | "cuda:N" | "auto" */
+    const char *spmm;          /* CUDA SpMM of the built-in aggregators: "auto" |
+                                  "cusparse" | "rowcache" | "balanced" */
+    int deterministic;         /* only bitwise-reproducible kernels (CUDA) */
     int early_stop;            /* evaluations without a lower validation loss; 0 = off */
     int eval_every;            /* epochs between evaluations; 0: none (accuracies NaN) */
     const char *checkpoint;    /* file, or NULL */

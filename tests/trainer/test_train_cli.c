@@ -650,6 +650,10 @@ static void test_no_evaluation(void **state)
                 "--data", (char *)g_sbm, "--feature-cache", "64M", (char *)NULL);
     train_fails(NULL, 2, "--cache-policy \"degree\" (expected sample or rows)", "--data",
                 (char *)g_sbm, "--cache-policy", "degree", (char *)NULL);
+    train_fails(NULL, 2, "--spmm fastest: expected auto, cusparse, rowcache or balanced",
+                "--data", (char *)g_sbm, "--spmm", "fastest", (char *)NULL);
+    train_fails(NULL, 2, "--spmm rowcache: only with --device cuda", "--data", (char *)g_sbm,
+                "--spmm", "rowcache", (char *)NULL);
 }
 
 static void test_minibatch_bad_options(void **state)

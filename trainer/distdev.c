@@ -1,0 +1,252 @@
+/*
+ * The halo exchange and the gradient allreduce for rows in backend buffers
+ * (trainer/distdev.h): in place on a host-memory backend, through host
+ * buffers on a device, with NCCL for gradients when the build has it.
+ */
+#include "trainer/distdev.h"
+
+#include "graph/base/alloc.h"
+#include "graph/base/error.h"
+#ifdef GNN_HAVE_NCCL
+#include "kernels/cuda/nccl.h"
+#endif
+
+#include <inttypes.h>
+#include <string.h>
+
+struct gnn_dist_dev {
+    gnn_dist_part_t *d;
+    gnn_backend_t *be;
+    const gnn_aggr_def_t *sum;
+    int staged;
+    gnn_csr_t back;        /* n_owned x n_send: owned row <- the sent entries naming it */
+    gnn_bgraph_t *bback;   /* ... on the backend */
+    int64_t *send_rows;    /* backend copy of d->send_rows */
+    float *packed;         /* backend, n_send x f */
+    size_t packed_bytes;
+    float *summed;         /* backend, n_owned x f */
+    size_t summed_bytes;
+    float *h_send;         /* host, n_send x f (sent forward, received backward) */
+    size_t h_send_bytes;
+    float *h_halo;         /* host, halo rows x f */
+    size_t h_halo_bytes;
+    float *h_grad;         /* host, the gradients when summed through host memory */
+    size_t h_grad_bytes;
+#ifdef GNN_HAVE_NCCL
+    gnn_nccl_t *nccl;
+#endif
+};
+
+int gnn_dist_local_rank(MPI_Comm comm, int *local, int *count)
+{
+    MPI_Comm node = MPI_COMM_NULL;
+    *local = 0;
+    *count = 1;
+    if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS)
+        return GNN_FAIL(GNN_EMPI, "MPI_Comm_split_type failed");
+    int ok = MPI_Comm_rank(node, local) == MPI_SUCCESS && MPI_Comm_size(node, count) == MPI_SUCCESS;
+    MPI_Comm_free(&node);
+    return ok ? 0 : GNN_FAIL(GNN_EMPI, "MPI_Comm_rank on the machine's ranks failed");
+}
+
+static int ensure_host(float **p, size_t *have, size_t bytes)
+{
+    if (*p && *have >= bytes) return 0;
+    gnn_free(*p);
+    *p = gnn_malloc(bytes + sizeof(float));
+    *have = *p ? bytes : 0;
+    return *p ? 0 : GNN_FAIL(GNN_ENOMEM, "halo exchange: %zu bytes of host buffer", bytes);
+}
+
+static int ensure_be(gnn_backend_t *be, float **p, size_t *have, size_t bytes)
+{
+    if (*p && *have >= bytes) return 0;
+    gnn_be_free(be, *p);
+    *p = NULL;
+    *have = 0;
+    int rc = gnn_be_alloc(be, bytes + sizeof(float), (void **)p);
+    if (rc == 0) *have = bytes;
+    return rc;
+}
+
+/* The backward graph: row v lists the entries i with send_rows[i] == v,
+ * in increasing i. */
+static int build_back(gnn_dist_dev_t *x)
+{
+    const gnn_dist_part_t *d = x->d;
+    gnn_csr_t *a = &x->back;
+    a->n_rows = d->n_owned;
+    a->n_cols = d->n_send;
+    a->nnz = d->n_send;
+    a->flags = 0;
+    a->weights = NULL;
+    a->indptr = gnn_calloc((size_t)d->n_owned + 1, sizeof *a->indptr);
+    a->indices = gnn_malloc_array((size_t)d->n_send + 1, sizeof *a->indices);
+    if (!a->indptr || !a->indices) return GNN_FAIL(GNN_ENOMEM, "halo exchange: backward graph");
+    for (int64_t i = 0; i < d->n_send; i++) {
+        int64_t v = d->send_rows[i];
+        if (v < 0 || v >= d->n_owned)
+            return GNN_FAIL(GNN_EINVAL, "halo exchange: sent row %" PRId64 " is not owned", v);
+        a->indptr[v + 1]++;
+    }
+    for (int64_t v = 0; v < d->n_owned; v++) a->indptr[v + 1] += a->indptr[v];
+    gnn_eid_t *at = gnn_malloc_array((size_t)d->n_owned + 1, sizeof *at);
+    if (!at) return GNN_FAIL(GNN_ENOMEM, "halo exchange: backward graph");
+    memcpy(at, a->indptr, (size_t)d->n_owned * sizeof *at);
+    for (int64_t i = 0; i < d->n_send; i++) a->indices[at[d->send_rows[i]]++] = i;
+    gnn_free(at);
+    return 0;
+}
+
+static int setup_staging(gnn_dist_dev_t *x)
+{
+    int rc = 0;
+    const gnn_dist_part_t *d = x->d;
+    GNN_TRY(build_back(x));
+    GNN_TRY(gnn_be_graph_create(x->be, &x->back, &x->bback));
+    size_t bytes = (size_t)d->n_send * sizeof(int64_t);
+    GNN_TRY(gnn_be_alloc(x->be, bytes + sizeof(int64_t), (void **)&x->send_rows));
+    GNN_TRY(gnn_be_upload(x->be, x->send_rows, d->send_rows, bytes));
+fail:
+    return rc;
+}
+
+int gnn_dist_dev_create(gnn_dist_part_t *d, gnn_backend_t *be, const gnn_aggr_def_t *sum,
+                        int stage, gnn_dist_dev_t **out)
+{
+    int rc = 0;
+    *out = NULL;
+    gnn_dist_dev_t *x = gnn_calloc(1, sizeof *x);
+    int local = x ? 0 : GNN_FAIL(GNN_ENOMEM, "halo exchange");
+    if (x) {
+        x->d = d;
+        x->be = be;
+        x->sum = sum;
+        x->staged = stage || !gnn_be_host_memory(be);
+        if (x->staged) local = setup_staging(x);
+    }
+    GNN_TRY(gnn_dist_agree(d->comm, local));
+#ifdef GNN_HAVE_NCCL
+    /* NCCL refuses two ranks on one GPU: such jobs sum through host memory. */
+    int shared = 0, any_shared = 0, lr = 0, lc = 1;
+    if (gnn_backend_kind(be) == GNN_BACKEND_CUDA && d->size > 1) {
+        GNN_TRY(gnn_dist_agree(d->comm, gnn_dist_local_rank(d->comm, &lr, &lc)));
+        shared = lc > gnn_backend_device_count();
+        GNN_CHECK(MPI_Allreduce(&shared, &any_shared, 1, MPI_INT, MPI_MAX, d->comm) ==
+                      MPI_SUCCESS,
+                  GNN_EMPI, "MPI_Allreduce failed");
+    }
+    if (gnn_backend_kind(be) == GNN_BACKEND_CUDA && d->size > 1 && !any_shared) {
+        unsigned char id[GNN_NCCL_ID_BYTES];
+        memset(id, 0, sizeof id);
+        GNN_TRY(gnn_dist_agree(d->comm, d->rank == 0 ? gnn_nccl_unique_id(id) : 0));
+        GNN_CHECK(MPI_Bcast(id, GNN_NCCL_ID_BYTES, MPI_BYTE, 0, d->comm) == MPI_SUCCESS, GNN_EMPI,
+                  "MPI_Bcast of the NCCL id failed");
+        GNN_TRY(gnn_dist_agree(d->comm,
+                               gnn_nccl_open(id, d->rank, d->size, gnn_be_device(be), &x->nccl)));
+    }
+#endif
+    *out = x;
+    return 0;
+fail:
+    gnn_dist_dev_free(x);
+    return rc;
+}
+
+void gnn_dist_dev_free(gnn_dist_dev_t *x)
+{
+    if (!x) return;
+#ifdef GNN_HAVE_NCCL
+    gnn_nccl_close(x->nccl);
+#endif
+    gnn_be_graph_free(x->bback);
+    gnn_csr_free(&x->back);
+    gnn_be_free(x->be, x->send_rows);
+    gnn_be_free(x->be, x->packed);
+    gnn_be_free(x->be, x->summed);
+    gnn_free(x->h_send);
+    gnn_free(x->h_halo);
+    gnn_free(x->h_grad);
+    gnn_free(x);
+}
+
+int gnn_dist_dev_staged(const gnn_dist_dev_t *x)
+{
+    return x->staged;
+}
+
+const char *gnn_dist_dev_allreduce_name(const gnn_dist_dev_t *x)
+{
+#ifdef GNN_HAVE_NCCL
+    if (x->nccl) return "NCCL";
+#endif
+    return x->staged ? "MPI through host memory" : "MPI";
+}
+
+int gnn_dist_dev_halo_forward(void *ctx, float *xrows, int64_t f)
+{
+    gnn_dist_dev_t *x = ctx;
+    gnn_dist_part_t *d = x->d;
+    if (!x->staged) return gnn_dist_halo_forward(d, xrows, f);
+    int64_t ns = d->n_send, nh = d->n_local - d->n_owned;
+    size_t row = (size_t)f * sizeof(float);
+    int local = ensure_host(&x->h_send, &x->h_send_bytes, (size_t)ns * row);
+    if (local == 0) local = ensure_host(&x->h_halo, &x->h_halo_bytes, (size_t)nh * row);
+    if (local == 0) local = ensure_be(x->be, &x->packed, &x->packed_bytes, (size_t)ns * row);
+    if (local == 0 && ns > 0)
+        local = gnn_be_gather_rows(x->be, ns, f, xrows, d->n_owned, x->send_rows, x->packed);
+    if (local == 0 && ns > 0)
+        local = gnn_be_download(x->be, x->h_send, x->packed, (size_t)ns * row);
+    int rc = gnn_dist_halo_forward_packed(d, local, x->h_send, x->h_halo, f);
+    if (rc < 0 || nh == 0) return rc;
+    return gnn_be_upload(x->be, xrows + d->n_owned * f, x->h_halo, (size_t)nh * row);
+}
+
+int gnn_dist_dev_halo_backward(void *ctx, float *g, int64_t f)
+{
+    gnn_dist_dev_t *x = ctx;
+    gnn_dist_part_t *d = x->d;
+    if (!x->staged) return gnn_dist_halo_backward(d, g, f);
+    int64_t ns = d->n_send, nh = d->n_local - d->n_owned, no = d->n_owned;
+    size_t row = (size_t)f * sizeof(float);
+    int local = ensure_host(&x->h_send, &x->h_send_bytes, (size_t)ns * row);
+    if (local == 0) local = ensure_host(&x->h_halo, &x->h_halo_bytes, (size_t)nh * row);
+    if (local == 0) local = ensure_be(x->be, &x->packed, &x->packed_bytes, (size_t)ns * row);
+    if (local == 0) local = ensure_be(x->be, &x->summed, &x->summed_bytes, (size_t)no * row);
+    if (local == 0 && nh > 0)
+        local = gnn_be_download(x->be, x->h_halo, g + no * f, (size_t)nh * row);
+    int rc = gnn_dist_halo_backward_packed(d, local, x->h_halo, x->h_send, f);
+    if (rc < 0 || ns == 0) return rc;
+    /* g[send_rows[i]] += received row i, as one sum over the backward graph. */
+    if ((rc = gnn_be_upload(x->be, x->packed, x->h_send, (size_t)ns * row)) < 0) return rc;
+    if ((rc = gnn_be_aggr_forward(x->be, x->bback, x->sum, f, x->packed, x->summed, NULL, 0)) < 0)
+        return rc;
+    return gnn_be_axpby(x->be, no * f, 1.0f, x->summed, 1.0f, g);
+}
+
+int gnn_dist_dev_allreduce(gnn_dist_dev_t *x, float *buf, int64_t n)
+{
+    int rc = 0;
+    gnn_dist_part_t *d = x->d;
+    if (d->size == 1 || n == 0) return 0;
+    GNN_CHECK(n <= INT32_MAX, GNN_ERANGE, "gradient allreduce: %" PRId64 " values", n);
+#ifdef GNN_HAVE_NCCL
+    if (x->nccl) return gnn_nccl_allreduce_f32(x->nccl, buf, (size_t)n, 0, gnn_be_stream(x->be));
+#endif
+    if (!x->staged) {
+        GNN_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, d->comm) ==
+                      MPI_SUCCESS,
+                  GNN_EMPI, "gradient allreduce failed");
+        return 0;
+    }
+    size_t bytes = (size_t)n * sizeof(float);
+    int local = ensure_host(&x->h_grad, &x->h_grad_bytes, bytes);
+    if (local == 0) local = gnn_be_download(x->be, x->h_grad, buf, bytes);
+    GNN_TRY(gnn_dist_agree(d->comm, local));
+    GNN_CHECK(MPI_Allreduce(MPI_IN_PLACE, x->h_grad, (int)n, MPI_FLOAT, MPI_SUM, d->comm) ==
+                  MPI_SUCCESS,
+              GNN_EMPI, "gradient allreduce failed");
+    GNN_TRY(gnn_be_upload(x->be, buf, x->h_grad, bytes));
+fail:
+    return rc;
+}

@@ -1,0 +1,59 @@
+/*
+ * Distributed training on any backend: the halo exchange and the gradient
+ * allreduce for rows that live in backend buffers.
+ *
+ * On a host-memory backend (the CPU) the halo rows are exchanged in place
+ * (trainer/dist.h) and gradients are summed with MPI_Allreduce. On a device
+ * (CUDA) the rows a rank sends are gathered on the device, copied to host
+ * memory, exchanged with MPI, and the received rows copied back; in the
+ * backward pass the received gradient rows are added into their owners'
+ * rows on the device by a sum aggregation over a fixed graph (owned row <-
+ * the sent entries naming it), so repeated rows need no atomics. Gradients
+ * are summed with NCCL on the backend's stream when the build has it, else
+ * through host memory with MPI. A host-memory backend can be made to take
+ * the device path (stage), which tests it on a machine without a GPU.
+ */
+#ifndef GNN_TRAINER_DISTDEV_H
+#define GNN_TRAINER_DISTDEV_H
+
+#include "kernels/backend.h"
+#include "trainer/dist.h"
+
+#include <mpi.h>
+#include <stdint.h>
+
+typedef struct gnn_dist_dev gnn_dist_dev_t;
+
+/*
+ * This rank's device index among the ranks on its machine: *local (its
+ * rank among them) and *count (how many). Collective over comm.
+ */
+int gnn_dist_local_rank(MPI_Comm comm, int *local, int *count);
+
+/*
+ * Set up the exchanges of part d on be (d and be must outlive the result).
+ * sum: the registry's "sum" aggregator. stage: take the device path even
+ * on a host-memory backend. Collective (NCCL's communicator is made here,
+ * its unique id broadcast from rank 0); failures are agreed, so every
+ * rank returns the same code.
+ */
+int gnn_dist_dev_create(gnn_dist_part_t *d, gnn_backend_t *be, const gnn_aggr_def_t *sum,
+                        int stage, gnn_dist_dev_t **out);
+void gnn_dist_dev_free(gnn_dist_dev_t *x);
+
+/* 1 when rows go through host buffers (a device, or stage). */
+int gnn_dist_dev_staged(const gnn_dist_dev_t *x);
+/* "NCCL", "MPI" or "MPI through host memory": how gradients are summed
+ * (through host memory on a device when ranks share a GPU, which NCCL
+ * refuses). */
+const char *gnn_dist_dev_allreduce_name(const gnn_dist_dev_t *x);
+
+/* The model's halo hooks (trainer/model.h), ctx = the gnn_dist_dev_t:
+ * x, g are backend buffers of n_local rows of f. Collective. */
+int gnn_dist_dev_halo_forward(void *ctx, float *x, int64_t f);
+int gnn_dist_dev_halo_backward(void *ctx, float *g, int64_t f);
+
+/* buf (backend, n floats) = its sum over the ranks. Collective. */
+int gnn_dist_dev_allreduce(gnn_dist_dev_t *x, float *buf, int64_t n);
+
+#endif
