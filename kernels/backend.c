@@ -56,21 +56,21 @@ int gnn_backend_open(const char *name, gnn_backend_t **out)
     GNN_CHECK(name, GNN_EINVAL, "backend: NULL name");
     be = gnn_calloc(1, sizeof *be);
     GNN_CHECK(be, GNN_ENOMEM, "backend");
-    if (!strcmp(name, "cpu")) {
-        GNN_TRY(gnn__backend_cpu_init(be));
+    if (!strcmp(name, "cpu") || !strcmp(name, "cpu-as-gpu")) {
+        GNN_TRY(gnn__backend_cpu_init(be, strcmp(name, "cpu") != 0));
     } else if (parse_cuda_name(name, &dev)) {
         GNN_TRY(open_cuda(be, dev));
     } else if (!strcmp(name, "auto")) {
 #ifdef GNN_HAVE_CUDA_BACKEND
         if (gnn__backend_cuda_init(be, 0) < 0) {
             memset(be, 0, sizeof *be);
-            GNN_TRY(gnn__backend_cpu_init(be));
+            GNN_TRY(gnn__backend_cpu_init(be, 0));
         }
 #else
-        GNN_TRY(gnn__backend_cpu_init(be));
+        GNN_TRY(gnn__backend_cpu_init(be, 0));
 #endif
     } else {
-        rc = GNN_FAIL(GNN_EINVAL, "unknown device \"%s\" (expected cpu, cuda, cuda:N or auto)",
+        rc = GNN_FAIL(GNN_EINVAL, "unknown device \"%s\" (expected cpu, cuda, cuda:N, auto or cpu-as-gpu)",
                       name);
         goto fail;
     }
@@ -95,7 +95,7 @@ gnn_backend_kind_t gnn_backend_kind(const gnn_backend_t *be)
 
 int gnn_be_host_memory(const gnn_backend_t *be)
 {
-    return be->kind == GNN_BACKEND_CPU;
+    return be->host_memory;
 }
 
 const char *gnn_backend_describe(const gnn_backend_t *be)
@@ -197,7 +197,7 @@ int gnn_be_upload_take(gnn_backend_t *be, void **host, size_t bytes, void **out)
 {
     NEED(be && host && out, "gnn_be_upload_take");
     *out = NULL;
-    if (be->kind == GNN_BACKEND_CPU) {
+    if (be->host_memory) {
         if (!*host) return gnn_be_alloc(be, bytes, out);
         *out = *host;
         *host = NULL;

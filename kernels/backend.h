@@ -43,16 +43,20 @@ typedef struct gnn_bgraph gnn_bgraph_t;
 /*
  * Open the backend called name: "cpu", "cuda" (device 0), "cuda:N", or
  * "auto" (CUDA when a device is present and this build has CUDA, else
- * CPU). Errors: GNN_EINVAL for an unknown name (message lists the valid
- * ones), GNN_ENODEV for "cuda" without a usable device or in a build without
- * CUDA (message says which), GNN_ENOMEM.
+ * CPU). "cpu-as-gpu" is the CPU backend whose buffers callers must treat
+ * as a device's (gnn_be_host_memory gives 0): every array goes through
+ * upload and download as it would for a GPU, which tests those paths on a
+ * machine without one. Errors: GNN_EINVAL for an unknown name (message
+ * lists the valid ones), GNN_ENODEV for "cuda" without a usable device or
+ * in a build without CUDA (message says which), GNN_ENOMEM.
  */
 int gnn_backend_open(const char *name, gnn_backend_t **out);
 /* Release the backend; buffers and graphs must have been freed. NULL ok. */
 void gnn_backend_close(gnn_backend_t *be);
 gnn_backend_kind_t gnn_backend_kind(const gnn_backend_t *be);
-/* 1 when backend buffers are plain host memory (the CPU backend): host
- * arrays may then be passed wherever a backend buffer is only read. */
+/* 1 when backend buffers are plain host memory (the CPU backend, not
+ * cpu-as-gpu): host arrays may then be passed wherever a backend buffer is
+ * only read. */
 int gnn_be_host_memory(const gnn_backend_t *be);
 /* "cpu (T OpenMP threads)" or "cuda:N (device name, memory)". */
 const char *gnn_backend_describe(const gnn_backend_t *be);

@@ -74,6 +74,7 @@ struct gnn_backend {
     const gnn_backend_ops_t *ops;
     gnn_backend_kind_t kind;
     char desc[160];
+    int host_memory; /* buffers are host memory that callers may use as such */
     int device;   /* CUDA device number, -1 on the CPU */
     void *stream; /* cudaStream_t of a CUDA backend, NULL on the CPU */
     void *impl;
@@ -97,8 +98,10 @@ struct gnn_bsparse {
 extern "C" {
 #endif
 
-/* Open the CPU backend into be (ops, kind, desc). */
-int gnn__backend_cpu_init(gnn_backend_t *be);
+/* Open the CPU backend into be (ops, kind, desc). as_gpu: callers are
+ * told its buffers are not host memory (gnn_be_host_memory 0), so they
+ * take the paths they take for a GPU. */
+int gnn__backend_cpu_init(gnn_backend_t *be, int as_gpu);
 /* Open CUDA device dev into be; GNN_ENODEV when there is none (CUDA
  * builds only). */
 int gnn__backend_cuda_init(gnn_backend_t *be, int dev);

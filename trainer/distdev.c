@@ -112,7 +112,7 @@ fail:
 }
 
 int gnn_dist_dev_create(gnn_dist_part_t *d, gnn_backend_t *be, const gnn_aggr_def_t *sum,
-                        int stage, gnn_dist_dev_t **out)
+                        gnn_dist_dev_t **out)
 {
     int rc = 0;
     *out = NULL;
@@ -122,7 +122,7 @@ int gnn_dist_dev_create(gnn_dist_part_t *d, gnn_backend_t *be, const gnn_aggr_de
         x->d = d;
         x->be = be;
         x->sum = sum;
-        x->staged = stage || !gnn_be_host_memory(be);
+        x->staged = !gnn_be_host_memory(be);
         if (x->staged) local = setup_staging(x);
     }
     GNN_TRY(gnn_dist_agree(d->comm, local));

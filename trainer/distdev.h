@@ -10,8 +10,8 @@
  * rows on the device by a sum aggregation over a fixed graph (owned row <-
  * the sent entries naming it), so repeated rows need no atomics. Gradients
  * are summed with NCCL on the backend's stream when the build has it, else
- * through host memory with MPI. A host-memory backend can be made to take
- * the device path (stage), which tests it on a machine without a GPU.
+ * through host memory with MPI. The cpu-as-gpu backend (kernels/backend.h)
+ * takes the device path, which tests it on a machine without a GPU.
  */
 #ifndef GNN_TRAINER_DISTDEV_H
 #define GNN_TRAINER_DISTDEV_H
@@ -32,16 +32,15 @@ int gnn_dist_local_rank(MPI_Comm comm, int *local, int *count);
 
 /*
  * Set up the exchanges of part d on be (d and be must outlive the result).
- * sum: the registry's "sum" aggregator. stage: take the device path even
- * on a host-memory backend. Collective (NCCL's communicator is made here,
- * its unique id broadcast from rank 0); failures are agreed, so every
- * rank returns the same code.
+ * sum: the registry's "sum" aggregator. Collective (NCCL's communicator is
+ * made here, its unique id broadcast from rank 0); failures are agreed, so
+ * every rank returns the same code.
  */
 int gnn_dist_dev_create(gnn_dist_part_t *d, gnn_backend_t *be, const gnn_aggr_def_t *sum,
-                        int stage, gnn_dist_dev_t **out);
+                        gnn_dist_dev_t **out);
 void gnn_dist_dev_free(gnn_dist_dev_t *x);
 
-/* 1 when rows go through host buffers (a device, or stage). */
+/* 1 when rows go through host buffers (a backend without host memory). */
 int gnn_dist_dev_staged(const gnn_dist_dev_t *x);
 /* "NCCL", "MPI" or "MPI through host memory": how gradients are summed
  * (through host memory on a device when ranks share a GPU, which NCCL

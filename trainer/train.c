@@ -661,12 +661,9 @@ static int setup_dist(job_t *j)
     GNN_TRY(gnn_be_alloc(be, (size_t)rows * (size_t)d->num_classes * sizeof(float) + 1,
                          (void **)&j->dlogits));
     GNN_TRY(gnn_be_graph_create_src_deg(be, &d->csr, d->src_deg, &j->bg));
-    /* GNN_DIST_STAGE=1 sends rows through host buffers on the CPU too: the
-     * path a GPU takes, testable without one. */
-    const char *st = getenv("GNN_DIST_STAGE");
     const gnn_aggr_def_t *sum = NULL;
     GNN_TRY(gnn_aggr_registry_find(j->reg, "sum", &sum));
-    GNN_TRY(gnn_dist_dev_create(d, be, sum, st && atoi(st) > 0, &j->ddev));
+    GNN_TRY(gnn_dist_dev_create(d, be, sum, &j->ddev));
     j->stage = gnn_dist_dev_staged(j->ddev);
     if (j->minibatch) GNN_TRY(setup_dist_minibatch(j));
     GNN_INFO("%s: part %d of %d: %" PRId64 " of %" PRId64 " nodes owned, %" PRId64

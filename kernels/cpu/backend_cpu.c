@@ -238,12 +238,14 @@ static const gnn_backend_ops_t cpu_ops = {
     .close = NULL,
 };
 
-int gnn__backend_cpu_init(gnn_backend_t *be)
+int gnn__backend_cpu_init(gnn_backend_t *be, int as_gpu)
 {
     be->ops = &cpu_ops;
     be->kind = GNN_BACKEND_CPU;
+    be->host_memory = !as_gpu;
     be->device = -1;
     be->stream = NULL;
-    snprintf(be->desc, sizeof be->desc, "cpu (%d OpenMP threads)", omp_get_max_threads());
+    snprintf(be->desc, sizeof be->desc, "%s (%d OpenMP threads)", as_gpu ? "cpu-as-gpu" : "cpu",
+             omp_get_max_threads());
     return 0;
 }

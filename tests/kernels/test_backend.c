@@ -105,7 +105,7 @@ static void test_open(void **state)
 
     be = (gnn_backend_t *)(uintptr_t)1;
     expect_error(gnn_backend_open("gpu", &be), GNN_EINVAL,
-                 "unknown device \"gpu\" (expected cpu, cuda, cuda:N or auto)");
+                 "unknown device \"gpu\" (expected cpu, cuda, cuda:N, auto or cpu-as-gpu)");
     assert_null(be);
     expect_error(gnn_backend_open("cuda:x", &be), GNN_EINVAL, "unknown device \"cuda:x\"");
     expect_error(gnn_backend_open(NULL, &be), GNN_EINVAL, "NULL name");

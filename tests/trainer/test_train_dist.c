@@ -357,15 +357,15 @@ typedef struct {
 } run_t;
 
 /* Train each run for EPOCHS epochs with the model options that follow
- * (NULL-terminated, at most 8) and read its log. */
+ * (NULL-terminated, at most 16) and read its log. */
 static void train_runs(run_t *runs, int n, const char *tag, ...)
 {
-    char *model[9];
+    char *model[17];
     va_list ap;
     va_start(ap, tag);
     int m = 0;
     for (char *a; (a = va_arg(ap, char *)) != NULL;) {
-        assert_true(m < 8);
+        assert_true(m < 16);
         model[m++] = a;
     }
     va_end(ap);
@@ -632,40 +632,54 @@ static void test_minibatch_sampled_by_owners(void **state)
 }
 
 /*
- * The path a GPU takes, on the CPU (GNN_DIST_STAGE=1): halo rows gathered
- * into packed buffers, exchanged through host memory and added back by a
- * sum over a fixed graph; gradients summed through host memory; batches
- * uploaded. Full-graph GCN and 3-layer SAGE give the losses of one
- * process, mini-batches give the unstaged run's losses exactly, and
- * --debug finds the ranks' parameters equal after every step.
+ * The paths a GPU takes, on the CPU: the cpu-as-gpu device makes the
+ * trainer copy every array to and from its buffers, stage halo rows
+ * through host memory (gathered into packed rows, exchanged, and added
+ * back by a sum over a fixed graph), sum gradients through host memory
+ * and upload each batch. One process gives the CPU device's losses; full
+ * graph GCN and 3-layer SAGE on 2 and 4 ranks give one process's losses;
+ * mini-batches on 2 ranks give the CPU device's losses exactly; --debug
+ * finds the ranks' parameters equal after every step.
  */
-static void test_staged_rows(void **state)
+static void test_device_paths(void **state)
 {
     (void)state;
+    run_t cpu[] = {{"1 process, cpu", NULL, g_cora, {0}}};
+    train_runs(cpu, 1, "cpu-gcn", (char *)NULL);
     run_t runs[] = {
-        {"1 process", NULL, g_cora, {0}},
-        {"2 ranks, staged", "2", g_k2, {0}},
-        {"4 ranks, staged", "4", g_k4, {0}},
+        {"1 process, cpu-as-gpu", NULL, g_cora, {0}},
+        {"2 ranks, cpu-as-gpu", "2", g_k2, {0}},
+        {"4 ranks, cpu-as-gpu", "4", g_k4, {0}},
     };
     int n = (int)(sizeof runs / sizeof runs[0]);
-    assert_int_equal(setenv("GNN_DIST_STAGE", "1", 1), 0);
-    train_runs(runs, n, "staged-gcn", "--debug", (char *)NULL);
-    compare_losses("gcn, rows staged through host memory", runs, n);
-    run_t sage[] = {{"1 process", NULL, g_cora, {0}}, {"4 ranks, staged", "4", g_k4, {0}}};
-    train_runs(sage, 2, "staged-sage", "--model", "sage", "--mode", "full", "--aggr", "max",
-               "--layers", "3", (char *)NULL);
-    compare_losses("sage, 3 layers, max, staged", sage, 2);
-    char *mb[] = {"--layers", "2", "--fanouts", "10,10", "--batch-size", "32", NULL};
-    log_t staged = owner_run("2", g_k2, "staged-mb", mb);
-    assert_int_equal(unsetenv("GNN_DIST_STAGE"), 0);
-    log_t plain = owner_run("2", g_k2, "plain-mb", mb);
-    double d = loss_diff(&staged, &plain, 3);
-    print_message("mini-batches, staged against in place: loss difference %.2e\n", d);
-    assert_true(d == 0.0);
+    train_runs(runs, n, "asgpu-gcn", "--device", "cpu-as-gpu", "--debug", (char *)NULL);
+    compare_losses("gcn on cpu-as-gpu", runs, n);
+    double d1 = loss_diff(&cpu[0].log, &runs[0].log, EPOCHS);
+    print_message("gcn, one process: cpu-as-gpu against cpu: largest loss difference %.2e\n", d1);
+    assert_true(d1 <= LOSS_RTOL);
+    run_t sage[] = {{"1 process", NULL, g_cora, {0}}, {"4 ranks, cpu-as-gpu", "4", g_k4, {0}}};
+    train_runs(sage, 2, "asgpu-sage", "--device", "cpu-as-gpu", "--model", "sage", "--mode",
+               "full", "--aggr", "max", "--layers", "3", (char *)NULL);
+    compare_losses("sage, 3 layers, max, cpu-as-gpu", sage, 2);
+    char *mb_gpu[] = {"--layers", "2", "--fanouts", "10,10", "--batch-size", "32", "--device",
+                      "cpu-as-gpu", NULL};
+    char *mb_cpu[] = {"--layers", "2", "--fanouts", "10,10", "--batch-size", "32", NULL};
+    log_t staged = owner_run("2", g_k2, "asgpu-mb", mb_gpu);
+    log_t plain = owner_run("2", g_k2, "cpu-mb", mb_cpu);
+    log_t one_gpu = owner_run(NULL, g_cora, "asgpu-mb1", mb_gpu);
+    log_t one_cpu = owner_run(NULL, g_cora, "cpu-mb1", mb_cpu);
+    double d = loss_diff(&staged, &plain, 3), d0 = loss_diff(&one_gpu, &one_cpu, 3);
+    print_message("mini-batches, cpu-as-gpu against cpu: loss difference %.2e on 2 ranks, "
+                  "%.2e in one process\n",
+                  d, d0);
+    assert_true(d == 0.0 && d0 == 0.0);
     assert_true(tu_json_num(staged.line[0], "feat_bytes") ==
                 tu_json_num(plain.line[0], "feat_bytes"));
     log_free(&staged);
     log_free(&plain);
+    log_free(&one_gpu);
+    log_free(&one_cpu);
+    log_free(&cpu[0].log);
     for (int i = 0; i < n; i++) log_free(&runs[i].log);
     for (int i = 0; i < 2; i++) log_free(&sage[i].log);
 }
@@ -1093,7 +1107,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_minibatch),
         cmocka_unit_test(test_minibatch_accuracy),
         cmocka_unit_test(test_minibatch_sampled_by_owners),
-        cmocka_unit_test(test_staged_rows),
+        cmocka_unit_test(test_device_paths),
         cmocka_unit_test(test_cache_policies),
         cmocka_unit_test(test_predictions_on_two_ranks),
         cmocka_unit_test(test_resume_on_two_ranks),
