@@ -18,6 +18,10 @@
 # 1 hop of halo, whose second hop the owners draw, against the 2-hop
 # parts: the parts' stored edges, epoch time, fetch wait and busy time,
 # the bytes of the owners' draws (sample_bytes) and of features.
+# Section ideal (not run by default): the SBM's planted blocks as parts
+# (ideal_parts), the best partition any partitioner could find on this
+# graph, beside METIS's and random ones: edge cut, full-graph and
+# mini-batch feature bytes, random's bytes over each.
 #
 # Usage: bench/dist/run.sh [BUILD_DIR]     (default /tmp/build-bench-dist)
 # Environment (defaults in brackets):
@@ -29,7 +33,8 @@
 #   RANKS      rank counts [1 2 4]; MB_RANKS for mini-batches [2 4]
 #   MB_EPOCHS  mini-batch epochs per run [3]
 #   CACHE_MID CACHE_BIG  --feature-cache sizes [64M 256M]
-#   SECTIONS   which to run [full mb owners]
+#   SECTIONS   which to run [full mb owners]; also: ideal (the planted
+#              blocks of the SBM as parts, beside METIS's and random ones)
 #   OUT        results file [bench/dist/results-YYYY-MM-DD.txt]
 # Needs cmake, a C compiler, Open MPI (mpirun) and python3 (reads the logs).
 set -eu
@@ -52,7 +57,7 @@ has() { case " $sections " in *" $1 "*) return 0 ;; esac; return 1; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$build" -j "$(nproc)" --target gnn-dataset gnn-partition gnn-train >/dev/null
+cmake --build "$build" -j "$(nproc)" --target gnn-dataset gnn-partition gnn-train ideal_parts >/dev/null
 bin=$build
 mkdir -p "$dir"
 graph=$dir/sbm-$n-d$d-f$f-h$hom.h5
@@ -168,6 +173,43 @@ PY
 )
       echo "| $p | $method | $hops | $stored | $1 | $2 | $3 | $4 | $5 |"
     done
+  done
+done
+echo
+fi
+if has ideal; then
+echo "The best partition of this graph: its planted blocks (ideal_parts: nodes by class, cut into P equal runs) beside METIS's and random parts"
+echo
+echo "| P | partition | edge cut | full-graph feat MB | mini-batch feat MB, no cache | mini-batch feat MB, $cache_mid cache | random / this, no cache | random / this, cache |"
+echo "|---|---|---|---|---|---|---|---|"
+for p in $mb_ranks; do
+  rnd0=0 rndc=0
+  for method in random metis ideal; do
+    for hops in 1 2; do
+      part=$dir/parts-$method-$p-h$hops
+      if [ "$method" = ideal ]; then
+        [ -d "$part" ] || "$bin/bench/ideal_parts" "$graph" "$p" "$hops" "$part" >/dev/null
+      else
+        [ -d "$part" ] || "$bin/partition/gnn-partition" "$graph" -k "$p" --method "$method" \
+          --halo-hops "$hops" -o "$part" -q
+      fi
+    done
+    cut=$("$bin/partition/gnn-partition" --info "$dir/parts-$method-$p-h1" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["edge_cut"])')
+    log=$dir/ideal-full-$method-$p.json
+    mpirun -np "$p" --oversubscribe --bind-to none "$bin/trainer/gnn-train" --data "$dir/parts-$method-$p-h1" \
+      --epochs 2 --eval-every 0 --log-json "$log" -q
+    full=$(python3 -c "import json,sys; r=[json.loads(l) for l in open('$log') if '\"epoch\"' in l]; print(r[-1]['feat_bytes'])")
+    mb=""
+    for cache in 0 "$cache_mid"; do
+      log=$dir/ideal-mb-$method-$p-$cache.json
+      mpirun -np "$p" --oversubscribe --bind-to none "$bin/trainer/gnn-train" --data "$dir/parts-$method-$p-h2" \
+        --model sage --mode minibatch --layers 2 --hidden 64 --fanouts 10,10 --batch-size 1024 \
+        --epochs 2 --eval-every 0 --feature-cache "$cache" --log-json "$log" -q
+      mb="$mb $(python3 -c "import json,sys; r=[json.loads(l) for l in open('$log') if '\"epoch\"' in l]; print(r[-1]['feat_bytes'])")"
+    done
+    set -- $mb
+    if [ "$method" = random ]; then rnd0=$1 rndc=$2; fi
+    echo "| $p | $method | $cut | $(python3 -c "print('%.1f' % ($full/1e6))") | $(python3 -c "print('%.1f' % ($1/1e6))") | $(python3 -c "print('%.1f' % ($2/1e6))") | $(python3 -c "print('%.2f' % ($rnd0/$1))") | $(python3 -c "print('%.2f' % ($rndc/$2) if $2 else '-')") |"
   done
 done
 fi
