@@ -205,6 +205,7 @@ int gnn_be_upload_take(gnn_backend_t *be, void **host, size_t bytes, void **out)
     }
     int rc = gnn_be_alloc(be, bytes, out);
     if (rc == 0 && bytes) rc = gnn_be_upload(be, *out, *host, bytes);
+    if (rc == 0) rc = gnn_be_sync(be); /* the copy has read *host before it goes */
     if (rc < 0) {
         gnn_be_free(be, *out);
         *out = NULL;

@@ -8,6 +8,7 @@
 #include "graph/base/alloc.h"
 #include "graph/base/error.h"
 #ifdef GNN_HAVE_NCCL
+#include "kernels/cuda/device.h"
 #include "kernels/cuda/nccl.h"
 #endif
 
@@ -111,6 +112,37 @@ fail:
     return rc;
 }
 
+#ifdef GNN_HAVE_NCCL
+/* *shared = 1 on every rank when two ranks of a machine run on one GPU
+ * (compared by UUID: each rank may see its own CUDA_VISIBLE_DEVICES).
+ * Collective over comm. */
+static int gpus_shared(MPI_Comm comm, int dev, int *shared)
+{
+    int rc = 0, dup = 0;
+    MPI_Comm node = MPI_COMM_NULL;
+    unsigned char mine[16] = {0}, *all = NULL;
+    *shared = 0;
+    GNN_TRY(gnn_dist_agree(comm, gnn_cuda_device_uuid(dev, mine)));
+    GNN_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) ==
+                  MPI_SUCCESS,
+              GNN_EMPI, "MPI_Comm_split_type failed");
+    int nr = 1;
+    MPI_Comm_size(node, &nr);
+    all = gnn_malloc((size_t)nr * 16);
+    GNN_TRY(gnn_dist_agree(comm, all ? 0 : GNN_FAIL(GNN_ENOMEM, "device ids")));
+    GNN_CHECK(MPI_Allgather(mine, 16, MPI_BYTE, all, 16, MPI_BYTE, node) == MPI_SUCCESS, GNN_EMPI,
+              "MPI_Allgather of the device ids failed");
+    for (int a = 0; a < nr && !dup; a++)
+        for (int b = a + 1; b < nr && !dup; b++) dup = !memcmp(all + 16 * a, all + 16 * b, 16);
+    GNN_CHECK(MPI_Allreduce(&dup, shared, 1, MPI_INT, MPI_MAX, comm) == MPI_SUCCESS, GNN_EMPI,
+              "MPI_Allreduce failed");
+fail:
+    if (node != MPI_COMM_NULL) MPI_Comm_free(&node);
+    gnn_free(all);
+    return rc;
+}
+#endif
+
 int gnn_dist_dev_create(gnn_dist_part_t *d, gnn_backend_t *be, const gnn_aggr_def_t *sum,
                         gnn_dist_dev_t **out)
 {
@@ -128,22 +160,22 @@ int gnn_dist_dev_create(gnn_dist_part_t *d, gnn_backend_t *be, const gnn_aggr_de
     GNN_TRY(gnn_dist_agree(d->comm, local));
 #ifdef GNN_HAVE_NCCL
     /* NCCL refuses two ranks on one GPU: such jobs sum through host memory. */
-    int shared = 0, any_shared = 0, lr = 0, lc = 1;
-    if (gnn_backend_kind(be) == GNN_BACKEND_CUDA && d->size > 1) {
-        GNN_TRY(gnn_dist_agree(d->comm, gnn_dist_local_rank(d->comm, &lr, &lc)));
-        shared = lc > gnn_backend_device_count();
-        GNN_CHECK(MPI_Allreduce(&shared, &any_shared, 1, MPI_INT, MPI_MAX, d->comm) ==
-                      MPI_SUCCESS,
-                  GNN_EMPI, "MPI_Allreduce failed");
-    }
-    if (gnn_backend_kind(be) == GNN_BACKEND_CUDA && d->size > 1 && !any_shared) {
+    int shared = 0;
+    if (gnn_backend_kind(be) == GNN_BACKEND_CUDA && d->size > 1)
+        GNN_TRY(gpus_shared(d->comm, gnn_be_device(be), &shared));
+    if (gnn_backend_kind(be) == GNN_BACKEND_CUDA && d->size > 1 && !shared) {
         unsigned char id[GNN_NCCL_ID_BYTES];
         memset(id, 0, sizeof id);
         GNN_TRY(gnn_dist_agree(d->comm, d->rank == 0 ? gnn_nccl_unique_id(id) : 0));
         GNN_CHECK(MPI_Bcast(id, GNN_NCCL_ID_BYTES, MPI_BYTE, 0, d->comm) == MPI_SUCCESS, GNN_EMPI,
                   "MPI_Bcast of the NCCL id failed");
-        GNN_TRY(gnn_dist_agree(d->comm,
-                               gnn_nccl_open(id, d->rank, d->size, gnn_be_device(be), &x->nccl)));
+        rc = gnn_dist_agree(d->comm,
+                            gnn_nccl_open(id, d->rank, d->size, gnn_be_device(be), &x->nccl));
+        if (rc < 0) { /* opened here, not on every rank: do not wait for the others */
+            gnn_nccl_abort(x->nccl);
+            x->nccl = NULL;
+            goto fail;
+        }
     }
 #endif
     *out = x;

@@ -321,6 +321,7 @@ static gnn_spmm_impl_t cu_spmm_choice(gnn_backend_t *be, const gnn_bgraph_t *g, 
                                       int64_t f, int backward)
 {
     const cuda_bgraph_t *bg = (const cuda_bgraph_t *)g->impl;
+    if (!bg || g->be != be) return GNN_SPMM_AUTO; /* a graph of another backend */
     return gnn__cuda_spmm_choice(&gnn__cuda_be(be)->spmm, bg->cg, aggr, f, backward);
 }
 
@@ -431,6 +432,7 @@ int gnn__backend_cuda_init(gnn_backend_t *be, int dev)
     if (cudaGetDeviceProperties(&prop, dev) != cudaSuccess) prop.name[0] = '\0';
     be->ops = &cuda_ops;
     be->kind = GNN_BACKEND_CUDA;
+    be->host_memory = 0;
     be->device = dev;
     be->stream = (void *)cb->stream;
     snprintf(be->desc, sizeof be->desc, "cuda:%d (%.100s, %.0f GiB)", dev, prop.name,

@@ -14,13 +14,18 @@
 
 #include <cuda_runtime.h>
 
-/* Return a recorded GNN_ECUDA (GNN_ENOMEM for an allocation failure). */
+/* Return a recorded GNN_ECUDA (GNN_ENOMEM for an allocation failure).
+ * The runtime also keeps a failed call's error as this thread's last
+ * error; it is cleared here (a sticky error stays), or the next
+ * GNN_CUDA_LAUNCHED would report it as a failure of its launch. */
 #define GNN_CUDA_RET(call, what)                                                             \
     do {                                                                                     \
         cudaError_t e_ = (call);                                                             \
-        if (e_ != cudaSuccess)                                                               \
+        if (e_ != cudaSuccess) {                                                             \
+            (void)cudaGetLastError();                                                        \
             return GNN_FAIL(e_ == cudaErrorMemoryAllocation ? GNN_ENOMEM : GNN_ECUDA,       \
                             "%s: %s", (what), cudaGetErrorString(e_));                       \
+        }                                                                                    \
     } while (0)
 
 /* The same, setting rc and jumping to the function's fail label. */
@@ -28,6 +33,7 @@
     do {                                                                                     \
         cudaError_t e_ = (call);                                                             \
         if (e_ != cudaSuccess) {                                                             \
+            (void)cudaGetLastError();                                                        \
             rc = GNN_FAIL(e_ == cudaErrorMemoryAllocation ? GNN_ENOMEM : GNN_ECUDA,         \
                           "%s: %s", (what), cudaGetErrorString(e_));                         \
             goto fail;                                                                       \

@@ -223,8 +223,10 @@ int gnn__cuda_axpby(gnn_backend_t *be, int64_t n, float alpha, const float *x, f
 
 /*
  * Thread t handles counter block (offset >> 2) + t: one Philox call for
- * its (up to) four elements. Element i has counter offset + i; the
- * subtraction below is modulo 2^64, as in the definition.
+ * its (up to) four elements. Element i has counter offset + i (mod 2^64),
+ * so past the end of the counter space the block wraps to 0: b is taken
+ * mod 2^62 for Philox, while b * 4 - offset (mod 2^64) still names the
+ * element.
  */
 __global__ void k_dropout(uint64_t n, float p, float scale, uint64_t seed, uint64_t offset,
                           const float *x, float *y)
@@ -234,7 +236,7 @@ __global__ void k_dropout(uint64_t n, float p, float scale, uint64_t seed, uint6
          t += (uint64_t)gridDim.x * blockDim.x) {
         uint64_t b = (offset >> 2) + t;
         uint32_t r[4];
-        gnn_rng_block(seed, b, r);
+        gnn_rng_block(seed, b & (UINT64_MAX >> 2), r);
 #pragma unroll
         for (int l = 0; l < 4; l++) {
             uint64_t i = (b * 4u + (uint64_t)l) - offset;

@@ -10,6 +10,7 @@
 
 #include <cuda_runtime.h>
 #include <stdio.h>
+#include <string.h>
 
 #define CUDA_TRY(call, what)                                                       \
     do {                                                                           \
@@ -40,6 +41,14 @@ int gnn_cuda_device_info(int dev, char *name, size_t len, size_t *total_mem)
     CUDA_TRY(cudaGetDeviceProperties(&p, dev), "cudaGetDeviceProperties");
     if (name && len) snprintf(name, len, "%s", p.name);
     if (total_mem) *total_mem = p.totalGlobalMem;
+    return 0;
+}
+
+int gnn_cuda_device_uuid(int dev, unsigned char uuid[16])
+{
+    cudaDeviceProp p;
+    CUDA_TRY(cudaGetDeviceProperties(&p, dev), "cudaGetDeviceProperties");
+    memcpy(uuid, p.uuid.bytes, 16);
     return 0;
 }
 

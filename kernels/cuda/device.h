@@ -22,6 +22,9 @@ int gnn_cuda_device_count(int *n);
 int gnn_cuda_device_info(int dev, char *name, size_t len, size_t *total_mem);
 /* Make dev current for this thread. */
 int gnn_cuda_set_device(int dev);
+/* The 16-byte UUID of device dev: the same GPU gives the same UUID in
+ * every process, whatever CUDA_VISIBLE_DEVICES numbers it. */
+int gnn_cuda_device_uuid(int dev, unsigned char uuid[16]);
 
 /* Device memory (cudaMalloc, never managed memory). */
 int gnn_cuda_alloc(size_t bytes, void **d);

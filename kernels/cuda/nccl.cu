@@ -165,3 +165,11 @@ void gnn_nccl_close(gnn_nccl_t *c)
     }
     gnn_free(c);
 }
+
+void gnn_nccl_abort(gnn_nccl_t *c)
+{
+    if (!c) return;
+    (void)cudaSetDevice(c->dev);
+    (void)ncclCommAbort(c->comm);
+    gnn_free(c);
+}

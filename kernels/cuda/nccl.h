@@ -42,6 +42,9 @@ int gnn_nccl_rank(const gnn_nccl_t *c);
 int gnn_nccl_size(const gnn_nccl_t *c);
 /* Destroy the communicator (after the work queued on it); NULL ok. */
 void gnn_nccl_close(gnn_nccl_t *c);
+/* Abort it without waiting for the other ranks (after a failure some
+ * ranks saw and others did not); NULL ok. */
+void gnn_nccl_abort(gnn_nccl_t *c);
 
 #ifdef __cplusplus
 }

@@ -4,7 +4,8 @@
  * are copied to the device once; dropout masks the stored entries with the
  * dense matrix's counters, t = D w runs a warp per row and dw = D^T dt a
  * warp per column over the by-column index (a gather: no atomics, the same
- * bits every run).
+ * bits every run). Both skip zero values (the dropped entries) as the CPU
+ * does, so an infinite weight next to a dropped entry gives no NaN.
  */
 #include "kernels/cuda/backend_cuda.cuh"
 
@@ -107,10 +108,10 @@ int gnn__cuda_sparse_dropout(gnn_backend_t *be, const gnn_bsparse_t *s, float p,
 {
     gnn_cuda_be_t *cb = gnn__cuda_be(be);
     const spfeat_dev_t *d = (const spfeat_dev_t *)s->impl;
+    GNN_CHECK_RET(vals || d->nnz == 0, GNN_EINVAL, "sparse dropout: NULL argument");
     GNN_CHECK_RET(p >= 0.0f && p < 1.0f, GNN_EINVAL,
-                  "gnn_spfeat_dropout: drop probability %g outside [0, 1)", (double)p);
+                  "sparse dropout: drop probability %g outside [0, 1)", (double)p);
     if (d->nnz == 0) return 0;
-    GNN_CHECK_RET(vals, GNN_EINVAL, "gnn_spfeat_dropout: NULL values");
     if (p == 0.0f) {
         GNN_CUDA_RET(cudaMemcpyAsync(vals, d->values, (size_t)d->nnz * sizeof(float),
                                      cudaMemcpyDeviceToDevice, cb->stream),
@@ -135,7 +136,10 @@ __global__ void k_spfeat_mm(int64_t rows, int64_t f, const int64_t *indptr,
         int64_t j0 = indptr[r], j1 = indptr[r + 1];
         for (int64_t k = lane; k < f; k += WARP) {
             float acc = 0.0f;
-            for (int64_t j = j0; j < j1; j++) acc += vals[j] * w[indices[j] * f + k];
+            for (int64_t j = j0; j < j1; j++) {
+                const float v = vals[j];
+                if (v != 0.0f) acc += v * w[indices[j] * f + k];
+            }
             t[r * f + k] = acc;
         }
     }
@@ -146,9 +150,9 @@ int gnn__cuda_sparse_mm(gnn_backend_t *be, const gnn_bsparse_t *s, const float *
 {
     gnn_cuda_be_t *cb = gnn__cuda_be(be);
     const spfeat_dev_t *d = (const spfeat_dev_t *)s->impl;
+    GNN_CHECK_RET(w && t && (d->nnz == 0 || vals), GNN_EINVAL, "gnn_spfeat_mm: NULL argument");
     GNN_CHECK_RET(f >= 1, GNN_EINVAL, "gnn_spfeat_mm: bad width %" PRId64, f);
     if (d->rows == 0) return 0;
-    GNN_CHECK_RET(t && (d->nnz == 0 || (vals && w)), GNN_EINVAL, "gnn_spfeat_mm: NULL argument");
     k_spfeat_mm<<<gnn__cuda_blocks(d->rows * WARP, THREADS), THREADS, 0, cb->stream>>>(
         d->rows, f, d->indptr, d->indices, vals, w, t);
     GNN_CUDA_LAUNCHED("sparse mm");
@@ -167,7 +171,10 @@ __global__ void k_spfeat_mm_t(int64_t cols, int64_t f, const int64_t *t_indptr,
         int64_t e0 = t_indptr[c], e1 = t_indptr[c + 1];
         for (int64_t k = lane; k < f; k += WARP) {
             float acc = 0.0f;
-            for (int64_t e = e0; e < e1; e++) acc += vals[t_entry[e]] * dt[t_row[e] * f + k];
+            for (int64_t e = e0; e < e1; e++) {
+                const float v = vals[t_entry[e]];
+                if (v != 0.0f) acc += v * dt[t_row[e] * f + k];
+            }
             dw[c * f + k] = acc;
         }
     }
@@ -178,10 +185,10 @@ int gnn__cuda_sparse_mm_t(gnn_backend_t *be, const gnn_bsparse_t *s, const float
 {
     gnn_cuda_be_t *cb = gnn__cuda_be(be);
     const spfeat_dev_t *d = (const spfeat_dev_t *)s->impl;
+    GNN_CHECK_RET(dt && dw && (d->nnz == 0 || vals), GNN_EINVAL,
+                  "gnn_spfeat_mm_t: NULL argument");
     GNN_CHECK_RET(f >= 1, GNN_EINVAL, "gnn_spfeat_mm_t: bad width %" PRId64, f);
     if (d->cols == 0) return 0;
-    GNN_CHECK_RET(dw && (d->nnz == 0 || (vals && dt)), GNN_EINVAL,
-                  "gnn_spfeat_mm_t: NULL argument");
     k_spfeat_mm_t<<<gnn__cuda_blocks(d->cols * WARP, THREADS), THREADS, 0, cb->stream>>>(
         d->cols, f, d->t_indptr, d->t_entry, d->t_row, vals, dt, dw);
     GNN_CUDA_LAUNCHED("sparse mm_t");
