@@ -11,6 +11,7 @@
  * before any output is written.
  */
 #include "kernels/dense.h"
+#include "kernels/dense_check.h"
 
 #include <cblas.h>
 #include <inttypes.h>
@@ -28,32 +29,6 @@
 /* Rows per block of a reduction (fixed: results do not depend on threads). */
 #define RED_BLOCK 1024
 
-/* 0 when rows x cols is a valid, addressable matrix shape; else GNN_EINVAL. */
-static int check_shape(const char *fn, int64_t rows, int64_t cols)
-{
-    if (rows < 0 || cols < 0)
-        return GNN_FAIL(GNN_EINVAL, "%s: negative shape %" PRId64 " x %" PRId64, fn, rows, cols);
-    if (cols > 0 && rows > INT64_MAX / cols / (int64_t)sizeof(double))
-        return GNN_FAIL(GNN_EINVAL, "%s: shape %" PRId64 " x %" PRId64 " too large", fn, rows,
-                        cols);
-    return 0;
-}
-
-/* 0 when n is a valid element count; else GNN_EINVAL. */
-static int check_count(const char *fn, int64_t n)
-{
-    if (n < 0) return GNN_FAIL(GNN_EINVAL, "%s: negative element count %" PRId64, fn, n);
-    return 0;
-}
-
-/* 0 when p is a valid drop probability; else GNN_EINVAL. */
-static int check_drop_p(const char *fn, float p)
-{
-    if (!(p >= 0.0f && p < 1.0f))
-        return GNN_FAIL(GNN_EINVAL, "%s: drop probability %g outside [0, 1)", fn, (double)p);
-    return 0;
-}
-
 /* ---- GEMM --------------------------------------------------------------------- */
 
 int gnn_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
@@ -61,25 +36,8 @@ int gnn_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float al
              int64_t ldc)
 {
     int rc = 0;
-    int64_t a_cols = trans_a ? m : k, b_cols = trans_b ? k : n;
-    GNN_CHECK(m >= 0 && n >= 0 && k >= 0, GNN_EINVAL,
-              "gnn_gemm: negative size m=%" PRId64 " n=%" PRId64 " k=%" PRId64, m, n, k);
-    GNN_CHECK(m <= INT_MAX && n <= INT_MAX && k <= INT_MAX && lda <= INT_MAX &&
-                  ldb <= INT_MAX && ldc <= INT_MAX,
-              GNN_EINVAL,
-              "gnn_gemm: size beyond the 32-bit BLAS interface (m=%" PRId64 " n=%" PRId64
-              " k=%" PRId64 " lda=%" PRId64 " ldb=%" PRId64 " ldc=%" PRId64 ", limit %d)",
-              m, n, k, lda, ldb, ldc, INT_MAX);
-    GNN_CHECK(lda >= (a_cols > 1 ? a_cols : 1), GNN_EINVAL,
-              "gnn_gemm: lda=%" PRId64 " < %" PRId64 " columns of A%s", lda, a_cols,
-              trans_a ? " (transposed)" : "");
-    GNN_CHECK(ldb >= (b_cols > 1 ? b_cols : 1), GNN_EINVAL,
-              "gnn_gemm: ldb=%" PRId64 " < %" PRId64 " columns of B%s", ldb, b_cols,
-              trans_b ? " (transposed)" : "");
-    GNN_CHECK(ldc >= (n > 1 ? n : 1), GNN_EINVAL,
-              "gnn_gemm: ldc=%" PRId64 " < %" PRId64 " columns of C", ldc, n);
+    GNN_TRY(gnn__dense_check_gemm(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc));
     if (m == 0 || n == 0) return 0;
-    GNN_CHECK(c && (k == 0 || (a && b)), GNN_EINVAL, "gnn_gemm: NULL matrix");
     if (k == 0) {
         /* BLAS may skip this case; do it here with the same convention. */
         for (int64_t i = 0; i < m; i++)
@@ -100,7 +58,7 @@ fail:
 int gnn_bias_add(int64_t rows, int64_t cols, float *y, const float *bias)
 {
     int rc = 0;
-    GNN_TRY(check_shape("gnn_bias_add", rows, cols));
+    GNN_TRY(gnn__dense_check_shape("gnn_bias_add", rows, cols));
 #pragma omp parallel for schedule(static) if (rows * cols >= PAR_MIN)
     for (int64_t r = 0; r < rows; r++) {
         float *row = y + r * cols;
@@ -115,7 +73,7 @@ int gnn_bias_grad(int64_t rows, int64_t cols, const float *dy, float *dbias)
 {
     int rc = 0;
     double *part = NULL;
-    GNN_TRY(check_shape("gnn_bias_grad", rows, cols));
+    GNN_TRY(gnn__dense_check_shape("gnn_bias_grad", rows, cols));
     if (cols == 0) return 0;
     int64_t nblk = (rows + RED_BLOCK - 1) / RED_BLOCK;
     if (nblk == 0) {
@@ -152,7 +110,7 @@ fail:
 int gnn_relu(int64_t n, const float *x, float *y)
 {
     int rc = 0;
-    GNN_TRY(check_count("gnn_relu", n));
+    GNN_TRY(gnn__dense_check_count("gnn_relu", n));
 #pragma omp parallel for simd schedule(static) if (n >= PAR_MIN)
     for (int64_t i = 0; i < n; i++) {
         const float v = x[i];
@@ -166,7 +124,7 @@ fail:
 int gnn_relu_backward(int64_t n, const float *xy, const float *dy, float *dx)
 {
     int rc = 0;
-    GNN_TRY(check_count("gnn_relu_backward", n));
+    GNN_TRY(gnn__dense_check_count("gnn_relu_backward", n));
 #pragma omp parallel for simd schedule(static) if (n >= PAR_MIN)
     for (int64_t i = 0; i < n; i++) {
         const float g = dy[i]; /* loaded unconditionally: the select vectorises */
@@ -182,7 +140,7 @@ fail:
 int gnn_axpby(int64_t n, float alpha, const float *x, float beta, float *y)
 {
     int rc = 0;
-    GNN_TRY(check_count("gnn_axpby", n));
+    GNN_TRY(gnn__dense_check_count("gnn_axpby", n));
     if (beta == 0.0f) {
 #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
         for (int64_t i = 0; i < n; i++) y[i] = alpha * x[i];
@@ -199,8 +157,8 @@ int gnn_gather_rows(int64_t n, int64_t f, const float *src, int64_t src_rows, co
                     float *dst)
 {
     int rc = 0;
-    GNN_TRY(check_shape("gnn_gather_rows", n, f));
-    GNN_TRY(check_shape("gnn_gather_rows", src_rows, f));
+    GNN_TRY(gnn__dense_check_shape("gnn_gather_rows", n, f));
+    GNN_TRY(gnn__dense_check_shape("gnn_gather_rows", src_rows, f));
     for (int64_t i = 0; i < n; i++)
         GNN_CHECK(idx[i] >= 0 && idx[i] < src_rows, GNN_EINVAL,
                   "gnn_gather_rows: index %" PRId64 " at position %" PRId64
@@ -404,8 +362,8 @@ static void dropout_apply(int64_t n, float p, uint64_t seed, uint64_t offset, co
 int gnn_dropout(int64_t n, float p, uint64_t seed, uint64_t offset, const float *x, float *y)
 {
     int rc = 0;
-    GNN_TRY(check_count("gnn_dropout", n));
-    GNN_TRY(check_drop_p("gnn_dropout", p));
+    GNN_TRY(gnn__dense_check_count("gnn_dropout", n));
+    GNN_TRY(gnn__dense_check_drop_p("gnn_dropout", p));
     if (n == 0) return 0;
     if (p == 0.0f) {
         if (y != x) memcpy(y, x, (size_t)n * sizeof *y);
@@ -421,9 +379,9 @@ int gnn_dropout_rows(int64_t rows, int64_t f, const int64_t *row_id, float p, ui
                      uint64_t offset, const float *x, float *y)
 {
     int rc = 0;
-    GNN_TRY(check_count("gnn_dropout_rows", rows));
-    GNN_TRY(check_count("gnn_dropout_rows", f));
-    GNN_TRY(check_drop_p("gnn_dropout_rows", p));
+    GNN_TRY(gnn__dense_check_count("gnn_dropout_rows", rows));
+    GNN_TRY(gnn__dense_check_count("gnn_dropout_rows", f));
+    GNN_TRY(gnn__dense_check_drop_p("gnn_dropout_rows", p));
     GNN_CHECK(row_id || rows == 0, GNN_EINVAL, "gnn_dropout_rows: NULL row ids");
     for (int64_t r = 0; r < rows; r++)
         GNN_CHECK(row_id[r] >= 0, GNN_EINVAL, "gnn_dropout_rows: row %" PRId64 " has id %" PRId64,
@@ -453,8 +411,8 @@ int gnn_dropout_backward(int64_t n, float p, uint64_t seed, uint64_t offset, con
                          float *dx)
 {
     int rc = 0;
-    GNN_TRY(check_count("gnn_dropout_backward", n));
-    GNN_TRY(check_drop_p("gnn_dropout_backward", p));
+    GNN_TRY(gnn__dense_check_count("gnn_dropout_backward", n));
+    GNN_TRY(gnn__dense_check_drop_p("gnn_dropout_backward", p));
     if (n == 0) return 0;
     if (p == 0.0f) {
         if (dx != dy) memcpy(dx, dy, (size_t)n * sizeof *dx);
@@ -473,12 +431,7 @@ int gnn_softmax_xent(int64_t rows, int64_t classes, const float *logits, const i
 {
     int rc = 0;
     double *part = NULL;
-    GNN_TRY(check_shape("gnn_softmax_xent", rows, classes));
-    GNN_CHECK(nidx >= 0, GNN_EINVAL, "gnn_softmax_xent: negative row count %" PRId64, nidx);
-    GNN_CHECK(idx || nidx == rows, GNN_EINVAL,
-              "gnn_softmax_xent: without idx nidx (%" PRId64 ") must equal rows (%" PRId64 ")",
-              nidx, rows);
-    GNN_CHECK(classes >= 1 || nidx == 0, GNN_EINVAL, "gnn_softmax_xent: no classes");
+    GNN_TRY(gnn__dense_check_rows("gnn_softmax_xent", rows, classes, idx != NULL, nidx));
     for (int64_t j = 0; j < nidx; j++) {
         int64_t r = idx ? idx[j] : j;
         GNN_CHECK(r >= 0 && r < rows, GNN_EINVAL,
@@ -541,19 +494,8 @@ int gnn_adam(int64_t n, float *w, const float *g, float *m, float *v, const gnn_
              int64_t step)
 {
     int rc = 0;
-    GNN_TRY(check_count("gnn_adam", n));
-    GNN_CHECK(o, GNN_EINVAL, "gnn_adam: no options");
-    GNN_CHECK(step >= 1, GNN_EINVAL, "gnn_adam: step %" PRId64 " < 1 (steps count from 1)",
-              step);
-    GNN_CHECK(o->lr >= 0.0f && isfinite(o->lr), GNN_EINVAL, "gnn_adam: bad lr %g",
-              (double)o->lr);
-    GNN_CHECK(o->beta1 >= 0.0f && o->beta1 < 1.0f && o->beta2 >= 0.0f && o->beta2 < 1.0f,
-              GNN_EINVAL, "gnn_adam: betas (%g, %g) outside [0, 1)", (double)o->beta1,
-              (double)o->beta2);
-    GNN_CHECK(o->eps > 0.0f && isfinite(o->eps), GNN_EINVAL, "gnn_adam: bad eps %g",
-              (double)o->eps);
-    GNN_CHECK(o->weight_decay >= 0.0f && isfinite(o->weight_decay), GNN_EINVAL,
-              "gnn_adam: bad weight decay %g", (double)o->weight_decay);
+    GNN_TRY(gnn__dense_check_count("gnn_adam", n));
+    GNN_TRY(gnn__dense_check_adam(o, step));
     const float b1 = o->beta1, b2 = o->beta2, eps = o->eps, wd = o->weight_decay;
     const float step_size = (float)((double)o->lr / (1.0 - pow((double)b1, (double)step)));
     const float bc2_sqrt = (float)sqrt(1.0 - pow((double)b2, (double)step));
@@ -590,7 +532,7 @@ static int64_t argmax_row(const float *x, int64_t classes)
 int gnn_argmax_rows(int64_t rows, int64_t classes, const float *x, int64_t *out)
 {
     int rc = 0;
-    GNN_TRY(check_shape("gnn_argmax_rows", rows, classes));
+    GNN_TRY(gnn__dense_check_shape("gnn_argmax_rows", rows, classes));
     GNN_CHECK(classes >= 1 || rows == 0, GNN_EINVAL, "gnn_argmax_rows: no classes");
 #pragma omp parallel for schedule(static) if (rows * classes >= PAR_MIN)
     for (int64_t r = 0; r < rows; r++) out[r] = argmax_row(x + r * classes, classes);
@@ -603,12 +545,7 @@ int gnn_count_correct(int64_t rows, int64_t classes, const float *logits, const 
                       const int64_t *idx, int64_t nidx, int64_t *correct)
 {
     int rc = 0;
-    GNN_TRY(check_shape("gnn_count_correct", rows, classes));
-    GNN_CHECK(nidx >= 0, GNN_EINVAL, "gnn_count_correct: negative row count %" PRId64, nidx);
-    GNN_CHECK(idx || nidx == rows, GNN_EINVAL,
-              "gnn_count_correct: without idx nidx (%" PRId64 ") must equal rows (%" PRId64 ")",
-              nidx, rows);
-    GNN_CHECK(classes >= 1 || nidx == 0, GNN_EINVAL, "gnn_count_correct: no classes");
+    GNN_TRY(gnn__dense_check_rows("gnn_count_correct", rows, classes, idx != NULL, nidx));
     for (int64_t j = 0; idx && j < nidx; j++)
         GNN_CHECK(idx[j] >= 0 && idx[j] < rows, GNN_EINVAL,
                   "gnn_count_correct: idx[%" PRId64 "] = %" PRId64 " outside [0, %" PRId64 ")",
@@ -623,4 +560,89 @@ int gnn_count_correct(int64_t rows, int64_t classes, const float *logits, const 
     return 0;
 fail:
     return rc;
+}
+
+/* ---- Argument checks (kernels/dense_check.h) ------------------------------------ */
+
+int gnn__dense_check_shape(const char *fn, int64_t rows, int64_t cols)
+{
+    if (rows < 0 || cols < 0)
+        return GNN_FAIL(GNN_EINVAL, "%s: negative shape %" PRId64 " x %" PRId64, fn, rows, cols);
+    if (cols > 0 && rows > INT64_MAX / cols / (int64_t)sizeof(double))
+        return GNN_FAIL(GNN_EINVAL, "%s: shape %" PRId64 " x %" PRId64 " too large", fn, rows,
+                        cols);
+    return 0;
+}
+
+int gnn__dense_check_count(const char *fn, int64_t n)
+{
+    if (n < 0) return GNN_FAIL(GNN_EINVAL, "%s: negative element count %" PRId64, fn, n);
+    return 0;
+}
+
+int gnn__dense_check_drop_p(const char *fn, float p)
+{
+    if (!(p >= 0.0f && p < 1.0f))
+        return GNN_FAIL(GNN_EINVAL, "%s: drop probability %g outside [0, 1)", fn, (double)p);
+    return 0;
+}
+
+int gnn__dense_check_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+                          const float *a, int64_t lda, const float *b, int64_t ldb,
+                          const float *c, int64_t ldc)
+{
+    int64_t a_cols = trans_a ? m : k, b_cols = trans_b ? k : n;
+    if (m < 0 || n < 0 || k < 0)
+        return GNN_FAIL(GNN_EINVAL, "gnn_gemm: negative size m=%" PRId64 " n=%" PRId64
+                                    " k=%" PRId64, m, n, k);
+    if (m > INT_MAX || n > INT_MAX || k > INT_MAX || lda > INT_MAX || ldb > INT_MAX ||
+        ldc > INT_MAX)
+        return GNN_FAIL(GNN_EINVAL,
+                        "gnn_gemm: size beyond the 32-bit BLAS interface (m=%" PRId64
+                        " n=%" PRId64 " k=%" PRId64 " lda=%" PRId64 " ldb=%" PRId64
+                        " ldc=%" PRId64 ", limit %d)",
+                        m, n, k, lda, ldb, ldc, INT_MAX);
+    if (lda < (a_cols > 1 ? a_cols : 1))
+        return GNN_FAIL(GNN_EINVAL, "gnn_gemm: lda=%" PRId64 " < %" PRId64 " columns of A%s",
+                        lda, a_cols, trans_a ? " (transposed)" : "");
+    if (ldb < (b_cols > 1 ? b_cols : 1))
+        return GNN_FAIL(GNN_EINVAL, "gnn_gemm: ldb=%" PRId64 " < %" PRId64 " columns of B%s",
+                        ldb, b_cols, trans_b ? " (transposed)" : "");
+    if (ldc < (n > 1 ? n : 1))
+        return GNN_FAIL(GNN_EINVAL, "gnn_gemm: ldc=%" PRId64 " < %" PRId64 " columns of C", ldc,
+                        n);
+    if (m > 0 && n > 0 && !(c && (k == 0 || (a && b))))
+        return GNN_FAIL(GNN_EINVAL, "gnn_gemm: NULL matrix");
+    return 0;
+}
+
+int gnn__dense_check_adam(const gnn_adam_opts_t *o, int64_t step)
+{
+    if (!o) return GNN_FAIL(GNN_EINVAL, "gnn_adam: no options");
+    if (step < 1)
+        return GNN_FAIL(GNN_EINVAL, "gnn_adam: step %" PRId64 " < 1 (steps count from 1)", step);
+    if (!(o->lr >= 0.0f && isfinite(o->lr)))
+        return GNN_FAIL(GNN_EINVAL, "gnn_adam: bad lr %g", (double)o->lr);
+    if (!(o->beta1 >= 0.0f && o->beta1 < 1.0f && o->beta2 >= 0.0f && o->beta2 < 1.0f))
+        return GNN_FAIL(GNN_EINVAL, "gnn_adam: betas (%g, %g) outside [0, 1)", (double)o->beta1,
+                        (double)o->beta2);
+    if (!(o->eps > 0.0f && isfinite(o->eps)))
+        return GNN_FAIL(GNN_EINVAL, "gnn_adam: bad eps %g", (double)o->eps);
+    if (!(o->weight_decay >= 0.0f && isfinite(o->weight_decay)))
+        return GNN_FAIL(GNN_EINVAL, "gnn_adam: bad weight decay %g", (double)o->weight_decay);
+    return 0;
+}
+
+int gnn__dense_check_rows(const char *fn, int64_t rows, int64_t classes, int has_idx,
+                          int64_t nidx)
+{
+    int rc = gnn__dense_check_shape(fn, rows, classes);
+    if (rc < 0) return rc;
+    if (nidx < 0) return GNN_FAIL(GNN_EINVAL, "%s: negative row count %" PRId64, fn, nidx);
+    if (!has_idx && nidx != rows)
+        return GNN_FAIL(GNN_EINVAL,
+                        "%s: without idx nidx (%" PRId64 ") must equal rows (%" PRId64 ")", fn,
+                        nidx, rows);
+    if (classes < 1 && nidx != 0) return GNN_FAIL(GNN_EINVAL, "%s: no classes", fn);
+    return 0;
 }

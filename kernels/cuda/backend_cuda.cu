@@ -16,6 +16,7 @@
 
 #include "graph/base/alloc.h"
 #include "kernels/aggr_builtin.h"
+#include "kernels/dense_check.h"
 
 #include <inttypes.h>
 #include <limits.h>
@@ -159,25 +160,8 @@ static int cu_gemm(gnn_backend_t *be, int ta, int tb, int64_t m, int64_t n, int6
                    float beta, float *c, int64_t ldc)
 {
     gnn_cuda_be_t *cb = gnn__cuda_be(be);
-    int64_t a_cols = ta ? m : k, b_cols = tb ? k : n;
-    GNN_CHECK_RET(m >= 0 && n >= 0 && k >= 0, GNN_EINVAL,
-                  "gnn_gemm: negative size m=%" PRId64 " n=%" PRId64 " k=%" PRId64, m, n, k);
-    GNN_CHECK_RET(m <= INT_MAX && n <= INT_MAX && k <= INT_MAX && lda <= INT_MAX &&
-                      ldb <= INT_MAX && ldc <= INT_MAX,
-                  GNN_EINVAL,
-                  "gnn_gemm: size beyond the 32-bit BLAS interface (m=%" PRId64 " n=%" PRId64
-                  " k=%" PRId64 " lda=%" PRId64 " ldb=%" PRId64 " ldc=%" PRId64 ", limit %d)",
-                  m, n, k, lda, ldb, ldc, INT_MAX);
-    GNN_CHECK_RET(lda >= (a_cols > 1 ? a_cols : 1), GNN_EINVAL,
-                  "gnn_gemm: lda=%" PRId64 " < %" PRId64 " columns of A%s", lda, a_cols,
-                  ta ? " (transposed)" : "");
-    GNN_CHECK_RET(ldb >= (b_cols > 1 ? b_cols : 1), GNN_EINVAL,
-                  "gnn_gemm: ldb=%" PRId64 " < %" PRId64 " columns of B%s", ldb, b_cols,
-                  tb ? " (transposed)" : "");
-    GNN_CHECK_RET(ldc >= (n > 1 ? n : 1), GNN_EINVAL,
-                  "gnn_gemm: ldc=%" PRId64 " < %" PRId64 " columns of C", ldc, n);
+    GNN_TRY_RET(gnn__dense_check_gemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc));
     if (m == 0 || n == 0) return 0;
-    GNN_CHECK_RET(c && (k == 0 || (a && b)), GNN_EINVAL, "gnn_gemm: NULL matrix");
     if (k == 0) {
         k_scale_matrix<<<gnn__cuda_blocks(m * n, THREADS), THREADS, 0, cb->stream>>>(m, n, beta,
                                                                                    c, ldc);

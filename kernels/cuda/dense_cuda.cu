@@ -13,6 +13,7 @@
  */
 #include "kernels/cuda/backend_cuda.cuh"
 
+#include "kernels/dense_check.h"
 #include "kernels/rng.h"
 
 #include <inttypes.h>
@@ -25,29 +26,6 @@
 #define NO_BAD UINT64_MAX
 
 /* ---- Checks ------------------------------------------------------------------ */
-
-static int check_count(const char *fn, int64_t n)
-{
-    if (n < 0) return GNN_FAIL(GNN_EINVAL, "%s: negative element count %" PRId64, fn, n);
-    return 0;
-}
-
-static int check_shape(const char *fn, int64_t rows, int64_t cols)
-{
-    if (rows < 0 || cols < 0)
-        return GNN_FAIL(GNN_EINVAL, "%s: negative shape %" PRId64 " x %" PRId64, fn, rows, cols);
-    if (cols > 0 && rows > INT64_MAX / cols / (int64_t)sizeof(double))
-        return GNN_FAIL(GNN_EINVAL, "%s: shape %" PRId64 " x %" PRId64 " too large", fn, rows,
-                        cols);
-    return 0;
-}
-
-static int check_drop_p(const char *fn, float p)
-{
-    if (!(p >= 0.0f && p < 1.0f))
-        return GNN_FAIL(GNN_EINVAL, "%s: drop probability %g outside [0, 1)", fn, (double)p);
-    return 0;
-}
 
 static float dropout_scale(float p)
 {
@@ -93,7 +71,7 @@ __global__ void k_bias_add(int64_t rows, int64_t cols, float *y, const float *bi
 
 int gnn__cuda_bias_add(gnn_backend_t *be, int64_t rows, int64_t cols, float *y, const float *bias)
 {
-    GNN_TRY_RET(check_shape("gnn_bias_add", rows, cols));
+    GNN_TRY_RET(gnn__dense_check_shape("gnn_bias_add", rows, cols));
     if (rows == 0 || cols == 0) return 0;
     k_bias_add<<<gnn__cuda_blocks(rows * cols, THREADS), THREADS, 0, gnn__cuda_be(be)->stream>>>(
         rows, cols, y, bias);
@@ -141,7 +119,7 @@ int gnn__cuda_bias_grad(gnn_backend_t *be, int64_t rows, int64_t cols, const flo
                         float *dbias)
 {
     gnn_cuda_be_t *cb = gnn__cuda_be(be);
-    GNN_TRY_RET(check_shape("gnn_bias_grad", rows, cols));
+    GNN_TRY_RET(gnn__dense_check_shape("gnn_bias_grad", rows, cols));
     if (cols == 0) return 0;
     if (rows == 0) {
         GNN_CUDA_RET(cudaMemsetAsync(dbias, 0, (size_t)cols * sizeof(float), cb->stream),
@@ -176,7 +154,7 @@ __global__ void k_relu(int64_t n, const float *x, float *y)
 
 int gnn__cuda_relu(gnn_backend_t *be, int64_t n, const float *x, float *y)
 {
-    GNN_TRY_RET(check_count("gnn_relu", n));
+    GNN_TRY_RET(gnn__dense_check_count("gnn_relu", n));
     if (n == 0) return 0;
     k_relu<<<gnn__cuda_blocks(n, THREADS), THREADS, 0, gnn__cuda_be(be)->stream>>>(n, x, y);
     GNN_CUDA_LAUNCHED("relu");
@@ -193,7 +171,7 @@ __global__ void k_relu_backward(int64_t n, const float *xy, const float *dy, flo
 int gnn__cuda_relu_backward(gnn_backend_t *be, int64_t n, const float *xy, const float *dy,
                             float *dx)
 {
-    GNN_TRY_RET(check_count("gnn_relu_backward", n));
+    GNN_TRY_RET(gnn__dense_check_count("gnn_relu_backward", n));
     if (n == 0) return 0;
     k_relu_backward<<<gnn__cuda_blocks(n, THREADS), THREADS, 0, gnn__cuda_be(be)->stream>>>(
         n, xy, dy, dx);
@@ -211,7 +189,7 @@ __global__ void k_axpby(int64_t n, float alpha, const float *x, float beta, floa
 int gnn__cuda_axpby(gnn_backend_t *be, int64_t n, float alpha, const float *x, float beta,
                     float *y)
 {
-    GNN_TRY_RET(check_count("gnn_axpby", n));
+    GNN_TRY_RET(gnn__dense_check_count("gnn_axpby", n));
     if (n == 0) return 0;
     k_axpby<<<gnn__cuda_blocks(n, THREADS), THREADS, 0, gnn__cuda_be(be)->stream>>>(n, alpha, x,
                                                                                    beta, y);
@@ -249,8 +227,8 @@ static int dropout_run(gnn_backend_t *be, const char *fn, int64_t n, float p, ui
                        uint64_t offset, const float *x, float *y)
 {
     gnn_cuda_be_t *cb = gnn__cuda_be(be);
-    GNN_TRY_RET(check_count(fn, n));
-    GNN_TRY_RET(check_drop_p(fn, p));
+    GNN_TRY_RET(gnn__dense_check_count(fn, n));
+    GNN_TRY_RET(gnn__dense_check_drop_p(fn, p));
     if (n == 0) return 0;
     if (p == 0.0f) {
         if (x != y)
@@ -303,9 +281,9 @@ int gnn__cuda_dropout_rows(gnn_backend_t *be, int64_t rows, int64_t f, const int
                            float p, uint64_t seed, uint64_t offset, const float *x, float *y)
 {
     gnn_cuda_be_t *cb = gnn__cuda_be(be);
-    GNN_TRY_RET(check_count("gnn_dropout_rows", rows));
-    GNN_TRY_RET(check_count("gnn_dropout_rows", f));
-    GNN_TRY_RET(check_drop_p("gnn_dropout_rows", p));
+    GNN_TRY_RET(gnn__dense_check_count("gnn_dropout_rows", rows));
+    GNN_TRY_RET(gnn__dense_check_count("gnn_dropout_rows", f));
+    GNN_TRY_RET(gnn__dense_check_drop_p("gnn_dropout_rows", p));
     GNN_CHECK_RET(row_id || rows == 0, GNN_EINVAL, "gnn_dropout_rows: NULL row ids");
     if (rows == 0) return 0;
     void *flag = NULL;
@@ -361,8 +339,8 @@ int gnn__cuda_gather_rows(gnn_backend_t *be, int64_t n, int64_t f, const float *
                           int64_t src_rows, const int64_t *idx, float *dst)
 {
     gnn_cuda_be_t *cb = gnn__cuda_be(be);
-    GNN_TRY_RET(check_shape("gnn_gather_rows", n, f));
-    GNN_TRY_RET(check_shape("gnn_gather_rows", src_rows, f));
+    GNN_TRY_RET(gnn__dense_check_shape("gnn_gather_rows", n, f));
+    GNN_TRY_RET(gnn__dense_check_shape("gnn_gather_rows", src_rows, f));
     if (n == 0) return 0;
     void *flag = NULL;
     GNN_TRY_RET(gnn__cuda_scratch(cb, sizeof(unsigned long long), &flag));
@@ -469,12 +447,7 @@ int gnn__cuda_softmax_xent(gnn_backend_t *be, int64_t rows, int64_t classes, con
                            float *dlogits)
 {
     gnn_cuda_be_t *cb = gnn__cuda_be(be);
-    GNN_TRY_RET(check_shape("gnn_softmax_xent", rows, classes));
-    GNN_CHECK_RET(nidx >= 0, GNN_EINVAL, "gnn_softmax_xent: negative row count %" PRId64, nidx);
-    GNN_CHECK_RET(idx || nidx == rows, GNN_EINVAL,
-                  "gnn_softmax_xent: without idx nidx (%" PRId64 ") must equal rows (%" PRId64 ")",
-                  nidx, rows);
-    GNN_CHECK_RET(classes >= 1 || nidx == 0, GNN_EINVAL, "gnn_softmax_xent: no classes");
+    GNN_TRY_RET(gnn__dense_check_rows("gnn_softmax_xent", rows, classes, idx != NULL, nidx));
     if (nidx == 0) {
         if (dlogits && rows * classes > 0)
             GNN_CUDA_RET(cudaMemsetAsync(dlogits, 0, (size_t)(rows * classes) * sizeof(float),
@@ -549,19 +522,8 @@ __global__ void k_adam(int64_t n, float *w, const float *g, float *m, float *v, 
 int gnn__cuda_adam(gnn_backend_t *be, int64_t n, float *w, const float *g, float *m, float *v,
                    const gnn_adam_opts_t *o, int64_t step)
 {
-    GNN_TRY_RET(check_count("gnn_adam", n));
-    GNN_CHECK_RET(o, GNN_EINVAL, "gnn_adam: no options");
-    GNN_CHECK_RET(step >= 1, GNN_EINVAL, "gnn_adam: step %" PRId64 " < 1 (steps count from 1)",
-                  step);
-    GNN_CHECK_RET(o->lr >= 0.0f && isfinite(o->lr), GNN_EINVAL, "gnn_adam: bad lr %g",
-                  (double)o->lr);
-    GNN_CHECK_RET(o->beta1 >= 0.0f && o->beta1 < 1.0f && o->beta2 >= 0.0f && o->beta2 < 1.0f,
-                  GNN_EINVAL, "gnn_adam: betas (%g, %g) outside [0, 1)", (double)o->beta1,
-                  (double)o->beta2);
-    GNN_CHECK_RET(o->eps > 0.0f && isfinite(o->eps), GNN_EINVAL, "gnn_adam: bad eps %g",
-                  (double)o->eps);
-    GNN_CHECK_RET(o->weight_decay >= 0.0f && isfinite(o->weight_decay), GNN_EINVAL,
-                  "gnn_adam: bad weight decay %g", (double)o->weight_decay);
+    GNN_TRY_RET(gnn__dense_check_count("gnn_adam", n));
+    GNN_TRY_RET(gnn__dense_check_adam(o, step));
     if (n == 0) return 0;
     /* The bias corrections exactly as the CPU computes them. */
     float step_size = (float)((double)o->lr / (1.0 - pow((double)o->beta1, (double)step)));
@@ -600,7 +562,7 @@ __global__ void k_argmax_rows(int64_t rows, int64_t classes, const float *x, int
 int gnn__cuda_argmax_rows(gnn_backend_t *be, int64_t rows, int64_t classes, const float *x,
                           int64_t *out)
 {
-    GNN_TRY_RET(check_shape("gnn_argmax_rows", rows, classes));
+    GNN_TRY_RET(gnn__dense_check_shape("gnn_argmax_rows", rows, classes));
     if (rows == 0) return 0;
     GNN_CHECK_RET(classes >= 1, GNN_EINVAL, "gnn_argmax_rows: no classes");
     k_argmax_rows<<<gnn__cuda_blocks(rows, THREADS), THREADS, 0, gnn__cuda_be(be)->stream>>>(
@@ -636,13 +598,7 @@ int gnn__cuda_count_correct(gnn_backend_t *be, int64_t rows, int64_t classes, co
                             int64_t *correct)
 {
     gnn_cuda_be_t *cb = gnn__cuda_be(be);
-    GNN_TRY_RET(check_shape("gnn_count_correct", rows, classes));
-    GNN_CHECK_RET(nidx >= 0, GNN_EINVAL, "gnn_count_correct: negative row count %" PRId64, nidx);
-    GNN_CHECK_RET(idx || nidx == rows, GNN_EINVAL,
-                  "gnn_count_correct: without idx nidx (%" PRId64 ") must equal rows (%" PRId64
-                  ")",
-                  nidx, rows);
-    GNN_CHECK_RET(classes >= 1 || nidx == 0, GNN_EINVAL, "gnn_count_correct: no classes");
+    GNN_TRY_RET(gnn__dense_check_rows("gnn_count_correct", rows, classes, idx != NULL, nidx));
     if (nidx == 0) {
         *correct = 0;
         return 0;
