@@ -80,9 +80,10 @@ void *gnn_be_stream(const gnn_backend_t *be);
  *             memory, vectorised feature loads;
  *   balanced  the nonzeros split evenly over warps (merge path), hub rows
  *             shared by several warps and combined in a fixed order.
- * max (a selection, which cuSPARSE lacks) runs the rowcache kernels under
- * every setting. The CPU backend has one SpMM (kernels/spmm.h) and takes
- * auto only.
+ * max (a selection, which cuSPARSE lacks) has rowcache and balanced
+ * kernels, forward and backward: with cusparse forced it runs rowcache,
+ * and auto times rowcache against balanced only. The CPU backend has one
+ * SpMM (kernels/spmm.h) and takes auto only.
  */
 typedef enum {
     GNN_SPMM_AUTO = 0,
@@ -106,8 +107,9 @@ int gnn_be_set_spmm(gnn_backend_t *be, gnn_spmm_impl_t impl, int deterministic);
 /*
  * The implementation the built-in aggregator aggr (kernels/spmm.h enum)
  * runs with on g at width f, forward (backward == 0) or backward: the
- * forced one, or auto's choice once it has been made (rowcache for max);
- * GNN_SPMM_AUTO when auto has not chosen yet, and on the CPU backend.
+ * forced one (rowcache for max when cusparse is forced), or auto's choice
+ * once it has been made; GNN_SPMM_AUTO when auto has not chosen yet, and
+ * on the CPU backend.
  */
 int gnn_be_spmm_choice(gnn_backend_t *be, const gnn_bgraph_t *g, int aggr, int64_t f, int backward,
                        gnn_spmm_impl_t *out);

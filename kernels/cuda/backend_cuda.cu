@@ -25,22 +25,6 @@
 
 #define THREADS 256
 
-#define CUBLAS_RET(call, what)                                                              \
-    do {                                                                                    \
-        cublasStatus_t s_ = (call);                                                         \
-        if (s_ != CUBLAS_STATUS_SUCCESS)                                                    \
-            return GNN_FAIL(s_ == CUBLAS_STATUS_ALLOC_FAILED ? GNN_ENOMEM : GNN_ECUBLAS,    \
-                            "%s: %s", (what), cublasGetStatusString(s_));                   \
-    } while (0)
-
-#define CUSPARSE_RET(call, what)                                                            \
-    do {                                                                                    \
-        cusparseStatus_t s_ = (call);                                                       \
-        if (s_ != CUSPARSE_STATUS_SUCCESS)                                                  \
-            return GNN_FAIL(s_ == CUSPARSE_STATUS_ALLOC_FAILED ? GNN_ENOMEM : GNN_ECUSPARSE, \
-                            "%s: %s", (what), cusparseGetErrorString(s_));                  \
-    } while (0)
-
 /* ---- Scratch ----------------------------------------------------------------- */
 
 int gnn__cuda_scratch(gnn_cuda_be_t *cb, size_t bytes, void **out)

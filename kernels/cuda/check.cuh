@@ -2,7 +2,7 @@
  * Error checks shared by the CUDA sources of the backend (device code
  * only: included from .cu files).
  *
- * Every CUDA, cuBLAS, cuSPARSE and NCCL call goes through one of these
+ * Every CUDA, cuBLAS and cuSPARSE call goes through one of these
  * macros, which record a GNN_E* failure with the library's own message and
  * return it from the calling function (or jump to its fail label); every
  * kernel launch is followed by GNN_CUDA_LAUNCHED. Nothing here exits.
@@ -12,7 +12,9 @@
 
 #include "graph/base/error.h"
 
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <cusparse.h>
 
 /* Return a recorded GNN_ECUDA (GNN_ENOMEM for an allocation failure).
  * The runtime also keeps a failed call's error as this thread's last
@@ -51,6 +53,24 @@
 #define GNN_CHECK_RET(cond, code, ...)                                                       \
     do {                                                                                     \
         if (!(cond)) return GNN_FAIL((code), __VA_ARGS__);                                   \
+    } while (0)
+
+/* Return a recorded GNN_ECUBLAS / GNN_ECUSPARSE (GNN_ENOMEM when the
+ * library could not allocate) for a failed cuBLAS or cuSPARSE call. */
+#define CUBLAS_RET(call, what)                                                              \
+    do {                                                                                    \
+        cublasStatus_t s_ = (call);                                                         \
+        if (s_ != CUBLAS_STATUS_SUCCESS)                                                    \
+            return GNN_FAIL(s_ == CUBLAS_STATUS_ALLOC_FAILED ? GNN_ENOMEM : GNN_ECUBLAS,    \
+                            "%s: %s", (what), cublasGetStatusString(s_));                   \
+    } while (0)
+
+#define CUSPARSE_RET(call, what)                                                            \
+    do {                                                                                    \
+        cusparseStatus_t s_ = (call);                                                       \
+        if (s_ != CUSPARSE_STATUS_SUCCESS)                                                  \
+            return GNN_FAIL(s_ == CUSPARSE_STATUS_ALLOC_FAILED ? GNN_ENOMEM : GNN_ECUSPARSE, \
+                            "%s: %s", (what), cusparseGetErrorString(s_));                  \
     } while (0)
 
 /* After a <<<...>>> launch: a bad configuration or an earlier asynchronous

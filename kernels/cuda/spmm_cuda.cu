@@ -14,10 +14,12 @@
  *
  * Dispatch. Sum, mean and gcn, forward and backward, are each one scaled
  * CSR product (spmm_kernels.cuh) over the CSR or the transpose, which
- * rowcache and balanced compute directly. Max runs the rowcache max
- * kernels whatever the implementation (cuSPARSE has no max; balanced is
- * for sum-like aggregation). A graph without edges needs no product: the
- * output is zeroed, or gcn's self term written, directly.
+ * rowcache and balanced compute directly. Max has its own kernels in both
+ * families (forward over the CSR, backward a gather over the transpose);
+ * cuSPARSE has no max, so max runs rowcache when cuSPARSE is asked for,
+ * and auto times rowcache against balanced only. A graph without edges
+ * needs no product: the output is zeroed (max: arg-max -1), or gcn's self
+ * term written, directly.
  *
  * cuSPARSE. cusparseSpMM on CSR x row-major dense, opA non-transposed
  * always (the backward multiplies by the transpose's own CSR). The
@@ -39,10 +41,12 @@
  * candidate once to warm it up and once between two events, waits for the
  * events, and keeps the fastest; the winner runs last so the output is
  * its own. A cuSPARSE failure (unsupported case, no memory for its
- * workspace) only drops it from the candidates. Choices carry the
- * backend's generation and are ignored once it changes. Under
- * `deterministic` every candidate qualifies (CSR_ALG3; the own kernels add
- * in a fixed order), though they differ from each other by rounding.
+ * workspace) only drops it from the candidates, and a graph that reuses a
+ * cuSPARSE choice (made for another graph of its shape) and fails with it
+ * runs rowcache instead. Choices carry the backend's generation and are
+ * ignored once it changes. Under `deterministic` every candidate qualifies
+ * (CSR_ALG3; the own kernels add in a fixed order), though they differ
+ * from each other by rounding (max forward: not at all, both are exact).
  */
 #include "kernels/cuda/spmm_cuda.h"
 
@@ -55,14 +59,6 @@
 #include <inttypes.h>
 #include <math.h>
 #include <string.h>
-
-#define CUSPARSE_RET(call, what)                                                             \
-    do {                                                                                     \
-        cusparseStatus_t s_ = (call);                                                        \
-        if (s_ != CUSPARSE_STATUS_SUCCESS)                                                   \
-            return GNN_FAIL(s_ == CUSPARSE_STATUS_ALLOC_FAILED ? GNN_ENOMEM : GNN_ECUSPARSE, \
-                            "%s: %s", (what), cusparseGetErrorString(s_));                   \
-    } while (0)
 
 enum { DIR_FWD = 0, DIR_BWD = 1 };
 /* Aggregators with a cuSPARSE value array: sum, mean, gcn. */
@@ -415,7 +411,12 @@ static int sparse_descr(gnn_cuda_graph_t *g, gnn_aggr_t aggr, int dir, cudaStrea
             }
             k_values<<<gnn__cuda_blocks(p.n_rows, GNN_SPMM_WPB), GNN_SPMM_THREADS, 0, s>>>(p,
                                                                                          *slot);
-            GNN_CUDA_LAUNCHED("spmm values");
+            e = cudaGetLastError();
+            if (e != cudaSuccess) { /* not filled: a later call must not take it as built */
+                cudaFree(*slot);
+                *slot = NULL;
+                return GNN_FAIL(GNN_ECUDA, "launch of spmm values: %s", cudaGetErrorString(e));
+            }
         }
         vals = *slot;
     }
@@ -510,11 +511,36 @@ static int cusparse_run(const gnn_cuda_spmm_ctx_t *ctx, gnn_cuda_graph_t *g, gnn
 
 /* ---- Dispatch ------------------------------------------------------------- */
 
-/* out = the product of sum-like aggr in direction dir with impl (nnz > 0). */
-static int run_scaled(const gnn_cuda_spmm_ctx_t *ctx, gnn_cuda_graph_t *g, gnn_spmm_impl_t impl,
-                      gnn_aggr_t aggr, int dir, int64_t f, const float *in, float *out)
+/* The implementation that runs aggr when impl is asked for (not auto):
+ * max has no cuSPARSE version and runs rowcache instead. */
+static gnn_spmm_impl_t impl_for(gnn_aggr_t aggr, gnn_spmm_impl_t impl)
+{
+    return aggr == GNN_AGGR_MAX && impl == GNN_SPMM_CUSPARSE ? GNN_SPMM_ROWCACHE : impl;
+}
+
+/*
+ * out = aggr in direction dir with impl (nnz > 0; impl is not auto). Max
+ * forward writes argmax_out, max backward reads argmax_in.
+ */
+static int run_impl(const gnn_cuda_spmm_ctx_t *ctx, gnn_cuda_graph_t *g, gnn_spmm_impl_t impl,
+                    gnn_aggr_t aggr, int dir, int64_t f, const float *in, float *out,
+                    int32_t *argmax_out, const int32_t *argmax_in)
 {
     cudaStream_t s = (cudaStream_t)ctx->stream;
+    impl = impl_for(aggr, impl);
+    if (aggr == GNN_AGGR_MAX) {
+        const bool bal = impl == GNN_SPMM_BALANCED;
+        if (dir == DIR_FWD)
+            return bal ? gnn__balanced_max_forward(g->indptr, g->indices, g->n_dst, g->nnz, f, in,
+                                                   out, argmax_out, &g->scratch, ctx->sm_count, s)
+                       : gnn__rowcache_max_forward(g->indptr, g->indices, g->n_dst, f, in, out,
+                                                   argmax_out, s);
+        return bal ? gnn__balanced_max_backward(g->t_indptr, g->t_indices, g->n_src, g->n_dst,
+                                                g->nnz, f, in, argmax_in, out, &g->scratch,
+                                                ctx->sm_count, s)
+                   : gnn__rowcache_max_backward(g->t_indptr, g->t_indices, g->n_src, f, in,
+                                                argmax_in, out, s);
+    }
     const gnn__scsr_t p = scsr_for(g, aggr, dir);
     switch (impl) {
     case GNN_SPMM_CUSPARSE:
@@ -524,6 +550,13 @@ static int run_scaled(const gnn_cuda_spmm_ctx_t *ctx, gnn_cuda_graph_t *g, gnn_s
     default:
         return gnn__rowcache_scaled(&p, f, in, out, s);
     }
+}
+
+/* Whether rc is a cuSPARSE failure that another implementation may not
+ * have (unsupported case, no memory for its workspace or values). */
+static bool cusparse_only_failure(int rc)
+{
+    return rc == GNN_ECUSPARSE || rc == GNN_ENOMEM;
 }
 
 static choice_t *choice_find(gnn_cuda_graph_t *g, unsigned generation, gnn_aggr_t aggr, int dir,
@@ -593,10 +626,11 @@ static void shape_put(const gnn_cuda_spmm_ctx_t *cctx, const gnn_cuda_graph_t *g
 
 /*
  * Time every candidate for (aggr, dir, f) on the stream and leave the
- * fastest one's output in out; *best = it.
+ * fastest one's output (and arg-max) in out; *best = it.
  */
 static int choose(const gnn_cuda_spmm_ctx_t *ctx, gnn_cuda_graph_t *g, gnn_aggr_t aggr, int dir,
-                  int64_t f, const float *in, float *out, gnn_spmm_impl_t *best)
+                  int64_t f, const float *in, float *out, int32_t *argmax_out,
+                  const int32_t *argmax_in, gnn_spmm_impl_t *best)
 {
     static const gnn_spmm_impl_t cand[] = {GNN_SPMM_CUSPARSE, GNN_SPMM_ROWCACHE,
                                            GNN_SPMM_BALANCED};
@@ -605,6 +639,7 @@ static int choose(const gnn_cuda_spmm_ctx_t *ctx, gnn_cuda_graph_t *g, gnn_aggr_
         GNN_CUDA_RET(cudaEventCreate(&g->ev[0]), "spmm timing events");
         cudaError_t e = cudaEventCreate(&g->ev[1]);
         if (e != cudaSuccess) {
+            cudaGetLastError();
             cudaEventDestroy(g->ev[0]);
             return GNN_FAIL(GNN_ECUDA, "spmm timing events: %s", cudaGetErrorString(e));
         }
@@ -614,15 +649,16 @@ static int choose(const gnn_cuda_spmm_ctx_t *ctx, gnn_cuda_graph_t *g, gnn_aggr_
     gnn_spmm_impl_t last = GNN_SPMM_AUTO;
     *best = GNN_SPMM_ROWCACHE;
     for (size_t i = 0; i < sizeof cand / sizeof cand[0]; i++) {
-        if (cand[i] == GNN_SPMM_CUSPARSE && !ctx->cusparse) continue;
-        int rc = run_scaled(ctx, g, cand[i], aggr, dir, f, in, out); /* warm-up */
-        if (rc < 0 && cand[i] == GNN_SPMM_CUSPARSE && (rc == GNN_ECUSPARSE || rc == GNN_ENOMEM)) {
+        if (cand[i] == GNN_SPMM_CUSPARSE && (!ctx->cusparse || aggr == GNN_AGGR_MAX)) continue;
+        int rc = run_impl(ctx, g, cand[i], aggr, dir, f, in, out, argmax_out, argmax_in);
+        if (rc < 0 && cand[i] == GNN_SPMM_CUSPARSE && cusparse_only_failure(rc)) {
             gnn_error_clear(); /* not a candidate here; the others decide */
+            cudaGetLastError(); /* nor a failure of the next launch */
             continue;
         }
-        if (rc < 0) return rc;
+        if (rc < 0) return rc; /* the warm-up failed */
         GNN_CUDA_RET(cudaEventRecord(g->ev[0], s), "spmm timing");
-        GNN_TRY_RET(run_scaled(ctx, g, cand[i], aggr, dir, f, in, out));
+        GNN_TRY_RET(run_impl(ctx, g, cand[i], aggr, dir, f, in, out, argmax_out, argmax_in));
         GNN_CUDA_RET(cudaEventRecord(g->ev[1], s), "spmm timing");
         GNN_CUDA_RET(cudaEventSynchronize(g->ev[1]), "spmm timing");
         float ms = 0.0f;
@@ -633,7 +669,8 @@ static int choose(const gnn_cuda_spmm_ctx_t *ctx, gnn_cuda_graph_t *g, gnn_aggr_
             *best = cand[i];
         }
     }
-    if (*best != last) GNN_TRY_RET(run_scaled(ctx, g, *best, aggr, dir, f, in, out));
+    if (*best != last)
+        GNN_TRY_RET(run_impl(ctx, g, *best, aggr, dir, f, in, out, argmax_out, argmax_in));
     return 0;
 }
 
@@ -679,40 +716,44 @@ static int run_empty(const gnn_cuda_spmm_ctx_t *ctx, const gnn_cuda_graph_t *g, 
     return 0;
 }
 
+/* out = aggr in direction dir with auto's impl for g, recorded for g; a
+ * cuSPARSE choice that fails here is replaced by rowcache. */
+static int run_auto(const gnn_cuda_spmm_ctx_t *ctx, gnn_cuda_graph_t *g, gnn_spmm_impl_t impl,
+                    gnn_aggr_t aggr, int dir, int64_t f, const float *in, float *out,
+                    int32_t *argmax_out, const int32_t *argmax_in)
+{
+    int rc = run_impl(ctx, g, impl, aggr, dir, f, in, out, argmax_out, argmax_in);
+    if (rc < 0 && impl == GNN_SPMM_CUSPARSE && cusparse_only_failure(rc)) {
+        gnn_error_clear();
+        cudaGetLastError();
+        impl = GNN_SPMM_ROWCACHE;
+        rc = run_impl(ctx, g, impl, aggr, dir, f, in, out, argmax_out, argmax_in);
+    }
+    if (rc == 0) choice_put(g, ctx->generation, aggr, dir, f, impl);
+    return rc;
+}
+
 /* out = aggr in direction dir with the implementation ctx asks for (auto:
  * the cached choice, or a timed choice made now). */
 static int run(const gnn_cuda_spmm_ctx_t *ctx, gnn_cuda_graph_t *g, gnn_aggr_t aggr, int dir,
                int64_t f, const float *in, float *out, int32_t *argmax_out,
                const int32_t *argmax_in)
 {
-    cudaStream_t s = (cudaStream_t)ctx->stream;
     const int64_t rows = dir == DIR_FWD ? g->n_dst : g->n_src;
     const bool autosel = ctx->impl == GNN_SPMM_AUTO;
     if (rows == 0) return 0;
-    if (g->nnz == 0 || aggr == GNN_AGGR_MAX) {
-        int rc;
-        if (g->nnz == 0)
-            rc = run_empty(ctx, g, aggr, dir, f, in, out, argmax_out);
-        else if (dir == DIR_FWD) /* max: the rowcache kernels under every choice */
-            rc = gnn__rowcache_max_forward(g->indptr, g->indices, g->n_dst, f, in, out,
-                                           argmax_out, s);
-        else
-            rc = gnn__rowcache_max_backward(g->t_indptr, g->t_indices, g->n_src, f, in,
-                                            argmax_in, out, s);
+    if (g->nnz == 0) {
+        int rc = run_empty(ctx, g, aggr, dir, f, in, out, argmax_out);
         if (rc == 0 && autosel) choice_put(g, ctx->generation, aggr, dir, f, GNN_SPMM_ROWCACHE);
         return rc;
     }
-    if (!autosel) return run_scaled(ctx, g, ctx->impl, aggr, dir, f, in, out);
+    if (!autosel) return run_impl(ctx, g, ctx->impl, aggr, dir, f, in, out, argmax_out, argmax_in);
     const choice_t *c = choice_find(g, ctx->generation, aggr, dir, f);
-    if (c) return run_scaled(ctx, g, c->impl, aggr, dir, f, in, out);
+    if (c) return run_auto(ctx, g, c->impl, aggr, dir, f, in, out, argmax_out, argmax_in);
     const gnn_cuda_shape_choice_t *sc = shape_find(ctx, g, aggr, dir, f);
-    if (sc) {
-        gnn_spmm_impl_t impl = sc->impl;
-        choice_put(g, ctx->generation, aggr, dir, f, impl);
-        return run_scaled(ctx, g, impl, aggr, dir, f, in, out);
-    }
+    if (sc) return run_auto(ctx, g, sc->impl, aggr, dir, f, in, out, argmax_out, argmax_in);
     gnn_spmm_impl_t best = GNN_SPMM_ROWCACHE;
-    GNN_TRY_RET(choose(ctx, g, aggr, dir, f, in, out, &best));
+    GNN_TRY_RET(choose(ctx, g, aggr, dir, f, in, out, argmax_out, argmax_in, &best));
     choice_put(g, ctx->generation, aggr, dir, f, best);
     shape_put(ctx, g, aggr, dir, f, best);
     return 0;
@@ -736,8 +777,7 @@ gnn_spmm_impl_t gnn__cuda_spmm_choice(const gnn_cuda_spmm_ctx_t *ctx, const gnn_
                                       gnn_aggr_t aggr, int64_t f, int backward)
 {
     if (!ctx || !g) return GNN_SPMM_AUTO;
-    if (aggr == GNN_AGGR_MAX) return GNN_SPMM_ROWCACHE; /* whatever the setting */
-    if (ctx->impl != GNN_SPMM_AUTO) return ctx->impl;
+    if (ctx->impl != GNN_SPMM_AUTO) return impl_for(aggr, ctx->impl);
     int dir = backward ? DIR_BWD : DIR_FWD;
     const choice_t *c = choice_find((gnn_cuda_graph_t *)g, ctx->generation, aggr, dir, f);
     if (c) return c->impl;

@@ -13,13 +13,15 @@
  *             arrays (normalisation folded into the values) and workspace
  *             created once per graph and kept; the backward runs on the
  *             transpose's own CSR, never with opA = TRANSPOSE; ALG2, or
- *             ALG3 when deterministic. No max: max falls back to rowcache.
- *   rowcache  spmm_rowcache.cu: a warp per destination row.
- *   balanced  spmm_balanced.cu: nonzeros split evenly over warps.
+ *             ALG3 when deterministic. No max: max runs rowcache instead.
+ *   rowcache  spmm_rowcache.cu: a warp per output row.
+ *   balanced  spmm_balanced.cu: nonzeros split evenly over lane groups,
+ *             max included.
  * With GNN_SPMM_AUTO the first call for a (aggregator, direction, width)
- * times each candidate once on the backend's stream and keeps the fastest
- * in the graph, and for graphs of the same shape in the backend; later
- * calls reuse it until the backend's settings change (ctx->generation).
+ * times each candidate once on the backend's stream (max: rowcache and
+ * balanced) and keeps the fastest in the graph, and for graphs of the same
+ * shape in the backend; later calls reuse it until the backend's settings
+ * change (ctx->generation).
  */
 #ifndef GNN_KERNELS_CUDA_SPMM_CUDA_H
 #define GNN_KERNELS_CUDA_SPMM_CUDA_H
@@ -90,7 +92,8 @@ int gnn__cuda_spmm_forward(const gnn_cuda_spmm_ctx_t *ctx, gnn_cuda_graph_t *g, 
 int gnn__cuda_spmm_backward(const gnn_cuda_spmm_ctx_t *ctx, gnn_cuda_graph_t *g, gnn_aggr_t aggr,
                             int64_t f, const float *dy, const int32_t *argmax, float *dx);
 /* The implementation used for (aggr, f, direction) under ctx: the forced
- * one, the cached choice of auto, or GNN_SPMM_AUTO when none yet. */
+ * one (rowcache for max when cusparse is forced), the cached choice of
+ * auto, or GNN_SPMM_AUTO when none yet. */
 gnn_spmm_impl_t gnn__cuda_spmm_choice(const gnn_cuda_spmm_ctx_t *ctx, const gnn_cuda_graph_t *g,
                                       gnn_aggr_t aggr, int64_t f, int backward);
 

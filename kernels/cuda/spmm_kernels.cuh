@@ -124,6 +124,23 @@ int gnn__rowcache_max_backward(const int64_t *t_indptr, const int64_t *t_indices
  */
 int gnn__balanced_scaled(const gnn__scsr_t *p, int64_t f, const float *in, float *out,
                          gnn__cuda_buf_t *scratch, int sm_count, cudaStream_t s);
+/*
+ * gnn__rowcache_max_forward's result (the same values and arg-max, bit
+ * for bit) with nonzeros and rows split evenly over work units; nnz: the
+ * CSR's entries. scratch and sm_count as for gnn__balanced_scaled.
+ */
+int gnn__balanced_max_forward(const int64_t *indptr, const int64_t *indices, int64_t n_rows,
+                              int64_t nnz, int64_t f, const float *x, float *y, int32_t *argmax,
+                              gnn__cuda_buf_t *scratch, int sm_count, cudaStream_t s);
+/*
+ * gnn__rowcache_max_backward's result (up to the order of the sums) with
+ * the transpose's nonzeros split evenly over work units; n_cols: its
+ * columns (n_dst), nnz: its entries. scratch and sm_count as above.
+ */
+int gnn__balanced_max_backward(const int64_t *t_indptr, const int64_t *t_indices, int64_t n_rows,
+                               int64_t n_cols, int64_t nnz, int64_t f, const float *dy,
+                               const int32_t *argmax, float *dx, gnn__cuda_buf_t *scratch,
+                               int sm_count, cudaStream_t s);
 
 /* ---- Device helpers ------------------------------------------------------- */
 
