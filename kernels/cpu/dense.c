@@ -11,6 +11,7 @@
  * before any output is written.
  */
 #include "kernels/dense.h"
+#include "kernels/adam_step.h"
 #include "kernels/dense_check.h"
 
 #include <cblas.h>
@@ -496,24 +497,9 @@ int gnn_adam(int64_t n, float *w, const float *g, float *m, float *v, const gnn_
     int rc = 0;
     GNN_TRY(gnn__dense_check_count("gnn_adam", n));
     GNN_TRY(gnn__dense_check_adam(o, step));
-    const float b1 = o->beta1, b2 = o->beta2, eps = o->eps, wd = o->weight_decay;
-    const float step_size = (float)((double)o->lr / (1.0 - pow((double)b1, (double)step)));
-    const float bc2_sqrt = (float)sqrt(1.0 - pow((double)b2, (double)step));
-    const float shrink = (float)(1.0 - (double)o->lr * (double)wd);
-    const int decoupled = o->decoupled;
+    const gnn_adam_consts_t c = gnn_adam_consts(o, step);
 #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
-    for (int64_t i = 0; i < n; i++) {
-        float wi = w[i], gi = g[i];
-        if (decoupled)
-            wi *= shrink;
-        else
-            gi += wd * wi;
-        float mi = b1 * m[i] + (1.0f - b1) * gi;
-        float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
-        m[i] = mi;
-        v[i] = vi;
-        w[i] = wi - step_size * mi / (sqrtf(vi) / bc2_sqrt + eps);
-    }
+    for (int64_t i = 0; i < n; i++) gnn_adam_elem(&c, &w[i], g[i], &m[i], &v[i]);
     return 0;
 fail:
     return rc;

@@ -13,6 +13,7 @@
  */
 #include "kernels/cuda/backend_cuda.cuh"
 
+#include "kernels/adam_step.h"
 #include "kernels/dense_check.h"
 #include "kernels/rng.h"
 
@@ -500,23 +501,12 @@ int gnn__cuda_softmax_xent(gnn_backend_t *be, int64_t rows, int64_t classes, con
 
 /* ---- Adam -------------------------------------------------------------------- */
 
-__global__ void k_adam(int64_t n, float *w, const float *g, float *m, float *v, float b1, float b2,
-                       float eps, float wd, float step_size, float bc2_sqrt, float shrink,
-                       int decoupled)
+__global__ void k_adam(int64_t n, float *w, const float *g, float *m, float *v,
+                       gnn_adam_consts_t c)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-         i += (int64_t)gridDim.x * blockDim.x) {
-        float wi = w[i], gi = g[i];
-        if (decoupled)
-            wi *= shrink;
-        else
-            gi += wd * wi;
-        float mi = b1 * m[i] + (1.0f - b1) * gi;
-        float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
-        m[i] = mi;
-        v[i] = vi;
-        w[i] = wi - step_size * mi / (sqrtf(vi) / bc2_sqrt + eps);
-    }
+         i += (int64_t)gridDim.x * blockDim.x)
+        gnn_adam_elem(&c, &w[i], g[i], &m[i], &v[i]);
 }
 
 int gnn__cuda_adam(gnn_backend_t *be, int64_t n, float *w, const float *g, float *m, float *v,
@@ -525,13 +515,8 @@ int gnn__cuda_adam(gnn_backend_t *be, int64_t n, float *w, const float *g, float
     GNN_TRY_RET(gnn__dense_check_count("gnn_adam", n));
     GNN_TRY_RET(gnn__dense_check_adam(o, step));
     if (n == 0) return 0;
-    /* The bias corrections exactly as the CPU computes them. */
-    float step_size = (float)((double)o->lr / (1.0 - pow((double)o->beta1, (double)step)));
-    float bc2_sqrt = (float)sqrt(1.0 - pow((double)o->beta2, (double)step));
-    float shrink = (float)(1.0 - (double)o->lr * (double)o->weight_decay);
     k_adam<<<gnn__cuda_blocks(n, THREADS), THREADS, 0, gnn__cuda_be(be)->stream>>>(
-        n, w, g, m, v, o->beta1, o->beta2, o->eps, o->weight_decay, step_size, bc2_sqrt, shrink,
-        o->decoupled);
+        n, w, g, m, v, gnn_adam_consts(o, step));
     GNN_CUDA_LAUNCHED("adam");
     return 0;
 }

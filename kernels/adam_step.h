@@ -1,0 +1,54 @@
+/*
+ * One Adam step of one parameter, shared by the CPU kernel and the CUDA
+ * kernel of gnn_adam (kernels/dense.h) so both apply the same formula in
+ * the same order. The per-call constants come from gnn_adam_consts.
+ */
+#ifndef GNN_KERNELS_ADAM_STEP_H
+#define GNN_KERNELS_ADAM_STEP_H
+
+#include "kernels/dense.h"
+#include "kernels/rng.h" /* GNN_HOSTDEV */
+
+#include <math.h>
+#include <stdint.h>
+
+/* The constants of one call: bias corrections in double, once. */
+typedef struct {
+    float b1, b2, eps, wd;
+    float step_size; /* lr / (1 - b1^step) */
+    float bc2_sqrt;  /* sqrt(1 - b2^step) */
+    float shrink;    /* 1 - lr * wd (AdamW) */
+    int decoupled;
+} gnn_adam_consts_t;
+
+static inline gnn_adam_consts_t gnn_adam_consts(const gnn_adam_opts_t *o, int64_t step)
+{
+    gnn_adam_consts_t c;
+    c.b1 = o->beta1;
+    c.b2 = o->beta2;
+    c.eps = o->eps;
+    c.wd = o->weight_decay;
+    c.step_size = (float)((double)o->lr / (1.0 - pow((double)o->beta1, (double)step)));
+    c.bc2_sqrt = (float)sqrt(1.0 - pow((double)o->beta2, (double)step));
+    c.shrink = (float)(1.0 - (double)o->lr * (double)o->weight_decay);
+    c.decoupled = o->decoupled;
+    return c;
+}
+
+/* w, m, v of one parameter after one step with gradient g. */
+static inline GNN_HOSTDEV void gnn_adam_elem(const gnn_adam_consts_t *c, float *w, float g,
+                                             float *m, float *v)
+{
+    float wi = *w, gi = g;
+    if (c->decoupled)
+        wi *= c->shrink;
+    else
+        gi += c->wd * wi;
+    float mi = c->b1 * *m + (1.0f - c->b1) * gi;
+    float vi = c->b2 * *v + (1.0f - c->b2) * gi * gi;
+    *m = mi;
+    *v = vi;
+    *w = wi - c->step_size * mi / (sqrtf(vi) / c->bc2_sqrt + c->eps);
+}
+
+#endif
