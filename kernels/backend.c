@@ -174,6 +174,14 @@ int gnn_be_spmm_choice(gnn_backend_t *be, const gnn_bgraph_t *g, int aggr, int64
         if (!(cond)) return GNN_FAIL(GNN_EINVAL, "%s: NULL argument", fn);                    \
     } while (0)
 
+/* cpu-as-gpu: a pointer argument that is not in one of its buffers is
+ * refused, as a GPU would fault on it (the other backends keep no list). */
+#define BUF(p, fn)                                                                           \
+    do {                                                                                     \
+        if ((p) && !gnn__backend_cpu_owns(be, (p)))                                          \
+            return GNN_FAIL(GNN_EINVAL, "%s: %s is not a buffer of %s", fn, #p, be->desc);   \
+    } while (0)
+
 int gnn_be_alloc(gnn_backend_t *be, size_t bytes, void **out)
 {
     NEED(be && out, "gnn_be_alloc");
@@ -190,6 +198,7 @@ int gnn_be_upload(gnn_backend_t *be, void *dst, const void *src, size_t bytes)
 {
     if (!bytes) return 0;
     NEED(be && dst && src, "gnn_be_upload");
+    BUF(dst, "gnn_be_upload");
     return be->ops->upload(be, dst, src, bytes);
 }
 
@@ -220,6 +229,7 @@ int gnn_be_download(gnn_backend_t *be, void *dst, const void *src, size_t bytes)
 {
     if (!bytes) return be ? be->ops->sync(be) : 0;
     NEED(be && dst && src, "gnn_be_download");
+    BUF(src, "gnn_be_download");
     return be->ops->download(be, dst, src, bytes);
 }
 
@@ -227,6 +237,8 @@ int gnn_be_copy(gnn_backend_t *be, void *dst, const void *src, size_t bytes)
 {
     if (!bytes) return 0;
     NEED(be && dst && src, "gnn_be_copy");
+    BUF(dst, "gnn_be_copy");
+    BUF(src, "gnn_be_copy");
     return be->ops->copy(be, dst, src, bytes);
 }
 
@@ -234,6 +246,7 @@ int gnn_be_zero(gnn_backend_t *be, void *dst, size_t bytes)
 {
     if (!bytes) return 0;
     NEED(be && dst, "gnn_be_zero");
+    BUF(dst, "gnn_be_zero");
     return be->ops->zero(be, dst, bytes);
 }
 
@@ -250,30 +263,42 @@ int gnn_be_gemm(gnn_backend_t *be, int trans_a, int trans_b, int64_t m, int64_t 
                 float *c, int64_t ldc)
 {
     NEED(be, "gnn_be_gemm");
+    BUF(a, "gnn_be_gemm");
+    BUF(b, "gnn_be_gemm");
+    BUF(c, "gnn_be_gemm");
     return be->ops->gemm(be, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 int gnn_be_bias_add(gnn_backend_t *be, int64_t rows, int64_t cols, float *y, const float *bias)
 {
     NEED(be, "gnn_be_bias_add");
+    BUF(y, "gnn_be_bias_add");
+    BUF(bias, "gnn_be_bias_add");
     return be->ops->bias_add(be, rows, cols, y, bias);
 }
 
 int gnn_be_bias_grad(gnn_backend_t *be, int64_t rows, int64_t cols, const float *dy, float *dbias)
 {
     NEED(be, "gnn_be_bias_grad");
+    BUF(dy, "gnn_be_bias_grad");
+    BUF(dbias, "gnn_be_bias_grad");
     return be->ops->bias_grad(be, rows, cols, dy, dbias);
 }
 
 int gnn_be_relu(gnn_backend_t *be, int64_t n, const float *x, float *y)
 {
     NEED(be, "gnn_be_relu");
+    BUF(x, "gnn_be_relu");
+    BUF(y, "gnn_be_relu");
     return be->ops->relu(be, n, x, y);
 }
 
 int gnn_be_relu_backward(gnn_backend_t *be, int64_t n, const float *xy, const float *dy, float *dx)
 {
     NEED(be, "gnn_be_relu_backward");
+    BUF(xy, "gnn_be_relu_backward");
+    BUF(dy, "gnn_be_relu_backward");
+    BUF(dx, "gnn_be_relu_backward");
     return be->ops->relu_backward(be, n, xy, dy, dx);
 }
 
@@ -281,6 +306,8 @@ int gnn_be_dropout(gnn_backend_t *be, int64_t n, float p, uint64_t seed, uint64_
                    const float *x, float *y)
 {
     NEED(be, "gnn_be_dropout");
+    BUF(x, "gnn_be_dropout");
+    BUF(y, "gnn_be_dropout");
     return be->ops->dropout(be, n, p, seed, offset, x, y);
 }
 
@@ -288,6 +315,8 @@ int gnn_be_dropout_backward(gnn_backend_t *be, int64_t n, float p, uint64_t seed
                             const float *dy, float *dx)
 {
     NEED(be, "gnn_be_dropout_backward");
+    BUF(dy, "gnn_be_dropout_backward");
+    BUF(dx, "gnn_be_dropout_backward");
     return be->ops->dropout_backward(be, n, p, seed, offset, dy, dx);
 }
 
@@ -298,12 +327,17 @@ int gnn_be_dropout_rows(gnn_backend_t *be, int64_t rows, int64_t f, const int64_
     if (!be->ops->dropout_rows)
         return GNN_FAIL(GNN_EUNSUPPORTED, "dropout by row ids: not on this backend (%s)",
                         be->desc);
+    BUF(row_id, "gnn_be_dropout_rows");
+    BUF(x, "gnn_be_dropout_rows");
+    BUF(y, "gnn_be_dropout_rows");
     return be->ops->dropout_rows(be, rows, f, row_id, p, seed, offset, x, y);
 }
 
 int gnn_be_axpby(gnn_backend_t *be, int64_t n, float alpha, const float *x, float beta, float *y)
 {
     NEED(be, "gnn_be_axpby");
+    BUF(x, "gnn_be_axpby");
+    BUF(y, "gnn_be_axpby");
     return be->ops->axpby(be, n, alpha, x, beta, y);
 }
 
@@ -311,6 +345,9 @@ int gnn_be_gather_rows(gnn_backend_t *be, int64_t n, int64_t f, const float *src
                        const int64_t *idx, float *dst)
 {
     NEED(be, "gnn_be_gather_rows");
+    BUF(src, "gnn_be_gather_rows");
+    BUF(idx, "gnn_be_gather_rows");
+    BUF(dst, "gnn_be_gather_rows");
     return be->ops->gather_rows(be, n, f, src, src_rows, idx, dst);
 }
 
@@ -319,6 +356,10 @@ int gnn_be_softmax_xent(gnn_backend_t *be, int64_t rows, int64_t classes, const 
                         float *dlogits)
 {
     NEED(be && loss, "gnn_be_softmax_xent");
+    BUF(logits, "gnn_be_softmax_xent");
+    BUF(labels, "gnn_be_softmax_xent");
+    BUF(idx, "gnn_be_softmax_xent");
+    BUF(dlogits, "gnn_be_softmax_xent");
     return be->ops->softmax_xent(be, rows, classes, logits, labels, idx, nidx, loss, dlogits);
 }
 
@@ -326,6 +367,10 @@ int gnn_be_adam(gnn_backend_t *be, int64_t n, float *w, const float *g, float *m
                 const gnn_adam_opts_t *o, int64_t step)
 {
     NEED(be && o, "gnn_be_adam");
+    BUF(w, "gnn_be_adam");
+    BUF(g, "gnn_be_adam");
+    BUF(m, "gnn_be_adam");
+    BUF(v, "gnn_be_adam");
     return be->ops->adam(be, n, w, g, m, v, o, step);
 }
 
@@ -333,6 +378,9 @@ int gnn_be_count_correct(gnn_backend_t *be, int64_t rows, int64_t classes, const
                          const int64_t *labels, const int64_t *idx, int64_t nidx, int64_t *correct)
 {
     NEED(be && correct, "gnn_be_count_correct");
+    BUF(logits, "gnn_be_count_correct");
+    BUF(labels, "gnn_be_count_correct");
+    BUF(idx, "gnn_be_count_correct");
     return be->ops->count_correct(be, rows, classes, logits, labels, idx, nidx, correct);
 }
 
@@ -340,6 +388,8 @@ int gnn_be_argmax_rows(gnn_backend_t *be, int64_t rows, int64_t classes, const f
                        int64_t *out)
 {
     NEED(be, "gnn_be_argmax_rows");
+    BUF(x, "gnn_be_argmax_rows");
+    BUF(out, "gnn_be_argmax_rows");
     return be->ops->argmax_rows(be, rows, classes, x, out);
 }
 
@@ -460,6 +510,11 @@ static int aggr_run(gnn_backend_t *be, const gnn_bgraph_t *g, const gnn_aggr_def
                             be->kind == GNN_BACKEND_CUDA ? "CUDA" : "CPU");
         if (!x || !y || !dy || !dx)
             return GNN_FAIL(GNN_EINVAL, "aggregator %s backward: NULL argument", def->name);
+        BUF(x, "gnn_be_aggr_backward");
+        BUF(y, "gnn_be_aggr_backward");
+        BUF(dy, "gnn_be_aggr_backward");
+        BUF(dx, "gnn_be_aggr_backward");
+        BUF(call.workspace, "gnn_be_aggr_backward");
         rc = fn(&call, x, y, dy, dx);
     } else {
         gnn_aggr_forward_fn fn = be->ops->aggr_forward(def);
@@ -467,6 +522,9 @@ static int aggr_run(gnn_backend_t *be, const gnn_bgraph_t *g, const gnn_aggr_def
             return GNN_FAIL(GNN_EUNSUPPORTED, "aggregator %s has no %s forward", def->name,
                             be->kind == GNN_BACKEND_CUDA ? "CUDA" : "CPU");
         if (!x || !y) return GNN_FAIL(GNN_EINVAL, "aggregator %s forward: NULL argument", def->name);
+        BUF(x, "gnn_be_aggr_forward");
+        BUF(y, "gnn_be_aggr_forward");
+        BUF(call.workspace, "gnn_be_aggr_forward");
         rc = fn(&call, x, y);
     }
     if (rc == 0) return 0;
@@ -536,19 +594,29 @@ int gnn_be_sparse_dropout(gnn_backend_t *be, const gnn_bsparse_t *s, float p, ui
                           uint64_t offset, float *vals)
 {
     int rc = sparse_check(be, s, "gnn_be_sparse_dropout");
-    return rc < 0 ? rc : be->ops->sparse_dropout(be, s, p, seed, offset, vals);
+    if (rc < 0) return rc;
+    BUF(vals, "gnn_be_sparse_dropout");
+    return be->ops->sparse_dropout(be, s, p, seed, offset, vals);
 }
 
 int gnn_be_sparse_mm(gnn_backend_t *be, const gnn_bsparse_t *s, const float *vals, const float *w,
                      int64_t f, float *t)
 {
     int rc = sparse_check(be, s, "gnn_be_sparse_mm");
-    return rc < 0 ? rc : be->ops->sparse_mm(be, s, vals, w, f, t);
+    if (rc < 0) return rc;
+    BUF(vals, "gnn_be_sparse_mm");
+    BUF(w, "gnn_be_sparse_mm");
+    BUF(t, "gnn_be_sparse_mm");
+    return be->ops->sparse_mm(be, s, vals, w, f, t);
 }
 
 int gnn_be_sparse_mm_t(gnn_backend_t *be, const gnn_bsparse_t *s, const float *vals,
                        const float *dt, int64_t f, float *dw)
 {
     int rc = sparse_check(be, s, "gnn_be_sparse_mm_t");
-    return rc < 0 ? rc : be->ops->sparse_mm_t(be, s, vals, dt, f, dw);
+    if (rc < 0) return rc;
+    BUF(vals, "gnn_be_sparse_mm_t");
+    BUF(dt, "gnn_be_sparse_mm_t");
+    BUF(dw, "gnn_be_sparse_mm_t");
+    return be->ops->sparse_mm_t(be, s, vals, dt, f, dw);
 }

@@ -45,8 +45,9 @@ typedef struct gnn_bgraph gnn_bgraph_t;
  * "auto" (CUDA when a device is present and this build has CUDA, else
  * CPU). "cpu-as-gpu" is the CPU backend whose buffers callers must treat
  * as a device's (gnn_be_host_memory gives 0): every array goes through
- * upload and download as it would for a GPU, which tests those paths on a
- * machine without one. Errors: GNN_EINVAL for an unknown name (message
+ * upload and download as it would for a GPU, and an operation given a
+ * pointer outside its buffers fails (GNN_EINVAL, "...: X is not a buffer
+ * of cpu-as-gpu"), which tests those paths on a machine without one. Errors: GNN_EINVAL for an unknown name (message
  * lists the valid ones), GNN_ENODEV for "cuda" without a usable device or
  * in a build without CUDA (message says which), GNN_ENOMEM.
  */

@@ -107,6 +107,9 @@ int gnn__backend_cpu_init(gnn_backend_t *be, int as_gpu);
 int gnn__backend_cuda_init(gnn_backend_t *be, int dev);
 /* Usable CUDA devices (0 when none or no driver; CUDA builds only). */
 int gnn__backend_cuda_count(void);
+/* 1 when p lies in a live buffer of the cpu-as-gpu backend be (always 1
+ * for the other backends, which keep no list). */
+int gnn__backend_cpu_owns(const gnn_backend_t *be, const void *p);
 
 #ifdef __cplusplus
 }

@@ -5,7 +5,8 @@
  * pages nearly every gathered row misses the TLB), every operation is the OpenMP /
  * OpenBLAS kernel of kernels/dense.h, and aggregation runs the definitions'
  * CPU entry points on the host view of the prepared graph. Nothing is
- * queued: every call has finished when it returns.
+ * queued: every call has finished when it returns. cpu-as-gpu is the same
+ * table with its buffers listed (see below).
  */
 #include "kernels/backend_impl.h"
 
@@ -13,21 +14,96 @@
 #include "graph/base/error.h"
 
 #include <omp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
 
+/*
+ * cpu-as-gpu keeps a list of its live buffers, so that the dispatch layer
+ * can refuse a pointer that is not one (or inside one): a host array
+ * passed where a GPU would need device memory fails there with a message,
+ * instead of working on the CPU only.
+ */
+typedef struct {
+    pthread_mutex_t lock;
+    struct {
+        const char *p;
+        size_t bytes;
+    } *a;
+    size_t n, cap;
+} tracker_t;
+
+static int track_add(tracker_t *t, const void *p, size_t bytes)
+{
+    int rc = 0;
+    pthread_mutex_lock(&t->lock);
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? 2 * t->cap : 64;
+        void *a = gnn_realloc_array(t->a, cap, sizeof *t->a);
+        if (!a) {
+            rc = GNN_FAIL(GNN_ENOMEM, "cpu-as-gpu: buffer list");
+            goto out;
+        }
+        t->a = a;
+        t->cap = cap;
+    }
+    t->a[t->n].p = p;
+    t->a[t->n++].bytes = bytes ? bytes : 1;
+out:
+    pthread_mutex_unlock(&t->lock);
+    return rc;
+}
+
+static void track_remove(tracker_t *t, const void *p)
+{
+    pthread_mutex_lock(&t->lock);
+    for (size_t i = 0; i < t->n; i++)
+        if (t->a[i].p == p) {
+            t->a[i] = t->a[--t->n];
+            break;
+        }
+    pthread_mutex_unlock(&t->lock);
+}
+
+int gnn__backend_cpu_owns(const gnn_backend_t *be, const void *p)
+{
+    if (be->kind != GNN_BACKEND_CPU || be->host_memory || !be->impl) return 1;
+    tracker_t *t = be->impl;
+    int found = 0;
+    pthread_mutex_lock(&t->lock);
+    for (size_t i = 0; i < t->n && !found; i++)
+        found = (const char *)p >= t->a[i].p && (const char *)p < t->a[i].p + t->a[i].bytes;
+    pthread_mutex_unlock(&t->lock);
+    return found;
+}
+
 static int cpu_alloc(gnn_backend_t *be, size_t bytes, void **out)
 {
-    (void)be;
     *out = gnn_alloc_large(bytes); /* 64-byte aligned; huge pages from 2 MiB */
-    return *out ? 0 : GNN_ENOMEM;
+    if (!*out) return GNN_ENOMEM; /* the allocator recorded it */
+    int rc = be->impl ? track_add(be->impl, *out, bytes) : 0;
+    if (rc < 0) {
+        gnn_free(*out);
+        *out = NULL;
+    }
+    return rc;
 }
 
 static void cpu_free(gnn_backend_t *be, void *p)
 {
-    (void)be;
+    if (be->impl) track_remove(be->impl, p);
     gnn_free(p);
+}
+
+static void cpu_close(gnn_backend_t *be)
+{
+    tracker_t *t = be->impl;
+    if (!t) return;
+    pthread_mutex_destroy(&t->lock);
+    gnn_free(t->a);
+    gnn_free(t);
+    be->impl = NULL;
 }
 
 static int cpu_copy(gnn_backend_t *be, void *dst, const void *src, size_t bytes)
@@ -235,7 +311,7 @@ static const gnn_backend_ops_t cpu_ops = {
     .sparse_dropout = cpu_sparse_dropout,
     .sparse_mm = cpu_sparse_mm,
     .sparse_mm_t = cpu_sparse_mm_t,
-    .close = NULL,
+    .close = cpu_close,
 };
 
 int gnn__backend_cpu_init(gnn_backend_t *be, int as_gpu)
@@ -243,6 +319,14 @@ int gnn__backend_cpu_init(gnn_backend_t *be, int as_gpu)
     be->ops = &cpu_ops;
     be->kind = GNN_BACKEND_CPU;
     be->host_memory = !as_gpu;
+    if (as_gpu) {
+        tracker_t *t = gnn_calloc(1, sizeof *t);
+        if (!t || pthread_mutex_init(&t->lock, NULL) != 0) {
+            gnn_free(t);
+            return GNN_FAIL(GNN_ENOMEM, "cpu-as-gpu: buffer list");
+        }
+        be->impl = t;
+    }
     be->device = -1;
     be->stream = NULL;
     snprintf(be->desc, sizeof be->desc, "%s (%d OpenMP threads)", as_gpu ? "cpu-as-gpu" : "cpu",

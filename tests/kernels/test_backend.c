@@ -484,6 +484,42 @@ static void test_graph_alloc_failure(void **state)
     gnn_backend_close(be);
 }
 
+/* ---- cpu-as-gpu ----------------------------------------------------------- */
+
+/* The CPU with a GPU's rules: not host memory, and a pointer outside its
+ * buffers (a host array) is refused by every operation, as a GPU would
+ * fault on it; a pointer inside a buffer is fine, a freed one is not. */
+static void test_cpu_as_gpu(void **state)
+{
+    (void)state;
+    gnn_backend_t *be = NULL;
+    assert_int_equal(gnn_backend_open("cpu-as-gpu", &be), 0);
+    assert_int_equal(gnn_backend_kind(be), GNN_BACKEND_CPU);
+    assert_int_equal(gnn_be_host_memory(be), 0);
+    assert_non_null(strstr(gnn_backend_describe(be), "cpu-as-gpu"));
+    float host[64] = {0}, *buf = NULL, *out = NULL;
+    for (int i = 0; i < 64; i++) host[i] = (float)i - 20.0f;
+    assert_int_equal(gnn_be_alloc(be, sizeof host, (void **)&buf), 0);
+    assert_int_equal(gnn_be_alloc(be, sizeof host, (void **)&out), 0);
+    assert_int_equal(gnn_be_upload(be, buf, host, sizeof host), 0);
+    assert_int_equal(gnn_be_relu(be, 32, buf + 32, out + 32), 0); /* inside the buffers */
+    float back[64];
+    assert_int_equal(gnn_be_download(be, back, out + 32, 32 * sizeof(float)), 0);
+    for (int i = 0; i < 32; i++) assert_true(back[i] == (host[32 + i] < 0 ? 0.0f : host[32 + i]));
+    expect_error(gnn_be_relu(be, 64, host, out), GNN_EINVAL,
+                 "gnn_be_relu: x is not a buffer of cpu-as-gpu");
+    expect_error(gnn_be_axpby(be, 64, 1.0f, buf, 0.0f, host), GNN_EINVAL,
+                 "gnn_be_axpby: y is not a buffer of cpu-as-gpu");
+    expect_error(gnn_be_upload(be, host, buf, sizeof host), GNN_EINVAL,
+                 "gnn_be_upload: dst is not a buffer of cpu-as-gpu");
+    float *stale = out;
+    gnn_be_free(be, out);
+    expect_error(gnn_be_zero(be, stale, 4), GNN_EINVAL,
+                 "gnn_be_zero: dst is not a buffer of cpu-as-gpu");
+    gnn_be_free(be, buf);
+    gnn_backend_close(be);
+}
+
 /* ---- SpMM implementation ---------------------------------------------------- */
 
 static void test_spmm_impl(void **state)
@@ -574,6 +610,7 @@ int main(void)
         cmocka_unit_test(test_aggr_errors),
         cmocka_unit_test(test_graph_alloc_failure),
         cmocka_unit_test(test_spmm_impl),
+        cmocka_unit_test(test_cpu_as_gpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
