@@ -263,7 +263,10 @@ int gnn_dist_dev_allreduce(gnn_dist_dev_t *x, float *buf, int64_t n)
     if (d->size == 1 || n == 0) return 0;
     GNN_CHECK(n <= INT32_MAX, GNN_ERANGE, "gradient allreduce: %" PRId64 " values", n);
 #ifdef GNN_HAVE_NCCL
-    if (x->nccl) return gnn_nccl_allreduce_f32(x->nccl, buf, (size_t)n, 0, gnn_be_stream(x->be));
+    if (x->nccl) { /* waited for, so that allreduce_s times the sum, not its launch */
+        GNN_TRY(gnn_nccl_allreduce_f32(x->nccl, buf, (size_t)n, 0, gnn_be_stream(x->be)));
+        return gnn_be_sync(x->be);
+    }
 #endif
     if (!x->staged) {
         GNN_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, d->comm) ==

@@ -1101,6 +1101,7 @@ static int dist_step(job_t *j, const float *logits, double *loss)
         GNN_TRY(gnn_be_zero(j->be, j->dlogits, (size_t)(n * C) * sizeof(float)));
     }
     GNN_TRY(gnn_model_backward(j->model, j->dlogits));
+    GNN_TRY(gnn_be_sync(j->be)); /* allreduce_s times the sum, not the backward queued before */
     double t0 = now_s(), sum = mine * (double)nt;
     int64_t np = gnn_model_n_params(j->model);
     GNN_TRY(gnn_dist_dev_allreduce(j->ddev, gnn_model_grads(j->model), np));
@@ -1231,6 +1232,7 @@ fail:
 static int dist_reduce_step(job_t *j)
 {
     int rc = 0;
+    GNN_TRY(gnn_be_sync(j->be)); /* allreduce_s times the sum, not the backward queued before */
     double t0 = now_s();
     int64_t np = gnn_model_n_params(j->model);
     GNN_TRY(gnn_dist_dev_allreduce(j->ddev, gnn_model_grads(j->model), np));
