@@ -363,17 +363,7 @@ static __global__ void __launch_bounds__(GNN_SPMM_THREADS)
 #pragma unroll
                 for (int u = 0; u < U; u++) {
                     const bool ok = k + u < cnt;
-                    const float *src = x + (ok ? scol[k + u] : 0) * f;
-#pragma unroll
-                    for (int t = 0; t < NT; t++) {
-                        const int64_t col = c0 + (int64_t)(t * L + sub) * VEC;
-                        if (ok && col < f) {
-                            gnn__ldf<VEC>(src + col, v[u][t]);
-                        } else {
-#pragma unroll
-                            for (int j = 0; j < VEC; j++) v[u][t][j] = 0.0f;
-                        }
-                    }
+                    gnn__ld_tiles<VEC, NT>(x + (ok ? scol[k + u] : 0) * f, ok, c0, L, sub, f, v[u]);
                 }
 #pragma unroll
                 for (int u = 0; u < U; u++) {

@@ -163,6 +163,26 @@ static __device__ __forceinline__ void gnn__ldf(const float *__restrict__ p, flo
     }
 }
 
+/* A lane's NT column tiles of one input row (src: the row's first float;
+ * ok: the entry exists): VEC floats at columns c0 + (t * L + sub) * VEC,
+ * zeros past f or for a missing entry. */
+template <int VEC, int NT>
+static __device__ __forceinline__ void gnn__ld_tiles(const float *__restrict__ src, bool ok,
+                                                     int64_t c0, int L, int sub, int64_t f,
+                                                     float (&v)[NT][VEC])
+{
+#pragma unroll
+    for (int t = 0; t < NT; t++) {
+        const int64_t col = c0 + (int64_t)(t * L + sub) * VEC;
+        if (ok && col < f) {
+            gnn__ldf<VEC>(src + col, v[t]);
+        } else {
+#pragma unroll
+            for (int j = 0; j < VEC; j++) v[t][j] = 0.0f;
+        }
+    }
+}
+
 /* VEC floats at p = v. */
 template <int VEC>
 static __device__ __forceinline__ void gnn__stf(float *p, const float (&v)[VEC])

@@ -87,17 +87,8 @@ static __global__ void __launch_bounds__(GNN_SPMM_THREADS)
                     float v[U][NT][VEC];
 #pragma unroll
                     for (int u = 0; u < U; u++) {
-                        const float *src = in + scol[k + u * G] * f;
-#pragma unroll
-                        for (int t = 0; t < NT; t++) {
-                            const int64_t col = c0 + (int64_t)(t * L + sub) * VEC;
-                            if (col < f) {
-                                gnn__ldf<VEC>(src + col, v[u][t]);
-                            } else {
-#pragma unroll
-                                for (int j = 0; j < VEC; j++) v[u][t][j] = 0.0f;
-                            }
-                        }
+                        gnn__ld_tiles<VEC, NT>(in + scol[k + u * G] * f, true, c0, L, sub, f,
+                                               v[u]);
                     }
 #pragma unroll
                     for (int u = 0; u < U; u++) {
