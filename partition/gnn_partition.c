@@ -30,6 +30,7 @@ typedef struct {
     int64_t k;
     const char *out;
     const char *method;
+    const char *scheme;
     const char *balance;
     int halo_hops;
     int ufactor;
@@ -49,6 +50,9 @@ static const gnn_opt_t table[] = {
     {"parts", 'k', GNN_OPT_I64, O(k), "K", "number of parts"},
     {"output", 'o', GNN_OPT_STRING, O(out), "DIR", "partition directory to write"},
     {"method", 0, GNN_OPT_STRING, O(method), "M", "metis or random"},
+    {"scheme", 0, GNN_OPT_STRING, O(scheme), "S",
+     "METIS's scheme: kway, rb (recursive bisection), or best (both, keeping the lower edge "
+     "cut)"},
     {"balance", 0, GNN_OPT_STRING, O(balance), "LIST",
      "what METIS balances across parts: any of nodes, edges (in-degree), train "
      "(default: all three, without train when the graph has no training nodes)"},
@@ -145,7 +149,7 @@ static int64_t *vertex_weights(const gnn_graph_t *g, int bn, int be, int bt)
  * Sets *multilevel instead when the view is beyond --max-metis-edges; g
  * stays loaded for writing either way. */
 static int direct(const opts_t *o, const char *graph_path, gnn_graph_t *gp, int bn, int be, int bt,
-                  int32_t **part_out, int64_t *cut_out, int *multilevel)
+                  int scheme, int32_t **part_out, int64_t *cut_out, int *used, int *multilevel)
 {
     int rc = 0;
     gnn_csr_t sym = {0};
@@ -181,9 +185,9 @@ static int direct(const opts_t *o, const char *graph_path, gnn_graph_t *gp, int 
         w = unit ? NULL : vertex_weights(gp, bn, be, bt);
         GNN_CHECK(unit || w, GNN_ENOMEM, "vertex weights");
         gnn_part_opts_t po = {.ncon = unit ? 0 : bn + be + bt, .vwgt = w,
-                              .ufactor = o->ufactor, .seed = (uint64_t)o->seed};
-        GNN_TRY(gnn_part_metis(&sym, (int)o->k, &po, part, &cut));
-        phase_done("METIS", t0);
+                              .ufactor = o->ufactor, .seed = (uint64_t)o->seed, .scheme = scheme};
+        GNN_TRY(gnn_part_metis(&sym, (int)o->k, &po, part, &cut, used));
+        phase_done(scheme == GNN_PART_BEST ? "METIS k-way and recursive bisection" : "METIS", t0);
     } else {
         GNN_INFO("%" GNN_PRIeid " adjacency entries exceed --max-metis-edges %" PRId64
                  ": coarsening first",
@@ -204,7 +208,7 @@ fail:
 }
 
 /* Warn of empty parts (rank 0) and say what was cut. */
-static int report_parts(const opts_t *o, gnn_vid_t n, const int32_t *part, int64_t cut)
+static int report_parts(const opts_t *o, gnn_vid_t n, const int32_t *part, int64_t cut, int used)
 {
     int rc = 0, k = (int)o->k;
     int64_t *count = gnn_calloc((size_t)k, sizeof *count), empty = 0;
@@ -215,7 +219,9 @@ static int report_parts(const opts_t *o, gnn_vid_t n, const int32_t *part, int64
     if (empty)
         GNN_WARN("%" PRId64 " of the %d parts are empty (too many parts for this graph)",
                  empty, k);
-    GNN_INFO("%s into %d parts: edge cut %" PRId64, o->method, k, cut);
+    GNN_INFO("%s%s into %d parts: edge cut %" PRId64, o->method,
+             used == GNN_PART_KWAY ? " (k-way)" : used == GNN_PART_RB ? " (recursive bisection)" : "",
+             k, cut);
 fail:
     return rc;
 }
@@ -226,8 +232,8 @@ fail:
  * (gp NULL; part on rank 0 only, sent to the others here).
  */
 static int write_dir(const opts_t *o, const char *graph_path, const gnn_graph_t *gp,
-                     int32_t **part, int64_t cut, const char *balance, int64_t budget, int ranks,
-                     int levels)
+                     int32_t **part, int64_t cut, const char *balance, int used, int64_t budget,
+                     int ranks, int levels)
 {
     int rc = 0, rank = 0;
     double t0 = now_s();
@@ -245,9 +251,10 @@ static int write_dir(const opts_t *o, const char *graph_path, const gnn_graph_t 
         .mem_budget = budget,
         .ranks = ranks,
         .coarse_levels = levels,
+        .scheme = gnn_part_scheme_name(used),
     };
     if (gp) {
-        GNN_TRY(report_parts(o, gp->csr.n_rows, *part, cut));
+        GNN_TRY(report_parts(o, gp->csr.n_rows, *part, cut, used));
         GNN_TRY(gnn_partdir_write(o->out, gp, *part, (int)o->k, &meta, o->force));
     } else {
         int64_t n = 0;
@@ -256,7 +263,7 @@ static int write_dir(const opts_t *o, const char *graph_path, const gnn_graph_t 
             rc = gnn_graph_open(graph_path, &f);
             n = rc == 0 ? gnn_graph_file_info(f)->num_nodes : -1;
             gnn_graph_close(f);
-            if (rc == 0) rc = report_parts(o, n, *part, cut);
+            if (rc == 0) rc = report_parts(o, n, *part, cut, used);
             if (rc < 0) n = -1;
         }
         if (MPI_Bcast(&n, 1, MPI_INT64_T, 0, MPI_COMM_WORLD) != MPI_SUCCESS)
@@ -302,7 +309,7 @@ static int partition(const opts_t *o, const char *graph_path)
     gnn_graph_init(&g);
     int32_t *part = NULL;
     int64_t budget = 0, cut = 0;
-    int bn, be, bt, multilevel = 0, levels = 0;
+    int bn, be, bt, multilevel = 0, levels = 0, scheme = -1, used = -1;
     char balance[32];
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -311,6 +318,8 @@ static int partition(const opts_t *o, const char *graph_path)
               o->k);
     GNN_CHECK(!strcmp(o->method, "metis") || !strcmp(o->method, "random"), GNN_EUSAGE,
               "--method \"%s\" (expected metis or random)", o->method);
+    scheme = gnn_part_scheme_from_name(o->scheme);
+    GNN_CHECK(scheme >= 0, GNN_EUSAGE, "--scheme \"%s\" (expected kway, rb or best)", o->scheme);
     GNN_CHECK(o->halo_hops >= 1, GNN_EUSAGE, "--halo-hops %d must be >= 1", o->halo_hops);
     GNN_CHECK(o->ufactor >= 1 && o->ufactor <= 10000, GNN_EUSAGE,
               "--ufactor %d outside [1, 10000]", o->ufactor);
@@ -340,7 +349,7 @@ static int partition(const opts_t *o, const char *graph_path)
 
     double t0 = now_s();
     if (rank == 0 && !multilevel)
-        rc = direct(o, graph_path, &g, bn, be, bt, &part, &cut, &multilevel);
+        rc = direct(o, graph_path, &g, bn, be, bt, scheme, &part, &cut, &used, &multilevel);
     if (size > 1) { /* rank 0's outcome, and whether it needs the multilevel path */
         int v[2] = {rc, multilevel};
         MPI_Bcast(v, 2, MPI_INT, 0, MPI_COMM_WORLD);
@@ -361,12 +370,14 @@ static int partition(const opts_t *o, const char *graph_path)
             .seed = (uint64_t)o->seed,
             .max_metis_edges = o->max_metis_edges,
             .mem_budget = budget,
+            .scheme = scheme,
         };
         gnn_mlpart_stats_t st;
         t0 = now_s();
         GNN_TRY(gnn_mlpart_run(MPI_COMM_WORLD, graph_path, &mo, &part, &st));
         cut = st.edge_cut;
         levels = st.levels;
+        used = st.metis_scheme;
         if (rank == 0) {
             GNN_INFO("multilevel: %d coarse level%s, METIS on %" PRId64 " adjacency entries "
                      "(limit %" PRId64 "), cut %" PRId64 " after refinement",
@@ -387,9 +398,9 @@ static int partition(const opts_t *o, const char *graph_path)
         spread = all;
     }
     if (spread)
-        rc = write_dir(o, graph_path, NULL, &part, cut, balance, budget, size, levels);
+        rc = write_dir(o, graph_path, NULL, &part, cut, balance, used, budget, size, levels);
     else if (rank == 0)
-        rc = write_dir(o, graph_path, &g, &part, cut, metis ? balance : "-", budget, size,
+        rc = write_dir(o, graph_path, &g, &part, cut, metis ? balance : "-", used, budget, size,
                        levels);
     if (!spread && size > 1) { /* every rank leaves with rank 0's verdict */
         int r0 = rc;
@@ -456,6 +467,7 @@ int main(int argc, char **argv)
     opts_t o = {
         .k = 0,
         .method = "metis",
+        .scheme = "best",
         .balance = NULL,
         .halo_hops = 1,
         .ufactor = 30,

@@ -12,6 +12,7 @@
 
 #include "graph/base/alloc.h"
 #include "graph/base/error.h"
+#include "graph/base/log.h"
 #include "kernels/rng.h"
 
 #include <inttypes.h>
@@ -128,12 +129,57 @@ static int metis_fail(int status)
     }
 }
 
+const char *gnn_part_scheme_name(int scheme)
+{
+    switch (scheme) {
+    case GNN_PART_KWAY: return "kway";
+    case GNN_PART_RB: return "rb";
+    case GNN_PART_BEST: return "best";
+    default: return "-";
+    }
+}
+
+int gnn_part_scheme_from_name(const char *name)
+{
+    for (int s = GNN_PART_KWAY; s <= GNN_PART_BEST; s++)
+        if (name && !strcmp(name, gnn_part_scheme_name(s))) return s;
+    return -1;
+}
+
+/* The cut of part on sym: the sum of the cut entries' weights (adjwgt), or
+ * their count. */
+static int64_t weighted_cut(const gnn_csr_t *sym, const int64_t *adjwgt, const int32_t *part)
+{
+    if (!adjwgt) return gnn_part_edge_cut(sym, part);
+    int64_t c = 0;
+    for (gnn_vid_t v = 0; v < sym->n_rows; v++)
+        for (gnn_eid_t e = sym->indptr[v]; e < sym->indptr[v + 1]; e++)
+            if (sym->indices[e] > v && part[sym->indices[e]] != part[v]) c += adjwgt[e];
+    return c;
+}
+
+/* Copies METIS's where[] into part after checking every entry. */
+static int take_parts(const idx_t *where, gnn_vid_t n, int k, int32_t *part)
+{
+    for (gnn_vid_t v = 0; v < n; v++) {
+        if (where[v] < 0 || where[v] >= k)
+            return GNN_FAIL(GNN_EMETIS, "METIS put node %" GNN_PRIvid " in part %lld of %d", v,
+                            (long long)where[v], k);
+        part[v] = (int32_t)where[v];
+    }
+    return 0;
+}
+
 int gnn_part_metis(const gnn_csr_t *sym, int k, const gnn_part_opts_t *o, int32_t *part,
-                   int64_t *edge_cut)
+                   int64_t *edge_cut, int *used)
 {
     int rc = 0;
     idx_t *xadj = NULL, *adjncy = NULL, *vw = NULL, *ew = NULL, *where = NULL;
+    int32_t *other = NULL;
+    if (used) *used = -1;
     GNN_CHECK(sym && o && part && edge_cut, GNN_EINVAL, "METIS: NULL argument");
+    GNN_CHECK(o->scheme >= GNN_PART_KWAY && o->scheme <= GNN_PART_BEST, GNN_EINVAL,
+              "METIS: scheme %d", o->scheme);
     gnn_vid_t n = sym->n_rows;
     GNN_CHECK(sym->n_rows == sym->n_cols, GNN_EINVAL, "METIS: the graph must be square");
     GNN_CHECK(k >= 1, GNN_EINVAL, "METIS: %d parts", k);
@@ -199,27 +245,45 @@ int gnn_part_metis(const gnn_csr_t *sym, int k, const gnn_part_opts_t *o, int32_
     opts[METIS_OPTION_SEED] = (idx_t)(o->seed & 0x7fffffff);
     opts[METIS_OPTION_NUMBERING] = 0;
     idx_t nv = (idx_t)n, nc = (idx_t)ncon, np = k, cut = 0;
-    int status = METIS_PartGraphKway(&nv, &nc, xadj, adjncy, vw, NULL, ew, &np, NULL, NULL,
-                                     opts, &cut, where);
-    if (status != METIS_OK) {
-        rc = metis_fail(status);
-        goto fail;
+    /* METIS reads the arrays and leaves them as they were: both schemes
+     * run on the same input. */
+    int64_t best = -1;
+    for (int s = GNN_PART_KWAY; s <= GNN_PART_RB; s++) {
+        if (o->scheme != GNN_PART_BEST && o->scheme != s) continue;
+        int status = s == GNN_PART_KWAY
+                         ? METIS_PartGraphKway(&nv, &nc, xadj, adjncy, vw, NULL, ew, &np, NULL,
+                                               NULL, opts, &cut, where)
+                         : METIS_PartGraphRecursive(&nv, &nc, xadj, adjncy, vw, NULL, ew, &np,
+                                                    NULL, NULL, opts, &cut, where);
+        if (status != METIS_OK && best >= 0) { /* the k-way parts stand */
+            GNN_WARN("METIS recursive bisection failed (status %d): keeping the k-way parts",
+                     status);
+            break;
+        }
+        if (status != METIS_OK) {
+            rc = metis_fail(status);
+            goto fail;
+        }
+        if (best < 0) { /* the first scheme: straight into part */
+            GNN_TRY(take_parts(where, n, k, part));
+            best = weighted_cut(sym, o->adjwgt, part);
+            if (used) *used = s;
+            continue;
+        }
+        other = gnn_malloc_array((size_t)n, sizeof *other);
+        GNN_CHECK(other, GNN_ENOMEM, "METIS parts");
+        GNN_TRY(take_parts(where, n, k, other));
+        int64_t c = weighted_cut(sym, o->adjwgt, other);
+        GNN_DEBUG("METIS: k-way cut %" PRId64 ", recursive bisection cut %" PRId64, best, c);
+        if (c < best) {
+            memcpy(part, other, (size_t)n * sizeof *part);
+            best = c;
+            if (used) *used = s;
+        }
     }
-    for (gnn_vid_t v = 0; v < n; v++) {
-        GNN_CHECK(where[v] >= 0 && where[v] < k, GNN_EMETIS,
-                  "METIS put node %" GNN_PRIvid " in part %lld of %d", v, (long long)where[v], k);
-        part[v] = (int32_t)where[v];
-    }
-    if (o->adjwgt) {
-        int64_t c = 0;
-        for (gnn_vid_t v = 0; v < n; v++)
-            for (gnn_eid_t e = sym->indptr[v]; e < sym->indptr[v + 1]; e++)
-                if (sym->indices[e] > v && part[sym->indices[e]] != part[v]) c += o->adjwgt[e];
-        *edge_cut = c;
-    } else {
-        *edge_cut = gnn_part_edge_cut(sym, part);
-    }
+    *edge_cut = best;
 fail:
+    gnn_free(other);
     gnn_free(ew);
     gnn_free(xadj);
     gnn_free(adjncy);

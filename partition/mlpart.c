@@ -932,7 +932,8 @@ fail:
 
 /* Gather L (global ids) on rank 0, cut it, and give each rank its nodes'
  * parts. */
-static int metis_level(const ctx_t *c, const level_t *L, int64_t *part, int64_t *cut)
+static int metis_level(const ctx_t *c, const level_t *L, int64_t *part, int64_t *cut,
+                       int *scheme)
 {
     int rc = 0, R = c->size, ncon = c->ncon;
     int *cnt = NULL, *dsp = NULL;
@@ -1002,8 +1003,9 @@ static int metis_level(const ctx_t *c, const level_t *L, int64_t *part, int64_t 
         for (int64_t v = 0; v < L->n; v++) g.indptr[v + 1] += g.indptr[v];
         g.flags = GNN_CSR_SORTED | GNN_CSR_DEDUPED | GNN_CSR_NO_SELF_LOOPS | GNN_CSR_SYMMETRIC;
         gnn_part_opts_t po = {.ncon = ncon, .vwgt = all_vw, .adjwgt = ew,
-                              .ufactor = c->o->ufactor, .seed = c->o->seed};
-        rc = gnn_part_metis(&g, c->o->k, &po, p32, cut);
+                              .ufactor = c->o->ufactor, .seed = c->o->seed,
+                              .scheme = c->o->scheme};
+        rc = gnn_part_metis(&g, c->o->k, &po, p32, cut, scheme);
         gnn_csr_free(&g);
         gnn_free(all_w);
         all_w = NULL;
@@ -1012,6 +1014,7 @@ static int metis_level(const ctx_t *c, const level_t *L, int64_t *part, int64_t 
     }
     GNN_TRY(agree(c, rc));
     GNN_MPI_TRY(MPI_Bcast(cut, 1, MPI_INT64_T, 0, c->comm));
+    GNN_MPI_TRY(MPI_Bcast(scheme, 1, MPI_INT, 0, c->comm));
     GNN_MPI_TRY(MPI_Scatterv(p32, cnt, dsp, MPI_INT32_T, mine, (int)L->nloc, MPI_INT32_T, 0, c->comm));
     for (int64_t i = 0; i < L->nloc; i++) part[i] = mine[i];
 fail:
@@ -1165,6 +1168,8 @@ int gnn_mlpart_run(MPI_Comm comm, const char *path, const gnn_mlpart_opts_t *o, 
     GNN_CHECK(o->max_metis_edges >= 1, GNN_EINVAL, "--max-metis-edges %" PRId64 " must be >= 1",
               o->max_metis_edges);
     GNN_CHECK(o->mem_budget >= 0, GNN_EINVAL, "--mem-budget must be >= 0");
+    GNN_CHECK(o->scheme >= GNN_PART_KWAY && o->scheme <= GNN_PART_BEST, GNN_EINVAL,
+              "partition: METIS scheme %d", o->scheme);
     int rounds = o->refine_rounds > 0 ? o->refine_rounds : 8;
     double t0 = wtime();
     c.chunk_edges = CHUNK_EDGES;
@@ -1328,7 +1333,7 @@ int gnn_mlpart_run(MPI_Comm comm, const char *path, const gnn_mlpart_opts_t *o, 
     part = gnn_malloc_array((size_t)lv[nlev].nloc + 1, sizeof *part);
     rc = part ? 0 : GNN_FAIL(GNN_ENOMEM, "parts");
     GNN_TRY(agree(&c, rc));
-    GNN_TRY(metis_level(&c, &lv[nlev], part, &st.metis_cut));
+    GNN_TRY(metis_level(&c, &lv[nlev], part, &st.metis_cut, &st.metis_scheme));
     phase_end(&c, &st, 2, t0);
     st.level[nlev].cut = st.metis_cut;
     if (c.rank == 0)

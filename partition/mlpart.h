@@ -50,6 +50,7 @@ typedef struct {
     int64_t max_metis_edges;  /* adjacency entries one METIS call may take */
     int64_t mem_budget;       /* bytes per rank; 0: no budget */
     int refine_rounds;        /* label propagation rounds per level (0: default 8) */
+    int scheme;               /* METIS's scheme on the coarsest graph (gnn_part_scheme_t) */
 } gnn_mlpart_opts_t;
 
 typedef struct {
@@ -62,6 +63,7 @@ typedef struct {
     int levels;             /* coarse levels built (0: METIS took the graph itself) */
     gnn_mlpart_level_t level[GNN_MLPART_MAX_LEVELS + 1];
     int64_t metis_cut;      /* METIS's cut on the coarsest graph */
+    int metis_scheme;       /* the scheme that made it (GNN_PART_KWAY or _RB; -1: k = 1) */
     int64_t edge_cut;       /* undirected edges between parts, final */
     int64_t target_entries; /* the entries METIS was meant to get at most (see above) */
     int64_t est_rank_bytes; /* planned peak per rank (the memory model) */

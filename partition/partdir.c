@@ -179,6 +179,14 @@ static int attr_str(hid_t f, const char *path, const char *name, char *buf, size
     return rc;
 }
 
+/* An optional string attribute: buf untouched when absent. */
+static int attr_str_opt(hid_t f, const char *path, const char *name, char *buf, size_t len)
+{
+    htri_t e = H5Aexists(f, name);
+    if (e < 0) return GNN_FAIL(GNN_EHDF5, "%s: cannot look for attribute %s", path, name);
+    return e ? attr_str(f, path, name, buf, len) : 0;
+}
+
 static int check_format(hid_t f, const char *path, const char *want)
 {
     int rc = 0;
@@ -393,6 +401,7 @@ int gnn__partdir_write_meta(const char *tmp, gnn_vid_t n, gnn_eid_t nnz, const g
     GNN_TRY(gnn__h5_set_attr_i64(f, "mem_budget", meta->mem_budget));
     GNN_TRY(gnn__h5_set_attr_i64(f, "ranks", meta->ranks));
     GNN_TRY(gnn__h5_set_attr_i64(f, "coarse_levels", meta->coarse_levels));
+    GNN_TRY(gnn__h5_set_attr_str(f, "scheme", meta->scheme ? meta->scheme : "-"));
     GNN_TRY(put_i64(f, path, "part_start", m->start, k + 1));
     GNN_TRY(put_i64(f, path, "node_map", m->old_of_new, m->num_nodes));
     col = gnn_malloc_array((size_t)k + 1, sizeof *col);
@@ -548,7 +557,7 @@ typedef struct {
     int64_t num_nodes, num_edges, edge_cut, ufactor, halo_hops;
     int64_t max_metis_edges, mem_budget, ranks, coarse_levels; /* -1: not recorded */
     uint64_t seed;
-    char graph[1024], method[32], balance[64];
+    char graph[1024], method[32], balance[64], scheme[16]; /* scheme: "" when not recorded */
     int64_t *start, *node_map;
     int64_t *stat[4];      /* nodes, edges (owned in-edges), halo, train */
     int64_t *rows, *stored; /* CSR rows, in-edges stored */
@@ -613,6 +622,7 @@ static int meta_read(const char *dir, meta_t *m, int with_map)
     GNN_TRY(attr_str(f, path, "graph", m->graph, sizeof m->graph));
     GNN_TRY(attr_str(f, path, "method", m->method, sizeof m->method));
     GNN_TRY(attr_str(f, path, "balance", m->balance, sizeof m->balance));
+    GNN_TRY(attr_str_opt(f, path, "scheme", m->scheme, sizeof m->scheme));
     GNN_CHECK(m->num_nodes >= k && m->num_edges >= 0, GNN_EFORMAT,
               "%s: %" PRId64 " nodes and %" PRId64 " edges for %" PRId64 " parts", path,
               m->num_nodes, m->num_edges, k);
@@ -789,6 +799,11 @@ int gnn_partdir_info(const char *dir, int json, FILE *out)
                      ", \"edge_cut\": %" PRId64 ", \"method\": ",
                 m.k, m.num_nodes, m.num_edges, m.edge_cut);
         gnn_json_string(out, m.method);
+        fprintf(out, ", \"scheme\": ");
+        if (m.scheme[0])
+            gnn_json_string(out, m.scheme);
+        else
+            fprintf(out, "null");
         fprintf(out, ", \"balance\": ");
         gnn_json_string(out, m.balance);
         fprintf(out, ", \"seed\": %" PRIu64 ", \"ufactor\": %" PRId64 ", \"halo_hops\": %" PRId64,
@@ -818,9 +833,12 @@ int gnn_partdir_info(const char *dir, int json, FILE *out)
         fprintf(out, "]}\n");
     } else {
         fprintf(out, "partition     %s\ngraph         %s\n", dir, m.graph);
-        fprintf(out, "parts         %d (%s, balance %s, ufactor %" PRId64 ", seed %" PRIu64
+        const char *how = !strcmp(m.scheme, "kway") ? " k-way"
+                          : !strcmp(m.scheme, "rb") ? " recursive bisection"
+                                                    : "";
+        fprintf(out, "parts         %d (%s%s, balance %s, ufactor %" PRId64 ", seed %" PRIu64
                      ", halo %" PRId64 " hop%s)\n",
-                m.k, m.method, m.balance, m.ufactor, m.seed, m.halo_hops,
+                m.k, m.method, how, m.balance, m.ufactor, m.seed, m.halo_hops,
                 m.halo_hops > 1 ? "s" : "");
         if (m.ranks >= 0) {
             char budget[32] = "none";

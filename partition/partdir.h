@@ -42,6 +42,8 @@ typedef struct {
     int64_t mem_budget;  /* bytes per rank, 0: none */
     int ranks;           /* MPI ranks that partitioned */
     int coarse_levels;   /* 0: METIS took the graph itself */
+    const char *scheme;  /* METIS's scheme that made the parts: "kway" | "rb";
+                            NULL or "-": none (random parts, one part) */
 } gnn_partdir_meta_t;
 
 /*
@@ -68,7 +70,7 @@ int gnn_partdir_write(const char *dir, const gnn_graph_t *g, const int32_t *part
 int gnn_partdir_check(const char *dir, const char *graph);
 
 /* Print a summary of dir to out: text, or one JSON object with num_parts,
- * num_nodes, num_edges, edge_cut, method, balance, seed, ufactor,
+ * num_nodes, num_edges, edge_cut, method, scheme, balance, seed, ufactor,
  * halo_hops and parts (nodes, edges, halo, train, rows, stored_edges and
  * hop_halo, the halo nodes at each hop, each). */
 int gnn_partdir_info(const char *dir, int json, FILE *out);

@@ -9,7 +9,8 @@
  * and far below a random assignment's; parts stay within the imbalance
  * allowed; with a second constraint (a "train" flag on some nodes) no
  * part holds more than its share of either; one part never reaches METIS; the returned cut equals
- * gnn_part_edge_cut. Errors: too many parts, a graph that is not a view,
+ * gnn_part_edge_cut. Schemes: k-way, recursive bisection and the better of
+ * the two (parts and weighted cut of the lower). Errors: too many parts, a graph that is not a view,
  * a view whose symmetry claim is false (caught before METIS), weights
  * that are negative or all zero. Random parts: sizes differ by at most
  * one, the same for the same seed, different for another.
@@ -145,7 +146,7 @@ static void test_metis_planted(void **state)
     planted(k, c, 8, 400, &s, &u, truth);
     int64_t planted_cut = gnn_part_edge_cut(&u, truth), cut = -1;
     gnn_part_opts_t o = {.ncon = 0, .vwgt = NULL, .ufactor = 30, .seed = 7};
-    assert_int_equal(gnn_part_metis(&u, k, &o, part, &cut), 0);
+    assert_int_equal(gnn_part_metis(&u, k, &o, part, &cut, NULL), 0);
     assert_int_equal(cut, gnn_part_edge_cut(&u, part));
     assert_int_equal(gnn_part_random(n, k, 7, rnd), 0);
     int64_t rcut = gnn_part_edge_cut(&u, rnd);
@@ -168,7 +169,7 @@ static void test_metis_planted(void **state)
         ntrain += w[2 * v + 1];
     }
     gnn_part_opts_t o2 = {.ncon = 2, .vwgt = w, .ufactor = 50, .seed = 7};
-    assert_int_equal(gnn_part_metis(&u, k, &o2, part, &cut), 0);
+    assert_int_equal(gnn_part_metis(&u, k, &o2, part, &cut, NULL), 0);
     int64_t tsize[8];
     part_sizes(part, n, k, w, 2, 1, tsize);
     part_sizes(part, n, k, w, 2, 0, size);
@@ -197,40 +198,106 @@ static void test_metis_one_part_and_errors(void **state)
     gnn_part_opts_t o = {.ncon = 0, .ufactor = 30, .seed = 1};
     int64_t cut = -1;
     for (int v = 0; v < 400; v++) part[v] = 9;
-    assert_int_equal(gnn_part_metis(&u, 1, &o, part, &cut), 0);
+    assert_int_equal(gnn_part_metis(&u, 1, &o, part, &cut, NULL), 0);
     assert_int_equal(cut, 0);
     for (int v = 0; v < 400; v++) assert_int_equal(part[v], 0);
 
-    assert_int_equal(gnn_part_metis(&u, 401, &o, part, &cut), GNN_EINVAL);
+    assert_int_equal(gnn_part_metis(&u, 401, &o, part, &cut, NULL), GNN_EINVAL);
     assert_non_null(strstr(gnn_error_message(), "401 parts for 400 nodes"));
-    assert_int_equal(gnn_part_metis(&u, 0, &o, part, &cut), GNN_EINVAL);
+    assert_int_equal(gnn_part_metis(&u, 0, &o, part, &cut, NULL), GNN_EINVAL);
     gnn_part_opts_t bad = o;
     bad.ufactor = 0;
-    assert_int_equal(gnn_part_metis(&u, 4, &bad, part, &cut), GNN_EINVAL);
+    assert_int_equal(gnn_part_metis(&u, 4, &bad, part, &cut, NULL), GNN_EINVAL);
     assert_non_null(strstr(gnn_error_message(), "ufactor 0"));
 
     /* Weights: negative, or all zero for one constraint. */
     int64_t w[400];
     for (int v = 0; v < 400; v++) w[v] = 0;
     gnn_part_opts_t zo = {.ncon = 1, .vwgt = w, .ufactor = 30, .seed = 1};
-    assert_int_equal(gnn_part_metis(&u, 4, &zo, part, &cut), GNN_EINVAL);
+    assert_int_equal(gnn_part_metis(&u, 4, &zo, part, &cut, NULL), GNN_EINVAL);
     assert_non_null(strstr(gnn_error_message(), "vertex weight 0 is 0 on every node"));
     w[17] = -2;
-    assert_int_equal(gnn_part_metis(&u, 4, &zo, part, &cut), GNN_EINVAL);
+    assert_int_equal(gnn_part_metis(&u, 4, &zo, part, &cut, NULL), GNN_EINVAL);
     assert_non_null(strstr(gnn_error_message(), "weight 0 of node 17 is -2"));
 
     /* Not a view: a raw CSR, and a view whose symmetry claim is broken. */
     gnn_vid_t src[] = {0, 1, 2}, dst[] = {1, 2, 0};
     gnn_csr_t g;
     raw_graph(3, 3, src, dst, &g);
-    assert_int_equal(gnn_part_metis(&g, 2, &o, part, &cut), GNN_EINVAL);
+    assert_int_equal(gnn_part_metis(&g, 2, &o, part, &cut, NULL), GNN_EINVAL);
     assert_non_null(strstr(gnn_error_message(), "not an undirected view"));
     gnn_csr_free(&g);
     gnn_csr_t broken;
     assert_int_equal(gnn_csr_copy(&u, &broken), 0);
     broken.indices[broken.indptr[5]] = (broken.indices[broken.indptr[5]] + 1) % 400;
-    assert_int_not_equal(gnn_part_metis(&broken, 4, &o, part, &cut), 0);
+    assert_int_not_equal(gnn_part_metis(&broken, 4, &o, part, &cut, NULL), 0);
     gnn_csr_free(&broken);
+    gnn_csr_free(&u);
+}
+
+/* The schemes: kway and rb say so in *used; best's parts and cut are those
+ * of the scheme with the lower cut, k-way on a tie, with edge weights
+ * counted when given; one part reports no scheme; a bad scheme is refused. */
+static void test_metis_schemes(void **state)
+{
+    (void)state;
+    uint64_t s = g_seed ^ 0x5c4e;
+    const int k = 4;
+    const gnn_vid_t n = 10 * 300; /* 10 clusters into 4 parts, as the SBM benchmark */
+    int32_t *truth = malloc((size_t)n * sizeof *truth);
+    int32_t *p[3];
+    gnn_csr_t u;
+    planted(10, 300, 6, 600, &s, &u, truth);
+    /* Weights: 1, and 5 on every entry between nodes of one cluster. */
+    int64_t *ew = malloc((size_t)u.nnz * sizeof *ew);
+    for (gnn_vid_t v = 0; v < n; v++)
+        for (gnn_eid_t e = u.indptr[v]; e < u.indptr[v + 1]; e++)
+            ew[e] = truth[v] == truth[u.indices[e]] ? 5 : 1;
+    for (int weighted = 0; weighted < 2; weighted++) {
+        int64_t cut[3];
+        int used[3];
+        for (int sc = 0; sc < 3; sc++) {
+            p[sc] = malloc((size_t)n * sizeof *p[sc]);
+            gnn_part_opts_t o = {.ufactor = 30, .seed = 3, .scheme = sc,
+                                 .adjwgt = weighted ? ew : NULL};
+            used[sc] = 99;
+            assert_int_equal(gnn_part_metis(&u, k, &o, p[sc], &cut[sc], &used[sc]), 0);
+            int64_t want = 0;
+            for (gnn_vid_t v = 0; v < n; v++)
+                for (gnn_eid_t e = u.indptr[v]; e < u.indptr[v + 1]; e++)
+                    if (u.indices[e] > v && p[sc][u.indices[e]] != p[sc][v])
+                        want += weighted ? ew[e] : 1;
+            assert_int_equal(cut[sc], want);
+            int64_t size[4];
+            part_sizes(p[sc], n, k, NULL, 0, 0, size);
+            for (int q = 0; q < k; q++) assert_true(size[q] > 0 && size[q] <= (int64_t)(1.04 * n / k));
+        }
+        assert_int_equal(used[GNN_PART_KWAY], GNN_PART_KWAY);
+        assert_int_equal(used[GNN_PART_RB], GNN_PART_RB);
+        int win = cut[GNN_PART_RB] < cut[GNN_PART_KWAY] ? GNN_PART_RB : GNN_PART_KWAY;
+        print_message("10 clusters into 4 parts%s: k-way cut %lld, recursive bisection %lld\n",
+                      weighted ? ", weighted" : "", (long long)cut[0], (long long)cut[1]);
+        assert_int_equal(used[GNN_PART_BEST], win);
+        assert_int_equal(cut[GNN_PART_BEST], cut[win]);
+        assert_memory_equal(p[GNN_PART_BEST], p[win], (size_t)n * sizeof *p[win]);
+        for (int sc = 0; sc < 3; sc++) free(p[sc]);
+    }
+    int used = 7;
+    int64_t cut = -1;
+    gnn_part_opts_t o = {.ufactor = 30, .seed = 3, .scheme = GNN_PART_BEST};
+    assert_int_equal(gnn_part_metis(&u, 1, &o, truth, &cut, &used), 0);
+    assert_int_equal(used, -1);
+    assert_int_equal(cut, 0);
+    o.scheme = 3;
+    assert_int_equal(gnn_part_metis(&u, k, &o, truth, &cut, &used), GNN_EINVAL);
+    assert_non_null(strstr(gnn_error_message(), "scheme 3"));
+    assert_string_equal(gnn_part_scheme_name(GNN_PART_RB), "rb");
+    assert_int_equal(gnn_part_scheme_from_name("best"), GNN_PART_BEST);
+    assert_int_equal(gnn_part_scheme_from_name("kway"), GNN_PART_KWAY);
+    assert_int_equal(gnn_part_scheme_from_name("Kway"), -1);
+    assert_int_equal(gnn_part_scheme_from_name(NULL), -1);
+    free(ew);
+    free(truth);
     gnn_csr_free(&u);
 }
 
@@ -259,6 +326,7 @@ int main(void)
         cmocka_unit_test(test_view_random),
         cmocka_unit_test(test_metis_planted),
         cmocka_unit_test(test_metis_one_part_and_errors),
+        cmocka_unit_test(test_metis_schemes),
         cmocka_unit_test(test_random_parts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -292,7 +292,7 @@ static int serial_metis(const ref_t *r, const gnn_mlpart_opts_t *o, int32_t **pa
     int rc = w && *part ? 0 : GNN_ENOMEM;
     gnn_part_opts_t po = {.ncon = ncon, .vwgt = w, .adjwgt = NULL, .ufactor = o->ufactor,
                           .seed = o->seed};
-    if (rc == 0) rc = gnn_part_metis(&r->view, o->k, &po, *part, cut);
+    if (rc == 0) rc = gnn_part_metis(&r->view, o->k, &po, *part, cut, NULL);
     free(w);
     return rc;
 }

@@ -271,6 +271,7 @@ static int64_t json_int_in(const char *p, const char *end, const char *key)
 typedef struct {
     int64_t num_parts, num_nodes, num_edges, edge_cut, halo_hops;
     char method[16];
+    char scheme[16]; /* "kway", "rb", "-" (no METIS call) */
     int nparts; /* objects in "parts" */
     int64_t nodes[MAX_PARTS], edges[MAX_PARTS], halo[MAX_PARTS], train[MAX_PARTS];
     int64_t rows[MAX_PARTS], stored[MAX_PARTS]; /* CSR rows, in-edges stored */
@@ -301,6 +302,10 @@ static info_t read_info(const char *dir)
     assert_non_null(m);
     assert_true(*m == '"');
     snprintf(in.method, sizeof in.method, "%.*s", (int)strcspn(m + 1, "\""), m + 1);
+    const char *sc = json_get_in(out, parts, "scheme");
+    assert_non_null(sc);
+    assert_true(*sc == '"');
+    snprintf(in.scheme, sizeof in.scheme, "%.*s", (int)strcspn(sc + 1, "\""), sc + 1);
     const char *p = tu_json_ws(parts + 1);
     while (*p != ']') {
         if (*p != '{') fail_msg("parts: an entry is not an object: %s", p);
@@ -485,6 +490,11 @@ static info_t partition_hops_ok(const char *graph, const char *dir, int k, char 
     assert_int_equal(in.nparts, k);
     assert_int_equal(in.halo_hops, hops);
     assert_string_equal(in.method, method);
+    /* The default scheme (best) records the one whose parts these are. */
+    if (!strcmp(method, "random") || k == 1)
+        assert_string_equal(in.scheme, "-");
+    else if (strcmp(in.scheme, "kway") && strcmp(in.scheme, "rb"))
+        fail_msg("%s: scheme \"%s\"", dir, in.scheme);
     assert_counts(graph, dir, &in);
     for (int p = 0; p < k; p++) {
         char name[32];
@@ -528,6 +538,52 @@ static int same_info(const info_t *a, const info_t *b)
 }
 
 /* ---- Default mode: partitions of the SBM graph -------------------------------- */
+
+/* --scheme kway and rb record themselves; best keeps the lower cut of the
+ * two (k-way on a tie), and its parts are that scheme's, node for node. */
+static void test_schemes(void **state)
+{
+    (void)state;
+    const char *names[3] = {"kway", "rb", "best"};
+    info_t in[3];
+    char *dirs[3];
+    for (int s = 0; s < 3; s++) {
+        char name[32];
+        snprintf(name, sizeof name, "scheme-%s", names[s]);
+        dirs[s] = strdup(tu_path(name));
+        PART_OK(g_sbm, "-k", "4", "--scheme", (char *)names[s], "-o", dirs[s], "--force", "-q");
+        PART_OK("--check", dirs[s], "-q");
+        in[s] = read_info(dirs[s]);
+        assert_counts(g_sbm, dirs[s], &in[s]);
+        assert_true(max_nodes(&in[s]) <= 825);
+    }
+    assert_string_equal(in[0].scheme, "kway");
+    assert_string_equal(in[1].scheme, "rb");
+    int rb = in[1].edge_cut < in[0].edge_cut;
+    print_message("SBM k=4 edge cut: k-way %" PRId64 ", recursive bisection %" PRId64
+                  ", best %" PRId64 " (%s)\n",
+                  in[0].edge_cut, in[1].edge_cut, in[2].edge_cut, in[2].scheme);
+    assert_string_equal(in[2].scheme, rb ? "rb" : "kway");
+    assert_int_equal(in[2].edge_cut, in[rb].edge_cut);
+    assert_true(same_info(&in[2], &in[rb]));
+    /* Same part sizes (same_info) and the same node order: the same parts. */
+    int64_t na = 0, nb = 0;
+    int64_t *a = h5_read_i64(join(dirs[2], "meta.h5"), "node_map", &na);
+    int64_t *b = h5_read_i64(join(dirs[rb], "meta.h5"), "node_map", &nb);
+    assert_int_equal(na, 3000);
+    assert_int_equal(nb, na);
+    for (int64_t i = 0; i < na; i++)
+        if (a[i] != b[i]) fail_msg("--scheme best: node_map[%" PRId64 "] differs from --scheme %s's", i,
+                                   names[rb]);
+    free(a);
+    free(b);
+    /* The text summary names the scheme. */
+    char *text = tu_run_ok(g_part, "--info", dirs[1], (char *)NULL);
+    if (!strstr(text, "(metis recursive bisection, balance"))
+        fail_msg("--info: no scheme in %s", text);
+    free(text);
+    for (int s = 0; s < 3; s++) free(dirs[s]);
+}
 
 static void test_partitions_add_up(void **state)
 {
@@ -1176,6 +1232,8 @@ static void test_bad_commands(void **state)
     part_fails(out, 2, "-o DIR is required", g_sbm, "-k", "2", (char *)NULL);
     part_fails(out, 2, "GRAPH.h5 is required", "-k", "2", "-o", out, (char *)NULL);
     part_fails(out, 2, "--ufactor 0", g_sbm, "-k", "2", "--ufactor", "0", "-o", out, (char *)NULL);
+    part_fails(out, 2, "--scheme \"ptype\" (expected kway, rb or best)", g_sbm, "-k", "2",
+               "--scheme", "ptype", "-o", out, (char *)NULL);
     assert_no_leftovers(out);
 
     /* --halo-hops past 8 is refused: non-zero, one line, no output. */
@@ -1271,6 +1329,7 @@ int main(int argc, char **argv)
 
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_partitions_add_up),
+        cmocka_unit_test(test_schemes),
         cmocka_unit_test(test_weighted_graph_without_splits),
         cmocka_unit_test(test_corrupted_directories),
         cmocka_unit_test(test_halo_hops),
