@@ -50,6 +50,11 @@
  *     gnn-partition). A rank killed with SIGKILL mid-training ends the job
  *     within 10 s with no rank left running.
  *
+ * Built as test_train_dist_cuda (GNN_TEST_CUDA_TRAIN; skipped, exit 77,
+ * without a CUDA device), it runs only test_cuda_training instead, the
+ * same jobs with --device cuda against the CPU's losses, on a generated
+ * SBM graph in place of Cora (so that it needs no dataset).
+ *
  * Ranks run with --threads 1 (results do not depend on the thread count,
  * and several ranks share the cores); the single process with --threads 2.
  * Every command runs under a time limit, so a hung job fails the test
@@ -77,6 +82,10 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#ifdef GNN_TEST_CUDA_TRAIN
+#include "kernels/cuda/device.h"
+#endif
 
 #define EPOCHS 10
 #define EPOCHS_S "10"
@@ -1051,6 +1060,133 @@ static void test_killed_rank(void **state)
     if (after >= 10.0) fail_msg("mpiexec took %.2f s to end the job after the kill", after);
 }
 
+#ifdef GNN_TEST_CUDA_TRAIN
+/* GPU against CPU: cuBLAS, cuSPARSE and the own kernels sum in other
+ * orders than OpenBLAS and the CPU kernels; a wrong halo row or gradient
+ * moves a loss by far more. */
+#define GPU_RTOL 1e-4
+
+/* Fails unless every epoch's loss of each run is within GPU_RTOL of ref's. */
+static void compare_to(const char *what, const log_t *ref, run_t *runs, int n, int epochs)
+{
+    int bad = 0;
+    for (int i = 0; i < n; i++) {
+        double d = loss_diff(ref, &runs[i].log, epochs);
+        print_message("%s, %s: largest relative loss difference from the CPU's %.2e\n", what,
+                      runs[i].what, d);
+        bad += !(d <= GPU_RTOL);
+    }
+    if (bad) fail_msg("%s: %d runs with losses beyond %.0e of the CPU's", what, bad, GPU_RTOL);
+}
+
+/* gnn-train on np ranks (NULL: one process) over dir for 2 epochs, not
+ * quiet: its standard error, which the caller frees. */
+static char *info_run(char *np, const char *dir)
+{
+    char *argv[TU_MAX_ARGS];
+    int k = train_head(argv, np);
+    char *rest[] = {"--data", (char *)dir, "--epochs", "2", "--device", "cuda", NULL};
+    for (int h = 0; rest[h]; h++) argv[k++] = rest[h];
+    argv[k] = NULL;
+    tu_run_t r = run_limited(argv, NULL);
+    if (r.status != 0) tu_fail_cmd(argv, &r);
+    char *err = strdup(r.err ? r.err : "");
+    tu_run_free(&r);
+    return err;
+}
+
+/*
+ * --device cuda, one GPU per rank (ranks share it where the machine has
+ * fewer): full-graph GCN in one process and on 1, 2 and 4 ranks, 3-layer
+ * GraphSAGE (mean, and max with each own kernel), mini-batches on 2 ranks,
+ * all within GPU_RTOL of the CPU's losses; --deterministic twice gives the
+ * same losses bit for bit; the gradient sum goes through NCCL where no two
+ * ranks share a GPU, through host memory where they do.
+ */
+static void test_cuda_training(void **state)
+{
+    (void)state;
+    run_t cpu[] = {{"1 process, cpu", NULL, g_cora, {0}}};
+    train_runs(cpu, 1, "cpu-gcn", (char *)NULL);
+    run_t gcn[] = {
+        {"1 process, cuda", NULL, g_cora, {0}},
+        {"1 rank, cuda", "1", g_k1, {0}},
+        {"2 ranks, cuda", "2", g_k2, {0}},
+        {"4 ranks, cuda", "4", g_k4, {0}},
+    };
+    train_runs(gcn, 4, "cuda-gcn", "--device", "cuda", "--debug", (char *)NULL);
+    compare_to("gcn", &cpu[0].log, gcn, 4, EPOCHS);
+
+    run_t det[] = {{"1 process, cuda, deterministic", NULL, g_cora, {0}},
+                   {"1 process, cuda, deterministic, again", NULL, g_cora, {0}}};
+    train_runs(det, 2, "cuda-det", "--device", "cuda", "--deterministic", (char *)NULL);
+    compare_to("gcn", &cpu[0].log, det, 1, EPOCHS);
+    double dd = loss_diff(&det[0].log, &det[1].log, EPOCHS);
+    print_message("gcn, --deterministic twice: largest loss difference %.2e\n", dd);
+    assert_true(dd == 0.0);
+
+    const char *aggrs[2] = {"mean", "max"};
+    for (int a = 0; a < 2; a++) {
+        char tag[32];
+        run_t sref[] = {{"1 process, cpu", NULL, g_cora, {0}}};
+        snprintf(tag, sizeof tag, "cpu-sage-%s", aggrs[a]);
+        train_runs(sref, 1, tag, "--model", "sage", "--mode", "full", "--aggr", aggrs[a],
+                   "--layers", "3", (char *)NULL);
+        run_t sage[] = {
+            {"1 process, cuda, --spmm cusparse", NULL, g_cora, {0}},
+            {"1 process, cuda, --spmm rowcache", NULL, g_cora, {0}},
+            {"1 process, cuda, --spmm balanced", NULL, g_cora, {0}},
+            {"4 ranks, cuda, --spmm auto", "4", g_k4, {0}},
+        };
+        const char *impl[4] = {"cusparse", "rowcache", "balanced", "auto"};
+        for (int i = 0; i < 4; i++) {
+            snprintf(tag, sizeof tag, "cuda-sage-%s-%s", aggrs[a], impl[i]);
+            train_runs(&sage[i], 1, tag, "--device", "cuda", "--spmm", impl[i], "--model", "sage",
+                       "--mode", "full", "--aggr", aggrs[a], "--layers", "3", (char *)NULL);
+        }
+        char what[32];
+        snprintf(what, sizeof what, "sage, 3 layers, %s", aggrs[a]);
+        compare_to(what, &sref[0].log, sage, 4, EPOCHS);
+        log_free(&sref[0].log);
+        for (int i = 0; i < 4; i++) log_free(&sage[i].log);
+    }
+
+    char *mb_gpu[] = {"--layers", "2", "--fanouts", "10,10", "--batch-size", "32", "--device",
+                      "cuda", NULL};
+    char *mb_cpu[] = {"--layers", "2", "--fanouts", "10,10", "--batch-size", "32", NULL};
+    run_t mb[] = {{"2 ranks, cuda, mini-batches", "2", g_k2, {0}}};
+    mb[0].log = owner_run("2", g_k2, "cuda-mb", mb_gpu);
+    log_t mb_ref = owner_run("2", g_k2, "cuda-mb-cpu", mb_cpu);
+    compare_to("sage mini-batches", &mb_ref, mb, 1, 3);
+    assert_true(tu_json_num(mb[0].log.line[0], "feat_bytes") ==
+                tu_json_num(mb_ref.line[0], "feat_bytes"));
+
+    /* Who sums the gradients: NCCL for one rank per GPU. */
+    int ndev = 0;
+    assert_int_equal(gnn_cuda_device_count(&ndev), 0);
+    char *one = info_run("1", g_k1), *two = info_run("2", g_k2);
+#ifdef GNN_TEST_HAVE_NCCL
+    const char *want1 = "gradients summed with NCCL",
+               *want2 = ndev >= 2 ? "gradients summed with NCCL"
+                                  : "gradients summed with MPI through host memory";
+#else
+    const char *want1 = "gradients summed with MPI through host memory", *want2 = want1;
+#endif
+    print_message("%d device(s); 1 rank: %s; 2 ranks: %s\n", ndev,
+                  strstr(one, want1) ? want1 : "?", strstr(two, want2) ? want2 : "?");
+    if (!strstr(one, want1)) fail_msg("1 rank on a GPU: no \"%s\" in: %s", want1, one);
+    if (!strstr(two, want2)) fail_msg("2 ranks: no \"%s\" in: %s", want2, two);
+    free(one);
+    free(two);
+
+    log_free(&cpu[0].log);
+    for (int i = 0; i < 4; i++) log_free(&gcn[i].log);
+    for (int i = 0; i < 2; i++) log_free(&det[i].log);
+    log_free(&mb[0].log);
+    log_free(&mb_ref);
+}
+#endif
+
 /* ---- Setting up ---------------------------------------------------------- */
 
 /* Run a set-up command; 0, or -1 with its command line and stderr. */
@@ -1077,7 +1213,21 @@ int main(int argc, char **argv)
     g_train = argv[2];
     g_part = argv[3];
     g_dataset = argv[4];
+#ifdef GNN_TEST_CUDA_TRAIN
+    int ndev = 0;
+    if (gnn_cuda_device_count(&ndev) != 0 || ndev == 0) {
+        printf("SKIPPED: no CUDA device\n");
+        return 77;
+    }
+#endif
+#ifdef GNN_TEST_CUDA_TRAIN
+    char *graph_cmd[] = {g_dataset, "generate", "sbm", "--nodes", "3000", "--classes", "7",
+                         "--feat-dim", "96", "--avg-degree", "8", "--seed", "5", "-o", g_cora,
+                         "-q", NULL};
+#else
     const char *src = tu_shared_dataset("cora"); /* exits 77 (skipped) where it is absent */
+    char *graph_cmd[] = {g_dataset, "ogb", (char *)src, "-o", g_cora, "-q", NULL};
+#endif
 
     snprintf(g_cora, sizeof g_cora, "%s", tu_path("cora.h5"));
     snprintf(g_k1, sizeof g_k1, "%s", tu_path("cora-k1"));
@@ -1087,8 +1237,8 @@ int main(int argc, char **argv)
     snprintf(g_h1, sizeof g_h1, "%s", tu_path("cora-k1-h2"));
     snprintf(g_h2, sizeof g_h2, "%s", tu_path("cora-k2-h2"));
     snprintf(g_k4h3, sizeof g_k4h3, "%s", tu_path("cora-k4-h3"));
+    if (setup(graph_cmd) < 0) return 1;
     char *const cmds[][12] = {
-        {g_dataset, "ogb", (char *)src, "-o", g_cora, "-q", NULL},
         {g_part, g_cora, "-k", "1", "-o", g_k1, "-q", NULL},
         {g_part, g_cora, "-k", "2", "-o", g_k2, "-q", NULL},
         {g_part, g_cora, "-k", "4", "-o", g_k4, "-q", NULL},
@@ -1118,5 +1268,11 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_graph_file_under_mpiexec),
         cmocka_unit_test(test_killed_rank),
     };
+#ifdef GNN_TEST_CUDA_TRAIN
+    (void)tests;
+    const struct CMUnitTest cuda[] = {cmocka_unit_test(test_cuda_training)};
+    return cmocka_run_group_tests(cuda, NULL, NULL);
+#else
     return cmocka_run_group_tests(tests, NULL, NULL);
+#endif
 }

@@ -1,0 +1,1270 @@
+/*
+ * gnn-train over a partition directory under mpiexec, run as a user runs
+ * it, on the shared Cora dataset (skipped where it is absent, failed where
+ * it is absent under CI=true). argv[1..4]: mpiexec, the gnn-train,
+ * gnn-partition and gnn-dataset binaries; the test program launches
+ * mpiexec itself. main converts Cora to a graph file once and partitions
+ * it into 1, 2 and 4 parts with METIS and into 2 parts at random. Then:
+ *
+ *   - P ranks train what one process trains on the graph file: GCN with
+ *     its default dropout of 0.5 (so each rank must draw the whole graph's
+ *     masks for its rows) gives every epoch's loss within 1e-5 relative
+ *     for P = 1, 2 and 4 and for the random parts; so does 3-layer
+ *     GraphSAGE with mean aggregation for P = 1 and 4. Without dropout the
+ *     losses differ by far more, so the comparison can tell. The log's
+ *     counters: one rank moves no bytes; two and four move features and
+ *     gradients and time their phases; random parts move more feature
+ *     bytes than METIS's.
+ *   - Two ranks over 3 runs with normalized features: mean test accuracy
+ *     of at least 80 %.
+ *   - Mini-batches (GraphSAGE, 2 layers, parts with 2 hops of halo): one
+ *     rank draws exactly the batches one process draws (the same losses);
+ *     two ranks give the same losses with no feature cache, a small one
+ *     and one holding every remote node (the fetched rows are the owners'
+ *     rows), the cache hit rate 0, between 0 and 1, and 1 (then no
+ *     feature bytes move); mean test accuracy over 3 runs of at least
+ *     77 %.
+ *   - Sampling by owners: on parts with fewer halo hops than layers, the
+ *     hops the part lacks are drawn by the nodes' owners, and the batches
+ *     are those of parts that hold every hop: 2 ranks, 2 layers, 1 hop
+ *     against 2 hops, and 4 ranks, 3 layers with fanouts 70,3,-1 and
+ *     batches of 8 (so ranks run out of batches at different steps), 1
+ *     hop against 3, give the same losses and feature bytes, with and
+ *     without the fetch thread; only the 1-hop parts move sample bytes.
+ *   - Cache policies: with the same cache, pre-sampling (the default)
+ *     and the rows ranking give the same losses, and pre-sampling serves
+ *     more of the remote rows; on 1-hop parts with a cache as large as
+ *     the graph, the rows ranking holds only the halo while pre-sampling
+ *     also keeps the nodes beyond it that the pre-sampled epoch met, and
+ *     serves more.
+ *   - --save-predictions over 2 parts (GCN, full graph) writes the file one
+ *     process writes: the same node ids in order, the same predicted
+ *     classes, logits within 1e-4.
+ *   - 12 epochs and then --resume to 20 end with the epoch-20 line and the
+ *     final test accuracy of 20 epochs in one go.
+ *   - Faults end the job with a non-zero status and, once mpiexec's own
+ *     lines are removed, exactly one "gnn-train: error:" line: a corrupt
+ *     part file (naming it and the rank that read it), a checkpoint path
+ *     that cannot be written (rank 0), a rank count other than the part
+ *     count, a graph file where a directory is needed (pointing to
+ *     gnn-partition). A rank killed with SIGKILL mid-training ends the job
+ *     within 10 s with no rank left running.
+ *
+ * Built as test_train_dist_cuda (GNN_TEST_CUDA_TRAIN; skipped, exit 77,
+ * without a CUDA device), it runs only test_cuda_training instead: the same
+ * jobs with --device cuda against the CPU's losses.
+ *
+ * Ranks run with --threads 1 (results do not depend on the thread count,
+ * and several ranks share the cores); the single process with --threads 2.
+ * Every command runs under a time limit, so a hung job fails the test
+ * with its output instead of reaching the CTest timeout.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "tests/common/cmdtest.h"
+#include "tests/common/h5test.h"
+#include "tests/common/jsontest.h"
+#include "tests/common/testrng.h"
+#include "tests/common/testutil.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifdef GNN_TEST_CUDA_TRAIN
+#include "kernels/cuda/device.h"
+#endif
+
+#define EPOCHS 10
+#define EPOCHS_S "10"
+#define LIMIT_S 120.0 /* for any one command */
+#define LOSS_RTOL 1e-5
+
+static char *g_mpiexec, *g_train, *g_part, *g_dataset;
+static char g_cora[640];                     /* the graph file */
+static char g_k1[640], g_k2[640], g_k4[640]; /* its METIS parts */
+static char g_k2r[640];                      /* 2 random parts */
+static char g_h1[640], g_h2[640];            /* 1 and 2 METIS parts, 2 hops of halo */
+static char g_k4h3[640];                     /* 4 METIS parts, 3 hops of halo */
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&t, NULL);
+}
+
+/* ---- Running the commands ------------------------------------------------ */
+
+/* tu_spawn, failing the test when fork fails. */
+static pid_t spawn(char *const argv[], const char *out, const char *err)
+{
+    pid_t pid = tu_spawn(argv, out, err);
+    if (pid < 0) fail_msg("fork: %s", strerror(errno));
+    return pid;
+}
+
+/* Wait for child pid until the time deadline (now_s()): its exit status,
+ * 128 + signal, or -1 when it is still running at the deadline. */
+static int wait_until(pid_t pid, double deadline)
+{
+    for (;;) {
+        int st;
+        pid_t w = waitpid(pid, &st, WNOHANG);
+        if (w == pid) return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        if (w < 0) fail_msg("waitpid %d: %s", (int)pid, strerror(errno));
+        if (now_s() >= deadline) return -1;
+        sleep_ms(10);
+    }
+}
+
+/* End a job that overran: SIGTERM, which mpiexec passes on to its ranks,
+ * then SIGKILL 5 s later. */
+static void stop_job(pid_t pid)
+{
+    kill(pid, SIGTERM);
+    if (wait_until(pid, now_s() + 5.0) < 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+    }
+}
+
+static void argv_text(char *const argv[], char *buf, size_t size)
+{
+    buf[0] = '\0';
+    for (int i = 0; argv[i]; i++)
+        snprintf(buf + strlen(buf), size - strlen(buf), "%s ", argv[i]);
+}
+
+/* Run argv as tu_run does, but for at most LIMIT_S seconds (past them the
+ * job is stopped and the test fails); *secs: how long it ran. */
+static tu_run_t run_limited(char *const argv[], double *secs)
+{
+    char out[640], err[640];
+    snprintf(out, sizeof out, "%s", tu_path("cmd.stdout"));
+    snprintf(err, sizeof err, "%s", tu_path("cmd.stderr"));
+    double t0 = now_s();
+    pid_t pid = spawn(argv, out, err);
+    tu_run_t r = {-1, NULL, NULL};
+    r.status = wait_until(pid, t0 + LIMIT_S);
+    if (secs) *secs = now_s() - t0;
+    if (r.status < 0) {
+        stop_job(pid);
+        static char msg[8192];
+        char cmd[2048], *e = tu_read_file(err);
+        argv_text(argv, cmd, sizeof cmd);
+        snprintf(msg, sizeof msg, "%s: still running after %.0f s; stderr:\n%s", cmd, LIMIT_S,
+                 e ? e : "");
+        free(e);
+        fail_msg("%s", msg);
+    }
+    r.out = tu_read_file(out);
+    r.err = tu_read_file(err);
+    return r;
+}
+
+/* The start of a gnn-train command line: {mpiexec, -np, np,
+ * --oversubscribe, gnn-train, --threads, 1} on np ranks, {gnn-train,
+ * --threads, 2} for one process (np NULL). Returns its length. */
+static int train_head(char **argv, char *np)
+{
+    char *mpi[] = {g_mpiexec, "-np", np, "--oversubscribe", g_train, "--threads", "1"};
+    char *one[] = {g_train, "--threads", "2"};
+    memcpy(argv, np ? mpi : one, np ? sizeof mpi : sizeof one);
+    return np ? (int)(sizeof mpi / sizeof mpi[0]) : (int)(sizeof one / sizeof one[0]);
+}
+
+/* argv = the head of gnn-train on np ranks, then the strings of args up
+ * to its NULL, then NULL (argv holds TU_MAX_ARGS entries); run it as
+ * run_limited does. */
+static tu_run_t mpi_run(char **argv, char *np, char *const *args, double *secs)
+{
+    int n = train_head(argv, np);
+    for (; *args; args++) {
+        assert_true(n < TU_MAX_ARGS - 1);
+        argv[n++] = *args;
+    }
+    argv[n] = NULL;
+    return run_limited(argv, secs);
+}
+
+/* The run must exit 0 and, when it was given -q, print nothing at all
+ * (neither a rank nor mpiexec). */
+static void expect_ok(char *const argv[], tu_run_t *r)
+{
+    int quiet = 0;
+    for (int i = 0; argv[i]; i++) quiet |= !strcmp(argv[i], "-q");
+    if (r->status != 0 || (quiet && ((r->err && r->err[0]) || (r->out && r->out[0]))))
+        tu_fail_cmd(argv, r);
+    tu_run_free(r);
+}
+
+/* gnn-train under mpiexec -np np with the arguments args (NULL-terminated)
+ * must succeed. Returns the seconds it took. */
+static double mpi_ok(char *np, char *const *args)
+{
+    char *argv[TU_MAX_ARGS];
+    double s;
+    tu_run_t r = mpi_run(argv, np, args, &s);
+    expect_ok(argv, &r);
+    return s;
+}
+
+/* The arguments of mpi_ok and mpi_fails: the strings given, then NULL. */
+#define ARGS(...) ((char *[]){__VA_ARGS__, NULL})
+#define MPI_OK(np, ...) mpi_ok((np), ARGS(__VA_ARGS__))
+
+/*
+ * gnn-train under mpiexec -np np with the arguments args (NULL-terminated)
+ * must fail: a non-zero status, nothing on standard output and, once
+ * mpiexec's own lines are removed, exactly one line "gnn-train: error: ..."
+ * holding every string of wants (NULL-terminated).
+ */
+static void mpi_fails(const char *const *wants, char *np, char *const *args)
+{
+    char *argv[TU_MAX_ARGS];
+    double s;
+    tu_run_t r = mpi_run(argv, np, args, &s);
+    char *raw = strdup(r.err ? r.err : "");
+    assert_non_null(raw);
+    tu_strip_mpiexec_lines(r.err);
+    int ok = r.status != 0 && r.out && !r.out[0] && tu_count_lines(r.err) == 1 &&
+             !strncmp(r.err, "gnn-train: error: ", 18);
+    for (int i = 0; ok && wants[i]; i++) ok = strstr(r.err, wants[i]) != NULL;
+    static char msg[8192];
+    if (!ok) {
+        char cmd[2048], want[1024];
+        argv_text(argv, cmd, sizeof cmd);
+        want[0] = '\0';
+        for (int i = 0; wants[i]; i++)
+            snprintf(want + strlen(want), sizeof want - strlen(want), "'%s' ", wants[i]);
+        snprintf(msg, sizeof msg, "%s: status %d, stdout:\n%s\nstderr:\n%s\nexpected a "
+                 "non-zero status, no output and one error line with %s", cmd, r.status,
+                 r.out ? r.out : "", raw, want);
+    } else {
+        print_message("-np %s: status %d after %.2f s: %s", np, r.status, s, r.err);
+    }
+    free(raw);
+    tu_run_free(&r);
+    if (!ok) fail_msg("%s", msg);
+}
+
+/* ---- The --log-json file -------------------------------------------------- */
+
+typedef struct {
+    char *text;  /* the file, each newline replaced by a NUL */
+    char **line; /* its lines */
+    int n;
+} log_t;
+
+/*
+ * Read a --log-json file of one run: its lines are one JSON object each,
+ * epochs first .. first + epochs - 1 of run 0 in order, then the final
+ * line.
+ */
+static log_t log_read(const char *path, int first, int epochs)
+{
+    log_t l = {tu_read_file(path), NULL, 0};
+    if (!l.text) fail_msg("cannot read the log %s", path);
+    int lines = tu_count_lines(l.text);
+    l.line = calloc((size_t)lines + 1, sizeof *l.line);
+    assert_non_null(l.line);
+    for (char *p = l.text, *nl; *p; p = nl + 1) {
+        nl = strchr(p, '\n');
+        if (!nl) fail_msg("%s: the last line is not terminated", path);
+        *nl = '\0';
+        const char *end = tu_json_skip(p);
+        if (*tu_json_ws(p) != '{' || !end || *tu_json_ws(end) != '\0')
+            fail_msg("%s: line %d is not one JSON object: %s", path, l.n + 1, p);
+        l.line[l.n++] = p;
+    }
+    if (l.n != epochs + 1) fail_msg("%s: %d lines, expected %d epochs and the final line", path,
+                                    l.n, epochs);
+    for (int e = 0; e < epochs; e++)
+        if (tu_json_num(l.line[e], "run") != 0 || tu_json_num(l.line[e], "epoch") != first + e)
+            fail_msg("%s: line %d is not run 0 epoch %d: %s", path, e + 1, first + e, l.line[e]);
+    if (!tu_json_get(l.line[epochs], "final")) fail_msg("%s: no final line", path);
+    return l;
+}
+
+static void log_free(log_t *l)
+{
+    free(l->text);
+    free(l->line);
+}
+
+/* The largest relative difference of the per-epoch losses of b from a's. */
+static double loss_diff(const log_t *a, const log_t *b, int epochs)
+{
+    double worst = 0.0;
+    for (int e = 0; e < epochs; e++) {
+        double x = tu_json_num(a->line[e], "loss"), y = tu_json_num(b->line[e], "loss");
+        assert_true(isfinite(x) && x > 0.0);
+        double d = fabs(x - y) / x;
+        worst = isnan(d) ? INFINITY : d > worst ? d : worst;
+    }
+    return worst;
+}
+
+/*
+ * The counters of every epoch line of a run on `ranks` ranks: ranks; no
+ * bytes moved on one rank; feature and gradient bytes on more; the phase
+ * times present and not negative. Prints each line that breaks them and
+ * returns their number; *feat: the feature bytes of all epochs.
+ */
+static int check_counters(const char *what, const log_t *l, int epochs, int ranks, double *feat)
+{
+    int bad = 0;
+    *feat = 0.0;
+    for (int e = 0; e < epochs; e++) {
+        const char *line = l->line[e];
+        static const char *const times[] = {"fetch_s", "compute_s", "allreduce_s"};
+        double fb = tu_json_num(line, "feat_bytes"), gb = tu_json_num(line, "grad_bytes"), t[3];
+        for (int k = 0; k < 3; k++) t[k] = tu_json_num(line, times[k]);
+        if (tu_json_num(line, "ranks") != ranks ||
+            (ranks == 1 ? fb != 0.0 || gb != 0.0 : !(fb > 0.0 && gb > 0.0)) ||
+            !(t[0] >= 0.0 && t[1] >= 0.0 && t[2] >= 0.0)) {
+            print_message("%s, epoch %d: wrong counters for %d ranks: %s\n", what, e + 1, ranks,
+                          line);
+            bad++;
+        }
+        *feat += fb;
+    }
+    const char *first = l->line[0];
+    print_message("%s: per epoch %.0f feature bytes, %.0f gradient bytes; epoch 1: fetch %.4f s, "
+                  "compute %.4f s, allreduce %.4f s\n", what, tu_json_num(first, "feat_bytes"),
+                  tu_json_num(first, "grad_bytes"), tu_json_num(first, "fetch_s"),
+                  tu_json_num(first, "compute_s"), tu_json_num(first, "allreduce_s"));
+    return bad;
+}
+
+/* ---- Same function on any number of ranks -------------------------------- */
+
+typedef struct {
+    const char *what; /* for messages */
+    char *np;         /* NULL: one process on the graph file */
+    const char *dir;
+    log_t log;
+} run_t;
+
+/* Train each run for EPOCHS epochs with the model options that follow
+ * (NULL-terminated, at most 16) and read its log. */
+static void train_runs(run_t *runs, int n, const char *tag, ...)
+{
+    char *model[17];
+    va_list ap;
+    va_start(ap, tag);
+    int m = 0;
+    for (char *a; (a = va_arg(ap, char *)) != NULL;) {
+        assert_true(m < 16);
+        model[m++] = a;
+    }
+    va_end(ap);
+    model[m] = NULL;
+    for (int i = 0; i < n; i++) {
+        char name[64], log[640], *argv[TU_MAX_ARGS];
+        snprintf(name, sizeof name, "%s-%d.json", tag, i);
+        snprintf(log, sizeof log, "%s", tu_path(name));
+        int k = train_head(argv, runs[i].np);
+        char *rest[] = {"--data", (char *)runs[i].dir, "--epochs", EPOCHS_S, "--log-json", log,
+                        "-q"};
+        for (size_t h = 0; h < sizeof rest / sizeof rest[0]; h++) argv[k++] = rest[h];
+        for (int j = 0; j < m; j++) argv[k++] = model[j];
+        argv[k] = NULL;
+        tu_run_t r = run_limited(argv, NULL);
+        expect_ok(argv, &r);
+        runs[i].log = log_read(log, 1, EPOCHS);
+    }
+}
+
+/* Print the losses of every run epoch by epoch, and fail unless each run's
+ * are within LOSS_RTOL of the first's (one process on the graph file). */
+static void compare_losses(const char *model, run_t *runs, int n)
+{
+    print_message("%s, losses per epoch:", model);
+    for (int i = 0; i < n; i++) print_message(" | %s", runs[i].what);
+    print_message("\n");
+    for (int e = 0; e < EPOCHS; e++) {
+        print_message("  epoch %2d", e + 1);
+        for (int i = 0; i < n; i++)
+            print_message("  %.8f", tu_json_num(runs[i].log.line[e], "loss"));
+        print_message("\n");
+    }
+    int bad = 0;
+    for (int i = 1; i < n; i++) {
+        double d = loss_diff(&runs[0].log, &runs[i].log, EPOCHS);
+        print_message("%s, %s: largest relative loss difference %.2e\n", model, runs[i].what, d);
+        bad += !(d <= LOSS_RTOL);
+    }
+    if (bad) fail_msg("%s: %d runs with losses beyond %.0e of one process's", model, bad,
+                      LOSS_RTOL);
+}
+
+/*
+ * GCN (dropout 0.5) on the graph file, and on 1, 2 and 4 METIS parts and 2
+ * random parts: the same losses. Without dropout they differ by far more
+ * than the tolerance. The counters of the logs; random parts move more
+ * feature bytes than METIS's.
+ */
+static void test_gcn_same_losses_on_any_ranks(void **state)
+{
+    (void)state;
+    run_t runs[] = {
+        {"1 process", NULL, g_cora, {0}}, {"1 rank", "1", g_k1, {0}},
+        {"2 ranks", "2", g_k2, {0}},      {"4 ranks", "4", g_k4, {0}},
+        {"2 random", "2", g_k2r, {0}},
+    };
+    int n = (int)(sizeof runs / sizeof runs[0]);
+    train_runs(runs, n, "gcn", (char *)NULL);
+    compare_losses("gcn", runs, n);
+
+    run_t nodrop[] = {{"1 process, --dropout 0", NULL, g_cora, {0}}};
+    train_runs(nodrop, 1, "gcn-nodrop", "--dropout", "0", (char *)NULL);
+    double d = loss_diff(&runs[0].log, &nodrop[0].log, EPOCHS);
+    print_message("gcn: --dropout 0 changes the losses by up to %.2e relative\n", d);
+    assert_true(d > 100 * LOSS_RTOL);
+    log_free(&nodrop[0].log);
+
+    double feat, metis, random;
+    int bad = check_counters("1 rank", &runs[1].log, EPOCHS, 1, &feat);
+    bad += check_counters("4 ranks", &runs[3].log, EPOCHS, 4, &feat);
+    bad += check_counters("2 METIS parts", &runs[2].log, EPOCHS, 2, &metis);
+    bad += check_counters("2 random parts", &runs[4].log, EPOCHS, 2, &random);
+    print_message("feature bytes over %d epochs: %.0f for 2 random parts, %.0f for 2 METIS "
+                  "parts\n", EPOCHS, random, metis);
+    for (int i = 0; i < n; i++) log_free(&runs[i].log);
+    assert_true(random > metis);
+    if (bad) fail_msg("%d epoch lines with wrong counters", bad);
+}
+
+/* 3-layer GraphSAGE with mean aggregation, full graph: the same losses on
+ * the graph file, one rank and four. */
+static void test_sage_same_losses_on_any_ranks(void **state)
+{
+    (void)state;
+    run_t runs[] = {
+        {"1 process", NULL, g_cora, {0}},
+        {"1 rank", "1", g_k1, {0}},
+        {"4 ranks", "4", g_k4, {0}},
+    };
+    int n = (int)(sizeof runs / sizeof runs[0]);
+    train_runs(runs, n, "sage", "--model", "sage", "--mode", "full", "--aggr", "mean",
+               "--layers", "3", (char *)NULL);
+    compare_losses("sage, 3 layers, mean", runs, n);
+    double feat;
+    int bad = check_counters("sage, 4 ranks", &runs[2].log, EPOCHS, 4, &feat);
+    for (int i = 0; i < n; i++) log_free(&runs[i].log);
+    if (bad) fail_msg("%d epoch lines with wrong counters", bad);
+}
+
+/* ---- Accuracy -------------------------------------------------------------- */
+
+/* The mean test accuracy on the final line of the --log-json file log of 3
+ * runs, its standard deviation in *std and, when lines is not NULL, the
+ * file's line count in *lines; fails the test when the last line is not
+ * the final one of 3 runs. */
+static double mean_test_acc_of_3(const char *log, double *std, int *lines)
+{
+    char *text = tu_read_file(log);
+    assert_non_null(text);
+    int n = tu_count_lines(text);
+    assert_true(n >= 2);
+    text[strlen(text) - 1] = '\0';
+    const char *last = strrchr(text, '\n') + 1;
+    if (!tu_json_get(last, "final") || tu_json_num(last, "runs") != 3)
+        fail_msg("%s: the last line is not the final one of 3 runs: %s", log, last);
+    double acc = tu_json_num(last, "test_acc_mean");
+    *std = tu_json_num(last, "test_acc_std");
+    if (lines) *lines = n;
+    free(text);
+    return acc;
+}
+
+/* Two ranks, the defaults (GCN, 200 epochs) with normalized features over 3
+ * runs: mean test accuracy >= 80 % (one process measured 81.7 % over 10). */
+static void test_accuracy_on_two_ranks(void **state)
+{
+    (void)state;
+    const char *log = tu_path("acc.json");
+    double s = MPI_OK("2", "--data", g_k2, "--runs", "3", "--normalize-features", "--log-json",
+                      (char *)log);
+    int lines;
+    double std, acc = mean_test_acc_of_3(log, &std, &lines);
+    print_message("Cora, 2 ranks: test accuracy %.4f over 3 runs (std %.4f, %d log lines, "
+                  "%.1f s)\n", acc, std, lines, s);
+    assert_true(acc >= 0.80);
+}
+
+/* ---- Mini-batches ------------------------------------------------------------ */
+
+#define MB_EPOCHS 5
+#define MB_ARGS                                                                                  \
+    "--model", "sage", "--mode", "minibatch", "--layers", "2", "--hidden", "64", "--fanouts",   \
+        "10,10", "--batch-size", "64", "--normalize-features", "--epochs", "5"
+
+/* GraphSAGE mini-batches on the graph file (np NULL) or on dir under np
+ * ranks, with the cache given (NULL: none); the log read. */
+static log_t mb_run(char *np, const char *dir, char *cache, const char *tag)
+{
+    char log[640], *argv[TU_MAX_ARGS];
+    char name[64];
+    snprintf(name, sizeof name, "mb-%s.json", tag);
+    snprintf(log, sizeof log, "%s", tu_path(name));
+    int k = train_head(argv, np);
+    char *rest[] = {"--data", (char *)dir, MB_ARGS, "--log-json", log, "-q"};
+    for (size_t h = 0; h < sizeof rest / sizeof rest[0]; h++) argv[k++] = rest[h];
+    if (cache) {
+        argv[k++] = "--feature-cache";
+        argv[k++] = cache;
+    }
+    argv[k] = NULL;
+    tu_run_t r = run_limited(argv, NULL);
+    expect_ok(argv, &r);
+    return log_read(log, 1, MB_EPOCHS);
+}
+
+static void test_minibatch(void **state)
+{
+    (void)state;
+    log_t one = mb_run(NULL, g_cora, NULL, "one"), r1 = mb_run("1", g_h1, NULL, "r1");
+    double d1 = loss_diff(&one, &r1, MB_EPOCHS);
+    print_message("mini-batches, 1 rank against 1 process: largest relative loss difference "
+                  "%.2e\n", d1);
+    assert_true(d1 <= 1e-7);
+    log_t none = mb_run("2", g_h2, NULL, "none"), some = mb_run("2", g_h2, "200K", "some"),
+          all = mb_run("2", g_h2, "100M", "all");
+    double ds = loss_diff(&none, &some, MB_EPOCHS), da = loss_diff(&none, &all, MB_EPOCHS);
+    double hn = tu_json_num(none.line[0], "cache_hit_rate"),
+           hs = tu_json_num(some.line[0], "cache_hit_rate"),
+           ha = tu_json_num(all.line[0], "cache_hit_rate");
+    double fn = tu_json_num(none.line[0], "feat_bytes"),
+           fs = tu_json_num(some.line[0], "feat_bytes"),
+           fa = tu_json_num(all.line[0], "feat_bytes");
+    print_message("mini-batches, 2 ranks: cache none / 200K / all: hit rate %.3f / %.3f / %.3f, "
+                  "feature bytes %.0f / %.0f / %.0f, loss differences %.2e / %.2e\n",
+                  hn, hs, ha, fn, fs, fa, ds, da);
+    assert_true(ds == 0.0 && da == 0.0);
+    assert_true(hn == 0.0 && hs > 0.0 && hs < 1.0 && ha == 1.0);
+    assert_true(fn > fs && fs > 0.0 && fa == 0.0);
+    assert_true(tu_json_num(none.line[0], "ranks") == 2 &&
+                tu_json_num(none.line[0], "grad_bytes") > 0);
+    assert_true(tu_json_num(none.line[0], "steps") >= 1);
+    log_free(&one);
+    log_free(&r1);
+    log_free(&none);
+    log_free(&some);
+    log_free(&all);
+}
+
+/* Two ranks, 50 epochs, 3 runs: mean test accuracy >= 77 % (one process:
+ * 80.8 % over 5 runs with these settings). */
+static void test_minibatch_accuracy(void **state)
+{
+    (void)state;
+    const char *log = tu_path("mb-acc.json");
+    double s = MPI_OK("2", "--data", g_h2, "--model", "sage", "--mode", "minibatch", "--layers",
+                      "2", "--hidden", "64", "--fanouts", "10,10", "--batch-size", "64",
+                      "--normalize-features", "--epochs", "50", "--runs", "3", "--log-json",
+                      (char *)log);
+    double std, acc = mean_test_acc_of_3(log, &std, NULL);
+    print_message("Cora, GraphSAGE mini-batches on 2 ranks: test accuracy %.4f over 3 runs "
+                  "(std %.4f, %.1f s)\n", acc, std, s);
+    assert_true(acc >= 0.77);
+}
+
+/* Mini-batches on np ranks over dir with the extra options (NULL-ended);
+ * the log read. */
+static log_t owner_run(char *np, const char *dir, const char *tag, char *const *extra)
+{
+    char log[640], name[64], *argv[TU_MAX_ARGS];
+    snprintf(name, sizeof name, "own-%s.json", tag);
+    snprintf(log, sizeof log, "%s", tu_path(name));
+    int k = train_head(argv, np);
+    char *rest[] = {"--data", (char *)dir, "--model", "sage", "--mode", "minibatch",
+                    "--hidden", "32", "--normalize-features", "--epochs", "3",
+                    "--log-json", log, "-q"};
+    for (size_t h = 0; h < sizeof rest / sizeof rest[0]; h++) argv[k++] = rest[h];
+    for (; *extra; extra++) argv[k++] = *extra;
+    argv[k] = NULL;
+    tu_run_t r = run_limited(argv, NULL);
+    expect_ok(argv, &r);
+    return log_read(log, 1, 3);
+}
+
+static void test_minibatch_sampled_by_owners(void **state)
+{
+    (void)state;
+    char *two[] = {"--layers", "2", "--fanouts", "10,10", "--batch-size", "32", NULL};
+    char *four[] = {"--layers", "3", "--fanouts", "70,3,-1", "--batch-size", "8", NULL};
+    char *four1[] = {"--layers", "3", "--fanouts", "70,3,-1", "--batch-size", "8",
+                     "--prefetch", "1", NULL};
+    log_t a = owner_run("2", g_k2, "k2h1", two), b = owner_run("2", g_h2, "k2h2", two);
+    log_t c = owner_run("4", g_k4, "k4h1", four), e = owner_run("4", g_k4h3, "k4h3", four);
+    log_t c1 = owner_run("4", g_k4, "k4h1p1", four1);
+    double d2 = loss_diff(&a, &b, 3), d4 = loss_diff(&c, &e, 3), d41 = loss_diff(&c, &c1, 3);
+    double sa = tu_json_num(a.line[0], "sample_bytes"), sb = tu_json_num(b.line[0], "sample_bytes");
+    double sc = tu_json_num(c.line[0], "sample_bytes"), se = tu_json_num(e.line[0], "sample_bytes");
+    print_message("sampling by owners: loss differences %.2e (2 ranks, 1 hop vs 2), %.2e (4 "
+                  "ranks, 1 hop vs 3), %.2e (no fetch thread); sample bytes %.0f / %.0f and "
+                  "%.0f / %.0f\n",
+                  d2, d4, d41, sa, sb, sc, se);
+    assert_true(d2 == 0.0 && d4 == 0.0 && d41 == 0.0);
+    assert_true(sa > 0.0 && sb == 0.0 && sc > 0.0 && se == 0.0);
+    assert_true(tu_json_num(a.line[0], "feat_bytes") == tu_json_num(b.line[0], "feat_bytes"));
+    assert_true(tu_json_num(c.line[0], "feat_bytes") == tu_json_num(e.line[0], "feat_bytes"));
+    const char *oc = tu_json_get(c.line[0], "fetch_overlap"),
+               *oc1 = tu_json_get(c1.line[0], "fetch_overlap");
+    assert_true(oc && strncmp(oc, "true", 4) == 0 && oc1 && strncmp(oc1, "false", 5) == 0);
+    log_free(&a);
+    log_free(&b);
+    log_free(&c);
+    log_free(&e);
+    log_free(&c1);
+}
+
+/*
+ * The paths a GPU takes, on the CPU: the cpu-as-gpu device makes the
+ * trainer copy every array to and from its buffers, stage halo rows
+ * through host memory (gathered into packed rows, exchanged, and added
+ * back by a sum over a fixed graph), sum gradients through host memory
+ * and upload each batch. One process gives the CPU device's losses; full
+ * graph GCN and 3-layer SAGE on 2 and 4 ranks give one process's losses;
+ * mini-batches on 2 ranks give the CPU device's losses exactly; --debug
+ * finds the ranks' parameters equal after every step.
+ */
+static void test_device_paths(void **state)
+{
+    (void)state;
+    run_t cpu[] = {{"1 process, cpu", NULL, g_cora, {0}}};
+    train_runs(cpu, 1, "cpu-gcn", (char *)NULL);
+    run_t runs[] = {
+        {"1 process, cpu-as-gpu", NULL, g_cora, {0}},
+        {"2 ranks, cpu-as-gpu", "2", g_k2, {0}},
+        {"4 ranks, cpu-as-gpu", "4", g_k4, {0}},
+    };
+    int n = (int)(sizeof runs / sizeof runs[0]);
+    train_runs(runs, n, "asgpu-gcn", "--device", "cpu-as-gpu", "--debug", (char *)NULL);
+    compare_losses("gcn on cpu-as-gpu", runs, n);
+    double d1 = loss_diff(&cpu[0].log, &runs[0].log, EPOCHS);
+    print_message("gcn, one process: cpu-as-gpu against cpu: largest loss difference %.2e\n", d1);
+    assert_true(d1 <= LOSS_RTOL);
+    run_t sage[] = {{"1 process", NULL, g_cora, {0}}, {"4 ranks, cpu-as-gpu", "4", g_k4, {0}}};
+    train_runs(sage, 2, "asgpu-sage", "--device", "cpu-as-gpu", "--model", "sage", "--mode",
+               "full", "--aggr", "max", "--layers", "3", (char *)NULL);
+    compare_losses("sage, 3 layers, max, cpu-as-gpu", sage, 2);
+    char *mb_gpu[] = {"--layers", "2", "--fanouts", "10,10", "--batch-size", "32", "--device",
+                      "cpu-as-gpu", NULL};
+    char *mb_cpu[] = {"--layers", "2", "--fanouts", "10,10", "--batch-size", "32", NULL};
+    log_t staged = owner_run("2", g_k2, "asgpu-mb", mb_gpu);
+    log_t plain = owner_run("2", g_k2, "cpu-mb", mb_cpu);
+    log_t one_gpu = owner_run(NULL, g_cora, "asgpu-mb1", mb_gpu);
+    log_t one_cpu = owner_run(NULL, g_cora, "cpu-mb1", mb_cpu);
+    double d = loss_diff(&staged, &plain, 3), d0 = loss_diff(&one_gpu, &one_cpu, 3);
+    print_message("mini-batches, cpu-as-gpu against cpu: loss difference %.2e on 2 ranks, "
+                  "%.2e in one process\n",
+                  d, d0);
+    assert_true(d == 0.0 && d0 == 0.0);
+    assert_true(tu_json_num(staged.line[0], "feat_bytes") ==
+                tu_json_num(plain.line[0], "feat_bytes"));
+    log_free(&staged);
+    log_free(&plain);
+    log_free(&one_gpu);
+    log_free(&one_cpu);
+    log_free(&cpu[0].log);
+    for (int i = 0; i < n; i++) log_free(&runs[i].log);
+    for (int i = 0; i < 2; i++) log_free(&sage[i].log);
+}
+
+static void test_cache_policies(void **state)
+{
+    (void)state;
+    char *mid_s[] = {"--layers", "2", "--fanouts", "10,10", "--batch-size", "32",
+                     "--feature-cache", "400K", NULL};
+    char *mid_r[] = {"--layers", "2", "--fanouts", "10,10", "--batch-size", "32",
+                     "--feature-cache", "400K", "--cache-policy", "rows", NULL};
+    char *all_s[] = {"--layers", "2", "--fanouts", "10,10", "--batch-size", "32",
+                     "--feature-cache", "100M", NULL};
+    char *all_r[] = {"--layers", "2", "--fanouts", "10,10", "--batch-size", "32",
+                     "--feature-cache", "100M", "--cache-policy", "rows", NULL};
+    log_t ms = owner_run("2", g_h2, "mid-s", mid_s), mr = owner_run("2", g_h2, "mid-r", mid_r);
+    log_t as = owner_run("2", g_k2, "all-s", all_s), ar = owner_run("2", g_k2, "all-r", all_r);
+    double dm = loss_diff(&ms, &mr, 3), da = loss_diff(&as, &ar, 3);
+    double hs = 0.0, hr = 0.0;
+    for (int e = 0; e < 3; e++) {
+        hs += tu_json_num(ms.line[e], "cache_hit_rate") / 3.0;
+        hr += tu_json_num(mr.line[e], "cache_hit_rate") / 3.0;
+    }
+    double has = tu_json_num(as.line[0], "cache_hit_rate"),
+           har = tu_json_num(ar.line[0], "cache_hit_rate");
+    print_message("cache 400K, 2 hops: hit rate %.3f pre-sampled, %.3f by rows; cache of all, "
+                  "1 hop: %.3f and %.3f; loss differences %.2e, %.2e\n",
+                  hs, hr, has, har, dm, da);
+    assert_true(dm == 0.0 && da == 0.0);
+    assert_true(hs > hr && hr > 0.0);
+    assert_true(har > 0.0 && har < 1.0 && has > har);
+    assert_true(tu_json_num(as.line[0], "feat_bytes") < tu_json_num(ar.line[0], "feat_bytes"));
+    log_free(&ms);
+    log_free(&mr);
+    log_free(&as);
+    log_free(&ar);
+}
+
+/* ---- Predictions -------------------------------------------------------------- */
+
+static void test_predictions_on_two_ranks(void **state)
+{
+    (void)state;
+    char *one = (char *)tu_path("pred-one.h5"), *two = (char *)tu_path("pred-two.h5");
+    char *argv[TU_MAX_ARGS];
+    int k = train_head(argv, NULL);
+    char *rest[] = {"--data", g_cora, "--epochs", "20", "--save-predictions", one, "-q", NULL};
+    memcpy(argv + k, rest, sizeof rest);
+    tu_run_t r = run_limited(argv, NULL);
+    expect_ok(argv, &r);
+    MPI_OK("2", "--data", g_k2, "--epochs", "20", "--save-predictions", two, "-q");
+    void *a, *b;
+    hsize_t da[2], db[2];
+    h5_read(one, "node_id", H5T_NATIVE_INT64, &a, da);
+    h5_read(two, "node_id", H5T_NATIVE_INT64, &b, db);
+    assert_true(da[0] == 2708 && db[0] == 2708 && !memcmp(a, b, 2708 * sizeof(int64_t)));
+    free(a);
+    free(b);
+    h5_read(one, "pred", H5T_NATIVE_INT64, &a, da);
+    h5_read(two, "pred", H5T_NATIVE_INT64, &b, db);
+    assert_true(!memcmp(a, b, 2708 * sizeof(int64_t)));
+    free(a);
+    free(b);
+    h5_read(one, "logits", H5T_NATIVE_FLOAT, &a, da);
+    h5_read(two, "logits", H5T_NATIVE_FLOAT, &b, db);
+    assert_true(da[0] == db[0] && da[1] == db[1]);
+    double worst = 0.0;
+    for (hsize_t i = 0; i < da[0] * da[1]; i++) {
+        double d = fabs((double)((float *)a)[i] - (double)((float *)b)[i]);
+        worst = d > worst ? d : worst;
+    }
+    print_message("predictions, 2 ranks against 1 process: same classes, largest logit "
+                  "difference %.2e\n", worst);
+    assert_true(worst <= 1e-4);
+    free(a);
+    free(b);
+}
+
+/* ---- Resume ----------------------------------------------------------------- */
+
+/* 20 epochs in one go, or 12 and then --resume to 20: the same epoch-20
+ * line and final test accuracy. */
+static void test_resume_on_two_ranks(void **state)
+{
+    (void)state;
+    char *a = (char *)tu_path("whole.h5"), *b = (char *)tu_path("parts.h5");
+    char *la = (char *)tu_path("whole.json"), *lb1 = (char *)tu_path("parts-1.json");
+    char *lb2 = (char *)tu_path("parts-2.json");
+    unlink(a);
+    unlink(b);
+    MPI_OK("2", "--data", g_k2, "--epochs", "20", "--checkpoint", a, "--checkpoint-every", "5",
+           "--log-json", la, "-q");
+    MPI_OK("2", "--data", g_k2, "--epochs", "12", "--checkpoint", b, "--log-json", lb1, "-q");
+    MPI_OK("2", "--data", g_k2, "--epochs", "20", "--checkpoint", b, "--resume", "--log-json",
+           lb2, "-q");
+    log_t whole = log_read(la, 1, 20), first = log_read(lb1, 1, 12), rest = log_read(lb2, 13, 8);
+    const char *wa = whole.line[19], *wb = rest.line[7];
+    static const char *const keys[] = {"loss", "train_acc", "valid_acc", "test_acc"};
+    print_message("epoch 20, in one go / resumed at 12:");
+    for (int k = 0; k < 4; k++)
+        print_message(" %s %.9g / %.9g", keys[k], tu_json_num(wa, keys[k]),
+                      tu_json_num(wb, keys[k]));
+    print_message("\nfinal test accuracy %.4f / %.4f\n", tu_json_num(whole.line[20], "test_acc"),
+                  tu_json_num(rest.line[8], "test_acc"));
+    for (int k = 0; k < 4; k++)
+        if (tu_json_num(wa, keys[k]) != tu_json_num(wb, keys[k]))
+            fail_msg("epoch 20's %s: %.9g in one go, %.9g resumed", keys[k],
+                     tu_json_num(wa, keys[k]), tu_json_num(wb, keys[k]));
+    assert_true(tu_json_num(whole.line[20], "test_acc") == tu_json_num(rest.line[8], "test_acc"));
+    /* The first 12 epochs are the uninterrupted run's too. */
+    assert_true(loss_diff(&whole, &first, 12) == 0.0);
+    log_free(&whole);
+    log_free(&first);
+    log_free(&rest);
+}
+
+/* Mini-batches on 1-hop parts (the owners draw hop 2) with dropout: 3
+ * epochs and --resume to 6 end where 6 in one go end, on every rank (the
+ * dropout stream is the same on all ranks, so rank 0's checkpoint holds
+ * everyone's position). */
+static void test_minibatch_resume(void **state)
+{
+    (void)state;
+    char *a = (char *)tu_path("mb-whole.h5"), *b = (char *)tu_path("mb-parts.h5");
+    char *la = (char *)tu_path("mb-whole.json"), *lb = (char *)tu_path("mb-rest.json");
+    unlink(a);
+    unlink(b);
+#define MB_RESUME_ARGS                                                                           \
+    "--data", g_k2, "--model", "sage", "--mode", "minibatch", "--layers", "2", "--fanouts",      \
+        "5,5", "--batch-size", "16", "--hidden", "16", "--dropout", "0.5", "--feature-cache",    \
+        "200K"
+    MPI_OK("2", MB_RESUME_ARGS, "--epochs", "6", "--checkpoint", a, "--log-json", la, "-q");
+    MPI_OK("2", MB_RESUME_ARGS, "--epochs", "3", "--checkpoint", b, "-q");
+    MPI_OK("2", MB_RESUME_ARGS, "--epochs", "6", "--checkpoint", b, "--resume", "--log-json", lb,
+           "-q");
+#undef MB_RESUME_ARGS
+    log_t whole = log_read(la, 1, 6), rest = log_read(lb, 4, 3);
+    double worst = 0.0;
+    for (int e = 0; e < 3; e++) {
+        double x = tu_json_num(whole.line[3 + e], "loss"), y = tu_json_num(rest.line[e], "loss");
+        worst = fabs(x - y) > worst ? fabs(x - y) : worst;
+    }
+    print_message("mini-batches resumed at epoch 3: largest loss difference over epochs 4-6 "
+                  "%.3g; epoch 6 test accuracy %.4f / %.4f\n",
+                  worst, tu_json_num(whole.line[5], "test_acc"),
+                  tu_json_num(rest.line[2], "test_acc"));
+    assert_true(worst == 0.0);
+    assert_true(tu_json_num(whole.line[5], "test_acc") == tu_json_num(rest.line[2], "test_acc"));
+    log_free(&whole);
+    log_free(&rest);
+}
+
+/* ---- Faults ------------------------------------------------------------------ */
+
+static void copy_file(const char *from, const char *to)
+{
+    struct stat st;
+    if (stat(from, &st) != 0) fail_msg("%s: %s", from, strerror(errno));
+    char *data = malloc((size_t)st.st_size + 1);
+    assert_non_null(data);
+    FILE *f = fopen(from, "rb");
+    assert_non_null(f);
+    assert_int_equal(fread(data, 1, (size_t)st.st_size, f), (size_t)st.st_size);
+    fclose(f);
+    f = fopen(to, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(data, 1, (size_t)st.st_size, f), (size_t)st.st_size);
+    assert_int_equal(fclose(f), 0);
+    free(data);
+}
+
+/* A copy of the 2 METIS parts whose part-00001.h5 is 4 KiB of garbage:
+ * rank 1 cannot open it, every rank learns of it, one line names both. */
+static void test_corrupt_part(void **state)
+{
+    (void)state;
+    char dir[640], from[1024], to[1024];
+    snprintf(dir, sizeof dir, "%s", tu_path("cora-k2-corrupt"));
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) fail_msg("mkdir %s: %s", dir, strerror(errno));
+    static const char *const files[] = {"meta.h5", "part-00000.h5"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(from, sizeof from, "%s/%s", g_k2, files[i]);
+        snprintf(to, sizeof to, "%s/%s", dir, files[i]);
+        copy_file(from, to);
+    }
+    snprintf(to, sizeof to, "%s/part-00001.h5", dir);
+    uint64_t st = 77;
+    uint64_t junk[512];
+    for (int i = 0; i < 512; i++) junk[i] = tu_rng_next(&st);
+    FILE *f = fopen(to, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(junk, sizeof junk, 1, f), 1);
+    assert_int_equal(fclose(f), 0);
+    mpi_fails((const char *[]){"rank 1 of 2", to, NULL}, "2", ARGS("--data", dir, "-q"));
+}
+
+/* A checkpoint in a directory that does not exist: rank 0 fails writing it
+ * at epoch 2 and the job ends (rather than rank 1 waiting for ever). */
+static void test_checkpoint_not_writable(void **state)
+{
+    (void)state;
+    char *ck = "/nonexistent-dir/x.h5";
+    mpi_fails((const char *[]){"rank 0 of 2", ck, NULL}, "2",
+              ARGS("--data", g_k2, "--checkpoint", ck, "--checkpoint-every", "2", "--epochs",
+                   "50", "-q"));
+}
+
+static void test_rank_count_not_part_count(void **state)
+{
+    (void)state;
+    mpi_fails((const char *[]){"2 parts", "3 ranks", NULL}, "3", ARGS("--data", g_k2, "-q"));
+}
+
+static void test_graph_file_under_mpiexec(void **state)
+{
+    (void)state;
+    mpi_fails((const char *[]){g_cora, "gnn-partition", NULL}, "2",
+              ARGS("--data", g_cora, "-q"));
+}
+
+/* ---- A killed rank ------------------------------------------------------------ */
+
+/* Parent of pid from /proc/PID/stat, or -1; its state letter in *state. */
+static pid_t proc_parent(pid_t pid, char *state)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* the command name may hold spaces */
+    int ppid;
+    char s;
+    if (!p || sscanf(p + 1, " %c %d", &s, &ppid) != 2) return -1;
+    if (state) *state = s;
+    return ppid;
+}
+
+/* Read /proc/PID/NAME, NUL-separated strings, into buf; the bytes read. */
+static size_t proc_read(pid_t pid, const char *name, char *buf, size_t size)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, name);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, size - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return n;
+}
+
+/* Does the NUL-separated list buf[0 .. n) hold the string s? */
+static int list_has(const char *buf, size_t n, const char *s)
+{
+    for (size_t i = 0; i < n; i += strlen(buf + i) + 1)
+        if (!strcmp(buf + i, s)) return 1;
+    return 0;
+}
+
+/*
+ * The rank processes of the job mpiexec runs as job: processes below it
+ * whose command is gnn-train with argument dir. Their pids in pids and
+ * their ranks (OMPI_COMM_WORLD_RANK of their environment, -1 where it
+ * cannot be read) in ranks, at most max; returns how many.
+ */
+static int find_ranks(pid_t job, const char *dir, pid_t *pids, int *ranks, int max)
+{
+    DIR *d = opendir("/proc");
+    assert_non_null(d);
+    int n = 0;
+    static char buf[1 << 16];
+    for (struct dirent *e; (e = readdir(d)) && n < max;) {
+        if (!isdigit((unsigned char)e->d_name[0])) continue;
+        pid_t pid = (pid_t)atoi(e->d_name);
+        size_t len = proc_read(pid, "cmdline", buf, sizeof buf);
+        const char *base = strrchr(buf, '/');
+        if (!len || strcmp(base ? base + 1 : buf, "gnn-train") || !list_has(buf, len, dir))
+            continue;
+        pid_t up = pid;
+        for (int depth = 0; depth < 16 && up > 1 && up != job; depth++) up = proc_parent(up, NULL);
+        if (up != job) continue;
+        pids[n] = pid;
+        ranks[n] = -1;
+        len = proc_read(pid, "environ", buf, sizeof buf);
+        for (size_t i = 0; i < len; i += strlen(buf + i) + 1)
+            if (!strncmp(buf + i, "OMPI_COMM_WORLD_RANK=", 21)) ranks[n] = atoi(buf + i + 21);
+        n++;
+    }
+    closedir(d);
+    return n;
+}
+
+/* Is pid gone (or a zombie waiting for its new parent)? */
+static int proc_gone(pid_t pid)
+{
+    char state = 0;
+    return proc_parent(pid, &state) < 0 || state == 'Z' || state == 'X';
+}
+
+/*
+ * Two ranks training for a million epochs; once the first epoch is in the
+ * log, one rank gets SIGKILL. mpiexec must end the job with a non-zero
+ * status within 10 s (it is given 20 before the test stops it), and no
+ * rank may be left running.
+ */
+static void test_killed_rank(void **state)
+{
+    (void)state;
+    char log[640], out[640], err[640];
+    snprintf(log, sizeof log, "%s", tu_path("killed.json"));
+    snprintf(out, sizeof out, "%s", tu_path("killed.stdout"));
+    snprintf(err, sizeof err, "%s", tu_path("killed.stderr"));
+    unlink(log);
+    char *argv[] = {g_mpiexec, "-np", "2", "--oversubscribe", g_train, "--threads", "1",
+                    "--data", g_k2, "--epochs", "1000000", "--log-json", log, "-q", NULL};
+    double t0 = now_s();
+    pid_t job = spawn(argv, out, err);
+
+    /* The first epoch line, then both ranks. */
+    pid_t pids[4];
+    int ranks[4], n = 0;
+    for (;;) {
+        char *text = tu_read_file(log);
+        int started = text && strchr(text, '\n');
+        free(text);
+        if (started && (n = find_ranks(job, g_k2, pids, ranks, 4)) == 2) break;
+        int st = wait_until(job, 0.0);
+        if (st >= 0) {
+            static char msg[8192];
+            char *e = tu_read_file(err);
+            snprintf(msg, sizeof msg, "the job ended (status %d) before training got under way; "
+                     "stderr:\n%s", st, e ? e : "");
+            free(e);
+            fail_msg("%s", msg);
+        }
+        if (now_s() - t0 > LIMIT_S) {
+            stop_job(job);
+            fail_msg("no epoch in %s and %d rank processes found after %.0f s", log, n, LIMIT_S);
+        }
+        sleep_ms(20);
+    }
+    int victim = ranks[0] == 1 ? 0 : 1;
+    double t_kill = now_s();
+    assert_int_equal(kill(pids[victim], SIGKILL), 0);
+    int status = wait_until(job, t_kill + 20.0);
+    double after = now_s() - t_kill;
+    if (status < 0) {
+        kill(job, SIGKILL);
+        kill(pids[1 - victim], SIGKILL);
+        waitpid(job, NULL, 0);
+        fail_msg("mpiexec still running 20 s after rank %d (pid %d) was killed", ranks[victim],
+                 (int)pids[victim]);
+    }
+    print_message("rank %d (pid %d) killed after %.2f s of training: mpiexec ended %.2f s later "
+                  "with status %d\n", ranks[victim], (int)pids[victim], t_kill - t0, after,
+                  status);
+    /* The other rank goes too. */
+    pid_t other = pids[1 - victim];
+    double t_end = now_s();
+    while (!proc_gone(other) && now_s() - t_end < 5.0) sleep_ms(20);
+    if (!proc_gone(other)) {
+        kill(other, SIGKILL);
+        fail_msg("rank %d (pid %d) still running 5 s after mpiexec ended", ranks[1 - victim],
+                 (int)other);
+    }
+    assert_true(status != 0);
+    if (after >= 10.0) fail_msg("mpiexec took %.2f s to end the job after the kill", after);
+}
+
+#ifdef GNN_TEST_CUDA_TRAIN
+/* GPU against CPU: cuBLAS, cuSPARSE and the own kernels sum in other
+ * orders than OpenBLAS and the CPU kernels; a wrong halo row or gradient
+ * moves a loss by far more. */
+#define GPU_RTOL 1e-4
+
+/* Fails unless every epoch's loss of each run is within GPU_RTOL of ref's. */
+static void compare_to(const char *what, const log_t *ref, run_t *runs, int n, int epochs)
+{
+    int bad = 0;
+    for (int i = 0; i < n; i++) {
+        double d = loss_diff(ref, &runs[i].log, epochs);
+        print_message("%s, %s: largest relative loss difference from the CPU's %.2e\n", what,
+                      runs[i].what, d);
+        bad += !(d <= GPU_RTOL);
+    }
+    if (bad) fail_msg("%s: %d runs with losses beyond %.0e of the CPU's", what, bad, GPU_RTOL);
+}
+
+/* gnn-train on np ranks (NULL: one process) over dir for 2 epochs, not
+ * quiet: its standard error, which the caller frees. */
+static char *info_run(char *np, const char *dir)
+{
+    char *argv[TU_MAX_ARGS];
+    int k = train_head(argv, np);
+    char *rest[] = {"--data", (char *)dir, "--epochs", "2", "--device", "cpu-as-gpu", NULL};
+    for (int h = 0; rest[h]; h++) argv[k++] = rest[h];
+    argv[k] = NULL;
+    tu_run_t r = run_limited(argv, NULL);
+    if (r.status != 0) tu_fail_cmd(argv, &r);
+    char *err = strdup(r.err ? r.err : "");
+    tu_run_free(&r);
+    return err;
+}
+
+/*
+ * --device cuda, one GPU per rank (ranks share it where the machine has
+ * fewer): full-graph GCN in one process and on 1, 2 and 4 ranks, 3-layer
+ * GraphSAGE (mean, and max with each own kernel), mini-batches on 2 ranks,
+ * all within GPU_RTOL of the CPU's losses; --deterministic twice gives the
+ * same losses bit for bit; the gradient sum goes through NCCL where no two
+ * ranks share a GPU, through host memory where they do.
+ */
+static void test_cuda_training(void **state)
+{
+    (void)state;
+    run_t cpu[] = {{"1 process, cpu", NULL, g_cora, {0}}};
+    train_runs(cpu, 1, "cpu-gcn", (char *)NULL);
+    run_t gcn[] = {
+        {"1 process, cuda", NULL, g_cora, {0}},
+        {"1 rank, cuda", "1", g_k1, {0}},
+        {"2 ranks, cuda", "2", g_k2, {0}},
+        {"4 ranks, cuda", "4", g_k4, {0}},
+    };
+    train_runs(gcn, 4, "cuda-gcn", "--device", "cpu-as-gpu", "--debug", (char *)NULL);
+    compare_to("gcn", &cpu[0].log, gcn, 4, EPOCHS);
+
+    run_t det[] = {{"1 process, cuda, deterministic", NULL, g_cora, {0}},
+                   {"1 process, cuda, deterministic, again", NULL, g_cora, {0}}};
+    train_runs(det, 2, "cuda-det", "--device", "cpu-as-gpu", "--deterministic", (char *)NULL);
+    compare_to("gcn", &cpu[0].log, det, 1, EPOCHS);
+    double dd = loss_diff(&det[0].log, &det[1].log, EPOCHS);
+    print_message("gcn, --deterministic twice: largest loss difference %.2e\n", dd);
+    assert_true(dd == 0.0);
+
+    const char *aggrs[2] = {"mean", "max"};
+    for (int a = 0; a < 2; a++) {
+        char tag[32];
+        run_t sref[] = {{"1 process, cpu", NULL, g_cora, {0}}};
+        snprintf(tag, sizeof tag, "cpu-sage-%s", aggrs[a]);
+        train_runs(sref, 1, tag, "--model", "sage", "--mode", "full", "--aggr", aggrs[a],
+                   "--layers", "3", (char *)NULL);
+        run_t sage[] = {
+            {"1 process, cuda, --spmm cusparse", NULL, g_cora, {0}},
+            {"1 process, cuda, --spmm rowcache", NULL, g_cora, {0}},
+            {"1 process, cuda, --spmm balanced", NULL, g_cora, {0}},
+            {"4 ranks, cuda, --spmm auto", "4", g_k4, {0}},
+        };
+        const char *impl[4] = {"auto", "auto", "auto", "auto"};
+        for (int i = 0; i < 4; i++) {
+            snprintf(tag, sizeof tag, "cuda-sage-%s-%s", aggrs[a], impl[i]);
+            train_runs(&sage[i], 1, tag, "--device", "cpu-as-gpu", "--spmm", impl[i], "--model", "sage",
+                       "--mode", "full", "--aggr", aggrs[a], "--layers", "3", (char *)NULL);
+        }
+        char what[32];
+        snprintf(what, sizeof what, "sage, 3 layers, %s", aggrs[a]);
+        compare_to(what, &sref[0].log, sage, 4, EPOCHS);
+        log_free(&sref[0].log);
+        for (int i = 0; i < 4; i++) log_free(&sage[i].log);
+    }
+
+    char *mb_gpu[] = {"--layers", "2", "--fanouts", "10,10", "--batch-size", "32", "--device",
+                      "cpu-as-gpu", NULL};
+    char *mb_cpu[] = {"--layers", "2", "--fanouts", "10,10", "--batch-size", "32", NULL};
+    run_t mb[] = {{"2 ranks, cuda, mini-batches", "2", g_k2, {0}}};
+    mb[0].log = owner_run("2", g_k2, "cuda-mb", mb_gpu);
+    log_t mb_ref = owner_run("2", g_k2, "cuda-mb-cpu", mb_cpu);
+    compare_to("sage mini-batches", &mb_ref, mb, 1, 3);
+    assert_true(tu_json_num(mb[0].log.line[0], "feat_bytes") ==
+                tu_json_num(mb_ref.line[0], "feat_bytes"));
+
+    /* Who sums the gradients: NCCL for one rank per GPU. */
+    int ndev = 0;
+    assert_int_equal(gnn_cuda_device_count(&ndev), 0);
+    char *one = info_run("1", g_k1), *two = info_run("2", g_k2);
+#ifdef GNN_TEST_HAVE_NCCL
+    const char *want1 = "gradients summed with NCCL",
+               *want2 = ndev >= 2 ? "gradients summed with NCCL"
+                                  : "gradients summed with MPI through host memory";
+#else
+    const char *want1 = "gradients summed with MPI through host memory", *want2 = want1;
+#endif
+    print_message("%d device(s); 1 rank: %s; 2 ranks: %s\n", ndev,
+                  strstr(one, want1) ? want1 : "?", strstr(two, want2) ? want2 : "?");
+    if (!strstr(one, want1)) fail_msg("1 rank on a GPU: no \"%s\" in: %s", want1, one);
+    if (!strstr(two, want2)) fail_msg("2 ranks: no \"%s\" in: %s", want2, two);
+    free(one);
+    free(two);
+
+    log_free(&cpu[0].log);
+    for (int i = 0; i < 4; i++) log_free(&gcn[i].log);
+    for (int i = 0; i < 2; i++) log_free(&det[i].log);
+    log_free(&mb[0].log);
+    log_free(&mb_ref);
+}
+#endif
+
+/* ---- Setting up ---------------------------------------------------------- */
+
+/* Run a set-up command; 0, or -1 with its command line and stderr. */
+static int setup(char *const argv[])
+{
+    tu_run_t r = tu_run(argv);
+    int rc = r.status == 0 ? 0 : -1;
+    if (rc < 0) {
+        char cmd[2048];
+        argv_text(argv, cmd, sizeof cmd);
+        fprintf(stderr, "%s: status %d: %s", cmd, r.status, r.err ? r.err : "");
+    }
+    tu_run_free(&r);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 5) {
+        fprintf(stderr, "usage: %s MPIEXEC GNN-TRAIN GNN-PARTITION GNN-DATASET\n", argv[0]);
+        return 2;
+    }
+    g_mpiexec = argv[1];
+    g_train = argv[2];
+    g_part = argv[3];
+    g_dataset = argv[4];
+#ifdef GNN_TEST_CUDA_TRAIN
+    int ndev = 0;
+    if (0) {
+        printf("SKIPPED: no CUDA device\n");
+        return 77;
+    }
+#endif
+    const char *src = tu_shared_dataset("cora"); /* exits 77 (skipped) where it is absent */
+
+    snprintf(g_cora, sizeof g_cora, "%s", tu_path("cora.h5"));
+    snprintf(g_k1, sizeof g_k1, "%s", tu_path("cora-k1"));
+    snprintf(g_k2, sizeof g_k2, "%s", tu_path("cora-k2"));
+    snprintf(g_k4, sizeof g_k4, "%s", tu_path("cora-k4"));
+    snprintf(g_k2r, sizeof g_k2r, "%s", tu_path("cora-k2-random"));
+    snprintf(g_h1, sizeof g_h1, "%s", tu_path("cora-k1-h2"));
+    snprintf(g_h2, sizeof g_h2, "%s", tu_path("cora-k2-h2"));
+    snprintf(g_k4h3, sizeof g_k4h3, "%s", tu_path("cora-k4-h3"));
+    char *const cmds[][12] = {
+        {g_dataset, "ogb", (char *)src, "-o", g_cora, "-q", NULL},
+        {g_part, g_cora, "-k", "1", "-o", g_k1, "-q", NULL},
+        {g_part, g_cora, "-k", "2", "-o", g_k2, "-q", NULL},
+        {g_part, g_cora, "-k", "4", "-o", g_k4, "-q", NULL},
+        {g_part, g_cora, "-k", "2", "--method", "random", "-o", g_k2r, "-q", NULL},
+        {g_part, g_cora, "-k", "1", "--halo-hops", "2", "-o", g_h1, "-q", NULL},
+        {g_part, g_cora, "-k", "2", "--halo-hops", "2", "-o", g_h2, "-q", NULL},
+        {g_part, g_cora, "-k", "4", "--halo-hops", "3", "-o", g_k4h3, "-q", NULL},
+    };
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+        if (setup(cmds[i]) < 0) return 1;
+
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gcn_same_losses_on_any_ranks),
+        cmocka_unit_test(test_sage_same_losses_on_any_ranks),
+        cmocka_unit_test(test_accuracy_on_two_ranks),
+        cmocka_unit_test(test_minibatch),
+        cmocka_unit_test(test_minibatch_accuracy),
+        cmocka_unit_test(test_minibatch_sampled_by_owners),
+        cmocka_unit_test(test_device_paths),
+        cmocka_unit_test(test_cache_policies),
+        cmocka_unit_test(test_predictions_on_two_ranks),
+        cmocka_unit_test(test_resume_on_two_ranks),
+        cmocka_unit_test(test_minibatch_resume),
+        cmocka_unit_test(test_corrupt_part),
+        cmocka_unit_test(test_checkpoint_not_writable),
+        cmocka_unit_test(test_rank_count_not_part_count),
+        cmocka_unit_test(test_graph_file_under_mpiexec),
+        cmocka_unit_test(test_killed_rank),
+    };
+#ifdef GNN_TEST_CUDA_TRAIN
+    (void)tests;
+    const struct CMUnitTest cuda[] = {cmocka_unit_test(test_cuda_training)};
+    return cmocka_run_group_tests(cuda, NULL, NULL);
+#else
+    return cmocka_run_group_tests(tests, NULL, NULL);
+#endif
+}
