@@ -24,6 +24,8 @@
 #include <string.h>
 
 
+static void free_loss_plans(gnn_dist_part_t *d);
+
 int gnn_dist_agree(MPI_Comm comm, int rc) { return gnn_mpi_agree(comm, rc); }
 
 int gnn_dist_reporting_rank(void) { return gnn_mpi_reporting_rank(); }
@@ -45,6 +47,8 @@ void gnn_dist_free(gnn_dist_part_t *d)
     gnn_free(d->scount);
     gnn_free(d->send_rows);
     gnn_free(d->buf);
+    gnn_free(d->rbuf);
+    free_loss_plans(d);
     gnn_csr_free(&d->full);
     gnn_free(d->l2g);
     gnn_free(d->part_start);
@@ -61,13 +65,36 @@ void gnn_dist_free(gnn_dist_part_t *d)
     d->fetch_comm = MPI_COMM_NULL;
 }
 
+static int grow(void **buf, size_t *have, size_t bytes)
+{
+    if (*have >= bytes) return 0;
+    gnn_free(*buf);
+    *buf = gnn_malloc(bytes + 1);
+    *have = *buf ? bytes : 0;
+    return *buf ? 0 : GNN_FAIL(GNN_ENOMEM, "halo exchange: %zu bytes", bytes);
+}
+
 static int ensure_buf(gnn_dist_part_t *d, size_t bytes)
 {
-    if (d->buf_bytes >= bytes) return 0;
-    gnn_free(d->buf);
-    d->buf = gnn_malloc(bytes + 1);
-    d->buf_bytes = d->buf ? bytes : 0;
-    return d->buf ? 0 : GNN_FAIL(GNN_ENOMEM, "halo exchange: %zu bytes", bytes);
+    return grow(&d->buf, &d->buf_bytes, bytes);
+}
+
+gnn_dist_plan_t gnn_dist_full_plan(const gnn_dist_part_t *d)
+{
+    gnn_dist_plan_t p = {.scount = d->scount,
+                         .sdispl = d->sdispl,
+                         .rcount = d->rcount,
+                         .rdispl = d->rdispl,
+                         .send_rows = d->send_rows,
+                         .n_send = d->n_send,
+                         .recv_rows = NULL,
+                         .n_recv = d->n_local - d->n_owned};
+    return p;
+}
+
+const gnn_dist_plan_t *gnn_dist_plan_for(const gnn_dist_part_t *d, int k, int training)
+{
+    return training && k >= 0 && k < d->n_loss_plans ? &d->loss_plan[k] : NULL;
 }
 
 /* A row of f elements of base as one MPI type (counts stay row counts). */
@@ -80,78 +107,100 @@ static int row_type(MPI_Datatype base, int64_t f, MPI_Datatype *t)
 }
 
 /*
- * Forward for rows of esz-byte elements: the halo rows (into halo) from
- * their owners. The rows this rank sends are rows send_rows of x, or
- * already packed in that order in send (x NULL). local: this rank's
+ * Forward for rows of esz-byte elements by plan p: the halo rows (all
+ * n_local - n_owned of them, into halo) from their owners; rows p does not
+ * receive are set to 0. The rows this rank sends are rows p->send_rows of
+ * x, or already packed in that order in send (x NULL). local: this rank's
  * failure so far, agreed with the others' first.
  */
-static int forward_bytes(gnn_dist_part_t *d, int local, const void *x, const void *send,
-                         void *halo, int64_t f, size_t esz, MPI_Datatype base)
+static int forward_bytes(gnn_dist_part_t *d, const gnn_dist_plan_t *p, int local, const void *x,
+                         const void *send, void *halo, int64_t f, size_t esz, MPI_Datatype base)
 {
     int rc = 0;
     MPI_Datatype t = MPI_DATATYPE_NULL;
     double t0 = MPI_Wtime();
     size_t row = (size_t)f * esz;
-    if (local == 0 && x) local = ensure_buf(d, (size_t)d->n_send * row);
+    if (local == 0 && x) local = ensure_buf(d, (size_t)p->n_send * row);
+    if (local == 0 && p->recv_rows) local = grow(&d->rbuf, &d->rbuf_bytes, (size_t)p->n_recv * row);
     if (local == 0) local = row_type(base, f, &t);
     STEP(local);
     if (x) {
         char *b = d->buf;
-        for (int64_t i = 0; i < d->n_send; i++)
-            memcpy(b + (size_t)i * row, (const char *)x + (size_t)d->send_rows[i] * row, row);
+        for (int64_t i = 0; i < p->n_send; i++)
+            memcpy(b + (size_t)i * row, (const char *)x + (size_t)p->send_rows[i] * row, row);
         send = d->buf;
     }
-    GNN_MPI_TRY(MPI_Alltoallv(send, d->scount, d->sdispl, t, halo, d->rcount, d->rdispl, t,
+    void *into = p->recv_rows ? d->rbuf : halo;
+    GNN_MPI_TRY(MPI_Alltoallv(send, p->scount, p->sdispl, t, into, p->rcount, p->rdispl, t,
                               d->comm));
-    d->bytes_sent += d->n_send * (int64_t)row -
-                     (int64_t)d->scount[d->rank] * (int64_t)row; /* not to itself */
+    if (p->recv_rows) { /* into place; the rows the loss does not read are 0 */
+        memset(halo, 0, (size_t)(d->n_local - d->n_owned) * row);
+        for (int64_t i = 0; i < p->n_recv; i++)
+            memcpy((char *)halo + (size_t)p->recv_rows[i] * row, (char *)d->rbuf + (size_t)i * row,
+                   row);
+    }
+    d->bytes_sent += p->n_send * (int64_t)row -
+                     (int64_t)p->scount[d->rank] * (int64_t)row; /* not to itself */
 fail:
     if (t != MPI_DATATYPE_NULL) MPI_Type_free(&t);
     d->exchange_s += MPI_Wtime() - t0;
     return rc;
 }
 
-int gnn_dist_halo_forward(gnn_dist_part_t *d, float *x, int64_t f)
+int gnn_dist_halo_forward(gnn_dist_part_t *d, const gnn_dist_plan_t *p, float *x, int64_t f)
 {
-    return forward_bytes(d, 0, x, NULL, x + d->n_owned * f, f, sizeof(float), MPI_FLOAT);
+    gnn_dist_plan_t full = gnn_dist_full_plan(d);
+    return forward_bytes(d, p ? p : &full, 0, x, NULL, x + d->n_owned * f, f, sizeof(float),
+                         MPI_FLOAT);
 }
 
-int gnn_dist_halo_forward_packed(gnn_dist_part_t *d, int local, const float *send, float *halo,
-                                 int64_t f)
+int gnn_dist_halo_forward_packed(gnn_dist_part_t *d, const gnn_dist_plan_t *p, int local,
+                                 const float *send, float *halo, int64_t f)
 {
-    return forward_bytes(d, local, NULL, send, halo, f, sizeof(float), MPI_FLOAT);
+    gnn_dist_plan_t full = gnn_dist_full_plan(d);
+    return forward_bytes(d, p ? p : &full, local, NULL, send, halo, f, sizeof(float), MPI_FLOAT);
 }
 
-/* Backward: the halo rows' gradients (halo) to their owners, whose n_send
- * rows arrive in recv (send_rows order). local: this rank's failure so
- * far, agreed with the others' first. */
-static int backward_rows(gnn_dist_part_t *d, int local, const float *halo, float *recv, int64_t f)
+/* Backward by plan p: the gradients of the halo rows p receives (halo: all
+ * n_local - n_owned rows) to their owners, whose p->n_send rows arrive in
+ * recv (send_rows order). local: this rank's failure so far, agreed with
+ * the others' first. */
+static int backward_rows(gnn_dist_part_t *d, const gnn_dist_plan_t *p, int local, const float *halo,
+                         float *recv, int64_t f)
 {
     int rc = 0;
     MPI_Datatype t = MPI_DATATYPE_NULL;
     double t0 = MPI_Wtime();
     size_t row = (size_t)f * sizeof(float);
+    if (local == 0 && p->recv_rows) local = grow(&d->rbuf, &d->rbuf_bytes, (size_t)p->n_recv * row);
     if (local == 0) local = row_type(MPI_FLOAT, f, &t);
     STEP(local);
-    GNN_MPI_TRY(MPI_Alltoallv(halo, d->rcount, d->rdispl, t, recv, d->scount, d->sdispl, t,
+    if (p->recv_rows) {
+        float *b = d->rbuf;
+        for (int64_t i = 0; i < p->n_recv; i++)
+            memcpy(b + i * f, halo + p->recv_rows[i] * f, row);
+        halo = b;
+    }
+    GNN_MPI_TRY(MPI_Alltoallv(halo, p->rcount, p->rdispl, t, recv, p->scount, p->sdispl, t,
                               d->comm));
-    int64_t nh = d->n_local - d->n_owned;
-    d->bytes_sent += (nh - (int64_t)d->rcount[d->rank]) * (int64_t)row;
+    d->bytes_sent += (p->n_recv - (int64_t)p->rcount[d->rank]) * (int64_t)row;
 fail:
     if (t != MPI_DATATYPE_NULL) MPI_Type_free(&t);
     d->exchange_s += MPI_Wtime() - t0;
     return rc;
 }
 
-int gnn_dist_halo_backward(gnn_dist_part_t *d, float *g, int64_t f)
+int gnn_dist_halo_backward(gnn_dist_part_t *d, const gnn_dist_plan_t *p, float *g, int64_t f)
 {
     int rc = 0;
+    gnn_dist_plan_t full = gnn_dist_full_plan(d);
+    if (!p) p = &full;
     size_t row = (size_t)f * sizeof(float);
-    GNN_TRY(backward_rows(d, ensure_buf(d, (size_t)d->n_send * row), g + d->n_owned * f, d->buf,
-                          f));
+    GNN_TRY(backward_rows(d, p, ensure_buf(d, (size_t)p->n_send * row), g + d->n_owned * f,
+                          d->buf, f));
     const float *b = d->buf;
-    for (int64_t i = 0; i < d->n_send; i++) {
-        float *dst = g + d->send_rows[i] * f;
+    for (int64_t i = 0; i < p->n_send; i++) {
+        float *dst = g + p->send_rows[i] * f;
         const float *src = b + i * f;
         for (int64_t k = 0; k < f; k++) dst[k] += src[k];
     }
@@ -159,10 +208,11 @@ fail:
     return rc;
 }
 
-int gnn_dist_halo_backward_packed(gnn_dist_part_t *d, int local, const float *halo, float *recv,
-                                  int64_t f)
+int gnn_dist_halo_backward_packed(gnn_dist_part_t *d, const gnn_dist_plan_t *p, int local,
+                                  const float *halo, float *recv, int64_t f)
 {
-    return backward_rows(d, local, halo, recv, f);
+    gnn_dist_plan_t full = gnn_dist_full_plan(d);
+    return backward_rows(d, p ? p : &full, local, halo, recv, f);
 }
 
 /* The exchange plan from the halo's global ids and the parts' ranges. */
@@ -242,8 +292,9 @@ static int out_degrees(gnn_dist_part_t *d)
         const int64_t *b = d->buf;
         for (int64_t i = 0; i < d->n_send; i++) d->src_deg[d->send_rows[i]] += b[i];
     }
-    GNN_TRY(forward_bytes(d, 0, d->src_deg, NULL, d->src_deg + d->n_owned, 1, sizeof(int64_t),
-                          MPI_INT64_T));
+    gnn_dist_plan_t full = gnn_dist_full_plan(d);
+    GNN_TRY(forward_bytes(d, &full, 0, d->src_deg, NULL, d->src_deg + d->n_owned, 1,
+                          sizeof(int64_t), MPI_INT64_T));
 fail:
     return rc;
 }
@@ -526,12 +577,116 @@ int gnn_dist_load(MPI_Comm comm, const char *dir, int whole, gnn_dist_part_t *dd
     GNN_TRY(make_plan(d, &pf));
     if (whole) STEP(keep_whole(d, &pf));
     GNN_TRY(out_degrees(d));
-    GNN_TRY(gnn_dist_halo_forward(d, d->feat, d->feat_dim));
+    GNN_TRY(gnn_dist_halo_forward(d, NULL, d->feat, d->feat_dim));
     d->bytes_sent = 0;
     d->exchange_s = 0.0;
 fail:
     gnn_part_file_free(&pf);
     if (rc < 0) gnn_dist_free(d);
+    return rc;
+}
+
+/* ---- Loss plans ----------------------------------------------------------------- */
+
+static void free_loss_plans(gnn_dist_part_t *d)
+{
+    for (int k = 0; k < GNN_DIST_MAX_LAYERS; k++) {
+        gnn_free(d->loss_plan[k].scount);
+        gnn_free(d->loss_plan[k].send_rows);
+        gnn_free(d->loss_plan[k].recv_rows);
+        memset(&d->loss_plan[k], 0, sizeof d->loss_plan[k]);
+    }
+    d->n_loss_plans = 0;
+}
+
+/*
+ * From the last layer down: rows[v] marks the owned rows whose output of
+ * layer j the loss reads (layer L - 1: the training nodes). Layer j reads
+ * its input at those rows and at their in-edges' sources (need[]). The
+ * halo rows among them are plan j - 1's receives, asked of their owners by
+ * position in the full plan's block from that owner; the owned rows among
+ * them and the rows others ask for are what layer j - 1 must get right.
+ */
+int gnn_dist_loss_plans(gnn_dist_part_t *d, int layers)
+{
+    int rc = 0, R = d->size;
+    int64_t no = d->n_owned, nl = d->n_local;
+    unsigned char *need = NULL, *rows = NULL;
+    int64_t *req = NULL, *got = NULL;
+    free_loss_plans(d);
+    int local = layers >= 1 && layers <= GNN_DIST_MAX_LAYERS
+                    ? 0
+                    : GNN_FAIL(GNN_EINVAL, "loss plans: %d layers", layers);
+    STEP(local);
+    need = gnn_calloc((size_t)nl + 1, 1);
+    rows = gnn_calloc((size_t)no + 1, 1);
+    STEP(need && rows ? 0 : GNN_FAIL(GNN_ENOMEM, "loss plans"));
+    for (int64_t i = 0; i < d->split_n[GNN_SPLIT_TRAIN]; i++) rows[d->split[GNN_SPLIT_TRAIN][i]] = 1;
+    d->n_loss_plans = layers - 1; /* freed whole on failure */
+    for (int j = layers - 1; j >= 1; j--) {
+        gnn_dist_plan_t *p = &d->loss_plan[j - 1];
+        memset(need, 0, (size_t)nl);
+        for (int64_t v = 0; v < no; v++) {
+            if (!rows[v]) continue;
+            need[v] = 1;
+            for (gnn_eid_t e = d->csr.indptr[v]; e < d->csr.indptr[v + 1]; e++)
+                need[d->csr.indices[e]] = 1;
+        }
+        int64_t nr = 0;
+        for (int64_t r = no; r < nl; r++) nr += need[r];
+        p->scount = gnn_calloc((size_t)R * 4, sizeof *p->scount);
+        p->recv_rows = gnn_malloc_array((size_t)nr + 1, sizeof *p->recv_rows);
+        gnn_free(req);
+        req = gnn_malloc_array((size_t)nr + 1, sizeof *req);
+        STEP(p->scount && p->recv_rows && req ? 0 : GNN_FAIL(GNN_ENOMEM, "loss plans"));
+        p->sdispl = p->scount + R;
+        p->rcount = p->scount + 2 * R;
+        p->rdispl = p->scount + 3 * R;
+        int64_t at = 0;
+        for (int q = 0; q < R; q++) { /* the full plan's block from q, in order */
+            p->rdispl[q] = (int)at;
+            for (int64_t h = d->rdispl[q]; h < (int64_t)d->rdispl[q] + d->rcount[q]; h++)
+                if (need[no + h]) {
+                    p->recv_rows[at] = h;
+                    req[at++] = h - d->rdispl[q];
+                    p->rcount[q]++;
+                }
+        }
+        p->n_recv = at;
+        GNN_MPI_TRY(MPI_Alltoall(p->rcount, 1, MPI_INT, p->scount, 1, MPI_INT, d->comm));
+        at = 0;
+        for (int q = 0; q < R; q++) {
+            p->sdispl[q] = (int)at;
+            at += p->scount[q];
+        }
+        p->n_send = at;
+        p->send_rows = gnn_malloc_array((size_t)at + 1, sizeof *p->send_rows);
+        gnn_free(got);
+        got = gnn_malloc_array((size_t)at + 1, sizeof *got);
+        STEP(p->send_rows && got ? 0 : GNN_FAIL(GNN_ENOMEM, "loss plans"));
+        GNN_MPI_TRY(MPI_Alltoallv(req, p->rcount, p->rdispl, MPI_INT64_T, got, p->scount,
+                                  p->sdispl, MPI_INT64_T, d->comm));
+        for (int q = 0; q < R && local == 0; q++)
+            for (int64_t i = p->sdispl[q]; i < (int64_t)p->sdispl[q] + p->scount[q]; i++) {
+                int64_t pos = got[i];
+                if (pos < 0 || pos >= d->scount[q] || p->scount[q] > d->scount[q]) {
+                    local = GNN_FAIL(GNN_EINVAL, "loss plans: rank %d asked for row %" PRId64
+                                     " of the %d it receives from rank %d", q, pos,
+                                     d->scount[q], d->rank);
+                    break;
+                }
+                p->send_rows[i] = d->send_rows[d->sdispl[q] + pos];
+            }
+        STEP(local);
+        memcpy(rows, need, (size_t)no);
+        for (int64_t i = 0; i < p->n_send; i++) rows[p->send_rows[i]] = 1;
+    }
+fail:
+    if (rc < 0) free_loss_plans(d);
+    gnn_free(need);
+    gnn_free(rows);
+    gnn_free(req);
+    gnn_free(got);
     return rc;
 }
 

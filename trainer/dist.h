@@ -22,6 +22,23 @@
 #include <mpi.h>
 #include <stdint.h>
 
+/*
+ * Which rows one exchange moves: the owned rows each rank sends, grouped by
+ * destination, and the halo rows it receives, grouped by owner. The full
+ * plan (the fields of gnn_dist_part_t) moves every halo row; a loss plan
+ * (gnn_dist_loss_plans) only those a training step's loss depends on.
+ */
+typedef struct {
+    int *scount, *sdispl, *rcount, *rdispl; /* size each (one allocation, at scount) */
+    int64_t *send_rows;  /* owned local rows sent, grouped by destination rank */
+    int64_t n_send;
+    int64_t *recv_rows;  /* halo rows received (0 = local row n_owned), ascending; NULL:
+                            all of them (the full plan) */
+    int64_t n_recv;
+} gnn_dist_plan_t;
+
+#define GNN_DIST_MAX_LAYERS 16
+
 typedef struct {
     MPI_Comm comm;
     int rank, size;
@@ -43,6 +60,10 @@ typedef struct {
     int64_t n_send;       /* rows sent per forward exchange (received per backward) */
     void *buf;            /* packing buffer */
     size_t buf_bytes;
+    void *rbuf;           /* rows of a loss plan as they arrive or leave */
+    size_t rbuf_bytes;
+    gnn_dist_plan_t loss_plan[GNN_DIST_MAX_LAYERS]; /* exchange k of a training step */
+    int n_loss_plans;     /* 0: every exchange uses the full plan */
     /* The whole part, for mini-batches (gnn_dist_load with whole set). */
     int hops;             /* halo hops of the partition */
     int64_t n_all;        /* owned nodes and every hop of halo */
@@ -124,26 +145,47 @@ int gnn_dist_owner(const gnn_dist_part_t *d, int64_t pid);
 int gnn_dist_draw_remote(void *ctx, int h, int fanout, uint64_t key, const int64_t *v, int64_t n,
                          int64_t *cnt, int64_t **src);
 
-/* x: n_local x f host rows, the owned ones set; the halo rows are
- * overwritten with their owners' rows. Collective. */
-int gnn_dist_halo_forward(gnn_dist_part_t *d, float *x, int64_t f);
-/* g: n_local x f host rows; each halo row is added into its owner's row
- * (on the owner's rank). The halo rows are left as they were. Collective. */
-int gnn_dist_halo_backward(gnn_dist_part_t *d, float *g, int64_t f);
 /*
- * The same exchanges for rows kept elsewhere (device memory): forward
- * sends the n_send rows packed in send (host, in send_rows order: row i
- * is owned row send_rows[i]) and receives the n_local - n_owned halo rows
- * into halo (host); backward sends the halo rows' gradients (halo, host)
- * and receives n_send rows into recv (host), row i to be added by the
- * caller into owned row send_rows[i]. local is this rank's failure in
- * getting its rows ready (0: none): it is agreed first, so every rank
- * returns the first failure and none is left waiting. Collective.
+ * Loss plans for the full-graph training steps of a model of `layers`
+ * layers (at most GNN_DIST_MAX_LAYERS) whose loss covers the owned training
+ * nodes: exchange k (the output of layer k, k < layers - 1) moves only the
+ * rows within layers - 1 - k hops (in-edges, and each row itself) of a
+ * training node of any rank. The other halo rows only reach rows the loss
+ * does not read, and their gradients are exactly zero, so a step's loss
+ * and gradients are those of the full exchange. Collective (layers - 1
+ * rounds of requests to the owners). Returns the agreed code.
  */
-int gnn_dist_halo_forward_packed(gnn_dist_part_t *d, int local, const float *send, float *halo,
-                                 int64_t f);
-int gnn_dist_halo_backward_packed(gnn_dist_part_t *d, int local, const float *halo, float *recv,
-                                  int64_t f);
+int gnn_dist_loss_plans(gnn_dist_part_t *d, int layers);
+/* The plan of exchange k: the loss plan in a training step when made,
+ * else NULL, the full plan. */
+const gnn_dist_plan_t *gnn_dist_plan_for(const gnn_dist_part_t *d, int k, int training);
+
+/* x: n_local x f host rows, the owned ones set; the halo rows are
+ * overwritten with their owners' rows: those plan p receives (p NULL: the
+ * full plan, every row), the others set to 0. Collective. */
+int gnn_dist_halo_forward(gnn_dist_part_t *d, const gnn_dist_plan_t *p, float *x, int64_t f);
+/* g: n_local x f host rows; each halo row plan p receives forward is added
+ * into its owner's row (on the owner's rank). The halo rows are left as
+ * they were. Collective. */
+int gnn_dist_halo_backward(gnn_dist_part_t *d, const gnn_dist_plan_t *p, float *g, int64_t f);
+/*
+ * The same exchanges for rows kept elsewhere (device memory), by plan p
+ * (NULL: the full plan): forward sends the p->n_send rows packed in send
+ * (host, in send_rows order: row i is owned row p->send_rows[i]) and
+ * writes the n_local - n_owned halo rows into halo (host; rows p does not
+ * receive are set to 0); backward sends the gradients of the halo rows p
+ * receives (halo, host, all n_local - n_owned rows) and receives
+ * p->n_send rows into recv (host), row i to be added by the caller into
+ * owned row p->send_rows[i]. local is this rank's failure in getting its
+ * rows ready (0: none): it is agreed first, so every rank returns the
+ * first failure and none is left waiting. Collective.
+ */
+int gnn_dist_halo_forward_packed(gnn_dist_part_t *d, const gnn_dist_plan_t *p, int local,
+                                 const float *send, float *halo, int64_t f);
+int gnn_dist_halo_backward_packed(gnn_dist_part_t *d, const gnn_dist_plan_t *p, int local,
+                                  const float *halo, float *recv, int64_t f);
+/* The full plan of d as a plan (views of d's fields). */
+gnn_dist_plan_t gnn_dist_full_plan(const gnn_dist_part_t *d);
 
 /* The lowest failing code over the ranks of comm, or 0; a rank that did
  * not fail records which rank did ("... failed on rank R"). */

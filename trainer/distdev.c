@@ -15,14 +15,19 @@
 #include <inttypes.h>
 #include <string.h>
 
+/* What a device needs of one plan. */
+typedef struct {
+    gnn_csr_t back;        /* n_owned x n_send: owned row <- the sent entries naming it */
+    gnn_bgraph_t *bback;   /* ... on the backend */
+    int64_t *send_rows;    /* backend copy of the plan's send_rows */
+} stage_t;
+
 struct gnn_dist_dev {
     gnn_dist_part_t *d;
     gnn_backend_t *be;
     const gnn_aggr_def_t *sum;
     int staged;
-    gnn_csr_t back;        /* n_owned x n_send: owned row <- the sent entries naming it */
-    gnn_bgraph_t *bback;   /* ... on the backend */
-    int64_t *send_rows;    /* backend copy of d->send_rows */
+    stage_t stage[1 + GNN_DIST_MAX_LAYERS]; /* the full plan, then d's loss plans */
     float *packed;         /* backend, n_send x f */
     size_t packed_bytes;
     float *summed;         /* backend, n_owned x f */
@@ -70,44 +75,53 @@ static int ensure_be(gnn_backend_t *be, float **p, size_t *have, size_t bytes)
     return rc;
 }
 
-/* The backward graph: row v lists the entries i with send_rows[i] == v,
- * in increasing i. */
-static int build_back(gnn_dist_dev_t *x)
+/* The backward graph of plan p: row v lists the entries i with
+ * send_rows[i] == v, in increasing i. */
+static int build_back(const gnn_dist_plan_t *p, int64_t n_owned, gnn_csr_t *a)
 {
-    const gnn_dist_part_t *d = x->d;
-    gnn_csr_t *a = &x->back;
-    a->n_rows = d->n_owned;
-    a->n_cols = d->n_send;
-    a->nnz = d->n_send;
+    a->n_rows = n_owned;
+    a->n_cols = p->n_send;
+    a->nnz = p->n_send;
     a->flags = 0;
     a->weights = NULL;
-    a->indptr = gnn_calloc((size_t)d->n_owned + 1, sizeof *a->indptr);
-    a->indices = gnn_malloc_array((size_t)d->n_send + 1, sizeof *a->indices);
+    a->indptr = gnn_calloc((size_t)n_owned + 1, sizeof *a->indptr);
+    a->indices = gnn_malloc_array((size_t)p->n_send + 1, sizeof *a->indices);
     if (!a->indptr || !a->indices) return GNN_FAIL(GNN_ENOMEM, "halo exchange: backward graph");
-    for (int64_t i = 0; i < d->n_send; i++) {
-        int64_t v = d->send_rows[i];
-        if (v < 0 || v >= d->n_owned)
+    for (int64_t i = 0; i < p->n_send; i++) {
+        int64_t v = p->send_rows[i];
+        if (v < 0 || v >= n_owned)
             return GNN_FAIL(GNN_EINVAL, "halo exchange: sent row %" PRId64 " is not owned", v);
         a->indptr[v + 1]++;
     }
-    for (int64_t v = 0; v < d->n_owned; v++) a->indptr[v + 1] += a->indptr[v];
-    gnn_eid_t *at = gnn_malloc_array((size_t)d->n_owned + 1, sizeof *at);
+    for (int64_t v = 0; v < n_owned; v++) a->indptr[v + 1] += a->indptr[v];
+    gnn_eid_t *at = gnn_malloc_array((size_t)n_owned + 1, sizeof *at);
     if (!at) return GNN_FAIL(GNN_ENOMEM, "halo exchange: backward graph");
-    memcpy(at, a->indptr, (size_t)d->n_owned * sizeof *at);
-    for (int64_t i = 0; i < d->n_send; i++) a->indices[at[d->send_rows[i]]++] = i;
+    memcpy(at, a->indptr, (size_t)n_owned * sizeof *at);
+    for (int64_t i = 0; i < p->n_send; i++) a->indices[at[p->send_rows[i]]++] = i;
     gnn_free(at);
     return 0;
+}
+
+/* The full plan's (s = 0) or loss plan s - 1's. */
+static const gnn_dist_plan_t *plan_of(const gnn_dist_dev_t *x, int s, gnn_dist_plan_t *full)
+{
+    *full = gnn_dist_full_plan(x->d);
+    return s == 0 ? full : &x->d->loss_plan[s - 1];
 }
 
 static int setup_staging(gnn_dist_dev_t *x)
 {
     int rc = 0;
-    const gnn_dist_part_t *d = x->d;
-    GNN_TRY(build_back(x));
-    GNN_TRY(gnn_be_graph_create(x->be, &x->back, &x->bback));
-    size_t bytes = (size_t)d->n_send * sizeof(int64_t);
-    GNN_TRY(gnn_be_alloc(x->be, bytes + sizeof(int64_t), (void **)&x->send_rows));
-    GNN_TRY(gnn_be_upload(x->be, x->send_rows, d->send_rows, bytes));
+    for (int s = 0; s <= x->d->n_loss_plans; s++) {
+        gnn_dist_plan_t full;
+        const gnn_dist_plan_t *p = plan_of(x, s, &full);
+        stage_t *st = &x->stage[s];
+        GNN_TRY(build_back(p, x->d->n_owned, &st->back));
+        GNN_TRY(gnn_be_graph_create(x->be, &st->back, &st->bback));
+        size_t bytes = (size_t)p->n_send * sizeof(int64_t);
+        GNN_TRY(gnn_be_alloc(x->be, bytes + sizeof(int64_t), (void **)&st->send_rows));
+        GNN_TRY(gnn_be_upload(x->be, st->send_rows, p->send_rows, bytes));
+    }
 fail:
     return rc;
 }
@@ -191,9 +205,11 @@ void gnn_dist_dev_free(gnn_dist_dev_t *x)
 #ifdef GNN_HAVE_NCCL
     gnn_nccl_close(x->nccl);
 #endif
-    gnn_be_graph_free(x->bback);
-    gnn_csr_free(&x->back);
-    gnn_be_free(x->be, x->send_rows);
+    for (int s = 0; s <= GNN_DIST_MAX_LAYERS; s++) {
+        gnn_be_graph_free(x->stage[s].bback);
+        gnn_csr_free(&x->stage[s].back);
+        gnn_be_free(x->be, x->stage[s].send_rows);
+    }
     gnn_be_free(x->be, x->packed);
     gnn_be_free(x->be, x->summed);
     gnn_free(x->h_send);
@@ -215,31 +231,44 @@ const char *gnn_dist_dev_allreduce_name(const gnn_dist_dev_t *x)
     return x->staged ? "MPI through host memory" : "MPI";
 }
 
-int gnn_dist_dev_halo_forward(void *ctx, float *xrows, int64_t f)
+/* The plan of exchange k (training: a training step's) and its stage index. */
+static const gnn_dist_plan_t *pick(const gnn_dist_dev_t *x, int k, int training, int *s)
+{
+    const gnn_dist_plan_t *p = gnn_dist_plan_for(x->d, k, training);
+    *s = p ? 1 + k : 0;
+    return p;
+}
+
+int gnn_dist_dev_halo_forward(void *ctx, int k, int training, float *xrows, int64_t f)
 {
     gnn_dist_dev_t *x = ctx;
     gnn_dist_part_t *d = x->d;
-    if (!x->staged) return gnn_dist_halo_forward(d, xrows, f);
-    int64_t ns = d->n_send, nh = d->n_local - d->n_owned;
+    int s;
+    const gnn_dist_plan_t *p = pick(x, k, training, &s);
+    if (!x->staged) return gnn_dist_halo_forward(d, p, xrows, f);
+    int64_t ns = p ? p->n_send : d->n_send, nh = d->n_local - d->n_owned;
     size_t row = (size_t)f * sizeof(float);
     int local = ensure_host(&x->h_send, &x->h_send_bytes, (size_t)ns * row);
     if (local == 0) local = ensure_host(&x->h_halo, &x->h_halo_bytes, (size_t)nh * row);
     if (local == 0) local = ensure_be(x->be, &x->packed, &x->packed_bytes, (size_t)ns * row);
     if (local == 0 && ns > 0)
-        local = gnn_be_gather_rows(x->be, ns, f, xrows, d->n_owned, x->send_rows, x->packed);
+        local = gnn_be_gather_rows(x->be, ns, f, xrows, d->n_owned, x->stage[s].send_rows,
+                                   x->packed);
     if (local == 0 && ns > 0)
         local = gnn_be_download(x->be, x->h_send, x->packed, (size_t)ns * row);
-    int rc = gnn_dist_halo_forward_packed(d, local, x->h_send, x->h_halo, f);
+    int rc = gnn_dist_halo_forward_packed(d, p, local, x->h_send, x->h_halo, f);
     if (rc < 0 || nh == 0) return rc;
     return gnn_be_upload(x->be, xrows + d->n_owned * f, x->h_halo, (size_t)nh * row);
 }
 
-int gnn_dist_dev_halo_backward(void *ctx, float *g, int64_t f)
+int gnn_dist_dev_halo_backward(void *ctx, int k, float *g, int64_t f)
 {
     gnn_dist_dev_t *x = ctx;
     gnn_dist_part_t *d = x->d;
-    if (!x->staged) return gnn_dist_halo_backward(d, g, f);
-    int64_t ns = d->n_send, nh = d->n_local - d->n_owned, no = d->n_owned;
+    int s;
+    const gnn_dist_plan_t *p = pick(x, k, 1, &s);
+    if (!x->staged) return gnn_dist_halo_backward(d, p, g, f);
+    int64_t ns = p ? p->n_send : d->n_send, nh = d->n_local - d->n_owned, no = d->n_owned;
     size_t row = (size_t)f * sizeof(float);
     int local = ensure_host(&x->h_send, &x->h_send_bytes, (size_t)ns * row);
     if (local == 0) local = ensure_host(&x->h_halo, &x->h_halo_bytes, (size_t)nh * row);
@@ -247,11 +276,12 @@ int gnn_dist_dev_halo_backward(void *ctx, float *g, int64_t f)
     if (local == 0) local = ensure_be(x->be, &x->summed, &x->summed_bytes, (size_t)no * row);
     if (local == 0 && nh > 0)
         local = gnn_be_download(x->be, x->h_halo, g + no * f, (size_t)nh * row);
-    int rc = gnn_dist_halo_backward_packed(d, local, x->h_halo, x->h_send, f);
+    int rc = gnn_dist_halo_backward_packed(d, p, local, x->h_halo, x->h_send, f);
     if (rc < 0 || ns == 0) return rc;
     /* g[send_rows[i]] += received row i, as one sum over the backward graph. */
     if ((rc = gnn_be_upload(x->be, x->packed, x->h_send, (size_t)ns * row)) < 0) return rc;
-    if ((rc = gnn_be_aggr_forward(x->be, x->bback, x->sum, f, x->packed, x->summed, NULL, 0)) < 0)
+    if ((rc = gnn_be_aggr_forward(x->be, x->stage[s].bback, x->sum, f, x->packed, x->summed,
+                                  NULL, 0)) < 0)
         return rc;
     return gnn_be_axpby(x->be, no * f, 1.0f, x->summed, 1.0f, g);
 }

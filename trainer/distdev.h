@@ -48,9 +48,11 @@ int gnn_dist_dev_staged(const gnn_dist_dev_t *x);
 const char *gnn_dist_dev_allreduce_name(const gnn_dist_dev_t *x);
 
 /* The model's halo hooks (trainer/model.h), ctx = the gnn_dist_dev_t:
- * x, g are backend buffers of n_local rows of f. Collective. */
-int gnn_dist_dev_halo_forward(void *ctx, float *x, int64_t f);
-int gnn_dist_dev_halo_backward(void *ctx, float *g, int64_t f);
+ * x, g are backend buffers of n_local rows of f; exchange k of a training
+ * step (backward: always one) takes d's loss plan k when d has one (make
+ * them before gnn_dist_dev_create). Collective. */
+int gnn_dist_dev_halo_forward(void *ctx, int k, int training, float *x, int64_t f);
+int gnn_dist_dev_halo_backward(void *ctx, int k, float *g, int64_t f);
 
 /* buf (backend, n floats) = its sum over the ranks. Collective. */
 int gnn_dist_dev_allreduce(gnn_dist_dev_t *x, float *buf, int64_t n);

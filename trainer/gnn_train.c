@@ -43,6 +43,9 @@ static const gnn_opt_t train_table[] = {
      "the fastest), cusparse, rowcache or balanced"},
     {"deterministic", 0, GNN_OPT_FLAG, O(deterministic), NULL,
      "CUDA: only kernels whose results are bitwise the same from run to run"},
+    {"full-halo", 0, GNN_OPT_FLAG, O(full_halo), NULL,
+     "over a partition directory, full graph: training steps exchange every halo row (default: "
+     "only the rows the loss reads; the same losses, fewer bytes)"},
     {"threads", 0, GNN_OPT_INT, O(threads), "T", "OpenMP threads (0: OMP_NUM_THREADS or all)"},
     {"sparse-features", 0, GNN_OPT_STRING, O(sparse_features), "MODE",
      "auto, on or off: first layer on a sparse copy of the features (auto: <= 10 % non-zero)"},

@@ -439,7 +439,7 @@ static int layer_forward(gnn_model_t *m, int l, gnn_bgraph_t *g, const float *in
     GNN_TRY(gnn_be_bias_add(be, nd, fout, L->z, b));
     if (l < m->cfg.layers - 1) GNN_TRY(gnn_be_relu(be, nd * fout, L->z, L->z));
     if (m->halo.forward && l < m->cfg.layers - 1)
-        GNN_TRY(m->halo.forward(m->halo.ctx, L->z, fout));
+        GNN_TRY(m->halo.forward(m->halo.ctx, l, training, L->z, fout));
     return 0;
 fail:
     return rc;
@@ -615,7 +615,7 @@ int gnn_model_backward(gnn_model_t *m, float *dlogits)
             if (l == 0) break;
             GNN_TRY(dd_blockwise(m, L, dz));
             dz = (float *)L->in;
-            if (m->halo.forward) GNN_TRY(m->halo.backward(m->halo.ctx, dz, fin));
+            if (m->halo.forward) GNN_TRY(m->halo.backward(m->halo.ctx, l - 1, dz, fin));
             continue;
         } else {
             /* dW = T^T dZ; dT = dZ W^T; dD = aggr^T(dT) (+ dZ W_self^T on the first rows). */
@@ -639,7 +639,7 @@ int gnn_model_backward(gnn_model_t *m, float *dlogits)
          * D where dropout overwrote it, which gives the same result). */
         if (L->dropped) GNN_TRY(drop(m, 0, ns, fin, L->drop_off, dd, dd, 1));
         GNN_TRY(gnn_be_relu_backward(be, ns * fin, L->in, dd, dd));
-        if (m->halo.forward) GNN_TRY(m->halo.backward(m->halo.ctx, dd, fin));
+        if (m->halo.forward) GNN_TRY(m->halo.backward(m->halo.ctx, l - 1, dd, fin));
         dz = dd;
     }
     return 0;

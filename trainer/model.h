@@ -133,8 +133,11 @@ int gnn_model_backward(gnn_model_t *m, float *dlogits);
  */
 typedef struct {
     void *ctx;
-    int (*forward)(void *ctx, float *x, int64_t f);
-    int (*backward)(void *ctx, float *g, int64_t f);
+    /* Exchange k: around the output of layer k (k < layers - 1); training:
+     * a training step's forward, which may move only the rows its loss
+     * reads (the others are then set to 0). */
+    int (*forward)(void *ctx, int k, int training, float *x, int64_t f);
+    int (*backward)(void *ctx, int k, float *g, int64_t f);
     int64_t n_rows;
     const int64_t *row_id;
     int64_t n_global;

@@ -663,6 +663,7 @@ static int setup_dist(job_t *j)
     GNN_TRY(gnn_be_graph_create_src_deg(be, &d->csr, d->src_deg, &j->bg));
     const gnn_aggr_def_t *sum = NULL;
     GNN_TRY(gnn_aggr_registry_find(j->reg, "sum", &sum));
+    if (!j->minibatch && !o->full_halo) GNN_TRY(gnn_dist_loss_plans(d, o->layers));
     GNN_TRY(gnn_dist_dev_create(d, be, sum, &j->ddev));
     j->stage = gnn_dist_dev_staged(j->ddev);
     if (j->minibatch) GNN_TRY(setup_dist_minibatch(j));
@@ -679,6 +680,10 @@ static int setup_dist(job_t *j)
         GNN_INFO("mini-batches of %" PRId64 " seeds per rank, fanouts %s, %" PRId64
                  " steps per epoch; feature cache %" PRId64 " of %" PRId64 " remote nodes",
                  o->batch_size, j->fanouts, j->steps, j->n_cache, d->n_all - n);
+    for (int k = 0; k < d->n_loss_plans; k++)
+        GNN_INFO("training steps: exchange %d receives %" PRId64 " of the %" PRId64
+                 " halo rows, those the loss reads (--full-halo: all)",
+                 k + 1, d->loss_plan[k].n_recv, nl - n);
 fail:
     return rc;
 }

@@ -30,6 +30,8 @@ typedef struct {
     const char *spmm;          /* CUDA SpMM of the built-in aggregators: "auto" |
                                   "cusparse" | "rowcache" | "balanced" */
     int deterministic;         /* only bitwise-reproducible kernels (CUDA) */
+    int full_halo;             /* distributed full graph: training steps exchange every halo
+                                  row, not only those the loss reads */
     int early_stop;            /* evaluations without a lower validation loss; 0 = off */
     int eval_every;            /* epochs between evaluations; 0: none (accuracies NaN) */
     const char *checkpoint;    /* file, or NULL */

@@ -641,6 +641,61 @@ static void test_minibatch_sampled_by_owners(void **state)
 }
 
 /*
+ * Training steps exchange only the halo rows their loss reads: against
+ * --full-halo (every row), the same losses bit for bit, for GCN on 2 and 4
+ * ranks and 3-layer GraphSAGE (two exchanges per step) on 4, on the CPU
+ * and through the device path (cpu-as-gpu); fewer feature bytes.
+ */
+static void test_loss_plans(void **state)
+{
+    (void)state;
+    struct {
+        const char *what;
+        char *np;
+        const char *dir;
+        char *extra[12];
+    } cases[] = {
+        {"gcn, 2 ranks", "2", g_k2, {NULL}},
+        {"gcn, 4 ranks", "4", g_k4, {NULL}},
+        {"gcn, 2 random parts", "2", g_k2r, {NULL}},
+        {"sage 3 layers, 4 ranks", "4", g_k4,
+         {"--model", "sage", "--mode", "full", "--layers", "3", NULL}},
+        {"sage 3 layers max, 4 ranks, cpu-as-gpu", "4", g_k4,
+         {"--model", "sage", "--mode", "full", "--layers", "3", "--aggr", "max", "--device",
+          "cpu-as-gpu", NULL}},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        run_t r[2] = {{"loss rows", cases[c].np, cases[c].dir, {0}},
+                      {"--full-halo", cases[c].np, cases[c].dir, {0}}};
+        char *const *x = cases[c].extra;
+        char tag[32];
+        snprintf(tag, sizeof tag, "lp-%zu-a", c);
+        train_runs(&r[0], 1, tag, x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7], x[8], x[9],
+                   x[10], x[11]);
+        snprintf(tag, sizeof tag, "lp-%zu-b", c);
+        int n = 0;
+        while (x[n]) n++;
+        char *y[13];
+        for (int i = 0; i < n; i++) y[i] = x[i];
+        y[n] = "--full-halo";
+        y[n + 1] = NULL;
+        train_runs(&r[1], 1, tag, y[0], y[1], y[2], y[3], y[4], y[5], y[6], y[7], y[8], y[9],
+                   y[10], y[11], y[12]);
+        double d = loss_diff(&r[0].log, &r[1].log, EPOCHS), fa = 0.0, fb = 0.0;
+        for (int e = 0; e < EPOCHS; e++) {
+            fa += tu_json_num(r[0].log.line[e], "feat_bytes");
+            fb += tu_json_num(r[1].log.line[e], "feat_bytes");
+        }
+        print_message("%s: loss difference %.2e; feature bytes %.0f with the loss's rows, %.0f "
+                      "with every halo row\n",
+                      cases[c].what, d, fa, fb);
+        assert_true(d == 0.0);
+        assert_true(fa > 0.0 && fa < fb);
+        for (int i = 0; i < 2; i++) log_free(&r[i].log);
+    }
+}
+
+/*
  * The paths a GPU takes, on the CPU: the cpu-as-gpu device makes the
  * trainer copy every array to and from its buffers, stage halo rows
  * through host memory (gathered into packed rows, exchanged, and added
@@ -1258,6 +1313,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_minibatch_accuracy),
         cmocka_unit_test(test_minibatch_sampled_by_owners),
         cmocka_unit_test(test_device_paths),
+        cmocka_unit_test(test_loss_plans),
         cmocka_unit_test(test_cache_policies),
         cmocka_unit_test(test_predictions_on_two_ranks),
         cmocka_unit_test(test_resume_on_two_ranks),
