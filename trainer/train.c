@@ -680,7 +680,7 @@ static int setup_dist(job_t *j)
         GNN_INFO("mini-batches of %" PRId64 " seeds per rank, fanouts %s, %" PRId64
                  " steps per epoch; feature cache %" PRId64 " of %" PRId64 " remote nodes",
                  o->batch_size, j->fanouts, j->steps, j->n_cache, d->n_all - n);
-    for (int k = 0; k < d->n_loss_plans; k++)
+    for (int k = 0; d->size > 1 && k < d->n_loss_plans; k++)
         GNN_INFO("training steps: exchange %d receives %" PRId64 " of the %" PRId64
                  " halo rows, those the loss reads (--full-halo: all)",
                  k + 1, d->loss_plan[k].n_recv, nl - n);
@@ -713,6 +713,8 @@ static int setup(job_t *j)
     }
     GNN_CHECK(!o->feature_cache || (j->dist && j->minibatch), GNN_EUSAGE,
               "--feature-cache: only for mini-batches over a partition directory");
+    GNN_CHECK(!o->full_halo || (j->dist && !j->minibatch), GNN_EUSAGE,
+              "--full-halo: only for full-graph training over a partition directory");
     if (j->dist) {
         GNN_CHECK(strcmp(o->sparse_features, "on"), GNN_EUSAGE,
                   "--sparse-features on: not over a partition directory");

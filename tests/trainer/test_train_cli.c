@@ -648,6 +648,8 @@ static void test_no_evaluation(void **state)
                 "-1", (char *)NULL);
     train_fails(NULL, 2, "--feature-cache: only for mini-batches over a partition directory",
                 "--data", (char *)g_sbm, "--feature-cache", "64M", (char *)NULL);
+    train_fails(NULL, 2, "--full-halo: only for full-graph training over a partition directory",
+                "--data", (char *)g_sbm, "--full-halo", (char *)NULL);
     train_fails(NULL, 2, "--cache-policy \"degree\" (expected sample or rows)", "--data",
                 (char *)g_sbm, "--cache-policy", "degree", (char *)NULL);
     train_fails(NULL, 2, "--spmm fastest: expected auto, cusparse, rowcache or balanced",
