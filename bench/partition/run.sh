@@ -13,14 +13,17 @@
 # Runs, all with one constraint (--balance nodes) unless said:
 #   gpmetis      gpmetis -seed=0 FILE K (seed 0 and ufactor 30, as ours: the
 #                same METIS call, so the cuts should match)
-#   default      gnn-partition GRAPH -k K --balance nodes
+#   default      gnn-partition GRAPH -k K --balance nodes --scheme kway
+#                (gpmetis's scheme: --scheme best, the default since
+#                2026-12-03, would add a recursive bisection call)
 #   coarsened    the same with --max-metis-edges M (a quarter of the
 #                undirected adjacency entries) and --mem-budget BUDGET;
 #                a row "unavailable" where gnn-partition does not know these
 #                options, "failed" with its error where it fails
-#   bal-default  gnn-partition's default balance (nodes,edges,train): not
-#                comparable with gpmetis's single constraint, shown for its
-#                cost (DEFAULT_BALANCE=0 leaves it out)
+#   bal-default  gnn-partition's defaults (balance nodes,edges,train,
+#                --scheme best): not comparable with gpmetis's single
+#                constraint, shown for its cost (DEFAULT_BALANCE=0 leaves it
+#                out)
 # For each: wall seconds, peak RSS, edge cut (gpmetis's counted from its
 # part file by metis_files, each undirected edge once; ours from --info
 # --json), largest part over the mean, and cut, time and RSS over
@@ -162,7 +165,7 @@ bench() {
     [ -n "$said" ] && [ "$said" != "$1" ] && note=" (gpmetis printed $said)"
     row "$name" gpmetis "$secs" "$kb" "$1" "$2" - "seed 0$note"
 
-    r=$(ours "$name" "$graph" default --balance nodes -q) ||
+    r=$(ours "$name" "$graph" default --balance nodes --scheme kway -q) ||
         { echo "gnn-partition failed:"; tail -5 "$dir/$name-default.time.log"; exit 1; }
     row_ours "$name" default - "$r"
 
@@ -178,8 +181,8 @@ bench() {
         else if (u == "G") n *= 1073741824; else if (u == "T") n *= 1099511627776
         printf "%.0f", n }')
 
-    if r=$(ours "$name" "$graph" coarsened --balance nodes --max-metis-edges "$max_edges" \
-        --mem-budget "$budget_opt" -q); then
+    if r=$(ours "$name" "$graph" coarsened --balance nodes --scheme kway \
+        --max-metis-edges "$max_edges" --mem-budget "$budget_opt" -q); then
         row_ours "$name" coarsened "$budget_bytes" "$r" \
             "--max-metis-edges $max_edges --mem-budget $budget_opt"
     else
