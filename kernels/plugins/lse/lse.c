@@ -32,20 +32,24 @@
 
 #define BLOCK 64
 
-#ifdef LSE_WITH_CUDA
 #if defined(__GNUC__)
 #define LSE_HIDDEN __attribute__((visibility("hidden")))
 #else
 #define LSE_HIDDEN
 #endif
+
+/* Write a one-line reason into call->msg; returns 1 (failure). Also used
+ * by lse_cuda.cu. */
+LSE_HIDDEN int lse_fail(const gnn_aggr_call_t *call, const char *fmt, ...);
+
+#ifdef LSE_WITH_CUDA
 /* lse_cuda.cu: the same forward and backward on the GPU. */
 LSE_HIDDEN int lse_cuda_forward(const gnn_aggr_call_t *call, const float *x, float *y);
 LSE_HIDDEN int lse_cuda_backward(const gnn_aggr_call_t *call, const float *x, const float *y,
                                  const float *dy, float *dx);
 #endif
 
-/* Write a one-line reason into call->msg; returns 1 (failure). */
-static int fail(const gnn_aggr_call_t *call, const char *fmt, ...)
+int lse_fail(const gnn_aggr_call_t *call, const char *fmt, ...)
 {
     if (call && call->msg && call->msg_size > 0) {
         va_list ap;
@@ -58,13 +62,13 @@ static int fail(const gnn_aggr_call_t *call, const char *fmt, ...)
 
 static int lse_forward(const gnn_aggr_call_t *call, const float *x, float *y)
 {
-    if (!call || !call->graph) return fail(call, "lse forward: no graph");
+    if (!call || !call->graph) return lse_fail(call, "lse forward: no graph");
     const gnn_aggr_graph_t *g = call->graph;
     const int64_t f = call->f, n = g->n_dst;
-    if (f < 1) return fail(call, "lse forward: bad feature width %lld", (long long)f);
+    if (f < 1) return lse_fail(call, "lse forward: bad feature width %lld", (long long)f);
     if (n <= 0) return 0;
     if (!x || !y || !g->indptr || (g->nnz > 0 && !g->indices))
-        return fail(call, "lse forward: NULL array");
+        return lse_fail(call, "lse forward: NULL array");
     const int64_t *indptr = g->indptr, *indices = g->indices;
 
 #pragma omp parallel for schedule(dynamic, 32)
@@ -102,13 +106,13 @@ static int lse_forward(const gnn_aggr_call_t *call, const float *x, float *y)
 static int lse_backward(const gnn_aggr_call_t *call, const float *x, const float *y,
                         const float *dy, float *dx)
 {
-    if (!call || !call->graph) return fail(call, "lse backward: no graph");
+    if (!call || !call->graph) return lse_fail(call, "lse backward: no graph");
     const gnn_aggr_graph_t *g = call->graph;
     const int64_t f = call->f, n = g->n_src;
-    if (f < 1) return fail(call, "lse backward: bad feature width %lld", (long long)f);
+    if (f < 1) return lse_fail(call, "lse backward: bad feature width %lld", (long long)f);
     if (n <= 0) return 0;
     if (!x || !dx || !g->t_indptr || (g->nnz > 0 && (!y || !dy || !g->t_indices)))
-        return fail(call, "lse backward: NULL array (the transpose is required)");
+        return lse_fail(call, "lse backward: NULL array (the transpose is required)");
     const int64_t *t_indptr = g->t_indptr, *t_indices = g->t_indices;
 
 #pragma omp parallel for schedule(dynamic, 32)

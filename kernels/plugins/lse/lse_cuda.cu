@@ -23,9 +23,7 @@
 
 #include <cuda_runtime.h>
 
-#include <stdarg.h>
 #include <stdint.h>
-#include <stdio.h>
 
 #if defined(__GNUC__)
 #define LSE_HIDDEN __attribute__((visibility("hidden")))
@@ -36,17 +34,8 @@
 #define THREADS 256
 #define MAX_BLOCKS (1 << 20) /* grid-stride loops cover the rest */
 
-/* Write a one-line reason into call->msg; returns 1 (failure). */
-static int fail(const gnn_aggr_call_t *call, const char *fmt, ...)
-{
-    if (call && call->msg && call->msg_size > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(call->msg, call->msg_size, fmt, ap);
-        va_end(ap);
-    }
-    return 1;
-}
+/* lse.c: a one-line reason into call->msg; returns 1 (failure). */
+extern "C" LSE_HIDDEN int lse_fail(const gnn_aggr_call_t *call, const char *fmt, ...);
 
 static unsigned blocks_for(int64_t n)
 {
@@ -99,39 +88,39 @@ __global__ void lse_backward_kernel(int64_t n, int64_t f, const int64_t *__restr
 
 extern "C" LSE_HIDDEN int lse_cuda_forward(const gnn_aggr_call_t *call, const float *x, float *y)
 {
-    if (!call || !call->graph) return fail(call, "lse CUDA forward: no graph");
+    if (!call || !call->graph) return lse_fail(call, "lse CUDA forward: no graph");
     const gnn_aggr_graph_t *g = call->graph;
     const int64_t f = call->f, n = g->n_dst;
-    if (f < 1) return fail(call, "lse CUDA forward: bad feature width %lld", (long long)f);
+    if (f < 1) return lse_fail(call, "lse CUDA forward: bad feature width %lld", (long long)f);
     if (n <= 0) return 0;
     if (!x || !y || !g->indptr || (g->nnz > 0 && !g->indices))
-        return fail(call, "lse CUDA forward: NULL array");
+        return lse_fail(call, "lse CUDA forward: NULL array");
     if (n > INT64_MAX / f)
-        return fail(call, "lse CUDA forward: %lld x %lld outputs overflow", (long long)n,
+        return lse_fail(call, "lse CUDA forward: %lld x %lld outputs overflow", (long long)n,
                     (long long)f);
     lse_forward_kernel<<<blocks_for(n * f), THREADS, 0, (cudaStream_t)call->stream>>>(
         n, f, g->indptr, g->indices, x, y);
     cudaError_t e = cudaGetLastError();
-    if (e != cudaSuccess) return fail(call, "lse CUDA forward: %s", cudaGetErrorString(e));
+    if (e != cudaSuccess) return lse_fail(call, "lse CUDA forward: %s", cudaGetErrorString(e));
     return 0;
 }
 
 extern "C" LSE_HIDDEN int lse_cuda_backward(const gnn_aggr_call_t *call, const float *x,
                                             const float *y, const float *dy, float *dx)
 {
-    if (!call || !call->graph) return fail(call, "lse CUDA backward: no graph");
+    if (!call || !call->graph) return lse_fail(call, "lse CUDA backward: no graph");
     const gnn_aggr_graph_t *g = call->graph;
     const int64_t f = call->f, n = g->n_src;
-    if (f < 1) return fail(call, "lse CUDA backward: bad feature width %lld", (long long)f);
+    if (f < 1) return lse_fail(call, "lse CUDA backward: bad feature width %lld", (long long)f);
     if (n <= 0) return 0;
     if (!x || !dx || !g->t_indptr || (g->nnz > 0 && (!y || !dy || !g->t_indices)))
-        return fail(call, "lse CUDA backward: NULL array (the transpose is required)");
+        return lse_fail(call, "lse CUDA backward: NULL array (the transpose is required)");
     if (n > INT64_MAX / f)
-        return fail(call, "lse CUDA backward: %lld x %lld outputs overflow", (long long)n,
+        return lse_fail(call, "lse CUDA backward: %lld x %lld outputs overflow", (long long)n,
                     (long long)f);
     lse_backward_kernel<<<blocks_for(n * f), THREADS, 0, (cudaStream_t)call->stream>>>(
         n, f, g->t_indptr, g->t_indices, x, y, dy, dx);
     cudaError_t e = cudaGetLastError();
-    if (e != cudaSuccess) return fail(call, "lse CUDA backward: %s", cudaGetErrorString(e));
+    if (e != cudaSuccess) return lse_fail(call, "lse CUDA backward: %s", cudaGetErrorString(e));
     return 0;
 }
