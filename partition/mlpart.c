@@ -27,6 +27,7 @@
 #include "graph/base/progress.h"
 #include "graph/graph_file.h"
 #include "kernels/rng.h"
+#include "partition/fm.h"
 #include "partition/kway.h"
 #include "partition/mpiutil.h"
 
@@ -1045,6 +1046,9 @@ static int64_t level_cut(const ctx_t *c, const level_t *L, const int64_t *part,
     return sum_i64(c, x) / 2;
 }
 
+#define FM_PASSES 4 /* FM passes per level, at most */
+#define FM_STOP 200 /* a pass that wins less than 1/FM_STOP of the cut is the last */
+
 /*
  * Balanced label propagation: in random order a node moves to the part it
  * has the most edge weight to, when that beats its own part and the move
@@ -1052,6 +1056,11 @@ static int64_t level_cut(const ctx_t *c, const level_t *L, const int64_t *part,
  * nodes move to a lighter part (no cut lost). Each round a rank may
  * add to a part at most 1/R of the room the part had at the round's start
  * (plus what it moved out of it), so parallel moves never overfill a part.
+ *
+ * Then passes of FM (fm.h) on each rank's nodes, ghosts fixed, with the
+ * same rooms. Each rank's pass saw the other ranks' old parts, so a pass
+ * is kept only when the global cut went down; otherwise every rank undoes
+ * it and refinement of the level ends.
  */
 static int refine(const ctx_t *c, const level_t *L, int64_t *part, const int64_t *maxw, int rounds,
                   uint64_t key, gnn_mlpart_level_t *out)
@@ -1065,8 +1074,11 @@ static int refine(const ctx_t *c, const level_t *L, int64_t *part, const int64_t
     int64_t *conn = gnn_calloc((size_t)K, sizeof *conn);
     int64_t *touched = gnn_malloc_array((size_t)K, sizeof *touched);
     int64_t *order = gnn_malloc_array((size_t)nloc + 1, sizeof *order);
+    gnn_fm_t *fm = NULL;
     if (!gpart || !pw || !all || !room || !conn || !touched || !order)
         rc = GNN_FAIL(GNN_ENOMEM, "refinement");
+    else
+        rc = gnn_fm_create(nloc, K, &fm);
     GNN_TRY(agree(c, rc));
     for (int64_t i = 0; i < nloc; i++)
         for (int k = 0; k < ncon; k++) pw[part[i] * ncon + k] += L->vwgt[i * ncon + k];
@@ -1121,7 +1133,32 @@ static int refine(const ctx_t *c, const level_t *L, int64_t *part, const int64_t
         if (total <= L->n / 2000) break;
     }
     GNN_TRY(ghost_values(c, L, part, gpart));
-    out->cut = level_cut(c, L, part, gpart);
+    int64_t cut = level_cut(c, L, part, gpart);
+    const gnn_fm_graph_t g = {.n = nloc, .k = K, .ncon = ncon, .xadj = L->xadj, .adj = L->adj,
+                              .adjw = L->adjw, .vwgt = L->vwgt, .part = part,
+                              .fixed_part = gpart, .room = room, .pw = pw};
+    for (int pass = 0; pass < FM_PASSES && cut > 0; pass++) {
+        GNN_MPI_TRY(MPI_Allreduce(pw, all, K * ncon, MPI_INT64_T, MPI_SUM, c->comm));
+        for (int64_t x = 0; x < (int64_t)K * ncon; x++) {
+            int64_t r = maxw[x % ncon] - all[x];
+            room[x] = r > 0 ? r / R : 0;
+        }
+        uint64_t salt = gnn_rng_mix64(key ^ 0x666d ^ ((uint64_t)pass << 32));
+        int64_t gain = gnn_fm_pass(fm, &g, salt);
+        if (sum_i64(c, gain) <= 0) break;
+        GNN_TRY(ghost_values(c, L, part, gpart));
+        int64_t now = level_cut(c, L, part, gpart);
+        if (now >= cut) { /* ranks' moves undid each other: back to before the pass */
+            gnn_fm_undo(fm, &g);
+            GNN_TRY(ghost_values(c, L, part, gpart));
+            break;
+        }
+        moves += sum_i64(c, gnn_fm_moves(fm));
+        int64_t won = cut - now;
+        cut = now;
+        if (won <= cut / FM_STOP) break;
+    }
+    out->cut = cut;
     out->moves = moves;
 fail:
     gnn_free(gpart);
@@ -1131,6 +1168,7 @@ fail:
     gnn_free(conn);
     gnn_free(touched);
     gnn_free(order);
+    gnn_fm_free(fm);
     return rc;
 }
 
@@ -1217,7 +1255,10 @@ int gnn_mlpart_run(MPI_Comm comm, const char *path, const gnn_mlpart_opts_t *o, 
     int64_t target = o->max_metis_edges, reserve = INT64_MAX;
     if (target > INT_MAX) target = INT_MAX;
     int64_t ne0 = lv[0].xadj[lv[0].nloc], remote = lv[0].n - lv[0].nloc;
-    int64_t fine = level_bytes(&lv[0], c.ncon) + 16 * (ne0 < remote ? ne0 : remote) + 16 * lv[0].nloc;
+    /* beside the level itself: its ghost plan, the parts and the visiting
+     * order of label propagation (16 per node), FM's work space (52) */
+    int64_t fine = level_bytes(&lv[0], c.ncon) + 16 * (ne0 < remote ? ne0 : remote) +
+                   68 * lv[0].nloc;
     int64_t coarse = 16 * ne0 + (24 + 8 * (int64_t)c.ncon) * lv[0].nloc;
     int64_t fixed = max_i64(&c, fine + 2 * coarse);
     st.est_rank_bytes = fixed + (o->mem_budget > 0 ? o->mem_budget - c.avail : 0);
