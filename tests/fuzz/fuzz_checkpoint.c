@@ -1,0 +1,105 @@
+/*
+ * Fuzz target for training checkpoints, as `gnn-train --resume` reads them
+ * (gnn_checkpoint_load). Structure-aware like fuzz_partdir: once per
+ * process a valid checkpoint (3 runs, one finished, 40 parameters) is
+ * written into a temporary directory, removed at exit; each input copies it
+ * and applies 1 to 4 edits (h5edit.h: values, order, removed or resized
+ * datasets, attributes, strings), then loads the copy. Errors are expected
+ * and ignored; crashes, leaks and sanitizer reports are not. A checkpoint
+ * that loads must be one the trainer can use: the run and its counters
+ * within the run count, the finished runs' arrays and the four tensors
+ * present with the sizes given, strings terminated.
+ */
+#include "graph/base/error.h"
+#include "graph/base/log.h"
+#include "tests/fuzz/h5edit.h"
+#include "trainer/checkpoint.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define NP 40
+
+static char g_root[256], g_pristine[300], g_work[300];
+static int g_ready;
+
+static void clean_up(void)
+{
+    if (g_root[0]) remove_dir(g_root);
+}
+
+static int set_up(void)
+{
+    snprintf(g_root, sizeof g_root, "%s/fuzz-checkpoint-XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (!mkdtemp(g_root)) return -1;
+    atexit(clean_up);
+    snprintf(g_pristine, sizeof g_pristine, "%s/run.ck", g_root);
+    snprintf(g_work, sizeof g_work, "%s/work.ck", g_root);
+    static float params[NP], m[NP], v[NP], best[NP];
+    static double test_acc[1] = {0.81}, valid_acc[1] = {0.79};
+    for (int i = 0; i < NP; i++) {
+        params[i] = (float)i / 9.0f - 2.0f;
+        m[i] = (float)i * 1e-3f;
+        v[i] = (float)i * 1e-6f;
+        best[i] = params[i] * 0.5f;
+    }
+    gnn_checkpoint_t c = {.model = "sage", .aggr = "mean", .layers = 2, .in_dim = 5,
+                          .hidden = 3, .classes = 4, .dropout = 0.5, .lr = 0.01,
+                          .weight_decay = 5e-4, .decay_scope = "all", .mode = "minibatch",
+                          .fanouts = "10,5", .batch_size = 64, .seed = 7, .runs = 3, .run = 1,
+                          .epoch = 4, .step = 40, .rng_offset = 1234, .best_epoch = 3,
+                          .bad_evals = 1, .best_valid_acc = 0.8, .best_valid_loss = 0.6,
+                          .best_test_acc = 0.78, .best_train_acc = 0.9, .min_valid_loss = 0.6,
+                          .runs_done = 1, .run_test_acc = test_acc, .run_valid_acc = valid_acc,
+                          .n_params = NP, .params = params, .adam_m = m, .adam_v = v,
+                          .best_params = best};
+    int rc = gnn_checkpoint_save(g_pristine, &c);
+    if (rc != 0) fprintf(stderr, "fuzz_checkpoint: set-up failed: %s\n", gnn_error_message());
+    return rc;
+}
+
+static int terminated(const char *s, size_t n) { return memchr(s, '\0', n) != NULL; }
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    gnn_log_set_level(GNN_LOG_ERROR);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    if (!g_ready) {
+        if (set_up() != 0) abort();
+        g_ready = 1;
+    }
+    if (copy_file(g_pristine, g_work) != 0) abort();
+    input_t in = {data, size};
+    int edits = 1 + (int)(take(&in, 1) % 4);
+    for (int i = 0; i < edits; i++) h5e_edit_file(&in, g_work);
+    gnn_checkpoint_t c;
+    int rc = gnn_checkpoint_load(g_work, &c);
+    if (getenv("FUZZ_CHECKPOINT_VERBOSE"))
+        fprintf(stderr, "load: %s\n", rc ? gnn_error_message() : "loaded");
+    if (rc == 0) {
+        if (!terminated(c.model, sizeof c.model) || !terminated(c.aggr, sizeof c.aggr) ||
+            !terminated(c.decay_scope, sizeof c.decay_scope) ||
+            !terminated(c.mode, sizeof c.mode) || !terminated(c.fanouts, sizeof c.fanouts))
+            abort();
+        if (c.runs < 1 || c.run < 0 || c.runs_done < 0 || c.runs_done > c.runs ||
+            c.epoch < 0 || c.step < 0 || c.n_params < 0)
+            abort();
+        if (c.runs_done > 0 && (!c.run_test_acc || !c.run_valid_acc)) abort();
+        if (c.n_params > 0 && (!c.params || !c.adam_m || !c.adam_v || !c.best_params)) abort();
+        /* Touch every element, so a short array is caught by the sanitizers. */
+        double sum = 0;
+        for (int64_t i = 0; i < c.runs_done; i++) sum += c.run_test_acc[i] + c.run_valid_acc[i];
+        for (int64_t i = 0; i < c.n_params; i++)
+            sum += (double)c.params[i] + c.adam_m[i] + c.adam_v[i] + c.best_params[i];
+        if (sum == 12345.678) fprintf(stderr, "%g\n", sum);
+        gnn_checkpoint_free(&c);
+    }
+    gnn_error_clear();
+    return 0;
+}
