@@ -152,6 +152,11 @@ static int open_layout(gnn_graph_file_t *f)
     GNN_TRY(gnn__h5_get_attr_i64(f->file, "num_edges", 0, &in->num_edges));
     GNN_CHECK(in->num_nodes >= 0 && in->num_edges >= 0, GNN_EFORMAT,
               "%s: negative node or edge count", path);
+    /* No file holds 2^62 nodes or edges; the bound keeps count + 1 and the
+     * byte sizes derived from the counts from overflowing. */
+    GNN_CHECK(in->num_nodes < ((int64_t)1 << 62) && in->num_edges < ((int64_t)1 << 62),
+              GNN_EFORMAT, "%s: node or edge count of 2^62 or more (%lld, %lld)", path,
+              (long long)in->num_nodes, (long long)in->num_edges);
     v = 1;
     GNN_TRY(gnn__h5_get_attr_i64(f->file, "directed", 0, &v));
     in->directed = v != 0;

@@ -485,6 +485,15 @@ static void test_truncated_and_wrong_shape(void **state)
     set_attr_i64(path, "num_edges", (int64_t)e + 3);
     expect_open_error(path, GNN_EFORMAT, "dataset 'indices' has");
 
+    /* Counts no file can hold: refused before count + 1 or a size derived
+     * from them can overflow. */
+    path = write_good("huge-nodes.h5");
+    set_attr_i64(path, "num_nodes", INT64_MAX);
+    expect_open_error(path, GNN_EFORMAT, "node or edge count of 2^62 or more");
+    path = write_good("huge-edges.h5");
+    set_attr_i64(path, "num_edges", (int64_t)1 << 62);
+    expect_open_error(path, GNN_EFORMAT, "node or edge count of 2^62 or more");
+
     /* A file cut short on disk. */
     path = write_good("cut.h5");
     char *bytes = tu_read_file(path);
