@@ -25,22 +25,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define NP 40
 
-static char g_root[256], g_pristine[300], g_work[300];
+static char g_pristine[300], g_work[300];
 static int g_ready;
-
-static void clean_up(void)
-{
-    if (g_root[0]) remove_dir(g_root);
-}
 
 static int set_up(void)
 {
-    snprintf(g_root, sizeof g_root, "%s/fuzz-checkpoint-XXXXXX",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    if (!mkdtemp(g_root)) return -1;
-    atexit(clean_up);
-    snprintf(g_pristine, sizeof g_pristine, "%s/run.ck", g_root);
-    snprintf(g_work, sizeof g_work, "%s/work.ck", g_root);
+    if (h5e_make_root("fuzz-checkpoint") != 0) return -1;
+    snprintf(g_pristine, sizeof g_pristine, "%s/run.ck", h5e_root);
+    snprintf(g_work, sizeof g_work, "%s/work.ck", h5e_root);
     static float params[NP], m[NP], v[NP], best[NP];
     static double test_acc[1] = {0.81}, valid_acc[1] = {0.79};
     for (int i = 0; i < NP; i++) {
@@ -69,15 +61,11 @@ static int terminated(const char *s, size_t n) { return memchr(s, '\0', n) != NU
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     gnn_log_set_level(GNN_LOG_ERROR);
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     if (!g_ready) {
         if (set_up() != 0) abort();
         g_ready = 1;
     }
-    if (copy_file(g_pristine, g_work) != 0) abort();
-    input_t in = {data, size};
-    int edits = 1 + (int)(take(&in, 1) % 4);
-    for (int i = 0; i < edits; i++) h5e_edit_file(&in, g_work);
+    h5e_edit_copy(data, size, g_pristine, g_work);
     gnn_checkpoint_t c;
     int rc = gnn_checkpoint_load(g_work, &c);
     if (getenv("FUZZ_CHECKPOINT_VERBOSE"))

@@ -17,6 +17,7 @@
 #include "graph/base/error.h"
 #include "graph/base/log.h"
 #include "graph/graph_file.h"
+#include "tests/common/graphtest.h"
 #include "tests/fuzz/h5edit.h"
 
 #include <stddef.h>
@@ -29,22 +30,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define N 50
 
-static char g_root[256], g_pristine[300], g_work[300];
+static char g_pristine[300], g_work[300];
 static int g_ready;
-
-static void clean_up(void)
-{
-    if (g_root[0]) remove_dir(g_root);
-}
 
 static int set_up(void)
 {
-    snprintf(g_root, sizeof g_root, "%s/fuzz-graph-XXXXXX",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    if (!mkdtemp(g_root)) return -1;
-    atexit(clean_up);
-    snprintf(g_pristine, sizeof g_pristine, "%s/g.h5", g_root);
-    snprintf(g_work, sizeof g_work, "%s/work.h5", g_root);
+    if (h5e_make_root("fuzz-graph") != 0) return -1;
+    snprintf(g_pristine, sizeof g_pristine, "%s/g.h5", h5e_root);
+    snprintf(g_work, sizeof g_work, "%s/work.h5", h5e_root);
     gnn_vid_t src[N * 3], dst[N * 3];
     float w[N * 3];
     int64_t m = 0;
@@ -58,17 +51,9 @@ static int set_up(void)
     gnn_graph_init(&g);
     g.directed = 1;
     int rc = gnn_csr_from_edges(N, m, src, dst, w, GNN_BUILD_DEDUPE | GNN_BUILD_SORT, &g.csr);
-    g.feat_dim = 2;
-    g.feat = gnn_malloc_array(N * 2, sizeof *g.feat);
-    g.label = gnn_malloc_array(N, sizeof *g.label);
+    if (rc == 0) rc = tu_graph_node_data(&g, N, 2, 3);
     g.orig_id = gnn_malloc_array(N, sizeof *g.orig_id);
-    g.num_classes = 3;
-    for (int s = 0; s < GNN_NUM_SPLITS; s++) {
-        g.split[s] = gnn_malloc_array(N, sizeof *g.split[s]);
-        g.split_size[s] = 0;
-    }
-    if (rc == 0 && !(g.feat && g.label && g.orig_id && g.split[0] && g.split[1] && g.split[2]))
-        rc = GNN_ENOMEM;
+    if (rc == 0 && !g.orig_id) rc = GNN_ENOMEM;
     for (gnn_vid_t v = 0; rc == 0 && v < N; v++) {
         g.feat[2 * v] = (float)v;
         g.feat[2 * v + 1] = -(float)v / 3.0f;
@@ -122,15 +107,11 @@ static void read_streamed(void)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     gnn_log_set_level(GNN_LOG_ERROR);
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     if (!g_ready) {
         if (set_up() != 0) abort();
         g_ready = 1;
     }
-    if (copy_file(g_pristine, g_work) != 0) abort();
-    input_t in = {data, size};
-    int edits = 1 + (int)(take(&in, 1) % 4);
-    for (int i = 0; i < edits; i++) h5e_edit_file(&in, g_work);
+    h5e_edit_copy(data, size, g_pristine, g_work);
     read_streamed();
     gnn_graph_t g;
     int rc = gnn_graph_load(g_work, &g);

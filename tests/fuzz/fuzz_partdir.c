@@ -24,6 +24,7 @@
 #include "graph/graph_file.h"
 #include "partition/kway.h"
 #include "partition/partdir.h"
+#include "tests/common/graphtest.h"
 #include "tests/fuzz/h5edit.h"
 
 #include <stddef.h>
@@ -37,28 +38,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define N 60
 #define K 3
 
-static char g_root[256], g_graph[300], g_pristine[300], g_work[300];
+static char g_graph[300], g_pristine[300], g_work[300];
 static char g_files[16][64];
 static int g_nfiles = -1;
 
 /* ---- Set-up and clean-up ---------------------------------------------------- */
 
-static void clean_up(void)
-{
-    if (g_root[0]) remove_dir(g_root);
-}
-
 static int cmp_name(const void *a, const void *b) { return strcmp(a, b); }
 
 static int set_up(void)
 {
-    snprintf(g_root, sizeof g_root, "%s/fuzz-partdir-XXXXXX",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    if (!mkdtemp(g_root)) return -1;
-    atexit(clean_up);
-    snprintf(g_graph, sizeof g_graph, "%s/g.h5", g_root);
-    snprintf(g_pristine, sizeof g_pristine, "%s/parts", g_root);
-    snprintf(g_work, sizeof g_work, "%s/work", g_root);
+    if (h5e_make_root("fuzz-partdir") != 0) return -1;
+    snprintf(g_graph, sizeof g_graph, "%s/g.h5", h5e_root);
+    snprintf(g_pristine, sizeof g_pristine, "%s/parts", h5e_root);
+    snprintf(g_work, sizeof g_work, "%s/work", h5e_root);
     gnn_vid_t src[N * 4], dst[N * 4];
     float w[N * 4];
     int64_t m = 0;
@@ -76,17 +69,9 @@ static int set_up(void)
     gnn_graph_init(&g);
     g.directed = 1;
     int rc = gnn_csr_from_edges(N, m, src, dst, w, GNN_BUILD_DEDUPE | GNN_BUILD_SORT, &g.csr);
-    g.feat_dim = 3;
-    g.feat = gnn_malloc_array(N * 3, sizeof *g.feat);
-    g.label = gnn_malloc_array(N, sizeof *g.label);
+    if (rc == 0) rc = tu_graph_node_data(&g, N, 3, 4);
     g.orig_id = gnn_malloc_array(N, sizeof *g.orig_id);
-    g.num_classes = 4;
-    for (int s = 0; s < GNN_NUM_SPLITS; s++) {
-        g.split[s] = gnn_malloc_array(N, sizeof *g.split[s]);
-        g.split_size[s] = 0;
-    }
-    if (rc == 0 && !(g.feat && g.label && g.orig_id && g.split[0] && g.split[1] && g.split[2]))
-        rc = GNN_ENOMEM;
+    if (rc == 0 && !g.orig_id) rc = GNN_ENOMEM;
     int32_t part[N];
     for (gnn_vid_t v = 0; rc == 0 && v < N; v++) {
         for (int j = 0; j < 3; j++) g.feat[v * 3 + j] = (float)(v * 3 + j) / 7.0f;

@@ -80,6 +80,27 @@ static inline int copy_file(const char *from, const char *to)
     return rc;
 }
 
+/* The scratch directory of a target: $TMPDIR/NAME-XXXXXX (default /tmp),
+ * made once and removed with everything in it at exit. */
+static char h5e_root[256];
+
+static inline void h5e_root_remove(void)
+{
+    if (h5e_root[0]) remove_dir(h5e_root);
+}
+
+static inline int h5e_make_root(const char *name)
+{
+    const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    if (snprintf(h5e_root, sizeof h5e_root, "%s/%s-XXXXXX", tmp, name) >= (int)sizeof h5e_root ||
+        !mkdtemp(h5e_root)) {
+        h5e_root[0] = '\0';
+        return -1;
+    }
+    atexit(h5e_root_remove);
+    return 0;
+}
+
 /* ---- Edits ------------------------------------------------------------------- */
 
 typedef struct {
@@ -301,6 +322,18 @@ static inline void h5e_edit_file(input_t *in, const char *path)
         edit_attr(in, f);
     }
     H5Fclose(f);
+}
+
+/* A fresh copy of the file at pristine as work, then 1 to 4 edits of it
+ * drawn from data; aborts when the copy cannot be made. */
+static inline void h5e_edit_copy(const uint8_t *data, size_t size, const char *pristine,
+                                 const char *work)
+{
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    if (copy_file(pristine, work) != 0) abort();
+    input_t in = {data, size};
+    int edits = 1 + (int)(take(&in, 1) % 4);
+    for (int i = 0; i < edits; i++) h5e_edit_file(&in, work);
 }
 
 #endif
