@@ -1046,6 +1046,24 @@ static int64_t level_cut(const ctx_t *c, const level_t *L, const int64_t *part,
     return sum_i64(c, x) / 2;
 }
 
+/*
+ * Each part's room for this rank: 1/R of what the part may still take
+ * under maxw (per constraint), from this rank's part weights pw summed
+ * over the ranks into all. Collective.
+ */
+static int rooms(const ctx_t *c, const int64_t *pw, const int64_t *maxw, int64_t *all,
+                 int64_t *room)
+{
+    int rc = 0, K = c->o->k, ncon = c->ncon;
+    GNN_MPI_TRY(MPI_Allreduce(pw, all, K * ncon, MPI_INT64_T, MPI_SUM, c->comm));
+    for (int64_t x = 0; x < (int64_t)K * ncon; x++) {
+        int64_t r = maxw[x % ncon] - all[x];
+        room[x] = r > 0 ? r / c->size : 0;
+    }
+fail:
+    return rc;
+}
+
 #define FM_PASSES 4 /* FM passes per level, at most */
 #define FM_STOP 200 /* a pass that wins less than 1/FM_STOP of the cut is the last */
 
@@ -1065,7 +1083,7 @@ static int64_t level_cut(const ctx_t *c, const level_t *L, const int64_t *part,
 static int refine(const ctx_t *c, const level_t *L, int64_t *part, const int64_t *maxw, int rounds,
                   uint64_t key, gnn_mlpart_level_t *out)
 {
-    int rc = 0, K = c->o->k, ncon = c->ncon, R = c->size;
+    int rc = 0, K = c->o->k, ncon = c->ncon;
     int64_t nloc = L->nloc, moves = 0;
     int64_t *gpart = gnn_malloc_array((size_t)L->nghost + 1, sizeof *gpart);
     int64_t *pw = gnn_calloc((size_t)K * (size_t)ncon, sizeof *pw);
@@ -1083,12 +1101,8 @@ static int refine(const ctx_t *c, const level_t *L, int64_t *part, const int64_t
     for (int64_t i = 0; i < nloc; i++)
         for (int k = 0; k < ncon; k++) pw[part[i] * ncon + k] += L->vwgt[i * ncon + k];
     for (int round = 0; round < rounds; round++) {
-        GNN_MPI_TRY(MPI_Allreduce(pw, all, K * ncon, MPI_INT64_T, MPI_SUM, c->comm));
+        GNN_TRY(rooms(c, pw, maxw, all, room));
         GNN_TRY(ghost_values(c, L, part, gpart));
-        for (int64_t x = 0; x < (int64_t)K * ncon; x++) {
-            int64_t r = maxw[x % ncon] - all[x];
-            room[x] = r > 0 ? r / R : 0;
-        }
         shuffle(order, nloc, gnn_rng_mix64(key + (uint64_t)round));
         int64_t moved = 0;
         for (int64_t t = 0; t < nloc; t++) {
@@ -1138,11 +1152,7 @@ static int refine(const ctx_t *c, const level_t *L, int64_t *part, const int64_t
                               .adjw = L->adjw, .vwgt = L->vwgt, .part = part,
                               .fixed_part = gpart, .room = room, .pw = pw};
     for (int pass = 0; pass < FM_PASSES && cut > 0; pass++) {
-        GNN_MPI_TRY(MPI_Allreduce(pw, all, K * ncon, MPI_INT64_T, MPI_SUM, c->comm));
-        for (int64_t x = 0; x < (int64_t)K * ncon; x++) {
-            int64_t r = maxw[x % ncon] - all[x];
-            room[x] = r > 0 ? r / R : 0;
-        }
+        GNN_TRY(rooms(c, pw, maxw, all, room));
         uint64_t salt = gnn_rng_mix64(key ^ 0x666d ^ ((uint64_t)pass << 32));
         int64_t gain = gnn_fm_pass(fm, &g, salt);
         if (sum_i64(c, gain) <= 0) break;
