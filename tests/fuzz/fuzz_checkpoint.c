@@ -25,14 +25,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define NP 40
 
-static char g_pristine[300], g_work[300];
+static char g_pristine[640], g_work[640];
 static int g_ready;
 
 static int set_up(void)
 {
-    if (h5e_make_root("fuzz-checkpoint") != 0) return -1;
-    snprintf(g_pristine, sizeof g_pristine, "%s/run.ck", h5e_root);
-    snprintf(g_work, sizeof g_work, "%s/work.ck", h5e_root);
+    snprintf(g_pristine, sizeof g_pristine, "%s/run.ck", tu_tmpdir());
+    snprintf(g_work, sizeof g_work, "%s/work.ck", tu_tmpdir());
     static float params[NP], m[NP], v[NP], best[NP];
     static double test_acc[1] = {0.81}, valid_acc[1] = {0.79};
     for (int i = 0; i < NP; i++) {

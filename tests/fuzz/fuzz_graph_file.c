@@ -30,14 +30,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define N 50
 
-static char g_pristine[300], g_work[300];
+static char g_pristine[640], g_work[640];
 static int g_ready;
 
 static int set_up(void)
 {
-    if (h5e_make_root("fuzz-graph") != 0) return -1;
-    snprintf(g_pristine, sizeof g_pristine, "%s/g.h5", h5e_root);
-    snprintf(g_work, sizeof g_work, "%s/work.h5", h5e_root);
+    snprintf(g_pristine, sizeof g_pristine, "%s/g.h5", tu_tmpdir());
+    snprintf(g_work, sizeof g_work, "%s/work.h5", tu_tmpdir());
     gnn_vid_t src[N * 3], dst[N * 3];
     float w[N * 3];
     int64_t m = 0;

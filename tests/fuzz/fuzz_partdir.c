@@ -27,6 +27,8 @@
 #include "tests/common/graphtest.h"
 #include "tests/fuzz/h5edit.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -38,7 +40,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define N 60
 #define K 3
 
-static char g_graph[300], g_pristine[300], g_work[300];
+static char g_graph[640], g_pristine[640], g_work[640];
 static char g_files[16][64];
 static int g_nfiles = -1;
 
@@ -48,10 +50,9 @@ static int cmp_name(const void *a, const void *b) { return strcmp(a, b); }
 
 static int set_up(void)
 {
-    if (h5e_make_root("fuzz-partdir") != 0) return -1;
-    snprintf(g_graph, sizeof g_graph, "%s/g.h5", h5e_root);
-    snprintf(g_pristine, sizeof g_pristine, "%s/parts", h5e_root);
-    snprintf(g_work, sizeof g_work, "%s/work", h5e_root);
+    snprintf(g_graph, sizeof g_graph, "%s/g.h5", tu_tmpdir());
+    snprintf(g_pristine, sizeof g_pristine, "%s/parts", tu_tmpdir());
+    snprintf(g_work, sizeof g_work, "%s/work", tu_tmpdir());
     gnn_vid_t src[N * 4], dst[N * 4];
     float w[N * 4];
     int64_t m = 0;
@@ -109,9 +110,10 @@ static int set_up(void)
 
 static int fresh_copy(void)
 {
-    remove_dir(g_work);
-    if (mkdir(g_work, 0700) != 0) return -1;
-    char a[600], b[600];
+    /* Edits change files in place and never remove one: copying every
+     * file over the last input's is a fresh copy. */
+    if (mkdir(g_work, 0700) != 0 && errno != EEXIST) return -1;
+    char a[720], b[720];
     for (int i = 0; i < g_nfiles; i++) {
         int na = snprintf(a, sizeof a, "%s/%s", g_pristine, g_files[i]);
         int nb = snprintf(b, sizeof b, "%s/%s", g_work, g_files[i]);
@@ -161,7 +163,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     input_t in = {data, size};
     int edits = 1 + (int)(take(&in, 1) % 4);
-    char path[600];
+    char path[720];
     for (int i = 0; i < edits; i++) {
         snprintf(path, sizeof path, "%s/%s", g_work, g_files[take(&in, 1) % (uint64_t)g_nfiles]);
         h5e_edit_file(&in, path);

@@ -13,12 +13,12 @@
  *     replaced by one of a list of the formats' own words.
  * Raw bytes are never edited: that would fuzz libhdf5, not this project.
  * Every HDF5 failure here is ignored (the edit is then skipped).
- * FUZZ_H5EDIT_VERBOSE=1 prints each edit.
+ * FUZZ_H5EDIT_VERBOSE=1 prints each edit. Targets keep their files in
+ * tu_tmpdir() (testutil.h), removed at exit.
  */
 #ifndef GNN_TESTS_FUZZ_H5EDIT_H
 #define GNN_TESTS_FUZZ_H5EDIT_H
 
-#include <dirent.h>
 #include <hdf5.h>
 #include <math.h>
 #include <stddef.h>
@@ -28,6 +28,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "tests/common/testutil.h"
 
 #define MAX_NAMES 64
 
@@ -47,26 +49,6 @@ static inline uint64_t take(input_t *in, int bytes)
 
 /* ---- Files ---------------------------------------------------------------- */
 
-/* Remove dir and everything under it (best effort). */
-static inline void remove_dir(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d) return;
-    struct dirent *e;
-    char path[600];
-    while ((e = readdir(d)))
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-            if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path) continue;
-            struct stat st;
-            if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-                remove_dir(path);
-            else
-                unlink(path);
-        }
-    closedir(d);
-    rmdir(dir);
-}
-
 static inline int copy_file(const char *from, const char *to)
 {
     FILE *a = fopen(from, "rb"), *b = a ? fopen(to, "wb") : NULL;
@@ -78,27 +60,6 @@ static inline int copy_file(const char *from, const char *to)
     if (a) fclose(a);
     if (b && fclose(b) != 0) rc = -1;
     return rc;
-}
-
-/* The scratch directory of a target: $TMPDIR/NAME-XXXXXX (default /tmp),
- * made once and removed with everything in it at exit. */
-static char h5e_root[256];
-
-static inline void h5e_root_remove(void)
-{
-    if (h5e_root[0]) remove_dir(h5e_root);
-}
-
-static inline int h5e_make_root(const char *name)
-{
-    const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-    if (snprintf(h5e_root, sizeof h5e_root, "%s/%s-XXXXXX", tmp, name) >= (int)sizeof h5e_root ||
-        !mkdtemp(h5e_root)) {
-        h5e_root[0] = '\0';
-        return -1;
-    }
-    atexit(h5e_root_remove);
-    return 0;
 }
 
 /* ---- Edits ------------------------------------------------------------------- */
