@@ -75,6 +75,9 @@ void *gnn_be_stream(const gnn_backend_t *be);
  * Which SpMM runs the built-in aggregators on a CUDA backend:
  *   auto      on first use of a (graph, width, aggregator, direction), time
  *             each candidate once and keep the fastest for later calls;
+ *             when deterministic, time nothing and take balanced for a
+ *             graph whose longest row is far past the mean, else rowcache
+ *             (the same choice, so the same bits, in every run);
  *   cusparse  cuSPARSE generic SpMM (CSR, row-major dense; ALG2, or ALG3
  *             when deterministic);
  *   rowcache  one warp per row, the row's column ids staged in shared

@@ -225,6 +225,7 @@ int gnn_dist_dev_staged(const gnn_dist_dev_t *x)
 
 const char *gnn_dist_dev_allreduce_name(const gnn_dist_dev_t *x)
 {
+    if (x->d->size == 1) return "none (one rank)";
 #ifdef GNN_HAVE_NCCL
     if (x->nccl) return "NCCL";
 #endif

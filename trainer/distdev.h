@@ -44,7 +44,7 @@ void gnn_dist_dev_free(gnn_dist_dev_t *x);
 int gnn_dist_dev_staged(const gnn_dist_dev_t *x);
 /* "NCCL", "MPI" or "MPI through host memory": how gradients are summed
  * (through host memory on a device when ranks share a GPU, which NCCL
- * refuses). */
+ * refuses); "none (one rank)" when there is a single rank. */
 const char *gnn_dist_dev_allreduce_name(const gnn_dist_dev_t *x);
 
 /* The model's halo hooks (trainer/model.h), ctx = the gnn_dist_dev_t:

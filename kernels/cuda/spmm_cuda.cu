@@ -44,9 +44,12 @@
  * workspace) only drops it from the candidates, and a graph that reuses a
  * cuSPARSE choice (made for another graph of its shape) and fails with it
  * runs rowcache instead. Choices carry the backend's generation and are
- * ignored once it changes. Under `deterministic` every candidate qualifies
- * (CSR_ALG3; the own kernels add in a fixed order), though they differ
- * from each other by rounding (max forward: not at all, both are exact).
+ * ignored once it changes. Under `deterministic` nothing is timed: the
+ * candidates differ from each other by rounding (max forward: not at all,
+ * both are exact), and timings may rank them differently from one run to
+ * the next, so auto takes balanced for a graph whose longest row is far
+ * past the mean and rowcache otherwise, the same in every run (each adds
+ * in a fixed order); a forced cusparse runs CSR_ALG3.
  */
 #include "kernels/cuda/spmm_cuda.h"
 
@@ -108,6 +111,7 @@ struct gnn_cuda_graph {
     choice_t choice[N_CHOICES];
     unsigned choice_next;
     uint32_t shape[2]; /* per direction: the key of auto's shared choices */
+    gnn_spmm_impl_t det_impl[2]; /* per direction: auto's choice when deterministic */
 };
 
 /* ---- Scratch -------------------------------------------------------------- */
@@ -230,16 +234,27 @@ static uint32_t lg2(double x)
     return x < 1.0 ? 0u : (uint32_t)floor(log2(x)) + 1u;
 }
 
-/* A graph's shape for auto's shared choices: log2 of the nonzeros, of the
+/* Rows longer than this many times the mean (and than DET_SKEW_MIN) make
+ * a graph skewed for auto under `deterministic`. */
+#define DET_SKEW_RATIO 32.0
+#define DET_SKEW_MIN 1024
+
+/*
+ * A graph's shape for auto's shared choices: log2 of the nonzeros, of the
  * mean row length and of the longest row against the mean, in a byte
- * each. Graphs alike in all three get the same implementation. */
-static uint32_t shape_of(const int64_t *indptr, int64_t rows, int64_t nnz)
+ * each. Graphs alike in all three get the same implementation. *det: what
+ * auto runs under `deterministic`, from the shape alone (balanced for a
+ * skewed graph, else rowcache).
+ */
+static uint32_t shape_of(const int64_t *indptr, int64_t rows, int64_t nnz, gnn_spmm_impl_t *det)
 {
     int64_t longest = 0;
     for (int64_t r = 0; r < rows; r++)
         if (indptr[r + 1] - indptr[r] > longest) longest = indptr[r + 1] - indptr[r];
     double mean = rows > 0 ? (double)nnz / (double)rows : 0.0;
     uint32_t a = lg2((double)nnz), b = lg2(mean * 4.0), c = lg2(mean > 0 ? longest / mean : 0.0);
+    *det = longest > DET_SKEW_MIN && (double)longest > DET_SKEW_RATIO * mean ? GNN_SPMM_BALANCED
+                                                                            : GNN_SPMM_ROWCACHE;
     return (a & 0xffu) | (b & 0xffu) << 8 | (c & 0xffu) << 16;
 }
 
@@ -260,8 +275,8 @@ int gnn__cuda_graph_create(const gnn_cuda_spmm_ctx_t *ctx, const gnn_spmm_graph_
     g->n_src = sg->n_src;
     g->nnz = sg->nnz;
     g->t_shared = sg->t_shared;
-    g->shape[DIR_FWD] = shape_of(sg->csr->indptr, g->n_dst, g->nnz);
-    g->shape[DIR_BWD] = shape_of(sg->t.indptr, g->n_src, g->nnz);
+    g->shape[DIR_FWD] = shape_of(sg->csr->indptr, g->n_dst, g->nnz, &g->det_impl[DIR_FWD]);
+    g->shape[DIR_BWD] = shape_of(sg->t.indptr, g->n_src, g->nnz, &g->det_impl[DIR_BWD]);
     int rc = graph_upload(g, sg);
     if (rc < 0) {
         gnn__cuda_graph_free(g); /* waits for the copies already queued */
@@ -748,6 +763,14 @@ static int run(const gnn_cuda_spmm_ctx_t *ctx, gnn_cuda_graph_t *g, gnn_aggr_t a
         return rc;
     }
     if (!autosel) return run_impl(ctx, g, ctx->impl, aggr, dir, f, in, out, argmax_out, argmax_in);
+    if (ctx->deterministic) {
+        /* Timings rank close candidates differently from one process to the
+         * next, and the candidates differ by rounding: the shape decides. */
+        const gnn_spmm_impl_t impl = g->det_impl[dir];
+        int rc = run_impl(ctx, g, impl, aggr, dir, f, in, out, argmax_out, argmax_in);
+        if (rc == 0) choice_put(g, ctx->generation, aggr, dir, f, impl);
+        return rc;
+    }
     const choice_t *c = choice_find(g, ctx->generation, aggr, dir, f);
     if (c) return run_auto(ctx, g, c->impl, aggr, dir, f, in, out, argmax_out, argmax_in);
     const gnn_cuda_shape_choice_t *sc = shape_find(ctx, g, aggr, dir, f);

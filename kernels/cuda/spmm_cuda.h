@@ -21,7 +21,9 @@
  * times each candidate once on the backend's stream (max: rowcache and
  * balanced) and keeps the fastest in the graph, and for graphs of the same
  * shape in the backend; later calls reuse it until the backend's settings
- * change (ctx->generation).
+ * change (ctx->generation). Under `deterministic` it times nothing and
+ * takes the implementation the graph's row lengths give (balanced for a
+ * skewed graph, else rowcache), so that every run gives the same bits.
  */
 #ifndef GNN_KERNELS_CUDA_SPMM_CUDA_H
 #define GNN_KERNELS_CUDA_SPMM_CUDA_H
