@@ -235,7 +235,7 @@ static int write_dir(const opts_t *o, const char *graph_path, const gnn_graph_t 
                      int32_t **part, int64_t cut, const char *balance, int used, int64_t budget,
                      int ranks, int levels)
 {
-    int rc = 0, rank = 0;
+    int rc = 0, rank = 0, logged = 0;
     double t0 = now_s();
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     char *abs = realpath(graph_path, NULL); /* --check may run from elsewhere */
@@ -286,11 +286,26 @@ static int write_dir(const opts_t *o, const char *graph_path, const gnn_graph_t 
                 goto fail;
             }
         }
+        /* The writing's own peak on every rank, beside the run's. */
+        int64_t run_peak = gnn_mlpart_peak_rss(), w[2];
+        int reset = gnn_mlpart_reset_peak_rss() == 0;
         gnn_partdir_mpi_opts_t wo = {.force = o->force, .mem_budget = budget};
         GNN_TRY(gnn_partdir_write_mpi(MPI_COMM_WORLD, o->out, graph_path, *part, (int)o->k, &meta,
                                       &wo));
+        w[0] = gnn_mlpart_peak_rss();
+        w[1] = w[0] > run_peak ? w[0] : run_peak;
+        GNN_CHECK(MPI_Allreduce(MPI_IN_PLACE, &reset, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD) ==
+                          MPI_SUCCESS &&
+                      MPI_Allreduce(MPI_IN_PLACE, w, 2, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD) ==
+                          MPI_SUCCESS,
+                  GNN_EMPI, "MPI_Allreduce failed");
+        if (rank == 0 && reset)
+            GNN_INFO("wrote the partition directory (%.1f s, peak RSS %.0f MiB; while writing "
+                     "at most %.0f MiB on a rank)",
+                     now_s() - t0, (double)w[1] / 1048576.0, (double)w[0] / 1048576.0);
+        logged = reset;
     }
-    if (rank == 0) phase_done("wrote the partition directory", t0);
+    if (rank == 0 && !logged) phase_done("wrote the partition directory", t0);
 fail:
     free(abs);
     return rc;

@@ -30,16 +30,26 @@ typedef struct {
     int num_parts;
     gnn_vid_t num_nodes;
     gnn_vid_t *start;      /* num_parts + 1 */
-    gnn_vid_t *new_of_old; /* num_nodes */
-    gnn_vid_t *old_of_new; /* num_nodes */
+    const int32_t *part;   /* num_nodes: the caller's array, borrowed */
+    uint32_t *rank;        /* num_nodes: each node's position in its part */
+    gnn_vid_t *old_of_new; /* num_nodes, or NULL when relabelled without it */
 } gnn_part_map_t;
 
+/* The new id of old id v. */
+static inline gnn_vid_t gnn_part_new_id(const gnn_part_map_t *m, gnn_vid_t v)
+{
+    return m->start[m->part[v]] + (gnn_vid_t)m->rank[v];
+}
+
 /*
- * The relabelling of n nodes with part[v] in [0, k). Returns 0; GNN_EINVAL
- * for k < 1, n < 0 or a part outside [0, k) (the node is named); GNN_ENOMEM.
- * On failure *m is zeroed.
+ * The relabelling of n nodes with part[v] in [0, k); part must outlive m.
+ * With with_old, m->old_of_new is filled too (8 more bytes per node);
+ * without, the map costs 4 bytes per node beyond part. Returns 0;
+ * GNN_EINVAL for k < 1, n < 0 or a part outside [0, k) (the node is
+ * named); GNN_ERANGE for a part of 2^32 nodes or more; GNN_ENOMEM. On
+ * failure *m is zeroed.
  */
-int gnn_part_relabel(const int32_t *part, gnn_vid_t n, int k, gnn_part_map_t *m);
+int gnn_part_relabel(const int32_t *part, gnn_vid_t n, int k, int with_old, gnn_part_map_t *m);
 void gnn_part_map_free(gnn_part_map_t *m);
 
 typedef struct {
@@ -51,20 +61,30 @@ typedef struct {
     gnn_vid_t *hop_start;       /* H + 1: hop h is local ids [hop_start[h-1], hop_start[h]) */
     gnn_csr_t csr;              /* n_rows x n_local, rows sorted by local id */
     gnn_vid_t *local_to_global; /* n_local new ids: start[p] .. start[p+1]-1, then halo */
+    gnn_vid_t *old_ids;         /* n_local: the same nodes' old ids */
 } gnn_part_local_t;
 
+/* The in-edge rows a local graph is made from, over old ids. */
+typedef struct {
+    const gnn_csr_t *g;   /* the whole graph (ids NULL: square, row v is node v), or some rows */
+    const gnn_vid_t *ids; /* NULL, or g->n_rows ascending old ids: row i is node ids[i] */
+    gnn_vid_t *mark;      /* NULL, or scratch of the graph's node count, all -1 */
+} gnn_part_rows_t;
+
 /*
- * Part p's local graph with hops >= 1 hops of halo from g, the square
- * in-edge CSR over old ids, and the map m. Edge weights are carried when g
- * has them. mark is scratch indexed by new id: NULL (then one of
- * m->num_nodes entries is allocated for the call), or m->num_nodes entries
- * all -1, which are all -1 again when the call returns, failed or not; so
- * one array serves every part and the rest of the memory is proportional
- * to the part. Returns 0; GNN_EINVAL for a graph that does not match the
- * map, p out of range or hops < 1; GNN_ENOMEM. On failure *out is zeroed.
+ * Part p's local graph with hops >= 1 hops of halo under the map m, from
+ * rows: the whole graph, or rows holding at least every row the local
+ * graph holds (g->n_cols the graph's nodes). owned lists part p's nodes in
+ * ascending old id; NULL takes them from m->old_of_new. Edge weights are
+ * carried when g has them. rows->mark, when given, is indexed by old id
+ * and is all -1 again when the call returns, failed or not, so one array
+ * serves every part; without it the build's memory is proportional to the
+ * part and its halo. Returns 0; GNN_EINVAL for rows that do not match the
+ * map, p out of range, hops < 1, no owned list, or a row that g lacks (the
+ * node is named); GNN_ENOMEM. On failure *out is zeroed.
  */
-int gnn_part_local_build(const gnn_csr_t *g, const gnn_part_map_t *m, int p, int hops,
-                         gnn_vid_t *mark, gnn_part_local_t *out);
+int gnn_part_local_build(const gnn_part_rows_t *rows, const gnn_part_map_t *m, int p,
+                         const gnn_vid_t *owned, int hops, gnn_part_local_t *out);
 void gnn_part_local_free(gnn_part_local_t *l);
 
 #ifdef __cplusplus

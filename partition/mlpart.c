@@ -33,6 +33,7 @@
 
 #include <inttypes.h>
 #include <limits.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -71,6 +72,15 @@ int64_t gnn_mlpart_peak_rss(void)
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
     return (int64_t)ru.ru_maxrss * 1024;
+}
+
+int gnn_mlpart_reset_peak_rss(void)
+{
+    malloc_trim(0); /* freed heap back to the system: the new peak starts from what is in use */
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (!f) return -1;
+    int ok = fputs("5", f) >= 0;
+    return fclose(f) == 0 && ok ? 0 : -1;
 }
 
 int64_t gnn_mlpart_rss(void)

@@ -92,6 +92,11 @@ int gnn_mlpart_run(MPI_Comm comm, const char *path, const gnn_mlpart_opts_t *o, 
 /* Peak resident set size of this process so far, and now, in bytes. */
 int64_t gnn_mlpart_peak_rss(void);
 int64_t gnn_mlpart_rss(void);
+/* Start the peak over from the present size (Linux's /proc/self/
+ * clear_refs, after returning freed heap memory to the system), so that a
+ * phase can report its own. Returns 0, or -1 where the system does not
+ * allow it (the peak then stays the run's). */
+int gnn_mlpart_reset_peak_rss(void);
 
 #ifdef __cplusplus
 }

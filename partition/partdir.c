@@ -36,6 +36,9 @@
 
 static const char *const split_names[GNN_NUM_SPLITS] = {"train", "valid", "test"};
 
+/* New ids of node_map written per pass when the map has no old_of_new. */
+#define NODE_MAP_BLOCK ((gnn_vid_t)8 << 20)
+
 /* ---- Small HDF5 helpers ------------------------------------------------------ */
 
 static int put_array(hid_t loc, const char *path, const char *name, hid_t ftype, hid_t mtype,
@@ -377,6 +380,43 @@ fail:
     return rc;
 }
 
+/*
+ * node_map (old id of each new id): from m->old_of_new, or without it in
+ * blocks of new ids, one pass over the nodes a block, so that a map of 4
+ * bytes per node suffices.
+ */
+static int put_node_map(hid_t f, const char *path, const gnn_part_map_t *m)
+{
+    int rc = 0;
+    hsize_t dims[1] = {(hsize_t)m->num_nodes};
+    hid_t sp = -1, d = -1;
+    int64_t *buf = NULL;
+    if (m->old_of_new) return put_i64(f, path, "node_map", m->old_of_new, m->num_nodes);
+    sp = H5Screate_simple(1, dims, NULL);
+    if (sp >= 0) d = H5Dcreate2(f, "node_map", H5T_STD_I64LE, sp, H5P_DEFAULT, H5P_DEFAULT,
+                                H5P_DEFAULT);
+    if (d < 0) {
+        rc = GNN_H5_FAIL(GNN_EHDF5, "%s: cannot create node_map", path);
+        goto fail;
+    }
+    gnn_vid_t n = m->num_nodes, block = n < NODE_MAP_BLOCK ? n : NODE_MAP_BLOCK;
+    buf = gnn_malloc_array((size_t)block + 1, sizeof *buf);
+    GNN_CHECK(buf, GNN_ENOMEM, "%s: node_map", path);
+    for (gnn_vid_t x0 = 0; x0 < n; x0 += block) {
+        gnn_vid_t x1 = x0 + block < n ? x0 + block : n;
+        for (gnn_vid_t v = 0; v < n; v++) {
+            gnn_vid_t x = gnn_part_new_id(m, v);
+            if (x >= x0 && x < x1) buf[x - x0] = v;
+        }
+        GNN_TRY(gnn__h5_write_rows(d, H5T_NATIVE_INT64, 1, 1, x0, x1 - x0, buf));
+    }
+fail:
+    gnn__h5_close(&d);
+    gnn__h5_close(&sp);
+    gnn_free(buf);
+    return rc;
+}
+
 int gnn__partdir_write_meta(const char *tmp, gnn_vid_t n, gnn_eid_t nnz, const gnn_part_map_t *m,
                             const gnn_partdir_meta_t *meta, const gnn__part_stats_t *st)
 {
@@ -403,7 +443,7 @@ int gnn__partdir_write_meta(const char *tmp, gnn_vid_t n, gnn_eid_t nnz, const g
     GNN_TRY(gnn__h5_set_attr_i64(f, "coarse_levels", meta->coarse_levels));
     GNN_TRY(gnn__h5_set_attr_str(f, "scheme", meta->scheme ? meta->scheme : "-"));
     GNN_TRY(put_i64(f, path, "part_start", m->start, k + 1));
-    GNN_TRY(put_i64(f, path, "node_map", m->old_of_new, m->num_nodes));
+    GNN_TRY(put_node_map(f, path, m));
     col = gnn_malloc_array((size_t)k + 1, sizeof *col);
     GNN_CHECK(col, GNN_ENOMEM, "%s", path);
     static const char *const names[4] = {"part_nodes", "part_edges", "part_halo", "part_train"};
@@ -468,7 +508,7 @@ int gnn__part_splits_build(int64_t *const split[GNN_NUM_SPLITS],
             gnn_vid_t v = split[i][j];
             int p = part[v];
             s->local[i][s->end[(size_t)p * GNN_NUM_SPLITS + (size_t)i]++] =
-                m->new_of_old[v] - m->start[p];
+                (int64_t)m->rank[v];
         }
     }
     return 0;
@@ -495,23 +535,23 @@ int gnn_partdir_write(const char *dir, const gnn_graph_t *g, const int32_t *part
     gnn__part_splits_t sp = {0};
     gnn__part_stats_t *st = NULL;
     gnn_part_local_t l = {0};
-    gnn_vid_t *mark = NULL;
+    gnn_part_rows_t rows = {.g = &g->csr};
     float *feat = NULL;
     int64_t *lab = NULL;
     GNN_CHECK(dir && g && part && meta, GNN_EINVAL, "partition: NULL argument");
     GNN_CHECK(meta->halo_hops >= 1 && meta->halo_hops <= GNN_PARTDIR_MAX_HOPS, GNN_EINVAL,
               "partition: --halo-hops %d outside [1, %d]", meta->halo_hops, GNN_PARTDIR_MAX_HOPS);
     GNN_TRY(gnn__partdir_begin(dir, force, (long)getpid(), &tx));
-    GNN_TRY(gnn_part_relabel(part, g->csr.n_rows, k, &m));
+    GNN_TRY(gnn_part_relabel(part, g->csr.n_rows, k, 1, &m));
     GNN_TRY(gnn__part_splits_build(g->split, g->split_size, part, &m, &sp));
     st = gnn_calloc((size_t)k, sizeof *st);
-    mark = gnn_malloc_array((size_t)m.num_nodes + 1, sizeof *mark);
-    GNN_CHECK(st && mark, GNN_ENOMEM, "partition");
-    for (gnn_vid_t x = 0; x < m.num_nodes; x++) mark[x] = -1;
+    rows.mark = gnn_alloc_large(((size_t)m.num_nodes + 1) * sizeof *rows.mark);
+    GNN_CHECK(st && rows.mark, GNN_ENOMEM, "partition");
+    for (gnn_vid_t x = 0; x < m.num_nodes; x++) rows.mark[x] = -1;
     for (int p = 0; p < k; p++) {
         gnn_vid_t lo = m.start[p], no = m.start[p + 1] - lo;
         gnn__part_content_t c = {.num_parts = k, .first_id = lo, .local = &l};
-        GNN_TRY(gnn_part_local_build(&g->csr, &m, p, meta->halo_hops, mark, &l));
+        GNN_TRY(gnn_part_local_build(&rows, &m, p, NULL, meta->halo_hops, &l));
         if (g->feat) {
             feat = gnn_malloc_array((size_t)no * (size_t)g->feat_dim + 1, sizeof *feat);
             GNN_CHECK(feat, GNN_ENOMEM, "part %d: features", p);
@@ -545,7 +585,7 @@ fail:
     gnn_free(lab);
     gnn__part_splits_free(&sp);
     gnn_free(st);
-    gnn_free(mark);
+    gnn_free(rows.mark);
     gnn_part_map_free(&m);
     return rc;
 }

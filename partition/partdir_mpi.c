@@ -5,10 +5,13 @@
  * all-reduce of the return codes, before the next collective call: all
  * ranks leave together with the same code and none waits forever.
  *
- * A writer's rows live in a CSR over all n old ids whose rows are empty
- * except for the nodes fetched so far (its parts' owned nodes, then the
- * halo hops short of the last), so gnn_part_local_build makes from it
- * exactly the local graph it makes from the whole graph.
+ * A writer holds the rows fetched so far (its parts' owned nodes, then the
+ * halo hops short of the last) as a CSR over their ascending old ids, from
+ * which gnn_part_local_build makes exactly the local graph it makes from
+ * the whole graph. Of the whole graph a rank holds only the part array and
+ * the relabelling's positions (4 + 4 bytes per node) and its slice of the
+ * file's offsets: a writer learns the lengths of the rows it asks for from
+ * their readers first.
  */
 #include "partition/partdir_mpi.h"
 #include "partition/partdir_impl.h"
@@ -29,6 +32,11 @@
 
 #define DEFAULT_CHUNK ((int64_t)64 << 20)
 #define MIN_CHUNK ((int64_t)1 << 16)
+/* Bytes per owned node of a group besides rows and features: its ids as
+ * rows held and by part, its place in the fetch order, its row offset, its
+ * label fetched and gathered, a local graph's ids both ways and row
+ * offsets. */
+#define GROUP_NODE_BYTES 72
 
 typedef struct {
     MPI_Comm comm;
@@ -36,14 +44,17 @@ typedef struct {
     const char *dir;
     gnn_graph_file_t *f;
     gnn_vid_t n;
-    int64_t dim;       /* feature width, 0: none */
-    int weights;       /* the graph has edge weights */
-    gnn_eid_t *indptr; /* the file's, n + 1 */
-    gnn_vid_t *slice;  /* size + 1: rank r reads rows [slice[r], slice[r+1]) */
-    int64_t chunk;     /* bytes a reader answers per round */
+    int64_t dim;        /* feature width, 0: none */
+    int weights;        /* the graph has edge weights */
+    unsigned flags;     /* the file's CSR flags a local graph keeps */
+    gnn_vid_t *slice;   /* size + 1: rank r reads rows [slice[r], slice[r+1]) */
+    gnn_eid_t *sindptr; /* the file's offsets of this rank's rows, and one more */
+    int64_t chunk;      /* bytes a reader answers per round */
 } ctx_t;
 
-enum { ROWS, FEAT, LABEL };
+/* What a writer asks for per row: its length (in-degree), the in-edge
+ * sources (and weights), the features, the label. */
+enum { DEG, ROWS, FEAT, LABEL };
 
 static int agree(const ctx_t *c, int rc) { return gnn_mpi_agree(c->comm, rc); }
 
@@ -54,10 +65,13 @@ static int agree(const ctx_t *c, int rc) { return gnn_mpi_agree(c->comm, rc); }
         if (rc < 0) goto fail;                                                           \
     } while (0)
 
-/* Values of row v in the kind's main stream (sources, floats, labels). */
+/* Values of row v of this rank's slice in the kind's main stream. */
 static int64_t row_len(const ctx_t *c, int kind, gnn_vid_t v)
 {
-    if (kind == ROWS) return c->indptr[v + 1] - c->indptr[v];
+    if (kind == ROWS) {
+        gnn_vid_t r = v - c->slice[c->rank];
+        return c->sindptr[r + 1] - c->sindptr[r];
+    }
     return kind == FEAT ? c->dim : 1;
 }
 
@@ -90,15 +104,16 @@ static int span_read(ctx_t *c, int kind, gnn_vid_t lo, gnn_vid_t hi, span_t *s)
     if (kind == ROWS) {
         GNN_TRY(gnn_graph_read_rows(c->f, lo, hi - lo, &s->rows));
         for (gnn_vid_t v = lo; v < hi; v++)
-            GNN_CHECK(s->rows.indptr[v - lo + 1] - s->rows.indptr[v - lo] ==
-                          c->indptr[v + 1] - c->indptr[v],
+            GNN_CHECK(s->rows.indptr[v - lo + 1] - s->rows.indptr[v - lo] == row_len(c, ROWS, v),
                       GNN_EFORMAT, "%s: row %" PRId64 " changed while it was read",
                       gnn_graph_file_path(c->f), (int64_t)v);
         return 0;
     }
     s->buf = gnn_malloc_array((size_t)(hi - lo) * (size_t)row_len(c, kind, lo) + 1, 8);
     GNN_CHECK(s->buf, GNN_ENOMEM, "%s: %" PRId64 " rows", c->dir, (int64_t)(hi - lo));
-    if (kind == FEAT)
+    if (kind == DEG)
+        for (gnn_vid_t v = lo; v < hi; v++) ((int64_t *)s->buf)[v - lo] = row_len(c, ROWS, v);
+    else if (kind == FEAT)
         rc = gnn_graph_read_feat(c->f, lo, hi - lo, s->buf);
     else
         rc = gnn_graph_read_labels(c->f, lo, hi - lo, s->buf);
@@ -149,11 +164,12 @@ static gnn_vid_t chunk_end(const ctx_t *c, int kind, gnn_vid_t a)
 
 /*
  * The kind's values of rows need[0 .. nn) (ascending old ids) into out,
- * row after row (ROWS: the in-edge sources, their weights into outw when
- * the graph has them; FEAT: floats; LABEL: int64). Collective; enter it
- * agreed.
+ * row after row (DEG: int64 lengths; ROWS: the in-edge sources, offs[j+1]
+ * - offs[j] of them for need[j], their weights into outw when the graph
+ * has them; FEAT: floats; LABEL: int64). Collective; enter it agreed.
  */
-static int fetch(ctx_t *c, int kind, const gnn_vid_t *need, int64_t nn, void *out, float *outw)
+static int fetch(ctx_t *c, int kind, const gnn_vid_t *need, int64_t nn, const gnn_eid_t *offs,
+                 void *out, float *outw)
 {
     int rc = 0, R = c->size, nrq = 0;
     int *cnt = gnn_calloc((size_t)R * 6, sizeof *cnt);
@@ -178,7 +194,10 @@ static int fetch(ctx_t *c, int kind, const gnn_vid_t *need, int64_t nn, void *ou
     for (int r = 0; r < R; r++) {
         int64_t j0 = j;
         base[r] = elems;
-        while (j < nn && need[j] < c->slice[r + 1]) elems += row_len(c, kind, need[j++]);
+        while (j < nn && need[j] < c->slice[r + 1]) {
+            elems += kind == ROWS ? offs[j + 1] - offs[j] : kind == FEAT ? c->dim : 1;
+            j++;
+        }
         local = to_int(j - j0, &scount[r]);
         if (local < 0) break;
         cursor[r] = base[r];
@@ -315,50 +334,15 @@ fail:
 /* ---- One group of parts on one rank -------------------------------------------- */
 
 typedef struct {
-    gnn_csr_t g;       /* n x n, rows only for need */
-    gnn_vid_t *need;   /* the rows held, ascending */
-    int64_t nneed;
-    uint8_t *have;     /* n: 1 for the rows held or being fetched */
+    gnn_csr_t g;     /* a row per node of need, n columns */
+    gnn_vid_t *need; /* the rows held, ascending old ids */
 } rows_t;
 
-/* g.indptr over all n ids from the rows held (indices already in place). */
-static void rows_index(const ctx_t *c, rows_t *w)
+static void rows_clear(rows_t *w)
 {
-    int64_t j = 0;
-    w->g.indptr[0] = 0;
-    for (gnn_vid_t v = 0; v < c->n; v++) {
-        gnn_eid_t d = 0;
-        if (j < w->nneed && w->need[j] == v) {
-            d = c->indptr[v + 1] - c->indptr[v];
-            j++;
-        }
-        w->g.indptr[v + 1] = w->g.indptr[v] + d;
-    }
-    w->g.nnz = w->g.indptr[c->n];
-}
-
-static int64_t sum_deg(const ctx_t *c, const gnn_vid_t *v, int64_t n)
-{
-    int64_t s = 0;
-    for (int64_t i = 0; i < n; i++) s += c->indptr[v[i] + 1] - c->indptr[v[i]];
-    return s;
-}
-
-/* Allocate the sources (and weights) of the rows of v[0 .. n). */
-static int rows_alloc(const ctx_t *c, const gnn_vid_t *v, int64_t n, gnn_vid_t **idx, float **w)
-{
-    int64_t e = sum_deg(c, v, n);
-    *idx = gnn_alloc_large(((size_t)e + 1) * sizeof **idx);
-    *w = c->weights ? gnn_alloc_large(((size_t)e + 1) * sizeof **w) : NULL;
-    if (!*idx || (c->weights && !*w)) {
-        gnn_free(*idx);
-        gnn_free(*w);
-        *idx = NULL;
-        *w = NULL;
-        return GNN_FAIL(GNN_ENOMEM, "out of memory for %" PRId64 " edges of %" PRId64 " rows", e,
-                        n);
-    }
-    return 0;
+    gnn_csr_free(&w->g);
+    gnn_free(w->need);
+    w->need = NULL;
 }
 
 static int cmp_vid(const void *a, const void *b)
@@ -367,33 +351,117 @@ static int cmp_vid(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The hop-h nodes of the group's parts not held yet, ascending. */
-static int next_hop(const ctx_t *c, rows_t *w, const gnn_part_map_t *m, const int *parts,
-                    int np, int h, gnn_vid_t *mark, gnn_vid_t **add, int64_t *nadd)
+/*
+ * The in-edge rows of ids[0 .. n) (ascending) into *r, which takes ids:
+ * their lengths from the readers, then the rows. Collective; enter it
+ * agreed. On failure r holds what it has (rows_clear frees it).
+ */
+static int fetch_rows(ctx_t *c, gnn_vid_t *ids, int64_t n, rows_t *r)
+{
+    int rc = 0, local = 0;
+    memset(r, 0, sizeof *r);
+    r->need = ids;
+    r->g.n_rows = n;
+    r->g.n_cols = c->n;
+    r->g.flags = c->flags;
+    r->g.indptr = gnn_malloc_array((size_t)n + 1, sizeof *r->g.indptr);
+    rc = agree(c, r->g.indptr ? 0 : GNN_FAIL(GNN_ENOMEM, "%s: %" PRId64 " rows", c->dir, n));
+    if (rc < 0) return rc;
+    /* The lengths into place, then their running sum. */
+    rc = fetch(c, DEG, ids, n, NULL, r->g.indptr + 1, NULL);
+    if (rc < 0) return rc;
+    r->g.indptr[0] = 0;
+    for (int64_t i = 0; i < n; i++) r->g.indptr[i + 1] += r->g.indptr[i];
+    r->g.nnz = r->g.indptr[n];
+    r->g.indices = gnn_alloc_large(((size_t)r->g.nnz + 1) * sizeof *r->g.indices);
+    if (c->weights) r->g.weights = gnn_alloc_large(((size_t)r->g.nnz + 1) * sizeof(float));
+    if (!r->g.indices || (c->weights && !r->g.weights))
+        local = GNN_FAIL(GNN_ENOMEM, "out of memory for %" PRId64 " edges of %" PRId64 " rows",
+                         (int64_t)r->g.nnz, n);
+    rc = agree(c, local);
+    if (rc < 0) return rc;
+    return fetch(c, ROWS, ids, n, r->g.indptr, r->g.indices, r->g.weights);
+}
+
+/* The rows of w and add in one set (ascending ids); add is freed. */
+static int rows_merge(const ctx_t *c, rows_t *w, rows_t *add)
+{
+    int rc = 0;
+    int64_t n = w->g.n_rows + add->g.n_rows;
+    gnn_eid_t nnz = w->g.nnz + add->g.nnz;
+    rows_t r = {.g = {.n_rows = n, .n_cols = c->n, .nnz = nnz, .flags = c->flags}};
+    r.need = gnn_malloc_array((size_t)n + 1, sizeof *r.need);
+    r.g.indptr = gnn_malloc_array((size_t)n + 1, sizeof *r.g.indptr);
+    r.g.indices = gnn_alloc_large(((size_t)nnz + 1) * sizeof *r.g.indices);
+    if (c->weights) r.g.weights = gnn_alloc_large(((size_t)nnz + 1) * sizeof *r.g.weights);
+    GNN_CHECK(r.need && r.g.indptr && r.g.indices && (!c->weights || r.g.weights), GNN_ENOMEM,
+              "%s: halo rows", c->dir);
+    int64_t i = 0, j = 0;
+    r.g.indptr[0] = 0;
+    for (int64_t k = 0; k < n; k++) {
+        int old = j >= add->g.n_rows || (i < w->g.n_rows && w->need[i] < add->need[j]);
+        const rows_t *s = old ? w : add;
+        int64_t x = old ? i++ : j++;
+        gnn_eid_t a = s->g.indptr[x], d = s->g.indptr[x + 1] - a, e = r.g.indptr[k];
+        r.need[k] = s->need[x];
+        memcpy(r.g.indices + e, s->g.indices + a, (size_t)d * sizeof *r.g.indices);
+        if (r.g.weights) memcpy(r.g.weights + e, s->g.weights + a, (size_t)d * sizeof(float));
+        r.g.indptr[k + 1] = e + d;
+    }
+    rows_clear(w);
+    rows_clear(add);
+    *w = r;
+    return 0;
+fail:
+    rows_clear(&r);
+    return rc;
+}
+
+/* The group's parts: parts[i]'s owned nodes are own[off[i] .. off[i+1]),
+ * ascending old ids; at[] gives each one's place among all the group's
+ * owned nodes in ascending old id (the order features and labels come in),
+ * NULL when the graph has neither. */
+typedef struct {
+    const int *parts;
+    int np;
+    gnn_vid_t *own;
+    int64_t *off, *at;
+} group_t;
+
+/* The hop-h nodes of the group's parts whose rows w does not hold,
+ * ascending, without repeats. */
+static int next_hop(const ctx_t *c, const rows_t *w, const gnn_part_map_t *m, const group_t *gr,
+                    int h, gnn_vid_t **add, int64_t *nadd)
 {
     int rc = 0;
     gnn_part_local_t l = {0};
     int64_t cap = 0, na = 0;
     gnn_vid_t *a = NULL;
-    for (int i = 0; i < np; i++) {
-        GNN_TRY(gnn_part_local_build(&w->g, m, parts[i], h, mark, &l));
-        for (gnn_vid_t r = l.hop_start[h - 1]; r < l.hop_start[h]; r++) {
-            gnn_vid_t v = m->old_of_new[l.local_to_global[r]];
-            if (w->have[v]) continue;
-            if (na == cap) {
-                cap = cap ? 2 * cap : 1024;
-                gnn_vid_t *b = gnn_realloc_array(a, (size_t)cap, sizeof *a);
-                GNN_CHECK(b, GNN_ENOMEM, "%s: halo of part %d", c->dir, parts[i]);
-                a = b;
-            }
-            w->have[v] = 1;
-            a[na++] = v;
+    for (int i = 0; i < gr->np; i++) {
+        GNN_TRY(gnn_part_local_build(&(gnn_part_rows_t){.g = &w->g, .ids = w->need}, m,
+                                     gr->parts[i], gr->own + gr->off[i], h, &l));
+        gnn_vid_t h0 = l.hop_start[h - 1], h1 = l.hop_start[h];
+        if (na + (h1 - h0) > cap) {
+            cap = 2 * (na + (h1 - h0)) + 1024;
+            gnn_vid_t *b = gnn_realloc_array(a, (size_t)cap, sizeof *a);
+            GNN_CHECK(b, GNN_ENOMEM, "%s: halo of part %d", c->dir, gr->parts[i]);
+            a = b;
         }
+        memcpy(a + na, l.old_ids + h0, (size_t)(h1 - h0) * sizeof *a);
+        na += h1 - h0;
         gnn_part_local_free(&l);
     }
     if (na > 1) qsort(a, (size_t)na, sizeof *a, cmp_vid);
+    /* Drop repeats and the rows held (w->need is ascending too). */
+    int64_t k = 0, i = 0;
+    for (int64_t j = 0; j < na; j++) {
+        if (k > 0 && a[j] == a[k - 1]) continue;
+        while (i < w->g.n_rows && w->need[i] < a[j]) i++;
+        if (i < w->g.n_rows && w->need[i] == a[j]) continue;
+        a[k++] = a[j];
+    }
     *add = a;
-    *nadd = na;
+    *nadd = k;
     return 0;
 fail:
     gnn_part_local_free(&l);
@@ -401,95 +469,34 @@ fail:
     return rc;
 }
 
-/* Merge rows add[0 .. na) (sources aidx, weights aw) into w. */
-static int rows_merge(const ctx_t *c, rows_t *w, const gnn_vid_t *add, int64_t na,
-                      const gnn_vid_t *aidx, const float *aw)
-{
-    int rc = 0;
-    gnn_vid_t *need = gnn_malloc_array((size_t)(w->nneed + na) + 1, sizeof *need), *idx = NULL;
-    float *wt = NULL;
-    GNN_CHECK(need, GNN_ENOMEM, "%s: halo rows", c->dir);
-    int64_t i = 0, j = 0, k = 0;
-    while (i < w->nneed || j < na)
-        need[k++] = j >= na || (i < w->nneed && w->need[i] < add[j]) ? w->need[i++] : add[j++];
-    GNN_TRY(rows_alloc(c, need, k, &idx, &wt));
-    gnn_eid_t e = 0, ei = 0, ej = 0;
-    i = j = 0;
-    for (int64_t r = 0; r < k; r++) {
-        gnn_vid_t v = need[r];
-        gnn_eid_t d = c->indptr[v + 1] - c->indptr[v];
-        int old = i < w->nneed && w->need[i] == v;
-        const gnn_vid_t *src = old ? w->g.indices + ei : aidx + ej;
-        const float *srcw = old ? (wt ? w->g.weights + ei : NULL) : (wt ? aw + ej : NULL);
-        memcpy(idx + e, src, (size_t)d * sizeof *idx);
-        if (wt) memcpy(wt + e, srcw, (size_t)d * sizeof *wt);
-        if (old) {
-            i++;
-            ei += d;
-        } else {
-            j++;
-            ej += d;
-        }
-        e += d;
-    }
-    gnn_free(w->need);
-    gnn_free(w->g.indices);
-    gnn_free(w->g.weights);
-    w->need = need;
-    w->nneed = k;
-    w->g.indices = idx;
-    w->g.weights = wt;
-    rows_index(c, w);
-    return 0;
-fail:
-    gnn_free(need);
-    gnn_free(idx);
-    gnn_free(wt);
-    return rc;
-}
-
-static void rows_clear(rows_t *w)
-{
-    for (int64_t i = 0; w->have && i < w->nneed; i++) w->have[w->need[i]] = 0;
-    gnn_free(w->need);
-    gnn_free(w->g.indices);
-    gnn_free(w->g.weights);
-    w->need = NULL;
-    w->g.indices = NULL;
-    w->g.weights = NULL;
-    w->nneed = 0;
-}
-
-/* Write the group's parts from the rows, features and labels fetched. */
+/* Write the group's parts from the rows, features and labels fetched
+ * (feat and lab in ascending old id of the group's owned nodes). */
 static int write_group(const ctx_t *c, const rows_t *w, const gnn_part_map_t *m,
-                       const gnn__part_splits_t *sp, const int32_t *part, const int *parts,
-                       int np, const gnn_vid_t *own, int64_t nown, const float *feat,
-                       const int64_t *lab, int64_t num_classes, int hops, gnn_vid_t *mark,
-                       const char *tmp, gnn__part_stats_t *st)
+                       const gnn__part_splits_t *sp, const group_t *gr, const float *feat,
+                       const int64_t *lab, int64_t num_classes, int hops, const char *tmp,
+                       gnn__part_stats_t *st)
 {
     int rc = 0;
     gnn_part_local_t l = {0};
     float *pf = NULL;
     int64_t *pl = NULL;
-    for (int i = 0; i < np; i++) {
-        int p = parts[i];
-        gnn_vid_t no = m->start[p + 1] - m->start[p], x = 0;
+    for (int i = 0; i < gr->np; i++) {
+        int p = gr->parts[i];
+        gnn_vid_t no = m->start[p + 1] - m->start[p];
         gnn__part_content_t cont = {.num_parts = m->num_parts, .first_id = m->start[p],
                                     .local = &l};
-        GNN_TRY(gnn_part_local_build(&w->g, m, p, hops, mark, &l));
+        GNN_TRY(gnn_part_local_build(&(gnn_part_rows_t){.g = &w->g, .ids = w->need}, m, p,
+                                     gr->own + gr->off[i], hops, &l));
         pf = feat ? gnn_alloc_large(((size_t)no * (size_t)c->dim + 1) * sizeof *pf) : NULL;
         pl = lab ? gnn_malloc_array((size_t)no + 1, sizeof *pl) : NULL;
         GNN_CHECK((!feat || pf) && (!lab || pl), GNN_ENOMEM, "part %d: features and labels", p);
-        /* A part's nodes keep their relative order, so its owned nodes in
-         * new-id order are its entries of own (ascending old ids). */
-        for (int64_t j = 0; j < nown; j++) {
-            if (part[own[j]] != p) continue;
-            if (pf) memcpy(pf + x * c->dim, feat + j * c->dim, (size_t)c->dim * sizeof *pf);
+        for (gnn_vid_t x = 0; gr->at && x < no; x++) {
+            int64_t j = gr->at[gr->off[i] + x];
+            if (pf)
+                memcpy(pf + (size_t)x * (size_t)c->dim, feat + j * c->dim,
+                       (size_t)c->dim * sizeof *pf);
             if (pl) pl[x] = lab[j];
-            x++;
         }
-        GNN_CHECK(x == no, GNN_EINVAL, "part %d: %" PRId64 " of %" PRId64 " owned nodes", p,
-                  (int64_t)x, (int64_t)no);
         if (pf) {
             cont.feat = pf;
             cont.feat_dim = c->dim;
@@ -517,8 +524,8 @@ fail:
 
 /* This rank's parts (p = rank, rank + R, ...) in groups that fit the
  * budget: group g is parts[gend[g-1] .. gend[g]). */
-static int plan_groups(const ctx_t *c, const gnn_part_map_t *m, int k, int64_t avail,
-                       int **parts, int *np, int **gend, int *ng)
+static int plan_groups(const ctx_t *c, const gnn_part_map_t *m, const int64_t *pedges, int k,
+                       int64_t avail, int **parts, int *np, int **gend, int *ng)
 {
     int n = c->rank < k ? (k - 1 - c->rank) / c->size + 1 : 0, g = 0;
     *parts = gnn_malloc_array((size_t)n + 1, sizeof **parts);
@@ -534,13 +541,8 @@ static int plan_groups(const ctx_t *c, const gnn_part_map_t *m, int k, int64_t a
             g = 1;
             continue;
         }
-        gnn_eid_t e = 0;
-        for (gnn_vid_t x = m->start[p]; x < m->start[p + 1]; x++) {
-            gnn_vid_t v = m->old_of_new[x];
-            e += c->indptr[v + 1] - c->indptr[v];
-        }
-        int64_t est = 2 * e * (8 + (c->weights ? 4 : 0)) +
-                      (int64_t)(m->start[p + 1] - m->start[p]) * (4 * c->dim + 24);
+        int64_t est = 2 * pedges[p] * (8 + (c->weights ? 4 : 0)) +
+                      (int64_t)(m->start[p + 1] - m->start[p]) * (GROUP_NODE_BYTES + 8 * c->dim);
         if (est > avail && !warned) {
             GNN_WARN("%s: part %d needs about %.0f MiB to write, more than the budget leaves "
                      "(%.0f MiB); it is written alone",
@@ -595,25 +597,49 @@ fail:
     return rc;
 }
 
-/* Rows [slice[r], slice[r+1]) hold about 1/R of the nodes plus edges. */
-static void make_slices(ctx_t *c)
+/*
+ * Rows [slice[r], slice[r+1]) hold about 1/R of the nodes plus edges:
+ * rank r finds slice[r], the first v with indptr[v] + v at least r/R of
+ * the total, by bisection over the file's offsets, and the ranks share
+ * theirs. Then each reads the offsets of its own rows.
+ */
+static int make_slices(ctx_t *c, gnn_eid_t ne)
 {
-    gnn_vid_t n = c->n;
-    int64_t total = c->indptr[n] + n;
-    c->slice[0] = 0;
-    for (int r = 1; r < c->size; r++) {
-        int64_t target = (int64_t)((double)total * r / c->size);
-        gnn_vid_t a = c->slice[r - 1], b = n; /* first v with indptr[v] + v >= target */
-        while (a < b) {
-            gnn_vid_t mid = a + (b - a) / 2;
-            if (c->indptr[mid] + mid >= target)
-                b = mid;
-            else
-                a = mid + 1;
-        }
-        c->slice[r] = a;
+    int rc = 0, local = 0;
+    gnn_vid_t a = 0, b = c->rank == 0 ? 0 : c->n;
+    int64_t target = (int64_t)((double)(ne + c->n) * c->rank / c->size);
+    while (a < b && local == 0) {
+        gnn_vid_t mid = a + (b - a) / 2;
+        gnn_eid_t off = 0;
+        local = gnn_graph_read_indptr(c->f, mid, 0, &off);
+        if (off + mid >= target)
+            b = mid;
+        else
+            a = mid + 1;
     }
-    c->slice[c->size] = n;
+    rc = agree(c, local);
+    if (rc < 0) return rc;
+    GNN_MPI_TRY(MPI_Allgather(&a, 1, MPI_INT64_T, c->slice, 1, MPI_INT64_T, c->comm));
+    c->slice[c->size] = c->n;
+    gnn_vid_t lo = c->slice[c->rank], hi = c->slice[c->rank + 1];
+    c->sindptr = gnn_alloc_large(((size_t)(hi - lo) + 1) * sizeof *c->sindptr);
+    local = c->sindptr ? gnn_graph_read_indptr(c->f, lo, hi - lo, c->sindptr)
+                       : GNN_FAIL(GNN_ENOMEM, "%s: the offsets of %" PRId64 " rows", c->dir,
+                                  (int64_t)(hi - lo));
+    rc = agree(c, local);
+fail:
+    return rc;
+}
+
+/* In-edges of each part's owned nodes, summed over the ranks' slices. */
+static int part_edges(const ctx_t *c, const int32_t *part, int k, int64_t *pe)
+{
+    int rc = 0;
+    for (gnn_vid_t v = c->slice[c->rank]; v < c->slice[c->rank + 1]; v++)
+        pe[part[v]] += row_len(c, ROWS, v);
+    GNN_MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, pe, k, MPI_INT64_T, MPI_SUM, c->comm));
+fail:
+    return rc;
 }
 
 int gnn_partdir_write_mpi(MPI_Comm comm, const char *dir, const char *graph, const int32_t *part,
@@ -626,12 +652,12 @@ int gnn_partdir_write_mpi(MPI_Comm comm, const char *dir, const char *graph, con
     gnn__part_splits_t sp = {0};
     gnn__part_stats_t *st = NULL;
     int64_t *split[GNN_NUM_SPLITS] = {0}, ssize[GNN_NUM_SPLITS], split_bytes = 0;
-    gnn_vid_t *mark = NULL, *own = NULL, *add = NULL, *aidx = NULL;
-    float *aw = NULL, *feat = NULL;
+    int64_t *pedges = NULL, *off = NULL, *at = NULL;
+    gnn_vid_t *pown = NULL, *ids = NULL, *add = NULL;
+    float *feat = NULL;
     int64_t *lab = NULL;
-    int *parts = NULL, *gend = NULL, np = 0, ng = 0;
-    uint8_t *ingroup = NULL;
-    rows_t w = {0};
+    int *parts = NULL, *gend = NULL, *gidx = NULL, np = 0, ng = 0;
+    rows_t w = {0}, more = {0};
     MPI_Comm_rank(comm, &c.rank);
     MPI_Comm_size(comm, &c.size);
 
@@ -643,15 +669,14 @@ int gnn_partdir_write_mpi(MPI_Comm comm, const char *dir, const char *graph, con
     c.n = info->num_nodes;
     c.dim = info->feat_dim;
     c.weights = info->has_weights;
+    c.flags = info->csr_flags & (GNN_CSR_DEDUPED | GNN_CSR_NO_SELF_LOOPS);
     c.chunk = o->chunk_bytes ? o->chunk_bytes : DEFAULT_CHUNK;
     if (!o->chunk_bytes && o->mem_budget && o->mem_budget / 16 < c.chunk)
         c.chunk = o->mem_budget / 16 > MIN_CHUNK ? o->mem_budget / 16 : MIN_CHUNK;
-    c.indptr = gnn_alloc_large(((size_t)c.n + 1) * sizeof *c.indptr);
     c.slice = gnn_malloc_array((size_t)c.size + 1, sizeof *c.slice);
-    STEP(c.indptr && c.slice ? 0 : GNN_FAIL(GNN_ENOMEM, "%s: the graph's offsets", c.dir));
-    STEP(gnn_graph_read_indptr(c.f, 0, c.n, c.indptr));
-    make_slices(&c);
-    STEP(gnn_part_relabel(part, c.n, k, &m));
+    STEP(c.slice ? 0 : GNN_FAIL(GNN_ENOMEM, "%s: slices", c.dir));
+    STEP(make_slices(&c, info->num_edges));
+    STEP(gnn_part_relabel(part, c.n, k, 0, &m));
     rc = 0;
     for (int s = 0; s < GNN_NUM_SPLITS; s++) {
         ssize[s] = -1;
@@ -667,74 +692,64 @@ int gnn_partdir_write_mpi(MPI_Comm comm, const char *dir, const char *graph, con
         split[s] = NULL;
     }
     st = gnn_calloc((size_t)k, sizeof *st);
-    mark = gnn_alloc_large(((size_t)c.n + 1) * sizeof *mark);
-    w.have = gnn_calloc((size_t)c.n + 1, 1);
-    w.g.indptr = gnn_alloc_large(((size_t)c.n + 1) * sizeof *w.g.indptr);
-    ingroup = gnn_calloc((size_t)k, 1);
-    STEP(st && mark && w.have && w.g.indptr && ingroup
-             ? 0
-             : GNN_FAIL(GNN_ENOMEM, "%s: %" PRId64 " nodes", c.dir, (int64_t)c.n));
-    for (gnn_vid_t x = 0; x < c.n; x++) mark[x] = -1;
-    w.g.n_rows = w.g.n_cols = c.n;
-    w.g.flags = info->csr_flags & (GNN_CSR_DEDUPED | GNN_CSR_NO_SELF_LOOPS);
+    pedges = gnn_calloc((size_t)k, sizeof *pedges);
+    gidx = gnn_malloc_array((size_t)k, sizeof *gidx);
+    STEP(st && pedges && gidx ? 0 : GNN_FAIL(GNN_ENOMEM, "%s: %d parts", c.dir, k));
+    for (int p = 0; p < k; p++) gidx[p] = -1;
+    STEP(part_edges(&c, part, k, pedges));
 
     int64_t avail = 0;
     if (o->mem_budget) {
-        avail = o->mem_budget - (int64_t)c.n * GNN_PARTDIR_MPI_NODE_BYTES - split_bytes -
-                3 * c.chunk;
+        int64_t fixed = (int64_t)c.n * GNN_PARTDIR_MPI_NODE_BYTES +
+                        8 * (c.slice[c.rank + 1] - c.slice[c.rank]) + split_bytes;
+        avail = o->mem_budget - fixed - 3 * c.chunk;
         if (avail <= 0) {
             if (c.rank == 0)
                 GNN_WARN("%s: --mem-budget leaves nothing for the parts after %.0f MiB of "
                          "per-node arrays; each part is written alone",
-                         c.dir, (double)(c.n * GNN_PARTDIR_MPI_NODE_BYTES) / 1048576.0);
+                         c.dir, (double)fixed / 1048576.0);
             avail = 1;
         }
     }
-    STEP(plan_groups(&c, &m, k, avail, &parts, &np, &gend, &ng));
+    STEP(plan_groups(&c, &m, pedges, k, avail, &parts, &np, &gend, &ng));
     int groups = 0;
     GNN_MPI_TRY(MPI_Allreduce(&ng, &groups, 1, MPI_INT, MPI_MAX, comm));
 
     for (int g = 0; g < groups; g++) {
         int g0 = g == 0 ? 0 : g < ng ? gend[g - 1] : np, g1 = g < ng ? gend[g] : np;
-        const int *gp = parts + g0;
-        int gn = g1 - g0;
+        group_t gr = {.parts = parts + g0, .np = g1 - g0};
         int64_t nown = 0;
-        /* The owned nodes of the group, ascending old ids. */
-        for (int i = 0; i < gn; i++) {
-            ingroup[gp[i]] = 1;
-            nown += m.start[gp[i] + 1] - m.start[gp[i]];
+        /* The owned nodes of the group: ascending, and by part. */
+        for (int i = 0; i < gr.np; i++) {
+            gidx[gr.parts[i]] = i;
+            nown += m.start[gr.parts[i] + 1] - m.start[gr.parts[i]];
         }
-        own = gnn_alloc_large(((size_t)nown + 1) * sizeof *own);
-        rc = own ? 0 : GNN_FAIL(GNN_ENOMEM, "%s: %" PRId64 " owned nodes", c.dir, nown);
-        if (own) {
-            int64_t j = 0;
-            for (gnn_vid_t v = 0; v < c.n; v++)
-                if (ingroup[part[v]]) own[j++] = v;
-            w.need = gnn_malloc_array((size_t)nown + 1, sizeof *w.need);
-            if (!w.need) rc = GNN_FAIL(GNN_ENOMEM, "%s: owned rows", c.dir);
-        }
+        int carried = c.dim || info->has_labels;
+        ids = gnn_alloc_large(((size_t)nown + 1) * sizeof *ids);
+        gr.own = pown = gnn_alloc_large(((size_t)nown + 1) * sizeof *pown);
+        gr.off = off = gnn_malloc_array((size_t)gr.np + 1, sizeof *off);
+        gr.at = at = carried ? gnn_alloc_large(((size_t)nown + 1) * sizeof *at) : NULL;
+        rc = ids && pown && off && (at || !carried)
+                 ? 0
+                 : GNN_FAIL(GNN_ENOMEM, "%s: %" PRId64 " owned nodes", c.dir, nown);
         if (rc == 0) {
-            memcpy(w.need, own, (size_t)nown * sizeof *own);
-            w.nneed = nown;
-            rc = rows_alloc(&c, own, nown, &w.g.indices, &w.g.weights);
+            off[0] = 0;
+            for (int i = 0; i < gr.np; i++)
+                off[i + 1] = off[i] + m.start[gr.parts[i] + 1] - m.start[gr.parts[i]];
+            int64_t j = 0;
+            for (gnn_vid_t v = 0; v < c.n; v++) {
+                int i = gidx[part[v]];
+                if (i < 0) continue;
+                pown[off[i] + m.rank[v]] = v;
+                if (at) at[off[i] + m.rank[v]] = j;
+                ids[j++] = v;
+            }
         }
         STEP(rc);
-        STEP(fetch(&c, ROWS, own, nown, w.g.indices, w.g.weights));
-        for (int64_t i = 0; i < nown; i++) w.have[own[i]] = 1;
-        rows_index(&c, &w);
-        for (int h = 1; h < meta->halo_hops; h++) {
-            int64_t na = 0;
-            rc = next_hop(&c, &w, &m, gp, gn, h, mark, &add, &na);
-            if (rc == 0) rc = rows_alloc(&c, add, na, &aidx, &aw);
-            STEP(rc);
-            STEP(fetch(&c, ROWS, add, na, aidx, aw));
-            STEP(rows_merge(&c, &w, add, na, aidx, aw));
-            gnn_free(add);
-            gnn_free(aidx);
-            gnn_free(aw);
-            add = aidx = NULL;
-            aw = NULL;
-        }
+        rc = fetch_rows(&c, ids, nown, &w);
+        ids = NULL; /* w holds it */
+        STEP(rc);
+        /* Features and labels while the rows held are the owned ones. */
         rc = 0;
         if (c.dim) {
             feat = gnn_alloc_large(((size_t)nown * (size_t)c.dim + 1) * sizeof *feat);
@@ -745,16 +760,27 @@ int gnn_partdir_write_mpi(MPI_Comm comm, const char *dir, const char *graph, con
             if (!lab) rc = GNN_FAIL(GNN_ENOMEM, "%s: labels of %" PRId64 " nodes", c.dir, nown);
         }
         STEP(rc);
-        if (c.dim) STEP(fetch(&c, FEAT, own, nown, feat, NULL));
-        if (info->has_labels) STEP(fetch(&c, LABEL, own, nown, lab, NULL));
-        STEP(write_group(&c, &w, &m, &sp, part, gp, gn, own, nown, feat, lab, info->num_classes,
-                         meta->halo_hops, mark, tx.tmp, st));
-        for (int i = 0; i < gn; i++) ingroup[gp[i]] = 0;
+        if (c.dim) STEP(fetch(&c, FEAT, w.need, nown, NULL, feat, NULL));
+        if (info->has_labels) STEP(fetch(&c, LABEL, w.need, nown, NULL, lab, NULL));
+        for (int h = 1; h < meta->halo_hops; h++) {
+            int64_t na = 0;
+            STEP(next_hop(&c, &w, &m, &gr, h, &add, &na));
+            rc = fetch_rows(&c, add, na, &more);
+            add = NULL; /* more holds it */
+            STEP(rc);
+            STEP(rows_merge(&c, &w, &more));
+        }
+        STEP(write_group(&c, &w, &m, &sp, &gr, feat, lab, info->num_classes, meta->halo_hops,
+                         tx.tmp, st));
+        for (int i = 0; i < gr.np; i++) gidx[gr.parts[i]] = -1;
         rows_clear(&w);
-        gnn_free(own);
+        gnn_free(pown);
+        gnn_free(off);
+        gnn_free(at);
         gnn_free(feat);
         gnn_free(lab);
-        own = NULL;
+        pown = NULL;
+        off = at = NULL;
         feat = NULL;
         lab = NULL;
     }
@@ -771,24 +797,24 @@ int gnn_partdir_write_mpi(MPI_Comm comm, const char *dir, const char *graph, con
 fail:
     gnn__partdir_end(&tx);
     gnn_graph_close(c.f);
-    gnn_free(c.indptr);
     gnn_free(c.slice);
+    gnn_free(c.sindptr);
     gnn_part_map_free(&m);
     gnn__part_splits_free(&sp);
     for (int s = 0; s < GNN_NUM_SPLITS; s++) gnn_free(split[s]);
     gnn_free(st);
-    gnn_free(mark);
-    gnn_free(own);
+    gnn_free(pedges);
+    gnn_free(pown);
+    gnn_free(at);
+    gnn_free(ids);
     gnn_free(add);
-    gnn_free(aidx);
-    gnn_free(aw);
+    gnn_free(off);
     gnn_free(feat);
     gnn_free(lab);
     gnn_free(parts);
     gnn_free(gend);
-    gnn_free(ingroup);
+    gnn_free(gidx);
     rows_clear(&w);
-    gnn_free(w.have);
-    gnn_free(w.g.indptr);
+    rows_clear(&more);
     return rc;
 }

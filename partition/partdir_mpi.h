@@ -12,14 +12,16 @@
  * in the chunk, one round per chunk. Rank 0 creates the temporary
  * directory, writes meta.h5 once every part is whole, and renames it.
  *
- * Memory per rank: 45 bytes per node of the whole graph (the file's
- * indptr, the relabelling both ways, the writer's row index, a marker, the
- * part array and a flag), the split indices (8 bytes per entry), a chunk
- * and its packed answers (one chunk more when every row is asked for once,
- * as with one hop of halo; up to one per asking rank for halo rows many
- * parts hold), and the parts written at the same time: their rows (12 bytes per
- * stored in-edge with weights, 8 without) held twice (fetched, and as the
- * local graph), plus 4 x feature width + 24 bytes per owned node. Under a
+ * Memory per rank: 8 bytes per node of the whole graph (the part array
+ * and each node's position in its part), the file's offsets of the rank's
+ * own slice (8 bytes per row), the split indices (8 bytes per entry), a
+ * chunk and its packed answers (one chunk more when every row is asked
+ * for once, as with one hop of halo; up to one per asking rank for halo
+ * rows many parts hold), and the parts written at the same time: their
+ * rows (12 bytes per stored in-edge with weights, 8 without) held twice
+ * (fetched, and as the local graph), 8 x feature width + 72 bytes per
+ * owned node, and about 64 bytes per halo node (its ids and an id map
+ * entry). Under a
  * budget a rank writes its parts in groups that fit it, one group at a
  * time.
  */
@@ -42,7 +44,7 @@ typedef struct {
 } gnn_partdir_mpi_opts_t;
 
 /* Bytes per node of the whole graph every rank holds while writing. */
-#define GNN_PARTDIR_MPI_NODE_BYTES 45
+#define GNN_PARTDIR_MPI_NODE_BYTES 8
 
 /*
  * Write the k parts given by part[v] (the same array on every rank) of

@@ -20,7 +20,7 @@
 #include "graph/base/alloc.h"
 #include "graph/base/error.h"
 #include "kernels/rng.h"
-#include "sampler/idmap.h"
+#include "graph/idmap.h"
 
 #include <omp.h>
 #include <stdlib.h>

@@ -1,18 +1,18 @@
 /*
- * The global-id -> local-id map of one mini-batch: open addressing with
- * linear probing over a power-of-two table of (key, value) pairs kept at
- * most half full.
+ * A global-id -> local-id map: open addressing with linear probing over a
+ * power-of-two table of (key, value) pairs kept at most half full.
  *
- * It is sized to the batch (the nodes it will hold), never to the graph, so
- * memory per batch is O(batch) and any number of batches can be built at
- * once. Keys are global node ids (>= 0); -1 marks an empty slot. Keys are
- * never removed. Internal to sampler/.
+ * It is sized to what it holds (a mini-batch's nodes, a part's halo),
+ * never to the graph, so its memory follows the batch or the part. Keys
+ * are node ids (>= 0); -1 marks an empty slot. Keys are never removed.
+ * Internal: the sampler and the partition writer use it.
  */
-#ifndef GNN_SAMPLER_IDMAP_H
-#define GNN_SAMPLER_IDMAP_H
+#ifndef GNN_GRAPH_IDMAP_H
+#define GNN_GRAPH_IDMAP_H
 
 #include "graph/base/types.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct {
@@ -59,6 +59,19 @@ static inline gnn_vid_t gnn__idmap_get_or_put(gnn__idmap_t *m, gnn_vid_t key, gn
             m->size++;
             return val;
         }
+        i = (i + 1) & m->mask;
+    }
+}
+
+/* Where the value of key is held (to change it), or NULL when absent. */
+static inline gnn_vid_t *gnn__idmap_find(gnn__idmap_t *m, gnn_vid_t key)
+{
+    if (!m->slots) return NULL;
+    uint64_t i = gnn__idmap_hash(key) & m->mask;
+    for (;;) {
+        gnn__idmap_slot_t *s = &m->slots[i];
+        if (s->key == key) return &s->val;
+        if (s->key < 0) return NULL;
         i = (i + 1) & m->mask;
     }
 }

@@ -1,8 +1,8 @@
 /*
- * Growth of the mini-batch id map (idmap.h): a new table of twice the
+ * Growth of the id map (idmap.h): a new table of twice the
  * needed keys, rounded up to a power of two, with every key re-inserted.
  */
-#include "sampler/idmap.h"
+#include "graph/idmap.h"
 
 #include "graph/base/alloc.h"
 #include "graph/base/error.h"
