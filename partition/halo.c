@@ -202,7 +202,7 @@ static int marks_put(marks_t *k, gnn_vid_t v, gnn_vid_t r, int p)
         return 0;
     }
     if ((!m->slots || 2 * (uint64_t)(m->size + 1) > m->mask + 1) &&
-        gnn__idmap_reserve(m, 2 * m->size + 16) < 0)
+        gnn__idmap_reserve(m, m->size + 16) < 0)
         return GNN_FAIL(GNN_ENOMEM, "part %d halo", p);
     (void)gnn__idmap_get_or_put(m, v, r);
     return 0;

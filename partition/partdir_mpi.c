@@ -441,6 +441,10 @@ static int next_hop(const ctx_t *c, const rows_t *w, const gnn_part_map_t *m, co
         GNN_TRY(gnn_part_local_build(&(gnn_part_rows_t){.g = &w->g, .ids = w->need}, m,
                                      gr->parts[i], gr->own + gr->off[i], h, &l));
         gnn_vid_t h0 = l.hop_start[h - 1], h1 = l.hop_start[h];
+        if (h1 == h0) { /* nothing new at this hop (one part, or a closed halo) */
+            gnn_part_local_free(&l);
+            continue;
+        }
         if (na + (h1 - h0) > cap) {
             cap = 2 * (na + (h1 - h0)) + 1024;
             gnn_vid_t *b = gnn_realloc_array(a, (size_t)cap, sizeof *a);
@@ -621,6 +625,12 @@ static int make_slices(ctx_t *c, gnn_eid_t ne)
     if (rc < 0) return rc;
     GNN_MPI_TRY(MPI_Allgather(&a, 1, MPI_INT64_T, c->slice, 1, MPI_INT64_T, c->comm));
     c->slice[c->size] = c->n;
+    for (int r = 0; r < c->size && local == 0; r++) /* the same verdict on every rank */
+        if (c->slice[r] > c->slice[r + 1])
+            local = GNN_FAIL(GNN_EFORMAT, "%s: indptr is not ascending (rows %" PRId64
+                             " and %" PRId64 ")", gnn_graph_file_path(c->f),
+                             (int64_t)c->slice[r + 1], (int64_t)c->slice[r]);
+    if (local < 0) return local;
     gnn_vid_t lo = c->slice[c->rank], hi = c->slice[c->rank + 1];
     c->sindptr = gnn_alloc_large(((size_t)(hi - lo) + 1) * sizeof *c->sindptr);
     local = c->sindptr ? gnn_graph_read_indptr(c->f, lo, hi - lo, c->sindptr)

@@ -5,9 +5,10 @@
  *
  * Rank r reads one slice of the graph file (contiguous rows holding about
  * 1/R of its nodes plus stored edges) and writes parts r, r + R, r + 2R...
- * A writer asks the ranks whose slices hold them for the in-edge rows of
- * its parts' owned nodes, then for the rows of each halo hop short of the
- * last, then for the owned features and labels; each reader walks its
+ * A writer asks the ranks whose slices hold them for the lengths, then the
+ * in-edge rows, of its parts' owned nodes, then for their features and
+ * labels, then for the rows (lengths first) of each halo hop short of the
+ * last; each reader walks its
  * slice in chunks of a bounded size and answers every request that falls
  * in the chunk, one round per chunk. Rank 0 creates the temporary
  * directory, writes meta.h5 once every part is whole, and renames it.
@@ -20,10 +21,12 @@
  * rows many parts hold), and the parts written at the same time: their
  * rows (12 bytes per stored in-edge with weights, 8 without) held twice
  * (fetched, and as the local graph), 8 x feature width + 72 bytes per
- * owned node, and about 64 bytes per halo node (its ids and an id map
- * entry). Under a
+ * owned node, and up to 80 bytes per halo node (its ids and an id map
+ * entry); a reader also holds the ids asked of its slice (8 bytes per row
+ * asked). Under a
  * budget a rank writes its parts in groups that fit it, one group at a
- * time.
+ * time; the plan counts the owned nodes' rows, and with more than one hop
+ * of halo the rows of the hops short of the last come on top.
  */
 #ifndef GNN_PARTITION_PARTDIR_MPI_H
 #define GNN_PARTITION_PARTDIR_MPI_H

@@ -15,8 +15,9 @@
  * directories must hold the same files, and in them the same objects,
  * datasets (type, shape and bytes) and attributes (type and bytes); the
  * ranks' directory must pass gnn_partdir_check. Cases: 1, 2 and 3 hops of
- * halo; 1, 3 and 7 parts; a part left empty; a memory budget so small that
- * each rank writes its parts one at a time.
+ * halo; 1, 3 and 7 parts; a part left empty; one part with two hops (its
+ * second hop empty); a memory budget so small that each rank writes its
+ * parts one at a time.
  *
  * Errors, agreed by every rank with the same code and nothing left behind
  * (no directory, no temporary directory beside it): an existing directory
@@ -320,7 +321,7 @@ typedef struct {
 static const write_case_t g_cases[] = {
     {"full", 1, 1, 0, 0}, {"full", 3, 1, 0, 0},        {"full", 7, 2, 0, 0},
     {"full", 4, 3, 0, 0}, {"full", 5, 2, 1, 0},        {"full", 7, 2, 0, 1},
-    {"bare", 3, 1, 0, 0}, {"bare", 6, 2, 0, 1 << 20},
+    {"bare", 3, 1, 0, 0}, {"bare", 6, 2, 0, 1 << 20}, {"full", 1, 2, 0, 0},
 };
 #define N_CASES (sizeof g_cases / sizeof g_cases[0])
 
