@@ -47,10 +47,7 @@ static int set_up(void)
             w[m++] = (float)i;
         }
     gnn_graph_t g;
-    gnn_graph_init(&g);
-    g.directed = 1;
-    int rc = gnn_csr_from_edges(N, m, src, dst, w, GNN_BUILD_DEDUPE | GNN_BUILD_SORT, &g.csr);
-    if (rc == 0) rc = tu_graph_node_data(&g, N, 2, 3);
+    int rc = tu_graph_directed(&g, N, m, src, dst, w, 2, 3);
     g.orig_id = gnn_malloc_array(N, sizeof *g.orig_id);
     if (rc == 0 && !g.orig_id) rc = GNN_ENOMEM;
     for (gnn_vid_t v = 0; rc == 0 && v < N; v++) {

@@ -67,10 +67,7 @@ static int set_up(void)
             w[m++] = (float)(1 + (r >> 20) % 7);
         }
     gnn_graph_t g;
-    gnn_graph_init(&g);
-    g.directed = 1;
-    int rc = gnn_csr_from_edges(N, m, src, dst, w, GNN_BUILD_DEDUPE | GNN_BUILD_SORT, &g.csr);
-    if (rc == 0) rc = tu_graph_node_data(&g, N, 3, 4);
+    int rc = tu_graph_directed(&g, N, m, src, dst, w, 3, 4);
     g.orig_id = gnn_malloc_array(N, sizeof *g.orig_id);
     if (rc == 0 && !g.orig_id) rc = GNN_ENOMEM;
     int32_t part[N];

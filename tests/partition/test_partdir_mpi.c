@@ -99,11 +99,7 @@ static int write_graphs(unsigned seed)
     }
     gnn_graph_t g;
     gnn_graph_init(&g);
-    g.directed = 1;
-    if (rc == 0)
-        rc = gnn_csr_from_edges(N_NODES, m, src, dst, w, GNN_BUILD_DEDUPE | GNN_BUILD_SORT,
-                                &g.csr);
-    if (rc == 0) rc = tu_graph_node_data(&g, N_NODES, FEAT_DIM, N_CLASSES);
+    if (rc == 0) rc = tu_graph_directed(&g, N_NODES, m, src, dst, w, FEAT_DIM, N_CLASSES);
     for (gnn_vid_t v = 0; rc == 0 && v < N_NODES; v++) {
         for (int j = 0; j < FEAT_DIM; j++)
             g.feat[v * FEAT_DIM + j] = (float)tr_below(&r, 100000) / 313.0f - 100.0f;

@@ -122,13 +122,9 @@ static int write_graph(unsigned seed)
     }
     gnn_graph_t g;
     gnn_graph_init(&g);
-    g.directed = 1;
-    if (rc == 0)
-        rc = gnn_csr_from_edges(N_NODES, m, src, dst, NULL, GNN_BUILD_DEDUPE | GNN_BUILD_SORT,
-                                &g.csr);
+    if (rc == 0) rc = tu_graph_directed(&g, N_NODES, m, src, dst, NULL, FEAT_DIM, N_CLASSES);
     free(src);
     free(dst);
-    if (rc == 0) rc = tu_graph_node_data(&g, N_NODES, FEAT_DIM, N_CLASSES);
     for (gnn_vid_t v = 0; rc == 0 && v < N_NODES; v++) {
         for (int j = 0; j < FEAT_DIM; j++)
             g.feat[v * FEAT_DIM + j] = (float)below(&r, 10000) / 77.0f - 60.0f;
