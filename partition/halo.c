@@ -263,13 +263,16 @@ int gnn_part_local_build(const gnn_part_rows_t *rows, const gnn_part_map_t *m, i
     const int32_t *part = m->part;
     gnn_vid_t hint = 0;
 
-    /* Hop h: the sources of hop h-1 (local ids [a, b)) not yet local. */
+    /* Hop h: the sources of hop h-1 (local ids [a, b)) not yet local.
+     * The rows read on the way, hops 0 .. H-1, are the local graph's. */
     l.hop_start[0] = no;
     gnn_vid_t a = 0, b = no;
+    gnn_eid_t nnz = 0;
     for (int h = 1; h <= hops; h++) {
         for (gnn_vid_t r = a; r < b; r++) {
             gnn_eid_t e0 = 0, e1 = 0;
             GNN_TRY(row_of(g, ids, p, l.old_ids[r], &hint, &e0, &e1));
+            nnz += e1 - e0;
             for (gnn_eid_t s = e0; s < e1; s++) {
                 gnn_vid_t u = g->indices[s];
                 if (part[u] == p || marks_get(&k, u) >= 0) continue;
@@ -285,12 +288,6 @@ int gnn_part_local_build(const gnn_part_rows_t *rows, const gnn_part_map_t *m, i
     l.n_rows = l.hop_start[hops - 1];
 
     /* The rows: every in-edge of the owned nodes and of hops 1 .. H-1. */
-    gnn_eid_t nnz = 0;
-    for (gnn_vid_t r = 0; r < l.n_rows; r++) {
-        gnn_eid_t e0 = 0, e1 = 0;
-        GNN_TRY(row_of(g, ids, p, l.old_ids[r], &hint, &e0, &e1));
-        nnz += e1 - e0;
-    }
     l.csr.n_rows = l.n_rows;
     l.csr.n_cols = l.n_local;
     l.csr.nnz = nnz;
