@@ -24,6 +24,7 @@
 #include "partition/mpiutil.h"
 
 #include <inttypes.h>
+#include <malloc.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,9 @@
  * label fetched and gathered, a local graph's ids both ways and row
  * offsets. */
 #define GROUP_NODE_BYTES 72
+/* Bytes per halo node of a part being written: its ids both ways and an
+ * id-map entry. */
+#define HALO_NODE_BYTES 80
 
 typedef struct {
     MPI_Comm comm;
@@ -478,7 +482,7 @@ fail:
 static int write_group(const ctx_t *c, const rows_t *w, const gnn_part_map_t *m,
                        const gnn__part_splits_t *sp, const group_t *gr, const float *feat,
                        const int64_t *lab, int64_t num_classes, int hops, const char *tmp,
-                       gnn__part_stats_t *st)
+                       gnn__part_stats_t *st, int64_t *halo)
 {
     int rc = 0;
     gnn_part_local_t l = {0};
@@ -491,6 +495,7 @@ static int write_group(const ctx_t *c, const rows_t *w, const gnn_part_map_t *m,
                                     .local = &l};
         GNN_TRY(gnn_part_local_build(&(gnn_part_rows_t){.g = &w->g, .ids = w->need}, m, p,
                                      gr->own + gr->off[i], hops, &l));
+        *halo += l.n_local - l.n_owned;
         pf = feat ? gnn_alloc_large(((size_t)no * (size_t)c->dim + 1) * sizeof *pf) : NULL;
         pl = lab ? gnn_malloc_array((size_t)no + 1, sizeof *pl) : NULL;
         GNN_CHECK((!feat || pf) && (!lab || pl), GNN_ENOMEM, "part %d: features and labels", p);
@@ -526,44 +531,43 @@ fail:
 
 /* ---- The whole directory ------------------------------------------------------- */
 
-/* This rank's parts (p = rank, rank + R, ...) in groups that fit the
- * budget: group g is parts[gend[g-1] .. gend[g]). */
-static int plan_groups(const ctx_t *c, const gnn_part_map_t *m, const int64_t *pedges, int k,
-                       int64_t avail, int **parts, int *np, int **gend, int *ng)
+/* What part p is planned at before any of it is fetched: its owned nodes'
+ * rows, fetched and built into a local graph, and their ids, features and
+ * labels. Halo rows and nodes come on top: the writer scales the plan by
+ * what earlier groups took over theirs. */
+static int64_t part_plan(const ctx_t *c, const gnn_part_map_t *m, const int64_t *pedges, int p)
 {
-    int n = c->rank < k ? (k - 1 - c->rank) / c->size + 1 : 0, g = 0;
-    *parts = gnn_malloc_array((size_t)n + 1, sizeof **parts);
-    *gend = gnn_malloc_array((size_t)n + 1, sizeof **gend);
-    if (!*parts || !*gend) return GNN_FAIL(GNN_ENOMEM, "%s: parts", c->dir);
+    return 2 * pedges[p] * (8 + (c->weights ? 4 : 0)) +
+           (int64_t)(m->start[p + 1] - m->start[p]) * (GROUP_NODE_BYTES + 8 * c->dim);
+}
+
+/*
+ * The end of the group of parts that starts at parts[g0]: every part left
+ * without a budget (avail 0); otherwise the parts whose plans, times grow,
+ * fit avail together, at least one; only parts[g0] while grow is not known
+ * (0: no group written yet, and halo rows beyond the first hop to come).
+ */
+static int next_group(const ctx_t *c, const gnn_part_map_t *m, const int64_t *pedges,
+                      const int *parts, int np, int g0, int64_t avail, double grow, int *warned)
+{
+    if (avail <= 0) return np;
     int64_t used = 0;
-    int warned = 0;
-    for (int i = 0; i < n; i++) {
-        int p = c->rank + i * c->size;
-        (*parts)[i] = p;
-        if (avail <= 0) { /* no budget: every part of this rank at once */
-            (*gend)[0] = i + 1;
-            g = 1;
-            continue;
-        }
-        int64_t est = 2 * pedges[p] * (8 + (c->weights ? 4 : 0)) +
-                      (int64_t)(m->start[p + 1] - m->start[p]) * (GROUP_NODE_BYTES + 8 * c->dim);
-        if (est > avail && !warned) {
+    int g1 = g0;
+    while (g1 < np) {
+        int p = parts[g1];
+        int64_t est = (int64_t)((grow > 0 ? grow : 1.0) * (double)part_plan(c, m, pedges, p));
+        if (g1 > g0 && used + est > avail) break;
+        if (g1 == g0 && est > avail && !*warned) {
             GNN_WARN("%s: part %d needs about %.0f MiB to write, more than the budget leaves "
                      "(%.0f MiB); it is written alone",
                      c->dir, p, (double)est / 1048576.0, (double)avail / 1048576.0);
-            warned = 1;
+            *warned = 1;
         }
-        if (g > 0 && used + est <= avail) {
-            (*gend)[g - 1] = i + 1;
-            used += est;
-        } else {
-            (*gend)[g++] = i + 1;
-            used = est;
-        }
+        used += est;
+        g1++;
+        if (grow <= 0) break;
     }
-    *np = n;
-    *ng = g;
-    return 0;
+    return g1;
 }
 
 static int check_args(const char *dir, const char *graph, const int32_t *part, int k,
@@ -666,7 +670,7 @@ int gnn_partdir_write_mpi(MPI_Comm comm, const char *dir, const char *graph, con
     gnn_vid_t *pown = NULL, *ids = NULL, *add = NULL;
     float *feat = NULL;
     int64_t *lab = NULL;
-    int *parts = NULL, *gend = NULL, *gidx = NULL, np = 0, ng = 0;
+    int *parts = NULL, *gidx = NULL, np = 0;
     rows_t w = {0}, more = {0};
     MPI_Comm_rank(comm, &c.rank);
     MPI_Comm_size(comm, &c.size);
@@ -721,18 +725,30 @@ int gnn_partdir_write_mpi(MPI_Comm comm, const char *dir, const char *graph, con
             avail = 1;
         }
     }
-    STEP(plan_groups(&c, &m, pedges, k, avail, &parts, &np, &gend, &ng));
-    int groups = 0;
-    GNN_MPI_TRY(MPI_Allreduce(&ng, &groups, 1, MPI_INT, MPI_MAX, comm));
-
-    for (int g = 0; g < groups; g++) {
-        int g0 = g == 0 ? 0 : g < ng ? gend[g - 1] : np, g1 = g < ng ? gend[g] : np;
+    /* This rank's parts, p = rank, rank + R, ..., written in groups that
+     * fit the budget. Every rank takes part in every group's fetches (with
+     * no parts once its own are written) until all are written. */
+    np = c.rank < k ? (k - 1 - c.rank) / c.size + 1 : 0;
+    parts = gnn_malloc_array((size_t)np + 1, sizeof *parts);
+    STEP(parts ? 0 : GNN_FAIL(GNN_ENOMEM, "%s: parts", c.dir));
+    for (int i = 0; i < np; i++) parts[i] = c.rank + i * c.size;
+    /* What a group took over its plan, the most so far: 1 to begin with
+     * when the halo is one hop (its rows are the owned ones; only the halo
+     * nodes come on top), unknown (0) with more. */
+    double grow = meta->halo_hops > 1 ? 0 : 1;
+    int warned = 0;
+    for (int g0 = 0;;) {
+        int left = np - g0, any = 0;
+        GNN_MPI_TRY(MPI_Allreduce(&left, &any, 1, MPI_INT, MPI_MAX, comm));
+        if (any == 0) break;
+        int g1 = g0 < np ? next_group(&c, &m, pedges, parts, np, g0, avail, grow, &warned) : np;
         group_t gr = {.parts = parts + g0, .np = g1 - g0};
-        int64_t nown = 0;
+        int64_t nown = 0, planned = 0, halo = 0;
         /* The owned nodes of the group: ascending, and by part. */
         for (int i = 0; i < gr.np; i++) {
             gidx[gr.parts[i]] = i;
             nown += m.start[gr.parts[i] + 1] - m.start[gr.parts[i]];
+            planned += part_plan(&c, &m, pedges, gr.parts[i]);
         }
         int carried = c.dim || info->has_labels;
         ids = gnn_alloc_large(((size_t)nown + 1) * sizeof *ids);
@@ -781,7 +797,17 @@ int gnn_partdir_write_mpi(MPI_Comm comm, const char *dir, const char *graph, con
             STEP(rows_merge(&c, &w, &more));
         }
         STEP(write_group(&c, &w, &m, &sp, &gr, feat, lab, info->num_classes, meta->halo_hops,
-                         tx.tmp, st));
+                         tx.tmp, st, &halo));
+        /* What the group took: the rows held (halo hops short of the last
+         * included), owned nodes' data, halo nodes; the next groups are
+         * planned at the largest ratio to the plan seen. */
+        if (planned > 0) {
+            int64_t took = 2 * (int64_t)w.g.nnz * (8 + (c.weights ? 4 : 0)) +
+                           nown * (GROUP_NODE_BYTES + 8 * c.dim) + halo * HALO_NODE_BYTES;
+            double r = (double)took / (double)planned;
+            if (r > grow) grow = r;
+        }
+        g0 = g1;
         for (int i = 0; i < gr.np; i++) gidx[gr.parts[i]] = -1;
         rows_clear(&w);
         gnn_free(pown);
@@ -793,6 +819,7 @@ int gnn_partdir_write_mpi(MPI_Comm comm, const char *dir, const char *graph, con
         off = at = NULL;
         feat = NULL;
         lab = NULL;
+        malloc_trim(0);
     }
 
     /* Every part's figures to rank 0, which finishes the directory. */
@@ -822,7 +849,6 @@ fail:
     gnn_free(feat);
     gnn_free(lab);
     gnn_free(parts);
-    gnn_free(gend);
     gnn_free(gidx);
     rows_clear(&w);
     rows_clear(&more);

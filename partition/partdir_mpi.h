@@ -25,8 +25,11 @@
  * entry); a reader also holds the ids asked of its slice (8 bytes per row
  * asked). Under a
  * budget a rank writes its parts in groups that fit it, one group at a
- * time; the plan counts the owned nodes' rows, and with more than one hop
- * of halo the rows of the hops short of the last come on top.
+ * time. A part is planned at its owned nodes' rows and data; each group
+ * then measures what it took (halo rows and nodes included) over its plan,
+ * and the next groups are planned at the largest such ratio seen. With
+ * more than one hop of halo, whose rows the plan cannot know, the first
+ * group is one part.
  */
 #ifndef GNN_PARTITION_PARTDIR_MPI_H
 #define GNN_PARTITION_PARTDIR_MPI_H

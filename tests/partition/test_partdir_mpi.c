@@ -17,7 +17,9 @@
  * ranks' directory must pass gnn_partdir_check. Cases: 1, 2 and 3 hops of
  * halo; 1, 3 and 7 parts; a part left empty; one part with two hops (its
  * second hop empty); a memory budget so small that each rank writes its
- * parts one at a time.
+ * parts one at a time, and budgets that take several parts at once once
+ * the first group has shown what a part takes beyond its plan (1 and 2
+ * hops).
  *
  * Errors, agreed by every rank with the same code and nothing left behind
  * (no directory, no temporary directory beside it): an existing directory
@@ -318,6 +320,7 @@ static const write_case_t g_cases[] = {
     {"full", 1, 1, 0, 0}, {"full", 3, 1, 0, 0},        {"full", 7, 2, 0, 0},
     {"full", 4, 3, 0, 0}, {"full", 5, 2, 1, 0},        {"full", 7, 2, 0, 1},
     {"bare", 3, 1, 0, 0}, {"bare", 6, 2, 0, 1 << 20}, {"full", 1, 2, 0, 0},
+    {"full", 9, 2, 0, 1 << 20}, {"full", 9, 1, 0, 300 << 10},
 };
 #define N_CASES (sizeof g_cases / sizeof g_cases[0])
 
