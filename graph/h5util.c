@@ -18,14 +18,33 @@ void gnn__h5_init(void)
 {
     static int done;
     if (!done) {
+        /* No library teardown at exit: every file is closed by its owner,
+         * and HDF5 1.10's teardown crashes on a file whose close failed
+         * (a full disk), turning one error line into a segfault. */
+        H5dont_atexit();
         H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
         done = 1;
     }
 }
 
 typedef struct {
-    char desc[256];
+    char desc[1024];
 } innermost_t;
+
+/* HDF5's description of a failed system call ("file write failed: time =
+ * ..., errno = 28, error message = 'No space left on device', ...") cut to
+ * what happened and why: "file write failed: No space left on device". */
+static void shorten_syscall(char *desc)
+{
+    const char *key = "error message = '", *m = strstr(desc, key), *colon = strchr(desc, ':');
+    if (!m || !colon || colon > m) return;
+    m += strlen(key);
+    const char *end = strchr(m, '\'');
+    if (!end) return;
+    char out[sizeof((innermost_t *)0)->desc];
+    snprintf(out, sizeof out, "%.*s: %.*s", (int)(colon - desc), desc, (int)(end - m), m);
+    strcpy(desc, out);
+}
 
 /* Walked downward (API first): the last frame seen is the innermost. */
 static herr_t keep_last(unsigned n, const H5E_error2_t *e, void *data)
@@ -46,6 +65,7 @@ int gnn__h5_fail(int code, const char *file, int line, const char *fmt, ...)
     innermost_t in = {{0}};
     H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, keep_last, &in);
     H5Eclear2(H5E_DEFAULT);
+    shorten_syscall(in.desc);
     if (in.desc[0]) return gnn__error_set(code, file, line, "%s (HDF5: %s)", msg, in.desc);
     return gnn__error_set(code, file, line, "%s", msg);
 }

@@ -317,6 +317,27 @@ fail:
  * --mem-budget, or when the view is beyond one call: the multilevel path
  * (mlpart.h), every rank working on its slice of the file.
  */
+/* --force would replace the graph itself, or a directory that holds it:
+ * refused, as the partition could never be read again. */
+static int check_not_input(const char *out, const char *graph_path)
+{
+    char *o = realpath(out, NULL), *g = realpath(graph_path, NULL);
+    int rc = 0;
+    if (o && g) {
+        size_t n = strlen(o);
+        if (!strcmp(o, g))
+            rc = GNN_FAIL(GNN_EUSAGE, "-o %s is the graph file: the partition would replace it",
+                          out);
+        else if (!strncmp(o, g, n) && (n == 1 || g[n] == '/'))
+            rc = GNN_FAIL(GNN_EUSAGE,
+                          "-o %s holds the graph file %s: the partition would replace it", out,
+                          graph_path);
+    }
+    free(o);
+    free(g);
+    return rc;
+}
+
 static int partition(const opts_t *o, const char *graph_path)
 {
     int rc = 0, rank = 0, size = 1;
@@ -329,13 +350,15 @@ static int partition(const opts_t *o, const char *graph_path)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     GNN_CHECK(o->out, GNN_EUSAGE, "-o DIR is required");
+    GNN_CHECK(o->out[0], GNN_EUSAGE, "-o DIR is empty");
     GNN_CHECK(o->k >= 1 && o->k <= (1 << 20), GNN_EUSAGE, "-k %" PRId64 " outside [1, 2^20]",
               o->k);
     GNN_CHECK(!strcmp(o->method, "metis") || !strcmp(o->method, "random"), GNN_EUSAGE,
               "--method \"%s\" (expected metis or random)", o->method);
     scheme = gnn_part_scheme_from_name(o->scheme);
     GNN_CHECK(scheme >= 0, GNN_EUSAGE, "--scheme \"%s\" (expected kway, rb or best)", o->scheme);
-    GNN_CHECK(o->halo_hops >= 1, GNN_EUSAGE, "--halo-hops %d must be >= 1", o->halo_hops);
+    GNN_CHECK(o->halo_hops >= 1 && o->halo_hops <= GNN_PARTDIR_MAX_HOPS, GNN_EUSAGE,
+              "--halo-hops %d outside [1, %d]", o->halo_hops, GNN_PARTDIR_MAX_HOPS);
     GNN_CHECK(o->ufactor >= 1 && o->ufactor <= 10000, GNN_EUSAGE,
               "--ufactor %d outside [1, 10000]", o->ufactor);
     GNN_CHECK(o->seed >= 0, GNN_EUSAGE, "--seed %" PRId64 " must be >= 0", o->seed);
@@ -350,6 +373,7 @@ static int partition(const opts_t *o, const char *graph_path)
     struct stat sb; /* refused before the long work, and again when writing */
     GNN_CHECK(stat(o->out, &sb) != 0 || o->force, GNN_EEXISTS,
               "%s exists (add --force to replace it)", o->out);
+    GNN_TRY(check_not_input(o->out, graph_path));
     if (!o->balance && bt) { /* the default balances training nodes only where there are some */
         gnn_graph_file_t *f = NULL;
         GNN_TRY(gnn_graph_open(graph_path, &f));
@@ -431,9 +455,12 @@ fail:
 static int quiet;         /* this rank leaves the failure's report to another */
 static int status = -1;   /* the exit status, once the report is printed */
 
+static int entered;       /* run() was reached: the command line parsed */
+
 static int run(void *opts, char **pos, int npos)
 {
     const opts_t *o = opts;
+    entered = 1;
     if (o->check) {
         if (npos) return GNN_FAIL(GNN_EUSAGE, "--check DIR takes no graph argument (use --graph)");
         int rc = gnn_partdir_check(o->check, o->graph);
@@ -490,6 +517,11 @@ int main(int argc, char **argv)
         .max_metis_edges = INT32_MAX,
     };
     int rc = gnn_cli_run(&cli, argc, argv, 1, &o, run);
+    /* A command line that does not parse is refused before MPI starts: under
+     * mpirun, rank 0 alone says so (every rank exits 2). */
+    const char *wrank = getenv("OMPI_COMM_WORLD_RANK");
+    if (!wrank) wrank = getenv("PMIX_RANK");
+    if (rc < 0 && !entered && wrank && atoi(wrank) > 0) quiet = 1;
     if (quiet) return rc == GNN_EUSAGE ? 2 : 1;
     if (status >= 0) return status;
     return gnn_error_report("gnn-partition", NULL, rc);

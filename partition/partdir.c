@@ -478,16 +478,32 @@ void gnn__part_splits_free(gnn__part_splits_t *s)
     memset(s, 0, sizeof *s);
 }
 
-int gnn__part_splits_build(int64_t *const split[GNN_NUM_SPLITS],
+int gnn__part_splits_build(const char *graph, int64_t *const split[GNN_NUM_SPLITS],
                            const int64_t size[GNN_NUM_SPLITS], const int32_t *part,
                            const gnn_part_map_t *m, gnn__part_splits_t *s)
 {
     int rc = 0, k = m->num_parts;
+    unsigned char *seen = NULL;
     memset(s, 0, sizeof *s);
     s->k = k;
     s->count = gnn_calloc((size_t)k * GNN_NUM_SPLITS + 1, sizeof *s->count);
     s->end = gnn_calloc((size_t)k * GNN_NUM_SPLITS + 1, sizeof *s->end);
     GNN_CHECK(s->count && s->end, GNN_ENOMEM, "partition: split indices");
+    /* A node named twice in a split would be trained on (or scored) twice,
+     * and no reader takes such a part: refused (one bit per node). */
+    seen = gnn_calloc((size_t)m->num_nodes / 8 + 1, 1);
+    GNN_CHECK(seen, GNN_ENOMEM, "partition: split indices");
+    for (int i = 0; i < GNN_NUM_SPLITS; i++) {
+        if (!split[i]) continue;
+        memset(seen, 0, (size_t)m->num_nodes / 8 + 1);
+        for (int64_t j = 0; j < size[i]; j++) {
+            gnn_vid_t v = split[i][j];
+            GNN_CHECK(!(seen[v >> 3] & (1u << (v & 7))), GNN_EFORMAT,
+                      "%s: split/%s names node %" PRId64 " twice", graph, split_names[i],
+                      (int64_t)v);
+            seen[v >> 3] |= (unsigned char)(1u << (v & 7));
+        }
+    }
     /* Count per part, then fill in split order: each part's list keeps the
      * order of the graph's. */
     for (int i = 0; i < GNN_NUM_SPLITS; i++) {
@@ -511,8 +527,10 @@ int gnn__part_splits_build(int64_t *const split[GNN_NUM_SPLITS],
                 (int64_t)m->rank[v];
         }
     }
+    gnn_free(seen);
     return 0;
 fail:
+    gnn_free(seen);
     gnn__part_splits_free(s);
     return rc;
 }
@@ -543,7 +561,7 @@ int gnn_partdir_write(const char *dir, const gnn_graph_t *g, const int32_t *part
               "partition: --halo-hops %d outside [1, %d]", meta->halo_hops, GNN_PARTDIR_MAX_HOPS);
     GNN_TRY(gnn__partdir_begin(dir, force, (long)getpid(), &tx));
     GNN_TRY(gnn_part_relabel(part, g->csr.n_rows, k, 1, &m));
-    GNN_TRY(gnn__part_splits_build(g->split, g->split_size, part, &m, &sp));
+    GNN_TRY(gnn__part_splits_build(meta->graph ? meta->graph : "the graph", g->split, g->split_size, part, &m, &sp));
     st = gnn_calloc((size_t)k, sizeof *st);
     rows.mark = gnn_alloc_large(((size_t)m.num_nodes + 1) * sizeof *rows.mark);
     GNN_CHECK(st && rows.mark, GNN_ENOMEM, "partition");
@@ -984,6 +1002,23 @@ static int check_part(const char *dir, const meta_t *m, const gnn_graph_t *g, in
               path, part, no, nl, p, hi - lo);
     GNN_CHECK(fh == hops, GNN_EFORMAT, "%s: halo_hops %" PRId64 ", meta.h5 says %" PRId64, path,
               fh, hops);
+    /* What a reader takes from the part's own attributes. */
+    int64_t fk = -1, first = -1, fdim = 0, ncls = -1;
+    GNN_TRY(attr_i64(f, path, "num_parts", &fk));
+    GNN_TRY(attr_i64(f, path, "first_id", &first));
+    GNN_CHECK(fk == m->k && first == lo, GNN_EFORMAT,
+              "%s: num_parts %" PRId64 " and first_id %" PRId64 ", meta.h5 says %d and %" PRId64,
+              path, fk, first, m->k, lo);
+    GNN_TRY(attr_i64_opt(f, path, "feat_dim", &fdim));
+    GNN_CHECK(fdim == (g->feat ? g->feat_dim : 0), GNN_EFORMAT,
+              "%s: feat_dim %" PRId64 ", the graph's features are %" PRId64 " wide", path, fdim,
+              g->feat ? g->feat_dim : 0);
+    if (g->label) {
+        GNN_TRY(attr_i64(f, path, "num_classes", &ncls));
+        GNN_CHECK(ncls == g->num_classes, GNN_EFORMAT,
+                  "%s: num_classes %" PRId64 ", the graph has %" PRId64, path, ncls,
+                  g->num_classes);
+    }
     GNN_CHECK(nr >= no && nr <= nl, GNN_EFORMAT,
               "%s: num_rows %" PRId64 " outside [%" PRId64 ", %" PRId64 "]", path, nr, no, nl);
     GNN_TRY(get_i64_shaped(f, path, "halo_hop_start", hops + 1, 0, hops == 1, &hs));
@@ -1076,7 +1111,8 @@ static int check_part(const char *dir, const meta_t *m, const gnn_graph_t *g, in
             qsort(pa, (size_t)d0, sizeof *pa, cmp_wpair);
             qsort(pb, (size_t)d0, sizeof *pb, cmp_wpair);
             for (int64_t j = 0; j < d0; j++)
-                GNN_CHECK(pa[j].id == pb[j].id && pa[j].w == pb[j].w, GNN_EFORMAT,
+                GNN_CHECK(pa[j].id == pb[j].id && !memcmp(&pa[j].w, &pb[j].w, sizeof pa[j].w),
+                          GNN_EFORMAT,
                           "%s: the weights of %s differ from the graph's", path,
                           row_name(row, sizeof row, i, v, hs, hops));
         }

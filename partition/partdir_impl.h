@@ -67,8 +67,9 @@ typedef struct {
     int64_t *count, *end;           /* k x GNN_NUM_SPLITS */
 } gnn__part_splits_t;
 
-/* From the graph's splits (split[s] NULL when absent, size[s] entries). */
-int gnn__part_splits_build(int64_t *const split[GNN_NUM_SPLITS],
+/* From the graph's splits (split[s] NULL when absent, size[s] entries).
+ * GNN_EFORMAT, naming graph and the node, for a node a split names twice. */
+int gnn__part_splits_build(const char *graph, int64_t *const split[GNN_NUM_SPLITS],
                            const int64_t size[GNN_NUM_SPLITS], const int32_t *part,
                            const gnn_part_map_t *m, gnn__part_splits_t *s);
 /* Part p's lists into c->split_local and c->split_count. */

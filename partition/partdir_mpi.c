@@ -700,7 +700,7 @@ int gnn_partdir_write_mpi(MPI_Comm comm, const char *dir, const char *graph, con
         }
     }
     STEP(rc);
-    STEP(gnn__part_splits_build(split, ssize, part, &m, &sp));
+    STEP(gnn__part_splits_build(graph, split, ssize, part, &m, &sp));
     for (int s = 0; s < GNN_NUM_SPLITS; s++) {
         gnn_free(split[s]);
         split[s] = NULL;

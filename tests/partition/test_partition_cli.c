@@ -982,6 +982,21 @@ static void test_corrupted_directories(void **state)
         const char *const w[] = {missing, "No such file or directory", NULL};
         part_fails_with(1, w, "--check", g_good3, "--graph", (char *)missing, (char *)NULL);
     }
+    /* Attributes a reader takes from the part itself: the feature width,
+     * the class count, the part count and the first id. */
+    copy_dir(g_good3, dir);
+    h5_set_attr_i64(p1, "feat_dim", 9);
+    CHECK_FAILS(dir, "part-00001.h5: feat_dim 9, the graph's features are 8 wide");
+    copy_dir(g_good3, dir);
+    h5_set_attr_i64(p2, "num_classes", 2);
+    CHECK_FAILS(dir, "part-00002.h5: num_classes 2, the graph has 10");
+    copy_dir(g_good3, dir);
+    h5_set_attr_i64(p1, "num_parts", 4);
+    CHECK_FAILS(dir, "part-00001.h5: num_parts 4 and first_id");
+    copy_dir(g_good3, dir);
+    h5_set_attr_i64(p2, "first_id", 0);
+    CHECK_FAILS(dir, "part-00002.h5: num_parts 3 and first_id 0, meta.h5 says 3 and");
+
     /* The good one is still good. */
     PART_OK("--check", g_good3, "-q");
 
@@ -1236,16 +1251,64 @@ static void test_bad_commands(void **state)
                "--scheme", "ptype", "-o", out, (char *)NULL);
     assert_no_leftovers(out);
 
-    /* --halo-hops past 8 is refused: non-zero, one line, no output. */
+    /* --halo-hops past 8 and an empty -o are bad command lines, refused
+     * before any work. */
+    part_fails(out, 2, "--halo-hops 9 outside [1, 8]", g_sbm, "-k", "2", "--halo-hops", "9",
+               "-o", out, (char *)NULL);
+    part_fails(NULL, 2, "-o DIR is empty", g_sbm, "-k", "2", "-o", "", (char *)NULL);
+
+    /* -o naming the graph itself, or a directory that holds it, would
+     * destroy the input under --force: refused, the graph untouched. */
     {
-        char *argv[] = {g_part, g_sbm, "-k", "2", "--halo-hops", "9", "-o", out, "-q", NULL};
+        char *gdir = (char *)tu_path("holds-graph"), *inner;
+        rm_rf(gdir);
+        assert_int_equal(mkdir(gdir, 0777), 0);
+        inner = (char *)join(gdir, "g.h5");
+        char *cmd = NULL;
+        assert_true(asprintf(&cmd, "cp '%s' '%s'", g_sbm, inner) > 0);
+        assert_int_equal(system(cmd), 0);
+        free(cmd);
+        part_fails(NULL, 2, "is the graph file: the partition would replace it", inner, "-k", "2",
+                   "-o", inner, "--force", (char *)NULL);
+        part_fails(NULL, 2, "holds the graph file", inner, "-k", "2", "-o", gdir, "--force",
+                   (char *)NULL);
+        DATASET_OK("info", inner);
+        rm_rf(gdir);
+    }
+
+    /* A split that names a node twice: refused with the node, nothing
+     * written (a part with it would fail --check and the trainer). */
+    {
+        char *dup = (char *)tu_path("dup-split.h5"), *cmd = NULL;
+        assert_true(asprintf(&cmd, "cp '%s' '%s'", g_sbm, dup) > 0);
+        assert_int_equal(system(cmd), 0);
+        free(cmd);
+        int64_t ns;
+        int64_t *tr = h5_read_i64(dup, "split/train", &ns);
+        assert_true(ns >= 2);
+        tr[1] = tr[0];
+        h5_write(dup, "split/train", H5T_NATIVE_INT64, tr);
+        snprintf(want, sizeof want, "%s: split/train names node %" PRId64 " twice", dup, tr[0]);
+        part_fails(out, 1, want, dup, "-k", "2", "-o", out, "-q", (char *)NULL);
+        free(tr);
+    }
+
+    /* A write that fails (file size limit: the same errors as a full disk)
+     * is one error line naming the file and the reason, status 1, and
+     * nothing left behind; not a crash in HDF5's teardown at exit. */
+    {
+        char *full = (char *)tu_path("fsize");
+        rm_rf(full);
+        char script[2048];
+        snprintf(script, sizeof script, "ulimit -f 8; trap '' XFSZ; exec '%s' '%s' -k 4 -o '%s' -q",
+                 g_part, g_sbm, full);
+        char *argv[] = {"/bin/sh", "-c", script, NULL};
         tu_run_t r = tu_run(argv);
-        if (r.status == 0 || tu_count_lines(r.err) != 1 || !strstr(r.err, "--halo-hops 9") ||
-            !strstr(r.err, "[1, 8]"))
-            fail_msg("--halo-hops 9: status %d, stderr '%s'", r.status, r.err);
-        assert_string_equal(r.out, "");
+        if (r.status != 1 || tu_count_lines(r.err) != 1 ||
+            strncmp(r.err, "gnn-partition: error: ", 22) || !strstr(r.err, "File too large"))
+            fail_msg("write past the size limit: status %d, stderr '%s'", r.status, r.err);
         tu_run_free(&r);
-        tu_assert_no_output(out);
+        tu_assert_no_output(full);
     }
 
     /* --check and --info on what is no partition directory. */
