@@ -114,13 +114,24 @@ static int bucket_of(const gnn_builder_t *b, gnn_vid_t row)
     return k < b->nb ? (int)k : b->nb - 1;
 }
 
-/* Make count hold at least n + 1 entries, new ones zero. */
+/* Make count hold at least n + 1 entries, new ones zero: exactly n + 1 when
+ * the node count is known, else doubling, but never past the expected
+ * count + 1 when n lies within it. n must be below GNN_GRAPH_MAX_COUNT. */
 static int grow_counts(gnn_builder_t *b, gnn_vid_t n)
 {
     int rc = 0;
+    GNN_CHECK(n >= 0 && n < GNN_GRAPH_MAX_COUNT, GNN_ERANGE,
+              "building the graph: %lld nodes are beyond the limit 2^62", (long long)n);
     if (n + 1 <= b->cap_count) return 0;
-    gnn_vid_t cap = b->cap_count ? b->cap_count : 1024;
-    while (cap < n + 1) cap = cap < ((gnn_vid_t)1 << 40) ? cap * 2 : n + 1;
+    gnn_vid_t cap;
+    if (b->o.num_nodes >= 0) {
+        cap = n + 1;
+    } else {
+        cap = b->cap_count ? b->cap_count : 1024;
+        while (cap < n + 1) cap = cap < ((gnn_vid_t)1 << 40) ? cap * 2 : n + 1;
+        gnn_vid_t hint = b->o.num_nodes_hint;
+        if (hint >= n && cap > hint + 1) cap = hint + 1;
+    }
     gnn_eid_t *c = gnn_realloc_array(b->count, (size_t)cap, sizeof *c);
     GNN_CHECK(c, GNN_ENOMEM, "building the graph: out of memory for %lld node counts",
               (long long)cap);
@@ -248,6 +259,9 @@ int gnn_builder_open(const gnn_builder_opts_t *o, gnn_builder_t **out)
     GNN_CHECK(o->num_nodes >= -1 && o->num_nodes_hint >= 0 && o->mem_budget >= 0 &&
                   o->buffer_bytes >= 0,
               GNN_EINVAL, "building the graph: bad options");
+    GNN_CHECK(o->num_nodes < GNN_GRAPH_MAX_COUNT && o->num_nodes_hint < GNN_GRAPH_MAX_COUNT,
+              GNN_ERANGE, "building the graph: %lld nodes are beyond the limit 2^62",
+              (long long)(o->num_nodes > o->num_nodes_hint ? o->num_nodes : o->num_nodes_hint));
     b = gnn_calloc(1, sizeof *b);
     GNN_CHECK(b, GNN_ENOMEM, "out of memory");
     b->o = *o;
@@ -276,6 +290,15 @@ int gnn_builder_open(const gnn_builder_opts_t *o, gnn_builder_t **out)
     }
     b->bucket_cap = buf / spill_entry_bytes(b) / b->nb;
     if (b->bucket_cap < 16) b->bucket_cap = 16;
+    if (o->num_nodes >= 0 && o->mem_budget > 0) {
+        /* Node offsets and the bucket buffers stay for the whole build: a
+         * budget without room for them is refused before any edge is read. */
+        int64_t need = 8 * (o->num_nodes + 1) + b->bucket_cap * b->nb * spill_entry_bytes(b);
+        GNN_CHECK(need <= o->mem_budget, GNN_ENOMEM,
+                  "memory budget of %lld bytes is too small for %lld nodes: node offsets and "
+                  "edge buffers need %lld bytes",
+                  (long long)o->mem_budget, (long long)o->num_nodes, (long long)need);
+    }
     b->bk = gnn_calloc((size_t)b->nb, sizeof *b->bk);
     GNN_CHECK(b->bk, GNN_ENOMEM, "out of memory");
     if (o->num_nodes >= 0) GNN_TRY(grow_counts(b, o->num_nodes));
@@ -469,6 +492,12 @@ static int add_now(gnn_builder_t *b, const gnn_vid_t *src, const gnn_vid_t *dst,
         if (s == d && drop_loops) continue;
         gnn_vid_t hi = s > d ? s : d;
         if (hi > b->max_id) {
+            if (hi >= GNN_GRAPH_MAX_COUNT - 1) {
+                rc = GNN_FAIL(GNN_ERANGE,
+                              "edge %lld: node id %lld is beyond the limit of 2^62 nodes",
+                              (long long)(b->offered + i), (long long)hi);
+                goto fail;
+            }
             b->max_id = hi;
             if (hi + 1 >= b->cap_count) GNN_TRY(grow_counts(b, hi + 1));
         }

@@ -28,6 +28,7 @@
 #include "graph/graph_file.h"
 
 #include <stddef.h>
+#include <sys/stat.h>
 
 typedef struct {
     int symmetrize;
@@ -68,6 +69,10 @@ static int convert(const char *path, const edgelist_cmd_opts_t *o)
     gnn_edgelist_opts_t eo = {.one_based = o->one_based};
 
     GNN_TRY(gnn_output_check(&o->out));
+    struct stat fst;
+    GNN_CHECK(stat(path, &fst) != 0 || S_ISREG(fst.st_mode) || S_ISDIR(fst.st_mode), GNN_EINVAL,
+              "%s: not a regular file (the edge list is read twice; give a file, not a pipe)",
+              path);
     GNN_TRY(gnn_text_open(path, &t));
     GNN_TRY(gnn_edgelist_scan(t, &eo, &el));
     gnn_text_close(t);

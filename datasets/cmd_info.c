@@ -103,14 +103,9 @@ static void print_json(FILE *out, const char *path, const gnn_graph_info_t *in, 
             (in->csr_flags & GNN_CSR_NO_SELF_LOOPS) ? "true" : "false",
             (in->csr_flags & GNN_CSR_SYMMETRIC) ? "true" : "false");
     fputs(", \"node_data\": [", out);
-    for (const char *p = in->node_data; *p;) {
-        const char *c = strchr(p, ',');
-        size_t l = c ? (size_t)(c - p) : strlen(p);
-        char name[64];
-        snprintf(name, sizeof name, "%.*s", (int)l, p);
-        if (p != in->node_data) fputs(", ", out);
-        gnn_json_string(out, name);
-        p += l + (c ? 1 : 0);
+    for (int64_t i = 0; i < in->n_node_data; i++) {
+        if (i) fputs(", ", out);
+        gnn_json_string(out, in->node_data[i]);
     }
     fputs("]", out);
     fprintf(out, ", \"in_degree\": {\"min\": %lld, \"max\": %lld, \"mean\": ", (long long)d->min,
@@ -145,7 +140,12 @@ static void print_table(FILE *out, const char *path, const gnn_graph_info_t *in,
     fprintf(out, "%s\n", any ? "" : " none");
     fprintf(out, "edge weights  %s\n", in->has_weights ? "yes" : "no");
     fprintf(out, "original ids  %s\n", in->has_orig_ids ? "yes" : "no");
-    if (in->node_data[0]) fprintf(out, "node data     %s\n", in->node_data);
+    if (in->n_node_data > 0) {
+        fputs("node data    ", out);
+        for (int64_t i = 0; i < in->n_node_data; i++)
+            fprintf(out, "%s %s", i ? "," : "", in->node_data[i]);
+        fputc('\n', out);
+    }
     fprintf(out, "csr           sorted %s, deduplicated %s, self loops %s, symmetric %s\n",
             (in->csr_flags & GNN_CSR_SORTED) ? "yes" : "no",
             (in->csr_flags & GNN_CSR_DEDUPED) ? "yes" : "no",

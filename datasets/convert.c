@@ -10,20 +10,42 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+/* dir exists, is a directory, and files may be created in it; what names
+ * it in messages. */
+static int check_dir(const char *what, const char *dir)
+{
+    struct stat st;
+    if (stat(dir, &st) != 0)
+        return GNN_FAIL(GNN_ENOENT, "%s: directory %s does not exist", what, dir);
+    if (!S_ISDIR(st.st_mode)) return GNN_FAIL(GNN_ENOENT, "%s: %s is not a directory", what, dir);
+    if (access(dir, W_OK | X_OK) != 0)
+        return GNN_FAIL(GNN_EIO, "%s: cannot write in directory %s: %s", what, dir,
+                        strerror(errno));
+    return 0;
+}
 
 int gnn_output_check(const gnn_output_opts_t *o)
 {
+    int rc = 0;
     struct stat st;
     if (!o->path || !o->path[0]) return GNN_FAIL(GNN_EUSAGE, "missing -o FILE (the graph file to write)");
+    size_t len = strlen(o->path);
+    if (o->path[len - 1] == '/')
+        return GNN_FAIL(GNN_EINVAL, "%s: names a directory (-o takes the graph file to write)",
+                        o->path);
     if (stat(o->path, &st) == 0) {
-        if (S_ISDIR(st.st_mode)) return GNN_FAIL(GNN_EEXISTS, "%s: is a directory", o->path);
+        if (S_ISDIR(st.st_mode))
+            return GNN_FAIL(GNN_EEXISTS, "%s: is a directory (-o takes the graph file to write)",
+                            o->path);
         if (!o->force) return GNN_FAIL(GNN_EEXISTS, "%s: file exists (use --force to replace it)", o->path);
     }
     char dir[4096];
     snprintf(dir, sizeof dir, "%s", o->path);
-    const char *d = dirname(dir);
-    if (stat(d, &st) != 0 || !S_ISDIR(st.st_mode))
-        return GNN_FAIL(GNN_ENOENT, "%s: directory %s does not exist", o->path, d);
+    GNN_TRY(check_dir(o->path, dirname(dir)));
+    if (o->tmpdir) GNN_TRY(check_dir("--tmpdir", o->tmpdir));
     if (o->mem_budget < 0) return GNN_FAIL(GNN_EUSAGE, "--mem-budget must not be negative");
-    return 0;
+fail:
+    return rc;
 }

@@ -31,8 +31,11 @@ typedef struct {
     {"tmpdir", 0, GNN_OPT_STRING, offsetof(T, field.tmpdir), "DIR",                         \
      "directory for out-of-core spill files (default $TMPDIR or /tmp)"}
 
-/* -o given, its directory exists, and FILE is absent or --force is set.
- * Returns 0, GNN_EUSAGE (no -o), GNN_EEXISTS, GNN_ENOENT. */
+/* -o given and naming a file (no trailing '/', not a directory), its
+ * directory exists and is writable, FILE is absent or --force is set, and
+ * --tmpdir, when given, is a writable directory. Returns 0, GNN_EUSAGE (no
+ * -o), GNN_EINVAL (a trailing '/'), GNN_EEXISTS, GNN_ENOENT (a missing
+ * directory), GNN_EIO (a directory that cannot be written). */
 int gnn_output_check(const gnn_output_opts_t *o);
 
 #endif

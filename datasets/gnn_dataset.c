@@ -48,6 +48,10 @@ int main(int argc, char **argv)
         if (!strcmp(argv[1], subcommands[i].name)) {
             char help[64];
             snprintf(help, sizeof help, "gnn-dataset %s", subcommands[i].name);
+            /* A generator has its own options and help. */
+            if (!strcmp(argv[1], "generate") && argc > 2 &&
+                (!strcmp(argv[2], "sbm") || !strcmp(argv[2], "rmat")))
+                snprintf(help, sizeof help, "gnn-dataset generate %s", argv[2]);
             return gnn_error_report("gnn-dataset", help, subcommands[i].run(argc - 1, argv + 1));
         }
     fprintf(stderr, "gnn-dataset: error: unknown command '%s' (see gnn-dataset --help)\n", argv[1]);

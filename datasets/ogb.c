@@ -2,11 +2,13 @@
  * OGB node-property datasets into the graph file (ogb.h): the csv layout
  * here, the npz layout in ogb_npz.c; both share the split and output steps.
  *
- * Order of work: counts, then edges into the builder (the bulk of the
- * time), then the writer is opened (its header needs the feature width,
- * read from the first feature row), the CSR is written, features and labels
- * are streamed in row blocks, extra node columns and splits follow, and the
- * file is committed. Any failure aborts the writer: no output file.
+ * Order of work: the split files are found first (they are read last, and
+ * a missing one should not cost the whole conversion), then counts, then
+ * edges into the builder (the bulk of the time), then the writer is opened
+ * (its header needs the feature width, read from the first feature row),
+ * the CSR is written, features and labels are streamed in row blocks, extra
+ * node columns and splits follow, and the file is committed. Any failure
+ * aborts the writer: no output file.
  */
 #include "datasets/ogb.h"
 
@@ -50,6 +52,7 @@ int gnn__ogb_parse_floats(const char *line, size_t len, float *v, int64_t cap, i
     int64_t k = 0;
     *n = 0;
     for (;;) {
+        *n = k;
         if (k == cap) return GNN_ERANGE;
         int rc = gnn_parse_f32(&p, end, &v[k]);
         if (rc) return rc;
@@ -61,6 +64,20 @@ int gnn__ogb_parse_floats(const char *line, size_t len, float *v, int64_t cap, i
     }
     *n = k;
     return 0;
+}
+
+/* The k-th comma-separated field of a line, without surrounding blanks. */
+static const char *field(const char *line, size_t len, int64_t k, size_t *flen)
+{
+    const char *p = line, *end = line + len;
+    for (; k > 0 && p < end; p++)
+        if (*p == ',') k--;
+    while (p < end && (*p == ' ' || *p == '\t')) p++;
+    const char *q = p;
+    while (q < end && *q != ',') q++;
+    while (q > p && (q[-1] == ' ' || q[-1] == '\t')) q--;
+    *flen = (size_t)(q - p);
+    return p;
 }
 
 /* ---- Paths ------------------------------------------------------------------ */
@@ -93,8 +110,9 @@ fail:
     return rc;
 }
 
-/* The count in a num-*-list file: exactly one integer line. */
-static int read_count(const char *path, int64_t *v)
+/* The count in a num-*-list file: exactly one integer line, below the
+ * graph file's limit; what names it in messages ("node count"). */
+static int read_count(const char *path, const char *what, int64_t *v)
 {
     int rc = 0;
     gnn_text_t *t = NULL;
@@ -111,6 +129,10 @@ static int read_count(const char *path, int64_t *v)
         }
         if (gnn_parse_i64(&p, line + len, v) != 0 || p != line + len || *v < 0) {
             rc = gnn_text_fail(t, "expected one non-negative count, found '%.40s'", line);
+            goto fail;
+        }
+        if (*v >= GNN_GRAPH_MAX_COUNT) {
+            rc = gnn_text_fail(t, "%s %lld is beyond the limit 2^62", what, (long long)*v);
             goto fail;
         }
         n++;
@@ -142,7 +164,8 @@ static int read_edges_csv(const char *path, gnn_vid_t n, gnn_eid_t m, gnn_builde
         if (len == 0) continue;
         int64_t s, d;
         if (gnn__ogb_parse_edge(line, len, &s, &d) != 0) {
-            rc = gnn_text_fail(t, "expected 'src,dst', found '%.60s'", line);
+            rc = gnn_text_fail(t, "expected two integer node ids 'SRC,DST' (the file has no "
+                                  "header line), found '%.60s'", line);
             goto fail;
         }
         if (s < 0 || s >= n || d < 0 || d >= n) {
@@ -226,9 +249,16 @@ static int read_features_csv(const char *path, gnn_vid_t n, int64_t f, int allow
         float *v = block + in_block * f;
         int64_t got;
         int prc = gnn__ogb_parse_floats(line, len, v, f, &got);
-        if (prc == GNN_ERANGE && got == 0) {
+        if (prc == GNN_ERANGE && got == f) {
             rc = gnn_text_fail(t, "more than %lld values (the first row has %lld)",
                                (long long)f, (long long)f);
+            goto fail;
+        }
+        if (prc == GNN_ERANGE) {
+            size_t flen;
+            const char *fld = field(line, len, got, &flen);
+            rc = gnn_text_fail(t, "value '%.*s' is outside the float32 range",
+                               (int)(flen < 40 ? flen : 40), fld);
             goto fail;
         }
         if (prc) {
@@ -272,7 +302,8 @@ fail:
 
 /* ---- Labels and extra node columns ----------------------------------------- */
 
-/* One value a row; empty, "nan" or negative = unlabelled (-1). */
+/* One value a row; empty, "nan" or -1 = unlabelled (-1). Blank lines after
+ * the last node's row are skipped. */
 static int read_labels_csv(const char *path, gnn_vid_t n, gnn_graph_writer_t *w)
 {
     int rc = 0;
@@ -284,6 +315,7 @@ static int read_labels_csv(const char *path, gnn_vid_t n, gnn_graph_writer_t *w)
     char *line;
     size_t len;
     while ((rc = gnn_text_next_line(t, &line, &len)) == 1) {
+        if (row == n && len == 0) continue;
         GNN_CHECK(row < n, GNN_EFORMAT, "%s:%lld: more labels than the %lld nodes", path,
                   (long long)gnn_text_line(t), (long long)n);
         const char *p = line, *end = line + len;
@@ -296,9 +328,10 @@ static int read_labels_csv(const char *path, gnn_vid_t n, gnn_graph_writer_t *w)
                                                       : "");
             goto fail;
         }
-        if (isnan(x) || x < 0) x = -1;
-        if (x != floor(x) || x > 1e9) {
-            rc = gnn_text_fail(t, "class id %g is not a non-negative integer", x);
+        if (isnan(x)) x = -1;
+        if (x != floor(x) || x > 1e9 || x < -1) {
+            rc = gnn_text_fail(t, "class id %g is not a non-negative integer (empty, nan or -1 "
+                                  "mark an unlabelled node)", x);
             goto fail;
         }
         block[k++] = (int64_t)x;
@@ -460,6 +493,25 @@ fail:
     return rc;
 }
 
+/* The names of the folders under split, ", "-separated, into names. */
+static void split_names(const char *split, char *names, size_t len)
+{
+    names[0] = '\0';
+    DIR *d = opendir(split);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        char p[4096];
+        struct stat st;
+        if (snprintf(p, sizeof p, "%s/%s", split, e->d_name) >= (int)sizeof p) continue;
+        if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+        size_t used = strlen(names);
+        if (snprintf(names + used, len - used, "%s%s", used ? ", " : "", e->d_name) < 0)
+            names[used] = '\0';
+    }
+    if (d) closedir(d);
+}
+
 int gnn__ogb_split_dir(const char *dir, const char *want, char *buf, size_t len)
 {
     int rc = 0;
@@ -469,14 +521,18 @@ int gnn__ogb_split_dir(const char *dir, const char *want, char *buf, size_t len)
     if (want) {
         GNN_TRY(gnn__ogb_path(buf, len, split, want));
         struct stat st;
-        GNN_CHECK(stat(buf, &st) == 0 && S_ISDIR(st.st_mode), GNN_ENOENT,
-                  "%s: no such split folder", buf);
-        return 0;
+        if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode)) {
+            char names[512];
+            split_names(split, names, sizeof names);
+            rc = GNN_FAIL(GNN_ENOENT, "%s: no such split folder (%s%s)", buf,
+                          names[0] ? "found: " : "none found", names);
+            buf[0] = '\0';
+        }
+        return rc;
     }
     DIR *d = opendir(split);
     if (!d) return 0; /* no splits */
     struct dirent *e;
-    char names[512] = "";
     int found = 0;
     while ((e = readdir(d))) {
         if (e->d_name[0] == '.') continue;
@@ -485,40 +541,57 @@ int gnn__ogb_split_dir(const char *dir, const char *want, char *buf, size_t len)
         if (snprintf(p, sizeof p, "%s/%s", split, e->d_name) >= (int)sizeof p) continue;
         if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)) continue;
         if (!found && snprintf(buf, len, "%s", p) >= (int)len) buf[0] = '\0';
-        size_t used = strlen(names);
-        if (snprintf(names + used, sizeof names - used, "%s%s", found ? ", " : "", e->d_name) < 0)
-            names[used] = '\0';
         found++;
     }
     closedir(d);
-    GNN_CHECK(found <= 1, GNN_EUSAGE, "%s holds several splits (%s): choose one with --split",
-              split, names);
+    if (found > 1) {
+        char names[512];
+        split_names(split, names, sizeof names);
+        buf[0] = '\0';
+        rc = GNN_FAIL(GNN_EUSAGE, "%s holds several splits (%s): choose one with --split", split,
+                      names);
+    }
 fail:
+    return rc;
+}
+
+int gnn__ogb_split_files(const char *dir, const char *want, char paths[][4096])
+{
+    int rc = 0;
+    char sdir[4096];
+    for (int s = 0; s < GNN_NUM_SPLITS; s++) paths[s][0] = '\0';
+    GNN_TRY(gnn__ogb_split_dir(dir, want, sdir, sizeof sdir));
+    if (!sdir[0]) return 0;
+    for (int s = 0; s < GNN_NUM_SPLITS; s++) {
+        char rel[64];
+        snprintf(rel, sizeof rel, "%s.csv.gz", gnn_split_names[s]);
+        GNN_TRY(gnn__ogb_path(paths[s], sizeof paths[s], sdir, rel));
+        if (!gnn__ogb_exists(paths[s])) {
+            snprintf(rel, sizeof rel, "%s.csv", gnn_split_names[s]);
+            GNN_TRY(gnn__ogb_path(paths[s], sizeof paths[s], sdir, rel));
+        }
+        GNN_CHECK(gnn__ogb_exists(paths[s]), GNN_ENOENT, "%s/%s.csv.gz: no such file", sdir,
+                  gnn_split_names[s]);
+    }
+fail:
+    if (rc < 0)
+        for (int s = 0; s < GNN_NUM_SPLITS; s++) paths[s][0] = '\0';
     return rc;
 }
 
 int gnn__ogb_write_splits(const char *dir, const char *want, gnn_vid_t n, gnn_graph_writer_t *w)
 {
     int rc = 0;
-    char sdir[4096], path[4096];
+    char paths[GNN_NUM_SPLITS][4096];
     int64_t *idx = NULL;
-    GNN_TRY(gnn__ogb_split_dir(dir, want, sdir, sizeof sdir));
-    if (!sdir[0]) {
+    GNN_TRY(gnn__ogb_split_files(dir, want, paths));
+    if (!paths[0][0]) {
         GNN_WARN("%s: no split/ folder: the graph file has no train/valid/test split", dir);
         return 0;
     }
     for (int s = 0; s < GNN_NUM_SPLITS; s++) {
-        char rel[64];
-        snprintf(rel, sizeof rel, "%s.csv.gz", gnn_split_names[s]);
-        GNN_TRY(gnn__ogb_path(path, sizeof path, sdir, rel));
-        if (!gnn__ogb_exists(path)) {
-            snprintf(rel, sizeof rel, "%s.csv", gnn_split_names[s]);
-            GNN_TRY(gnn__ogb_path(path, sizeof path, sdir, rel));
-        }
-        GNN_CHECK(gnn__ogb_exists(path), GNN_ENOENT, "%s/%s.csv.gz: no such file", sdir,
-                  gnn_split_names[s]);
         int64_t k;
-        GNN_TRY(gnn__ogb_read_index_csv(path, n, &idx, &k));
+        GNN_TRY(gnn__ogb_read_index_csv(paths[s], n, &idx, &k));
         GNN_TRY(gnn_graph_writer_put_split(w, (gnn_split_t)s, idx, k));
         gnn_free(idx);
         idx = NULL;
@@ -554,10 +627,10 @@ static int convert_csv(const gnn_ogb_opts_t *o)
 
     GNN_TRY(find_csv(path, sizeof path, o->dir, "num-node-list"));
     GNN_CHECK(path[0], GNN_ENOENT, "%s/raw/num-node-list.csv.gz: no such file", o->dir);
-    GNN_TRY(read_count(path, &n));
+    GNN_TRY(read_count(path, "node count", &n));
     GNN_TRY(find_csv(path, sizeof path, o->dir, "num-edge-list"));
     GNN_CHECK(path[0], GNN_ENOENT, "%s/raw/num-edge-list.csv.gz: no such file", o->dir);
-    GNN_TRY(read_count(path, &m));
+    GNN_TRY(read_count(path, "edge count", &m));
     GNN_INFO("%s: %lld nodes, %lld edges", o->dir, (long long)n, (long long)m);
 
     GNN_TRY(gnn__ogb_builder_open(o, n, &b));
@@ -602,18 +675,20 @@ fail:
 int gnn_ogb_convert(const gnn_ogb_opts_t *o)
 {
     int rc = 0;
-    char path[4096];
+    char path[4096], splits[GNN_NUM_SPLITS][4096];
     struct stat st;
     GNN_CHECK(o->dir && stat(o->dir, &st) == 0 && S_ISDIR(st.st_mode), GNN_ENOENT,
               "%s: no such directory", o->dir ? o->dir : "(none)");
     GNN_TRY(gnn_output_check(&o->out));
     GNN_TRY(find_csv(path, sizeof path, o->dir, "edge"));
-    if (path[0]) return convert_csv(o);
+    int csv = path[0] != '\0';
     GNN_TRY(gnn__ogb_path(path, sizeof path, o->dir, "raw/data.npz"));
-    if (gnn__ogb_exists(path)) return gnn__ogb_convert_npz(o);
-    rc = GNN_FAIL(GNN_ENOENT,
-                  "%s: neither raw/edge.csv.gz nor raw/data.npz found (not an OGB node-property "
-                  "dataset folder)", o->dir);
+    GNN_CHECK(csv || gnn__ogb_exists(path), GNN_ENOENT,
+              "%s: neither raw/edge.csv.gz nor raw/data.npz found (not an OGB node-property "
+              "dataset folder)", o->dir);
+    /* The split is read last: find its files before the edges. */
+    GNN_TRY(gnn__ogb_split_files(o->dir, o->split, splits));
+    return csv ? convert_csv(o) : gnn__ogb_convert_npz(o);
 fail:
     return rc;
 }

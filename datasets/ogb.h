@@ -5,12 +5,12 @@
  * Two layouts, told apart by what raw/ holds:
  *   csv: raw/edge.csv.gz ("src,dst", no header), raw/num-node-list.csv.gz,
  *        raw/num-edge-list.csv.gz, optional raw/node-feat.csv.gz (F floats
- *        a row), raw/node-label.csv.gz (one class a row; empty or nan =
+ *        a row), raw/node-label.csv.gz (one class a row; empty, nan or -1 =
  *        unlabelled), extra raw/node_NAME.csv.gz columns (kept as
  *        node_data/NAME);
  *   npz: raw/data.npz (edge_index int64 (2, E), node_feat (N, F),
  *        num_nodes_list, num_edges_list, node_year, ...) and
- *        raw/node-label.npz (node_label, NaN = unlabelled).
+ *        raw/node-label.npz (node_label, NaN or -1 = unlabelled).
  * Splits come from split/NAME/{train,valid,test}.csv.gz, NAME defaulting to
  * the only folder under split/.
  *
@@ -37,7 +37,10 @@ int gnn_ogb_convert(const gnn_ogb_opts_t *o);
 /* The csv-layout parsers, exposed for the fuzz target: parse one line of
  * each file kind. Return 0 or GNN_EFORMAT / GNN_ERANGE (not recorded). */
 int gnn__ogb_parse_edge(const char *line, size_t len, int64_t *src, int64_t *dst);
-/* Parse up to cap comma-separated floats into v; *n = how many. */
+/* Parse up to cap comma-separated floats into v; *n = how many. On failure
+ * *n is the index of the value at fault: GNN_ERANGE with *n = cap for a line
+ * of more than cap values, with *n < cap for a value outside the float32
+ * range. */
 int gnn__ogb_parse_floats(const char *line, size_t len, float *v, int64_t cap, int64_t *n);
 
 #endif

@@ -21,6 +21,10 @@ int gnn__ogb_read_index_csv(const char *path, gnn_vid_t n, int64_t **out, int64_
 /* The split folder (want, or the only one under split/) into buf; "" when
  * the dataset has none. GNN_EUSAGE when several exist and none is chosen. */
 int gnn__ogb_split_dir(const char *dir, const char *want, char *buf, size_t len);
+/* The paths of the split folder's train, valid and test files (.csv.gz or
+ * .csv); all "" when the dataset has no split/ folder. GNN_EUSAGE as
+ * above, GNN_ENOENT for a missing folder or file. */
+int gnn__ogb_split_files(const char *dir, const char *want, char paths[][4096]);
 /* Read the split folder's train/valid/test into the writer. */
 int gnn__ogb_write_splits(const char *dir, const char *want, gnn_vid_t n, gnn_graph_writer_t *w);
 /* The edge builder both layouts use: n nodes, --symmetrize (reverse edges,

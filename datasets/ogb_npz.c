@@ -2,7 +2,7 @@
  * The npz layout of OGB node-property datasets (ogbn-papers100M):
  * raw/data.npz with edge_index (2, E), node_feat (N, F), num_nodes_list,
  * num_edges_list and per-node extras such as node_year; raw/node-label.npz
- * with node_label (N,) or (N, 1), NaN for unlabelled nodes.
+ * with node_label (N,) or (N, 1), NaN or -1 for unlabelled nodes.
  *
  * edge_index is read through two cursors on the same member, one on each
  * row, in lock step, so the 26 GB array of papers100M streams through two
@@ -22,8 +22,9 @@
 
 #define BATCH ((int64_t)1 << 20)
 
-/* A one-element integer array (num_nodes_list and the like). */
-static int read_scalar(const gnn_npz_t *z, const char *name, int64_t *v)
+/* A one-element integer array (num_nodes_list and the like), a count below
+ * the graph file's limit; what names it in messages ("node count"). */
+static int read_scalar(const gnn_npz_t *z, const char *name, const char *what, int64_t *v)
 {
     int rc = 0;
     gnn_npz_array_t *a = NULL;
@@ -33,6 +34,8 @@ static int read_scalar(const gnn_npz_t *z, const char *name, int64_t *v)
               gnn_npz_name(z), name, (long long)gnn_npz_array_info(a)->count);
     GNN_TRY(gnn_npz_array_read_i64(a, v, 1));
     GNN_CHECK(*v >= 0, GNN_EFORMAT, "%s: negative '%s'", gnn_npz_name(z), name);
+    GNN_CHECK(*v < GNN_GRAPH_MAX_COUNT, GNN_EFORMAT, "%s: %s %lld in '%s' is beyond the limit 2^62",
+              gnn_npz_name(z), what, (long long)*v, name);
 fail:
     gnn_npz_array_close(a);
     return rc;
@@ -113,7 +116,7 @@ fail:
     return rc;
 }
 
-/* node_label: NaN or negative = unlabelled (-1), else an integral class. */
+/* node_label: NaN or -1 = unlabelled (-1), else an integral class. */
 static int read_labels(const char *path, gnn_vid_t n, gnn_graph_writer_t *w)
 {
     int rc = 0;
@@ -134,12 +137,13 @@ static int read_labels(const char *path, gnn_vid_t n, gnn_graph_writer_t *w)
         GNN_TRY(gnn_npz_array_read_f64(a, v, k));
         for (int64_t i = 0; i < k; i++) {
             double x = v[i];
-            if (isnan(x) || x < 0) {
+            if (isnan(x) || x == -1) {
                 lab[i] = -1;
                 continue;
             }
-            GNN_CHECK(x == floor(x) && x < 1e9, GNN_EFORMAT,
-                      "%s: node_label[%lld] = %g is not a class id", path, (long long)(r + i), x);
+            GNN_CHECK(x == floor(x) && x >= 0 && x < 1e9, GNN_EFORMAT,
+                      "%s: node_label[%lld] = %g is not a class id (NaN or -1 mark an unlabelled "
+                      "node)", path, (long long)(r + i), x);
             lab[i] = (int64_t)x;
         }
         GNN_TRY(gnn_graph_writer_put_labels(w, r, k, lab));
@@ -206,8 +210,8 @@ int gnn__ogb_convert_npz(const gnn_ogb_opts_t *o)
 
     GNN_TRY(gnn__ogb_path(path, sizeof path, o->dir, "raw/data.npz"));
     GNN_TRY(gnn_npz_open(path, &z));
-    GNN_TRY(read_scalar(z, "num_nodes_list", &n));
-    GNN_TRY(read_scalar(z, "num_edges_list", &m));
+    GNN_TRY(read_scalar(z, "num_nodes_list", "node count", &n));
+    GNN_TRY(read_scalar(z, "num_edges_list", "edge count", &m));
     GNN_INFO("%s: %lld nodes, %lld edges (npz layout)", o->dir, (long long)n, (long long)m);
     if (gnn_npz_has(z, "node_feat")) {
         GNN_TRY(gnn_npz_array_open(z, "node_feat", &fa));

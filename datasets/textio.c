@@ -355,10 +355,13 @@ int gnn_text_next_line(gnn_text_t *t, char **line, size_t *len)
             t->start += n + (nl ? 1 : 0);
             t->bytes += (int64_t)(n + (nl ? 1 : 0));
             if (n > 0 && s[n - 1] == '\r') n--;
+            t->line++;
+            if (memchr(s, '\0', n))
+                return GNN_FAIL(GNN_EFORMAT, "%s:%lld: a NUL byte (binary or UTF-16 input?)",
+                                t->name, (long long)t->line);
             s[n] = '\0'; /* over the newline, or the spare byte at the end */
             *line = s;
             *len = n;
-            t->line++;
             return 1;
         }
         if (t->eof) return 0;

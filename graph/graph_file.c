@@ -125,6 +125,38 @@ static int check_range(const char *path, const char *what, int64_t first, int64_
     return 0;
 }
 
+/* The names of the arrays under node_data/ into the info. */
+static int list_node_data(gnn_graph_file_t *f)
+{
+    int rc = 0;
+    gnn_graph_info_t *in = &f->info;
+    H5G_info_t gi;
+    hid_t g = H5Gopen2(f->file, "node_data", H5P_DEFAULT);
+    if (g < 0 || H5Gget_info(g, &gi) < 0) {
+        rc = GNN_H5_FAIL(GNN_EFORMAT, "%s: 'node_data' is not a readable group", f->path);
+        goto fail;
+    }
+    if (gi.nlinks == 0) goto fail;
+    in->node_data = gnn_calloc((size_t)gi.nlinks, sizeof *in->node_data);
+    GNN_CHECK(in->node_data, GNN_ENOMEM, "out of memory");
+    for (hsize_t i = 0; i < gi.nlinks; i++) {
+        ssize_t len = H5Lget_name_by_idx(g, ".", H5_INDEX_NAME, H5_ITER_INC, i, NULL, 0,
+                                         H5P_DEFAULT);
+        char *nm = len >= 0 ? gnn_malloc((size_t)len + 1) : NULL;
+        if (len < 0 || (nm && H5Lget_name_by_idx(g, ".", H5_INDEX_NAME, H5_ITER_INC, i, nm,
+                                                 (size_t)len + 1, H5P_DEFAULT) < 0)) {
+            gnn_free(nm);
+            rc = GNN_H5_FAIL(GNN_EFORMAT, "%s: cannot list group 'node_data'", f->path);
+            goto fail;
+        }
+        GNN_CHECK(nm, GNN_ENOMEM, "out of memory");
+        in->node_data[in->n_node_data++] = nm;
+    }
+fail:
+    gnn__h5_close(&g);
+    return rc;
+}
+
 static int open_layout(gnn_graph_file_t *f)
 {
     int rc = 0;
@@ -135,15 +167,19 @@ static int open_layout(gnn_graph_file_t *f)
     char format[64];
     int64_t v;
 
-    rc = gnn__h5_get_attr_str(f->file, "format", format, sizeof format);
-    if (rc < 0 || strcmp(format, GNN_GRAPH_FORMAT) != 0) {
-        if (rc < 0)
-            rc = GNN_FAIL(GNN_EFORMAT, "%s: not a graph file (no 'format' attribute)", path);
-        else
-            rc = GNN_FAIL(GNN_EFORMAT, "%s: not a graph file (format is '%s', expected '%s')",
-                          path, format, GNN_GRAPH_FORMAT);
+    if (H5Aexists(f->file, "format") <= 0) {
+        H5Eclear2(H5E_DEFAULT);
+        rc = GNN_FAIL(GNN_EFORMAT, "%s: not a graph file (no 'format' attribute)", path);
         goto fail;
     }
+    rc = gnn__h5_get_attr_str(f->file, "format", format, sizeof format);
+    if (rc < 0) {
+        gnn_error_prefix("%s: not a graph file", path);
+        goto fail;
+    }
+    GNN_CHECK(strcmp(format, GNN_GRAPH_FORMAT) == 0, GNN_EFORMAT,
+              "%s: not a graph file (format is '%s', expected '%s')", path, format,
+              GNN_GRAPH_FORMAT);
     GNN_TRY(gnn__h5_get_attr_i64(f->file, "version", 0, &in->version));
     GNN_CHECK(in->version == GNN_GRAPH_VERSION, GNN_EVERSION,
               "%s: graph file format version %lld is not supported (this build reads version %d)",
@@ -152,9 +188,7 @@ static int open_layout(gnn_graph_file_t *f)
     GNN_TRY(gnn__h5_get_attr_i64(f->file, "num_edges", 0, &in->num_edges));
     GNN_CHECK(in->num_nodes >= 0 && in->num_edges >= 0, GNN_EFORMAT,
               "%s: negative node or edge count", path);
-    /* No file holds 2^62 nodes or edges; the bound keeps count + 1 and the
-     * byte sizes derived from the counts from overflowing. */
-    GNN_CHECK(in->num_nodes < ((int64_t)1 << 62) && in->num_edges < ((int64_t)1 << 62),
+    GNN_CHECK(in->num_nodes < GNN_GRAPH_MAX_COUNT && in->num_edges < GNN_GRAPH_MAX_COUNT,
               GNN_EFORMAT, "%s: node or edge count of 2^62 or more (%lld, %lld)", path,
               (long long)in->num_nodes, (long long)in->num_edges);
     v = 1;
@@ -217,22 +251,7 @@ static int open_layout(gnn_graph_file_t *f)
             if (f->d_split[s] >= 0) in->split_size[s] = (int64_t)dims[0];
         }
     }
-    if (H5Lexists(f->file, "node_data", H5P_DEFAULT) > 0) {
-        hid_t g = H5Gopen2(f->file, "node_data", H5P_DEFAULT);
-        H5G_info_t gi;
-        if (g >= 0 && H5Gget_info(g, &gi) >= 0) {
-            for (hsize_t i = 0; i < gi.nlinks; i++) {
-                char nm[64];
-                if (H5Lget_name_by_idx(g, ".", H5_INDEX_NAME, H5_ITER_INC, i, nm, sizeof nm,
-                                       H5P_DEFAULT) < 0)
-                    break;
-                size_t used = strlen(in->node_data);
-                snprintf(in->node_data + used, sizeof in->node_data - used, "%s%s",
-                         used ? "," : "", nm);
-            }
-        }
-        gnn__h5_close(&g);
-    }
+    if (H5Lexists(f->file, "node_data", H5P_DEFAULT) > 0) GNN_TRY(list_node_data(f));
     H5Eclear2(H5E_DEFAULT);
 
     /* The two ends of indptr pin the CSR to the edge count. */
@@ -293,6 +312,8 @@ void gnn_graph_close(gnn_graph_file_t *f)
     gnn__h5_close(&f->d_orig);
     for (int s = 0; s < GNN_NUM_SPLITS; s++) gnn__h5_close(&f->d_split[s]);
     gnn__h5_close(&f->file);
+    for (int64_t i = 0; i < f->info.n_node_data; i++) gnn_free(f->info.node_data[i]);
+    gnn_free(f->info.node_data);
     gnn_free(f->path);
     gnn_free(f);
 }

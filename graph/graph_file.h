@@ -23,6 +23,9 @@
 
 #define GNN_GRAPH_FORMAT "gnn-graph"
 #define GNN_GRAPH_VERSION 1
+/* num_nodes and num_edges of a graph file lie below this: counts + 1 and the
+ * byte sizes derived from them cannot overflow int64. */
+#define GNN_GRAPH_MAX_COUNT ((int64_t)1 << 62)
 
 typedef enum { GNN_SPLIT_TRAIN = 0, GNN_SPLIT_VALID = 1, GNN_SPLIT_TEST = 2 } gnn_split_t;
 #define GNN_NUM_SPLITS 3
@@ -41,7 +44,9 @@ typedef struct {
     int has_labels;
     int has_orig_ids;
     int64_t split_size[GNN_NUM_SPLITS]; /* -1 when the split is absent */
-    char node_data[256];     /* names of the node_data/ arrays, comma-separated */
+    int64_t n_node_data;     /* arrays under node_data/ */
+    char **node_data;        /* their names in name order, NULL when none; owned by the file
+                                handle */
 } gnn_graph_info_t;
 
 /* A whole graph in memory. Absent parts are NULL (splits: size -1). */

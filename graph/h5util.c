@@ -11,6 +11,7 @@
 #include "graph/base/error.h"
 
 #include <stdarg.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -243,6 +244,7 @@ int gnn__h5_get_attr_str(hid_t loc, const char *name, char *buf, size_t len)
 {
     int rc = 0;
     hid_t attr = -1, type = -1, mtype = -1;
+    char *tmp = NULL;
     buf[0] = '\0';
     htri_t exists = H5Aexists(loc, name);
     if (exists <= 0) {
@@ -254,22 +256,33 @@ int gnn__h5_get_attr_str(hid_t loc, const char *name, char *buf, size_t len)
     type = attr >= 0 ? H5Aget_type(attr) : -1;
     GNN_CHECK(type >= 0 && H5Tget_class(type) == H5T_STRING, GNN_EFORMAT,
               "attribute '%s' must be a string", name);
+    /* The memory type keeps the file's character set (h5py writes str as
+     * UTF-8; HDF5 does not convert between character sets). */
+    H5T_cset_t cset = H5Tget_cset(type);
+    mtype = H5Tcopy(H5T_C_S1);
+    GNN_CHECK(cset >= 0 && mtype >= 0 && H5Tset_cset(mtype, cset) >= 0, GNN_EFORMAT,
+              "attribute '%s': unknown string character set", name);
     if (H5Tis_variable_str(type) > 0) {
-        char *s = NULL;
-        mtype = H5Tcopy(H5T_C_S1);
+        char *str = NULL;
         H5Tset_size(mtype, H5T_VARIABLE);
-        if (H5Aread(attr, mtype, &s) < 0) {
+        if (H5Aread(attr, mtype, &str) < 0) {
             rc = GNN_H5_FAIL(GNN_EFORMAT, "cannot read attribute '%s'", name);
             goto fail;
         }
-        snprintf(buf, len, "%s", s ? s : "");
-        H5free_memory(s);
+        size_t got = str ? strlen(str) : 0;
+        if (got < len) snprintf(buf, len, "%s", str ? str : "");
+        H5free_memory(str);
+        GNN_CHECK(got < len, GNN_EFORMAT, "attribute '%s' holds %zu characters, more than %zu",
+                  name, got, len - 1);
     } else {
+        /* n characters, padded or not: read with room for a terminator. */
         size_t n = H5Tget_size(type);
-        char tmp[256] = {0};
-        GNN_CHECK(n > 0 && n < sizeof tmp, GNN_EFORMAT, "attribute '%s' is too long", name);
-        mtype = H5Tcopy(H5T_C_S1);
-        H5Tset_size(mtype, n);
+        GNN_CHECK(n > 0 && n < len, GNN_EFORMAT,
+                  "attribute '%s' holds %zu characters, more than %zu", name, n, len - 1);
+        tmp = calloc(n + 1, 1);
+        GNN_CHECK(tmp, GNN_ENOMEM, "attribute '%s'", name);
+        H5Tset_size(mtype, n + 1);
+        H5Tset_strpad(mtype, H5T_STR_NULLTERM);
         if (H5Aread(attr, mtype, tmp) < 0) {
             rc = GNN_H5_FAIL(GNN_EFORMAT, "cannot read attribute '%s'", name);
             goto fail;
@@ -277,6 +290,7 @@ int gnn__h5_get_attr_str(hid_t loc, const char *name, char *buf, size_t len)
         snprintf(buf, len, "%.*s", (int)n, tmp);
     }
 fail:
+    free(tmp);
     gnn__h5_close(&mtype);
     gnn__h5_close(&type);
     gnn__h5_close(&attr);

@@ -53,7 +53,9 @@ int gnn__h5_write_rows(hid_t dset, hid_t mtype, int rank, hsize_t ncols, int64_t
  * *v untouched and 0 returned) and write. */
 int gnn__h5_get_attr_i64(hid_t loc, const char *name, int optional, int64_t *v);
 int gnn__h5_set_attr_i64(hid_t loc, const char *name, int64_t v);
-/* String attribute (fixed or variable length) into buf; missing: GNN_EFORMAT. */
+/* String attribute (fixed or variable length, of the file's character set,
+ * ASCII or UTF-8) into buf, cut to len - 1 bytes. GNN_EFORMAT naming the
+ * attribute when it is missing, not one string, or unreadable. */
 int gnn__h5_get_attr_str(hid_t loc, const char *name, char *buf, size_t len);
 int gnn__h5_set_attr_str(hid_t loc, const char *name, const char *v);
 

@@ -615,7 +615,7 @@ typedef struct {
     int64_t num_nodes, num_edges, edge_cut, ufactor, halo_hops;
     int64_t max_metis_edges, mem_budget, ranks, coarse_levels; /* -1: not recorded */
     uint64_t seed;
-    char graph[1024], method[32], balance[64], scheme[16]; /* scheme: "" when not recorded */
+    char graph[4096], method[32], balance[64], scheme[16]; /* scheme: "" when not recorded */
     int64_t *start, *node_map;
     int64_t *stat[4];      /* nodes, edges (owned in-edges), halo, train */
     int64_t *rows, *stored; /* CSR rows, in-edges stored */

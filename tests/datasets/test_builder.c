@@ -236,20 +236,112 @@ static void test_errors(void **state)
     assert_int_equal(gnn_builder_add(b, s2, d, &w, 1), GNN_EINVAL);
     gnn_builder_free(b);
 
-    /* A budget that cannot hold the node offsets. */
-    edges_t e = make_edges(100000, 1000, g_seed + 3);
+    /* A budget that cannot hold the node offsets is refused at once. */
     o = (gnn_builder_opts_t){.num_nodes = 100000, .mem_budget = 300000, .buffer_bytes = 4096};
+    b = NULL;
+    assert_int_equal(gnn_builder_open(&o, &b), GNN_ENOMEM);
+    assert_null(b);
+    assert_non_null(strstr(gnn_error_message(), "memory budget of 300000 bytes is too small "
+                                                "for 100000 nodes: node offsets and edge "
+                                                "buffers need"));
+
+    /* One that holds them but not the longest row fails at the finish. */
+    edges_t e = make_edges(1000, 5000, g_seed + 3);
+    for (gnn_eid_t i = 0; i < e.m; i++) e.dst[i] = 0;
+    o = (gnn_builder_opts_t){.num_nodes = 1000, .mem_budget = 20000, .buffer_bytes = 4096,
+                             .tmpdir = tu_tmpdir()};
     assert_int_equal(gnn_builder_open(&o, &b), 0);
     assert_int_equal(gnn_builder_add(b, e.src, e.dst, NULL, e.m), 0);
-    gnn_graph_header_t h = {.num_nodes = 100000, .num_edges = -1};
+    gnn_graph_header_t h = {.num_nodes = 1000, .num_edges = -1};
     gnn_graph_writer_t *w2;
     assert_int_equal(gnn_graph_writer_open(tu_path("small.h5"), &h, 1, &w2), 0);
     assert_int_equal(gnn_builder_write(b, w2), GNN_ENOMEM);
-    assert_non_null(strstr(gnn_error_message(), "memory budget of 300000 bytes is too small"));
+    assert_non_null(strstr(gnn_error_message(), "memory budget of 20000 bytes is too small"));
+    assert_non_null(strstr(gnn_error_message(), "the longest row"));
     gnn_graph_writer_abort(w2);
     assert_false(tu_exists(tu_path("small.h5")));
     gnn_builder_free(b);
     free_edges(&e);
+}
+
+/* Node counts at the format's limit of 2^62, and ids that would take an
+ * unknown count there, fail cleanly instead of overflowing. */
+static void test_count_limits(void **state)
+{
+    (void)state;
+    gnn_builder_t *b = NULL;
+    gnn_builder_opts_t o = {.num_nodes = GNN_GRAPH_MAX_COUNT};
+    assert_int_equal(gnn_builder_open(&o, &b), GNN_ERANGE);
+    assert_null(b);
+    assert_non_null(strstr(gnn_error_message(), "beyond the limit 2^62"));
+    o = (gnn_builder_opts_t){.num_nodes = -1, .num_nodes_hint = INT64_MAX};
+    assert_int_equal(gnn_builder_open(&o, &b), GNN_ERANGE);
+
+    const gnn_vid_t huge[] = {INT64_MAX, GNN_GRAPH_MAX_COUNT - 1, GNN_GRAPH_MAX_COUNT - 2};
+    for (int k = 0; k < 3; k++) {
+        for (int threaded = 0; threaded < 2; threaded++) {
+            o = (gnn_builder_opts_t){.num_nodes = -1, .threaded = threaded};
+            assert_int_equal(gnn_builder_open(&o, &b), 0);
+            gnn_vid_t s[] = {1, huge[k]}, d[] = {2, 0};
+            int rc = gnn_builder_add(b, s, d, NULL, 2);
+            if (rc == 0) rc = gnn_builder_flush(b);
+            if (k < 2) {
+                assert_int_equal(rc, GNN_ERANGE);
+                char want[128];
+                snprintf(want, sizeof want,
+                         "edge 1: node id %lld is beyond the limit of 2^62 nodes",
+                         (long long)huge[k]);
+                assert_string_equal(gnn_error_message(), want);
+            } else {
+                /* The largest id allowed: its count is refused for memory only. */
+                assert_int_equal(rc, GNN_ENOMEM);
+                assert_non_null(strstr(gnn_error_message(), "out of memory for 4611686018427387904 "
+                                                            "node counts"));
+            }
+            gnn_builder_free(b);
+        }
+    }
+}
+
+/* A known node count takes exactly 8 (N + 1) bytes of offsets, so a budget
+ * of offsets, buffers and the edges holds (the README's formula). */
+static void test_budget_holds_exact_offsets(void **state)
+{
+    (void)state;
+    const gnn_vid_t n = 600000;
+    const int64_t budget = 6000000;
+    gnn_builder_opts_t o = {.num_nodes = n, .options = GNN_BUILD_SORT, .mem_budget = budget,
+                            .tmpdir = tu_tmpdir()};
+    gnn_builder_t *b;
+    assert_int_equal(gnn_builder_open(&o, &b), 0);
+    gnn_vid_t s[] = {0, 1}, d[] = {1, 2};
+    assert_int_equal(gnn_builder_add(b, s, d, NULL, 2), 0);
+    gnn_graph_header_t h = {.num_nodes = n, .num_edges = -1, .directed = 1,
+                            .csr_flags = gnn_builder_csr_flags(b)};
+    gnn_graph_writer_t *w;
+    assert_int_equal(gnn_graph_writer_open(tu_path("exact.h5"), &h, 1, &w), 0);
+    int rc = gnn_builder_write(b, w);
+    if (rc) fail_msg("builder_write: %s", gnn_error_message());
+    assert_int_equal(gnn_graph_writer_commit(w), 0);
+    gnn_builder_stats_t st;
+    gnn_builder_stats(b, &st);
+    assert_int_equal(st.num_edges, 2);
+    assert_int_equal(st.passes, 1);
+    assert_true(st.peak_bytes <= budget);
+    assert_true(st.peak_bytes >= 8 * (n + 1) && st.peak_bytes < 8 * (n + 1) + budget / 16 + 64);
+    gnn_builder_free(b);
+
+    /* Unknown count with the right hint: offsets stop at hint + 1. */
+    o = (gnn_builder_opts_t){.num_nodes = -1, .num_nodes_hint = n};
+    assert_int_equal(gnn_builder_open(&o, &b), 0);
+    gnn_vid_t s2[] = {0, n - 1}, d2[] = {1, 2};
+    assert_int_equal(gnn_builder_add(b, s2, d2, NULL, 2), 0);
+    gnn_csr_t out;
+    assert_int_equal(gnn_builder_to_csr(b, n, &out), 0);
+    gnn_builder_stats(b, &st);
+    assert_true(st.peak_bytes < 8 * (n + 1) + ((int64_t)1 << 20));
+    gnn_csr_free(&out);
+    gnn_builder_free(b);
 }
 
 static void test_alloc_failures(void **state)
@@ -289,6 +381,8 @@ int main(void)
         cmocka_unit_test(test_out_of_core_equals_in_memory),
         cmocka_unit_test(test_threaded),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_count_limits),
+        cmocka_unit_test(test_budget_holds_exact_offsets),
         cmocka_unit_test(test_alloc_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -453,6 +453,24 @@ static void test_bad_gzip(void **state)
     tu_expect_failure(argv, out, 1, "cut.txt.gz: truncated gzip stream");
 }
 
+/* The edge list is read twice: a pipe is refused before the first read. */
+static void test_pipe_refused(void **state)
+{
+    (void)state;
+    int fd[2];
+    assert_int_equal(pipe(fd), 0);
+    assert_int_equal(write(fd[1], "0 1\n", 4), 4);
+    close(fd[1]);
+    char in[64], want[256];
+    snprintf(in, sizeof in, "/dev/fd/%d", fd[0]);
+    snprintf(want, sizeof want, "%s: not a regular file (the edge list is read twice; give a "
+                                "file, not a pipe)", in);
+    const char *out = tu_path("pipe.h5");
+    char *argv[] = {g_bin, "edgelist", in, "-o", (char *)out, NULL};
+    tu_expect_failure(argv, out, 1, want);
+    close(fd[0]);
+}
+
 static void test_bad_usage(void **state)
 {
     (void)state;
@@ -613,7 +631,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_bad_gzip),      cmocka_unit_test(test_bad_usage),
         cmocka_unit_test(test_help),          cmocka_unit_test(test_alloc_failures),
         cmocka_unit_test(test_id_set_forms),  cmocka_unit_test(test_bom),
-        cmocka_unit_test(test_budget_too_small),
+        cmocka_unit_test(test_budget_too_small), cmocka_unit_test(test_pipe_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -464,6 +464,10 @@ static void test_bad_options(void **state)
     BAD(2, "unknown generator 'ba'", "ba");
     BAD(2, "unknown option '--nodes'", "rmat", "--nodes", "5");
     BAD(2, "--classes", "sbm", "--classes", "two");
+    /* Usage errors of a generator point at its own help. */
+    BAD(2, "(see gnn-dataset generate sbm --help)", "sbm", "--classes", "1");
+    BAD(2, "(see gnn-dataset generate rmat --help)", "rmat", "--nodes", "5");
+    BAD(2, "(see gnn-dataset generate --help)", "ba");
 
     char *a1[] = {g_bin, "generate", NULL};
     tu_expect_failure(a1, NULL, 2, "missing generator");
@@ -492,6 +496,52 @@ static void test_bad_options(void **state)
     load(exist, &g);
     assert_int_equal(g.csr.n_rows, 16);
     gnn_graph_free(&g);
+}
+
+/* An output that cannot be written is refused before any work. */
+static void test_unwritable_output(void **state)
+{
+    (void)state;
+    char out[700];
+    snprintf(out, sizeof out, "%s/", tu_path("newdir"));
+    char *a1[] = {g_bin, "generate", "sbm", "--nodes", "1000", "-o", out, NULL};
+    tu_expect_failure(a1, NULL, 1, "newdir/: names a directory (-o takes the graph file to write)");
+    assert_false(tu_exists(tu_path("newdir")));
+    snprintf(out, sizeof out, "%s/", tu_path("out.h5"));
+    tu_expect_failure(a1, NULL, 1, "out.h5/: names a directory");
+    assert_false(tu_exists(tu_path("out.h5")));
+    char *a2[] = {g_bin, "generate", "sbm", "--nodes", "1000", "-o", (char *)tu_tmpdir(), NULL};
+    tu_expect_failure(a2, NULL, 1, "is a directory (-o takes the graph file to write)");
+
+    /* A directory without write permission (root passes permission checks,
+     * so it then takes a read-only file system where there is one). */
+    char ro[640];
+    snprintf(ro, sizeof ro, "%s", tu_path("ro"));
+    mkdir(ro, 0755);
+    assert_int_equal(chmod(ro, 0555), 0);
+    if (access(ro, W_OK) == 0) snprintf(ro, sizeof ro, "/proc/sys");
+    if (access(ro, W_OK) == 0) {
+        printf("no unwritable directory here: that check is skipped\n");
+    } else {
+        snprintf(out, sizeof out, "%s/x.h5", ro);
+        char *a3[] = {g_bin, "generate", "sbm", "--nodes", "200000", "-o", out, NULL};
+        char want[1500];
+        snprintf(want, sizeof want, "%s: cannot write in directory %s: ", out, ro);
+        tu_expect_failure(a3, NULL, 1, want);
+    }
+    chmod(tu_path("ro"), 0755);
+
+    /* --tmpdir must be a writable directory. */
+    char *a4[] = {g_bin, "generate", "rmat", "--scale", "4", "-o", (char *)tu_path("t.h5"),
+                  "--tmpdir", "/nonexistent/tmp", NULL};
+    tu_expect_failure(a4, tu_path("t.h5"), 1,
+                      "--tmpdir: directory /nonexistent/tmp does not exist");
+    const char *file = tu_path("plain-file");
+    FILE *f = fopen(file, "w");
+    fclose(f);
+    char *a5[] = {g_bin, "generate", "rmat", "--scale", "4", "-o", (char *)tu_path("t.h5"),
+                  "--tmpdir", (char *)file, NULL};
+    tu_expect_failure(a5, tu_path("t.h5"), 1, "plain-file is not a directory");
 }
 
 static void test_help(void **state)
@@ -538,6 +588,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_feat_dim_zero),
         cmocka_unit_test(test_alloc_failure),
         cmocka_unit_test(test_bad_options),
+        cmocka_unit_test(test_unwritable_output),
         cmocka_unit_test(test_help),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -10,8 +10,10 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "graph/base/json.h"
 #include "graph/graph_file.h"
 #include "tests/common/cmdtest.h"
+#include "tests/common/jsontest.h"
 
 #include <string.h>
 
@@ -104,6 +106,103 @@ static void test_bad_input(void **state)
     tu_expect_failure(a6, NULL, 2, "extra");
 }
 
+/* 1 when s is valid UTF-8. */
+static int utf8_valid(const unsigned char *s)
+{
+    while (*s) {
+        int n = *s < 0x80 ? 1 : *s >= 0xC2 && *s <= 0xDF ? 2 : *s >= 0xE0 && *s <= 0xEF ? 3
+              : *s >= 0xF0 && *s <= 0xF4 ? 4 : 0;
+        if (!n) return 0;
+        for (int i = 1; i < n; i++)
+            if ((s[i] & 0xC0) != 0x80) return 0;
+        s += n;
+    }
+    return 1;
+}
+
+/* Every extra node array is listed by its exact name: names with commas,
+ * more names than fit a short buffer, and names that are not UTF-8 (the
+ * JSON stays valid). */
+static void test_node_data_names(void **state)
+{
+    (void)state;
+    const char *path = tu_path("node-data.h5");
+    gnn_graph_header_t h = {.num_nodes = 2, .num_edges = 0, .directed = 1};
+    gnn_graph_writer_t *w;
+    assert_int_equal(gnn_graph_writer_open(path, &h, 1, &w), 0);
+    gnn_eid_t ip[3] = {0, 0, 0};
+    assert_int_equal(gnn_graph_writer_put_indptr(w, 0, 3, ip), 0);
+    int64_t col[2] = {7, 8};
+    char names[40][64];
+    int n = 0;
+    snprintf(names[n++], sizeof names[0], "a,b");
+    snprintf(names[n++], sizeof names[0], "bad\xff\xfe");
+    snprintf(names[n++], sizeof names[0], "ann\xc3\xa9" "e");
+    snprintf(names[n++], sizeof names[0], "cut\xe2\x82");
+    while (n < 30) {
+        snprintf(names[n], sizeof names[0], "column_with_a_long_name_%02d", n);
+        n++;
+    }
+    for (int i = 0; i < n; i++)
+        assert_int_equal(gnn_graph_writer_put_node_data(w, names[i], 1, 1, col), 0);
+    assert_int_equal(gnn_graph_writer_commit(w), 0);
+
+    gnn_graph_file_t *f;
+    assert_int_equal(gnn_graph_open(path, &f), 0);
+    const gnn_graph_info_t *in = gnn_graph_file_info(f);
+    assert_int_equal(in->n_node_data, n);
+    for (int i = 0; i < n; i++) {
+        int found = 0;
+        for (int64_t j = 0; j < in->n_node_data; j++) found += !strcmp(in->node_data[j], names[i]);
+        if (found != 1) fail_msg("'%s' listed %d times", names[i], found);
+    }
+    gnn_graph_close(f);
+
+    char *argv[] = {g_bin, "info", (char *)path, "--json", NULL};
+    tu_run_t r = tu_run(argv);
+    assert_int_equal(r.status, 0);
+    assert_non_null(tu_json_skip(r.out));
+    if (!utf8_valid((const unsigned char *)r.out)) fail_msg("not UTF-8: %s", r.out);
+    const char *list = strstr(r.out, "\"node_data\": [");
+    assert_non_null(list);
+    const char *want[] = {"\"a,b\"", "\"bad\\u00ff\\u00fe\"", "\"ann\xc3\xa9" "e\"",
+                          "\"column_with_a_long_name_04\"", "\"column_with_a_long_name_29\"",
+                          "\"cut\\u00e2\\u0082\"]"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        if (!strstr(list, want[i])) fail_msg("missing %s in %s", want[i], list);
+    int entries = 1;
+    for (const char *p = list; *p && *p != ']'; p++) entries += *p == ',' && p[-1] == '"';
+    assert_int_equal(entries, n);
+    tu_run_free(&r);
+}
+
+/* gnn_json_string: escapes, UTF-8 kept, other high bytes as \u00XX. */
+static void test_json_string(void **state)
+{
+    (void)state;
+    const char *cases[][2] = {
+        {"plain", "\"plain\""},
+        {"q\"b\\n\n\x01", "\"q\\\"b\\\\n\\n\\u0001\""},
+        {"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\""},
+        {"\xff", "\"\\u00ff\""},
+        {"\xc3", "\"\\u00c3\""},
+        {"\xc0\xaf", "\"\\u00c0\\u00af\""},             /* overlong '/' */
+        {"\xed\xa0\x80", "\"\\u00ed\\u00a0\\u0080\""},  /* a surrogate */
+        {"\xf4\x90\x80\x80", "\"\\u00f4\\u0090\\u0080\\u0080\""}, /* past U+10FFFF */
+        {"\xe2\x82x", "\"\\u00e2\\u0082x\""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *m = open_memstream(&buf, &len);
+        gnn_json_string(m, cases[i][0]);
+        fclose(m);
+        if (strcmp(buf, cases[i][1]))
+            fail_msg("case %zu: got %s, expected %s", i, buf, cases[i][1]);
+        free(buf);
+    }
+}
+
 static void test_help(void **state)
 {
     (void)state;
@@ -127,6 +226,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_table),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_help),
+        cmocka_unit_test(test_node_data_names),
+        cmocka_unit_test(test_json_string),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

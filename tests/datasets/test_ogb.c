@@ -111,7 +111,8 @@ static void test_small_exact(void **state)
     gnn_graph_free(&g);
     gnn_graph_file_t *fh;
     assert_int_equal(gnn_graph_open(out, &fh), 0);
-    assert_string_equal(gnn_graph_file_info(fh)->node_data, "year");
+    assert_int_equal(gnn_graph_file_info(fh)->n_node_data, 1);
+    assert_string_equal(gnn_graph_file_info(fh)->node_data[0], "year");
     gnn_graph_close(fh);
 
     /* --symmetrize: undirected, deduplicated, symmetric. */
@@ -159,7 +160,8 @@ static void test_bad_inputs(void **state)
     const char *d;
     d = make_dataset("bad-line");
     set_file(d, "raw/edge.csv.gz", "0,1\n1,2\n2;0\n3,4\n4,3\n5,0\n5,0\n");
-    expect_failure(d, NULL, 1, "raw/edge.csv.gz:3: expected 'src,dst', found '2;0'");
+    expect_failure(d, NULL, 1, "raw/edge.csv.gz:3: expected two integer node ids 'SRC,DST' (the "
+                               "file has no header line), found '2;0'");
 
     d = make_dataset("bad-id");
     set_file(d, "raw/edge.csv.gz", "0,1\n1,2\n2,0\n3,4\n4,6\n5,0\n5,0\n");
@@ -261,7 +263,13 @@ static void test_parsers(void **state)
     assert_int_equal(n, 3);
     assert_true(v[0] == 1.5f && v[1] == -2000.0f && v[2] == (float)strtod("0.1", NULL));
     assert_int_equal(gnn__ogb_parse_floats("1,2,3,4,5", 9, v, 4, &n), GNN_ERANGE);
+    assert_int_equal(n, 4);
     assert_int_equal(gnn__ogb_parse_floats("1,,2", 4, v, 4, &n), GNN_EFORMAT);
+    /* A value beyond float32: its index, not the count of values. */
+    assert_int_equal(gnn__ogb_parse_floats("1,1e39,2", 8, v, 4, &n), GNN_ERANGE);
+    assert_int_equal(n, 1);
+    assert_int_equal(gnn__ogb_parse_floats("1e400", 5, v, 4, &n), GNN_ERANGE);
+    assert_int_equal(n, 0);
     /* Fast path and strtod agree on awkward decimals. */
     const char *cases[] = {"0.1", "-0.057943", "3.4028234e38", "1e-45", "123456789.123456789",
                            "0.30000000000000004", "7e22", "1.17549435e-38", "2.5e-7"};
@@ -330,7 +338,8 @@ static void test_npz_layout_equals_csv(void **state)
     }
     gnn_graph_file_t *f;
     assert_int_equal(gnn_graph_open(o2, &f), 0);
-    assert_string_equal(gnn_graph_file_info(f)->node_data, "year");
+    assert_int_equal(gnn_graph_file_info(f)->n_node_data, 1);
+    assert_string_equal(gnn_graph_file_info(f)->node_data[0], "year");
     gnn_graph_close(f);
 
     /* npz errors: wrong edge count, ids out of range, NaN features. */
@@ -355,6 +364,190 @@ static void test_npz_layout_equals_csv(void **state)
     fclose(fp);
     free(bytes);
     expect_failure(npz, NULL, 1, "data.npz");
+}
+
+/* Counts beyond the format's limit of 2^62 are refused where they are read. */
+static void test_count_limits(void **state)
+{
+    (void)state;
+    const char *d = make_dataset("huge-nodes");
+    set_file(d, "raw/num-node-list.csv.gz", "9223372036854775807\n");
+    expect_failure(d, NULL, 1, "raw/num-node-list.csv.gz:1: node count 9223372036854775807 is "
+                               "beyond the limit 2^62");
+    set_file(d, "raw/num-node-list.csv.gz", "4611686018427387904\n");
+    expect_failure(d, NULL, 1, "node count 4611686018427387904 is beyond the limit 2^62");
+    d = make_dataset("huge-edges");
+    set_file(d, "raw/num-edge-list.csv.gz", "\n9223372036854775807\n");
+    expect_failure(d, NULL, 1, "raw/num-edge-list.csv.gz:2: edge count 9223372036854775807 is "
+                               "beyond the limit 2^62");
+
+    /* The npz layout's num_nodes_list. */
+    d = make_dataset("huge-npz");
+    char p[1024];
+    const char *csv[] = {"edge", "num-node-list", "num-edge-list"};
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s/raw/%s.csv.gz", d, csv[i]);
+        unlink(p);
+    }
+    int64_t edge[2][1] = {{0}, {1}}, nn = INT64_MAX, ne = 1;
+    zip_t z = {0};
+    zip_add(&z, "edge_index.npy", npy(1, "<i8", "(2, 1)", edge, sizeof edge), 0);
+    zip_add(&z, "num_nodes_list.npy", npy(1, "<i8", "(1,)", &nn, 8), 0);
+    zip_add(&z, "num_edges_list.npy", npy(1, "<i8", "(1,)", &ne, 8), 0);
+    buf_t a = zip_finish(&z);
+    snprintf(p, sizeof p, "%s/raw/data.npz", d);
+    write_file(p, &a);
+    free(a.b);
+    expect_failure(d, NULL, 1, "data.npz: node count 9223372036854775807 in 'num_nodes_list' is "
+                               "beyond the limit 2^62");
+}
+
+/* A dataset of n nodes and two edges, without features, labels or split. */
+static const char *make_sparse_dataset(const char *name, const char *n, const char *edges)
+{
+    static char dir[2][640];
+    static int next;
+    char *d = dir[next++ % 2];
+    snprintf(d, sizeof dir[0], "%s", tu_path(name));
+    char p[1024];
+    mkdir(d, 0755);
+    snprintf(p, sizeof p, "%s/raw", d);
+    mkdir(p, 0755);
+    set_file(d, "raw/edge.csv.gz", edges);
+    set_file(d, "raw/num-node-list.csv.gz", n);
+    set_file(d, "raw/num-edge-list.csv.gz", "2\n");
+    return d;
+}
+
+/* --mem-budget takes what the README's formula asks: 8 (N + 1) bytes of
+ * offsets, the buffers and the edges; a budget below the offsets is
+ * refused before the edges are read. */
+static void test_mem_budget(void **state)
+{
+    (void)state;
+    const char *d = make_sparse_dataset("budget", "600000\n", "0,1\n1,2\n");
+    const char *out = tu_path("budget.h5");
+    tu_run_t r = convert(d, out, "--mem-budget=6M");
+    if (r.status != 0) fail_msg("status %d: %s", r.status, r.err);
+    tu_run_free(&r);
+    gnn_graph_t g;
+    assert_int_equal(gnn_graph_load(out, &g), 0);
+    assert_int_equal(g.csr.n_rows, 600000);
+    assert_int_equal(g.csr.nnz, 2);
+    gnn_graph_free(&g);
+
+    d = make_sparse_dataset("budget-bad-edges", "600000\n", "0,1\n1;2\n");
+    expect_failure(d, "--mem-budget=1M", 1,
+                   "memory budget of 1048576 bytes is too small for 600000 nodes");
+}
+
+/* What is read last (the split) is checked before the edges. */
+static void test_split_checked_first(void **state)
+{
+    (void)state;
+    const char *bad_edges = "0,1\n1,2\n2;0\n3,4\n4,3\n5,0\n5,0\n";
+    const char *d = make_dataset("split-first-two");
+    set_file(d, "raw/edge.csv.gz", bad_edges);
+    char p[1024];
+    snprintf(p, sizeof p, "%s/split/random", d);
+    mkdir(p, 0755);
+    expect_failure(d, NULL, 2, "holds several splits (");
+    expect_failure(d, "--split=nope", 1, "split/nope: no such split folder (found: ");
+
+    d = make_dataset("split-first-missing");
+    set_file(d, "raw/edge.csv.gz", bad_edges);
+    snprintf(p, sizeof p, "%s/split/time/valid.csv.gz", d);
+    unlink(p);
+    expect_failure(d, NULL, 1, "split/time/valid.csv.gz: no such file");
+
+    d = make_npz_dataset("split-first-npz");
+    snprintf(p, sizeof p, "%s/split/time/test.csv.gz", d);
+    unlink(p);
+    expect_failure(d, NULL, 1, "split/time/test.csv.gz: no such file");
+    /* A plain .csv split file is taken too. */
+    snprintf(p, sizeof p, "%s/split/time/test.csv", d);
+    FILE *fp = fopen(p, "w");
+    fputs("4\n5\n", fp);
+    fclose(fp);
+    tu_run_t r = convert(d, tu_path("split-csv.h5"), NULL);
+    if (r.status != 0) fail_msg("status %d: %s", r.status, r.err);
+    tu_run_free(&r);
+}
+
+/* A feature value beyond float32 is named as such. */
+static void test_feature_range(void **state)
+{
+    (void)state;
+    const char *d = make_dataset("feat-range");
+    const char *bad[][2] = {{"1e39", ":2: value '1e39' is outside the float32 range"},
+                            {"-5e300", ":2: value '-5e300' is outside the float32 range"},
+                            {" 1e400 ", ":2: value '1e400' is outside the float32 range"}};
+    for (int k = 0; k < 3; k++) {
+        char text[256];
+        snprintf(text, sizeof text, "0,1,2\n0,%s,2\n0,1,2\n0,1,2\n0,1,2\n0,1,2\n", bad[k][0]);
+        set_file(d, "raw/node-feat.csv.gz", text);
+        expect_failure(d, NULL, 1, bad[k][1]);
+    }
+    set_file(d, "raw/node-feat.csv.gz", "0,1,2\n0,1,2,3\n0,1,2\n0,1,2\n0,1,2\n0,1,2\n");
+    expect_failure(d, NULL, 1, ":2: more than 3 values (the first row has 3)");
+}
+
+/* A header line in edge.csv is named as such. */
+static void test_edge_header(void **state)
+{
+    (void)state;
+    const char *d = make_dataset("edge-header");
+    set_file(d, "raw/edge.csv.gz", "src,dst\n0,1\n1,2\n2,0\n3,4\n4,3\n5,0\n5,0\n");
+    expect_failure(d, NULL, 1, "raw/edge.csv.gz:1: expected two integer node ids 'SRC,DST' (the "
+                               "file has no header line), found 'src,dst'");
+}
+
+/* Labels: blank lines after the last row are skipped, -1 is unlabelled,
+ * other negative values are refused. */
+static void test_label_values(void **state)
+{
+    (void)state;
+    const char *d = make_dataset("labels");
+    set_file(d, "raw/node-label.csv.gz", "0\n1\n2\n\n-1\nnan\n\n\n");
+    const char *out = tu_path("labels.h5");
+    tu_run_t r = convert(d, out, NULL);
+    if (r.status != 0) fail_msg("status %d: %s", r.status, r.err);
+    tu_run_free(&r);
+    gnn_graph_t g;
+    assert_int_equal(gnn_graph_load(out, &g), 0);
+    int64_t lab[] = {0, 1, 2, -1, -1, -1};
+    assert_memory_equal(g.label, lab, sizeof lab);
+    gnn_graph_free(&g);
+    set_file(d, "raw/node-label.csv.gz", "0\n1\n2\n\n1\nnan\n\n7\n");
+    expect_failure(d, NULL, 1, "raw/node-label.csv.gz:8: more labels than the 6 nodes");
+    set_file(d, "raw/node-label.csv.gz", "0\n1\n-2\n\n1\nnan\n");
+    expect_failure(d, NULL, 1, "raw/node-label.csv.gz:3: class id -2 is not a non-negative "
+                               "integer (empty, nan or -1 mark an unlabelled node)");
+
+    /* The npz layout: -1 unlabelled, -3 refused. */
+    d = make_npz_dataset("labels-npz");
+    char p[1024];
+    double nl[6] = {0, 1, -1, NAN, 1, -3};
+    zip_t zl = {0};
+    zip_add(&zl, "node_label.npy", npy(1, "<f8", "(6,)", nl, sizeof nl), 0);
+    buf_t a = zip_finish(&zl);
+    snprintf(p, sizeof p, "%s/raw/node-label.npz", d);
+    write_file(p, &a);
+    free(a.b);
+    expect_failure(d, NULL, 1, "node_label[5] = -3 is not a class id");
+    nl[5] = -1;
+    zl = (zip_t){0};
+    zip_add(&zl, "node_label.npy", npy(1, "<f8", "(6,)", nl, sizeof nl), 0);
+    a = zip_finish(&zl);
+    write_file(p, &a);
+    free(a.b);
+    r = convert(d, out, NULL);
+    if (r.status != 0) fail_msg("status %d: %s", r.status, r.err);
+    tu_run_free(&r);
+    assert_int_equal(gnn_graph_load(out, &g), 0);
+    int64_t lab2[] = {0, 1, -1, -1, 1, -1};
+    assert_memory_equal(g.label, lab2, sizeof lab2);
+    gnn_graph_free(&g);
 }
 
 /* ---- Cora ---------------------------------------------------------------- */
@@ -461,6 +654,12 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_small_exact),
         cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_npz_layout_equals_csv),
+        cmocka_unit_test(test_count_limits),
+        cmocka_unit_test(test_mem_budget),
+        cmocka_unit_test(test_split_checked_first),
+        cmocka_unit_test(test_feature_range),
+        cmocka_unit_test(test_edge_header),
+        cmocka_unit_test(test_label_values),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -183,6 +183,41 @@ static void test_open_errors_and_fail(void **state)
     gnn_text_close(t);
 }
 
+/* A NUL byte in the text is an error naming its line, plain or gzip, and
+ * the reader goes on after it; UTF-16 input fails on its first line. */
+static void test_nul_byte(void **state)
+{
+    (void)state;
+    const char data[] = "0,1\n1,\0002\n2,3\n";
+    const size_t n = sizeof data - 1;
+    const char *plain = tu_path("nul.csv"), *gz = tu_path("nul.csv.gz");
+    write_file(plain, data, n);
+    write_gz(gz, "wb", data, n);
+    const char *paths[] = {plain, gz};
+    for (int k = 0; k < 2; k++) {
+        gnn_text_t *t;
+        assert_int_equal(gnn_text_open(paths[k], &t), 0);
+        char *line;
+        size_t len;
+        assert_int_equal(gnn_text_next_line(t, &line, &len), 1);
+        assert_int_equal(gnn_text_next_line(t, &line, &len), GNN_EFORMAT);
+        char want[800];
+        snprintf(want, sizeof want, "%s:2: a NUL byte (binary or UTF-16 input?)", paths[k]);
+        assert_string_equal(gnn_error_message(), want);
+        assert_int_equal(gnn_text_next_line(t, &line, &len), 1);
+        assert_string_equal(line, "2,3");
+        gnn_text_close(t);
+    }
+    const char utf16[] = "\xff\xfe" "0\0 \0" "1\0\n\0";
+    gnn_text_t *t;
+    assert_int_equal(gnn_text_open_mem(utf16, sizeof utf16 - 1, "u16.txt", &t), 0);
+    char *line;
+    size_t len;
+    assert_int_equal(gnn_text_next_line(t, &line, &len), GNN_EFORMAT);
+    assert_string_equal(gnn_error_message(), "u16.txt:1: a NUL byte (binary or UTF-16 input?)");
+    gnn_text_close(t);
+}
+
 static void test_numbers(void **state)
 {
     (void)state;
@@ -264,6 +299,7 @@ int main(void)
         cmocka_unit_test(test_bad_gzip),
         cmocka_unit_test(test_open_errors_and_fail),
         cmocka_unit_test(test_numbers),
+        cmocka_unit_test(test_nul_byte),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -438,6 +438,85 @@ static void test_other_layout(void **state)
     expect_open_error(path, GNN_EFORMAT, "format is 'gnn-part', expected 'gnn-graph'");
 }
 
+/* Replace the root attribute 'format' by one of type t holding data
+ * (n elements; n = 0: scalar). */
+static void set_format_attr(const char *path, hid_t t, const void *data, hsize_t n)
+{
+    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    assert_true(f >= 0);
+    assert_true(H5Adelete(f, "format") >= 0);
+    hid_t s = n ? H5Screate_simple(1, &n, NULL) : H5Screate(H5S_SCALAR);
+    hid_t a = H5Acreate2(f, "format", t, s, H5P_DEFAULT, H5P_DEFAULT);
+    assert_true(a >= 0);
+    assert_true(H5Awrite(a, t, data) >= 0);
+    H5Aclose(a);
+    H5Sclose(s);
+    H5Fclose(f);
+}
+
+static void expect_opens(const char *path)
+{
+    gnn_graph_file_t *f;
+    int rc = gnn_graph_open(path, &f);
+    if (rc) fail_msg("open %s: %s", path, gnn_error_message());
+    assert_int_equal(gnn_graph_file_info(f)->num_nodes, 60);
+    gnn_graph_close(f);
+    assert_int_equal(open_objects(), 0);
+}
+
+/* The 'format' attribute as other writers store strings: h5py's str
+ * (variable length, UTF-8), numpy's bytes (fixed length, NULLPAD, no room
+ * for a terminator); and a wrong attribute named for what is wrong. */
+static void test_format_attr_kinds(void **state)
+{
+    (void)state;
+    const char *path = write_good("fmtkinds.h5");
+    const char *name = "gnn-graph";
+    for (int utf8 = 0; utf8 < 2; utf8++) {
+        hid_t t = H5Tcopy(H5T_C_S1);
+        H5Tset_size(t, H5T_VARIABLE);
+        H5Tset_cset(t, utf8 ? H5T_CSET_UTF8 : H5T_CSET_ASCII);
+        set_format_attr(path, t, &name, 0);
+        H5Tclose(t);
+        expect_opens(path);
+
+        t = H5Tcopy(H5T_C_S1);
+        H5Tset_size(t, 9);
+        H5Tset_strpad(t, H5T_STR_NULLPAD);
+        H5Tset_cset(t, utf8 ? H5T_CSET_UTF8 : H5T_CSET_ASCII);
+        set_format_attr(path, t, name, 0);
+        H5Tclose(t);
+        expect_opens(path);
+
+        t = H5Tcopy(H5T_C_S1);
+        H5Tset_size(t, 16);
+        H5Tset_strpad(t, H5T_STR_NULLTERM);
+        H5Tset_cset(t, utf8 ? H5T_CSET_UTF8 : H5T_CSET_ASCII);
+        char padded[16] = "gnn-graph";
+        set_format_attr(path, t, padded, 0);
+        H5Tclose(t);
+        expect_opens(path);
+    }
+    /* Fixed length without a terminator keeps every character. */
+    hid_t t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, 10);
+    H5Tset_strpad(t, H5T_STR_NULLPAD);
+    set_format_attr(path, t, "gnn-graphs", 0);
+    H5Tclose(t);
+    expect_open_error(path, GNN_EFORMAT, "format is 'gnn-graphs', expected 'gnn-graph'");
+
+    int64_t one = 1;
+    set_format_attr(path, H5T_NATIVE_INT64, &one, 0);
+    expect_open_error(path, GNN_EFORMAT, "not a graph file: attribute 'format' must be a string");
+    const char *two[] = {"gnn-graph", "gnn-graph"};
+    t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, H5T_VARIABLE);
+    set_format_attr(path, t, two, 2);
+    H5Tclose(t);
+    expect_open_error(path, GNN_EFORMAT,
+                      "not a graph file: attribute 'format' holds 2 values, expected one");
+}
+
 static void test_unknown_version(void **state)
 {
     (void)state;
@@ -638,6 +717,7 @@ int main(void)
         cmocka_unit_test(test_writer_append_mode),
         cmocka_unit_test(test_not_hdf5),
         cmocka_unit_test(test_other_layout),
+        cmocka_unit_test(test_format_attr_kinds),
         cmocka_unit_test(test_unknown_version),
         cmocka_unit_test(test_truncated_and_wrong_shape),
         cmocka_unit_test(test_bad_values),

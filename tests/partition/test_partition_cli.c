@@ -1276,6 +1276,21 @@ static void test_bad_commands(void **state)
         rm_rf(gdir);
     }
 
+    /* A graph path past 256 characters is recorded whole and read back. */
+    {
+        char deep[1024], *cmd = NULL;
+        snprintf(deep, sizeof deep, "%s/%0200d/%0100d", tu_path("deep"), 0, 0);
+        assert_true(asprintf(&cmd, "mkdir -p '%s' && cp '%s' '%s/g.h5'", deep, g_sbm, deep) > 0);
+        assert_int_equal(system(cmd), 0);
+        free(cmd);
+        char *graph = (char *)join(deep, "g.h5"), *dir = (char *)tu_path("deep-parts");
+        rm_rf(dir);
+        PART_OK(graph, "-k", "2", "-o", dir, "-q");
+        PART_OK("--check", dir, "-q");
+        rm_rf(dir);
+        rm_rf(tu_path("deep"));
+    }
+
     /* A split that names a node twice: refused with the node, nothing
      * written (a part with it would fail --check and the trainer). */
     {
