@@ -457,10 +457,13 @@ int gnn__ogb_read_index_csv(const char *path, gnn_vid_t n, int64_t **out, int64_
     int rc = 0;
     gnn_text_t *t = NULL;
     int64_t *v = NULL, cap = 0, k = 0;
+    unsigned char *seen = NULL; /* one bit per node: a node listed twice is refused */
     char *line;
     size_t len;
     *out = NULL;
     *count = 0;
+    seen = gnn_calloc((size_t)n / 8 + 1, 1);
+    GNN_CHECK(seen, GNN_ENOMEM, "out of memory reading %s", path);
     GNN_TRY(gnn_text_open(path, &t));
     while ((rc = gnn_text_next_line(t, &line, &len)) == 1) {
         if (len == 0) continue;
@@ -474,6 +477,11 @@ int gnn__ogb_read_index_csv(const char *path, gnn_vid_t n, int64_t **out, int64_
             rc = gnn_text_fail(t, "node id %lld is outside [0, %lld)", (long long)x, (long long)n);
             goto fail;
         }
+        if (seen[x >> 3] & (1u << (x & 7))) {
+            rc = gnn_text_fail(t, "node %lld is listed twice", (long long)x);
+            goto fail;
+        }
+        seen[x >> 3] |= (unsigned char)(1u << (x & 7));
         if (k == cap) {
             cap = cap ? cap * 2 : 4096;
             int64_t *nv = gnn_realloc_array(v, (size_t)cap, sizeof *nv);
@@ -490,6 +498,7 @@ int gnn__ogb_read_index_csv(const char *path, gnn_vid_t n, int64_t **out, int64_
 fail:
     gnn_text_close(t);
     gnn_free(v);
+    gnn_free(seen);
     return rc;
 }
 

@@ -474,6 +474,15 @@ static void test_split_checked_first(void **state)
     tu_run_free(&r);
 }
 
+/* A split file that lists a node twice is refused at that line. */
+static void test_split_duplicate(void **state)
+{
+    (void)state;
+    const char *d = make_dataset("split-dup");
+    set_file(d, "split/time/train.csv.gz", "0\n2\n0\n");
+    expect_failure(d, NULL, 1, "split/time/train.csv.gz:3: node 0 is listed twice");
+}
+
 /* A feature value beyond float32 is named as such. */
 static void test_feature_range(void **state)
 {
@@ -657,6 +666,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_count_limits),
         cmocka_unit_test(test_mem_budget),
         cmocka_unit_test(test_split_checked_first),
+        cmocka_unit_test(test_split_duplicate),
         cmocka_unit_test(test_feature_range),
         cmocka_unit_test(test_edge_header),
         cmocka_unit_test(test_label_values),
