@@ -425,6 +425,7 @@ int gnn_graph_read_split(gnn_graph_file_t *f, gnn_split_t which, int64_t **out, 
 {
     int rc = 0;
     int64_t *v = NULL;
+    unsigned char *seen = NULL;
     *out = NULL;
     *n = 0;
     GNN_CHECK(which >= 0 && which < GNN_NUM_SPLITS, GNN_EINVAL, "no split %d", (int)which);
@@ -435,10 +436,21 @@ int gnn_graph_read_split(gnn_graph_file_t *f, gnn_split_t which, int64_t **out, 
     GNN_CHECK(v, GNN_ENOMEM, "out of memory reading split '%s'", gnn_split_names[which]);
     GNN_TRY(gnn__h5_read_rows(f->d_split[which], H5T_NATIVE_INT64, 1, 1, 0, len, v));
     GNN_TRY(check_ids(f->path, gnn_split_names[which], v, len, 0, f->info.num_nodes));
+    /* A node named twice would be trained on or scored twice: refused. */
+    seen = gnn_calloc((size_t)f->info.num_nodes / 8 + 1, 1);
+    GNN_CHECK(seen, GNN_ENOMEM, "out of memory reading split '%s'", gnn_split_names[which]);
+    for (int64_t i = 0; i < len; i++) {
+        int64_t x = v[i];
+        GNN_CHECK(!(seen[x >> 3] & (1u << (x & 7))), GNN_EFORMAT,
+                  "%s: split/%s names node %" PRId64 " twice", f->path, gnn_split_names[which], x);
+        seen[x >> 3] |= (unsigned char)(1u << (x & 7));
+    }
+    gnn_free(seen);
     *out = v;
     *n = len;
     return 0;
 fail:
+    gnn_free(seen);
     gnn_free(v);
     return rc;
 }

@@ -106,7 +106,7 @@ int gnn_graph_read_labels(gnn_graph_file_t *f, gnn_vid_t row0, gnn_vid_t nrows, 
 /* Original ids of rows [row0, row0 + nrows). */
 int gnn_graph_read_orig_ids(gnn_graph_file_t *f, gnn_vid_t row0, gnn_vid_t nrows, gnn_vid_t *out);
 /* A whole split (allocated into *out, size in *n); GNN_EINVAL when absent,
- * GNN_EFORMAT for a node id outside [0, num_nodes). */
+ * GNN_EFORMAT for a node id outside [0, num_nodes) or named twice. */
 int gnn_graph_read_split(gnn_graph_file_t *f, gnn_split_t which, int64_t **out, int64_t *n);
 
 /*

@@ -620,6 +620,11 @@ static void test_bad_values(void **state)
     poke_i64(path, "split/valid", 2, 1000);
     expect_load_error(path, GNN_EFORMAT, "valid[2] = 1000 is outside [0, 60)");
 
+    /* A node a split names twice (train is 0 .. 29 in order). */
+    path = write_good("dup-split.h5");
+    poke_i64(path, "split/train", 7, 3);
+    expect_load_error(path, GNN_EFORMAT, "split/train names node 3 twice");
+
     /* A sorted-flagged row that is not sorted. */
     path = write_good("unsorted.h5");
     gnn_graph_t g;
