@@ -16,6 +16,7 @@
 
 #include "graph/base/alloc.h"
 #include "graph/base/error.h"
+#include "graph/base/tmpclean.h"
 #include "graph/base/progress.h"
 #include "graph/h5util.h"
 
@@ -523,6 +524,7 @@ fail:
 
 struct gnn_graph_writer {
     char *path, *tmp;
+    int clean; /* tmp's handle for removal on a signal (graph/base/tmpclean.h), 0: none */
     gnn_graph_header_t h;
     hid_t file, split, node_data;
     hid_t d_indptr, d_indices, d_weights, d_feat, d_label, d_orig;
@@ -548,6 +550,7 @@ static void writer_close(gnn_graph_writer_t *w)
 
 static void writer_free(gnn_graph_writer_t *w)
 {
+    gnn_tmp_unregister(w->clean);
     gnn_free(w->path);
     gnn_free(w->tmp);
     gnn_free(w);
@@ -591,6 +594,7 @@ int gnn_graph_writer_open(const char *path, const gnn_graph_header_t *h, int ove
         rc = GNN_H5_FAIL(GNN_EIO, "%s: cannot create file", w->tmp);
         goto fail;
     }
+    w->clean = gnn_tmp_register(w->tmp, 0);
     GNN_TRY(gnn__h5_set_attr_str(w->file, "format", GNN_GRAPH_FORMAT));
     GNN_TRY(gnn__h5_set_attr_i64(w->file, "version", GNN_GRAPH_VERSION));
     GNN_TRY(gnn__h5_set_attr_i64(w->file, "num_nodes", h->num_nodes));

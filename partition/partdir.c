@@ -21,6 +21,7 @@
 
 #include "graph/base/alloc.h"
 #include "graph/base/error.h"
+#include "graph/base/tmpclean.h"
 #include "graph/base/json.h"
 #include "graph/h5util.h"
 #include "partition/halo.h"
@@ -276,6 +277,7 @@ int gnn__partdir_begin(const char *dir, int force, long tag, gnn__partdir_tx_t *
     GNN_CHECK(mkdir(tx->tmp, 0777) == 0, GNN_EIO, "cannot create %s: %s", tx->tmp,
               strerror(errno));
     tx->made = 1;
+    tx->clean = gnn_tmp_register(tx->tmp, 1);
 fail:
     return rc;
 }
@@ -303,6 +305,8 @@ int gnn__partdir_commit(gnn__partdir_tx_t *tx)
         return rc;
     }
     tx->made = 0;
+    gnn_tmp_unregister(tx->clean);
+    tx->clean = 0;
     if (tx->exists) rm_tree(tx->old);
     return 0;
 }
@@ -310,6 +314,7 @@ int gnn__partdir_commit(gnn__partdir_tx_t *tx)
 void gnn__partdir_end(gnn__partdir_tx_t *tx)
 {
     if (tx->made) rm_tree(tx->tmp);
+    gnn_tmp_unregister(tx->clean);
     gnn_free(tx->dir);
     gnn_free(tx->tmp);
     gnn_free(tx->old);

@@ -28,6 +28,7 @@ typedef struct {
     char *tmp; /* "<dir>.tmp-<tag>" */
     char *old; /* "<dir>.old-<tag>": an existing dir while it is replaced */
     int exists, made;
+    int clean; /* tmp's handle for removal on a signal, 0: none */
 } gnn__partdir_tx_t;
 
 /* Refuse an existing dir without force, then create tmp (tag: the writing

@@ -1,0 +1,110 @@
+/*
+ * Temporary outputs removed on a signal (tmpclean.h).
+ *
+ * The handler may only make async-signal-safe calls: paths are copied into
+ * static slots when registered (no allocation in the handler), and a
+ * directory is emptied with open, getdents64, unlinkat and rmdir.
+ */
+#include "graph/base/tmpclean.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define N_SLOTS 8
+#define PATH_BYTES 4096
+
+typedef struct {
+    volatile sig_atomic_t used;
+    int is_dir;
+    char path[PATH_BYTES];
+} slot_t;
+
+static slot_t slots[N_SLOTS];
+static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+#define N_SIGS ((int)(sizeof sigs / sizeof sigs[0]))
+static struct sigaction previous[N_SIGS];
+static int installed;
+
+/* The record getdents64 fills (struct linux_dirent64). */
+struct dirent64_rec {
+    unsigned long long d_ino;
+    long long d_off;
+    unsigned short d_reclen;
+    unsigned char d_type;
+    char d_name[];
+};
+
+static void remove_dir(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_DIRECTORY);
+    if (fd >= 0) {
+        static char buf[8192];
+        long n;
+        while ((n = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0) {
+            for (long at = 0; at < n;) {
+                struct dirent64_rec *d = (struct dirent64_rec *)(buf + at);
+                const char *nm = d->d_name;
+                if (strcmp(nm, ".") && strcmp(nm, "..")) unlinkat(fd, nm, 0);
+                at += d->d_reclen;
+            }
+        }
+        close(fd);
+    }
+    rmdir(path);
+}
+
+static void on_signal(int sig)
+{
+    for (int i = 0; i < N_SLOTS; i++) {
+        if (!slots[i].used) continue;
+        if (slots[i].is_dir)
+            remove_dir(slots[i].path);
+        else
+            unlink(slots[i].path);
+        slots[i].used = 0;
+    }
+    for (int s = 0; s < N_SIGS; s++)
+        if (sigs[s] == sig) sigaction(sig, &previous[s], NULL);
+    raise(sig);
+}
+
+static void install(void)
+{
+    if (installed) return;
+    installed = 1;
+    for (int s = 0; s < N_SIGS; s++) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_signal;
+        sigemptyset(&sa.sa_mask);
+        for (int t = 0; t < N_SIGS; t++) sigaddset(&sa.sa_mask, sigs[t]);
+        if (sigaction(sigs[s], NULL, &previous[s]) != 0) continue;
+        /* A signal ignored by the caller (nohup) stays ignored. */
+        if (previous[s].sa_handler == SIG_IGN) continue;
+        sigaction(sigs[s], &sa, NULL);
+    }
+}
+
+int gnn_tmp_register(const char *path, int is_dir)
+{
+    if (!path || strlen(path) >= PATH_BYTES) return 0;
+    install();
+    for (int i = 0; i < N_SLOTS; i++) {
+        if (slots[i].used) continue;
+        snprintf(slots[i].path, sizeof slots[i].path, "%s", path);
+        slots[i].is_dir = is_dir;
+        slots[i].used = 1;
+        return i + 1;
+    }
+    return 0;
+}
+
+void gnn_tmp_unregister(int handle)
+{
+    if (handle >= 1 && handle <= N_SLOTS) slots[handle - 1].used = 0;
+}

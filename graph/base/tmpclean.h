@@ -1,0 +1,23 @@
+/*
+ * Temporary outputs removed when a signal ends the process.
+ *
+ * Every command writes its output under a temporary name and renames it
+ * when whole; a run stopped by SIGINT, SIGTERM or SIGHUP (Ctrl-C, a batch
+ * system's time limit, mpirun ending a job) would otherwise leave that
+ * temporary file or directory behind, possibly hundreds of MB. Register it
+ * while it exists; on one of those signals the handler removes every
+ * registered path (a directory with the files in it, one level deep), then
+ * lets the signal take its previous course.
+ */
+#ifndef GNN_BASE_TMPCLEAN_H
+#define GNN_BASE_TMPCLEAN_H
+
+/* Register path (a file, or with is_dir a directory of files); returns a
+ * handle > 0, or 0 when the path is too long or every slot (8) is taken
+ * (the output then is not cleaned up on a signal, nothing else changes). */
+int gnn_tmp_register(const char *path, int is_dir);
+
+/* Forget a handle (the path was renamed or removed); 0 is ignored. */
+void gnn_tmp_unregister(int handle);
+
+#endif
