@@ -213,6 +213,20 @@ static int set_flag(const gnn_cli_t *cli, const gnn_opt_t *o, const char *shown,
     return set_value(o, shown, NULL, opts);
 }
 
+/* Whether v, the argument after an option that needs a value, is rather
+ * one of this command's own options ("--mem-budget -o x.h5": the value was
+ * left out). Negative numbers and other text starting with '-' are values. */
+static int is_own_option(const gnn_cli_t *cli, const char *v)
+{
+    if (v[0] != '-') return 0;
+    if (v[1] == '-' && v[2]) {
+        const char *eq = strchr(v + 2, '=');
+        size_t len = eq ? (size_t)(eq - (v + 2)) : strlen(v + 2);
+        return find_long(cli, v + 2, len) != NULL;
+    }
+    return v[1] && !v[2] && find_short(cli, v[1]) != NULL;
+}
+
 /* "--name", "--name=value" or "--name value" at argv[*i]. */
 static int parse_long(const gnn_cli_t *cli, int argc, char **argv, int *i, void *opts)
 {
@@ -237,6 +251,9 @@ static int parse_long(const gnn_cli_t *cli, int argc, char **argv, int *i, void 
     if (!v) {
         if (*i + 1 >= argc) return GNN_FAIL(GNN_EUSAGE, "option '%s' needs a value", shown);
         v = argv[++*i];
+        if (is_own_option(cli, v))
+            return GNN_FAIL(GNN_EUSAGE, "option '%s' needs a value (found the option '%s')",
+                            shown, v);
     }
     if (!opts) return GNN_FAIL(GNN_EINVAL, "option '%s': no options struct to store it in", shown);
     return set_value(o, shown, v, opts);
@@ -258,6 +275,9 @@ static int parse_short(const gnn_cli_t *cli, int argc, char **argv, int *i, void
         if (!v) {
             if (*i + 1 >= argc) return GNN_FAIL(GNN_EUSAGE, "option '%s' needs a value", shown);
             v = argv[++*i];
+            if (is_own_option(cli, v))
+                return GNN_FAIL(GNN_EUSAGE, "option '%s' needs a value (found the option '%s')",
+                                shown, v);
         }
         if (!opts)
             return GNN_FAIL(GNN_EINVAL, "option '%s': no options struct to store it in", shown);

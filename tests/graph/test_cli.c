@@ -281,6 +281,20 @@ static void test_usage_errors(void **state)
     expect_usage(PARSE("-fx", "g"), "unknown option '-x'");
     expect_usage(PARSE("g", "--epochs"), "option '--epochs' needs a value");
     expect_usage(PARSE("g", "-e"), "option '-e' needs a value");
+    /* The value left out: the next argument is one of the command's options. */
+    expect_usage(PARSE("--cache", "-o", "x.h5", "g"),
+                 "option '--cache' needs a value (found the option '-o')");
+    expect_usage(PARSE("-o", "--force", "g"), "option '-o' needs a value (found the option '--force')");
+    expect_usage(PARSE("--out", "--lr=0.1", "g"),
+                 "option '--out' needs a value (found the option '--lr=0.1')");
+    /* Values that only start with '-' are still values. */
+    {
+        parsed_t r = PARSE("--epochs", "-3", "--name", "-x", "--out", "-", "g");
+        assert_int_equal(r.rc, 0);
+        assert_int_equal(r.o.epochs, -3);
+        assert_string_equal(r.o.name, "-x");
+        assert_string_equal(r.o.out, "-");
+    }
     expect_usage(PARSE("--epochs", "abc", "g"), "option '--epochs': 'abc' is not an integer");
     expect_usage(PARSE("--epochs=", "g"), "option '--epochs': '' is not an integer");
     expect_usage(PARSE("-e", "1e3", "g"), "option '-e': '1e3' is not an integer");
