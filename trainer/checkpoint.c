@@ -5,8 +5,11 @@
  * Every scalar member of gnn_checkpoint_t is a root attribute of the same
  * name. One table per attribute type lists them, and the writer, the reader
  * and the value checks all walk those tables, so they cannot disagree about
- * a name. uint64 members are stored as uint64 attributes. The six arrays are
- * contiguous 1-D datasets written and read whole.
+ * a name. uint64 members are stored as uint64 attributes. The members
+ * added in version 3 (the data trained on) have a table of their own: they
+ * are always written, and read from version 3 files only (-1 from version
+ * 2 files, which are still read). The six arrays are contiguous 1-D
+ * datasets written and read whole.
  *
  * Both files are written under "<path>.tmp-<pid>", flushed, closed, synced
  * to disk and only then renamed over path; on any failure the temporary
@@ -63,6 +66,9 @@ static const field_t f64_fields[] = {
     MEMBER(best_train_acc), MEMBER(min_valid_loss),
 };
 static const field_t u64_fields[] = {MEMBER(seed), MEMBER(rng_offset)};
+/* int64 members added in version 3 (absent from version 2 files: -1). */
+static const field_t i64_fields_v3[] = {MEMBER(num_nodes), MEMBER(parts), MEMBER(train_nodes)};
+#define OLDEST_VERSION 2 /* the oldest version read */
 
 /* The arrays, in this order: float32 x n_params, then float64 x runs_done. */
 enum { T_PARAMS, T_ADAM_M, T_ADAM_V, T_BEST, T_RUN_TEST, T_RUN_VALID, N_TENSORS };
@@ -74,7 +80,8 @@ static const char *const tensor_names[N_TENSORS] = {
 _Static_assert(sizeof(gnn_checkpoint_t) ==
                    SIZE_OF(model) + SIZE_OF(aggr) + SIZE_OF(decay_scope) + SIZE_OF(mode) +
                        SIZE_OF(fanouts) +
-                       8 * (COUNT_OF(i64_fields) + COUNT_OF(f64_fields) + COUNT_OF(u64_fields)) +
+                       8 * (COUNT_OF(i64_fields) + COUNT_OF(f64_fields) + COUNT_OF(u64_fields) +
+                            COUNT_OF(i64_fields_v3)) +
                        N_TENSORS * sizeof(void *),
                "every member of gnn_checkpoint_t needs a table entry");
 
@@ -131,10 +138,11 @@ static int check_i64(const char *path, int code, const char *name, int64_t v, in
 
 /*
  * The checks every checkpoint passes; code is GNN_EINVAL for the writer's
- * input and GNN_EFORMAT for a file. Names are not checked against the
- * known models and aggregators: a resume compares them with its options.
+ * input and GNN_EFORMAT for a file, version the file's (the writer's:
+ * GNN_CHECKPOINT_VERSION). Names are not checked against the known models
+ * and aggregators: a resume compares them with its options.
  */
-static int check_fields(const gnn_checkpoint_t *c, const char *path, int code)
+static int check_fields(const gnn_checkpoint_t *c, const char *path, int code, int64_t version)
 {
     int rc = 0;
     for (size_t i = 0; i < COUNT_OF(str_fields); i++) {
@@ -163,6 +171,11 @@ static int check_fields(const gnn_checkpoint_t *c, const char *path, int code)
     GNN_TRY(check_i64(path, code, "best_epoch", c->best_epoch, -1, INT64_MAX));
     GNN_TRY(check_i64(path, code, "bad_evals", c->bad_evals, 0, INT64_MAX));
     GNN_TRY(check_i64(path, code, "n_params", c->n_params, 0, INT64_MAX));
+    if (version >= 3) {
+        GNN_TRY(check_i64(path, code, "num_nodes", c->num_nodes, 1, INT64_MAX));
+        GNN_TRY(check_i64(path, code, "parts", c->parts, 0, INT64_MAX));
+        GNN_TRY(check_i64(path, code, "train_nodes", c->train_nodes, 1, c->num_nodes));
+    }
 fail:
     return rc;
 }
@@ -273,6 +286,11 @@ static int write_checkpoint(hid_t file, const gnn_checkpoint_t *c)
         memcpy(&v, (const char *)c + i64_fields[i].off, sizeof v);
         GNN_TRY(gnn__h5_set_attr_i64(file, i64_fields[i].name, v));
     }
+    for (size_t i = 0; i < COUNT_OF(i64_fields_v3); i++) {
+        int64_t v;
+        memcpy(&v, (const char *)c + i64_fields_v3[i].off, sizeof v);
+        GNN_TRY(gnn__h5_set_attr_i64(file, i64_fields_v3[i].name, v));
+    }
     for (size_t i = 0; i < COUNT_OF(f64_fields); i++) {
         double v;
         memcpy(&v, (const char *)c + f64_fields[i].off, sizeof v);
@@ -299,7 +317,7 @@ int gnn_checkpoint_save(const char *path, const gnn_checkpoint_t *c)
     char *tmp = NULL;
     hid_t file = -1;
     gnn__h5_init();
-    GNN_TRY(check_fields(c, path, GNN_EINVAL));
+    GNN_TRY(check_fields(c, path, GNN_EINVAL, GNN_CHECKPOINT_VERSION));
     for (int t = 0; t < N_TENSORS; t++)
         GNN_CHECK(tensor_len(c, t) == 0 || tensor_get(c, t), GNN_EINVAL,
                   "%s: %s is NULL but holds %lld values", path, tensor_names[t],
@@ -329,7 +347,7 @@ static int check_format(hid_t file, const char *path, const char *want, const ch
     return 0;
 }
 
-static int read_scalars(hid_t file, const char *path, gnn_checkpoint_t *c)
+static int read_scalars(hid_t file, const char *path, int64_t version, gnn_checkpoint_t *c)
 {
     int rc = 0;
     for (size_t i = 0; i < COUNT_OF(str_fields); i++) {
@@ -347,6 +365,14 @@ static int read_scalars(hid_t file, const char *path, gnn_checkpoint_t *c)
         GNN_TRY(at(path, gnn__h5_check_attr_single(file, i64_fields[i].name)));
         GNN_TRY(at(path, gnn__h5_get_attr_i64(file, i64_fields[i].name, 0, &v)));
         memcpy((char *)c + i64_fields[i].off, &v, sizeof v);
+    }
+    for (size_t i = 0; i < COUNT_OF(i64_fields_v3); i++) {
+        int64_t v = -1;
+        if (version >= 3) {
+            GNN_TRY(at(path, gnn__h5_check_attr_single(file, i64_fields_v3[i].name)));
+            GNN_TRY(at(path, gnn__h5_get_attr_i64(file, i64_fields_v3[i].name, 0, &v)));
+        }
+        memcpy((char *)c + i64_fields_v3[i].off, &v, sizeof v);
     }
     for (size_t i = 0; i < COUNT_OF(f64_fields); i++) {
         double v = 0;
@@ -416,11 +442,12 @@ int gnn_checkpoint_load(const char *path, gnn_checkpoint_t *c)
     GNN_TRY(check_format(file, path, GNN_CHECKPOINT_FORMAT, "checkpoint"));
     GNN_TRY(at(path, gnn__h5_check_attr_single(file, "version")));
     GNN_TRY(at(path, gnn__h5_get_attr_i64(file, "version", 0, &version)));
-    GNN_CHECK(version == GNN_CHECKPOINT_VERSION, GNN_EVERSION,
-              "%s: checkpoint format version %lld is not supported (this build reads version %d)",
-              path, (long long)version, GNN_CHECKPOINT_VERSION);
-    GNN_TRY(read_scalars(file, path, c));
-    GNN_TRY(check_fields(c, path, GNN_EFORMAT));
+    GNN_CHECK(version >= OLDEST_VERSION && version <= GNN_CHECKPOINT_VERSION, GNN_EVERSION,
+              "%s: checkpoint format version %lld is not supported (this build reads versions "
+              "%d to %d)",
+              path, (long long)version, OLDEST_VERSION, GNN_CHECKPOINT_VERSION);
+    GNN_TRY(read_scalars(file, path, version, c));
+    GNN_TRY(check_fields(c, path, GNN_EFORMAT, version));
     for (int t = 0; t < N_TENSORS; t++) GNN_TRY(read_tensor(file, path, t, c));
     herr_t closed = H5Fclose(file);
     file = -1;

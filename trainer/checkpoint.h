@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #define GNN_CHECKPOINT_FORMAT "gnn-checkpoint"
-#define GNN_CHECKPOINT_VERSION 2
+#define GNN_CHECKPOINT_VERSION 3
 
 typedef struct {
     /* Configuration (checked on resume). */
@@ -32,6 +32,10 @@ typedef struct {
     int64_t batch_size;    /* mini-batch size, 0 in full mode */
     uint64_t seed;         /* seed of run 0; run r uses seed + r */
     int64_t runs;          /* runs requested */
+    /* The data trained on (version 3; -1 when read from a version 2 file). */
+    int64_t num_nodes;     /* nodes of the graph */
+    int64_t parts;         /* parts of a partition directory (one rank each), 0: a graph file */
+    int64_t train_nodes;   /* training nodes of the graph */
     /* Position. */
     int64_t run;           /* run in progress, 0-based */
     int64_t epoch;         /* epochs completed in that run */
@@ -58,10 +62,11 @@ int gnn_checkpoint_save(const char *path, const gnn_checkpoint_t *c);
 
 /*
  * Read path into c (arrays allocated; free with gnn_checkpoint_free).
- * Errors, each naming path: GNN_ENOENT (no file), GNN_EFORMAT (not HDF5,
- * not a checkpoint, a missing or wrong-shaped dataset or attribute, values
- * out of range such as runs_done > runs), GNN_EVERSION. On failure c is
- * zeroed.
+ * Version 2 files, which do not record the data, are read with num_nodes,
+ * parts and train_nodes set to -1. Errors, each naming path: GNN_ENOENT
+ * (no file), GNN_EFORMAT (not HDF5, not a checkpoint, a missing or
+ * wrong-shaped dataset or attribute, values out of range such as
+ * runs_done > runs), GNN_EVERSION. On failure c is zeroed.
  */
 int gnn_checkpoint_load(const char *path, gnn_checkpoint_t *c);
 

@@ -563,6 +563,7 @@ int gnn_model_backward(gnn_model_t *m, float *dlogits)
      * 0 that aggregate first.
      */
     size_t gneed[2] = {0, 0}, tmax = 0;
+    int guse[2] = {0, 0}, tuse = 0; /* needed, even at 0 bytes (a part with no rows) */
     int nl = m->cfg.layers;
     for (int l = 0; l < nl; l++) {
         const layer_t *L = &m->layer[l];
@@ -571,15 +572,17 @@ int gnn_model_backward(gnn_model_t *m, float *dlogits)
             size_t a = fbytes(rows, L->fin);
             int b = L->gemm_first ? 0 : (nl - 1 - l) % 2;
             gneed[b] = a > gneed[b] ? a : gneed[b];
+            guse[b] = 1;
         }
         size_t t = L->gemm_first || L->sparse ? fbytes(L->n_src, L->fout)
                    : l > 0                    ? fbytes(L->n_dst, L->fin)
                                               : 0;
         tmax = t > tmax ? t : tmax;
+        tuse |= L->gemm_first || L->sparse || l > 0;
     }
     for (int b = 0; b < 2; b++)
-        if (gneed[b]) GNN_TRY(ensure(be, (void **)&m->gbuf[b], &m->gbuf_bytes[b], gneed[b]));
-    if (tmax) GNN_TRY(ensure(be, (void **)&m->dt, &m->dt_bytes, tmax));
+        if (guse[b]) GNN_TRY(ensure(be, (void **)&m->gbuf[b], &m->gbuf_bytes[b], gneed[b]));
+    if (tuse) GNN_TRY(ensure(be, (void **)&m->dt, &m->dt_bytes, tmax));
 
     float *dz = dlogits;
     for (int l = m->cfg.layers - 1; l >= 0; l--) {
@@ -634,7 +637,7 @@ int gnn_model_backward(gnn_model_t *m, float *dlogits)
                                         m->params + L->ws_off, fout, 1.0f, dd, fin));
             }
         }
-        if (!dd) break;
+        if (l == 0) break;
         /* Through dropout and the ReLU of layer l - 1 (L->in: its output, or
          * D where dropout overwrote it, which gives the same result). */
         if (L->dropped) GNN_TRY(drop(m, 0, ns, fin, L->drop_off, dd, dd, 1));

@@ -129,7 +129,9 @@ int gnn_model_backward(gnn_model_t *m, float *dlogits);
  * same mask for a node and the ranks together compute what one process
  * computes. row_id: backend int64 array of n_rows ids in [0, n_global).
  * Not with sparse input (GNN_EUNSUPPORTED). Both callbacks return 0 or a
- * GNN_E code; the pointers they get are backend buffers.
+ * GNN_E code; the pointers they get are backend buffers. Every exchange is
+ * made once per forward and once per backward, also on a rank with no rows
+ * (n_rows 0: an empty part), since the others wait for it.
  */
 typedef struct {
     void *ctx;

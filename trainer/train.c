@@ -61,6 +61,7 @@
 #include <mpi.h>
 
 #include <errno.h>
+#include <float.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
@@ -71,6 +72,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 void gnn_train_defaults(gnn_train_opts_t *o)
 {
@@ -188,6 +190,20 @@ typedef struct {
 
 /* ---- Set-up --------------------------------------------------------------- */
 
+#define MAX_THREADS 4096 /* --threads: more than any machine has cores */
+
+/* --device is cpu, cpu-as-gpu, auto, cuda or cuda:N (N in [0, 1023]). */
+static int device_name_ok(const char *s)
+{
+    if (!strcmp(s, "cpu") || !strcmp(s, "cpu-as-gpu") || !strcmp(s, "auto") || !strcmp(s, "cuda"))
+        return 1;
+    if (strncmp(s, "cuda:", 5) || s[5] < '0' || s[5] > '9') return 0;
+    char *end;
+    errno = 0;
+    long d = strtol(s + 5, &end, 10);
+    return !*end && !errno && d <= 1023;
+}
+
 static int check_opts(const gnn_train_opts_t *o)
 {
     if (!o->data) return GNN_FAIL(GNN_EUSAGE, "--data FILE is required");
@@ -195,11 +211,26 @@ static int check_opts(const gnn_train_opts_t *o)
         return GNN_FAIL(GNN_EUSAGE, "--layers %d outside [1, %d]", o->layers, GNN_MODEL_MAX_LAYERS);
     if (o->hidden < 1 || o->hidden > (1 << 20))
         return GNN_FAIL(GNN_EUSAGE, "--hidden %" PRId64 " outside [1, 1048576]", o->hidden);
+    /* The model computes in single precision: each value must stay in
+     * range once narrowed to a float. */
     if (!(o->dropout >= 0.0 && o->dropout < 1.0))
         return GNN_FAIL(GNN_EUSAGE, "--dropout %g outside [0, 1)", o->dropout);
+    if (!((float)o->dropout < 1.0f))
+        return GNN_FAIL(GNN_EUSAGE, "--dropout %.12g is 1 in single precision (must be below 1)",
+                        o->dropout);
     if (!(o->lr > 0.0 && isfinite(o->lr))) return GNN_FAIL(GNN_EUSAGE, "--lr %g must be > 0", o->lr);
+    if (!((float)o->lr > 0.0f && isfinite((float)o->lr)))
+        return GNN_FAIL(GNN_EUSAGE, "--lr %g is outside the range of single precision "
+                                    "(%g to %g)",
+                        o->lr, (double)FLT_TRUE_MIN, (double)FLT_MAX);
     if (!(o->weight_decay >= 0.0 && isfinite(o->weight_decay)))
         return GNN_FAIL(GNN_EUSAGE, "--weight-decay %g must be >= 0", o->weight_decay);
+    if (!isfinite((float)o->weight_decay))
+        return GNN_FAIL(GNN_EUSAGE, "--weight-decay %g is beyond single precision (at most %g)",
+                        o->weight_decay, (double)FLT_MAX);
+    if (!o->device || !device_name_ok(o->device))
+        return GNN_FAIL(GNN_EUSAGE, "--device %s: expected cpu, cuda, cuda:N, auto or cpu-as-gpu",
+                        o->device ? o->device : "");
     if (o->epochs < 0) return GNN_FAIL(GNN_EUSAGE, "--epochs %d must be >= 0", o->epochs);
     if (o->runs < 1 || o->runs > 1000)
         return GNN_FAIL(GNN_EUSAGE, "--runs %d outside [1, 1000]", o->runs);
@@ -207,7 +238,8 @@ static int check_opts(const gnn_train_opts_t *o)
     if (o->checkpoint_every < 1)
         return GNN_FAIL(GNN_EUSAGE, "--checkpoint-every %d must be >= 1", o->checkpoint_every);
     if (o->early_stop < 0) return GNN_FAIL(GNN_EUSAGE, "--early-stop %d must be >= 0", o->early_stop);
-    if (o->threads < 0) return GNN_FAIL(GNN_EUSAGE, "--threads %d must be >= 0", o->threads);
+    if (o->threads < 0 || o->threads > MAX_THREADS)
+        return GNN_FAIL(GNN_EUSAGE, "--threads %d outside [0, %d]", o->threads, MAX_THREADS);
     if (o->seed < 0) return GNN_FAIL(GNN_EUSAGE, "--seed %" PRId64 " must be >= 0", o->seed);
     if (o->resume && !o->checkpoint)
         return GNN_FAIL(GNN_EUSAGE, "--resume needs --checkpoint FILE");
@@ -233,6 +265,108 @@ static int check_opts(const gnn_train_opts_t *o)
     if (o->eval_batch_size < 1 || o->eval_batch_size > ((int64_t)1 << 30))
         return GNN_FAIL(GNN_EUSAGE, "--eval-batch-size %" PRId64 " outside [1, 2^30]",
                         o->eval_batch_size);
+    return 0;
+}
+
+/* The directory of path into buf: "." without a slash, "/" for a path in
+ * the root. */
+static void dir_of(const char *path, char *buf, size_t size)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(buf, size, ".");
+    else if (slash == path)
+        snprintf(buf, size, "/");
+    else
+        snprintf(buf, size, "%.*s", (int)(slash - path), path);
+}
+
+/* path with its directory resolved to an absolute one, or path as it is
+ * where the directory cannot be resolved. */
+static const char *resolved(const char *path, char *buf, size_t size)
+{
+    char dir[PATH_MAX], real[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    dir_of(path, dir, sizeof dir);
+    if (!realpath(dir, real)) return path;
+    snprintf(buf, size, "%s/%s", real, slash ? slash + 1 : path);
+    return buf;
+}
+
+/* Do paths a and b name the same file: the same device and inode where
+ * both exist, else the same path once their directories are resolved. */
+static int same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    int ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
+    if (ea && eb) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    if (ea != eb) return 0;
+    char ra[PATH_MAX + 256], rb[PATH_MAX + 256];
+    return !strcmp(resolved(a, ra, sizeof ra), resolved(b, rb, sizeof rb));
+}
+
+/* Is path one of the files of partition directory data (meta.h5,
+ * part-NNNNN.h5), whether or not it exists yet? */
+static int partdir_file(const char *data, const char *path)
+{
+    struct stat sd, sp;
+    char dir[PATH_MAX];
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    size_t len = strlen(base);
+    int named = !strcmp(base, "meta.h5") ||
+                (!strncmp(base, "part-", 5) && len > 8 && !strcmp(base + len - 3, ".h5"));
+    dir_of(path, dir, sizeof dir);
+    return named && stat(data, &sd) == 0 && S_ISDIR(sd.st_mode) && stat(dir, &sp) == 0 &&
+           sd.st_dev == sp.st_dev && sd.st_ino == sp.st_ino;
+}
+
+/* The output path of option opt can be written: not a directory, and its
+ * directory exists and accepts new files (outputs are written under a
+ * temporary name beside them). */
+static int check_output(const char *opt, const char *path)
+{
+    char dir[PATH_MAX];
+    struct stat st;
+    if (!path[0]) return GNN_FAIL(GNN_EUSAGE, "%s: empty file name", opt);
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return GNN_FAIL(GNN_EIO, "%s %s: is a directory", opt, path);
+    dir_of(path, dir, sizeof dir);
+    if (stat(dir, &st) != 0)
+        return GNN_FAIL(errno == ENOENT ? GNN_ENOENT : GNN_EIO, "%s %s: cannot write in %s: %s",
+                        opt, path, dir, strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return GNN_FAIL(GNN_EIO, "%s %s: %s is not a directory", opt, path, dir);
+    if (access(dir, W_OK | X_OK) != 0)
+        return GNN_FAIL(GNN_EIO, "%s %s: cannot write in %s: %s", opt, path, dir,
+                        strerror(errno));
+    return 0;
+}
+
+/*
+ * The files the options name, checked before any work: no two options may
+ * name the same file (a log written over the graph, predictions over the
+ * checkpoint: GNN_EUSAGE), and each output can be written, so that a run
+ * does not fail only after training.
+ */
+static int check_paths(const gnn_train_opts_t *o)
+{
+    const char *opt[] = {"--data", "--checkpoint", "--save-predictions", "--log-json"};
+    const char *path[] = {o->data, o->checkpoint, o->save_predictions, o->log_json};
+    int n = (int)(sizeof path / sizeof path[0]);
+    for (int a = 0; a < n; a++)
+        for (int b = a + 1; b < n; b++)
+            if (path[a] && path[b] && same_file(path[a], path[b]))
+                return GNN_FAIL(GNN_EUSAGE, "%s %s and %s %s name the same file", opt[a],
+                                path[a], opt[b], path[b]);
+    for (int a = 1; a < n; a++)
+        if (path[0] && path[a] && partdir_file(path[0], path[a]))
+            return GNN_FAIL(GNN_EUSAGE, "%s %s would overwrite a file of the partition directory "
+                                        "--data %s",
+                            opt[a], path[a], path[0]);
+    for (int a = 1; a < n; a++) {
+        int rc = path[a] ? check_output(opt[a], path[a]) : 0;
+        if (rc < 0) return rc;
+    }
     return 0;
 }
 
@@ -277,6 +411,26 @@ static int parse_fanouts(job_t *j)
     return 0;
 }
 
+/* Every feature of the n x f rows is finite; else GNN_EINVAL naming the
+ * first node that has another (its graph-file id: id[row], or the row). */
+static int check_finite(const char *path, const float *x, int64_t n, int64_t f, const int64_t *id)
+{
+    int64_t first = n;
+#pragma omp parallel for reduction(min : first) schedule(static)
+    for (int64_t v = 0; v < n; v++)
+        for (int64_t k = 0; k < f; k++)
+            if (!isfinite(x[v * f + k])) {
+                first = v < first ? v : first;
+                break;
+            }
+    if (first == n) return 0;
+    int64_t k = 0;
+    while (isfinite(x[first * f + k])) k++;
+    return GNN_FAIL(GNN_EINVAL, "%s: feature %" PRId64 " of node %" PRId64 " is %g (gnn-train "
+                                "needs finite features)",
+                    path, k, id ? id[first] : first, (double)x[first * f + k]);
+}
+
 /* Load the graph file and check it can be trained on. */
 static int load_data(job_t *j)
 {
@@ -292,13 +446,17 @@ static int load_data(job_t *j)
         GNN_CHECK(g->split[s] && g->split_size[s] >= 0, GNN_EINVAL,
                   "%s has no %s split (gnn-train needs train, valid and test splits)", path,
                   gnn_split_names[s]);
-    GNN_CHECK(g->split_size[GNN_SPLIT_TRAIN] > 0, GNN_EINVAL, "%s: the train split is empty", path);
+    for (int s = 0; s < GNN_NUM_SPLITS; s++)
+        GNN_CHECK(g->split_size[s] > 0, GNN_EINVAL,
+                  "%s: the %s split is empty (gnn-train needs train, valid and test nodes)", path,
+                  gnn_split_names[s]);
     /* Training and evaluation nodes must be labelled. */
     for (int s = 0; s < GNN_NUM_SPLITS; s++)
         for (int64_t i = 0; i < g->split_size[s]; i++)
             GNN_CHECK(g->label[g->split[s][i]] >= 0, GNN_EINVAL,
                       "%s: node %" PRId64 " of the %s split has no label", path, g->split[s][i],
                       gnn_split_names[s]);
+    GNN_TRY(check_finite(path, g->feat, g->csr.n_rows, g->feat_dim, NULL));
     return 0;
 fail:
     return rc;
@@ -633,17 +791,26 @@ static int setup_dist(job_t *j)
     gnn_dist_part_t *d = j->dist;
     GNN_TRY(gnn_dist_load(MPI_COMM_WORLD, o->data, j->minibatch, d));
     int64_t n = d->n_owned, nl = d->n_local, f = d->feat_dim;
+    /* What every rank can train on, agreed: the splits (their totals are
+     * every rank's), the labels and features of the rank's own nodes (the
+     * halo rows are their owners'). */
+    int local = 0;
+    for (int s = 0; s < GNN_NUM_SPLITS && local == 0; s++)
+        if (d->split_total[s] == 0)
+            local = GNN_FAIL(GNN_EINVAL, "%s: the %s split is empty (gnn-train needs train, valid "
+                                         "and test nodes)",
+                             o->data, gnn_split_names[s]);
+    for (int s = 0; s < GNN_NUM_SPLITS && local == 0; s++)
+        for (int64_t i = 0; i < d->split_n[s] && local == 0; i++)
+            if (d->label[d->split[s][i]] < 0)
+                local = GNN_FAIL(GNN_EINVAL, "%s: node %" PRId64 " of the %s split has no label",
+                                 o->data, d->gid[d->split[s][i]], gnn_split_names[s]);
+    if (local == 0) local = check_finite(o->data, d->feat, n, f, d->gid);
+    GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
     if (o->normalize_features) {
         normalize_rows(d->feat, nl, f);
         if (d->own_feat) normalize_rows(d->own_feat, n, f); /* what fetches serve */
     }
-    for (int s = 0; s < GNN_NUM_SPLITS; s++)
-        for (int64_t i = 0; i < d->split_n[s]; i++)
-            GNN_CHECK(d->label[d->split[s][i]] >= 0, GNN_EINVAL,
-                      "%s: node %" PRId64 " of the %s split has no label", o->data,
-                      d->gid[d->split[s][i]], gnn_split_names[s]);
-    GNN_CHECK(d->split_total[GNN_SPLIT_TRAIN] > 0, GNN_EINVAL, "%s: the train split is empty",
-              o->data);
     j->g.feat_dim = f;
     j->g.num_classes = d->num_classes;
     j->g.csr.n_rows = n;
@@ -693,6 +860,7 @@ static int setup(job_t *j)
     int rc = 0;
     const gnn_train_opts_t *o = j->o;
     GNN_TRY(check_opts(o));
+    if (j->rank == 0) GNN_TRY(check_paths(o)); /* rank 0 writes the outputs */
     if (gnn_model_kind_from_name(o->model, &j->kind) < 0) {
         rc = GNN_FAIL(GNN_EUSAGE, "--model: unknown model \"%s\" (expected gcn or sage)",
                       o->model);
@@ -812,6 +980,18 @@ static void ck_config(job_t *j, gnn_checkpoint_t *c)
     c->normalize_features = o->normalize_features;
     c->seed = (uint64_t)o->seed;
     c->runs = o->runs;
+    c->num_nodes = j->dist ? j->dist->n_global : j->g.csr.n_rows;
+    c->parts = j->dist ? j->dist->size : 0;
+    c->train_nodes = j->dist ? j->dist->split_total[GNN_SPLIT_TRAIN] : j->split_n[GNN_SPLIT_TRAIN];
+}
+
+/* "a graph file" or "a partition directory of N parts" (parts as in
+ * gnn_checkpoint_t), for messages about what a run trained on. */
+static const char *parts_text(int64_t parts, char *buf, size_t size)
+{
+    if (parts == 0) return "a graph file";
+    snprintf(buf, size, "a partition directory of %" PRId64 " parts", parts);
+    return buf;
 }
 
 /* A resumed checkpoint must describe the same job. */
@@ -848,6 +1028,17 @@ static int ck_match(job_t *j, const gnn_checkpoint_t *c)
     SAME_I(batch_size, "--batch-size")
     SAME_I(normalize_features, "--normalize-features")
     SAME_I(seed, "--seed")
+    if (c->num_nodes >= 0) { /* recorded since version 3 */
+        if (c->parts != want.parts) {
+            char a[64], b[64];
+            return GNN_FAIL(GNN_EINVAL, "%s: the checkpoint was written training on %s, this "
+                                        "run trains on %s",
+                            p, parts_text(c->parts, a, sizeof a),
+                            parts_text(want.parts, b, sizeof b));
+        }
+        SAME_I(num_nodes, "the number of nodes")
+        SAME_I(train_nodes, "the number of training nodes")
+    }
 #undef SAME_I
 #undef SAME_D
 #undef SAME_S
@@ -1700,6 +1891,17 @@ static int run_epochs(job_t *j)
             }
             stop = o->early_stop > 0 && c->bad_evals >= o->early_stop;
         }
+        /* Diverged. Both losses are reduced over the ranks, so every rank
+         * decides alike; the agreement names one reporting rank. */
+        int local = 0;
+        if (!isfinite(loss))
+            local = GNN_FAIL(GNN_ERANGE, "loss is not finite at epoch %" PRId64 " (lower --lr?)",
+                             c->epoch);
+        else if (evaluated && !isfinite(ev.valid_loss))
+            local = GNN_FAIL(GNN_ERANGE, "validation loss is not finite at epoch %" PRId64
+                                         " (lower --lr?)",
+                             c->epoch);
+        GNN_TRY(j->dist ? gnn_dist_agree(MPI_COMM_WORLD, local) : local);
         log_epoch(j, c->epoch, loss, &ev, evaluated, epoch_s, eval_s);
         gnn_progress_set(prog, c->epoch);
         if (stop) {
@@ -1712,7 +1914,9 @@ static int run_epochs(job_t *j)
             GNN_TRY(save_checkpoint(j));
     }
     gnn_progress_finish(prog);
-    if (o->eval_every == 0) { /* never evaluated: the last parameters stand, accuracies unknown */
+    if (c->best_epoch < 0 || o->eval_every == 0) {
+        /* Never evaluated (--eval-every 0, or no epoch to train): the last
+         * parameters stand, accuracies unknown. */
         c->best_epoch = c->epoch;
         c->best_valid_acc = c->best_test_acc = c->best_train_acc = NAN;
         GNN_TRY(gnn_be_download(j->be, c->best_params, gnn_model_params(j->model), pbytes));
@@ -1988,9 +2192,11 @@ static void write_final(job_t *j, const gnn_train_result_t *r)
         fprintf(f, "}\n");
         fflush(f);
     }
-    if (j->o->eval_every == 0)
-        GNN_INFO("%d run%s without evaluation (--eval-every 0), %.2f ms per epoch", r->runs,
-                 r->runs > 1 ? "s" : "", 1e3 * r->epoch_s_mean);
+    if (isnan(r->runs > 1 ? r->test_acc_mean : r->test_acc))
+        GNN_INFO("%d run%s without evaluation (%s), %.2f ms per epoch", r->runs,
+                 r->runs > 1 ? "s" : "",
+                 j->o->eval_every == 0 ? "--eval-every 0" : "no epoch trained",
+                 1e3 * r->epoch_s_mean);
     else if (r->runs > 1)
         GNN_INFO("test accuracy %.2f %% +- %.2f over %d runs (valid %.2f %%), %.2f ms per epoch",
                  100.0 * r->test_acc_mean, 100.0 * r->test_acc_std, r->runs,
@@ -2041,40 +2247,13 @@ static void job_free(job_t *j)
     gnn_free(j->batch_pid);
 }
 
-int gnn_train_run(const gnn_train_opts_t *o, gnn_train_result_t *res)
+/* The state to start from: the checkpoint when resuming one (*restore:
+ * the run in progress continues), else fresh; and the log opened (rank 0). */
+static int load_state(job_t *j, int *restore)
 {
     int rc = 0;
-    job_t job = {0}, *j = &job;
-    j->o = o;
-    gnn_graph_init(&j->g);
-    gnn_dist_part_t dist;
-    struct stat sb;
-    int size = 1;
-    int is_dir = o->data && stat(o->data, &sb) == 0 && S_ISDIR(sb.st_mode), init = 0;
-    MPI_Initialized(&init);
-    if (init) MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (size > 1) /* rank 0 decides, so every rank takes the same path */
-        MPI_Bcast(&is_dir, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    if (is_dir) {
-        /* A partition directory: one rank per part. Settings are agreed
-         * before the collective load. */
-        memset(&dist, 0, sizeof dist);
-        dist.fetch_comm = MPI_COMM_NULL;
-        j->dist = &dist;
-        MPI_Comm_rank(MPI_COMM_WORLD, &j->rank);
-        rc = setup(j);
-        GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, rc));
-        GNN_TRY(setup_dist(j));
-    } else {
-        GNN_CHECK(size == 1, GNN_EUSAGE,
-                  "%s is a graph file, which one process trains on; for %d ranks, partition it "
-                  "with gnn-partition -k %d and train on the directory",
-                  o->data ? o->data : "--data", size, size);
-        GNN_TRY(setup(j));
-    }
-
-    /* The state: from the checkpoint when resuming one, else fresh. */
-    int restore = 0;
+    const gnn_train_opts_t *o = j->o;
+    *restore = 0;
     if (o->checkpoint && file_exists(o->checkpoint)) {
         if (!o->resume) {
             rc = GNN_FAIL(GNN_EEXISTS, "checkpoint %s exists (add --resume to continue it, or "
@@ -2124,7 +2303,7 @@ int gnn_train_run(const gnn_train_opts_t *o, gnn_train_result_t *res)
             }
             c->runs_done--;
         }
-        restore = c->runs_done < o->runs && c->run == c->runs_done;
+        *restore = c->runs_done < o->runs && c->run == c->runs_done;
         GNN_INFO("resuming %s: run %" PRId64 "/%d after epoch %" PRId64, o->checkpoint,
                  c->run + 1, o->runs, c->epoch);
     } else if (o->resume) {
@@ -2133,9 +2312,68 @@ int gnn_train_run(const gnn_train_opts_t *o, gnn_train_result_t *res)
     ck_config(j, &j->ck);
 
     if (o->log_json && j->rank == 0) {
-        j->log = fopen(o->log_json, restore || j->ck.runs_done > 0 ? "a" : "w");
+        j->log = fopen(o->log_json, *restore || j->ck.runs_done > 0 ? "a" : "w");
         GNN_CHECK(j->log, GNN_EIO, "cannot write the log %s: %s", o->log_json, strerror(errno));
     }
+    return 0;
+fail:
+    return rc;
+}
+
+int gnn_train_run(const gnn_train_opts_t *o, gnn_train_result_t *res)
+{
+    int rc = 0;
+    job_t job = {0}, *j = &job;
+    j->o = o;
+    gnn_graph_init(&j->g);
+    gnn_dist_part_t dist;
+    struct stat sb;
+    int size = 1;
+    /* What --data is: a directory, and the errno of its stat (0: it exists). */
+    int kind[2] = {0, 0}, init = 0;
+    if (o->data) {
+        int st = stat(o->data, &sb);
+        kind[0] = st == 0 && S_ISDIR(sb.st_mode);
+        kind[1] = st == 0 ? 0 : errno;
+    }
+    MPI_Initialized(&init);
+    if (init) MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size > 1) /* rank 0 decides, so every rank takes the same path */
+        MPI_Bcast(kind, 2, MPI_INT, 0, MPI_COMM_WORLD);
+    int is_dir = kind[0];
+    if (!is_dir && size > 1) {
+        /* Every rank is here and fails the same way; rank 0 reports. */
+        int local = check_opts(o);
+        if (local == 0 && kind[1])
+            local = GNN_FAIL(kind[1] == ENOENT ? GNN_ENOENT : GNN_EIO, "%s: %s", o->data,
+                             strerror(kind[1]));
+        if (local == 0)
+            local = GNN_FAIL(GNN_EUSAGE,
+                             "%s is a graph file, which one process trains on; for %d ranks, "
+                             "partition it with gnn-partition -k %d and train on the directory",
+                             o->data, size, size);
+        rc = gnn_dist_agree(MPI_COMM_WORLD, local);
+        goto fail;
+    }
+    if (is_dir) {
+        /* A partition directory: one rank per part. Settings are agreed
+         * before the collective load. */
+        memset(&dist, 0, sizeof dist);
+        dist.fetch_comm = MPI_COMM_NULL;
+        j->dist = &dist;
+        MPI_Comm_rank(MPI_COMM_WORLD, &j->rank);
+        rc = setup(j);
+        GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, rc));
+        GNN_TRY(setup_dist(j));
+    } else {
+        GNN_TRY(setup(j));
+    }
+
+    /* The state: from the checkpoint when resuming one, else fresh
+     * (every rank reads it, and fails or goes on with the others). */
+    int restore = 0;
+    rc = load_state(j, &restore);
+    GNN_TRY(j->dist ? gnn_dist_agree(MPI_COMM_WORLD, rc) : rc);
 
     int64_t first = j->ck.runs_done;
     for (int64_t r = first; r < o->runs; r++) {
@@ -2147,7 +2385,7 @@ int gnn_train_run(const gnn_train_opts_t *o, gnn_train_result_t *res)
         c->run_test_acc[c->runs_done] = c->best_test_acc;
         c->run_valid_acc[c->runs_done] = c->best_valid_acc;
         c->runs_done++;
-        if (o->eval_every > 0)
+        if (!isnan(c->best_test_acc))
             GNN_INFO("run %" PRId64 "/%d: test accuracy %.2f %% at epoch %" PRId64
                      " (validation %.2f %%)",
                      r + 1, o->runs, 100.0 * c->best_test_acc, c->best_epoch,
@@ -2172,11 +2410,11 @@ int gnn_train_run(const gnn_train_opts_t *o, gnn_train_result_t *res)
         s2 += (c->run_test_acc[i] - r.test_acc_mean) * (c->run_test_acc[i] - r.test_acc_mean);
     r.test_acc_std = c->runs_done ? sqrt(s2 / (double)c->runs_done) : 0.0;
     r.epoch_s_mean = j->epoch_s_count ? j->epoch_s_sum / (double)j->epoch_s_count : 0.0;
-    write_final(j, &r);
     if (o->save_predictions) {
         if (!j->model) GNN_TRY(start_run(j, 1));
         GNN_TRY(write_predictions(j));
     }
+    write_final(j, &r); /* the log's last line says every output is written */
     if (res) *res = r;
 fail:
     job_free(j);

@@ -7,7 +7,8 @@
  * datasets, attributes, strings), then loads the copy. Errors are expected
  * and ignored; crashes, leaks and sanitizer reports are not. A checkpoint
  * that loads must be one the trainer can use: the run and its counters
- * within the run count, the finished runs' arrays and the four tensors
+ * within the run count, the data trained on known and consistent (or, from
+ * a version 2 file, unknown), the finished runs' arrays and the four tensors
  * present with the sizes given, strings terminated.
  */
 #include "graph/base/error.h"
@@ -43,7 +44,8 @@ static int set_up(void)
     gnn_checkpoint_t c = {.model = "sage", .aggr = "mean", .layers = 2, .in_dim = 5,
                           .hidden = 3, .classes = 4, .dropout = 0.5, .lr = 0.01,
                           .weight_decay = 5e-4, .decay_scope = "all", .mode = "minibatch",
-                          .fanouts = "10,5", .batch_size = 64, .seed = 7, .runs = 3, .run = 1,
+                          .fanouts = "10,5", .batch_size = 64, .seed = 7, .runs = 3,
+                          .num_nodes = 50, .parts = 2, .train_nodes = 10, .run = 1,
                           .epoch = 4, .step = 40, .rng_offset = 1234, .best_epoch = 3,
                           .bad_evals = 1, .best_valid_acc = 0.8, .best_valid_loss = 0.6,
                           .best_test_acc = 0.78, .best_train_acc = 0.9, .min_valid_loss = 0.6,
@@ -76,6 +78,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         if (c.runs < 1 || c.run < 0 || c.runs_done < 0 || c.runs_done > c.runs ||
             c.epoch < 0 || c.step < 0 || c.n_params < 0)
+            abort();
+        int unknown = c.num_nodes == -1 && c.parts == -1 && c.train_nodes == -1; /* version 2 */
+        if (!unknown && (c.num_nodes < 1 || c.parts < 0 || c.train_nodes < 1 ||
+                         c.train_nodes > c.num_nodes))
             abort();
         if (c.runs_done > 0 && (!c.run_test_acc || !c.run_valid_acc)) abort();
         if (c.n_params > 0 && (!c.params || !c.adam_m || !c.adam_v || !c.best_params)) abort();

@@ -5,7 +5,8 @@
  * the target as it was and no temporary file behind, every kind of bad file
  * built with the HDF5 C API (each a GNN_E* code and a message naming the
  * file, a zeroed checkpoint and no open HDF5 object), allocation failure at
- * every allocation, and prediction files read back with the HDF5 API.
+ * every allocation, version 2 files (without the data trained on) still
+ * read, and prediction files read back with the HDF5 API.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -70,6 +71,9 @@ static void make_ck(gnn_checkpoint_t *c, int64_t n_params, int64_t runs_done, ui
     c->normalize_features = 1;
     c->seed = 0xFEDCBA9876543210ull; /* above INT64_MAX */
     c->runs = 10;
+    c->num_nodes = 2708;
+    c->parts = 4;
+    c->train_nodes = 140;
     c->run = runs_done < 10 ? runs_done : 9;
     c->epoch = 123;
     c->step = 456;
@@ -466,15 +470,34 @@ static void test_not_a_checkpoint(void **state)
 static void test_version(void **state)
 {
     (void)state;
-    const char *path = write_good("v3.ck");
-    int64_t v = 3;
+    const char *path = write_good("v4.ck");
+    int64_t v = 4;
     put_attr(path, "version", H5T_STD_I64LE, 0, &v);
-    expect_load_error(path, GNN_EVERSION, "checkpoint format version 3 is not supported");
+    expect_load_error(path, GNN_EVERSION, "checkpoint format version 4 is not supported");
     v = 1; /* before mini-batch training: no mode, fanouts, batch_size */
     put_attr(path, "version", H5T_STD_I64LE, 0, &v);
     expect_load_error(path, GNN_EVERSION, "checkpoint format version 1 is not supported");
     delete_attr(path, "version");
     expect_load_error(path, GNN_EFORMAT, "missing attribute 'version'");
+
+    /* Version 3 added the data trained on; a version 2 file, without it,
+     * is read with those members at -1 and everything else as written. */
+    gnn_checkpoint_t c, d;
+    make_ck(&c, 100, 2, g_seed + 6);
+    path = write_good("v2.ck");
+    static const char *const added[] = {"num_nodes", "parts", "train_nodes"};
+    for (int i = 0; i < 3; i++) delete_attr(path, added[i]);
+    v = 3;
+    put_attr(path, "version", H5T_STD_I64LE, 0, &v);
+    expect_load_error(path, GNN_EFORMAT, "missing attribute 'num_nodes'");
+    v = 2;
+    put_attr(path, "version", H5T_STD_I64LE, 0, &v);
+    assert_int_equal(gnn_checkpoint_load(path, &d), 0);
+    assert_true(d.num_nodes == -1 && d.parts == -1 && d.train_nodes == -1);
+    c.num_nodes = c.parts = c.train_nodes = -1;
+    assert_ck_equal(&c, &d);
+    gnn_checkpoint_free(&d);
+    free_ck(&c);
 }
 
 static void test_bad_datasets(void **state)
@@ -598,6 +621,10 @@ static void test_bad_values(void **state)
         {"best_epoch", -2, "best_epoch = -2, expected at least -1"},
         {"bad_evals", -1, "bad_evals = -1, expected at least 0"},
         {"normalize_features", 2, "normalize_features = 2 is outside [0, 1]"},
+        {"num_nodes", 0, "num_nodes = 0, expected at least 1"},
+        {"parts", -1, "parts = -1, expected at least 0"},
+        {"train_nodes", 0, "train_nodes = 0 is outside [1, 2708]"},
+        {"train_nodes", 2709, "train_nodes = 2709 is outside [1, 2708]"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         const char *path = write_good("values.ck");

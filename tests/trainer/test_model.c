@@ -5,7 +5,8 @@
  * are those of single precision), for GCN in both product orders, SAGE
  * with the mean, max and sum aggregators, one to three layers, with and
  * without dropout (the mask is replayed by resetting the generator);
- * parameter layout and initialisation; configuration errors.
+ * parameter layout and initialisation; configuration errors; a model over
+ * ranks on a rank with no rows (an empty part) making every halo exchange.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -366,6 +367,97 @@ static void test_layout_and_errors(void **state)
     fixture_free(&t);
 }
 
+/* Halo hooks that count their calls per exchange. */
+typedef struct {
+    int forward[GNN_MODEL_MAX_LAYERS], backward[GNN_MODEL_MAX_LAYERS];
+} halo_calls_t;
+
+static int count_forward(void *ctx, int k, int training, float *x, int64_t f)
+{
+    (void)training, (void)x, (void)f;
+    ((halo_calls_t *)ctx)->forward[k]++;
+    return 0;
+}
+
+static int count_backward(void *ctx, int k, float *g, int64_t f)
+{
+    (void)g, (void)f;
+    ((halo_calls_t *)ctx)->backward[k]++;
+    return 0;
+}
+
+/*
+ * A model spread over ranks on a rank that owns no row (an empty part):
+ * a training forward and the backward succeed, every exchange is made in
+ * both directions (the others wait for it), and the gradients are zero.
+ * GCN in both product orders, SAGE with a linear and a non-linear
+ * aggregator, with dropout.
+ */
+static void test_empty_rows_with_halo(void **state)
+{
+    (void)state;
+    gnn_backend_t *be;
+    gnn_aggr_registry_t *reg;
+    assert_int_equal(gnn_backend_open("cpu", &be), 0);
+    assert_int_equal(gnn_aggr_registry_create(&reg), 0);
+    gnn_csr_t a = {0};
+    int64_t indptr[1] = {0}, indices[1] = {0};
+    a.indptr = indptr;
+    a.indices = indices;
+    gnn_bgraph_t *bg;
+    assert_int_equal(gnn_be_graph_create(be, &a, &bg), 0);
+    float *x, *dlogits;
+    int64_t *ids;
+    assert_int_equal(gnn_be_alloc(be, 0, (void **)&x), 0);
+    assert_int_equal(gnn_be_alloc(be, 0, (void **)&dlogits), 0);
+    assert_int_equal(gnn_be_alloc(be, 0, (void **)&ids), 0);
+    struct {
+        gnn_model_kind_t kind;
+        const char *aggr;
+        int layers;
+        int64_t in, hidden;
+    } cases[] = {
+        {GNN_MODEL_GCN, "gcn", 2, 8, 4},  {GNN_MODEL_GCN, "gcn", 3, 4, 8},
+        {GNN_MODEL_SAGE, "max", 2, 8, 4}, {GNN_MODEL_SAGE, "mean", 3, 8, 4},
+        {GNN_MODEL_SAGE, "mean", 3, 4, 8},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const gnn_aggr_def_t *ag;
+        assert_int_equal(gnn_aggr_registry_find(reg, cases[c].aggr, &ag), 0);
+        gnn_model_config_t cfg = {cases[c].kind, cases[c].layers, cases[c].in, cases[c].hidden,
+                                  3, 0.5f, ag};
+        gnn_model_t *m;
+        assert_int_equal(gnn_model_create(be, reg, &cfg, 1, &m), 0);
+        halo_calls_t calls = {{0}, {0}};
+        gnn_model_halo_t h = {.ctx = &calls, .forward = count_forward,
+                              .backward = count_backward, .n_rows = 0, .row_id = ids,
+                              .n_global = 30};
+        assert_int_equal(gnn_model_set_halo(m, &h), 0);
+        gnn_bgraph_t *gs[GNN_MODEL_MAX_LAYERS];
+        for (int l = 0; l < cfg.layers; l++) gs[l] = bg;
+        const float *logits;
+        int rc = gnn_model_forward(m, gs, x, 1, &logits);
+        if (rc == 0) rc = gnn_model_backward(m, dlogits);
+        if (rc != 0)
+            fail_msg("%s/%s, %d layers: %s", gnn_model_kind_name(cfg.kind), cfg.aggr->name,
+                     cfg.layers, gnn_error_message());
+        for (int k = 0; k < cfg.layers - 1; k++)
+            if (calls.forward[k] != 1 || calls.backward[k] != 1)
+                fail_msg("%s/%s, %d layers: exchange %d made %d times forward, %d backward",
+                         gnn_model_kind_name(cfg.kind), cfg.aggr->name, cfg.layers, k,
+                         calls.forward[k], calls.backward[k]);
+        const float *g = gnn_model_grads(m);
+        for (int64_t i = 0; i < gnn_model_n_params(m); i++) assert_true(g[i] == 0.0f);
+        gnn_model_free(m);
+    }
+    gnn_be_free(be, x);
+    gnn_be_free(be, dlogits);
+    gnn_be_free(be, ids);
+    gnn_be_graph_free(bg);
+    gnn_aggr_registry_free(reg);
+    gnn_backend_close(be);
+}
+
 int main(void)
 {
     const char *env = getenv("GNN_TEST_SEED");
@@ -375,6 +467,7 @@ int main(void)
         cmocka_unit_test(test_gcn_gradients),
         cmocka_unit_test(test_sage_gradients),
         cmocka_unit_test(test_layout_and_errors),
+        cmocka_unit_test(test_empty_rows_with_halo),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

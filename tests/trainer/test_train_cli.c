@@ -9,12 +9,19 @@
  *              deviation agree with its per-run accuracies; a run resumed
  *              after a shorter one, and one killed in its second run and
  *              resumed, end with checkpoints bitwise equal to an
- *              uninterrupted run's; resuming with other settings, or
- *              checkpointing over an existing file, is refused; the lse.so
+ *              uninterrupted run's; resuming with other settings or on
+ *              other data (nodes, training nodes), or checkpointing over an
+ *              existing file, is refused, and a version 2 checkpoint
+ *              resumes; the lse.so
  *              plug-in trains end to end; --save-predictions writes node
  *              ids, logits, their arg-max and the last hidden layer, and
  *              the predictions score the reported test accuracy; bad input
- *              fails with one error line and leaves no output.
+ *              fails with one error line and leaves no output: values out
+ *              of single precision, --threads beyond 4096, an unknown
+ *              --device, non-finite features, empty splits, two options
+ *              naming one file, an output in a missing directory (found
+ *              before training); a diverging loss fails at its epoch;
+ *              --epochs 0 reports null accuracies.
  *              Mini-batch mode: the same batches, losses and checkpoints
  *              for every --sampler-threads and --prefetch (0 included);
  *              the per-epoch counters of the log; evaluation independent
@@ -58,6 +65,8 @@ static const char *g_sbm;      /* 3000 nodes, 10 classes, 32 features */
 static const char *g_sbm16;    /* the same with 16 features */
 static const char *g_sbm_easy; /* 4 classes, 8 features, homophily 0.9 (for lse) */
 static const char *g_orig;     /* g_sbm with original ids 7 + 3 v */
+static const char *g_sbm2k;    /* 2000 nodes, otherwise as g_sbm */
+static const char *g_nan, *g_novalid, *g_notest, *g_halftrain; /* write_flawed_graphs */
 
 static double now_s(void)
 {
@@ -279,6 +288,41 @@ done:
     return rc;
 }
 
+/*
+ * g_sbm rewritten four ways: feature 5 of node 17 NaN (nan), an empty valid
+ * split (novalid), an empty test split (notest), and half its training
+ * nodes (halftrain); 0 or -1 (with a message).
+ */
+static int write_flawed_graphs(const char *nan, const char *novalid, const char *notest,
+                               const char *halftrain)
+{
+    gnn_graph_t g;
+    if (gnn_graph_load(g_sbm, &g) < 0) return -1;
+    int rc = -1;
+    float keep = g.feat[17 * g.feat_dim + 5];
+    g.feat[17 * g.feat_dim + 5] = NAN;
+    if (gnn_graph_write(nan, &g, 1) < 0) goto done;
+    g.feat[17 * g.feat_dim + 5] = keep;
+    const char *empty[2] = {novalid, notest};
+    gnn_split_t which[2] = {GNN_SPLIT_VALID, GNN_SPLIT_TEST};
+    for (int k = 0; k < 2; k++) {
+        int64_t *idx = g.split[which[k]], n = g.split_size[which[k]];
+        g.split[which[k]] = NULL;
+        g.split_size[which[k]] = 0;
+        int w = gnn_graph_write(empty[k], &g, 1);
+        g.split[which[k]] = idx;
+        g.split_size[which[k]] = n;
+        if (w < 0) goto done;
+    }
+    g.split_size[GNN_SPLIT_TRAIN] /= 2;
+    if (gnn_graph_write(halftrain, &g, 1) < 0) goto done;
+    rc = 0;
+done:
+    if (rc < 0) fprintf(stderr, "cannot write the flawed graph files\n");
+    gnn_graph_free(&g);
+    return rc;
+}
+
 /* ---- Learning ------------------------------------------------------------- */
 
 /* gcn over 3 runs and sage over 1 learn the 10-class SBM graph (chance:
@@ -449,6 +493,13 @@ static void test_checkpoint_refusals(void **state)
     train_fails(NULL, 1, "the feature width is 32 in the checkpoint but 16 now", "--data",
                 (char *)g_sbm16, "--epochs", "6", "--checkpoint", ck, "--resume", "-q",
                 (char *)NULL);
+    /* Another graph of the same widths: other nodes, or other training nodes. */
+    train_fails(NULL, 1, "the number of nodes is 3000 in the checkpoint but 2000 now", "--data",
+                (char *)g_sbm2k, "--epochs", "6", "--checkpoint", ck, "--resume", "-q",
+                (char *)NULL);
+    train_fails(NULL, 1, "the number of training nodes is 300 in the checkpoint but 150 now",
+                "--data", (char *)g_halftrain, "--epochs", "6", "--checkpoint", ck, "--resume",
+                "-q", (char *)NULL);
 
     /* More epochs continue a finished run only when it is the only one. */
     char *ck2 = (char *)tu_path("refuse-2.h5");
@@ -466,6 +517,27 @@ static void test_checkpoint_refusals(void **state)
     assert_memory_equal(before, after, (size_t)st0.st_size);
     free(before);
     free(after);
+
+    /* A version 2 checkpoint (no record of the data) still resumes. */
+    char *v2 = (char *)tu_path("refuse-v2.h5");
+    unlink(v2);
+    TRAIN_OK("--data", (char *)g_sbm, "--epochs", "3", "--threads", "2", "--checkpoint", v2, "-q");
+    hid_t f = H5Fopen(v2, H5F_ACC_RDWR, H5P_DEFAULT);
+    assert_true(f >= 0);
+    static const char *const added[] = {"num_nodes", "parts", "train_nodes"};
+    for (int i = 0; i < 3; i++) assert_true(H5Adelete(f, added[i]) >= 0);
+    hid_t a = H5Aopen(f, "version", H5P_DEFAULT);
+    int64_t two = 2;
+    assert_true(a >= 0 && H5Awrite(a, H5T_NATIVE_INT64, &two) >= 0);
+    H5Aclose(a);
+    H5Fclose(f);
+    TRAIN_OK("--data", (char *)g_sbm, "--epochs", "5", "--threads", "2", "--checkpoint", v2,
+             "--resume", "-q");
+    assert_int_equal(h5_attr_i64(v2, "version"), 3);
+    assert_int_equal(h5_attr_i64(v2, "epoch"), 5);
+    assert_int_equal(h5_attr_i64(v2, "num_nodes"), 3000);
+    assert_int_equal(h5_attr_i64(v2, "parts"), 0);
+    assert_int_equal(h5_attr_i64(v2, "train_nodes"), 300);
 }
 
 /* ---- Mini-batches ---------------------------------------------------------- */
@@ -847,6 +919,149 @@ static void test_bad_input(void **state)
     }
 }
 
+/* Values the command line holds as doubles but the model as floats, and
+ * bounds of --threads and --device: bad command lines (status 2). */
+static void test_option_ranges(void **state)
+{
+    (void)state;
+    char *out = (char *)tu_path("range-pred.h5");
+    train_fails(out, 2, "--threads 100000 outside [0, 4096]", "--data", (char *)g_sbm,
+                "--threads", "100000", "--save-predictions", out, (char *)NULL);
+    train_fails(out, 2, "--device gpu: expected cpu, cuda, cuda:N, auto or cpu-as-gpu", "--data",
+                (char *)g_sbm, "--device", "gpu", "--save-predictions", out, (char *)NULL);
+    train_fails(out, 2, "--device cuda:x", "--data", (char *)g_sbm, "--device", "cuda:x",
+                "--save-predictions", out, (char *)NULL);
+    train_fails(out, 2, "--lr 1e+308 is outside the range of single precision", "--data",
+                (char *)g_sbm, "--lr", "1e308", "--save-predictions", out, (char *)NULL);
+    train_fails(out, 2, "--lr 1e-50 is outside the range of single precision", "--data",
+                (char *)g_sbm, "--lr", "1e-50", "--save-predictions", out, (char *)NULL);
+    train_fails(out, 2, "--weight-decay 1e+308 is beyond single precision", "--data",
+                (char *)g_sbm, "--weight-decay", "1e308", "--save-predictions", out,
+                (char *)NULL);
+    train_fails(out, 2, "is 1 in single precision (must be below 1)", "--data", (char *)g_sbm,
+                "--dropout", "0.9999999999", "--save-predictions", out, (char *)NULL);
+}
+
+/* A training that diverges fails at the first epoch whose loss is not
+ * finite, writing no predictions; features that are not finite are
+ * refused at load, naming the node. */
+static void test_not_finite(void **state)
+{
+    (void)state;
+    char *out = (char *)tu_path("nan-pred.h5");
+    const char *log = tu_path("nan.json");
+    train_fails(out, 1, "loss is not finite at epoch 2 (lower --lr?)", "--data", (char *)g_sbm,
+                "--lr", "1e30", "--eval-every", "0", "--epochs", "5", "--threads", "2",
+                "--save-predictions", out, "--log-json", (char *)log, "-q", (char *)NULL);
+    char *text = tu_read_file(log);
+    assert_non_null(text);
+    assert_null(strstr(text, "\"final\""));
+    assert_null(strstr(text, "nan"));
+    free(text);
+    train_fails(out, 1, "loss is not finite at epoch", "--data", (char *)g_sbm, "--lr", "1e30",
+                "--epochs", "5", "--threads", "2", "--save-predictions", out, "-q",
+                (char *)NULL);
+    train_fails(out, 1, "feature 5 of node 17 is nan", "--data", (char *)g_nan, "--epochs", "2",
+                "--save-predictions", out, (char *)NULL);
+}
+
+/* --epochs 0 evaluates nothing: accuracies null, as with --eval-every 0,
+ * and no accuracy printed. */
+static void test_no_epochs(void **state)
+{
+    (void)state;
+    const char *log = tu_path("zero.json");
+    char *argv[] = {g_train, "--data", (char *)g_sbm, "--epochs", "0", "--runs", "2",
+                    "--threads", "2", "--log-json", (char *)log, NULL};
+    tu_run_t r = tu_run(argv);
+    if (r.status != 0) tu_fail_cmd(argv, &r);
+    if (strstr(r.err, "accuracy") || !strstr(r.err, "2 runs without evaluation"))
+        fail_msg("--epochs 0 printed: %s", r.err);
+    tu_run_free(&r);
+    char *text = tu_read_file(log);
+    assert_non_null(text);
+    assert_int_equal(tu_count_lines(text), 1);
+    assert_true(json_true(text, "final"));
+    static const char *const keys[] = {"test_acc", "valid_acc", "test_acc_mean", "test_acc_std",
+                                       "valid_acc_mean"};
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        const char *v = tu_json_get(text, keys[k]);
+        if (!v || strncmp(v, "null", 4)) fail_msg("%s is not null: %s", keys[k], text);
+    }
+    free(text);
+}
+
+/* A graph file with an empty valid or test split is refused, as one
+ * without the split is. */
+static void test_empty_splits(void **state)
+{
+    (void)state;
+    char *out = (char *)tu_path("split-pred.h5");
+    train_fails(out, 1, "the valid split is empty", "--data", (char *)g_novalid,
+                "--save-predictions", out, (char *)NULL);
+    train_fails(out, 1, "the test split is empty", "--data", (char *)g_notest,
+                "--save-predictions", out, (char *)NULL);
+}
+
+/* No two options may name one file (status 2, every file as it was), and
+ * an output in a directory that does not exist fails at once. */
+static void test_output_paths(void **state)
+{
+    (void)state;
+    char *ck = (char *)tu_path("paths-ck.h5");
+    unlink(ck);
+    TRAIN_OK("--data", (char *)g_sbm, "--epochs", "1", "--threads", "2", "--checkpoint", ck, "-q");
+    struct stat g0, c0, g1, c1;
+    assert_int_equal(stat(g_sbm, &g0), 0);
+    assert_int_equal(stat(ck, &c0), 0);
+    char dotted[700];
+    snprintf(dotted, sizeof dotted, "%s/./%s", tu_tmpdir(), strrchr(g_sbm, '/') + 1);
+    train_fails(NULL, 2, "--data", "--data", (char *)g_sbm, "--log-json", (char *)g_sbm,
+                (char *)NULL);
+    train_fails(NULL, 2, "name the same file", "--data", (char *)g_sbm, "--save-predictions",
+                dotted, (char *)NULL);
+    train_fails(NULL, 2, "--checkpoint", "--data", (char *)g_sbm, "--checkpoint", ck,
+                "--resume", "--save-predictions", ck, (char *)NULL);
+    char *fresh = (char *)tu_path("paths-new.h5");
+    unlink(fresh);
+    train_fails(fresh, 2, "name the same file", "--data", (char *)g_sbm, "--checkpoint", fresh,
+                "--log-json", fresh, (char *)NULL);
+    assert_int_equal(stat(g_sbm, &g1), 0);
+    assert_int_equal(stat(ck, &c1), 0);
+    assert_true(g0.st_size == g1.st_size && g0.st_mtime == g1.st_mtime);
+    assert_true(c0.st_size == c1.st_size && c0.st_mtime == c1.st_mtime);
+
+    char nodir[700];
+    snprintf(nodir, sizeof nodir, "%s/nodir/p.h5", tu_tmpdir());
+    const char *log = tu_path("paths.json");
+    train_fails(NULL, 1, "--save-predictions", "--data", (char *)g_sbm, "--save-predictions",
+                nodir, "--log-json", (char *)log, (char *)NULL);
+    char *text = tu_read_file(log);
+    assert_true(!text || !strstr(text, "\"final\""));
+    free(text);
+    train_fails(NULL, 1, "cannot write in", "--data", (char *)g_sbm, "--checkpoint", nodir,
+                (char *)NULL);
+    train_fails(NULL, 1, "cannot write in", "--data", (char *)g_sbm, "--log-json", nodir,
+                (char *)NULL);
+    train_fails(NULL, 1, "is a directory", "--data", (char *)g_sbm, "--save-predictions",
+                (char *)tu_tmpdir(), (char *)NULL);
+
+    /* Predictions that fail only once written (a name whose temporary name
+     * is too long): the log has its epochs but not the final line. */
+    char longname[700];
+    int at = snprintf(longname, sizeof longname, "%s/", tu_tmpdir());
+    memset(longname + at, 'p', 250);
+    longname[at + 250] = '\0';
+    train_fails(longname, 1, "cannot create the temporary file", "--data", (char *)g_sbm,
+                "--epochs", "2", "--threads", "2", "--save-predictions", longname, "--log-json",
+                (char *)log, "-q", (char *)NULL);
+    text = tu_read_file(log);
+    assert_non_null(text);
+    assert_int_equal(tu_count_lines(text), 2);
+    assert_null(strstr(text, "\"final\""));
+    free(text);
+}
+
 /* ---- Cora ----------------------------------------------------------------- */
 
 static const char *cora_file(void)
@@ -942,6 +1157,11 @@ int main(int argc, char **argv)
     g_sbm16 = tu_path("sbm16.h5");
     g_sbm_easy = tu_path("sbm-easy.h5");
     g_orig = tu_path("sbm-orig.h5");
+    g_sbm2k = tu_path("sbm2k.h5");
+    g_nan = tu_path("sbm-nan.h5");
+    g_novalid = tu_path("sbm-novalid.h5");
+    g_notest = tu_path("sbm-notest.h5");
+    g_halftrain = tu_path("sbm-halftrain.h5");
     char *const gens[][24] = {
         {g_dataset, "generate", "sbm", "-n", "3000", "-f", "32", "-d", "8", "-s", "1", "-o",
          (char *)g_sbm, "-q", NULL},
@@ -949,6 +1169,8 @@ int main(int argc, char **argv)
          (char *)g_sbm16, "-q", NULL},
         {g_dataset, "generate", "sbm", "-n", "3000", "-c", "4", "-f", "8", "-d", "8",
          "--homophily", "0.9", "-s", "1", "-o", (char *)g_sbm_easy, "-q", NULL},
+        {g_dataset, "generate", "sbm", "-n", "2000", "-f", "32", "-d", "8", "-s", "1", "-o",
+         (char *)g_sbm2k, "-q", NULL},
     };
     for (size_t i = 0; i < sizeof gens / sizeof gens[0]; i++) {
         tu_run_t r = tu_run(gens[i]);
@@ -959,6 +1181,7 @@ int main(int argc, char **argv)
         tu_run_free(&r);
     }
     if (write_derived_graphs(g_orig, tu_path("nosplit.h5")) < 0) return 1;
+    if (write_flawed_graphs(g_nan, g_novalid, g_notest, g_halftrain) < 0) return 1;
 
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gcn_and_sage_learn),
@@ -972,6 +1195,11 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_plugin_end_to_end),
         cmocka_unit_test(test_save_predictions),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_option_ranges),
+        cmocka_unit_test(test_not_finite),
+        cmocka_unit_test(test_no_epochs),
+        cmocka_unit_test(test_empty_splits),
+        cmocka_unit_test(test_output_paths),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,7 +11,10 @@
  *     masks for its rows) gives every epoch's loss within 1e-5 relative
  *     for P = 1, 2 and 4 and for the random parts; so does 3-layer
  *     GraphSAGE with mean aggregation for P = 1 and 4. Without dropout the
- *     losses differ by far more, so the comparison can tell. The log's
+ *     losses differ by far more, so the comparison can tell. A part that
+ *     owns no node (a 30-node graph cut into 4 parts) still takes part in
+ *     every exchange: GCN and GraphSAGE (max, and 3-layer mean) on 4 ranks
+ *     give one process's losses and predictions. The log's
  *     counters: one rank moves no bytes; two and four move features and
  *     gradients and time their phases; random parts move more feature
  *     bytes than METIS's.
@@ -47,7 +50,10 @@
  *     part file (naming it and the rank that read it), a checkpoint path
  *     that cannot be written (rank 0), a rank count other than the part
  *     count, a graph file where a directory is needed (pointing to
- *     gnn-partition). A rank killed with SIGKILL mid-training ends the job
+ *     gnn-partition), a --data path that does not exist, a loss that is
+ *     no longer finite (every rank at the same epoch), a resume on other
+ *     data (a graph file's checkpoint, or another part count), a log that
+ *     would overwrite a file of the partition directory. A rank killed with SIGKILL mid-training ends the job
  *     within 10 s with no rank left running.
  *
  * Built as test_train_dist_cuda (GNN_TEST_CUDA_TRAIN; skipped, exit 77,
@@ -98,6 +104,7 @@ static char g_k1[640], g_k2[640], g_k4[640]; /* its METIS parts */
 static char g_k2r[640];                      /* 2 random parts */
 static char g_h1[640], g_h2[640];            /* 1 and 2 METIS parts, 2 hops of halo */
 static char g_k4h3[640];                     /* 4 METIS parts, 3 hops of halo */
+static char g_tiny[640], g_tiny_k4[640];     /* 30 nodes; 4 parts, one of them empty */
 
 static double now_s(void)
 {
@@ -473,6 +480,51 @@ static void test_sage_same_losses_on_any_ranks(void **state)
     int bad = check_counters("sage, 4 ranks", &runs[2].log, EPOCHS, 4, &feat);
     for (int i = 0; i < n; i++) log_free(&runs[i].log);
     if (bad) fail_msg("%d epoch lines with wrong counters", bad);
+}
+
+/*
+ * A part that owns no node (30 nodes cut into 4 parts) still takes part in
+ * every exchange: GCN, and GraphSAGE with max (whose backward scatters
+ * over rows) and with mean, on 4 ranks give one process's losses, and the
+ * predictions one process writes; mini-batches train too.
+ */
+static void test_empty_part(void **state)
+{
+    (void)state;
+    static const char *const models[][8] = {
+        {"--model", "gcn", NULL},
+        {"--model", "sage", "--mode", "full", "--aggr", "max", NULL},
+        {"--model", "sage", "--mode", "full", "--aggr", "mean", "--layers", "3"},
+    };
+    for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
+        run_t runs[] = {{"1 process", NULL, g_tiny, {0}}, {"4 ranks", "4", g_tiny_k4, {0}}};
+        const char *const *a = models[m];
+        char tag[32];
+        snprintf(tag, sizeof tag, "empty-%zu", m);
+        train_runs(runs, 2, tag, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], (char *)NULL);
+        char what[128] = "empty part:";
+        for (int i = 0; i < 8 && a[i]; i++)
+            snprintf(what + strlen(what), sizeof what - strlen(what), " %s", a[i]);
+        compare_losses(what, runs, 2);
+        for (int i = 0; i < 2; i++) log_free(&runs[i].log);
+    }
+    char *one = (char *)tu_path("empty-one.h5"), *four = (char *)tu_path("empty-four.h5");
+    char *argv[TU_MAX_ARGS];
+    int k = train_head(argv, NULL);
+    char *rest[] = {"--data", g_tiny, "--epochs", "5", "--save-predictions", one, "-q", NULL};
+    memcpy(argv + k, rest, sizeof rest);
+    tu_run_t r = run_limited(argv, NULL);
+    expect_ok(argv, &r);
+    MPI_OK("4", "--data", g_tiny_k4, "--epochs", "5", "--save-predictions", four, "-q");
+    void *x, *y;
+    hsize_t dx[2], dy[2];
+    h5_read(one, "pred", H5T_NATIVE_INT64, &x, dx);
+    h5_read(four, "pred", H5T_NATIVE_INT64, &y, dy);
+    assert_true(dx[0] == 30 && dy[0] == 30 && !memcmp(x, y, 30 * sizeof(int64_t)));
+    free(x);
+    free(y);
+    MPI_OK("4", "--data", g_tiny_k4, "--epochs", "3", "--model", "sage", "--mode", "minibatch",
+           "-q");
 }
 
 /* ---- Accuracy -------------------------------------------------------------- */
@@ -940,8 +992,8 @@ static void test_corrupt_part(void **state)
     mpi_fails((const char *[]){"rank 1 of 2", to, NULL}, "2", ARGS("--data", dir, "-q"));
 }
 
-/* A checkpoint in a directory that does not exist: rank 0 fails writing it
- * at epoch 2 and the job ends (rather than rank 1 waiting for ever). */
+/* A checkpoint in a directory that does not exist: rank 0 finds it at
+ * start, before training, and every rank ends with it. */
 static void test_checkpoint_not_writable(void **state)
 {
     (void)state;
@@ -962,6 +1014,41 @@ static void test_graph_file_under_mpiexec(void **state)
     (void)state;
     mpi_fails((const char *[]){g_cora, "gnn-partition", NULL}, "2",
               ARGS("--data", g_cora, "-q"));
+    char *missing = (char *)tu_path("no-such-data");
+    mpi_fails((const char *[]){missing, "No such file", NULL}, "2",
+              ARGS("--data", missing, "-q"));
+}
+
+/* A diverging training fails on every rank at the same epoch, with one
+ * line; so does a resume on other data (a graph file's checkpoint on parts,
+ * or 2 parts' on 4), or a log that would overwrite a part file. */
+static void test_agreed_failures(void **state)
+{
+    (void)state;
+    mpi_fails((const char *[]){"loss is not finite at epoch 2", NULL}, "2",
+              ARGS("--data", g_k2, "--lr", "1e30", "--eval-every", "0", "--epochs", "5", "-q"));
+    mpi_fails((const char *[]){"loss is not finite at epoch", NULL}, "4",
+              ARGS("--data", g_tiny_k4, "--lr", "1e30", "--model", "sage", "--mode",
+                   "minibatch", "--epochs", "5", "-q"));
+    char *ck = (char *)tu_path("other-data.h5");
+    unlink(ck);
+    char *argv[TU_MAX_ARGS];
+    int k = train_head(argv, NULL);
+    char *rest[] = {"--data", g_tiny, "--epochs", "2", "--checkpoint", ck, "-q", NULL};
+    memcpy(argv + k, rest, sizeof rest);
+    tu_run_t r = run_limited(argv, NULL);
+    expect_ok(argv, &r);
+    mpi_fails((const char *[]){"a graph file", "a partition directory of 4 parts", NULL}, "4",
+              ARGS("--data", g_tiny_k4, "--epochs", "4", "--checkpoint", ck, "--resume", "-q"));
+    unlink(ck);
+    MPI_OK("2", "--data", g_k2, "--epochs", "2", "--checkpoint", ck, "-q");
+    mpi_fails((const char *[]){"of 2 parts", "of 4 parts", NULL}, "4",
+              ARGS("--data", g_k4, "--epochs", "4", "--checkpoint", ck, "--resume", "-q"));
+    char meta[700];
+    snprintf(meta, sizeof meta, "%s/meta.h5", g_k2);
+    mpi_fails((const char *[]){meta, "partition directory", NULL}, "2",
+              ARGS("--data", g_k2, "--epochs", "1", "--log-json", meta, "-q"));
+    MPI_OK("2", "--data", g_k2, "--epochs", "1", "-q"); /* the directory is as it was */
 }
 
 /* ---- A killed rank ------------------------------------------------------------ */
@@ -1293,6 +1380,8 @@ int main(int argc, char **argv)
     snprintf(g_h1, sizeof g_h1, "%s", tu_path("cora-k1-h2"));
     snprintf(g_h2, sizeof g_h2, "%s", tu_path("cora-k2-h2"));
     snprintf(g_k4h3, sizeof g_k4h3, "%s", tu_path("cora-k4-h3"));
+    snprintf(g_tiny, sizeof g_tiny, "%s", tu_path("tiny.h5"));
+    snprintf(g_tiny_k4, sizeof g_tiny_k4, "%s", tu_path("tiny-k4"));
     if (setup(graph_cmd) < 0) return 1;
     char *const cmds[][12] = {
         {g_part, g_cora, "-k", "1", "-o", g_k1, "-q", NULL},
@@ -1305,10 +1394,22 @@ int main(int argc, char **argv)
     };
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (setup(cmds[i]) < 0) return 1;
+    /* METIS leaves one of the 4 parts of this graph empty (and says so). */
+    char *tiny[] = {g_dataset, "generate", "sbm", "--nodes", "30", "--classes", "3",
+                    "--feat-dim", "8", "--avg-degree", "4", "-o", g_tiny, "-q", NULL};
+    char *tiny_k4[] = {g_part, g_tiny, "-k", "4", "-o", g_tiny_k4, NULL};
+    if (setup(tiny) < 0) return 1;
+    tu_run_t tr = tu_run(tiny_k4);
+    int empty = tr.status == 0 && tr.err && strstr(tr.err, "1 of the 4 parts are empty");
+    if (!empty) fprintf(stderr, "gnn-partition: status %d, expected one empty part of 4: %s",
+                        tr.status, tr.err ? tr.err : "");
+    tu_run_free(&tr);
+    if (!empty) return 1;
 
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gcn_same_losses_on_any_ranks),
         cmocka_unit_test(test_sage_same_losses_on_any_ranks),
+        cmocka_unit_test(test_empty_part),
         cmocka_unit_test(test_accuracy_on_two_ranks),
         cmocka_unit_test(test_minibatch),
         cmocka_unit_test(test_minibatch_accuracy),
@@ -1323,6 +1424,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_checkpoint_not_writable),
         cmocka_unit_test(test_rank_count_not_part_count),
         cmocka_unit_test(test_graph_file_under_mpiexec),
+        cmocka_unit_test(test_agreed_failures),
         cmocka_unit_test(test_killed_rank),
     };
 #ifdef GNN_TEST_CUDA_TRAIN
