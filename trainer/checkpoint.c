@@ -22,6 +22,7 @@
 
 #include "graph/base/alloc.h"
 #include "graph/base/error.h"
+#include "graph/base/tmpclean.h"
 #include "graph/h5util.h"
 
 #include <errno.h>
@@ -182,6 +183,9 @@ fail:
 
 /* ---- Writing under a temporary name ----------------------------------------- */
 
+/* The temporary file being written, for removal on a signal (0: none). */
+static int tmp_clean;
+
 /* Create "<path>.tmp-<pid>" (*tmp, freed by the caller) as a new HDF5 file. */
 static int tmp_create(const char *path, char **tmp, hid_t *file)
 {
@@ -193,6 +197,7 @@ static int tmp_create(const char *path, char **tmp, hid_t *file)
     *file = H5Fcreate(*tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     if (*file < 0)
         return GNN_H5_FAIL(GNN_EIO, "%s: cannot create the temporary file %s", path, *tmp);
+    tmp_clean = gnn_tmp_register(*tmp, 0);
     return 0;
 }
 
@@ -216,6 +221,8 @@ static int tmp_commit(const char *path, const char *tmp, hid_t *file)
     if (rename(tmp, path) != 0)
         return GNN_FAIL(GNN_EIO, "%s: cannot rename %s into place: %s", path, tmp,
                         strerror(errno));
+    gnn_tmp_unregister(tmp_clean);
+    tmp_clean = 0;
     /* Persist the rename too. Best effort: path is already replaced, so a
      * failure here is no reason to report the save as failed. */
     char dir[4096];
@@ -235,6 +242,8 @@ static void tmp_abort(char *tmp, hid_t *file)
     gnn__h5_close(file);
     H5Eclear2(H5E_DEFAULT);
     if (tmp) unlink(tmp);
+    gnn_tmp_unregister(tmp_clean);
+    tmp_clean = 0;
 }
 
 /* Write buf (n values of memory type mtype) as a new contiguous 1-D
