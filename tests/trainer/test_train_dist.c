@@ -3,7 +3,8 @@
  * it, on the shared Cora dataset (skipped where it is absent, failed where
  * it is absent under CI=true). argv[1..4]: mpiexec, the gnn-train,
  * gnn-partition and gnn-dataset binaries; the test program launches
- * mpiexec itself. main converts Cora to a graph file once and partitions
+ * mpiexec itself. argv[5], optional: "train" or "faults", one of the two
+ * groups of cases below (both without it). main converts Cora to a graph file once and partitions
  * it into 1, 2 and 4 parts with METIS and into 2 parts at random. Then:
  *
  *   - P ranks train what one process trains on the graph file: GCN with
@@ -1348,8 +1349,13 @@ static int setup(char *const argv[])
 
 int main(int argc, char **argv)
 {
-    if (argc != 5) {
-        fprintf(stderr, "usage: %s MPIEXEC GNN-TRAIN GNN-PARTITION GNN-DATASET\n", argv[0]);
+    /* GROUP: "train" (the runs compared with one process) or "faults"
+     * (empty parts, resume, and the faults that end a job); both without it. */
+    const char *group = argc == 6 ? argv[5] : "all";
+    if ((argc != 5 && argc != 6) ||
+        (strcmp(group, "all") && strcmp(group, "train") && strcmp(group, "faults"))) {
+        fprintf(stderr, "usage: %s MPIEXEC GNN-TRAIN GNN-PARTITION GNN-DATASET [train|faults]\n",
+                argv[0]);
         return 2;
     }
     g_mpiexec = argv[1];
@@ -1406,10 +1412,9 @@ int main(int argc, char **argv)
     tu_run_free(&tr);
     if (!empty) return 1;
 
-    const struct CMUnitTest tests[] = {
+    const struct CMUnitTest train[] = {
         cmocka_unit_test(test_gcn_same_losses_on_any_ranks),
         cmocka_unit_test(test_sage_same_losses_on_any_ranks),
-        cmocka_unit_test(test_empty_part),
         cmocka_unit_test(test_accuracy_on_two_ranks),
         cmocka_unit_test(test_minibatch),
         cmocka_unit_test(test_minibatch_accuracy),
@@ -1418,6 +1423,9 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_loss_plans),
         cmocka_unit_test(test_cache_policies),
         cmocka_unit_test(test_predictions_on_two_ranks),
+    };
+    const struct CMUnitTest faults[] = {
+        cmocka_unit_test(test_empty_part),
         cmocka_unit_test(test_resume_on_two_ranks),
         cmocka_unit_test(test_minibatch_resume),
         cmocka_unit_test(test_corrupt_part),
@@ -1428,10 +1436,14 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_killed_rank),
     };
 #ifdef GNN_TEST_CUDA_TRAIN
-    (void)tests;
+    (void)train;
+    (void)faults;
     const struct CMUnitTest cuda[] = {cmocka_unit_test(test_cuda_training)};
     return cmocka_run_group_tests(cuda, NULL, NULL);
 #else
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    int rc = 0;
+    if (strcmp(group, "faults")) rc |= cmocka_run_group_tests(train, NULL, NULL);
+    if (strcmp(group, "train")) rc |= cmocka_run_group_tests(faults, NULL, NULL);
+    return rc;
 #endif
 }
