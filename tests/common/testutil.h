@@ -10,6 +10,7 @@
 
 #include <fcntl.h>
 #include <ftw.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,6 +112,20 @@ static inline char *tu_read_file(const char *path)
     if (s) s[n] = '\0';
     fclose(f);
     return s;
+}
+
+/* The exit status of the shell command formatted from fmt (at most 8 KiB;
+ * a longer one counts as failing, -1). The project's code does not use
+ * asprintf: tests/lsan.supp drops leaks that stop in glibc's vasprintf. */
+__attribute__((format(printf, 1, 2))) static inline int tu_sh(const char *fmt, ...)
+{
+    char cmd[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof cmd) return -1;
+    return system(cmd);
 }
 
 static inline int tu_count_lines(const char *s)

@@ -1264,10 +1264,7 @@ static void test_bad_commands(void **state)
         rm_rf(gdir);
         assert_int_equal(mkdir(gdir, 0777), 0);
         inner = (char *)join(gdir, "g.h5");
-        char *cmd = NULL;
-        assert_true(asprintf(&cmd, "cp '%s' '%s'", g_sbm, inner) > 0);
-        assert_int_equal(system(cmd), 0);
-        free(cmd);
+        assert_int_equal(tu_sh("cp '%s' '%s'", g_sbm, inner), 0);
         part_fails(NULL, 2, "is the graph file: the partition would replace it", inner, "-k", "2",
                    "-o", inner, "--force", (char *)NULL);
         part_fails(NULL, 2, "holds the graph file", inner, "-k", "2", "-o", gdir, "--force",
@@ -1278,11 +1275,9 @@ static void test_bad_commands(void **state)
 
     /* A graph path past 256 characters is recorded whole and read back. */
     {
-        char deep[1024], *cmd = NULL;
+        char deep[1024];
         snprintf(deep, sizeof deep, "%s/%0200d/%0100d", tu_path("deep"), 0, 0);
-        assert_true(asprintf(&cmd, "mkdir -p '%s' && cp '%s' '%s/g.h5'", deep, g_sbm, deep) > 0);
-        assert_int_equal(system(cmd), 0);
-        free(cmd);
+        assert_int_equal(tu_sh("mkdir -p '%s' && cp '%s' '%s/g.h5'", deep, g_sbm, deep), 0);
         char graph[1100], *dir = (char *)tu_path("deep-parts");
         snprintf(graph, sizeof graph, "%s/g.h5", deep);
         rm_rf(dir);
@@ -1295,10 +1290,8 @@ static void test_bad_commands(void **state)
     /* A split that names a node twice: refused with the node, nothing
      * written (a part with it would fail --check and the trainer). */
     {
-        char *dup = (char *)tu_path("dup-split.h5"), *cmd = NULL;
-        assert_true(asprintf(&cmd, "cp '%s' '%s'", g_sbm, dup) > 0);
-        assert_int_equal(system(cmd), 0);
-        free(cmd);
+        char *dup = (char *)tu_path("dup-split.h5");
+        assert_int_equal(tu_sh("cp '%s' '%s'", g_sbm, dup), 0);
         int64_t ns;
         int64_t *tr = h5_read_i64(dup, "split/train", &ns);
         assert_true(ns >= 2);
