@@ -1249,6 +1249,16 @@ int gnn_mlpart_run(MPI_Comm comm, const char *path, const gnn_mlpart_opts_t *o, 
               "-k %d: %s has %" PRId64 " nodes", o->k, path, info->num_nodes);
     GNN_CHECK(!o->balance_train || info->split_size[GNN_SPLIT_TRAIN] > 0, GNN_EINVAL,
               "--balance train: %s has no training nodes (use --balance nodes,edges)", path);
+    /* The splits are checked now (ids in range, none named twice), one
+     * split per rank, rather than found bad by the writer at the end. */
+    for (int s = 0; s < GNN_NUM_SPLITS; s++) {
+        if (info->split_size[s] < 0 || s % c.size != c.rank) continue;
+        int64_t *ids = NULL, nids = 0;
+        rc = gnn_graph_read_split(f, (gnn_split_t)s, &ids, &nids);
+        gnn_free(ids);
+        if (rc < 0) break;
+    }
+    GNN_TRY(agree(&c, rc));
     gnn_progress_t *prog = gnn_progress_start("undirected view (rank 0's slice)",
                                               c.rank == 0 ? info->num_edges / c.size : 0, "edges");
     rc = build_fine(&c, f, &lv[0], c.rank == 0 ? prog : NULL);

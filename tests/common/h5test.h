@@ -1,12 +1,13 @@
 /*
- * Reading HDF5 datasets in tests (include after <cmocka.h>: failures
- * fail the test).
+ * Reading and editing HDF5 files in tests (include after <cmocka.h>:
+ * failures fail the test).
  */
 #ifndef GNN_TESTS_H5TEST_H
 #define GNN_TESTS_H5TEST_H
 
 #include <hdf5.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* A whole dataset of path (any shape) as native type, allocated; its
  * dimensions in dims (rank at most 2, the rank returned). */
@@ -29,6 +30,126 @@ static inline int h5_read(const char *path, const char *name, hid_t type, void *
     H5Dclose(d);
     H5Fclose(f);
     return rank;
+}
+
+/* A whole int64 dataset, allocated; its entry count in *n. */
+static inline int64_t *h5_read_i64(const char *path, const char *name, int64_t *n)
+{
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0) fail_msg("cannot open %s", path);
+    hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
+    if (d < 0) fail_msg("%s: no dataset %s", path, name);
+    hid_t sp = H5Dget_space(d);
+    assert_int_equal(H5Sget_simple_extent_ndims(sp), 1);
+    hsize_t dims[1];
+    H5Sget_simple_extent_dims(sp, dims, NULL);
+    int64_t *v = malloc((size_t)dims[0] * sizeof *v + 1);
+    assert_non_null(v);
+    if (dims[0] > 0)
+        assert_true(H5Dread(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0);
+    H5Sclose(sp);
+    H5Dclose(d);
+    H5Fclose(f);
+    *n = (int64_t)dims[0];
+    return v;
+}
+
+/* Whether path holds the dataset (or group) name. */
+static inline int h5_has(const char *path, const char *name)
+{
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0) fail_msg("cannot open %s", path);
+    int yes = 1;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", name);
+    for (char *s = buf; yes; s++) { /* each prefix must exist */
+        char c = *s;
+        if (c != '/' && c != '\0') continue;
+        *s = '\0';
+        yes = H5Lexists(f, buf, H5P_DEFAULT) > 0;
+        *s = c;
+        if (!c) break;
+    }
+    H5Fclose(f);
+    return yes;
+}
+
+/* Overwrite the whole dataset name of path with data (native type). */
+static inline void h5_write(const char *path, const char *name, hid_t type, const void *data)
+{
+    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    if (f < 0) fail_msg("cannot open %s for writing", path);
+    hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
+    if (d < 0) fail_msg("%s: no dataset %s", path, name);
+    assert_true(H5Dwrite(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0);
+    H5Dclose(d);
+    assert_true(H5Fclose(f) >= 0);
+}
+
+static inline int64_t h5_attr_i64(const char *path, const char *name)
+{
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0) fail_msg("cannot open %s", path);
+    hid_t a = H5Aopen(f, name, H5P_DEFAULT);
+    if (a < 0) fail_msg("%s: no attribute %s", path, name);
+    int64_t v = 0;
+    assert_true(H5Aread(a, H5T_NATIVE_INT64, &v) >= 0);
+    H5Aclose(a);
+    H5Fclose(f);
+    return v;
+}
+
+/* Replace the root attribute name of path by a fixed-length string. */
+static inline void h5_set_attr_str(const char *path, const char *name, const char *value)
+{
+    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    if (f < 0) fail_msg("cannot open %s for writing", path);
+    assert_true(H5Adelete(f, name) >= 0);
+    hid_t t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, strlen(value) + 1);
+    H5Tset_strpad(t, H5T_STR_NULLTERM);
+    hid_t sp = H5Screate(H5S_SCALAR);
+    hid_t a = H5Acreate2(f, name, t, sp, H5P_DEFAULT, H5P_DEFAULT);
+    assert_true(a >= 0);
+    assert_true(H5Awrite(a, t, value) >= 0);
+    H5Aclose(a);
+    H5Sclose(sp);
+    H5Tclose(t);
+    assert_true(H5Fclose(f) >= 0);
+}
+
+/* Replace the root integer attribute name of path. */
+static inline void h5_set_attr_i64(const char *path, const char *name, int64_t value)
+{
+    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    if (f < 0) fail_msg("cannot open %s for writing", path);
+    hid_t a = H5Aopen(f, name, H5P_DEFAULT);
+    assert_true(a >= 0);
+    assert_true(H5Awrite(a, H5T_NATIVE_INT64, &value) >= 0);
+    H5Aclose(a);
+    assert_true(H5Fclose(f) >= 0);
+}
+
+/* A whole float32 dataset (one dimension), allocated; its entry count in *n. */
+static inline float *h5_read_f32(const char *path, const char *name, int64_t *n)
+{
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0) fail_msg("cannot open %s", path);
+    hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
+    if (d < 0) fail_msg("%s: no dataset %s", path, name);
+    hid_t sp = H5Dget_space(d);
+    hsize_t dims[1];
+    assert_int_equal(H5Sget_simple_extent_ndims(sp), 1);
+    H5Sget_simple_extent_dims(sp, dims, NULL);
+    float *v = malloc((size_t)dims[0] * sizeof *v + 1);
+    assert_non_null(v);
+    if (dims[0] > 0)
+        assert_true(H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0);
+    H5Sclose(sp);
+    H5Dclose(d);
+    H5Fclose(f);
+    *n = (int64_t)dims[0];
+    return v;
 }
 
 #endif

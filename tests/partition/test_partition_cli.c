@@ -36,6 +36,7 @@
 #include <cmocka.h>
 
 #include "tests/common/cmdtest.h"
+#include "tests/common/h5test.h"
 #include "tests/common/jsontest.h"
 #include "tests/common/testutil.h"
 
@@ -140,108 +141,7 @@ static const char *join(const char *dir, const char *name)
     return b;
 }
 
-/* ---- HDF5 ----------------------------------------------------------------- */
-
-/* A whole int64 dataset, allocated; its entry count in *n. */
-static int64_t *h5_read_i64(const char *path, const char *name, int64_t *n)
-{
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (f < 0) fail_msg("cannot open %s", path);
-    hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
-    if (d < 0) fail_msg("%s: no dataset %s", path, name);
-    hid_t sp = H5Dget_space(d);
-    assert_int_equal(H5Sget_simple_extent_ndims(sp), 1);
-    hsize_t dims[1];
-    H5Sget_simple_extent_dims(sp, dims, NULL);
-    int64_t *v = malloc((size_t)dims[0] * sizeof *v + 1);
-    assert_non_null(v);
-    if (dims[0] > 0)
-        assert_true(H5Dread(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0);
-    H5Sclose(sp);
-    H5Dclose(d);
-    H5Fclose(f);
-    *n = (int64_t)dims[0];
-    return v;
-}
-
-/* Whether path holds the dataset (or group) name. */
-static int h5_has(const char *path, const char *name)
-{
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (f < 0) fail_msg("cannot open %s", path);
-    int yes = 1;
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", name);
-    for (char *s = buf; yes; s++) { /* each prefix must exist */
-        char c = *s;
-        if (c != '/' && c != '\0') continue;
-        *s = '\0';
-        yes = H5Lexists(f, buf, H5P_DEFAULT) > 0;
-        *s = c;
-        if (!c) break;
-    }
-    H5Fclose(f);
-    return yes;
-}
-
-/* Overwrite the whole dataset name of path with data (native type). */
-static void h5_write(const char *path, const char *name, hid_t type, const void *data)
-{
-    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
-    if (f < 0) fail_msg("cannot open %s for writing", path);
-    hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
-    if (d < 0) fail_msg("%s: no dataset %s", path, name);
-    assert_true(H5Dwrite(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0);
-    H5Dclose(d);
-    assert_true(H5Fclose(f) >= 0);
-}
-
-static int64_t h5_attr_i64(const char *path, const char *name)
-{
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (f < 0) fail_msg("cannot open %s", path);
-    hid_t a = H5Aopen(f, name, H5P_DEFAULT);
-    if (a < 0) fail_msg("%s: no attribute %s", path, name);
-    int64_t v = 0;
-    assert_true(H5Aread(a, H5T_NATIVE_INT64, &v) >= 0);
-    H5Aclose(a);
-    H5Fclose(f);
-    return v;
-}
-
-/* Replace the root attribute name of path by a fixed-length string. */
-static void h5_set_attr_str(const char *path, const char *name, const char *value)
-{
-    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
-    if (f < 0) fail_msg("cannot open %s for writing", path);
-    assert_true(H5Adelete(f, name) >= 0);
-    hid_t t = H5Tcopy(H5T_C_S1);
-    H5Tset_size(t, strlen(value) + 1);
-    H5Tset_strpad(t, H5T_STR_NULLTERM);
-    hid_t sp = H5Screate(H5S_SCALAR);
-    hid_t a = H5Acreate2(f, name, t, sp, H5P_DEFAULT, H5P_DEFAULT);
-    assert_true(a >= 0);
-    assert_true(H5Awrite(a, t, value) >= 0);
-    H5Aclose(a);
-    H5Sclose(sp);
-    H5Tclose(t);
-    assert_true(H5Fclose(f) >= 0);
-}
-
-/* Replace the root integer attribute name of path. */
-static void h5_set_attr_i64(const char *path, const char *name, int64_t value)
-{
-    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
-    if (f < 0) fail_msg("cannot open %s for writing", path);
-    hid_t a = H5Aopen(f, name, H5P_DEFAULT);
-    assert_true(a >= 0);
-    assert_true(H5Awrite(a, H5T_NATIVE_INT64, &value) >= 0);
-    H5Aclose(a);
-    assert_true(H5Fclose(f) >= 0);
-}
-
 /* ---- The --info --json object ----------------------------------------------- */
-
 
 /* Value of member key in the text from p to end, or NULL. */
 static const char *json_get_in(const char *p, const char *end, const char *key)
@@ -622,27 +522,6 @@ static void test_partitions_add_up(void **state)
     /* The same options give the same partition. */
     info_t again = partition_ok(g_sbm, tu_path("k4-again"), 4, "metis");
     assert_true(same_info(&again, &four));
-}
-
-static float *h5_read_f32(const char *path, const char *name, int64_t *n)
-{
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (f < 0) fail_msg("cannot open %s", path);
-    hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
-    if (d < 0) fail_msg("%s: no dataset %s", path, name);
-    hid_t sp = H5Dget_space(d);
-    hsize_t dims[1];
-    assert_int_equal(H5Sget_simple_extent_ndims(sp), 1);
-    H5Sget_simple_extent_dims(sp, dims, NULL);
-    float *v = malloc((size_t)dims[0] * sizeof *v + 1);
-    assert_non_null(v);
-    if (dims[0] > 0)
-        assert_true(H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0);
-    H5Sclose(sp);
-    H5Dclose(d);
-    H5Fclose(f);
-    *n = (int64_t)dims[0];
-    return v;
 }
 
 typedef struct {

@@ -12,7 +12,8 @@
  *           coarsening forced keeps the cut within 1.3x); one of 1M
  *           fails with status 1, exactly one error line naming
  *           --mem-budget (one rank reports) and no output directory. A
- *           missing graph file fails the same way, without hanging.
+ *           split naming a node twice, and a missing graph file, fail the
+ *           same way before any work, without hanging.
  *   cora    the shared Cora dataset (skipped where absent): two ranks with
  *           --max-metis-edges 2000 into 2, 4 and 8 parts pass --check and
  *           cut at most 1.3x what one process's METIS call cuts.
@@ -32,6 +33,7 @@
 #include <cmocka.h>
 
 #include "tests/common/cmdtest.h"
+#include "tests/common/h5test.h"
 #include "tests/common/jsontest.h"
 #include "tests/common/testutil.h"
 
@@ -258,6 +260,25 @@ static void test_mem_budget(void **state)
               "--max-metis-edges", "1000", (char *)NULL);
 }
 
+/* A split that names a node twice is refused before any partitioning:
+ * the one error line, with no progress line before it, comes from the rank
+ * that checked that split (valid: rank 1 of 2). */
+static void test_duplicate_split(void **state)
+{
+    (void)state;
+    char *dup = (char *)tu_path("mpi-dup-split.h5"), *never = (char *)tu_path("mpi-dup-out");
+    assert_int_equal(tu_sh("cp '%s' '%s'", g_sbm, dup), 0);
+    int64_t n;
+    int64_t *valid = h5_read_i64(dup, "split/valid", &n);
+    assert_true(n >= 2);
+    valid[1] = valid[0];
+    h5_write(dup, "split/valid", H5T_NATIVE_INT64, valid);
+    char want[1024];
+    snprintf(want, sizeof want, "%s: split/valid names node %" PRId64 " twice", dup, valid[0]);
+    free(valid);
+    mpi_fails(never, 1, want, dup, "-k", "4", "-o", never, (char *)NULL);
+}
+
 static void test_missing_graph(void **state)
 {
     (void)state;
@@ -353,6 +374,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_two_ranks_random),
         cmocka_unit_test(test_two_ranks_coarsened),
         cmocka_unit_test(test_mem_budget),
+        cmocka_unit_test(test_duplicate_split),
         cmocka_unit_test(test_missing_graph),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

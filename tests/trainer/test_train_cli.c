@@ -216,21 +216,6 @@ static log_summary_t check_log(const char *path, int runs, int epochs)
     return s;
 }
 
-/* ---- HDF5 ----------------------------------------------------------------- */
-
-static int64_t h5_attr_i64(const char *path, const char *name)
-{
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (f < 0) fail_msg("cannot open %s", path);
-    hid_t a = H5Aopen(f, name, H5P_DEFAULT);
-    if (a < 0) fail_msg("%s: no attribute %s", path, name);
-    int64_t v = 0;
-    assert_true(H5Aread(a, H5T_NATIVE_INT64, &v) >= 0);
-    H5Aclose(a);
-    H5Fclose(f);
-    return v;
-}
-
 /* The datasets and position of two checkpoints are bitwise equal. */
 static void assert_checkpoints_equal(const char *a, const char *b)
 {
