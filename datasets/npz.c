@@ -1056,54 +1056,35 @@ DEFINE_LOAD(float)
 DEFINE_LOAD(double)
 #define LOAD(T, src, i) load_##T((src), (i))
 
-/* Convert k stored elements at src to doubles. */
-static void to_f64(gnn_npz_dtype_t t, const uint8_t *src, double *o, size_t k)
-{
-    switch (t) {
-#define CASE(E, T)                                                                                 \
-    case E:                                                                                        \
-        for (size_t i = 0; i < k; i++) o[i] = (double)LOAD(T, src, i);                             \
-        break;
-        CASE(GNN_NPZ_I8, int8_t)
-        CASE(GNN_NPZ_U8, uint8_t)
-        CASE(GNN_NPZ_I16, int16_t)
-        CASE(GNN_NPZ_U16, uint16_t)
-        CASE(GNN_NPZ_I32, int32_t)
-        CASE(GNN_NPZ_U32, uint32_t)
-        CASE(GNN_NPZ_I64, int64_t)
-        CASE(GNN_NPZ_U64, uint64_t)
-        CASE(GNN_NPZ_F32, float)
-        CASE(GNN_NPZ_F64, double)
-#undef CASE
-    case GNN_NPZ_BOOL:
-        for (size_t i = 0; i < k; i++) o[i] = src[i] != 0;
-        break;
+/* name(t, src, o, k): convert k stored elements at src to OUT (float or
+ * double), each straight from its stored type (rounded once). */
+#define DEFINE_TO_REAL(name, OUT)                                                                  \
+    static void name(gnn_npz_dtype_t t, const uint8_t *src, OUT *o, size_t k)                      \
+    {                                                                                              \
+        switch (t) {                                                                               \
+            TO_REAL_CASE(GNN_NPZ_I8, int8_t, OUT)                                                  \
+            TO_REAL_CASE(GNN_NPZ_U8, uint8_t, OUT)                                                 \
+            TO_REAL_CASE(GNN_NPZ_I16, int16_t, OUT)                                                \
+            TO_REAL_CASE(GNN_NPZ_U16, uint16_t, OUT)                                               \
+            TO_REAL_CASE(GNN_NPZ_I32, int32_t, OUT)                                                \
+            TO_REAL_CASE(GNN_NPZ_U32, uint32_t, OUT)                                               \
+            TO_REAL_CASE(GNN_NPZ_I64, int64_t, OUT)                                                \
+            TO_REAL_CASE(GNN_NPZ_U64, uint64_t, OUT)                                               \
+            TO_REAL_CASE(GNN_NPZ_F32, float, OUT)                                                  \
+            TO_REAL_CASE(GNN_NPZ_F64, double, OUT)                                                 \
+        case GNN_NPZ_BOOL:                                                                         \
+            for (size_t i = 0; i < k; i++) o[i] = src[i] != 0;                                     \
+            break;                                                                                 \
+        }                                                                                          \
     }
-}
-
-static void to_f32(gnn_npz_dtype_t t, const uint8_t *src, float *o, size_t k)
-{
-    switch (t) {
-#define CASE(E, T)                                                                                 \
+#define TO_REAL_CASE(E, T, OUT)                                                                    \
     case E:                                                                                        \
-        for (size_t i = 0; i < k; i++) o[i] = (float)LOAD(T, src, i);                              \
+        for (size_t i = 0; i < k; i++) o[i] = (OUT)LOAD(T, src, i);                                \
         break;
-        CASE(GNN_NPZ_I8, int8_t)
-        CASE(GNN_NPZ_U8, uint8_t)
-        CASE(GNN_NPZ_I16, int16_t)
-        CASE(GNN_NPZ_U16, uint16_t)
-        CASE(GNN_NPZ_I32, int32_t)
-        CASE(GNN_NPZ_U32, uint32_t)
-        CASE(GNN_NPZ_I64, int64_t)
-        CASE(GNN_NPZ_U64, uint64_t)
-        CASE(GNN_NPZ_F32, float)
-        CASE(GNN_NPZ_F64, double)
-#undef CASE
-    case GNN_NPZ_BOOL:
-        for (size_t i = 0; i < k; i++) o[i] = src[i] != 0;
-        break;
-    }
-}
+DEFINE_TO_REAL(to_f64, double)
+DEFINE_TO_REAL(to_f32, float)
+#undef TO_REAL_CASE
+#undef DEFINE_TO_REAL
 
 /* Convert to int64; *bad is the index of the first element that does not
  * fit (k when all do). */
