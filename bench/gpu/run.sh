@@ -6,10 +6,16 @@
 #
 # 1. configures and builds a Release tree with the CUDA backend in
 #    build-gpu/ (only gnn-dataset, the tests labelled cuda and
-#    spmm_gpu_bench);
+#    spmm_gpu_bench). When the configuration fails it installs the Debian
+#    packages the build needs (where the machine reaches no package
+#    registry, the .deb files of $GNN_DEBS, default .debs/, that
+#    `scripts/device-debs.sh fetch` downloaded beforehand, unpacked by
+#    `scripts/device-debs.sh install`; else scripts/deps.sh) and configures
+#    again; NCCL is taken from the CUDA toolkit or, failing
+#    that, from the NCCL wheel of a Python install (PyTorch's);
 # 2. runs the CUDA tests (ctest -L cuda): with a device present they must
 #    pass, not skip; the one skip allowed is test_nccl_npN on a machine
-#    with fewer than N GPUs (NCCL refuses two ranks on one GPU);
+#    with fewer than N GPUs (NCCL refuses two ranks on one GPU). Meanwhile
 # 3. generates two graphs of 4M nodes and about 130M stored edges with
 #    gnn-dataset (R-MAT scale 22, edge factor 16; SBM of mean degree 32)
 #    into a temporary directory, removed at exit;
@@ -18,27 +24,35 @@
 #    results file, and prints it.
 #
 # Results go to $OUT: a file, or a directory (then $OUT/gpu-results-DATE.txt
-# in it); without OUT to bench/gpu/results-DATE.txt. Exit status: 0 when everything passed; 1 when
+# in it, and the logs of the steps that failed beside it); without OUT to
+# bench/gpu/results-DATE.txt. Exit status: 0 when everything passed; 1 when
 # a build, a test or a bench check failed or time ran out; 77 without a
 # CUDA device (nothing to measure). Variables: BUDGET (seconds, default
-# 470), RMAT_SCALE (22), SBM_NODES (4194304), SBM_DEGREE (32), WIDTHS
-# (32,128,256), AGGR (sum,mean,gcn,max), REPS_TIME (0.2).
+# 470), TESTS_MAX (the most seconds of it the tests may take, default 300),
+# RMAT_SCALE (22), SBM_NODES (4194304), SBM_DEGREE (32), WIDTHS
+# (32,128,256), AGGR (sum,mean,gcn,max), REPS_TIME (0.2), GNN_DEBS (.debs).
 set -uo pipefail
 
 cd "$(dirname "$0")/../.." || exit 1
+# nvcc from /usr/local/cuda when it is not on PATH; Open MPI as root.
+. scripts/env.sh
 START=$(date +%s)
 BUDGET=${BUDGET:-470}
+TESTS_MAX=${TESTS_MAX:-300}
 RMAT_SCALE=${RMAT_SCALE:-22}
 SBM_NODES=${SBM_NODES:-4194304}
 SBM_DEGREE=${SBM_DEGREE:-32}
 WIDTHS=${WIDTHS:-32,128,256}
 AGGR=${AGGR:-sum,mean,gcn,max}
 REPS_TIME=${REPS_TIME:-0.2}
+DEBS=${GNN_DEBS:-.debs}
 BUILD=build-gpu
 JOBS=$(nproc)
 DATE=$(date +%Y-%m-%d)
+LOGDIR=
 if [ -n "${OUT:-}" ] && [ -d "$OUT" ]; then
     RESULTS=$OUT/gpu-results-$DATE.txt
+    LOGDIR=$OUT
 elif [ -n "${OUT:-}" ]; then
     RESULTS=$OUT
 else
@@ -47,7 +61,12 @@ fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_WAIT_POLICY=passive
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/gnn-gpu-bench.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
+GEN_PID=
+cleanup() {
+    if [ -n "$GEN_PID" ]; then kill "$GEN_PID" 2>/dev/null; wait "$GEN_PID" 2>/dev/null; fi
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
 : >"$RESULTS"
 STATUS=0
 
@@ -68,6 +87,10 @@ fail() {
     log "FAILED: $*"
     STATUS=1
 }
+# Keep a step's whole log beside the results (when OUT is a directory).
+keep_log() {
+    if [ -n "$LOGDIR" ] && [ -f "$WORK/$1" ]; then cp "$WORK/$1" "$LOGDIR/gpu-$1"; fi
+}
 finish() {
     section "done in $(elapsed) s; status $1 ($2)"
     cat "$RESULTS"
@@ -83,27 +106,73 @@ log "date      $(date -u '+%Y-%m-%d %H:%M UTC'), $(hostname), $JOBS cores, commi
 NGPU=0
 if command -v nvidia-smi >/dev/null 2>&1; then
     nvidia-smi -L >>"$RESULTS" 2>&1
-    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem \
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.memory \
         --format=csv >>"$RESULTS" 2>&1
     NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 else
-    log "nvidia-smi: not found"
+    # The device nodes then: /dev/nvidia0, /dev/nvidia1, ...
+    NGPU=$(find /dev -maxdepth 1 -name 'nvidia[0-9]*' 2>/dev/null | wc -l)
+    log "nvidia-smi: not found ($NGPU device nodes /dev/nvidiaN)"
 fi
 NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 log "nvcc      $("$NVCC" --version 2>&1 | grep -i release || echo 'not found')"
-log "cmake     $(cmake --version | head -1)"
+log "cmake     $(cmake --version 2>&1 | head -1)"
 log "mpirun    $(mpirun --version 2>&1 | head -1)"
-log "cc        $(cc --version | head -1)"
+log "cc        $(cc --version 2>&1 | head -1)"
 
 # ---- 1. build -----------------------------------------------------------------
+# nccl.h and libnccl: FindNCCL looks in the CUDA toolkit and the system
+# directories; where they hold none, the NCCL wheel of a Python install
+# (nvidia/nccl/{include,lib}, the one PyTorch uses) is named to it.
+nccl_options() {
+    local cuda d sp lib
+    cuda=$(dirname "$(dirname "$(readlink -f "$NVCC")")")
+    for d in "$cuda/include" "$cuda/targets/x86_64-linux/include" /usr/local/cuda/include \
+        /usr/include /usr/local/include; do
+        if [ -f "$d/nccl.h" ]; then return 0; fi
+    done
+    for sp in $(python3 -c 'import site, sys; print(" ".join(site.getsitepackages() + sys.path))' \
+        2>/dev/null) /opt /usr/local/lib /usr/lib; do
+        d=$sp/nvidia/nccl
+        [ -f "$d/include/nccl.h" ] || continue
+        lib=$(ls "$d"/lib/libnccl.so* 2>/dev/null | head -1)
+        if [ -n "$lib" ]; then
+            echo "-DNCCL_INCLUDE_DIR:PATH=$d/include -DNCCL_LIBRARY:FILEPATH=$lib"
+            return 0
+        fi
+    done
+}
+configure() {
+    rm -f "$BUILD/CMakeCache.txt"
+    # shellcheck disable=SC2046 # the options are words without spaces
+    timeout "$(left)" cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DGNN_CUDA=ON \
+        $(nccl_options) >"$WORK/configure.log" 2>&1
+}
+
 section "configure and build ($BUILD, Release, CUDA on)"
-if ! timeout "$(left)" cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DGNN_CUDA=ON \
-    >"$WORK/configure.log" 2>&1; then
-    tail -40 "$WORK/configure.log" >>"$RESULTS"
-    fail "cmake configure"
-    finish 1 "configure failed"
+if ! configure; then
+    # Missing packages, most likely: the carried .deb files, else the
+    # package registry, then once more.
+    log "configure failed: $(grep -m1 -E 'Could NOT find|not found|Error' "$WORK/configure.log")"
+    if compgen -G "$DEBS/*.deb" >/dev/null; then
+        log "unpacking the $(ls "$DEBS"/*.deb | wc -l) .deb files of $DEBS (scripts/device-debs.sh)"
+        timeout 120 bash scripts/device-debs.sh install "$DEBS" >"$WORK/debs.log" 2>&1 ||
+            { tail -15 "$WORK/debs.log" >>"$RESULTS"; log "scripts/device-debs.sh install failed"; }
+    else
+        log "installing the Debian packages of scripts/deps.sh"
+        timeout 90 bash scripts/deps.sh >"$WORK/deps.log" 2>&1 ||
+            { tail -15 "$WORK/deps.log" >>"$RESULTS"; log "scripts/deps.sh failed"; }
+    fi
+    if ! configure; then
+        grep -E -A3 'Could NOT find|not found|CMake Error' "$WORK/configure.log" | head -40 \
+            >>"$RESULTS"
+        keep_log configure.log
+        fail "cmake configure: what it needs is missing (scripts/deps.sh lists the Debian" \
+            "packages; without a reachable registry put their .deb files in $DEBS)"
+        finish 1 "configure failed"
+    fi
 fi
-NCCL_H=$(sed -n 's/^NCCL_INCLUDE_DIR:PATH=//p' "$BUILD/CMakeCache.txt")
+NCCL_H=$(sed -nE 's/^NCCL_INCLUDE_DIR:[A-Z]+=//p' "$BUILD/CMakeCache.txt")
 if [ -f "$NCCL_H/nccl.h" ]; then
     NCCL_V=$(sed -nE 's/^#define NCCL_(MAJOR|MINOR|PATCH) +([0-9]+).*/\2/p' "$NCCL_H/nccl.h" |
         paste -sd.)
@@ -120,14 +189,43 @@ if ! timeout "$(left)" cmake --build "$BUILD" -j"$JOBS" --target "${TARGETS[@]}"
     >"$WORK/build.log" 2>&1; then
     grep -E -B2 -A8 'error|Error' "$WORK/build.log" | head -80 >>"$RESULTS"
     tail -20 "$WORK/build.log" >>"$RESULTS"
+    keep_log build.log
     fail "build"
     finish 1 "build failed"
 fi
 log "built in $(($(date +%s) - T0)) s with -j$JOBS"
 
+# ---- 3. graphs, made in the background while the tests run ----------------------
+DATASET=$BUILD/datasets/gnn-dataset
+R=rmat$RMAT_SCALE
+gen() { # NAME ARGS...: generate; one line "NAME ok|failed SECONDS SIZE" into gen.txt
+    local name=$1 t0 secs size
+    shift
+    t0=$(date +%s%N)
+    if ! timeout "$(left)" "$DATASET" generate "$@" -f 0 -o "$WORK/$name.h5" -q \
+        >"$WORK/gen-$name.log" 2>&1; then
+        echo "$name failed" >>"$WORK/gen.txt"
+        return 1
+    fi
+    secs=$(awk -v a="$t0" -v b="$(date +%s%N)" 'BEGIN { printf "%.1f", (b - a) / 1e9 }')
+    size=$("$DATASET" info "$WORK/$name.h5" | sed -nE 's/^(nodes|edges) +/\1 /p' | paste -sd, |
+        sed 's/,/, /')
+    echo "$name ok $secs gnn-dataset generate $* -f 0: $size" >>"$WORK/gen.txt"
+}
+: >"$WORK/gen.txt"
+if [ "$NGPU" -gt 0 ]; then
+    (
+        gen "$R" rmat --scale "$RMAT_SCALE" --edge-factor 16
+        gen sbm sbm --nodes "$SBM_NODES" --avg-degree "$SBM_DEGREE" --classes 16
+    ) &
+    GEN_PID=$!
+fi
+
 # ---- 2. tests -----------------------------------------------------------------
 section "CUDA tests (ctest -L cuda)"
-(cd "$BUILD" && timeout "$(left)" ctest -L cuda --output-on-failure --timeout 240) \
+TLIM=$(left)
+if [ "$TLIM" -gt "$TESTS_MAX" ]; then TLIM=$TESTS_MAX; fi
+(cd "$BUILD" && timeout "$TLIM" ctest -L cuda --output-on-failure --timeout 240) \
     >"$WORK/ctest.log" 2>&1
 CTEST_RC=$?
 # The per-test lines and the summary (the whole log when something failed).
@@ -136,12 +234,18 @@ if [ "$CTEST_RC" -eq 0 ]; then
         >>"$RESULTS"
 else
     cat "$WORK/ctest.log" >>"$RESULTS"
-    fail "ctest exited with $CTEST_RC"
+    keep_log ctest.log
+    if [ "$CTEST_RC" -eq 124 ]; then
+        fail "ctest ran out of its $TLIM s (TESTS_MAX $TESTS_MAX, budget $BUDGET)"
+    else
+        fail "ctest exited with $CTEST_RC"
+    fi
 fi
 SKIPPED=$(sed -nE 's/^[[:space:]]*[0-9]+ - ([A-Za-z0-9_]+) \(Skipped\)$/\1/p' "$WORK/ctest.log")
 if [ "$NGPU" -eq 0 ]; then
     log "no CUDA device on this machine (nvidia-smi lists none): the tests skip and there is"
     log "nothing to measure"
+    if [ "$STATUS" -ne 0 ]; then finish 1 "no CUDA device, and the tests did not skip cleanly"; fi
     finish 77 "no CUDA device"
 fi
 for t in $SKIPPED; do
@@ -153,28 +257,24 @@ for t in $SKIPPED; do
     fi
 done
 
-# ---- 3. graphs ----------------------------------------------------------------
-section "graphs (gnn-dataset generate, into $WORK)"
-DATASET=$BUILD/datasets/gnn-dataset
-gen() { # NAME ARGS...: generate, log time and size
-    local name=$1 t0 secs size
-    shift
-    t0=$(date +%s%N)
-    if ! timeout "$(left)" "$DATASET" generate "$@" -f 0 -o "$WORK/$name.h5" -q \
-        >"$WORK/gen-$name.log" 2>&1; then
-        cat "$WORK/gen-$name.log" >>"$RESULTS"
-        fail "generating $name"
-        return 1
-    fi
-    secs=$(awk -v a="$t0" -v b="$(date +%s%N)" 'BEGIN { printf "%.1f", (b - a) / 1e9 }')
-    size=$("$DATASET" info "$WORK/$name.h5" | sed -nE 's/^(nodes|edges) +/\1 /p' | paste -sd, |
-        sed 's/,/, /')
-    log "$name: gnn-dataset generate $* -f 0 ($secs s): $size"
-}
+section "graphs (gnn-dataset generate, into $WORK, during the tests)"
+wait "$GEN_PID"
+GEN_PID=
 GRAPHS=""
-R=rmat$RMAT_SCALE
-gen "$R" rmat --scale "$RMAT_SCALE" --edge-factor 16 && GRAPHS="$GRAPHS $R"
-gen sbm sbm --nodes "$SBM_NODES" --avg-degree "$SBM_DEGREE" --classes 16 && GRAPHS="$GRAPHS sbm"
+for g in "$R" sbm; do
+    line=$(grep -m1 "^$g " "$WORK/gen.txt")
+    case "$line" in
+    "$g ok "*)
+        read -r _ _ secs rest <<<"$line"
+        log "$g: $rest ($secs s)"
+        GRAPHS="$GRAPHS $g"
+        ;;
+    *)
+        cat "$WORK/gen-$g.log" >>"$RESULTS" 2>/dev/null
+        fail "generating $g${line:+ ($line)}"
+        ;;
+    esac
+done
 
 # ---- 4. bench -----------------------------------------------------------------
 GEMM=8192

@@ -457,6 +457,7 @@ static void ref_backward_row(const refgraph_t *r, gnn_aggr_t aggr, int64_t f, co
 /* Rows checked in one direction: n_uniform drawn rows, then the longest. */
 typedef struct {
     int64_t *rows;
+    int64_t *dev; /* the same ids in a backend buffer, for one gather per check */
     int64_t n_uniform;
     int64_t n; /* n_uniform + 1 (0 for a graph without rows) */
     int64_t longest_len;
@@ -525,21 +526,38 @@ typedef struct {
     char why[200];    /* when not ok */
 } check_t;
 
+/* Rows s->rows of the n_rows x f backend matrix dev into host (s->n x f),
+ * through one gather into the backend buffer picked and one download: a
+ * download per row would wait for the device thousands of times per check. */
+static int fetch_rows(gnn_backend_t *be, const float *dev, int64_t n_rows, int64_t f,
+                      const sample_t *s, float *picked, float *host)
+{
+    int rc = 0;
+    if (s->n == 0) return 0;
+    GNN_TRY(gnn_be_gather_rows(be, s->n, f, dev, n_rows, s->dev, picked));
+    GNN_TRY(gnn_be_download(be, host, picked, (size_t)(s->n * f) * sizeof(float)));
+fail:
+    return rc;
+}
+
 /*
- * Compare rows s->rows of the device matrix dev (width f) with ref (s->n x
+ * Compare rows s->rows of the n_rows x f device matrix dev with ref (s->n x
  * f, in sample order). exact: bitwise (max). The uniform rows give err; the
- * longest row is held to 1e-5 + len 2^-24 of its own magnitude.
+ * longest row is held to 1e-5 + len 2^-24 of its own magnitude. picked: a
+ * backend buffer of s->n x f floats; got: host room for as many.
  */
-static int compare_rows(gnn_backend_t *be, const float *dev, int64_t f, const sample_t *s,
-                        const double *ref, int exact, float *row, check_t *out)
+static int compare_rows(gnn_backend_t *be, const float *dev, int64_t n_rows, int64_t f,
+                        const sample_t *s, const double *ref, int exact, float *picked,
+                        float *got, check_t *out)
 {
     int rc = 0;
     double maxdiff = 0, maxref = 0, hub_diff = 0, hub_ref = 0;
     int nan = 0;
     out->ok = 1;
     out->why[0] = '\0';
+    GNN_TRY(fetch_rows(be, dev, n_rows, f, s, picked, got));
     for (int64_t i = 0; i < s->n; i++) {
-        GNN_TRY(gnn_be_download(be, row, dev + s->rows[i] * f, (size_t)f * sizeof(float)));
+        const float *row = got + i * f;
         const double *want = ref + i * f;
         for (int64_t k = 0; k < f; k++) {
             double d = fabs((double)row[k] - want[k]);
@@ -579,14 +597,17 @@ fail:
     return rc;
 }
 
-/* The arg-max rows of the sample (device workspace am, width f) against
- * the reference's; a mismatch clears out->ok. */
-static int compare_argmax(gnn_backend_t *be, const int32_t *am, int64_t f, const sample_t *s,
-                          const int32_t *ref, int32_t *row, check_t *out)
+/* The arg-max rows of the sample (device workspace am, n_rows x f) against
+ * the reference's; a mismatch clears out->ok. The int32 rows travel as
+ * floats of the same size (copied, never computed on: the bits stay). */
+static int compare_argmax(gnn_backend_t *be, const int32_t *am, int64_t n_rows, int64_t f,
+                          const sample_t *s, const int32_t *ref, float *picked, int32_t *got,
+                          check_t *out)
 {
     int rc = 0;
+    GNN_TRY(fetch_rows(be, (const float *)am, n_rows, f, s, picked, (float *)got));
     for (int64_t i = 0; i < s->n && out->ok; i++) {
-        GNN_TRY(gnn_be_download(be, row, am + s->rows[i] * f, (size_t)f * sizeof(int32_t)));
+        const int32_t *row = got + i * f;
         for (int64_t k = 0; k < f; k++)
             if (row[k] != ref[i * f + k]) {
                 out->ok = 0;
@@ -639,6 +660,7 @@ typedef struct {
     const gnn_bgraph_t *g;
     const refgraph_t *ref;
     const sample_t *fwd, *bwd; /* rows checked: destinations, sources */
+    float *picked;             /* backend, the sampled rows of one check */
     double copy_gbs;
     int backward, deterministic;
     gnn_spmm_impl_t impls[MAX_LIST];
@@ -684,10 +706,11 @@ static void print_rows(const spmm_ctx_t *cx, int64_t f, const char *aggr_name, i
 
 /* One implementation, one direction: check, then time when it matched. */
 static int spmm_one(spmm_ctx_t *cx, spmm_call_t *call, gnn_aggr_t aggr, const double *ref,
-                    const int32_t *am_ref, float *row, int32_t *irow, result_t *r)
+                    const int32_t *am_ref, float *got, int32_t *igot, result_t *r)
 {
     int rc = 0;
     const int bw = call->backward;
+    const int64_t n_dst = gnn_bgraph_n_dst(call->g), n_src = gnn_bgraph_n_src(call->g);
     check_t ck = {1, 0, ""};
     rc = run_spmm(call);
     if (rc == 0) rc = gnn_be_sync(cx->be);
@@ -701,10 +724,12 @@ static int spmm_one(spmm_ctx_t *cx, spmm_call_t *call, gnn_aggr_t aggr, const do
         return gnn_be_sync(cx->be);
     }
     /* max forward selects inputs: exact; its backward adds them up. */
-    GNN_TRY(compare_rows(cx->be, bw ? call->dx : call->y, call->f, bw ? cx->bwd : cx->fwd, ref,
-                         aggr == GNN_AGGR_MAX && !bw, row, &ck));
+    GNN_TRY(compare_rows(cx->be, bw ? call->dx : call->y, bw ? n_src : n_dst, call->f,
+                         bw ? cx->bwd : cx->fwd, ref, aggr == GNN_AGGR_MAX && !bw, cx->picked,
+                         got, &ck));
     if (ck.ok && aggr == GNN_AGGR_MAX && !bw)
-        GNN_TRY(compare_argmax(cx->be, call->ws, call->f, cx->fwd, am_ref, irow, &ck));
+        GNN_TRY(compare_argmax(cx->be, call->ws, n_dst, call->f, cx->fwd, am_ref, cx->picked,
+                               igot, &ck));
     cx->checked++;
     GNN_TRY(gnn_be_spmm_choice(cx->be, call->g, (int)aggr, call->f, bw, &r->ran_as));
     r->err = ck.err;
@@ -733,11 +758,12 @@ static int spmm_aggr(spmm_ctx_t *cx, const gnn_aggr_def_t *def, gnn_aggr_t aggr,
     double *ref_b = gnn_malloc_array((size_t)(sb->n * f), sizeof(double));
     int32_t *am_ref = gnn_malloc_array((size_t)(sf->n * f), sizeof(int32_t));
     int32_t *am_all = NULL;
-    float *row = gnn_malloc_array((size_t)f, sizeof(float));
-    int32_t *irow = gnn_malloc_array((size_t)f, sizeof(int32_t));
+    const int64_t n_most = sf->n > sb->n ? sf->n : sb->n;
+    float *got = gnn_malloc_array((size_t)(n_most * f) + 1, sizeof(float));
+    int32_t *igot = gnn_malloc_array((size_t)(n_most * f) + 1, sizeof(int32_t));
     result_t res[2][MAX_LIST];
     memset(res, 0, sizeof res);
-    GNN_CHECK(ref_f && ref_b && am_ref && row && irow, GNN_ENOMEM, "reference rows");
+    GNN_CHECK(ref_f && ref_b && am_ref && got && igot, GNN_ENOMEM, "reference rows");
     if (aggr == GNN_AGGR_MAX && cx->backward) {
         am_all = gnn_alloc_large((size_t)(n_dst * f) * sizeof(int32_t));
         GNN_CHECK(am_all, GNN_ENOMEM, "arg-max copy");
@@ -760,7 +786,7 @@ static int spmm_aggr(spmm_ctx_t *cx, const gnn_aggr_def_t *def, gnn_aggr_t aggr,
         }
         if (rc < 0) goto fail;
         call->backward = 0;
-        GNN_TRY(spmm_one(cx, call, aggr, ref_f, am_ref, row, irow, &res[0][m]));
+        GNN_TRY(spmm_one(cx, call, aggr, ref_f, am_ref, got, igot, &res[0][m]));
         if (!cx->backward) continue;
         if (res[0][m].state != 1) {
             snprintf(res[1][m].why, sizeof res[1][m].why, "its forward failed; not run");
@@ -775,7 +801,7 @@ static int spmm_aggr(spmm_ctx_t *cx, const gnn_aggr_def_t *def, gnn_aggr_t aggr,
                 ref_backward_row(cx->ref, aggr, f, hdy, am_all, sb->rows[i], ref_b + i * f);
         }
         call->backward = 1;
-        GNN_TRY(spmm_one(cx, call, aggr, ref_b, NULL, row, irow, &res[1][m]));
+        GNN_TRY(spmm_one(cx, call, aggr, ref_b, NULL, got, igot, &res[1][m]));
     }
     print_rows(cx, f, def->name, 0, res[0]);
     if (cx->backward) print_rows(cx, f, def->name, 1, res[1]);
@@ -784,8 +810,8 @@ fail:
     gnn_free(ref_b);
     gnn_free(am_ref);
     gnn_free(am_all);
-    gnn_free(row);
-    gnn_free(irow);
+    gnn_free(got);
+    gnn_free(igot);
     return rc;
 }
 
@@ -799,7 +825,8 @@ static int spmm_width(spmm_ctx_t *cx, const gnn_aggr_def_t *const *defs, const g
     const size_t ny = (size_t)(gnn_bgraph_n_dst(cx->g) * f);
     float *hx = gnn_alloc_large(nx * sizeof(float)), *hdy = gnn_alloc_large(ny * sizeof(float));
     spmm_call_t call = {be, cx->g, NULL, f, NULL, NULL, NULL, NULL, NULL, 0, 0};
-    void *x = NULL, *y = NULL, *dy = NULL, *dx = NULL, *ws = NULL;
+    void *x = NULL, *y = NULL, *dy = NULL, *dx = NULL, *ws = NULL, *picked = NULL;
+    const int64_t n_most = cx->fwd->n > cx->bwd->n ? cx->fwd->n : cx->bwd->n;
     GNN_CHECK(hx && hdy, GNN_ENOMEM, "input features of width %" PRId64, f);
     fill_random(hx, nx, (uint64_t)cx->o->seed * 1000 + (uint64_t)f, 0.0f);
     fill_random(hdy, ny, (uint64_t)cx->o->seed * 1000 + (uint64_t)f + 500, 0.0f);
@@ -814,6 +841,8 @@ static int spmm_width(spmm_ctx_t *cx, const gnn_aggr_def_t *const *defs, const g
     GNN_TRY(gnn_be_alloc(be, ny * sizeof(float), &dy));
     GNN_TRY(gnn_be_alloc(be, nx * sizeof(float), &dx));
     if (ws_bytes) GNN_TRY(gnn_be_alloc(be, ws_bytes, &ws));
+    GNN_TRY(gnn_be_alloc(be, (size_t)(n_most * f) * sizeof(float), &picked));
+    cx->picked = picked;
     GNN_TRY(gnn_be_upload(be, x, hx, nx * sizeof(float)));
     GNN_TRY(gnn_be_upload(be, dy, hdy, ny * sizeof(float)));
     call.x = x;
@@ -824,6 +853,8 @@ static int spmm_width(spmm_ctx_t *cx, const gnn_aggr_def_t *const *defs, const g
     call.ws_bytes = ws_bytes;
     for (int a = 0; a < n_aggr; a++) GNN_TRY(spmm_aggr(cx, defs[a], kinds[a], f, hx, hdy, &call));
 fail:
+    cx->picked = NULL;
+    gnn_be_free(be, picked);
     gnn_be_free(be, x);
     gnn_be_free(be, y);
     gnn_be_free(be, dy);
@@ -900,8 +931,10 @@ static int load_graph(const char *path, gnn_csr_t *a, gnn_csr_t *t, const gnn_cs
     GNN_TRY(gnn_graph_open(path, &file));
     const gnn_graph_info_t *info = gnn_graph_file_info(file);
     GNN_TRY(gnn_graph_read_rows(file, 0, info->num_nodes, a));
+    /* The file's promise: a range of rows read never carries the symmetric
+     * flag (the rows alone are not), all of them are the whole matrix. */
     const unsigned shared = GNN_CSR_SORTED | GNN_CSR_DEDUPED | GNN_CSR_SYMMETRIC;
-    if (a->n_rows == a->n_cols && !a->weights && (a->flags & shared) == shared) {
+    if (a->n_rows == a->n_cols && !a->weights && (info->csr_flags & shared) == shared) {
         *tp = a;
     } else {
         GNN_TRY(gnn_csr_transpose(a, t));
@@ -962,6 +995,10 @@ static int run(void *opts, char **pos, int npos)
 
     GNN_TRY(sample_rows(a.n_rows, a.indptr, o->check_rows, (uint64_t)o->seed * 7 + 1, &sf));
     GNN_TRY(sample_rows(tp->n_rows, tp->indptr, o->check_rows, (uint64_t)o->seed * 7 + 2, &sb));
+    GNN_TRY(gnn_be_alloc(be, (size_t)sf.n * sizeof(int64_t), (void **)&sf.dev));
+    GNN_TRY(gnn_be_alloc(be, (size_t)sb.n * sizeof(int64_t), (void **)&sb.dev));
+    GNN_TRY(gnn_be_upload(be, sf.dev, sf.rows, (size_t)sf.n * sizeof(int64_t)));
+    GNN_TRY(gnn_be_upload(be, sb.dev, sb.rows, (size_t)sb.n * sizeof(int64_t)));
     spmm_ctx_t cx = {
         .be = be, .o = o, .g = g, .ref = &ref, .fwd = &sf, .bwd = &sb, .copy_gbs = copy_gbs,
         .backward = p.backward, .deterministic = p.deterministic, .n_impls = p.n_impls,
@@ -987,6 +1024,8 @@ static int run(void *opts, char **pos, int npos)
     failed += cx.failed;
     printf("\n%d SpMM results checked, %d FAILED\n", cx.checked, cx.failed);
 fail:
+    gnn_be_free(be, sf.dev);
+    gnn_be_free(be, sb.dev);
     gnn_be_graph_free(g);
     gnn_backend_close(be);
     gnn_aggr_registry_free(reg);

@@ -12,11 +12,16 @@
 #include <stdio.h>
 #include <string.h>
 
+/* A failed call's error is also kept as this thread's last error; it is
+ * cleared here (a sticky one stays), or the next launch check would report
+ * it as its own. */
 #define CUDA_TRY(call, what)                                                       \
     do {                                                                           \
         cudaError_t e_ = (call);                                                   \
-        if (e_ != cudaSuccess)                                                     \
+        if (e_ != cudaSuccess) {                                                   \
+            (void)cudaGetLastError();                                              \
             return GNN_FAIL(GNN_ECUDA, "%s: %s", (what), cudaGetErrorString(e_)); \
+        }                                                                          \
     } while (0)
 
 int gnn_cuda_device_count(int *n)
@@ -62,10 +67,12 @@ int gnn_cuda_alloc(size_t bytes, void **d)
 {
     *d = NULL;
     cudaError_t e = cudaMalloc(d, bytes ? bytes : 1);
+    if (e == cudaSuccess) return 0;
+    (void)cudaGetLastError();
+    *d = NULL;
     if (e == cudaErrorMemoryAllocation)
         return GNN_FAIL(GNN_ENOMEM, "out of GPU memory (allocating %zu bytes)", bytes);
-    if (e != cudaSuccess) return GNN_FAIL(GNN_ECUDA, "cudaMalloc: %s", cudaGetErrorString(e));
-    return 0;
+    return GNN_FAIL(GNN_ECUDA, "cudaMalloc: %s", cudaGetErrorString(e));
 }
 
 void gnn_cuda_free(void *d)
