@@ -43,6 +43,11 @@ endif()
 function(gnn_add_test name)
   cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;LIBS;ARGS;LABELS;RANKS" ${ARGN})
   add_executable(${name} ${T_SOURCES})
+  if(GNN_SANITIZE)
+    # Tests that time their commands or train for accuracy scale to the
+    # sanitizer build's speed (tests/trainer/test_train_dist.c).
+    target_compile_definitions(${name} PRIVATE GNN_TEST_SANITIZED=1)
+  endif()
   target_link_libraries(${name} PRIVATE gnn_cmocka ${T_LIBS})
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})
   set(labels ${T_LABELS})

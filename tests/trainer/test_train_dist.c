@@ -20,7 +20,8 @@
  *     gradients and time their phases; random parts move more feature
  *     bytes than METIS's.
  *   - Two ranks over 3 runs with normalized features: mean test accuracy
- *     of at least 80 %.
+ *     of at least 80 % (both accuracy checks: normal build only; the
+ *     sanitizer build trains fewer epochs and checks that the runs end).
  *   - Mini-batches (GraphSAGE, 2 layers, parts with 2 hops of halo): one
  *     rank draws exactly the batches one process draws (the same losses);
  *     two ranks give the same losses with no feature cache, a small one
@@ -96,7 +97,19 @@
 
 #define EPOCHS 10
 #define EPOCHS_S "10"
-#define LIMIT_S 120.0 /* for any one command */
+/*
+ * The sanitizer build runs every command several times slower: it gets a
+ * longer limit, and the accuracy tests train fewer epochs there and check
+ * that the runs complete (the code paths under the sanitizers), not the
+ * accuracy, which the normal build checks.
+ */
+#ifdef GNN_TEST_SANITIZED
+#define LIMIT_S 360.0 /* for any one command */
+#define SANITIZED 1
+#else
+#define LIMIT_S 120.0
+#define SANITIZED 0
+#endif
 #define LOSS_RTOL 1e-5
 
 static char *g_mpiexec, *g_train, *g_part, *g_dataset;
@@ -552,18 +565,19 @@ static double mean_test_acc_of_3(const char *log, double *std, int *lines)
 }
 
 /* Two ranks, the defaults (GCN, 200 epochs) with normalized features over 3
- * runs: mean test accuracy >= 80 % (one process measured 81.7 % over 10). */
+ * runs: mean test accuracy >= 80 % (one process measured 81.7 % over 10).
+ * Under the sanitizers: 10 epochs, the accuracy not judged. */
 static void test_accuracy_on_two_ranks(void **state)
 {
     (void)state;
     const char *log = tu_path("acc.json");
-    double s = MPI_OK("2", "--data", g_k2, "--runs", "3", "--normalize-features", "--log-json",
-                      (char *)log);
+    double s = MPI_OK("2", "--data", g_k2, "--runs", "3", "--normalize-features", "--epochs",
+                      SANITIZED ? "10" : "200", "--log-json", (char *)log);
     int lines;
     double std, acc = mean_test_acc_of_3(log, &std, &lines);
     print_message("Cora, 2 ranks: test accuracy %.4f over 3 runs (std %.4f, %d log lines, "
                   "%.1f s)\n", acc, std, lines, s);
-    assert_true(acc >= 0.80);
+    assert_true(acc >= (SANITIZED ? 0.0 : 0.80) && acc <= 1.0);
 }
 
 /* ---- Mini-batches ------------------------------------------------------------ */
@@ -628,19 +642,20 @@ static void test_minibatch(void **state)
 }
 
 /* Two ranks, 50 epochs, 3 runs: mean test accuracy >= 77 % (one process:
- * 80.8 % over 5 runs with these settings). */
+ * 80.8 % over 5 runs with these settings). Under the sanitizers: 5 epochs,
+ * the accuracy not judged. */
 static void test_minibatch_accuracy(void **state)
 {
     (void)state;
     const char *log = tu_path("mb-acc.json");
     double s = MPI_OK("2", "--data", g_h2, "--model", "sage", "--mode", "minibatch", "--layers",
                       "2", "--hidden", "64", "--fanouts", "10,10", "--batch-size", "64",
-                      "--normalize-features", "--epochs", "50", "--runs", "3", "--log-json",
-                      (char *)log);
+                      "--normalize-features", "--epochs", SANITIZED ? "5" : "50", "--runs", "3",
+                      "--log-json", (char *)log);
     double std, acc = mean_test_acc_of_3(log, &std, NULL);
     print_message("Cora, GraphSAGE mini-batches on 2 ranks: test accuracy %.4f over 3 runs "
                   "(std %.4f, %.1f s)\n", acc, std, s);
-    assert_true(acc >= 0.77);
+    assert_true(acc >= (SANITIZED ? 0.0 : 0.77) && acc <= 1.0);
 }
 
 /* Mini-batches on np ranks over dir with the extra options (NULL-ended);
