@@ -32,24 +32,12 @@ static inline int h5_read(const char *path, const char *name, hid_t type, void *
     return rank;
 }
 
-/* A whole int64 dataset, allocated; its entry count in *n. */
+/* A whole one-dimensional int64 dataset, allocated; its entry count in *n. */
 static inline int64_t *h5_read_i64(const char *path, const char *name, int64_t *n)
 {
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (f < 0) fail_msg("cannot open %s", path);
-    hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
-    if (d < 0) fail_msg("%s: no dataset %s", path, name);
-    hid_t sp = H5Dget_space(d);
-    assert_int_equal(H5Sget_simple_extent_ndims(sp), 1);
-    hsize_t dims[1];
-    H5Sget_simple_extent_dims(sp, dims, NULL);
-    int64_t *v = malloc((size_t)dims[0] * sizeof *v + 1);
-    assert_non_null(v);
-    if (dims[0] > 0)
-        assert_true(H5Dread(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0);
-    H5Sclose(sp);
-    H5Dclose(d);
-    H5Fclose(f);
+    void *v = NULL;
+    hsize_t dims[2];
+    assert_int_equal(h5_read(path, name, H5T_NATIVE_INT64, &v, dims), 1);
     *n = (int64_t)dims[0];
     return v;
 }
@@ -130,24 +118,12 @@ static inline void h5_set_attr_i64(const char *path, const char *name, int64_t v
     assert_true(H5Fclose(f) >= 0);
 }
 
-/* A whole float32 dataset (one dimension), allocated; its entry count in *n. */
+/* A whole one-dimensional float32 dataset, allocated; its entry count in *n. */
 static inline float *h5_read_f32(const char *path, const char *name, int64_t *n)
 {
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (f < 0) fail_msg("cannot open %s", path);
-    hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
-    if (d < 0) fail_msg("%s: no dataset %s", path, name);
-    hid_t sp = H5Dget_space(d);
-    hsize_t dims[1];
-    assert_int_equal(H5Sget_simple_extent_ndims(sp), 1);
-    H5Sget_simple_extent_dims(sp, dims, NULL);
-    float *v = malloc((size_t)dims[0] * sizeof *v + 1);
-    assert_non_null(v);
-    if (dims[0] > 0)
-        assert_true(H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0);
-    H5Sclose(sp);
-    H5Dclose(d);
-    H5Fclose(f);
+    void *v = NULL;
+    hsize_t dims[2];
+    assert_int_equal(h5_read(path, name, H5T_NATIVE_FLOAT, &v, dims), 1);
     *n = (int64_t)dims[0];
     return v;
 }
