@@ -124,11 +124,14 @@ int gnn__cuda_buf_reserve(gnn__cuda_buf_t *b, size_t bytes, cudaStream_t s)
     want = (want + 255) & ~(size_t)255;
     if (b->p) {
         cudaError_t e = cudaStreamSynchronize(s); /* queued work may still use it */
-        cudaFree(b->p);
+        cudaError_t ef = cudaFree(b->p);
         b->p = NULL;
         b->bytes = 0;
-        if (e != cudaSuccess)
+        if (e == cudaSuccess) e = ef;
+        if (e != cudaSuccess) {
+            cudaGetLastError(); /* reported here, not by the next launch */
             return GNN_FAIL(GNN_ECUDA, "spmm scratch: %s", cudaGetErrorString(e));
+        }
     }
     void *p = NULL;
     cudaError_t e = cudaMalloc(&p, want);
