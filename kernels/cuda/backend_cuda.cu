@@ -153,7 +153,7 @@ static int cu_gemm(gnn_backend_t *be, int ta, int tb, int64_t m, int64_t n, int6
         return 0;
     }
     /* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T. */
-    CUBLAS_RET(cublasSgemm(cb->cublas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+    CUBLAS_RET(GNN_CU(cublasSgemm)(cb->cublas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
                            ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n, (int)m, (int)k, &alpha, b,
                            (int)ldb, a, (int)lda, &beta, c, (int)ldc),
                "cublasSgemm");
@@ -301,8 +301,8 @@ static void cu_close(gnn_backend_t *be)
     if (!cb) return;
     cudaSetDevice(cb->dev);
     if (cb->stream) cudaStreamSynchronize(cb->stream);
-    if (cb->cusparse) cusparseDestroy(cb->cusparse);
-    if (cb->cublas) cublasDestroy(cb->cublas);
+    if (cb->cusparse) GNN_CU(cusparseDestroy)(cb->cusparse);
+    if (cb->cublas) GNN_CU(cublasDestroy)(cb->cublas);
     cudaFree(cb->scratch);
     cudaFreeHost(cb->pinned);
     if (cb->stream) cudaStreamDestroy(cb->stream);
@@ -353,12 +353,12 @@ static int open_device(gnn_cuda_be_t *cb)
     GNN_CUDA_RET(cudaSetDevice(cb->dev), "cudaSetDevice");
     GNN_CUDA_RET(cudaStreamCreateWithFlags(&cb->stream, cudaStreamNonBlocking),
                  "cudaStreamCreate");
-    CUBLAS_RET(cublasCreate(&cb->cublas), "cublasCreate");
-    CUBLAS_RET(cublasSetStream(cb->cublas, cb->stream), "cublasSetStream");
+    CUBLAS_RET(GNN_CU(cublasCreate)(&cb->cublas), "cublasCreate");
+    CUBLAS_RET(GNN_CU(cublasSetStream)(cb->cublas, cb->stream), "cublasSetStream");
     /* Plain FP32: no TF32 tensor-core rounding of the operands. */
-    CUBLAS_RET(cublasSetMathMode(cb->cublas, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
-    CUSPARSE_RET(cusparseCreate(&cb->cusparse), "cusparseCreate");
-    CUSPARSE_RET(cusparseSetStream(cb->cusparse, cb->stream), "cusparseSetStream");
+    CUBLAS_RET(GNN_CU(cublasSetMathMode)(cb->cublas, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+    CUSPARSE_RET(GNN_CU(cusparseCreate)(&cb->cusparse), "cusparseCreate");
+    CUSPARSE_RET(GNN_CU(cusparseSetStream)(cb->cusparse, cb->stream), "cusparseSetStream");
     cudaDeviceProp prop;
     GNN_CUDA_RET(cudaGetDeviceProperties(&prop, cb->dev), "cudaGetDeviceProperties");
     cb->spmm.stream = (void *)cb->stream;
@@ -387,6 +387,7 @@ int gnn__backend_cuda_init(gnn_backend_t *be, int dev)
     if (dev >= n)
         return GNN_FAIL(GNN_ENODEV, "backend cuda:%d: this machine has %d CUDA device%s", dev, n,
                         n == 1 ? "" : "s");
+    GNN_TRY_RET(gnn__culibs_load());
     gnn_cuda_be_t *cb = (gnn_cuda_be_t *)gnn_calloc(1, sizeof *cb);
     GNN_CHECK_RET(cb, GNN_ENOMEM, "CUDA backend");
     cb->dev = dev;

@@ -11,6 +11,7 @@
 #define GNN_KERNELS_CUDA_CHECK_CUH
 
 #include "graph/base/error.h"
+#include "kernels/cuda/culibs.cuh"
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -62,7 +63,7 @@
         cublasStatus_t s_ = (call);                                                         \
         if (s_ != CUBLAS_STATUS_SUCCESS)                                                    \
             return GNN_FAIL(s_ == CUBLAS_STATUS_ALLOC_FAILED ? GNN_ENOMEM : GNN_ECUBLAS,    \
-                            "%s: %s", (what), cublasGetStatusString(s_));                   \
+                            "%s: %s", (what), GNN_CU(cublasGetStatusString)(s_));    \
     } while (0)
 
 #define CUSPARSE_RET(call, what)                                                            \
@@ -70,7 +71,7 @@
         cusparseStatus_t s_ = (call);                                                       \
         if (s_ != CUSPARSE_STATUS_SUCCESS)                                                  \
             return GNN_FAIL(s_ == CUSPARSE_STATUS_ALLOC_FAILED ? GNN_ENOMEM : GNN_ECUSPARSE, \
-                            "%s: %s", (what), cusparseGetErrorString(s_));                  \
+                            "%s: %s", (what), GNN_CU(cusparseGetErrorString)(s_));  \
     } while (0)
 
 /* After a <<<...>>> launch: a bad configuration or an earlier asynchronous

@@ -158,13 +158,13 @@ void gnn__cuda_graph_free(gnn_cuda_graph_t *g)
     cudaStreamSynchronize(g->stream);
     for (int d = 0; d < 2; d++)
         for (int a = 0; a < N_SUMLIKE; a++) {
-            if (g->sp[d][a]) cusparseDestroySpMat(g->sp[d][a]);
+            if (g->sp[d][a]) GNN_CU(cusparseDestroySpMat)(g->sp[d][a]);
             cudaFree(g->vals[d][a]);
         }
     for (int i = 0; i < N_DENSE; i++)
         if (g->dense[i].used) {
-            cusparseDestroyDnMat(g->dense[i].b);
-            cusparseDestroyDnMat(g->dense[i].c);
+            GNN_CU(cusparseDestroyDnMat)(g->dense[i].b);
+            GNN_CU(cusparseDestroyDnMat)(g->dense[i].c);
         }
     if (g->have_events) {
         cudaEventDestroy(g->ev[0]);
@@ -438,7 +438,7 @@ static int sparse_descr(gnn_cuda_graph_t *g, gnn_aggr_t aggr, int dir, cudaStrea
         }
         vals = *slot;
     }
-    CUSPARSE_RET(cusparseCreateCsr(&g->sp[dir][aggr], p.n_rows, p.n_cols, p.nnz,
+    CUSPARSE_RET(GNN_CU(cusparseCreateCsr)(&g->sp[dir][aggr], p.n_rows, p.n_cols, p.nnz,
                                    (void *)p.indptr, (void *)p.indices, vals, CUSPARSE_INDEX_64I,
                                    CUSPARSE_INDEX_64I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F),
                  "cusparseCreateCsr");
@@ -456,8 +456,8 @@ static int dense_descr(gnn_cuda_graph_t *g, int dir, int64_t f, const float *in,
     for (int i = 0; i < N_DENSE && !d; i++)
         if (g->dense[i].used && g->dense[i].dir == dir && g->dense[i].f == f) d = &g->dense[i];
     if (d) {
-        CUSPARSE_RET(cusparseDnMatSetValues(d->b, (void *)in), "cusparseDnMatSetValues");
-        CUSPARSE_RET(cusparseDnMatSetValues(d->c, out), "cusparseDnMatSetValues");
+        CUSPARSE_RET(GNN_CU(cusparseDnMatSetValues)(d->b, (void *)in), "cusparseDnMatSetValues");
+        CUSPARSE_RET(GNN_CU(cusparseDnMatSetValues)(d->c, out), "cusparseDnMatSetValues");
     } else {
         d = &g->dense[0]; /* a free slot, else the least recently used */
         for (int i = 0; i < N_DENSE; i++) {
@@ -468,18 +468,18 @@ static int dense_descr(gnn_cuda_graph_t *g, int dir, int64_t f, const float *in,
             if (g->dense[i].last < d->last) d = &g->dense[i];
         }
         if (d->used) {
-            cusparseDestroyDnMat(d->b);
-            cusparseDestroyDnMat(d->c);
+            GNN_CU(cusparseDestroyDnMat)(d->b);
+            GNN_CU(cusparseDestroyDnMat)(d->c);
             d->used = 0;
         }
-        CUSPARSE_RET(cusparseCreateDnMat(&d->b, rows_in, f, f, (void *)in, CUDA_R_32F,
+        CUSPARSE_RET(GNN_CU(cusparseCreateDnMat)(&d->b, rows_in, f, f, (void *)in, CUDA_R_32F,
                                          CUSPARSE_ORDER_ROW),
                      "cusparseCreateDnMat");
         cusparseStatus_t st =
-            cusparseCreateDnMat(&d->c, rows_out, f, f, out, CUDA_R_32F, CUSPARSE_ORDER_ROW);
+            GNN_CU(cusparseCreateDnMat)(&d->c, rows_out, f, f, out, CUDA_R_32F, CUSPARSE_ORDER_ROW);
         if (st != CUSPARSE_STATUS_SUCCESS) {
-            cusparseDestroyDnMat(d->b);
-            return GNN_FAIL(GNN_ECUSPARSE, "cusparseCreateDnMat: %s", cusparseGetErrorString(st));
+            GNN_CU(cusparseDestroyDnMat)(d->b);
+            return GNN_FAIL(GNN_ECUSPARSE, "cusparseCreateDnMat: %s", GNN_CU(cusparseGetErrorString)(st));
         }
         d->used = 1;
         d->dir = dir;
@@ -513,14 +513,14 @@ static int cusparse_run(const gnn_cuda_spmm_ctx_t *ctx, gnn_cuda_graph_t *g, gnn
     const cusparseSpMMAlg_t alg = ai ? CUSPARSE_SPMM_CSR_ALG3 : CUSPARSE_SPMM_CSR_ALG2;
     if (d->ws[ai] == WS_UNKNOWN) {
         size_t bytes = 0;
-        CUSPARSE_RET(cusparseSpMM_bufferSize(h, CUSPARSE_OPERATION_NON_TRANSPOSE,
+        CUSPARSE_RET(GNN_CU(cusparseSpMM_bufferSize)(h, CUSPARSE_OPERATION_NON_TRANSPOSE,
                                              CUSPARSE_OPERATION_NON_TRANSPOSE, &one, a, d->b,
                                              &one, d->c, CUDA_R_32F, alg, &bytes),
                      "cusparseSpMM_bufferSize");
         d->ws[ai] = bytes;
     }
     GNN_TRY_RET(gnn__cuda_buf_reserve(&g->scratch, d->ws[ai], s));
-    CUSPARSE_RET(cusparseSpMM(h, CUSPARSE_OPERATION_NON_TRANSPOSE,
+    CUSPARSE_RET(GNN_CU(cusparseSpMM)(h, CUSPARSE_OPERATION_NON_TRANSPOSE,
                               CUSPARSE_OPERATION_NON_TRANSPOSE, &one, a, d->b, &one, d->c,
                               CUDA_R_32F, alg, d->ws[ai] ? g->scratch.p : NULL),
                  "cusparseSpMM");
