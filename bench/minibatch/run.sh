@@ -23,8 +23,9 @@
 #              COMPUTE:0:0 run first [2:0:0 2:1:2 2:2:4 1:0:0 1:1:2]
 #   EVAL       1: the first of those runs also evaluates; 0: none does [1]
 # Prints RESULT lines and a summary table. Needs cmake, a C compiler, and
-# for the reference Debian's python3-torch and python3-h5py (skipped with a
-# note when absent).
+# for the reference PyPI's torch (bench/reference/python.sh installs it
+# once; PYTHON or BENCH_VENV choose another; skipped with a note when
+# none can be had).
 set -eu
 src=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-/tmp/build-bench}
@@ -35,7 +36,7 @@ feat=${FEAT:-100}
 classes=${CLASSES:-47}
 batches=${BATCHES:-50}
 epoch_runs=${EPOCH_RUNS:-2:0:0 2:1:2 2:2:4 1:0:0 1:1:2}
-py=/usr/bin/python3
+py=$("$src/bench/reference/python.sh") || py=
 mkdir -p "$dir"
 
 echo "== build ($build, Release)"
@@ -56,13 +57,14 @@ for t in 1 2; do
     OMP_NUM_THREADS=$t "$build/bench/sampler_bench" "$graph" -b 1024 -f 15,10,5 -n "$batches" |
         grep RESULT
 done
-if $py -c 'import torch, h5py' 2>/dev/null; then
+if [ -n "$py" ]; then
+    $py -W ignore -c 'import torch; print("reference: torch", torch.__version__)'
     for t in 1 2; do
         $py "$src/bench/reference/sample_torch.py" "$graph" -b 1024 -f 15,10,5 \
             -n "${TORCH_BATCHES:-10}" --threads "$t"
     done
 else
-    echo "(no python3-torch/python3-h5py: PyTorch reference skipped)"
+    echo "(no torch: PyTorch reference skipped)"
 fi
 
 echo "== GraphSAGE, 3 layers, hidden 256, fanouts 15,10,5, batch 1024: one epoch"
@@ -72,7 +74,7 @@ train() { # NAME, then gnn-train options
     "$build/trainer/gnn-train" --data "$graph" --model sage --mode minibatch --layers 3 \
         --hidden 256 --fanouts 15,10,5 --batch-size 1024 --epochs 1 \
         --eval-batch-size 16384 --log-json "$dir/$name.json" -q "$@"
-    $py - "$dir/$name.json" "$name" <<'EOF'
+    python3 - "$dir/$name.json" "$name" <<'EOF'
 import json, sys
 e = [json.loads(l) for l in open(sys.argv[1]) if '"epoch"' in l][-1]
 print(f"RESULT run={sys.argv[2]} epoch_s={e['epoch_s']:.2f} compute_s={e['compute_s']:.2f} "
@@ -94,7 +96,7 @@ for r in $epoch_runs; do
 done
 
 echo "== summary"
-$py - "$dir" $epoch_runs <<'EOF'
+python3 - "$dir" $epoch_runs <<'EOF'
 import json, sys
 d = sys.argv[1]
 def last(name):

@@ -9,7 +9,8 @@ are these; that script takes every other option too.
     python3 bench/reference/gcn_torch.py GRAPH.h5 [--runs N] [--seed S]
                                          [--normalize-features] [--threads T]
 
-Prints one JSON line. Needs Debian's python3-torch and python3-h5py.
+Prints one JSON line. Needs torch, h5py and numpy: run it with the
+interpreter bench/reference/python.sh prints.
 """
 import os
 import sys

@@ -28,19 +28,37 @@ default a custom autograd function multiplies by a CSR of A^T built once
 (what graph libraries do with a cached transpose); --spmm autograd leaves
 it to torch's own autograd of torch.sparse.mm instead.
 
+--impl pyg trains the same configuration with PyTorch Geometric's own
+layers instead (torch_geometric.nn.GCNConv with cached=True, SAGEConv with
+mean aggregation), as its full-graph examples do: the layer definitions,
+initialisation and product order are PyG's (GCNConv normalises by the
+in-degree plus one on both sides, which equals the above on symmetric
+graphs; it multiplies by W before aggregating; SAGEConv aggregates before
+its linear maps), the loop, optimiser, evaluation and timing are this
+file's. --adj edge_index hands PyG the graph as an edge list (its
+gather-scatter message passing, the usual way), --adj csr as the in-edge
+CSR (adj_t) as a torch.sparse tensor (sparse products). --impl dgl does
+the same with DGL's layers (dgl.nn.GraphConv with norm="both" on the graph
+with a self loop added to every node, which is A_gcn above, in the cheaper
+product order; SAGEConv with mean aggregation) on a DGLGraph of the edges.
+PyG and DGL are imported from the interpreter's packages
+(bench/reference/python.sh installs them).
+
 Timing: epoch_s is the wall time of one training step (zero_grad, forward,
 loss, backward, Adam), evaluation excluded; epoch_s_mean averages it over
 all epochs but the first of each run (warm-up).
 
-    /usr/bin/python3 bench/reference/gnn_torch.py GRAPH.h5 [--model gcn|sage]
+    $(bench/reference/python.sh) bench/reference/gnn_torch.py GRAPH.h5 [--model gcn|sage]
         [--layers L] [--hidden H] [--dropout P] [--lr LR] [--weight-decay WD]
         [--decay-scope first|all] [--epochs E] [--runs N] [--seed S]
         [--threads T] [--normalize-features] [--eval-every K]
-        [--spmm cached|autograd] [--log-json FILE]
+        [--spmm cached|autograd] [--impl torch|pyg|dgl]
+        [--adj edge_index|csr] [--log-json FILE]
 
 Prints one JSON line; --log-json FILE writes one JSON line per epoch and a
-final line with the keys gnn-train's --log-json uses. Needs Debian's
-python3-torch and python3-h5py.
+final line with the keys gnn-train's --log-json uses. Needs torch, h5py
+and numpy (plus torch_geometric or dgl for --impl pyg / dgl): run it with
+the interpreter bench/reference/python.sh prints.
 """
 import argparse
 import json
@@ -212,6 +230,71 @@ class Net(torch.nn.Module):
         return h
 
 
+class PygNet(torch.nn.Module):
+    """The same configuration built from PyTorch Geometric's layers; op is
+    the graph as PyG takes it (edge_index or adj_t)."""
+
+    def __init__(self, kind, dims, dropout):
+        super().__init__()
+        from torch_geometric.nn import GCNConv, SAGEConv
+        self.kind, self.dropout = kind, dropout
+        self.convs = torch.nn.ModuleList(
+            GCNConv(fin, fout, cached=True) if kind == "gcn" else SAGEConv(fin, fout, aggr="mean")
+            for fin, fout in zip(dims[:-1], dims[1:]))
+
+    def layer_params(self, l):
+        return list(self.convs[l].parameters())
+
+    def forward(self, op, x):
+        h = x
+        last = len(self.convs) - 1
+        for l, conv in enumerate(self.convs):
+            z = conv(F.dropout(h, self.dropout, self.training), op)
+            h = z if l == last else F.relu(z)
+        return h
+
+
+class DglNet(PygNet):
+    """The same configuration built from DGL's layers; op is the DGLGraph."""
+
+    def __init__(self, kind, dims, dropout):
+        torch.nn.Module.__init__(self)
+        from dgl.nn import GraphConv, SAGEConv
+        self.kind, self.dropout = kind, dropout
+        self.convs = torch.nn.ModuleList(
+            GraphConv(fin, fout, norm="both") if kind == "gcn" else SAGEConv(fin, fout, "mean")
+            for fin, fout in zip(dims[:-1], dims[1:]))
+
+    def forward(self, op, x):
+        h = x
+        last = len(self.convs) - 1
+        for l, conv in enumerate(self.convs):
+            z = conv(op, F.dropout(h, self.dropout, self.training))
+            h = z if l == last else F.relu(z)
+        return h
+
+
+def dgl_graph(n, indptr, indices, kind):
+    """The in-edge CSR as a DGLGraph (edges source -> target), with a self
+    loop on every node for GCN; its sparse formats built before timing."""
+    import dgl
+    dst = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
+    g = dgl.graph((torch.from_numpy(indices), torch.from_numpy(dst)), num_nodes=n)
+    if kind == "gcn":
+        g = dgl.add_self_loop(g)
+    g.create_formats_()
+    return g
+
+
+def pyg_graph(n, indptr, indices, adj):
+    """The in-edge CSR as PyG takes it: edge_index [sources; targets] or the
+    CSR itself as adj_t (row v = target v), unit weights."""
+    if adj == "csr":
+        return csr(indptr, indices, np.ones(len(indices), dtype=np.float32), n, n)
+    dst = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
+    return torch.from_numpy(np.stack([indices, dst]))
+
+
 # ---- Training -----------------------------------------------------------------
 
 def evaluate(model, op, x, y, split):
@@ -230,7 +313,7 @@ def run(o, r, op, x, y, split, log):
     torch.manual_seed(o.seed + r)
     classes = int(y.max()) + 1
     dims = [x.shape[1]] + [o.hidden] * (o.layers - 1) + [classes]
-    model = Net(o.model, dims, o.dropout)
+    model = {"torch": Net, "pyg": PygNet, "dgl": DglNet}[o.impl](o.model, dims, o.dropout)
     first = model.layer_params(0)
     rest = [p for l in range(1, o.layers) for p in model.layer_params(l)]
     scope_wd = o.weight_decay if o.decay_scope == "all" else 0.0
@@ -293,6 +376,10 @@ def main():
                    help="divide each feature row by its sum")
     p.add_argument("--eval-every", type=int, default=1)
     p.add_argument("--spmm", choices=("cached", "autograd"), default="cached")
+    p.add_argument("--impl", choices=("torch", "pyg", "dgl"), default="torch",
+                   help="torch: this file's layers; pyg: PyTorch Geometric's; dgl: DGL's")
+    p.add_argument("--adj", choices=("edge_index", "csr"), default="edge_index",
+                   help="how --impl pyg gets the graph")
     p.add_argument("--log-json", metavar="FILE")
     o = p.parse_args()
     if o.layers < 1 or o.epochs < 1 or o.runs < 1 or o.eval_every < 1:
@@ -307,13 +394,22 @@ def main():
     with h5py.File(o.graph, "r") as f:
         symmetric = bool(f.attrs.get("symmetric", 0))
         tidy = bool(f.attrs.get("sorted", 0)) and bool(f.attrs.get("deduplicated", 0))
-    if o.model == "gcn":
+    if o.impl == "pyg":
+        import torch_geometric
+        op = pyg_graph(n, indptr, indices, o.adj)
+        del indptr, indices
+    elif o.impl == "dgl":
+        import dgl
+        op = dgl_graph(n, indptr, indices, o.model)
+        del indptr, indices
+    elif o.model == "gcn":
         arrays, sym = gcn_operator(n, indptr, indices, tidy), symmetric
     else:
         arrays, sym = mean_operator(n, indptr, indices, tidy), False
-    del indptr, indices
-    op = Operator(n, *arrays, sym, o.spmm)
-    del arrays
+    if o.impl == "torch":
+        del indptr, indices
+        op = Operator(n, *arrays, sym, o.spmm)
+        del arrays
     load_s = time.perf_counter() - t0
 
     log = open(o.log_json, "w") if o.log_json else None
@@ -328,12 +424,17 @@ def main():
         evals.extend(eval_times)
     res = {"graph": o.graph, "model": o.model, "layers": o.layers, "hidden": o.hidden,
            "runs": o.runs, "epochs": o.epochs, "threads": torch.get_num_threads(),
-           "spmm": o.spmm, "test_acc": tests[-1], "valid_acc": vals[-1],
+           "spmm": {"torch": o.spmm, "pyg": o.adj, "dgl": "dgl"}[o.impl], "impl": o.impl,
+           "test_acc": tests[-1], "valid_acc": vals[-1],
            "best_epoch": epochs[-1], "test_acc_mean": float(np.mean(tests)),
            "test_acc_std": float(np.std(tests)), "valid_acc_mean": float(np.mean(vals)),
            "run_test_acc": tests, "epoch_s_mean": float(np.mean(warm)),
            "epoch_s_first": float(np.mean(first)), "eval_s_mean": float(np.mean(evals)),
            "load_s": load_s, "torch": torch.__version__}
+    if o.impl == "pyg":
+        res["pyg"] = torch_geometric.__version__
+    if o.impl == "dgl":
+        res["dgl"] = dgl.__version__
     res["epoch_s"] = res["epoch_s_mean"]
     if log:
         log.write(json.dumps(dict({"final": True}, **res)) + "\n")

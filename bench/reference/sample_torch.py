@@ -11,7 +11,8 @@ way (all layers).
     python3 bench/reference/sample_torch.py GRAPH.h5 [-b 1024] [-f 15,10,5]
                                             [-n BATCHES] [-s SEED] [--threads T]
 
-Prints one RESULT line. Needs Debian's python3-torch and python3-h5py.
+Prints one RESULT line. Needs torch, h5py and numpy: run it with the
+interpreter bench/reference/python.sh prints.
 """
 import argparse
 import time

@@ -1,6 +1,7 @@
 #!/bin/sh
-# Build and run the CPU SpMM benchmark, then (when Debian's python3-torch is
-# installed) time torch.sparse.mm on the same graphs and print the speed-up.
+# Build and run the CPU SpMM benchmark, then time torch.sparse.mm (PyPI's
+# torch, from bench/reference/python.sh; PYTHON or BENCH_VENV choose
+# another) on the same graphs and print the speed-up.
 #
 # Usage: bench/spmm/run.sh [BUILD_DIR] [spmm_bench options...]
 # Prints the bench's own table, then one table of every measurement: our
@@ -29,9 +30,10 @@ OMP_NUM_THREADS=$threads OMP_PROC_BIND=${OMP_PROC_BIND:-close} \
     "$build/bench/spmm_bench" -n "${NODES:-1048576}" -r "$reps" -f "${WIDTHS:-16,64,128,256}" \
     -p "$huge" -o "$work/graph" "$@" | tee "$work/bench.out"
 
-if /usr/bin/python3 -c 'import torch, numpy' >/dev/null 2>&1; then
-    echo "== torch.sparse.mm"
-    SPMM_HUGE=$huge OMP_NUM_THREADS=$threads /usr/bin/python3 "$src/bench/spmm/torch_spmm.py" "$work/bench.out" "$work/graph" "$threads" "$reps"
+if py=$("$src/bench/reference/python.sh"); then
+    echo "== torch.sparse.mm (torch $($py -W ignore -c 'import torch; print(torch.__version__)'))"
+    SPMM_HUGE=$huge OMP_NUM_THREADS=$threads MKL_NUM_THREADS=$threads PYTHONWARNINGS=ignore \
+        $py "$src/bench/spmm/torch_spmm.py" "$work/bench.out" "$work/graph" "$threads" "$reps"
 else
-    echo "== torch not installed (python3-torch): torch comparison skipped"
+    echo "== no torch: torch comparison skipped"
 fi

@@ -1,8 +1,17 @@
 #!/bin/sh
-# Train GCN and GraphSAGE full-graph with gnn-train and with the PyTorch
-# reference (bench/reference/gnn_torch.py, same models, same loop) on Cora
-# and on a large SBM graph, each process under /usr/bin/time -v, and print
-# per-epoch time, peak RSS and test accuracy side by side with the ratios.
+# Train GCN and GraphSAGE full-graph with gnn-train, with the PyTorch
+# reference (bench/reference/gnn_torch.py, same models, same loop), with
+# PyTorch Geometric's layers (the same script, --impl pyg --adj csr) and
+# with DGL's (--impl dgl) on Cora and on a large SBM graph, each process
+# under /usr/bin/time -v, and print per-epoch time, peak RSS and test
+# accuracy side by side with the ratios, against each reference and
+# against the fastest. torch, PyG and DGL are PyPI's releases
+# (bench/reference/python.sh installs them once into two virtual
+# environments; a library that cannot be had is left out with a note):
+#   torch, pyg          the newest torch (2.15.0) with PyG
+#   torch-dgl, pyg-dgl  the same scripts under DGL's environment, whose
+#                       older torch (2.2.1) is faster on some CPUs
+#   dgl                 DGL 2.1.0 on that torch
 #
 # Usage: bench/train/run.sh [BUILD_DIR]         (default /tmp/build-bench)
 # Environment (defaults in brackets):
@@ -15,10 +24,13 @@
 #   SBM_HIDDEN SBM_EPOCHS SBM_EVAL_EVERY [256 10 5]
 #   TIMEOUT     seconds allowed to one training process [900]
 #   FIG_DIR     where the Cora GCN curves go (needs gnuplot) [BENCH_DIR]
+#   PYTHON, BENCH_VENV, BENCH_VENV_DGL   see bench/reference/python.sh
+#   REFERENCES  any of: torch pyg torch-dgl pyg-dgl dgl [all five]
+#   PYG_ADJ     how PyG gets the graph: csr (adj_t) or edge_index [csr]
 # Per-epoch time is the training step only (no evaluation), averaged over
 # every epoch but the first of each run, computed the same way from both
 # trainers' --log-json files. Needs cmake, a C compiler, GNU time
-# (apt-get install time), python3-torch and python3-h5py.
+# (apt-get install time) and python3 with venv (or PYTHON).
 set -eu
 src=$(cd "$(dirname "$0")/../.." && pwd)
 here=$src/bench/train
@@ -37,11 +49,33 @@ sbm_epochs=${SBM_EPOCHS:-10}
 sbm_eval=${SBM_EVAL_EVERY:-5}
 limit=${TIMEOUT:-900}
 fig_dir=${FIG_DIR:-$dir}
-py=/usr/bin/python3
+pyg_adj=${PYG_ADJ:-csr}
 
 [ -x /usr/bin/time ] || { echo "run.sh: GNU time missing: apt-get install time" >&2; exit 1; }
-$py -c 'import torch, h5py' 2>/dev/null ||
-    { echo "run.sh: needs Debian's python3-torch and python3-h5py" >&2; exit 1; }
+py=$("$src/bench/reference/python.sh") || exit 1
+trainers=ours
+pyd=
+for r in ${REFERENCES:-torch pyg torch-dgl pyg-dgl dgl}; do
+    case $r in
+    torch) trainers="$trainers torch" ;;
+    pyg)
+        if $py -c 'import torch_geometric' 2>/dev/null; then
+            trainers="$trainers pyg"
+        else
+            echo "run.sh: torch_geometric not importable by $py: PyG left out" >&2
+        fi
+        ;;
+    dgl | torch-dgl | pyg-dgl)
+        [ -n "$pyd" ] || pyd=$("$src/bench/reference/python.sh" dgl) || pyd=none
+        if [ "$pyd" != none ]; then
+            trainers="$trainers $r"
+        else
+            echo "run.sh: no DGL environment: $r left out" >&2
+        fi
+        ;;
+    *) echo "run.sh: unknown reference $r (torch, pyg, torch-dgl, pyg-dgl, dgl)" >&2; exit 1 ;;
+    esac
+done
 mkdir -p "$dir" "$fig_dir"
 
 echo "== build ($build, Release)"
@@ -58,7 +92,8 @@ measure() {
     shift
     printf '   %-22s ' "$name"
     rm -f "$dir/$name.json"
-    if OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads /usr/bin/time -v \
+    if OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads MKL_NUM_THREADS=$threads \
+        PYTHONWARNINGS=ignore /usr/bin/time -v \
         -o "$dir/$name.time" timeout "$limit" "$@" >"$dir/$name.out" 2>&1; then
         echo "$(sed -n "s/.*Elapsed (wall clock) time (h:mm:ss or m:ss): //p" "$dir/$name.time") wall"
     else
@@ -66,7 +101,7 @@ measure() {
     fi
 }
 
-# bench DATASET GRAPH TRAINER-OPTIONS...: both trainers, every model.
+# bench DATASET GRAPH TRAINER-OPTIONS...: every trainer, every model.
 bench() {
     ds=$1 graph=$2
     shift 2
@@ -74,11 +109,32 @@ bench() {
         measure "ours-$ds-$m" "$train" --data "$graph" --model "$m" --mode full \
             --threads "$threads" -q \
             --log-json "$dir/ours-$ds-$m.json" "$@"
-        measure "torch-$ds-$m" $py "$src/bench/reference/gnn_torch.py" "$graph" --model "$m" \
-            --threads "$threads" --log-json "$dir/torch-$ds-$m.json" "$@"
+        for r in $trainers; do
+            case $r in
+            torch) rpy=$py extra= ;;
+            pyg) rpy=$py extra="--impl pyg --adj $pyg_adj" ;;
+            torch-dgl) rpy=$pyd extra= ;;
+            pyg-dgl) rpy=$pyd extra="--impl pyg --adj $pyg_adj" ;;
+            dgl) rpy=$pyd extra="--impl dgl" ;;
+            *) continue ;;
+            esac
+            # shellcheck disable=SC2086 # $extra: words
+            measure "$r-$ds-$m" "$rpy" "$src/bench/reference/gnn_torch.py" "$graph" \
+                --model "$m" $extra --threads "$threads" --log-json "$dir/$r-$ds-$m.json" "$@"
+        done
     done
 }
 
+echo "== reference: $($py -W ignore -c 'import torch
+try:
+    import torch_geometric as g; v = ", torch_geometric " + g.__version__
+except ImportError:
+    v = ""
+print("torch", torch.__version__ + v, "(" + ("MKL" if torch.backends.mkl.is_available() else "no MKL") + ")")')"
+if [ -n "$pyd" ] && [ "$pyd" != none ]; then
+    echo "== reference (DGL's environment): $($pyd -W ignore -c 'import torch, dgl, torch_geometric as g
+print("dgl", dgl.__version__, "and torch_geometric", g.__version__, "on torch", torch.__version__)' 2>/dev/null)"
+fi
 echo "== $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores ($(sed -n 's/^model name[^:]*: //p' \
     /proc/cpuinfo | head -n 1)), $threads threads, load:$(uptime | sed 's/.*load average://')"
 for ds in $datasets; do
