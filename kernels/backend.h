@@ -78,8 +78,9 @@ void *gnn_be_stream(const gnn_backend_t *be);
  *             when deterministic, time nothing and take balanced for a
  *             graph whose longest row is far past the mean, else rowcache
  *             (the same choice, so the same bits, in every run);
- *   cusparse  cuSPARSE generic SpMM (CSR, row-major dense; ALG2, or ALG3
- *             when deterministic);
+ *   cusparse  cuSPARSE generic SpMM (CSR, row-major dense; ALG2); when
+ *             deterministic, the own kernel auto would take (cuSPARSE's
+ *             ALG3 was seen to give different bits from run to run);
  *   rowcache  one warp per row, the row's column ids staged in shared
  *             memory, vectorised feature loads;
  *   balanced  the nonzeros split evenly over warps (merge path), hub rows

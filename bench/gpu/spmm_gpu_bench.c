@@ -34,7 +34,8 @@
  * GB/s = bytes / time; "%copy" = GB/s over the bandwidth of gnn_be_copy
  * of a --copy-mib buffer, counted as 2 x size (read and write); "vs cuSP"
  * = cuSPARSE's time / this implementation's (above 1: faster than
- * cuSPARSE ALG2, or ALG3 with --deterministic on). GEMM TFLOP/s =
+ * cuSPARSE ALG2; with --deterministic on the cusparse rows run the own
+ * kernel the backend substitutes, "ran as" names it). GEMM TFLOP/s =
  * 2 m n k / time.
  *
  * Exit status: 0, 1 when a result did not match or a call failed, 2 for a
@@ -110,7 +111,7 @@ static const gnn_opt_t opt_table[] = {
     {"backward", 0, GNN_OPT_STRING, offsetof(opts_t, backward), "on|off",
      "also check and time the backward pass"},
     {"deterministic", 0, GNN_OPT_STRING, offsetof(opts_t, deterministic), "on|off",
-     "only bitwise-reproducible implementations (cuSPARSE ALG3)"},
+     "only bitwise-reproducible implementations (cusparse runs an own kernel)"},
     {"device", 'd', GNN_OPT_STRING, offsetof(opts_t, device), "DEV",
      "backend: cuda, cuda:N, cpu"},
     {"reps-time", 'r', GNN_OPT_DOUBLE, offsetof(opts_t, reps_time), "SEC",
@@ -1007,7 +1008,7 @@ static int run(void *opts, char **pos, int npos)
     printf("byte model: bytes = nnz*(8 + 4F) + n_out*4F + 8*(n_out + 1), n_out = n_dst forward, "
            "n_src backward; GB/s = bytes / time; %%copy = GB/s / copy GB/s; vs cuSP = cuSPARSE "
            "time / time (%s)\n",
-           p.deterministic ? "ALG3, deterministic" : "ALG2");
+           p.deterministic ? "deterministic: the cusparse rows run an own kernel" : "ALG2");
     printf("check: %" PRId64 " random output rows against a double reference, error = "
            "max|got - ref| / max|ref| < max(1e-5, 2^-22 sqrt(L)) = %.1e forward, %.1e backward "
            "(L = longest of those rows: %" PRId64 ", %" PRId64 "); the longest row of all (%" PRId64

@@ -26,12 +26,15 @@
  * cuSPARSE documentation of cusparseSpMM (docs.nvidia.com/cuda/cusparse,
  * generic API) states: CSR supports 32- and 64-bit indices, so the graph's
  * int64 arrays are used as they are (CUSPARSE_INDEX_64I); CSR_ALG2 is the
- * algorithm intended for row-major dense matrices; CSR_ALG3 gives
- * deterministic (bitwise) results, CSR with opA non-transposed only;
- * cusparseSpMM_preprocess is optional (it only speeds up CSR_ALG1 and
- * CSR_ALG3) and binds its buffer to the matrix, which must then stay
- * unmodified: with one scratch buffer shared by widths and directions it is
- * not called. The normalisation is folded into per-entry values built once
+ * algorithm intended for row-major dense matrices; cusparseSpMM_preprocess
+ * is optional (it only speeds up CSR_ALG1 and CSR_ALG3) and binds its
+ * buffer to the matrix, which must then stay unmodified: with one scratch
+ * buffer shared by widths and directions it is not called. The same
+ * documentation names CSR_ALG3 as giving the same bits in every run, but
+ * on an H200 with the cuSPARSE of CUDA 13.0 two CSR_ALG3 products on a
+ * power-law graph (longest row 23201 entries, width 33) differed in their
+ * first element (tests/cuda/test_backend_cuda.c, 2026-12-04): no cuSPARSE
+ * path is relied on for reproducible results. The normalisation is folded into per-entry values built once
  * per (direction, aggregator) on the device (sum uses the weights, or ones,
  * as they are). The output is written first (zeros, or gcn's self term)
  * and the product added with beta = 1: no scaling pass over the output,
@@ -49,7 +52,8 @@
  * both are exact), and timings may rank them differently from one run to
  * the next, so auto takes balanced for a graph whose longest row is far
  * past the mean and rowcache otherwise, the same in every run (each adds
- * in a fixed order); a forced cusparse runs CSR_ALG3.
+ * in a fixed order). A forced cusparse under `deterministic` runs that
+ * same own kernel too (and gnn__cuda_spmm_choice names it).
  */
 #include "kernels/cuda/spmm_cuda.h"
 
@@ -76,7 +80,7 @@ typedef struct {
     int used, dir;
     int64_t f;
     cusparseDnMatDescr_t b, c;
-    size_t ws[2];  /* workspace bytes for ALG2, ALG3 (WS_UNKNOWN: not asked) */
+    size_t ws;     /* workspace bytes for CSR_ALG2 (WS_UNKNOWN: not asked) */
     unsigned last; /* use clock, for eviction */
 } dense_t;
 
@@ -484,7 +488,7 @@ static int dense_descr(gnn_cuda_graph_t *g, int dir, int64_t f, const float *in,
         d->used = 1;
         d->dir = dir;
         d->f = f;
-        d->ws[0] = d->ws[1] = WS_UNKNOWN;
+        d->ws = WS_UNKNOWN;
     }
     d->last = ++g->clock;
     *res = d;
@@ -509,20 +513,19 @@ static int cusparse_run(const gnn_cuda_spmm_ctx_t *ctx, gnn_cuda_graph_t *g, gnn
         GNN_CUDA_RET(cudaMemsetAsync(out, 0, (size_t)p.n_rows * (size_t)f * sizeof(float), s),
                      "spmm: zero the output");
     const float one = 1.0f;
-    const int ai = ctx->deterministic ? 1 : 0;
-    const cusparseSpMMAlg_t alg = ai ? CUSPARSE_SPMM_CSR_ALG3 : CUSPARSE_SPMM_CSR_ALG2;
-    if (d->ws[ai] == WS_UNKNOWN) {
+    const cusparseSpMMAlg_t alg = CUSPARSE_SPMM_CSR_ALG2;
+    if (d->ws == WS_UNKNOWN) {
         size_t bytes = 0;
         CUSPARSE_RET(GNN_CU(cusparseSpMM_bufferSize)(h, CUSPARSE_OPERATION_NON_TRANSPOSE,
                                              CUSPARSE_OPERATION_NON_TRANSPOSE, &one, a, d->b,
                                              &one, d->c, CUDA_R_32F, alg, &bytes),
                      "cusparseSpMM_bufferSize");
-        d->ws[ai] = bytes;
+        d->ws = bytes;
     }
-    GNN_TRY_RET(gnn__cuda_buf_reserve(&g->scratch, d->ws[ai], s));
+    GNN_TRY_RET(gnn__cuda_buf_reserve(&g->scratch, d->ws, s));
     CUSPARSE_RET(GNN_CU(cusparseSpMM)(h, CUSPARSE_OPERATION_NON_TRANSPOSE,
                               CUSPARSE_OPERATION_NON_TRANSPOSE, &one, a, d->b, &one, d->c,
-                              CUDA_R_32F, alg, d->ws[ai] ? g->scratch.p : NULL),
+                              CUDA_R_32F, alg, d->ws ? g->scratch.p : NULL),
                  "cusparseSpMM");
     return 0;
 }
@@ -534,6 +537,16 @@ static int cusparse_run(const gnn_cuda_spmm_ctx_t *ctx, gnn_cuda_graph_t *g, gnn
 static gnn_spmm_impl_t impl_for(gnn_aggr_t aggr, gnn_spmm_impl_t impl)
 {
     return aggr == GNN_AGGR_MAX && impl == GNN_SPMM_CUSPARSE ? GNN_SPMM_ROWCACHE : impl;
+}
+
+/* The implementation that runs aggr in direction dir when ctx forces one
+ * (not auto): a cusparse under `deterministic` runs the own kernel auto
+ * would (no cuSPARSE path gives the same bits in every run). */
+static gnn_spmm_impl_t forced_impl(const gnn_cuda_spmm_ctx_t *ctx, const gnn_cuda_graph_t *g,
+                                   gnn_aggr_t aggr, int dir)
+{
+    if (ctx->impl == GNN_SPMM_CUSPARSE && ctx->deterministic) return g->det_impl[dir];
+    return impl_for(aggr, ctx->impl);
 }
 
 /*
@@ -765,7 +778,9 @@ static int run(const gnn_cuda_spmm_ctx_t *ctx, gnn_cuda_graph_t *g, gnn_aggr_t a
         if (rc == 0 && autosel) choice_put(g, ctx->generation, aggr, dir, f, GNN_SPMM_ROWCACHE);
         return rc;
     }
-    if (!autosel) return run_impl(ctx, g, ctx->impl, aggr, dir, f, in, out, argmax_out, argmax_in);
+    if (!autosel)
+        return run_impl(ctx, g, forced_impl(ctx, g, aggr, dir), aggr, dir, f, in, out, argmax_out,
+                        argmax_in);
     if (ctx->deterministic) {
         /* Timings rank close candidates differently from one process to the
          * next, and the candidates differ by rounding: the shape decides. */
@@ -803,8 +818,8 @@ gnn_spmm_impl_t gnn__cuda_spmm_choice(const gnn_cuda_spmm_ctx_t *ctx, const gnn_
                                       gnn_aggr_t aggr, int64_t f, int backward)
 {
     if (!ctx || !g) return GNN_SPMM_AUTO;
-    if (ctx->impl != GNN_SPMM_AUTO) return impl_for(aggr, ctx->impl);
     int dir = backward ? DIR_BWD : DIR_FWD;
+    if (ctx->impl != GNN_SPMM_AUTO) return forced_impl(ctx, g, aggr, dir);
     const choice_t *c = choice_find((gnn_cuda_graph_t *)g, ctx->generation, aggr, dir, f);
     if (c) return c->impl;
     const gnn_cuda_shape_choice_t *sc = shape_find(ctx, g, aggr, dir, f);

@@ -12,8 +12,11 @@
  *   cusparse  cusparseSpMM on CSR x row-major dense, descriptors, value
  *             arrays (normalisation folded into the values) and workspace
  *             created once per graph and kept; the backward runs on the
- *             transpose's own CSR, never with opA = TRANSPOSE; ALG2, or
- *             ALG3 when deterministic. No max: max runs rowcache instead.
+ *             transpose's own CSR, never with opA = TRANSPOSE; CSR_ALG2.
+ *             No max: max runs rowcache instead. Under `deterministic` a
+ *             forced cusparse runs the own kernel auto would (below):
+ *             cuSPARSE's CSR_ALG3, documented as reproducible, was seen
+ *             to give different bits from run to run.
  *   rowcache  spmm_rowcache.cu: a warp per output row.
  *   balanced  spmm_balanced.cu: nonzeros split evenly over lane groups,
  *             max included.
