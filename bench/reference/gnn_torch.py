@@ -46,14 +46,17 @@ PyG and DGL are imported from the interpreter's packages
 
 Timing: epoch_s is the wall time of one training step (zero_grad, forward,
 loss, backward, Adam), evaluation excluded; epoch_s_mean averages it over
-all epochs but the first of each run (warm-up).
+all epochs but the first of each run (warm-up). --device cuda trains on the
+GPU (the graph, features and model moved there after loading; the step is
+timed up to a torch.cuda.synchronize) and reports the peak of
+torch.cuda.max_memory_allocated as gpu_peak_mb.
 
     $(bench/reference/python.sh) bench/reference/gnn_torch.py GRAPH.h5 [--model gcn|sage]
         [--layers L] [--hidden H] [--dropout P] [--lr LR] [--weight-decay WD]
         [--decay-scope first|all] [--epochs E] [--runs N] [--seed S]
         [--threads T] [--normalize-features] [--eval-every K]
         [--spmm cached|autograd] [--impl torch|pyg|dgl]
-        [--adj edge_index|csr] [--log-json FILE]
+        [--adj edge_index|csr] [--device cpu|cuda|cuda:N] [--log-json FILE]
 
 Prints one JSON line; --log-json FILE writes one JSON line per epoch and a
 final line with the keys gnn-train's --log-json uses. Needs torch, h5py
@@ -186,6 +189,13 @@ class Operator:
         if mode == "cached":
             self.at = self.a if symmetric else csr(*transpose(n, indptr, indices, values), n, n)
 
+    def to(self, dev):
+        same = self.mode == "cached" and self.at is self.a
+        self.a = self.a.to(dev)
+        if self.mode == "cached":
+            self.at = self.a if same else self.at.to(dev)
+        return self
+
     def __call__(self, x):
         if self.mode == "cached":
             return SpMM.apply(self.a, self.at, x)
@@ -309,11 +319,17 @@ def evaluate(model, op, x, y, split):
     return acc, vloss
 
 
-def run(o, r, op, x, y, split, log):
+def sync(dev):
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+
+
+def run(o, r, op, x, y, split, log, dev):
     torch.manual_seed(o.seed + r)
     classes = int(y.max()) + 1
     dims = [x.shape[1]] + [o.hidden] * (o.layers - 1) + [classes]
     model = {"torch": Net, "pyg": PygNet, "dgl": DglNet}[o.impl](o.model, dims, o.dropout)
+    model = model.to(dev)
     first = model.layer_params(0)
     rest = [p for l in range(1, o.layers) for p in model.layer_params(l)]
     scope_wd = o.weight_decay if o.decay_scope == "all" else 0.0
@@ -334,6 +350,7 @@ def run(o, r, op, x, y, split, log):
         loss = F.cross_entropy(out[train], y_train)
         loss.backward()
         opt.step()
+        sync(dev)
         epoch_s = time.perf_counter() - t0
         times.append(epoch_s)
         evaluated = epoch % o.eval_every == 0 or epoch == o.epochs
@@ -380,6 +397,7 @@ def main():
                    help="torch: this file's layers; pyg: PyTorch Geometric's; dgl: DGL's")
     p.add_argument("--adj", choices=("edge_index", "csr"), default="edge_index",
                    help="how --impl pyg gets the graph")
+    p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     p.add_argument("--log-json", metavar="FILE")
     o = p.parse_args()
     if o.layers < 1 or o.epochs < 1 or o.runs < 1 or o.eval_every < 1:
@@ -388,6 +406,12 @@ def main():
         o.decay_scope = "first" if o.model == "gcn" else "all"
     if o.threads:
         torch.set_num_threads(o.threads)
+    try:
+        dev = torch.device(o.device)
+    except RuntimeError as e:
+        p.error(f"--device {o.device}: {e}")
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        p.error(f"--device {o.device}: this torch sees no CUDA device")
 
     t0 = time.perf_counter()
     n, indptr, indices, x, y, split = load(o.graph, o.normalize_features)
@@ -410,12 +434,16 @@ def main():
         del indptr, indices
         op = Operator(n, *arrays, sym, o.spmm)
         del arrays
+    if dev.type != "cpu":
+        op, x, y = op.to(dev), x.to(dev), y.to(dev)
+        split = {k: v.to(dev) for k, v in split.items()}
+        sync(dev)
     load_s = time.perf_counter() - t0
 
     log = open(o.log_json, "w") if o.log_json else None
     tests, vals, epochs, warm, first, evals = [], [], [], [], [], []
     for r in range(o.runs):
-        best, times, eval_times = run(o, r, op, x, y, split, log)
+        best, times, eval_times = run(o, r, op, x, y, split, log, dev)
         tests.append(best["test_acc"])
         vals.append(best["valid_acc"])
         epochs.append(best["epoch"])
@@ -430,7 +458,10 @@ def main():
            "test_acc_std": float(np.std(tests)), "valid_acc_mean": float(np.mean(vals)),
            "run_test_acc": tests, "epoch_s_mean": float(np.mean(warm)),
            "epoch_s_first": float(np.mean(first)), "eval_s_mean": float(np.mean(evals)),
-           "load_s": load_s, "torch": torch.__version__}
+           "load_s": load_s, "torch": torch.__version__, "device": str(dev)}
+    if dev.type == "cuda":
+        res["gpu"] = torch.cuda.get_device_name(dev)
+        res["gpu_peak_mb"] = torch.cuda.max_memory_allocated(dev) / 2**20
     if o.impl == "pyg":
         res["pyg"] = torch_geometric.__version__
     if o.impl == "dgl":

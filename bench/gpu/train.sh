@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Full-graph training on one GPU: gnn-train --device cuda against the
+# PyTorch reference (bench/reference/gnn_torch.py --device cuda) and, where
+# the interpreter has PyTorch Geometric, PyG's own layers, on the same GPU
+# and the same graph (bench/train's SBM stand-in: 1M nodes, mean degree 20,
+# 128 features, 10 classes; GCN and GraphSAGE, 2 layers, hidden 256).
+#
+#   bash bench/gpu/train.sh          (after bench/gpu/run.sh built build-gpu/)
+#
+# Builds gnn-train and gnn-dataset in $BUILD (default build-gpu, configured
+# with GNN_CUDA=ON, as bench/gpu/run.sh leaves it), generates the graph
+# into a temporary directory (removed at exit), trains each model with
+# each trainer for $EPOCHS epochs (default 20, evaluated every 10) and
+# prints a table: per-epoch time (mean of the training steps after the
+# first; gnn-train's epoch_s, the reference's step up to a
+# torch.cuda.synchronize), the reference's time over ours, the test
+# accuracy at the best validation epoch, and the reference's peak of
+# torch.cuda.max_memory_allocated. Writes the table to $OUT/gpu-train.txt
+# when OUT is a directory. Variables: BUILD, EPOCHS, NODES (1000000),
+# DEGREE (20), PY (python3: the interpreter with torch and CUDA), LIMIT
+# (seconds per training run, default 240). Exit status: 0, 1 when a run
+# of gnn-train failed, 77 without a CUDA device.
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 1
+. scripts/env.sh
+BUILD=${BUILD:-build-gpu}
+EPOCHS=${EPOCHS:-20}
+NODES=${NODES:-1000000}
+DEGREE=${DEGREE:-20}
+PY=${PY:-python3}
+LIMIT=${LIMIT:-240}
+if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+    echo "bench/gpu/train.sh: no CUDA device (nvidia-smi lists none)" >&2
+    exit 77
+fi
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/gnn-gpu-train.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+OUTFILE=$WORK/table.txt
+if [ -n "${OUT:-}" ] && [ -d "$OUT" ]; then OUTFILE=$OUT/gpu-train.txt; fi
+: >"$OUTFILE"
+say() { printf '%s\n' "$*" | tee -a "$OUTFILE"; }
+
+cmake --build "$BUILD" -j"$(nproc)" --target gnn-train gnn-dataset >"$WORK/build.log" 2>&1 ||
+    { tail -20 "$WORK/build.log" >&2; echo "bench/gpu/train.sh: build failed" >&2; exit 1; }
+G=$WORK/sbm.h5
+"$BUILD/datasets/gnn-dataset" generate sbm -n "$NODES" -d "$DEGREE" -f 128 -o "$G" -q ||
+    { echo "bench/gpu/train.sh: gnn-dataset generate failed" >&2; exit 1; }
+say "== $(date -u '+%Y-%m-%d %H:%M UTC'), $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)," \
+    "commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+say "== graph: gnn-dataset generate sbm -n $NODES -d $DEGREE -f 128; $EPOCHS epochs, hidden 256"
+refs=torch
+if "$PY" -c 'import torch_geometric' 2>/dev/null; then refs="torch pyg"; fi
+say "== reference: $("$PY" -c 'import torch
+try:
+    import torch_geometric as g; v = ", torch_geometric " + g.__version__
+except ImportError:
+    v = ""
+print("torch", torch.__version__ + v)' 2>&1)"
+STATUS=0
+for m in gcn sage; do
+    if ! timeout "$LIMIT" "$BUILD/trainer/gnn-train" --data "$G" --model "$m" --mode full \
+        --device cuda --layers 2 --hidden 256 --epochs "$EPOCHS" --eval-every 10 -q \
+        --log-json "$WORK/ours-$m.json" >"$WORK/ours-$m.out" 2>&1; then
+        say "gnn-train $m FAILED:"; tail -5 "$WORK/ours-$m.out" | tee -a "$OUTFILE"
+        STATUS=1
+    fi
+    for r in $refs; do
+        extra=
+        if [ "$r" = pyg ]; then extra="--impl pyg"; fi
+        # shellcheck disable=SC2086 # $extra: words
+        timeout "$LIMIT" "$PY" bench/reference/gnn_torch.py "$G" --model "$m" $extra \
+            --layers 2 --hidden 256 --epochs "$EPOCHS" --eval-every 10 --device cuda \
+            --log-json "$WORK/$r-$m.json" >"$WORK/$r-$m.out" 2>&1 ||
+            { say "$r $m failed:"; tail -5 "$WORK/$r-$m.out" | tee -a "$OUTFILE"; }
+    done
+done
+# shellcheck disable=SC2086 # $refs: words
+"$PY" - "$WORK" $refs <<'EOF' | tee -a "$OUTFILE"
+import json, sys
+work, refs = sys.argv[1], sys.argv[2:]
+
+def read(path):
+    try:
+        lines = [json.loads(l) for l in open(path) if l.strip()]
+    except (OSError, ValueError):
+        return None
+    final = next((l for l in lines if l.get("final")), None)
+    ep = [l["epoch_s"] for l in lines if "epoch_s" in l and not l.get("final")]
+    if not final or not ep:
+        return None
+    warm = ep[1:] or ep
+    return {"ms": 1e3 * sum(warm) / len(warm), "acc": 100 * final["test_acc"],
+            "mem": final.get("gpu_peak_mb")}
+
+print("| model | trainer | ms/epoch | its time / ours | test acc % | peak GPU MB (torch's allocator) |")
+print("|---|---|---|---|---|---|")
+for m in ("gcn", "sage"):
+    ours = read(f"{work}/ours-{m}.json")
+    for t in ["ours"] + refs:
+        r = ours if t == "ours" else read(f"{work}/{t}-{m}.json")
+        if r is None:
+            print(f"| {m} | {t} | failed | | | |")
+            continue
+        ratio = f"{r['ms'] / ours['ms']:.2f}x" if ours and t != "ours" else ""
+        mem = f"{r['mem']:.0f}" if r["mem"] is not None else ""
+        print(f"| {m} | {t} | {r['ms']:.2f} | {ratio} | {r['acc']:.1f} | {mem} |")
+EOF
+exit "$STATUS"
