@@ -46,7 +46,7 @@ G=$WORK/sbm.h5
 "$BUILD/datasets/gnn-dataset" generate sbm -n "$NODES" -d "$DEGREE" -f 128 -o "$G" -q ||
     { echo "bench/gpu/train.sh: gnn-dataset generate failed" >&2; exit 1; }
 say "== $(date -u '+%Y-%m-%d %H:%M UTC'), $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)," \
-    "commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+    "commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'), tree $(gnn_tree_id)"
 say "== graph: gnn-dataset generate sbm -n $NODES -d $DEGREE -f 128; $EPOCHS epochs, hidden 256"
 refs=torch
 if "$PY" -c 'import torch_geometric' 2>/dev/null; then refs="torch pyg"; fi
