@@ -4,6 +4,7 @@
  * Every option maps to one field of gnn_train_opts_t; --help lists them
  * with their defaults.
  */
+#include "graph/base/alloc.h"
 #include "graph/base/cli.h"
 #include "graph/base/error.h"
 #include "graph/base/log.h"
@@ -98,6 +99,9 @@ static int run(void *opts, char **pos, int npos)
 {
     (void)pos;
     (void)npos;
+    /* Mini-batches allocate and free their arrays at every step. */
+    if (gnn_alloc_keep_freed() < 0)
+        GNN_DEBUG("malloc keeps its default thresholds (settings not taken)");
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (rank > 0 && gnn_log_level() > GNN_LOG_WARN) gnn_log_set_level(GNN_LOG_WARN);

@@ -13,6 +13,9 @@
  * One warm-up batch precedes each mode. Edges are the sampled edges of all
  * layers. Result lines start with "RESULT" for scripts.
  *
+ * Like gnn-train, it keeps freed memory for the next batches
+ * (gnn_alloc_keep_freed), and says so.
+ *
  * Usage: sampler_bench GRAPH.h5 [-b BATCH] [-f F,F,...] [-n BATCHES] [-s SEED]
  * Threads: OMP_NUM_THREADS.
  */
@@ -97,6 +100,8 @@ static int run(const gnn_sampler_t *s, const gnn_vid_t *seeds, int64_t b, int64_
 
 int main(int argc, char **argv)
 {
+    /* As gnn-train does: freed batches' memory kept for the next batch. */
+    const int kept = gnn_alloc_keep_freed() == 0;
     int64_t b = 1024, nb = 50;
     uint64_t seed = 1;
     const char *fanout_arg = "15,10,5";
@@ -151,8 +156,9 @@ int main(int argc, char **argv)
     GNN_TRY(gnn_sampler_create(&g, layers, fanouts, &s));
 
     printf("graph %s: %" PRId64 " nodes, %" PRId64 " entries (loaded in %.1f s); %" PRId64
-           " seeds; batch %" PRId64 ", fanouts %s, %d threads\n",
-           path, g.n_rows, g.nnz, t_load, n_ids, b, fanout_arg, omp_get_max_threads());
+           " seeds; batch %" PRId64 ", fanouts %s, %d threads; freed memory %s\n",
+           path, g.n_rows, g.nnz, t_load, n_ids, b, fanout_arg, omp_get_max_threads(),
+           kept ? "kept (gnn_alloc_keep_freed)" : "returned (malloc's defaults)");
     for (int concurrent = 0; concurrent <= 1; concurrent++) {
         run_t r;
         GNN_TRY(run(s, ids, b, nb, seed, concurrent, &r));

@@ -14,6 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 static atomic_llong g_count;
 static atomic_llong g_fail_at;
@@ -109,3 +112,18 @@ void *gnn__alloc_large(size_t size, const char *file, int line)
 }
 
 void gnn_free(void *p) { free(p); }
+
+#define KEEP_MMAP_THRESHOLD ((int)64 << 20)
+#define KEEP_TRIM_THRESHOLD ((int)256 << 20)
+
+int gnn_alloc_keep_freed(void)
+{
+#if defined(__GLIBC__) && defined(M_MMAP_THRESHOLD) && defined(M_TRIM_THRESHOLD)
+    /* mallopt returns 1 when it took the setting. */
+    if (mallopt(M_MMAP_THRESHOLD, KEEP_MMAP_THRESHOLD) != 1) return -1;
+    if (mallopt(M_TRIM_THRESHOLD, KEEP_TRIM_THRESHOLD) != 1) return -1;
+    return 0;
+#else
+    return -1;
+#endif
+}

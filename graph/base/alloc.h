@@ -32,6 +32,18 @@ void *gnn__aligned_alloc(size_t align, size_t size, const char *file, int line);
 void *gnn__alloc_large(size_t size, const char *file, int line);
 void gnn_free(void *p);
 
+/*
+ * Keep what the process frees for its next allocations (process-wide,
+ * through mallopt): allocations under 64 MiB come from malloc's heap
+ * rather than fresh mappings, and up to 256 MiB freed at the heap's top
+ * stay mapped. For programs that allocate and free arrays of a few MiB at
+ * every step (mini-batches): by default glibc hands them back to the
+ * kernel at each free and the next step faults in fresh zeroed pages.
+ * Returns 0, or -1 where the C library does not take the settings (a
+ * sanitizer's allocator ignores them); either way allocation works.
+ */
+int gnn_alloc_keep_freed(void);
+
 #define gnn_malloc(size) gnn__malloc((size), __FILE__, __LINE__)
 #define gnn_calloc(n, size) gnn__calloc((n), (size), __FILE__, __LINE__)
 #define gnn_malloc_array(n, size) gnn__malloc_array((n), (size), __FILE__, __LINE__)

@@ -1,6 +1,8 @@
 /*
  * The allocation wrapper: overflow checks, the failure-injection hook
- * (exactly the Nth allocation fails and records GNN_ENOMEM), counting.
+ * (exactly the Nth allocation fails and records GNN_ENOMEM), counting,
+ * and gnn_alloc_keep_freed (a freed array of a few MiB stays in malloc's
+ * heap for the next one).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +14,9 @@
 #include "graph/base/error.h"
 
 #include <string.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 static void test_basic(void **state)
 {
@@ -69,12 +74,39 @@ static void test_nth_fails(void **state)
     gnn_free(q);
 }
 
+/* After gnn_alloc_keep_freed, 8 MiB come from the heap (no mapping of
+ * their own) and stay there once freed (not trimmed): the next batch's
+ * arrays reuse those pages instead of faulting in fresh ones. */
+static void test_keep_freed(void **state)
+{
+    (void)state;
+    int rc = gnn_alloc_keep_freed();
+#ifdef GNN_TEST_SANITIZED
+    if (rc < 0) return; /* a sanitizer's allocator ignores mallopt */
+#endif
+    assert_int_equal(rc, 0);
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 33)
+    const size_t n = (size_t)8 << 20;
+    struct mallinfo2 before = mallinfo2();
+    char *p = gnn_malloc(n);
+    assert_non_null(p);
+    memset(p, 1, n);
+    struct mallinfo2 during = mallinfo2();
+    assert_int_equal(during.hblkhd, before.hblkhd); /* not mapped on its own */
+    gnn_free(p);
+    struct mallinfo2 after = mallinfo2();
+    assert_true(after.arena >= n); /* the heap kept the freed pages */
+    assert_true(after.fordblks >= n);
+#endif
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_basic),
         cmocka_unit_test(test_overflow),
         cmocka_unit_test(test_nth_fails),
+        cmocka_unit_test(test_keep_freed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
