@@ -2,8 +2,10 @@
 # Mini-batch training on a generated graph of ogbn-products size (SBM,
 # 2.4M nodes, about 120M stored edges, 100 features, 47 classes):
 #   1. sampler throughput, fanouts 15,10,5 and batches of 1024, on 1 and 2
-#      threads (sampler_bench), against the straightforward PyTorch sampler
-#      (bench/reference/sample_torch.py) on the same graph and seeds;
+#      threads (sampler_bench), against DGL's sampler (sample_neighbors and
+#      to_block per hop, as its NeighborSampler) and the straightforward
+#      PyTorch sampler (bench/reference/sample_torch.py --impl dgl|torch)
+#      on the same graph and seeds;
 #   2. one epoch of 3-layer GraphSAGE (hidden 256) with gnn-train, for
 #      each count of compute threads first with --prefetch 0 (each batch
 #      sampled when needed, so its compute_s is the pure compute time of
@@ -17,15 +19,17 @@
 #   BENCH_DIR  graph and logs [/tmp/gnn-bench-minibatch]; the graph is kept
 #              there and reused by later runs
 #   NODES DEGREE FEAT CLASSES  [2400000 50 100 47]
-#   BATCHES    batches timed by the sampler benchmarks [50; torch: TORCH_BATCHES 10]
+#   BATCHES    batches timed by the sampler benchmarks [50; torch: TORCH_BATCHES 10;
+#              DGL: DGL_BATCHES, as BATCHES]
 #   EPOCH_RUNS "COMPUTE:SAMPLER:PREFETCH ..." gnn-train --threads,
 #              --sampler-threads, --prefetch; each COMPUTE needs its
-#              COMPUTE:0:0 run first [2:0:0 2:1:2 2:2:4 1:0:0 1:1:2]
+#              COMPUTE:0:0 run first; none: no epochs
+#              [2:0:0 2:1:2 2:2:4 1:0:0 1:1:2]
 #   EVAL       1: the first of those runs also evaluates; 0: none does [1]
 # Prints RESULT lines and a summary table. Needs cmake, a C compiler, and
-# for the reference PyPI's torch (bench/reference/python.sh installs it
-# once; PYTHON or BENCH_VENV choose another; skipped with a note when
-# none can be had).
+# for the references PyPI's torch and DGL (bench/reference/python.sh
+# installs them once; PYTHON or BENCH_VENV choose another torch; each
+# skipped with a note when it cannot be had).
 set -eu
 src=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-/tmp/build-bench}
@@ -37,6 +41,7 @@ classes=${CLASSES:-47}
 batches=${BATCHES:-50}
 epoch_runs=${EPOCH_RUNS:-2:0:0 2:1:2 2:2:4 1:0:0 1:1:2}
 py=$("$src/bench/reference/python.sh") || py=
+pyd=$("$src/bench/reference/python.sh" dgl) || pyd=
 mkdir -p "$dir"
 
 echo "== build ($build, Release)"
@@ -66,7 +71,18 @@ if [ -n "$py" ]; then
 else
     echo "(no torch: PyTorch reference skipped)"
 fi
+if [ -n "$pyd" ]; then
+    $pyd -W ignore -c 'import dgl, torch; print("reference: dgl", dgl.__version__, "on torch", torch.__version__)'
+    for t in 1 2; do
+        # DGL's sampling kernels run on OMP_NUM_THREADS threads.
+        OMP_NUM_THREADS=$t $pyd -W ignore "$src/bench/reference/sample_torch.py" "$graph" -b 1024 \
+            -f 15,10,5 -n "${DGL_BATCHES:-$batches}" --threads "$t" --impl dgl
+    done
+else
+    echo "(no DGL: DGL reference skipped)"
+fi
 
+if [ "$epoch_runs" = none ]; then exit 0; fi
 echo "== GraphSAGE, 3 layers, hidden 256, fanouts 15,10,5, batch 1024: one epoch"
 train() { # NAME, then gnn-train options
     name=$1

@@ -8,11 +8,21 @@ of each row; torch.unique to relabel). Same seeds, batch size and fanouts
 as sampler_bench, on the same graph file; sampled edges counted the same
 way (all layers).
 
+--impl dgl samples with DGL's own sampler instead, as DGL's
+NeighborSampler does: per hop dgl.sampling.sample_neighbors on the nodes
+gathered so far (uniform, without replacement, in-edges), then
+dgl.to_block to deduplicate the new sources against them (its C++
+kernels, parallel over OMP_NUM_THREADS threads). The graph is handed to
+DGL as the in-edge CSR itself (DGL's 'csc' format), its formats built
+before timing.
+
     python3 bench/reference/sample_torch.py GRAPH.h5 [-b 1024] [-f 15,10,5]
                                             [-n BATCHES] [-s SEED] [--threads T]
+                                            [--impl torch|dgl]
 
-Prints one RESULT line. Needs torch, h5py and numpy: run it with the
-interpreter bench/reference/python.sh prints.
+Prints one RESULT line. Needs torch, h5py and numpy (and dgl for --impl
+dgl): run it with the interpreter bench/reference/python.sh prints
+(`python.sh dgl` for DGL).
 """
 import argparse
 import time
@@ -67,6 +77,29 @@ def sample_batch(indptr, indices, seeds, fanouts, gen):
     return edges, nodes.numel()
 
 
+def dgl_graph(indptr, indices):
+    """The in-edge CSR (row v lists the sources of edges u -> v) as a
+    DGLGraph: that is the CSC of the adjacency matrix."""
+    import dgl
+    n = indptr.numel() - 1
+    g = dgl.graph(("csc", (indptr, indices, torch.empty(0, dtype=torch.long))), num_nodes=n)
+    g.create_formats_()
+    return g
+
+
+def dgl_sample_batch(g, seeds, fanouts):
+    """DGL's NeighborSampler, hop by hop from the seeds."""
+    import dgl
+    nodes = seeds
+    edges = 0
+    for fanout in fanouts:
+        frontier = dgl.sampling.sample_neighbors(g, nodes, fanout, replace=False)
+        block = dgl.to_block(frontier, nodes)
+        edges += block.num_edges()
+        nodes = block.srcdata[dgl.NID]
+    return edges, nodes.numel()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("graph")
@@ -75,6 +108,7 @@ def main():
     ap.add_argument("-n", "--batches", type=int, default=20)
     ap.add_argument("-s", "--seed", type=int, default=1)
     ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--impl", choices=("torch", "dgl"), default="torch")
     a = ap.parse_args()
     if a.threads > 0:
         torch.set_num_threads(a.threads)
@@ -92,15 +126,26 @@ def main():
     need = (a.batches + 1) * a.batch
     if seeds.numel() < need:
         seeds = seeds.repeat(need // max(seeds.numel(), 1) + 1)
-    sample_batch(indptr, indices, seeds[:a.batch], fanouts, gen)  # warm-up
+    if a.impl == "dgl":
+        import dgl
+        dgl.seed(a.seed)
+        g = dgl_graph(indptr, indices)
+        del indptr, indices
+
+        def one(batch):
+            return dgl_sample_batch(g, batch, fanouts)
+    else:
+        def one(batch):
+            return sample_batch(indptr, indices, batch, fanouts, gen)
+    one(seeds[:a.batch])  # warm-up
     t0 = time.time()
     edges = inputs = 0
     for i in range(1, a.batches + 1):
-        e, n = sample_batch(indptr, indices, seeds[i * a.batch:(i + 1) * a.batch], fanouts, gen)
+        e, n = one(seeds[i * a.batch:(i + 1) * a.batch])
         edges += e
         inputs += n
     s = time.time() - t0
-    print(f"RESULT mode=torch threads={torch.get_num_threads()} batch={a.batch} "
+    print(f"RESULT mode={a.impl} threads={torch.get_num_threads()} batch={a.batch} "
           f"fanouts={a.fanouts} batches={a.batches} seconds={s:.4f} "
           f"batches_per_s={a.batches / s:.3f} edges_per_s={edges / s:.4e} "
           f"input_nodes_mean={inputs / a.batches:.1f} load_s={load_s:.1f}", flush=True)
