@@ -113,7 +113,7 @@ void *gnn__alloc_large(size_t size, const char *file, int line)
 
 void gnn_free(void *p) { free(p); }
 
-#define KEEP_MMAP_THRESHOLD ((int)64 << 20)
+#define KEEP_MMAP_THRESHOLD ((int)32 << 20) /* mallopt(3)'s maximum on 64-bit */
 #define KEEP_TRIM_THRESHOLD ((int)256 << 20)
 
 int gnn_alloc_keep_freed(void)

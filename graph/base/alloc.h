@@ -34,7 +34,7 @@ void gnn_free(void *p);
 
 /*
  * Keep what the process frees for its next allocations (process-wide,
- * through mallopt): allocations under 64 MiB come from malloc's heap
+ * through mallopt): allocations under 32 MiB come from malloc's heap
  * rather than fresh mappings, and up to 256 MiB freed at the heap's top
  * stay mapped. For programs that allocate and free arrays of a few MiB at
  * every step (mini-batches): by default glibc hands them back to the
