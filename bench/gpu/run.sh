@@ -67,6 +67,8 @@ cleanup() {
     rm -rf "$WORK"
 }
 trap cleanup EXIT
+# The tree id first: the results file may lie inside the tree.
+TREE=$(gnn_tree_id)
 : >"$RESULTS"
 STATUS=0
 
@@ -103,7 +105,7 @@ if [ "$COMMIT" != '?' ] && ! git diff --quiet HEAD 2>/dev/null; then
     COMMIT="$COMMIT with local changes"
 fi
 log "date      $(date -u '+%Y-%m-%d %H:%M UTC'), $(hostname), $JOBS cores, commit $COMMIT"
-log "tree      $(gnn_tree_id) (the files measured: git rev-parse COMMIT^{tree} names a commit's)"
+log "tree      $TREE (the files measured: git rev-parse COMMIT^{tree} names a commit's)"
 NGPU=0
 if command -v nvidia-smi >/dev/null 2>&1; then
     nvidia-smi -L >>"$RESULTS" 2>&1

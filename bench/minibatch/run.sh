@@ -46,6 +46,7 @@ classes=${CLASSES:-47}
 batches=${BATCHES:-50}
 epoch_runs=${EPOCH_RUNS:-2:0:0 2:1:2 2:2:4 1:0:0 1:1:2}
 py=$("$src/bench/reference/python.sh") || py=
+[ -x /usr/bin/time ] || { echo "bench/minibatch/run.sh: needs GNU time (apt-get install time)" >&2; exit 1; }
 pyd=$("$src/bench/reference/python.sh" dgl) || pyd=
 mkdir -p "$dir"
 
@@ -81,7 +82,8 @@ if [ -n "$pyd" ]; then
     for t in 1 2; do
         # DGL's sampling kernels run on OMP_NUM_THREADS threads.
         OMP_NUM_THREADS=$t $pyd -W ignore "$src/bench/reference/sample_torch.py" "$graph" -b 1024 \
-            -f 15,10,5 -n "${DGL_BATCHES:-$batches}" --threads "$t" --impl dgl
+            -f 15,10,5 -n "${DGL_BATCHES:-$batches}" --threads "$t" --impl dgl ||
+            echo "DGL sampler on $t threads FAILED"
     done
 else
     echo "(no DGL: DGL reference skipped)"
@@ -124,12 +126,17 @@ done
 dgl_runs=${DGL_RUNS:-2:0 1:1}
 if [ -n "$pyd" ] && [ "$dgl_runs" != none ]; then
     echo "== the same epoch with DGL (bench/reference/minibatch_dgl.py)"
+    ok_dgl=
     for r in $dgl_runs; do
         c=${r%%:*} w=${r#*:}
         OMP_NUM_THREADS=$c /usr/bin/time -f %M -o "$dir/dgl-$r.rss" $pyd -W ignore \
             "$src/bench/reference/minibatch_dgl.py" "$graph" --layers 3 --hidden 256 \
             --fanouts 15,10,5 --batch-size 1024 --epochs 1 --threads "$c" --workers "$w" \
-            --log-json "$dir/dgl-$r.json" >"$dir/dgl-$r.out"
+            --log-json "$dir/dgl-$r.json" >"$dir/dgl-$r.out" || {
+            echo "dgl-$r FAILED (see $dir/dgl-$r.out)"
+            continue
+        }
+        ok_dgl="$ok_dgl $r"
         python3 - "$dir/dgl-$r.json" "dgl-$r" "$dir/dgl-$r.rss" <<'EOF'
 import json, sys
 e = [json.loads(l) for l in open(sys.argv[1]) if '"final"' in l][-1]
@@ -139,6 +146,7 @@ print(f"RESULT run={sys.argv[2]} epoch_s={e['epoch_s']:.2f} batches={e['batches'
       f"loss={e['loss']:.4f} peak_rss_mb={rss:.0f} dgl={e['dgl']} torch={e['torch']}")
 EOF
     done
+    dgl_runs=${ok_dgl:-none}
 else
     dgl_runs=none
 fi

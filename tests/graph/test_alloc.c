@@ -84,6 +84,9 @@ static void test_keep_freed(void **state)
 #ifdef GNN_TEST_SANITIZED
     if (rc < 0) return; /* a sanitizer's allocator ignores mallopt */
 #endif
+#ifndef __GLIBC__
+    if (rc < 0) skip(); /* no mallopt: nothing to check */
+#endif
     assert_int_equal(rc, 0);
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 33)
     const size_t n = (size_t)8 << 20;
