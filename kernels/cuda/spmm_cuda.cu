@@ -34,9 +34,9 @@
  * on an H200 with the cuSPARSE of CUDA 13.0 two CSR_ALG3 products on a
  * power-law graph (longest row 23201 entries, width 33) differed in their
  * first element (tests/cuda/test_backend_cuda.c, 2026-12-04): no cuSPARSE
- * path is relied on for reproducible results. The normalisation is folded into per-entry values built once
- * per (direction, aggregator) on the device (sum uses the weights, or ones,
- * as they are). The output is written first (zeros, or gcn's self term)
+ * path is relied on for reproducible results. The normalisation is folded
+ * into per-entry values built once per (direction, aggregator) on the
+ * device (sum uses the weights, or ones, as they are). The output is written first (zeros, or gcn's self term)
  * and the product added with beta = 1: no scaling pass over the output,
  * and garbage (NaN) in it never leaks through beta * C.
  *

@@ -23,8 +23,9 @@
  * edges, rectangular and empty shapes, source degrees given from outside,
  * at widths 1 to 513; with deterministic on, repeated runs must give the
  * same bits, and only the own kernels may run (cuSPARSE's CSR_ALG3 gave
- * different bits on the power-law graph here). The lse plug-in (path in argv[1], built with CUDA entry
- * points) is checked the same way against its own CPU entry points.
+ * different bits on the power-law graph here). The lse plug-in (path in
+ * argv[1], built with CUDA entry points) is checked the same way against
+ * its own CPU entry points.
  *
  * Without a CUDA device it prints SKIPPED and exits 77. Prints its seed;
  * GNN_TEST_SEED replays one.
