@@ -36,9 +36,10 @@
  * first element (tests/cuda/test_backend_cuda.c, 2026-12-04): no cuSPARSE
  * path is relied on for reproducible results. The normalisation is folded
  * into per-entry values built once per (direction, aggregator) on the
- * device (sum uses the weights, or ones, as they are). The output is written first (zeros, or gcn's self term)
- * and the product added with beta = 1: no scaling pass over the output,
- * and garbage (NaN) in it never leaks through beta * C.
+ * device (sum uses the weights, or ones, as they are). The output is
+ * written first (zeros, or gcn's self term) and the product added with
+ * beta = 1: no scaling pass over the output, and garbage (NaN) in it never
+ * leaks through beta * C.
  *
  * Auto. The first call for an (aggregator, direction, width) runs each
  * candidate once to warm it up and once between two events, waits for the
