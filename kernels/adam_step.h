@@ -7,7 +7,7 @@
 #define GNN_KERNELS_ADAM_STEP_H
 
 #include "kernels/dense.h"
-#include "kernels/rng.h" /* GNN_HOSTDEV */
+#include "graph/base/rng.h" /* GNN_HOSTDEV */
 
 #include <math.h>
 #include <stdint.h>

@@ -17,7 +17,7 @@
  *  - loops run under OpenMP; every reduction is combined in a fixed order
  *    over fixed-size blocks, so results do not depend on the thread count.
  *
- * The dropout mask comes from the counter-based generator of kernels/rng.h,
+ * The dropout mask comes from the counter-based generator of graph/base/rng.h,
  * whose definition the CUDA backend reproduces bit for bit.
  */
 #ifndef GNN_KERNELS_DENSE_H
@@ -72,7 +72,7 @@ int gnn_gather_rows(int64_t n, int64_t f, const float *src, int64_t src_rows, co
 /*
  * Inverted dropout: y[i] = x[i] * scale when element counter offset + i is
  * kept at drop probability p, else 0; scale = (float)(1 / (1 - p)). The mask
- * is gnn_rng_keep(seed, offset + i, p) of kernels/rng.h, so a caller that
+ * is gnn_rng_keep(seed, offset + i, p) of graph/base/rng.h, so a caller that
  * gives successive calls disjoint offset ranges draws independent masks.
  * p must be in [0, 1) (GNN_EINVAL otherwise); p == 0 copies x.
  */

@@ -13,7 +13,7 @@
 #include "graph/base/alloc.h"
 #include "graph/base/error.h"
 #include "graph/base/log.h"
-#include "kernels/rng.h"
+#include "graph/base/rng.h"
 
 #include <inttypes.h>
 #include <metis.h>

@@ -26,10 +26,10 @@
 #include "graph/base/log.h"
 #include "graph/base/progress.h"
 #include "graph/graph_file.h"
-#include "kernels/rng.h"
+#include "graph/base/rng.h"
 #include "partition/fm.h"
 #include "partition/kway.h"
-#include "partition/mpiutil.h"
+#include "graph/base/mpiutil.h"
 
 #include <inttypes.h>
 #include <limits.h>

@@ -21,7 +21,7 @@
 #include "graph/base/log.h"
 #include "graph/graph_file.h"
 #include "partition/halo.h"
-#include "partition/mpiutil.h"
+#include "graph/base/mpiutil.h"
 
 #include <inttypes.h>
 #include <malloc.h>

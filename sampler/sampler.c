@@ -19,7 +19,7 @@
 
 #include "graph/base/alloc.h"
 #include "graph/base/error.h"
-#include "kernels/rng.h"
+#include "graph/base/rng.h"
 #include "graph/idmap.h"
 
 #include <omp.h>

@@ -27,7 +27,7 @@
  *   word i of (v, h) = the 64-bit value lo | hi << 32 of the words
  *         (lo, hi) = r[2(i%2)], r[2(i%2)+1] of
  *         r = philox4x32_10(ctr = {lo32(v), hi32(v), h, i/2},
- *                           key = {lo32(key), hi32(key)})   (kernels/rng.h)
+ *                           key = {lo32(key), hi32(key)})   (graph/base/rng.h)
  *   below(m) = the high 64 bits of word * m, drawing the next word again
  *         while the low 64 bits fall under 2^64 mod m (Lemire's method:
  *         exactly uniform on [0, m))

@@ -14,7 +14,7 @@
 
 #include "graph/base/alloc.h"
 #include "graph/base/error.h"
-#include "partition/mpiutil.h"
+#include "graph/base/mpiutil.h"
 #include "partition/partdir.h"
 #include "sampler/sampler.h"
 

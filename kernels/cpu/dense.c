@@ -6,7 +6,7 @@
  * fixed-size blocks independent of the thread count; each block sums in
  * double and the block partials are added in block order, so the result is
  * the same for any number of threads. Dropout draws its mask from the
- * counter-based generator of kernels/rng.h, one Philox call per four
+ * counter-based generator of graph/base/rng.h, one Philox call per four
  * elements, exactly as the CUDA backend does. Arguments are all checked
  * before any output is written.
  */
@@ -23,7 +23,7 @@
 
 #include "graph/base/alloc.h"
 #include "graph/base/error.h"
-#include "kernels/rng.h"
+#include "graph/base/rng.h"
 
 /* Work below this many elements runs on one thread. */
 #define PAR_MIN 32768

@@ -8,7 +8,7 @@
 
 #include "graph/base/alloc.h"
 #include "graph/base/error.h"
-#include "kernels/rng.h"
+#include "graph/base/rng.h"
 
 #include <inttypes.h>
 #include <string.h>

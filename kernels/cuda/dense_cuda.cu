@@ -1,6 +1,6 @@
 /*
  * Dense operations of the CUDA backend: bias and its gradient, ReLU,
- * dropout (the counter-based generator of kernels/rng.h, so a seed gives
+ * dropout (the counter-based generator of graph/base/rng.h, so a seed gives
  * the CPU's mask bit for bit), axpby, row gathers, softmax cross-entropy,
  * Adam and the arg-max reductions.
  *
@@ -15,7 +15,7 @@
 
 #include "kernels/adam_step.h"
 #include "kernels/dense_check.h"
-#include "kernels/rng.h"
+#include "graph/base/rng.h"
 
 #include <inttypes.h>
 #include <math.h>

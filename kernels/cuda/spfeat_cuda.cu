@@ -10,7 +10,7 @@
 #include "kernels/cuda/backend_cuda.cuh"
 
 #include "graph/base/alloc.h"
-#include "kernels/rng.h"
+#include "graph/base/rng.h"
 
 #include <inttypes.h>
 

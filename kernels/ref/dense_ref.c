@@ -9,7 +9,7 @@
 #include <math.h>
 
 #include "graph/base/error.h"
-#include "kernels/rng.h"
+#include "graph/base/rng.h"
 
 void gnn_ref_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, double alpha,
                   const double *a, int64_t lda, const double *b, int64_t ldb, double beta,

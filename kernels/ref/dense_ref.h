@@ -8,7 +8,7 @@
  * take finite differences of them. Shapes are the caller's responsibility:
  * these functions check labels only (the one data-dependent failure) and
  * otherwise trust their arguments. The dropout reference uses the same
- * generator (kernels/rng.h) element by element, through the definition's
+ * generator (graph/base/rng.h) element by element, through the definition's
  * gnn_rng_keep rather than the kernels' four-at-a-time walk.
  */
 #ifndef GNN_KERNELS_REF_DENSE_REF_H

@@ -1,6 +1,6 @@
 /*
  * Tests of the dense operations (kernels/cpu/dense.c) and of the
- * counter-based generator (kernels/rng.h).
+ * counter-based generator (graph/base/rng.h).
  *
  * Every operation is run on random inputs of several shapes (1x1, odd
  * sizes, sizes that cross the reduction blocks and the threading threshold,
@@ -25,7 +25,7 @@
 #include "graph/base/error.h"
 #include "kernels/dense.h"
 #include "kernels/ref/dense_ref.h"
-#include "kernels/rng.h"
+#include "graph/base/rng.h"
 
 #include <float.h>
 #include <inttypes.h>
@@ -152,7 +152,7 @@ static void test_philox_known_answers(void **state)
 static void test_rng_uniform_known_answers(void **state)
 {
     (void)state;
-    /* u(seed, j) of kernels/rng.h, computed by an independent Python
+    /* u(seed, j) of graph/base/rng.h, computed by an independent Python
      * Philox; the CUDA backend must give the same floats. */
     static const struct {
         uint64_t seed, j;

@@ -29,7 +29,7 @@
 
 #include "graph/base/alloc.h"
 #include "graph/base/error.h"
-#include "kernels/rng.h"
+#include "graph/base/rng.h"
 #include "partition/fm.h"
 
 #include <inttypes.h>

@@ -19,7 +19,7 @@
 #include "kernels/aggr.h"
 #include "kernels/backend.h"
 #include "kernels/dense.h"
-#include "kernels/rng.h"
+#include "graph/base/rng.h"
 #include "trainer/model.h"
 
 #include <inttypes.h>

@@ -5,8 +5,8 @@
  * codes, before the next collective call: all ranks leave together with
  * the same code, and none waits forever for a rank that left.
  */
-#ifndef GNN_PARTITION_MPIUTIL_H
-#define GNN_PARTITION_MPIUTIL_H
+#ifndef GNN_BASE_MPIUTIL_H
+#define GNN_BASE_MPIUTIL_H
 
 #include "graph/base/error.h"
 

@@ -29,8 +29,8 @@
  * multiply, no fused operation). A CUDA thread that handles four elements
  * with the same block uses one Philox call for all four.
  */
-#ifndef GNN_KERNELS_RNG_H
-#define GNN_KERNELS_RNG_H
+#ifndef GNN_BASE_RNG_H
+#define GNN_BASE_RNG_H
 
 #include <stdint.h>
 

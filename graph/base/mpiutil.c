@@ -1,7 +1,7 @@
 /*
  * Failure agreement across ranks (mpiutil.h).
  */
-#include "partition/mpiutil.h"
+#include "graph/base/mpiutil.h"
 
 /* Written by whichever thread agreed last (gnn-train agrees from its
  * training and its fetch thread): atomic, so a read sees one whole value. */
