@@ -54,6 +54,15 @@ int gnn_aggr_registry_load(gnn_aggr_registry_t *r, const char *path);
 int gnn_aggr_registry_find(const gnn_aggr_registry_t *r, const char *name,
                            const gnn_aggr_def_t **out);
 
+/*
+ * Does def commute with a product on the right, aggr(X) W = aggr(X W)?
+ * 1 for the built-ins sum, mean and gcn, 0 for max and for every plug-in
+ * (nothing is assumed of them) and for NULL. A layer may then multiply
+ * before aggregating (the cheaper order when its output is narrower) or
+ * take sparse input.
+ */
+int gnn_aggr_linear(const gnn_aggr_def_t *def);
+
 /* Number of registered aggregators and the i-th (registration order:
  * built-ins first); NULL for i out of range. */
 int gnn_aggr_registry_count(const gnn_aggr_registry_t *r);

@@ -25,6 +25,7 @@
 #include "graph/base/alloc.h"
 #include "graph/base/error.h"
 #include "kernels/aggr_builtin.h"
+#include "kernels/spmm.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -328,6 +329,12 @@ fail:
     if (handle) dlclose(handle);
     gnn_free(open_path);
     return rc;
+}
+
+int gnn_aggr_linear(const gnn_aggr_def_t *def)
+{
+    int k = gnn__aggr_builtin_kind(def);
+    return k == GNN_AGGR_SUM || k == GNN_AGGR_MEAN || k == GNN_AGGR_GCN;
 }
 
 int gnn_aggr_registry_find(const gnn_aggr_registry_t *r, const char *name,

@@ -1,14 +1,15 @@
 /*
- * GCN and GraphSAGE forward and backward passes (trainer/model.h).
+ * The model as a stack of layers (trainer/model.h) over one flat parameter
+ * buffer; each layer's arithmetic is its kind's (trainer/layer.h).
  *
- * Per layer l the forward keeps what the backward reads: the dropped input
- * D (only when dropout is on; otherwise D is the input itself; above layer
- * 0 it replaces the input in place), the
- * aggregated matrix T (GCN: A D or D W, SAGE: aggr(D)), the output Z (ReLU
- * applied in place: the backward reads the sign pattern from the output),
- * and the aggregator's workspace. The backward walks the layers downwards
- * with two gradient buffers used in turn and one scratch for dT, so its
- * memory does not grow with depth.
+ * Per layer the forward keeps the dropped input D (only when dropout is
+ * on; otherwise D is the input itself; above layer 0 it replaces the input
+ * in place, the input being the layer below's output) and the output Z
+ * (ReLU applied in place: the backward reads the sign pattern from the
+ * output); the layer keeps the rest it needs. The backward walks the
+ * layers downwards with two gradient buffers used in turn (each layer's
+ * input gradient goes to the one not holding its output gradient) and one
+ * scratch for the layers' own use, so its memory does not grow with depth.
  */
 #include "trainer/model.h"
 
@@ -17,33 +18,12 @@
 #include "graph/base/rng.h"
 
 #include <inttypes.h>
-#include <math.h>
 #include <string.h>
-
-typedef struct {
-    int64_t fin, fout;
-    int64_t w_off, ws_off, b_off, count; /* ws_off: SAGE W_self, else -1 */
-    int gemm_first;                      /* D W before aggregation */
-    /* State of the last forward. */
-    gnn_bgraph_t *graph;
-    const float *in; /* H (x for layer 0) */
-    int64_t n_src, n_dst;
-    float *drop;   size_t drop_bytes; /* dropout(H), when used */
-    uint64_t drop_off; /* generator offset of that dropout */
-    int dropped;       /* the last forward applied dropout */
-    const float *d; /* D: drop or in */
-    float *t;      size_t t_bytes;
-    float *z;      size_t z_bytes;
-    void *ws;      size_t ws_bytes;
-    int trained;   /* the last forward was a training one */
-    int sparse;    /* layer 0 fed from the sparse input */
-    float *q;      size_t q_bytes; /* SAGE on sparse input: D W_self */
-} layer_t;
 
 struct gnn_model {
     gnn_backend_t *be;
     gnn_model_config_t cfg;
-    layer_t layer[GNN_MODEL_MAX_LAYERS];
+    gnn_layer_t layer[GNN_MODEL_MAX_LAYERS];
     int64_t n_params;
     float *params, *grads;
     uint64_t drop_seed, drop_offset;
@@ -53,36 +33,24 @@ struct gnn_model {
     /* Backward scratch. */
     float *gbuf[2];  size_t gbuf_bytes[2];
     float *dt;       size_t dt_bytes;
-    int64_t dd_block; /* rows per block of a blockwise dD */
+    int64_t dd_block; /* rows per block of a blockwise input gradient */
     gnn_model_halo_t halo; /* distributed: exchange around layers (halo.forward set) */
     const int64_t *row_ids; /* dropout by these row ids (no halo), over ... */
     int64_t rows_global;    /* ... this many nodes */
 };
 
-static const char *const kind_names[] = {"gcn", "sage"};
-
 int gnn_model_kind_from_name(const char *name, gnn_model_kind_t *kind)
 {
-    for (int i = 0; name && i < 2; i++)
-        if (!strcmp(name, kind_names[i])) {
-            *kind = (gnn_model_kind_t)i;
-            return 0;
-        }
-    return GNN_FAIL(GNN_EINVAL, "unknown model \"%s\" (expected gcn or sage)",
-                    name ? name : "(null)");
+    return gnn_layer_kind_find(name, kind);
 }
 
-const char *gnn_model_kind_name(gnn_model_kind_t kind)
-{
-    return (unsigned)kind < 2 ? kind_names[kind] : "?";
-}
+const char *gnn_model_kind_name(gnn_model_kind_t kind) { return kind ? kind->name : "?"; }
 
 /* ---- Creation ------------------------------------------------------------- */
 
 static int check_config(const gnn_model_config_t *c)
 {
-    if ((unsigned)c->kind > GNN_MODEL_SAGE)
-        return GNN_FAIL(GNN_EINVAL, "model: unknown kind %d", (int)c->kind);
+    if (!c->kind) return GNN_FAIL(GNN_EINVAL, "model: no layer kind");
     if (c->layers < 1 || c->layers > GNN_MODEL_MAX_LAYERS)
         return GNN_FAIL(GNN_EINVAL, "model: layers %d outside [1, %d]", c->layers,
                         GNN_MODEL_MAX_LAYERS);
@@ -95,23 +63,9 @@ static int check_config(const gnn_model_config_t *c)
         return GNN_FAIL(GNN_EINVAL, "model: a layer wider than %" PRId64, big);
     if (!(c->dropout >= 0.0f && c->dropout < 1.0f))
         return GNN_FAIL(GNN_EINVAL, "model: dropout %g outside [0, 1)", (double)c->dropout);
-    if (c->kind == GNN_MODEL_SAGE && !c->aggr)
-        return GNN_FAIL(GNN_EINVAL, "model: sage needs an aggregator");
+    if (!c->aggr)
+        return GNN_FAIL(GNN_EINVAL, "model: %s needs an aggregator", c->kind->name);
     return 0;
-}
-
-/* Glorot-uniform fill of n weights from (seed, counter base). */
-static void glorot(float *w, int64_t fin, int64_t fout, uint64_t seed, uint64_t base)
-{
-    double lim = sqrt(6.0 / (double)(fin + fout));
-    for (int64_t i = 0; i < fin * fout; i++)
-        w[i] = (float)((2.0 * gnn_rng_uniform(seed, base + (uint64_t)i) - 1.0) * lim);
-}
-
-/* Aggregators that commute with a product on the right: aggr(D) W = aggr(D W). */
-static int linear_aggr(const gnn_aggr_def_t *a)
-{
-    return a && (!strcmp(a->name, "sum") || !strcmp(a->name, "mean") || !strcmp(a->name, "gcn"));
 }
 
 int gnn_model_create(gnn_backend_t *be, const gnn_aggr_registry_t *reg,
@@ -127,39 +81,31 @@ int gnn_model_create(gnn_backend_t *be, const gnn_aggr_registry_t *reg,
     GNN_CHECK(m, GNN_ENOMEM, "model");
     m->be = be;
     m->cfg = *cfg;
-    if (cfg->kind == GNN_MODEL_GCN) GNN_TRY(gnn_aggr_registry_find(reg, "gcn", &m->cfg.aggr));
+    if (cfg->kind && !cfg->kind->any_aggr)
+        GNN_TRY(gnn_aggr_registry_find(reg, cfg->kind->default_aggr, &m->cfg.aggr));
     GNN_TRY(check_config(&m->cfg));
 
     int64_t off = 0;
     for (int l = 0; l < cfg->layers; l++) {
-        layer_t *L = &m->layer[l];
+        gnn_layer_t *L = &m->layer[l];
+        L->kind = cfg->kind;
+        L->index = l;
+        L->last = l == cfg->layers - 1;
         L->fin = l == 0 ? cfg->in_dim : cfg->hidden;
-        L->fout = l == cfg->layers - 1 ? cfg->classes : cfg->hidden;
-        L->w_off = off;
-        off += L->fin * L->fout;
-        L->ws_off = -1;
-        if (cfg->kind == GNN_MODEL_SAGE) {
-            L->ws_off = off;
-            off += L->fin * L->fout;
-        }
-        L->b_off = off;
-        off += L->fout;
-        L->count = off - L->w_off;
-        /* Multiply before aggregating when the output is narrower: always
-         * for GCN, and for SAGE when the aggregator is linear (the built-ins
-         * sum, mean, gcn), where aggr(D) W = aggr(D W). */
-        L->gemm_first = L->fout < L->fin && (cfg->kind == GNN_MODEL_GCN || linear_aggr(m->cfg.aggr));
+        L->fout = L->last ? cfg->classes : cfg->hidden;
+        L->aggr = m->cfg.aggr;
+        L->off = off;
+        GNN_TRY(L->kind->setup(L));
+        off += L->count;
     }
     m->n_params = off;
 
-    host = gnn_calloc((size_t)off, sizeof *host);
+    host = gnn_calloc((size_t)off + 1, sizeof *host);
     GNN_CHECK(host, GNN_ENOMEM, "model parameters");
     uint64_t init_seed = gnn_rng_mix64(seed ^ 0x696e6974ull);
     for (int l = 0; l < cfg->layers; l++) {
-        layer_t *L = &m->layer[l];
-        glorot(host + L->w_off, L->fin, L->fout, init_seed, (uint64_t)L->w_off);
-        if (L->ws_off >= 0)
-            glorot(host + L->ws_off, L->fin, L->fout, init_seed, (uint64_t)L->ws_off);
+        gnn_layer_t *L = &m->layer[l];
+        L->kind->init(L, host + L->off, init_seed);
     }
     size_t bytes = (size_t)off * sizeof(float);
     GNN_TRY(gnn_be_alloc(be, bytes, (void **)&m->params));
@@ -182,12 +128,10 @@ void gnn_model_free(gnn_model_t *m)
 {
     if (!m) return;
     for (int l = 0; l < GNN_MODEL_MAX_LAYERS; l++) {
-        layer_t *L = &m->layer[l];
+        gnn_layer_t *L = &m->layer[l];
         gnn_be_free(m->be, L->drop);
-        gnn_be_free(m->be, L->t);
         gnn_be_free(m->be, L->z);
-        gnn_be_free(m->be, L->ws);
-        gnn_be_free(m->be, L->q);
+        if (L->kind && L->kind->free) L->kind->free(L, m->be);
     }
     gnn_be_free(m->be, m->sp_vals);
     gnn_be_free(m->be, m->gbuf[0]);
@@ -239,36 +183,19 @@ void gnn_model_set_rng(gnn_model_t *m, uint64_t seed, uint64_t offset)
 
 void gnn_model_layer_span(const gnn_model_t *m, int l, int64_t *offset, int64_t *count)
 {
-    *offset = m->layer[l].w_off;
+    *offset = m->layer[l].off;
     *count = m->layer[l].count;
 }
 
 size_t gnn_model_activation_bytes(const gnn_model_t *m)
 {
     size_t s = m->gbuf_bytes[0] + m->gbuf_bytes[1] + m->dt_bytes;
-    for (int l = 0; l < m->cfg.layers; l++)
-        s += m->layer[l].drop_bytes + m->layer[l].t_bytes + m->layer[l].z_bytes +
-             m->layer[l].ws_bytes + m->layer[l].q_bytes;
+    for (int l = 0; l < m->cfg.layers; l++) {
+        const gnn_layer_t *L = &m->layer[l];
+        s += L->drop_bytes + L->z_bytes + L->kind->state_bytes(L);
+    }
     s += m->sp_vals_bytes;
     return s;
-}
-
-/* Make *buf hold at least bytes (contents not kept). */
-static int ensure(gnn_backend_t *be, void **buf, size_t *have, size_t bytes)
-{
-    if (*buf && *have >= bytes) return 0;
-    gnn_be_free(be, *buf);
-    *buf = NULL;
-    *have = 0;
-    int rc = gnn_be_alloc(be, bytes, buf);
-    if (rc < 0) return rc;
-    *have = bytes;
-    return 0;
-}
-
-static size_t fbytes(int64_t rows, int64_t cols)
-{
-    return (size_t)rows * (size_t)cols * sizeof(float);
 }
 
 int gnn_model_set_sparse_input(gnn_model_t *m, const gnn_bsparse_t *s)
@@ -279,55 +206,15 @@ int gnn_model_set_sparse_input(gnn_model_t *m, const gnn_bsparse_t *s)
             return GNN_FAIL(GNN_EINVAL,
                             "model: sparse input has %" PRId64 " columns, the model %" PRId64,
                             gnn_bsparse_cols(s), m->cfg.in_dim);
-        const char *a = m->cfg.aggr->name;
-        if (m->cfg.kind == GNN_MODEL_SAGE && strcmp(a, "sum") && strcmp(a, "mean") &&
-            strcmp(a, "gcn"))
-            return GNN_FAIL(GNN_EUNSUPPORTED,
-                            "model: sparse input needs a linear aggregator (sum, mean, gcn), not %s",
-                            a);
+        const gnn_layer_t *L0 = &m->layer[0];
+        int rc = L0->kind->sparse_check ? L0->kind->sparse_check(L0)
+                                        : GNN_FAIL(GNN_EUNSUPPORTED,
+                                                   "model: %s layers do not take sparse input",
+                                                   L0->kind->name);
+        if (rc < 0) return rc;
     }
     m->sp = s;
     return 0;
-}
-
-/* ---- Forward -------------------------------------------------------------- */
-
-/* Layer 0 on the sparse input: T = D W and Z = aggr(T) (+ D W_self). */
-static int layer0_sparse_forward(gnn_model_t *m, gnn_bgraph_t *g, int training)
-{
-    int rc = 0;
-    gnn_backend_t *be = m->be;
-    layer_t *L = &m->layer[0];
-    const gnn_aggr_def_t *ag = m->cfg.aggr;
-    int64_t ns = gnn_bgraph_n_src(g), nd = gnn_bgraph_n_dst(g), fout = L->fout;
-    GNN_CHECK(ns == nd && gnn_bsparse_rows(m->sp) == ns, GNN_EUNSUPPORTED,
-              "model: sparse input needs a square graph with one row per input row");
-    size_t nnzb = (size_t)gnn_bsparse_nnz(m->sp) * sizeof(float);
-    GNN_TRY(ensure(be, (void **)&m->sp_vals, &m->sp_vals_bytes, nnzb ? nnzb : sizeof(float)));
-    float p = training ? m->cfg.dropout : 0.0f;
-    L->drop_off = m->drop_offset;
-    GNN_TRY(gnn_be_sparse_dropout(be, m->sp, p, m->drop_seed, m->drop_offset, m->sp_vals));
-    if (p > 0.0f) m->drop_offset += (uint64_t)(ns * L->fin);
-    L->sparse = 1;
-    L->in = NULL;
-    L->d = NULL;
-    GNN_TRY(ensure(be, (void **)&L->t, &L->t_bytes, fbytes(ns, fout)));
-    GNN_TRY(ensure(be, (void **)&L->z, &L->z_bytes, fbytes(nd, fout)));
-    size_t wsb = 0;
-    GNN_TRY(gnn_be_aggr_workspace(be, g, ag, fout, &wsb));
-    if (wsb) GNN_TRY(ensure(be, &L->ws, &L->ws_bytes, wsb));
-    GNN_TRY(gnn_be_sparse_mm(be, m->sp, m->sp_vals, m->params + L->w_off, fout, L->t));
-    GNN_TRY(gnn_be_aggr_forward(be, g, ag, fout, L->t, L->z, L->ws, L->ws_bytes));
-    if (L->ws_off >= 0) {
-        GNN_TRY(ensure(be, (void **)&L->q, &L->q_bytes, fbytes(ns, fout)));
-        GNN_TRY(gnn_be_sparse_mm(be, m->sp, m->sp_vals, m->params + L->ws_off, fout, L->q));
-        GNN_TRY(gnn_be_axpby(be, nd * fout, 1.0f, L->q, 1.0f, L->z));
-    }
-    GNN_TRY(gnn_be_bias_add(be, nd, fout, L->z, m->params + L->b_off));
-    if (m->cfg.layers > 1) GNN_TRY(gnn_be_relu(be, nd * fout, L->z, L->z));
-    return 0;
-fail:
-    return rc;
 }
 
 int gnn_model_set_halo(gnn_model_t *m, const gnn_model_halo_t *h)
@@ -343,6 +230,8 @@ int gnn_model_set_halo(gnn_model_t *m, const gnn_model_halo_t *h)
     m->halo = *h;
     return 0;
 }
+
+/* ---- Services to the layers ----------------------------------------------- */
 
 /* Dropout of a layer input (n rows of f from counter off): by row ids when
  * the model is spread over ranks. gradient: the backward, which is the
@@ -361,84 +250,105 @@ static int drop(gnn_model_t *m, int64_t row0, int64_t n, int64_t f, uint64_t off
                     : gnn_be_dropout(be, n * f, p, m->drop_seed, off, x, y);
 }
 
+/* env->input_grad: through the dropout of L's input and the ReLU of the
+ * layer below (L->in: its output, or D where dropout overwrote it, which
+ * gives the same result: the two differ only where an element was
+ * dropped, and its gradient is zero there anyway). */
+static int input_grad(gnn_layer_env_t *env, gnn_layer_t *L, int64_t r0, int64_t nr, float *g,
+                      float *dst)
+{
+    gnn_model_t *m = env->model;
+    int64_t fin = L->fin;
+    if (L->dropped) {
+        int rc = drop(m, r0, nr, fin, L->drop_off, g, g, 1);
+        if (rc < 0) return rc;
+    }
+    return gnn_be_relu_backward(m->be, nr * fin, L->in + r0 * fin, g, dst);
+}
+
+static gnn_layer_env_t env_of(gnn_model_t *m)
+{
+    gnn_layer_env_t e = {
+        .be = m->be,
+        .params = m->params,
+        .grads = m->grads,
+        .sp = m->sp,
+        .sp_vals = m->sp_vals,
+        .dt = m->dt,
+        .block_rows = m->dd_block,
+        .input_grad = input_grad,
+        .model = m,
+    };
+    return e;
+}
+
+/* ---- Forward -------------------------------------------------------------- */
+
+/* Layer 0's sparse input through dropout (every forward: the values are
+ * copied even at p = 0). */
+static int drop_sparse(gnn_model_t *m, gnn_layer_t *L, int training)
+{
+    int rc = 0;
+    GNN_CHECK(L->n_src == L->n_dst && gnn_bsparse_rows(m->sp) == L->n_src, GNN_EUNSUPPORTED,
+              "model: sparse input needs a square graph with one row per input row");
+    size_t nnzb = (size_t)gnn_bsparse_nnz(m->sp) * sizeof(float);
+    GNN_TRY(gnn_layer_ensure(m->be, (void **)&m->sp_vals, &m->sp_vals_bytes,
+                             nnzb ? nnzb : sizeof(float)));
+    float p = training ? m->cfg.dropout : 0.0f;
+    L->drop_off = m->drop_offset;
+    GNN_TRY(gnn_be_sparse_dropout(m->be, m->sp, p, m->drop_seed, m->drop_offset, m->sp_vals));
+    if (p > 0.0f) m->drop_offset += (uint64_t)(L->n_src * L->fin);
+    L->sparse = 1;
+    L->in = NULL;
+    L->d = NULL;
+    return 0;
+fail:
+    return rc;
+}
+
 static int layer_forward(gnn_model_t *m, int l, gnn_bgraph_t *g, const float *in, int training)
 {
     int rc = 0;
-    gnn_backend_t *be = m->be;
-    layer_t *L = &m->layer[l];
-    const gnn_aggr_def_t *ag = m->cfg.aggr;
+    gnn_layer_t *L = &m->layer[l];
     int64_t ns = gnn_bgraph_n_src(g), nd = gnn_bgraph_n_dst(g), fin = L->fin, fout = L->fout;
-    const float *w = m->params + L->w_off, *b = m->params + L->b_off;
     L->graph = g;
     L->in = in;
     L->n_src = ns;
     L->n_dst = nd;
     L->trained = training;
     L->sparse = 0;
-    if (l == 0 && m->sp) return layer0_sparse_forward(m, g, training);
-
-    /*
-     * D = dropout(H) while training. Above layer 0 it overwrites H (the
-     * previous layer's output, ours to change): the backward then reads the
-     * ReLU's sign pattern from D, which differs from H's only where the
-     * element was dropped and its gradient is zero anyway. Layer 0's input
-     * is the caller's: D gets its own buffer, or, when only the forward
-     * reads it (GCN aggregating first: the weight gradient reads A D, not
-     * D), the layer's output buffer until the output is computed.
-     */
-    L->d = in;
-    L->dropped = 0;
-    float p = m->cfg.dropout;
-    if (training && p > 0.0f) {
-        float *dst;
-        if (l > 0) {
-            dst = (float *)in;
-        } else if (m->cfg.kind == GNN_MODEL_GCN && !L->gemm_first && ns == nd) {
-            /* Aggregating first means fout >= fin: D fits in Z's buffer,
-             * which Z = (A D) W overwrites only after A D is formed. */
-            GNN_TRY(ensure(be, (void **)&L->z, &L->z_bytes, fbytes(nd, fout)));
-            dst = L->z;
-        } else {
-            GNN_TRY(ensure(be, (void **)&L->drop, &L->drop_bytes, fbytes(ns, fin)));
-            dst = L->drop;
-        }
-        L->drop_off = m->drop_offset;
-        GNN_TRY(drop(m, 0, ns, fin, m->drop_offset, in, dst, 0));
-        m->drop_offset += (uint64_t)((m->halo.forward ? m->halo.n_global
-                                      : m->row_ids   ? m->rows_global
-                                                     : ns) *
-                                     fin);
-        L->d = dst;
-        L->dropped = 1;
-    }
+    gnn_layer_env_t env = env_of(m);
     /* Spread over ranks, the output has room for the next layer's halo. */
-    int64_t zr = m->halo.forward && m->halo.n_rows > nd ? m->halo.n_rows : nd;
-    GNN_TRY(ensure(be, (void **)&L->z, &L->z_bytes, fbytes(zr, fout)));
-    int64_t tw = L->gemm_first ? fout : fin; /* width of T */
-    int64_t tr = L->gemm_first ? ns : nd;    /* rows of T */
-    GNN_TRY(ensure(be, (void **)&L->t, &L->t_bytes, fbytes(tr, tw)));
-    size_t wsb = 0;
-    GNN_TRY(gnn_be_aggr_workspace(be, g, ag, tw, &wsb));
-    if (wsb) GNN_TRY(ensure(be, &L->ws, &L->ws_bytes, wsb));
-
-    if (L->gemm_first) {
-        /* T = D W (ns x fout); Z = A T (+ D[:nd] W_self for SAGE). */
-        GNN_TRY(gnn_be_gemm(be, 0, 0, ns, fout, fin, 1.0f, L->d, fin, w, fout, 0.0f, L->t, fout));
-        GNN_TRY(gnn_be_aggr_forward(be, g, ag, fout, L->t, L->z, L->ws, L->ws_bytes));
-        if (L->ws_off >= 0)
-            GNN_TRY(gnn_be_gemm(be, 0, 0, nd, fout, fin, 1.0f, L->d, fin, m->params + L->ws_off,
-                                fout, 1.0f, L->z, fout));
+    env.out_rows = m->halo.forward && m->halo.n_rows > nd ? m->halo.n_rows : nd;
+    if (l == 0 && m->sp) {
+        GNN_TRY(drop_sparse(m, L, training));
+        env.sp_vals = m->sp_vals;
     } else {
-        /* T = aggr(D) (nd x fin); Z = T W (+ D[:nd] W_self for SAGE). */
-        GNN_TRY(gnn_be_aggr_forward(be, g, ag, fin, L->d, L->t, L->ws, L->ws_bytes));
-        GNN_TRY(gnn_be_gemm(be, 0, 0, nd, fout, fin, 1.0f, L->t, fin, w, fout, 0.0f, L->z, fout));
-        if (L->ws_off >= 0)
-            GNN_TRY(gnn_be_gemm(be, 0, 0, nd, fout, fin, 1.0f, L->d, fin, m->params + L->ws_off,
-                                fout, 1.0f, L->z, fout));
+        /*
+         * D = dropout(H) while training. Above layer 0 it overwrites H (the
+         * previous layer's output, ours to change): the backward then reads
+         * the ReLU's sign pattern from D, which differs from H's only where
+         * the element was dropped and its gradient is zero anyway. Layer
+         * 0's input is the caller's: the layer says where D goes.
+         */
+        L->d = in;
+        L->dropped = 0;
+        if (training && m->cfg.dropout > 0.0f) {
+            float *dst = (float *)in;
+            if (l == 0) GNN_TRY(L->kind->drop_target(L, &env, &dst));
+            L->drop_off = m->drop_offset;
+            GNN_TRY(drop(m, 0, ns, fin, m->drop_offset, in, dst, 0));
+            m->drop_offset += (uint64_t)((m->halo.forward ? m->halo.n_global
+                                          : m->row_ids   ? m->rows_global
+                                                         : ns) *
+                                         fin);
+            L->d = dst;
+            L->dropped = 1;
+        }
     }
-    GNN_TRY(gnn_be_bias_add(be, nd, fout, L->z, b));
-    if (l < m->cfg.layers - 1) GNN_TRY(gnn_be_relu(be, nd * fout, L->z, L->z));
-    if (m->halo.forward && l < m->cfg.layers - 1)
+    GNN_TRY(L->kind->forward(L, &env));
+    if (!L->last) GNN_TRY(gnn_be_relu(m->be, nd * fout, L->z, L->z));
+    if (m->halo.forward && !L->last && !L->sparse)
         GNN_TRY(m->halo.forward(m->halo.ctx, l, training, L->z, fout));
     return 0;
 fail:
@@ -462,7 +372,7 @@ int gnn_model_forward(gnn_model_t *m, gnn_bgraph_t *const *graphs, const float *
                       "model forward: layer %d has %" PRId64 " sources, layer %d gave %" PRId64
                       " rows",
                       l, gnn_bgraph_n_src(graphs[l]), l - 1, gnn_bgraph_n_dst(graphs[l - 1]));
-        if (m->cfg.kind == GNN_MODEL_SAGE)
+        if (m->layer[l].kind->square_sources)
             GNN_CHECK(gnn_bgraph_n_dst(graphs[l]) <= gnn_bgraph_n_src(graphs[l]), GNN_EINVAL,
                       "model forward: layer %d has more destinations than sources", l);
     }
@@ -484,7 +394,7 @@ int gnn_model_layer_infer(gnn_model_t *m, int l, gnn_bgraph_t *g, const float *i
     GNN_CHECK(m && g && in && out, GNN_EINVAL, "model layer: NULL argument");
     GNN_CHECK(l >= 0 && l < m->cfg.layers, GNN_EINVAL, "model layer: %d outside [0, %d)", l,
               m->cfg.layers);
-    if (m->cfg.kind == GNN_MODEL_SAGE)
+    if (m->layer[l].kind->square_sources)
         GNN_CHECK(gnn_bgraph_n_dst(g) <= gnn_bgraph_n_src(g), GNN_EINVAL,
                   "model layer: more destinations than sources");
     for (int k = 0; k < m->cfg.layers; k++) m->layer[k].trained = 0;
@@ -501,7 +411,7 @@ fail:
 
 const float *gnn_model_last_hidden(const gnn_model_t *m, int64_t *rows, int64_t *cols)
 {
-    const layer_t *L = &m->layer[m->cfg.layers - 1];
+    const gnn_layer_t *L = &m->layer[m->cfg.layers - 1];
     *rows = L->n_src;
     *cols = L->fin;
     return L->in;
@@ -509,37 +419,38 @@ const float *gnn_model_last_hidden(const gnn_model_t *m, int64_t *rows, int64_t 
 
 /* ---- Backward ------------------------------------------------------------- */
 
-/* Rows per block of a blockwise dD (see gnn_model_backward). */
-#define DD_BLOCK (m->dd_block)
-
 /*
- * For a layer l > 0 that multiplied first: the gradient of the layer
- * below's output, block by block of rows, written over that output (L->in):
- *   dD = dT W^T (+ dZ W_self^T on rows < n_dst), then through dropout and
- *   the ReLU (whose sign pattern is read from the same rows before they are
- *   overwritten).
+ * Which gradient buffer each layer's input gradient uses, top down: the
+ * one not holding its output gradient (dlogits, or the layer below's
+ * output for a blockwise gradient, hold none). slot[l]: 0/1, for a whole
+ * gradient or a blockwise one's block scratch; sizes: what each needs.
  */
-static int dd_blockwise(gnn_model_t *m, layer_t *L, const float *dz)
+static void plan_scratch(gnn_model_t *m, int slot[], size_t need[2], int use[2], size_t *tmax,
+                         int *tuse)
 {
-    int rc = 0;
-    gnn_backend_t *be = m->be;
-    int64_t ns = L->n_src, nd = L->n_dst, fin = L->fin, fout = L->fout;
-    float *s = m->gbuf[0], *out = (float *)L->in;
-    for (int64_t r0 = 0; r0 < ns; r0 += DD_BLOCK) {
-        int64_t nr = ns - r0 < DD_BLOCK ? ns - r0 : DD_BLOCK;
-        GNN_TRY(gnn_be_gemm(be, 0, 1, nr, fin, fout, 1.0f, m->dt + r0 * fout, fout,
-                            m->params + L->w_off, fout, 0.0f, s, fin));
-        if (L->ws_off >= 0 && r0 < nd) {
-            int64_t ns_self = nd - r0 < nr ? nd - r0 : nr;
-            GNN_TRY(gnn_be_gemm(be, 0, 1, ns_self, fin, fout, 1.0f, dz + r0 * fout, fout,
-                                m->params + L->ws_off, fout, 1.0f, s, fin));
+    int cur = -1; /* the buffer holding the gradient of the layer's output */
+    need[0] = need[1] = 0;
+    use[0] = use[1] = 0;
+    *tmax = 0;
+    *tuse = 0;
+    for (int l = m->cfg.layers - 1; l >= 0; l--) {
+        const gnn_layer_t *L = &m->layer[l];
+        gnn_layer_scratch_t s;
+        L->kind->scratch(L, l > 0, &s);
+        if (s.uses_t) {
+            *tuse = 1;
+            *tmax = s.t_bytes > *tmax ? s.t_bytes : *tmax;
         }
-        if (L->dropped) GNN_TRY(drop(m, r0, nr, fin, L->drop_off, s, s, 1));
-        GNN_TRY(gnn_be_relu_backward(be, nr * fin, out + r0 * fin, s, out + r0 * fin));
+        slot[l] = -1;
+        if (l == 0) continue;
+        int b = cur == 0 ? 1 : 0;
+        int64_t rows = s.dx_blockwise && L->n_src > m->dd_block ? m->dd_block : L->n_src;
+        size_t a = gnn_layer_fbytes(rows, L->fin);
+        need[b] = a > need[b] ? a : need[b];
+        use[b] = 1;
+        slot[l] = b;
+        cur = s.dx_blockwise ? -1 : b;
     }
-    return 0;
-fail:
-    return rc;
 }
 
 int gnn_model_backward(gnn_model_t *m, float *dlogits)
@@ -547,103 +458,28 @@ int gnn_model_backward(gnn_model_t *m, float *dlogits)
     int rc = 0;
     GNN_CHECK(m && dlogits, GNN_EINVAL, "model backward: NULL argument");
     gnn_backend_t *be = m->be;
-    const gnn_aggr_def_t *ag = m->cfg.aggr;
     for (int l = 0; l < m->cfg.layers; l++)
         GNN_CHECK(m->layer[l].graph && m->layer[l].trained, GNN_EINVAL,
                   "model backward: no training forward before it");
 
-    /*
-     * Scratch. A layer l > 0 that multiplied first forms dD = dT W^T block
-     * by block of DD_BLOCK rows in gbuf[0] and writes the gradient of the
-     * layer below's output into that output's own buffer (L->in), which
-     * the backward does not read again: no full-size dD buffer. A layer
-     * l > 0 that aggregated first needs all of dD at once (the transposed
-     * aggregation scatters over rows): gbuf[(L - 1 - l) % 2]. dT: by the
-     * layers that multiply first (or take sparse input), and by those above
-     * 0 that aggregate first.
-     */
-    size_t gneed[2] = {0, 0}, tmax = 0;
-    int guse[2] = {0, 0}, tuse = 0; /* needed, even at 0 bytes (a part with no rows) */
-    int nl = m->cfg.layers;
-    for (int l = 0; l < nl; l++) {
-        const layer_t *L = &m->layer[l];
-        if (l > 0) {
-            int64_t rows = L->gemm_first ? (L->n_src < DD_BLOCK ? L->n_src : DD_BLOCK) : L->n_src;
-            size_t a = fbytes(rows, L->fin);
-            int b = L->gemm_first ? 0 : (nl - 1 - l) % 2;
-            gneed[b] = a > gneed[b] ? a : gneed[b];
-            guse[b] = 1;
-        }
-        size_t t = L->gemm_first || L->sparse ? fbytes(L->n_src, L->fout)
-                   : l > 0                    ? fbytes(L->n_dst, L->fin)
-                                              : 0;
-        tmax = t > tmax ? t : tmax;
-        tuse |= L->gemm_first || L->sparse || l > 0;
-    }
+    int slot[GNN_MODEL_MAX_LAYERS], use[2], tuse;
+    size_t need[2], tmax;
+    plan_scratch(m, slot, need, use, &tmax, &tuse);
     for (int b = 0; b < 2; b++)
-        if (guse[b]) GNN_TRY(ensure(be, (void **)&m->gbuf[b], &m->gbuf_bytes[b], gneed[b]));
-    if (tuse) GNN_TRY(ensure(be, (void **)&m->dt, &m->dt_bytes, tmax));
+        if (use[b])
+            GNN_TRY(gnn_layer_ensure(be, (void **)&m->gbuf[b], &m->gbuf_bytes[b], need[b]));
+    if (tuse) GNN_TRY(gnn_layer_ensure(be, (void **)&m->dt, &m->dt_bytes, tmax));
 
+    gnn_layer_env_t env = env_of(m);
     float *dz = dlogits;
     for (int l = m->cfg.layers - 1; l >= 0; l--) {
-        layer_t *L = &m->layer[l];
-        gnn_bgraph_t *g = L->graph;
-        int64_t ns = L->n_src, nd = L->n_dst, fin = L->fin, fout = L->fout;
-        const float *w = m->params + L->w_off;
-        float *dw = m->grads + L->w_off, *db = m->grads + L->b_off;
-        float *dd = NULL; /* gradient of D, n_src x fin (aggregating first) */
-        if (l > 0 && !L->gemm_first) dd = m->gbuf[(nl - 1 - l) % 2];
-
-        GNN_TRY(gnn_be_bias_grad(be, nd, fout, dz, db));
-        if (L->sparse) {
-            /* dT = aggr^T(dZ); dW = D^T dT (+ dW_self = D^T dZ). Layer 0: no dD. */
-            GNN_TRY(gnn_be_aggr_backward(be, g, ag, fout, L->t, L->z, dz, m->dt, L->ws,
-                                         L->ws_bytes));
-            GNN_TRY(gnn_be_sparse_mm_t(be, m->sp, m->sp_vals, m->dt, fout, dw));
-            if (L->ws_off >= 0)
-                GNN_TRY(gnn_be_sparse_mm_t(be, m->sp, m->sp_vals, dz, fout,
-                                           m->grads + L->ws_off));
-            break;
-        }
-        if (L->gemm_first) {
-            /* dT = A^T dZ; dW = D^T dT (+ dW_self = D[:nd]^T dZ); then dD
-             * block by block into the layer below's output. */
-            GNN_TRY(gnn_be_aggr_backward(be, g, ag, fout, L->t, L->z, dz, m->dt, L->ws,
-                                         L->ws_bytes));
-            GNN_TRY(gnn_be_gemm(be, 1, 0, fin, fout, ns, 1.0f, L->d, fin, m->dt, fout, 0.0f, dw,
-                                fout));
-            if (L->ws_off >= 0)
-                GNN_TRY(gnn_be_gemm(be, 1, 0, fin, fout, nd, 1.0f, L->d, fin, dz, fout, 0.0f,
-                                    m->grads + L->ws_off, fout));
-            if (l == 0) break;
-            GNN_TRY(dd_blockwise(m, L, dz));
-            dz = (float *)L->in;
-            if (m->halo.forward) GNN_TRY(m->halo.backward(m->halo.ctx, l - 1, dz, fin));
-            continue;
-        } else {
-            /* dW = T^T dZ; dT = dZ W^T; dD = aggr^T(dT) (+ dZ W_self^T on the first rows). */
-            GNN_TRY(gnn_be_gemm(be, 1, 0, fin, fout, nd, 1.0f, L->t, fin, dz, fout, 0.0f, dw,
-                                fout));
-            if (L->ws_off >= 0)
-                GNN_TRY(gnn_be_gemm(be, 1, 0, fin, fout, nd, 1.0f, L->d, fin, dz, fout, 0.0f,
-                                    m->grads + L->ws_off, fout));
-            if (dd) {
-                GNN_TRY(gnn_be_gemm(be, 0, 1, nd, fin, fout, 1.0f, dz, fout, w, fout, 0.0f, m->dt,
-                                    fin));
-                GNN_TRY(gnn_be_aggr_backward(be, g, ag, fin, L->d, L->t, m->dt, dd, L->ws,
-                                             L->ws_bytes));
-                if (L->ws_off >= 0)
-                    GNN_TRY(gnn_be_gemm(be, 0, 1, nd, fin, fout, 1.0f, dz, fout,
-                                        m->params + L->ws_off, fout, 1.0f, dd, fin));
-            }
-        }
+        gnn_layer_t *L = &m->layer[l];
+        float *dx = NULL;
+        env.blk = env.dx = slot[l] >= 0 ? m->gbuf[slot[l]] : NULL;
+        GNN_TRY(L->kind->backward(L, &env, dz, l > 0 ? &dx : NULL));
         if (l == 0) break;
-        /* Through dropout and the ReLU of layer l - 1 (L->in: its output, or
-         * D where dropout overwrote it, which gives the same result). */
-        if (L->dropped) GNN_TRY(drop(m, 0, ns, fin, L->drop_off, dd, dd, 1));
-        GNN_TRY(gnn_be_relu_backward(be, ns * fin, L->in, dd, dd));
-        if (m->halo.forward) GNN_TRY(m->halo.backward(m->halo.ctx, l - 1, dd, fin));
-        dz = dd;
+        if (m->halo.forward) GNN_TRY(m->halo.backward(m->halo.ctx, l - 1, dx, L->fin));
+        dz = dx;
     }
     return 0;
 fail:

@@ -1,12 +1,13 @@
 /*
- * GCN and GraphSAGE models with explicit forward and backward passes on a
- * compute backend (kernels/backend.h).
+ * A GNN model: a stack of layers (trainer/layer.h: GCN, GraphSAGE, ...)
+ * with explicit forward and backward passes on a compute backend
+ * (kernels/backend.h).
  *
  * Parameters, their gradients and the two Adam moments each live in one
  * flat backend buffer (so a gradient average is one allreduce), laid out
- * layer after layer; within layer l:
+ * layer after layer, each layer's tensors as its kind lays them out:
  *   GCN   W[l] (fin x fout), b[l] (fout)
- *   SAGE  W_self[l] (fin x fout), W_neigh[l] (fin x fout), b[l] (fout)
+ *   SAGE  W_neigh[l] (fin x fout), W_self[l] (fin x fout), b[l] (fout)
  * with fin/fout = in_dim, hidden, ..., classes. Layer l computes, from its
  * input H (n_src x fin), with D = dropout(H) while training:
  *   GCN   Z = A_gcn D W + b     (A_gcn = D^-1/2 (A+I) D^-1/2, the built-in
@@ -14,24 +15,32 @@
  *                                cheaper order: aggregate the narrower side)
  *   SAGE  Z = D[:n_dst] W_self + aggr(D) W_neigh + b
  * and H' = ReLU(Z) except after the last layer, whose Z are the logits.
+ * The model owns what all layers share: the flat buffers, input dropout,
+ * the activation, the halo exchange and the backward's scratch.
  *
  * Dropout masks come from the counter-based generator: each dropout call
  * takes the next n counters of the model's stream (seed, offset), so a run
  * is reproduced exactly from (seed, offset), which checkpoints store.
  *
  * The model runs on one prepared graph per layer (the same graph for every
- * layer in full-graph training; the blocks of a sampled mini-batch later).
+ * layer in full-graph training; the blocks of a sampled mini-batch).
  */
 #ifndef GNN_TRAINER_MODEL_H
 #define GNN_TRAINER_MODEL_H
 
 #include "kernels/backend.h"
+#include "trainer/layer.h"
 
 #include <stdint.h>
 
-typedef enum { GNN_MODEL_GCN = 0, GNN_MODEL_SAGE = 1 } gnn_model_kind_t;
+/* A model's kind: the kind of each of its layers (the registry of
+ * trainer/layer.h). The built-ins by name: */
+typedef const gnn_layer_kind_t *gnn_model_kind_t;
+#define GNN_MODEL_GCN (&gnn_layer_gcn)
+#define GNN_MODEL_SAGE (&gnn_layer_sage)
 
-/* "gcn", "sage"; GNN_EINVAL naming the valid ones otherwise. */
+/* The kind called name ("gcn", "sage", ...); GNN_EINVAL naming the valid
+ * ones otherwise. */
 int gnn_model_kind_from_name(const char *name, gnn_model_kind_t *kind);
 const char *gnn_model_kind_name(gnn_model_kind_t kind);
 
@@ -44,8 +53,9 @@ typedef struct {
     int64_t hidden;      /* width of every hidden layer */
     int64_t classes;     /* output width */
     float dropout;       /* drop probability on every layer's input, [0, 1) */
-    const gnn_aggr_def_t *aggr; /* SAGE neighbour aggregator (GCN: the
-                                   built-in gcn, set by gnn_model_create) */
+    const gnn_aggr_def_t *aggr; /* neighbour aggregator of kinds that take
+                                   any (SAGE); the others' own (GCN: the
+                                   built-in gcn) is set by gnn_model_create */
 } gnn_model_config_t;
 
 typedef struct gnn_model gnn_model_t;
@@ -87,7 +97,7 @@ int gnn_model_forward(gnn_model_t *m, gnn_bgraph_t *const *graphs, const float *
  * computed is the same; the work drops to the stored entries. Needs a graph
  * with n_dst == n_src at layer 0 and, for SAGE, a linear aggregator (the
  * built-ins sum, mean, gcn: aggr(D) W = aggr(D W) is what makes the sparse
- * order possible); GNN_EUNSUPPORTED otherwise. s NULL returns to dense
+ * order possible; the layer kind's sparse_check); GNN_EUNSUPPORTED otherwise. s NULL returns to dense
  * input. s is borrowed.
  */
 int gnn_model_set_sparse_input(gnn_model_t *m, const gnn_bsparse_t *s);

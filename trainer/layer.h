@@ -1,0 +1,187 @@
+/*
+ * The layer interface: what a kind of GNN layer (GCN, GraphSAGE, ...)
+ * implements so that the model (trainer/model.h), a stack of layers over
+ * one flat parameter buffer, can run it.
+ *
+ * A layer maps its input H (n_src x fin, one row per source of its graph)
+ * to its output Z (n_dst x fout) on a graph prepared on the backend. The
+ * model owns everything around the layer that every kind shares:
+ *   - the flat parameter and gradient buffers (the layer's tensors live at
+ *     [L->off, L->off + L->count) of both), so one allreduce averages all;
+ *   - dropout of the layer input (D = dropout(H) while training, drawn
+ *     from the model's counter-based stream, by row ids when the model is
+ *     spread over ranks or fed mini-batches);
+ *   - the activation after every layer but the last (ReLU) and its
+ *     backward;
+ *   - the halo exchange around layer outputs when the model is spread over
+ *     ranks (the rows the next layer reads of nodes owned elsewhere);
+ *   - the backward's scratch buffers, shared by all layers, so memory does
+ *     not grow with depth.
+ * The layer owns its parameters' shapes and initialisation, its forward,
+ * its backward (parameter gradients, and the gradient of its input when
+ * asked) and its per-forward buffers.
+ *
+ * Adding a kind: one file defining a gnn_layer_kind_t, one line in the
+ * registry (trainer/layers/registry.c). Contract of each entry below.
+ */
+#ifndef GNN_TRAINER_LAYER_H
+#define GNN_TRAINER_LAYER_H
+
+#include "kernels/backend.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct gnn_layer gnn_layer_t;
+typedef struct gnn_layer_env gnn_layer_env_t;
+typedef struct gnn_layer_kind gnn_layer_kind_t;
+
+/* What the backward needs of the model's shared scratch (see scratch). */
+typedef struct {
+    int uses_t;       /* the backward reads env->dt (even at 0 bytes: a
+                         part with no rows) */
+    size_t t_bytes;   /* ... of this size */
+    int dx_blockwise; /* the input gradient is formed block by block of
+                         env->block_rows rows in env->blk and handed to
+                         env->input_grad row block by row block (1), or
+                         whole in env->dx (0) */
+} gnn_layer_scratch_t;
+
+/*
+ * One layer of a model. The model fills the fields up to `state` before
+ * kind->setup; the forward fields record the last forward (the backward
+ * and the model read them).
+ */
+struct gnn_layer {
+    const gnn_layer_kind_t *kind;
+    int index;            /* 0 .. layers - 1 */
+    int last;             /* the output layer: its Z are the logits */
+    int64_t fin, fout;    /* input and output widths */
+    const gnn_aggr_def_t *aggr; /* the model's aggregator */
+    int64_t off, count;   /* span in the flat buffers (set by the model
+                             from kind->setup's count) */
+    void *state;          /* the kind's own (kind->setup allocates) */
+    /* The last forward. */
+    gnn_bgraph_t *graph;
+    const float *in;      /* H (x for layer 0; NULL on sparse input) */
+    int64_t n_src, n_dst;
+    const float *d;       /* D: dropout(H), or H itself without dropout */
+    int dropped;          /* D was dropped from H ... */
+    uint64_t drop_off;    /* ... at this offset of the model's stream */
+    float *drop;  size_t drop_bytes; /* D's own buffer, when it has one */
+    float *z;     size_t z_bytes;    /* Z (activation applied in place) */
+    int trained;          /* the last forward was a training one */
+    int sparse;           /* layer 0 read the model's sparse input */
+};
+
+/*
+ * Services of the model that a layer calls, and the scratch of the
+ * backward. Built by the model for each call.
+ */
+struct gnn_layer_env {
+    gnn_backend_t *be;
+    const float *params;  /* flat buffers: the layer reads params + L->off */
+    float *grads;         /* ... and overwrites its span of grads */
+    int64_t out_rows;     /* Z's buffer must hold this many rows (>= n_dst:
+                             room for the next layer's halo rows) */
+    /* Sparse input of layer 0 (values already through dropout). */
+    const gnn_bsparse_t *sp;
+    const float *sp_vals;
+    /* Backward scratch (as scratch asked). */
+    float *dt;            /* t_bytes */
+    float *blk;           /* block_rows x fin, for a blockwise input gradient */
+    int64_t block_rows;
+    float *dx;            /* n_src x fin, for a whole input gradient */
+    /*
+     * Hand rows [r0, r0 + nr) of the gradient of D (g, nr x fin) to the
+     * model, which takes them through dropout's backward and the
+     * activation's backward of the layer below into dst (where row r0 of
+     * the input gradient goes; g is clobbered, g == dst is allowed). For a
+     * blockwise gradient dst is inside L->in itself (the layer below's
+     * output, which the backward does not read again), written block by
+     * block after each block's activation pattern is read.
+     */
+    int (*input_grad)(gnn_layer_env_t *env, gnn_layer_t *L, int64_t r0, int64_t nr, float *g,
+                      float *dst);
+    void *model;
+};
+
+struct gnn_layer_kind {
+    const char *name;          /* --model NAME */
+    const char *default_aggr;  /* aggregator when --aggr is not given */
+    int any_aggr;              /* takes any registered aggregator (0: only
+                                  default_aggr) */
+    int square_sources;        /* needs n_dst <= n_src with the destinations
+                                  first among the sources (a self term) */
+    /*
+     * Set L->count (parameters of the layer from its widths and aggregator)
+     * and allocate L->state. 0, or GNN_ENOMEM / GNN_EINVAL.
+     */
+    int (*setup)(gnn_layer_t *L);
+    /* Initial parameters into w (the layer's span of a host copy of the
+     * flat buffer), drawn from the counter-based generator with key seed
+     * at counters L->off + (offset within the span): the same seed gives
+     * the same parameters on every backend and at every depth. */
+    void (*init)(const gnn_layer_t *L, float *w, uint64_t seed);
+    /* Can layer 0 read a sparse input matrix instead of dense rows? 0, or
+     * GNN_EUNSUPPORTED with a message saying why not. */
+    int (*sparse_check)(const gnn_layer_t *L);
+    /*
+     * Z = layer(D) on graph L->graph, bias included, no activation: D is
+     * L->d (or, with L->sparse, env->sp with values env->sp_vals), shapes in
+     * L. Z goes to L->z, sized by the layer to env->out_rows x fout. Keeps
+     * what backward reads. Called by the model after it set the forward
+     * fields of L and dropped the input; drop_target is asked first.
+     */
+    int (*forward)(gnn_layer_t *L, gnn_layer_env_t *env);
+    /*
+     * Where D goes when the input of layer 0 is dropped: the layer's own
+     * buffer sized n_src x fin (L->drop) or, when only the forward reads D,
+     * another of the layer's buffers it overwrites after reading D. Above
+     * layer 0 the model drops in place (H is the layer below's output).
+     */
+    int (*drop_target)(gnn_layer_t *L, gnn_layer_env_t *env, float **dst);
+    /* What backward needs of env's scratch; input_grad: whether it will be
+     * asked for its input gradient (not for layer 0). */
+    void (*scratch)(const gnn_layer_t *L, int input_grad, gnn_layer_scratch_t *s);
+    /*
+     * After a training forward: dz (n_dst x fout, the gradient of Z with
+     * the activation's backward applied; may be clobbered) -> the gradients
+     * of the layer's parameters (overwriting its span of env->grads) and,
+     * when dx is not NULL, the gradient of the layer's input H through
+     * env->input_grad, *dx set to the buffer holding it (n_src x fin).
+     */
+    int (*backward)(gnn_layer_t *L, gnn_layer_env_t *env, float *dz, float **dx);
+    /* Bytes of the backend buffers in L->state. */
+    size_t (*state_bytes)(const gnn_layer_t *L);
+    /* Free L->state's buffers and L->state (backend be). */
+    void (*free)(gnn_layer_t *L, gnn_backend_t *be);
+};
+
+/* The built-in kinds (trainer/layers/gcn.c, sage.c). */
+extern const gnn_layer_kind_t gnn_layer_gcn;
+extern const gnn_layer_kind_t gnn_layer_sage;
+
+/* The registered kinds (trainer/layers/registry.c), by --model name: 0 with *out,
+ * or GNN_EINVAL "unknown model "NAME" (expected gcn or sage)". */
+int gnn_layer_kind_find(const char *name, const gnn_layer_kind_t **out);
+/* Number of registered kinds and the i-th (NULL out of range). */
+int gnn_layer_kind_count(void);
+const gnn_layer_kind_t *gnn_layer_kind_at(int i);
+
+/* Make *buf a backend buffer of at least bytes (contents not kept; kept
+ * as is when already large enough). For layers and the model. */
+int gnn_layer_ensure(gnn_backend_t *be, void **buf, size_t *have, size_t bytes);
+
+/* Bytes of a rows x cols float matrix. */
+static inline size_t gnn_layer_fbytes(int64_t rows, int64_t cols)
+{
+    return (size_t)rows * (size_t)cols * sizeof(float);
+}
+
+/* Glorot-uniform fill of the fin x fout matrix w at offset `at` of the
+ * layer's span (counters L->off + at ...). */
+void gnn_layer_glorot(const gnn_layer_t *L, float *w, int64_t at, int64_t fin, int64_t fout,
+                      uint64_t seed);
+
+#endif

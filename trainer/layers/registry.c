@@ -1,0 +1,71 @@
+/*
+ * The registry of layer kinds, by --model name, and the helpers layers
+ * share (trainer/layer.h). A new kind is one file defining
+ * gnn_layer_<name> and one X(name) line in GNN_LAYER_KINDS.
+ */
+#include "trainer/layer.h"
+
+#include "graph/base/error.h"
+#include "graph/base/rng.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define GNN_LAYER_KINDS(X) \
+    X(gcn)                 \
+    X(sage)
+
+#define DECLARE(name) extern const gnn_layer_kind_t gnn_layer_##name;
+GNN_LAYER_KINDS(DECLARE)
+#undef DECLARE
+
+#define ENTRY(name) &gnn_layer_##name,
+static const gnn_layer_kind_t *const kinds[] = {GNN_LAYER_KINDS(ENTRY)};
+#undef ENTRY
+
+#define N_KINDS ((int)(sizeof kinds / sizeof kinds[0]))
+
+int gnn_layer_kind_count(void) { return N_KINDS; }
+
+const gnn_layer_kind_t *gnn_layer_kind_at(int i)
+{
+    return i >= 0 && i < N_KINDS ? kinds[i] : NULL;
+}
+
+int gnn_layer_kind_find(const char *name, const gnn_layer_kind_t **out)
+{
+    for (int i = 0; name && i < N_KINDS; i++)
+        if (!strcmp(kinds[i]->name, name)) {
+            *out = kinds[i];
+            return 0;
+        }
+    char list[256];
+    size_t at = 0;
+    list[0] = '\0';
+    for (int i = 0; i < N_KINDS && at < sizeof list; i++)
+        at += (size_t)snprintf(list + at, sizeof list - at, "%s%s",
+                               i == 0 ? "" : i == N_KINDS - 1 ? " or " : ", ", kinds[i]->name);
+    return GNN_FAIL(GNN_EINVAL, "unknown model \"%s\" (expected %s)", name ? name : "(null)", list);
+}
+
+int gnn_layer_ensure(gnn_backend_t *be, void **buf, size_t *have, size_t bytes)
+{
+    if (*buf && *have >= bytes) return 0;
+    gnn_be_free(be, *buf);
+    *buf = NULL;
+    *have = 0;
+    int rc = gnn_be_alloc(be, bytes, buf);
+    if (rc < 0) return rc;
+    *have = bytes;
+    return 0;
+}
+
+void gnn_layer_glorot(const gnn_layer_t *L, float *w, int64_t at, int64_t fin, int64_t fout,
+                      uint64_t seed)
+{
+    double lim = sqrt(6.0 / (double)(fin + fout));
+    uint64_t base = (uint64_t)(L->off + at);
+    for (int64_t i = 0; i < fin * fout; i++)
+        w[at + i] = (float)((2.0 * gnn_rng_uniform(seed, base + (uint64_t)i) - 1.0) * lim);
+}

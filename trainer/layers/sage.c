@@ -1,0 +1,32 @@
+/*
+ * GraphSAGE (Hamilton et al.): Z = D[:n_dst] W_self + aggr(D) W_neigh + b,
+ * with any registered aggregator (mean by default; sum, max, gcn, or a
+ * plug-in's). The destinations are the first n_dst sources (their own rows
+ * feed the self term). Parameters of a layer: W_neigh (fin x fout), W_self
+ * (fin x fout), then b (fout).
+ */
+#include "trainer/layers/conv.h"
+
+static int sage_setup(gnn_layer_t *L)
+{
+    int64_t w = L->fin * L->fout;
+    gnn_conv_layout_t lay = {.w_off = 0, .ws_off = w, .b_off = 2 * w};
+    L->count = lay.b_off + L->fout;
+    return gnn_conv_setup(L, &lay);
+}
+
+const gnn_layer_kind_t gnn_layer_sage = {
+    .name = "sage",
+    .default_aggr = "mean",
+    .any_aggr = 1,
+    .square_sources = 1,
+    .setup = sage_setup,
+    .init = gnn_conv_init,
+    .sparse_check = gnn_conv_sparse_check,
+    .forward = gnn_conv_forward,
+    .drop_target = gnn_conv_drop_target,
+    .scratch = gnn_conv_scratch,
+    .backward = gnn_conv_backward,
+    .state_bytes = gnn_conv_state_bytes,
+    .free = gnn_conv_free,
+};
