@@ -1,0 +1,71 @@
+/*
+ * What every file of the trainer shares (trainer/job.h): the clock,
+ * backend buffers that grow, and freeing a job in the order its parts
+ * depend on each other (the loader before the graph it samples, the
+ * exchange before the backend it uses).
+ */
+#include "trainer/job.h"
+
+#include "graph/base/alloc.h"
+
+#include <time.h>
+
+double gnn__now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+int gnn__buf_ensure(gnn_backend_t *be, void **buf, size_t *have, size_t bytes)
+{
+    if (*buf && *have >= bytes) return 0;
+    gnn_be_free(be, *buf);
+    *buf = NULL;
+    *have = 0;
+    int rc = gnn_be_alloc(be, bytes ? bytes : 1, buf);
+    if (rc < 0) return rc;
+    *have = bytes;
+    return 0;
+}
+
+int gnn__buf_upload(gnn_backend_t *be, const void *src, size_t bytes, void **dst)
+{
+    int rc = gnn_be_alloc(be, bytes, dst);
+    if (rc < 0) return rc;
+    return gnn_be_upload(be, *dst, src, bytes);
+}
+
+void gnn__job_free(gnn_job_t *j)
+{
+    if (j->task && j->task->free) j->task->free(j);
+    gnn_model_free(j->model);
+    if (j->be) {
+        gnn_be_free(j->be, j->x);
+        gnn_be_free(j->be, j->dlogits);
+        gnn_be_free(j->be, j->adam_m);
+        gnn_be_free(j->be, j->adam_v);
+        gnn_be_free(j->be, j->iota);
+        gnn_be_free(j->be, j->xb);
+        gnn_be_free(j->be, j->yb);
+        gnn_be_free(j->be, j->nb);
+        gnn_be_free(j->be, j->hbuf[0]);
+        gnn_be_free(j->be, j->hbuf[1]);
+        gnn_be_free(j->be, j->ebuf);
+        gnn_be_free(j->be, j->eidx);
+        gnn_be_free(j->be, j->row_id);
+    }
+    gnn_loader_free(j->ld); /* before the graph it samples and the backend */
+    if (j->mode && j->mode->free) j->mode->free(j); /* after the loader reading its rows */
+    gnn_free(j->outdeg);
+    gnn_be_graph_free(j->bg);
+    gnn_be_sparse_free(j->bxs);
+    gnn_csr_free(&j->xs);
+    gnn_graph_free(&j->g);
+    gnn_aggr_registry_free(j->reg);
+    gnn_dist_dev_free(j->ddev); /* before the backend it uses */
+    gnn_backend_close(j->be);
+    gnn_checkpoint_free(&j->ck);
+    if (j->log) fclose(j->log);
+    if (j->dist) gnn_dist_free(j->dist);
+}

@@ -1,0 +1,210 @@
+/*
+ * The state of one gnn-train job, shared by the files of the trainer
+ * (internal: nothing outside trainer/ includes it).
+ *
+ * How the files divide the work (docs/ARCHITECTURE.md):
+ *   train.c    gnn_train_run: what --data is, the mode, the order of it all
+ *   options.c  defaults, option and path checks, --fanouts
+ *   setup.c    backend, aggregators, the graph file and its features
+ *   state.c    the loop's state as checkpoints hold it: new, saved, resumed
+ *   loop.c     runs and epochs: evaluation schedule, best epoch, early
+ *              stop, checkpoint cadence (written once over every mode)
+ *   step.c     the end of every step: backward, gradients summed, Adam
+ *   output.c   the JSON-lines log, the progress lines, predictions, the
+ *              final line
+ *   modes/     one file per mode (trainer/mode.h); modes/distributed.c
+ *              what the two distributed modes share
+ *   tasks/     one file per task (trainer/task.h)
+ * Fields are grouped by the files that own them; the others only read.
+ */
+#ifndef GNN_TRAINER_JOB_H
+#define GNN_TRAINER_JOB_H
+
+#include "graph/graph_file.h"
+#include "kernels/backend.h"
+#include "sampler/loader.h"
+#include "trainer/checkpoint.h"
+#include "trainer/dist.h"
+#include "trainer/distdev.h"
+#include "trainer/mode.h"
+#include "trainer/model.h"
+#include "trainer/task.h"
+#include "trainer/train.h"
+
+#include <stdio.h>
+
+typedef struct gnn_job {
+    const gnn_train_opts_t *o;
+    const gnn_mode_t *mode;
+    const gnn_task_kind_t *task;
+    void *task_state;                 /* the task's own (its file) */
+    int rank;                         /* 0 in one process */
+    /* setup.c */
+    gnn_model_kind_t kind;
+    const char *decay_scope;          /* "first" | "all" */
+    gnn_backend_t *be;
+    gnn_aggr_registry_t *reg;
+    const gnn_aggr_def_t *aggr;
+    gnn_graph_t g;                    /* one process: the graph file; over a partition
+                                         directory only the sizes (feat_dim, csr.n_rows:
+                                         owned nodes) */
+    int64_t out_dim;                  /* the model's output width (the task's) */
+    float *x;                         /* features on the backend (dense input) */
+    gnn_csr_t xs;                     /* features as CSR (sparse input) */
+    gnn_bsparse_t *bxs;               /* ... on the backend, or NULL */
+    const float *feat_host;           /* features the mini-batch loader gathers from */
+    gnn_bgraph_t *bg;                 /* the whole (local) graph on the backend */
+    float *dlogits;                   /* backend, rows of a step x out_dim */
+    /* state.c and loop.c */
+    gnn_checkpoint_t ck;              /* the loop's whole state (host) */
+    gnn_model_t *model;
+    float *adam_m, *adam_v;           /* backend, n_params */
+    double epoch_s_sum;
+    int64_t epoch_s_count;
+    FILE *log;                        /* rank 0 */
+    /* Mini-batch modes (modes/minibatch.c, modes/dist_minibatch.c). */
+    int fanout[GNN_MODEL_MAX_LAYERS];
+    char fanouts[128];                /* canonical "15,10,5" (fits 16 x 1000000); "-" */
+    gnn_loader_t *ld;
+    int64_t *iota;                    /* backend, 0 .. batch_size - 1 */
+    float *xb;  size_t xb_bytes;      /* batch input on the backend (not host memory) */
+    int64_t *yb; size_t yb_bytes;     /* batch targets on the backend (not host memory) */
+    int64_t *nb; size_t nb_bytes;     /* batch node ids on the backend (not host memory) */
+    float *hbuf[2]; size_t hbuf_bytes[2]; /* layer-wise inference activations */
+    float *ebuf; size_t ebuf_bytes;   /* one inference batch's input rows */
+    int64_t *eidx; size_t eidx_bytes; /* ... and their ids */
+    int64_t *outdeg;                  /* host: out-degree of every node (gcn inference) */
+    gnn_loader_stats_t lst;           /* the last epoch's loader counters */
+    double compute_s;                 /* the last epoch's forward/backward/step time */
+    /* Distributed modes (modes/distributed.c): this rank's part. */
+    gnn_dist_part_t *dist;
+    gnn_dist_dev_t *ddev;             /* its halo exchange and allreduce on the backend */
+    int stage;                        /* rows go through host buffers (a device backend) */
+    int64_t *row_id;                  /* backend: graph-file id of each local node */
+    int64_t grad_bytes;               /* this epoch's gradient bytes into the allreduce */
+    double allreduce_s;               /* ... and its time */
+    int64_t ep_bytes[3];              /* last epoch over all ranks: halo (or feature),
+                                         gradient and remote-draw bytes */
+    double ep_fetch_s, ep_allreduce_s; /* ... the slowest rank's exchange and allreduce time */
+    double ep_compute_s;              /* ... and step time less both (the slowest rank's) */
+    int64_t ep_remote, ep_hits;       /* ... all ranks: remote input rows, from the cache */
+    double ep_sample_s;               /* ... the slowest rank's sampling time */
+    double ep_fetch_busy_s;           /* ... the slowest rank's time fetches took */
+    void *mode_state;                 /* the mode's own (modes/dist_minibatch.c) */
+} gnn_job_t;
+
+/* ---- job.c: buffers and time ------------------------------------------------ */
+
+double gnn__now_s(void);
+/* Make *buf a backend buffer of at least bytes (at least 1; contents not
+ * kept). */
+int gnn__buf_ensure(gnn_backend_t *be, void **buf, size_t *have, size_t bytes);
+/* A new backend buffer holding a copy of bytes of host src. */
+int gnn__buf_upload(gnn_backend_t *be, const void *src, size_t bytes, void **dst);
+/* Free everything the job holds (mode, task, model, backend, files). */
+void gnn__job_free(gnn_job_t *j);
+
+/* ---- options.c --------------------------------------------------------------- */
+
+/* The options alone (GNN_EUSAGE naming the first bad one). */
+int gnn__opts_check(const gnn_train_opts_t *o);
+/* The files the options name: no two the same, outputs writable. */
+int gnn__opts_check_paths(const gnn_train_opts_t *o);
+/* --fanouts into j->fanout and j->fanouts (default 10 per layer). */
+int gnn__opts_fanouts(gnn_job_t *j);
+
+/* ---- setup.c ------------------------------------------------------------------ */
+
+/* Options, backend, aggregators, layer kind and mode (j->mode set by the
+ * caller), and for a graph file its data and features. */
+int gnn__setup(gnn_job_t *j);
+/* Every feature of the n x f rows is finite; else GNN_EINVAL naming the
+ * first node that has another (its graph-file id: id[row], or the row). */
+int gnn__check_finite(const char *path, const float *x, int64_t n, int64_t f, const int64_t *id);
+/* Divide each feature row by its sum (rows summing to 0 stay as they are). */
+void gnn__normalize_rows(float *x, int64_t n, int64_t f);
+
+/* ---- state.c ------------------------------------------------------------------ */
+
+/* The state to start from: the checkpoint when resuming one (*restore:
+ * the run in progress continues), else fresh; the log opened (rank 0). */
+int gnn__state_load(gnn_job_t *j, int *restore);
+/* Copy the model and optimiser state into j->ck and write it (rank 0). */
+int gnn__state_save(gnn_job_t *j);
+/* Start run r from scratch in c (keeping the finished runs). */
+void gnn__state_new_run(gnn_checkpoint_t *c, int64_t r);
+/* Arrays of j->ck for np parameters and the runs' results. */
+int gnn__state_alloc(gnn_job_t *j, int64_t np);
+
+/* ---- loop.c ------------------------------------------------------------------- */
+
+/* Create the model and optimiser state of run j->ck.run (restoring them
+ * from the checkpoint arrays when restore is set). */
+int gnn__start_run(gnn_job_t *j, int restore);
+/* The runs from the state loaded, each to its last epoch or early stop;
+ * *r: their results. */
+int gnn__runs(gnn_job_t *j, int restore, gnn_train_result_t *r);
+
+/* ---- step.c ------------------------------------------------------------------- */
+
+/* One Adam step on the gradients (weight decay on the first layer only or
+ * on all, as j->decay_scope says). */
+int gnn__adam_step(gnn_job_t *j);
+/* Backward from j->dlogits, then Adam: one process. */
+int gnn__step(gnn_job_t *j);
+/* The gradients summed over the ranks (one allreduce of the flat buffer;
+ * *sum, when not NULL, summed with them: the step's loss), then Adam; with
+ * --debug, the parameters checked equal on every rank. Collective. */
+int gnn__step_reduce(gnn_job_t *j, double *sum);
+
+/* ---- output.c ----------------------------------------------------------------- */
+
+/* One epoch's log line (rank 0) and progress line. m: NaN before the
+ * first evaluation. */
+void gnn__log_epoch(gnn_job_t *j, int64_t epoch, double loss, const gnn_metrics_t *m,
+                    int evaluated, double epoch_s, double eval_s);
+/* Predictions of the best parameters of the last run (collective over a
+ * partition directory; rank 0 writes). */
+int gnn__write_predictions(gnn_job_t *j);
+/* The log's final line and the summary. */
+void gnn__write_final(gnn_job_t *j, const gnn_train_result_t *r);
+
+/* ---- modes/minibatch.c (used by modes/dist_minibatch.c too) ------------------- */
+
+/* The loader over graph (feat rows by feat_row, or row = id; labels per
+ * node), with the batch indices uploaded. */
+int gnn__loader_setup(gnn_job_t *j, const gnn_csr_t *graph, const float *feat,
+                      const int64_t *feat_row, const int64_t *labels, const int64_t *key_ids,
+                      const gnn_sampler_remote_t *remote);
+/* The model's graphs for a batch's blocks: the loader's when it built
+ * them (host-memory backend), else made here (*own set: free them with
+ * gnn__batch_graphs_free). */
+int gnn__batch_graphs(gnn_job_t *j, gnn_loader_batch_t *b, gnn_bgraph_t **graphs, int *own);
+void gnn__batch_graphs_free(gnn_job_t *j, gnn_bgraph_t **graphs, int own);
+/* The mini-batch modes' keys of the log (loader counters). */
+void gnn__log_loader(const gnn_job_t *j, FILE *f);
+
+/* ---- modes/distributed.c ------------------------------------------------------ */
+
+/* Load this rank's part and set up what both distributed modes use
+ * (collective). */
+int gnn__dist_setup(gnn_job_t *j);
+/* The halo exchange and gradient allreduce on the backend, for the part
+ * and its loss plans as they are now (the modes' setup calls it once the
+ * plans are made). Collective. */
+int gnn__dist_open_exchange(gnn_job_t *j);
+/* The model's halo exchange on (full-graph steps and inference) or off. */
+int gnn__dist_set_halo(gnn_job_t *j, int on);
+/* An epoch of a distributed mode: counters zeroed, epoch(j, loss, waits,
+ * remote, hits) run, then the ranks' byte counts summed and the slowest
+ * rank's times kept for the log. Collective. */
+int gnn__dist_epoch(gnn_job_t *j, double *loss,
+                    int (*epoch)(gnn_job_t *j, double *loss, double *waits, int64_t *remote,
+                                 int64_t *hits));
+/* Full-graph inference over the parts, the halo exchanged (collective). */
+int gnn__dist_infer(gnn_job_t *j, gnn_infer_t *out);
+/* The distributed modes' keys of the log; between the first and the last
+ * the mode's own (mode_keys). */
+void gnn__log_dist(const gnn_job_t *j, FILE *f, void (*mode_keys)(const gnn_job_t *, FILE *));
+
+#endif

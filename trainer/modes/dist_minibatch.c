@@ -1,0 +1,536 @@
+/*
+ * Mini-batch training over a partition directory (trainer/mode.h), one
+ * rank per part. Every rank takes the same number of steps per epoch (the
+ * most any rank has batches for); in each, its next batch of its own
+ * training seeds (none once its batches are done), the features of remote
+ * input nodes not in the --feature-cache fetched from their owners, the
+ * loss as its share of the mean over all ranks' seeds of the step, the
+ * gradients summed, one Adam step. With overlap (MPI allows threads, and
+ * the loader hands out two batches at once), step s + 1's batch is taken
+ * and its fetch runs on a thread, over its own communicator, while step s
+ * trains. Dropout is keyed by the graph file's node ids, so a rank's batch
+ * is what one process computes for the same seeds. Inference is the
+ * full-graph forward over the parts (modes/distributed.c).
+ */
+#include "trainer/job.h"
+
+#include "graph/base/alloc.h"
+#include "graph/base/cli.h"
+#include "graph/base/error.h"
+#include "graph/base/json.h"
+#include "graph/base/log.h"
+#include "trainer/featcache.h"
+
+#include <inttypes.h>
+#include <omp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+/* The mode's own state (j->mode_state). */
+typedef struct {
+    int64_t steps;                    /* per epoch, the same on every rank */
+    int64_t *step_seeds;              /* steps: seeds of all ranks at each step */
+    int64_t *feat_row;                /* n_all: row of each local node in the loader's
+                                         features, -1: fetched per step */
+    float *cache_feat;                /* owned rows, then the cached remote rows */
+    int64_t n_cache;
+    int64_t *cache_out;               /* (sampler id, cache_feat row) of the cached nodes
+                                         beyond the part, by id */
+    int64_t n_cache_out;
+    int fetch_overlap;                /* fetches ran on their own thread */
+    int remote_rows;                  /* parts have fewer halo hops than layers: the
+                                         last hops are drawn by the owners, and each
+                                         step's batch is sampled in step order */
+    gnn_sampler_remote_t remote;      /* ... through this hook */
+    gnn_sampler_t *idle;              /* a rank out of batches still draws for others */
+    int64_t *batch_pid;               /* host: partition id of each input row of a batch
+                                         (dropout by node: the same mask on any rank) */
+    int64_t batch_pid_cap;
+} dmb_t;
+
+#define S(j) ((dmb_t *)(j)->mode_state)
+
+/* The cache row of node v beyond the part (v >= n_all), or -1. */
+static int64_t cache_out_row(const gnn_job_t *j, int64_t v)
+{
+    return gnn_dist_pairs_find(S(j)->cache_out, S(j)->n_cache_out, v);
+}
+
+/*
+ * Mini-batches over a partition directory: sampling runs on the part
+ * (its rows reach H - 1 hops of halo, so L <= H layers never leave it);
+ * with fewer hops than layers, the nodes whose rows the part lacks are
+ * drawn by their owners (gnn_dist_draw_remote), so each step's batch is
+ * then sampled in step order by one thread on every rank. The features
+ * of remote input nodes come from their owners each step, except those of
+ * the --feature-cache: the remote nodes the part's rows name most often
+ * (the ones sampling reaches most), fetched once here.
+ */
+static int dmb_setup(gnn_job_t *j)
+{
+    int rc = 0;
+    const gnn_train_opts_t *o = j->o;
+    gnn_dist_part_t *d = j->dist;
+    int64_t n = d->n_owned, f = d->feat_dim, remote = d->n_all - n, bytes = 0;
+    int64_t *ids = NULL, *counts = NULL;
+    int local = 0;
+    GNN_TRY(gnn__dist_open_exchange(j));
+    dmb_t *st = gnn_calloc(1, sizeof *st);
+    GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, st ? 0 : GNN_FAIL(GNN_ENOMEM, "mini-batch state")));
+    j->mode_state = st;
+    const int64_t *train;
+    int64_t n_train, n_total;
+    j->task->train_seeds(j, &train, &n_train, &n_total);
+    GNN_TRY(gnn_be_alloc(j->be, (size_t)(o->batch_size > n ? o->batch_size : n) *
+                                        (size_t)j->out_dim * sizeof(float) + 1,
+                         (void **)&j->dlogits));
+    S(j)->remote_rows = d->hops < o->layers;
+    if (S(j)->remote_rows) {
+        S(j)->remote = (gnn_sampler_remote_t){.n_held = d->n_held, .first_hop = d->hops,
+                                           .draw = gnn_dist_draw_remote, .ctx = d};
+        if (d->rank == 0)
+            GNN_INFO("%s has %d hop%s of halo for %d layers: hop%s %d to %d of each batch are "
+                     "drawn by the nodes' owners",
+                     o->data, d->hops, d->hops == 1 ? "" : "s", o->layers,
+                     o->layers - d->hops > 1 ? "s" : "", d->hops + 1, o->layers);
+        local = gnn_sampler_create(&d->full, o->layers, j->fanout, &S(j)->idle);
+        if (local == 0) local = gnn_sampler_set_key_ids(S(j)->idle, d->gid);
+        if (local == 0) local = gnn_sampler_set_remote(S(j)->idle, &S(j)->remote);
+    }
+    if (local == 0 && o->feature_cache) local = gnn_parse_size(o->feature_cache, &bytes);
+    GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
+    /* Steps: every rank takes the same number; a rank out of batches
+     * still joins each step's fetch and allreduce, with no seeds. */
+    counts = gnn_malloc_array((size_t)d->size + 1, sizeof *counts);
+    GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, counts ? 0 : GNN_FAIL(GNN_ENOMEM, "steps")));
+    GNN_CHECK(MPI_Allgather(&n_train, 1, MPI_INT64_T, counts, 1, MPI_INT64_T,
+                            MPI_COMM_WORLD) == MPI_SUCCESS,
+              GNN_EMPI, "MPI_Allgather failed");
+    int64_t B = o->batch_size;
+    S(j)->steps = 0;
+    for (int r = 0; r < d->size; r++) {
+        int64_t s = (counts[r] + B - 1) / B;
+        S(j)->steps = s > S(j)->steps ? s : S(j)->steps;
+    }
+    S(j)->step_seeds = gnn_calloc((size_t)S(j)->steps + 1, sizeof *S(j)->step_seeds);
+    GNN_CHECK(S(j)->step_seeds, GNN_ENOMEM, "steps");
+    for (int64_t s = 0; s < S(j)->steps; s++)
+        for (int r = 0; r < d->size; r++) {
+            int64_t left = counts[r] - s * B;
+            S(j)->step_seeds[s] += left <= 0 ? 0 : left < B ? left : B;
+        }
+    /* The cache: the remote nodes ranked first, their rows fetched once.
+     * Halo nodes are found through feat_row, nodes beyond the part
+     * through the sorted cache_out list. */
+    /* want is the same on every rank (so is the choice to pre-sample,
+     * which is collective); cap is this rank's share of it. */
+    int64_t want = f ? bytes / (f * (int64_t)sizeof(float)) : 0;
+    int64_t cap = want < d->n_global - n ? want : d->n_global - n; /* every remote node */
+    int presample = want > 0 && !strcmp(o->cache_policy, "sample");
+    /* Beyond the halo only when owners draw: a cache that large may hold
+     * every sampled node. */
+    int64_t room = presample && S(j)->remote_rows ? cap : cap < remote ? cap : remote;
+    S(j)->feat_row = gnn_malloc_array((size_t)d->n_all + 1, sizeof *S(j)->feat_row);
+    ids = gnn_malloc_array((size_t)room + 1, sizeof *ids);
+    local = S(j)->feat_row && ids ? 0 : GNN_FAIL(GNN_ENOMEM, "feature cache of %" PRId64 " rows", cap);
+    GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
+    S(j)->n_cache = 0;
+    if (presample) {
+        gnn_sampler_t *ps = NULL;
+        double t0 = gnn__now_s();
+        local = gnn_sampler_create(&d->full, o->layers, j->fanout, &ps);
+        if (local == 0) local = gnn_sampler_set_key_ids(ps, d->gid);
+        if (local == 0 && S(j)->remote_rows) local = gnn_sampler_set_remote(ps, &S(j)->remote);
+        rc = gnn_dist_agree(MPI_COMM_WORLD, local);
+        if (rc < 0) {
+            gnn_sampler_free(ps);
+            goto fail;
+        }
+        gnn_featcache_presample_t pre = {
+            .sampler = ps,
+            .seeds = train,
+            .n_seeds = n_train,
+            .batch = B,
+            .steps = S(j)->steps,
+            .seed = ((uint64_t)o->seed + 0x9E3779B97F4A7C15ull * (uint64_t)d->rank) ^
+                    0x7072652d73616d70ull,
+        };
+        local = gnn_featcache_choose(d, &pre, cap, ids, &S(j)->n_cache); /* agreed */
+        gnn_sampler_free(ps);
+        GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
+        if (d->rank == 0)
+            GNN_INFO("feature cache: one epoch pre-sampled in %.2f s", gnn__now_s() - t0);
+    } else if (want > 0) {
+        GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, gnn_featcache_choose(d, NULL, cap, ids,
+                                                                    &S(j)->n_cache)));
+    }
+    d->sample_bytes = 0;
+    d->sample_s = 0.0;
+    S(j)->cache_feat = gnn_alloc_large(((size_t)(n + S(j)->n_cache) * (size_t)f + 1) * sizeof(float));
+    int64_t n_out = 0;
+    for (int64_t c = 0; c < S(j)->n_cache; c++) n_out += ids[c] >= d->n_all;
+    S(j)->cache_out = gnn_malloc_array(2 * (size_t)n_out + 2, sizeof *S(j)->cache_out);
+    local = S(j)->cache_feat && S(j)->cache_out
+                ? 0
+                : GNN_FAIL(GNN_ENOMEM, "feature cache of %" PRId64 " rows", S(j)->n_cache);
+    GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
+    for (int64_t v = 0; v < d->n_all; v++) S(j)->feat_row[v] = v < n ? v : -1;
+    S(j)->n_cache_out = 0;
+    for (int64_t c = 0; c < S(j)->n_cache; c++) {
+        if (ids[c] < d->n_all) {
+            S(j)->feat_row[ids[c]] = n + c;
+            continue;
+        }
+        S(j)->cache_out[2 * S(j)->n_cache_out] = ids[c];
+        S(j)->cache_out[2 * S(j)->n_cache_out++ + 1] = n + c;
+    }
+    gnn_dist_pairs_sort(S(j)->cache_out, S(j)->n_cache_out);
+    memcpy(S(j)->cache_feat, d->own_feat, (size_t)n * (size_t)f * sizeof(float));
+    GNN_TRY(gnn_dist_fetch_feat(d, ids, S(j)->n_cache, S(j)->cache_feat + n * f));
+    d->fetch_bytes = 0;
+    d->fetch_s = 0.0;
+    GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD,
+                           gnn__loader_setup(j, &d->full, S(j)->cache_feat, S(j)->feat_row,
+                                             j->task->seed_targets(j), d->gid,
+                                             S(j)->remote_rows ? &S(j)->remote : NULL)));
+    int level = 0;
+    MPI_Query_thread(&level);
+    if (level == MPI_THREAD_MULTIPLE) /* fetches may then run on a thread of their own */
+        GNN_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &d->fetch_comm) == MPI_SUCCESS, GNN_EMPI,
+                  "MPI_Comm_dup failed");
+    GNN_INFO("mini-batches of %" PRId64 " seeds per rank, fanouts %s, %" PRId64
+             " steps per epoch; feature cache %" PRId64 " of %" PRId64 " remote nodes",
+             o->batch_size, j->fanouts, S(j)->steps, S(j)->n_cache, d->n_all - n);
+fail:
+    gnn_free(ids);
+    gnn_free(counts);
+    return rc;
+}
+
+/* One step's batch and the remote feature rows it still needs. */
+typedef struct {
+    gnn_loader_batch_t *b; /* NULL: this rank has no batch at this step */
+    int64_t *miss, *pos;   /* local ids of the rows to fetch, and their input rows */
+    int64_t nm, cap;
+    float *rows;           /* nm x F fetched */
+    size_t rows_cap;
+    /* The fetch, possibly on a thread of its own, which takes the batch
+     * first when sampling is collective (S(j)->remote_rows). */
+    gnn_job_t *j;
+    int has, take;
+    int64_t *remote, *hits;
+    pthread_t thread;
+    int running, rc;
+    char msg[512];
+} pending_t;
+
+static void pending_free(pending_t *p)
+{
+    gnn_free(p->miss);
+    gnn_free(p->pos);
+    gnn_free(p->rows);
+}
+
+/* Take the next batch (if this rank has one at this step) and list the
+ * remote rows the cache does not hold. Local to this rank. */
+static int pending_take(gnn_job_t *j, pending_t *p, int has, int64_t *remote, int64_t *hits)
+{
+    int rc = 0;
+    gnn_dist_part_t *d = j->dist;
+    int64_t F = d->feat_dim;
+    p->b = NULL;
+    p->nm = 0;
+    if (!has && S(j)->idle) { /* no batch, but the others' remote draws */
+        gnn_minibatch_t mb;
+        rc = gnn_sampler_sample(S(j)->idle, NULL, 0, 0, 0, 0, &mb);
+        gnn_minibatch_free(&mb);
+        return rc;
+    }
+    if (!has) return 0;
+    GNN_TRY(gnn_loader_next(j->ld, &p->b));
+    GNN_CHECK(p->b, GNN_EINVAL, "fewer batches than steps");
+    const gnn_minibatch_t *mb = &p->b->mb;
+    if (mb->n_input > p->cap) {
+        gnn_free(p->miss);
+        gnn_free(p->pos);
+        p->cap = mb->n_input;
+        p->miss = gnn_malloc_array((size_t)p->cap, sizeof *p->miss);
+        p->pos = gnn_malloc_array((size_t)p->cap, sizeof *p->pos);
+        if (!p->miss || !p->pos) p->cap = 0;
+        GNN_CHECK(p->cap, GNN_ENOMEM, "batch fetch lists");
+    }
+    for (gnn_vid_t k = 0; k < mb->n_input; k++) {
+        gnn_vid_t v = mb->nodes[k];
+        if (v < d->n_owned) continue;
+        (*remote)++;
+        int64_t row = v < d->n_all ? -1 : cache_out_row(j, v);
+        if (row >= 0) /* the loader leaves rows beyond the part to this */
+            memcpy(p->b->x + k * F, S(j)->cache_feat + row * F, (size_t)F * sizeof(float));
+        if (row >= 0 || (v < d->n_all && S(j)->feat_row[v] >= 0)) {
+            (*hits)++;
+            continue;
+        }
+        p->miss[p->nm] = v;
+        p->pos[p->nm++] = k;
+    }
+    if ((size_t)(p->nm * F) + 1 > p->rows_cap) {
+        gnn_free(p->rows);
+        p->rows_cap = (size_t)(p->nm * F) + 1;
+        p->rows = gnn_alloc_large(p->rows_cap * sizeof *p->rows);
+        if (!p->rows) p->rows_cap = 0;
+        GNN_CHECK(p->rows, GNN_ENOMEM, "fetched features");
+    }
+fail:
+    return rc;
+}
+
+/* The collective part of a step's preparation: the batch when sampling
+ * is collective, then the fetch. */
+static int pending_work(pending_t *p)
+{
+    gnn_dist_part_t *d = p->j->dist;
+    if (p->take) { /* agreed: a rank failing after the last exchange tells the others */
+        MPI_Comm comm = d->fetch_comm != MPI_COMM_NULL ? d->fetch_comm : d->comm;
+        int rc = gnn_dist_agree(comm, pending_take(p->j, p, p->has, p->remote, p->hits));
+        if (rc < 0) return rc;
+    }
+    return gnn_dist_fetch_feat(d, p->miss, p->nm, p->rows);
+}
+
+static void *fetch_thread(void *arg)
+{
+    pending_t *p = arg;
+    omp_set_num_threads(1); /* the training thread's OpenMP team keeps the cores */
+    p->rc = pending_work(p);
+    if (p->rc < 0) snprintf(p->msg, sizeof p->msg, "%s", gnn_error_message());
+    return NULL;
+}
+
+/* Prepare the step's batch (has: this rank has one at this step): take it
+ * here when sampling is local, then start what is collective (in step
+ * order on every rank) on a thread when overlap is on, else do it here and
+ * now. */
+static int pending_start(gnn_job_t *j, pending_t *p, int has, int overlap, int64_t *remote,
+                         int64_t *hits)
+{
+    int rc = 0;
+    p->j = j;
+    p->has = has;
+    p->take = S(j)->remote_rows;
+    p->remote = remote;
+    p->hits = hits;
+    p->rc = 0;
+    if (!p->take) GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, pending_take(j, p, has, remote, hits)));
+    if (overlap && pthread_create(&p->thread, NULL, fetch_thread, p) == 0) {
+        p->running = 1;
+        return 0;
+    }
+    if (overlap) /* no thread: every rank must still take part, so work here */
+        GNN_WARN("cannot start a fetch thread: fetching in the training thread");
+    return pending_work(p);
+fail:
+    return rc;
+}
+
+/* Wait for the fetch and put its rows into the batch's input. */
+static int pending_finish(pending_t *p, int64_t F)
+{
+    if (p->running) {
+        pthread_join(p->thread, NULL);
+        p->running = 0;
+        if (p->rc < 0) return GNN_FAIL(p->rc, "%s", p->msg);
+    }
+    if (p->b)
+        for (int64_t i = 0; i < p->nm; i++)
+            memcpy(p->b->x + p->pos[i] * F, p->rows + i * F, (size_t)F * sizeof(float));
+    return 0;
+}
+
+/* Forward, loss as this rank's share of the step's mean, backward; zero
+ * gradients without a batch. The batch is released. */
+static int dist_batch_grads(gnn_job_t *j, pending_t *p, int64_t step, double *sum)
+{
+    int rc = 0, own = 0;
+    gnn_backend_t *be = j->be;
+    int64_t C = j->out_dim;
+    if (!p->b)
+        return gnn_be_zero(be, gnn_model_grads(j->model),
+                           (size_t)gnn_model_n_params(j->model) * sizeof(float));
+    const gnn_minibatch_t *mb = &p->b->mb;
+    int64_t ns = mb->n_seeds;
+    gnn_bgraph_t *graphs[GNN_MODEL_MAX_LAYERS] = {0};
+    const float *logits;
+    double bl = 0.0;
+    GNN_TRY(gnn__batch_graphs(j, p->b, graphs, &own));
+    if (mb->n_input > S(j)->batch_pid_cap) {
+        gnn_free(S(j)->batch_pid);
+        S(j)->batch_pid_cap = mb->n_input;
+        S(j)->batch_pid = gnn_malloc_array((size_t)S(j)->batch_pid_cap, sizeof *S(j)->batch_pid);
+        if (!S(j)->batch_pid) S(j)->batch_pid_cap = 0;
+        GNN_CHECK(S(j)->batch_pid, GNN_ENOMEM, "batch ids");
+    }
+    for (gnn_vid_t k = 0; k < mb->n_input; k++)
+        S(j)->batch_pid[k] = gnn_dist_pid(j->dist, mb->nodes[k]);
+    const float *x = p->b->x;
+    const int64_t *y = p->b->y, *pid = S(j)->batch_pid;
+    if (j->stage) { /* the batch's host arrays onto the backend */
+        size_t xbytes = (size_t)mb->n_input * (size_t)j->dist->feat_dim * sizeof(float);
+        size_t ibytes = (size_t)mb->n_input * sizeof(int64_t);
+        GNN_TRY(gnn__buf_ensure(be, (void **)&j->xb, &j->xb_bytes, xbytes));
+        GNN_TRY(gnn_be_upload(be, j->xb, x, xbytes));
+        GNN_TRY(gnn__buf_ensure(be, (void **)&j->yb, &j->yb_bytes, (size_t)ns * sizeof(int64_t)));
+        GNN_TRY(gnn_be_upload(be, j->yb, y, (size_t)ns * sizeof(int64_t)));
+        GNN_TRY(gnn__buf_ensure(be, (void **)&j->nb, &j->nb_bytes, ibytes));
+        GNN_TRY(gnn_be_upload(be, j->nb, pid, ibytes));
+        x = j->xb;
+        y = j->yb;
+        pid = j->nb;
+    }
+    GNN_TRY(gnn_model_set_row_ids(j->model, pid, j->dist->n_global));
+    GNN_TRY(gnn_model_forward(j->model, graphs, x, 1, &logits));
+    GNN_TRY(j->task->batch_loss(j, logits, y, ns, &bl, j->dlogits));
+    GNN_TRY(gnn_be_axpby(be, ns * C, (float)((double)ns / (double)S(j)->step_seeds[step]),
+                         j->dlogits, 0.0f, j->dlogits));
+    GNN_TRY(gnn_model_backward(j->model, j->dlogits));
+    *sum += bl * (double)ns;
+fail:
+    gnn__batch_graphs_free(j, graphs, own);
+    gnn_loader_release(j->ld, p->b);
+    p->b = NULL;
+    return rc;
+}
+
+/*
+ * One epoch of distributed mini-batches: every rank takes S(j)->steps steps;
+ * in each, its next batch of its own training nodes (none once its batches
+ * are done), the features of remote input nodes not cached fetched from
+ * their owners, the loss as its share of the mean over all ranks' seeds of
+ * the step, gradients summed, one Adam step. With overlap (MPI allows
+ * threads, and the loader hands out two batches at once), step s + 1's
+ * batch is taken and its fetch runs on a thread, over its own
+ * communicator, while step s trains. *remote, *hits: this rank's remote
+ * input rows and those the cache held.
+ */
+static int dmb_epoch_steps(gnn_job_t *j, double *loss, double *waits, int64_t *remote,
+                           int64_t *hits)
+{
+    int rc = 0;
+    gnn_dist_part_t *d = j->dist;
+    gnn_checkpoint_t *c = &j->ck;
+    const int64_t *train;
+    int64_t nt, total;
+    j->task->train_seeds(j, &train, &nt, &total);
+    int64_t F = d->feat_dim;
+    pending_t pend[2];
+    memset(pend, 0, sizeof pend);
+    uint64_t seed = (uint64_t)j->o->seed + (uint64_t)c->run + 0x9E3779B97F4A7C15ull * (uint64_t)d->rank;
+    double sum = 0.0, compute = 0.0, wait = 0.0;
+    int level = 0;
+    MPI_Query_thread(&level);
+    int overlap = level == MPI_THREAD_MULTIPLE && d->fetch_comm != MPI_COMM_NULL &&
+                  gnn_loader_max_held(j->ld) >= 2;
+    S(j)->fetch_overlap = overlap;
+    int local = nt > 0 ? gnn_loader_start(j->ld, train, nt, j->o->batch_size, 1, seed,
+                                          (uint64_t)c->epoch)
+                       : 0;
+    GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
+    int64_t mine = nt > 0 ? gnn_loader_batches(j->ld) : 0;
+    /* Dropout by node over the whole graph: every rank's stream advances
+     * by the same span per step, with or without a batch, so a
+     * checkpoint's offset (rank 0's) is every rank's. */
+    uint64_t off0 = gnn_model_rng_offset(j->model);
+    uint64_t span = gnn_model_dropout_span(j->model, d->n_global);
+    if (S(j)->steps > 0) GNN_TRY(pending_start(j, &pend[0], 0 < mine, overlap, remote, hits));
+    for (int64_t s = 0; s < S(j)->steps; s++) {
+        pending_t *cur = &pend[s % 2], *next = &pend[(s + 1) % 2];
+        double t0 = gnn__now_s();
+        GNN_TRY(pending_finish(cur, F));
+        wait += gnn__now_s() - t0;
+        if (overlap && s + 1 < S(j)->steps) /* step s + 1's batch, fetched while s trains */
+            GNN_TRY(pending_start(j, next, s + 1 < mine, 1, remote, hits));
+        t0 = gnn__now_s();
+        rc = dist_batch_grads(j, cur, s, &sum);
+        if (rc < 0) goto fail; /* a failure of this rank alone: the job ends */
+        gnn_model_set_rng_offset(j->model, off0 + (uint64_t)(s + 1) * span);
+        compute += gnn__now_s() - t0;
+        GNN_TRY(gnn__step_reduce(j, NULL));
+        if (!overlap && s + 1 < S(j)->steps) {
+            t0 = gnn__now_s();
+            GNN_TRY(pending_start(j, next, s + 1 < mine, 0, remote, hits));
+            wait += gnn__now_s() - t0;
+        }
+    }
+    if (nt > 0) { /* the loader's end of epoch */
+        gnn_loader_batch_t *b = NULL;
+        GNN_TRY(gnn_loader_next(j->ld, &b));
+        GNN_CHECK(!b, GNN_EINVAL, "more batches than steps");
+        gnn_loader_stats(j->ld, &j->lst);
+    } else {
+        memset(&j->lst, 0, sizeof j->lst);
+    }
+    j->compute_s = compute;
+    GNN_CHECK(MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD) ==
+                  MPI_SUCCESS,
+              GNN_EMPI, "MPI_Allreduce failed");
+    *loss = sum / (double)total;
+    *waits = wait;
+fail:
+    for (int i = 0; i < 2; i++)
+        if (pend[i].running) pthread_join(pend[i].thread, NULL);
+    /* Batches go back in the order they were taken (the loader's slots
+     * are reused in that order). */
+    int first = pend[0].b && pend[1].b && pend[1].b->index < pend[0].b->index ? 1 : 0;
+    for (int i = 0; i < 2; i++) {
+        pending_t *p = &pend[(first + i) % 2];
+        if (p->b) gnn_loader_release(j->ld, p->b);
+        pending_free(p);
+    }
+    return rc;
+}
+
+static int dmb_epoch(gnn_job_t *j, double *loss) { return gnn__dist_epoch(j, loss, dmb_epoch_steps); }
+
+static void dmb_keys(const gnn_job_t *j, FILE *f)
+{
+    fprintf(f, ", \"steps\": %" PRId64 ", \"remote_inputs\": %" PRId64
+               ", \"cache_hits\": %" PRId64 ", \"cache_hit_rate\": ",
+            S(j)->steps, j->ep_remote, j->ep_hits);
+    gnn_json_number(f, j->ep_remote ? (double)j->ep_hits / (double)j->ep_remote : 0.0);
+    fprintf(f, ", \"sample_s_max\": ");
+    gnn_json_number(f, j->ep_sample_s);
+    fprintf(f, ", \"fetch_busy_s\": ");
+    gnn_json_number(f, j->ep_fetch_busy_s);
+    fprintf(f, ", \"fetch_overlap\": %s", S(j)->fetch_overlap ? "true" : "false");
+}
+
+static void dmb_log(const gnn_job_t *j, FILE *f)
+{
+    gnn__log_loader(j, f);
+    gnn__log_dist(j, f, dmb_keys);
+}
+
+static void dmb_free(gnn_job_t *j)
+{
+    dmb_t *st = j->mode_state;
+    if (!st) return;
+    gnn_sampler_free(st->idle);
+    gnn_free(st->step_seeds);
+    gnn_free(st->feat_row);
+    gnn_free(st->cache_feat);
+    gnn_free(st->cache_out);
+    gnn_free(st->batch_pid);
+    gnn_free(st);
+    j->mode_state = NULL;
+}
+
+const gnn_mode_t gnn_mode_dist_minibatch = {
+    .name = "dist-minibatch",
+    .distributed = 1,
+    .minibatch = 1,
+    .setup = dmb_setup,
+    .epoch = dmb_epoch,
+    .infer = gnn__dist_infer,
+    .log = dmb_log,
+    .free = dmb_free,
+};

@@ -1,0 +1,145 @@
+/*
+ * What the two distributed modes share (trainer/job.h): this rank's part
+ * of a partition directory loaded and checked with every other rank's,
+ * its features and graph on the backend, the halo exchange and gradient
+ * allreduce (trainer/distdev.h), inference as the full-graph forward over
+ * the parts, and an epoch's communication counters reduced for the log
+ * (bytes sent by all ranks, the slowest rank's times).
+ *
+ * Dropout is keyed by the graph file's node ids and the gcn sources by
+ * their whole-graph out-degrees, so P ranks compute what one process
+ * computes on the whole graph.
+ */
+#include "trainer/job.h"
+
+#include "graph/base/error.h"
+#include "graph/base/json.h"
+#include "graph/base/log.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+int gnn__dist_setup(gnn_job_t *j)
+{
+    int rc = 0;
+    const gnn_train_opts_t *o = j->o;
+    gnn_backend_t *be = j->be;
+    gnn_dist_part_t *d = j->dist;
+    GNN_TRY(gnn_dist_load(MPI_COMM_WORLD, o->data, j->mode->minibatch, d));
+    int64_t n = d->n_owned, nl = d->n_local, f = d->feat_dim;
+    /* What every rank can train on, agreed: the task's targets, and the
+     * features of the rank's own nodes (the halo rows are their owners'). */
+    GNN_TRY(j->task->setup(j, &j->out_dim));
+    GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, gnn__check_finite(o->data, d->feat, n, f, d->gid)));
+    if (o->normalize_features) {
+        gnn__normalize_rows(d->feat, nl, f);
+        if (d->own_feat) gnn__normalize_rows(d->own_feat, n, f); /* what fetches serve */
+    }
+    j->g.feat_dim = f;
+    j->g.num_classes = j->out_dim;
+    j->g.csr.n_rows = n;
+    j->g.csr.nnz = d->csr.nnz;
+    GNN_TRY(gnn_be_upload_take(be, (void **)&d->feat, (size_t)nl * (size_t)f * sizeof(float),
+                               (void **)&j->x));
+    GNN_TRY(gnn__buf_upload(be, d->gid, (size_t)nl * sizeof(int64_t), (void **)&j->row_id));
+    GNN_TRY(gnn_be_graph_create_src_deg(be, &d->csr, d->src_deg, &j->bg));
+    GNN_TRY(j->mode->setup(j));
+fail:
+    return rc;
+}
+
+int gnn__dist_open_exchange(gnn_job_t *j)
+{
+    int rc = 0;
+    const gnn_train_opts_t *o = j->o;
+    gnn_dist_part_t *d = j->dist;
+    const gnn_aggr_def_t *sum = NULL;
+    GNN_TRY(gnn_aggr_registry_find(j->reg, "sum", &sum));
+    GNN_TRY(gnn_dist_dev_create(d, j->be, sum, &j->ddev));
+    j->stage = gnn_dist_dev_staged(j->ddev);
+    char targets[256];
+    j->task->describe(j, targets, sizeof targets);
+    GNN_INFO("%s: part %d of %d: %" PRId64 " of %" PRId64 " nodes owned, %" PRId64
+             " halo, %" PRId64 " in-edges, %" PRId64 " features, %s; %s, %s, %s, gradients "
+             "summed with %s",
+             o->data, d->rank, d->size, d->n_owned, d->n_global, d->n_local - d->n_owned,
+             (int64_t)d->csr.nnz, d->feat_dim, targets, o->model,
+             j->mode->minibatch ? "mini-batch" : "full graph", gnn_backend_describe(j->be),
+             gnn_dist_dev_allreduce_name(j->ddev));
+fail:
+    return rc;
+}
+
+int gnn__dist_set_halo(gnn_job_t *j, int on)
+{
+    gnn_model_halo_t h = {.ctx = j->ddev,
+                          .forward = gnn_dist_dev_halo_forward,
+                          .backward = gnn_dist_dev_halo_backward,
+                          .n_rows = j->dist->n_local,
+                          .row_id = j->row_id,
+                          .n_global = j->dist->n_global};
+    return gnn_model_set_halo(j->model, on ? &h : NULL);
+}
+
+int gnn__dist_infer(gnn_job_t *j, gnn_infer_t *out)
+{
+    gnn_bgraph_t *graphs[GNN_MODEL_MAX_LAYERS];
+    for (int l = 0; l < j->o->layers; l++) graphs[l] = j->bg;
+    int rc = gnn__dist_set_halo(j, 1);
+    if (rc == 0) rc = gnn_model_forward(j->model, graphs, j->x, 0, &out->logits);
+    if (rc == 0) /* owned rows first */
+        out->hidden = gnn_model_last_hidden(j->model, &out->hidden_rows, &out->hidden_cols);
+    /* Mini-batch steps run without the exchange. */
+    int off = j->mode->minibatch ? gnn__dist_set_halo(j, 0) : 0;
+    return rc < 0 ? rc : off;
+}
+
+int gnn__dist_epoch(gnn_job_t *j, double *loss,
+                    int (*epoch)(gnn_job_t *j, double *loss, double *waits, int64_t *remote,
+                                 int64_t *hits))
+{
+    int rc = 0;
+    gnn_dist_part_t *d = j->dist;
+    d->bytes_sent = d->fetch_bytes = d->sample_bytes = j->grad_bytes = 0;
+    d->exchange_s = d->fetch_s = d->sample_s = j->allreduce_s = 0.0;
+    int64_t remote = 0, hits = 0;
+    double t_start = gnn__now_s(), waits = 0.0;
+    GNN_TRY(epoch(j, loss, &waits, &remote, &hits));
+    /* This rank's step time less its own waits: the slowest is logged. */
+    double comp = gnn__now_s() - t_start - waits - j->allreduce_s;
+    int64_t b[5] = {d->bytes_sent + d->fetch_bytes, j->grad_bytes, remote, hits, d->sample_bytes};
+    double t[4] = {waits, j->allreduce_s, comp, d->fetch_s + d->sample_s};
+    double ts = j->lst.sample_s, tsmax = 0.0;
+    int64_t ball[5];
+    GNN_CHECK(MPI_Allreduce(b, ball, 5, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS &&
+                  MPI_Allreduce(MPI_IN_PLACE, t, 4, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD) ==
+                      MPI_SUCCESS &&
+                  MPI_Allreduce(&ts, &tsmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD) ==
+                      MPI_SUCCESS,
+              GNN_EMPI, "MPI_Allreduce failed");
+    j->ep_bytes[0] = ball[0];
+    j->ep_bytes[1] = ball[1];
+    j->ep_bytes[2] = ball[4];
+    j->ep_remote = ball[2];
+    j->ep_hits = ball[3];
+    j->ep_sample_s = j->mode->minibatch ? tsmax : 0.0;
+    j->ep_fetch_s = t[0];
+    j->ep_allreduce_s = t[1];
+    j->ep_compute_s = t[2] > 0.0 ? t[2] : 0.0;
+    j->ep_fetch_busy_s = t[3];
+fail:
+    return rc;
+}
+
+void gnn__log_dist(const gnn_job_t *j, FILE *f, void (*mode_keys)(const gnn_job_t *, FILE *))
+{
+    /* bytes: sent by all ranks; times: the slowest rank's */
+    fprintf(f, ", \"ranks\": %d, \"feat_bytes\": %" PRId64 ", \"sample_bytes\": %" PRId64
+               ", \"grad_bytes\": %" PRId64,
+            j->dist->size, j->ep_bytes[0], j->ep_bytes[2], j->ep_bytes[1]);
+    mode_keys(j, f);
+    fprintf(f, ", \"fetch_s\": ");
+    gnn_json_number(f, j->ep_fetch_s);
+    fprintf(f, ", \"allreduce_s\": ");
+    gnn_json_number(f, j->ep_allreduce_s);
+}

@@ -1,0 +1,62 @@
+/*
+ * Full-graph training in one process (trainer/mode.h): each epoch one
+ * training forward over the whole graph (dropout on), the task's loss on
+ * its training targets, the backward and one Adam step; inference is a
+ * forward without dropout. The first layer may read a sparse copy of the
+ * features (--sparse-features).
+ */
+#include "trainer/job.h"
+
+#include "graph/base/error.h"
+
+static int full_setup(gnn_job_t *j)
+{
+    int rc = 0;
+    int64_t n = j->g.csr.n_rows;
+    GNN_TRY(gnn_be_alloc(j->be, (size_t)n * (size_t)j->out_dim * sizeof(float),
+                         (void **)&j->dlogits));
+    GNN_TRY(gnn_be_graph_create(j->be, &j->g.csr, &j->bg));
+fail:
+    return rc;
+}
+
+static int full_start_run(gnn_job_t *j)
+{
+    return j->bxs ? gnn_model_set_sparse_input(j->model, j->bxs) : 0;
+}
+
+/* The whole graph as every layer's graph, forward. */
+static int full_forward(gnn_job_t *j, int training, const float **logits)
+{
+    gnn_bgraph_t *graphs[GNN_MODEL_MAX_LAYERS];
+    for (int l = 0; l < j->o->layers; l++) graphs[l] = j->bg;
+    return gnn_model_forward(j->model, graphs, j->x, training, logits);
+}
+
+static int full_epoch(gnn_job_t *j, double *loss)
+{
+    int rc = 0;
+    const float *logits;
+    int64_t count;
+    GNN_TRY(full_forward(j, 1, &logits));
+    GNN_TRY(j->task->full_loss(j, logits, j->g.csr.n_rows, loss, j->dlogits, &count));
+    GNN_TRY(gnn__step(j));
+fail:
+    return rc;
+}
+
+static int full_infer(gnn_job_t *j, gnn_infer_t *out)
+{
+    int rc = full_forward(j, 0, &out->logits);
+    if (rc < 0) return rc;
+    out->hidden = gnn_model_last_hidden(j->model, &out->hidden_rows, &out->hidden_cols);
+    return 0;
+}
+
+const gnn_mode_t gnn_mode_full = {
+    .name = "full",
+    .setup = full_setup,
+    .start_run = full_start_run,
+    .epoch = full_epoch,
+    .infer = full_infer,
+};

@@ -1,0 +1,302 @@
+/*
+ * Mini-batch training in one process (trainer/mode.h). An epoch: the
+ * task's training seeds, shuffled by (seed, epoch), in batches of
+ * --batch-size; the loader (sampler/loader.h) samples each batch's blocks
+ * and gathers its input features on --sampler-threads threads, --prefetch
+ * batches ahead, and on a host-memory backend also prepares the blocks'
+ * aggregation graphs there; each batch is one step: forward over its
+ * blocks, the task's loss on its seeds, backward, Adam. Dropout is keyed
+ * by node id, so a node gets the same mask whichever batch holds it. GCN
+ * on a block uses the block's own normalisation: s_dst[v] = (deg_block(v)
+ * + 1)^-1/2 over the sampled in-edges, s_src[u] = (outdeg_block(u) +
+ * 1)^-1/2 over the block's edges, with the self term of the destination
+ * (DGL's GraphConv norm="both" on the block with a self loop added).
+ *
+ * Inference is layer-wise: layer l for all nodes from layer l - 1's
+ * output, in batches of --eval-batch-size nodes with their full
+ * neighbourhoods (gcn scaling sources by their whole-graph degree), so the
+ * result is what a full-graph forward gives, at most two layers of
+ * activations are held, and it does not depend on the batch size.
+ *
+ * The loader set-up, the batch graphs and the loader's log keys serve the
+ * distributed mini-batch mode too (modes/dist_minibatch.c).
+ */
+#include "trainer/job.h"
+
+#include "graph/base/alloc.h"
+#include "graph/base/error.h"
+#include "graph/base/json.h"
+#include "graph/base/log.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+/* On a host-memory backend the workers also build each block's
+ * aggregation graph, off the training thread. */
+static int prepare_graphs(void *ctx, gnn_loader_batch_t *b)
+{
+    gnn_job_t *j = ctx;
+    for (int l = 0; l < b->mb.layers; l++) {
+        int rc = gnn_be_graph_create(j->be, &b->mb.blocks[l].csr, (gnn_bgraph_t **)&b->user[l]);
+        if (rc < 0) return rc;
+    }
+    return 0;
+}
+
+static void release_graphs(void *ctx, gnn_loader_batch_t *b)
+{
+    (void)ctx;
+    for (int l = 0; l < GNN_SAMPLER_MAX_LAYERS; l++) {
+        gnn_be_graph_free(b->user[l]);
+        b->user[l] = NULL;
+    }
+}
+
+int gnn__loader_setup(gnn_job_t *j, const gnn_csr_t *graph, const float *feat,
+                      const int64_t *feat_row, const int64_t *labels, const int64_t *key_ids,
+                      const gnn_sampler_remote_t *remote)
+{
+    int rc = 0;
+    const gnn_train_opts_t *o = j->o;
+    int64_t *iota = gnn_malloc_array((size_t)o->batch_size, sizeof *iota);
+    GNN_CHECK(iota, GNN_ENOMEM, "batch indices");
+    for (int64_t i = 0; i < o->batch_size; i++) iota[i] = i;
+    rc = gnn__buf_upload(j->be, iota, (size_t)o->batch_size * sizeof *iota, (void **)&j->iota);
+    gnn_free(iota);
+    if (rc < 0) goto fail;
+    int host = gnn_be_host_memory(j->be);
+    gnn_loader_opts_t lo = {
+        .graph = graph,
+        .layers = o->layers,
+        .fanouts = j->fanout,
+        .feat = feat,
+        .feat_dim = j->g.feat_dim,
+        .feat_row = feat_row,
+        .labels = labels,
+        .key_ids = key_ids,
+        .remote = remote,
+        .threads = o->prefetch > 0 && !remote ? o->sampler_threads : 0,
+        .prefetch = o->prefetch > 0 ? o->prefetch : 1,
+        .prepare = host ? prepare_graphs : NULL,
+        .unprepare = host ? release_graphs : NULL,
+        .ctx = j,
+    };
+    GNN_TRY(gnn_loader_create(&lo, &j->ld));
+    return 0;
+fail:
+    return rc;
+}
+
+int gnn__batch_graphs(gnn_job_t *j, gnn_loader_batch_t *b, gnn_bgraph_t **graphs, int *own)
+{
+    *own = !gnn_be_host_memory(j->be);
+    for (int l = 0; l < j->o->layers; l++) {
+        graphs[l] = NULL;
+        if (!*own) {
+            graphs[l] = b->user[l];
+            continue;
+        }
+        int rc = gnn_be_graph_create(j->be, &b->mb.blocks[l].csr, &graphs[l]);
+        if (rc < 0) return rc;
+    }
+    return 0;
+}
+
+void gnn__batch_graphs_free(gnn_job_t *j, gnn_bgraph_t **graphs, int own)
+{
+    if (own)
+        for (int l = 0; l < j->o->layers; l++) gnn_be_graph_free(graphs[l]);
+}
+
+void gnn__log_loader(const gnn_job_t *j, FILE *f)
+{
+    const gnn_loader_stats_t *st = &j->lst;
+    fprintf(f, ", \"batches\": %" PRId64 ", \"sampled_edges\": %" PRId64 ", \"input_nodes_mean\": ",
+            st->batches, st->sampled_edges);
+    gnn_json_number(f, st->batches ? (double)st->input_nodes / (double)st->batches : 0.0);
+    fprintf(f, ", \"sample_s\": ");
+    gnn_json_number(f, st->sample_s);
+    fprintf(f, ", \"gather_s\": ");
+    gnn_json_number(f, st->gather_s);
+    fprintf(f, ", \"prepare_s\": ");
+    gnn_json_number(f, st->prepare_s);
+    fprintf(f, ", \"compute_s\": ");
+    gnn_json_number(f, j->compute_s);
+    fprintf(f, ", \"stall_s\": ");
+    gnn_json_number(f, st->stall_s);
+    fprintf(f, ", \"prefetch_stalls\": %" PRId64, st->stalls);
+}
+
+static int mb_setup(gnn_job_t *j)
+{
+    int rc = 0;
+    const gnn_train_opts_t *o = j->o;
+    GNN_TRY(gnn_be_alloc(j->be, (size_t)o->batch_size * (size_t)j->out_dim * sizeof(float),
+                         (void **)&j->dlogits));
+    GNN_TRY(gnn__loader_setup(j, &j->g.csr, j->feat_host, NULL, j->task->seed_targets(j), NULL,
+                              NULL));
+    GNN_INFO("mini-batches of %" PRId64 " seeds, fanouts %s, %d sampler thread%s, prefetch %d",
+             o->batch_size, j->fanouts, o->sampler_threads, o->sampler_threads > 1 ? "s" : "",
+             o->prefetch);
+fail:
+    return rc;
+}
+
+/* One step on batch b: forward over its blocks, the task's loss on its
+ * seeds, backward, Adam. */
+static int train_batch(gnn_job_t *j, gnn_loader_batch_t *b, double *loss)
+{
+    int rc = 0, own = 0;
+    gnn_backend_t *be = j->be;
+    const gnn_minibatch_t *mb = &b->mb;
+    int64_t F = j->g.feat_dim, ns = mb->n_seeds;
+    gnn_bgraph_t *graphs[GNN_MODEL_MAX_LAYERS] = {0};
+    const float *x = b->x, *logits;
+    const int64_t *y = b->y, *ids = mb->nodes;
+    GNN_TRY(gnn__batch_graphs(j, b, graphs, &own));
+    if (own) { /* the batch's host arrays onto the device */
+        size_t xbytes = (size_t)mb->n_input * (size_t)F * sizeof(float);
+        size_t ibytes = (size_t)mb->n_input * sizeof(int64_t);
+        GNN_TRY(gnn__buf_ensure(be, (void **)&j->xb, &j->xb_bytes, xbytes));
+        GNN_TRY(gnn_be_upload(be, j->xb, b->x, xbytes));
+        GNN_TRY(gnn__buf_ensure(be, (void **)&j->yb, &j->yb_bytes, (size_t)ns * sizeof(int64_t)));
+        GNN_TRY(gnn_be_upload(be, j->yb, b->y, (size_t)ns * sizeof(int64_t)));
+        GNN_TRY(gnn__buf_ensure(be, (void **)&j->nb, &j->nb_bytes, ibytes));
+        GNN_TRY(gnn_be_upload(be, j->nb, mb->nodes, ibytes));
+        x = j->xb;
+        y = j->yb;
+        ids = j->nb;
+    }
+    /* Dropout by node id, as over a partition directory. */
+    GNN_TRY(gnn_model_set_row_ids(j->model, ids, j->g.csr.n_rows));
+    GNN_TRY(gnn_model_forward(j->model, graphs, x, 1, &logits));
+    GNN_TRY(j->task->batch_loss(j, logits, y, ns, loss, j->dlogits));
+    GNN_TRY(gnn__step(j));
+fail:
+    gnn__batch_graphs_free(j, graphs, own);
+    return rc;
+}
+
+/* One epoch of mini-batches; *loss is the mean over the training seeds. */
+static int mb_epoch(gnn_job_t *j, double *loss)
+{
+    int rc = 0;
+    gnn_checkpoint_t *c = &j->ck;
+    uint64_t seed = (uint64_t)j->o->seed + (uint64_t)c->run;
+    const int64_t *seeds;
+    int64_t n_seeds, total;
+    j->task->train_seeds(j, &seeds, &n_seeds, &total);
+    GNN_TRY(gnn_loader_start(j->ld, seeds, n_seeds, j->o->batch_size, 1, seed,
+                             (uint64_t)c->epoch));
+    double sum = 0.0, compute = 0.0;
+    int64_t count = 0;
+    for (;;) {
+        gnn_loader_batch_t *b;
+        GNN_TRY(gnn_loader_next(j->ld, &b));
+        if (!b) break;
+        double t0 = gnn__now_s(), bl = 0.0;
+        int64_t ns = b->mb.n_seeds;
+        rc = train_batch(j, b, &bl);
+        gnn_loader_release(j->ld, b);
+        if (rc < 0) goto fail;
+        GNN_TRY(gnn_be_sync(j->be));
+        compute += gnn__now_s() - t0;
+        sum += bl * (double)ns;
+        count += ns;
+    }
+    gnn_loader_stats(j->ld, &j->lst);
+    j->compute_s = compute;
+    *loss = count ? sum / (double)count : 0.0;
+    return 0;
+fail:
+    return rc;
+}
+
+/* Layer-wise inference over all nodes: layer l for every node from layer
+ * l - 1's output (held in hbuf[(l - 1) % 2]), in batches of
+ * --eval-batch-size destinations with all their in-neighbours. */
+static int mb_infer(gnn_job_t *j, gnn_infer_t *res)
+{
+    int rc = 0;
+    gnn_backend_t *be = j->be;
+    const gnn_csr_t *csr = &j->g.csr;
+    int L = j->o->layers, host = gnn_be_host_memory(be);
+    int64_t n = csr->n_rows, eb = j->o->eval_batch_size < n ? j->o->eval_batch_size : n;
+    int64_t C = j->out_dim, H = j->o->hidden, wmax = H > C ? H : C;
+    gnn_block_t blk = {0};
+    gnn_bgraph_t *bg = NULL;
+    int64_t *sdeg = NULL;
+    size_t sdeg_cap = 0;
+    gnn_vid_t *dst = gnn_malloc_array((size_t)eb + 1, sizeof *dst);
+    GNN_CHECK(dst, GNN_ENOMEM, "inference batch");
+    if (!j->outdeg) { /* gcn scales its sources by their degree in the whole graph */
+        j->outdeg = gnn_calloc((size_t)n + 1, sizeof *j->outdeg);
+        GNN_CHECK(j->outdeg, GNN_ENOMEM, "out-degrees");
+        for (gnn_eid_t e = 0; e < csr->nnz; e++) j->outdeg[csr->indices[e]]++;
+    }
+    for (int k = 0; k < (L > 1 ? 2 : 1); k++)
+        GNN_TRY(gnn__buf_ensure(be, (void **)&j->hbuf[k], &j->hbuf_bytes[k],
+                       (size_t)n * (size_t)wmax * sizeof(float)));
+    const float *in = j->x;
+    int64_t fin = j->g.feat_dim;
+    for (int l = 0; l < L; l++) {
+        int64_t fout = l == L - 1 ? C : H;
+        float *out = j->hbuf[l % 2];
+        for (int64_t b0 = 0; b0 < n; b0 += eb) {
+            int64_t nb = n - b0 < eb ? n - b0 : eb;
+            for (int64_t i = 0; i < nb; i++) dst[i] = b0 + i;
+            GNN_TRY(gnn_sampler_full_block(csr, dst, nb, &blk));
+            int64_t nsrc = blk.csr.n_cols;
+            const int64_t *idx = blk.src_ids;
+            if (!host) {
+                GNN_TRY(gnn__buf_ensure(be, (void **)&j->eidx, &j->eidx_bytes,
+                               (size_t)nsrc * sizeof(int64_t)));
+                GNN_TRY(gnn_be_upload(be, j->eidx, blk.src_ids, (size_t)nsrc * sizeof(int64_t)));
+                idx = j->eidx;
+            }
+            GNN_TRY(gnn__buf_ensure(be, (void **)&j->ebuf, &j->ebuf_bytes,
+                           (size_t)nsrc * (size_t)fin * sizeof(float)));
+            GNN_TRY(gnn_be_gather_rows(be, nsrc, fin, in, n, idx, j->ebuf));
+            if ((size_t)nsrc + 1 > sdeg_cap) {
+                gnn_free(sdeg);
+                sdeg_cap = (size_t)nsrc + 1;
+                sdeg = gnn_malloc_array(sdeg_cap, sizeof *sdeg);
+                GNN_CHECK(sdeg, GNN_ENOMEM, "inference batch degrees");
+            }
+            for (int64_t k = 0; k < nsrc; k++) sdeg[k] = j->outdeg[blk.src_ids[k]];
+            GNN_TRY(gnn_be_graph_create_src_deg(be, &blk.csr, sdeg, &bg));
+            const float *z;
+            GNN_TRY(gnn_model_layer_infer(j->model, l, bg, j->ebuf, &z));
+            GNN_TRY(gnn_be_copy(be, out + b0 * fout, z, (size_t)nb * (size_t)fout * sizeof(float)));
+            GNN_TRY(gnn_be_sync(be)); /* bg and blk are freed next */
+            gnn_be_graph_free(bg);
+            bg = NULL;
+            gnn_block_free(&blk);
+        }
+        if (l == L - 1) {
+            res->logits = out;
+            res->hidden = in;
+            res->hidden_rows = n;
+            res->hidden_cols = fin;
+        }
+        in = out;
+        fin = fout;
+    }
+fail:
+    gnn_be_graph_free(bg);
+    gnn_block_free(&blk);
+    gnn_free(sdeg);
+    gnn_free(dst);
+    return rc;
+}
+
+static void mb_log(const gnn_job_t *j, FILE *f) { gnn__log_loader(j, f); }
+
+const gnn_mode_t gnn_mode_minibatch = {
+    .name = "minibatch",
+    .minibatch = 1,
+    .setup = mb_setup,
+    .epoch = mb_epoch,
+    .infer = mb_infer,
+    .log = mb_log,
+};

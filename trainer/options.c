@@ -1,0 +1,264 @@
+/*
+ * gnn-train's options (trainer/train.h): the defaults, the checks of the
+ * values alone, of the files they name, and the --fanouts list. All run
+ * before any data is read, so a bad command line costs nothing.
+ */
+#include "trainer/job.h"
+
+#include "graph/base/error.h"
+
+#include <errno.h>
+#include <float.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+void gnn_train_defaults(gnn_train_opts_t *o)
+{
+    memset(o, 0, sizeof *o);
+    o->model = "gcn";
+    o->layers = 2;
+    o->hidden = 16;
+    o->dropout = 0.5;
+    o->lr = 0.01;
+    o->weight_decay = 5e-4;
+    o->epochs = 200;
+    o->seed = 0;
+    o->runs = 1;
+    o->device = "cpu";
+    o->spmm = "auto";
+    o->eval_every = 1;
+    o->checkpoint_every = 10;
+    o->sparse_features = "auto";
+    o->batch_size = 1024;
+    o->sampler_threads = 1;
+    o->prefetch = 2;
+    o->cache_policy = "sample";
+    o->eval_batch_size = 4096;
+}
+
+#define MAX_THREADS 4096 /* --threads: more than any machine has cores */
+
+/* --device is cpu, cpu-as-gpu, auto, cuda or cuda:N (N in [0, 1023]). */
+static int device_name_ok(const char *s)
+{
+    if (!strcmp(s, "cpu") || !strcmp(s, "cpu-as-gpu") || !strcmp(s, "auto") || !strcmp(s, "cuda"))
+        return 1;
+    if (strncmp(s, "cuda:", 5) || s[5] < '0' || s[5] > '9') return 0;
+    char *end;
+    errno = 0;
+    long d = strtol(s + 5, &end, 10);
+    return !*end && !errno && d <= 1023;
+}
+
+int gnn__opts_check(const gnn_train_opts_t *o)
+{
+    if (!o->data) return GNN_FAIL(GNN_EUSAGE, "--data FILE is required");
+    if (o->layers < 1 || o->layers > GNN_MODEL_MAX_LAYERS)
+        return GNN_FAIL(GNN_EUSAGE, "--layers %d outside [1, %d]", o->layers, GNN_MODEL_MAX_LAYERS);
+    if (o->hidden < 1 || o->hidden > (1 << 20))
+        return GNN_FAIL(GNN_EUSAGE, "--hidden %" PRId64 " outside [1, 1048576]", o->hidden);
+    /* The model computes in single precision: each value must stay in
+     * range once narrowed to a float. */
+    if (!(o->dropout >= 0.0 && o->dropout < 1.0))
+        return GNN_FAIL(GNN_EUSAGE, "--dropout %g outside [0, 1)", o->dropout);
+    if (!((float)o->dropout < 1.0f))
+        return GNN_FAIL(GNN_EUSAGE, "--dropout %.12g is 1 in single precision (must be below 1)",
+                        o->dropout);
+    if (!(o->lr > 0.0 && isfinite(o->lr))) return GNN_FAIL(GNN_EUSAGE, "--lr %g must be > 0", o->lr);
+    if (!((float)o->lr > 0.0f && isfinite((float)o->lr)))
+        return GNN_FAIL(GNN_EUSAGE, "--lr %g is outside the range of single precision "
+                                    "(%g to %g)",
+                        o->lr, (double)FLT_TRUE_MIN, (double)FLT_MAX);
+    if (!(o->weight_decay >= 0.0 && isfinite(o->weight_decay)))
+        return GNN_FAIL(GNN_EUSAGE, "--weight-decay %g must be >= 0", o->weight_decay);
+    if (!isfinite((float)o->weight_decay))
+        return GNN_FAIL(GNN_EUSAGE, "--weight-decay %g is beyond single precision (at most %g)",
+                        o->weight_decay, (double)FLT_MAX);
+    if (!o->device || !device_name_ok(o->device))
+        return GNN_FAIL(GNN_EUSAGE, "--device %s: expected cpu, cuda, cuda:N, auto or cpu-as-gpu",
+                        o->device ? o->device : "");
+    if (o->epochs < 0) return GNN_FAIL(GNN_EUSAGE, "--epochs %d must be >= 0", o->epochs);
+    if (o->runs < 1 || o->runs > 1000)
+        return GNN_FAIL(GNN_EUSAGE, "--runs %d outside [1, 1000]", o->runs);
+    if (o->eval_every < 0) return GNN_FAIL(GNN_EUSAGE, "--eval-every %d must be >= 0", o->eval_every);
+    if (o->checkpoint_every < 1)
+        return GNN_FAIL(GNN_EUSAGE, "--checkpoint-every %d must be >= 1", o->checkpoint_every);
+    if (o->early_stop < 0) return GNN_FAIL(GNN_EUSAGE, "--early-stop %d must be >= 0", o->early_stop);
+    if (o->threads < 0 || o->threads > MAX_THREADS)
+        return GNN_FAIL(GNN_EUSAGE, "--threads %d outside [0, %d]", o->threads, MAX_THREADS);
+    if (o->seed < 0) return GNN_FAIL(GNN_EUSAGE, "--seed %" PRId64 " must be >= 0", o->seed);
+    if (o->resume && !o->checkpoint)
+        return GNN_FAIL(GNN_EUSAGE, "--resume needs --checkpoint FILE");
+    if (strcmp(o->sparse_features, "auto") && strcmp(o->sparse_features, "on") &&
+        strcmp(o->sparse_features, "off"))
+        return GNN_FAIL(GNN_EUSAGE, "--sparse-features \"%s\" (expected auto, on or off)",
+                        o->sparse_features);
+    if (o->decay_scope && strcmp(o->decay_scope, "first") && strcmp(o->decay_scope, "all"))
+        return GNN_FAIL(GNN_EUSAGE, "--decay-scope \"%s\" (expected first or all)", o->decay_scope);
+    if (o->mode && strcmp(o->mode, "full") && strcmp(o->mode, "minibatch"))
+        return GNN_FAIL(GNN_EUSAGE, "--mode \"%s\" (expected full or minibatch)", o->mode);
+    if (!o->cache_policy || (strcmp(o->cache_policy, "sample") && strcmp(o->cache_policy, "rows")))
+        return GNN_FAIL(GNN_EUSAGE, "--cache-policy \"%s\" (expected sample or rows)",
+                        o->cache_policy ? o->cache_policy : "");
+    if (o->batch_size < 1 || o->batch_size > ((int64_t)1 << 30))
+        return GNN_FAIL(GNN_EUSAGE, "--batch-size %" PRId64 " outside [1, 2^30]", o->batch_size);
+    if (o->sampler_threads < 1 || o->sampler_threads > GNN_LOADER_MAX_THREADS)
+        return GNN_FAIL(GNN_EUSAGE, "--sampler-threads %d outside [1, %d]", o->sampler_threads,
+                        GNN_LOADER_MAX_THREADS);
+    if (o->prefetch < 0 || o->prefetch > GNN_LOADER_MAX_PREFETCH)
+        return GNN_FAIL(GNN_EUSAGE, "--prefetch %d outside [0, %d]", o->prefetch,
+                        GNN_LOADER_MAX_PREFETCH);
+    if (o->eval_batch_size < 1 || o->eval_batch_size > ((int64_t)1 << 30))
+        return GNN_FAIL(GNN_EUSAGE, "--eval-batch-size %" PRId64 " outside [1, 2^30]",
+                        o->eval_batch_size);
+    return 0;
+}
+
+/* The directory of path into buf: "." without a slash, "/" for a path in
+ * the root. */
+static void dir_of(const char *path, char *buf, size_t size)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(buf, size, ".");
+    else if (slash == path)
+        snprintf(buf, size, "/");
+    else
+        snprintf(buf, size, "%.*s", (int)(slash - path), path);
+}
+
+/* path with its directory resolved to an absolute one, or path as it is
+ * where the directory cannot be resolved. */
+static const char *resolved(const char *path, char *buf, size_t size)
+{
+    char dir[PATH_MAX], real[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    dir_of(path, dir, sizeof dir);
+    if (!realpath(dir, real)) return path;
+    snprintf(buf, size, "%s/%s", real, slash ? slash + 1 : path);
+    return buf;
+}
+
+/* Do paths a and b name the same file: the same device and inode where
+ * both exist, else the same path once their directories are resolved. */
+static int same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    int ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
+    if (ea && eb) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    if (ea != eb) return 0;
+    char ra[PATH_MAX + 256], rb[PATH_MAX + 256];
+    return !strcmp(resolved(a, ra, sizeof ra), resolved(b, rb, sizeof rb));
+}
+
+/* Is path one of the files of partition directory data (meta.h5,
+ * part-NNNNN.h5), whether or not it exists yet? */
+static int partdir_file(const char *data, const char *path)
+{
+    struct stat sd, sp;
+    char dir[PATH_MAX];
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    size_t len = strlen(base);
+    int named = !strcmp(base, "meta.h5") ||
+                (!strncmp(base, "part-", 5) && len > 8 && !strcmp(base + len - 3, ".h5"));
+    dir_of(path, dir, sizeof dir);
+    return named && stat(data, &sd) == 0 && S_ISDIR(sd.st_mode) && stat(dir, &sp) == 0 &&
+           sd.st_dev == sp.st_dev && sd.st_ino == sp.st_ino;
+}
+
+/* The output path of option opt can be written: not a directory, and its
+ * directory exists and accepts new files (outputs are written under a
+ * temporary name beside them). */
+static int check_output(const char *opt, const char *path)
+{
+    char dir[PATH_MAX];
+    struct stat st;
+    if (!path[0]) return GNN_FAIL(GNN_EUSAGE, "%s: empty file name", opt);
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return GNN_FAIL(GNN_EIO, "%s %s: is a directory", opt, path);
+    dir_of(path, dir, sizeof dir);
+    if (stat(dir, &st) != 0)
+        return GNN_FAIL(errno == ENOENT ? GNN_ENOENT : GNN_EIO, "%s %s: cannot write in %s: %s",
+                        opt, path, dir, strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return GNN_FAIL(GNN_EIO, "%s %s: %s is not a directory", opt, path, dir);
+    if (access(dir, W_OK | X_OK) != 0)
+        return GNN_FAIL(GNN_EIO, "%s %s: cannot write in %s: %s", opt, path, dir,
+                        strerror(errno));
+    return 0;
+}
+
+/*
+ * The files the options name, checked before any work: no two options may
+ * name the same file (a log written over the graph, predictions over the
+ * checkpoint: GNN_EUSAGE), and each output can be written, so that a run
+ * does not fail only after training.
+ */
+int gnn__opts_check_paths(const gnn_train_opts_t *o)
+{
+    const char *opt[] = {"--data", "--checkpoint", "--save-predictions", "--log-json"};
+    const char *path[] = {o->data, o->checkpoint, o->save_predictions, o->log_json};
+    int n = (int)(sizeof path / sizeof path[0]);
+    for (int a = 0; a < n; a++)
+        for (int b = a + 1; b < n; b++)
+            if (path[a] && path[b] && same_file(path[a], path[b]))
+                return GNN_FAIL(GNN_EUSAGE, "%s %s and %s %s name the same file", opt[a],
+                                path[a], opt[b], path[b]);
+    for (int a = 1; a < n; a++)
+        if (path[0] && path[a] && partdir_file(path[0], path[a]))
+            return GNN_FAIL(GNN_EUSAGE, "%s %s would overwrite a file of the partition directory "
+                                        "--data %s",
+                            opt[a], path[a], path[0]);
+    for (int a = 1; a < n; a++) {
+        int rc = path[a] ? check_output(opt[a], path[a]) : 0;
+        if (rc < 0) return rc;
+    }
+    return 0;
+}
+
+/* --fanouts "15,10,5" (one per layer, nearest hop first, -1 = all) into
+ * j->fanout and its canonical spelling j->fanouts; default 10 per layer. */
+int gnn__opts_fanouts(gnn_job_t *j)
+{
+    const char *s = j->o->fanouts;
+    int L = j->o->layers, k = 0;
+    if (!s) {
+        for (k = 0; k < L; k++) j->fanout[k] = 10;
+    } else {
+        const char *p = s;
+        for (;;) {
+            char *end;
+            errno = 0;
+            long v = strtol(p, &end, 10);
+            if (end == p || errno || (v != -1 && v < 1) || v > 1000000)
+                return GNN_FAIL(GNN_EUSAGE, "--fanouts \"%s\": each entry must be -1 (all "
+                                            "neighbours) or a count from 1 to 1000000",
+                                s);
+            if (k == L)
+                return GNN_FAIL(GNN_EUSAGE, "--fanouts \"%s\" has more entries than --layers %d",
+                                s, L);
+            j->fanout[k++] = (int)v;
+            if (*end == '\0') break;
+            if (*end != ',')
+                return GNN_FAIL(GNN_EUSAGE, "--fanouts \"%s\": expected numbers separated by "
+                                            "commas",
+                                s);
+            p = end + 1;
+        }
+        if (k != L)
+            return GNN_FAIL(GNN_EUSAGE, "--fanouts \"%s\" has %d entries, --layers is %d (one "
+                                        "per layer, nearest hop first)",
+                            s, k, L);
+    }
+    size_t at = 0;
+    for (k = 0; k < L; k++)
+        at += (size_t)snprintf(j->fanouts + at, sizeof j->fanouts - at, "%s%d", k ? "," : "",
+                               j->fanout[k]);
+    return 0;
+}

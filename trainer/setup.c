@@ -1,0 +1,246 @@
+/*
+ * A job's set-up before any training (trainer/job.h): the options checked,
+ * the layer kind, the mode, threads, the backend and its SpMM choice, the
+ * aggregator registry with its plug-in, and, training on a graph file, the
+ * graph with its features (dense, or a sparse copy for the first layer).
+ * Over a partition directory the part itself is loaded afterwards, by
+ * every rank together (modes/distributed.c).
+ */
+#include "trainer/job.h"
+
+#include "graph/base/alloc.h"
+#include "graph/base/error.h"
+#include "graph/base/log.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int gnn__check_finite(const char *path, const float *x, int64_t n, int64_t f, const int64_t *id)
+{
+    int64_t first = n;
+#pragma omp parallel for reduction(min : first) schedule(static)
+    for (int64_t v = 0; v < n; v++)
+        for (int64_t k = 0; k < f; k++)
+            if (!isfinite(x[v * f + k])) {
+                first = v < first ? v : first;
+                break;
+            }
+    if (first == n) return 0;
+    int64_t k = 0;
+    while (isfinite(x[first * f + k])) k++;
+    return GNN_FAIL(GNN_EINVAL, "%s: feature %" PRId64 " of node %" PRId64 " is %g (gnn-train "
+                                "needs finite features)",
+                    path, k, id ? id[first] : first, (double)x[first * f + k]);
+}
+
+void gnn__normalize_rows(float *x, int64_t n, int64_t f)
+{
+#pragma omp parallel for schedule(static)
+    for (int64_t v = 0; v < n; v++) {
+        float *r = x + v * f;
+        double s = 0.0;
+        for (int64_t k = 0; k < f; k++) s += r[k];
+        if (s != 0.0) {
+            float inv = (float)(1.0 / s);
+            for (int64_t k = 0; k < f; k++) r[k] *= inv;
+        }
+    }
+}
+
+/* Load the graph file and check it can be trained on (features here, the
+ * task's targets by the task). */
+static int load_data(gnn_job_t *j)
+{
+    int rc = 0;
+    const char *path = j->o->data;
+    GNN_TRY(gnn_graph_load(path, &j->g));
+    const gnn_graph_t *g = &j->g;
+    GNN_CHECK(g->feat && g->feat_dim > 0, GNN_EINVAL,
+              "%s has no node features (gnn-train needs features, labels and splits)", path);
+    GNN_TRY(j->task->check_graph(g, path));
+    GNN_TRY(gnn__check_finite(path, g->feat, g->csr.n_rows, g->feat_dim, NULL));
+    return 0;
+fail:
+    return rc;
+}
+
+/*
+ * Dense or sparse first-layer input. Sparse needs a model whose first layer
+ * can take it (GCN, or SAGE with a linear aggregator); "auto" picks it when
+ * at most 10 % of the features are non-zero.
+ */
+static int setup_features(gnn_job_t *j)
+{
+    int rc = 0;
+    gnn_graph_t *g = &j->g;
+    gnn_vid_t n = g->csr.n_rows;
+    int64_t f = g->feat_dim;
+    const char *mode = j->o->sparse_features;
+    if (j->mode->minibatch) { /* dense rows, gathered per batch from a host copy */
+        if (!strcmp(mode, "on")) {
+            rc = GNN_FAIL(GNN_EUSAGE, "--sparse-features on needs --mode full (mini-batches "
+                                      "gather dense feature rows)");
+            goto fail;
+        }
+        size_t bytes = (size_t)n * (size_t)f * sizeof(float);
+        if (gnn_be_host_memory(j->be)) { /* one copy serves both */
+            GNN_TRY(gnn_be_upload_take(j->be, (void **)&g->feat, bytes, (void **)&j->x));
+            j->feat_host = j->x;
+        } else {
+            GNN_TRY(gnn__buf_upload(j->be, g->feat, bytes, (void **)&j->x));
+            j->feat_host = g->feat;
+        }
+        return 0;
+    }
+    /* Whether the first layer takes sparse input: its kind's check on a
+     * layer of the model's first shape. */
+    gnn_layer_t first = {.kind = j->kind, .index = 0, .fin = f, .aggr = j->aggr};
+    int able = j->kind->sparse_check && j->kind->sparse_check(&first) == 0;
+    if (!strcmp(mode, "on") && !able) {
+        rc = GNN_FAIL(GNN_EUSAGE, "--sparse-features on: the %s first layer can take sparse "
+                                  "input only with a linear aggregator (sum, mean, gcn), not %s",
+                      j->kind->name, j->aggr->name);
+        goto fail;
+    }
+    int64_t nz = 0;
+#pragma omp parallel for reduction(+ : nz) schedule(static)
+    for (int64_t i = 0; i < (int64_t)n * f; i++) nz += g->feat[i] != 0.0f;
+    double density = n && f ? (double)nz / ((double)n * (double)f) : 1.0;
+    int use = able && (!strcmp(mode, "on") || (!strcmp(mode, "auto") && density <= 0.10));
+    GNN_INFO("features: %.2f %% non-zero, first layer on %s input", 100.0 * density,
+             use ? "sparse" : "dense");
+    if (!use) /* the host copy is not needed again: hand it over */
+        return gnn_be_upload_take(j->be, (void **)&j->g.feat, (size_t)n * (size_t)f * sizeof(float),
+                                  (void **)&j->x);
+    gnn_csr_t *a = &j->xs;
+    a->n_rows = n;
+    a->n_cols = f;
+    a->nnz = nz;
+    a->indptr = gnn_malloc_array((size_t)n + 1, sizeof *a->indptr);
+    a->indices = gnn_malloc_array((size_t)nz + 1, sizeof *a->indices);
+    a->weights = gnn_malloc_array((size_t)nz + 1, sizeof *a->weights);
+    GNN_CHECK(a->indptr && a->indices && a->weights, GNN_ENOMEM, "sparse features");
+    a->indptr[0] = 0;
+    for (gnn_vid_t v = 0; v < n; v++) {
+        gnn_eid_t e = a->indptr[v];
+        for (int64_t k = 0; k < f; k++)
+            if (g->feat[v * f + k] != 0.0f) {
+                a->indices[e] = k;
+                a->weights[e++] = g->feat[v * f + k];
+            }
+        a->indptr[v + 1] = e;
+    }
+    a->flags = GNN_CSR_SORTED;
+    GNN_TRY(gnn_be_sparse_create(j->be, a, &j->bxs));
+    if (j->o->layers > 1) { /* the dense copy is read again only by 1-layer predictions */
+        gnn_free(g->feat);
+        g->feat = NULL;
+    }
+    return 0;
+fail:
+    return rc;
+}
+
+/* The backend named by --device: over a partition directory, "cuda" and
+ * "auto" give each rank of a machine the next of its devices. */
+static int open_backend(gnn_job_t *j)
+{
+    int rc = 0;
+    const gnn_train_opts_t *o = j->o;
+    gnn_spmm_impl_t spmm = GNN_SPMM_AUTO;
+    if (gnn_spmm_impl_from_name(o->spmm, &spmm) < 0) {
+        rc = GNN_FAIL(GNN_EUSAGE, "--spmm %s: expected auto, cusparse, rowcache or balanced",
+                      o->spmm);
+        goto fail;
+    }
+    char devname[32];
+    const char *device = o->device;
+    if (j->dist && (!strcmp(device, "cuda") || !strcmp(device, "auto"))) {
+        int local = 0, count = 1, ndev = gnn_backend_device_count();
+        GNN_TRY(gnn_dist_local_rank(MPI_COMM_WORLD, &local, &count));
+        if (ndev > 0) {
+            snprintf(devname, sizeof devname, "cuda:%d", local % ndev);
+            device = devname;
+            if (count > ndev)
+                GNN_WARN("%d ranks on this machine share its %d CUDA device%s", count, ndev,
+                         ndev == 1 ? "" : "s");
+        }
+    }
+    GNN_TRY(gnn_backend_open(device, &j->be));
+    if (gnn_be_set_spmm(j->be, spmm, o->deterministic) < 0) {
+        rc = GNN_FAIL(GNN_EUSAGE, "--spmm %s: only with --device cuda", o->spmm);
+        goto fail;
+    }
+fail:
+    return rc;
+}
+
+int gnn__setup(gnn_job_t *j)
+{
+    int rc = 0;
+    const gnn_train_opts_t *o = j->o;
+    GNN_TRY(gnn__opts_check(o));
+    if (j->rank == 0) GNN_TRY(gnn__opts_check_paths(o)); /* rank 0 writes the outputs */
+    if (gnn_model_kind_from_name(o->model, &j->kind) < 0) {
+        char msg[256]; /* the registry's list of kinds, as an option error */
+        snprintf(msg, sizeof msg, "%s", gnn_error_message());
+        rc = GNN_FAIL(GNN_EUSAGE, "--model: %s", msg);
+        goto fail;
+    }
+    j->decay_scope = o->decay_scope ? o->decay_scope : j->kind == GNN_MODEL_GCN ? "first" : "all";
+    int minibatch = o->mode ? !strcmp(o->mode, "minibatch") : j->kind == GNN_MODEL_SAGE;
+    j->mode = j->dist ? (minibatch ? &gnn_mode_dist_minibatch : &gnn_mode_dist_full)
+                      : (minibatch ? &gnn_mode_minibatch : &gnn_mode_full);
+    if (minibatch)
+        GNN_TRY(gnn__opts_fanouts(j));
+    else
+        snprintf(j->fanouts, sizeof j->fanouts, "-");
+    if (o->threads > 0) {
+        omp_set_num_threads(o->threads);
+    } else if (j->dist) { /* ranks on one machine share its cores */
+        const char *ls = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+        int local = ls ? atoi(ls) : 1, cores = omp_get_num_procs();
+        if (local > 1) omp_set_num_threads(cores / local > 1 ? cores / local : 1);
+    }
+    GNN_CHECK(!o->feature_cache || (j->dist && minibatch), GNN_EUSAGE,
+              "--feature-cache: only for mini-batches over a partition directory");
+    GNN_CHECK(!o->full_halo || (j->dist && !minibatch), GNN_EUSAGE,
+              "--full-halo: only for full-graph training over a partition directory");
+    if (j->dist) {
+        GNN_CHECK(strcmp(o->sparse_features, "on"), GNN_EUSAGE,
+                  "--sparse-features on: not over a partition directory");
+    }
+    GNN_TRY(open_backend(j));
+    GNN_TRY(gnn_aggr_registry_create(&j->reg));
+    if (o->aggr_plugin) GNN_TRY(gnn_aggr_registry_load(j->reg, o->aggr_plugin));
+    const char *aggr = o->aggr ? o->aggr : j->kind->default_aggr;
+    if (!j->kind->any_aggr && strcmp(aggr, j->kind->default_aggr)) {
+        rc = GNN_FAIL(GNN_EUSAGE, "--aggr %s: the %s model aggregates with %s; use --model sage "
+                                  "for other aggregators",
+                      aggr, j->kind->name, j->kind->default_aggr);
+        goto fail;
+    }
+    GNN_TRY(gnn_aggr_registry_find(j->reg, aggr, &j->aggr));
+    if (j->dist) return 0; /* the part is loaded once every rank got here */
+
+    GNN_TRY(load_data(j));
+    gnn_graph_t *g = &j->g;
+    gnn_vid_t n = g->csr.n_rows;
+    if (o->normalize_features) gnn__normalize_rows(g->feat, n, g->feat_dim);
+    GNN_TRY(setup_features(j));
+    GNN_TRY(j->task->setup(j, &j->out_dim));
+    char targets[256];
+    j->task->describe(j, targets, sizeof targets);
+    GNN_INFO("%s: %" GNN_PRIvid " nodes, %" GNN_PRIeid " edges, %" PRId64 " features, %s; %s, "
+             "%s, %s",
+             o->data, n, g->csr.nnz, g->feat_dim, targets, o->model,
+             j->mode->minibatch ? "mini-batch" : "full graph", gnn_backend_describe(j->be));
+    GNN_TRY(j->mode->setup(j));
+    return 0;
+fail:
+    return rc;
+}

@@ -1,0 +1,238 @@
+/*
+ * The loop's state as a checkpoint holds it (trainer/checkpoint.h): the
+ * configuration it was trained with, the position (run, epoch, step,
+ * dropout stream), the best epoch so far, the finished runs' results, and
+ * the parameters with Adam's moments. A resumed run starts from exactly
+ * this state, so it performs the operations the uninterrupted one would
+ * have; a checkpoint of another job is refused, naming what differs.
+ */
+#include "trainer/job.h"
+
+#include "graph/base/alloc.h"
+#include "graph/base/error.h"
+#include "graph/base/log.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* Fill the configuration part of j->ck from the options. */
+static void ck_config(gnn_job_t *j, gnn_checkpoint_t *c)
+{
+    const gnn_train_opts_t *o = j->o;
+    snprintf(c->model, sizeof c->model, "%s", o->model);
+    snprintf(c->aggr, sizeof c->aggr, "%s", j->aggr->name);
+    snprintf(c->decay_scope, sizeof c->decay_scope, "%s", j->decay_scope);
+    snprintf(c->mode, sizeof c->mode, "%s", j->mode->minibatch ? "minibatch" : "full");
+    snprintf(c->fanouts, sizeof c->fanouts, "%s", j->fanouts);
+    c->batch_size = j->mode->minibatch ? o->batch_size : 0;
+    c->layers = o->layers;
+    c->in_dim = j->g.feat_dim;
+    c->hidden = o->hidden;
+    c->classes = j->out_dim;
+    c->dropout = o->dropout;
+    c->lr = o->lr;
+    c->weight_decay = o->weight_decay;
+    c->normalize_features = o->normalize_features;
+    c->seed = (uint64_t)o->seed;
+    c->runs = o->runs;
+    c->num_nodes = j->dist ? j->dist->n_global : j->g.csr.n_rows;
+    c->parts = j->dist ? j->dist->size : 0;
+    const int64_t *ids;
+    int64_t held;
+    j->task->train_seeds(j, &ids, &held, &c->train_nodes);
+}
+
+/* "a graph file" or "a partition directory of N parts" (parts as in
+ * gnn_checkpoint_t), for messages about what a run trained on. */
+static const char *parts_text(int64_t parts, char *buf, size_t size)
+{
+    if (parts == 0) return "a graph file";
+    snprintf(buf, size, "a partition directory of %" PRId64 " parts", parts);
+    return buf;
+}
+
+/* A resumed checkpoint must describe the same job. */
+static int ck_match(gnn_job_t *j, const gnn_checkpoint_t *c)
+{
+    gnn_checkpoint_t want = {0};
+    ck_config(j, &want);
+    const char *p = j->o->checkpoint;
+#define SAME_I(field, what)                                                                    \
+    if (c->field != want.field)                                                                \
+        return GNN_FAIL(GNN_EINVAL, "%s: %s is %" PRId64 " in the checkpoint but %" PRId64     \
+                                    " now",                                                    \
+                        p, what, (int64_t)c->field, (int64_t)want.field);
+#define SAME_D(field, what)                                                                    \
+    if (c->field != want.field)                                                                \
+        return GNN_FAIL(GNN_EINVAL, "%s: %s is %g in the checkpoint but %g now", p, what,       \
+                        c->field, want.field);
+#define SAME_S(field, what)                                                                    \
+    if (strcmp(c->field, want.field))                                                          \
+        return GNN_FAIL(GNN_EINVAL, "%s: %s is %s in the checkpoint but %s now", p, what,       \
+                        c->field, want.field);
+    SAME_S(model, "the model")
+    SAME_S(aggr, "the aggregator")
+    SAME_I(in_dim, "the feature width")
+    SAME_I(classes, "the number of classes")
+    SAME_I(layers, "--layers")
+    SAME_I(hidden, "--hidden")
+    SAME_D(dropout, "--dropout")
+    SAME_D(lr, "--lr")
+    SAME_D(weight_decay, "--weight-decay")
+    SAME_S(decay_scope, "--decay-scope")
+    SAME_S(mode, "--mode")
+    SAME_S(fanouts, "--fanouts")
+    SAME_I(batch_size, "--batch-size")
+    SAME_I(normalize_features, "--normalize-features")
+    SAME_I(seed, "--seed")
+    if (c->num_nodes >= 0) { /* recorded since version 3 */
+        if (c->parts != want.parts) {
+            char a[64], b[64];
+            return GNN_FAIL(GNN_EINVAL, "%s: the checkpoint was written training on %s, this "
+                                        "run trains on %s",
+                            p, parts_text(c->parts, a, sizeof a),
+                            parts_text(want.parts, b, sizeof b));
+        }
+        SAME_I(num_nodes, "the number of nodes")
+        SAME_I(train_nodes, "the number of training nodes")
+    }
+#undef SAME_I
+#undef SAME_D
+#undef SAME_S
+    if (c->runs > want.runs || c->runs_done > want.runs)
+        return GNN_FAIL(GNN_EINVAL, "%s: %" PRId64 " runs in the checkpoint but --runs %" PRId64,
+                        p, c->runs, want.runs);
+    return 0;
+}
+
+void gnn__state_new_run(gnn_checkpoint_t *c, int64_t r)
+{
+    c->run = r;
+    c->epoch = 0;
+    c->step = 0;
+    c->rng_offset = 0;
+    c->best_epoch = -1;
+    c->bad_evals = 0;
+    c->best_valid_acc = -1.0;
+    c->best_valid_loss = INFINITY;
+    c->best_test_acc = 0.0;
+    c->best_train_acc = 0.0;
+    c->min_valid_loss = INFINITY;
+}
+
+int gnn__state_save(gnn_job_t *j)
+{
+    int rc = 0;
+    if (j->rank > 0) return 0; /* rank 0 writes; every rank holds the same state */
+    gnn_checkpoint_t *c = &j->ck;
+    size_t bytes = (size_t)c->n_params * sizeof(float);
+    if (j->model) {
+        c->rng_offset = gnn_model_rng_offset(j->model);
+        GNN_TRY(gnn_be_download(j->be, c->params, gnn_model_params(j->model), bytes));
+        GNN_TRY(gnn_be_download(j->be, c->adam_m, j->adam_m, bytes));
+        GNN_TRY(gnn_be_download(j->be, c->adam_v, j->adam_v, bytes));
+    }
+    GNN_TRY(gnn_checkpoint_save(j->o->checkpoint, c));
+    GNN_DEBUG("checkpoint %s: run %" PRId64 " epoch %" PRId64, j->o->checkpoint, c->run + 1,
+              c->epoch);
+    return 0;
+fail:
+    return rc;
+}
+
+int gnn__state_alloc(gnn_job_t *j, int64_t np)
+{
+    gnn_checkpoint_t *c = &j->ck;
+    c->n_params = np;
+    c->params = gnn_malloc_array((size_t)np + 1, sizeof(float));
+    c->adam_m = gnn_malloc_array((size_t)np + 1, sizeof(float));
+    c->adam_v = gnn_malloc_array((size_t)np + 1, sizeof(float));
+    c->best_params = gnn_malloc_array((size_t)np + 1, sizeof(float));
+    c->run_test_acc = gnn_calloc((size_t)j->o->runs + 1, sizeof(double));
+    c->run_valid_acc = gnn_calloc((size_t)j->o->runs + 1, sizeof(double));
+    if (!c->params || !c->adam_m || !c->adam_v || !c->best_params || !c->run_test_acc ||
+        !c->run_valid_acc)
+        return GNN_ENOMEM; /* recorded by the allocator */
+    return 0;
+}
+
+static int file_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+int gnn__state_load(gnn_job_t *j, int *restore)
+{
+    int rc = 0;
+    const gnn_train_opts_t *o = j->o;
+    *restore = 0;
+    if (o->checkpoint && file_exists(o->checkpoint)) {
+        if (!o->resume) {
+            rc = GNN_FAIL(GNN_EEXISTS, "checkpoint %s exists (add --resume to continue it, or "
+                                       "remove it)",
+                          o->checkpoint);
+            goto fail;
+        }
+        gnn_checkpoint_t loaded;
+        GNN_TRY(gnn_checkpoint_load(o->checkpoint, &loaded));
+        rc = ck_match(j, &loaded);
+        if (rc < 0) {
+            gnn_checkpoint_free(&loaded);
+            goto fail;
+        }
+        GNN_TRY(gnn__state_alloc(j, loaded.n_params));
+        gnn_checkpoint_t *c = &j->ck;
+        float *keep[4] = {c->params, c->adam_m, c->adam_v, c->best_params};
+        double *kr[2] = {c->run_test_acc, c->run_valid_acc};
+        size_t pb = (size_t)loaded.n_params * sizeof(float);
+        memcpy(keep[0], loaded.params, pb);
+        memcpy(keep[1], loaded.adam_m, pb);
+        memcpy(keep[2], loaded.adam_v, pb);
+        memcpy(keep[3], loaded.best_params, pb);
+        memcpy(kr[0], loaded.run_test_acc, (size_t)loaded.runs_done * sizeof(double));
+        memcpy(kr[1], loaded.run_valid_acc, (size_t)loaded.runs_done * sizeof(double));
+        float *la[4] = {loaded.params, loaded.adam_m, loaded.adam_v, loaded.best_params};
+        double *lr[2] = {loaded.run_test_acc, loaded.run_valid_acc};
+        *c = loaded;
+        c->params = keep[0], c->adam_m = keep[1], c->adam_v = keep[2], c->best_params = keep[3];
+        c->run_test_acc = kr[0], c->run_valid_acc = kr[1];
+        loaded.params = la[0], loaded.adam_m = la[1], loaded.adam_v = la[2];
+        loaded.best_params = la[3], loaded.run_test_acc = lr[0], loaded.run_valid_acc = lr[1];
+        gnn_checkpoint_free(&loaded);
+        c->runs = o->runs;
+        /* A run that ended at its last epoch (not stopped early) is
+         * continued when --epochs now asks for more: the checkpoint holds
+         * its final state. Earlier finished runs cannot be, so a checkpoint
+         * with several is refused rather than silently left short. */
+        if (c->runs_done > 0 && c->run == c->runs_done - 1 && c->epoch < o->epochs &&
+            !(o->early_stop > 0 && c->bad_evals >= o->early_stop)) {
+            if (c->runs_done > 1) {
+                rc = GNN_FAIL(GNN_EINVAL,
+                              "%s: its %" PRId64 " finished runs ended at epoch %" PRId64
+                              ", --epochs %d would continue only the last one",
+                              o->checkpoint, c->runs_done, c->epoch, o->epochs);
+                goto fail;
+            }
+            c->runs_done--;
+        }
+        *restore = c->runs_done < o->runs && c->run == c->runs_done;
+        GNN_INFO("resuming %s: run %" PRId64 "/%d after epoch %" PRId64, o->checkpoint,
+                 c->run + 1, o->runs, c->epoch);
+    } else if (o->resume) {
+        GNN_WARN("no checkpoint at %s: starting from scratch", o->checkpoint);
+    }
+    ck_config(j, &j->ck);
+
+    if (o->log_json && j->rank == 0) {
+        j->log = fopen(o->log_json, *restore || j->ck.runs_done > 0 ? "a" : "w");
+        GNN_CHECK(j->log, GNN_EIO, "cannot write the log %s: %s", o->log_json, strerror(errno));
+    }
+    return 0;
+fail:
+    return rc;
+}

@@ -1,0 +1,87 @@
+/*
+ * The task interface: what a model is trained to do, apart from how it is
+ * trained (the mode, trainer/mode.h) and what it is built of (its layers,
+ * trainer/layer.h).
+ *
+ * A task owns its targets (node classification: labels and the train,
+ * valid and test splits, on the backend), says what the loss of a step is
+ * computed on and its gradient (over the model's output rows), what
+ * evaluation reports, and which keys carry those numbers in the JSON-lines
+ * log and the final line. The epoch loop (trainer/loop.c) chooses the best
+ * epoch, stops early and checkpoints through the metric roles a task
+ * declares, never through their names.
+ *
+ * Adding a task: one file defining a gnn_task_kind_t (node classification
+ * is the one task so far: trainer/tasks/nodeclass.c).
+ */
+#ifndef GNN_TRAINER_TASK_H
+#define GNN_TRAINER_TASK_H
+
+#include "graph/graph_file.h"
+#include "kernels/backend.h"
+
+#include <stdint.h>
+
+struct gnn_job;
+
+#define GNN_TASK_MAX_METRICS 8
+
+/* One evaluation: the task's metrics, in the order of its keys. */
+typedef struct {
+    double v[GNN_TASK_MAX_METRICS];
+} gnn_metrics_t;
+
+typedef struct gnn_task_kind {
+    const char *name;
+    /* Keys of the metrics, as the log writes them, in order. */
+    int n_metrics;
+    const char *metric_keys[GNN_TASK_MAX_METRICS];
+    /* Roles (indices into the metrics). The best epoch has the highest
+     * `select` (ties: the lowest `stop`); early stopping counts
+     * evaluations without a new lowest `stop` (a loss); `train`, `test`
+     * and `select` are reported for the best epoch, `select` and `test`
+     * in the final line. */
+    int select, stop, train, test;
+    /* Short labels of train, select and test for the progress line, and
+     * what the select and test metrics are called in the summary
+     * ("test accuracy 81.50 %"). */
+    const char *train_label, *select_label, *test_label, *metric_name;
+
+    /* What the task needs of a graph file (one process): 0 or GNN_EINVAL
+     * naming what is missing. */
+    int (*check_graph)(const gnn_graph_t *g, const char *path);
+    /* Targets onto the backend (collective over a partition directory,
+     * where the checks are agreed across ranks), and the model's output
+     * width into *out_dim. */
+    int (*setup)(struct gnn_job *j, int64_t *out_dim);
+    /* Training seeds held here (host ids of the local graph) and their
+     * number over all ranks, for the mini-batch loader. */
+    void (*train_seeds)(const struct gnn_job *j, const int64_t **ids, int64_t *n,
+                        int64_t *total);
+    /* Host labels of the local nodes the loader copies per seed (NULL:
+     * none). */
+    const int64_t *(*seed_targets)(const struct gnn_job *j);
+    /*
+     * Loss over a full-graph forward (logits: one row per local node, the
+     * rank's own first): *loss = mean over the training targets held here
+     * (0 with none), dlogits (n x out_dim, backend) = its gradient. *count:
+     * the targets it averaged over.
+     */
+    int (*full_loss)(struct gnn_job *j, const float *logits, int64_t n, double *loss,
+                     float *dlogits, int64_t *count);
+    /* Loss over a mini-batch's seeds (the first ns rows of logits, y the
+     * batch's targets on the backend): the mean, and its gradient. */
+    int (*batch_loss)(struct gnn_job *j, const float *logits, const int64_t *y, int64_t ns,
+                      double *loss, float *dlogits);
+    /* The metrics of logits over every local node (n rows), reduced over
+     * the ranks of a partition directory (collective then). */
+    int (*evaluate)(struct gnn_job *j, const float *logits, int64_t n, gnn_metrics_t *out);
+    /* Lines of gnn-train's set-up report: the targets' counts. */
+    void (*describe)(const struct gnn_job *j, char *buf, size_t size);
+    void (*free)(struct gnn_job *j);
+} gnn_task_kind_t;
+
+/* Node classification (trainer/tasks/nodeclass.c). */
+extern const gnn_task_kind_t gnn_task_nodeclass;
+
+#endif
