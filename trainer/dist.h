@@ -195,4 +195,11 @@ int gnn_dist_agree(MPI_Comm comm, int rc);
  * when no failure was agreed: a failing rank must then end the job. */
 int gnn_dist_reporting_rank(void);
 
+/* Internal to dist.c and dist_draw.c: one count to and from every rank
+ * (send[r] < 0: the sender's failure, the same to all), failures agreed
+ * from them; then where each rank's part starts in what comes next
+ * (displ) and its total (*sum). */
+int gnn__dist_exchange_counts(const gnn_dist_part_t *d, MPI_Comm comm, int *send, int *recv,
+                              int *displ, int *codes, int64_t *sum);
+
 #endif

@@ -12,7 +12,7 @@
  *
  * A kind built on it fills a gnn_conv_layout_t in its setup and calls
  * gnn_conv_setup; the other entries of its gnn_layer_kind_t are the
- * gnn_conv_* functions below.
+ * gnn_conv_* functions below (GNN_CONV_ENTRIES).
  */
 #ifndef GNN_TRAINER_LAYERS_CONV_H
 #define GNN_TRAINER_LAYERS_CONV_H
@@ -37,5 +37,17 @@ void gnn_conv_scratch(const gnn_layer_t *L, int input_grad, gnn_layer_scratch_t 
 int gnn_conv_backward(gnn_layer_t *L, gnn_layer_env_t *env, float *dz, float **dx);
 size_t gnn_conv_state_bytes(const gnn_layer_t *L);
 void gnn_conv_free(gnn_layer_t *L, gnn_backend_t *be);
+
+/* The entries of a gnn_layer_kind_t that a kind built on the core takes
+ * as they are (all but its name, aggregators and setup). */
+#define GNN_CONV_ENTRIES                         \
+    .init = gnn_conv_init,                       \
+    .sparse_check = gnn_conv_sparse_check,       \
+    .forward = gnn_conv_forward,                 \
+    .drop_target = gnn_conv_drop_target,         \
+    .scratch = gnn_conv_scratch,                 \
+    .backward = gnn_conv_backward,               \
+    .state_bytes = gnn_conv_state_bytes,         \
+    .free = gnn_conv_free
 
 #endif

@@ -18,12 +18,5 @@ const gnn_layer_kind_t gnn_layer_gcn = {
     .any_aggr = 0,
     .square_sources = 0,
     .setup = gcn_setup,
-    .init = gnn_conv_init,
-    .sparse_check = gnn_conv_sparse_check,
-    .forward = gnn_conv_forward,
-    .drop_target = gnn_conv_drop_target,
-    .scratch = gnn_conv_scratch,
-    .backward = gnn_conv_backward,
-    .state_bytes = gnn_conv_state_bytes,
-    .free = gnn_conv_free,
+    GNN_CONV_ENTRIES,
 };

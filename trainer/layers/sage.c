@@ -21,12 +21,5 @@ const gnn_layer_kind_t gnn_layer_sage = {
     .any_aggr = 1,
     .square_sources = 1,
     .setup = sage_setup,
-    .init = gnn_conv_init,
-    .sparse_check = gnn_conv_sparse_check,
-    .forward = gnn_conv_forward,
-    .drop_target = gnn_conv_drop_target,
-    .scratch = gnn_conv_scratch,
-    .backward = gnn_conv_backward,
-    .state_bytes = gnn_conv_state_bytes,
-    .free = gnn_conv_free,
+    GNN_CONV_ENTRIES,
 };
