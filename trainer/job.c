@@ -38,6 +38,10 @@ int gnn__buf_upload(gnn_backend_t *be, const void *src, size_t bytes, void **dst
 
 void gnn__job_free(gnn_job_t *j)
 {
+    /* The loader first: its workers may still read the features and
+     * graphs below (a failure in the middle of an epoch). */
+    gnn_loader_free(j->ld);
+    if (j->mode && j->mode->free) j->mode->free(j); /* after the loader reading its rows */
     if (j->task && j->task->free) j->task->free(j);
     gnn_model_free(j->model);
     if (j->be) {
@@ -55,8 +59,6 @@ void gnn__job_free(gnn_job_t *j)
         gnn_be_free(j->be, j->eidx);
         gnn_be_free(j->be, j->row_id);
     }
-    gnn_loader_free(j->ld); /* before the graph it samples and the backend */
-    if (j->mode && j->mode->free) j->mode->free(j); /* after the loader reading its rows */
     gnn_free(j->outdeg);
     gnn_be_graph_free(j->bg);
     gnn_be_sparse_free(j->bxs);

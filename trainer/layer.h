@@ -165,6 +165,8 @@ extern const gnn_layer_kind_t gnn_layer_sage;
 /* The registered kinds (trainer/layers/registry.c), by --model name: 0 with *out,
  * or GNN_EINVAL "unknown model "NAME" (expected gcn or sage)". */
 int gnn_layer_kind_find(const char *name, const gnn_layer_kind_t **out);
+/* The kinds' names as a list for messages: "gcn or sage". */
+void gnn_layer_kind_list(char *buf, size_t size);
 /* Number of registered kinds and the i-th (NULL out of range). */
 int gnn_layer_kind_count(void);
 const gnn_layer_kind_t *gnn_layer_kind_at(int i);

@@ -186,9 +186,9 @@ int gnn__setup(gnn_job_t *j)
     GNN_TRY(gnn__opts_check(o));
     if (j->rank == 0) GNN_TRY(gnn__opts_check_paths(o)); /* rank 0 writes the outputs */
     if (gnn_model_kind_from_name(o->model, &j->kind) < 0) {
-        char msg[256]; /* the registry's list of kinds, as an option error */
-        snprintf(msg, sizeof msg, "%s", gnn_error_message());
-        rc = GNN_FAIL(GNN_EUSAGE, "--model: %s", msg);
+        char list[256];
+        gnn_layer_kind_list(list, sizeof list);
+        rc = GNN_FAIL(GNN_EUSAGE, "--model: unknown model \"%s\" (expected %s)", o->model, list);
         goto fail;
     }
     j->decay_scope = o->decay_scope ? o->decay_scope : j->kind == GNN_MODEL_GCN ? "first" : "all";

@@ -26,6 +26,9 @@ typedef struct {
     int64_t b_off;   /* b */
 } gnn_conv_layout_t;
 
+/* The functions below are the gnn_layer_kind_t entries of the same names
+ * (trainer/layer.h states what each must do). */
+
 /* L->state for layout lay (L->count set by the caller); GNN_ENOMEM. */
 int gnn_conv_setup(gnn_layer_t *L, const gnn_conv_layout_t *lay);
 /* Glorot weights, zero biases (w: the layer's span, zeroed). */

@@ -41,12 +41,17 @@ int gnn_layer_kind_find(const char *name, const gnn_layer_kind_t **out)
             return 0;
         }
     char list[256];
-    size_t at = 0;
-    list[0] = '\0';
-    for (int i = 0; i < N_KINDS && at < sizeof list; i++)
-        at += (size_t)snprintf(list + at, sizeof list - at, "%s%s",
-                               i == 0 ? "" : i == N_KINDS - 1 ? " or " : ", ", kinds[i]->name);
+    gnn_layer_kind_list(list, sizeof list);
     return GNN_FAIL(GNN_EINVAL, "unknown model \"%s\" (expected %s)", name ? name : "(null)", list);
+}
+
+void gnn_layer_kind_list(char *buf, size_t size)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < N_KINDS && at < size; i++)
+        at += (size_t)snprintf(buf + at, size - at, "%s%s",
+                               i == 0 ? "" : i == N_KINDS - 1 ? " or " : ", ", kinds[i]->name);
 }
 
 int gnn_layer_ensure(gnn_backend_t *be, void **buf, size_t *have, size_t bytes)

@@ -77,8 +77,8 @@ static int dmb_setup(gnn_job_t *j)
     int local = 0;
     GNN_TRY(gnn__dist_open_exchange(j));
     dmb_t *st = gnn_calloc(1, sizeof *st);
+    j->mode_state = st; /* freed by dmb_free whatever the others say */
     GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, st ? 0 : GNN_FAIL(GNN_ENOMEM, "mini-batch state")));
-    j->mode_state = st;
     const int64_t *train;
     int64_t n_train, n_total;
     j->task->train_seeds(j, &train, &n_train, &n_total);
