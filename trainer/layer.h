@@ -113,6 +113,11 @@ struct gnn_layer_kind {
                                   default_aggr) */
     int square_sources;        /* needs n_dst <= n_src with the destinations
                                   first among the sources (a self term) */
+    int reads_halo;            /* reads input rows of sources beyond its
+                                  destinations: spread over ranks, the model
+                                  exchanges the halo rows of its input before
+                                  it (and their gradients back after its
+                                  backward); 0 for a layer of each node alone */
     /*
      * Set L->count (parameters of the layer from its widths and aggregator)
      * and allocate L->state. 0, or GNN_ENOMEM / GNN_EINVAL.

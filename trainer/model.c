@@ -348,7 +348,7 @@ static int layer_forward(gnn_model_t *m, int l, gnn_bgraph_t *g, const float *in
     }
     GNN_TRY(L->kind->forward(L, &env));
     if (!L->last) GNN_TRY(gnn_be_relu(m->be, nd * fout, L->z, L->z));
-    if (m->halo.forward && !L->last && !L->sparse)
+    if (m->halo.forward && !L->last && !L->sparse && m->layer[l + 1].kind->reads_halo)
         GNN_TRY(m->halo.forward(m->halo.ctx, l, training, L->z, fout));
     return 0;
 fail:
@@ -478,7 +478,8 @@ int gnn_model_backward(gnn_model_t *m, float *dlogits)
         env.blk = env.dx = slot[l] >= 0 ? m->gbuf[slot[l]] : NULL;
         GNN_TRY(L->kind->backward(L, &env, dz, l > 0 ? &dx : NULL));
         if (l == 0) break;
-        if (m->halo.forward) GNN_TRY(m->halo.backward(m->halo.ctx, l - 1, dx, L->fin));
+        if (m->halo.forward && L->kind->reads_halo)
+            GNN_TRY(m->halo.backward(m->halo.ctx, l - 1, dx, L->fin));
         dz = dx;
     }
     return 0;

@@ -130,7 +130,8 @@ int gnn_model_backward(gnn_model_t *m, float *dlogits);
  * distributed training, trainer/dist.h). Every layer's graph then has the
  * rank's n_dst owned nodes as destinations and n_rows sources: the owned
  * nodes first, then halo nodes owned elsewhere. After each layer but the
- * last, forward fills the halo rows of its output (rows [n_dst, n_rows),
+ * last (whose next layer reads halo rows: every GCN and SAGE layer),
+ * forward fills the halo rows of its output (rows [n_dst, n_rows),
  * width f) from their owners; in the backward pass, backward adds the
  * gradients of those rows into their owners' rows (the owners' part of
  * the sum). Dropout draws element (r, j) of a layer input from counter

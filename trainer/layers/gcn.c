@@ -17,6 +17,7 @@ const gnn_layer_kind_t gnn_layer_gcn = {
     .default_aggr = "gcn",
     .any_aggr = 0,
     .square_sources = 0,
+    .reads_halo = 1,
     .setup = gcn_setup,
     GNN_CONV_ENTRIES,
 };

@@ -20,6 +20,7 @@ const gnn_layer_kind_t gnn_layer_sage = {
     .default_aggr = "mean",
     .any_aggr = 1,
     .square_sources = 1,
+    .reads_halo = 1,
     .setup = sage_setup,
     GNN_CONV_ENTRIES,
 };
