@@ -1,0 +1,97 @@
+/*
+ * Multi-head graph attention over the in-edge CSR (kernels/spmm.h), CPU.
+ *
+ * An attention layer weighs each in-edge of a destination by a score,
+ * normalises the scores over the destination's in-edges with a softmax,
+ * and aggregates its sources' rows with those weights, per head. The work
+ * is split where a score function may differ (GAT, GATv2, a plug-in's)
+ * and fused everywhere else, so that memory per edge is O(heads): no
+ * edges x heads x features tensor is ever built.
+ *
+ * Edge slots. Destination v owns slots [indptr[v] + v, indptr[v+1] + v + 1)
+ * when self loops are added (opts.self_loop): its CSR entries in order,
+ * then one slot for the self loop v -> v (source row v: the destinations
+ * are the first n_dst sources, as in a sampled block). Entries u -> v with
+ * u == v stored in the graph are then left out (weight 0), so every node
+ * has exactly one self loop, as PyG's GATConv does. Without self loops
+ * the slots are the CSR entries, [indptr[v], indptr[v+1]). Per-edge arrays
+ * are slots x heads, row-major: (slot, h) at slot * heads + h.
+ *
+ * Features: x is n_src x (heads * f), head h of row u at u * heads * f +
+ * h * f; y is n_dst x (heads * f) likewise.
+ *
+ * GAT scores (Velickovic et al.): with per-node terms el (n_src x heads,
+ * from the source) and er (n_dst x heads, from the destination),
+ *   s[slot(u -> v), h] = LeakyReLU(el[u, h] + er[v, h]; negative_slope).
+ *
+ * Softmax and aggregation: per destination v and head h,
+ *   alpha[e, h] = exp(s[e, h] - m) / sum_e' exp(s[e', h] - m),  m = the max
+ *   y[v, h, :] = sum_e keep(e, h) * alpha[e, h] / (1 - p) * x[src(e), h, :]
+ * where keep(e, h) = gnn_rng_keep(seed, offset + e * heads + h, p) is the
+ * attention dropout (p = 0: every edge kept; graph/base/rng.h). A row
+ * without slots gives y = 0.
+ *
+ * Backward passes overwrite their outputs and gather over the transpose
+ * (gnn_attn_graph_t maps each transposed entry to its slot), so results
+ * are bitwise identical for any thread count.
+ */
+#ifndef GNN_KERNELS_ATTN_H
+#define GNN_KERNELS_ATTN_H
+
+#include "kernels/spmm.h"
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    int64_t heads;         /* H >= 1 */
+    int64_t f;             /* features per head, >= 1 */
+    int self_loop;         /* add one self loop per destination (see above) */
+    float negative_slope;  /* of the GAT score's LeakyReLU */
+    float dropout;         /* attention dropout p in [0, 1) */
+    uint64_t seed, offset; /* its counter-based stream */
+} gnn_attn_opts_t;
+
+/* A graph prepared for attention: the spmm graph (borrowed) and, per entry
+ * of its transpose, the slot of that edge. */
+typedef struct {
+    const gnn_spmm_graph_t *g;
+    gnn_eid_t *t_slot; /* nnz: slot of the edge at each transposed position */
+    gnn_eid_t slots;   /* nnz + n_dst with self loops, else nnz */
+    int self_loop;
+} gnn_attn_graph_t;
+
+/* Prepare g (borrowed; must outlive the result) for attention with or
+ * without self loops. 0, GNN_EINVAL (NULL, or self loops on a graph with
+ * n_dst > n_src), GNN_ENOMEM; *out NULL on failure. */
+int gnn_attn_graph_create(const gnn_spmm_graph_t *g, int self_loop, gnn_attn_graph_t **out);
+void gnn_attn_graph_free(gnn_attn_graph_t *a);
+
+/* s (slots x heads) = GAT scores from el (n_src x heads) and er (n_dst x
+ * heads). 0 or GNN_EINVAL. */
+int gnn_attn_gat_score(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, const float *el,
+                       const float *er, float *s);
+/* From ds (slots x heads, the gradient of the scores): del (n_src x heads)
+ * and der (n_dst x heads), overwritten. el and er as in the forward. */
+int gnn_attn_gat_score_backward(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o,
+                                const float *el, const float *er, const float *ds, float *del,
+                                float *der);
+
+/* In place s -> alpha (the softmax, before dropout), and y (n_dst x heads
+ * * f) from x (n_src x heads * f) as above. 0 or GNN_EINVAL. */
+int gnn_attn_forward(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, const float *x,
+                     float *s, float *y);
+/* From dy (n_dst x heads * f): dx (n_src x heads * f) and ds (slots x
+ * heads, the gradient of the scores before the softmax), overwritten.
+ * alpha is the forward's, x its input; the same opts (dropout replayed). */
+int gnn_attn_backward(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, const float *x,
+                      const float *alpha, const float *dy, float *dx, float *ds);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
