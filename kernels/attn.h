@@ -90,6 +90,18 @@ int gnn_attn_forward(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, const 
 int gnn_attn_backward(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, const float *x,
                       const float *alpha, const float *dy, float *dx, float *ds);
 
+/*
+ * Per-node, per-head terms (GAT's el and er): out[u, h] = sum_k x[u, h*f +
+ * k] * a[h*f + k] for n rows of x (n x heads * f) and a (heads x f).
+ * Backward: dx[u, h*f + k] += dout[u, h] * a[h*f + k] (accumulated, so
+ * both terms of one x add up), da[h*f + k] = sum_u dout[u, h] * x[u, h*f +
+ * k] (overwritten; summed in double over fixed blocks of rows).
+ */
+int gnn_attn_head_dot(int64_t n, int64_t heads, int64_t f, const float *x, const float *a,
+                      float *out);
+int gnn_attn_head_dot_backward(int64_t n, int64_t heads, int64_t f, const float *x,
+                               const float *a, const float *dout, float *dx, float *da);
+
 #ifdef __cplusplus
 }
 #endif

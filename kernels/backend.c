@@ -399,6 +399,8 @@ void gnn_be_graph_free(gnn_bgraph_t *g)
 {
     if (!g) return;
     if (g->be && g->be->ops->graph_release) g->be->ops->graph_release(g->be, g);
+    gnn_attn_graph_free(g->attn[0]);
+    gnn_attn_graph_free(g->attn[1]);
     gnn_spmm_graph_free(g->sg);
     gnn_free(g);
 }
@@ -619,4 +621,135 @@ int gnn_be_sparse_mm_t(gnn_backend_t *be, const gnn_bsparse_t *s, const float *v
     BUF(dt, "gnn_be_sparse_mm_t");
     BUF(dw, "gnn_be_sparse_mm_t");
     return be->ops->sparse_mm_t(be, s, vals, dt, f, dw);
+}
+
+/* ---- Graph attention ------------------------------------------------------- */
+
+int64_t gnn_be_attn_slots(const gnn_bgraph_t *g, int self_loop)
+{
+    return g ? g->host.nnz + (self_loop ? g->host.n_dst : 0) : 0;
+}
+
+/* The op, and g's slot layout for o (prepared on first use). */
+static int attn_prep(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_opts_t *o, void *op,
+                     const char *fn, const gnn_attn_graph_t **a)
+{
+    NEED(be && g && o, fn);
+    if (!op)
+        return GNN_FAIL(GNN_EUNSUPPORTED, "%s: graph attention is not available on %s", fn,
+                        be->desc);
+    if (g->be != be) return GNN_FAIL(GNN_EINVAL, "%s: the graph belongs to another backend", fn);
+    int k = o->self_loop != 0;
+    if (!g->attn[k]) {
+        int rc = gnn_attn_graph_create(g->sg, k, &g->attn[k]);
+        if (rc < 0) return rc;
+    }
+    *a = g->attn[k];
+    return 0;
+}
+
+int gnn_be_attn_gat_score(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_opts_t *o,
+                          const float *el, const float *er, float *s)
+{
+    const gnn_attn_graph_t *a;
+    int rc = attn_prep(be, g, o, be ? (void *)be->ops->attn_gat_score : NULL,
+                       "gnn_be_attn_gat_score", &a);
+    if (rc < 0) return rc;
+    BUF(el, "gnn_be_attn_gat_score");
+    BUF(er, "gnn_be_attn_gat_score");
+    BUF(s, "gnn_be_attn_gat_score");
+    return be->ops->attn_gat_score(be, g, a, o, el, er, s);
+}
+
+int gnn_be_attn_gat_score_backward(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_opts_t *o,
+                                   const float *el, const float *er, const float *ds, float *del,
+                                   float *der)
+{
+    const gnn_attn_graph_t *a;
+    int rc = attn_prep(be, g, o, be ? (void *)be->ops->attn_gat_score_backward : NULL,
+                       "gnn_be_attn_gat_score_backward", &a);
+    if (rc < 0) return rc;
+    BUF(el, "gnn_be_attn_gat_score_backward");
+    BUF(er, "gnn_be_attn_gat_score_backward");
+    BUF(ds, "gnn_be_attn_gat_score_backward");
+    BUF(del, "gnn_be_attn_gat_score_backward");
+    BUF(der, "gnn_be_attn_gat_score_backward");
+    return be->ops->attn_gat_score_backward(be, g, a, o, el, er, ds, del, der);
+}
+
+int gnn_be_attn_forward(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_opts_t *o,
+                        const float *x, float *s, float *y)
+{
+    const gnn_attn_graph_t *a;
+    int rc = attn_prep(be, g, o, be ? (void *)be->ops->attn_forward : NULL, "gnn_be_attn_forward",
+                       &a);
+    if (rc < 0) return rc;
+    BUF(x, "gnn_be_attn_forward");
+    BUF(s, "gnn_be_attn_forward");
+    BUF(y, "gnn_be_attn_forward");
+    return be->ops->attn_forward(be, g, a, o, x, s, y);
+}
+
+int gnn_be_attn_backward(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_opts_t *o,
+                         const float *x, const float *alpha, const float *dy, float *dx,
+                         float *ds)
+{
+    const gnn_attn_graph_t *a;
+    int rc = attn_prep(be, g, o, be ? (void *)be->ops->attn_backward : NULL,
+                       "gnn_be_attn_backward", &a);
+    if (rc < 0) return rc;
+    BUF(x, "gnn_be_attn_backward");
+    BUF(alpha, "gnn_be_attn_backward");
+    BUF(dy, "gnn_be_attn_backward");
+    BUF(dx, "gnn_be_attn_backward");
+    BUF(ds, "gnn_be_attn_backward");
+    return be->ops->attn_backward(be, g, a, o, x, alpha, dy, dx, ds);
+}
+
+int gnn_be_head_dot(gnn_backend_t *be, int64_t n, int64_t heads, int64_t f, const float *x,
+                    const float *a, float *out)
+{
+    NEED(be, "gnn_be_head_dot");
+    if (!be->ops->head_dot)
+        return GNN_FAIL(GNN_EUNSUPPORTED, "gnn_be_head_dot: not available on %s", be->desc);
+    BUF(x, "gnn_be_head_dot");
+    BUF(a, "gnn_be_head_dot");
+    BUF(out, "gnn_be_head_dot");
+    return be->ops->head_dot(be, n, heads, f, x, a, out);
+}
+
+int gnn_be_head_dot_backward(gnn_backend_t *be, int64_t n, int64_t heads, int64_t f,
+                             const float *x, const float *a, const float *dout, float *dx,
+                             float *da)
+{
+    NEED(be, "gnn_be_head_dot_backward");
+    if (!be->ops->head_dot_backward)
+        return GNN_FAIL(GNN_EUNSUPPORTED, "gnn_be_head_dot_backward: not available on %s",
+                        be->desc);
+    BUF(x, "gnn_be_head_dot_backward");
+    BUF(a, "gnn_be_head_dot_backward");
+    BUF(dout, "gnn_be_head_dot_backward");
+    BUF(dx, "gnn_be_head_dot_backward");
+    BUF(da, "gnn_be_head_dot_backward");
+    return be->ops->head_dot_backward(be, n, heads, f, x, a, dout, dx, da);
+}
+
+int gnn_be_elu(gnn_backend_t *be, int64_t n, const float *x, float *y)
+{
+    NEED(be, "gnn_be_elu");
+    if (!be->ops->elu) return GNN_FAIL(GNN_EUNSUPPORTED, "gnn_be_elu: not available on %s", be->desc);
+    BUF(x, "gnn_be_elu");
+    BUF(y, "gnn_be_elu");
+    return be->ops->elu(be, n, x, y);
+}
+
+int gnn_be_elu_backward(gnn_backend_t *be, int64_t n, const float *y, const float *dy, float *dx)
+{
+    NEED(be, "gnn_be_elu_backward");
+    if (!be->ops->elu_backward)
+        return GNN_FAIL(GNN_EUNSUPPORTED, "gnn_be_elu_backward: not available on %s", be->desc);
+    BUF(y, "gnn_be_elu_backward");
+    BUF(dy, "gnn_be_elu_backward");
+    BUF(dx, "gnn_be_elu_backward");
+    return be->ops->elu_backward(be, n, y, dy, dx);
 }

@@ -25,6 +25,7 @@
 
 #include "graph/csr.h"
 #include "kernels/aggr.h"
+#include "kernels/attn.h"
 #include "kernels/dense.h"
 
 #include <stddef.h>
@@ -246,6 +247,34 @@ int gnn_be_sparse_mm(gnn_backend_t *be, const gnn_bsparse_t *s, const float *val
 /* dw = D^T dt (dt: rows x f, dw: cols x f, overwritten). */
 int gnn_be_sparse_mm_t(gnn_backend_t *be, const gnn_bsparse_t *s, const float *vals,
                        const float *dt, int64_t f, float *dw);
+
+/*
+ * Graph attention on a prepared graph (kernels/attn.h states the slots,
+ * the operations and the dropout counters; o->self_loop picks the slot
+ * layout, the first call with each prepares it on the host and keeps it
+ * with g). Per-edge arrays are gnn_be_attn_slots(g, o->self_loop) x heads.
+ * GNN_EUNSUPPORTED on a backend without them (CUDA, for now).
+ */
+int64_t gnn_be_attn_slots(const gnn_bgraph_t *g, int self_loop);
+int gnn_be_attn_gat_score(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_opts_t *o,
+                          const float *el, const float *er, float *s);
+int gnn_be_attn_gat_score_backward(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_opts_t *o,
+                                   const float *el, const float *er, const float *ds, float *del,
+                                   float *der);
+int gnn_be_attn_forward(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_opts_t *o,
+                        const float *x, float *s, float *y);
+int gnn_be_attn_backward(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_opts_t *o,
+                         const float *x, const float *alpha, const float *dy, float *dx,
+                         float *ds);
+/* Per-node, per-head terms and their backward (gnn_attn_head_dot). */
+int gnn_be_head_dot(gnn_backend_t *be, int64_t n, int64_t heads, int64_t f, const float *x,
+                    const float *a, float *out);
+int gnn_be_head_dot_backward(gnn_backend_t *be, int64_t n, int64_t heads, int64_t f,
+                             const float *x, const float *a, const float *dout, float *dx,
+                             float *da);
+/* ELU and its backward from the output (kernels/dense.h). */
+int gnn_be_elu(gnn_backend_t *be, int64_t n, const float *x, float *y);
+int gnn_be_elu_backward(gnn_backend_t *be, int64_t n, const float *y, const float *dy, float *dx);
 
 #ifdef __cplusplus
 }

@@ -6,6 +6,7 @@
 #ifndef GNN_KERNELS_BACKEND_IMPL_H
 #define GNN_KERNELS_BACKEND_IMPL_H
 
+#include "kernels/attn.h"
 #include "kernels/backend.h"
 #include "kernels/spfeat.h"
 #include "kernels/spmm.h"
@@ -68,6 +69,25 @@ typedef struct {
     gnn_spmm_impl_t (*spmm_choice)(gnn_backend_t *be, const gnn_bgraph_t *g, gnn_aggr_t aggr,
                                    int64_t f, int backward);
     void (*close)(gnn_backend_t *be);
+    /* Graph attention (NULL: not on this device); a is g's host
+     * preparation for the slot layout of o. */
+    int (*attn_gat_score)(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_graph_t *a,
+                          const gnn_attn_opts_t *o, const float *el, const float *er, float *s);
+    int (*attn_gat_score_backward)(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_graph_t *a,
+                                   const gnn_attn_opts_t *o, const float *el, const float *er,
+                                   const float *ds, float *del, float *der);
+    int (*attn_forward)(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_graph_t *a,
+                        const gnn_attn_opts_t *o, const float *x, float *s, float *y);
+    int (*attn_backward)(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_graph_t *a,
+                         const gnn_attn_opts_t *o, const float *x, const float *alpha,
+                         const float *dy, float *dx, float *ds);
+    int (*head_dot)(gnn_backend_t *be, int64_t n, int64_t heads, int64_t f, const float *x,
+                    const float *a, float *out);
+    int (*head_dot_backward)(gnn_backend_t *be, int64_t n, int64_t heads, int64_t f,
+                             const float *x, const float *a, const float *dout, float *dx,
+                             float *da);
+    int (*elu)(gnn_backend_t *be, int64_t n, const float *x, float *y);
+    int (*elu_backward)(gnn_backend_t *be, int64_t n, const float *y, const float *dy, float *dx);
 } gnn_backend_ops_t;
 
 struct gnn_backend {
@@ -85,6 +105,8 @@ struct gnn_bgraph {
     gnn_spmm_graph_t *sg;  /* host preparation: transpose, scale factors */
     gnn_aggr_graph_t host; /* view of sg on the host */
     gnn_aggr_graph_t dev;  /* the same arrays on the device */
+    gnn_attn_graph_t *attn[2]; /* attention slots without / with self loops
+                                  (made on first use) */
     void *impl;
 };
 

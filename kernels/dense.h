@@ -56,6 +56,13 @@ int gnn_relu(int64_t n, const float *x, float *y);
  * (both have the same sign pattern). dx == dy allowed. */
 int gnn_relu_backward(int64_t n, const float *xy, const float *dy, float *dx);
 
+/* ELU: y[i] = x[i] for x[i] > 0, else expm1(x[i]) (y == x allowed). */
+int gnn_elu(int64_t n, const float *x, float *y);
+
+/* dx[i] = dy[i] where y[i] > 0, else dy[i] * (y[i] + 1): the ELU's
+ * derivative read from its output y. dx == dy allowed. */
+int gnn_elu_backward(int64_t n, const float *y, const float *dy, float *dx);
+
 /* y[i] = alpha * x[i] + beta * y[i] for n elements; beta == 0 sets y
  * without reading it (so y may hold garbage then). y == x allowed. */
 int gnn_axpby(int64_t n, float alpha, const float *x, float beta, float *y);

@@ -321,3 +321,61 @@ int gnn_attn_backward(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, const
     }
     return 0;
 }
+
+int gnn_attn_head_dot(int64_t n, int64_t heads, int64_t f, const float *x, const float *a,
+                      float *out)
+{
+    if (n < 0 || heads < 1 || f < 1 || (n && (!x || !a || !out)))
+        return GNN_FAIL(GNN_EINVAL, "head terms: bad arguments");
+    int64_t W = heads * f;
+#pragma omp parallel for schedule(static)
+    for (int64_t u = 0; u < n; u++)
+        for (int64_t h = 0; h < heads; h++) {
+            const float *xs = x + u * W + h * f, *as = a + h * f;
+            float t = 0.0f;
+#pragma omp simd reduction(+ : t)
+            for (int64_t k = 0; k < f; k++) t += xs[k] * as[k];
+            out[u * heads + h] = t;
+        }
+    return 0;
+}
+
+#define DA_BLOCK 4096 /* rows per partial sum of da */
+
+int gnn_attn_head_dot_backward(int64_t n, int64_t heads, int64_t f, const float *x,
+                               const float *a, const float *dout, float *dx, float *da)
+{
+    if (n < 0 || heads < 1 || f < 1 || !a || !da || (n && (!x || !dout || !dx)))
+        return GNN_FAIL(GNN_EINVAL, "head terms backward: bad arguments");
+    int64_t W = heads * f, nb = (n + DA_BLOCK - 1) / DA_BLOCK;
+    double *part = gnn_calloc((size_t)(nb * W) + 1, sizeof *part);
+    if (!part) return GNN_FAIL(GNN_ENOMEM, "head terms backward");
+#pragma omp parallel for schedule(static)
+    for (int64_t u = 0; u < n; u++)
+        for (int64_t h = 0; h < heads; h++) {
+            const float g = dout[u * heads + h], *as = a + h * f;
+            float *ds = dx + u * W + h * f;
+#pragma omp simd
+            for (int64_t k = 0; k < f; k++) ds[k] += g * as[k];
+        }
+    /* da: fixed blocks of rows, each summed by one thread, then the blocks
+     * in order: the same bits for any thread count. */
+#pragma omp parallel for schedule(static)
+    for (int64_t b = 0; b < nb; b++) {
+        double *p = part + b * W;
+        int64_t end = (b + 1) * DA_BLOCK < n ? (b + 1) * DA_BLOCK : n;
+        for (int64_t u = b * DA_BLOCK; u < end; u++)
+            for (int64_t h = 0; h < heads; h++) {
+                const double g = dout[u * heads + h];
+                const float *xs = x + u * W + h * f;
+                for (int64_t k = 0; k < f; k++) p[h * f + k] += g * xs[k];
+            }
+    }
+    for (int64_t i = 0; i < W; i++) {
+        double t = 0.0;
+        for (int64_t b = 0; b < nb; b++) t += part[b * W + i];
+        da[i] = (float)t;
+    }
+    gnn_free(part);
+    return 0;
+}

@@ -279,6 +279,65 @@ static int cpu_sparse_mm_t(gnn_backend_t *be, const gnn_bsparse_t *s, const floa
     return gnn_spfeat_mm_t(s->host, vals, dt, f, dw);
 }
 
+static int cpu_attn_gat_score(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_graph_t *a,
+                              const gnn_attn_opts_t *o, const float *el, const float *er, float *s)
+{
+    (void)be, (void)g;
+    return gnn_attn_gat_score(a, o, el, er, s);
+}
+
+static int cpu_attn_gat_score_backward(gnn_backend_t *be, gnn_bgraph_t *g,
+                                       const gnn_attn_graph_t *a, const gnn_attn_opts_t *o,
+                                       const float *el, const float *er, const float *ds,
+                                       float *del, float *der)
+{
+    (void)be, (void)g;
+    return gnn_attn_gat_score_backward(a, o, el, er, ds, del, der);
+}
+
+static int cpu_attn_forward(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_graph_t *a,
+                            const gnn_attn_opts_t *o, const float *x, float *s, float *y)
+{
+    (void)be, (void)g;
+    return gnn_attn_forward(a, o, x, s, y);
+}
+
+static int cpu_attn_backward(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_graph_t *a,
+                             const gnn_attn_opts_t *o, const float *x, const float *alpha,
+                             const float *dy, float *dx, float *ds)
+{
+    (void)be, (void)g;
+    return gnn_attn_backward(a, o, x, alpha, dy, dx, ds);
+}
+
+static int cpu_head_dot(gnn_backend_t *be, int64_t n, int64_t heads, int64_t f, const float *x,
+                        const float *a, float *out)
+{
+    (void)be;
+    return gnn_attn_head_dot(n, heads, f, x, a, out);
+}
+
+static int cpu_head_dot_backward(gnn_backend_t *be, int64_t n, int64_t heads, int64_t f,
+                                 const float *x, const float *a, const float *dout, float *dx,
+                                 float *da)
+{
+    (void)be;
+    return gnn_attn_head_dot_backward(n, heads, f, x, a, dout, dx, da);
+}
+
+static int cpu_elu(gnn_backend_t *be, int64_t n, const float *x, float *y)
+{
+    (void)be;
+    return gnn_elu(n, x, y);
+}
+
+static int cpu_elu_backward(gnn_backend_t *be, int64_t n, const float *y, const float *dy,
+                            float *dx)
+{
+    (void)be;
+    return gnn_elu_backward(n, y, dy, dx);
+}
+
 static const gnn_backend_ops_t cpu_ops = {
     .alloc = cpu_alloc,
     .free = cpu_free,
@@ -312,6 +371,14 @@ static const gnn_backend_ops_t cpu_ops = {
     .sparse_mm = cpu_sparse_mm,
     .sparse_mm_t = cpu_sparse_mm_t,
     .close = cpu_close,
+    .attn_gat_score = cpu_attn_gat_score,
+    .attn_gat_score_backward = cpu_attn_gat_score_backward,
+    .attn_forward = cpu_attn_forward,
+    .attn_backward = cpu_attn_backward,
+    .head_dot = cpu_head_dot,
+    .head_dot_backward = cpu_head_dot_backward,
+    .elu = cpu_elu,
+    .elu_backward = cpu_elu_backward,
 };
 
 int gnn__backend_cpu_init(gnn_backend_t *be, int as_gpu)

@@ -122,6 +122,34 @@ fail:
     return rc;
 }
 
+int gnn_elu(int64_t n, const float *x, float *y)
+{
+    int rc = 0;
+    GNN_TRY(gnn__dense_check_count("gnn_elu", n));
+#pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+    for (int64_t i = 0; i < n; i++) {
+        const float v = x[i];
+        y[i] = v > 0.0f ? v : expm1f(v);
+    }
+    return 0;
+fail:
+    return rc;
+}
+
+int gnn_elu_backward(int64_t n, const float *y, const float *dy, float *dx)
+{
+    int rc = 0;
+    GNN_TRY(gnn__dense_check_count("gnn_elu_backward", n));
+#pragma omp parallel for simd schedule(static) if (n >= PAR_MIN)
+    for (int64_t i = 0; i < n; i++) {
+        const float g = dy[i], v = y[i];
+        dx[i] = v > 0.0f ? g : g * (v + 1.0f);
+    }
+    return 0;
+fail:
+    return rc;
+}
+
 int gnn_relu_backward(int64_t n, const float *xy, const float *dy, float *dx)
 {
     int rc = 0;

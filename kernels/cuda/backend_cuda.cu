@@ -345,6 +345,16 @@ static const gnn_backend_ops_t cuda_ops = {
     /* .set_spmm = */ cu_set_spmm,
     /* .spmm_choice = */ cu_spmm_choice,
     /* .close = */ cu_close,
+    /* Graph attention, per-head terms and ELU: not on CUDA yet (the
+     * dispatcher answers GNN_EUNSUPPORTED). */
+    /* .attn_gat_score = */ NULL,
+    /* .attn_gat_score_backward = */ NULL,
+    /* .attn_forward = */ NULL,
+    /* .attn_backward = */ NULL,
+    /* .head_dot = */ NULL,
+    /* .head_dot_backward = */ NULL,
+    /* .elu = */ NULL,
+    /* .elu_backward = */ NULL,
 };
 
 /* Handles and stream of cb on its device; on failure the caller closes. */

@@ -16,6 +16,7 @@
 #include "tests/common/testrng.h"
 #include "graph/base/error.h"
 #include "kernels/attn.h"
+#include "kernels/dense.h"
 #include "kernels/ref/attn_ref.h"
 
 #include <inttypes.h>
@@ -221,6 +222,49 @@ static void test_reference_gradients(void **state)
     }
 }
 
+/* Per-head terms and their backward against double loops; ELU. */
+static void test_head_dot_and_elu(void **state)
+{
+    (void)state;
+    uint64_t s = g_seed + 11;
+    enum { N = 5000, HD = 3, F = 4, W = HD * F }; /* more rows than one partial block */
+    float *x = malloc(N * W * sizeof *x), *dx = malloc(N * W * sizeof *dx);
+    float a[W], da[W], *out = malloc(N * HD * sizeof *out), *g = malloc(N * HD * sizeof *g);
+    double xd, ad;
+    for (int i = 0; i < N * W; i++) x[i] = (float)unif(&s) - 0.5f, dx[i] = 1.0f;
+    for (int i = 0; i < W; i++) a[i] = (float)unif(&s) - 0.5f;
+    for (int i = 0; i < N * HD; i++) g[i] = (float)unif(&s) - 0.5f;
+    assert_int_equal(gnn_attn_head_dot(N, HD, F, x, a, out), 0);
+    assert_int_equal(gnn_attn_head_dot_backward(N, HD, F, x, a, g, dx, da), 0);
+    for (int u = 0; u < N; u++)
+        for (int h = 0; h < HD; h++) {
+            double t = 0.0;
+            for (int k = 0; k < F; k++) {
+                xd = x[u * W + h * F + k], ad = a[h * F + k];
+                t += xd * ad;
+                /* accumulated onto the 1 already there */
+                assert_float_equal(dx[u * W + h * F + k], 1.0 + (double)g[u * HD + h] * ad, 1e-6);
+            }
+            assert_float_equal(out[u * HD + h], t, 1e-5);
+        }
+    for (int i = 0; i < W; i++) {
+        double t = 0.0;
+        for (int u = 0; u < N; u++) t += (double)g[u * HD + i / F] * x[u * W + i];
+        assert_float_equal(da[i], t, 1e-4 * (1.0 + fabs(t)));
+    }
+    float e[6] = {-3.0f, -0.5f, 0.0f, 0.25f, 2.0f, -1e-4f}, y[6], dy[6], d[6];
+    assert_int_equal(gnn_elu(6, e, y), 0);
+    for (int i = 0; i < 6; i++) dy[i] = 0.5f + (float)i;
+    assert_int_equal(gnn_elu_backward(6, y, dy, d), 0);
+    for (int i = 0; i < 6; i++) {
+        double want = e[i] > 0 ? e[i] : expm1((double)e[i]);
+        assert_float_equal(y[i], want, 1e-7);
+        double dw = e[i] > 0 ? dy[i] : dy[i] * exp((double)e[i]);
+        assert_float_equal(d[i], dw, 1e-6);
+    }
+    free(x), free(dx), free(out), free(g);
+}
+
 static void test_errors(void **state)
 {
     (void)state;
@@ -256,6 +300,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_against_reference),
         cmocka_unit_test(test_reference_gradients),
+        cmocka_unit_test(test_head_dot_and_elu),
         cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
