@@ -22,7 +22,7 @@ static const gnn_opt_t train_table[] = {
     {"data", 0, GNN_OPT_STRING, O(data), "PATH",
      "graph file (gnn-dataset output), or a partition directory (gnn-partition output) to "
      "train on under mpirun with one rank per part"},
-    {"model", 0, GNN_OPT_STRING, O(model), "NAME", "gcn or sage"},
+    {"model", 0, GNN_OPT_STRING, O(model), "NAME", "gcn, sage or gat"},
     {"layers", 0, GNN_OPT_INT, O(layers), "L", "number of layers"},
     {"hidden", 0, GNN_OPT_I64, O(hidden), "H", "width of the hidden layers"},
     {"dropout", 0, GNN_OPT_DOUBLE, O(dropout), "P", "drop probability on every layer's input"},
@@ -38,6 +38,14 @@ static const gnn_opt_t train_table[] = {
     {"aggr", 0, GNN_OPT_STRING, O(aggr), "NAME",
      "sage aggregator: sum, mean, gcn, max or a plug-in's (default mean)"},
     {"aggr-plugin", 0, GNN_OPT_STRING, O(aggr_plugin), "FILE.so", "load aggregators from FILE.so"},
+    {"heads", 0, GNN_OPT_INT, O(heads), "K",
+     "gat: attention heads of each hidden layer, concatenated (--hidden features each)"},
+    {"out-heads", 0, GNN_OPT_INT, O(out_heads), "K", "gat: attention heads of the output layer, "
+     "averaged"},
+    {"attn-dropout", 0, GNN_OPT_DOUBLE, O(attn_dropout), "P",
+     "gat: drop probability of each attention weight while training"},
+    {"negative-slope", 0, GNN_OPT_DOUBLE, O(negative_slope), "S",
+     "gat: slope of the attention score's LeakyReLU below 0"},
     {"device", 0, GNN_OPT_STRING, O(device), "DEV", "cpu, cuda, cuda:N or auto"},
     {"spmm", 0, GNN_OPT_STRING, O(spmm), "IMPL",
      "CUDA SpMM of the built-in aggregators: auto (time each once per graph and width, keep "
@@ -51,8 +59,8 @@ static const gnn_opt_t train_table[] = {
     {"sparse-features", 0, GNN_OPT_STRING, O(sparse_features), "MODE",
      "auto, on or off: first layer on a sparse copy of the features (auto: <= 10 % non-zero)"},
     {"mode", 0, GNN_OPT_STRING, O(mode), "MODE",
-     "full (whole graph per step) or minibatch (sampled neighbours); default: gcn full, sage "
-     "minibatch"},
+     "full (whole graph per step) or minibatch (sampled neighbours); default: gcn and gat full, "
+     "sage minibatch"},
     {"fanouts", 0, GNN_OPT_STRING, O(fanouts), "LIST",
      "neighbours sampled per node and layer, nearest hop first, -1 = all (default: 10 each)"},
     {"batch-size", 0, GNN_OPT_I64, O(batch_size), "B", "training nodes per mini-batch"},
@@ -88,7 +96,7 @@ static const gnn_opt_t train_table[] = {
 static const gnn_cli_t train_cli = {
     .prog = "gnn-train",
     .args = "",
-    .summary = "Train GCN or GraphSAGE on a graph file (full graph or mini-batches, one process), "
+    .summary = "Train GCN, GraphSAGE or GAT on a graph file (full graph or mini-batches, one process), "
                "or on a partition directory under mpirun (full graph, one rank per part).",
     .opts = train_table,
     .min_positional = 0,

@@ -33,6 +33,13 @@
 #include <stdint.h>
 
 typedef struct gnn_layer gnn_layer_t;
+
+/* The activation the model applies after a layer that is not the last. */
+typedef enum {
+    GNN_LAYER_ACT_RELU = 0, /* backward reads the sign pattern: dropout of the
+                               next layer's input may overwrite it in place */
+    GNN_LAYER_ACT_ELU = 1   /* backward reads the values: kept as they are */
+} gnn_layer_act_t;
 typedef struct gnn_layer_env gnn_layer_env_t;
 typedef struct gnn_layer_kind gnn_layer_kind_t;
 
@@ -56,8 +63,12 @@ struct gnn_layer {
     const gnn_layer_kind_t *kind;
     int index;            /* 0 .. layers - 1 */
     int last;             /* the output layer: its Z are the logits */
-    int64_t fin, fout;    /* input and output widths */
-    const gnn_aggr_def_t *aggr; /* the model's aggregator */
+    int64_t fin, fout;    /* input and output widths (setup may widen
+                             fout: a GAT hidden layer's heads x hidden) */
+    const gnn_aggr_def_t *aggr; /* the model's aggregator (NULL for kinds
+                                   without one) */
+    int64_t heads;        /* attention heads of this layer (>= 1) */
+    float attn_dropout, negative_slope; /* attention layers */
     int64_t off, count;   /* span in the flat buffers (set by the model
                              from kind->setup's count) */
     void *state;          /* the kind's own (kind->setup allocates) */
@@ -103,16 +114,22 @@ struct gnn_layer_env {
      */
     int (*input_grad)(gnn_layer_env_t *env, gnn_layer_t *L, int64_t r0, int64_t nr, float *g,
                       float *dst);
+    /* n counters of the model's stream for dropout inside a layer
+     * (attention weights), drawn with key *seed from the returned offset;
+     * the stream advances, so checkpoints replay them. */
+    uint64_t (*counters)(gnn_layer_env_t *env, uint64_t n, uint64_t *seed);
     void *model;
 };
 
 struct gnn_layer_kind {
     const char *name;          /* --model NAME */
-    const char *default_aggr;  /* aggregator when --aggr is not given */
+    const char *default_aggr;  /* aggregator when --aggr is not given; NULL:
+                                  the kind takes none (attention) */
     int any_aggr;              /* takes any registered aggregator (0: only
                                   default_aggr) */
     int square_sources;        /* needs n_dst <= n_src with the destinations
                                   first among the sources (a self term) */
+    gnn_layer_act_t act;       /* activation after the layer (not the last) */
     int reads_halo;            /* reads input rows of sources beyond its
                                   destinations: spread over ranks, the model
                                   exchanges the halo rows of its input before
@@ -163,12 +180,13 @@ struct gnn_layer_kind {
     void (*free)(gnn_layer_t *L, gnn_backend_t *be);
 };
 
-/* The built-in kinds (trainer/layers/gcn.c, sage.c). */
+/* The built-in kinds (trainer/layers/gcn.c, sage.c, gat.c). */
 extern const gnn_layer_kind_t gnn_layer_gcn;
 extern const gnn_layer_kind_t gnn_layer_sage;
+extern const gnn_layer_kind_t gnn_layer_gat;
 
 /* The registered kinds (trainer/layers/registry.c), by --model name: 0 with *out,
- * or GNN_EINVAL "unknown model "NAME" (expected gcn or sage)". */
+ * or GNN_EINVAL "unknown model "NAME" (expected gcn, sage or gat)". */
 int gnn_layer_kind_find(const char *name, const gnn_layer_kind_t **out);
 /* The kinds' names as a list for messages: "gcn or sage". */
 void gnn_layer_kind_list(char *buf, size_t size);

@@ -122,6 +122,10 @@ int gnn__start_run(gnn_job_t *j, int restore)
         .classes = j->out_dim,
         .dropout = (float)j->o->dropout,
         .aggr = j->aggr,
+        .heads = j->o->heads,
+        .out_heads = j->o->out_heads,
+        .attn_dropout = (float)j->o->attn_dropout,
+        .negative_slope = (float)j->o->negative_slope,
     };
     uint64_t seed = (uint64_t)j->o->seed + (uint64_t)c->run;
     gnn_model_free(j->model);

@@ -63,8 +63,17 @@ static int check_config(const gnn_model_config_t *c)
         return GNN_FAIL(GNN_EINVAL, "model: a layer wider than %" PRId64, big);
     if (!(c->dropout >= 0.0f && c->dropout < 1.0f))
         return GNN_FAIL(GNN_EINVAL, "model: dropout %g outside [0, 1)", (double)c->dropout);
-    if (!c->aggr)
+    if (!c->aggr && c->kind->default_aggr)
         return GNN_FAIL(GNN_EINVAL, "model: %s needs an aggregator", c->kind->name);
+    if (c->heads < 0 || c->heads > 64 || c->out_heads < 0 || c->out_heads > 64)
+        return GNN_FAIL(GNN_EINVAL, "model: heads %d and %d outside [1, 64]", c->heads,
+                        c->out_heads);
+    if (!(c->attn_dropout >= 0.0f && c->attn_dropout < 1.0f))
+        return GNN_FAIL(GNN_EINVAL, "model: attention dropout %g outside [0, 1)",
+                        (double)c->attn_dropout);
+    if (!(c->negative_slope >= 0.0f && c->negative_slope < 1.0f))
+        return GNN_FAIL(GNN_EINVAL, "model: negative slope %g outside [0, 1)",
+                        (double)c->negative_slope);
     return 0;
 }
 
@@ -82,7 +91,12 @@ int gnn_model_create(gnn_backend_t *be, const gnn_aggr_registry_t *reg,
     m->be = be;
     m->cfg = *cfg;
     if (cfg->kind && !cfg->kind->any_aggr)
+        m->cfg.aggr = NULL;
+    if (cfg->kind && !cfg->kind->any_aggr && cfg->kind->default_aggr)
         GNN_TRY(gnn_aggr_registry_find(reg, cfg->kind->default_aggr, &m->cfg.aggr));
+    if (!m->cfg.heads) m->cfg.heads = 1;
+    if (!m->cfg.out_heads) m->cfg.out_heads = 1;
+    if (!(m->cfg.negative_slope > 0.0f)) m->cfg.negative_slope = 0.2f;
     GNN_TRY(check_config(&m->cfg));
 
     int64_t off = 0;
@@ -91,9 +105,12 @@ int gnn_model_create(gnn_backend_t *be, const gnn_aggr_registry_t *reg,
         L->kind = cfg->kind;
         L->index = l;
         L->last = l == cfg->layers - 1;
-        L->fin = l == 0 ? cfg->in_dim : cfg->hidden;
+        L->fin = l == 0 ? cfg->in_dim : m->layer[l - 1].fout;
         L->fout = L->last ? cfg->classes : cfg->hidden;
         L->aggr = m->cfg.aggr;
+        L->heads = L->last ? m->cfg.out_heads : m->cfg.heads;
+        L->attn_dropout = m->cfg.attn_dropout;
+        L->negative_slope = m->cfg.negative_slope;
         L->off = off;
         GNN_TRY(L->kind->setup(L));
         off += L->count;
@@ -181,6 +198,12 @@ void gnn_model_set_rng(gnn_model_t *m, uint64_t seed, uint64_t offset)
     m->drop_offset = offset;
 }
 
+void gnn_model_layer_width(const gnn_model_t *m, int l, int64_t *fin, int64_t *fout)
+{
+    *fin = m->layer[l].fin;
+    *fout = m->layer[l].fout;
+}
+
 void gnn_model_layer_span(const gnn_model_t *m, int l, int64_t *offset, int64_t *count)
 {
     *offset = m->layer[l].off;
@@ -263,7 +286,20 @@ static int input_grad(gnn_layer_env_t *env, gnn_layer_t *L, int64_t r0, int64_t 
         int rc = drop(m, r0, nr, fin, L->drop_off, g, g, 1);
         if (rc < 0) return rc;
     }
+    if (m->layer[L->index - 1].kind->act == GNN_LAYER_ACT_ELU)
+        return gnn_be_elu_backward(m->be, nr * fin, L->in + r0 * fin, g, dst);
     return gnn_be_relu_backward(m->be, nr * fin, L->in + r0 * fin, g, dst);
+}
+
+/* env->counters: the next n counters of the stream, with the key of
+ * dropout inside layers (distinct from the input dropout's). */
+static uint64_t counters(gnn_layer_env_t *env, uint64_t n, uint64_t *seed)
+{
+    gnn_model_t *m = env->model;
+    uint64_t at = m->drop_offset;
+    m->drop_offset += n;
+    *seed = gnn_rng_mix64(m->drop_seed ^ 0x6174746eull);
+    return at;
 }
 
 static gnn_layer_env_t env_of(gnn_model_t *m)
@@ -277,6 +313,7 @@ static gnn_layer_env_t env_of(gnn_model_t *m)
         .dt = m->dt,
         .block_rows = m->dd_block,
         .input_grad = input_grad,
+        .counters = counters,
         .model = m,
     };
     return e;
@@ -334,8 +371,11 @@ static int layer_forward(gnn_model_t *m, int l, gnn_bgraph_t *g, const float *in
         L->d = in;
         L->dropped = 0;
         if (training && m->cfg.dropout > 0.0f) {
+            /* In place only over a ReLU's output (its backward reads the
+             * sign pattern, which dropout keeps where it matters). */
             float *dst = (float *)in;
-            if (l == 0) GNN_TRY(L->kind->drop_target(L, &env, &dst));
+            if (l == 0 || m->layer[l - 1].kind->act != GNN_LAYER_ACT_RELU)
+                GNN_TRY(L->kind->drop_target(L, &env, &dst));
             L->drop_off = m->drop_offset;
             GNN_TRY(drop(m, 0, ns, fin, m->drop_offset, in, dst, 0));
             m->drop_offset += (uint64_t)((m->halo.forward ? m->halo.n_global
@@ -347,7 +387,10 @@ static int layer_forward(gnn_model_t *m, int l, gnn_bgraph_t *g, const float *in
         }
     }
     GNN_TRY(L->kind->forward(L, &env));
-    if (!L->last) GNN_TRY(gnn_be_relu(m->be, nd * fout, L->z, L->z));
+    if (!L->last && L->kind->act == GNN_LAYER_ACT_ELU)
+        GNN_TRY(gnn_be_elu(m->be, nd * fout, L->z, L->z));
+    else if (!L->last)
+        GNN_TRY(gnn_be_relu(m->be, nd * fout, L->z, L->z));
     if (m->halo.forward && !L->last && !L->sparse && m->layer[l + 1].kind->reads_halo)
         GNN_TRY(m->halo.forward(m->halo.ctx, l, training, L->z, fout));
     return 0;

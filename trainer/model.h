@@ -14,7 +14,8 @@
  *                                gcn aggregator; the product is taken in the
  *                                cheaper order: aggregate the narrower side)
  *   SAGE  Z = D[:n_dst] W_self + aggr(D) W_neigh + b
- * and H' = ReLU(Z) except after the last layer, whose Z are the logits.
+ * and H' = act(Z) except after the last layer, whose Z are the logits
+ * (act: the layer kind's, ReLU for GCN and SAGE, ELU for GAT).
  * The model owns what all layers share: the flat buffers, input dropout,
  * the activation, the halo exchange and the backward's scratch.
  *
@@ -55,7 +56,14 @@ typedef struct {
     float dropout;       /* drop probability on every layer's input, [0, 1) */
     const gnn_aggr_def_t *aggr; /* neighbour aggregator of kinds that take
                                    any (SAGE); the others' own (GCN: the
-                                   built-in gcn) is set by gnn_model_create */
+                                   built-in gcn) is set by gnn_model_create;
+                                   none for kinds that aggregate otherwise
+                                   (GAT: attention) */
+    /* Attention layers (GAT); 0 values take the defaults 1, 1, 0, 0.2. */
+    int heads;           /* heads of every hidden layer (concatenated) */
+    int out_heads;       /* heads of the output layer (averaged) */
+    float attn_dropout;  /* drop probability of each attention weight */
+    float negative_slope; /* of the score's LeakyReLU */
 } gnn_model_config_t;
 
 typedef struct gnn_model gnn_model_t;
@@ -78,6 +86,9 @@ float *gnn_model_params(gnn_model_t *m);
 float *gnn_model_grads(gnn_model_t *m);
 /* Parameters of layer l occupy [offset, offset + count) of the flat buffers. */
 void gnn_model_layer_span(const gnn_model_t *m, int l, int64_t *offset, int64_t *count);
+/* Input and output widths of layer l (a GAT hidden layer's output is its
+ * heads concatenated). */
+void gnn_model_layer_width(const gnn_model_t *m, int l, int64_t *fin, int64_t *fout);
 
 /*
  * Forward pass. graphs[l] is the graph of layer l (n_dst of layer l equals

@@ -40,6 +40,10 @@ void gnn_train_defaults(gnn_train_opts_t *o)
     o->prefetch = 2;
     o->cache_policy = "sample";
     o->eval_batch_size = 4096;
+    o->heads = 8;
+    o->out_heads = 1;
+    o->attn_dropout = 0.6;
+    o->negative_slope = 0.2;
 }
 
 #define MAX_THREADS 4096 /* --threads: more than any machine has cores */
@@ -114,6 +118,14 @@ int gnn__opts_check(const gnn_train_opts_t *o)
     if (o->prefetch < 0 || o->prefetch > GNN_LOADER_MAX_PREFETCH)
         return GNN_FAIL(GNN_EUSAGE, "--prefetch %d outside [0, %d]", o->prefetch,
                         GNN_LOADER_MAX_PREFETCH);
+    if (o->heads < 1 || o->heads > 64)
+        return GNN_FAIL(GNN_EUSAGE, "--heads %d outside [1, 64]", o->heads);
+    if (o->out_heads < 1 || o->out_heads > 64)
+        return GNN_FAIL(GNN_EUSAGE, "--out-heads %d outside [1, 64]", o->out_heads);
+    if (!(o->attn_dropout >= 0.0 && (float)o->attn_dropout < 1.0f))
+        return GNN_FAIL(GNN_EUSAGE, "--attn-dropout %g outside [0, 1)", o->attn_dropout);
+    if (!(o->negative_slope >= 0.0 && o->negative_slope < 1.0))
+        return GNN_FAIL(GNN_EUSAGE, "--negative-slope %g outside [0, 1)", o->negative_slope);
     if (o->eval_batch_size < 1 || o->eval_batch_size > ((int64_t)1 << 30))
         return GNN_FAIL(GNN_EUSAGE, "--eval-batch-size %" PRId64 " outside [1, 2^30]",
                         o->eval_batch_size);

@@ -179,6 +179,17 @@ fail:
     return rc;
 }
 
+/* The aggregator of a kind that has one: --aggr, or its default. */
+static int find_aggr(gnn_job_t *j)
+{
+    const char *aggr = j->o->aggr ? j->o->aggr : j->kind->default_aggr;
+    if (!j->kind->any_aggr && strcmp(aggr, j->kind->default_aggr))
+        return GNN_FAIL(GNN_EUSAGE, "--aggr %s: the %s model aggregates with %s; use --model "
+                                    "sage for other aggregators",
+                        aggr, j->kind->name, j->kind->default_aggr);
+    return gnn_aggr_registry_find(j->reg, aggr, &j->aggr);
+}
+
 int gnn__setup(gnn_job_t *j)
 {
     int rc = 0;
@@ -217,14 +228,16 @@ int gnn__setup(gnn_job_t *j)
     GNN_TRY(open_backend(j));
     GNN_TRY(gnn_aggr_registry_create(&j->reg));
     if (o->aggr_plugin) GNN_TRY(gnn_aggr_registry_load(j->reg, o->aggr_plugin));
-    const char *aggr = o->aggr ? o->aggr : j->kind->default_aggr;
-    if (!j->kind->any_aggr && strcmp(aggr, j->kind->default_aggr)) {
-        rc = GNN_FAIL(GNN_EUSAGE, "--aggr %s: the %s model aggregates with %s; use --model sage "
-                                  "for other aggregators",
-                      aggr, j->kind->name, j->kind->default_aggr);
-        goto fail;
+    if (!j->kind->default_aggr) { /* weighs its neighbours otherwise (attention) */
+        if (o->aggr) {
+            rc = GNN_FAIL(GNN_EUSAGE, "--aggr %s: the %s model weighs neighbours by attention "
+                                      "and takes no aggregator",
+                          o->aggr, j->kind->name);
+            goto fail;
+        }
+    } else {
+        GNN_TRY(find_aggr(j));
     }
-    GNN_TRY(gnn_aggr_registry_find(j->reg, aggr, &j->aggr));
     if (j->dist) return 0; /* the part is loaded once every rank got here */
 
     GNN_TRY(load_data(j));

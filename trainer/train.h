@@ -1,5 +1,5 @@
 /*
- * Training of GCN and GraphSAGE in one process: what gnn-train runs. Loads
+ * Training of GCN, GraphSAGE and GAT in one process: what gnn-train runs. Loads
  * a graph file, trains for a number of epochs (repeated over consecutive
  * seeds with runs > 1) on the whole graph or on sampled mini-batches,
  * evaluates, stops early on the validation loss, checkpoints and resumes,
@@ -13,7 +13,7 @@
 
 typedef struct {
     const char *data;          /* graph file */
-    const char *model;         /* "gcn" | "sage" */
+    const char *model;         /* "gcn" | "sage" | "gat" */
     int layers;
     int64_t hidden;
     double dropout;
@@ -26,6 +26,10 @@ typedef struct {
     int normalize_features;
     const char *aggr;          /* NULL: model default (gcn: gcn, sage: mean) */
     const char *aggr_plugin;   /* shared object to load first, or NULL */
+    int heads;                 /* gat: heads of each hidden layer (concatenated) */
+    int out_heads;             /* gat: heads of the output layer (averaged) */
+    double attn_dropout;       /* gat: drop probability of attention weights */
+    double negative_slope;     /* gat: LeakyReLU slope of the scores */
     const char *device;        /* "cpu" | "cuda" | "cuda:N" | "auto" */
     const char *spmm;          /* CUDA SpMM of the built-in aggregators: "auto" |
                                   "cusparse" | "rowcache" | "balanced" */

@@ -143,7 +143,7 @@ static void test_own_kind_through_the_model(void **state)
     for (int i = 0; i < N * C; i++) r[i] = (float)((tu_rng_next(&s) >> 40) * 0x1p-24) - 0.5f;
     const gnn_aggr_def_t *sum;
     assert_int_equal(gnn_aggr_registry_find(reg, "sum", &sum), 0);
-    gnn_model_config_t cfg = {&dense_kind, 2, F, H, C, 0.0f, sum};
+    gnn_model_config_t cfg = {&dense_kind, 2, F, H, C, 0.0f, sum, 0, 0, 0.0f, 0.0f};
     gnn_model_t *m;
     assert_int_equal(gnn_model_create(be, reg, &cfg, 7, &m), 0);
     assert_int_equal(gnn_model_n_params(m), F * H + H + H * C + C);
@@ -252,7 +252,7 @@ static void test_halo_only_where_read(void **state)
     const gnn_layer_kind_t *kinds[] = {&dense_kind, &gnn_layer_sage};
     int want[] = {0, 2}; /* exchanges around a 3-layer model's outputs */
     for (int c = 0; c < 2; c++) {
-        gnn_model_config_t cfg = {kinds[c], 3, F, 4, 2, 0.5f, mean};
+        gnn_model_config_t cfg = {kinds[c], 3, F, 4, 2, 0.5f, mean, 0, 0, 0.0f, 0.0f};
         gnn_model_t *m;
         assert_int_equal(gnn_model_create(be, reg, &cfg, 1, &m), 0);
         calls_t calls = {0, 0};
@@ -283,14 +283,19 @@ static void test_registry(void **state)
     assert_int_equal(gnn_layer_kind_find("sage", &k), 0);
     assert_ptr_equal(k, &gnn_layer_sage);
     assert_true(k->any_aggr);
-    assert_int_equal(gnn_layer_kind_count(), 2);
+    assert_int_equal(gnn_layer_kind_find("gat", &k), 0);
+    assert_ptr_equal(k, &gnn_layer_gat);
+    assert_null(k->default_aggr); /* attention, no aggregator */
+    assert_int_equal(k->act, GNN_LAYER_ACT_ELU);
+    assert_int_equal(gnn_layer_kind_count(), 3);
     assert_ptr_equal(gnn_layer_kind_at(0), &gnn_layer_gcn);
-    assert_null(gnn_layer_kind_at(2));
+    assert_null(gnn_layer_kind_at(3));
     char list[64];
     gnn_layer_kind_list(list, sizeof list);
-    assert_string_equal(list, "gcn or sage");
+    assert_string_equal(list, "gcn, sage or gat");
     assert_int_equal(gnn_layer_kind_find("dense", &k), GNN_EINVAL);
-    assert_string_equal(gnn_error_message(), "unknown model \"dense\" (expected gcn or sage)");
+    assert_string_equal(gnn_error_message(),
+                        "unknown model \"dense\" (expected gcn, sage or gat)");
 }
 
 int main(void)

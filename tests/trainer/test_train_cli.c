@@ -879,7 +879,8 @@ static void test_bad_input(void **state)
                 (char *)NULL);
     train_fails(out, 1, "has no train split", "--data", nosplit, "--save-predictions", out,
                 (char *)NULL);
-    train_fails(out, 2, "unknown model \"gat\"", "--data", (char *)g_sbm, "--model", "gat",
+    train_fails(out, 2, "unknown model \"gin\" (expected gcn, sage or gat)", "--data",
+                (char *)g_sbm, "--model", "gin",
                 "--save-predictions", out, (char *)NULL);
     train_fails(out, 2, "--dropout 1.5 outside [0, 1)", "--data", (char *)g_sbm, "--dropout",
                 "1.5", "--save-predictions", out, (char *)NULL);

@@ -14,7 +14,8 @@
 
 #define GNN_LAYER_KINDS(X) \
     X(gcn)                 \
-    X(sage)
+    X(sage)                \
+    X(gat)
 
 #define DECLARE(name) extern const gnn_layer_kind_t gnn_layer_##name;
 GNN_LAYER_KINDS(DECLARE)

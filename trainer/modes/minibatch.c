@@ -222,7 +222,11 @@ static int mb_infer(gnn_job_t *j, gnn_infer_t *res)
     const gnn_csr_t *csr = &j->g.csr;
     int L = j->o->layers, host = gnn_be_host_memory(be);
     int64_t n = csr->n_rows, eb = j->o->eval_batch_size < n ? j->o->eval_batch_size : n;
-    int64_t C = j->out_dim, H = j->o->hidden, wmax = H > C ? H : C;
+    int64_t wmax = 0, fi, fo;
+    for (int l = 0; l < L; l++) { /* the widest layer output */
+        gnn_model_layer_width(j->model, l, &fi, &fo);
+        wmax = fo > wmax ? fo : wmax;
+    }
     gnn_block_t blk = {0};
     gnn_bgraph_t *bg = NULL;
     int64_t *sdeg = NULL;
@@ -240,7 +244,8 @@ static int mb_infer(gnn_job_t *j, gnn_infer_t *res)
     const float *in = j->x;
     int64_t fin = j->g.feat_dim;
     for (int l = 0; l < L; l++) {
-        int64_t fout = l == L - 1 ? C : H;
+        int64_t fout;
+        gnn_model_layer_width(j->model, l, &fi, &fout);
         float *out = j->hbuf[l % 2];
         for (int64_t b0 = 0; b0 < n; b0 += eb) {
             int64_t nb = n - b0 < eb ? n - b0 : eb;

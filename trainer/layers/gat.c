@@ -1,0 +1,210 @@
+/*
+ * GAT (Velickovic et al., "Graph Attention Networks"): per head h of H,
+ *   Wh = D W                       (n_src x H*F)
+ *   el[u, h] = <Wh[u, h], a_l[h]>,  er[v, h] = <Wh[v, h], a_r[h]>
+ *   s[u -> v, h] = LeakyReLU(el[u, h] + er[v, h]), a self loop added for
+ *   every destination (stored ones left out)
+ *   alpha = softmax of s over each destination's in-edges, then dropped
+ *   with probability --attn-dropout while training
+ *   y[v, h] = sum_u alpha[u -> v, h] Wh[u, h]
+ * A hidden layer concatenates its heads (Z = y + b, H*F wide; the model
+ * applies ELU), the output layer averages them (Z = mean_h y[., h] + b).
+ * Parameters of a layer: W (fin x H*F), a_l (H x F), a_r (H x F), then b
+ * (H*F, or F for the output layer). The per-edge work runs in the
+ * backend's attention kernels (kernels/attn.h): memory per edge is
+ * O(heads).
+ */
+#include "trainer/layer.h"
+
+#include "graph/base/alloc.h"
+#include "graph/base/error.h"
+
+#include <string.h>
+
+typedef struct {
+    int64_t H, F;      /* heads, features per head */
+    int concat;        /* hidden layer: heads concatenated (else averaged) */
+    int64_t al_off, ar_off, b_off; /* W at 0 */
+    /* The last forward. */
+    float *wh;  size_t wh_bytes;   /* n_src x H*F */
+    float *el;  size_t el_bytes;   /* n_src x H */
+    float *er;  size_t er_bytes;   /* n_dst x H */
+    float *s;   size_t s_bytes;    /* slots x H: scores, then alpha */
+    float *y;   size_t y_bytes;    /* n_dst x H*F before the average */
+    gnn_attn_opts_t o;             /* its dropout counters */
+    float *mean; size_t mean_bytes; /* H*F x F: the average over heads */
+    /* Backward scratch. */
+    float *dwh; size_t dwh_bytes;
+    float *ds;  size_t ds_bytes;
+    float *del; size_t del_bytes;
+    float *der; size_t der_bytes;
+    float *dy;  size_t dy_bytes;
+} gat_t;
+
+static int gat_setup(gnn_layer_t *L)
+{
+    gat_t *c = gnn_calloc(1, sizeof *c);
+    if (!c) return GNN_FAIL(GNN_ENOMEM, "layer %d", L->index);
+    c->H = L->heads;
+    c->F = L->fout;
+    c->concat = !L->last;
+    int64_t HF = c->H * c->F;
+    c->al_off = L->fin * HF;
+    c->ar_off = c->al_off + HF;
+    c->b_off = c->ar_off + HF;
+    if (c->concat) L->fout = HF;
+    L->count = c->b_off + L->fout;
+    L->state = c;
+    return 0;
+}
+
+static void gat_init(const gnn_layer_t *L, float *w, uint64_t seed)
+{
+    const gat_t *c = L->state;
+    gnn_layer_glorot(L, w, 0, L->fin, c->H * c->F, seed);
+    gnn_layer_glorot(L, w, c->al_off, c->H, c->F, seed);
+    gnn_layer_glorot(L, w, c->ar_off, c->H, c->F, seed);
+}
+
+static int gat_drop_target(gnn_layer_t *L, gnn_layer_env_t *env, float **dst)
+{
+    *dst = NULL;
+    int rc = gnn_layer_ensure(env->be, (void **)&L->drop, &L->drop_bytes,
+                              gnn_layer_fbytes(L->n_src, L->fin));
+    *dst = L->drop;
+    return rc;
+}
+
+/* The average over heads as a product: M[h*F + k, k] = 1/H. */
+static int mean_matrix(gat_t *c, gnn_backend_t *be)
+{
+    if (c->mean) return 0;
+    int64_t HF = c->H * c->F;
+    float *h = gnn_calloc((size_t)(HF * c->F) + 1, sizeof *h);
+    if (!h) return GNN_FAIL(GNN_ENOMEM, "GAT head average");
+    for (int64_t hd = 0; hd < c->H; hd++)
+        for (int64_t k = 0; k < c->F; k++) h[(hd * c->F + k) * c->F + k] = 1.0f / (float)c->H;
+    int rc = gnn_layer_ensure(be, (void **)&c->mean, &c->mean_bytes, gnn_layer_fbytes(HF, c->F));
+    if (rc == 0) rc = gnn_be_upload(be, c->mean, h, gnn_layer_fbytes(HF, c->F));
+    gnn_free(h);
+    return rc;
+}
+
+static int gat_forward(gnn_layer_t *L, gnn_layer_env_t *env)
+{
+    int rc = 0;
+    gat_t *c = L->state;
+    gnn_backend_t *be = env->be;
+    int64_t ns = L->n_src, nd = L->n_dst, H = c->H, F = c->F, HF = H * F;
+    const float *p = env->params + L->off;
+    int64_t slots = gnn_be_attn_slots(L->graph, 1);
+    GNN_TRY(gnn_layer_ensure(be, (void **)&c->wh, &c->wh_bytes, gnn_layer_fbytes(ns, HF)));
+    GNN_TRY(gnn_layer_ensure(be, (void **)&c->el, &c->el_bytes, gnn_layer_fbytes(ns, H)));
+    GNN_TRY(gnn_layer_ensure(be, (void **)&c->er, &c->er_bytes, gnn_layer_fbytes(nd, H)));
+    GNN_TRY(gnn_layer_ensure(be, (void **)&c->s, &c->s_bytes, gnn_layer_fbytes(slots, H)));
+    GNN_TRY(gnn_layer_ensure(be, (void **)&L->z, &L->z_bytes,
+                             gnn_layer_fbytes(env->out_rows, L->fout)));
+    GNN_TRY(gnn_be_gemm(be, 0, 0, ns, HF, L->fin, 1.0f, L->d, L->fin, p, HF, 0.0f, c->wh, HF));
+    GNN_TRY(gnn_be_head_dot(be, ns, H, F, c->wh, p + c->al_off, c->el));
+    GNN_TRY(gnn_be_head_dot(be, nd, H, F, c->wh, p + c->ar_off, c->er));
+    c->o = (gnn_attn_opts_t){.heads = H, .f = F, .self_loop = 1,
+                             .negative_slope = L->negative_slope};
+    if (L->trained && L->attn_dropout > 0.0f) {
+        c->o.dropout = L->attn_dropout;
+        c->o.offset = env->counters(env, (uint64_t)(slots * H), &c->o.seed);
+    }
+    GNN_TRY(gnn_be_attn_gat_score(be, L->graph, &c->o, c->el, c->er, c->s));
+    if (c->concat) {
+        GNN_TRY(gnn_be_attn_forward(be, L->graph, &c->o, c->wh, c->s, L->z));
+    } else {
+        GNN_TRY(gnn_layer_ensure(be, (void **)&c->y, &c->y_bytes, gnn_layer_fbytes(nd, HF)));
+        GNN_TRY(gnn_be_attn_forward(be, L->graph, &c->o, c->wh, c->s, c->y));
+        GNN_TRY(mean_matrix(c, be));
+        GNN_TRY(gnn_be_gemm(be, 0, 0, nd, F, HF, 1.0f, c->y, HF, c->mean, F, 0.0f, L->z, F));
+    }
+    GNN_TRY(gnn_be_bias_add(be, nd, L->fout, L->z, p + c->b_off));
+    return 0;
+fail:
+    return rc;
+}
+
+static void gat_scratch(const gnn_layer_t *L, int input_grad, gnn_layer_scratch_t *s)
+{
+    (void)L, (void)input_grad;
+    memset(s, 0, sizeof *s);
+}
+
+static int gat_backward(gnn_layer_t *L, gnn_layer_env_t *env, float *dz, float **dx)
+{
+    int rc = 0;
+    gat_t *c = L->state;
+    gnn_backend_t *be = env->be;
+    int64_t ns = L->n_src, nd = L->n_dst, H = c->H, F = c->F, HF = H * F, fin = L->fin;
+    const float *p = env->params + L->off;
+    float *g = env->grads + L->off;
+    int64_t slots = gnn_be_attn_slots(L->graph, 1);
+    GNN_TRY(gnn_layer_ensure(be, (void **)&c->dwh, &c->dwh_bytes, gnn_layer_fbytes(ns, HF)));
+    GNN_TRY(gnn_layer_ensure(be, (void **)&c->ds, &c->ds_bytes, gnn_layer_fbytes(slots, H)));
+    GNN_TRY(gnn_layer_ensure(be, (void **)&c->del, &c->del_bytes, gnn_layer_fbytes(ns, H)));
+    GNN_TRY(gnn_layer_ensure(be, (void **)&c->der, &c->der_bytes, gnn_layer_fbytes(nd, H)));
+    GNN_TRY(gnn_be_bias_grad(be, nd, L->fout, dz, g + c->b_off));
+    const float *dy = dz;
+    if (!c->concat) { /* dy[v, h, k] = dz[v, k] / H */
+        GNN_TRY(gnn_layer_ensure(be, (void **)&c->dy, &c->dy_bytes, gnn_layer_fbytes(nd, HF)));
+        GNN_TRY(gnn_be_gemm(be, 0, 1, nd, HF, F, 1.0f, dz, F, c->mean, F, 0.0f, c->dy, HF));
+        dy = c->dy;
+    }
+    GNN_TRY(gnn_be_attn_backward(be, L->graph, &c->o, c->wh, c->s, dy, c->dwh, c->ds));
+    GNN_TRY(gnn_be_attn_gat_score_backward(be, L->graph, &c->o, c->el, c->er, c->ds, c->del,
+                                           c->der));
+    GNN_TRY(gnn_be_head_dot_backward(be, ns, H, F, c->wh, p + c->al_off, c->del, c->dwh,
+                                     g + c->al_off));
+    GNN_TRY(gnn_be_head_dot_backward(be, nd, H, F, c->wh, p + c->ar_off, c->der, c->dwh,
+                                     g + c->ar_off));
+    GNN_TRY(gnn_be_gemm(be, 1, 0, fin, HF, ns, 1.0f, L->d, fin, c->dwh, HF, 0.0f, g, HF));
+    if (!dx) return 0;
+    float *dd = env->dx;
+    GNN_TRY(gnn_be_gemm(be, 0, 1, ns, fin, HF, 1.0f, c->dwh, HF, p, HF, 0.0f, dd, fin));
+    GNN_TRY(env->input_grad(env, L, 0, ns, dd, dd));
+    *dx = dd;
+    return 0;
+fail:
+    return rc;
+}
+
+static size_t gat_state_bytes(const gnn_layer_t *L)
+{
+    const gat_t *c = L->state;
+    return c ? c->wh_bytes + c->el_bytes + c->er_bytes + c->s_bytes + c->y_bytes +
+                   c->mean_bytes + c->dwh_bytes + c->ds_bytes + c->del_bytes + c->der_bytes +
+                   c->dy_bytes
+             : 0;
+}
+
+static void gat_free(gnn_layer_t *L, gnn_backend_t *be)
+{
+    gat_t *c = L->state;
+    if (!c) return;
+    float *bufs[] = {c->wh, c->el, c->er, c->s, c->y, c->mean, c->dwh, c->ds, c->del, c->der,
+                     c->dy};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) gnn_be_free(be, bufs[i]);
+    gnn_free(c);
+    L->state = NULL;
+}
+
+const gnn_layer_kind_t gnn_layer_gat = {
+    .name = "gat",
+    .default_aggr = NULL,
+    .any_aggr = 0,
+    .square_sources = 1,
+    .act = GNN_LAYER_ACT_ELU,
+    .reads_halo = 1,
+    .setup = gat_setup,
+    .init = gat_init,
+    .forward = gat_forward,
+    .drop_target = gat_drop_target,
+    .scratch = gat_scratch,
+    .backward = gat_backward,
+    .state_bytes = gat_state_bytes,
+    .free = gat_free,
+};
