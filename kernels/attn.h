@@ -27,9 +27,12 @@
  * Softmax and aggregation: per destination v and head h,
  *   alpha[e, h] = exp(s[e, h] - m) / sum_e' exp(s[e', h] - m),  m = the max
  *   y[v, h, :] = sum_e keep(e, h) * alpha[e, h] / (1 - p) * x[src(e), h, :]
- * where keep(e, h) = gnn_rng_keep(seed, offset + e * heads + h, p) is the
- * attention dropout (p = 0: every edge kept; graph/base/rng.h). A row
- * without slots gives y = 0.
+ * where keep(e, h) = gnn_rng_keep(seed, offset + (id(v) * n_ids + id(u)) *
+ * heads + h, p) for the edge u -> v of slot e is the attention dropout
+ * (p = 0: every edge kept; graph/base/rng.h). id maps a local row to a
+ * global node id (opts.ids, n_ids nodes in all; NULL: the rows themselves,
+ * n_ids = n_src), so an edge gets the same mask whichever part or batch
+ * holds it. A row without slots gives y = 0.
  *
  * Backward passes overwrite their outputs and gather over the transpose
  * (gnn_attn_graph_t maps each transposed entry to its slot), so results
@@ -53,6 +56,8 @@ typedef struct {
     float negative_slope;  /* of the GAT score's LeakyReLU */
     float dropout;         /* attention dropout p in [0, 1) */
     uint64_t seed, offset; /* its counter-based stream */
+    const int64_t *ids;    /* n_src global ids of the rows (host), or NULL */
+    int64_t n_ids;         /* nodes the ids range over */
 } gnn_attn_opts_t;
 
 /* A graph prepared for attention: the spmm graph (borrowed) and, per entry

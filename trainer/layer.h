@@ -114,10 +114,15 @@ struct gnn_layer_env {
      */
     int (*input_grad)(gnn_layer_env_t *env, gnn_layer_t *L, int64_t r0, int64_t nr, float *g,
                       float *dst);
-    /* n counters of the model's stream for dropout inside a layer
-     * (attention weights), drawn with key *seed from the returned offset;
-     * the stream advances, so checkpoints replay them. */
-    uint64_t (*counters)(gnn_layer_env_t *env, uint64_t n, uint64_t *seed);
+    /* A generator key for dropout inside a layer (attention weights),
+     * new at every call: the model's stream advances by one, so
+     * checkpoints replay it, and every rank draws the same key. */
+    uint64_t (*dropout_key)(gnn_layer_env_t *env);
+    /* Global ids of the layer's input rows (backend, n_src) and the nodes
+     * they range over, for masks that follow a node or an edge wherever
+     * it is computed; NULL: the rows are the graph's nodes themselves. */
+    const int64_t *row_id;
+    int64_t n_global;
     void *model;
 };
 
@@ -130,6 +135,8 @@ struct gnn_layer_kind {
     int square_sources;        /* needs n_dst <= n_src with the destinations
                                   first among the sources (a self term) */
     gnn_layer_act_t act;       /* activation after the layer (not the last) */
+    int dropout_keys;          /* env->dropout_key calls of a training forward
+                                  when the layer's attn_dropout > 0 */
     int reads_halo;            /* reads input rows of sources beyond its
                                   destinations: spread over ranks, the model
                                   exchanges the halo rows of its input before

@@ -180,9 +180,12 @@ int gnn_model_set_row_ids(gnn_model_t *m, const int64_t *row_id, int64_t n_globa
 
 uint64_t gnn_model_dropout_span(const gnn_model_t *m, int64_t n_global)
 {
-    if (!(m->cfg.dropout > 0.0f)) return 0;
     uint64_t span = 0;
-    for (int l = 0; l < m->cfg.layers; l++) span += (uint64_t)n_global * (uint64_t)m->layer[l].fin;
+    for (int l = 0; l < m->cfg.layers; l++) {
+        const gnn_layer_t *L = &m->layer[l];
+        if (m->cfg.dropout > 0.0f) span += (uint64_t)n_global * (uint64_t)L->fin;
+        if (L->attn_dropout > 0.0f) span += (uint64_t)L->kind->dropout_keys;
+    }
     return span;
 }
 uint64_t gnn_model_dropout_key(const gnn_model_t *m) { return m->drop_seed; }
@@ -291,15 +294,13 @@ static int input_grad(gnn_layer_env_t *env, gnn_layer_t *L, int64_t r0, int64_t 
     return gnn_be_relu_backward(m->be, nr * fin, L->in + r0 * fin, g, dst);
 }
 
-/* env->counters: the next n counters of the stream, with the key of
- * dropout inside layers (distinct from the input dropout's). */
-static uint64_t counters(gnn_layer_env_t *env, uint64_t n, uint64_t *seed)
+/* env->dropout_key: a key from the stream's position (distinct from the
+ * input dropout's key), the position advanced by one. */
+static uint64_t dropout_key(gnn_layer_env_t *env)
 {
     gnn_model_t *m = env->model;
-    uint64_t at = m->drop_offset;
-    m->drop_offset += n;
-    *seed = gnn_rng_mix64(m->drop_seed ^ 0x6174746eull);
-    return at;
+    uint64_t at = m->drop_offset++;
+    return gnn_rng_mix64(gnn_rng_mix64(m->drop_seed ^ 0x6174746eull) ^ gnn_rng_mix64(at));
 }
 
 static gnn_layer_env_t env_of(gnn_model_t *m)
@@ -313,7 +314,9 @@ static gnn_layer_env_t env_of(gnn_model_t *m)
         .dt = m->dt,
         .block_rows = m->dd_block,
         .input_grad = input_grad,
-        .counters = counters,
+        .dropout_key = dropout_key,
+        .row_id = m->halo.forward ? m->halo.row_id : m->row_ids,
+        .n_global = m->halo.forward ? m->halo.n_global : m->rows_global,
         .model = m,
     };
     return e;

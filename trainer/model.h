@@ -182,7 +182,8 @@ int gnn_model_set_halo(gnn_model_t *m, const gnn_model_halo_t *h);
 int gnn_model_set_row_ids(gnn_model_t *m, const int64_t *row_id, int64_t n_global);
 /* How far one training forward advances the dropout stream with row ids
  * over n_global nodes: n_global times the input widths of the layers that
- * drop (0 without dropout). */
+ * drop, plus the keys of dropout inside layers (attention; 0 without any
+ * dropout). */
 uint64_t gnn_model_dropout_span(const gnn_model_t *m, int64_t n_global);
 
 /* Dropout stream position (for checkpoints). */

@@ -81,14 +81,17 @@ static int check(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, const char
     return 0;
 }
 
-/* The weight a kept slot's alpha is scaled by: 1/(1-p), 0 when dropped. */
-static inline float keep_scale(const gnn_attn_opts_t *o, float scale, gnn_eid_t e, int64_t h)
+/* The weight a kept edge u -> v's alpha is scaled by: 1/(1-p), 0 when
+ * dropped; the counter names the edge by its end points' global ids. */
+static inline float keep_scale(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, float scale,
+                               gnn_vid_t u, gnn_vid_t v, int64_t h)
 {
     if (!(o->dropout > 0.0f)) return 1.0f;
-    return gnn_rng_keep(o->seed, o->offset + (uint64_t)e * (uint64_t)o->heads + (uint64_t)h,
-                        o->dropout)
-               ? scale
-               : 0.0f;
+    uint64_t n = o->ids ? (uint64_t)o->n_ids : (uint64_t)a->g->n_src;
+    uint64_t gu = o->ids ? (uint64_t)o->ids[u] : (uint64_t)u;
+    uint64_t gv = o->ids ? (uint64_t)o->ids[v] : (uint64_t)v;
+    uint64_t j = o->offset + (gv * n + gu) * (uint64_t)o->heads + (uint64_t)h;
+    return gnn_rng_keep(o->seed, j, o->dropout) ? scale : 0.0f;
 }
 
 static inline float dropout_scale(const gnn_attn_opts_t *o)
@@ -242,7 +245,7 @@ int gnn_attn_forward(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, const 
             if (out) continue;
             const float *xu = x + u * W;
             for (int64_t h = 0; h < H; h++) {
-                float w = sr[i * H + h] * keep_scale(o, scale, r.first + i, h);
+                float w = sr[i * H + h] * keep_scale(a, o, scale, u, v, h);
                 if (w == 0.0f) continue;
                 const float *xs = xu + h * F;
                 float *ys = yv + h * F;
@@ -276,7 +279,7 @@ int gnn_attn_backward(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, const
             gnn_vid_t u = slot_src(a, &r, v, i, &out);
             const float *xu = x + u * W;
             for (int64_t h = 0; h < H; h++) {
-                float ks = out ? 0.0f : keep_scale(o, scale, r.first + i, h), dot = 0.0f;
+                float ks = out ? 0.0f : keep_scale(a, o, scale, u, v, h), dot = 0.0f;
                 if (ks != 0.0f) {
                     const float *xs = xu + h * F, *gs = dyv + h * F;
 #pragma omp simd reduction(+ : dot)
@@ -310,7 +313,7 @@ int gnn_attn_backward(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, const
             }
             const float *dyv = dy + v * W;
             for (int64_t h = 0; h < H; h++) {
-                float w = alpha[e * H + h] * keep_scale(o, scale, e, h);
+                float w = alpha[e * H + h] * keep_scale(a, o, scale, u, v, h);
                 if (w == 0.0f) continue;
                 const float *gs = dyv + h * F;
                 float *ds_ = du + h * F;

@@ -26,10 +26,14 @@ static gnn_vid_t src(const gnn_csr_t *c, const gnn_attn_opts_t *o, gnn_vid_t v, 
     return o->self_loop && u == v ? -1 : u;
 }
 
-static double keep(const gnn_attn_opts_t *o, gnn_eid_t e, int64_t h)
+static double keep(const gnn_csr_t *c, const gnn_attn_opts_t *o, gnn_vid_t u, gnn_vid_t v,
+                   int64_t h)
 {
-    if (!(o->dropout > 0.0f)) return 1.0;
-    int k = gnn_rng_keep(o->seed, o->offset + (uint64_t)e * (uint64_t)o->heads + (uint64_t)h,
+    if (!(o->dropout > 0.0f) || u < 0) return 1.0;
+    uint64_t n = o->ids ? (uint64_t)o->n_ids : (uint64_t)c->n_cols;
+    uint64_t gu = o->ids ? (uint64_t)o->ids[u] : (uint64_t)u;
+    uint64_t gv = o->ids ? (uint64_t)o->ids[v] : (uint64_t)v;
+    int k = gnn_rng_keep(o->seed, o->offset + (gv * n + gu) * (uint64_t)o->heads + (uint64_t)h,
                          o->dropout);
     return k ? 1.0 / (1.0 - (double)o->dropout) : 0.0;
 }
@@ -71,7 +75,7 @@ int gnn_attn_ref_forward(const gnn_csr_t *c, const gnn_attn_opts_t *o, const dou
                 double a = u < 0 ? 0.0 : exp(s[(first + i) * H + h] - m) / sum;
                 alpha[(first + i) * H + h] = a;
                 if (u < 0) continue;
-                double w = a * keep(o, first + i, h);
+                double w = a * keep(c, o, u, v, h);
                 for (int64_t k = 0; k < F; k++) y[v * W + h * F + k] += w * x[u * W + h * F + k];
             }
         }
@@ -91,7 +95,7 @@ int gnn_attn_ref_backward(const gnn_csr_t *c, const gnn_attn_opts_t *o, const do
             double sum = 0.0;
             for (gnn_eid_t i = 0; i < n; i++) {
                 gnn_vid_t u = src(c, o, v, i, n);
-                double da = 0.0, a = alpha[(first + i) * H + h], kp = keep(o, first + i, h);
+                double da = 0.0, a = alpha[(first + i) * H + h], kp = keep(c, o, u, v, h);
                 if (u >= 0)
                     for (int64_t k = 0; k < F; k++) {
                         da += dy[v * W + h * F + k] * x[u * W + h * F + k];

@@ -95,6 +95,9 @@ static void check_case(int self_loop, float dropout)
     block(&b, 23, 31, 4, &s);
     gnn_attn_opts_t o = {.heads = 3, .f = 5, .self_loop = self_loop, .negative_slope = 0.2f,
                          .dropout = dropout, .seed = 99, .offset = 17};
+    int64_t ids[31]; /* global ids of the rows (a part of a larger graph) */
+    for (int64_t u = 0; u < 31; u++) ids[u] = 1000 - 7 * u;
+    if (self_loop) o.ids = ids, o.n_ids = 1001;
     gnn_attn_graph_t *a;
     assert_int_equal(gnn_attn_graph_create(b.g, self_loop, &a), 0);
     int64_t H = o.heads, W = o.heads * o.f, S = a->slots;

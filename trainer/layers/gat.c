@@ -108,10 +108,11 @@ static int gat_forward(gnn_layer_t *L, gnn_layer_env_t *env)
     GNN_TRY(gnn_be_head_dot(be, ns, H, F, c->wh, p + c->al_off, c->el));
     GNN_TRY(gnn_be_head_dot(be, nd, H, F, c->wh, p + c->ar_off, c->er));
     c->o = (gnn_attn_opts_t){.heads = H, .f = F, .self_loop = 1,
-                             .negative_slope = L->negative_slope};
-    if (L->trained && L->attn_dropout > 0.0f) {
+                             .negative_slope = L->negative_slope,
+                             .ids = env->row_id, .n_ids = env->n_global};
+    if (L->trained && L->attn_dropout > 0.0f) { /* masks by edge end points */
         c->o.dropout = L->attn_dropout;
-        c->o.offset = env->counters(env, (uint64_t)(slots * H), &c->o.seed);
+        c->o.seed = env->dropout_key(env);
     }
     GNN_TRY(gnn_be_attn_gat_score(be, L->graph, &c->o, c->el, c->er, c->s));
     if (c->concat) {
@@ -198,6 +199,7 @@ const gnn_layer_kind_t gnn_layer_gat = {
     .any_aggr = 0,
     .square_sources = 1,
     .act = GNN_LAYER_ACT_ELU,
+    .dropout_keys = 1,
     .reads_halo = 1,
     .setup = gat_setup,
     .init = gat_init,
