@@ -39,6 +39,7 @@
 typedef const gnn_layer_kind_t *gnn_model_kind_t;
 #define GNN_MODEL_GCN (&gnn_layer_gcn)
 #define GNN_MODEL_SAGE (&gnn_layer_sage)
+#define GNN_MODEL_GAT (&gnn_layer_gat)
 
 /* The kind called name ("gcn", "sage", ...); GNN_EINVAL naming the valid
  * ones otherwise. */

@@ -11,7 +11,9 @@
  *     its default dropout of 0.5 (so each rank must draw the whole graph's
  *     masks for its rows) gives every epoch's loss within 1e-5 relative
  *     for P = 1, 2 and 4 and for the random parts; so does 3-layer
- *     GraphSAGE with mean aggregation for P = 1 and 4. Without dropout the
+ *     GraphSAGE with mean aggregation for P = 1 and 4, and GAT with input
+ *     and attention dropout for P = 2 and 4 (and its mini-batches on one
+ *     rank against one process). Without dropout the
  *     losses differ by far more, so the comparison can tell. A part that
  *     owns no node (a 30-node graph cut into 4 parts) still takes part in
  *     every exchange: GCN and GraphSAGE (max, and 3-layer mean) on 4 ranks
@@ -494,6 +496,35 @@ static void test_sage_same_losses_on_any_ranks(void **state)
     int bad = check_counters("sage, 4 ranks", &runs[2].log, EPOCHS, 4, &feat);
     for (int i = 0; i < n; i++) log_free(&runs[i].log);
     if (bad) fail_msg("%d epoch lines with wrong counters", bad);
+}
+
+/*
+ * GAT (4 heads of 8, input and attention dropout 0.6: each rank must draw
+ * the whole graph's masks for its nodes and edges), full graph: the same
+ * losses on the graph file, 2 and 4 ranks. Mini-batches: one rank draws
+ * one process's batches, and two ranks train.
+ */
+static void test_gat_same_losses_on_any_ranks(void **state)
+{
+    (void)state;
+    run_t runs[] = {
+        {"1 process", NULL, g_cora, {0}},
+        {"2 ranks", "2", g_k2, {0}},
+        {"4 ranks", "4", g_k4, {0}},
+    };
+    int n = (int)(sizeof runs / sizeof runs[0]);
+    train_runs(runs, n, "gat", "--model", "gat", "--heads", "4", "--hidden", "8", "--dropout",
+               "0.6", "--attn-dropout", "0.6", "--normalize-features", (char *)NULL);
+    compare_losses("gat", runs, n);
+    for (int i = 0; i < n; i++) log_free(&runs[i].log);
+    run_t mb[] = {{"1 process", NULL, g_cora, {0}}, {"1 rank", "1", g_h1, {0}}};
+    train_runs(mb, 2, "gat-mb", "--model", "gat", "--mode", "minibatch", "--heads", "4",
+               "--hidden", "8", "--fanouts", "10,10", "--batch-size", "64",
+               "--sampler-threads", "1", "--normalize-features", (char *)NULL);
+    compare_losses("gat, mini-batches", mb, 2);
+    for (int i = 0; i < 2; i++) log_free(&mb[i].log);
+    MPI_OK("2", "--data", g_h2, "--model", "gat", "--mode", "minibatch", "--heads", "4",
+           "--hidden", "8", "--fanouts", "10,10", "--epochs", "2", "-q");
 }
 
 /*
@@ -1430,6 +1461,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest train[] = {
         cmocka_unit_test(test_gcn_same_losses_on_any_ranks),
         cmocka_unit_test(test_sage_same_losses_on_any_ranks),
+        cmocka_unit_test(test_gat_same_losses_on_any_ranks),
         cmocka_unit_test(test_accuracy_on_two_ranks),
         cmocka_unit_test(test_minibatch),
         cmocka_unit_test(test_minibatch_accuracy),
