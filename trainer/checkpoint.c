@@ -69,6 +69,9 @@ static const field_t f64_fields[] = {
 static const field_t u64_fields[] = {MEMBER(seed), MEMBER(rng_offset)};
 /* int64 members added in version 3 (absent from version 2 files: -1). */
 static const field_t i64_fields_v3[] = {MEMBER(num_nodes), MEMBER(parts), MEMBER(train_nodes)};
+/* Members added in version 4 (absent from older files: 0). */
+static const field_t i64_fields_v4[] = {MEMBER(heads), MEMBER(out_heads)};
+static const field_t f64_fields_v4[] = {MEMBER(attn_dropout), MEMBER(negative_slope)};
 #define OLDEST_VERSION 2 /* the oldest version read */
 
 /* The arrays, in this order: float32 x n_params, then float64 x runs_done. */
@@ -82,7 +85,8 @@ _Static_assert(sizeof(gnn_checkpoint_t) ==
                    SIZE_OF(model) + SIZE_OF(aggr) + SIZE_OF(decay_scope) + SIZE_OF(mode) +
                        SIZE_OF(fanouts) +
                        8 * (COUNT_OF(i64_fields) + COUNT_OF(f64_fields) + COUNT_OF(u64_fields) +
-                            COUNT_OF(i64_fields_v3)) +
+                            COUNT_OF(i64_fields_v3) + COUNT_OF(i64_fields_v4) +
+                            COUNT_OF(f64_fields_v4)) +
                        N_TENSORS * sizeof(void *),
                "every member of gnn_checkpoint_t needs a table entry");
 
@@ -172,6 +176,14 @@ static int check_fields(const gnn_checkpoint_t *c, const char *path, int code, i
     GNN_TRY(check_i64(path, code, "best_epoch", c->best_epoch, -1, INT64_MAX));
     GNN_TRY(check_i64(path, code, "bad_evals", c->bad_evals, 0, INT64_MAX));
     GNN_TRY(check_i64(path, code, "n_params", c->n_params, 0, INT64_MAX));
+    if (version >= 4) {
+        GNN_TRY(check_i64(path, code, "heads", c->heads, 0, 64));
+        GNN_TRY(check_i64(path, code, "out_heads", c->out_heads, 0, 64));
+        GNN_CHECK(c->attn_dropout >= 0 && c->attn_dropout < 1, code,
+                  "%s: attn_dropout = %g is outside [0, 1)", path, c->attn_dropout);
+        GNN_CHECK(c->negative_slope >= 0 && c->negative_slope < 1, code,
+                  "%s: negative_slope = %g is outside [0, 1)", path, c->negative_slope);
+    }
     if (version >= 3) {
         GNN_TRY(check_i64(path, code, "num_nodes", c->num_nodes, 1, INT64_MAX));
         GNN_TRY(check_i64(path, code, "parts", c->parts, 0, INT64_MAX));
@@ -310,6 +322,16 @@ static int write_checkpoint(hid_t file, const gnn_checkpoint_t *c)
         memcpy(&v, (const char *)c + u64_fields[i].off, sizeof v);
         GNN_TRY(gnn__h5_set_attr_u64(file, u64_fields[i].name, v));
     }
+    for (size_t i = 0; i < COUNT_OF(i64_fields_v4); i++) {
+        int64_t v;
+        memcpy(&v, (const char *)c + i64_fields_v4[i].off, sizeof v);
+        GNN_TRY(gnn__h5_set_attr_i64(file, i64_fields_v4[i].name, v));
+    }
+    for (size_t i = 0; i < COUNT_OF(f64_fields_v4); i++) {
+        double v;
+        memcpy(&v, (const char *)c + f64_fields_v4[i].off, sizeof v);
+        GNN_TRY(gnn__h5_set_attr_f64(file, f64_fields_v4[i].name, v));
+    }
     for (int t = 0; t < N_TENSORS; t++) {
         int f64 = tensor_is_f64(t);
         GNN_TRY(write_vector(file, tensor_names[t], f64 ? H5T_IEEE_F64LE : H5T_IEEE_F32LE,
@@ -387,6 +409,19 @@ static int read_scalars(hid_t file, const char *path, int64_t version, gnn_check
         double v = 0;
         GNN_TRY(at(path, gnn__h5_get_attr_f64(file, f64_fields[i].name, 0, &v)));
         memcpy((char *)c + f64_fields[i].off, &v, sizeof v);
+    }
+    for (size_t i = 0; i < COUNT_OF(i64_fields_v4); i++) {
+        int64_t v = 0;
+        if (version >= 4) {
+            GNN_TRY(at(path, gnn__h5_check_attr_single(file, i64_fields_v4[i].name)));
+            GNN_TRY(at(path, gnn__h5_get_attr_i64(file, i64_fields_v4[i].name, 0, &v)));
+        }
+        memcpy((char *)c + i64_fields_v4[i].off, &v, sizeof v);
+    }
+    for (size_t i = 0; i < COUNT_OF(f64_fields_v4); i++) {
+        double v = 0;
+        if (version >= 4) GNN_TRY(at(path, gnn__h5_get_attr_f64(file, f64_fields_v4[i].name, 0, &v)));
+        memcpy((char *)c + f64_fields_v4[i].off, &v, sizeof v);
     }
     for (size_t i = 0; i < COUNT_OF(u64_fields); i++) {
         uint64_t v = 0;

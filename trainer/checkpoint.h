@@ -17,11 +17,11 @@
 #include <stdint.h>
 
 #define GNN_CHECKPOINT_FORMAT "gnn-checkpoint"
-#define GNN_CHECKPOINT_VERSION 3
+#define GNN_CHECKPOINT_VERSION 4
 
 typedef struct {
     /* Configuration (checked on resume). */
-    char model[16];        /* "gcn" | "sage" */
+    char model[16];        /* "gcn" | "sage" | "gat" */
     char aggr[32];         /* aggregator name */
     int64_t layers, in_dim, hidden, classes;
     double dropout, lr, weight_decay;
@@ -36,6 +36,9 @@ typedef struct {
     int64_t num_nodes;     /* nodes of the graph */
     int64_t parts;         /* parts of a partition directory (one rank each), 0: a graph file */
     int64_t train_nodes;   /* training nodes of the graph */
+    /* Attention models (version 4; 0 for the others and in older files). */
+    int64_t heads, out_heads;
+    double attn_dropout, negative_slope;
     /* Position. */
     int64_t run;           /* run in progress, 0-based */
     int64_t epoch;         /* epochs completed in that run */

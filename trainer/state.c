@@ -39,6 +39,12 @@ static void ck_config(gnn_job_t *j, gnn_checkpoint_t *c)
     c->normalize_features = o->normalize_features;
     c->seed = (uint64_t)o->seed;
     c->runs = o->runs;
+    if (!j->kind->default_aggr) { /* attention: its settings (0 for the others) */
+        c->heads = o->heads;
+        c->out_heads = o->out_heads;
+        c->attn_dropout = o->attn_dropout;
+        c->negative_slope = o->negative_slope;
+    }
     c->num_nodes = j->dist ? j->dist->n_global : j->g.csr.n_rows;
     c->parts = j->dist ? j->dist->size : 0;
     const int64_t *ids;
@@ -89,6 +95,10 @@ static int ck_match(gnn_job_t *j, const gnn_checkpoint_t *c)
     SAME_I(batch_size, "--batch-size")
     SAME_I(normalize_features, "--normalize-features")
     SAME_I(seed, "--seed")
+    SAME_I(heads, "--heads")
+    SAME_I(out_heads, "--out-heads")
+    SAME_D(attn_dropout, "--attn-dropout")
+    SAME_D(negative_slope, "--negative-slope")
     if (c->num_nodes >= 0) { /* recorded since version 3 */
         if (c->parts != want.parts) {
             char a[64], b[64];

@@ -72,6 +72,10 @@ static void make_ck(gnn_checkpoint_t *c, int64_t n_params, int64_t runs_done, ui
     c->seed = 0xFEDCBA9876543210ull; /* above INT64_MAX */
     c->runs = 10;
     c->num_nodes = 2708;
+    c->heads = 8;
+    c->out_heads = 1;
+    c->attn_dropout = 0.6;
+    c->negative_slope = 0.2;
     c->parts = 4;
     c->train_nodes = 140;
     c->run = runs_done < 10 ? runs_done : 9;
@@ -470,19 +474,37 @@ static void test_not_a_checkpoint(void **state)
 static void test_version(void **state)
 {
     (void)state;
-    const char *path = write_good("v4.ck");
-    int64_t v = 4;
+    const char *path = write_good("v5.ck");
+    int64_t v = 5;
     put_attr(path, "version", H5T_STD_I64LE, 0, &v);
-    expect_load_error(path, GNN_EVERSION, "checkpoint format version 4 is not supported");
+    expect_load_error(path, GNN_EVERSION, "checkpoint format version 5 is not supported");
     v = 1; /* before mini-batch training: no mode, fanouts, batch_size */
     put_attr(path, "version", H5T_STD_I64LE, 0, &v);
     expect_load_error(path, GNN_EVERSION, "checkpoint format version 1 is not supported");
     delete_attr(path, "version");
     expect_load_error(path, GNN_EFORMAT, "missing attribute 'version'");
 
+    /* Version 4 added the attention settings; a version 3 file, without
+     * them, is read with those members at 0. */
+    gnn_checkpoint_t c, d;
+    make_ck(&c, 100, 2, g_seed + 6);
+    path = write_good("v3.ck");
+    static const char *const v4[] = {"heads", "out_heads", "attn_dropout", "negative_slope"};
+    for (int i = 0; i < 4; i++) delete_attr(path, v4[i]);
+    expect_load_error(path, GNN_EFORMAT, "missing attribute 'heads'");
+    v = 3;
+    put_attr(path, "version", H5T_STD_I64LE, 0, &v);
+    assert_int_equal(gnn_checkpoint_load(path, &d), 0);
+    assert_true(d.heads == 0 && d.out_heads == 0 && d.attn_dropout == 0.0 &&
+                d.negative_slope == 0.0);
+    c.heads = c.out_heads = 0;
+    c.attn_dropout = c.negative_slope = 0.0;
+    assert_ck_equal(&c, &d);
+    gnn_checkpoint_free(&d);
+    free_ck(&c);
+
     /* Version 3 added the data trained on; a version 2 file, without it,
      * is read with those members at -1 and everything else as written. */
-    gnn_checkpoint_t c, d;
     make_ck(&c, 100, 2, g_seed + 6);
     path = write_good("v2.ck");
     static const char *const added[] = {"num_nodes", "parts", "train_nodes"};
@@ -495,6 +517,8 @@ static void test_version(void **state)
     assert_int_equal(gnn_checkpoint_load(path, &d), 0);
     assert_true(d.num_nodes == -1 && d.parts == -1 && d.train_nodes == -1);
     c.num_nodes = c.parts = c.train_nodes = -1;
+    c.heads = c.out_heads = 0;
+    c.attn_dropout = c.negative_slope = 0.0;
     assert_ck_equal(&c, &d);
     gnn_checkpoint_free(&d);
     free_ck(&c);
