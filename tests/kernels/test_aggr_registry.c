@@ -15,7 +15,7 @@
  * definition, one per value of GNN_TEST_BAD_DEF); every allocation of create and load made
  * to fail gives GNN_ENOMEM and an unchanged registry.
  *
- * The numbers: lse forward against a double-precision log-sum-exp written
+ * The numbers: lse forward against a double-precision log-mean-exp written
  * here, on random graphs with empty rows, a hub row of thousands of
  * entries, repeated edges and rectangular shapes, at widths 1..130 and
  * inputs large enough to overflow a naive exp; lse backward by central
@@ -164,9 +164,10 @@ static void run_free(run_t *rn)
     rn->ws = NULL;
 }
 
-/* ---- Double-precision log-sum-exp ------------------------------------------ */
+/* ---- Double-precision log-mean-exp ----------------------------------------- */
 
-/* Columns [k0, k1) of y = lse(x) on a (n_rows x f); empty rows give 0. */
+/* Columns [k0, k1) of y = lse(x) = log(mean exp(x)) on a (n_rows x f);
+ * empty rows give 0. */
 static void lse_ref(const gnn_csr_t *a, int64_t f, const double *x, double *y, int64_t k0,
                     int64_t k1)
 {
@@ -180,7 +181,7 @@ static void lse_ref(const gnn_csr_t *a, int64_t f, const double *x, double *y, i
             double m = -INFINITY, s = 0;
             for (gnn_eid_t j = beg; j < end; j++) m = fmax(m, x[a->indices[j] * f + k]);
             for (gnn_eid_t j = beg; j < end; j++) s += exp(x[a->indices[j] * f + k] - m);
-            y[v * f + k] = m + log(s);
+            y[v * f + k] = m + log(s / (double)(end - beg));
         }
 }
 
@@ -193,8 +194,9 @@ static void lse_ref_backward(const gnn_csr_t *a, int64_t f, const double *x, con
     for (gnn_vid_t v = 0; v < a->n_rows; v++)
         for (gnn_eid_t j = a->indptr[v]; j < a->indptr[v + 1]; j++) {
             gnn_vid_t u = a->indices[j];
+            double d = (double)(a->indptr[v + 1] - a->indptr[v]);
             for (int64_t k = 0; k < f; k++) {
-                double w = exp(x[u * f + k] - y[v * f + k]);
+                double w = exp(x[u * f + k] - y[v * f + k]) / d;
                 dx[u * f + k] += dy[v * f + k] * w;
                 mag[u * f + k] += fabs(dy[v * f + k]) * w;
             }

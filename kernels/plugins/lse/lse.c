@@ -1,10 +1,14 @@
 /*
- * lse.so: the "lse" aggregator (log-sum-exp, a smooth maximum), and the
- * example of a plug-in: it includes only gnn_aggr_plugin.h and links
- * against nothing of this project.
+ * lse.so: the "lse" aggregator (log of the mean of exponentials, a smooth
+ * maximum normalised by degree), and the example of a plug-in: it includes
+ * only gnn_aggr_plugin.h and links against nothing of this project.
  *
- *   y[v][k]  = log sum_{e=(u->v)} exp(x[u][k])               (0 for an empty row)
- *   dx[u][k] = sum_{e=(u->v)} dy[v][k] * exp(x[u][k] - y[v][k])
+ *   y[v][k]  = log((1/d_v) sum_{e=(u->v)} exp(x[u][k]))      (0 for an empty row)
+ *   dx[u][k] = sum_{e=(u->v)} dy[v][k] * exp(x[u][k] - y[v][k]) / d_v
+ *
+ * with d_v the entries of row v. The mean keeps y between the mean and the
+ * maximum of the inputs whatever the degree (a plain log-sum-exp adds
+ * log d_v, which on small features drowns them and trains to chance).
  *
  * The forward subtracts the row's maximum m[k] before exponentiating,
  * y = m + log(sum exp(x - m)), so no term overflows and the largest is 1
@@ -97,7 +101,8 @@ static int lse_forward(const gnn_aggr_call_t *call, const float *x, float *y)
                 const float *xr = x + indices[j] * f + k0;
                 for (int64_t k = 0; k < nk; k++) s[k] += (double)expf(xr[k] - m[k]);
             }
-            for (int64_t k = 0; k < nk; k++) yr[k0 + k] = (float)((double)m[k] + log(s[k]));
+            const double d = (double)(end - beg);
+            for (int64_t k = 0; k < nk; k++) yr[k0 + k] = (float)((double)m[k] + log(s[k] / d));
         }
     }
     return 0;
@@ -111,9 +116,9 @@ static int lse_backward(const gnn_aggr_call_t *call, const float *x, const float
     const int64_t f = call->f, n = g->n_src;
     if (f < 1) return lse_fail(call, "lse backward: bad feature width %lld", (long long)f);
     if (n <= 0) return 0;
-    if (!x || !dx || !g->t_indptr || (g->nnz > 0 && (!y || !dy || !g->t_indices)))
+    if (!x || !dx || !g->t_indptr || (g->nnz > 0 && (!y || !dy || !g->t_indices || !g->indptr)))
         return lse_fail(call, "lse backward: NULL array (the transpose is required)");
-    const int64_t *t_indptr = g->t_indptr, *t_indices = g->t_indices;
+    const int64_t *t_indptr = g->t_indptr, *t_indices = g->t_indices, *indptr = g->indptr;
 
 #pragma omp parallel for schedule(dynamic, 32)
     for (int64_t u = 0; u < n; u++) {
@@ -127,8 +132,9 @@ static int lse_backward(const gnn_aggr_call_t *call, const float *x, const float
             for (int64_t j = beg; j < end; j++) {
                 const int64_t v = t_indices[j];
                 const float *yr = y + v * f + k0, *gr = dy + v * f + k0;
+                const double inv = 1.0 / (double)(indptr[v + 1] - indptr[v]);
                 for (int64_t k = 0; k < nk; k++)
-                    acc[k] += (double)gr[k] * (double)expf(xu[k] - yr[k]);
+                    acc[k] += (double)gr[k] * (double)expf(xu[k] - yr[k]) * inv;
             }
             for (int64_t k = 0; k < nk; k++) o[k0 + k] = (float)acc[k];
         }
@@ -143,7 +149,8 @@ GNN_AGGR_PLUGIN_EXPORT int gnn_aggr_plugin_register(gnn_aggr_host_t *host)
     static const gnn_aggr_def_t lse = {
         .abi_version = GNN_AGGR_ABI_VERSION,
         .name = "lse",
-        .description = "log-sum-exp of the in-neighbours' rows, a smooth max (weights ignored)",
+        .description = "log of the mean of exp of the in-neighbours' rows, a smooth max "
+                       "(weights ignored)",
         .workspace_bytes = NULL, /* none: the backward reads x and y */
         .cpu_forward = lse_forward,
         .cpu_backward = lse_backward,

@@ -1,11 +1,12 @@
 /*
  * The CUDA entry points of the "lse" aggregator (lse.c holds the CPU ones
- * and the definition): the same log-sum-exp, forward and backward, on
+ * and the definition): the same log-mean-exp, forward and backward, on
  * device pointers. Like lse.c it includes only gnn_aggr_plugin.h of this
  * project; it needs nothing but the CUDA runtime.
  *
- *   y[v][k]  = log sum_{e=(u->v)} exp(x[u][k])               (0 for an empty row)
- *   dx[u][k] = sum_{e=(u->v)} dy[v][k] * exp(x[u][k] - y[v][k])
+ *   y[v][k]  = log((1/d_v) sum_{e=(u->v)} exp(x[u][k]))      (0 for an empty row)
+ *   dx[u][k] = sum_{e=(u->v)} dy[v][k] * exp(x[u][k] - y[v][k]) / d_v
+ * (d_v: the entries of row v)
  *
  * One thread per output element (v, k), k the fastest index, so the
  * threads of a warp read consecutive columns of the same input rows when
@@ -63,12 +64,13 @@ __global__ void lse_forward_kernel(int64_t n, int64_t f, const int64_t *__restri
         }
         double s = 0.0;
         for (int64_t j = beg; j < end; j++) s += (double)expf(x[indices[j] * f + k] - m);
-        y[i] = (float)((double)m + log(s));
+        y[i] = (float)((double)m + log(s / (double)(end - beg)));
     }
 }
 
 /* dx[u][k] for every (u, k) of an n_src x f output, over the transpose. */
-__global__ void lse_backward_kernel(int64_t n, int64_t f, const int64_t *__restrict__ t_indptr,
+__global__ void lse_backward_kernel(int64_t n, int64_t f, const int64_t *__restrict__ indptr,
+                                    const int64_t *__restrict__ t_indptr,
                                     const int64_t *__restrict__ t_indices,
                                     const float *__restrict__ x, const float *__restrict__ y,
                                     const float *__restrict__ dy, float *__restrict__ dx)
@@ -79,8 +81,8 @@ __global__ void lse_backward_kernel(int64_t n, int64_t f, const int64_t *__restr
         const float xu = x[i];
         double acc = 0.0;
         for (int64_t j = t_indptr[u]; j < t_indptr[u + 1]; j++) {
-            const int64_t o = t_indices[j] * f + k;
-            acc += (double)dy[o] * (double)expf(xu - y[o]);
+            const int64_t v = t_indices[j], o = v * f + k;
+            acc += (double)dy[o] * (double)expf(xu - y[o]) / (double)(indptr[v + 1] - indptr[v]);
         }
         dx[i] = (float)acc;
     }
@@ -113,13 +115,13 @@ extern "C" LSE_HIDDEN int lse_cuda_backward(const gnn_aggr_call_t *call, const f
     const int64_t f = call->f, n = g->n_src;
     if (f < 1) return lse_fail(call, "lse CUDA backward: bad feature width %lld", (long long)f);
     if (n <= 0) return 0;
-    if (!x || !dx || !g->t_indptr || (g->nnz > 0 && (!y || !dy || !g->t_indices)))
+    if (!x || !dx || !g->t_indptr || (g->nnz > 0 && (!y || !dy || !g->t_indices || !g->indptr)))
         return lse_fail(call, "lse CUDA backward: NULL array (the transpose is required)");
     if (n > INT64_MAX / f)
         return lse_fail(call, "lse CUDA backward: %lld x %lld outputs overflow", (long long)n,
                     (long long)f);
     lse_backward_kernel<<<blocks_for(n * f), THREADS, 0, (cudaStream_t)call->stream>>>(
-        n, f, g->t_indptr, g->t_indices, x, y, dy, dx);
+        n, f, g->indptr, g->t_indptr, g->t_indices, x, y, dy, dx);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return lse_fail(call, "lse CUDA backward: %s", cudaGetErrorString(e));
     return 0;
