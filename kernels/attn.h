@@ -49,8 +49,10 @@
 extern "C" {
 #endif
 
+#define GNN_ATTN_MAX_HEADS 64
+
 typedef struct {
-    int64_t heads;         /* H >= 1 */
+    int64_t heads;         /* H in [1, GNN_ATTN_MAX_HEADS] */
     int64_t f;             /* features per head, >= 1 */
     int self_loop;         /* add one self loop per destination (see above) */
     float negative_slope;  /* of the GAT score's LeakyReLU */
@@ -85,13 +87,17 @@ int gnn_attn_gat_score_backward(const gnn_attn_graph_t *a, const gnn_attn_opts_t
                                 const float *el, const float *er, const float *ds, float *del,
                                 float *der);
 
-/* In place s -> alpha (the softmax, before dropout), and y (n_dst x heads
- * * f) from x (n_src x heads * f) as above. 0 or GNN_EINVAL. */
+/* In place s -> alpha (the softmax, before dropout, with the sign bit set
+ * where dropout dropped the weight: |alpha| is the softmax, and the
+ * backward reads the mask from the sign instead of drawing it again), and
+ * y (n_dst x heads * f) from x (n_src x heads * f) as above. 0 or
+ * GNN_EINVAL. */
 int gnn_attn_forward(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, const float *x,
                      float *s, float *y);
 /* From dy (n_dst x heads * f): dx (n_src x heads * f) and ds (slots x
  * heads, the gradient of the scores before the softmax), overwritten.
- * alpha is the forward's, x its input; the same opts (dropout replayed). */
+ * alpha is the forward's (its signs the dropout mask), x its input; the
+ * same opts. */
 int gnn_attn_backward(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, const float *x,
                       const float *alpha, const float *dy, float *dx, float *ds);
 

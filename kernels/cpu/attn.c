@@ -69,7 +69,7 @@ void gnn_attn_graph_free(gnn_attn_graph_t *a)
 static int check(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, const char *what)
 {
     if (!a || !o) return GNN_FAIL(GNN_EINVAL, "%s: NULL argument", what);
-    if (o->heads < 1 || o->f < 1)
+    if (o->heads < 1 || o->heads > GNN_ATTN_MAX_HEADS || o->f < 1)
         return GNN_FAIL(GNN_EINVAL, "%s: %" PRId64 " heads of %" PRId64 " features", what,
                         o->heads, o->f);
     if (!(o->dropout >= 0.0f && o->dropout < 1.0f))
@@ -81,17 +81,31 @@ static int check(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, const char
     return 0;
 }
 
-/* The weight a kept edge u -> v's alpha is scaled by: 1/(1-p), 0 when
- * dropped; the counter names the edge by its end points' global ids. */
-static inline float keep_scale(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, float scale,
-                               gnn_vid_t u, gnn_vid_t v, int64_t h)
+/* The scale of every head's weight of edge u -> v into ks[0, heads):
+ * 1/(1-p) where kept, 0 where dropped; the counters name the edge by its
+ * end points' global ids, four heads to one Philox call (the bits of
+ * gnn_rng_keep for each). */
+static inline void edge_keep(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, float scale,
+                             gnn_vid_t u, gnn_vid_t v, float *ks)
 {
-    if (!(o->dropout > 0.0f)) return 1.0f;
+    int64_t H = o->heads;
+    if (!(o->dropout > 0.0f)) {
+        for (int64_t h = 0; h < H; h++) ks[h] = 1.0f;
+        return;
+    }
     uint64_t n = o->ids ? (uint64_t)o->n_ids : (uint64_t)a->g->n_src;
     uint64_t gu = o->ids ? (uint64_t)o->ids[u] : (uint64_t)u;
     uint64_t gv = o->ids ? (uint64_t)o->ids[v] : (uint64_t)v;
-    uint64_t j = o->offset + (gv * n + gu) * (uint64_t)o->heads + (uint64_t)h;
-    return gnn_rng_keep(o->seed, j, o->dropout) ? scale : 0.0f;
+    uint64_t j0 = o->offset + (gv * n + gu) * (uint64_t)H, blk = 0;
+    uint32_t r[4] = {0, 0, 0, 0};
+    for (int64_t h = 0; h < H; h++) {
+        uint64_t j = j0 + (uint64_t)h;
+        if (h == 0 || (j >> 2) != blk) {
+            blk = j >> 2;
+            gnn_rng_block(o->seed, blk, r);
+        }
+        ks[h] = gnn_rng_u01(r[j & 3u]) < o->dropout ? 0.0f : scale;
+    }
 }
 
 static inline float dropout_scale(const gnn_attn_opts_t *o)
@@ -239,13 +253,16 @@ int gnn_attn_forward(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, const 
             float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
             for (gnn_eid_t i = 0; i < r.n; i++) sr[i * H + h] *= inv;
         }
+        float ks[GNN_ATTN_MAX_HEADS];
         for (gnn_eid_t i = 0; i < r.n; i++) {
             int out;
             gnn_vid_t u = slot_src(a, &r, v, i, &out);
             if (out) continue;
             const float *xu = x + u * W;
+            edge_keep(a, o, scale, u, v, ks);
             for (int64_t h = 0; h < H; h++) {
-                float w = sr[i * H + h] * keep_scale(a, o, scale, u, v, h);
+                float w = sr[i * H + h] * ks[h];
+                if (ks[h] == 0.0f) sr[i * H + h] = -sr[i * H + h]; /* dropped: sign set */
                 if (w == 0.0f) continue;
                 const float *xs = xu + h * F;
                 float *ys = yv + h * F;
@@ -279,7 +296,7 @@ int gnn_attn_backward(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, const
             gnn_vid_t u = slot_src(a, &r, v, i, &out);
             const float *xu = x + u * W;
             for (int64_t h = 0; h < H; h++) {
-                float ks = out ? 0.0f : keep_scale(a, o, scale, u, v, h), dot = 0.0f;
+                float ks = out || signbit(ar[i * H + h]) ? 0.0f : scale, dot = 0.0f;
                 if (ks != 0.0f) {
                     const float *xs = xu + h * F, *gs = dyv + h * F;
 #pragma omp simd reduction(+ : dot)
@@ -290,8 +307,9 @@ int gnn_attn_backward(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, const
         }
         for (int64_t h = 0; h < H; h++) {
             float c = 0.0f;
-            for (gnn_eid_t i = 0; i < r.n; i++) c += ar[i * H + h] * dr[i * H + h];
-            for (gnn_eid_t i = 0; i < r.n; i++) dr[i * H + h] = ar[i * H + h] * (dr[i * H + h] - c);
+            for (gnn_eid_t i = 0; i < r.n; i++) c += fabsf(ar[i * H + h]) * dr[i * H + h];
+            for (gnn_eid_t i = 0; i < r.n; i++)
+                dr[i * H + h] = fabsf(ar[i * H + h]) * (dr[i * H + h] - c);
         }
     }
     /* Per source: its transposed row, then its own self loop. */
@@ -313,7 +331,9 @@ int gnn_attn_backward(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, const
             }
             const float *dyv = dy + v * W;
             for (int64_t h = 0; h < H; h++) {
-                float w = alpha[e * H + h] * keep_scale(a, o, scale, u, v, h);
+                float al = alpha[e * H + h];
+                if (signbit(al)) continue; /* dropped */
+                float w = al * scale;
                 if (w == 0.0f) continue;
                 const float *gs = dyv + h * F;
                 float *ds_ = du + h * F;

@@ -126,7 +126,18 @@ static void check_case(int self_loop, float dropout)
     assert_int_equal(gnn_attn_gat_score(a, &o, fel, fer, fs), 0);
     close_to(fs, rs, S * H, 1e-6, "score");
     assert_int_equal(gnn_attn_forward(a, &o, fx, fs, fy), 0);
-    close_to(fs, ra, S * H, 1e-5, "alpha");
+    /* |alpha| is the softmax; its sign says which weights dropout dropped
+     * (the reference's mask: it draws with gnn_rng_keep weight by weight). */
+    float *fa = malloc(S * H * sizeof *fa);
+    int64_t dropped = 0;
+    for (int64_t i = 0; i < S * H; i++) {
+        fa[i] = fabsf(fs[i]);
+        dropped += signbit(fs[i]) != 0;
+    }
+    close_to(fa, ra, S * H, 1e-5, "alpha");
+    free(fa);
+    if (dropout == 0.0f) assert_int_equal(dropped, 0);
+    else assert_true(dropped > S * H / 10 && dropped < S * H / 2);
     close_to(fy, ry, b.nd * W, 1e-5, "y");
     assert_int_equal(gnn_attn_backward(a, &o, fx, fs, fdy, fdx, fds), 0);
     close_to(fdx, rdx, b.ns * W, 1e-5, "dx");
