@@ -236,23 +236,28 @@ int gnn_attn_forward(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, const 
         float *yv = y + v * W;
         memset(yv, 0, (size_t)W * sizeof *yv);
         float *sr = s + r.first * H;
-        for (int64_t h = 0; h < H; h++) {
-            float m = -INFINITY, sum = 0.0f;
-            for (gnn_eid_t i = 0; i < r.n; i++) {
-                int out;
-                slot_src(a, &r, v, i, &out);
-                if (!out && sr[i * H + h] > m) m = sr[i * H + h];
-            }
-            for (gnn_eid_t i = 0; i < r.n; i++) {
-                int out;
-                slot_src(a, &r, v, i, &out);
-                float e = out ? 0.0f : expf(sr[i * H + h] - m);
-                sr[i * H + h] = e;
-                sum += e;
-            }
-            float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-            for (gnn_eid_t i = 0; i < r.n; i++) sr[i * H + h] *= inv;
+        /* The softmax of every head at once, slot by slot (the heads of a
+         * slot are adjacent): the same sums in the same order per head. */
+        float m[GNN_ATTN_MAX_HEADS], sum[GNN_ATTN_MAX_HEADS];
+        for (int64_t h = 0; h < H; h++) m[h] = -INFINITY, sum[h] = 0.0f;
+        for (gnn_eid_t i = 0; i < r.n; i++) {
+            int out;
+            slot_src(a, &r, v, i, &out);
+            if (out) continue;
+            for (int64_t h = 0; h < H; h++) m[h] = sr[i * H + h] > m[h] ? sr[i * H + h] : m[h];
         }
+        for (gnn_eid_t i = 0; i < r.n; i++) {
+            int out;
+            slot_src(a, &r, v, i, &out);
+            for (int64_t h = 0; h < H; h++) {
+                float e = out ? 0.0f : expf(sr[i * H + h] - m[h]);
+                sr[i * H + h] = e;
+                sum[h] += e;
+            }
+        }
+        for (int64_t h = 0; h < H; h++) sum[h] = sum[h] > 0.0f ? 1.0f / sum[h] : 0.0f;
+        for (gnn_eid_t i = 0; i < r.n; i++)
+            for (int64_t h = 0; h < H; h++) sr[i * H + h] *= sum[h];
         float ks[GNN_ATTN_MAX_HEADS];
         for (gnn_eid_t i = 0; i < r.n; i++) {
             int out;
