@@ -1119,13 +1119,17 @@ static double cora_sage_minibatch(const char *aggr)
 }
 
 /* The mini-batch check, with exactly these settings (measured: 80.8 %),
- * and the example plug-in's lse within 2 points of it. */
+ * and the example plug-in's lse within 2 points of it (normal build only:
+ * the sanitizer build runs the plug-in in test_plugin_end_to_end). */
 static void test_cora_sage_minibatch(void **state)
 {
     (void)state;
-    double mean = cora_sage_minibatch("mean"), lse = cora_sage_minibatch("lse");
+    double mean = cora_sage_minibatch("mean");
     assert_true(mean >= 0.78);
+#ifndef GNN_TEST_SANITIZED
+    double lse = cora_sage_minibatch("lse");
     assert_true(lse >= mean - 0.02);
+#endif
 }
 
 /* GAT with the GAT paper's settings over runs: the mean test accuracy.
