@@ -19,14 +19,7 @@ double gnn__now_s(void)
 
 int gnn__buf_ensure(gnn_backend_t *be, void **buf, size_t *have, size_t bytes)
 {
-    if (*buf && *have >= bytes) return 0;
-    gnn_be_free(be, *buf);
-    *buf = NULL;
-    *have = 0;
-    int rc = gnn_be_alloc(be, bytes ? bytes : 1, buf);
-    if (rc < 0) return rc;
-    *have = bytes;
-    return 0;
+    return gnn_layer_ensure(be, buf, have, bytes ? bytes : 1);
 }
 
 int gnn__buf_upload(gnn_backend_t *be, const void *src, size_t bytes, void **dst)

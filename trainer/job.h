@@ -96,8 +96,7 @@ typedef struct gnn_job {
 /* ---- job.c: buffers and time ------------------------------------------------ */
 
 double gnn__now_s(void);
-/* Make *buf a backend buffer of at least bytes (at least 1; contents not
- * kept). */
+/* gnn_layer_ensure with at least one byte (a buffer even for no rows). */
 int gnn__buf_ensure(gnn_backend_t *be, void **buf, size_t *have, size_t bytes);
 /* A new backend buffer holding a copy of bytes of host src. */
 int gnn__buf_upload(gnn_backend_t *be, const void *src, size_t bytes, void **dst);
