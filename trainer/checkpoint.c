@@ -5,11 +5,11 @@
  * Every scalar member of gnn_checkpoint_t is a root attribute of the same
  * name. One table per attribute type lists them, and the writer, the reader
  * and the value checks all walk those tables, so they cannot disagree about
- * a name. uint64 members are stored as uint64 attributes. The members
- * added in version 3 (the data trained on) have a table of their own: they
- * are always written, and read from version 3 files only (-1 from version
- * 2 files, which are still read). The six arrays are contiguous 1-D
- * datasets written and read whole.
+ * a name. uint64 members are stored as uint64 attributes. An entry names
+ * the format version that added it and its value in older files (the data
+ * trained on, version 3: -1; the attention settings, version 4: 0): every
+ * member is written, and read only from files that have it. The six
+ * arrays are contiguous 1-D datasets written and read whole.
  *
  * Both files are written under "<path>.tmp-<pid>", flushed, closed, synced
  * to disk and only then renamed over path; on any failure the temporary
@@ -44,13 +44,18 @@
 
 /* ---- The layout: one entry per member -------------------------------------- */
 
+#define OLDEST_VERSION 2 /* the oldest version read */
+
 typedef struct {
     const char *name; /* attribute name = member name */
     size_t off, size;
+    int since;        /* the format version that added it */
+    int64_t absent;   /* its value read from an older file */
 } field_t;
 
 #define SIZE_OF(m) sizeof(((gnn_checkpoint_t *)0)->m)
-#define MEMBER(m) {#m, offsetof(gnn_checkpoint_t, m), SIZE_OF(m)}
+#define MEMBER(m) {#m, offsetof(gnn_checkpoint_t, m), SIZE_OF(m), OLDEST_VERSION, 0}
+#define MEMBER_SINCE(m, v, absent) {#m, offsetof(gnn_checkpoint_t, m), SIZE_OF(m), v, absent}
 #define COUNT_OF(a) (sizeof(a) / sizeof(a)[0])
 
 static const field_t str_fields[] = {MEMBER(model), MEMBER(aggr), MEMBER(decay_scope),
@@ -60,19 +65,18 @@ static const field_t i64_fields[] = {
     MEMBER(normalize_features),         MEMBER(runs),       MEMBER(run),
     MEMBER(epoch),  MEMBER(step),       MEMBER(best_epoch), MEMBER(bad_evals),
     MEMBER(runs_done),                  MEMBER(n_params),   MEMBER(batch_size),
+    /* the data trained on (-1: unknown) */
+    MEMBER_SINCE(num_nodes, 3, -1), MEMBER_SINCE(parts, 3, -1), MEMBER_SINCE(train_nodes, 3, -1),
+    /* attention settings (0: none) */
+    MEMBER_SINCE(heads, 4, 0), MEMBER_SINCE(out_heads, 4, 0),
 };
 static const field_t f64_fields[] = {
     MEMBER(dropout),        MEMBER(lr),              MEMBER(weight_decay),
     MEMBER(best_valid_acc), MEMBER(best_valid_loss), MEMBER(best_test_acc),
     MEMBER(best_train_acc), MEMBER(min_valid_loss),
+    MEMBER_SINCE(attn_dropout, 4, 0), MEMBER_SINCE(negative_slope, 4, 0),
 };
 static const field_t u64_fields[] = {MEMBER(seed), MEMBER(rng_offset)};
-/* int64 members added in version 3 (absent from version 2 files: -1). */
-static const field_t i64_fields_v3[] = {MEMBER(num_nodes), MEMBER(parts), MEMBER(train_nodes)};
-/* Members added in version 4 (absent from older files: 0). */
-static const field_t i64_fields_v4[] = {MEMBER(heads), MEMBER(out_heads)};
-static const field_t f64_fields_v4[] = {MEMBER(attn_dropout), MEMBER(negative_slope)};
-#define OLDEST_VERSION 2 /* the oldest version read */
 
 /* The arrays, in this order: float32 x n_params, then float64 x runs_done. */
 enum { T_PARAMS, T_ADAM_M, T_ADAM_V, T_BEST, T_RUN_TEST, T_RUN_VALID, N_TENSORS };
@@ -84,9 +88,7 @@ static const char *const tensor_names[N_TENSORS] = {
 _Static_assert(sizeof(gnn_checkpoint_t) ==
                    SIZE_OF(model) + SIZE_OF(aggr) + SIZE_OF(decay_scope) + SIZE_OF(mode) +
                        SIZE_OF(fanouts) +
-                       8 * (COUNT_OF(i64_fields) + COUNT_OF(f64_fields) + COUNT_OF(u64_fields) +
-                            COUNT_OF(i64_fields_v3) + COUNT_OF(i64_fields_v4) +
-                            COUNT_OF(f64_fields_v4)) +
+                       8 * (COUNT_OF(i64_fields) + COUNT_OF(f64_fields) + COUNT_OF(u64_fields)) +
                        N_TENSORS * sizeof(void *),
                "every member of gnn_checkpoint_t needs a table entry");
 
@@ -307,11 +309,6 @@ static int write_checkpoint(hid_t file, const gnn_checkpoint_t *c)
         memcpy(&v, (const char *)c + i64_fields[i].off, sizeof v);
         GNN_TRY(gnn__h5_set_attr_i64(file, i64_fields[i].name, v));
     }
-    for (size_t i = 0; i < COUNT_OF(i64_fields_v3); i++) {
-        int64_t v;
-        memcpy(&v, (const char *)c + i64_fields_v3[i].off, sizeof v);
-        GNN_TRY(gnn__h5_set_attr_i64(file, i64_fields_v3[i].name, v));
-    }
     for (size_t i = 0; i < COUNT_OF(f64_fields); i++) {
         double v;
         memcpy(&v, (const char *)c + f64_fields[i].off, sizeof v);
@@ -321,16 +318,6 @@ static int write_checkpoint(hid_t file, const gnn_checkpoint_t *c)
         uint64_t v;
         memcpy(&v, (const char *)c + u64_fields[i].off, sizeof v);
         GNN_TRY(gnn__h5_set_attr_u64(file, u64_fields[i].name, v));
-    }
-    for (size_t i = 0; i < COUNT_OF(i64_fields_v4); i++) {
-        int64_t v;
-        memcpy(&v, (const char *)c + i64_fields_v4[i].off, sizeof v);
-        GNN_TRY(gnn__h5_set_attr_i64(file, i64_fields_v4[i].name, v));
-    }
-    for (size_t i = 0; i < COUNT_OF(f64_fields_v4); i++) {
-        double v;
-        memcpy(&v, (const char *)c + f64_fields_v4[i].off, sizeof v);
-        GNN_TRY(gnn__h5_set_attr_f64(file, f64_fields_v4[i].name, v));
     }
     for (int t = 0; t < N_TENSORS; t++) {
         int f64 = tensor_is_f64(t);
@@ -392,36 +379,19 @@ static int read_scalars(hid_t file, const char *path, int64_t version, gnn_check
         memcpy((char *)c + f->off, buf, len + 1);
     }
     for (size_t i = 0; i < COUNT_OF(i64_fields); i++) {
-        int64_t v = 0;
-        GNN_TRY(at(path, gnn__h5_check_attr_single(file, i64_fields[i].name)));
-        GNN_TRY(at(path, gnn__h5_get_attr_i64(file, i64_fields[i].name, 0, &v)));
-        memcpy((char *)c + i64_fields[i].off, &v, sizeof v);
-    }
-    for (size_t i = 0; i < COUNT_OF(i64_fields_v3); i++) {
-        int64_t v = -1;
-        if (version >= 3) {
-            GNN_TRY(at(path, gnn__h5_check_attr_single(file, i64_fields_v3[i].name)));
-            GNN_TRY(at(path, gnn__h5_get_attr_i64(file, i64_fields_v3[i].name, 0, &v)));
+        const field_t *f = &i64_fields[i];
+        int64_t v = f->absent;
+        if (version >= f->since) {
+            GNN_TRY(at(path, gnn__h5_check_attr_single(file, f->name)));
+            GNN_TRY(at(path, gnn__h5_get_attr_i64(file, f->name, 0, &v)));
         }
-        memcpy((char *)c + i64_fields_v3[i].off, &v, sizeof v);
+        memcpy((char *)c + f->off, &v, sizeof v);
     }
     for (size_t i = 0; i < COUNT_OF(f64_fields); i++) {
-        double v = 0;
-        GNN_TRY(at(path, gnn__h5_get_attr_f64(file, f64_fields[i].name, 0, &v)));
-        memcpy((char *)c + f64_fields[i].off, &v, sizeof v);
-    }
-    for (size_t i = 0; i < COUNT_OF(i64_fields_v4); i++) {
-        int64_t v = 0;
-        if (version >= 4) {
-            GNN_TRY(at(path, gnn__h5_check_attr_single(file, i64_fields_v4[i].name)));
-            GNN_TRY(at(path, gnn__h5_get_attr_i64(file, i64_fields_v4[i].name, 0, &v)));
-        }
-        memcpy((char *)c + i64_fields_v4[i].off, &v, sizeof v);
-    }
-    for (size_t i = 0; i < COUNT_OF(f64_fields_v4); i++) {
-        double v = 0;
-        if (version >= 4) GNN_TRY(at(path, gnn__h5_get_attr_f64(file, f64_fields_v4[i].name, 0, &v)));
-        memcpy((char *)c + f64_fields_v4[i].off, &v, sizeof v);
+        const field_t *f = &f64_fields[i];
+        double v = (double)f->absent;
+        if (version >= f->since) GNN_TRY(at(path, gnn__h5_get_attr_f64(file, f->name, 0, &v)));
+        memcpy((char *)c + f->off, &v, sizeof v);
     }
     for (size_t i = 0; i < COUNT_OF(u64_fields); i++) {
         uint64_t v = 0;
