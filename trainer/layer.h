@@ -135,6 +135,8 @@ struct gnn_layer_kind {
     int square_sources;        /* needs n_dst <= n_src with the destinations
                                   first among the sources (a self term) */
     gnn_layer_act_t act;       /* activation after the layer (not the last) */
+    int attention;             /* reads heads, attn_dropout and negative_slope
+                                  (checkpoints record them) */
     int dropout_keys;          /* env->dropout_key calls of a training forward
                                   when the layer's attn_dropout > 0 */
     int reads_halo;            /* reads input rows of sources beyond its

@@ -39,7 +39,7 @@ static void ck_config(gnn_job_t *j, gnn_checkpoint_t *c)
     c->normalize_features = o->normalize_features;
     c->seed = (uint64_t)o->seed;
     c->runs = o->runs;
-    if (!j->kind->default_aggr) { /* attention: its settings (0 for the others) */
+    if (j->kind->attention) { /* its settings (0 for the other kinds) */
         c->heads = o->heads;
         c->out_heads = o->out_heads;
         c->attn_dropout = o->attn_dropout;

@@ -199,6 +199,7 @@ const gnn_layer_kind_t gnn_layer_gat = {
     .any_aggr = 0,
     .square_sources = 1,
     .act = GNN_LAYER_ACT_ELU,
+    .attention = 1,
     .dropout_keys = 1,
     .reads_halo = 1,
     .setup = gat_setup,
