@@ -7,8 +7,8 @@
  * hundreds of scores: its slope's backward is checked in double precision
  * by tests/kernels/test_attn.c), with concatenated hidden heads
  * (ELU between layers) and averaged output heads, with and without input
- * and attention dropout, one to three layers; the parameter layout; and a
- * model over ranks on a part with no rows making every halo exchange.
+ * and attention dropout, one to three layers; and the parameter layout.
+ * (A GAT model over ranks on a part with no rows: tests/trainer/test_model.c.)
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -188,61 +188,6 @@ static void test_layout(void **state)
     fixture_free(&t);
 }
 
-static int count_forward(void *ctx, int k, int training, float *x, int64_t f)
-{
-    (void)k, (void)training, (void)x, (void)f;
-    ((int *)ctx)[0]++;
-    return 0;
-}
-
-static int count_backward(void *ctx, int k, float *g, int64_t f)
-{
-    (void)k, (void)g, (void)f;
-    ((int *)ctx)[1]++;
-    return 0;
-}
-
-/* A part with no rows: every exchange made, zero gradients. */
-static void test_empty_part(void **state)
-{
-    (void)state;
-    gnn_backend_t *be;
-    gnn_aggr_registry_t *reg;
-    assert_int_equal(gnn_backend_open("cpu", &be), 0);
-    assert_int_equal(gnn_aggr_registry_create(&reg), 0);
-    gnn_csr_t a = {0};
-    int64_t indptr[1] = {0}, indices[1] = {0};
-    a.indptr = indptr;
-    a.indices = indices;
-    gnn_bgraph_t *bg;
-    assert_int_equal(gnn_be_graph_create(be, &a, &bg), 0);
-    float *x, *dl;
-    int64_t *ids;
-    assert_int_equal(gnn_be_alloc(be, 0, (void **)&x), 0);
-    assert_int_equal(gnn_be_alloc(be, 0, (void **)&dl), 0);
-    assert_int_equal(gnn_be_alloc(be, 0, (void **)&ids), 0);
-    gnn_model_config_t cfg = {GNN_MODEL_GAT, 3, 6, 4, 3, 0.5f, NULL, 2, 1, 0.5f, 0.2f};
-    gnn_model_t *m;
-    assert_int_equal(gnn_model_create(be, reg, &cfg, 1, &m), 0);
-    int calls[2] = {0, 0};
-    gnn_model_halo_t h = {.ctx = calls, .forward = count_forward, .backward = count_backward,
-                          .n_rows = 0, .row_id = ids, .n_global = 30};
-    assert_int_equal(gnn_model_set_halo(m, &h), 0);
-    gnn_bgraph_t *gs[3] = {bg, bg, bg};
-    const float *logits;
-    assert_int_equal(gnn_model_forward(m, gs, x, 1, &logits), 0);
-    assert_int_equal(gnn_model_backward(m, dl), 0);
-    assert_int_equal(calls[0], 2);
-    assert_int_equal(calls[1], 2);
-    const float *g = gnn_model_grads(m);
-    for (int64_t i = 0; i < gnn_model_n_params(m); i++) assert_true(g[i] == 0.0f);
-    gnn_model_free(m);
-    gnn_be_free(be, x), gnn_be_free(be, dl), gnn_be_free(be, ids);
-    gnn_be_graph_free(bg);
-    gnn_aggr_registry_free(reg);
-    gnn_backend_close(be);
-}
-
 int main(void)
 {
     const char *env = getenv("GNN_TEST_SEED");
@@ -251,7 +196,6 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gradients),
         cmocka_unit_test(test_layout),
-        cmocka_unit_test(test_empty_part),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
