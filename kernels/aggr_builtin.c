@@ -1,5 +1,6 @@
 /*
- * The built-in aggregators sum, mean, gcn and max as registry definitions.
+ * The built-in aggregators sum, mean, gcn and max, and the attention
+ * function gat, as registry definitions.
  *
  * Each CPU entry point is a thin wrapper over gnn_spmm_forward /
  * gnn_spmm_backward (kernels/spmm.h). They ignore call->graph and read the
@@ -16,6 +17,7 @@
 #include "kernels/aggr_builtin.h"
 
 #include "graph/base/error.h"
+#include "kernels/attn.h"
 #include "kernels/spmm.h"
 
 #include <stdint.h>
@@ -116,17 +118,127 @@ static size_t max_workspace_bytes(const gnn_aggr_graph_t *g, int64_t f, void *us
     return (size_t)g->n_dst * (size_t)f * sizeof(int32_t);
 }
 
+/* ---- The gat attention function ------------------------------------------ */
+
+/* GAT's score (kernels/attn.h): per-node terms el = x . a_l (sources) and
+ * er = x . a_r (destinations) per head, s = LeakyReLU(el[u] + er[v]).
+ * Parameters a_l, a_r (heads x f, Glorot). The workspace keeps el and er
+ * from the score for its backward, and room for their gradients:
+ * 2 (n_src + n_dst) heads floats. */
+
+static int gat_params(const gnn_aggr_dims_t *d, gnn_aggr_param_t *out, int max, void *user)
+{
+    (void)user;
+    if (max < 2) return -1;
+    out[0] = (gnn_aggr_param_t){"a_l", d->heads, d->f, GNN_AGGR_INIT_GLOROT, 0.0f};
+    out[1] = (gnn_aggr_param_t){"a_r", d->heads, d->f, GNN_AGGR_INIT_GLOROT, 0.0f};
+    return 2;
+}
+
+static size_t gat_workspace(const gnn_aggr_graph_t *g, const gnn_aggr_edges_t *e,
+                            const gnn_aggr_dims_t *d, void *user)
+{
+    (void)e, (void)user;
+    uint64_t n = (uint64_t)(g->n_src + g->n_dst) * 2u;
+    if (n && (uint64_t)d->heads > SIZE_MAX / sizeof(float) / n) return SIZE_MAX;
+    return (size_t)(n * (uint64_t)d->heads) * sizeof(float);
+}
+
+/* The call's preparation, and its workspace split into el, er, del, der;
+ * NULL with the message copied when something is missing. */
+static const gnn__attn_private_t *gat_parts(const gnn_aggr_call_t *call, float **el, float **er,
+                                            float **del, float **der)
+{
+    const gnn__attn_private_t *p = call ? call->host_private : NULL;
+    if (!p || !p->a || !p->o || !call->params) {
+        GNN_FAIL(GNN_EINVAL, "built-in attention gat: no prepared graph or parameters");
+        if (call) copy_message(call);
+        return NULL;
+    }
+    const gnn_spmm_graph_t *g = p->a->g;
+    int64_t H = p->o->heads;
+    size_t need = (size_t)(g->n_src + g->n_dst) * 2u * (size_t)H * sizeof(float);
+    if (need && (!call->workspace || call->workspace_size < need)) {
+        GNN_FAIL(GNN_EINVAL, "built-in attention gat: workspace of %zu bytes, needs %zu",
+                 call->workspace ? call->workspace_size : (size_t)0, need);
+        copy_message(call);
+        return NULL;
+    }
+    float *w = call->workspace;
+    *el = w;
+    *er = w ? w + g->n_src * H : NULL;
+    *del = w ? *er + g->n_dst * H : NULL;
+    *der = w ? *del + g->n_src * H : NULL;
+    return p;
+}
+
+static int gat_score(const gnn_aggr_call_t *call, const float *x, float *s)
+{
+    float *el, *er, *del, *der;
+    const gnn__attn_private_t *p = gat_parts(call, &el, &er, &del, &der);
+    if (!p) return GNN_EINVAL;
+    const gnn_spmm_graph_t *g = p->a->g;
+    if (!el) return 0; /* no rows */
+    int64_t H = p->o->heads, F = p->o->f;
+    int rc = gnn_attn_head_dot(g->n_src, H, F, x, call->params, el);
+    if (rc == 0) rc = gnn_attn_head_dot(g->n_dst, H, F, x, call->params + H * F, er);
+    if (rc == 0) rc = gnn_attn_gat_score(p->a, p->o, el, er, s);
+    if (rc < 0) copy_message(call);
+    return rc;
+}
+
+static int gat_score_backward(const gnn_aggr_call_t *call, const float *x, const float *ds,
+                              float *dx)
+{
+    float *el, *er, *del, *der;
+    const gnn__attn_private_t *p = gat_parts(call, &el, &er, &del, &der);
+    if (!p) return GNN_EINVAL;
+    if (!call->dparams) {
+        int rc = GNN_FAIL(GNN_EINVAL, "built-in attention gat: no parameter gradients");
+        copy_message(call);
+        return rc;
+    }
+    const gnn_spmm_graph_t *g = p->a->g;
+    int64_t H = p->o->heads, F = p->o->f;
+    if (!el) { /* no rows: no gradient */
+        for (int64_t i = 0; i < 2 * H * F; i++) call->dparams[i] = 0.0f;
+        return 0;
+    }
+    const float *al = call->params, *ar = call->params + H * F;
+    int rc = gnn_attn_gat_score_backward(p->a, p->o, el, er, ds, del, der);
+    if (rc == 0) rc = gnn_attn_head_dot_backward(g->n_src, H, F, x, al, del, dx, call->dparams);
+    if (rc == 0)
+        rc = gnn_attn_head_dot_backward(g->n_dst, H, F, x, ar, der, dx, call->dparams + H * F);
+    if (rc < 0) copy_message(call);
+    return rc;
+}
+
 static const gnn_aggr_def_t builtins[] = {
-    {GNN_AGGR_ABI_VERSION, "sum", "sum of the in-neighbours' rows, times the edge weights", NULL,
-     sum_forward, sum_backward, NULL, NULL, NULL},
-    {GNN_AGGR_ABI_VERSION, "mean", "mean of the in-neighbours' rows (weighted sum / in-degree)",
-     NULL, mean_forward, mean_backward, NULL, NULL, NULL},
-    {GNN_AGGR_ABI_VERSION, "gcn",
-     "GCN normalisation D^-1/2 (A+I) D^-1/2 with an implicit self loop (weights ignored)", NULL,
-     gcn_forward, gcn_backward, NULL, NULL, NULL},
-    {GNN_AGGR_ABI_VERSION, "max",
-     "element-wise maximum of the in-neighbours' rows (weights ignored)",
-     max_workspace_bytes, max_forward, max_backward, NULL, NULL, NULL},
+#define AGGREGATOR(nm, desc, ws, lower)                                                           \
+    {.abi_version = GNN_AGGR_ABI_VERSION,                                                          \
+     .name = nm,                                                                                   \
+     .description = desc,                                                                          \
+     .workspace_bytes = ws,                                                                        \
+     .cpu_forward = lower##_forward,                                                               \
+     .cpu_backward = lower##_backward,                                                             \
+     .kind = GNN_AGGR_KIND_AGGREGATE}
+    AGGREGATOR("sum", "sum of the in-neighbours' rows, times the edge weights", NULL, sum),
+    AGGREGATOR("mean", "mean of the in-neighbours' rows (weighted sum / in-degree)", NULL, mean),
+    AGGREGATOR("gcn",
+               "GCN normalisation D^-1/2 (A+I) D^-1/2 with an implicit self loop (weights "
+               "ignored)",
+               NULL, gcn),
+    AGGREGATOR("max", "element-wise maximum of the in-neighbours' rows (weights ignored)",
+               max_workspace_bytes, max),
+#undef AGGREGATOR
+    {.abi_version = GNN_AGGR_ABI_VERSION,
+     .name = "gat",
+     .description = "GAT attention: LeakyReLU(a_l . x_u + a_r . x_v) per head",
+     .kind = GNN_AGGR_KIND_ATTENTION,
+     .params = gat_params,
+     .workspace_bytes2 = gat_workspace,
+     .cpu_score = gat_score,
+     .cpu_score_backward = gat_score_backward},
 };
 
 int gnn__aggr_builtin_register(gnn_aggr_host_t *host)
@@ -141,12 +253,17 @@ int gnn__aggr_builtin_register(gnn_aggr_host_t *host)
 int gnn__aggr_builtin_kind(const gnn_aggr_def_t *def)
 {
     static const gnn_aggr_t kind[] = {GNN_AGGR_SUM, GNN_AGGR_MEAN, GNN_AGGR_GCN, GNN_AGGR_MAX};
-    for (size_t i = 0; def && i < sizeof builtins / sizeof builtins[0]; i++)
+    for (size_t i = 0; def && def->cpu_forward && i < sizeof kind / sizeof kind[0]; i++)
         if (def->cpu_forward == builtins[i].cpu_forward) return (int)kind[i];
     return -1;
 }
 
+int gnn__aggr_builtin_is_gat(const gnn_aggr_def_t *def)
+{
+    return def && def->cpu_score == gat_score;
+}
+
 int gnn__aggr_builtin_owns(const gnn_aggr_def_t *def)
 {
-    return gnn__aggr_builtin_kind(def) >= 0;
+    return gnn__aggr_builtin_kind(def) >= 0 || gnn__aggr_builtin_is_gat(def);
 }

@@ -28,7 +28,10 @@
 #include "kernels/spmm.h"
 
 #include <dlfcn.h>
+#include <stddef.h>
 #include <errno.h>
+#include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -55,6 +58,7 @@ struct gnn_aggr_registry {
 typedef struct {
     gnn_aggr_registry_t *r;
     int origin;        /* origin of the entries added now */
+    uint32_t abi;      /* the ABI version the source reported */
     int code;          /* first failure of an add (0: none) */
     char reason[512];  /* its message, or the plug-in's own reason */
     int have_reason;   /* reason holds something */
@@ -121,6 +125,58 @@ static void quote_name(const char *s, char *out, size_t size)
     out[o] = '\0';
 }
 
+/* The entry points d declares fit its kind: each forward with its
+ * backward, at least one device, nothing of the other kind. 0, or 1 with
+ * the reason recorded. */
+static int check_entries(load_t *ld, const gnn_aggr_def_t *d)
+{
+    const char *name = d->name;
+    if (d->kind == GNN_AGGR_KIND_ATTENTION) {
+        if (d->cpu_forward || d->cpu_backward || d->cuda_forward || d->cuda_backward)
+            return add_failed(ld, GNN_EPLUGIN,
+                              "attention function %s sets aggregator entry points (forward, "
+                              "backward); it scores edges with cpu_score / cuda_score",
+                              name);
+        if (!d->cpu_score && !d->cuda_score)
+            return add_failed(ld, GNN_EPLUGIN, "attention function %s has no entry point (no score)",
+                              name);
+        if (!d->cpu_score != !d->cpu_score_backward)
+            return add_failed(ld, GNN_EPLUGIN,
+                              "attention function %s has one of cpu_score and cpu_score_backward "
+                              "without the other",
+                              name);
+        if (!d->cuda_score != !d->cuda_score_backward)
+            return add_failed(ld, GNN_EPLUGIN,
+                              "attention function %s has one of cuda_score and "
+                              "cuda_score_backward without the other",
+                              name);
+        return 0;
+    }
+    if (d->kind != GNN_AGGR_KIND_AGGREGATE)
+        return add_failed(ld, GNN_EPLUGIN, "aggregator %s has unknown kind %u", name,
+                          (unsigned)d->kind);
+    if (d->cpu_score || d->cpu_score_backward || d->cuda_score || d->cuda_score_backward)
+        return add_failed(ld, GNN_EPLUGIN,
+                          "aggregator %s sets attention entry points (score); declare kind "
+                          "GNN_AGGR_KIND_ATTENTION",
+                          name);
+    if (!d->cpu_forward && !d->cuda_forward)
+        return add_failed(ld, GNN_EPLUGIN, "aggregator %s has no entry point (no forward)", name);
+    if (d->cpu_forward && !d->cpu_backward)
+        return add_failed(ld, GNN_EPLUGIN, "aggregator %s has cpu_forward but no cpu_backward",
+                          name);
+    if (d->cuda_forward && !d->cuda_backward)
+        return add_failed(ld, GNN_EPLUGIN, "aggregator %s has cuda_forward but no cuda_backward",
+                          name);
+    if (!d->cpu_forward && d->cpu_backward)
+        return add_failed(ld, GNN_EPLUGIN, "aggregator %s has cpu_backward but no cpu_forward",
+                          name);
+    if (!d->cuda_forward && d->cuda_backward)
+        return add_failed(ld, GNN_EPLUGIN, "aggregator %s has cuda_backward but no cuda_forward",
+                          name);
+    return 0;
+}
+
 /* host->add: check def and append a copy of it. 0, or 1 with the reason
  * recorded in the load. */
 static int host_add(gnn_aggr_host_t *host, const gnn_aggr_def_t *def)
@@ -130,34 +186,27 @@ static int host_add(gnn_aggr_host_t *host, const gnn_aggr_def_t *def)
     gnn_aggr_registry_t *r = ld->r;
     if (!def) return add_failed(ld, GNN_EPLUGIN, "NULL aggregator definition");
     /* Another ABI may lay the rest out differently: read nothing else. */
-    if (def->abi_version != GNN_AGGR_ABI_VERSION)
+    uint32_t version = def->abi_version;
+    if (version < 1 || version > GNN_AGGR_ABI_VERSION || version > ld->abi)
         return add_failed(ld, GNN_EPLUGIN,
-                          "aggregator definition has abi_version %u, this build needs %u",
-                          (unsigned)def->abi_version, (unsigned)GNN_AGGR_ABI_VERSION);
-    if (!def->name) return add_failed(ld, GNN_EPLUGIN, "aggregator definition without a name");
-    if (!valid_name(def->name)) {
+                          "aggregator definition has abi_version %u, this build reads 1 to %u%s",
+                          (unsigned)version, (unsigned)GNN_AGGR_ABI_VERSION,
+                          version > ld->abi ? " and no more than the plug-in's own" : "");
+    /* A version 1 definition ends where version 2's fields start. */
+    gnn_aggr_def_t d;
+    memset(&d, 0, sizeof d);
+    memcpy(&d, def, version >= 2 ? sizeof d : offsetof(gnn_aggr_def_t, kind));
+    if (!d.name) return add_failed(ld, GNN_EPLUGIN, "aggregator definition without a name");
+    if (!valid_name(d.name)) {
         char q[64];
-        quote_name(def->name, q, sizeof q);
+        quote_name(d.name, q, sizeof q);
         return add_failed(ld, GNN_EPLUGIN,
                           "invalid aggregator name \"%s\" (want [a-z][a-z0-9_]*, at most %d "
                           "characters)",
                           q, GNN_AGGR_NAME_MAX);
     }
-    const char *name = def->name;
-    if (!def->cpu_forward && !def->cuda_forward)
-        return add_failed(ld, GNN_EPLUGIN, "aggregator %s has no entry point (no forward)", name);
-    if (def->cpu_forward && !def->cpu_backward)
-        return add_failed(ld, GNN_EPLUGIN, "aggregator %s has cpu_forward but no cpu_backward",
-                          name);
-    if (def->cuda_forward && !def->cuda_backward)
-        return add_failed(ld, GNN_EPLUGIN, "aggregator %s has cuda_forward but no cuda_backward",
-                          name);
-    if (!def->cpu_forward && def->cpu_backward)
-        return add_failed(ld, GNN_EPLUGIN, "aggregator %s has cpu_backward but no cpu_forward",
-                          name);
-    if (!def->cuda_forward && def->cuda_backward)
-        return add_failed(ld, GNN_EPLUGIN, "aggregator %s has cuda_backward but no cuda_forward",
-                          name);
+    const char *name = d.name;
+    if (check_entries(ld, &d)) return 1;
     for (int i = 0; i < r->n_entries; i++)
         if (!strcmp(r->entries[i]->def.name, name))
             return add_failed(ld, GNN_EPLUGIN, "aggregator %s already registered (by %s)", name,
@@ -172,11 +221,11 @@ static int host_add(gnn_aggr_host_t *host, const gnn_aggr_def_t *def)
     }
     entry_t *e = gnn_calloc(1, sizeof *e);
     if (!e) return add_failed(ld, GNN_ENOMEM, "out of memory");
-    e->def = *def;
+    e->def = d;
     e->origin = ld->origin;
     e->def.name = gnn_strdup(name);
     /* One line: a line break in a description would split --help rows. */
-    char *desc = gnn_strdup(def->description ? def->description : "");
+    char *desc = gnn_strdup(d.description ? d.description : "");
     e->def.description = desc;
     if (!e->def.name || !desc) {
         free_entry(e);
@@ -229,7 +278,7 @@ int gnn_aggr_registry_create(gnn_aggr_registry_t **out)
     *out = NULL;
     r = gnn_calloc(1, sizeof *r);
     GNN_CHECK(r, GNN_ENOMEM, "aggregator registry");
-    load_t ld = {.r = r, .origin = -1};
+    load_t ld = {.r = r, .origin = -1, .abi = GNN_AGGR_ABI_VERSION};
     gnn_aggr_host_t host = {GNN_AGGR_ABI_VERSION, host_add, host_error, &ld};
     if (gnn__aggr_builtin_register(&host) != 0 || ld.code) {
         rc = GNN_FAIL(ld.code ? ld.code : GNN_EINTERNAL, "built-in aggregators: %s",
@@ -301,13 +350,13 @@ int gnn_aggr_registry_load(gnn_aggr_registry_t *r, const char *path)
     register_fn reg = (register_fn)dlsym(handle, "gnn_aggr_plugin_register");
     GNN_CHECK(reg, GNN_EPLUGIN, "plug-in %s: missing symbol gnn_aggr_plugin_register", path);
     uint32_t version = abi();
-    GNN_CHECK(version == GNN_AGGR_ABI_VERSION, GNN_EPLUGIN,
-              "plug-in %s: ABI version %u, this build needs %u", path, (unsigned)version,
+    GNN_CHECK(version >= 1 && version <= GNN_AGGR_ABI_VERSION, GNN_EPLUGIN,
+              "plug-in %s: ABI version %u, this build reads 1 to %u", path, (unsigned)version,
               (unsigned)GNN_AGGR_ABI_VERSION);
 
     GNN_TRY(push_plugin(r, path, handle));
     pushed = 1;
-    load_t ld = {.r = r, .origin = r->n_plugins - 1};
+    load_t ld = {.r = r, .origin = r->n_plugins - 1, .abi = version};
     gnn_aggr_host_t host = {GNN_AGGR_ABI_VERSION, host_add, host_error, &ld};
     int refused = reg(&host);
     /* A failed add is the root cause even when the plug-in then gives its
@@ -337,32 +386,100 @@ int gnn_aggr_linear(const gnn_aggr_def_t *def)
     return k == GNN_AGGR_SUM || k == GNN_AGGR_MEAN || k == GNN_AGGR_GCN;
 }
 
-int gnn_aggr_registry_find(const gnn_aggr_registry_t *r, const char *name,
-                           const gnn_aggr_def_t **out)
+static const char *kind_noun(uint32_t kind)
+{
+    return kind == GNN_AGGR_KIND_ATTENTION ? "attention function" : "aggregator";
+}
+
+int gnn_aggr_is_attention(const gnn_aggr_def_t *def)
+{
+    return def && def->kind == GNN_AGGR_KIND_ATTENTION;
+}
+
+int gnn_aggr_registry_find_kind(const gnn_aggr_registry_t *r, const char *name, int kind,
+                                const gnn_aggr_def_t **out)
 {
     if (!r || !out) return GNN_FAIL(GNN_EINVAL, "aggregator registry: NULL argument");
     *out = NULL;
+    char q[64];
+    quote_name(name ? name : "(null)", q, sizeof q);
     for (int i = 0; name && i < r->n_entries; i++)
         if (!strcmp(r->entries[i]->def.name, name)) {
-            *out = &r->entries[i]->def;
+            const gnn_aggr_def_t *d = &r->entries[i]->def;
+            if (kind >= 0 && d->kind != (uint32_t)kind)
+                return GNN_FAIL(GNN_EINVAL, "\"%s\" is an %s, not an %s", q, kind_noun(d->kind),
+                                kind_noun((uint32_t)kind));
+            *out = d;
             return 0;
         }
     /* The list, cut short with "..." if it would not fit one message. */
     char list[640];
     size_t o = 0;
+    int listed = 0;
     list[0] = '\0';
     for (int i = 0; i < r->n_entries; i++) {
+        if (kind >= 0 && r->entries[i]->def.kind != (uint32_t)kind) continue;
         const char *n = r->entries[i]->def.name;
-        size_t need = strlen(n) + (i ? 2 : 0);
+        size_t need = strlen(n) + (listed ? 2 : 0);
         if (o + need + 5 >= sizeof list) {
-            snprintf(list + o, sizeof list - o, "%s...", i ? ", " : "");
+            snprintf(list + o, sizeof list - o, "%s...", listed ? ", " : "");
             break;
         }
-        o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", i ? ", " : "", n);
+        o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", listed ? ", " : "", n);
+        listed++;
     }
-    char q[64];
-    quote_name(name ? name : "(null)", q, sizeof q);
-    return GNN_FAIL(GNN_EINVAL, "unknown aggregator \"%s\" (registered: %s)", q, list);
+    return GNN_FAIL(GNN_EINVAL, "unknown %s \"%s\" (registered: %s)",
+                    kind_noun(kind < 0 ? GNN_AGGR_KIND_AGGREGATE : (uint32_t)kind), q, list);
+}
+
+int gnn_aggr_registry_find(const gnn_aggr_registry_t *r, const char *name,
+                           const gnn_aggr_def_t **out)
+{
+    return gnn_aggr_registry_find_kind(r, name, -1, out);
+}
+
+int gnn_aggr_params(const gnn_aggr_def_t *def, const gnn_aggr_dims_t *d, gnn_aggr_param_t *out,
+                    int *n, int64_t *count)
+{
+    if (!def || !d || !out || !n || !count)
+        return GNN_FAIL(GNN_EINVAL, "aggregator parameters: NULL argument");
+    *n = 0;
+    *count = 0;
+    if (!def->params) return 0;
+    const char *what = kind_noun(def->kind);
+    memset(out, 0, GNN_AGGR_MAX_PARAMS * sizeof *out);
+    int k = def->params(d, out, GNN_AGGR_MAX_PARAMS, def->user);
+    if (k < 0)
+        return GNN_FAIL(GNN_EINVAL, "%s %s: cannot serve %" PRId64 " heads of %" PRId64
+                                    " features (its params function returned %d)",
+                        what, def->name, d->heads, d->f, k);
+    if (k > GNN_AGGR_MAX_PARAMS)
+        return GNN_FAIL(GNN_EPLUGIN, "%s %s: declares %d parameter tensors, at most %d", what,
+                        def->name, k, GNN_AGGR_MAX_PARAMS);
+    int64_t total = 0;
+    for (int i = 0; i < k; i++) {
+        const gnn_aggr_param_t *p = &out[i];
+        const char *pn = p->name && valid_name(p->name) ? p->name : NULL;
+        if (!pn)
+            return GNN_FAIL(GNN_EPLUGIN, "%s %s: parameter %d has no valid name", what,
+                            def->name, i);
+        if (p->rows < 1 || p->cols < 1 || p->rows > ((int64_t)1 << 31) ||
+            p->cols > ((int64_t)1 << 31) || p->rows * p->cols > ((int64_t)1 << 31))
+            return GNN_FAIL(GNN_EPLUGIN, "%s %s: parameter %s is %" PRId64 " x %" PRId64
+                                         " (each side at least 1, at most 2^31 values)",
+                            what, def->name, pn, p->rows, p->cols);
+        if (p->init != GNN_AGGR_INIT_ZEROS && p->init != GNN_AGGR_INIT_CONST &&
+            p->init != GNN_AGGR_INIT_GLOROT)
+            return GNN_FAIL(GNN_EPLUGIN, "%s %s: parameter %s has unknown initialisation %u",
+                            what, def->name, pn, (unsigned)p->init);
+        if (p->init == GNN_AGGR_INIT_CONST && !isfinite(p->value))
+            return GNN_FAIL(GNN_EPLUGIN, "%s %s: parameter %s starts at a non-finite value",
+                            what, def->name, pn);
+        total += p->rows * p->cols;
+    }
+    *n = k;
+    *count = total;
+    return 0;
 }
 
 int gnn_aggr_registry_count(const gnn_aggr_registry_t *r) { return r ? r->n_entries : 0; }

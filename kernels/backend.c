@@ -395,12 +395,16 @@ int gnn_be_argmax_rows(gnn_backend_t *be, int64_t rows, int64_t classes, const f
 
 /* ---- Graphs --------------------------------------------------------------- */
 
+static void attn_edges_free(gnn_backend_t *be, gnn_be_edges_t *e);
+
 void gnn_be_graph_free(gnn_bgraph_t *g)
 {
     if (!g) return;
     if (g->be && g->be->ops->graph_release) g->be->ops->graph_release(g->be, g);
     gnn_attn_graph_free(g->attn[0]);
     gnn_attn_graph_free(g->attn[1]);
+    attn_edges_free(g->be, g->edges[0]);
+    attn_edges_free(g->be, g->edges[1]);
     gnn_spmm_graph_free(g->sg);
     gnn_free(g);
 }
@@ -648,33 +652,200 @@ static int attn_prep(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_opts_t *
     return 0;
 }
 
-int gnn_be_attn_gat_score(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_opts_t *o,
-                          const float *el, const float *er, float *s)
+/* g's slots for layout k as a plug-in sees them (kernels/gnn_aggr_plugin.h),
+ * made on first use and kept with g. */
+static int attn_edges(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_graph_t *a, int k,
+                      const gnn_be_edges_t **out)
 {
-    const gnn_attn_graph_t *a;
-    int rc = attn_prep(be, g, o, be ? (void *)be->ops->attn_gat_score : NULL,
-                       "gnn_be_attn_gat_score", &a);
-    if (rc < 0) return rc;
-    BUF(el, "gnn_be_attn_gat_score");
-    BUF(er, "gnn_be_attn_gat_score");
-    BUF(s, "gnn_be_attn_gat_score");
-    return be->ops->attn_gat_score(be, g, a, o, el, er, s);
+    int rc = 0;
+    if (g->edges[k]) {
+        *out = g->edges[k];
+        return 0;
+    }
+    const gnn_spmm_graph_t *sg = g->sg;
+    const gnn_csr_t *c = sg->csr;
+    int64_t nd = sg->n_dst, ns = sg->n_src, slots = a->slots;
+    size_t words = (size_t)(nd + 1) + (size_t)(ns + 1) + 3u * (size_t)slots;
+    gnn_be_edges_t *e = gnn_calloc(1, sizeof *e);
+    GNN_CHECK(e, GNN_ENOMEM, "attention edges");
+    e->hbuf = gnn_malloc_array(words, sizeof *e->hbuf);
+    GNN_CHECK(e->hbuf, GNN_ENOMEM, "attention edges of %" PRId64 " slots", slots);
+    int64_t *indptr = e->hbuf, *src = indptr + nd + 1, *dst = src + slots,
+            *t_indptr = dst + slots, *t_slot = t_indptr + ns + 1;
+    for (int64_t v = 0; v < nd; v++) {
+        int64_t first = c->indptr[v] + (k ? v : 0), deg = c->indptr[v + 1] - c->indptr[v];
+        indptr[v] = first;
+        for (int64_t i = 0; i < deg; i++) {
+            src[first + i] = c->indices[c->indptr[v] + i];
+            dst[first + i] = v;
+        }
+        if (k) src[first + deg] = dst[first + deg] = v;
+    }
+    indptr[nd] = slots;
+    /* By source: its stored edges in transposed order, then its self loop. */
+    for (int64_t u = 0; u <= ns; u++) t_indptr[u] = sg->t.indptr[u] + (k ? (u < nd ? u : nd) : 0);
+    for (int64_t u = 0; u < ns; u++) {
+        int64_t o = t_indptr[u];
+        for (int64_t t = sg->t.indptr[u]; t < sg->t.indptr[u + 1]; t++) t_slot[o++] = a->t_slot[t];
+        if (k && u < nd) t_slot[o] = c->indptr[u + 1] + u;
+    }
+    e->host = (gnn_aggr_edges_t){nd, ns, slots, indptr, src, dst, t_indptr, t_slot};
+    e->dev = e->host;
+    if (!be->host_memory) {
+        size_t bytes = words * sizeof(int64_t);
+        GNN_TRY(gnn_be_alloc(be, bytes, &e->dbuf));
+        GNN_TRY(gnn_be_upload(be, e->dbuf, e->hbuf, bytes));
+        int64_t *d = e->dbuf;
+        e->dev = (gnn_aggr_edges_t){nd,          ns,          slots,
+                                    d,           d + (src - e->hbuf),
+                                    d + (dst - e->hbuf),      d + (t_indptr - e->hbuf),
+                                    d + (t_slot - e->hbuf)};
+    }
+    g->edges[k] = e;
+    *out = e;
+    return 0;
+fail:
+    if (e) {
+        gnn_be_free(be, e->dbuf);
+        gnn_free(e->hbuf);
+        gnn_free(e);
+    }
+    return rc;
 }
 
-int gnn_be_attn_gat_score_backward(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_opts_t *o,
-                                   const float *el, const float *er, const float *ds, float *del,
-                                   float *der)
+static void attn_edges_free(gnn_backend_t *be, gnn_be_edges_t *e)
+{
+    if (!e) return;
+    if (be) gnn_be_free(be, e->dbuf);
+    gnn_free(e->hbuf);
+    gnn_free(e);
+}
+
+/* What a score call of def needs: the layout, and the edges when def is a
+ * plug-in (the built-in reads the layout). */
+static int score_prep(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_aggr_def_t *def,
+                      const gnn_attn_opts_t *o, const char *fn, const gnn_attn_graph_t **a,
+                      const gnn_be_edges_t **e)
+{
+    NEED(be && g && def && o, fn);
+    if (!gnn_aggr_is_attention(def))
+        return GNN_FAIL(GNN_EINVAL, "%s: %s is not an attention function", fn, def->name);
+    if (g->be != be) return GNN_FAIL(GNN_EINVAL, "%s: the graph belongs to another backend", fn);
+    if (o->heads < 1 || o->heads > GNN_ATTN_MAX_HEADS || o->f < 1)
+        return GNN_FAIL(GNN_EINVAL, "%s: %" PRId64 " heads of %" PRId64 " features", fn,
+                        o->heads, o->f);
+    int k = o->self_loop != 0;
+    if (!g->attn[k]) {
+        int rc = gnn_attn_graph_create(g->sg, k, &g->attn[k]);
+        if (rc < 0) return rc;
+    }
+    *a = g->attn[k];
+    *e = NULL;
+    if (!gnn__aggr_builtin_owns(def)) return attn_edges(be, g, *a, k, e);
+    return 0;
+}
+
+static size_t score_ws(const gnn_bgraph_t *g, const gnn_aggr_def_t *def, const gnn_attn_opts_t *o,
+                       const gnn_be_edges_t *e)
+{
+    gnn_aggr_dims_t d = {o->heads, o->f};
+    if (def->workspace_bytes2) return def->workspace_bytes2(&g->host, e ? &e->host : NULL, &d, def->user);
+    return def->workspace_bytes ? def->workspace_bytes(&g->host, o->heads * o->f, def->user) : 0;
+}
+
+int gnn_be_attn_workspace(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_aggr_def_t *def,
+                          const gnn_attn_opts_t *o, size_t *bytes)
 {
     const gnn_attn_graph_t *a;
-    int rc = attn_prep(be, g, o, be ? (void *)be->ops->attn_gat_score_backward : NULL,
-                       "gnn_be_attn_gat_score_backward", &a);
+    const gnn_be_edges_t *e;
+    NEED(bytes, "gnn_be_attn_workspace");
+    int rc = score_prep(be, g, def, o, "gnn_be_attn_workspace", &a, &e);
     if (rc < 0) return rc;
-    BUF(el, "gnn_be_attn_gat_score_backward");
-    BUF(er, "gnn_be_attn_gat_score_backward");
-    BUF(ds, "gnn_be_attn_gat_score_backward");
-    BUF(del, "gnn_be_attn_gat_score_backward");
-    BUF(der, "gnn_be_attn_gat_score_backward");
-    return be->ops->attn_gat_score_backward(be, g, a, o, el, er, ds, del, der);
+    *bytes = score_ws(g, def, o, e);
+    return 0;
+}
+
+/* Run def's score (ds == NULL) or its backward. */
+static int score_run(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_aggr_def_t *def,
+                     const gnn_attn_opts_t *o, const float *params, const float *x, float *s,
+                     const float *ds, float *dx, float *dparams, void *ws, size_t ws_bytes,
+                     int backward)
+{
+    const char *dir = backward ? "score backward" : "score";
+    const gnn_attn_graph_t *a;
+    const gnn_be_edges_t *e;
+    int rc = score_prep(be, g, def, o, "gnn_be_attn_score", &a, &e);
+    if (rc < 0) return rc;
+    size_t need = score_ws(g, def, o, e);
+    if (need > 0 && (!ws || ws_bytes < need))
+        return GNN_FAIL(GNN_EINVAL, "attention function %s %s: workspace of %zu bytes, needs %zu",
+                        def->name, dir, ws ? ws_bytes : 0, need);
+    char msg[256] = "";
+    gnn__attn_private_t priv = {a, o};
+    gnn_aggr_call_t call = {
+        .graph = &g->dev,
+        .f = o->f,
+        .workspace = need ? ws : NULL,
+        .workspace_size = need ? ws_bytes : 0,
+        .user = def->user,
+        .msg = msg,
+        .msg_size = sizeof msg,
+        .heads = o->heads,
+        .params = params,
+        .dparams = dparams,
+        .edges = e ? &e->dev : NULL,
+        .negative_slope = o->negative_slope,
+    };
+    be->ops->aggr_call(be, g, &call);
+    call.host_private = &priv;
+    const char *devname = be->kind == GNN_BACKEND_CUDA ? "CUDA" : "CPU";
+    BUF(params, "gnn_be_attn_score");
+    BUF(x, "gnn_be_attn_score");
+    BUF(call.workspace, "gnn_be_attn_score");
+    if (backward) {
+        gnn_aggr_score_backward_fn fn =
+            be->ops->attn_score_backward ? be->ops->attn_score_backward(def) : NULL;
+        if (!fn)
+            return GNN_FAIL(GNN_EUNSUPPORTED, "attention function %s has no %s score backward",
+                            def->name, devname);
+        if (!x || !ds || !dx)
+            return GNN_FAIL(GNN_EINVAL, "attention function %s score backward: NULL argument",
+                            def->name);
+        BUF(ds, "gnn_be_attn_score_backward");
+        BUF(dx, "gnn_be_attn_score_backward");
+        BUF(dparams, "gnn_be_attn_score_backward");
+        rc = fn(&call, x, ds, dx);
+    } else {
+        gnn_aggr_score_fn fn = be->ops->attn_score ? be->ops->attn_score(def) : NULL;
+        if (!fn)
+            return GNN_FAIL(GNN_EUNSUPPORTED, "attention function %s has no %s score", def->name,
+                            devname);
+        if (!x || !s)
+            return GNN_FAIL(GNN_EINVAL, "attention function %s score: NULL argument", def->name);
+        BUF(s, "gnn_be_attn_score");
+        rc = fn(&call, x, s);
+    }
+    if (rc == 0) return 0;
+    if (gnn__aggr_builtin_owns(def) && rc < 0 && gnn_error_code() == rc) return rc;
+    msg[sizeof msg - 1] = '\0';
+    if (msg[0]) return GNN_FAIL(GNN_EPLUGIN, "attention function %s %s: %s", def->name, dir, msg);
+    return GNN_FAIL(GNN_EPLUGIN, "attention function %s %s failed (code %d) without a message",
+                    def->name, dir, rc);
+}
+
+int gnn_be_attn_score(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_aggr_def_t *def,
+                      const gnn_attn_opts_t *o, const float *params, const float *x, float *s,
+                      void *ws, size_t ws_bytes)
+{
+    return score_run(be, g, def, o, params, x, s, NULL, NULL, NULL, ws, ws_bytes, 0);
+}
+
+int gnn_be_attn_score_backward(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_aggr_def_t *def,
+                               const gnn_attn_opts_t *o, const float *params, const float *x,
+                               const float *ds, float *dx, float *dparams, void *ws,
+                               size_t ws_bytes)
+{
+    return score_run(be, g, def, o, params, x, NULL, ds, dx, dparams, ws, ws_bytes, 1);
 }
 
 int gnn_be_attn_forward(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_opts_t *o,
@@ -704,34 +875,6 @@ int gnn_be_attn_backward(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_opts
     BUF(dx, "gnn_be_attn_backward");
     BUF(ds, "gnn_be_attn_backward");
     return be->ops->attn_backward(be, g, a, o, x, alpha, dy, dx, ds);
-}
-
-int gnn_be_head_dot(gnn_backend_t *be, int64_t n, int64_t heads, int64_t f, const float *x,
-                    const float *a, float *out)
-{
-    NEED(be, "gnn_be_head_dot");
-    if (!be->ops->head_dot)
-        return GNN_FAIL(GNN_EUNSUPPORTED, "gnn_be_head_dot: not available on %s", be->desc);
-    BUF(x, "gnn_be_head_dot");
-    BUF(a, "gnn_be_head_dot");
-    BUF(out, "gnn_be_head_dot");
-    return be->ops->head_dot(be, n, heads, f, x, a, out);
-}
-
-int gnn_be_head_dot_backward(gnn_backend_t *be, int64_t n, int64_t heads, int64_t f,
-                             const float *x, const float *a, const float *dout, float *dx,
-                             float *da)
-{
-    NEED(be, "gnn_be_head_dot_backward");
-    if (!be->ops->head_dot_backward)
-        return GNN_FAIL(GNN_EUNSUPPORTED, "gnn_be_head_dot_backward: not available on %s",
-                        be->desc);
-    BUF(x, "gnn_be_head_dot_backward");
-    BUF(a, "gnn_be_head_dot_backward");
-    BUF(dout, "gnn_be_head_dot_backward");
-    BUF(dx, "gnn_be_head_dot_backward");
-    BUF(da, "gnn_be_head_dot_backward");
-    return be->ops->head_dot_backward(be, n, heads, f, x, a, dout, dx, da);
 }
 
 int gnn_be_elu(gnn_backend_t *be, int64_t n, const float *x, float *y)

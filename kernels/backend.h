@@ -256,22 +256,30 @@ int gnn_be_sparse_mm_t(gnn_backend_t *be, const gnn_bsparse_t *s, const float *v
  * GNN_EUNSUPPORTED on a backend without them (CUDA, for now).
  */
 int64_t gnn_be_attn_slots(const gnn_bgraph_t *g, int self_loop);
-int gnn_be_attn_gat_score(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_opts_t *o,
-                          const float *el, const float *er, float *s);
-int gnn_be_attn_gat_score_backward(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_opts_t *o,
-                                   const float *el, const float *er, const float *ds, float *del,
-                                   float *der);
+/*
+ * The score of an attention function def (kind GNN_AGGR_KIND_ATTENTION;
+ * kernels/gnn_aggr_plugin.h) on g: s (slots x o->heads) from x (n_src x
+ * heads * o->f), with its parameters params (gnn_aggr_params for dims
+ * {heads, f}; NULL when it has none) and a workspace of
+ * gnn_be_attn_workspace bytes that the backward after it gets too. The
+ * backward adds the gradient of x into dx and overwrites dparams. Errors
+ * as for aggregators: GNN_EUNSUPPORTED when def has no entry point for
+ * this device, GNN_EPLUGIN with the plug-in's message.
+ */
+int gnn_be_attn_workspace(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_aggr_def_t *def,
+                          const gnn_attn_opts_t *o, size_t *bytes);
+int gnn_be_attn_score(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_aggr_def_t *def,
+                      const gnn_attn_opts_t *o, const float *params, const float *x, float *s,
+                      void *ws, size_t ws_bytes);
+int gnn_be_attn_score_backward(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_aggr_def_t *def,
+                               const gnn_attn_opts_t *o, const float *params, const float *x,
+                               const float *ds, float *dx, float *dparams, void *ws,
+                               size_t ws_bytes);
 int gnn_be_attn_forward(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_opts_t *o,
                         const float *x, float *s, float *y);
 int gnn_be_attn_backward(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_opts_t *o,
                          const float *x, const float *alpha, const float *dy, float *dx,
                          float *ds);
-/* Per-node, per-head terms and their backward (gnn_attn_head_dot). */
-int gnn_be_head_dot(gnn_backend_t *be, int64_t n, int64_t heads, int64_t f, const float *x,
-                    const float *a, float *out);
-int gnn_be_head_dot_backward(gnn_backend_t *be, int64_t n, int64_t heads, int64_t f,
-                             const float *x, const float *a, const float *dout, float *dx,
-                             float *da);
 /* ELU and its backward from the output (kernels/dense.h). */
 int gnn_be_elu(gnn_backend_t *be, int64_t n, const float *x, float *y);
 int gnn_be_elu_backward(gnn_backend_t *be, int64_t n, const float *y, const float *dy, float *dx);

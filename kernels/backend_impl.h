@@ -71,21 +71,14 @@ typedef struct {
     void (*close)(gnn_backend_t *be);
     /* Graph attention (NULL: not on this device); a is g's host
      * preparation for the slot layout of o. */
-    int (*attn_gat_score)(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_graph_t *a,
-                          const gnn_attn_opts_t *o, const float *el, const float *er, float *s);
-    int (*attn_gat_score_backward)(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_graph_t *a,
-                                   const gnn_attn_opts_t *o, const float *el, const float *er,
-                                   const float *ds, float *del, float *der);
+    /* The device's entry points of an attention function (NULL: none). */
+    gnn_aggr_score_fn (*attn_score)(const gnn_aggr_def_t *def);
+    gnn_aggr_score_backward_fn (*attn_score_backward)(const gnn_aggr_def_t *def);
     int (*attn_forward)(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_graph_t *a,
                         const gnn_attn_opts_t *o, const float *x, float *s, float *y);
     int (*attn_backward)(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_graph_t *a,
                          const gnn_attn_opts_t *o, const float *x, const float *alpha,
                          const float *dy, float *dx, float *ds);
-    int (*head_dot)(gnn_backend_t *be, int64_t n, int64_t heads, int64_t f, const float *x,
-                    const float *a, float *out);
-    int (*head_dot_backward)(gnn_backend_t *be, int64_t n, int64_t heads, int64_t f,
-                             const float *x, const float *a, const float *dout, float *dx,
-                             float *da);
     int (*elu)(gnn_backend_t *be, int64_t n, const float *x, float *y);
     int (*elu_backward)(gnn_backend_t *be, int64_t n, const float *y, const float *dy, float *dx);
 } gnn_backend_ops_t;
@@ -100,6 +93,14 @@ struct gnn_backend {
     void *impl;
 };
 
+/* A graph's attention slots as gnn_aggr_edges_t, on the host and on the
+ * device (the same arrays where the device reads host memory). */
+typedef struct {
+    gnn_aggr_edges_t host, dev;
+    int64_t *hbuf; /* the host arrays, one block */
+    void *dbuf;    /* the device's copy (NULL: dev uses hbuf) */
+} gnn_be_edges_t;
+
 struct gnn_bgraph {
     gnn_backend_t *be;
     gnn_spmm_graph_t *sg;  /* host preparation: transpose, scale factors */
@@ -107,6 +108,8 @@ struct gnn_bgraph {
     gnn_aggr_graph_t dev;  /* the same arrays on the device */
     gnn_attn_graph_t *attn[2]; /* attention slots without / with self loops
                                   (made on first use) */
+    gnn_be_edges_t *edges[2];  /* the same slots as an attention plug-in
+                                  sees them (made on first use by one) */
     void *impl;
 };
 

@@ -37,9 +37,47 @@
  * work must be queued; they must not synchronise the device. An aggregator
  * may provide either or both; asking for one it lacks is an error.
  *
- * Versioning: GNN_AGGR_ABI_VERSION changes whenever a structure here
- * changes layout or meaning; a plug-in built against another version is
+ * Version 2 adds learnable parameters and attention functions (below,
+ * "Version 2"). A definition says which version it was written for in
+ * abi_version; the host reads the fields of that version only, so a
+ * version 1 plug-in (built against the version 1 header) still loads and
+ * runs unchanged. A plug-in reporting a version newer than the host's is
  * refused rather than run.
+ *
+ * ---- Version 2 -----------------------------------------------------------
+ *
+ * Learnable parameters. A definition may declare tensors (def->params):
+ * each has a name, a shape that may depend on the layer (dims: heads and
+ * features per head) and an initialisation. The trainer keeps them with
+ * the layer's own parameters: initialised from the run's seed, averaged
+ * over ranks, updated by the optimiser, saved in checkpoints. Entry points
+ * read them in call->params (the tensors back to back in declared order,
+ * row-major, on the entry point's device) and a backward writes their
+ * gradients, overwriting, into call->dparams (same layout).
+ *
+ * Attention functions (kind GNN_AGGR_KIND_ATTENTION, used by `--model gat
+ * --attention NAME`) score edges instead of aggregating rows. The host
+ * owns the rest of an attention layer: the projection x = D W (n_src x
+ * heads*f, head h of row u at u*heads*f + h*f), the softmax of the scores
+ * over each destination's in-edges, attention dropout and the weighted
+ * sum of the sources' rows, fused so that nothing per edge is wider than
+ * the heads. The function receives the scored edges as call->edges:
+ * "slots", one per edge and one added self loop per destination, grouped
+ * by destination (edges->indptr), with each slot's source and destination,
+ * and the same slots grouped by source (edges->t_indptr, edges->t_slot)
+ * for gradients gathered without atomics. Its entry points:
+ *   score:          s[slot * heads + h] for every slot and head, from x and
+ *                   the parameters (any finite value; the host ignores the
+ *                   slot of a stored self loop, which the added one
+ *                   replaces);
+ *   score_backward: from ds (slots x heads, the gradient of the scores),
+ *                   ADD the gradient of x into dx (the host has already
+ *                   put the gradient through the weighted sum there) and
+ *                   write the parameters' gradients into call->dparams.
+ * A workspace (def->workspace_bytes2) is shared by a score call and the
+ * backward after it, so a function may keep per-node terms between them.
+ * The built-in `gat` attention (GAT's a_l . x_u + a_r . x_v through a
+ * LeakyReLU) is registered through this same path.
  */
 #ifndef GNN_AGGR_PLUGIN_H
 #define GNN_AGGR_PLUGIN_H
@@ -51,7 +89,7 @@
 extern "C" {
 #endif
 
-#define GNN_AGGR_ABI_VERSION 1u
+#define GNN_AGGR_ABI_VERSION 2u
 
 /* Longest aggregator name, without the terminating NUL. Names use only
  * [a-z0-9_] and start with a letter. */
@@ -83,6 +121,40 @@ typedef struct {
     const float *t_weights;   /* weights in transpose order, or NULL */
 } gnn_aggr_graph_t;
 
+/* Version 2: what an attention function scores (see above). All arrays on
+ * the entry point's device, read-only. */
+typedef struct {
+    int64_t n_dst, n_src;
+    int64_t slots;            /* scored edges, self loops included */
+    const int64_t *indptr;    /* n_dst + 1: destination v owns slots
+                                 [indptr[v], indptr[v + 1]) */
+    const int64_t *src;       /* slots: the source row of each slot */
+    const int64_t *dst;       /* slots: its destination row */
+    const int64_t *t_indptr;  /* n_src + 1: source u's slots are ... */
+    const int64_t *t_slot;    /* ... t_slot[t_indptr[u] .. t_indptr[u + 1]) */
+} gnn_aggr_edges_t;
+
+/* Version 2: the shape parameters of a layer that parameter shapes and
+ * workspace sizes may depend on. */
+typedef struct {
+    int64_t heads; /* attention heads (1 for an aggregator) */
+    int64_t f;     /* features per head (an aggregator: the row width) */
+} gnn_aggr_dims_t;
+
+/* Version 2: one learnable tensor. */
+#define GNN_AGGR_MAX_PARAMS 8
+enum {
+    GNN_AGGR_INIT_ZEROS = 0,  /* all 0 */
+    GNN_AGGR_INIT_CONST = 1,  /* all `value` */
+    GNN_AGGR_INIT_GLOROT = 2  /* uniform in +-sqrt(6 / (rows + cols)) */
+};
+typedef struct {
+    const char *name; /* for messages; [a-z][a-z0-9_]* */
+    int64_t rows, cols; /* >= 1 each */
+    uint32_t init;    /* GNN_AGGR_INIT_* */
+    float value;      /* for GNN_AGGR_INIT_CONST */
+} gnn_aggr_param_t;
+
 /* One forward or backward call. */
 typedef struct {
     const gnn_aggr_graph_t *graph;
@@ -95,6 +167,12 @@ typedef struct {
     char *msg;             /* room for a one-line error message */
     size_t msg_size;
     const void *host_private; /* reserved for the built-ins: ignore */
+    /* ---- Version 2 (definitions of abi_version >= 2 only) ---- */
+    int64_t heads;            /* attention heads; 1 for an aggregator */
+    const float *params;      /* the declared tensors, or NULL without */
+    float *dparams;           /* backward: their gradients, or NULL */
+    const gnn_aggr_edges_t *edges; /* attention: the scored edges */
+    float negative_slope;     /* attention: the layer's --negative-slope */
 } gnn_aggr_call_t;
 
 typedef int (*gnn_aggr_forward_fn)(const gnn_aggr_call_t *call, const float *x, float *y);
@@ -104,6 +182,25 @@ typedef int (*gnn_aggr_backward_fn)(const gnn_aggr_call_t *call, const float *x,
  * NULL in a definition means none. Called on the host; g's arrays are on
  * the host. */
 typedef size_t (*gnn_aggr_workspace_fn)(const gnn_aggr_graph_t *g, int64_t f, void *user);
+
+/* Version 2. Parameters: fill out[0 .. n) (n <= max = GNN_AGGR_MAX_PARAMS)
+ * for a layer of dims d and return n (0: none), or a negative value when
+ * the definition cannot serve those dims. */
+typedef int (*gnn_aggr_params_fn)(const gnn_aggr_dims_t *d, gnn_aggr_param_t *out, int max,
+                                  void *user);
+/* Version 2. Workspace bytes for graph g (host arrays), edges e (NULL for
+ * an aggregator; host arrays) and dims d; replaces workspace_bytes when
+ * set. */
+typedef size_t (*gnn_aggr_workspace2_fn)(const gnn_aggr_graph_t *g, const gnn_aggr_edges_t *e,
+                                         const gnn_aggr_dims_t *d, void *user);
+/* Version 2, attention: s (slots x heads) from x (n_src x heads * f). */
+typedef int (*gnn_aggr_score_fn)(const gnn_aggr_call_t *call, const float *x, float *s);
+/* ... and its backward: dx += d(s)/dx . ds; call->dparams overwritten. */
+typedef int (*gnn_aggr_score_backward_fn)(const gnn_aggr_call_t *call, const float *x,
+                                          const float *ds, float *dx);
+
+#define GNN_AGGR_KIND_AGGREGATE 0u /* rows -> rows (version 1's only kind) */
+#define GNN_AGGR_KIND_ATTENTION 1u /* edge scores for --model gat */
 
 /* One aggregator. The host copies the structure and the strings. */
 typedef struct {
@@ -116,6 +213,16 @@ typedef struct {
     gnn_aggr_forward_fn cuda_forward;  /* NULL when CUDA is not supported */
     gnn_aggr_backward_fn cuda_backward;
     void *user;                     /* passed back in every call */
+    /* ---- Version 2 (read only when abi_version >= 2) ---- */
+    uint32_t kind;                  /* GNN_AGGR_KIND_* */
+    gnn_aggr_params_fn params;      /* learnable tensors, or NULL for none */
+    gnn_aggr_workspace2_fn workspace_bytes2; /* or NULL */
+    /* Attention entry points (kind GNN_AGGR_KIND_ATTENTION only, which
+     * leaves the four forward/backward pointers above NULL). */
+    gnn_aggr_score_fn cpu_score;
+    gnn_aggr_score_backward_fn cpu_score_backward;
+    gnn_aggr_score_fn cuda_score;
+    gnn_aggr_score_backward_fn cuda_score_backward;
 } gnn_aggr_def_t;
 
 /* What the host hands to gnn_aggr_plugin_register. */

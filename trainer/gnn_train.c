@@ -37,7 +37,10 @@ static const gnn_opt_t train_table[] = {
      "divide each feature row by its sum"},
     {"aggr", 0, GNN_OPT_STRING, O(aggr), "NAME",
      "sage aggregator: sum, mean, gcn, max or a plug-in's (default mean)"},
-    {"aggr-plugin", 0, GNN_OPT_STRING, O(aggr_plugin), "FILE.so", "load aggregators from FILE.so"},
+    {"aggr-plugin", 0, GNN_OPT_STRING, O(aggr_plugin), "FILE.so",
+     "load aggregators and attention functions from FILE.so"},
+    {"attention", 0, GNN_OPT_STRING, O(attention), "NAME",
+     "gat: attention function, gat or a plug-in's (default gat)"},
     {"heads", 0, GNN_OPT_INT, O(heads), "K",
      "gat: attention heads of each hidden layer, concatenated (--hidden features each)"},
     {"out-heads", 0, GNN_OPT_INT, O(out_heads), "K", "gat: attention heads of the output layer, "

@@ -45,6 +45,7 @@ typedef struct gnn_job {
     gnn_backend_t *be;
     gnn_aggr_registry_t *reg;
     const gnn_aggr_def_t *aggr;
+    const gnn_aggr_def_t *attn;       /* attention function (attention kinds) */
     gnn_graph_t g;                    /* one process: the graph file; over a partition
                                          directory only the sizes (feat_dim, csr.n_rows:
                                          owned nodes) */

@@ -67,6 +67,8 @@ struct gnn_layer {
                              fout: a GAT hidden layer's heads x hidden) */
     const gnn_aggr_def_t *aggr; /* the model's aggregator (NULL for kinds
                                    without one) */
+    const gnn_aggr_def_t *attn; /* the attention function of attention
+                                   kinds (NULL for the others) */
     int64_t heads;        /* attention heads of this layer (>= 1) */
     float attn_dropout, negative_slope; /* attention layers */
     int64_t off, count;   /* span in the flat buffers (set by the model

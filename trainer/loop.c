@@ -122,6 +122,7 @@ int gnn__start_run(gnn_job_t *j, int restore)
         .classes = j->out_dim,
         .dropout = (float)j->o->dropout,
         .aggr = j->aggr,
+        .attention = j->attn,
         .heads = j->o->heads,
         .out_heads = j->o->out_heads,
         .attn_dropout = (float)j->o->attn_dropout,

@@ -94,6 +94,10 @@ int gnn_model_create(gnn_backend_t *be, const gnn_aggr_registry_t *reg,
         m->cfg.aggr = NULL;
     if (cfg->kind && !cfg->kind->any_aggr && cfg->kind->default_aggr)
         GNN_TRY(gnn_aggr_registry_find(reg, cfg->kind->default_aggr, &m->cfg.aggr));
+    if (cfg->kind && !cfg->kind->attention) m->cfg.attention = NULL;
+    if (cfg->kind && cfg->kind->attention && !m->cfg.attention)
+        GNN_TRY(gnn_aggr_registry_find_kind(reg, "gat", GNN_AGGR_KIND_ATTENTION,
+                                            &m->cfg.attention));
     if (!m->cfg.heads) m->cfg.heads = 1;
     if (!m->cfg.out_heads) m->cfg.out_heads = 1;
     if (!(m->cfg.negative_slope > 0.0f)) m->cfg.negative_slope = 0.2f;
@@ -108,6 +112,7 @@ int gnn_model_create(gnn_backend_t *be, const gnn_aggr_registry_t *reg,
         L->fin = l == 0 ? cfg->in_dim : m->layer[l - 1].fout;
         L->fout = L->last ? cfg->classes : cfg->hidden;
         L->aggr = m->cfg.aggr;
+        L->attn = m->cfg.attention;
         L->heads = L->last ? m->cfg.out_heads : m->cfg.heads;
         L->attn_dropout = m->cfg.attn_dropout;
         L->negative_slope = m->cfg.negative_slope;

@@ -60,11 +60,13 @@ typedef struct {
                                    built-in gcn) is set by gnn_model_create;
                                    none for kinds that aggregate otherwise
                                    (GAT: attention) */
-    /* Attention layers (GAT); 0 values take the defaults 1, 1, 0, 0.2. */
+    /* Attention layers (GAT); 0 values take the defaults 1, 1, 0, 0.2 and
+     * the built-in attention function gat. */
     int heads;           /* heads of every hidden layer (concatenated) */
     int out_heads;       /* heads of the output layer (averaged) */
     float attn_dropout;  /* drop probability of each attention weight */
     float negative_slope; /* of the score's LeakyReLU */
+    const gnn_aggr_def_t *attention; /* the attention function (registry) */
 } gnn_model_config_t;
 
 typedef struct gnn_model gnn_model_t;

@@ -187,7 +187,7 @@ static int find_aggr(gnn_job_t *j)
         return GNN_FAIL(GNN_EUSAGE, "--aggr %s: the %s model aggregates with %s; use --model "
                                     "sage for other aggregators",
                         aggr, j->kind->name, j->kind->default_aggr);
-    return gnn_aggr_registry_find(j->reg, aggr, &j->aggr);
+    return gnn_aggr_registry_find_kind(j->reg, aggr, GNN_AGGR_KIND_AGGREGATE, &j->aggr);
 }
 
 int gnn__setup(gnn_job_t *j)
@@ -231,12 +231,21 @@ int gnn__setup(gnn_job_t *j)
     if (!j->kind->default_aggr) { /* weighs its neighbours otherwise (attention) */
         if (o->aggr) {
             rc = GNN_FAIL(GNN_EUSAGE, "--aggr %s: the %s model weighs neighbours by attention "
-                                      "and takes no aggregator",
+                                      "and takes no aggregator (--attention picks the function)",
                           o->aggr, j->kind->name);
             goto fail;
         }
     } else {
         GNN_TRY(find_aggr(j));
+    }
+    if (j->kind->attention) {
+        const char *name = o->attention ? o->attention : "gat";
+        GNN_TRY(gnn_aggr_registry_find_kind(j->reg, name, GNN_AGGR_KIND_ATTENTION, &j->attn));
+    } else if (o->attention) {
+        rc = GNN_FAIL(GNN_EUSAGE, "--attention %s: only for --model gat (the %s model takes "
+                                  "an aggregator, --aggr)",
+                      o->attention, j->kind->name);
+        goto fail;
     }
     if (j->dist) return 0; /* the part is loaded once every rank got here */
 

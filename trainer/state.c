@@ -24,7 +24,9 @@ static void ck_config(gnn_job_t *j, gnn_checkpoint_t *c)
 {
     const gnn_train_opts_t *o = j->o;
     snprintf(c->model, sizeof c->model, "%s", o->model);
-    snprintf(c->aggr, sizeof c->aggr, "%s", j->aggr ? j->aggr->name : "attention");
+    /* The aggregator, or an attention model's attention function. */
+    snprintf(c->aggr, sizeof c->aggr, "%s",
+             j->aggr ? j->aggr->name : j->attn ? j->attn->name : "none");
     snprintf(c->decay_scope, sizeof c->decay_scope, "%s", j->decay_scope);
     snprintf(c->mode, sizeof c->mode, "%s", j->mode->minibatch ? "minibatch" : "full");
     snprintf(c->fanouts, sizeof c->fanouts, "%s", j->fanouts);

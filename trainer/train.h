@@ -26,6 +26,7 @@ typedef struct {
     int normalize_features;
     const char *aggr;          /* NULL: model default (gcn: gcn, sage: mean) */
     const char *aggr_plugin;   /* shared object to load first, or NULL */
+    const char *attention;     /* gat: attention function; NULL: gat */
     int heads;                 /* gat: heads of each hidden layer (concatenated) */
     int out_heads;             /* gat: heads of the output layer (averaged) */
     double attn_dropout;       /* gat: drop probability of attention weights */

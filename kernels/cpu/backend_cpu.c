@@ -279,20 +279,14 @@ static int cpu_sparse_mm_t(gnn_backend_t *be, const gnn_bsparse_t *s, const floa
     return gnn_spfeat_mm_t(s->host, vals, dt, f, dw);
 }
 
-static int cpu_attn_gat_score(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_graph_t *a,
-                              const gnn_attn_opts_t *o, const float *el, const float *er, float *s)
+static gnn_aggr_score_fn cpu_attn_score(const gnn_aggr_def_t *def)
 {
-    (void)be, (void)g;
-    return gnn_attn_gat_score(a, o, el, er, s);
+    return def->cpu_score;
 }
 
-static int cpu_attn_gat_score_backward(gnn_backend_t *be, gnn_bgraph_t *g,
-                                       const gnn_attn_graph_t *a, const gnn_attn_opts_t *o,
-                                       const float *el, const float *er, const float *ds,
-                                       float *del, float *der)
+static gnn_aggr_score_backward_fn cpu_attn_score_backward(const gnn_aggr_def_t *def)
 {
-    (void)be, (void)g;
-    return gnn_attn_gat_score_backward(a, o, el, er, ds, del, der);
+    return def->cpu_score_backward;
 }
 
 static int cpu_attn_forward(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_graph_t *a,
@@ -308,21 +302,6 @@ static int cpu_attn_backward(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_
 {
     (void)be, (void)g;
     return gnn_attn_backward(a, o, x, alpha, dy, dx, ds);
-}
-
-static int cpu_head_dot(gnn_backend_t *be, int64_t n, int64_t heads, int64_t f, const float *x,
-                        const float *a, float *out)
-{
-    (void)be;
-    return gnn_attn_head_dot(n, heads, f, x, a, out);
-}
-
-static int cpu_head_dot_backward(gnn_backend_t *be, int64_t n, int64_t heads, int64_t f,
-                                 const float *x, const float *a, const float *dout, float *dx,
-                                 float *da)
-{
-    (void)be;
-    return gnn_attn_head_dot_backward(n, heads, f, x, a, dout, dx, da);
 }
 
 static int cpu_elu(gnn_backend_t *be, int64_t n, const float *x, float *y)
@@ -371,12 +350,10 @@ static const gnn_backend_ops_t cpu_ops = {
     .sparse_mm = cpu_sparse_mm,
     .sparse_mm_t = cpu_sparse_mm_t,
     .close = cpu_close,
-    .attn_gat_score = cpu_attn_gat_score,
-    .attn_gat_score_backward = cpu_attn_gat_score_backward,
+    .attn_score = cpu_attn_score,
+    .attn_score_backward = cpu_attn_score_backward,
     .attn_forward = cpu_attn_forward,
     .attn_backward = cpu_attn_backward,
-    .head_dot = cpu_head_dot,
-    .head_dot_backward = cpu_head_dot_backward,
     .elu = cpu_elu,
     .elu_backward = cpu_elu_backward,
 };

@@ -270,6 +270,16 @@ static gnn_aggr_backward_fn cu_aggr_backward(const gnn_aggr_def_t *def)
     return kind >= 0 ? builtin_bwd[kind] : def->cuda_backward;
 }
 
+static gnn_aggr_score_fn cu_attn_score(const gnn_aggr_def_t *def)
+{
+    return def->cuda_score;
+}
+
+static gnn_aggr_score_backward_fn cu_attn_score_backward(const gnn_aggr_def_t *def)
+{
+    return def->cuda_score_backward;
+}
+
 static void cu_aggr_call(gnn_backend_t *be, const gnn_bgraph_t *g, gnn_aggr_call_t *call)
 {
     call->stream = (void *)gnn__cuda_be(be)->stream;
@@ -345,14 +355,14 @@ static const gnn_backend_ops_t cuda_ops = {
     /* .set_spmm = */ cu_set_spmm,
     /* .spmm_choice = */ cu_spmm_choice,
     /* .close = */ cu_close,
-    /* Graph attention, per-head terms and ELU: not on CUDA yet (the
+    /* Attention functions: a plug-in's CUDA entry points (the built-in
+     * gat has none yet). */
+    /* .attn_score = */ cu_attn_score,
+    /* .attn_score_backward = */ cu_attn_score_backward,
+    /* The fused softmax and aggregation, and ELU: not on CUDA yet (the
      * dispatcher answers GNN_EUNSUPPORTED). */
-    /* .attn_gat_score = */ NULL,
-    /* .attn_gat_score_backward = */ NULL,
     /* .attn_forward = */ NULL,
     /* .attn_backward = */ NULL,
-    /* .head_dot = */ NULL,
-    /* .head_dot_backward = */ NULL,
     /* .elu = */ NULL,
     /* .elu_backward = */ NULL,
 };

@@ -154,7 +154,15 @@ static void run_init(run_t *rn, const gnn_aggr_def_t *def, const gnn_spmm_graph_
     size_t bytes = def->workspace_bytes ? def->workspace_bytes(&rn->view, f, def->user) : 0;
     rn->ws = bytes ? malloc(bytes) : NULL;
     assert_true(!bytes || rn->ws);
-    gnn_aggr_call_t c = {&rn->view, f, rn->ws, bytes, NULL, def->user, rn->msg, sizeof rn->msg, g};
+    gnn_aggr_call_t c = {.graph = &rn->view,
+                         .f = f,
+                         .workspace = rn->ws,
+                         .workspace_size = bytes,
+                         .user = def->user,
+                         .msg = rn->msg,
+                         .msg_size = sizeof rn->msg,
+                         .host_private = g,
+                         .heads = 1};
     rn->call = c;
 }
 
@@ -289,7 +297,7 @@ static void test_builtins(void **state)
 {
     (void)state;
     gnn_aggr_registry_t *r = new_registry();
-    assert_int_equal(gnn_aggr_registry_count(r), 4);
+    assert_int_equal(gnn_aggr_registry_count(r), 5); /* 4 aggregators, then gat */
     for (int i = 0; i < 4; i++) {
         const gnn_aggr_def_t *d = gnn_aggr_registry_at(r, i), *found = NULL;
         assert_non_null(d);
@@ -307,7 +315,47 @@ static void test_builtins(void **state)
         assert_true((d->workspace_bytes != NULL) == !strcmp(d->name, "max"));
     }
     assert_null(gnn_aggr_registry_at(r, -1));
-    assert_null(gnn_aggr_registry_at(r, 4));
+    assert_null(gnn_aggr_registry_at(r, 5));
+
+    /* The built-in attention function, registered the same way. */
+    const gnn_aggr_def_t *gat = gnn_aggr_registry_at(r, 4), *found = NULL;
+    assert_string_equal(gat->name, "gat");
+    assert_int_equal(gat->kind, GNN_AGGR_KIND_ATTENTION);
+    assert_true(gnn_aggr_is_attention(gat));
+    assert_false(gnn_aggr_is_attention(gnn_aggr_registry_at(r, 0)));
+    assert_null(gat->cpu_forward);
+    assert_non_null(gat->cpu_score);
+    assert_non_null(gat->cpu_score_backward);
+    assert_string_equal(gnn_aggr_registry_origin(r, gat), "built-in");
+    assert_int_equal(gnn_aggr_registry_find_kind(r, "gat", GNN_AGGR_KIND_ATTENTION, &found), 0);
+    assert_ptr_equal(found, gat);
+    /* Its parameters: a_l and a_r, heads x f each. */
+    gnn_aggr_dims_t dims = {3, 5};
+    gnn_aggr_param_t ps[GNN_AGGR_MAX_PARAMS];
+    int np = -1;
+    int64_t count = -1;
+    assert_int_equal(gnn_aggr_params(gat, &dims, ps, &np, &count), 0);
+    assert_int_equal(np, 2);
+    assert_int_equal(count, 30);
+    assert_string_equal(ps[0].name, "a_l");
+    assert_string_equal(ps[1].name, "a_r");
+    assert_int_equal(ps[1].rows, 3);
+    assert_int_equal(ps[1].cols, 5);
+    assert_int_equal(ps[0].init, GNN_AGGR_INIT_GLOROT);
+    /* Aggregators without declared parameters have none. */
+    assert_int_equal(gnn_aggr_params(gnn_aggr_registry_at(r, 1), &dims, ps, &np, &count), 0);
+    assert_int_equal(np, 0);
+    assert_int_equal(count, 0);
+    /* One kind asked, the other found; an unknown name lists the kind's. */
+    assert_int_equal(gnn_aggr_registry_find_kind(r, "gat", GNN_AGGR_KIND_AGGREGATE, &found),
+                     GNN_EINVAL);
+    expect_message("\"gat\" is an attention function, not an aggregator");
+    assert_int_equal(gnn_aggr_registry_find_kind(r, "mean", GNN_AGGR_KIND_ATTENTION, &found),
+                     GNN_EINVAL);
+    expect_message("\"mean\" is an aggregator, not an attention function");
+    assert_int_equal(gnn_aggr_registry_find_kind(r, "gatv9", GNN_AGGR_KIND_ATTENTION, &found),
+                     GNN_EINVAL);
+    expect_message("unknown attention function \"gatv9\" (registered: gat)");
 
     /* The max workspace holds an int32 arg-max per output element. */
     const gnn_aggr_def_t *max = NULL;
@@ -318,7 +366,7 @@ static void test_builtins(void **state)
     const gnn_aggr_def_t *d = (const gnn_aggr_def_t *)(uintptr_t)1;
     assert_int_equal(gnn_aggr_registry_find(r, "lstm", &d), GNN_EINVAL);
     assert_null(d);
-    expect_message("unknown aggregator \"lstm\" (registered: sum, mean, gcn, max)");
+    expect_message("unknown aggregator \"lstm\" (registered: sum, mean, gcn, max, gat)");
     assert_int_equal(gnn_aggr_registry_find(r, NULL, &d), GNN_EINVAL);
     assert_int_equal(gnn_aggr_registry_find(NULL, "sum", &d), GNN_EINVAL);
 
@@ -338,8 +386,8 @@ static void test_load_lse(void **state)
     (void)state;
     gnn_aggr_registry_t *r = new_registry();
     const gnn_aggr_def_t *lse = load_lse(r);
-    assert_int_equal(gnn_aggr_registry_count(r), 5);
-    assert_ptr_equal(gnn_aggr_registry_at(r, 4), lse);
+    assert_int_equal(gnn_aggr_registry_count(r), 6);
+    assert_ptr_equal(gnn_aggr_registry_at(r, 5), lse);
     assert_string_equal(lse->name, "lse");
     assert_int_equal(lse->abi_version, GNN_AGGR_ABI_VERSION);
     assert_non_null(lse->cpu_forward);
@@ -349,7 +397,8 @@ static void test_load_lse(void **state)
     for (int i = 0; i < 4; i++)
         assert_string_equal(gnn_aggr_registry_at(r, i)->name, builtin_names[i]);
     const gnn_aggr_def_t *d;
-    assert_int_equal(gnn_aggr_registry_find(r, "lstm", &d), GNN_EINVAL);
+    assert_int_equal(gnn_aggr_registry_find_kind(r, "lstm", GNN_AGGR_KIND_AGGREGATE, &d),
+                     GNN_EINVAL);
     expect_message("(registered: sum, mean, gcn, max, lse)");
 
     /* The same file again: its name is taken, by itself. */
@@ -388,7 +437,7 @@ static void test_broken_plugins(void **state)
     (void)state;
     gnn_aggr_registry_t *r = new_registry();
     char want[1024];
-    snprintf(want, sizeof want, "plug-in %s: ABI version 999, this build needs %u",
+    snprintf(want, sizeof want, "plug-in %s: ABI version 999, this build reads 1 to %u",
              g_plugin[P_BAD_ABI], (unsigned)GNN_AGGR_ABI_VERSION);
     expect_refused(r, g_plugin[P_BAD_ABI], GNN_EPLUGIN, want);
     expect_refused(r, g_plugin[P_NO_REGISTER], GNN_EPLUGIN,
@@ -404,7 +453,13 @@ static void test_broken_plugins(void **state)
         {"name", "invalid aggregator name \"Half\""},
         {"long_name", "invalid aggregator name \"a234567890123456789012345678901x\""},
         {"no_name", "aggregator definition without a name"},
-        {"abi", "aggregator definition has abi_version 0, this build needs"},
+        {"abi", "aggregator definition has abi_version 0, this build reads 1 to"},
+        {"abi_future", "aggregator definition has abi_version 3, this build reads 1 to 2"},
+        {"kind", "aggregator half has unknown kind 7"},
+        {"agg_score", "aggregator half sets attention entry points (score)"},
+        {"attn_forward", "attention function half sets aggregator entry points"},
+        {"attn_half", "attention function half has one of cpu_score and cpu_score_backward"},
+        {"attn_none", "attention function half has no entry point (no score)"},
         {"no_entry", "aggregator half has no entry point"},
         {"backward_only", "aggregator half has cpu_backward but no cpu_forward"},
         {"cuda_half", "aggregator half has cuda_forward but no cuda_backward"},
@@ -438,7 +493,7 @@ static void test_broken_plugins(void **state)
 
     /* After all that, lse still loads, and a later failure keeps it. */
     load_lse(r);
-    assert_int_equal(gnn_aggr_registry_count(r), 5);
+    assert_int_equal(gnn_aggr_registry_count(r), 6);
     expect_refused(r, g_plugin[P_DUP_NAME], GNN_EPLUGIN, "aggregator sum already registered");
     gnn_aggr_registry_free(r);
 }
@@ -485,7 +540,7 @@ static void test_alloc_failure(void **state)
         n_failed++;
     }
     assert_true(n_failed >= 3);
-    assert_int_equal(gnn_aggr_registry_count(r), 5);
+    assert_int_equal(gnn_aggr_registry_count(r), 6);
     gnn_aggr_registry_free(r);
 }
 
@@ -699,7 +754,7 @@ static void test_lse_bad_call(void **state)
     gnn_aggr_registry_t *r = new_registry();
     const gnn_aggr_def_t *lse = load_lse(r);
     char msg[128] = "";
-    gnn_aggr_call_t call = {NULL, 4, NULL, 0, NULL, NULL, msg, sizeof msg, NULL};
+    gnn_aggr_call_t call = {.f = 4, .msg = msg, .msg_size = sizeof msg, .heads = 1};
     float x[4] = {0}, y[4];
     assert_int_not_equal(lse->cpu_forward(&call, x, y), 0);
     assert_non_null(strstr(msg, "lse forward"));

@@ -406,19 +406,28 @@ static void test_aggr_errors(void **state)
     assert_int_equal(gnn_be_graph_create(be, &a, &bg), 0);
     float x[20 * 4] = {0}, y[20 * 4];
 
-    gnn_aggr_def_t cuda_only = {GNN_AGGR_ABI_VERSION, "gpuonly", "", NULL, NULL, NULL,
-                                fail_bare, bw_unused, NULL};
+    gnn_aggr_def_t cuda_only = {.abi_version = GNN_AGGR_ABI_VERSION,
+                                .name = "gpuonly",
+                                .description = "",
+                                .cuda_forward = fail_bare,
+                                .cuda_backward = bw_unused};
     expect_error(gnn_be_aggr_forward(be, bg, &cuda_only, 4, x, y, NULL, 0), GNN_EUNSUPPORTED,
                  "aggregator gpuonly has no CPU forward");
     expect_error(gnn_be_aggr_backward(be, bg, &cuda_only, 4, x, y, y, x, NULL, 0),
                  GNN_EUNSUPPORTED, "aggregator gpuonly has no CPU backward");
 
-    gnn_aggr_def_t noisy = {GNN_AGGR_ABI_VERSION, "noisy", "", NULL, fail_with_msg, bw_unused,
-                            NULL, NULL, NULL};
+    gnn_aggr_def_t noisy = {.abi_version = GNN_AGGR_ABI_VERSION,
+                            .name = "noisy",
+                            .description = "",
+                            .cpu_forward = fail_with_msg,
+                            .cpu_backward = bw_unused};
     expect_error(gnn_be_aggr_forward(be, bg, &noisy, 4, x, y, NULL, 0), GNN_EPLUGIN,
                  "aggregator noisy forward: boom at width 4");
-    gnn_aggr_def_t bare = {GNN_AGGR_ABI_VERSION, "bare", "", NULL, fail_bare, bw_unused,
-                           NULL, NULL, NULL};
+    gnn_aggr_def_t bare = {.abi_version = GNN_AGGR_ABI_VERSION,
+                           .name = "bare",
+                           .description = "",
+                           .cpu_forward = fail_bare,
+                           .cpu_backward = bw_unused};
     expect_error(gnn_be_aggr_forward(be, bg, &bare, 4, x, y, NULL, 0), GNN_EPLUGIN,
                  "aggregator bare forward failed (code 3) without a message");
     assert_int_equal(gnn_be_aggr_backward(be, bg, &bare, 4, x, y, y, x, NULL, 0), 0);

@@ -8,7 +8,13 @@
  * by tests/kernels/test_attn.c), with concatenated hidden heads
  * (ELU between layers) and averaged output heads, with and without input
  * and attention dropout, one to three layers; and the parameter layout.
- * (A GAT model over ranks on a part with no rows: tests/trainer/test_model.c.)
+ * The same gradient check with the example version 2 plug-in gatv2.so
+ * (argv[1]) as the attention function, its score and backward against a
+ * double reference at slope 0.2 through the backend, and what the plug-in
+ * path refuses. (A GAT model over ranks on a part with no rows:
+ * tests/trainer/test_model.c.)
+ *
+ *   test_gat GATV2.so
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -30,6 +36,7 @@
 #include <time.h>
 
 static uint64_t g_seed;
+static const char *g_gatv2; /* path of gatv2.so */
 
 typedef struct {
     gnn_backend_t *be;
@@ -94,14 +101,23 @@ static double loss_of(fixture_t *t, gnn_model_t *m, float *dlogits)
     return loss;
 }
 
-static void check_gradients(int layers, int64_t f, int64_t hidden, int heads, int out_heads,
-                            float dropout, float attn_dropout)
+/* The attention function called name, loading gatv2.so for it. */
+static const gnn_aggr_def_t *attention(fixture_t *t, const char *name)
+{
+    if (!strcmp(name, "gatv2")) assert_int_equal(gnn_aggr_registry_load(t->reg, g_gatv2), 0);
+    const gnn_aggr_def_t *d = NULL;
+    assert_int_equal(gnn_aggr_registry_find_kind(t->reg, name, GNN_AGGR_KIND_ATTENTION, &d), 0);
+    return d;
+}
+
+static void check_gradients_with(const char *attn, int layers, int64_t f, int64_t hidden,
+                                 int heads, int out_heads, float dropout, float attn_dropout)
 {
     uint64_t s = g_seed ^ (uint64_t)(layers * 131 + f * 7 + heads);
     fixture_t t;
     fixture(&t, 20, f, 3, &s);
     gnn_model_config_t cfg = {GNN_MODEL_GAT, layers, f, hidden, 3, dropout, NULL,
-                              heads, out_heads, attn_dropout, 0.9999f};
+                              heads, out_heads, attn_dropout, 0.9999f, attention(&t, attn)};
     gnn_model_t *m;
     assert_int_equal(gnn_model_create(t.be, t.reg, &cfg, 5, &m), 0);
     int64_t np = gnn_model_n_params(m);
@@ -132,14 +148,20 @@ static void check_gradients(int layers, int64_t f, int64_t hidden, int heads, in
         }
         w[i] = keep;
         if (!ok && bad++ < 5)
-            print_message("gat L=%d heads %d/%d param %" PRId64 ": backward %.6g, differences "
+            print_message("%s L=%d heads %d/%d param %" PRId64 ": backward %.6g, differences "
                           "%.6g\n",
-                          layers, heads, out_heads, i, (double)grad[i], fd);
+                          attn, layers, heads, out_heads, i, (double)grad[i], fd);
     }
     if (bad) fail_msg("%d of %" PRId64 " gradients off (seed %" PRIu64 ")", bad, np, g_seed);
     free(dl), free(grad);
     gnn_model_free(m);
     fixture_free(&t);
+}
+
+static void check_gradients(int layers, int64_t f, int64_t hidden, int heads, int out_heads,
+                            float dropout, float attn_dropout)
+{
+    check_gradients_with("gat", layers, f, hidden, heads, out_heads, dropout, attn_dropout);
 }
 
 static void test_gradients(void **state)
@@ -157,7 +179,7 @@ static void test_layout(void **state)
     uint64_t s = g_seed;
     fixture_t t;
     fixture(&t, 10, 5, 3, &s);
-    gnn_model_config_t cfg = {GNN_MODEL_GAT, 2, 5, 4, 3, 0.0f, NULL, 8, 2, 0.6f, 0.2f};
+    gnn_model_config_t cfg = {GNN_MODEL_GAT, 2, 5, 4, 3, 0.0f, NULL, 8, 2, 0.6f, 0.2f, NULL};
     gnn_model_t *m;
     assert_int_equal(gnn_model_create(t.be, t.reg, &cfg, 1, &m), 0);
     /* Layer 0: W 5 x 32, a_l and a_r 8 x 4, b 32; layer 1: W 32 x 6,
@@ -188,14 +210,105 @@ static void test_layout(void **state)
     fixture_free(&t);
 }
 
-int main(void)
+static void test_gatv2_gradients(void **state)
 {
+    (void)state;
+    check_gradients_with("gatv2", 2, 6, 4, 3, 2, 0.0f, 0.0f);
+    check_gradients_with("gatv2", 2, 5, 3, 2, 1, 0.3f, 0.3f);
+    check_gradients_with("gatv2", 1, 5, 4, 1, 3, 0.2f, 0.0f);
+}
+
+/* gatv2's score and backward through the backend against the formulas of
+ * kernels/plugins/gatv2/gatv2.c in double, at slope 0.2: slots of
+ * destination v are its CSR entries then the added self loop. */
+static void test_gatv2_reference(void **state)
+{
+    (void)state;
+    uint64_t s = g_seed ^ 0x9a72ull;
+    fixture_t t;
+    fixture(&t, 24, 1, 2, &s);
+    const gnn_aggr_def_t *d = attention(&t, "gatv2");
+    const int64_t H = 3, F = 5, W = H * F, n = t.n;
+    const float slope = 0.2f;
+    gnn_attn_opts_t o = {.heads = H, .f = F, .self_loop = 1, .negative_slope = slope};
+    int64_t slots = gnn_be_attn_slots(t.bg, 1), nnz = t.a.nnz;
+    assert_int_equal(slots, nnz + n);
+    float *x = malloc(n * W * sizeof *x), *a = malloc(W * sizeof *a), *sc = malloc(slots * H * 4),
+          *ds = malloc(slots * H * 4), *dx = malloc(n * W * 4), *dx0 = malloc(n * W * 4),
+          *da = malloc(W * 4);
+    double *rdx = calloc(n * W, sizeof *rdx), *rda = calloc(W, sizeof *rda);
+    assert_true(x && a && sc && ds && dx && dx0 && da && rdx && rda);
+    for (int64_t i = 0; i < n * W; i++) x[i] = (float)((tu_rng_next(&s) >> 40) * 0x1p-23) - 1.0f;
+    for (int64_t i = 0; i < W; i++) a[i] = (float)((tu_rng_next(&s) >> 40) * 0x1p-23) - 1.0f;
+    for (int64_t i = 0; i < slots * H; i++)
+        ds[i] = (float)((tu_rng_next(&s) >> 40) * 0x1p-23) - 1.0f;
+    for (int64_t i = 0; i < n * W; i++) dx0[i] = dx[i] = (float)(i % 7) * 0.25f;
+    size_t wsb = 0;
+    assert_int_equal(gnn_be_attn_workspace(t.be, t.bg, d, &o, &wsb), 0);
+    void *ws = malloc(wsb ? wsb : 1);
+    assert_non_null(ws);
+    assert_int_equal(gnn_be_attn_score(t.be, t.bg, d, &o, a, x, sc, ws, wsb), 0);
+    assert_int_equal(gnn_be_attn_score_backward(t.be, t.bg, d, &o, a, x, ds, dx, da, ws, wsb), 0);
+    double worst = 0.0;
+    for (int64_t v = 0; v < n; v++) {
+        int64_t first = t.a.indptr[v] + v, deg = t.a.indptr[v + 1] - t.a.indptr[v];
+        for (int64_t i = 0; i <= deg; i++) {
+            int64_t u = i < deg ? t.a.indices[t.a.indptr[v] + i] : v, j = first + i;
+            for (int64_t h = 0; h < H; h++) {
+                double r = 0.0, dsj = ds[j * H + h];
+                for (int64_t k = 0; k < F; k++) {
+                    int64_t c = h * F + k;
+                    double z = (double)x[u * W + c] + (double)x[v * W + c];
+                    r += (double)a[c] * (z > 0 ? z : z * slope);
+                    double g = dsj * (double)a[c] * (z > 0 ? 1.0 : (double)slope);
+                    rdx[u * W + c] += g;
+                    rdx[v * W + c] += g;
+                    rda[c] += dsj * (z > 0 ? z : z * slope);
+                }
+                worst = fmax(worst, fabs(r - (double)sc[j * H + h]) / (1.0 + fabs(r)));
+            }
+        }
+    }
+    assert_true(worst < 1e-5);
+    for (int64_t i = 0; i < n * W; i++)
+        assert_true(fabs((double)dx[i] - ((double)dx0[i] + rdx[i])) <= 1e-4 * (1.0 + fabs(rdx[i])));
+    for (int64_t c = 0; c < W; c++)
+        assert_true(fabs((double)da[c] - rda[c]) <= 1e-4 * (1.0 + fabs(rda[c])));
+
+    /* What the path refuses: an aggregator in an attention call, a small
+     * workspace (the plug-in's own message), a CUDA-only entry. */
+    const gnn_aggr_def_t *mean = NULL;
+    assert_int_equal(gnn_aggr_registry_find(t.reg, "mean", &mean), 0);
+    assert_int_equal(gnn_be_attn_score(t.be, t.bg, mean, &o, a, x, sc, ws, wsb), GNN_EINVAL);
+    assert_non_null(strstr(gnn_error_message(), "mean is not an attention function"));
+    assert_int_equal(gnn_be_attn_score(t.be, t.bg, d, &o, a, x, sc, ws, wsb - 8), GNN_EINVAL);
+    assert_non_null(strstr(gnn_error_message(), "workspace of"));
+    gnn_aggr_def_t gpu_only = *d;
+    gpu_only.cpu_score = NULL;
+    gpu_only.cpu_score_backward = NULL;
+    assert_int_equal(gnn_be_attn_score(t.be, t.bg, &gpu_only, &o, a, x, sc, ws, wsb),
+                     GNN_EUNSUPPORTED);
+    assert_non_null(strstr(gnn_error_message(), "attention function gatv2 has no CPU score"));
+    free(ws), free(x), free(a), free(sc), free(ds), free(dx), free(dx0), free(da), free(rdx),
+        free(rda);
+    fixture_free(&t);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s GATV2.so\n", argv[0]);
+        return 2;
+    }
+    g_gatv2 = argv[1];
     const char *env = getenv("GNN_TEST_SEED");
     g_seed = env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL);
     printf("# seed %" PRIu64 " (GNN_TEST_SEED replays it)\n", g_seed);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gradients),
         cmocka_unit_test(test_layout),
+        cmocka_unit_test(test_gatv2_gradients),
+        cmocka_unit_test(test_gatv2_reference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

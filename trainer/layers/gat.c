@@ -1,18 +1,19 @@
 /*
  * GAT (Velickovic et al., "Graph Attention Networks"): per head h of H,
  *   Wh = D W                       (n_src x H*F)
- *   el[u, h] = <Wh[u, h], a_l[h]>,  er[v, h] = <Wh[v, h], a_r[h]>
- *   s[u -> v, h] = LeakyReLU(el[u, h] + er[v, h]), a self loop added for
- *   every destination (stored ones left out)
+ *   s[u -> v, h] = score(Wh; theta), a self loop added for every
+ *   destination (stored ones left out); the score is the layer's attention
+ *   function (--attention, from the aggregator registry: the built-in gat,
+ *   LeakyReLU(<Wh[u, h], a_l[h]> + <Wh[v, h], a_r[h]>), or a plug-in's)
  *   alpha = softmax of s over each destination's in-edges, then dropped
  *   with probability --attn-dropout while training
  *   y[v, h] = sum_u alpha[u -> v, h] Wh[u, h]
  * A hidden layer concatenates its heads (Z = y + b, H*F wide; the model
  * applies ELU), the output layer averages them (Z = mean_h y[., h] + b).
- * Parameters of a layer: W (fin x H*F), a_l (H x F), a_r (H x F), then b
- * (H*F, or F for the output layer). The per-edge work runs in the
- * backend's attention kernels (kernels/attn.h): memory per edge is
- * O(heads).
+ * Parameters of a layer: W (fin x H*F), the attention function's tensors
+ * theta (for gat: a_l and a_r, H x F each), then b (H*F, or F for the
+ * output layer). The softmax, dropout and sum run in the backend's fused
+ * attention kernels (kernels/attn.h): memory per edge is O(heads).
  */
 #include "trainer/layer.h"
 
@@ -24,11 +25,12 @@
 typedef struct {
     int64_t H, F;      /* heads, features per head */
     int concat;        /* hidden layer: heads concatenated (else averaged) */
-    int64_t al_off, ar_off, b_off; /* W at 0 */
+    int64_t th_off, b_off;         /* W at 0, theta, b */
+    gnn_aggr_param_t th[GNN_AGGR_MAX_PARAMS]; /* theta's tensors */
+    int n_th;
     /* The last forward. */
     float *wh;  size_t wh_bytes;   /* n_src x H*F */
-    float *el;  size_t el_bytes;   /* n_src x H */
-    float *er;  size_t er_bytes;   /* n_dst x H */
+    void *ws;   size_t ws_bytes;   /* the attention function's workspace */
     float *s;   size_t s_bytes;    /* slots x H: scores, then alpha */
     float *y;   size_t y_bytes;    /* n_dst x H*F before the average */
     gnn_attn_opts_t o;             /* its dropout counters */
@@ -36,8 +38,6 @@ typedef struct {
     /* Backward scratch. */
     float *dwh; size_t dwh_bytes;
     float *ds;  size_t ds_bytes;
-    float *del; size_t del_bytes;
-    float *der; size_t der_bytes;
     float *dy;  size_t dy_bytes;
 } gat_t;
 
@@ -45,16 +45,20 @@ static int gat_setup(gnn_layer_t *L)
 {
     gat_t *c = gnn_calloc(1, sizeof *c);
     if (!c) return GNN_FAIL(GNN_ENOMEM, "layer %d", L->index);
+    L->state = c;
     c->H = L->heads;
     c->F = L->fout;
     c->concat = !L->last;
-    int64_t HF = c->H * c->F;
-    c->al_off = L->fin * HF;
-    c->ar_off = c->al_off + HF;
-    c->b_off = c->ar_off + HF;
+    int64_t HF = c->H * c->F, n_th;
+    gnn_aggr_dims_t dims = {c->H, c->F};
+    if (!gnn_aggr_is_attention(L->attn))
+        return GNN_FAIL(GNN_EINVAL, "layer %d: GAT needs an attention function", L->index);
+    int rc = gnn_aggr_params(L->attn, &dims, c->th, &c->n_th, &n_th);
+    if (rc < 0) return rc;
+    c->th_off = L->fin * HF;
+    c->b_off = c->th_off + n_th;
     if (c->concat) L->fout = HF;
     L->count = c->b_off + L->fout;
-    L->state = c;
     return 0;
 }
 
@@ -62,8 +66,14 @@ static void gat_init(const gnn_layer_t *L, float *w, uint64_t seed)
 {
     const gat_t *c = L->state;
     gnn_layer_glorot(L, w, 0, L->fin, c->H * c->F, seed);
-    gnn_layer_glorot(L, w, c->al_off, c->H, c->F, seed);
-    gnn_layer_glorot(L, w, c->ar_off, c->H, c->F, seed);
+    int64_t at = c->th_off;
+    for (int i = 0; i < c->n_th; i++) {
+        const gnn_aggr_param_t *t = &c->th[i];
+        int64_t n = t->rows * t->cols;
+        if (t->init == GNN_AGGR_INIT_GLOROT) gnn_layer_glorot(L, w, at, t->rows, t->cols, seed);
+        for (int64_t k = 0; t->init == GNN_AGGR_INIT_CONST && k < n; k++) w[at + k] = t->value;
+        at += n; /* GNN_AGGR_INIT_ZEROS: w starts at 0 */
+    }
 }
 
 static int gat_drop_target(gnn_layer_t *L, gnn_layer_env_t *env, float **dst)
@@ -98,23 +108,23 @@ static int gat_forward(gnn_layer_t *L, gnn_layer_env_t *env)
     int64_t ns = L->n_src, nd = L->n_dst, H = c->H, F = c->F, HF = H * F;
     const float *p = env->params + L->off;
     int64_t slots = gnn_be_attn_slots(L->graph, 1);
-    GNN_TRY(gnn_layer_ensure(be, (void **)&c->wh, &c->wh_bytes, gnn_layer_fbytes(ns, HF)));
-    GNN_TRY(gnn_layer_ensure(be, (void **)&c->el, &c->el_bytes, gnn_layer_fbytes(ns, H)));
-    GNN_TRY(gnn_layer_ensure(be, (void **)&c->er, &c->er_bytes, gnn_layer_fbytes(nd, H)));
-    GNN_TRY(gnn_layer_ensure(be, (void **)&c->s, &c->s_bytes, gnn_layer_fbytes(slots, H)));
-    GNN_TRY(gnn_layer_ensure(be, (void **)&L->z, &L->z_bytes,
-                             gnn_layer_fbytes(env->out_rows, L->fout)));
-    GNN_TRY(gnn_be_gemm(be, 0, 0, ns, HF, L->fin, 1.0f, L->d, L->fin, p, HF, 0.0f, c->wh, HF));
-    GNN_TRY(gnn_be_head_dot(be, ns, H, F, c->wh, p + c->al_off, c->el));
-    GNN_TRY(gnn_be_head_dot(be, nd, H, F, c->wh, p + c->ar_off, c->er));
+    size_t ws = 0;
     c->o = (gnn_attn_opts_t){.heads = H, .f = F, .self_loop = 1,
                              .negative_slope = L->negative_slope,
                              .ids = env->row_id, .n_ids = env->n_global};
+    GNN_TRY(gnn_layer_ensure(be, (void **)&c->wh, &c->wh_bytes, gnn_layer_fbytes(ns, HF)));
+    GNN_TRY(gnn_layer_ensure(be, (void **)&c->s, &c->s_bytes, gnn_layer_fbytes(slots, H)));
+    GNN_TRY(gnn_be_attn_workspace(be, L->graph, L->attn, &c->o, &ws));
+    if (ws) GNN_TRY(gnn_layer_ensure(be, &c->ws, &c->ws_bytes, ws));
+    GNN_TRY(gnn_layer_ensure(be, (void **)&L->z, &L->z_bytes,
+                             gnn_layer_fbytes(env->out_rows, L->fout)));
+    GNN_TRY(gnn_be_gemm(be, 0, 0, ns, HF, L->fin, 1.0f, L->d, L->fin, p, HF, 0.0f, c->wh, HF));
     if (L->trained && L->attn_dropout > 0.0f) { /* masks by edge end points */
         c->o.dropout = L->attn_dropout;
         c->o.seed = env->dropout_key(env);
     }
-    GNN_TRY(gnn_be_attn_gat_score(be, L->graph, &c->o, c->el, c->er, c->s));
+    GNN_TRY(gnn_be_attn_score(be, L->graph, L->attn, &c->o, c->n_th ? p + c->th_off : NULL,
+                              c->wh, c->s, c->ws, c->ws_bytes));
     if (c->concat) {
         GNN_TRY(gnn_be_attn_forward(be, L->graph, &c->o, c->wh, c->s, L->z));
     } else {
@@ -146,8 +156,6 @@ static int gat_backward(gnn_layer_t *L, gnn_layer_env_t *env, float *dz, float *
     int64_t slots = gnn_be_attn_slots(L->graph, 1);
     GNN_TRY(gnn_layer_ensure(be, (void **)&c->dwh, &c->dwh_bytes, gnn_layer_fbytes(ns, HF)));
     GNN_TRY(gnn_layer_ensure(be, (void **)&c->ds, &c->ds_bytes, gnn_layer_fbytes(slots, H)));
-    GNN_TRY(gnn_layer_ensure(be, (void **)&c->del, &c->del_bytes, gnn_layer_fbytes(ns, H)));
-    GNN_TRY(gnn_layer_ensure(be, (void **)&c->der, &c->der_bytes, gnn_layer_fbytes(nd, H)));
     GNN_TRY(gnn_be_bias_grad(be, nd, L->fout, dz, g + c->b_off));
     const float *dy = dz;
     if (!c->concat) { /* dy[v, h, k] = dz[v, k] / H */
@@ -156,12 +164,9 @@ static int gat_backward(gnn_layer_t *L, gnn_layer_env_t *env, float *dz, float *
         dy = c->dy;
     }
     GNN_TRY(gnn_be_attn_backward(be, L->graph, &c->o, c->wh, c->s, dy, c->dwh, c->ds));
-    GNN_TRY(gnn_be_attn_gat_score_backward(be, L->graph, &c->o, c->el, c->er, c->ds, c->del,
-                                           c->der));
-    GNN_TRY(gnn_be_head_dot_backward(be, ns, H, F, c->wh, p + c->al_off, c->del, c->dwh,
-                                     g + c->al_off));
-    GNN_TRY(gnn_be_head_dot_backward(be, nd, H, F, c->wh, p + c->ar_off, c->der, c->dwh,
-                                     g + c->ar_off));
+    GNN_TRY(gnn_be_attn_score_backward(be, L->graph, L->attn, &c->o,
+                                       c->n_th ? p + c->th_off : NULL, c->wh, c->ds, c->dwh,
+                                       c->n_th ? g + c->th_off : NULL, c->ws, c->ws_bytes));
     GNN_TRY(gnn_be_gemm(be, 1, 0, fin, HF, ns, 1.0f, L->d, fin, c->dwh, HF, 0.0f, g, HF));
     if (!dx) return 0;
     float *dd = env->dx;
@@ -176,9 +181,8 @@ fail:
 static size_t gat_state_bytes(const gnn_layer_t *L)
 {
     const gat_t *c = L->state;
-    return c ? c->wh_bytes + c->el_bytes + c->er_bytes + c->s_bytes + c->y_bytes +
-                   c->mean_bytes + c->dwh_bytes + c->ds_bytes + c->del_bytes + c->der_bytes +
-                   c->dy_bytes
+    return c ? c->wh_bytes + c->ws_bytes + c->s_bytes + c->y_bytes + c->mean_bytes +
+                   c->dwh_bytes + c->ds_bytes + c->dy_bytes
              : 0;
 }
 
@@ -186,8 +190,7 @@ static void gat_free(gnn_layer_t *L, gnn_backend_t *be)
 {
     gat_t *c = L->state;
     if (!c) return;
-    float *bufs[] = {c->wh, c->el, c->er, c->s, c->y, c->mean, c->dwh, c->ds, c->del, c->der,
-                     c->dy};
+    void *bufs[] = {c->wh, c->ws, c->s, c->y, c->mean, c->dwh, c->ds, c->dy};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) gnn_be_free(be, bufs[i]);
     gnn_free(c);
     L->state = NULL;

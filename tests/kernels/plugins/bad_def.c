@@ -10,7 +10,11 @@
  * every check of a definition: name (upper case), long_name (32
  * characters), no_name, abi (abi_version 0), no_entry (no forward at all),
  * backward_only (cpu_backward without cpu_forward), cuda_half (cuda_forward
- * without cuda_backward), null (a NULL definition); and two ways to fail
+ * without cuda_backward), null (a NULL definition), abi_future (a version
+ * newer than the plug-in's), kind (an unknown kind), agg_score (an
+ * aggregator with a score), attn_forward (an attention function with a
+ * forward), attn_half (cpu_score without its backward), attn_none (an
+ * attention function without a score); and two ways to fail
  * as a file: nothing (adds no aggregator), refuse (returns 1 without a
  * reason).
  */
@@ -38,14 +42,36 @@ static int backward(const gnn_aggr_call_t *call, const float *x, const float *y,
     return 0;
 }
 
+static int score(const gnn_aggr_call_t *call, const float *x, float *s)
+{
+    (void)call;
+    (void)x;
+    (void)s;
+    return 0;
+}
+
+static int score_backward(const gnn_aggr_call_t *call, const float *x, const float *ds, float *dx)
+{
+    (void)call;
+    (void)x;
+    (void)ds;
+    (void)dx;
+    return 0;
+}
+
 GNN_AGGR_PLUGIN_EXPORT uint32_t gnn_aggr_plugin_abi(void) { return GNN_AGGR_ABI_VERSION; }
 
 GNN_AGGR_PLUGIN_EXPORT int gnn_aggr_plugin_register(gnn_aggr_host_t *host)
 {
-    const gnn_aggr_def_t ok = {GNN_AGGR_ABI_VERSION, "bad_def_ok", "valid", NULL, forward,
-                               backward, NULL, NULL, NULL};
-    gnn_aggr_def_t bad = {GNN_AGGR_ABI_VERSION, "half", "forward only", NULL, forward, NULL,
-                          NULL, NULL, NULL};
+    const gnn_aggr_def_t ok = {.abi_version = GNN_AGGR_ABI_VERSION,
+                               .name = "bad_def_ok",
+                               .description = "valid",
+                               .cpu_forward = forward,
+                               .cpu_backward = backward};
+    gnn_aggr_def_t bad = {.abi_version = GNN_AGGR_ABI_VERSION,
+                          .name = "half",
+                          .description = "forward only",
+                          .cpu_forward = forward};
     const char *which = getenv("GNN_TEST_BAD_DEF");
     if (!which) which = "";
     if (!strcmp(which, "name")) {
@@ -70,6 +96,26 @@ GNN_AGGR_PLUGIN_EXPORT int gnn_aggr_plugin_register(gnn_aggr_host_t *host)
     } else if (!strcmp(which, "cuda_half")) {
         bad.cpu_backward = backward;
         bad.cuda_forward = forward;
+    } else if (!strcmp(which, "abi_future")) {
+        bad.abi_version = GNN_AGGR_ABI_VERSION + 1;
+        bad.cpu_backward = backward;
+    } else if (!strcmp(which, "kind")) {
+        bad.kind = 7;
+        bad.cpu_backward = backward;
+    } else if (!strcmp(which, "agg_score")) {
+        bad.cpu_backward = backward;
+        bad.cpu_score = score;
+    } else if (!strcmp(which, "attn_forward")) {
+        bad.kind = GNN_AGGR_KIND_ATTENTION;
+        bad.cpu_score = score;
+        bad.cpu_score_backward = score_backward;
+    } else if (!strcmp(which, "attn_half")) {
+        bad.kind = GNN_AGGR_KIND_ATTENTION;
+        bad.cpu_forward = NULL;
+        bad.cpu_score = score;
+    } else if (!strcmp(which, "attn_none")) {
+        bad.kind = GNN_AGGR_KIND_ATTENTION;
+        bad.cpu_forward = NULL;
     }
     if (!strcmp(which, "nothing")) return 0;
     (void)host->add(host, &ok);

@@ -28,8 +28,11 @@ GNN_AGGR_PLUGIN_EXPORT uint32_t gnn_aggr_plugin_abi(void) { return GNN_AGGR_ABI_
 
 GNN_AGGR_PLUGIN_EXPORT int gnn_aggr_plugin_register(gnn_aggr_host_t *host)
 {
-    gnn_aggr_def_t def = {GNN_AGGR_ABI_VERSION, "dup_first", "first of two", NULL, forward,
-                          backward, NULL, NULL, NULL};
+    gnn_aggr_def_t def = {.abi_version = GNN_AGGR_ABI_VERSION,
+                          .name = "dup_first",
+                          .description = "first of two",
+                          .cpu_forward = forward,
+                          .cpu_backward = backward};
     if (host->add(host, &def)) return 1;
     def.name = "sum";
     def.description = "takes a built-in's name";

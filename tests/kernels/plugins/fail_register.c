@@ -28,8 +28,11 @@ GNN_AGGR_PLUGIN_EXPORT uint32_t gnn_aggr_plugin_abi(void) { return GNN_AGGR_ABI_
 
 GNN_AGGR_PLUGIN_EXPORT int gnn_aggr_plugin_register(gnn_aggr_host_t *host)
 {
-    const gnn_aggr_def_t def = {GNN_AGGR_ABI_VERSION, "fail_first", "registered, then dropped",
-                                NULL, forward, backward, NULL, NULL, NULL};
+    const gnn_aggr_def_t def = {.abi_version = GNN_AGGR_ABI_VERSION,
+                                .name = "fail_first",
+                                .description = "registered, then dropped",
+                                .cpu_forward = forward,
+                                .cpu_backward = backward};
     if (host->add(host, &def)) return 1;
     host->error(host, "fail_register: no licence for this machine");
     return 1;
