@@ -83,7 +83,11 @@ static int ck_match(gnn_job_t *j, const gnn_checkpoint_t *c)
         return GNN_FAIL(GNN_EINVAL, "%s: %s is %s in the checkpoint but %s now", p, what,       \
                         c->field, want.field);
     SAME_S(model, "the model")
-    SAME_S(aggr, "the aggregator")
+    /* GAT checkpoints from before attention functions were named say
+     * "attention": the built-in gat was the only one. */
+    if (!strcmp(c->aggr, "attention") && j->attn && !strcmp(j->attn->name, "gat"))
+        snprintf(want.aggr, sizeof want.aggr, "attention");
+    SAME_S(aggr, j->attn ? "the attention function" : "the aggregator")
     SAME_I(in_dim, "the feature width")
     SAME_I(classes, "the number of classes")
     SAME_I(layers, "--layers")

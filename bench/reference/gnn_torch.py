@@ -1,5 +1,5 @@
-"""PyTorch reference for gnn-train: GCN and GraphSAGE trained full-graph on
-a graph file written by gnn-dataset, with the definitions of
+"""PyTorch reference for gnn-train: GCN, GraphSAGE and GAT trained full-graph
+on a graph file written by gnn-dataset, with the definitions of
 trainer/model.h and the loop of trainer/train.c, so that accuracy and
 per-epoch time can be compared one to one.
 
@@ -12,12 +12,24 @@ training (inverted dropout, on every layer's input, the features too):
     sage  Z = D W_self + mean(D) W_neigh + b
                                 mean over the in-neighbours (rows of the
                                 in-edge CSR); 0 for a node without any
-and H' = ReLU(Z) except after the last layer, whose Z are the logits.
-Edge weights in the file are ignored (the degrees count entries).
-Weights are Glorot-uniform, biases zero. Adam (torch.optim.Adam, L2 weight
+    gat   per head h of K (--heads; --out-heads for the last layer),
+          Wh = D W (F features per head: --hidden, the class count last),
+          s[u -> v, h] = LeakyReLU(<a_l[h], Wh[u, h]> + <a_r[h], Wh[v, h]>)
+                                with slope --negative-slope, over the
+                                edges with stored self loops left out and
+                                one self loop per node added,
+          alpha = softmax of s over each destination's in-edges, dropped
+                                with probability --attn-dropout while
+                                training (inverted dropout),
+          y[v, h] = sum_u alpha[u -> v, h] Wh[u, h]
+                                Z = the K heads of y concatenated + b in a
+                                hidden layer, their mean + b in the last
+and H' = ReLU(Z) (gcn, sage) or ELU(Z) (gat) except after the last layer,
+whose Z are the logits. Edge weights in the file are ignored (the degrees
+count entries). Weights (W, a_l, a_r) are Glorot-uniform, biases zero. Adam (torch.optim.Adam, L2 weight
 decay added to the gradient) with the decay on the first layer's
 parameters only (--decay-scope first, the gcn default, as in the GCN
-paper) or on all of them (all, the sage default). Loss: mean softmax
+paper) or on all of them (all, the sage and gat default). Loss: mean softmax
 cross-entropy over the training nodes. Every --eval-every epochs a forward
 without dropout gives the accuracies and the validation loss; the reported
 test accuracy is the one at the epoch of best validation accuracy (ties:
@@ -26,7 +38,11 @@ lower validation loss).
 Aggregation is torch.sparse.mm on CSR tensors. Backward needs A^T X; by
 default a custom autograd function multiplies by a CSR of A^T built once
 (what graph libraries do with a cached transpose); --spmm autograd leaves
-it to torch's own autograd of torch.sparse.mm instead.
+it to torch's own autograd of torch.sparse.mm instead. GAT runs on the
+edge list instead (sources and destinations, self loops as above): scores
+gathered per edge, the softmax's maximum by index_reduce_ ("amax") and its
+sum by index_add, the weighted messages (edges x heads x F) summed into
+their destinations by index_add; torch's autograd differentiates it all.
 
 --impl pyg trains the same configuration with PyTorch Geometric's own
 layers instead (torch_geometric.nn.GCNConv with cached=True, SAGEConv with
@@ -34,13 +50,24 @@ mean aggregation), as its full-graph examples do: the layer definitions,
 initialisation and product order are PyG's (GCNConv normalises by the
 in-degree plus one on both sides, which equals the above on symmetric
 graphs; it multiplies by W before aggregating; SAGEConv aggregates before
-its linear maps), the loop, optimiser, evaluation and timing are this
-file's. --adj edge_index hands PyG the graph as an edge list (its
+its linear maps; GATConv with heads, concat=True in hidden layers and
+concat=False (mean over heads) in the last, add_self_loops=True, dropout
+= --attn-dropout and negative_slope; it removes stored self loops and
+adds one per node at every forward), the loop, optimiser, evaluation and
+timing are this file's. --adj edge_index hands PyG the graph as an edge list (its
 gather-scatter message passing, the usual way), --adj csr as the in-edge
-CSR (adj_t) as a torch.sparse tensor (sparse products). --impl dgl does
-the same with DGL's layers (dgl.nn.GraphConv with norm="both" on the graph
-with a self loop added to every node, which is A_gcn above, in the cheaper
-product order; SAGEConv with mean aggregation) on a DGLGraph of the edges.
+CSR (adj_t) as a torch.sparse tensor (sparse products). GATConv always
+gets edge_index: it has no sparse-product path, so on a CSR it would turn
+the matrix back into edges, add the self loops and rebuild a matrix at
+every forward before the same gather-scatter. --impl dgl does the same
+with DGL's layers (dgl.nn.GraphConv with norm="both" on the graph with a
+self loop added to every node, which is A_gcn above, in the cheaper
+product order; SAGEConv with mean aggregation; GATConv with attn_drop =
+--attn-dropout and negative_slope on the graph with its self loops removed
+and one per node added, heads flattened in hidden layers and averaged in
+the last, ELU between; its initialisation is DGL's, Glorot-normal with
+ReLU's gain, and its bias is added per head before the average) on a
+DGLGraph of the edges.
 PyG and DGL are imported from the interpreter's packages
 (bench/reference/python.sh installs them).
 
@@ -51,7 +78,9 @@ GPU (the graph, features and model moved there after loading; the step is
 timed up to a torch.cuda.synchronize) and reports the peak of
 torch.cuda.max_memory_allocated as gpu_peak_mb.
 
-    $(bench/reference/python.sh) bench/reference/gnn_torch.py GRAPH.h5 [--model gcn|sage]
+    $(bench/reference/python.sh) bench/reference/gnn_torch.py GRAPH.h5
+        [--model gcn|sage|gat] [--heads K] [--out-heads K] [--attn-dropout P]
+        [--negative-slope S]
         [--layers L] [--hidden H] [--dropout P] [--lr LR] [--weight-decay WD]
         [--decay-scope first|all] [--epochs E] [--runs N] [--seed S]
         [--threads T] [--normalize-features] [--eval-every K]
@@ -202,6 +231,34 @@ class Operator:
         return torch.sparse.mm(self.a, x)
 
 
+class Edges:
+    """GAT's graph: the edges u -> v of the in-edge CSR as index tensors src
+    and dst, stored self loops left out and one self loop per node added."""
+
+    def __init__(self, n, indptr, indices):
+        dst = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
+        keep = indices != dst
+        loop = np.arange(n, dtype=np.int64)
+        self.n = n
+        self.src = torch.from_numpy(np.concatenate([indices[keep], loop]))
+        self.dst = torch.from_numpy(np.concatenate([dst[keep], loop]))
+
+    def to(self, dev):
+        self.src, self.dst = self.src.to(dev), self.dst.to(dev)
+        return self
+
+
+def gat_heads(o, layers):
+    """Heads of each layer: --heads in the hidden ones, --out-heads last."""
+    return [o.heads] * (layers - 1) + [o.out_heads]
+
+
+def gat_fin(dims, heads, l):
+    """Input width of GAT layer l: the features, or the previous layer's
+    heads concatenated."""
+    return dims[0] if l == 0 else heads[l - 1] * dims[l]
+
+
 # ---- Model --------------------------------------------------------------------
 
 class Net(torch.nn.Module):
@@ -240,6 +297,54 @@ class Net(torch.nn.Module):
         return h
 
 
+class GatNet(torch.nn.Module):
+    """GAT as defined above, on Edges; hidden layers concatenate their
+    heads and apply ELU, the last averages its heads."""
+
+    def __init__(self, dims, o):
+        super().__init__()
+        self.dropout, self.attn_dropout, self.slope = o.dropout, o.attn_dropout, o.negative_slope
+        self.heads = gat_heads(o, len(dims) - 1)
+        self.w = torch.nn.ParameterList()
+        self.a_l = torch.nn.ParameterList()
+        self.a_r = torch.nn.ParameterList()
+        self.b = torch.nn.ParameterList()
+        for l, (f, k) in enumerate(zip(dims[1:], self.heads)):
+            last = l == len(self.heads) - 1
+            self.w.append(torch.nn.Parameter(torch.empty(gat_fin(dims, self.heads, l), k * f)))
+            self.a_l.append(torch.nn.Parameter(torch.empty(k, f)))
+            self.a_r.append(torch.nn.Parameter(torch.empty(k, f)))
+            self.b.append(torch.nn.Parameter(torch.zeros(f if last else k * f)))
+        for p in list(self.w) + list(self.a_l) + list(self.a_r):
+            torch.nn.init.xavier_uniform_(p)
+
+    def layer_params(self, l):
+        return [self.w[l], self.a_l[l], self.a_r[l], self.b[l]]
+
+    def layer(self, g, l, d):
+        k = self.heads[l]
+        wh = (d @ self.w[l]).view(g.n, k, -1)
+        el = (wh * self.a_l[l]).sum(-1)
+        er = (wh * self.a_r[l]).sum(-1)
+        s = F.leaky_relu(el[g.src] + er[g.dst], self.slope)
+        with torch.no_grad():
+            top = s.new_full((g.n, k), -math.inf).index_reduce_(0, g.dst, s, "amax")
+        e = torch.exp(s - top[g.dst])
+        total = torch.zeros_like(top).index_add(0, g.dst, e)
+        alpha = F.dropout(e / total[g.dst], self.attn_dropout, self.training)
+        y = torch.zeros_like(wh).index_add(0, g.dst, alpha.unsqueeze(-1) * wh[g.src])
+        last = l == len(self.heads) - 1
+        return (y.mean(1) if last else y.flatten(1)) + self.b[l]
+
+    def forward(self, g, x):
+        h = x
+        last = len(self.heads) - 1
+        for l in range(last + 1):
+            z = self.layer(g, l, F.dropout(h, self.dropout, self.training))
+            h = z if l == last else F.elu(z)
+        return h
+
+
 class PygNet(torch.nn.Module):
     """The same configuration built from PyTorch Geometric's layers; op is
     the graph as PyG takes it (edge_index or adj_t)."""
@@ -264,6 +369,29 @@ class PygNet(torch.nn.Module):
         return h
 
 
+class PygGatNet(PygNet):
+    """GAT from PyG's GATConv; op is edge_index."""
+
+    def __init__(self, dims, o):
+        torch.nn.Module.__init__(self)
+        from torch_geometric.nn import GATConv
+        self.dropout = o.dropout
+        heads = gat_heads(o, len(dims) - 1)
+        self.convs = torch.nn.ModuleList(
+            GATConv(gat_fin(dims, heads, l), f, heads=k, concat=l < len(heads) - 1,
+                    negative_slope=o.negative_slope, dropout=o.attn_dropout,
+                    add_self_loops=True)
+            for l, (f, k) in enumerate(zip(dims[1:], heads)))
+
+    def forward(self, op, x):
+        h = x
+        last = len(self.convs) - 1
+        for l, conv in enumerate(self.convs):
+            z = conv(F.dropout(h, self.dropout, self.training), op)
+            h = z if l == last else F.elu(z)
+        return h
+
+
 class DglNet(PygNet):
     """The same configuration built from DGL's layers; op is the DGLGraph."""
 
@@ -284,13 +412,39 @@ class DglNet(PygNet):
         return h
 
 
+class DglGatNet(PygNet):
+    """GAT from DGL's GATConv; op is the DGLGraph with one self loop per
+    node."""
+
+    def __init__(self, dims, o):
+        torch.nn.Module.__init__(self)
+        from dgl.nn import GATConv
+        self.dropout = o.dropout
+        heads = gat_heads(o, len(dims) - 1)
+        self.convs = torch.nn.ModuleList(
+            GATConv(gat_fin(dims, heads, l), f, k, attn_drop=o.attn_dropout,
+                    negative_slope=o.negative_slope)
+            for l, (f, k) in enumerate(zip(dims[1:], heads)))
+
+    def forward(self, op, x):
+        h = x
+        last = len(self.convs) - 1
+        for l, conv in enumerate(self.convs):
+            z = conv(op, F.dropout(h, self.dropout, self.training))
+            h = z.mean(1) if l == last else F.elu(z.flatten(1))
+        return h
+
+
 def dgl_graph(n, indptr, indices, kind):
     """The in-edge CSR as a DGLGraph (edges source -> target), with a self
-    loop on every node for GCN; its sparse formats built before timing."""
+    loop on every node for GCN, and for GAT in place of the stored ones;
+    its sparse formats built before timing."""
     import dgl
     dst = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
     g = dgl.graph((torch.from_numpy(indices), torch.from_numpy(dst)), num_nodes=n)
-    if kind == "gcn":
+    if kind == "gat":
+        g = dgl.remove_self_loop(g)
+    if kind in ("gcn", "gat"):
         g = dgl.add_self_loop(g)
     g.create_formats_()
     return g
@@ -328,7 +482,10 @@ def run(o, r, op, x, y, split, log, dev):
     torch.manual_seed(o.seed + r)
     classes = int(y.max()) + 1
     dims = [x.shape[1]] + [o.hidden] * (o.layers - 1) + [classes]
-    model = {"torch": Net, "pyg": PygNet, "dgl": DglNet}[o.impl](o.model, dims, o.dropout)
+    if o.model == "gat":
+        model = {"torch": GatNet, "pyg": PygGatNet, "dgl": DglGatNet}[o.impl](dims, o)
+    else:
+        model = {"torch": Net, "pyg": PygNet, "dgl": DglNet}[o.impl](o.model, dims, o.dropout)
     model = model.to(dev)
     first = model.layer_params(0)
     rest = [p for l in range(1, o.layers) for p in model.layer_params(l)]
@@ -377,14 +534,21 @@ def run(o, r, op, x, y, split, log, dev):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("graph")
-    p.add_argument("--model", choices=("gcn", "sage"), default="gcn")
+    p.add_argument("--model", choices=("gcn", "sage", "gat"), default="gcn")
     p.add_argument("--layers", type=int, default=2)
-    p.add_argument("--hidden", type=int, default=16)
+    p.add_argument("--hidden", type=int, default=16,
+                   help="width of the hidden layers (gat: of each head)")
+    p.add_argument("--heads", type=int, default=8, help="gat: heads of each hidden layer")
+    p.add_argument("--out-heads", type=int, default=1, help="gat: heads of the output layer")
+    p.add_argument("--attn-dropout", type=float, default=0.6,
+                   help="gat: drop probability of each attention weight")
+    p.add_argument("--negative-slope", type=float, default=0.2,
+                   help="gat: slope of the score's LeakyReLU below 0")
     p.add_argument("--dropout", type=float, default=0.5)
     p.add_argument("--lr", type=float, default=0.01)
     p.add_argument("--weight-decay", type=float, default=5e-4)
     p.add_argument("--decay-scope", choices=("first", "all"), default=None,
-                   help="first (gcn default) or all (sage default)")
+                   help="first (gcn default) or all (sage and gat default)")
     p.add_argument("--epochs", type=int, default=200)
     p.add_argument("--runs", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
@@ -396,12 +560,16 @@ def main():
     p.add_argument("--impl", choices=("torch", "pyg", "dgl"), default="torch",
                    help="torch: this file's layers; pyg: PyTorch Geometric's; dgl: DGL's")
     p.add_argument("--adj", choices=("edge_index", "csr"), default="edge_index",
-                   help="how --impl pyg gets the graph")
+                   help="how --impl pyg gets the graph (gat: always edge_index)")
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     p.add_argument("--log-json", metavar="FILE")
     o = p.parse_args()
     if o.layers < 1 or o.epochs < 1 or o.runs < 1 or o.eval_every < 1:
         p.error("--layers, --epochs, --runs and --eval-every must be >= 1")
+    if o.heads < 1 or o.out_heads < 1:
+        p.error("--heads and --out-heads must be >= 1")
+    if o.model == "gat" and o.impl == "pyg":
+        o.adj = "edge_index"
     if o.decay_scope is None:
         o.decay_scope = "first" if o.model == "gcn" else "all"
     if o.threads:
@@ -426,11 +594,14 @@ def main():
         import dgl
         op = dgl_graph(n, indptr, indices, o.model)
         del indptr, indices
+    elif o.model == "gat":
+        op = Edges(n, indptr, indices)
+        del indptr, indices
     elif o.model == "gcn":
         arrays, sym = gcn_operator(n, indptr, indices, tidy), symmetric
     else:
         arrays, sym = mean_operator(n, indptr, indices, tidy), False
-    if o.impl == "torch":
+    if o.impl == "torch" and o.model != "gat":
         del indptr, indices
         op = Operator(n, *arrays, sym, o.spmm)
         del arrays
@@ -452,7 +623,8 @@ def main():
         evals.extend(eval_times)
     res = {"graph": o.graph, "model": o.model, "layers": o.layers, "hidden": o.hidden,
            "runs": o.runs, "epochs": o.epochs, "threads": torch.get_num_threads(),
-           "spmm": {"torch": o.spmm, "pyg": o.adj, "dgl": "dgl"}[o.impl], "impl": o.impl,
+           "spmm": {"torch": "edges" if o.model == "gat" else o.spmm, "pyg": o.adj,
+                    "dgl": "dgl"}[o.impl], "impl": o.impl,
            "test_acc": tests[-1], "valid_acc": vals[-1],
            "best_epoch": epochs[-1], "test_acc_mean": float(np.mean(tests)),
            "test_acc_std": float(np.std(tests)), "valid_acc_mean": float(np.mean(vals)),

@@ -6,6 +6,7 @@
 #define GNN_TESTS_H5TEST_H
 
 #include <hdf5.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,6 +86,38 @@ static inline int64_t h5_attr_i64(const char *path, const char *name)
     H5Aclose(a);
     H5Fclose(f);
     return v;
+}
+
+/* The root string attribute name of path (fixed or variable length) into
+ * out (size bytes, NUL-terminated, cut short when longer). */
+static inline void h5_attr_str(const char *path, const char *name, char *out, size_t size)
+{
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0) fail_msg("cannot open %s", path);
+    hid_t a = H5Aopen(f, name, H5P_DEFAULT);
+    if (a < 0) fail_msg("%s: no attribute %s", path, name);
+    hid_t ft = H5Aget_type(a);
+    assert_true(ft >= 0 && H5Tget_class(ft) == H5T_STRING);
+    hid_t mt = H5Tcopy(H5T_C_S1);
+    if (H5Tis_variable_str(ft) > 0) {
+        char *v = NULL;
+        H5Tset_size(mt, H5T_VARIABLE);
+        assert_true(H5Aread(a, mt, &v) >= 0);
+        snprintf(out, size, "%s", v ? v : "");
+        H5free_memory(v);
+    } else {
+        size_t n = H5Tget_size(ft);
+        char *buf = calloc(n + 1, 1);
+        assert_non_null(buf);
+        H5Tset_size(mt, n);
+        assert_true(H5Aread(a, mt, buf) >= 0);
+        snprintf(out, size, "%s", buf);
+        free(buf);
+    }
+    H5Tclose(mt);
+    H5Tclose(ft);
+    H5Aclose(a);
+    H5Fclose(f);
 }
 
 /* Replace the root attribute name of path by a fixed-length string. */

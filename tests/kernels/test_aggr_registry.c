@@ -50,7 +50,16 @@
 static uint64_t g_seed;
 
 /* Plug-in paths from the command line. */
-enum { P_LSE, P_BAD_ABI, P_NO_REGISTER, P_DUP_NAME, P_FAIL_REGISTER, P_BAD_DEF, P_COUNT_ };
+enum {
+    P_LSE,
+    P_BAD_ABI,
+    P_NO_REGISTER,
+    P_DUP_NAME,
+    P_FAIL_REGISTER,
+    P_BAD_DEF,
+    P_V1_SUM,
+    P_COUNT_
+};
 static const char *g_plugin[P_COUNT_];
 
 static const char *const builtin_names[] = {"sum", "mean", "gcn", "max"};
@@ -410,6 +419,59 @@ static void test_load_lse(void **state)
 }
 
 /* A bare file name is opened in the current directory, never searched for. */
+/* A version 1 plug-in loads (its definition read as version 1 laid it out:
+ * the plug-in frees it after add, and AddressSanitizer would catch a read
+ * past it), runs, and equals the built-in sum. */
+static void test_load_v1(void **state)
+{
+    (void)state;
+    uint64_t s = g_seed ^ 0x7631ull;
+    gnn_aggr_registry_t *r = new_registry();
+    assert_int_equal(gnn_aggr_registry_load(r, g_plugin[P_V1_SUM]), 0);
+    const gnn_aggr_def_t *v1 = NULL, *sum = NULL;
+    assert_int_equal(gnn_aggr_registry_find_kind(r, "v1_sum", GNN_AGGR_KIND_AGGREGATE, &v1), 0);
+    assert_int_equal(gnn_aggr_registry_find(r, "sum", &sum), 0);
+    assert_int_equal(v1->abi_version, 1);
+    assert_int_equal(v1->kind, GNN_AGGR_KIND_AGGREGATE);
+    assert_null(v1->params);
+    assert_null(v1->workspace_bytes2);
+    assert_null(v1->cpu_score);
+    assert_null(v1->cuda_score_backward);
+    assert_string_equal(v1->description, "sum, from a version 1 plug-in");
+    gnn_aggr_dims_t dims = {1, 4};
+    gnn_aggr_param_t ps[GNN_AGGR_MAX_PARAMS];
+    int np = -1;
+    int64_t count = -1;
+    assert_int_equal(gnn_aggr_params(v1, &dims, ps, &np, &count), 0);
+    assert_int_equal(np + count, 0);
+
+    gnn_csr_t a;
+    const shape_t shape = {"v1", 30, 30, 120, 0, 1}; /* unweighted: v1_sum ignores weights */
+    make_graph(&shape, &s, &a);
+    gnn_spmm_graph_t *g;
+    assert_int_equal(gnn_spmm_graph_create(&a, &g), 0);
+    const int64_t f = 3;
+    float *x = malloc(30 * f * sizeof *x), *y1 = malloc(30 * f * sizeof *y1),
+          *y2 = malloc(30 * f * sizeof *y2);
+    assert_true(x && y1 && y2);
+    for (int i = 0; i < 30 * f; i++) x[i] = rng_float(&s);
+    run_t r1, r2;
+    run_init(&r1, v1, g, f);
+    run_init(&r2, sum, g, f);
+    assert_int_equal(v1->cpu_forward(&r1.call, x, y1), 0);
+    assert_int_equal(sum->cpu_forward(&r2.call, x, y2), 0);
+    for (int i = 0; i < 30 * f; i++) assert_true(fabsf(y1[i] - y2[i]) <= 1e-5f);
+    assert_int_equal(v1->cpu_backward(&r1.call, x, y1, x, y1), 0);
+    assert_int_equal(sum->cpu_backward(&r2.call, x, y2, x, y2), 0);
+    for (int i = 0; i < 30 * f; i++) assert_true(fabsf(y1[i] - y2[i]) <= 1e-5f);
+    run_free(&r1);
+    run_free(&r2);
+    free(x), free(y1), free(y2);
+    gnn_spmm_graph_free(g);
+    gnn_csr_free(&a);
+    gnn_aggr_registry_free(r);
+}
+
 static void test_load_bare_name(void **state)
 {
     (void)state;
@@ -910,7 +972,7 @@ int main(int argc, char **argv)
     if (argc != 1 + P_COUNT_) {
         fprintf(stderr,
                 "usage: %s LSE.so BAD_ABI.so NO_REGISTER.so DUP_NAME.so FAIL_REGISTER.so "
-                "BAD_DEF.so\n",
+                "BAD_DEF.so V1_SUM.so\n",
                 argv[0]);
         return 1;
     }
@@ -923,6 +985,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_builtins),
         cmocka_unit_test(test_load_lse),
+        cmocka_unit_test(test_load_v1),
         cmocka_unit_test(test_load_bare_name),
         cmocka_unit_test(test_broken_plugins),
         cmocka_unit_test(test_alloc_failure),

@@ -1,9 +1,10 @@
 /*
  * gnn-train over a partition directory under mpiexec, run as a user runs
  * it, on the shared Cora dataset (skipped where it is absent, failed where
- * it is absent under CI=true). argv[1..4]: mpiexec, the gnn-train,
- * gnn-partition and gnn-dataset binaries; the test program launches
- * mpiexec itself. argv[5], optional: "train" or "faults", one of the two
+ * it is absent under CI=true). argv[1..5]: mpiexec, the gnn-train,
+ * gnn-partition and gnn-dataset binaries, the gatv2.so plug-in; the test
+ * program launches mpiexec itself. argv[6], optional: "train" or
+ * "faults", one of the two
  * groups of cases below (both without it). main converts Cora to a graph file once and partitions
  * it into 1, 2 and 4 parts with METIS and into 2 parts at random. Then:
  *
@@ -13,7 +14,8 @@
  *     for P = 1, 2 and 4 and for the random parts; so does 3-layer
  *     GraphSAGE with mean aggregation for P = 1 and 4, and GAT with input
  *     and attention dropout for P = 2 and 4 (and its mini-batches on one
- *     rank against one process). Without dropout the
+ *     rank against one process), and with the attention function of the
+ *     gatv2.so plug-in for P = 2. Without dropout the
  *     losses differ by far more, so the comparison can tell. A part that
  *     owns no node (a 30-node graph cut into 4 parts) still takes part in
  *     every exchange: GCN and GraphSAGE (max, and 3-layer mean) on 4 ranks
@@ -114,7 +116,7 @@
 #endif
 #define LOSS_RTOL 1e-5
 
-static char *g_mpiexec, *g_train, *g_part, *g_dataset;
+static char *g_mpiexec, *g_train, *g_part, *g_dataset, *g_gatv2;
 static char g_cora[640];                     /* the graph file */
 static char g_k1[640], g_k2[640], g_k4[640]; /* its METIS parts */
 static char g_k2r[640];                      /* 2 random parts */
@@ -525,6 +527,14 @@ static void test_gat_same_losses_on_any_ranks(void **state)
     for (int i = 0; i < 2; i++) log_free(&mb[i].log);
     MPI_OK("2", "--data", g_h2, "--model", "gat", "--mode", "minibatch", "--heads", "4",
            "--hidden", "8", "--fanouts", "10,10", "--epochs", "2", "-q");
+    /* A plug-in's attention function (its own parameters, the edges it is
+     * handed per part) over ranks as well. */
+    run_t v2[] = {{"1 process", NULL, g_cora, {0}}, {"2 ranks", "2", g_k2, {0}}};
+    train_runs(v2, 2, "gatv2", "--model", "gat", "--heads", "4", "--hidden", "8",
+               "--aggr-plugin", g_gatv2, "--attention", "gatv2", "--dropout", "0.6",
+               "--attn-dropout", "0.6", "--normalize-features", (char *)NULL);
+    compare_losses("gatv2", v2, 2);
+    for (int i = 0; i < 2; i++) log_free(&v2[i].log);
 }
 
 /*
@@ -1397,10 +1407,11 @@ int main(int argc, char **argv)
 {
     /* GROUP: "train" (the runs compared with one process) or "faults"
      * (empty parts, resume, and the faults that end a job); both without it. */
-    const char *group = argc == 6 ? argv[5] : "all";
-    if ((argc != 5 && argc != 6) ||
+    const char *group = argc == 7 ? argv[6] : "all";
+    if ((argc != 6 && argc != 7) ||
         (strcmp(group, "all") && strcmp(group, "train") && strcmp(group, "faults"))) {
-        fprintf(stderr, "usage: %s MPIEXEC GNN-TRAIN GNN-PARTITION GNN-DATASET [train|faults]\n",
+        fprintf(stderr,
+                "usage: %s MPIEXEC GNN-TRAIN GNN-PARTITION GNN-DATASET GATV2.so [train|faults]\n",
                 argv[0]);
         return 2;
     }
@@ -1408,6 +1419,7 @@ int main(int argc, char **argv)
     g_train = argv[2];
     g_part = argv[3];
     g_dataset = argv[4];
+    g_gatv2 = argv[5];
 #ifdef GNN_TEST_CUDA_TRAIN
     int ndev = 0;
     if (gnn_cuda_device_count(&ndev) != 0 || ndev == 0) {
