@@ -470,19 +470,27 @@ int64_t gnn_bgraph_nnz(const gnn_bgraph_t *g)
 
 /* ---- Aggregation ---------------------------------------------------------- */
 
+/* Workspace bytes of aggregator def at width f. */
+static size_t aggr_ws(const gnn_bgraph_t *g, const gnn_aggr_def_t *def, int64_t f)
+{
+    gnn_aggr_dims_t d = {1, f};
+    if (def->workspace_bytes2) return def->workspace_bytes2(&g->host, NULL, &d, def->user);
+    return def->workspace_bytes ? def->workspace_bytes(&g->host, f, def->user) : 0;
+}
+
 int gnn_be_aggr_workspace(gnn_backend_t *be, const gnn_bgraph_t *g, const gnn_aggr_def_t *def,
                           int64_t f, size_t *bytes)
 {
     NEED(be && g && def && bytes, "gnn_be_aggr_workspace");
     if (f < 1) return GNN_FAIL(GNN_EINVAL, "aggregator %s: bad feature width %" PRId64, def->name, f);
-    *bytes = def->workspace_bytes ? def->workspace_bytes(&g->host, f, def->user) : 0;
+    *bytes = aggr_ws(g, def, f);
     return 0;
 }
 
 /* Run def forward (dy == NULL) or backward on g. */
 static int aggr_run(gnn_backend_t *be, const gnn_bgraph_t *g, const gnn_aggr_def_t *def,
-                    int64_t f, const float *x, float *y, const float *dy, float *dx, void *ws,
-                    size_t ws_bytes, int backward)
+                    int64_t f, const float *params, const float *x, float *y, const float *dy,
+                    float *dx, float *dparams, void *ws, size_t ws_bytes, int backward)
 {
     const char *dir = backward ? "backward" : "forward";
     NEED(be && g && def, "gnn_be_aggr");
@@ -492,7 +500,13 @@ static int aggr_run(gnn_backend_t *be, const gnn_bgraph_t *g, const gnn_aggr_def
     if (f < 1)
         return GNN_FAIL(GNN_EINVAL, "aggregator %s %s: bad feature width %" PRId64, def->name,
                         dir, f);
-    size_t need = def->workspace_bytes ? def->workspace_bytes(&g->host, f, def->user) : 0;
+    if (gnn_aggr_is_attention(def))
+        return GNN_FAIL(GNN_EINVAL, "aggregator %s %s: %s is an attention function", def->name,
+                        dir, def->name);
+    if (def->params && (!params || (backward && !dparams)))
+        return GNN_FAIL(GNN_EINVAL, "aggregator %s %s: it has learnable parameters, none given",
+                        def->name, dir);
+    size_t need = aggr_ws(g, def, f);
     if (need > 0 && (!ws || ws_bytes < need))
         return GNN_FAIL(GNN_EINVAL, "aggregator %s %s: workspace of %zu bytes, needs %zu",
                         def->name, dir, ws ? ws_bytes : 0, need);
@@ -506,7 +520,12 @@ static int aggr_run(gnn_backend_t *be, const gnn_bgraph_t *g, const gnn_aggr_def
         .msg = msg,
         .msg_size = sizeof msg,
         .host_private = g->sg,
+        .heads = 1,
+        .params = def->params ? params : NULL,
+        .dparams = def->params ? dparams : NULL,
     };
+    BUF(call.params, "gnn_be_aggr");
+    BUF(call.dparams, "gnn_be_aggr");
     be->ops->aggr_call(be, g, &call);
     int rc;
     if (backward) {
@@ -546,14 +565,28 @@ static int aggr_run(gnn_backend_t *be, const gnn_bgraph_t *g, const gnn_aggr_def
 int gnn_be_aggr_forward(gnn_backend_t *be, const gnn_bgraph_t *g, const gnn_aggr_def_t *def,
                         int64_t f, const float *x, float *y, void *ws, size_t ws_bytes)
 {
-    return aggr_run(be, g, def, f, x, y, NULL, NULL, ws, ws_bytes, 0);
+    return aggr_run(be, g, def, f, NULL, x, y, NULL, NULL, NULL, ws, ws_bytes, 0);
 }
 
 int gnn_be_aggr_backward(gnn_backend_t *be, const gnn_bgraph_t *g, const gnn_aggr_def_t *def,
                          int64_t f, const float *x, const float *y, const float *dy, float *dx,
                          void *ws, size_t ws_bytes)
 {
-    return aggr_run(be, g, def, f, x, (float *)y, dy, dx, ws, ws_bytes, 1);
+    return aggr_run(be, g, def, f, NULL, x, (float *)y, dy, dx, NULL, ws, ws_bytes, 1);
+}
+
+int gnn_be_aggr_forward_p(gnn_backend_t *be, const gnn_bgraph_t *g, const gnn_aggr_def_t *def,
+                          int64_t f, const float *params, const float *x, float *y, void *ws,
+                          size_t ws_bytes)
+{
+    return aggr_run(be, g, def, f, params, x, y, NULL, NULL, NULL, ws, ws_bytes, 0);
+}
+
+int gnn_be_aggr_backward_p(gnn_backend_t *be, const gnn_bgraph_t *g, const gnn_aggr_def_t *def,
+                           int64_t f, const float *params, const float *x, const float *y,
+                           const float *dy, float *dx, float *dparams, void *ws, size_t ws_bytes)
+{
+    return aggr_run(be, g, def, f, params, x, (float *)y, dy, dx, dparams, ws, ws_bytes, 1);
 }
 
 /* ---- Sparse input features ------------------------------------------------- */

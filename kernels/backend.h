@@ -223,6 +223,19 @@ int gnn_be_aggr_forward(gnn_backend_t *be, const gnn_bgraph_t *g, const gnn_aggr
 int gnn_be_aggr_backward(gnn_backend_t *be, const gnn_bgraph_t *g, const gnn_aggr_def_t *def,
                          int64_t f, const float *x, const float *y, const float *dy, float *dx,
                          void *ws, size_t ws_bytes);
+/*
+ * The same for an aggregator with learnable parameters (version 2,
+ * gnn_aggr_params for dims {1, f}): params (backend buffer) are its
+ * tensors, and the backward also overwrites dparams with their gradients.
+ * The plain calls above refuse such an aggregator (GNN_EINVAL "aggregator
+ * NAME has learnable parameters"); these take params NULL for one without.
+ */
+int gnn_be_aggr_forward_p(gnn_backend_t *be, const gnn_bgraph_t *g, const gnn_aggr_def_t *def,
+                          int64_t f, const float *params, const float *x, float *y, void *ws,
+                          size_t ws_bytes);
+int gnn_be_aggr_backward_p(gnn_backend_t *be, const gnn_bgraph_t *g, const gnn_aggr_def_t *def,
+                           int64_t f, const float *params, const float *x, const float *y,
+                           const float *dy, float *dx, float *dparams, void *ws, size_t ws_bytes);
 
 /* ---- Sparse input features ----------------------------------------------- */
 

@@ -220,4 +220,10 @@ static inline size_t gnn_layer_fbytes(int64_t rows, int64_t cols)
 void gnn_layer_glorot(const gnn_layer_t *L, float *w, int64_t at, int64_t fin, int64_t fout,
                       uint64_t seed);
 
+/* The n tensors an aggregator or attention function declares
+ * (gnn_aggr_params), back to back from offset `at` of the layer's span,
+ * initialised as each asks (w zeroed before). */
+void gnn_layer_init_declared(const gnn_layer_t *L, float *w, int64_t at,
+                             const gnn_aggr_param_t *ps, int n, uint64_t seed);
+
 #endif

@@ -39,10 +39,15 @@ Aggregation is torch.sparse.mm on CSR tensors. Backward needs A^T X; by
 default a custom autograd function multiplies by a CSR of A^T built once
 (what graph libraries do with a cached transpose); --spmm autograd leaves
 it to torch's own autograd of torch.sparse.mm instead. GAT runs on the
-edge list instead (sources and destinations, self loops as above): scores
-gathered per edge, the softmax's maximum by index_reduce_ ("amax") and its
-sum by index_add, the weighted messages (edges x heads x F) summed into
-their destinations by index_add; torch's autograd differentiates it all.
+edge list (sources and destinations, self loops as above, sorted by
+destination): scores gathered per edge, the softmax's maximum by
+index_reduce_ ("amax") and its sum by index_add; the sum of the weighted
+sources is, with --spmm cached, one torch.sparse.mm per head on a CSR
+holding that head's attention weights, in a custom autograd function
+whose backward multiplies by the CSR by source (built once) and gathers
+the weights' gradient per head; with --spmm autograd, index_add of the
+messages (an edges x heads x F tensor) left to torch's autograd, which
+keeps that tensor for the backward and makes another there.
 
 --impl pyg trains the same configuration with PyTorch Geometric's own
 layers instead (torch_geometric.nn.GCNConv with cached=True, SAGEConv with
@@ -232,20 +237,68 @@ class Operator:
 
 
 class Edges:
-    """GAT's graph: the edges u -> v of the in-edge CSR as index tensors src
-    and dst, stored self loops left out and one self loop per node added."""
+    """GAT's graph: the edges u -> v of the in-edge CSR, stored self loops
+    left out and one self loop per node added, sorted by destination then
+    source, as index tensors src and dst; the same edges as a CSR by
+    destination (ptr, src) and by source (tptr, tdst), perm giving the edge
+    at each slot of the latter: matrices of per-edge values for
+    AttnSum."""
 
     def __init__(self, n, indptr, indices):
         dst = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
         keep = indices != dst
         loop = np.arange(n, dtype=np.int64)
+        src = np.concatenate([indices[keep], loop])
+        dst = np.concatenate([dst[keep], loop])
+        del keep
+        order = np.argsort(dst * n + src, kind="stable")
+        src, dst = src[order], dst[order]
+        perm = np.argsort(src * n + dst, kind="stable")
+        del order
         self.n = n
-        self.src = torch.from_numpy(np.concatenate([indices[keep], loop]))
-        self.dst = torch.from_numpy(np.concatenate([dst[keep], loop]))
+        self.ptr = torch.from_numpy(np.concatenate([[0], np.cumsum(np.bincount(dst, minlength=n))]))
+        self.tptr = torch.from_numpy(np.concatenate([[0], np.cumsum(np.bincount(src, minlength=n))]))
+        self.tdst = torch.from_numpy(dst[perm])
+        self.perm = torch.from_numpy(perm)
+        self.src, self.dst = torch.from_numpy(src), torch.from_numpy(dst)
 
     def to(self, dev):
-        self.src, self.dst = self.src.to(dev), self.dst.to(dev)
+        for k in ("ptr", "tptr", "tdst", "perm", "src", "dst"):
+            setattr(self, k, getattr(self, k).to(dev))
         return self
+
+    def matrix(self, values):
+        """n x n CSR: entry (v, u) holds values[e] for edge e = u -> v."""
+        return torch.sparse_csr_tensor(self.ptr, self.src, values, (self.n, self.n))
+
+    def matrix_t(self, values):
+        """Its transpose: entry (u, v) holds values[e] for edge e = u -> v."""
+        return torch.sparse_csr_tensor(self.tptr, self.tdst, values[self.perm], (self.n, self.n))
+
+
+class AttnSum(torch.autograd.Function):
+    """y[v, h] = sum over the edges e = u -> v of alpha[e, h] Wh[u, h]
+    (alpha: edges x K, Wh: n x K x F), one CSR product per head. Backward:
+    dWh[., h] = A_h^T dy[., h] on the CSR by source, dalpha[e, h] =
+    <dy[v, h], Wh[u, h]> gathered per head, so that no edges x K x F
+    tensor is ever held."""
+
+    @staticmethod
+    def forward(ctx, alpha, wh, g):
+        ctx.g = g
+        ctx.save_for_backward(alpha, wh)
+        return torch.stack([torch.sparse.mm(g.matrix(alpha[:, h]), wh[:, h])
+                            for h in range(wh.shape[1])], 1)
+
+    @staticmethod
+    def backward(ctx, dy):
+        alpha, wh = ctx.saved_tensors
+        g = ctx.g
+        k = wh.shape[1]
+        dalpha = torch.stack([(dy[g.dst, h] * wh[g.src, h]).sum(-1) for h in range(k)], 1)
+        dwh = torch.stack([torch.sparse.mm(g.matrix_t(alpha[:, h]), dy[:, h].contiguous())
+                           for h in range(k)], 1)
+        return dalpha, dwh, None
 
 
 def gat_heads(o, layers):
@@ -304,6 +357,7 @@ class GatNet(torch.nn.Module):
     def __init__(self, dims, o):
         super().__init__()
         self.dropout, self.attn_dropout, self.slope = o.dropout, o.attn_dropout, o.negative_slope
+        self.spmm = o.spmm
         self.heads = gat_heads(o, len(dims) - 1)
         self.w = torch.nn.ParameterList()
         self.a_l = torch.nn.ParameterList()
@@ -332,7 +386,10 @@ class GatNet(torch.nn.Module):
         e = torch.exp(s - top[g.dst])
         total = torch.zeros_like(top).index_add(0, g.dst, e)
         alpha = F.dropout(e / total[g.dst], self.attn_dropout, self.training)
-        y = torch.zeros_like(wh).index_add(0, g.dst, alpha.unsqueeze(-1) * wh[g.src])
+        if self.spmm == "cached":
+            y = AttnSum.apply(alpha, wh, g)
+        else:
+            y = torch.zeros_like(wh).index_add(0, g.dst, alpha.unsqueeze(-1) * wh[g.src])
         last = l == len(self.heads) - 1
         return (y.mean(1) if last else y.flatten(1)) + self.b[l]
 
@@ -623,8 +680,7 @@ def main():
         evals.extend(eval_times)
     res = {"graph": o.graph, "model": o.model, "layers": o.layers, "hidden": o.hidden,
            "runs": o.runs, "epochs": o.epochs, "threads": torch.get_num_threads(),
-           "spmm": {"torch": "edges" if o.model == "gat" else o.spmm, "pyg": o.adj,
-                    "dgl": "dgl"}[o.impl], "impl": o.impl,
+           "spmm": {"torch": o.spmm, "pyg": o.adj, "dgl": "dgl"}[o.impl], "impl": o.impl,
            "test_acc": tests[-1], "valid_acc": vals[-1],
            "best_epoch": epochs[-1], "test_acc_mean": float(np.mean(tests)),
            "test_acc_std": float(np.std(tests)), "valid_acc_mean": float(np.mean(vals)),

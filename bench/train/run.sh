@@ -1,8 +1,9 @@
 #!/bin/sh
-# Train GCN and GraphSAGE full-graph with gnn-train, with the PyTorch
+# Train GCN, GraphSAGE and GAT full-graph with gnn-train, with the PyTorch
 # reference (bench/reference/gnn_torch.py, same models, same loop), with
-# PyTorch Geometric's layers (the same script, --impl pyg --adj csr) and
-# with DGL's (--impl dgl) on Cora and on a large SBM graph, each process
+# PyTorch Geometric's layers (the same script, --impl pyg --adj csr; GAT
+# on edge_index) and with DGL's (--impl dgl) on Cora and on a large SBM
+# graph, each process
 # under /usr/bin/time -v, and print per-epoch time, peak RSS and test
 # accuracy side by side with the ratios, against each reference and
 # against the fastest. torch, PyG and DGL are PyPI's releases
@@ -17,11 +18,20 @@
 # Environment (defaults in brackets):
 #   BENCH_DIR   graphs, logs and timings [/tmp/gnn-bench]
 #   THREADS     threads of both trainers (OMP_NUM_THREADS, --threads) [nproc]
-#   DATASETS    any of: cora sbm [cora sbm]        MODELS  [gcn sage]
+#   DATASETS    any of: cora sbm [cora sbm]
+#   MODELS      any of: gcn sage gat [gcn sage]
 #   CORA_DIR    OGB-layout Cora [<repo>/../shared/datasets/cora]
 #   CORA_RUNS   runs per trainer on Cora, 200 epochs each [5]
 #   SBM_NODES SBM_DEGREE SBM_FEAT [1000000 20 128]
-#   SBM_HIDDEN SBM_EPOCHS SBM_EVAL_EVERY [256 10 5]
+#   SBM_HIDDEN SBM_EPOCHS SBM_EVAL_EVERY [256 10 5]  (SBM_HIDDEN: gcn, sage)
+#   GAT_HEADS GAT_HIDDEN  heads of GAT's hidden layer, features each [8 8]
+# Settings (the same for every trainer): Cora, gcn and sage: hidden 16,
+# dropout 0.5, lr 0.01; gat: the GAT paper's (GAT_HEADS x GAT_HIDDEN,
+# one output head, dropout and attention dropout 0.6, LeakyReLU slope
+# 0.2, lr 0.005); all with weight decay 5e-4 and row-normalised features.
+# SBM: dropout 0.5, lr 0.01, weight decay 5e-4; gcn and sage SBM_HIDDEN
+# wide, gat GAT_HEADS x GAT_HIDDEN with one output head, attention dropout
+# 0.6, slope 0.2. Two layers throughout.
 #   TIMEOUT     seconds allowed to one training process [900]
 #   FIG_DIR     where the Cora GCN curves go (needs gnuplot) [BENCH_DIR]
 #   PYTHON, BENCH_VENV, BENCH_VENV_DGL   see bench/reference/python.sh
@@ -47,6 +57,8 @@ sbm_feat=${SBM_FEAT:-128}
 sbm_hidden=${SBM_HIDDEN:-256}
 sbm_epochs=${SBM_EPOCHS:-10}
 sbm_eval=${SBM_EVAL_EVERY:-5}
+gat_heads=${GAT_HEADS:-8}
+gat_hidden=${GAT_HIDDEN:-8}
 limit=${TIMEOUT:-900}
 fig_dir=${FIG_DIR:-$dir}
 pyg_adj=${PYG_ADJ:-csr}
@@ -101,26 +113,55 @@ measure() {
     fi
 }
 
-# bench DATASET GRAPH TRAINER-OPTIONS...: every trainer, every model.
+# settings DATASET MODEL: the training options both trainers get, as words.
+settings() {
+    case $1-$2 in
+    cora-gat)
+        echo "--layers 2 --heads $gat_heads --hidden $gat_hidden --out-heads 1 --dropout 0.6" \
+            "--attn-dropout 0.6 --negative-slope 0.2 --lr 0.005 --weight-decay 5e-4" \
+            "--epochs 200 --runs $cora_runs --normalize-features"
+        ;;
+    cora-*)
+        echo "--layers 2 --hidden 16 --dropout 0.5 --lr 0.01 --weight-decay 5e-4" \
+            "--epochs 200 --runs $cora_runs --normalize-features"
+        ;;
+    sbm-gat)
+        echo "--layers 2 --heads $gat_heads --hidden $gat_hidden --out-heads 1 --dropout 0.5" \
+            "--attn-dropout 0.6 --negative-slope 0.2 --lr 0.01 --weight-decay 5e-4" \
+            "--epochs $sbm_epochs --eval-every $sbm_eval"
+        ;;
+    sbm-*)
+        echo "--layers 2 --hidden $sbm_hidden --dropout 0.5 --lr 0.01 --weight-decay 5e-4" \
+            "--epochs $sbm_epochs --eval-every $sbm_eval"
+        ;;
+    esac
+}
+
+# bench DATASET GRAPH: every trainer, every model, with its settings.
 bench() {
     ds=$1 graph=$2
-    shift 2
     for m in $models; do
+        opts=$(settings "$ds" "$m")
+        echo "   $m: $opts"
+        # PyG's GATConv has no sparse-product path: it takes edge_index.
+        adj=$pyg_adj
+        [ "$m" != gat ] || adj=edge_index
+        # shellcheck disable=SC2086 # $opts: words
         measure "ours-$ds-$m" "$train" --data "$graph" --model "$m" --mode full \
             --threads "$threads" -q \
-            --log-json "$dir/ours-$ds-$m.json" "$@"
+            --log-json "$dir/ours-$ds-$m.json" $opts
         for r in $trainers; do
             case $r in
             torch) rpy=$py extra= ;;
-            pyg) rpy=$py extra="--impl pyg --adj $pyg_adj" ;;
+            pyg) rpy=$py extra="--impl pyg --adj $adj" ;;
             torch-dgl) rpy=$pyd extra= ;;
-            pyg-dgl) rpy=$pyd extra="--impl pyg --adj $pyg_adj" ;;
+            pyg-dgl) rpy=$pyd extra="--impl pyg --adj $adj" ;;
             dgl) rpy=$pyd extra="--impl dgl" ;;
             *) continue ;;
             esac
-            # shellcheck disable=SC2086 # $extra: words
+            # shellcheck disable=SC2086 # $extra, $opts: words
             measure "$r-$ds-$m" "$rpy" "$src/bench/reference/gnn_torch.py" "$graph" \
-                --model "$m" $extra --threads "$threads" --log-json "$dir/$r-$ds-$m.json" "$@"
+                --model "$m" $extra --threads "$threads" --log-json "$dir/$r-$ds-$m.json" $opts
         done
     done
 }
@@ -137,23 +178,27 @@ print("dgl", dgl.__version__, "and torch_geometric", g.__version__, "on torch", 
 fi
 echo "== $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores ($(sed -n 's/^model name[^:]*: //p' \
     /proc/cpuinfo | head -n 1)), $threads threads, load:$(uptime | sed 's/.*load average://')"
+for m in $models; do
+    case $m in
+    gcn | sage | gat) ;;
+    *) echo "run.sh: unknown model $m (gcn, sage, gat)" >&2; exit 1 ;;
+    esac
+done
 for ds in $datasets; do
     case $ds in
     cora)
         g=$dir/cora.h5
         [ -s "$g" ] || "$dataset" ogb "$cora_dir" --symmetrize -q --force -o "$g"
         echo "== cora: 200 epochs, $cora_runs runs"
-        bench cora "$g" --layers 2 --hidden 16 --dropout 0.5 --lr 0.01 --weight-decay 5e-4 \
-            --epochs 200 --runs "$cora_runs" --normalize-features
+        bench cora "$g"
         ;;
     sbm)
         g=$dir/sbm-$sbm_nodes-$sbm_degree-$sbm_feat.h5
         [ -s "$g" ] || "$dataset" generate sbm -n "$sbm_nodes" -d "$sbm_degree" \
             -f "$sbm_feat" -q --force -o "$g"
         echo "== sbm: $sbm_nodes nodes, degree $sbm_degree, $sbm_feat features;" \
-            "hidden $sbm_hidden, $sbm_epochs epochs, evaluated every $sbm_eval"
-        bench sbm "$g" --layers 2 --hidden "$sbm_hidden" --dropout 0.5 --lr 0.01 \
-            --weight-decay 5e-4 --epochs "$sbm_epochs" --eval-every "$sbm_eval"
+            "$sbm_epochs epochs, evaluated every $sbm_eval"
+        bench sbm "$g"
         ;;
     *) echo "run.sh: unknown dataset $ds (cora, sbm)" >&2; exit 1 ;;
     esac

@@ -14,7 +14,10 @@
  * path refuses. (A GAT model over ranks on a part with no rows:
  * tests/trainer/test_model.c.)
  *
- *   test_gat GATV2.so
+ * A version 2 aggregator with a learnable tensor (the test plug-in
+ * scaled_sum.so, argv[2]) in GraphSAGE: gradients, layout, refusal.
+ *
+ *   test_gat GATV2.so SCALED_SUM.so
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -36,7 +39,8 @@
 #include <time.h>
 
 static uint64_t g_seed;
-static const char *g_gatv2; /* path of gatv2.so */
+static const char *g_gatv2;  /* path of gatv2.so */
+static const char *g_scaled; /* path of the test plug-in scaled_sum.so */
 
 typedef struct {
     gnn_backend_t *be;
@@ -110,6 +114,54 @@ static const gnn_aggr_def_t *attention(fixture_t *t, const char *name)
     return d;
 }
 
+/* The parameter gradients of model cfg on t from layer `from` on against
+ * central differences of its float loss; what names the case in messages.
+ * (Below a ReLU, a step of the differences may cross a switch of it:
+ * checks of a ReLU model start after the last ReLU.) */
+static void check_model_gradients(fixture_t *t, const gnn_model_config_t *cfg, const char *what,
+                                  uint64_t *s, int from)
+{
+    gnn_model_t *m;
+    assert_int_equal(gnn_model_create(t->be, t->reg, cfg, 5, &m), 0);
+    int64_t np = gnn_model_n_params(m);
+    float *dl = malloc(t->n * 3 * sizeof(float)), *grad = malloc(np * sizeof(float));
+    assert_true(dl && grad);
+    float *w = gnn_model_params(m);
+    for (int64_t i = 0; i < np; i++) /* biases start at zero */
+        if (w[i] == 0.0f) w[i] = 0.1f * ((float)((tu_rng_next(s) >> 40) * 0x1p-24) - 0.5f);
+    loss_of(t, m, dl);
+    assert_int_equal(gnn_model_backward(m, dl), 0);
+    memcpy(grad, gnn_model_grads(m), np * sizeof(float));
+    double gmax = 0.0;
+    for (int64_t i = 0; i < np; i++) gmax = fmax(gmax, fabs(grad[i]));
+    assert_true(gmax > 0.0);
+    int bad = 0;
+    int64_t first, span;
+    gnn_model_layer_span(m, from, &first, &span);
+    for (int64_t i = first; i < np; i++) {
+        float keep = w[i];
+        int ok = 0;
+        double fd = 0.0;
+        for (int k = 0; k < 2 && !ok; k++) {
+            float hh = k ? 2e-3f : 1e-2f;
+            w[i] = keep + hh;
+            double lp = loss_of(t, m, dl);
+            w[i] = keep - hh;
+            double lm = loss_of(t, m, dl);
+            fd = (lp - lm) / (2.0 * (double)hh);
+            ok = fabs(fd - grad[i]) <= 2e-3 * gmax + 2e-2 * fabs(fd);
+        }
+        w[i] = keep;
+        if (!ok && bad++ < 5)
+            print_message("%s param %" PRId64 ": backward %.6g, differences %.6g\n", what, i,
+                          (double)grad[i], fd);
+    }
+    if (bad) fail_msg("%s: %d of %" PRId64 " gradients off (seed %" PRIu64 ")", what, bad, np,
+                      g_seed);
+    free(dl), free(grad);
+    gnn_model_free(m);
+}
+
 static void check_gradients_with(const char *attn, int layers, int64_t f, int64_t hidden,
                                  int heads, int out_heads, float dropout, float attn_dropout)
 {
@@ -118,43 +170,9 @@ static void check_gradients_with(const char *attn, int layers, int64_t f, int64_
     fixture(&t, 20, f, 3, &s);
     gnn_model_config_t cfg = {GNN_MODEL_GAT, layers, f, hidden, 3, dropout, NULL,
                               heads, out_heads, attn_dropout, 0.9999f, attention(&t, attn)};
-    gnn_model_t *m;
-    assert_int_equal(gnn_model_create(t.be, t.reg, &cfg, 5, &m), 0);
-    int64_t np = gnn_model_n_params(m);
-    float *dl = malloc(t.n * 3 * sizeof(float)), *grad = malloc(np * sizeof(float));
-    assert_true(dl && grad);
-    float *w = gnn_model_params(m);
-    for (int64_t i = 0; i < np; i++) /* biases start at zero */
-        if (w[i] == 0.0f) w[i] = 0.1f * ((float)((tu_rng_next(&s) >> 40) * 0x1p-24) - 0.5f);
-    loss_of(&t, m, dl);
-    assert_int_equal(gnn_model_backward(m, dl), 0);
-    memcpy(grad, gnn_model_grads(m), np * sizeof(float));
-    double gmax = 0.0;
-    for (int64_t i = 0; i < np; i++) gmax = fmax(gmax, fabs(grad[i]));
-    assert_true(gmax > 0.0);
-    int bad = 0;
-    for (int64_t i = 0; i < np; i++) {
-        float keep = w[i];
-        int ok = 0;
-        double fd = 0.0;
-        for (int k = 0; k < 2 && !ok; k++) {
-            float hh = k ? 2e-3f : 1e-2f;
-            w[i] = keep + hh;
-            double lp = loss_of(&t, m, dl);
-            w[i] = keep - hh;
-            double lm = loss_of(&t, m, dl);
-            fd = (lp - lm) / (2.0 * (double)hh);
-            ok = fabs(fd - grad[i]) <= 2e-3 * gmax + 2e-2 * fabs(fd);
-        }
-        w[i] = keep;
-        if (!ok && bad++ < 5)
-            print_message("%s L=%d heads %d/%d param %" PRId64 ": backward %.6g, differences "
-                          "%.6g\n",
-                          attn, layers, heads, out_heads, i, (double)grad[i], fd);
-    }
-    if (bad) fail_msg("%d of %" PRId64 " gradients off (seed %" PRIu64 ")", bad, np, g_seed);
-    free(dl), free(grad);
-    gnn_model_free(m);
+    char what[96];
+    snprintf(what, sizeof what, "%s L=%d heads %d/%d", attn, layers, heads, out_heads);
+    check_model_gradients(&t, &cfg, what, &s, 0);
     fixture_free(&t);
 }
 
@@ -294,13 +312,55 @@ static void test_gatv2_reference(void **state)
     fixture_free(&t);
 }
 
+/* A version 2 aggregator with a learnable tensor (scaled_sum.so) in
+ * GraphSAGE: the last layer's gradients, its tensor's among them, at every
+ * depth (layer 0 alone too, which forms no input gradient otherwise; the
+ * layers below a ReLU are left to tests/trainer/test_model.c's double
+ * model for the built-ins), its tensor laid out after the layer's own and
+ * initialised as declared; a plain aggregator call refuses it. */
+static void test_learnable_aggregator(void **state)
+{
+    (void)state;
+    uint64_t s = g_seed ^ 0x5ca1ull;
+    fixture_t t;
+    fixture(&t, 20, 5, 3, &s);
+    assert_int_equal(gnn_aggr_registry_load(t.reg, g_scaled), 0);
+    const gnn_aggr_def_t *d = NULL;
+    assert_int_equal(gnn_aggr_registry_find_kind(t.reg, "scaled_sum", GNN_AGGR_KIND_AGGREGATE, &d),
+                     0);
+    for (int layers = 1; layers <= 3; layers++) {
+        gnn_model_config_t cfg = {GNN_MODEL_SAGE, layers, 5, 4, 3, layers == 2 ? 0.3f : 0.0f, d,
+                                  0, 0, 0.0f, 0.0f, NULL};
+        char what[64];
+        snprintf(what, sizeof what, "sage/scaled_sum L=%d", layers);
+        check_model_gradients(&t, &cfg, what, &s, layers - 1);
+    }
+    /* Layer 0 of a 2-layer model: W_neigh 5x4, W_self 5x4, b 4, scale 5. */
+    gnn_model_config_t cfg = {GNN_MODEL_SAGE, 2, 5, 4, 3, 0.0f, d, 0, 0, 0.0f, 0.0f, NULL};
+    gnn_model_t *m;
+    assert_int_equal(gnn_model_create(t.be, t.reg, &cfg, 5, &m), 0);
+    int64_t off, cnt;
+    gnn_model_layer_span(m, 0, &off, &cnt);
+    assert_int_equal(cnt, 2 * 20 + 4 + 5);
+    const float *w = gnn_model_params(m);
+    for (int k = 0; k < 5; k++) assert_true(w[44 + k] == 0.5f);
+    gnn_model_layer_span(m, 1, &off, &cnt);
+    assert_int_equal(cnt, 2 * 12 + 3 + 4);
+    gnn_model_free(m);
+    float x[20 * 5] = {0}, y[20 * 5];
+    assert_int_equal(gnn_be_aggr_forward(t.be, t.bg, d, 5, x, y, NULL, 0), GNN_EINVAL);
+    assert_non_null(strstr(gnn_error_message(), "it has learnable parameters, none given"));
+    fixture_free(&t);
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s GATV2.so\n", argv[0]);
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s GATV2.so SCALED_SUM.so\n", argv[0]);
         return 2;
     }
     g_gatv2 = argv[1];
+    g_scaled = argv[2];
     const char *env = getenv("GNN_TEST_SEED");
     g_seed = env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL);
     printf("# seed %" PRIu64 " (GNN_TEST_SEED replays it)\n", g_seed);
@@ -309,6 +369,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_layout),
         cmocka_unit_test(test_gatv2_gradients),
         cmocka_unit_test(test_gatv2_reference),
+        cmocka_unit_test(test_learnable_aggregator),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

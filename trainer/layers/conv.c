@@ -20,9 +20,15 @@
 typedef struct {
     gnn_conv_layout_t lay;
     int gemm_first;  /* D W before aggregation */
+    /* The aggregator's learnable tensors (version 2), after the layout's. */
+    gnn_aggr_param_t th[GNN_AGGR_MAX_PARAMS];
+    int n_th;
+    int64_t th_off;
     float *t;  size_t t_bytes;
     void *ws;  size_t ws_bytes;
     float *q;  size_t q_bytes; /* self term on sparse input: S W_self */
+    float *dd; size_t dd_bytes; /* layer 0 with aggregator parameters: the
+                                   input gradient their backward forms */
 } conv_t;
 
 int gnn_conv_setup(gnn_layer_t *L, const gnn_conv_layout_t *lay)
@@ -34,6 +40,14 @@ int gnn_conv_setup(gnn_layer_t *L, const gnn_conv_layout_t *lay)
      * aggregator allows it: aggr(D) W = aggr(D W). */
     c->gemm_first = L->fout < L->fin && gnn_aggr_linear(L->aggr);
     L->state = c;
+    /* A learnable aggregator aggregates the input rows (it is not linear,
+     * so never after the product): its tensors for width fin. */
+    gnn_aggr_dims_t dims = {1, L->fin};
+    int64_t n_th = 0;
+    int rc = gnn_aggr_params(L->aggr, &dims, c->th, &c->n_th, &n_th);
+    if (rc < 0) return rc;
+    c->th_off = L->count;
+    L->count += n_th;
     return 0;
 }
 
@@ -42,6 +56,7 @@ void gnn_conv_init(const gnn_layer_t *L, float *w, uint64_t seed)
     const conv_t *c = L->state;
     gnn_layer_glorot(L, w, c->lay.w_off, L->fin, L->fout, seed);
     if (c->lay.ws_off >= 0) gnn_layer_glorot(L, w, c->lay.ws_off, L->fin, L->fout, seed);
+    gnn_layer_init_declared(L, w, c->th_off, c->th, c->n_th, seed);
 }
 
 int gnn_conv_sparse_check(const gnn_layer_t *L)
@@ -125,7 +140,8 @@ int gnn_conv_forward(gnn_layer_t *L, gnn_layer_env_t *env)
         GNN_TRY(gnn_be_aggr_forward(be, g, ag, fout, c->t, L->z, c->ws, c->ws_bytes));
     } else {
         /* T = aggr(D) (nd x fin); Z = T W (+ D[:nd] W_self). */
-        GNN_TRY(gnn_be_aggr_forward(be, g, ag, fin, L->d, c->t, c->ws, c->ws_bytes));
+        GNN_TRY(gnn_be_aggr_forward_p(be, g, ag, fin, c->n_th ? p + c->th_off : NULL, L->d, c->t,
+                                      c->ws, c->ws_bytes));
         GNN_TRY(gnn_be_gemm(be, 0, 0, nd, fout, fin, 1.0f, c->t, fin, w, fout, 0.0f, L->z, fout));
     }
     if (c->lay.ws_off >= 0)
@@ -146,7 +162,7 @@ void gnn_conv_scratch(const gnn_layer_t *L, int input_grad, gnn_layer_scratch_t 
     if (c->gemm_first || L->sparse) {
         s->uses_t = 1;
         s->t_bytes = gnn_layer_fbytes(L->n_src, L->fout);
-    } else if (input_grad) {
+    } else if (input_grad || c->n_th) {
         s->uses_t = 1;
         s->t_bytes = gnn_layer_fbytes(L->n_dst, L->fin);
     }
@@ -219,10 +235,18 @@ int gnn_conv_backward(gnn_layer_t *L, gnn_layer_env_t *env, float *dz, float **d
     GNN_TRY(gnn_be_gemm(be, 1, 0, fin, fout, nd, 1.0f, c->t, fin, dz, fout, 0.0f, dw, fout));
     if (dws)
         GNN_TRY(gnn_be_gemm(be, 1, 0, fin, fout, nd, 1.0f, L->d, fin, dz, fout, 0.0f, dws, fout));
-    if (!dx) return 0;
+    if (!dx && !c->n_th) return 0;
+    /* The aggregator's backward also gives its parameters' gradients: run
+     * it without an input gradient to hand on too (layer 0). */
     float *dd = env->dx;
+    if (!dx) {
+        GNN_TRY(gnn_layer_ensure(be, (void **)&c->dd, &c->dd_bytes, gnn_layer_fbytes(ns, fin)));
+        dd = c->dd;
+    }
     GNN_TRY(gnn_be_gemm(be, 0, 1, nd, fin, fout, 1.0f, dz, fout, w, fout, 0.0f, dt, fin));
-    GNN_TRY(gnn_be_aggr_backward(be, g, ag, fin, L->d, c->t, dt, dd, c->ws, c->ws_bytes));
+    GNN_TRY(gnn_be_aggr_backward_p(be, g, ag, fin, c->n_th ? p + c->th_off : NULL, L->d, c->t, dt,
+                                   dd, c->n_th ? gr + c->th_off : NULL, c->ws, c->ws_bytes));
+    if (!dx) return 0;
     if (dws)
         GNN_TRY(gnn_be_gemm(be, 0, 1, nd, fin, fout, 1.0f, dz, fout, p + c->lay.ws_off, fout, 1.0f,
                             dd, fin));
@@ -236,7 +260,7 @@ fail:
 size_t gnn_conv_state_bytes(const gnn_layer_t *L)
 {
     const conv_t *c = L->state;
-    return c ? c->t_bytes + c->ws_bytes + c->q_bytes : 0;
+    return c ? c->t_bytes + c->ws_bytes + c->q_bytes + c->dd_bytes : 0;
 }
 
 void gnn_conv_free(gnn_layer_t *L, gnn_backend_t *be)
@@ -246,6 +270,7 @@ void gnn_conv_free(gnn_layer_t *L, gnn_backend_t *be)
     gnn_be_free(be, c->t);
     gnn_be_free(be, c->ws);
     gnn_be_free(be, c->q);
+    gnn_be_free(be, c->dd);
     gnn_free(c);
     L->state = NULL;
 }

@@ -66,14 +66,7 @@ static void gat_init(const gnn_layer_t *L, float *w, uint64_t seed)
 {
     const gat_t *c = L->state;
     gnn_layer_glorot(L, w, 0, L->fin, c->H * c->F, seed);
-    int64_t at = c->th_off;
-    for (int i = 0; i < c->n_th; i++) {
-        const gnn_aggr_param_t *t = &c->th[i];
-        int64_t n = t->rows * t->cols;
-        if (t->init == GNN_AGGR_INIT_GLOROT) gnn_layer_glorot(L, w, at, t->rows, t->cols, seed);
-        for (int64_t k = 0; t->init == GNN_AGGR_INIT_CONST && k < n; k++) w[at + k] = t->value;
-        at += n; /* GNN_AGGR_INIT_ZEROS: w starts at 0 */
-    }
+    gnn_layer_init_declared(L, w, c->th_off, c->th, c->n_th, seed);
 }
 
 static int gat_drop_target(gnn_layer_t *L, gnn_layer_env_t *env, float **dst)

@@ -67,6 +67,19 @@ int gnn_layer_ensure(gnn_backend_t *be, void **buf, size_t *have, size_t bytes)
     return 0;
 }
 
+void gnn_layer_init_declared(const gnn_layer_t *L, float *w, int64_t at,
+                             const gnn_aggr_param_t *ps, int n, uint64_t seed)
+{
+    for (int i = 0; i < n; i++) {
+        const gnn_aggr_param_t *t = &ps[i];
+        int64_t count = t->rows * t->cols;
+        if (t->init == GNN_AGGR_INIT_GLOROT) gnn_layer_glorot(L, w, at, t->rows, t->cols, seed);
+        for (int64_t k = 0; t->init == GNN_AGGR_INIT_CONST && k < count; k++)
+            w[at + k] = t->value;
+        at += count; /* GNN_AGGR_INIT_ZEROS: w is zero already */
+    }
+}
+
 void gnn_layer_glorot(const gnn_layer_t *L, float *w, int64_t at, int64_t fin, int64_t fout,
                       uint64_t seed)
 {
