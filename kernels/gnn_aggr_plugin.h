@@ -1,8 +1,9 @@
 /*
  * gnn_aggr_plugin.h: the public interface for aggregation plug-ins.
  *
- * A plug-in is a shared object that adds named neighbour aggregators to
- * gnn-train (`--aggr-plugin FILE.so --aggr NAME`). This header is all a
+ * A plug-in is a shared object that adds named neighbour aggregators
+ * (`--aggr-plugin FILE.so --aggr NAME`) and, since version 2, attention
+ * functions (`--model gat --attention NAME`) to gnn-train. This header is all a
  * plug-in needs: it includes only the C standard headers, and a plug-in
  * links against nothing of this project. Build one with
  *
@@ -18,9 +19,10 @@
  *         non-zero to refuse loading (host->error explains why).
  *
  * The loader refuses, with one error line naming the file, a shared object
- * that cannot be opened, lacks either symbol, reports another ABI version,
- * whose registration fails, or that registers a name already taken (the
- * built-ins sum, mean, gcn and max are taken from the start).
+ * that cannot be opened, lacks either symbol, reports an ABI version newer
+ * than the host's, whose registration fails, or that registers a name
+ * already taken (the built-ins sum, mean, gcn, max and gat are taken from
+ * the start).
  *
  * An aggregator maps input rows x (n_src x f) to output rows y (n_dst x f)
  * along the in-edge CSR: row v of the CSR lists the sources u of the edges
