@@ -138,8 +138,8 @@ static int check_entries(load_t *ld, const gnn_aggr_def_t *d)
                               "backward); it scores edges with cpu_score / cuda_score",
                               name);
         if (!d->cpu_score && !d->cuda_score)
-            return add_failed(ld, GNN_EPLUGIN, "attention function %s has no entry point (no score)",
-                              name);
+            return add_failed(ld, GNN_EPLUGIN,
+                              "attention function %s has no entry point (no score)", name);
         if (!d->cpu_score != !d->cpu_score_backward)
             return add_failed(ld, GNN_EPLUGIN,
                               "attention function %s has one of cpu_score and cpu_score_backward "

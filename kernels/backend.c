@@ -782,7 +782,8 @@ static size_t score_ws(const gnn_bgraph_t *g, const gnn_aggr_def_t *def, const g
                        const gnn_be_edges_t *e)
 {
     gnn_aggr_dims_t d = {o->heads, o->f};
-    if (def->workspace_bytes2) return def->workspace_bytes2(&g->host, e ? &e->host : NULL, &d, def->user);
+    if (def->workspace_bytes2)
+        return def->workspace_bytes2(&g->host, e ? &e->host : NULL, &d, def->user);
     return def->workspace_bytes ? def->workspace_bytes(&g->host, o->heads * o->f, def->user) : 0;
 }
 

@@ -69,6 +69,8 @@ static const field_t i64_fields[] = {
     MEMBER_SINCE(num_nodes, 3, -1), MEMBER_SINCE(parts, 3, -1), MEMBER_SINCE(train_nodes, 3, -1),
     /* attention settings (0: none) */
     MEMBER_SINCE(heads, 4, 0), MEMBER_SINCE(out_heads, 4, 0),
+    /* the task's metrics (0: older files, which hold the summary ones only) */
+    MEMBER_SINCE(n_metrics, 5, 0),
 };
 static const field_t f64_fields[] = {
     MEMBER(dropout),        MEMBER(lr),              MEMBER(weight_decay),
@@ -78,11 +80,24 @@ static const field_t f64_fields[] = {
 };
 static const field_t u64_fields[] = {MEMBER(seed), MEMBER(rng_offset)};
 
-/* The arrays, in this order: float32 x n_params, then float64 x runs_done. */
-enum { T_PARAMS, T_ADAM_M, T_ADAM_V, T_BEST, T_RUN_TEST, T_RUN_VALID, N_TENSORS };
-static const char *const tensor_names[N_TENSORS] = {
-    "params", "adam_m", "adam_v", "best_params", "run_test_acc", "run_valid_acc",
+/* The arrays, in this order: float32 x n_params, float64 x runs_done, then
+ * float64 x n_metrics and x runs_done * n_metrics (version 5). */
+enum {
+    T_PARAMS,
+    T_ADAM_M,
+    T_ADAM_V,
+    T_BEST,
+    T_RUN_TEST,
+    T_RUN_VALID,
+    T_BEST_METRICS,
+    T_RUN_METRICS,
+    N_TENSORS
 };
+static const char *const tensor_names[N_TENSORS] = {
+    "params",       "adam_m",        "adam_v",       "best_params",
+    "run_test_acc", "run_valid_acc", "best_metrics", "run_metrics",
+};
+static const int tensor_since[N_TENSORS] = {2, 2, 2, 2, 2, 2, 5, 5};
 
 /* A member added to gnn_checkpoint_t without an entry above fails here. */
 _Static_assert(sizeof(gnn_checkpoint_t) ==
@@ -96,6 +111,8 @@ static int tensor_is_f64(int t) { return t >= T_RUN_TEST; }
 
 static int64_t tensor_len(const gnn_checkpoint_t *c, int t)
 {
+    if (t == T_BEST_METRICS) return c->n_metrics;
+    if (t == T_RUN_METRICS) return c->runs_done * c->n_metrics;
     return tensor_is_f64(t) ? c->runs_done : c->n_params;
 }
 
@@ -107,6 +124,8 @@ static const void *tensor_get(const gnn_checkpoint_t *c, int t)
     case T_ADAM_V: return c->adam_v;
     case T_BEST: return c->best_params;
     case T_RUN_TEST: return c->run_test_acc;
+    case T_BEST_METRICS: return c->best_metrics;
+    case T_RUN_METRICS: return c->run_metrics;
     default: return c->run_valid_acc;
     }
 }
@@ -119,6 +138,8 @@ static void tensor_set(gnn_checkpoint_t *c, int t, void *p)
     case T_ADAM_V: c->adam_v = p; break;
     case T_BEST: c->best_params = p; break;
     case T_RUN_TEST: c->run_test_acc = p; break;
+    case T_BEST_METRICS: c->best_metrics = p; break;
+    case T_RUN_METRICS: c->run_metrics = p; break;
     default: c->run_valid_acc = p; break;
     }
 }
@@ -178,6 +199,7 @@ static int check_fields(const gnn_checkpoint_t *c, const char *path, int code, i
     GNN_TRY(check_i64(path, code, "best_epoch", c->best_epoch, -1, INT64_MAX));
     GNN_TRY(check_i64(path, code, "bad_evals", c->bad_evals, 0, INT64_MAX));
     GNN_TRY(check_i64(path, code, "n_params", c->n_params, 0, INT64_MAX));
+    GNN_TRY(check_i64(path, code, "n_metrics", c->n_metrics, 0, 64));
     if (version >= 4) {
         GNN_TRY(check_i64(path, code, "heads", c->heads, 0, 64));
         GNN_TRY(check_i64(path, code, "out_heads", c->out_heads, 0, 64));
@@ -414,7 +436,12 @@ static int read_tensor(hid_t file, const char *path, int t, gnn_checkpoint_t *c)
     GNN_TRY(gnn__h5_open_dataset(file, path, tensor_names[t], GNN_H5_FLOAT, 1, 0, dims, &d));
     GNN_CHECK(dims[0] == (hsize_t)n, GNN_EFORMAT,
               "%s: dataset '%s' has %llu entries, expected %s = %lld", path, tensor_names[t],
-              (unsigned long long)dims[0], f64 ? "runs_done" : "n_params", (long long)n);
+              (unsigned long long)dims[0],
+              t == T_BEST_METRICS ? "n_metrics"
+              : t == T_RUN_METRICS ? "runs_done x n_metrics"
+              : f64               ? "runs_done"
+                                  : "n_params",
+              (long long)n);
     if (n > 0) {
         buf = gnn_malloc_array((size_t)n, f64 ? sizeof(double) : sizeof(float));
         GNN_CHECK(buf, GNN_ENOMEM, "%s: out of memory reading dataset '%s'", path,
@@ -462,7 +489,8 @@ int gnn_checkpoint_load(const char *path, gnn_checkpoint_t *c)
               path, (long long)version, OLDEST_VERSION, GNN_CHECKPOINT_VERSION);
     GNN_TRY(read_scalars(file, path, version, c));
     GNN_TRY(check_fields(c, path, GNN_EFORMAT, version));
-    for (int t = 0; t < N_TENSORS; t++) GNN_TRY(read_tensor(file, path, t, c));
+    for (int t = 0; t < N_TENSORS; t++)
+        if (version >= tensor_since[t]) GNN_TRY(read_tensor(file, path, t, c));
     herr_t closed = H5Fclose(file);
     file = -1;
     if (closed < 0) {
@@ -486,6 +514,8 @@ void gnn_checkpoint_free(gnn_checkpoint_t *c)
     gnn_free(c->best_params);
     gnn_free(c->run_test_acc);
     gnn_free(c->run_valid_acc);
+    gnn_free(c->best_metrics);
+    gnn_free(c->run_metrics);
     memset(c, 0, sizeof *c);
 }
 

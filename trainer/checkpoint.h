@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #define GNN_CHECKPOINT_FORMAT "gnn-checkpoint"
-#define GNN_CHECKPOINT_VERSION 4
+#define GNN_CHECKPOINT_VERSION 5
 
 typedef struct {
     /* Configuration (checked on resume). */
@@ -49,10 +49,14 @@ typedef struct {
     int64_t bad_evals;     /* evaluations since the validation loss improved */
     double best_valid_acc, best_valid_loss, best_test_acc, best_train_acc;
     double min_valid_loss;
+    /* Every metric of the task (version 5; 0 and none in older files). */
+    int64_t n_metrics;
+    double *best_metrics;  /* n_metrics: the best epoch's of the run in progress */
     /* Finished runs. */
     int64_t runs_done;
     double *run_test_acc;  /* runs_done entries */
     double *run_valid_acc; /* runs_done entries */
+    double *run_metrics;   /* runs_done x n_metrics: each run's best epoch (version 5) */
     /* Tensors: n_params floats each. */
     int64_t n_params;
     float *params, *adam_m, *adam_v, *best_params;

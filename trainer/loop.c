@@ -63,6 +63,7 @@ static int run_epochs(gnn_job_t *j)
                 c->best_valid_loss = lo;
                 c->best_test_acc = ev.v[t->test];
                 c->best_train_acc = ev.v[t->train];
+                for (int k = 0; k < t->n_metrics; k++) c->best_metrics[k] = ev.v[k];
                 c->best_epoch = c->epoch;
                 GNN_TRY(gnn_be_download(j->be, c->best_params, gnn_model_params(j->model), pbytes));
             }
@@ -102,6 +103,7 @@ static int run_epochs(gnn_job_t *j)
          * parameters stand, metrics unknown. */
         c->best_epoch = c->epoch;
         c->best_valid_acc = c->best_test_acc = c->best_train_acc = NAN;
+        for (int64_t k = 0; k < c->n_metrics; k++) c->best_metrics[k] = NAN;
         GNN_TRY(gnn_be_download(j->be, c->best_params, gnn_model_params(j->model), pbytes));
     }
     return 0;
@@ -172,6 +174,8 @@ int gnn__runs(gnn_job_t *j, int restore, gnn_train_result_t *r)
         GNN_TRY(run_epochs(j));
         c->run_test_acc[c->runs_done] = c->best_test_acc;
         c->run_valid_acc[c->runs_done] = c->best_valid_acc;
+        for (int64_t k = 0; k < c->n_metrics; k++)
+            c->run_metrics[c->runs_done * c->n_metrics + k] = c->best_metrics[k];
         c->runs_done++;
         if (!isnan(c->best_test_acc))
             GNN_INFO("run %" PRId64 "/%d: test %s %.2f %% at epoch %" PRId64

@@ -229,6 +229,28 @@ void gnn__write_final(gnn_job_t *j, const gnn_train_result_t *r)
         gnn_json_number(f, r->valid_acc);
         fprintf(f, ", \"best_epoch\": %" PRId64 ", \"epoch_s_mean\": ", r->best_epoch);
         gnn_json_number(f, r->epoch_s_mean);
+        /* Every other metric at the best epoch of the last run, and their
+         * means and deviations over the runs. */
+        int64_t nm = c->n_metrics, nr = c->runs_done;
+        for (int k = 0; k < nm; k++) {
+            if (k == t->test || k == t->select) continue;
+            fprintf(f, ", \"%s\": ", t->metric_keys[k]);
+            gnn_json_number(f, c->best_metrics[k]);
+        }
+        for (int k = 0; nr > 1 && k < nm; k++) {
+            if (k == t->test || k == t->select) continue;
+            double s = 0.0, s2 = 0.0;
+            for (int64_t i = 0; i < nr; i++) s += c->run_metrics[i * nm + k];
+            double mean = s / (double)nr;
+            for (int64_t i = 0; i < nr; i++) {
+                double d = c->run_metrics[i * nm + k] - mean;
+                s2 += d * d;
+            }
+            fprintf(f, ", \"%s_mean\": ", t->metric_keys[k]);
+            gnn_json_number(f, mean);
+            fprintf(f, ", \"%s_std\": ", t->metric_keys[k]);
+            gnn_json_number(f, sqrt(s2 / (double)nr));
+        }
         if (r->runs > 1) {
             fprintf(f, ", \"%s_mean\": ", t->metric_keys[t->test]);
             gnn_json_number(f, r->test_acc_mean);

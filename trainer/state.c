@@ -138,6 +138,7 @@ void gnn__state_new_run(gnn_checkpoint_t *c, int64_t r)
     c->best_test_acc = 0.0;
     c->best_train_acc = 0.0;
     c->min_valid_loss = INFINITY;
+    for (int64_t i = 0; i < c->n_metrics; i++) c->best_metrics[i] = NAN;
 }
 
 int gnn__state_save(gnn_job_t *j)
@@ -170,9 +171,15 @@ int gnn__state_alloc(gnn_job_t *j, int64_t np)
     c->best_params = gnn_malloc_array((size_t)np + 1, sizeof(float));
     c->run_test_acc = gnn_calloc((size_t)j->o->runs + 1, sizeof(double));
     c->run_valid_acc = gnn_calloc((size_t)j->o->runs + 1, sizeof(double));
+    int64_t nm = j->task->n_metrics;
+    c->n_metrics = nm;
+    c->best_metrics = gnn_malloc_array((size_t)nm + 1, sizeof(double));
+    c->run_metrics = gnn_malloc_array((size_t)(nm * j->o->runs) + 1, sizeof(double));
     if (!c->params || !c->adam_m || !c->adam_v || !c->best_params || !c->run_test_acc ||
-        !c->run_valid_acc)
+        !c->run_valid_acc || !c->best_metrics || !c->run_metrics)
         return GNN_ENOMEM; /* recorded by the allocator */
+    for (int64_t i = 0; i < nm; i++) c->best_metrics[i] = NAN;
+    for (int64_t i = 0; i < nm * j->o->runs; i++) c->run_metrics[i] = NAN;
     return 0;
 }
 
@@ -212,13 +219,30 @@ int gnn__state_load(gnn_job_t *j, int *restore)
         memcpy(keep[3], loaded.best_params, pb);
         memcpy(kr[0], loaded.run_test_acc, (size_t)loaded.runs_done * sizeof(double));
         memcpy(kr[1], loaded.run_valid_acc, (size_t)loaded.runs_done * sizeof(double));
+        /* Every metric of the best epochs; a version 4 file has none (they
+         * stay unknown, NaN). */
+        double *km[2] = {c->best_metrics, c->run_metrics};
+        int64_t nm = c->n_metrics;
+        if (loaded.n_metrics == nm) {
+            memcpy(km[0], loaded.best_metrics, (size_t)nm * sizeof(double));
+            memcpy(km[1], loaded.run_metrics, (size_t)(nm * loaded.runs_done) * sizeof(double));
+        } else if (loaded.n_metrics != 0) {
+            rc = GNN_FAIL(GNN_EINVAL,
+                          "%s: %" PRId64 " metrics in the checkpoint, the task has %" PRId64,
+                          o->checkpoint, loaded.n_metrics, nm);
+            gnn_checkpoint_free(&loaded);
+            goto fail;
+        }
         float *la[4] = {loaded.params, loaded.adam_m, loaded.adam_v, loaded.best_params};
         double *lr[2] = {loaded.run_test_acc, loaded.run_valid_acc};
+        double *lm[2] = {loaded.best_metrics, loaded.run_metrics};
         *c = loaded;
         c->params = keep[0], c->adam_m = keep[1], c->adam_v = keep[2], c->best_params = keep[3];
         c->run_test_acc = kr[0], c->run_valid_acc = kr[1];
+        c->best_metrics = km[0], c->run_metrics = km[1], c->n_metrics = nm;
         loaded.params = la[0], loaded.adam_m = la[1], loaded.adam_v = la[2];
         loaded.best_params = la[3], loaded.run_test_acc = lr[0], loaded.run_valid_acc = lr[1];
+        loaded.best_metrics = lm[0], loaded.run_metrics = lm[1];
         gnn_checkpoint_free(&loaded);
         c->runs = o->runs;
         /* A run that ended at its last epoch (not stopped early) is

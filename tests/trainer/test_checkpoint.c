@@ -90,6 +90,13 @@ static void make_ck(gnn_checkpoint_t *c, int64_t n_params, int64_t runs_done, ui
     c->best_train_acc = 0.99;
     c->min_valid_loss = INFINITY;
     c->runs_done = runs_done;
+    c->n_metrics = 3;
+    c->best_metrics = malloc(3 * sizeof(double));
+    c->run_metrics = malloc(sizeof(double) * (size_t)(3 * runs_done + 1));
+    assert_true(c->best_metrics && c->run_metrics);
+    for (int k = 0; k < 3; k++) c->best_metrics[k] = 0.25 * k + 1e-17;
+    c->best_metrics[2] = NAN;
+    for (int64_t i = 0; i < 3 * runs_done; i++) c->run_metrics[i] = 0.5 + 0.001 * (double)i;
     if (runs_done > 0) {
         c->run_test_acc = malloc(sizeof(double) * (size_t)runs_done);
         c->run_valid_acc = malloc(sizeof(double) * (size_t)runs_done);
@@ -127,6 +134,8 @@ static void free_ck(gnn_checkpoint_t *c)
     free(c->best_params);
     free(c->run_test_acc);
     free(c->run_valid_acc);
+    free(c->best_metrics);
+    free(c->run_metrics);
     memset(c, 0, sizeof *c);
 }
 
@@ -137,6 +146,7 @@ static void assert_ck_equal(const gnn_checkpoint_t *a, const gnn_checkpoint_t *b
     x.params = x.adam_m = x.adam_v = x.best_params = y.params = y.adam_m = y.adam_v =
         y.best_params = NULL;
     x.run_test_acc = x.run_valid_acc = y.run_test_acc = y.run_valid_acc = NULL;
+    x.best_metrics = x.run_metrics = y.best_metrics = y.run_metrics = NULL;
     assert_memory_equal(&x, &y, sizeof x); /* scalars and strings, also their padding */
     size_t np = sizeof(float) * (size_t)a->n_params, nr = sizeof(double) * (size_t)a->runs_done;
     if (np) {
@@ -147,6 +157,14 @@ static void assert_ck_equal(const gnn_checkpoint_t *a, const gnn_checkpoint_t *b
     } else {
         assert_null(b->params);
         assert_null(b->best_params);
+    }
+    size_t nm = sizeof(double) * (size_t)a->n_metrics;
+    if (nm) {
+        assert_memory_equal(a->best_metrics, b->best_metrics, nm);
+        if (nr) assert_memory_equal(a->run_metrics, b->run_metrics, nm * (size_t)a->runs_done);
+    } else {
+        assert_null(b->best_metrics);
+        assert_null(b->run_metrics);
     }
     if (nr) {
         assert_memory_equal(a->run_test_acc, b->run_test_acc, nr);
@@ -474,23 +492,41 @@ static void test_not_a_checkpoint(void **state)
 static void test_version(void **state)
 {
     (void)state;
-    const char *path = write_good("v5.ck");
-    int64_t v = 5;
+    const char *path = write_good("v6.ck");
+    int64_t v = 6;
     put_attr(path, "version", H5T_STD_I64LE, 0, &v);
-    expect_load_error(path, GNN_EVERSION, "checkpoint format version 5 is not supported");
+    expect_load_error(path, GNN_EVERSION, "checkpoint format version 6 is not supported");
     v = 1; /* before mini-batch training: no mode, fanouts, batch_size */
     put_attr(path, "version", H5T_STD_I64LE, 0, &v);
     expect_load_error(path, GNN_EVERSION, "checkpoint format version 1 is not supported");
     delete_attr(path, "version");
     expect_load_error(path, GNN_EFORMAT, "missing attribute 'version'");
 
+    /* Version 5 added every metric of the best epochs; a version 4 file,
+     * without them, is read with none. */
+    gnn_checkpoint_t c, d;
+    make_ck(&c, 100, 2, g_seed + 6);
+    path = write_good("v4.ck");
+    delete_attr(path, "n_metrics");
+    expect_load_error(path, GNN_EFORMAT, "missing attribute 'n_metrics'");
+    v = 4;
+    put_attr(path, "version", H5T_STD_I64LE, 0, &v);
+    assert_int_equal(gnn_checkpoint_load(path, &d), 0);
+    assert_true(d.n_metrics == 0 && !d.best_metrics && !d.run_metrics);
+    free(c.best_metrics), free(c.run_metrics);
+    c.best_metrics = c.run_metrics = NULL;
+    c.n_metrics = 0;
+    assert_ck_equal(&c, &d);
+    gnn_checkpoint_free(&d);
+    free_ck(&c);
+
     /* Version 4 added the attention settings; a version 3 file, without
      * them, is read with those members at 0. */
-    gnn_checkpoint_t c, d;
     make_ck(&c, 100, 2, g_seed + 6);
     path = write_good("v3.ck");
     static const char *const v4[] = {"heads", "out_heads", "attn_dropout", "negative_slope"};
     for (int i = 0; i < 4; i++) delete_attr(path, v4[i]);
+    delete_attr(path, "n_metrics");
     expect_load_error(path, GNN_EFORMAT, "missing attribute 'heads'");
     v = 3;
     put_attr(path, "version", H5T_STD_I64LE, 0, &v);
@@ -499,6 +535,9 @@ static void test_version(void **state)
                 d.negative_slope == 0.0);
     c.heads = c.out_heads = 0;
     c.attn_dropout = c.negative_slope = 0.0;
+    free(c.best_metrics), free(c.run_metrics);
+    c.best_metrics = c.run_metrics = NULL;
+    c.n_metrics = 0;
     assert_ck_equal(&c, &d);
     gnn_checkpoint_free(&d);
     free_ck(&c);
@@ -509,6 +548,7 @@ static void test_version(void **state)
     path = write_good("v2.ck");
     static const char *const added[] = {"num_nodes", "parts", "train_nodes"};
     for (int i = 0; i < 3; i++) delete_attr(path, added[i]);
+    delete_attr(path, "n_metrics");
     v = 3;
     put_attr(path, "version", H5T_STD_I64LE, 0, &v);
     expect_load_error(path, GNN_EFORMAT, "missing attribute 'num_nodes'");
@@ -519,6 +559,9 @@ static void test_version(void **state)
     c.num_nodes = c.parts = c.train_nodes = -1;
     c.heads = c.out_heads = 0;
     c.attn_dropout = c.negative_slope = 0.0;
+    free(c.best_metrics), free(c.run_metrics);
+    c.best_metrics = c.run_metrics = NULL;
+    c.n_metrics = 0;
     assert_ck_equal(&c, &d);
     gnn_checkpoint_free(&d);
     free_ck(&c);
@@ -696,7 +739,7 @@ static void test_alloc_failure(void **state)
         assert_int_equal(open_objects(), 0);
         failures++;
     }
-    assert_int_equal(failures, 6); /* the six arrays */
+    assert_int_equal(failures, 8); /* the eight arrays */
 
     /* Save and prediction writes: the target is never created half-way. */
     gnn_checkpoint_t c;

@@ -93,7 +93,8 @@ static int gatv2_score(const gnn_aggr_call_t *call, const float *x, float *s)
         const float *xu = x + e->src[j] * W, *xv = x + e->dst[j] * W;
         for (int64_t h = 0; h < H; h++) {
             float t = 0.0f;
-            for (int64_t k = 0; k < F; k++) t += a[h * F + k] * lrelu(xu[h * F + k] + xv[h * F + k], slope);
+            for (int64_t k = 0; k < F; k++)
+                t += a[h * F + k] * lrelu(xu[h * F + k] + xv[h * F + k], slope);
             s[j * H + h] = t;
         }
     }

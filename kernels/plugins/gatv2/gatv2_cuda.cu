@@ -101,7 +101,8 @@ __global__ void gatv2_da_part_kernel(int64_t slots, int64_t H, int64_t F,
         const int64_t h = c / F;
         double acc = 0.0;
         for (int64_t j = lo; j < hi; j++)
-            acc += (double)ds[j * H + h] * (double)lrelu(x[src[j] * W + c] + x[dst[j] * W + c], slope);
+            acc += (double)ds[j * H + h] *
+                   (double)lrelu(x[src[j] * W + c] + x[dst[j] * W + c], slope);
         part[b * W + c] = acc;
     }
 }
@@ -138,7 +139,8 @@ extern "C" GATV2_HIDDEN int gatv2_cuda_score_backward(const gnn_aggr_call_t *cal
                                                       const float *x, const float *ds, float *dx)
 {
     if (gatv2_check(call, "CUDA score backward")) return 1;
-    if (!call->dparams) return gatv2_fail(call, "gatv2 CUDA score backward: no parameter gradients");
+    if (!call->dparams)
+        return gatv2_fail(call, "gatv2 CUDA score backward: no parameter gradients");
     const gnn_aggr_edges_t *e = call->edges;
     const int64_t H = call->heads, F = call->f, W = H * F;
     cudaStream_t st = (cudaStream_t)call->stream;
