@@ -1,7 +1,8 @@
 /*
  * gnn-dataset info FILE [--json]: what a graph file holds, for people (an
  * aligned table) or scripts (one JSON object whose key names are fixed:
- * num_nodes, num_edges, feat_dim, num_classes, train, valid, test, ...).
+ * num_nodes, num_edges, feat_dim, num_classes, train, valid, test, link,
+ * ...).
  *
  * Reads only attributes, shapes and indptr (streamed in blocks for the
  * degree figures), never the edges or features, so it is quick on any size.
@@ -31,7 +32,8 @@ static const gnn_opt_t info_table[] = {
 static const gnn_cli_t info_cli = {
     .prog = "gnn-dataset info",
     .args = "FILE",
-    .summary = "Describe a graph file: nodes, stored edges, features, classes, splits.",
+    .summary = "Describe a graph file: nodes, stored edges, features, classes, splits, link "
+               "sets.",
     .opts = info_table,
     .min_positional = 1,
     .max_positional = 1,
@@ -108,6 +110,14 @@ static void print_json(FILE *out, const char *path, const gnn_graph_info_t *in, 
         gnn_json_string(out, in->node_data[i]);
     }
     fputs("]", out);
+    if (in->link_neg_per_pos > 0) {
+        fprintf(out, ", \"link\": {\"neg_per_pos\": %lld", (long long)in->link_neg_per_pos);
+        for (int s = 0; s < GNN_NUM_LINK_SETS; s++)
+            fprintf(out, ", \"%s\": %lld", gnn_link_set_names[s], (long long)in->link_size[s]);
+        fputs("}", out);
+    } else {
+        fputs(", \"link\": null", out);
+    }
     fprintf(out, ", \"in_degree\": {\"min\": %lld, \"max\": %lld, \"mean\": ", (long long)d->min,
             (long long)d->max);
     gnn_json_number(out, d->mean);
@@ -138,6 +148,16 @@ static void print_table(FILE *out, const char *path, const gnn_graph_info_t *in,
             any = 1;
         }
     fprintf(out, "%s\n", any ? "" : " none");
+    if (in->link_neg_per_pos > 0) {
+        fprintf(out, "link sets    ");
+        for (int s = 0; s < GNN_NUM_LINK_SETS; s++)
+            fprintf(out, "%s %s %lld", s ? "," : "", gnn_link_set_names[s],
+                    (long long)in->link_size[s]);
+        fprintf(out, " (%lld negative%s per positive)\n", (long long)in->link_neg_per_pos,
+                in->link_neg_per_pos == 1 ? "" : "s");
+    } else {
+        fprintf(out, "link sets     none\n");
+    }
     fprintf(out, "edge weights  %s\n", in->has_weights ? "yes" : "no");
     fprintf(out, "original ids  %s\n", in->has_orig_ids ? "yes" : "no");
     if (in->n_node_data > 0) {

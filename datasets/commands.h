@@ -11,5 +11,6 @@ int gnn_dataset_cmd_ogb(int argc, char **argv);
 int gnn_dataset_cmd_edgelist(int argc, char **argv);
 int gnn_dataset_cmd_metis(int argc, char **argv);
 int gnn_dataset_cmd_generate(int argc, char **argv);
+int gnn_dataset_cmd_split_edges(int argc, char **argv);
 
 #endif

@@ -1,6 +1,6 @@
 /*
- * gnn-dataset: turns what users have into one graph file, and describes
- * graph files. Dispatches to one subcommand per source or action; each has
+ * gnn-dataset: turns what users have into one graph file, holds out edges
+ * of a graph file for link prediction, and describes graph files. Dispatches to one subcommand per source or action; each has
  * its own options table and --help.
  */
 #include "datasets/commands.h"
@@ -21,6 +21,8 @@ static const subcommand_t subcommands[] = {
     {"edgelist", "convert an edge list (pairs of ids, optional weights)", gnn_dataset_cmd_edgelist},
     {"metis", "convert a METIS graph file", gnn_dataset_cmd_metis},
     {"generate", "generate a graph: sbm (learnable, with features) or rmat", gnn_dataset_cmd_generate},
+    {"split-edges", "hold out edges of a graph file for link prediction (with negatives)",
+     gnn_dataset_cmd_split_edges},
     {"info", "describe a graph file (counts, features, classes, splits)", gnn_dataset_cmd_info},
 };
 #define N_SUBCOMMANDS (sizeof subcommands / sizeof subcommands[0])
@@ -29,7 +31,7 @@ static void usage(FILE *out)
 {
     fprintf(out, "usage: gnn-dataset COMMAND [options] ...\n\ncommands:\n");
     for (size_t i = 0; i < N_SUBCOMMANDS; i++)
-        fprintf(out, "  %-10s %s\n", subcommands[i].name, subcommands[i].summary);
+        fprintf(out, "  %-11s %s\n", subcommands[i].name, subcommands[i].summary);
     fprintf(out, "\n'gnn-dataset COMMAND --help' lists the options of a command.\n");
 }
 

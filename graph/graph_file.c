@@ -3,9 +3,11 @@
  *
  * Layout: root attributes (format, version, counts, directedness, CSR
  * flags, num_classes), datasets indptr, indices, optional weights, feat,
- * label, orig_id, and group split/ with train, valid, test. 1-D datasets
- * are chunked by 256 Ki entries, feat by about 4 MiB of rows, so a range
- * read touches only the chunks that hold it.
+ * label, orig_id, group split/ with train, valid, test, group node_data/,
+ * and group link/ with the four link-prediction sets (n x 2 pairs) and
+ * their neg_per_pos attribute. 1-D datasets are chunked by 256 Ki
+ * entries, pair lists by 128 Ki pairs, feat by about 4 MiB of rows, so a
+ * range read touches only the chunks that hold it.
  *
  * The reader trusts nothing: open checks the layout and shapes against the
  * attributes, and every range read checks its values before returning them.
@@ -27,6 +29,11 @@
 #include <unistd.h>
 
 const char *const gnn_split_names[GNN_NUM_SPLITS] = {"train", "valid", "test"};
+const char *const gnn_link_set_names[GNN_NUM_LINK_SETS] = {"valid_pos", "valid_neg", "test_pos",
+                                                           "test_neg"};
+/* Paths of the link sets in the file, in gnn_link_set_t order. */
+static const char *const link_paths[GNN_NUM_LINK_SETS] = {"link/valid_pos", "link/valid_neg",
+                                                         "link/test_pos", "link/test_neg"};
 
 #define CHUNK_1D ((hsize_t)1 << 18)
 #define FEAT_CHUNK_BYTES ((hsize_t)4 << 20)
@@ -41,6 +48,7 @@ struct gnn_graph_file {
     hid_t file;
     hid_t d_indptr, d_indices, d_weights, d_feat, d_label, d_orig;
     hid_t d_split[GNN_NUM_SPLITS];
+    hid_t d_link[GNN_NUM_LINK_SETS];
     gnn_graph_info_t info;
 };
 
@@ -48,6 +56,7 @@ void gnn_graph_init(gnn_graph_t *g)
 {
     memset(g, 0, sizeof *g);
     for (int s = 0; s < GNN_NUM_SPLITS; s++) g->split_size[s] = -1;
+    for (int s = 0; s < GNN_NUM_LINK_SETS; s++) g->link_size[s] = -1;
 }
 
 void gnn_graph_free(gnn_graph_t *g)
@@ -57,6 +66,7 @@ void gnn_graph_free(gnn_graph_t *g)
     gnn_free(g->label);
     gnn_free(g->orig_id);
     for (int s = 0; s < GNN_NUM_SPLITS; s++) gnn_free(g->split[s]);
+    for (int s = 0; s < GNN_NUM_LINK_SETS; s++) gnn_free(g->link[s]);
     gnn_graph_init(g);
 }
 
@@ -86,6 +96,28 @@ static int check_ids(const char *path, const char *what, const int64_t *v, int64
         if (v[i] < 0 || v[i] >= nn)
             return GNN_FAIL(GNN_EFORMAT, "%s: %s[%lld] = %lld is outside [0, %lld)", path, what,
                             (long long)(first + i), (long long)v[i], (long long)nn);
+    return 0;
+}
+
+/*
+ * The grouping of a negative set: negative i * k + j of neg (n_pos * k
+ * pairs) has the src of positive i of pos and a dst other than that src.
+ * what names the negative set in messages.
+ */
+static int check_link_negatives(const char *path, const char *what, const int64_t *pos,
+                                int64_t n_pos, const int64_t *neg, int64_t k, int code)
+{
+    for (int64_t i = 0; i < n_pos; i++)
+        for (int64_t j = i * k; j < (i + 1) * k; j++) {
+            if (neg[2 * j] != pos[2 * i])
+                return GNN_FAIL(code,
+                                "%s: %s[%lld] has src %lld, not the src %lld of its positive %lld",
+                                path, what, (long long)j, (long long)neg[2 * j],
+                                (long long)pos[2 * i], (long long)i);
+            if (neg[2 * j + 1] == neg[2 * j])
+                return GNN_FAIL(code, "%s: %s[%lld] pairs node %lld with itself", path, what,
+                                (long long)j, (long long)neg[2 * j]);
+        }
     return 0;
 }
 
@@ -154,6 +186,66 @@ static int list_node_data(gnn_graph_file_t *f)
         in->node_data[in->n_node_data++] = nm;
     }
 fail:
+    gnn__h5_close(&g);
+    return rc;
+}
+
+/* Group link/: the four sets of shape (n, 2), or none of them, with an
+ * attribute neg_per_pos K >= 1 and K negatives per positive. */
+static int open_link(gnn_graph_file_t *f)
+{
+    int rc = 0;
+    const char *path = f->path;
+    gnn_graph_info_t *in = &f->info;
+    hid_t g = -1;
+    hsize_t dims[2];
+    int present = 0, missing = -1;
+    int64_t k = 0;
+
+    g = H5Gopen2(f->file, "link", H5P_DEFAULT);
+    if (g < 0) {
+        rc = GNN_H5_FAIL(GNN_EFORMAT, "%s: 'link' is not a group", path);
+        goto fail;
+    }
+    for (int s = 0; s < GNN_NUM_LINK_SETS; s++) {
+        GNN_TRY(gnn__h5_open_dataset(f->file, path, link_paths[s], GNN_H5_INT, 2, 1, dims,
+                                     &f->d_link[s]));
+        if (f->d_link[s] < 0) {
+            if (missing < 0) missing = s;
+            continue;
+        }
+        GNN_CHECK(dims[1] == 2, GNN_EFORMAT,
+                  "%s: dataset '%s' has %llu columns, expected 2 (src, dst)", path, link_paths[s],
+                  (unsigned long long)dims[1]);
+        GNN_CHECK(dims[0] < (hsize_t)GNN_GRAPH_MAX_COUNT, GNN_EFORMAT,
+                  "%s: dataset '%s' has 2^62 or more pairs", path, link_paths[s]);
+        in->link_size[s] = (int64_t)dims[0];
+        present++;
+    }
+    if (present == 0) goto fail; /* an empty group: no link sets */
+    GNN_CHECK(missing < 0, GNN_EFORMAT,
+              "%s: missing dataset '%s' (a file holds all four link sets or none)", path,
+              link_paths[missing]);
+    rc = gnn__h5_get_attr_i64(g, "neg_per_pos", 0, &k);
+    if (rc < 0) {
+        gnn_error_prefix("%s: group 'link'", path);
+        goto fail;
+    }
+    GNN_CHECK(k >= 1 && k < GNN_GRAPH_MAX_COUNT, GNN_EFORMAT,
+              "%s: link neg_per_pos = %lld, expected at least 1", path, (long long)k);
+    for (int s = GNN_LINK_VALID_POS; s <= GNN_LINK_TEST_POS; s += 2) {
+        int64_t np = in->link_size[s], nn = in->link_size[s + 1];
+        GNN_CHECK(nn % k == 0 && nn / k == np, GNN_EFORMAT,
+                  "%s: '%s' has %lld pairs, expected neg_per_pos x %lld = %lld x %lld", path,
+                  link_paths[s + 1], (long long)nn, (long long)np, (long long)k, (long long)np);
+    }
+    in->link_neg_per_pos = k;
+fail:
+    if (rc < 0 || in->link_neg_per_pos == 0)
+        for (int s = 0; s < GNN_NUM_LINK_SETS; s++) {
+            gnn__h5_close(&f->d_link[s]);
+            in->link_size[s] = -1;
+        }
     gnn__h5_close(&g);
     return rc;
 }
@@ -253,6 +345,8 @@ static int open_layout(gnn_graph_file_t *f)
         }
     }
     if (H5Lexists(f->file, "node_data", H5P_DEFAULT) > 0) GNN_TRY(list_node_data(f));
+    for (int s = 0; s < GNN_NUM_LINK_SETS; s++) in->link_size[s] = -1;
+    if (H5Lexists(f->file, "link", H5P_DEFAULT) > 0) GNN_TRY(open_link(f));
     H5Eclear2(H5E_DEFAULT);
 
     /* The two ends of indptr pin the CSR to the edge count. */
@@ -287,6 +381,7 @@ int gnn_graph_open(const char *path, gnn_graph_file_t **out)
     GNN_CHECK(f, GNN_ENOMEM, "out of memory");
     f->file = f->d_indptr = f->d_indices = f->d_weights = f->d_feat = f->d_label = f->d_orig = -1;
     for (int s = 0; s < GNN_NUM_SPLITS; s++) f->d_split[s] = -1;
+    for (int s = 0; s < GNN_NUM_LINK_SETS; s++) f->d_link[s] = -1;
     f->path = gnn_strdup(path);
     GNN_CHECK(f->path, GNN_ENOMEM, "out of memory");
     f->file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
@@ -312,6 +407,7 @@ void gnn_graph_close(gnn_graph_file_t *f)
     gnn__h5_close(&f->d_label);
     gnn__h5_close(&f->d_orig);
     for (int s = 0; s < GNN_NUM_SPLITS; s++) gnn__h5_close(&f->d_split[s]);
+    for (int s = 0; s < GNN_NUM_LINK_SETS; s++) gnn__h5_close(&f->d_link[s]);
     gnn__h5_close(&f->file);
     for (int64_t i = 0; i < f->info.n_node_data; i++) gnn_free(f->info.node_data[i]);
     gnn_free(f->info.node_data);
@@ -456,6 +552,83 @@ fail:
     return rc;
 }
 
+int gnn_graph_read_link(gnn_graph_file_t *f, gnn_link_set_t which, int64_t **out, int64_t *n)
+{
+    int rc = 0;
+    int64_t *v = NULL;
+    *out = NULL;
+    *n = 0;
+    GNN_CHECK(which >= 0 && which < GNN_NUM_LINK_SETS, GNN_EINVAL, "no link set %d", (int)which);
+    int64_t len = f->info.link_size[which];
+    GNN_CHECK(len >= 0, GNN_EINVAL, "%s: the graph has no link sets (see gnn-dataset split-edges)",
+              f->path);
+    v = gnn_malloc_array((size_t)len * 2 + 1, sizeof *v);
+    GNN_CHECK(v, GNN_ENOMEM, "out of memory reading link set '%s'", gnn_link_set_names[which]);
+    GNN_TRY(gnn__h5_read_rows(f->d_link[which], H5T_NATIVE_INT64, 2, 2, 0, len, v));
+    GNN_TRY(check_ids(f->path, link_paths[which], v, 2 * len, 0, f->info.num_nodes));
+    *out = v;
+    *n = len;
+    return 0;
+fail:
+    gnn_free(v);
+    return rc;
+}
+
+int gnn_graph_read_node_data(gnn_graph_file_t *f, const char *name, int *is_int, int64_t *ncols,
+                             void **out)
+{
+    int rc = 0;
+    hid_t d = -1, type = -1, space = -1;
+    void *v = NULL;
+    char dpath[512];
+    hsize_t dims[2] = {0, 1};
+    *out = NULL;
+    *is_int = 0;
+    *ncols = 0;
+    int known = 0;
+    for (int64_t i = 0; i < f->info.n_node_data; i++) known |= !strcmp(f->info.node_data[i], name);
+    GNN_CHECK(known, GNN_EINVAL, "%s: the graph has no node data array '%s'", f->path, name);
+    GNN_CHECK(strlen(name) < sizeof dpath - 16, GNN_EINVAL, "%s: node data name too long",
+              f->path);
+    snprintf(dpath, sizeof dpath, "node_data/%s", name);
+    d = H5Dopen2(f->file, dpath, H5P_DEFAULT);
+    if (d < 0) {
+        rc = GNN_H5_FAIL(GNN_EFORMAT, "%s: '%s' is not a readable dataset", f->path, dpath);
+        goto fail;
+    }
+    type = H5Dget_type(d);
+    space = H5Dget_space(d);
+    H5T_class_t tc = type >= 0 ? H5Tget_class(type) : H5T_NO_CLASS;
+    int rank = space >= 0 ? H5Sget_simple_extent_ndims(space) : -1;
+    GNN_CHECK(tc == H5T_INTEGER || tc == H5T_FLOAT, GNN_EFORMAT,
+              "%s: dataset '%s' must hold integers or floats", f->path, dpath);
+    GNN_CHECK(rank == 1 || rank == 2, GNN_EFORMAT, "%s: dataset '%s' has %d dimensions, expected 1 or 2",
+              f->path, dpath, rank);
+    H5Sget_simple_extent_dims(space, dims, NULL);
+    GNN_CHECK(dims[0] == (hsize_t)f->info.num_nodes && dims[1] >= 1 &&
+                  dims[1] < (hsize_t)GNN_GRAPH_MAX_COUNT,
+              GNN_EFORMAT, "%s: dataset '%s' has shape (%llu, %llu), expected %lld rows", f->path,
+              dpath, (unsigned long long)dims[0], (unsigned long long)dims[1],
+              (long long)f->info.num_nodes);
+    size_t cells = (size_t)dims[0] * (size_t)dims[1];
+    GNN_CHECK(dims[0] == 0 || cells / (size_t)dims[0] == (size_t)dims[1], GNN_ENOMEM,
+              "out of memory reading '%s'", dpath);
+    v = gnn_malloc_array(cells + 1, tc == H5T_INTEGER ? sizeof(int64_t) : sizeof(float));
+    GNN_CHECK(v, GNN_ENOMEM, "out of memory reading '%s'", dpath);
+    GNN_TRY(gnn__h5_read_rows(d, tc == H5T_INTEGER ? H5T_NATIVE_INT64 : H5T_NATIVE_FLOAT, rank,
+                              dims[1], 0, f->info.num_nodes, v));
+    *out = v;
+    *is_int = tc == H5T_INTEGER;
+    *ncols = (int64_t)dims[1];
+    v = NULL;
+fail:
+    gnn_free(v);
+    gnn__h5_close(&space);
+    gnn__h5_close(&type);
+    gnn__h5_close(&d);
+    return rc;
+}
+
 int gnn_graph_load(const char *path, gnn_graph_t *g)
 {
     int rc = 0;
@@ -510,6 +683,14 @@ int gnn_graph_load(const char *path, gnn_graph_t *g)
     for (int s = 0; s < GNN_NUM_SPLITS; s++)
         if (in->split_size[s] >= 0)
             GNN_TRY(gnn_graph_read_split(f, (gnn_split_t)s, &g->split[s], &g->split_size[s]));
+    if (in->link_neg_per_pos > 0) {
+        for (int s = 0; s < GNN_NUM_LINK_SETS; s++)
+            GNN_TRY(gnn_graph_read_link(f, (gnn_link_set_t)s, &g->link[s], &g->link_size[s]));
+        g->link_neg_per_pos = in->link_neg_per_pos;
+        for (int s = GNN_LINK_VALID_POS; s <= GNN_LINK_TEST_POS; s += 2)
+            GNN_TRY(check_link_negatives(path, link_paths[s + 1], g->link[s], g->link_size[s],
+                                         g->link[s + 1], g->link_neg_per_pos, GNN_EFORMAT));
+    }
     gnn_progress_finish(prog);
     gnn_graph_close(f);
     return 0;
@@ -530,6 +711,7 @@ struct gnn_graph_writer {
     hid_t d_indptr, d_indices, d_weights, d_feat, d_label, d_orig;
     int64_t put_indptr, put_indices, put_feat, put_label, put_orig;
     int put_split[GNN_NUM_SPLITS];
+    int put_link;
     int64_t max_label;
     int append;             /* num_edges unknown: indices are appended in order */
     gnn_eid_t indptr_last;  /* indptr[num_nodes] as put, -1 until then */
@@ -560,7 +742,7 @@ void gnn_graph_writer_abort(gnn_graph_writer_t *w)
 {
     if (!w) return;
     writer_close(w);
-    if (w->tmp) unlink(w->tmp);
+    if (w->tmp && w->tmp[0]) unlink(w->tmp);
     writer_free(w);
 }
 
@@ -586,6 +768,7 @@ int gnn_graph_writer_open(const char *path, const gnn_graph_header_t *h, int ove
     w->indptr_last = -1;
     w->path = gnn_strdup(path);
     w->tmp = gnn_malloc(strlen(path) + 32);
+    if (w->tmp) w->tmp[0] = '\0'; /* no name, nothing to remove, until it is set */
     GNN_CHECK(w->path && w->tmp, GNN_ENOMEM, "out of memory");
     snprintf(w->tmp, strlen(path) + 32, "%s.tmp-%ld", path, (long)getpid());
 
@@ -774,6 +957,49 @@ fail:
     return rc;
 }
 
+int gnn_graph_writer_put_link(gnn_graph_writer_t *w, int64_t neg_per_pos,
+                              const int64_t *const sets[GNN_NUM_LINK_SETS],
+                              const int64_t n[GNN_NUM_LINK_SETS])
+{
+    int rc = 0;
+    hid_t g = -1, d = -1;
+    GNN_CHECK(!w->put_link, GNN_EINVAL, "%s: link sets written twice", w->path);
+    GNN_CHECK(neg_per_pos >= 1 && neg_per_pos < GNN_GRAPH_MAX_COUNT, GNN_EINVAL,
+              "%s: link neg_per_pos = %lld, expected at least 1", w->path, (long long)neg_per_pos);
+    for (int s = 0; s < GNN_NUM_LINK_SETS; s++) {
+        GNN_CHECK(n[s] >= 0 && n[s] < GNN_GRAPH_MAX_COUNT / 2 && (sets[s] || n[s] == 0),
+                  GNN_EINVAL, "%s: bad link set '%s' (%lld pairs)", w->path,
+                  gnn_link_set_names[s], (long long)n[s]);
+        GNN_TRY(check_ids(w->path, link_paths[s], sets[s], 2 * n[s], 0, w->h.num_nodes));
+    }
+    for (int s = GNN_LINK_VALID_POS; s <= GNN_LINK_TEST_POS; s += 2) {
+        GNN_CHECK(n[s + 1] % neg_per_pos == 0 && n[s + 1] / neg_per_pos == n[s], GNN_EINVAL,
+                  "%s: '%s' has %lld pairs, expected neg_per_pos x %lld = %lld x %lld", w->path,
+                  link_paths[s + 1], (long long)n[s + 1], (long long)n[s],
+                  (long long)neg_per_pos, (long long)n[s]);
+        GNN_TRY(check_link_negatives(w->path, link_paths[s + 1], sets[s], n[s], sets[s + 1],
+                                     neg_per_pos, GNN_EINVAL));
+    }
+    g = H5Gcreate2(w->file, "link", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (g < 0) {
+        rc = GNN_H5_FAIL(GNN_EHDF5, "%s: cannot create group 'link'", w->tmp);
+        goto fail;
+    }
+    GNN_TRY(gnn__h5_set_attr_i64(g, "neg_per_pos", neg_per_pos));
+    for (int s = 0; s < GNN_NUM_LINK_SETS; s++) {
+        hsize_t dims[2] = {(hsize_t)n[s], 2}, chunk[2] = {CHUNK_1D / 2, 2};
+        GNN_TRY(gnn__h5_create_dataset(g, gnn_link_set_names[s], H5T_STD_I64LE, 2, dims, chunk,
+                                       &d));
+        GNN_TRY(gnn__h5_write_rows(d, H5T_NATIVE_INT64, 2, 2, 0, n[s], sets[s]));
+        gnn__h5_close(&d);
+    }
+    w->put_link = 1;
+fail:
+    gnn__h5_close(&d);
+    gnn__h5_close(&g);
+    return rc;
+}
+
 int gnn_graph_writer_commit(gnn_graph_writer_t *w)
 {
     int rc = 0;
@@ -843,6 +1069,11 @@ int gnn_graph_write(const char *path, const gnn_graph_t *g, int overwrite)
     for (int s = 0; s < GNN_NUM_SPLITS; s++)
         if (g->split[s] || g->split_size[s] == 0)
             GNN_TRY(gnn_graph_writer_put_split(w, (gnn_split_t)s, g->split[s], g->split_size[s]));
+    if (g->link_neg_per_pos > 0) {
+        const int64_t *const sets[GNN_NUM_LINK_SETS] = {g->link[0], g->link[1], g->link[2],
+                                                        g->link[3]};
+        GNN_TRY(gnn_graph_writer_put_link(w, g->link_neg_per_pos, sets, g->link_size));
+    }
     rc = gnn_graph_writer_commit(w);
     w = NULL;
     return rc;

@@ -31,6 +31,22 @@ typedef enum { GNN_SPLIT_TRAIN = 0, GNN_SPLIT_VALID = 1, GNN_SPLIT_TEST = 2 } gn
 #define GNN_NUM_SPLITS 3
 extern const char *const gnn_split_names[GNN_NUM_SPLITS]; /* "train", "valid", "test" */
 
+/* Held-out edges for link prediction (gnn-dataset split-edges): pairs
+ * (src, dst) of node ids, row-major n x 2. Negatives are grouped by
+ * positive: negatives [i * K, (i + 1) * K) of a set belong to positive i
+ * of the matching positive set, K = link_neg_per_pos, and each is
+ * (src of positive i, w) for a node w with no edge src -> w in the graph
+ * before the split (and w != src). */
+typedef enum {
+    GNN_LINK_VALID_POS = 0,
+    GNN_LINK_VALID_NEG = 1,
+    GNN_LINK_TEST_POS = 2,
+    GNN_LINK_TEST_NEG = 3
+} gnn_link_set_t;
+#define GNN_NUM_LINK_SETS 4
+/* "valid_pos", "valid_neg", "test_pos", "test_neg" */
+extern const char *const gnn_link_set_names[GNN_NUM_LINK_SETS];
+
 /* What a graph file holds, as read from its attributes and dataset shapes. */
 typedef struct {
     int64_t version;
@@ -47,9 +63,12 @@ typedef struct {
     int64_t n_node_data;     /* arrays under node_data/ */
     char **node_data;        /* their names in name order, NULL when none; owned by the file
                                 handle */
+    int64_t link_size[GNN_NUM_LINK_SETS]; /* pairs per set, -1 when the file has none */
+    int64_t link_neg_per_pos; /* K, 0 when absent */
 } gnn_graph_info_t;
 
-/* A whole graph in memory. Absent parts are NULL (splits: size -1). */
+/* A whole graph in memory. Absent parts are NULL (splits and link sets:
+ * size -1). */
 typedef struct {
     gnn_csr_t csr;
     int directed;
@@ -60,6 +79,9 @@ typedef struct {
     gnn_vid_t *orig_id;   /* num_nodes: id in the source data */
     int64_t *split[GNN_NUM_SPLITS];
     int64_t split_size[GNN_NUM_SPLITS];
+    int64_t *link[GNN_NUM_LINK_SETS]; /* link_size x 2, NULL when absent */
+    int64_t link_size[GNN_NUM_LINK_SETS]; /* -1 when absent */
+    int64_t link_neg_per_pos;             /* K, 0 when absent */
 } gnn_graph_t;
 
 /* Set every field to "absent" (NULL, sizes -1, counts 0). */
@@ -74,7 +96,9 @@ typedef struct gnn_graph_file gnn_graph_file_t;
 /*
  * Open path and check its layout: an HDF5 file, format "gnn-graph", version
  * 1, every dataset of the right class, rank and shape for the counts in its
- * attributes, indptr starting at 0 and ending at num_edges. Returns 0;
+ * attributes, indptr starting at 0 and ending at num_edges, and link sets
+ * (when present) all four, of shape (n, 2), with a neg_per_pos K >= 1 and
+ * K times as many negatives as positives. Returns 0;
  * GNN_ENOENT (no such file), GNN_EFORMAT (not HDF5, another layout, a
  * wrong-shaped or truncated dataset), GNN_EVERSION (another format version),
  * GNN_EHDF5, GNN_ENOMEM; messages name the file. *out is NULL on failure.
@@ -109,11 +133,28 @@ int gnn_graph_read_orig_ids(gnn_graph_file_t *f, gnn_vid_t row0, gnn_vid_t nrows
  * GNN_EFORMAT for a node id outside [0, num_nodes) or named twice. */
 int gnn_graph_read_split(gnn_graph_file_t *f, gnn_split_t which, int64_t **out, int64_t *n);
 
+/* A whole link set (allocated into *out, n pairs of (src, dst), 2 * n
+ * values); GNN_EINVAL when the file has no link sets, GNN_EFORMAT for an
+ * id outside [0, num_nodes). */
+int gnn_graph_read_link(gnn_graph_file_t *f, gnn_link_set_t which, int64_t **out, int64_t *n);
+/*
+ * The whole array node_data/NAME (allocated into *out, num_nodes x *ncols
+ * values: int64_t when *is_int, else float). GNN_EINVAL when the file has
+ * no such array, GNN_EFORMAT when it is not an integer or float array of
+ * num_nodes rows and rank 1 (*ncols = 1) or 2.
+ */
+int gnn_graph_read_node_data(gnn_graph_file_t *f, const char *name, int *is_int, int64_t *ncols,
+                             void **out);
+
 /*
  * Read a whole file into g (initialised by the call) and check it: the CSR
  * structure and the sorted / deduplicated / self-loop flags it claims (the
- * symmetric flag is trusted), labels and splits in range. On failure g is
- * left initialised and empty.
+ * symmetric flag is trusted), labels and splits in range, and link sets
+ * with ids in range, each negative's src that of its positive and its dst
+ * another node (whether a negative is a non-edge is not checked). Returns
+ * 0 or GNN_EFORMAT naming the file for a violation (others as
+ * gnn_graph_open). Node data arrays are not loaded. On failure g is left
+ * initialised and empty.
  */
 int gnn_graph_load(const char *path, gnn_graph_t *g);
 
@@ -170,6 +211,18 @@ int gnn_graph_writer_put_node_data(gnn_graph_writer_t *w, const char *name, int 
 int gnn_graph_writer_put_split(gnn_graph_writer_t *w, gnn_split_t which, const int64_t *idx,
                                int64_t n);
 /*
+ * The four link sets of gnn_link_set_t, written whole in one call (at most
+ * once per file): sets[s] holds n[s] pairs (src, dst), row-major. K =
+ * neg_per_pos >= 1, n[*_NEG] = K * n[*_POS], and negative i * K + k of a
+ * set has the src of positive i and a dst other than that src (GNN_EINVAL
+ * otherwise); ids in [0, num_nodes) (GNN_EFORMAT otherwise, as for the
+ * other puts). Nothing is written on failure; the file is committed with
+ * the sets or not at all.
+ */
+int gnn_graph_writer_put_link(gnn_graph_writer_t *w, int64_t neg_per_pos,
+                              const int64_t *const sets[GNN_NUM_LINK_SETS],
+                              const int64_t n[GNN_NUM_LINK_SETS]);
+/*
  * Check that every dataset was written whole (each range is meant to be put
  * once), write the closing attributes, close, and rename into place. Frees
  * w whatever the outcome; on failure the temporary file is removed.
@@ -178,7 +231,8 @@ int gnn_graph_writer_commit(gnn_graph_writer_t *w);
 /* Discard: close, remove the temporary file, free. Safe on NULL. */
 void gnn_graph_writer_abort(gnn_graph_writer_t *w);
 
-/* Write a whole in-memory graph (convenience over the writer). */
+/* Write a whole in-memory graph (convenience over the writer); its link
+ * sets when link_neg_per_pos > 0. */
 int gnn_graph_write(const char *path, const gnn_graph_t *g, int overwrite);
 
 #endif

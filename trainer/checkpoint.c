@@ -58,8 +58,8 @@ typedef struct {
 #define MEMBER_SINCE(m, v, absent) {#m, offsetof(gnn_checkpoint_t, m), SIZE_OF(m), v, absent}
 #define COUNT_OF(a) (sizeof(a) / sizeof(a)[0])
 
-static const field_t str_fields[] = {MEMBER(model), MEMBER(aggr), MEMBER(decay_scope),
-                                     MEMBER(mode), MEMBER(fanouts)};
+static const field_t str_fields[] = {MEMBER(model),   MEMBER(aggr),    MEMBER(decay_scope),
+                                     MEMBER(mode),    MEMBER(fanouts), MEMBER_SINCE(task, 5, 0)};
 static const field_t i64_fields[] = {
     MEMBER(layers), MEMBER(in_dim),     MEMBER(hidden),     MEMBER(classes),
     MEMBER(normalize_features),         MEMBER(runs),       MEMBER(run),
@@ -102,7 +102,7 @@ static const int tensor_since[N_TENSORS] = {2, 2, 2, 2, 2, 2, 5, 5};
 /* A member added to gnn_checkpoint_t without an entry above fails here. */
 _Static_assert(sizeof(gnn_checkpoint_t) ==
                    SIZE_OF(model) + SIZE_OF(aggr) + SIZE_OF(decay_scope) + SIZE_OF(mode) +
-                       SIZE_OF(fanouts) +
+                       SIZE_OF(fanouts) + SIZE_OF(task) +
                        8 * (COUNT_OF(i64_fields) + COUNT_OF(f64_fields) + COUNT_OF(u64_fields)) +
                        N_TENSORS * sizeof(void *),
                "every member of gnn_checkpoint_t needs a table entry");
@@ -211,7 +211,10 @@ static int check_fields(const gnn_checkpoint_t *c, const char *path, int code, i
     if (version >= 3) {
         GNN_TRY(check_i64(path, code, "num_nodes", c->num_nodes, 1, INT64_MAX));
         GNN_TRY(check_i64(path, code, "parts", c->parts, 0, INT64_MAX));
-        GNN_TRY(check_i64(path, code, "train_nodes", c->train_nodes, 1, c->num_nodes));
+        /* Training targets: nodes (at most all of them) or, for link
+         * prediction, edges. */
+        GNN_TRY(check_i64(path, code, "train_nodes", c->train_nodes, 1,
+                          strcmp(c->task, "link") ? c->num_nodes : INT64_MAX));
     }
 fail:
     return rc;
@@ -393,6 +396,10 @@ static int read_scalars(hid_t file, const char *path, int64_t version, gnn_check
     for (size_t i = 0; i < COUNT_OF(str_fields); i++) {
         const field_t *f = &str_fields[i];
         char buf[STR_ATTR_MAX];
+        if (version < f->since) { /* only the task is younger: older files are "node" */
+            snprintf((char *)c + f->off, f->size, "node");
+            continue;
+        }
         GNN_TRY(at(path, gnn__h5_check_attr_single(file, f->name)));
         GNN_TRY(at(path, gnn__h5_get_attr_str(file, f->name, buf, sizeof buf)));
         size_t len = strlen(buf);

@@ -22,6 +22,7 @@
 typedef struct {
     /* Configuration (checked on resume). */
     char model[16];        /* "gcn" | "sage" | "gat" */
+    char task[16];         /* "node" | "link" (version 5; "node" in older files) */
     char aggr[32];         /* aggregator name */
     int64_t layers, in_dim, hidden, classes;
     double dropout, lr, weight_decay;
@@ -35,7 +36,7 @@ typedef struct {
     /* The data trained on (version 3; -1 when read from a version 2 file). */
     int64_t num_nodes;     /* nodes of the graph */
     int64_t parts;         /* parts of a partition directory (one rank each), 0: a graph file */
-    int64_t train_nodes;   /* training nodes of the graph */
+    int64_t train_nodes;   /* training targets: nodes, or edges for --task link */
     /* Attention models (version 4; 0 for the others and in older files). */
     int64_t heads, out_heads;
     double attn_dropout, negative_slope;

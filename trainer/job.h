@@ -38,6 +38,10 @@ typedef struct gnn_job {
     const gnn_mode_t *mode;
     const gnn_task_kind_t *task;
     void *task_state;                 /* the task's own (its file) */
+    gnn_task_kind_t task_own;         /* the task as configured (keys from options) */
+    char task_keys[GNN_TASK_MAX_METRICS][32];
+    int task_hits;                    /* link: --hits values */
+    int64_t task_hit_k[4];
     int rank;                         /* 0 in one process */
     /* setup.c */
     gnn_model_kind_t kind;

@@ -44,6 +44,11 @@ void gnn_train_defaults(gnn_train_opts_t *o)
     o->out_heads = 1;
     o->attn_dropout = 0.6;
     o->negative_slope = 0.2;
+    o->task = "node";
+    o->negatives = 1;
+    o->hits = "20,50,100";
+    o->decoder = "dot";
+    o->out_dim = 16;
 }
 
 #define MAX_THREADS 4096 /* --threads: more than any machine has cores */
@@ -118,6 +123,16 @@ int gnn__opts_check(const gnn_train_opts_t *o)
     if (o->prefetch < 0 || o->prefetch > GNN_LOADER_MAX_PREFETCH)
         return GNN_FAIL(GNN_EUSAGE, "--prefetch %d outside [0, %d]", o->prefetch,
                         GNN_LOADER_MAX_PREFETCH);
+    if (!o->task || (strcmp(o->task, "node") && strcmp(o->task, "link")))
+        return GNN_FAIL(GNN_EUSAGE, "--task %s: expected node or link", o->task ? o->task : "");
+    if (!strcmp(o->task, "link") && o->save_predictions)
+        return GNN_FAIL(GNN_EUSAGE, "--save-predictions: class predictions of --task node only");
+    if (o->negatives < 1 || o->negatives > 1000)
+        return GNN_FAIL(GNN_EUSAGE, "--negatives %d outside [1, 1000]", o->negatives);
+    if (!o->decoder || strcmp(o->decoder, "dot"))
+        return GNN_FAIL(GNN_EUSAGE, "--decoder %s: expected dot", o->decoder ? o->decoder : "");
+    if (o->out_dim < 1 || o->out_dim > (1 << 20))
+        return GNN_FAIL(GNN_EUSAGE, "--out-dim %" PRId64 " outside [1, 1048576]", o->out_dim);
     if (o->heads < 1 || o->heads > 64)
         return GNN_FAIL(GNN_EUSAGE, "--heads %d outside [1, 64]", o->heads);
     if (o->out_heads < 1 || o->out_heads > 64)

@@ -24,6 +24,7 @@ static void ck_config(gnn_job_t *j, gnn_checkpoint_t *c)
 {
     const gnn_train_opts_t *o = j->o;
     snprintf(c->model, sizeof c->model, "%s", o->model);
+    snprintf(c->task, sizeof c->task, "%s", o->task ? o->task : "node");
     /* The aggregator, or an attention model's attention function. */
     snprintf(c->aggr, sizeof c->aggr, "%s",
              j->aggr ? j->aggr->name : j->attn ? j->attn->name : "none");
@@ -82,6 +83,7 @@ static int ck_match(gnn_job_t *j, const gnn_checkpoint_t *c)
     if (strcmp(c->field, want.field))                                                          \
         return GNN_FAIL(GNN_EINVAL, "%s: %s is %s in the checkpoint but %s now", p, what,       \
                         c->field, want.field);
+    SAME_S(task, "the task")
     SAME_S(model, "the model")
     /* GAT checkpoints from before attention functions were named say
      * "attention": the built-in gat was the only one. */

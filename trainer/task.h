@@ -11,8 +11,9 @@
  * epoch, stops early and checkpoints through the metric roles a task
  * declares, never through their names.
  *
- * Adding a task: one file defining a gnn_task_kind_t (node classification
- * is the one task so far: trainer/tasks/nodeclass.c).
+ * Adding a task: one file defining a gnn_task_kind_t (trainer/tasks/:
+ * node classification, link prediction) and its --task name in
+ * trainer/train.c.
  */
 #ifndef GNN_TRAINER_TASK_H
 #define GNN_TRAINER_TASK_H
@@ -24,7 +25,7 @@
 
 struct gnn_job;
 
-#define GNN_TASK_MAX_METRICS 8
+#define GNN_TASK_MAX_METRICS 24
 
 /* One evaluation: the task's metrics, in the order of its keys. */
 typedef struct {
@@ -47,6 +48,10 @@ typedef struct gnn_task_kind {
      * ("test accuracy 81.50 %"). */
     const char *train_label, *select_label, *test_label, *metric_name;
 
+    /* Optional: fill what depends on the options (metric keys, roles) into
+     * own, the job's copy of this kind, before anything is read. 0 or
+     * GNN_EUSAGE. */
+    int (*configure)(struct gnn_job *j, struct gnn_task_kind *own);
     /* What the task needs of a graph file (one process): 0 or GNN_EINVAL
      * naming what is missing. */
     int (*check_graph)(const gnn_graph_t *g, const char *path);
@@ -81,7 +86,9 @@ typedef struct gnn_task_kind {
     void (*free)(struct gnn_job *j);
 } gnn_task_kind_t;
 
-/* Node classification (trainer/tasks/nodeclass.c). */
+/* Node classification (trainer/tasks/nodeclass.c) and link prediction
+ * (trainer/tasks/link.c). */
 extern const gnn_task_kind_t gnn_task_nodeclass;
+extern const gnn_task_kind_t gnn_task_link;
 
 #endif

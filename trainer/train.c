@@ -25,7 +25,10 @@ int gnn_train_run(const gnn_train_opts_t *o, gnn_train_result_t *res)
     int rc = 0;
     gnn_job_t job = {0}, *j = &job;
     j->o = o;
-    j->task = &gnn_task_nodeclass;
+    const gnn_task_kind_t *task =
+        o->task && !strcmp(o->task, "link") ? &gnn_task_link : &gnn_task_nodeclass;
+    j->task_own = *task;
+    j->task = &j->task_own;
     gnn_graph_init(&j->g);
     gnn_dist_part_t dist;
     struct stat sb;
@@ -42,6 +45,12 @@ int gnn_train_run(const gnn_train_opts_t *o, gnn_train_result_t *res)
     if (size > 1) /* rank 0 decides, so every rank takes the same path */
         MPI_Bcast(kind, 2, MPI_INT, 0, MPI_COMM_WORLD);
     int is_dir = kind[0];
+    /* The task's keys from the options, alike on every rank. */
+    if (task->configure) {
+        rc = task->configure(j, &j->task_own);
+        if (size > 1) rc = gnn_dist_agree(MPI_COMM_WORLD, rc);
+        GNN_TRY(rc);
+    }
     if (!is_dir && size > 1) {
         /* Every rank is here and fails the same way; rank 0 reports. */
         int local = gnn__opts_check(o);

@@ -27,6 +27,11 @@ typedef struct {
     const char *aggr;          /* NULL: model default (gcn: gcn, sage: mean) */
     const char *aggr_plugin;   /* shared object to load first, or NULL */
     const char *attention;     /* gat: attention function; NULL: gat */
+    const char *task;          /* "node" (default) | "link" */
+    int negatives;             /* link: negatives per training edge */
+    const char *hits;          /* link: Hits@K list, "20,50,100" */
+    const char *decoder;       /* link: "dot" */
+    int64_t out_dim;           /* link: embedding width (0: 16) */
     int heads;                 /* gat: heads of each hidden layer (concatenated) */
     int out_heads;             /* gat: heads of the output layer (averaged) */
     double attn_dropout;       /* gat: drop probability of attention weights */

@@ -55,6 +55,7 @@ static void make_ck(gnn_checkpoint_t *c, int64_t n_params, int64_t runs_done, ui
     uint64_t s = seed | 1;
     memset(c, 0, sizeof *c);
     strcpy(c->model, "sage");
+    strcpy(c->task, "node");
     strcpy(c->aggr, "mean_with_a_long_name_31_chars_");
     assert_int_equal(strlen(c->aggr), 31);
     strcpy(c->decay_scope, "first");
@@ -508,7 +509,8 @@ static void test_version(void **state)
     make_ck(&c, 100, 2, g_seed + 6);
     path = write_good("v4.ck");
     delete_attr(path, "n_metrics");
-    expect_load_error(path, GNN_EFORMAT, "missing attribute 'n_metrics'");
+    delete_attr(path, "task");
+    expect_load_error(path, GNN_EFORMAT, "missing attribute 'task'");
     v = 4;
     put_attr(path, "version", H5T_STD_I64LE, 0, &v);
     assert_int_equal(gnn_checkpoint_load(path, &d), 0);
@@ -527,7 +529,10 @@ static void test_version(void **state)
     static const char *const v4[] = {"heads", "out_heads", "attn_dropout", "negative_slope"};
     for (int i = 0; i < 4; i++) delete_attr(path, v4[i]);
     delete_attr(path, "n_metrics");
+    v = 4;
+    put_attr(path, "version", H5T_STD_I64LE, 0, &v);
     expect_load_error(path, GNN_EFORMAT, "missing attribute 'heads'");
+    delete_attr(path, "task");
     v = 3;
     put_attr(path, "version", H5T_STD_I64LE, 0, &v);
     assert_int_equal(gnn_checkpoint_load(path, &d), 0);
@@ -549,6 +554,7 @@ static void test_version(void **state)
     static const char *const added[] = {"num_nodes", "parts", "train_nodes"};
     for (int i = 0; i < 3; i++) delete_attr(path, added[i]);
     delete_attr(path, "n_metrics");
+    delete_attr(path, "task");
     v = 3;
     put_attr(path, "version", H5T_STD_I64LE, 0, &v);
     expect_load_error(path, GNN_EFORMAT, "missing attribute 'num_nodes'");

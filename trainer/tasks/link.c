@@ -1,0 +1,460 @@
+/*
+ * Link prediction (trainer/task.h): the model's output rows are node
+ * embeddings z; an edge u -> v scores s = <z_u, z_v> (the dot decoder).
+ *
+ * Training: every edge of the graph is a positive (an undirected graph's
+ * edge once, as u < v), with --negatives K negatives (u, w), w uniform
+ * over the nodes, drawn afresh each epoch from a counter-based stream
+ * keyed by (seed, run, epoch) and countered by the positive's end points
+ * and k: any process holding the edge draws the same negatives. The loss
+ * is binary cross-entropy,
+ *   L = mean_pos softplus(-s) + mean_neg softplus(s),
+ * and its gradient goes to both ends of every pair: gathered per node over
+ * the pairs sorted by end point (a counting sort, fixed order), so results
+ * do not depend on the thread count.
+ *
+ * Evaluation: the held-out sets of the graph file (gnn-dataset
+ * split-edges: valid and test positives, each with its own K' negatives)
+ * scored with the embeddings of a forward without dropout; per set AUC
+ * (ties count one half), average precision (as scikit-learn computes it:
+ * precision at each distinct score, weighted by the recall it adds), MRR
+ * (each positive ranked among its own negatives, ties counted half way, as
+ * OGB does) and Hits@K for each --hits K (the share of positives scored
+ * above the K-th highest negative of the set, as OGB does; 1 with fewer
+ * than K negatives); and the validation loss (the training loss on the
+ * validation pairs). The best epoch has the highest validation AUC.
+ */
+#include "trainer/job.h"
+
+#include "graph/base/alloc.h"
+#include "graph/base/error.h"
+#include "graph/base/rng.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_HITS 4
+
+/* Metric indices: per held-out set (valid, test) auc, ap, mrr, hits...;
+ * then the validation loss. */
+enum { M_AUC, M_AP, M_MRR, M_HITS0 };
+
+typedef struct {
+    int64_t n;                /* nodes */
+    int64_t D;                /* embedding width */
+    int64_t K;                /* training negatives per positive */
+    int n_hits;
+    int64_t hits[MAX_HITS];
+    int64_t n_pos;            /* training positives */
+    int64_t *pos;             /* n_pos x 2: (u, v) */
+    const int64_t *set[GNN_NUM_LINK_SETS]; /* the file's held-out pairs (the graph's) */
+    int64_t set_n[GNN_NUM_LINK_SETS];
+    int64_t Keval;            /* negatives per held-out positive */
+    /* Per-epoch scratch (host). */
+    int64_t *pairs;           /* (1 + K) n_pos x 2 */
+    float *g;                 /* dL/ds per pair */
+    int64_t *order, *start;   /* pair ends sorted by node; node offsets */
+    float *zh, *dzh;          /* host copies of z and dz (device backends) */
+    double *sc;               /* held-out scores */
+} link_t;
+
+static int check_graph(const gnn_graph_t *g, const char *path)
+{
+    int rc = 0;
+    for (int s = 0; s < GNN_NUM_LINK_SETS; s++)
+        GNN_CHECK(g->link[s] && g->link_size[s] >= 0, GNN_EINVAL,
+                  "%s has no held-out edges (--task link needs a graph file from gnn-dataset "
+                  "split-edges)",
+                  path);
+    GNN_CHECK(g->link_size[GNN_LINK_VALID_POS] > 0 && g->link_size[GNN_LINK_TEST_POS] > 0,
+              GNN_EINVAL, "%s: no validation or test edges held out", path);
+fail:
+    return rc;
+}
+
+/* The keys: valid_auc ... test_hits@K, valid_loss. */
+static int configure(gnn_job_t *j, gnn_task_kind_t *own)
+{
+    int rc = 0;
+    const char *list = j->o->hits ? j->o->hits : "20,50,100";
+    int64_t hits[MAX_HITS];
+    int nh = 0;
+    const char *p = list;
+    while (*p) {
+        char *end;
+        long long v = strtoll(p, &end, 10);
+        GNN_CHECK(end != p && v >= 1 && v <= 1000000000 && (*end == ',' || !*end) && nh < MAX_HITS,
+                  GNN_EUSAGE, "--hits %s: expected up to %d positive integers separated by commas",
+                  list, MAX_HITS);
+        hits[nh++] = v;
+        p = *end ? end + 1 : end;
+        GNN_CHECK(*p || !*end, GNN_EUSAGE, "--hits %s: ends with a comma", list);
+    }
+    GNN_CHECK(nh > 0, GNN_EUSAGE, "--hits: empty list");
+    int per = M_HITS0 + nh, k = 0;
+    static const char *const set_name[2] = {"valid", "test"};
+    static const char *const base[3] = {"auc", "ap", "mrr"};
+    for (int s = 0; s < 2; s++)
+        for (int m = 0; m < per; m++, k++) {
+            if (m < M_HITS0)
+                snprintf(j->task_keys[k], sizeof j->task_keys[k], "%s_%s", set_name[s], base[m]);
+            else
+                snprintf(j->task_keys[k], sizeof j->task_keys[k], "%s_hits@%" PRId64,
+                         set_name[s], hits[m - M_HITS0]);
+            own->metric_keys[k] = j->task_keys[k];
+        }
+    snprintf(j->task_keys[k], sizeof j->task_keys[k], "valid_loss");
+    own->metric_keys[k] = j->task_keys[k];
+    own->n_metrics = k + 1;
+    own->select = M_AUC;
+    own->train = M_AP;
+    own->test = per + M_AUC;
+    own->stop = k;
+    j->task_hits = nh;
+    memcpy(j->task_hit_k, hits, sizeof hits);
+fail:
+    return rc;
+}
+
+static int setup(gnn_job_t *j, int64_t *out_dim)
+{
+    int rc = 0;
+    GNN_CHECK(!j->dist && !j->mode->minibatch, GNN_EUSAGE,
+              "--task link trains on the whole graph of one graph file for now (not %s)",
+              j->dist ? "over a partition directory" : "in mini-batches");
+    link_t *t = gnn_calloc(1, sizeof *t);
+    GNN_CHECK(t, GNN_ENOMEM, "link prediction");
+    j->task_state = t;
+    const gnn_graph_t *g = &j->g;
+    const gnn_csr_t *a = &g->csr;
+    t->n = a->n_rows;
+    t->D = j->o->out_dim > 0 ? j->o->out_dim : 16;
+    t->K = j->o->negatives;
+    t->n_hits = j->task_hits;
+    memcpy(t->hits, j->task_hit_k, sizeof t->hits);
+    for (int s = 0; s < GNN_NUM_LINK_SETS; s++) {
+        t->set[s] = g->link[s];
+        t->set_n[s] = g->link_size[s];
+    }
+    t->Keval = g->link_neg_per_pos;
+    /* Positives: the stored edges u -> v (row v lists u), an undirected
+     * graph's once (u < v); no self loops. */
+    int64_t m = 0;
+    for (int64_t v = 0; v < a->n_rows; v++)
+        for (int64_t e = a->indptr[v]; e < a->indptr[v + 1]; e++) {
+            int64_t u = a->indices[e];
+            m += u != v && (g->directed || u < v);
+        }
+    GNN_CHECK(m > 0, GNN_EINVAL, "%s: no training edges", j->o->data);
+    t->n_pos = m;
+    t->pos = gnn_malloc_array((size_t)m * 2, sizeof *t->pos);
+    GNN_CHECK(t->pos, GNN_ENOMEM, "link prediction: %" PRId64 " training edges", m);
+    m = 0;
+    for (int64_t v = 0; v < a->n_rows; v++)
+        for (int64_t e = a->indptr[v]; e < a->indptr[v + 1]; e++) {
+            int64_t u = a->indices[e];
+            if (u != v && (g->directed || u < v)) {
+                t->pos[2 * m] = u;
+                t->pos[2 * m + 1] = v;
+                m++;
+            }
+        }
+    int64_t np = (1 + t->K) * t->n_pos, ns = 0;
+    for (int s = 0; s < GNN_NUM_LINK_SETS; s++) ns = t->set_n[s] > ns ? t->set_n[s] : ns;
+    t->pairs = gnn_malloc_array((size_t)np * 2, sizeof *t->pairs);
+    t->g = gnn_malloc_array((size_t)np, sizeof *t->g);
+    t->order = gnn_malloc_array((size_t)np * 2, sizeof *t->order);
+    t->start = gnn_malloc_array((size_t)t->n + 2, sizeof *t->start);
+    t->sc = gnn_malloc_array((size_t)ns + 1, sizeof *t->sc);
+    GNN_CHECK(t->pairs && t->g && t->order && t->start && t->sc, GNN_ENOMEM,
+              "link prediction: %" PRId64 " pairs per epoch", np);
+    if (!gnn_be_host_memory(j->be)) {
+        t->zh = gnn_malloc_array((size_t)(t->n * t->D) + 1, sizeof *t->zh);
+        t->dzh = gnn_malloc_array((size_t)(t->n * t->D) + 1, sizeof *t->dzh);
+        GNN_CHECK(t->zh && t->dzh, GNN_ENOMEM, "link prediction: embeddings");
+    }
+    *out_dim = t->D;
+fail:
+    return rc;
+}
+
+static void train_seeds(const gnn_job_t *j, const int64_t **ids, int64_t *n, int64_t *total)
+{
+    const link_t *t = j->task_state;
+    *ids = NULL;
+    *n = *total = t ? t->n_pos : 0;
+}
+
+static const int64_t *seed_targets(const gnn_job_t *j)
+{
+    (void)j;
+    return NULL;
+}
+
+static inline double dot(const float *a, const float *b, int64_t D)
+{
+    float s = 0.0f;
+    for (int64_t k = 0; k < D; k++) s += a[k] * b[k];
+    return s;
+}
+
+/* log(1 + e^x) without overflow. */
+static inline double softplus(double x) { return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x)); }
+
+static inline double sigmoid(double x)
+{
+    return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
+}
+
+/* The host rows of z (copied from a device backend). */
+static int host_z(gnn_job_t *j, link_t *t, const float *z, const float **zh)
+{
+    if (!t->zh) {
+        *zh = z;
+        return 0;
+    }
+    *zh = t->zh;
+    return gnn_be_download(j->be, t->zh, z, (size_t)(t->n * t->D) * sizeof(float));
+}
+
+static int full_loss(gnn_job_t *j, const float *logits, int64_t n, double *loss, float *dlogits,
+                     int64_t *count)
+{
+    int rc = 0;
+    link_t *t = j->task_state;
+    const int64_t D = t->D, P = t->n_pos, K = t->K, NP = (1 + K) * P;
+    const float *z;
+    (void)n;
+    GNN_TRY(host_z(j, t, logits, &z));
+    float *dz = t->dzh ? t->dzh : dlogits;
+    /* This epoch's pairs: the positives, then K negatives of each. */
+    uint64_t key = gnn_rng_mix64(gnn_rng_mix64((uint64_t)j->o->seed + (uint64_t)j->ck.run) ^
+                                 (0x6e656773ull + (uint64_t)j->ck.epoch));
+    uint64_t nn = (uint64_t)t->n;
+    memcpy(t->pairs, t->pos, (size_t)P * 2 * sizeof *t->pairs);
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < P; i++) {
+        int64_t u = t->pos[2 * i], v = t->pos[2 * i + 1];
+        for (int64_t k = 0; k < K; k++) {
+            uint64_t next = (((uint64_t)u * nn + (uint64_t)v) * (uint64_t)K + (uint64_t)k) << 3;
+            int64_t q = P + i * K + k;
+            t->pairs[2 * q] = u;
+            t->pairs[2 * q + 1] = (int64_t)gnn_rng_below(key, &next, nn);
+        }
+    }
+    double lp = 0.0, ln = 0.0;
+    const double wp = 1.0 / (double)P, wn = 1.0 / ((double)P * (double)K);
+#pragma omp parallel for schedule(static) reduction(+ : lp, ln)
+    for (int64_t q = 0; q < NP; q++) {
+        double s = dot(z + t->pairs[2 * q] * D, z + t->pairs[2 * q + 1] * D, D);
+        if (q < P) {
+            lp += softplus(-s);
+            t->g[q] = (float)((sigmoid(s) - 1.0) * wp);
+        } else {
+            ln += softplus(s);
+            t->g[q] = (float)(sigmoid(s) * wn);
+        }
+    }
+    *loss = lp * wp + (K ? ln * wn : 0.0);
+    *count = P;
+    /* Pair ends by node (counting sort, pair order kept within a node). */
+    int64_t *start = t->start;
+    memset(start, 0, (size_t)(t->n + 2) * sizeof *start);
+    for (int64_t e = 0; e < 2 * NP; e++) start[t->pairs[e] + 2]++;
+    for (int64_t v = 0; v < t->n; v++) start[v + 2] += start[v + 1];
+    for (int64_t e = 0; e < 2 * NP; e++) t->order[start[t->pairs[e] + 1]++] = e;
+    /* dz[v] = sum over v's pair ends of g * z[other end]. */
+#pragma omp parallel for schedule(dynamic, 256)
+    for (int64_t v = 0; v < t->n; v++) {
+        float *d = dz + v * D;
+        for (int64_t k = 0; k < D; k++) d[k] = 0.0f;
+        for (int64_t i = start[v]; i < start[v + 1]; i++) {
+            int64_t e = t->order[i], q = e >> 1;
+            const float *o = z + t->pairs[e ^ 1] * D;
+            float gq = t->g[q];
+            for (int64_t k = 0; k < D; k++) d[k] += gq * o[k];
+        }
+    }
+    if (t->dzh)
+        GNN_TRY(gnn_be_upload(j->be, dlogits, t->dzh, (size_t)(t->n * D) * sizeof(float)));
+fail:
+    return rc;
+}
+
+static int batch_loss(gnn_job_t *j, const float *logits, const int64_t *y, int64_t ns,
+                      double *loss, float *dlogits)
+{
+    (void)logits, (void)y, (void)ns, (void)loss, (void)dlogits;
+    return GNN_FAIL(GNN_EUNSUPPORTED, "--task link: no mini-batches yet (%s)", j->o->data);
+}
+
+/* ---- Metrics ---------------------------------------------------------------- */
+
+typedef struct {
+    double s;
+    int pos;
+} scored_t;
+
+static int by_score_desc(const void *a, const void *b)
+{
+    double x = ((const scored_t *)a)->s, y = ((const scored_t *)b)->s;
+    return x > y ? -1 : x < y ? 1 : 0;
+}
+
+/* AUC and AP of np positive and nn negative scores. */
+static int auc_ap(const double *ps, int64_t np, const double *ns, int64_t nn, double *auc,
+                  double *ap)
+{
+    scored_t *a = gnn_malloc_array((size_t)(np + nn) + 1, sizeof *a);
+    if (!a) return GNN_FAIL(GNN_ENOMEM, "link metrics");
+    for (int64_t i = 0; i < np; i++) a[i] = (scored_t){ps[i], 1};
+    for (int64_t i = 0; i < nn; i++) a[np + i] = (scored_t){ns[i], 0};
+    qsort(a, (size_t)(np + nn), sizeof *a, by_score_desc);
+    /* Down the ranking, one group of equal scores at a time. */
+    double tp = 0, fp = 0, pairs = 0, sum_ap = 0, prev_recall = 0;
+    for (int64_t i = 0; i < np + nn;) {
+        int64_t j = i;
+        double gp = 0, gn = 0;
+        while (j < np + nn && a[j].s == a[i].s) {
+            gp += a[j].pos;
+            gn += !a[j].pos;
+            j++;
+        }
+        /* Positives of the group beat the negatives below (fp so far are
+         * above): each pairs with the negatives after it, ties half. */
+        pairs += gp * ((double)nn - fp - gn) + 0.5 * gp * gn;
+        tp += gp;
+        fp += gn;
+        double recall = tp / (double)np;
+        sum_ap += (recall - prev_recall) * (tp / (tp + fp));
+        prev_recall = recall;
+        i = j;
+    }
+    *auc = np && nn ? pairs / ((double)np * (double)nn) : NAN;
+    *ap = np ? sum_ap : NAN;
+    gnn_free(a);
+    return 0;
+}
+
+static int by_double_desc(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x > y ? -1 : x < y ? 1 : 0;
+}
+
+/* Metrics of one held-out set pair (positives pos, negatives neg) into m. */
+static int score_set(gnn_job_t *j, link_t *t, const float *z, int ps, double *m)
+{
+    int rc = 0;
+    const int64_t D = t->D, np = t->set_n[ps], nn = t->set_n[ps + 1], K = t->Keval;
+    const int64_t *pp = t->set[ps], *pn = t->set[ps + 1];
+    double *spos = gnn_malloc_array((size_t)np + 1, sizeof *spos);
+    double *sneg = gnn_malloc_array((size_t)nn + 1, sizeof *sneg);
+    GNN_CHECK(spos && sneg, GNN_ENOMEM, "link metrics");
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < np; i++) spos[i] = dot(z + pp[2 * i] * D, z + pp[2 * i + 1] * D, D);
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < nn; i++) sneg[i] = dot(z + pn[2 * i] * D, z + pn[2 * i + 1] * D, D);
+    GNN_TRY(auc_ap(spos, np, sneg, nn, &m[M_AUC], &m[M_AP]));
+    double mrr = 0.0;
+    for (int64_t i = 0; i < np; i++) {
+        double ge = 0, gt = 0;
+        for (int64_t k = 0; k < K; k++) {
+            ge += sneg[i * K + k] >= spos[i];
+            gt += sneg[i * K + k] > spos[i];
+        }
+        mrr += 1.0 / (0.5 * (ge + gt) + 1.0);
+    }
+    m[M_MRR] = np ? mrr / (double)np : NAN;
+    qsort(sneg, (size_t)nn, sizeof *sneg, by_double_desc);
+    for (int h = 0; h < t->n_hits; h++) {
+        int64_t kk = t->hits[h];
+        if (nn < kk) {
+            m[M_HITS0 + h] = 1.0;
+            continue;
+        }
+        double kth = sneg[kk - 1], above = 0;
+        for (int64_t i = 0; i < np; i++) above += spos[i] > kth;
+        m[M_HITS0 + h] = np ? above / (double)np : NAN;
+    }
+    /* The loss of the training objective on these pairs. */
+    if (ps == GNN_LINK_VALID_POS) {
+        double lp = 0, ln = 0;
+        for (int64_t i = 0; i < np; i++) lp += softplus(-spos[i]);
+        for (int64_t i = 0; i < nn; i++) ln += softplus(sneg[i]);
+        m[M_HITS0 + t->n_hits] = lp / (double)np + (nn ? ln / (double)nn : 0.0);
+    }
+    (void)j;
+fail:
+    gnn_free(spos);
+    gnn_free(sneg);
+    return rc;
+}
+
+static int evaluate(gnn_job_t *j, const float *logits, int64_t n, gnn_metrics_t *out)
+{
+    int rc = 0;
+    link_t *t = j->task_state;
+    const float *z;
+    (void)n;
+    GNN_TRY(host_z(j, t, logits, &z));
+    int per = M_HITS0 + t->n_hits;
+    double mv[M_HITS0 + MAX_HITS + 1], mt[M_HITS0 + MAX_HITS + 1];
+    GNN_TRY(score_set(j, t, z, GNN_LINK_VALID_POS, mv));
+    GNN_TRY(score_set(j, t, z, GNN_LINK_TEST_POS, mt));
+    for (int k = 0; k < per; k++) {
+        out->v[k] = mv[k];
+        out->v[per + k] = mt[k];
+    }
+    out->v[2 * per] = mv[per];
+fail:
+    return rc;
+}
+
+static void describe(const gnn_job_t *j, char *buf, size_t size)
+{
+    const link_t *t = j->task_state;
+    snprintf(buf, size,
+             "link prediction: %" PRId64 " training edges x %" PRId64 " negatives, valid/test "
+             "%" PRId64 "/%" PRId64 " held out with %" PRId64 " negatives each, %" PRId64
+             "-wide embeddings",
+             t->n_pos, t->K, t->set_n[GNN_LINK_VALID_POS], t->set_n[GNN_LINK_TEST_POS], t->Keval,
+             t->D);
+}
+
+static void task_free(gnn_job_t *j)
+{
+    link_t *t = j->task_state;
+    if (!t) return;
+    gnn_free(t->pos);
+    gnn_free(t->pairs);
+    gnn_free(t->g);
+    gnn_free(t->order);
+    gnn_free(t->start);
+    gnn_free(t->zh);
+    gnn_free(t->dzh);
+    gnn_free(t->sc);
+    gnn_free(t);
+    j->task_state = NULL;
+}
+
+const gnn_task_kind_t gnn_task_link = {
+    .name = "link",
+    .train_label = "valid AP",
+    .select_label = "valid AUC",
+    .test_label = "test AUC",
+    .metric_name = "AUC",
+    .configure = configure,
+    .check_graph = check_graph,
+    .setup = setup,
+    .train_seeds = train_seeds,
+    .seed_targets = seed_targets,
+    .full_loss = full_loss,
+    .batch_loss = batch_loss,
+    .evaluate = evaluate,
+    .describe = describe,
+    .free = task_free,
+};
