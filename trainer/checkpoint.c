@@ -624,3 +624,49 @@ fail:
     gnn_free(tmp);
     return rc;
 }
+
+/* ---- Embeddings ---------------------------------------------------------------- */
+
+#define EMBEDDINGS_FORMAT "gnn-embeddings"
+#define EMBEDDINGS_VERSION 1
+
+static int write_embeddings(hid_t file, int64_t n, const int64_t *node_id, int64_t dim,
+                            const float *emb)
+{
+    int rc = 0;
+    hid_t d = -1;
+    GNN_TRY(gnn__h5_set_attr_str(file, "format", EMBEDDINGS_FORMAT));
+    GNN_TRY(gnn__h5_set_attr_i64(file, "version", EMBEDDINGS_VERSION));
+    GNN_TRY(gnn__h5_set_attr_i64(file, "num_nodes", n));
+    GNN_TRY(gnn__h5_set_attr_i64(file, "dim", dim));
+    GNN_TRY(create_rows(file, "node_id", H5T_STD_I64LE, n, 0, &d));
+    GNN_TRY(gnn__h5_write_rows(d, H5T_NATIVE_INT64, 1, 1, 0, n, node_id));
+    GNN_TRY(close_dataset(&d, "node_id"));
+    GNN_TRY(create_rows(file, "embedding", H5T_IEEE_F32LE, n, dim, &d));
+    GNN_TRY(gnn__h5_write_rows(d, H5T_NATIVE_FLOAT, 2, (hsize_t)dim, 0, n, emb));
+    GNN_TRY(close_dataset(&d, "embedding"));
+fail:
+    gnn__h5_close(&d);
+    return rc;
+}
+
+int gnn_embeddings_write(const char *path, int64_t n, const int64_t *node_id, int64_t dim,
+                         const float *emb)
+{
+    int rc = 0;
+    char *tmp = NULL;
+    hid_t file = -1;
+    gnn__h5_init();
+    GNN_TRY(check_i64(path, GNN_EINVAL, "node count", n, 0, INT64_MAX));
+    GNN_TRY(check_i64(path, GNN_EINVAL, "dim", dim, 1, INT64_MAX));
+    GNN_CHECK(n == 0 || (node_id && emb), GNN_EINVAL, "%s: node ids and rows are required", path);
+    GNN_TRY(tmp_create(path, &tmp, &file));
+    GNN_TRY(at(path, write_embeddings(file, n, node_id, dim, emb)));
+    GNN_TRY(tmp_commit(path, tmp, &file));
+    gnn_free(tmp);
+    return 0;
+fail:
+    tmp_abort(tmp, &file);
+    gnn_free(tmp);
+    return rc;
+}

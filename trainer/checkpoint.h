@@ -92,4 +92,12 @@ int gnn_predictions_write(const char *path, int64_t n, const int64_t *node_id, i
                           const float *logits, const int64_t *pred, int64_t hidden_dim,
                           const float *hidden);
 
+/*
+ * Write the embeddings of n nodes: node_id (n int64: the original ids) and
+ * embedding (n x dim float32: the last layer's output of each node).
+ * Atomic like the checkpoint; an existing path is replaced.
+ */
+int gnn_embeddings_write(const char *path, int64_t n, const int64_t *node_id, int64_t dim,
+                         const float *emb);
+
 #endif

@@ -88,6 +88,8 @@ static const gnn_opt_t train_table[] = {
     {"resume", 0, GNN_OPT_FLAG, O(resume), NULL, "continue from --checkpoint FILE"},
     {"save-predictions", 0, GNN_OPT_STRING, O(save_predictions), "FILE",
      "write logits, predicted class and last hidden layer per node (HDF5)"},
+    {"save-embeddings", 0, GNN_OPT_STRING, O(save_embeddings), "FILE",
+     "write the last layer's output per node (HDF5; link: the node embeddings)"},
     {"log-json", 0, GNN_OPT_STRING, O(log_json), "FILE",
      "write one JSON line per epoch and a final summary line"},
     {"feature-cache", 0, GNN_OPT_STRING, O(feature_cache), "SIZE",

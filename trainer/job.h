@@ -170,6 +170,7 @@ void gnn__log_epoch(gnn_job_t *j, int64_t epoch, double loss, const gnn_metrics_
 /* Predictions of the best parameters of the last run (collective over a
  * partition directory; rank 0 writes). */
 int gnn__write_predictions(gnn_job_t *j);
+int gnn__write_embeddings(gnn_job_t *j);
 /* The log's final line and the summary. */
 void gnn__write_final(gnn_job_t *j, const gnn_train_result_t *r);
 

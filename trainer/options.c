@@ -126,7 +126,8 @@ int gnn__opts_check(const gnn_train_opts_t *o)
     if (!o->task || (strcmp(o->task, "node") && strcmp(o->task, "link")))
         return GNN_FAIL(GNN_EUSAGE, "--task %s: expected node or link", o->task ? o->task : "");
     if (!strcmp(o->task, "link") && o->save_predictions)
-        return GNN_FAIL(GNN_EUSAGE, "--save-predictions: class predictions of --task node only");
+        return GNN_FAIL(GNN_EUSAGE, "--save-predictions: class predictions of --task node only "
+                                    "(--save-embeddings writes the embeddings)");
     if (o->negatives < 1 || o->negatives > 1000)
         return GNN_FAIL(GNN_EUSAGE, "--negatives %d outside [1, 1000]", o->negatives);
     if (!o->decoder || strcmp(o->decoder, "dot"))
@@ -229,8 +230,10 @@ static int check_output(const char *opt, const char *path)
  */
 int gnn__opts_check_paths(const gnn_train_opts_t *o)
 {
-    const char *opt[] = {"--data", "--checkpoint", "--save-predictions", "--log-json"};
-    const char *path[] = {o->data, o->checkpoint, o->save_predictions, o->log_json};
+    const char *opt[] = {"--data", "--checkpoint", "--save-predictions", "--log-json",
+                         "--save-embeddings"};
+    const char *path[] = {o->data, o->checkpoint, o->save_predictions, o->log_json,
+                          o->save_embeddings};
     int n = (int)(sizeof path / sizeof path[0]);
     for (int a = 0; a < n; a++)
         for (int b = a + 1; b < n; b++)

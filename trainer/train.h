@@ -32,6 +32,7 @@ typedef struct {
     const char *hits;          /* link: Hits@K list, "20,50,100" */
     const char *decoder;       /* link: "dot" */
     int64_t out_dim;           /* link: embedding width (0: 16) */
+    const char *save_embeddings; /* HDF5 of the last layer's output per node, or NULL */
     int heads;                 /* gat: heads of each hidden layer (concatenated) */
     int out_heads;             /* gat: heads of the output layer (averaged) */
     double attn_dropout;       /* gat: drop probability of attention weights */

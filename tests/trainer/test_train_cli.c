@@ -926,6 +926,69 @@ static void test_link_learns(void **state)
     }
 }
 
+/*
+ * --save-embeddings: one row per node, by original id, of the best epoch's
+ * last layer: for link prediction the embeddings the final line's metrics
+ * come from (the test MRR recomputed from the file equals the reported
+ * one); for node classification the logits --save-predictions writes.
+ */
+static void test_save_embeddings(void **state)
+{
+    (void)state;
+    const char *data = link_graph();
+    char *emb = (char *)tu_path("emb.h5"), *log = (char *)tu_path("emb.json");
+    TRAIN_OK("--data", (char *)data, "--task", "link", "--epochs", "15", "--negatives", "2",
+             "--threads", "2", "--save-embeddings", emb, "--log-json", log, "-q");
+    gnn_graph_t g;
+    assert_int_equal(gnn_graph_load(data, &g), 0);
+    float *z;
+    int64_t *ids;
+    hsize_t d[2];
+    assert_int_equal(h5_read(emb, "embedding", H5T_NATIVE_FLOAT, (void **)&z, d), 2);
+    int64_t n = g.csr.n_rows, D = (int64_t)d[1];
+    assert_int_equal(d[0], n);
+    assert_int_equal(D, 16);
+    assert_int_equal(h5_read(emb, "node_id", H5T_NATIVE_INT64, (void **)&ids, d), 1);
+    for (int64_t v = 0; v < n; v++) assert_int_equal(ids[v], g.orig_id ? g.orig_id[v] : v);
+    int64_t np = g.link_size[GNN_LINK_TEST_POS], K = g.link_neg_per_pos;
+    const int64_t *pp = g.link[GNN_LINK_TEST_POS], *pn = g.link[GNN_LINK_TEST_NEG];
+    double mrr = 0.0;
+    for (int64_t i = 0; i < np; i++) {
+        float sp = 0.0f;
+        for (int64_t k = 0; k < D; k++) sp += z[pp[2 * i] * D + k] * z[pp[2 * i + 1] * D + k];
+        double ge = 0, gt = 0;
+        for (int64_t j = 0; j < K; j++) {
+            const int64_t *q = pn + 2 * (i * K + j);
+            float sn = 0.0f;
+            for (int64_t k = 0; k < D; k++) sn += z[q[0] * D + k] * z[q[1] * D + k];
+            ge += sn >= sp;
+            gt += sn > sp;
+        }
+        mrr += 1.0 / (0.5 * (ge + gt) + 1.0);
+    }
+    char *last = last_line(log);
+    assert_true(fabs(mrr / (double)np - tu_json_num(last, "test_mrr")) < 1e-8);
+    free(last);
+    free(z);
+    free(ids);
+    gnn_graph_free(&g);
+
+    /* Node classification: the logits of the predictions file. */
+    char *pred = (char *)tu_path("emb-pred.h5");
+    TRAIN_OK("--data", (char *)g_sbm, "--epochs", "5", "--threads", "2", "--save-embeddings", emb,
+             "--save-predictions", pred, "-q");
+    float *a, *b;
+    hsize_t da[2], db[2];
+    assert_int_equal(h5_read(emb, "embedding", H5T_NATIVE_FLOAT, (void **)&a, da), 2);
+    assert_int_equal(h5_read(pred, "logits", H5T_NATIVE_FLOAT, (void **)&b, db), 2);
+    assert_true(da[0] == db[0] && da[1] == db[1] && da[1] == 10);
+    assert_memory_equal(a, b, (size_t)(da[0] * da[1]) * sizeof(float));
+    free(a);
+    free(b);
+    train_fails(NULL, 2, "--save-embeddings", "--data", (char *)g_sbm, "--save-embeddings",
+                (char *)g_sbm, "-q", (char *)NULL);
+}
+
 /* A link-prediction run resumed after a shorter one ends with the same
  * checkpoint (its negatives follow the epoch, not the process). */
 static void test_link_resume(void **state)
@@ -1512,6 +1575,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_plugin_end_to_end),
         cmocka_unit_test(test_link_learns),
         cmocka_unit_test(test_link_resume),
+        cmocka_unit_test(test_save_embeddings),
         cmocka_unit_test(test_link_bad_input),
         cmocka_unit_test(test_save_predictions),
         cmocka_unit_test(test_bad_input),
