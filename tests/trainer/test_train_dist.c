@@ -46,7 +46,8 @@
  *     the graph, the rows ranking holds only the halo while pre-sampling
  *     also keeps the nodes beyond it that the pre-sampled epoch met, and
  *     serves more.
- *   - --save-predictions over 2 parts (GCN, full graph) writes the file one
+ *   - --save-predictions (and --save-embeddings, the same rows) over 2
+ *     parts (GCN, full graph) writes the file one
  *     process writes: the same node ids in order, the same predicted
  *     classes, logits within 1e-4.
  *   - 12 epochs and then --resume to 20 end with the epoch-20 line and the
@@ -899,11 +900,14 @@ static void test_predictions_on_two_ranks(void **state)
     char *one = (char *)tu_path("pred-one.h5"), *two = (char *)tu_path("pred-two.h5");
     char *argv[TU_MAX_ARGS];
     int k = train_head(argv, NULL);
-    char *rest[] = {"--data", g_cora, "--epochs", "20", "--save-predictions", one, "-q", NULL};
+    char *e1 = (char *)tu_path("emb-one.h5"), *e2 = (char *)tu_path("emb-two.h5");
+    char *rest[] = {"--data", g_cora, "--epochs", "20", "--save-predictions", one,
+                    "--save-embeddings", e1, "-q", NULL};
     memcpy(argv + k, rest, sizeof rest);
     tu_run_t r = run_limited(argv, NULL);
     expect_ok(argv, &r);
-    MPI_OK("2", "--data", g_k2, "--epochs", "20", "--save-predictions", two, "-q");
+    MPI_OK("2", "--data", g_k2, "--epochs", "20", "--save-predictions", two, "--save-embeddings",
+           e2, "-q");
     void *a, *b;
     hsize_t da[2], db[2];
     h5_read(one, "node_id", H5T_NATIVE_INT64, &a, da);
@@ -927,6 +931,18 @@ static void test_predictions_on_two_ranks(void **state)
     print_message("predictions, 2 ranks against 1 process: same classes, largest logit "
                   "difference %.2e\n", worst);
     assert_true(worst <= 1e-4);
+    free(a);
+    free(b);
+    /* --save-embeddings gathers the same rows (the logits) by node. */
+    h5_read(e2, "embedding", H5T_NATIVE_FLOAT, &a, da);
+    h5_read(two, "logits", H5T_NATIVE_FLOAT, &b, db);
+    assert_true(da[0] == 2708 && da[0] == db[0] && da[1] == db[1]);
+    assert_memory_equal(a, b, (size_t)(da[0] * da[1]) * sizeof(float));
+    free(a);
+    free(b);
+    h5_read(e2, "node_id", H5T_NATIVE_INT64, &a, da);
+    h5_read(e1, "node_id", H5T_NATIVE_INT64, &b, db);
+    assert_true(da[0] == 2708 && !memcmp(a, b, 2708 * sizeof(int64_t)));
     free(a);
     free(b);
 }
