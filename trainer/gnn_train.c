@@ -41,7 +41,7 @@ static const gnn_opt_t train_table[] = {
      "load aggregators and attention functions from FILE.so"},
     {"task", 0, GNN_OPT_STRING, O(task), "TASK",
      "node (classify nodes) or link (predict held-out edges of a split-edges file)"},
-    {"decoder", 0, GNN_OPT_STRING, O(decoder), "NAME", "link: edge score from embeddings, dot"},
+    {"decoder", 0, GNN_OPT_STRING, O(decoder), "NAME", "link: edge score from embeddings, dot or mlp (on their product)"},
     {"negatives", 0, GNN_OPT_INT, O(negatives), "K", "link: uniform negatives per training edge"},
     {"hits", 0, GNN_OPT_STRING, O(hits), "LIST", "link: K of the Hits@K metrics"},
     {"out-dim", 0, GNN_OPT_I64, O(out_dim), "D", "link: width of the node embeddings"},

@@ -129,6 +129,9 @@ int gnn__start_run(gnn_job_t *j, int restore)
         .out_heads = j->o->out_heads,
         .attn_dropout = (float)j->o->attn_dropout,
         .negative_slope = (float)j->o->negative_slope,
+        .extra = j->task->extra_params ? j->task->extra_params(j) : 0,
+        .extra_init = j->task->extra_init,
+        .extra_ctx = j,
     };
     uint64_t seed = (uint64_t)j->o->seed + (uint64_t)c->run;
     gnn_model_free(j->model);

@@ -25,6 +25,7 @@ struct gnn_model {
     gnn_model_config_t cfg;
     gnn_layer_t layer[GNN_MODEL_MAX_LAYERS];
     int64_t n_params;
+    int64_t extra_off;  /* the config's extra parameters, after the layers' */
     float *params, *grads;
     uint64_t drop_seed, drop_offset;
     const gnn_bsparse_t *sp; /* sparse input of layer 0, or NULL */
@@ -120,6 +121,10 @@ int gnn_model_create(gnn_backend_t *be, const gnn_aggr_registry_t *reg,
         GNN_TRY(L->kind->setup(L));
         off += L->count;
     }
+    m->extra_off = off;
+    GNN_CHECK(cfg->extra >= 0 && (cfg->extra == 0 || cfg->extra_init), GNN_EINVAL,
+              "model: %" PRId64 " extra parameters without an initialiser", cfg->extra);
+    off += cfg->extra;
     m->n_params = off;
 
     host = gnn_calloc((size_t)off + 1, sizeof *host);
@@ -129,6 +134,7 @@ int gnn_model_create(gnn_backend_t *be, const gnn_aggr_registry_t *reg,
         gnn_layer_t *L = &m->layer[l];
         L->kind->init(L, host + L->off, init_seed);
     }
+    if (cfg->extra) cfg->extra_init(cfg->extra_ctx, host + m->extra_off, cfg->extra, init_seed);
     size_t bytes = (size_t)off * sizeof(float);
     GNN_TRY(gnn_be_alloc(be, bytes, (void **)&m->params));
     GNN_TRY(gnn_be_alloc(be, bytes, (void **)&m->grads));
@@ -166,6 +172,8 @@ void gnn_model_free(gnn_model_t *m)
 
 const gnn_model_config_t *gnn_model_config(const gnn_model_t *m) { return &m->cfg; }
 int64_t gnn_model_n_params(const gnn_model_t *m) { return m->n_params; }
+
+int64_t gnn_model_extra_offset(const gnn_model_t *m) { return m->extra_off; }
 float *gnn_model_params(gnn_model_t *m) { return m->params; }
 float *gnn_model_grads(gnn_model_t *m) { return m->grads; }
 uint64_t gnn_model_rng_offset(const gnn_model_t *m) { return m->drop_offset; }

@@ -67,6 +67,12 @@ typedef struct {
     float attn_dropout;  /* drop probability of each attention weight */
     float negative_slope; /* of the score's LeakyReLU */
     const gnn_aggr_def_t *attention; /* the attention function (registry) */
+    /* Parameters after the layers' that the model does not use itself (a
+     * task's: link prediction's MLP decoder), trained, averaged and
+     * checkpointed with the rest; extra_init draws them on the host. */
+    int64_t extra;
+    void (*extra_init)(void *ctx, float *w, int64_t n, uint64_t seed);
+    void *extra_ctx;
 } gnn_model_config_t;
 
 typedef struct gnn_model gnn_model_t;
@@ -87,6 +93,8 @@ const gnn_model_config_t *gnn_model_config(const gnn_model_t *m);
 int64_t gnn_model_n_params(const gnn_model_t *m);
 float *gnn_model_params(gnn_model_t *m);
 float *gnn_model_grads(gnn_model_t *m);
+/* The extra parameters occupy [offset, offset + cfg.extra) of the flat buffers. */
+int64_t gnn_model_extra_offset(const gnn_model_t *m);
 /* Parameters of layer l occupy [offset, offset + count) of the flat buffers. */
 void gnn_model_layer_span(const gnn_model_t *m, int l, int64_t *offset, int64_t *count);
 /* Input and output widths of layer l (a GAT hidden layer's output is its

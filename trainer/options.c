@@ -130,8 +130,9 @@ int gnn__opts_check(const gnn_train_opts_t *o)
                                     "(--save-embeddings writes the embeddings)");
     if (o->negatives < 1 || o->negatives > 1000)
         return GNN_FAIL(GNN_EUSAGE, "--negatives %d outside [1, 1000]", o->negatives);
-    if (!o->decoder || strcmp(o->decoder, "dot"))
-        return GNN_FAIL(GNN_EUSAGE, "--decoder %s: expected dot", o->decoder ? o->decoder : "");
+    if (!o->decoder || (strcmp(o->decoder, "dot") && strcmp(o->decoder, "mlp")))
+        return GNN_FAIL(GNN_EUSAGE, "--decoder %s: expected dot or mlp",
+                        o->decoder ? o->decoder : "");
     if (o->out_dim < 1 || o->out_dim > (1 << 20))
         return GNN_FAIL(GNN_EUSAGE, "--out-dim %" PRId64 " outside [1, 1048576]", o->out_dim);
     if (o->heads < 1 || o->heads > 64)

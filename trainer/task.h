@@ -52,6 +52,11 @@ typedef struct gnn_task_kind {
      * own, the job's copy of this kind, before anything is read. 0 or
      * GNN_EUSAGE. */
     int (*configure)(struct gnn_job *j, struct gnn_task_kind *own);
+    /* Optional: parameters of the task's own (after the model's in the
+     * flat buffers: trained, averaged, checkpointed with them), and their
+     * initialisation on the host (ctx: the job). */
+    int64_t (*extra_params)(const struct gnn_job *j);
+    void (*extra_init)(void *ctx, float *w, int64_t n, uint64_t seed);
     /* What the task needs of a graph file (one process): 0 or GNN_EINVAL
      * naming what is missing. */
     int (*check_graph)(const gnn_graph_t *g, const char *path);

@@ -219,7 +219,8 @@ static void check_gradients_in(gnn_model_kind_t kind, const char *aggr, int laye
     uint64_t s = g_seed ^ (uint64_t)(layers * 131 + f * 7 + hidden);
     fixture_t t;
     fixture(&t, 24, f, 3, &s);
-    gnn_model_config_t cfg = {kind, layers, f, hidden, 3, dropout, NULL, 0, 0, 0.0f, 0.0f, NULL};
+    gnn_model_config_t cfg = {kind, layers, f, hidden, 3, dropout, NULL, 0, 0, 0.0f, 0.0f, NULL,
+                              0, NULL, NULL};
     if (aggr) assert_int_equal(gnn_aggr_registry_find(t.reg, aggr, &cfg.aggr), 0);
     gnn_model_t *m;
     assert_int_equal(gnn_model_create(t.be, t.reg, &cfg, 5, &m), 0);
@@ -315,7 +316,8 @@ static void test_layout_and_errors(void **state)
     fixture(&t, 10, 4, 2, &s);
     const gnn_aggr_def_t *mean;
     assert_int_equal(gnn_aggr_registry_find(t.reg, "mean", &mean), 0);
-    gnn_model_config_t cfg = {GNN_MODEL_SAGE, 2, 4, 3, 2, 0.5f, mean, 0, 0, 0.0f, 0.0f, NULL};
+    gnn_model_config_t cfg = {GNN_MODEL_SAGE, 2, 4, 3, 2, 0.5f, mean, 0, 0, 0.0f, 0.0f, NULL,
+                              0, NULL, NULL};
     gnn_model_t *m, *m2;
     assert_int_equal(gnn_model_create(t.be, t.reg, &cfg, 1, &m), 0);
     /* SAGE: 2 (4x3) + 3, then 2 (3x2) + 2. */
@@ -426,7 +428,7 @@ static void test_empty_rows_with_halo(void **state)
         const gnn_aggr_def_t *ag = NULL;
         if (cases[c].aggr) assert_int_equal(gnn_aggr_registry_find(reg, cases[c].aggr, &ag), 0);
         gnn_model_config_t cfg = {cases[c].kind, cases[c].layers, cases[c].in, cases[c].hidden,
-                                  3, 0.5f, ag, cases[c].heads, 1, 0.5f, 0.2f, NULL};
+                                  3, 0.5f, ag, cases[c].heads, 1, 0.5f, 0.2f, NULL, 0, NULL, NULL};
         const char *an = cases[c].aggr ? cases[c].aggr : "attention";
         gnn_model_t *m;
         assert_int_equal(gnn_model_create(be, reg, &cfg, 1, &m), 0);

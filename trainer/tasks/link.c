@@ -1,6 +1,9 @@
 /*
  * Link prediction (trainer/task.h): the model's output rows are node
- * embeddings z; an edge u -> v scores s = <z_u, z_v> (the dot decoder).
+ * embeddings z; an edge u -> v scores s = <z_u, z_v> (the dot decoder), or
+ * s = w2 . ReLU(W1^T (z_u * z_v) + b1) + b2 (the MLP decoder on the
+ * element-wise product, W1 D x D, its parameters after the model's in the
+ * flat buffer: trained, averaged over ranks and checkpointed with them).
  *
  * Training: every edge of the graph is a positive (an undirected graph's
  * edge once, as u < v), with --negatives K negatives (u, w), w uniform
@@ -11,7 +14,9 @@
  *   L = mean_pos softplus(-s) + mean_neg softplus(s),
  * and its gradient goes to both ends of every pair: gathered per node over
  * the pairs sorted by end point (a counting sort, fixed order), so results
- * do not depend on the thread count.
+ * do not depend on the thread count. The MLP's parameter gradients are
+ * summed in double over fixed blocks of pairs, then over the blocks in
+ * order, for the same reason.
  *
  * Evaluation: the held-out sets of the graph file (gnn-dataset
  * split-edges: valid and test positives, each with its own K' negatives)
@@ -37,6 +42,7 @@
 #include <string.h>
 
 #define MAX_HITS 4
+#define DEC_BLOCKS 64 /* blocks of pairs summed apart for the MLP's gradients */
 
 /* Metric indices: per held-out set (valid, test) auc, ap, mrr, hits...;
  * then the validation loss. */
@@ -53,6 +59,11 @@ typedef struct {
     const int64_t *set[GNN_NUM_LINK_SETS]; /* the file's held-out pairs (the graph's) */
     int64_t set_n[GNN_NUM_LINK_SETS];
     int64_t Keval;            /* negatives per held-out positive */
+    int mlp;                  /* the MLP decoder (else dot) */
+    int64_t n_dec;            /* its parameters: W1 (D x D), b1 (D), w2 (D), b2 */
+    float *dec, *ddec;        /* host copies of them and their gradients */
+    float *dh;                /* MLP: per pair, g * ds/dh (D floats) */
+    double *part;             /* MLP: DEC_BLOCKS x n_dec partial sums */
     /* Per-epoch scratch (host). */
     int64_t *pairs;           /* (1 + K) n_pos x 2 */
     float *g;                 /* dL/ds per pair */
@@ -171,6 +182,17 @@ static int setup(gnn_job_t *j, int64_t *out_dim)
     t->sc = gnn_malloc_array((size_t)ns + 1, sizeof *t->sc);
     GNN_CHECK(t->pairs && t->g && t->order && t->start && t->sc, GNN_ENOMEM,
               "link prediction: %" PRId64 " pairs per epoch", np);
+    t->mlp = !strcmp(j->o->decoder, "mlp");
+    if (t->mlp) {
+        int64_t D = t->D;
+        t->n_dec = D * D + 2 * D + 1;
+        t->dec = gnn_malloc_array((size_t)t->n_dec, sizeof *t->dec);
+        t->ddec = gnn_malloc_array((size_t)t->n_dec, sizeof *t->ddec);
+        t->dh = gnn_malloc_array((size_t)(np * D) + 1, sizeof *t->dh);
+        t->part = gnn_malloc_array((size_t)(DEC_BLOCKS * t->n_dec), sizeof *t->part);
+        GNN_CHECK(t->dec && t->ddec && t->dh && t->part, GNN_ENOMEM,
+                  "link prediction: the MLP decoder over %" PRId64 " pairs", np);
+    }
     if (!gnn_be_host_memory(j->be)) {
         t->zh = gnn_malloc_array((size_t)(t->n * t->D) + 1, sizeof *t->zh);
         t->dzh = gnn_malloc_array((size_t)(t->n * t->D) + 1, sizeof *t->dzh);
@@ -209,6 +231,46 @@ static inline double sigmoid(double x)
     return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
 }
 
+/* The MLP decoder's parameters within dec: W1 (D x D, row i for input i),
+ * b1, w2 (D each), b2. */
+#define W1(dec) (dec)
+#define B1(dec, D) ((dec) + (D) * (D))
+#define W2(dec, D) ((dec) + (D) * (D) + (D))
+#define B2(dec, D) ((dec)[(D) * (D) + 2 * (D)])
+
+/* The MLP's score of rows zu, zv; h (the product) and a (the hidden
+ * layer, after ReLU) into the caller's D floats each. */
+static float mlp_score(int64_t D, const float *dec, const float *zu, const float *zv, float *h,
+                       float *a)
+{
+    const float *w1 = W1(dec), *b1 = B1(dec, D), *w2 = W2(dec, D);
+    for (int64_t i = 0; i < D; i++) h[i] = zu[i] * zv[i];
+    float s = B2(dec, D);
+    for (int64_t k = 0; k < D; k++) a[k] = b1[k];
+    for (int64_t i = 0; i < D; i++)
+        for (int64_t k = 0; k < D; k++) a[k] += h[i] * w1[i * D + k];
+    for (int64_t k = 0; k < D; k++) {
+        a[k] = a[k] > 0.0f ? a[k] : 0.0f;
+        s += w2[k] * a[k];
+    }
+    return s;
+}
+
+/* The score of the pair (u, v) under the task's decoder. */
+static float pair_score(const link_t *t, const float *z, int64_t u, int64_t v, float *h, float *a)
+{
+    const float *zu = z + u * t->D, *zv = z + v * t->D;
+    return t->mlp ? mlp_score(t->D, t->dec, zu, zv, h, a) : (float)dot(zu, zv, t->D);
+}
+
+/* The decoder's parameters from the model onto the host (MLP). */
+static int fetch_decoder(gnn_job_t *j, link_t *t)
+{
+    if (!t->mlp) return 0;
+    const float *p = gnn_model_params(j->model) + gnn_model_extra_offset(j->model);
+    return gnn_be_download(j->be, t->dec, p, (size_t)t->n_dec * sizeof(float));
+}
+
 /* The host rows of z (copied from a device backend). */
 static int host_z(gnn_job_t *j, link_t *t, const float *z, const float **zh)
 {
@@ -218,6 +280,70 @@ static int host_z(gnn_job_t *j, link_t *t, const float *z, const float **zh)
     }
     *zh = t->zh;
     return gnn_be_download(j->be, t->zh, z, (size_t)(t->n * t->D) * sizeof(float));
+}
+
+/*
+ * The MLP decoder over this epoch's pairs: their losses (*lp, *ln: sums
+ * over positives and negatives), per pair dh = dL/dh (D floats, h the
+ * element-wise product), and the decoder's gradients onto the model's
+ * gradient buffer. Pairs go in DEC_BLOCKS fixed blocks, each summed by
+ * one thread in double; the blocks are then added in order.
+ */
+static int mlp_backward(gnn_job_t *j, link_t *t, const float *z, int64_t NP, int64_t P,
+                        double wp, double wn, double *lp, double *ln)
+{
+    const int64_t D = t->D, nd = t->n_dec, per = (NP + DEC_BLOCKS - 1) / DEC_BLOCKS;
+    const float *dec = t->dec, *w1 = W1(dec), *w2 = W2(dec, D);
+    double sp = 0.0, sn = 0.0;
+    int fail = 0;
+#pragma omp parallel for schedule(dynamic, 1) reduction(+ : sp, sn, fail)
+    for (int64_t b = 0; b < DEC_BLOCKS; b++) {
+        double *pg = t->part + b * nd;
+        memset(pg, 0, (size_t)nd * sizeof *pg);
+        float *h = gnn_malloc_array((size_t)(2 * D), sizeof *h);
+        if (!h) {
+            fail++;
+            continue;
+        }
+        float *a = h + D;
+        int64_t end = (b + 1) * per < NP ? (b + 1) * per : NP;
+        for (int64_t q = b * per; q < end; q++) {
+            const float *zu = z + t->pairs[2 * q] * D, *zv = z + t->pairs[2 * q + 1] * D;
+            double s = mlp_score(D, dec, zu, zv, h, a), g;
+            if (q < P) {
+                sp += softplus(-s);
+                g = (sigmoid(s) - 1.0) * wp;
+            } else {
+                sn += softplus(s);
+                g = sigmoid(s) * wn;
+            }
+            t->g[q] = (float)g;
+            float *dh = t->dh + q * D;
+            for (int64_t i = 0; i < D; i++) dh[i] = 0.0f;
+            for (int64_t k = 0; k < D; k++) {
+                if (a[k] <= 0.0f) continue;
+                double dak = g * (double)w2[k];
+                pg[D * D + D + k] += g * (double)a[k]; /* dw2 */
+                pg[D * D + k] += dak;                   /* db1 */
+                for (int64_t i = 0; i < D; i++) {
+                    pg[i * D + k] += (double)h[i] * dak; /* dW1 */
+                    dh[i] += (float)(dak * (double)w1[i * D + k]);
+                }
+            }
+            pg[D * D + 2 * D] += g; /* db2 */
+        }
+        gnn_free(h);
+    }
+    if (fail) return GNN_FAIL(GNN_ENOMEM, "link prediction: MLP decoder scratch");
+    *lp = sp;
+    *ln = sn;
+    for (int64_t c = 0; c < nd; c++) {
+        double s = 0.0;
+        for (int64_t b = 0; b < DEC_BLOCKS; b++) s += t->part[b * nd + c];
+        t->ddec[c] = (float)s;
+    }
+    float *gr = gnn_model_grads(j->model) + gnn_model_extra_offset(j->model);
+    return gnn_be_upload(j->be, gr, t->ddec, (size_t)nd * sizeof(float));
 }
 
 static int full_loss(gnn_job_t *j, const float *logits, int64_t n, double *loss, float *dlogits,
@@ -247,16 +373,21 @@ static int full_loss(gnn_job_t *j, const float *logits, int64_t n, double *loss,
     }
     double lp = 0.0, ln = 0.0;
     const double wp = 1.0 / (double)P, wn = 1.0 / ((double)P * (double)K);
+    if (!t->mlp) {
 #pragma omp parallel for schedule(static) reduction(+ : lp, ln)
-    for (int64_t q = 0; q < NP; q++) {
-        double s = dot(z + t->pairs[2 * q] * D, z + t->pairs[2 * q + 1] * D, D);
-        if (q < P) {
-            lp += softplus(-s);
-            t->g[q] = (float)((sigmoid(s) - 1.0) * wp);
-        } else {
-            ln += softplus(s);
-            t->g[q] = (float)(sigmoid(s) * wn);
+        for (int64_t q = 0; q < NP; q++) {
+            double s = dot(z + t->pairs[2 * q] * D, z + t->pairs[2 * q + 1] * D, D);
+            if (q < P) {
+                lp += softplus(-s);
+                t->g[q] = (float)((sigmoid(s) - 1.0) * wp);
+            } else {
+                ln += softplus(s);
+                t->g[q] = (float)(sigmoid(s) * wn);
+            }
         }
+    } else {
+        GNN_TRY(fetch_decoder(j, t));
+        GNN_TRY(mlp_backward(j, t, z, NP, P, wp, wn, &lp, &ln));
     }
     *loss = lp * wp + (K ? ln * wn : 0.0);
     *count = P;
@@ -274,8 +405,13 @@ static int full_loss(gnn_job_t *j, const float *logits, int64_t n, double *loss,
         for (int64_t i = start[v]; i < start[v + 1]; i++) {
             int64_t e = t->order[i], q = e >> 1;
             const float *o = z + t->pairs[e ^ 1] * D;
-            float gq = t->g[q];
-            for (int64_t k = 0; k < D; k++) d[k] += gq * o[k];
+            if (t->mlp) { /* ds/dz_v = dh * z_other */
+                const float *dh = t->dh + q * D;
+                for (int64_t k = 0; k < D; k++) d[k] += dh[k] * o[k];
+            } else {
+                float gq = t->g[q];
+                for (int64_t k = 0; k < D; k++) d[k] += gq * o[k];
+            }
         }
     }
     if (t->dzh)
@@ -353,11 +489,15 @@ static int score_set(gnn_job_t *j, link_t *t, const float *z, int ps, double *m)
     const int64_t *pp = t->set[ps], *pn = t->set[ps + 1];
     double *spos = gnn_malloc_array((size_t)np + 1, sizeof *spos);
     double *sneg = gnn_malloc_array((size_t)nn + 1, sizeof *sneg);
-    GNN_CHECK(spos && sneg, GNN_ENOMEM, "link metrics");
+    float *scr = gnn_malloc_array((size_t)(2 * D * (np + nn)) + 1, sizeof *scr);
+    GNN_CHECK(spos && sneg && scr, GNN_ENOMEM, "link metrics");
 #pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < np; i++) spos[i] = dot(z + pp[2 * i] * D, z + pp[2 * i + 1] * D, D);
+    for (int64_t i = 0; i < np; i++)
+        spos[i] = pair_score(t, z, pp[2 * i], pp[2 * i + 1], scr + 2 * D * i, scr + 2 * D * i + D);
 #pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < nn; i++) sneg[i] = dot(z + pn[2 * i] * D, z + pn[2 * i + 1] * D, D);
+    for (int64_t i = 0; i < nn; i++)
+        sneg[i] = pair_score(t, z, pn[2 * i], pn[2 * i + 1], scr + 2 * D * (np + i),
+                             scr + 2 * D * (np + i) + D);
     GNN_TRY(auc_ap(spos, np, sneg, nn, &m[M_AUC], &m[M_AP]));
     double mrr = 0.0;
     for (int64_t i = 0; i < np; i++) {
@@ -391,6 +531,7 @@ static int score_set(gnn_job_t *j, link_t *t, const float *z, int ps, double *m)
 fail:
     gnn_free(spos);
     gnn_free(sneg);
+    gnn_free(scr);
     return rc;
 }
 
@@ -401,6 +542,7 @@ static int evaluate(gnn_job_t *j, const float *logits, int64_t n, gnn_metrics_t 
     const float *z;
     (void)n;
     GNN_TRY(host_z(j, t, logits, &z));
+    GNN_TRY(fetch_decoder(j, t));
     int per = M_HITS0 + t->n_hits;
     double mv[M_HITS0 + MAX_HITS + 1], mt[M_HITS0 + MAX_HITS + 1];
     GNN_TRY(score_set(j, t, z, GNN_LINK_VALID_POS, mv));
@@ -414,15 +556,38 @@ fail:
     return rc;
 }
 
+/* The MLP decoder's parameters, after the model's. */
+static int64_t extra_params(const gnn_job_t *j)
+{
+    const link_t *t = j->task_state;
+    return t && t->mlp ? t->n_dec : 0;
+}
+
+/* Glorot-uniform W1 (D x D) and w2 (D x 1), zero biases, from the model's
+ * stream (counters past the layers', by position). */
+static void extra_init(void *ctx, float *w, int64_t n, uint64_t seed)
+{
+    const gnn_job_t *j = ctx;
+    const link_t *t = j->task_state;
+    int64_t D = t->D;
+    uint64_t key = gnn_rng_mix64(seed ^ 0x6d6c70ull);
+    double l1 = sqrt(6.0 / (double)(2 * D)), l2 = sqrt(6.0 / (double)(D + 1));
+    memset(w, 0, (size_t)n * sizeof *w);
+    for (int64_t i = 0; i < D * D; i++)
+        W1(w)[i] = (float)((2.0 * gnn_rng_uniform(key, (uint64_t)i) - 1.0) * l1);
+    for (int64_t k = 0; k < D; k++)
+        W2(w, D)[k] = (float)((2.0 * gnn_rng_uniform(key, (uint64_t)(D * D + k)) - 1.0) * l2);
+}
+
 static void describe(const gnn_job_t *j, char *buf, size_t size)
 {
     const link_t *t = j->task_state;
     snprintf(buf, size,
              "link prediction: %" PRId64 " training edges x %" PRId64 " negatives, valid/test "
              "%" PRId64 "/%" PRId64 " held out with %" PRId64 " negatives each, %" PRId64
-             "-wide embeddings",
+             "-wide embeddings, %s decoder",
              t->n_pos, t->K, t->set_n[GNN_LINK_VALID_POS], t->set_n[GNN_LINK_TEST_POS], t->Keval,
-             t->D);
+             t->D, t->mlp ? "MLP" : "dot");
 }
 
 static void task_free(gnn_job_t *j)
@@ -437,6 +602,10 @@ static void task_free(gnn_job_t *j)
     gnn_free(t->zh);
     gnn_free(t->dzh);
     gnn_free(t->sc);
+    gnn_free(t->dec);
+    gnn_free(t->ddec);
+    gnn_free(t->dh);
+    gnn_free(t->part);
     gnn_free(t);
     j->task_state = NULL;
 }
@@ -448,6 +617,8 @@ const gnn_task_kind_t gnn_task_link = {
     .test_label = "test AUC",
     .metric_name = "AUC",
     .configure = configure,
+    .extra_params = extra_params,
+    .extra_init = extra_init,
     .check_graph = check_graph,
     .setup = setup,
     .train_seeds = train_seeds,
