@@ -294,10 +294,11 @@ static int mlp_backward(gnn_job_t *j, link_t *t, const float *z, int64_t NP, int
 {
     const int64_t D = t->D, nd = t->n_dec, per = (NP + DEC_BLOCKS - 1) / DEC_BLOCKS;
     const float *dec = t->dec, *w1 = W1(dec), *w2 = W2(dec, D);
-    double sp = 0.0, sn = 0.0;
+    double bl[2 * DEC_BLOCKS];
     int fail = 0;
-#pragma omp parallel for schedule(dynamic, 1) reduction(+ : sp, sn, fail)
+#pragma omp parallel for schedule(dynamic, 1) reduction(+ : fail)
     for (int64_t b = 0; b < DEC_BLOCKS; b++) {
+        double sp = 0.0, sn = 0.0;
         double *pg = t->part + b * nd;
         memset(pg, 0, (size_t)nd * sizeof *pg);
         float *h = gnn_malloc_array((size_t)(2 * D), sizeof *h);
@@ -332,11 +333,16 @@ static int mlp_backward(gnn_job_t *j, link_t *t, const float *z, int64_t NP, int
             }
             pg[D * D + 2 * D] += g; /* db2 */
         }
+        bl[2 * b] = sp;
+        bl[2 * b + 1] = sn;
         gnn_free(h);
     }
     if (fail) return GNN_FAIL(GNN_ENOMEM, "link prediction: MLP decoder scratch");
-    *lp = sp;
-    *ln = sn;
+    *lp = *ln = 0.0;
+    for (int b = 0; b < DEC_BLOCKS; b++) { /* in order: the same bits for any thread count */
+        *lp += bl[2 * b];
+        *ln += bl[2 * b + 1];
+    }
     for (int64_t c = 0; c < nd; c++) {
         double s = 0.0;
         for (int64_t b = 0; b < DEC_BLOCKS; b++) s += t->part[b * nd + c];
@@ -374,16 +380,30 @@ static int full_loss(gnn_job_t *j, const float *logits, int64_t n, double *loss,
     double lp = 0.0, ln = 0.0;
     const double wp = 1.0 / (double)P, wn = 1.0 / ((double)P * (double)K);
     if (!t->mlp) {
-#pragma omp parallel for schedule(static) reduction(+ : lp, ln)
-        for (int64_t q = 0; q < NP; q++) {
-            double s = dot(z + t->pairs[2 * q] * D, z + t->pairs[2 * q + 1] * D, D);
-            if (q < P) {
-                lp += softplus(-s);
-                t->g[q] = (float)((sigmoid(s) - 1.0) * wp);
-            } else {
-                ln += softplus(s);
-                t->g[q] = (float)(sigmoid(s) * wn);
+        /* The loss summed in fixed blocks of pairs, then the blocks in
+         * order: the same bits for any thread count. */
+        double bl[2 * DEC_BLOCKS];
+        const int64_t per = (NP + DEC_BLOCKS - 1) / DEC_BLOCKS;
+#pragma omp parallel for schedule(dynamic, 1)
+        for (int64_t b = 0; b < DEC_BLOCKS; b++) {
+            double sp = 0.0, sn = 0.0;
+            int64_t end = (b + 1) * per < NP ? (b + 1) * per : NP;
+            for (int64_t q = b * per; q < end; q++) {
+                double s = dot(z + t->pairs[2 * q] * D, z + t->pairs[2 * q + 1] * D, D);
+                if (q < P) {
+                    sp += softplus(-s);
+                    t->g[q] = (float)((sigmoid(s) - 1.0) * wp);
+                } else {
+                    sn += softplus(s);
+                    t->g[q] = (float)(sigmoid(s) * wn);
+                }
             }
+            bl[2 * b] = sp;
+            bl[2 * b + 1] = sn;
+        }
+        for (int b = 0; b < DEC_BLOCKS; b++) {
+            lp += bl[2 * b];
+            ln += bl[2 * b + 1];
         }
     } else {
         GNN_TRY(fetch_decoder(j, t));
