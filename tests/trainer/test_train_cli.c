@@ -881,7 +881,8 @@ static const char *link_graph(void)
 
 /*
  * --task link learns the held-out edges of the 4-class SBM graph with GCN,
- * GraphSAGE and GAT encoders (edges mostly join nodes of a class, which the
+ * GraphSAGE and GAT encoders and the dot decoder, and GCN with the MLP
+ * decoder (edges mostly join nodes of a class, which the
  * features tell: measured test AUC 0.79-0.82, AP 0.59-0.70 in 60 epochs;
  * chance 0.5 and 1/3); every epoch line
  * and the final line carry every metric, in [0, 1], the final line at the
@@ -891,13 +892,14 @@ static void test_link_learns(void **state)
 {
     (void)state;
     const char *data = link_graph();
-    static const char *const models[] = {"gcn", "sage", "gat"};
+    static const char *const models[] = {"gcn", "sage", "gat", "gcn"};
+    static const char *const decoder[] = {"dot", "dot", "dot", "mlp"};
     static const char *const keys[] = {"auc", "ap", "mrr", "hits@20", "hits@50", "hits@100"};
-    for (int m = 0; m < 3; m++) {
+    for (int m = 0; m < 4; m++) {
         char *log = (char *)tu_path("link.json");
         TRAIN_OK("--data", (char *)data, "--task", "link", "--model", (char *)models[m],
-                 "--mode", "full", "--hidden", "32", "--heads", "2", "--epochs", "60",
-                 "--threads", "2", "--log-json", log, "-q");
+                 "--decoder", (char *)decoder[m], "--mode", "full", "--hidden", "32", "--heads",
+                 "2", "--epochs", "60", "--threads", "2", "--log-json", log, "-q");
         char *text = tu_read_file(log);
         int lines = 0;
         for (char *line = text, *nl; (nl = strchr(line, '\n')); line = nl + 1, lines++) {
@@ -918,8 +920,9 @@ static void test_link_learns(void **state)
         char *last = last_line(log);
         assert_true(json_true(last, "final"));
         double auc = tu_json_num(last, "test_auc"), ap = tu_json_num(last, "test_ap");
-        print_message("link, %s: test AUC %.4f, AP %.4f, MRR %.4f at epoch %g\n", models[m],
-                      auc, ap, tu_json_num(last, "test_mrr"), tu_json_num(last, "best_epoch"));
+        print_message("link, %s, %s decoder: test AUC %.4f, AP %.4f, MRR %.4f at epoch %g\n",
+                      models[m], decoder[m], auc, ap, tu_json_num(last, "test_mrr"),
+                      tu_json_num(last, "best_epoch"));
         assert_true(auc > 0.75);
         assert_true(ap > 0.5); /* chance: 1/3 with 2 negatives per positive */
         free(last);
@@ -1028,8 +1031,8 @@ static void test_link_bad_input(void **state)
                 (char *)data, "--task", "link", "--hits", "20,0", "-q", (char *)NULL);
     train_fails(NULL, 2, "--hits 20,: ends with a comma", "--data", (char *)data, "--task",
                 "link", "--hits", "20,", "-q", (char *)NULL);
-    train_fails(NULL, 2, "--decoder cosine: expected dot", "--data", (char *)data, "--task",
-                "link", "--decoder", "cosine", "-q", (char *)NULL);
+    train_fails(NULL, 2, "--decoder cosine: expected dot or mlp", "--data", (char *)data,
+                "--task", "link", "--decoder", "cosine", "-q", (char *)NULL);
     char *pred = (char *)tu_path("link-pred.h5");
     train_fails(pred, 2, "--save-predictions: class predictions of --task node only", "--data",
                 (char *)data, "--task", "link", "--save-predictions", pred, (char *)NULL);
