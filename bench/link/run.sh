@@ -1,0 +1,124 @@
+#!/bin/sh
+# Link prediction: gnn-train --task link (GCN encoder, dot decoder, full
+# graph) against the PyTorch reference bench/reference/link_torch.py
+# (--impl torch: torch.sparse; pyg: PyG's GCNConv and negative_sampling;
+# dgl: DGL's GraphConv and its Uniform negative sampler), the same settings
+# and threads, on Cora and on a 1M-node SBM graph, each split by
+# gnn-dataset split-edges; every process under /usr/bin/time -v. Prints per
+# epoch time (training step, evaluation excluded, first epoch left out),
+# peak RSS and test AUC / AP, with the ratios against each reference.
+#
+# Usage: bench/link/run.sh [BUILD_DIR]          (default /tmp/build-bench)
+# Environment (defaults in brackets):
+#   BENCH_DIR  graphs, logs and timings [/tmp/gnn-bench-link]
+#   THREADS    threads of every trainer [nproc]
+#   DATASETS   any of: cora sbm [cora sbm]
+#   CORA_DIR   OGB-layout Cora [<repo>/../shared/datasets/cora]
+#   CORA_EPOCHS [200]    SBM_NODES SBM_DEGREE SBM_FEAT [1000000 20 128]
+#   SBM_EPOCHS [5]       TIMEOUT seconds per process [1800]
+#   REFERENCES any of: torch pyg dgl [all three]
+set -eu
+src=$(cd "$(dirname "$0")/../.." && pwd)
+build=${1:-/tmp/build-bench}
+dir=${BENCH_DIR:-/tmp/gnn-bench-link}
+threads=${THREADS:-$(nproc)}
+datasets=${DATASETS:-cora sbm}
+cora_dir=${CORA_DIR:-$src/../shared/datasets/cora}
+cora_epochs=${CORA_EPOCHS:-200}
+sbm_nodes=${SBM_NODES:-1000000}
+sbm_degree=${SBM_DEGREE:-20}
+sbm_feat=${SBM_FEAT:-128}
+sbm_epochs=${SBM_EPOCHS:-5}
+limit=${TIMEOUT:-1800}
+refs=${REFERENCES:-torch pyg dgl}
+
+[ -x /usr/bin/time ] || { echo "run.sh: GNU time missing: apt-get install time" >&2; exit 1; }
+py=$("$src/bench/reference/python.sh") || exit 1
+case " $refs " in *" dgl "*) pyd=$("$src/bench/reference/python.sh" dgl) || pyd= ;; *) pyd= ;; esac
+mkdir -p "$dir"
+
+echo "== build ($build, Release)"
+cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release >"$dir/build.log" 2>&1 &&
+    cmake --build "$build" -j"$threads" --target gnn-train gnn-dataset >>"$dir/build.log" 2>&1 ||
+    { cat "$dir/build.log"; exit 1; }
+train=$build/trainer/gnn-train
+dataset=$build/datasets/gnn-dataset
+
+# measure NAME COMMAND...: NAME.time (GNU time) and NAME.out.
+measure() {
+    name=$1
+    shift
+    printf '   %-14s ' "$name"
+    if OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads PYTHONWARNINGS=ignore \
+        /usr/bin/time -v -o "$dir/$name.time" timeout "$limit" "$@" >"$dir/$name.out" 2>&1; then
+        echo "$(sed -n "s/.*Elapsed (wall clock) time (h:mm:ss or m:ss): //p" "$dir/$name.time") wall"
+    else
+        echo "FAILED (exit $?); see $dir/$name.out"
+    fi
+}
+
+# bench DATASET GRAPH EPOCHS
+bench() {
+    ds=$1 graph=$2 ep=$3
+    set -- --layers 2 --hidden 32 --out-dim 16 --dropout 0 --lr 0.01 --weight-decay 5e-4 \
+        --negatives 1 --epochs "$ep" --threads "$threads"
+    measure "ours-$ds" "$train" --data "$graph" --task link --model gcn --mode full \
+        --eval-every "$ep" --log-json "$dir/ours-$ds.json" -q "$@"
+    for r in $refs; do
+        rpy=$py
+        [ "$r" != dgl ] || rpy=$pyd
+        [ -n "$rpy" ] || { echo "   $r: no environment, left out"; continue; }
+        measure "$r-$ds" "$rpy" "$src/bench/reference/link_torch.py" "$graph" --impl "$r" \
+            --eval-every "$ep" "$@"
+    done
+    "$py" - "$dir" "$ds" $refs <<'PY'
+import json, re, sys
+d, ds, refs = sys.argv[1], sys.argv[2], sys.argv[3:]
+def rss(name):
+    try:
+        t = open(f"{d}/{name}.time").read()
+        return int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", t).group(1)) / 1024
+    except (OSError, AttributeError):
+        return None
+def result(name, ours):
+    try:
+        if ours:
+            x = [json.loads(l) for l in open(f"{d}/{name}.json")][-1]
+            return x["epoch_s_mean"], x["test_auc"], x["test_ap"]
+        x = json.loads(open(f"{d}/{name}.out").read().strip().splitlines()[-1])
+        return x["epoch_s_mean"], x["test_auc"], x["test_ap"]
+    except (OSError, ValueError, KeyError, IndexError):
+        return None, None, None
+o = result(f"ours-{ds}", True) + (rss(f"ours-{ds}"),)
+print(f"   {ds}: trainer      ms/epoch   peak RSS MB   test AUC   test AP   ours faster   ours RSS")
+rows = [("ours", o)] + [(r, result(f"{r}-{ds}", False) + (rss(f"{r}-{ds}"),)) for r in refs]
+for name, (t, auc, ap, mb) in rows:
+    if t is None:
+        print(f"   {name:>16}   (no result)")
+        continue
+    sp = f"{t / o[0]:.2f}x" if name != "ours" and o[0] else ""
+    rr = f"{o[3] / mb:.2f}x" if name != "ours" and mb and o[3] else ""
+    print(f"   {name:>16}   {1e3 * t:9.2f}   {mb:11.0f}   {100 * auc:8.2f}   {100 * ap:7.2f}"
+          f"   {sp:>11}   {rr:>8}")
+PY
+}
+
+for ds in $datasets; do
+    case $ds in
+    cora)
+        echo "== cora"
+        "$dataset" ogb "$cora_dir" -o "$dir/cora.h5" --force -q
+        "$dataset" split-edges "$dir/cora.h5" -o "$dir/cora-link.h5" --seed 0 --force -q
+        bench cora "$dir/cora-link.h5" "$cora_epochs"
+        ;;
+    sbm)
+        echo "== sbm ($sbm_nodes nodes, degree $sbm_degree, $sbm_feat features)"
+        g=$dir/sbm-$sbm_nodes-$sbm_degree-$sbm_feat.h5
+        [ -f "$g" ] || "$dataset" generate sbm -n "$sbm_nodes" -d "$sbm_degree" -f "$sbm_feat" \
+            -s 1 -o "$g" -q
+        [ -f "$g.link.h5" ] || "$dataset" split-edges "$g" -o "$g.link.h5" --seed 0 -q
+        bench sbm "$g.link.h5" "$sbm_epochs"
+        ;;
+    *) echo "run.sh: unknown dataset $ds (cora, sbm)" >&2; exit 1 ;;
+    esac
+done
