@@ -487,8 +487,11 @@ int gnn_split_edges(const char *in_path, const gnn_split_edges_opts_t *o,
     gnn_graph_header_t hd = {
         .num_nodes = n,
         .num_edges = a.nnz,
-        .directed = in->directed,
-        .csr_flags = in->csr_flags & ~(in->directed ? (unsigned)GNN_CSR_SYMMETRIC : 0u),
+        /* A graph split as undirected is written so (every kept edge is
+         * still stored both ways), so the trainer takes each edge once. */
+        .directed = directed,
+        .csr_flags = directed ? in->csr_flags & ~(unsigned)GNN_CSR_SYMMETRIC
+                              : in->csr_flags | (unsigned)GNN_CSR_SYMMETRIC,
         .feat_dim = in->feat_dim,
         .has_weights = in->has_weights,
         .has_labels = in->has_labels,

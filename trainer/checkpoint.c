@@ -51,15 +51,23 @@ typedef struct {
     size_t off, size;
     int since;        /* the format version that added it */
     int64_t absent;   /* its value read from an older file */
+    const char *absent_s; /* ... for a string */
 } field_t;
 
 #define SIZE_OF(m) sizeof(((gnn_checkpoint_t *)0)->m)
-#define MEMBER(m) {#m, offsetof(gnn_checkpoint_t, m), SIZE_OF(m), OLDEST_VERSION, 0}
-#define MEMBER_SINCE(m, v, absent) {#m, offsetof(gnn_checkpoint_t, m), SIZE_OF(m), v, absent}
+#define MEMBER(m) {#m, offsetof(gnn_checkpoint_t, m), SIZE_OF(m), OLDEST_VERSION, 0, NULL}
+#define MEMBER_SINCE(m, v, absent)                                                                \
+    {#m, offsetof(gnn_checkpoint_t, m), SIZE_OF(m), v, absent, NULL}
+#define MEMBER_STR_SINCE(m, v, absent)                                                            \
+    {#m, offsetof(gnn_checkpoint_t, m), SIZE_OF(m), v, 0, absent}
 #define COUNT_OF(a) (sizeof(a) / sizeof(a)[0])
 
-static const field_t str_fields[] = {MEMBER(model),   MEMBER(aggr),    MEMBER(decay_scope),
-                                     MEMBER(mode),    MEMBER(fanouts), MEMBER_SINCE(task, 5, 0)};
+static const field_t str_fields[] = {
+    MEMBER(model), MEMBER(aggr), MEMBER(decay_scope), MEMBER(mode), MEMBER(fanouts),
+    /* the task and link prediction's settings */
+    MEMBER_STR_SINCE(task, 5, "node"), MEMBER_STR_SINCE(decoder, 5, "-"),
+    MEMBER_STR_SINCE(hits, 5, "-"),
+};
 static const field_t i64_fields[] = {
     MEMBER(layers), MEMBER(in_dim),     MEMBER(hidden),     MEMBER(classes),
     MEMBER(normalize_features),         MEMBER(runs),       MEMBER(run),
@@ -70,7 +78,7 @@ static const field_t i64_fields[] = {
     /* attention settings (0: none) */
     MEMBER_SINCE(heads, 4, 0), MEMBER_SINCE(out_heads, 4, 0),
     /* the task's metrics (0: older files, which hold the summary ones only) */
-    MEMBER_SINCE(n_metrics, 5, 0),
+    MEMBER_SINCE(n_metrics, 5, 0), MEMBER_SINCE(negatives, 5, 0),
 };
 static const field_t f64_fields[] = {
     MEMBER(dropout),        MEMBER(lr),              MEMBER(weight_decay),
@@ -102,7 +110,7 @@ static const int tensor_since[N_TENSORS] = {2, 2, 2, 2, 2, 2, 5, 5};
 /* A member added to gnn_checkpoint_t without an entry above fails here. */
 _Static_assert(sizeof(gnn_checkpoint_t) ==
                    SIZE_OF(model) + SIZE_OF(aggr) + SIZE_OF(decay_scope) + SIZE_OF(mode) +
-                       SIZE_OF(fanouts) + SIZE_OF(task) +
+                       SIZE_OF(fanouts) + SIZE_OF(task) + SIZE_OF(decoder) + SIZE_OF(hits) +
                        8 * (COUNT_OF(i64_fields) + COUNT_OF(f64_fields) + COUNT_OF(u64_fields)) +
                        N_TENSORS * sizeof(void *),
                "every member of gnn_checkpoint_t needs a table entry");
@@ -200,6 +208,7 @@ static int check_fields(const gnn_checkpoint_t *c, const char *path, int code, i
     GNN_TRY(check_i64(path, code, "bad_evals", c->bad_evals, 0, INT64_MAX));
     GNN_TRY(check_i64(path, code, "n_params", c->n_params, 0, INT64_MAX));
     GNN_TRY(check_i64(path, code, "n_metrics", c->n_metrics, 0, 64));
+    GNN_TRY(check_i64(path, code, "negatives", c->negatives, 0, 1000));
     if (version >= 4) {
         GNN_TRY(check_i64(path, code, "heads", c->heads, 0, 64));
         GNN_TRY(check_i64(path, code, "out_heads", c->out_heads, 0, 64));
@@ -396,8 +405,8 @@ static int read_scalars(hid_t file, const char *path, int64_t version, gnn_check
     for (size_t i = 0; i < COUNT_OF(str_fields); i++) {
         const field_t *f = &str_fields[i];
         char buf[STR_ATTR_MAX];
-        if (version < f->since) { /* only the task is younger: older files are "node" */
-            snprintf((char *)c + f->off, f->size, "node");
+        if (version < f->since) {
+            snprintf((char *)c + f->off, f->size, "%s", f->absent_s);
             continue;
         }
         GNN_TRY(at(path, gnn__h5_check_attr_single(file, f->name)));

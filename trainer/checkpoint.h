@@ -23,6 +23,9 @@ typedef struct {
     /* Configuration (checked on resume). */
     char model[16];        /* "gcn" | "sage" | "gat" */
     char task[16];         /* "node" | "link" (version 5; "node" in older files) */
+    char decoder[16];      /* link: "dot" | "mlp"; "-" for node classification (version 5) */
+    char hits[64];         /* link: the Hits@K list; "-" otherwise (version 5) */
+    int64_t negatives;     /* link: negatives per training edge; 0 otherwise (version 5) */
     char aggr[32];         /* aggregator name */
     int64_t layers, in_dim, hidden, classes;
     double dropout, lr, weight_decay;

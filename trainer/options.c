@@ -135,6 +135,10 @@ int gnn__opts_check(const gnn_train_opts_t *o)
                         o->decoder ? o->decoder : "");
     if (o->out_dim < 1 || o->out_dim > (1 << 20))
         return GNN_FAIL(GNN_EUSAGE, "--out-dim %" PRId64 " outside [1, 1048576]", o->out_dim);
+    if (strcmp(o->task, "link") && (o->negatives != 1 || strcmp(o->decoder, "dot") ||
+                                    (o->hits && strcmp(o->hits, "20,50,100")) || o->out_dim != 16))
+        return GNN_FAIL(GNN_EUSAGE, "--negatives, --decoder, --hits and --out-dim are for "
+                                    "--task link");
     if (o->heads < 1 || o->heads > 64)
         return GNN_FAIL(GNN_EUSAGE, "--heads %d outside [1, 64]", o->heads);
     if (o->out_heads < 1 || o->out_heads > 64)

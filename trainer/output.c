@@ -169,9 +169,11 @@ int gnn__write_embeddings(gnn_job_t *j)
     GNN_TRY(j->mode->infer(j, &inf));
     if (j->dist) n = j->dist->n_owned;
     z = gnn_malloc_array((size_t)(n * D) + 1, sizeof *z);
-    GNN_CHECK(z, GNN_ENOMEM, "embeddings of %" PRId64 " nodes", n);
-    GNN_TRY(gnn_be_download(j->be, z, inf.logits, (size_t)(n * D) * sizeof(float)));
+    /* Over ranks a failure here is agreed on below, not returned alone. */
+    int local = z ? 0 : GNN_FAIL(GNN_ENOMEM, "embeddings of %" PRId64 " nodes", n);
+    if (local == 0) local = gnn_be_download(j->be, z, inf.logits, (size_t)(n * D) * sizeof(float));
     if (!j->dist) {
+        GNN_TRY(local);
         ids = gnn_malloc_array((size_t)n + 1, sizeof *ids);
         GNN_CHECK(ids, GNN_ENOMEM, "embeddings");
         for (int64_t v = 0; v < n; v++) ids[v] = j->g.orig_id ? j->g.orig_id[v] : v;
@@ -182,7 +184,7 @@ int gnn__write_embeddings(gnn_job_t *j)
     gnn_dist_part_t *d = j->dist;
     int R = d->size, rank = d->rank, mine = (int)n;
     int64_t N = d->n_global;
-    int local = n <= INT_MAX && D <= INT_MAX ? 0 : GNN_FAIL(GNN_ENOMEM, "embeddings");
+    if (local == 0 && (n > INT_MAX || D > INT_MAX)) local = GNN_FAIL(GNN_ENOMEM, "embeddings");
     cnt = gnn_calloc((size_t)R * 2, sizeof *cnt);
     if (!cnt) local = GNN_FAIL(GNN_ENOMEM, "embeddings");
     if (rank == 0 && local == 0) {

@@ -25,6 +25,10 @@ static void ck_config(gnn_job_t *j, gnn_checkpoint_t *c)
     const gnn_train_opts_t *o = j->o;
     snprintf(c->model, sizeof c->model, "%s", o->model);
     snprintf(c->task, sizeof c->task, "%s", o->task ? o->task : "node");
+    int link = o->task && !strcmp(o->task, "link");
+    snprintf(c->decoder, sizeof c->decoder, "%s", link ? o->decoder : "-");
+    snprintf(c->hits, sizeof c->hits, "%s", link ? o->hits : "-");
+    c->negatives = link ? o->negatives : 0;
     /* The aggregator, or an attention model's attention function. */
     snprintf(c->aggr, sizeof c->aggr, "%s",
              j->aggr ? j->aggr->name : j->attn ? j->attn->name : "none");
@@ -84,6 +88,9 @@ static int ck_match(gnn_job_t *j, const gnn_checkpoint_t *c)
         return GNN_FAIL(GNN_EINVAL, "%s: %s is %s in the checkpoint but %s now", p, what,       \
                         c->field, want.field);
     SAME_S(task, "the task")
+    SAME_S(decoder, "--decoder")
+    SAME_S(hits, "--hits")
+    SAME_I(negatives, "--negatives")
     SAME_S(model, "the model")
     /* GAT checkpoints from before attention functions were named say
      * "attention": the built-in gat was the only one. */

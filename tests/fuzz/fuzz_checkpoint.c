@@ -42,7 +42,8 @@ static int set_up(void)
         best[i] = params[i] * 0.5f;
     }
     static double best_m[4] = {0.9, 0.8, 0.78, 0.6}, run_m[4] = {0.91, 0.81, 0.77, 0.59};
-    gnn_checkpoint_t c = {.model = "sage", .task = "node", .aggr = "mean", .layers = 2,
+    gnn_checkpoint_t c = {.model = "sage", .task = "node", .decoder = "-", .hits = "-",
+                          .aggr = "mean", .layers = 2,
                           .in_dim = 5, .hidden = 3, .classes = 4, .dropout = 0.5, .lr = 0.01,
                           .weight_decay = 5e-4, .decay_scope = "all", .mode = "minibatch",
                           .fanouts = "10,5", .batch_size = 64, .seed = 7, .runs = 3,
@@ -77,7 +78,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!terminated(c.model, sizeof c.model) || !terminated(c.aggr, sizeof c.aggr) ||
             !terminated(c.decay_scope, sizeof c.decay_scope) ||
             !terminated(c.mode, sizeof c.mode) || !terminated(c.fanouts, sizeof c.fanouts) ||
-            !terminated(c.task, sizeof c.task))
+            !terminated(c.task, sizeof c.task) || !terminated(c.decoder, sizeof c.decoder) ||
+            !terminated(c.hits, sizeof c.hits))
             abort();
         if (c.runs < 1 || c.run < 0 || c.runs_done < 0 || c.runs_done > c.runs ||
             c.epoch < 0 || c.step < 0 || c.n_params < 0)

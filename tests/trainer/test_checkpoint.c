@@ -55,7 +55,10 @@ static void make_ck(gnn_checkpoint_t *c, int64_t n_params, int64_t runs_done, ui
     uint64_t s = seed | 1;
     memset(c, 0, sizeof *c);
     strcpy(c->model, "sage");
-    strcpy(c->task, "node");
+    strcpy(c->task, "node"); /* link settings too: the format keeps them whatever the task */
+    strcpy(c->decoder, "mlp");
+    strcpy(c->hits, "20,50,100");
+    c->negatives = 3;
     strcpy(c->aggr, "mean_with_a_long_name_31_chars_");
     assert_int_equal(strlen(c->aggr), 31);
     strcpy(c->decay_scope, "first");
@@ -138,6 +141,13 @@ static void free_ck(gnn_checkpoint_t *c)
     free(c->best_metrics);
     free(c->run_metrics);
     memset(c, 0, sizeof *c);
+}
+
+/* s = v with the rest of its field zeroed (struct comparisons see it). */
+static void set_str(char *s, size_t size, const char *v)
+{
+    memset(s, 0, size);
+    strcpy(s, v);
 }
 
 /* Every field of a and b bitwise equal; arrays by content. */
@@ -509,12 +519,21 @@ static void test_version(void **state)
     make_ck(&c, 100, 2, g_seed + 6);
     path = write_good("v4.ck");
     delete_attr(path, "n_metrics");
-    delete_attr(path, "task");
+    delete_attr(path, "negatives");
+    static const char *const v5s[] = {"task", "decoder", "hits"};
+    for (int i = 0; i < 3; i++) delete_attr(path, v5s[i]);
     expect_load_error(path, GNN_EFORMAT, "missing attribute 'task'");
     v = 4;
     put_attr(path, "version", H5T_STD_I64LE, 0, &v);
     assert_int_equal(gnn_checkpoint_load(path, &d), 0);
-    assert_true(d.n_metrics == 0 && !d.best_metrics && !d.run_metrics);
+    assert_true(d.n_metrics == 0 && !d.best_metrics && !d.run_metrics && d.negatives == 0);
+    assert_string_equal(d.task, "node");
+    assert_string_equal(d.decoder, "-");
+    assert_string_equal(d.hits, "-");
+    set_str(c.task, sizeof c.task, "node");
+    set_str(c.decoder, sizeof c.decoder, "-");
+    set_str(c.hits, sizeof c.hits, "-");
+    c.negatives = 0;
     free(c.best_metrics), free(c.run_metrics);
     c.best_metrics = c.run_metrics = NULL;
     c.n_metrics = 0;
@@ -529,10 +548,13 @@ static void test_version(void **state)
     static const char *const v4[] = {"heads", "out_heads", "attn_dropout", "negative_slope"};
     for (int i = 0; i < 4; i++) delete_attr(path, v4[i]);
     delete_attr(path, "n_metrics");
+    delete_attr(path, "negatives");
     v = 4;
     put_attr(path, "version", H5T_STD_I64LE, 0, &v);
     expect_load_error(path, GNN_EFORMAT, "missing attribute 'heads'");
     delete_attr(path, "task");
+    delete_attr(path, "decoder");
+    delete_attr(path, "hits");
     v = 3;
     put_attr(path, "version", H5T_STD_I64LE, 0, &v);
     assert_int_equal(gnn_checkpoint_load(path, &d), 0);
@@ -540,6 +562,10 @@ static void test_version(void **state)
                 d.negative_slope == 0.0);
     c.heads = c.out_heads = 0;
     c.attn_dropout = c.negative_slope = 0.0;
+    set_str(c.task, sizeof c.task, "node");
+    set_str(c.decoder, sizeof c.decoder, "-");
+    set_str(c.hits, sizeof c.hits, "-");
+    c.negatives = 0;
     free(c.best_metrics), free(c.run_metrics);
     c.best_metrics = c.run_metrics = NULL;
     c.n_metrics = 0;
@@ -555,6 +581,9 @@ static void test_version(void **state)
     for (int i = 0; i < 3; i++) delete_attr(path, added[i]);
     delete_attr(path, "n_metrics");
     delete_attr(path, "task");
+    delete_attr(path, "decoder");
+    delete_attr(path, "hits");
+    delete_attr(path, "negatives");
     v = 3;
     put_attr(path, "version", H5T_STD_I64LE, 0, &v);
     expect_load_error(path, GNN_EFORMAT, "missing attribute 'num_nodes'");
@@ -565,6 +594,10 @@ static void test_version(void **state)
     c.num_nodes = c.parts = c.train_nodes = -1;
     c.heads = c.out_heads = 0;
     c.attn_dropout = c.negative_slope = 0.0;
+    set_str(c.task, sizeof c.task, "node");
+    set_str(c.decoder, sizeof c.decoder, "-");
+    set_str(c.hits, sizeof c.hits, "-");
+    c.negatives = 0;
     free(c.best_metrics), free(c.run_metrics);
     c.best_metrics = c.run_metrics = NULL;
     c.n_metrics = 0;

@@ -8,8 +8,8 @@
  * Training: every edge of the graph is a positive (an undirected graph's
  * edge once, as u < v), with --negatives K negatives (u, w), w uniform
  * over the nodes, drawn afresh each epoch from a counter-based stream
- * keyed by (seed, run, epoch) and countered by the positive's end points
- * and k: any process holding the edge draws the same negatives. The loss
+ * keyed by (seed, run, epoch) and the positive's end points (hashed),
+ * countered by k: any process holding the edge draws the same negatives. The loss
  * is binary cross-entropy,
  *   L = mean_pos softplus(-s) + mean_neg softplus(s),
  * and its gradient goes to both ends of every pair: gathered per node over
@@ -100,6 +100,8 @@ static int configure(gnn_job_t *j, gnn_task_kind_t *own)
         GNN_CHECK(end != p && v >= 1 && v <= 1000000000 && (*end == ',' || !*end) && nh < MAX_HITS,
                   GNN_EUSAGE, "--hits %s: expected up to %d positive integers separated by commas",
                   list, MAX_HITS);
+        for (int q = 0; q < nh; q++)
+            GNN_CHECK(hits[q] != v, GNN_EUSAGE, "--hits %s: %lld is listed twice", list, v);
         hits[nh++] = v;
         p = *end ? end + 1 : end;
         GNN_CHECK(*p || !*end, GNN_EUSAGE, "--hits %s: ends with a comma", list);
@@ -370,11 +372,13 @@ static int full_loss(gnn_job_t *j, const float *logits, int64_t n, double *loss,
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < P; i++) {
         int64_t u = t->pos[2 * i], v = t->pos[2 * i + 1];
+        uint64_t ekey = gnn_rng_mix64(key ^ gnn_rng_mix64((uint64_t)u) ^
+                                      gnn_rng_mix64((uint64_t)v + 0x5bd1e995ull));
         for (int64_t k = 0; k < K; k++) {
-            uint64_t next = (((uint64_t)u * nn + (uint64_t)v) * (uint64_t)K + (uint64_t)k) << 3;
+            uint64_t next = (uint64_t)k << 3;
             int64_t q = P + i * K + k;
             t->pairs[2 * q] = u;
-            t->pairs[2 * q + 1] = (int64_t)gnn_rng_below(key, &next, nn);
+            t->pairs[2 * q + 1] = (int64_t)gnn_rng_below(ekey, &next, nn);
         }
     }
     double lp = 0.0, ln = 0.0;
@@ -474,11 +478,11 @@ static int auc_ap(const double *ps, int64_t np, const double *ns, int64_t nn, do
     for (int64_t i = 0; i < np + nn;) {
         int64_t j = i;
         double gp = 0, gn = 0;
-        while (j < np + nn && a[j].s == a[i].s) {
+        do { /* element i always: the scores are finite (score_set checks) */
             gp += a[j].pos;
             gn += !a[j].pos;
             j++;
-        }
+        } while (j < np + nn && a[j].s == a[i].s);
         /* Positives of the group beat the negatives below (fp so far are
          * above): each pairs with the negatives after it, ties half. */
         pairs += gp * ((double)nn - fp - gn) + 0.5 * gp * gn;
@@ -518,6 +522,15 @@ static int score_set(gnn_job_t *j, link_t *t, const float *z, int ps, double *m)
     for (int64_t i = 0; i < nn; i++)
         sneg[i] = pair_score(t, z, pn[2 * i], pn[2 * i + 1], scr + 2 * D * (np + i),
                              scr + 2 * D * (np + i) + D);
+    /* A diverged model's scores are not numbers: every metric is then
+     * NaN, and so the validation loss, which ends the run. */
+    int finite = 1;
+    for (int64_t i = 0; i < np && finite; i++) finite = isfinite(spos[i]);
+    for (int64_t i = 0; i < nn && finite; i++) finite = isfinite(sneg[i]);
+    if (!finite) {
+        for (int q = 0; q <= M_HITS0 + t->n_hits; q++) m[q] = NAN;
+        goto fail;
+    }
     GNN_TRY(auc_ap(spos, np, sneg, nn, &m[M_AUC], &m[M_AP]));
     double mrr = 0.0;
     for (int64_t i = 0; i < np; i++) {
