@@ -236,6 +236,13 @@ class Operator:
         return torch.sparse.mm(self.a, x)
 
 
+def offsets(rows, n):
+    """CSR row offsets (n + 1) of entries in the sorted rows."""
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=n), out=ptr[1:])
+    return ptr
+
+
 class Edges:
     """GAT's graph: the edges u -> v of the in-edge CSR, stored self loops
     left out and one self loop per node added, sorted by destination then
@@ -256,8 +263,8 @@ class Edges:
         perm = np.argsort(src * n + dst, kind="stable")
         del order
         self.n = n
-        self.ptr = torch.from_numpy(np.concatenate([[0], np.cumsum(np.bincount(dst, minlength=n))]))
-        self.tptr = torch.from_numpy(np.concatenate([[0], np.cumsum(np.bincount(src, minlength=n))]))
+        self.ptr = torch.from_numpy(offsets(dst, n))
+        self.tptr = torch.from_numpy(offsets(src, n))
         self.tdst = torch.from_numpy(dst[perm])
         self.perm = torch.from_numpy(perm)
         self.src, self.dst = torch.from_numpy(src), torch.from_numpy(dst)

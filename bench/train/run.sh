@@ -109,7 +109,14 @@ measure() {
         -o "$dir/$name.time" timeout "$limit" "$@" >"$dir/$name.out" 2>&1; then
         echo "$(sed -n "s/.*Elapsed (wall clock) time (h:mm:ss or m:ss): //p" "$dir/$name.time") wall"
     else
-        echo "FAILED (exit $?; timeout $limit s); see $dir/$name.out"
+        rc=$?
+        case $rc in
+        124) why="timed out after $limit s" ;;
+        137) why="killed by SIGKILL, out of memory?" ;;
+        *) why="exit $rc" ;;
+        esac
+        kb=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$dir/$name.time")
+        echo "FAILED ($why; peak RSS $((${kb:-0} / 1024)) MB); see $dir/$name.out"
     fi
 }
 

@@ -13,10 +13,11 @@ standard deviation when there are several runs. Targets, against each
 reference (torch: the PyTorch reference; pyg: PyTorch Geometric's layers;
 both on the newest torch, and as torch-dgl and pyg-dgl on the older torch
 of DGL's environment; dgl: DGL's layers) and against the fastest of them:
-ours at least 5x faster per epoch, at most 0.5x the peak RSS, accuracy
-equal (the means differ by at most twice the combined run-to-run standard
-deviation, or one point, whichever is larger). A reference whose files are
-absent (not installed) is left out.
+ours at least 5x faster per epoch (gat: 5x the plain PyTorch model, torch
+and torch-dgl, and 3x the others and the fastest), at most 0.5x the peak
+RSS, accuracy equal (the means differ by at most twice the combined
+run-to-run standard deviation, or one point, whichever is larger). A
+reference whose files are absent (not installed) is left out.
 """
 import json
 import math
@@ -25,7 +26,16 @@ import re
 import sys
 
 SPEED_TARGET, RSS_TARGET = 5.0, 0.5
+GAT_SPEED_TARGET = 3.0
 REFERENCES = ("torch", "pyg", "torch-dgl", "pyg-dgl", "dgl")
+
+
+def speed_target(model, ref):
+    """How many times faster per epoch ours must be than reference ref
+    (None: the fastest) for model."""
+    if model == "gat" and ref not in ("torch", "torch-dgl"):
+        return GAT_SPEED_TARGET
+    return SPEED_TARGET
 
 
 def read_log(path):
@@ -112,19 +122,21 @@ def main():
                 tol = max(2 * math.hypot(o["std"], t["std"]), 0.01)
                 print(f"| {m} | {ds} | {ref} | {t['epoch_ms']:.1f} | {speed:.2f}x "
                       f"| {t['rss'] or math.nan:.0f} | {rss:.2f}x | {fmt_acc(t)} |")
+                want = speed_target(m, ref)
                 verdicts.append(
                     f"{m}/{ds} against {ref}: speed {speed:.2f}x "
-                    f"({'met' if speed >= SPEED_TARGET else 'NOT met'},"
-                    f" target >= {SPEED_TARGET:g}x); RSS {rss:.2f}x "
+                    f"({'met' if speed >= want else 'NOT met'},"
+                    f" target >= {want:g}x); RSS {rss:.2f}x "
                     f"({'met' if rss <= RSS_TARGET else 'NOT met'}, target <= {RSS_TARGET:g}x); "
                     f"accuracy {100 * diff:+.1f} points "
                     f"({'equal' if abs(diff) <= tol else 'DIFFERENT'}, tolerance "
                     f"{100 * tol:.1f})")
             if fastest:
+                want = speed_target(m, None)
                 verdicts.append(
                     f"{m}/{ds} against the fastest reference ({fastest[0]}): speed "
-                    f"{fastest[1]:.2f}x ({'met' if fastest[1] >= SPEED_TARGET else 'NOT met'},"
-                    f" target >= {SPEED_TARGET:g}x)")
+                    f"{fastest[1]:.2f}x ({'met' if fastest[1] >= want else 'NOT met'},"
+                    f" target >= {want:g}x)")
     print()
     for v in verdicts:
         print(v)
