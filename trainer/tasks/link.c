@@ -67,7 +67,9 @@ typedef struct {
     /* Per-epoch scratch (host). */
     int64_t *pairs;           /* (1 + K) n_pos x 2 */
     float *g;                 /* dL/ds per pair */
-    int64_t *order, *start;   /* pair ends sorted by node; node offsets */
+    int64_t *order, *start;   /* pair ends sorted by node (dot: the other end's
+                                 node; MLP: the end's index); node offsets */
+    float *sg;                /* dot: the pair's dL/ds, in the order of order */
     float *zh, *dzh;          /* host copies of z and dz (device backends) */
     double *sc;               /* held-out scores */
 } link_t;
@@ -180,10 +182,13 @@ static int setup(gnn_job_t *j, int64_t *out_dim)
     t->pairs = gnn_malloc_array((size_t)np * 2, sizeof *t->pairs);
     t->g = gnn_malloc_array((size_t)np, sizeof *t->g);
     t->order = gnn_malloc_array((size_t)np * 2, sizeof *t->order);
+    t->sg = gnn_malloc_array((size_t)np * 2, sizeof *t->sg);
     t->start = gnn_malloc_array((size_t)t->n + 2, sizeof *t->start);
     t->sc = gnn_malloc_array((size_t)ns + 1, sizeof *t->sc);
-    GNN_CHECK(t->pairs && t->g && t->order && t->start && t->sc, GNN_ENOMEM,
+    GNN_CHECK(t->pairs && t->g && t->order && t->sg && t->start && t->sc, GNN_ENOMEM,
               "link prediction: %" PRId64 " pairs per epoch", np);
+    /* The pairs of an epoch: the positives (fixed), then its negatives. */
+    memcpy(t->pairs, t->pos, (size_t)t->n_pos * 2 * sizeof *t->pairs);
     t->mlp = !strcmp(j->o->decoder, "mlp");
     if (t->mlp) {
         int64_t D = t->D;
@@ -368,7 +373,6 @@ static int full_loss(gnn_job_t *j, const float *logits, int64_t n, double *loss,
     uint64_t key = gnn_rng_mix64(gnn_rng_mix64((uint64_t)j->o->seed + (uint64_t)j->ck.run) ^
                                  (0x6e656773ull + (uint64_t)j->ck.epoch));
     uint64_t nn = (uint64_t)t->n;
-    memcpy(t->pairs, t->pos, (size_t)P * 2 * sizeof *t->pairs);
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < P; i++) {
         int64_t u = t->pos[2 * i], v = t->pos[2 * i + 1];
@@ -420,22 +424,34 @@ static int full_loss(gnn_job_t *j, const float *logits, int64_t n, double *loss,
     memset(start, 0, (size_t)(t->n + 2) * sizeof *start);
     for (int64_t e = 0; e < 2 * NP; e++) start[t->pairs[e] + 2]++;
     for (int64_t v = 0; v < t->n; v++) start[v + 2] += start[v + 1];
-    for (int64_t e = 0; e < 2 * NP; e++) t->order[start[t->pairs[e] + 1]++] = e;
-    /* dz[v] = sum over v's pair ends of g * z[other end]. */
+    /* The dot decoder's gather then reads what it needs in order: the
+     * other end and the pair's gradient. */
+    if (t->mlp) {
+        for (int64_t e = 0; e < 2 * NP; e++) t->order[start[t->pairs[e] + 1]++] = e;
+    } else {
+        for (int64_t e = 0; e < 2 * NP; e++) {
+            int64_t at = start[t->pairs[e] + 1]++;
+            t->order[at] = t->pairs[e ^ 1];
+            t->sg[at] = t->g[e >> 1];
+        }
+    }
+    /* dz[v] = sum over v's pair ends of g * z[other end] (MLP: dh * z). */
 #pragma omp parallel for schedule(dynamic, 256)
     for (int64_t v = 0; v < t->n; v++) {
         float *d = dz + v * D;
         for (int64_t k = 0; k < D; k++) d[k] = 0.0f;
-        for (int64_t i = start[v]; i < start[v + 1]; i++) {
-            int64_t e = t->order[i], q = e >> 1;
-            const float *o = z + t->pairs[e ^ 1] * D;
-            if (t->mlp) { /* ds/dz_v = dh * z_other */
-                const float *dh = t->dh + q * D;
+        if (t->mlp) {
+            for (int64_t i = start[v]; i < start[v + 1]; i++) {
+                int64_t e = t->order[i];
+                const float *o = z + t->pairs[e ^ 1] * D, *dh = t->dh + (e >> 1) * D;
                 for (int64_t k = 0; k < D; k++) d[k] += dh[k] * o[k];
-            } else {
-                float gq = t->g[q];
-                for (int64_t k = 0; k < D; k++) d[k] += gq * o[k];
             }
+            continue;
+        }
+        for (int64_t i = start[v]; i < start[v + 1]; i++) {
+            const float *o = z + t->order[i] * D;
+            float gq = t->sg[i];
+            for (int64_t k = 0; k < D; k++) d[k] += gq * o[k];
         }
     }
     if (t->dzh)
@@ -631,6 +647,7 @@ static void task_free(gnn_job_t *j)
     gnn_free(t->pairs);
     gnn_free(t->g);
     gnn_free(t->order);
+    gnn_free(t->sg);
     gnn_free(t->start);
     gnn_free(t->zh);
     gnn_free(t->dzh);
