@@ -150,6 +150,20 @@ static void set_str(char *s, size_t size, const char *v)
     strcpy(s, v);
 }
 
+/* c as a file older than version 5 reads back: task "node", no link
+ * settings, no per-metric arrays. */
+static void as_before_v5(gnn_checkpoint_t *c)
+{
+    set_str(c->task, sizeof c->task, "node");
+    set_str(c->decoder, sizeof c->decoder, "-");
+    set_str(c->hits, sizeof c->hits, "-");
+    c->negatives = 0;
+    free(c->best_metrics);
+    free(c->run_metrics);
+    c->best_metrics = c->run_metrics = NULL;
+    c->n_metrics = 0;
+}
+
 /* Every field of a and b bitwise equal; arrays by content. */
 static void assert_ck_equal(const gnn_checkpoint_t *a, const gnn_checkpoint_t *b)
 {
@@ -530,13 +544,7 @@ static void test_version(void **state)
     assert_string_equal(d.task, "node");
     assert_string_equal(d.decoder, "-");
     assert_string_equal(d.hits, "-");
-    set_str(c.task, sizeof c.task, "node");
-    set_str(c.decoder, sizeof c.decoder, "-");
-    set_str(c.hits, sizeof c.hits, "-");
-    c.negatives = 0;
-    free(c.best_metrics), free(c.run_metrics);
-    c.best_metrics = c.run_metrics = NULL;
-    c.n_metrics = 0;
+    as_before_v5(&c);
     assert_ck_equal(&c, &d);
     gnn_checkpoint_free(&d);
     free_ck(&c);
@@ -562,13 +570,7 @@ static void test_version(void **state)
                 d.negative_slope == 0.0);
     c.heads = c.out_heads = 0;
     c.attn_dropout = c.negative_slope = 0.0;
-    set_str(c.task, sizeof c.task, "node");
-    set_str(c.decoder, sizeof c.decoder, "-");
-    set_str(c.hits, sizeof c.hits, "-");
-    c.negatives = 0;
-    free(c.best_metrics), free(c.run_metrics);
-    c.best_metrics = c.run_metrics = NULL;
-    c.n_metrics = 0;
+    as_before_v5(&c);
     assert_ck_equal(&c, &d);
     gnn_checkpoint_free(&d);
     free_ck(&c);
@@ -594,13 +596,7 @@ static void test_version(void **state)
     c.num_nodes = c.parts = c.train_nodes = -1;
     c.heads = c.out_heads = 0;
     c.attn_dropout = c.negative_slope = 0.0;
-    set_str(c.task, sizeof c.task, "node");
-    set_str(c.decoder, sizeof c.decoder, "-");
-    set_str(c.hits, sizeof c.hits, "-");
-    c.negatives = 0;
-    free(c.best_metrics), free(c.run_metrics);
-    c.best_metrics = c.run_metrics = NULL;
-    c.n_metrics = 0;
+    as_before_v5(&c);
     assert_ck_equal(&c, &d);
     gnn_checkpoint_free(&d);
     free_ck(&c);
