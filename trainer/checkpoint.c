@@ -294,6 +294,26 @@ static void tmp_abort(char *tmp, hid_t *file)
     tmp_clean = 0;
 }
 
+/* Write path atomically: write(file, ctx) fills a temporary file beside it,
+ * which then takes path's name; on failure neither name holds a new file
+ * and path is unchanged. Errors name path. */
+static int write_atomic(const char *path, int (*write)(hid_t file, const void *ctx),
+                        const void *ctx)
+{
+    int rc = 0;
+    char *tmp = NULL;
+    hid_t file = -1;
+    GNN_TRY(tmp_create(path, &tmp, &file));
+    GNN_TRY(at(path, write(file, ctx)));
+    GNN_TRY(tmp_commit(path, tmp, &file));
+    gnn_free(tmp);
+    return 0;
+fail:
+    tmp_abort(tmp, &file);
+    gnn_free(tmp);
+    return rc;
+}
+
 /* Write buf (n values of memory type mtype) as a new contiguous 1-D
  * dataset of file type ftype; an empty one when n is 0. */
 static int write_vector(hid_t file, const char *name, hid_t ftype, hid_t mtype, int64_t n,
@@ -330,8 +350,9 @@ fail:
 
 /* ---- Checkpoint ------------------------------------------------------------- */
 
-static int write_checkpoint(hid_t file, const gnn_checkpoint_t *c)
+static int write_checkpoint(hid_t file, const void *ctx)
 {
+    const gnn_checkpoint_t *c = ctx;
     int rc = 0;
     GNN_TRY(gnn__h5_set_attr_str(file, "format", GNN_CHECKPOINT_FORMAT));
     GNN_TRY(gnn__h5_set_attr_i64(file, "version", GNN_CHECKPOINT_VERSION));
@@ -366,22 +387,14 @@ fail:
 int gnn_checkpoint_save(const char *path, const gnn_checkpoint_t *c)
 {
     int rc = 0;
-    char *tmp = NULL;
-    hid_t file = -1;
     gnn__h5_init();
     GNN_TRY(check_fields(c, path, GNN_EINVAL, GNN_CHECKPOINT_VERSION));
     for (int t = 0; t < N_TENSORS; t++)
         GNN_CHECK(tensor_len(c, t) == 0 || tensor_get(c, t), GNN_EINVAL,
                   "%s: %s is NULL but holds %lld values", path, tensor_names[t],
                   (long long)tensor_len(c, t));
-    GNN_TRY(tmp_create(path, &tmp, &file));
-    GNN_TRY(at(path, write_checkpoint(file, c)));
-    GNN_TRY(tmp_commit(path, tmp, &file));
-    gnn_free(tmp);
-    return 0;
+    return write_atomic(path, write_checkpoint, c);
 fail:
-    tmp_abort(tmp, &file);
-    gnn_free(tmp);
     return rc;
 }
 
@@ -560,10 +573,18 @@ static int close_dataset(hid_t *d, const char *name)
     return 0;
 }
 
-static int write_predictions(hid_t file, int64_t n, const int64_t *node_id, int64_t classes,
-                             const float *logits, const int64_t *pred, int64_t hidden_dim,
-                             const float *hidden)
+typedef struct {
+    int64_t n, classes, hidden_dim;
+    const int64_t *node_id, *pred;
+    const float *logits, *hidden;
+} predictions_t;
+
+static int write_predictions(hid_t file, const void *ctx)
 {
+    const predictions_t *p = ctx;
+    int64_t n = p->n, classes = p->classes, hidden_dim = p->hidden_dim;
+    const int64_t *node_id = p->node_id, *pred = p->pred;
+    const float *logits = p->logits, *hidden = p->hidden;
     int rc = 0;
     hid_t d = -1;
     int64_t *ids = NULL;
@@ -610,8 +631,6 @@ int gnn_predictions_write(const char *path, int64_t n, const int64_t *node_id, i
                           const float *hidden)
 {
     int rc = 0;
-    char *tmp = NULL;
-    hid_t file = -1;
     gnn__h5_init();
     GNN_TRY(check_i64(path, GNN_EINVAL, "node count", n, 0, INT64_MAX));
     GNN_TRY(check_i64(path, GNN_EINVAL, "classes", classes, 1, INT64_MAX));
@@ -622,15 +641,9 @@ int gnn_predictions_write(const char *path, int64_t n, const int64_t *node_id, i
         GNN_CHECK(pred[i] >= 0 && pred[i] < classes, GNN_EINVAL,
                   "%s: pred[%lld] = %lld is outside [0, %lld)", path, (long long)i,
                   (long long)pred[i], (long long)classes);
-    GNN_TRY(tmp_create(path, &tmp, &file));
-    GNN_TRY(at(path, write_predictions(file, n, node_id, classes, logits, pred, hidden_dim,
-                                       hidden)));
-    GNN_TRY(tmp_commit(path, tmp, &file));
-    gnn_free(tmp);
-    return 0;
+    const predictions_t p = {n, classes, hidden_dim, node_id, pred, logits, hidden};
+    return write_atomic(path, write_predictions, &p);
 fail:
-    tmp_abort(tmp, &file);
-    gnn_free(tmp);
     return rc;
 }
 
@@ -639,9 +652,16 @@ fail:
 #define EMBEDDINGS_FORMAT "gnn-embeddings"
 #define EMBEDDINGS_VERSION 1
 
-static int write_embeddings(hid_t file, int64_t n, const int64_t *node_id, int64_t dim,
-                            const float *emb)
+typedef struct {
+    int64_t n, dim;
+    const int64_t *node_id;
+    const float *emb;
+} embeddings_t;
+
+static int write_embeddings(hid_t file, const void *ctx)
 {
+    const embeddings_t *e = ctx;
+    int64_t n = e->n, dim = e->dim;
     int rc = 0;
     hid_t d = -1;
     GNN_TRY(gnn__h5_set_attr_str(file, "format", EMBEDDINGS_FORMAT));
@@ -649,10 +669,10 @@ static int write_embeddings(hid_t file, int64_t n, const int64_t *node_id, int64
     GNN_TRY(gnn__h5_set_attr_i64(file, "num_nodes", n));
     GNN_TRY(gnn__h5_set_attr_i64(file, "dim", dim));
     GNN_TRY(create_rows(file, "node_id", H5T_STD_I64LE, n, 0, &d));
-    GNN_TRY(gnn__h5_write_rows(d, H5T_NATIVE_INT64, 1, 1, 0, n, node_id));
+    GNN_TRY(gnn__h5_write_rows(d, H5T_NATIVE_INT64, 1, 1, 0, n, e->node_id));
     GNN_TRY(close_dataset(&d, "node_id"));
     GNN_TRY(create_rows(file, "embedding", H5T_IEEE_F32LE, n, dim, &d));
-    GNN_TRY(gnn__h5_write_rows(d, H5T_NATIVE_FLOAT, 2, (hsize_t)dim, 0, n, emb));
+    GNN_TRY(gnn__h5_write_rows(d, H5T_NATIVE_FLOAT, 2, (hsize_t)dim, 0, n, e->emb));
     GNN_TRY(close_dataset(&d, "embedding"));
 fail:
     gnn__h5_close(&d);
@@ -663,19 +683,12 @@ int gnn_embeddings_write(const char *path, int64_t n, const int64_t *node_id, in
                          const float *emb)
 {
     int rc = 0;
-    char *tmp = NULL;
-    hid_t file = -1;
     gnn__h5_init();
     GNN_TRY(check_i64(path, GNN_EINVAL, "node count", n, 0, INT64_MAX));
     GNN_TRY(check_i64(path, GNN_EINVAL, "dim", dim, 1, INT64_MAX));
     GNN_CHECK(n == 0 || (node_id && emb), GNN_EINVAL, "%s: node ids and rows are required", path);
-    GNN_TRY(tmp_create(path, &tmp, &file));
-    GNN_TRY(at(path, write_embeddings(file, n, node_id, dim, emb)));
-    GNN_TRY(tmp_commit(path, tmp, &file));
-    gnn_free(tmp);
-    return 0;
+    const embeddings_t e = {n, dim, node_id, emb};
+    return write_atomic(path, write_embeddings, &e);
 fail:
-    tmp_abort(tmp, &file);
-    gnn_free(tmp);
     return rc;
 }
