@@ -25,6 +25,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "tests/common/testgraph.h"
 #include "tests/common/testrng.h"
 #include "graph/base/error.h"
 #include "kernels/backend.h"
@@ -59,18 +60,8 @@ static void fixture(fixture_t *t, int64_t n, int64_t f, int64_t classes, uint64_
     memset(t, 0, sizeof *t);
     assert_int_equal(gnn_backend_open("cpu", &t->be), 0);
     assert_int_equal(gnn_aggr_registry_create(&t->reg), 0);
-    int64_t m = 2 * n;
-    gnn_vid_t src[128], dst[128];
-    assert_true(m <= 128 && n <= 64);
-    for (int64_t i = 0; i < m; i++) {
-        src[i] = 1 + (gnn_vid_t)(tu_rng_next(s) % (uint64_t)(n - 1));
-        dst[i] = 1 + (gnn_vid_t)(tu_rng_next(s) % (uint64_t)(n - 1));
-    }
-    assert_int_equal(gnn_csr_from_edges(n, m, src, dst, NULL,
-                                        GNN_BUILD_SYMMETRIZE | GNN_BUILD_DEDUPE |
-                                            GNN_BUILD_NO_SELF_LOOPS,
-                                        &t->a),
-                     0);
+    assert_true(n <= 64);
+    tu_random_graph(n, 2 * n, s, &t->a);
     assert_int_equal(gnn_be_graph_create(t->be, &t->a, &t->bg), 0);
     t->n = n, t->f = f, t->classes = classes;
     t->x = malloc(n * f * sizeof *t->x);
