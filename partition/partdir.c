@@ -423,11 +423,12 @@ fail:
 }
 
 int gnn__partdir_write_meta(const char *tmp, gnn_vid_t n, gnn_eid_t nnz, const gnn_part_map_t *m,
-                            const gnn_partdir_meta_t *meta, const gnn__part_stats_t *st)
+                            const gnn_partdir_meta_t *meta, const gnn__part_stats_t *st,
+                            int directed, const gnn_graph_t *lk)
 {
     int rc = 0;
     char *path = path_join(tmp, "meta.h5");
-    hid_t f = -1;
+    hid_t f = -1, grp = -1;
     int k = m->num_parts;
     int64_t *col = NULL, *hop = NULL;
     GNN_CHECK(path, GNN_ENOMEM, "partition");
@@ -467,7 +468,17 @@ int gnn__partdir_write_meta(const char *tmp, gnn_vid_t n, gnn_eid_t nnz, const g
     for (int p = 0; p < k; p++)
         for (int h = 0; h < hops; h++) hop[(size_t)p * (size_t)hops + (size_t)h] = st[p].hop[h];
     GNN_TRY(put_i64_table(f, path, "part_hop_halo", hop, k, hops));
+    GNN_TRY(gnn__h5_set_attr_i64(f, "directed", directed ? 1 : 0));
+    if (lk && lk->link[0]) { /* the held-out edges, as the graph file has them */
+        grp = H5Gcreate2(f, "link", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        GNN_CHECK(grp >= 0, GNN_EHDF5, "%s: cannot create the link group", path);
+        for (int s = 0; s < GNN_NUM_LINK_SETS; s++)
+            GNN_TRY(put_i64_table(grp, path, gnn_link_set_names[s], lk->link[s],
+                                  lk->link_size[s], 2));
+        GNN_TRY(gnn__h5_set_attr_i64(grp, "neg_per_pos", lk->link_neg_per_pos));
+    }
 fail:
+    if (grp >= 0) H5Gclose(grp);
     if (f >= 0 && H5Fclose(f) < 0 && rc == 0) rc = GNN_H5_FAIL(GNN_EIO, "%s: cannot close", path);
     gnn_free(hop);
     gnn_free(col);
@@ -599,7 +610,8 @@ int gnn_partdir_write(const char *dir, const gnn_graph_t *g, const int32_t *part
         feat = NULL;
         lab = NULL;
     }
-    GNN_TRY(gnn__partdir_write_meta(tx.tmp, g->csr.n_rows, g->csr.nnz, &m, meta, st));
+    GNN_TRY(gnn__partdir_write_meta(tx.tmp, g->csr.n_rows, g->csr.nnz, &m, meta, st, g->directed,
+                                    g));
     GNN_TRY(gnn__partdir_commit(&tx));
 fail:
     gnn__partdir_end(&tx);
@@ -711,6 +723,68 @@ fail:
     gnn__h5_close(&f);
     gnn_free(path);
     if (rc < 0) meta_free(m);
+    return rc;
+}
+
+void gnn_partdir_link_free(gnn_partdir_link_t *l)
+{
+    for (int s = 0; s < GNN_NUM_LINK_SETS; s++) gnn_free(l->link[s]);
+    gnn_free(l->node_map);
+    memset(l, 0, sizeof *l);
+    for (int s = 0; s < GNN_NUM_LINK_SETS; s++) l->link_size[s] = -1;
+}
+
+int gnn_partdir_read_link(const char *dir, int with_map, gnn_partdir_link_t *out)
+{
+    int rc = 0;
+    meta_t m;
+    hid_t f = -1, grp = -1;
+    char *path = NULL;
+    memset(out, 0, sizeof *out);
+    for (int s = 0; s < GNN_NUM_LINK_SETS; s++) out->link_size[s] = -1;
+    GNN_TRY(meta_read(dir, &m, with_map));
+    out->num_nodes = m.num_nodes;
+    out->node_map = m.node_map;
+    m.node_map = NULL;
+    meta_free(&m);
+    path = path_join(dir, "meta.h5");
+    GNN_CHECK(path, GNN_ENOMEM, "partition");
+    GNN_TRY(open_file(path, &f));
+    int64_t directed = -1;
+    GNN_TRY(attr_i64_opt(f, path, "directed", &directed));
+    out->directed = directed < 0 ? -1 : directed != 0;
+    htri_t has = H5Lexists(f, "link", H5P_DEFAULT);
+    GNN_CHECK(has >= 0, GNN_EHDF5, "%s: cannot look for the link group", path);
+    if (!has) goto fail; /* none: rc 0 */
+    grp = H5Gopen2(f, "link", H5P_DEFAULT);
+    GNN_CHECK(grp >= 0, GNN_EFORMAT, "%s: link is not a group", path);
+    GNN_TRY(attr_i64(grp, path, "neg_per_pos", &out->neg_per_pos));
+    GNN_CHECK(out->neg_per_pos >= 1, GNN_EFORMAT, "%s: link neg_per_pos %" PRId64, path,
+              out->neg_per_pos);
+    for (int s = 0; s < GNN_NUM_LINK_SETS; s++) {
+        hid_t d = -1;
+        hsize_t dims[2] = {0, 0};
+        GNN_TRY(gnn__h5_open_dataset(grp, path, gnn_link_set_names[s], GNN_H5_INT, 2, 0, dims, &d));
+        gnn__h5_close(&d);
+        GNN_CHECK(dims[1] == 2, GNN_EFORMAT, "%s: link/%s is not n x 2", path,
+                  gnn_link_set_names[s]);
+        GNN_TRY(get_i64_shaped(grp, path, gnn_link_set_names[s], (int64_t)dims[0], 2, 0,
+                               &out->link[s]));
+        out->link_size[s] = (int64_t)dims[0];
+        for (int64_t i = 0; i < 2 * out->link_size[s]; i++)
+            GNN_CHECK(out->link[s][i] >= 0 && out->link[s][i] < out->num_nodes, GNN_EFORMAT,
+                      "%s: link/%s names node %" PRId64 ", outside [0, %" PRId64 ")", path,
+                      gnn_link_set_names[s], out->link[s][i], out->num_nodes);
+    }
+    for (int s = 0; s < GNN_NUM_LINK_SETS; s += 2)
+        GNN_CHECK(out->link_size[s + 1] == out->neg_per_pos * out->link_size[s], GNN_EFORMAT,
+                  "%s: link/%s has %" PRId64 " pairs, expected neg_per_pos x %" PRId64, path,
+                  gnn_link_set_names[s + 1], out->link_size[s + 1], out->link_size[s]);
+fail:
+    if (grp >= 0) H5Gclose(grp);
+    gnn__h5_close(&f);
+    gnn_free(path);
+    if (rc < 0) gnn_partdir_link_free(out);
     return rc;
 }
 
@@ -1228,6 +1302,7 @@ int gnn_partdir_check(const char *dir, const char *graph)
     unsigned char *seen = NULL;
     int32_t *part = NULL;
     gnn_csr_t sym = {0};
+    gnn_partdir_link_t lk = {0};
     GNN_TRY(meta_read(dir, &m, 1));
     const char *gpath = graph ? graph : m.graph;
     GNN_TRY(gnn_graph_load(gpath, &g));
@@ -1278,7 +1353,20 @@ int gnn_partdir_check(const char *dir, const char *graph)
                                              " in the graph's",
                   dir, have, split_names[s], want);
     }
+    /* The held-out edges and the directed flag: the graph's, as they are. */
+    GNN_TRY(gnn_partdir_read_link(dir, 0, &lk));
+    GNN_CHECK(lk.directed < 0 || lk.directed == (g.directed != 0), GNN_EFORMAT,
+              "%s: meta.h5 says the graph is %sdirected, %s says it is %sdirected", dir,
+              lk.directed ? "" : "un", gpath, g.directed ? "" : "un");
+    GNN_CHECK(!lk.link[0] == !g.link[0], GNN_EFORMAT, "%s: meta.h5 %s held-out edges, %s %s",
+              dir, lk.link[0] ? "has" : "has no", gpath, g.link[0] ? "has" : "has none");
+    for (int s = 0; s < GNN_NUM_LINK_SETS && g.link[0]; s++)
+        GNN_CHECK(lk.link_size[s] == g.link_size[s] && lk.neg_per_pos == g.link_neg_per_pos &&
+                      !memcmp(lk.link[s], g.link[s], (size_t)(2 * g.link_size[s]) * sizeof(int64_t)),
+                  GNN_EFORMAT, "%s: meta.h5's link/%s differs from %s's", dir,
+                  gnn_link_set_names[s], gpath);
 fail:
+    gnn_partdir_link_free(&lk);
     gnn_free(part);
     gnn_csr_free(&sym);
     gnn_free(new_of_old);

@@ -47,7 +47,9 @@ typedef struct {
 } gnn_partdir_meta_t;
 
 /*
- * Write the k parts of g given by part[v] into dir. An existing dir is
+ * Write the k parts of g given by part[v] into dir (meta.h5 also takes the
+ * graph's held-out edges for link prediction, when it has them, and its
+ * directed flag; the MPI writer reads them from the graph file). An existing dir is
  * refused (GNN_EEXISTS) unless force, then replaced only once the new one
  * is whole; meta->halo_hops outside [1, GNN_PARTDIR_MAX_HOPS] is GNN_EINVAL.
  * Returns 0; GNN_EINVAL, GNN_EEXISTS, GNN_EIO, GNN_EHDF5,
@@ -63,7 +65,8 @@ int gnn_partdir_write(const char *dir, const gnn_graph_t *g, const int32_t *part
  * in-edge of its destination's owner; every halo row holds its node's
  * in-edges; the halo is, hop by hop, exactly the breadth-first search over
  * in-edges from the owned nodes; ranges, ids and statistics are
- * consistent; features, labels and split indices equal the graph's.
+ * consistent; features, labels and split indices equal the graph's, and
+ * so do meta.h5's held-out edges and directed flag.
  * Returns 0, or GNN_EFORMAT naming the file and the first difference
  * (GNN_ENOENT, GNN_EHDF5, GNN_ENOMEM as they come).
  */
@@ -74,6 +77,25 @@ int gnn_partdir_check(const char *dir, const char *graph);
  * halo_hops and parts (nodes, edges, halo, train, rows, stored_edges and
  * hop_halo, the halo nodes at each hop, each). */
 int gnn_partdir_info(const char *dir, int json, FILE *out);
+
+/*
+ * What meta.h5 of dir holds for link prediction: the four held-out sets
+ * (link[s] n x 2 graph-file ids, gnn_malloc'd, sizes -1 and NULL when the
+ * directory has none), negatives per positive, whether the graph is
+ * directed (-1: not recorded, an older directory), and node_map (graph-file index of each partition id,
+ * num_nodes entries) when map is not NULL. Returns 0; GNN_ENOENT,
+ * GNN_EFORMAT (an id out of range, a wrong shape), GNN_EHDF5, GNN_ENOMEM.
+ */
+typedef struct {
+    int64_t *link[GNN_NUM_LINK_SETS];
+    int64_t link_size[GNN_NUM_LINK_SETS];
+    int64_t neg_per_pos;
+    int directed; /* 1, 0, or -1: not recorded */
+    int64_t num_nodes;
+    int64_t *node_map;
+} gnn_partdir_link_t;
+int gnn_partdir_read_link(const char *dir, int with_map, gnn_partdir_link_t *out);
+void gnn_partdir_link_free(gnn_partdir_link_t *l);
 
 /* One part file read back, with what it needs from meta.h5. */
 typedef struct {

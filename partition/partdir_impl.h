@@ -57,9 +57,12 @@ typedef struct {
 /* Write part-NNNNN.h5 of c into tmp; *st gets its figures. */
 int gnn__partdir_write_part(const char *tmp, const gnn__part_content_t *c, gnn__part_stats_t *st);
 
-/* Write tmp/meta.h5 for a graph of n nodes and nnz stored edges. */
+/* Write tmp/meta.h5 for a graph of n nodes and nnz stored edges, directed
+ * or not, whose held-out edges (for link prediction) are those of lk
+ * (NULL or lk->link[0] NULL: none). */
 int gnn__partdir_write_meta(const char *tmp, gnn_vid_t n, gnn_eid_t nnz, const gnn_part_map_t *m,
-                            const gnn_partdir_meta_t *meta, const gnn__part_stats_t *st);
+                            const gnn_partdir_meta_t *meta, const gnn__part_stats_t *st,
+                            int directed, const gnn_graph_t *lk);
 
 /* Every part's local split indices, in the order of the graph's splits. */
 typedef struct {

@@ -826,8 +826,16 @@ int gnn_partdir_write_mpi(MPI_Comm comm, const char *dir, const char *graph, con
     GNN_MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, st, (int)((size_t)k * sizeof *st / sizeof(int64_t)),
                           MPI_INT64_T, MPI_SUM, comm));
     rc = 0;
-    if (c.rank == 0) {
-        rc = gnn__partdir_write_meta(tx.tmp, c.n, info->num_edges, &m, meta, st);
+    if (c.rank == 0) { /* with the graph file's held-out edges, when it has them */
+        gnn_graph_t lk;
+        gnn_graph_init(&lk);
+        for (int q = 0; q < GNN_NUM_LINK_SETS && info->link_size[0] >= 0 && rc == 0; q++)
+            rc = gnn_graph_read_link(c.f, (gnn_link_set_t)q, &lk.link[q], &lk.link_size[q]);
+        lk.link_neg_per_pos = info->link_neg_per_pos;
+        if (rc == 0)
+            rc = gnn__partdir_write_meta(tx.tmp, c.n, info->num_edges, &m, meta, st,
+                                         info->directed, &lk);
+        gnn_graph_free(&lk);
         if (rc == 0) rc = gnn__partdir_commit(&tx);
     }
     STEP(rc);

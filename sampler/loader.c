@@ -88,6 +88,10 @@ static void clear_batch(gnn_loader_t *ld, slot_t *sl)
     gnn_loader_batch_t *b = &sl->b;
     if (ld->o.unprepare) ld->o.unprepare(ld->o.ctx, b);
     gnn_minibatch_free(&b->mb);
+    gnn_free(b->edges.seeds);
+    gnn_free(b->edges.excl);
+    gnn_free(b->edges.pairs);
+    memset(&b->edges, 0, sizeof b->edges);
     memset(b->user, 0, sizeof b->user);
 }
 
@@ -110,10 +114,19 @@ static int build(gnn_loader_t *ld, slot_t *sl, int64_t i)
     int64_t lo = i * ld->batch_size;
     int64_t cnt = ld->n - lo < ld->batch_size ? ld->n - lo : ld->batch_size;
     b->index = i;
+    b->n_items = cnt;
     memset(b->user, 0, sizeof b->user);
     double t0 = now_s();
-    GNN_TRY(gnn_sampler_sample(ld->sampler, ld->perm + lo, cnt, ld->seed, ld->epoch, (uint64_t)i,
-                               &b->mb));
+    if (ld->o.edge_seeds) {
+        gnn_loader_edges_t *e = &b->edges;
+        memset(e, 0, sizeof *e);
+        GNN_TRY(ld->o.edge_seeds(ld->o.ctx, ld->perm + lo, cnt, ld->seed, ld->epoch, e));
+        GNN_TRY(gnn_sampler_sample_excluding(ld->sampler, e->seeds, e->n_seeds, e->excl,
+                                             e->n_excl, ld->seed, ld->epoch, (uint64_t)i, &b->mb));
+    } else {
+        GNN_TRY(gnn_sampler_sample(ld->sampler, ld->perm + lo, cnt, ld->seed, ld->epoch,
+                                   (uint64_t)i, &b->mb));
+    }
     double t1 = now_s();
     const gnn_minibatch_t *mb = &b->mb;
     int64_t f = ld->o.feat_dim;

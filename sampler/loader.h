@@ -43,10 +43,23 @@ extern "C" {
 #define GNN_LOADER_MAX_THREADS 256
 #define GNN_LOADER_MAX_PREFETCH 64
 
+/* What an edge batch's hook makes of its items (loader opts.edge_seeds),
+ * every array gnn_malloc'd by the hook and freed with the batch. */
+typedef struct {
+    gnn_vid_t *seeds;    /* the sampler's seeds, distinct */
+    int64_t n_seeds;
+    gnn_vid_t *excl;     /* n_excl edges (pairs of node ids) the sampler leaves out */
+    int64_t n_excl;
+    int64_t *pairs;      /* n_pairs pairs of positions into seeds: what the batch scores */
+    int64_t n_pairs;
+} gnn_loader_edges_t;
+
 /* One prepared batch. Owned by the loader between gnn_loader_next and
  * gnn_loader_release; read-only for the caller except `user`. */
 typedef struct {
     int64_t index;       /* batch number within the epoch */
+    int64_t n_items;     /* its items: seeds, or an edge batch's edges */
+    gnn_loader_edges_t edges; /* edge batches only (zeroed otherwise) */
     gnn_minibatch_t mb;  /* blocks; mb.nodes[0 .. mb.n_seeds) are the seeds */
     float *x;            /* mb.n_input x feat_dim features of mb.nodes (NULL without feat) */
     int64_t *y;          /* mb.n_seeds labels of the seeds (NULL without labels) */
@@ -76,6 +89,14 @@ typedef struct {
                                  thread (no overlap: the reference for timing) */
     int prefetch;             /* batches in flight, 1 .. GNN_LOADER_MAX_PREFETCH; with
                                  0 threads, any value: 2 or more lets two be held */
+    /* Optional, edge batches: the items of an epoch are then not seeds
+     * but what this hook turns into seeds (a link task's training edges,
+     * by index). It gets the batch's items (its slice of the epoch's
+     * shuffled list) and the epoch's (seed, epoch), and fills *out; the
+     * sampler then starts from out->seeds, leaving out out->excl. 0 or a
+     * GNN_E code, which ends the epoch with that error. */
+    int (*edge_seeds)(void *ctx, const gnn_vid_t *items, int64_t n, uint64_t seed,
+                      uint64_t epoch, gnn_loader_edges_t *out);
     /* Optional: run on the worker after the gather (0 or a GNN_E code,
      * which ends the epoch with that error); undo on release. */
     int (*prepare)(void *ctx, gnn_loader_batch_t *b);
@@ -104,7 +125,8 @@ typedef struct gnn_loader gnn_loader_t;
 int gnn_loader_create(const gnn_loader_opts_t *o, gnn_loader_t **out);
 
 /*
- * Begin an epoch over the n distinct seeds (copied), in batches of
+ * Begin an epoch over the n distinct seeds (copied; with edge_seeds, n
+ * items of the hook's), in batches of
  * batch_size (the last one may be smaller), shuffled by (seed, epoch) when
  * shuffle is set, sampled under (seed, epoch, batch). The previous epoch
  * must have been consumed to its end (or the loader just created).

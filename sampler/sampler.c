@@ -34,11 +34,22 @@ struct gnn_sampler {
     gnn_sampler_remote_t remote;        /* remote.draw NULL: every row held */
 };
 
-/* What one hop reads: the rows, how draws are keyed, who draws the rest. */
+/* The edges a batch excludes: per row with any, its excluded sources,
+ * sorted (a row's list is src[start[k] .. start[k + 1]) for the row that
+ * map sends to k). */
+typedef struct {
+    gnn__idmap_t map;
+    gnn_eid_t *start;
+    gnn_vid_t *src;
+} excl_t;
+
+/* What one hop reads: the rows, how draws are keyed, who draws the rest,
+ * which edges it leaves out. */
 typedef struct {
     const gnn_csr_t *g;
     const gnn_vid_t *key_ids;
     const gnn_sampler_remote_t *remote; /* NULL: every row held */
+    const excl_t *ex;                   /* NULL: none */
 } rows_t;
 
 /* Rows drawing at most this many positions find repeats by scanning the
@@ -190,6 +201,88 @@ static void sort_row(gnn_vid_t *a, gnn_eid_t n)
     }
 }
 
+/* ---- Excluded edges ----------------------------------------------------------- */
+
+static void excl_free(excl_t *x)
+{
+    gnn__idmap_free(&x->map);
+    gnn_free(x->start);
+    gnn_free(x->src);
+    memset(x, 0, sizeof *x);
+}
+
+/* The set of the n pairs (a, b): a -> b and b -> a, i.e. source a in row
+ * b and source b in row a. */
+static int excl_build(excl_t *x, const gnn_vid_t *pairs, int64_t n, gnn_vid_t n_graph)
+{
+    int rc = 0;
+    memset(x, 0, sizeof *x);
+    gnn_vid_t *rowk = NULL;
+    for (int64_t i = 0; i < 2 * n; i++)
+        GNN_CHECK(pairs[i] >= 0 && pairs[i] < n_graph, GNN_EINVAL,
+                  "excluded edge %" PRId64 " has end point %" GNN_PRIvid
+                  " outside the graph's nodes [0, %" GNN_PRIvid ")",
+                  i / 2, pairs[i], n_graph);
+    GNN_TRY(gnn__idmap_reserve(&x->map, 2 * n));
+    rowk = gnn_malloc_array((size_t)(2 * n) + 1, sizeof *rowk);
+    x->start = gnn_calloc((size_t)(2 * n) + 2, sizeof *x->start);
+    x->src = gnn_malloc_array((size_t)(2 * n) + 1, sizeof *x->src);
+    GNN_CHECK(rowk && x->start && x->src, GNN_ENOMEM, "sampler: %" PRId64 " excluded edges", n);
+    gnn_vid_t rows = 0;
+    for (int64_t e = 0; e < 2 * n; e++) { /* entry e: row pairs[e ^ 1], source pairs[e] */
+        gnn_vid_t k = gnn__idmap_get_or_put(&x->map, pairs[e ^ 1], rows);
+        rows += k == rows;
+        rowk[e] = k;
+        x->start[k + 2]++;
+    }
+    for (gnn_vid_t k = 0; k < rows; k++) x->start[k + 2] += x->start[k + 1];
+    for (int64_t e = 0; e < 2 * n; e++) x->src[x->start[rowk[e] + 1]++] = pairs[e];
+    for (gnn_vid_t k = 0; k < rows; k++)
+        sort_row(x->src + x->start[k], x->start[k + 1] - x->start[k]);
+    gnn_free(rowk);
+    return 0;
+fail:
+    gnn_free(rowk);
+    excl_free(x);
+    return rc;
+}
+
+/* Is u among the sorted xs[0 .. nx)? */
+static inline int excl_has(const gnn_vid_t *xs, gnn_eid_t nx, gnn_vid_t u)
+{
+    gnn_eid_t lo = 0, hi = nx;
+    while (lo < hi) {
+        gnn_eid_t mid = lo + (hi - lo) / 2;
+        if (xs[mid] < u)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < nx && xs[lo] == u;
+}
+
+/* Row v's excluded sources (*nx of them), or NULL when it has none. */
+static inline const gnn_vid_t *excl_row(const excl_t *x, gnn_vid_t v, gnn_eid_t *nx)
+{
+    gnn_vid_t k = x ? gnn__idmap_get(&x->map, v) : -1;
+    if (k < 0) return NULL;
+    *nx = x->start[k + 1] - x->start[k];
+    return x->src + x->start[k];
+}
+
+/* The entries of row (d of them) not among xs, into out; their number. */
+static gnn_eid_t excl_filter(const gnn_vid_t *row, gnn_eid_t d, const gnn_vid_t *xs, gnn_eid_t nx,
+                             gnn_vid_t *out)
+{
+    gnn_eid_t c = 0;
+    for (gnn_eid_t q = 0; q < d; q++)
+        if (!excl_has(xs, nx, row[q])) {
+            if (out) out[c] = row[q];
+            c++;
+        }
+    return c;
+}
+
 /* ---- The batch's node list ---------------------------------------------------- */
 
 typedef struct {
@@ -246,6 +339,33 @@ static int frontier_start(frontier_t *f, const gnn_vid_t *ids, int64_t n, gnn_vi
     return 0;
 }
 
+/* The c draws of row v without the nx sources xs into o (global ids):
+ * the row filtered, then the positions of the definition over it. */
+static int filtered_row(const rows_t *rs, gnn_vid_t v, const gnn_vid_t *xs, gnn_eid_t nx,
+                        uint64_t key, int h, gnn_eid_t c, gnn_vid_t *o, mark_t *set,
+                        uint64_t mcap, uint64_t *stamp)
+{
+    const gnn_csr_t *g = rs->g;
+    const gnn_vid_t *row = g->indices + g->indptr[v];
+    gnn_eid_t d = g->indptr[v + 1] - g->indptr[v];
+    gnn_vid_t *kept = gnn_malloc_array((size_t)d + 1, sizeof *kept);
+    if (!kept) return GNN_ENOMEM;
+    gnn_eid_t dk = excl_filter(row, d, xs, nx, kept);
+    if (c == dk) {
+        memcpy(o, kept, (size_t)c * sizeof *o);
+    } else {
+        stream_t s;
+        stream_init(&s, key, rs->key_ids ? rs->key_ids[v] : v, h);
+        if (c <= SCAN_DRAWS)
+            floyd_scan(&s, dk, c, o);
+        else
+            floyd_set(&s, dk, c, o, set, mcap - 1, ++*stamp);
+        for (gnn_eid_t q = 0; q < c; q++) o[q] = kept[o[q]];
+    }
+    gnn_free(kept);
+    return 0;
+}
+
 /*
  * One hop: the block whose destinations are the current nodes of f, drawing
  * up to fanout in-neighbours of each (-1: all) from the stream of (key, v,
@@ -273,17 +393,28 @@ static int sample_hop(const rows_t *rs, int fanout, uint64_t key, int h, frontie
     }
     indptr[0] = 0;
     gnn_eid_t kmax = 0; /* longest draw that needs the hash set */
-#pragma omp parallel for schedule(static) reduction(max : kmax)
+    int xfail = 0;
+#pragma omp parallel for schedule(static) reduction(max : kmax) reduction(+ : xfail)
     for (gnn_vid_t i = 0; i < n_dst; i++) {
         gnn_vid_t v = dst[i];
         if (v >= held) {
             indptr[i + 1] = 0; /* set from the hook's answer below */
+            xfail += rs->ex && excl_row(rs->ex, v, &(gnn_eid_t){0}) != NULL;
             continue;
         }
-        gnn_eid_t d = g->indptr[v + 1] - g->indptr[v];
+        gnn_eid_t d = g->indptr[v + 1] - g->indptr[v], nx = 0;
+        const gnn_vid_t *xs = excl_row(rs->ex, v, &nx);
+        if (xs) d = excl_filter(g->indices + g->indptr[v], d, xs, nx, NULL);
         gnn_eid_t c = (fanout < 0 || d <= fanout) ? d : fanout;
         if (c < d && c > SCAN_DRAWS && c > kmax) kmax = c;
         indptr[i + 1] = c;
+    }
+    if (xfail) {
+        rc = GNN_FAIL(GNN_EUNSUPPORTED,
+                      "sampler: hop %d reaches a node with excluded edges whose row is held "
+                      "elsewhere",
+                      h);
+        goto fail;
     }
     if (rs->remote && h < rs->remote->first_hop) { /* every row must be held here */
         for (gnn_vid_t i = 0; i < n_dst; i++)
@@ -334,7 +465,7 @@ static int sample_hop(const rows_t *rs, int fanout, uint64_t key, int h, frontie
     }
 
     const gnn_vid_t n_chunks = (n_dst + DRAW_CHUNK - 1) / DRAW_CHUNK;
-#pragma omp parallel num_threads(nthreads)
+#pragma omp parallel num_threads(nthreads) reduction(+ : xfail)
     {
         mark_t *set = marks ? marks + (size_t)omp_get_thread_num() * (size_t)mcap : NULL;
         uint64_t stamp = 0;
@@ -352,9 +483,15 @@ static int sample_hop(const rows_t *rs, int fanout, uint64_t key, int h, frontie
                 gnn_vid_t v = dst[i];
                 if (v >= held) continue; /* copied from the hook's answer below */
                 const gnn_vid_t *row = g->indices + g->indptr[v];
-                gnn_eid_t d = g->indptr[v + 1] - g->indptr[v];
+                gnn_eid_t d = g->indptr[v + 1] - g->indptr[v], nx = 0;
                 gnn_eid_t c = indptr[i + 1] - indptr[i];
                 gnn_vid_t *o = indices + indptr[i];
+                const gnn_vid_t *xs = excl_row(rs->ex, v, &nx);
+                if (xs) { /* the draws are over the row without its excluded sources */
+                    if (filtered_row(rs, v, xs, nx, key, h, c, o, set, mcap, &stamp) < 0)
+                        xfail++;
+                    continue; /* pending stays: gather_row reads the row behind */
+                }
                 if (c == d) {
                     memcpy(o, row, (size_t)c * sizeof *o);
                 } else {
@@ -376,6 +513,10 @@ static int sample_hop(const rows_t *rs, int fanout, uint64_t key, int h, frontie
     }
     gnn_free(marks);
     marks = NULL;
+    if (xfail) {
+        rc = GNN_FAIL(GNN_ENOMEM, "sampler: rows with excluded edges");
+        goto fail;
+    }
     if (rs->remote) {
         gnn_eid_t at = 0;
         for (gnn_vid_t i = 0; i < n_dst; i++)
@@ -534,18 +675,31 @@ int gnn_sampler_fanout(const gnn_sampler_t *s, int h)
 int gnn_sampler_sample(const gnn_sampler_t *s, const gnn_vid_t *seeds, int64_t n, uint64_t seed,
                        uint64_t epoch, uint64_t batch, gnn_minibatch_t *out)
 {
+    return gnn_sampler_sample_excluding(s, seeds, n, NULL, 0, seed, epoch, batch, out);
+}
+
+int gnn_sampler_sample_excluding(const gnn_sampler_t *s, const gnn_vid_t *seeds, int64_t n,
+                                 const gnn_vid_t *excl, int64_t n_excl, uint64_t seed,
+                                 uint64_t epoch, uint64_t batch, gnn_minibatch_t *out)
+{
     int rc = 0, h = 0, called = 0;
     frontier_t f;
+    excl_t ex;
     memset(&f, 0, sizeof f);
+    memset(&ex, 0, sizeof ex);
     if (!out) return GNN_FAIL(GNN_EINVAL, "sampler: out is NULL");
     memset(out, 0, sizeof *out);
     GNN_CHECK(s, GNN_EINVAL, "sampler: sampler is NULL");
     GNN_CHECK(n >= 0 && (seeds || n == 0), GNN_EINVAL, "sampler: bad seeds (%" PRId64 ")", n);
+    GNN_CHECK(n_excl >= 0 && (excl || n_excl == 0), GNN_EINVAL,
+              "sampler: bad excluded edges (%" PRId64 ")", n_excl);
     const gnn_csr_t *g = s->graph;
-    GNN_TRY(frontier_start(&f, seeds, n, g->n_rows, "seed"));
+    /* With rows held elsewhere a seed may be any node its holder resolves. */
+    GNN_TRY(frontier_start(&f, seeds, n, s->remote.draw ? INT64_MAX : g->n_rows, "seed"));
+    if (n_excl) GNN_TRY(excl_build(&ex, excl, n_excl, g->n_cols));
 
     const uint64_t key = gnn_sampler_key(seed, epoch, batch);
-    const rows_t rs = {g, s->key_ids, s->remote.draw ? &s->remote : NULL};
+    const rows_t rs = {g, s->key_ids, s->remote.draw ? &s->remote : NULL, n_excl ? &ex : NULL};
     const int L = s->layers;
     out->layers = L;
     out->n_seeds = n;
@@ -560,6 +714,7 @@ int gnn_sampler_sample(const gnn_sampler_t *s, const gnn_vid_t *seeds, int64_t n
     out->n_input = f.n_nodes;
     for (int l = 0; l < L; l++) out->blocks[l].src_ids = f.nodes;
     gnn__idmap_free(&f.map);
+    excl_free(&ex);
     return 0;
 
 fail:
@@ -578,6 +733,7 @@ fail:
     for (int l = 0; l < GNN_SAMPLER_MAX_LAYERS; l++) gnn_csr_free(&out->blocks[l].csr);
     memset(out, 0, sizeof *out);
     frontier_free(&f);
+    excl_free(&ex);
     return rc;
 }
 
@@ -601,7 +757,7 @@ int gnn_sampler_full_block(const gnn_csr_t *graph, const gnn_vid_t *dst, int64_t
     GNN_CHECK(n >= 0 && (dst || n == 0), GNN_EINVAL,
               "full block: bad destinations (%" PRId64 ")", n);
     GNN_TRY(frontier_start(&f, dst, n, graph->n_rows, "destination"));
-    const rows_t rs = {graph, NULL, NULL};
+    const rows_t rs = {graph, NULL, NULL, NULL};
     int called = 0;
     GNN_TRY(sample_hop(&rs, -1, 0, 0, &f, &out->csr, &called));
     out->src_ids = f.nodes;

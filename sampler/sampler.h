@@ -124,6 +124,23 @@ int gnn_sampler_sample(const gnn_sampler_t *s, const gnn_vid_t *seeds, int64_t n
                        uint64_t epoch, uint64_t batch, gnn_minibatch_t *out);
 
 /*
+ * As gnn_sampler_sample, leaving out of every hop's draws the n_excl edges
+ * excl[2i] - excl[2i + 1] in both directions (source excl[2i] in row
+ * excl[2i + 1], and source excl[2i + 1] in row excl[2i]): an edge batch's
+ * own positives, so that no sampled neighbourhood holds the edges the batch
+ * is trained to predict. A row with excluded sources is drawn as the row
+ * without them (every entry equal to an excluded source goes), by the
+ * definition above over the remaining positions; every other row draws
+ * exactly what gnn_sampler_sample draws. Rows held elsewhere (a remote
+ * hook) cannot exclude: a hop that reaches one with excluded sources fails
+ * with GNN_EUNSUPPORTED. Returns as gnn_sampler_sample; GNN_EINVAL also
+ * for an end point outside the graph.
+ */
+int gnn_sampler_sample_excluding(const gnn_sampler_t *s, const gnn_vid_t *seeds, int64_t n,
+                                 const gnn_vid_t *excl, int64_t n_excl, uint64_t seed,
+                                 uint64_t epoch, uint64_t batch, gnn_minibatch_t *out);
+
+/*
  * Keying and rows held elsewhere (a part of a distributed graph).
  *
  * Key ids: with gnn_sampler_set_key_ids, the draws of node v come from
@@ -139,7 +156,8 @@ int gnn_sampler_sample(const gnn_sampler_t *s, const gnn_vid_t *seeds, int64_t n
  * included, so a hook may be collective over processes sampling in step);
  * hops before first_hop must find every row held (a part whose rows reach
  * H - 1 hops out from seeds it holds: first_hop = H), else the batch fails
- * with GNN_EINVAL. The hook sets cnt[i]
+ * with GNN_EINVAL. Seeds may then be any ids >= 0 as well (a node held
+ * elsewhere is drawn by the hook from the first hop on). The hook sets cnt[i]
  * to the number of sources drawn for v[i] and *src to all of them, row
  * after row in draw order, in a gnn_malloc'd array the sampler frees.
  * The draws must follow the definition above (gnn_sampler_draw_row does).

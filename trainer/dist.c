@@ -230,8 +230,8 @@ static int make_plan(gnn_dist_part_t *d, const gnn_part_file_t *pf)
     int q = 0;
     for (int64_t r = d->n_owned; r < d->n_local; r++) {
         int64_t g = pf->local_to_global[r];
-        while (q < R - 1 && g >= pf->part_start[q + 1]) q++;
-        if (g < pf->part_start[q] || g >= pf->part_start[q + 1] || q == d->rank) {
+        while (q < R - 1 && g >= d->part_start[q + 1]) q++;
+        if (g < d->part_start[q] || g >= d->part_start[q + 1] || q == d->rank) {
             local = GNN_FAIL(GNN_EFORMAT, "part %d: halo node %" PRId64
                              " out of order or owned by this part", d->rank, g);
             break;
@@ -490,8 +490,6 @@ static int keep_whole(gnn_dist_part_t *d, gnn_part_file_t *pf)
     d->full.weights = NULL;
     d->l2g = pf->local_to_global;
     pf->local_to_global = NULL;
-    d->part_start = pf->part_start;
-    pf->part_start = NULL;
     d->own_feat = gnn_alloc_large(((size_t)d->n_owned * (size_t)d->feat_dim + 1) * sizeof(float));
     GNN_CHECK(d->own_feat, GNN_ENOMEM, "part %d: features", d->rank);
     memcpy(d->own_feat, pf->feat, (size_t)d->n_owned * (size_t)d->feat_dim * sizeof(float));
@@ -570,6 +568,8 @@ int gnn_dist_load(MPI_Comm comm, const char *dir, int whole, gnn_dist_part_t *dd
         }
     }
     STEP(local);
+    d->part_start = pf.part_start;
+    pf.part_start = NULL;
     GNN_MPI_TRY(MPI_Allreduce(d->split_n, d->split_total, GNN_NUM_SPLITS, MPI_INT64_T, MPI_SUM, comm));
     GNN_TRY(make_plan(d, &pf));
     if (whole) STEP(keep_whole(d, &pf));

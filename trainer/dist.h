@@ -187,6 +187,30 @@ int gnn_dist_halo_backward_packed(gnn_dist_part_t *d, const gnn_dist_plan_t *p, 
 /* The full plan of d as a plan (views of d's fields). */
 gnn_dist_plan_t gnn_dist_full_plan(const gnn_dist_part_t *d);
 
+/*
+ * Rows of any nodes from their owners (trainer/dist_rows.c): a plan for
+ * the n partition ids pids (collective: every rank calls it, n = 0 when it
+ * needs nothing), then get copies row pids[i] of each owner's own array
+ * (n_owned x f, owned local ids) into row i of out, and put adds row i of
+ * rows into the owner's row of own (summed in a fixed order: by asking
+ * rank, then request order). All collective; every failure agreed.
+ */
+typedef struct {
+    int *cnt;            /* 4 x size: want counts, displacements; serve counts, displacements */
+    int64_t n_want;
+    int64_t *order;      /* request k (grouped by owner) is list entry order[k] */
+    int64_t n_serve;
+    int64_t *serve;      /* owned local rows others asked for, grouped by asker */
+    float *sbuf, *rbuf;
+    size_t buf_bytes;
+} gnn_dist_rows_t;
+int gnn_dist_rows_plan(gnn_dist_part_t *d, const int64_t *pids, int64_t n, gnn_dist_rows_t *p);
+int gnn_dist_rows_get(gnn_dist_part_t *d, gnn_dist_rows_t *p, const float *own, int64_t f,
+                      float *out);
+int gnn_dist_rows_put(gnn_dist_part_t *d, gnn_dist_rows_t *p, const float *rows, int64_t f,
+                      float *own);
+void gnn_dist_rows_free(gnn_dist_rows_t *p);
+
 /* The lowest failing code over the ranks of comm, or 0; a rank that did
  * not fail records which rank did ("... failed on rank R"). */
 int gnn_dist_agree(MPI_Comm comm, int rc);

@@ -72,7 +72,7 @@ static const gnn_opt_t train_table[] = {
      "sage minibatch"},
     {"fanouts", 0, GNN_OPT_STRING, O(fanouts), "LIST",
      "neighbours sampled per node and layer, nearest hop first, -1 = all (default: 10 each)"},
-    {"batch-size", 0, GNN_OPT_I64, O(batch_size), "B", "training nodes per mini-batch"},
+    {"batch-size", 0, GNN_OPT_I64, O(batch_size), "B", "training nodes (--task link: edges) per mini-batch"},
     {"sampler-threads", 0, GNN_OPT_INT, O(sampler_threads), "T",
      "threads sampling mini-batches and gathering their features"},
     {"prefetch", 0, GNN_OPT_INT, O(prefetch), "K",

@@ -20,6 +20,7 @@
 
 #include "graph/graph_file.h"
 #include "kernels/backend.h"
+#include "sampler/loader.h"
 
 #include <stdint.h>
 
@@ -47,6 +48,10 @@ typedef struct gnn_task_kind {
      * what the select and test metrics are called in the summary
      * ("test accuracy 81.50 %"). */
     const char *train_label, *select_label, *test_label, *metric_name;
+    /* The loss may read any node's output (link prediction: negatives
+     * anywhere), so a step over a partition directory exchanges every halo
+     * row, not only those near training targets. */
+    int loss_reads_all;
 
     /* Optional: fill what depends on the options (metric keys, roles) into
      * own, the job's copy of this kind, before anything is read. 0 or
@@ -80,9 +85,16 @@ typedef struct gnn_task_kind {
     int (*full_loss)(struct gnn_job *j, const float *logits, int64_t n, double *loss,
                      float *dlogits, int64_t *count);
     /* Loss over a mini-batch's seeds (the first ns rows of logits, y the
-     * batch's targets on the backend): the mean, and its gradient. */
-    int (*batch_loss)(struct gnn_job *j, const float *logits, const int64_t *y, int64_t ns,
-                      double *loss, float *dlogits);
+     * batch's targets on the backend, b the batch): the mean over its
+     * items (b->n_items), and its gradient. */
+    int (*batch_loss)(struct gnn_job *j, const float *logits, const gnn_loader_batch_t *b,
+                      const int64_t *y, int64_t ns, double *loss, float *dlogits);
+    /* Optional, edge batches: the loader's hook (sampler/loader.h; ctx:
+     * the job) making a batch's seeds of its items (train_seeds' ids), and
+     * the most output rows a batch can have (else --batch-size). */
+    int (*edge_seeds)(void *ctx, const int64_t *items, int64_t n, uint64_t seed, uint64_t epoch,
+                      gnn_loader_edges_t *out);
+    int64_t (*batch_rows)(const struct gnn_job *j);
     /* The metrics of logits over every local node (n rows), reduced over
      * the ranks of a partition directory (collective then). */
     int (*evaluate)(struct gnn_job *j, const float *logits, int64_t n, gnn_metrics_t *out);

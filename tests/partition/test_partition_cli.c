@@ -1238,6 +1238,46 @@ static void test_cora(void **state)
     assert_true(cut4 > 0 && 2 * cut4 <= rnd.edge_cut);
 }
 
+/*
+ * A graph with held-out edges (gnn-dataset split-edges): meta.h5 holds
+ * its four link sets as they are (graph-file ids) and its directed flag,
+ * --check passes, and a changed entry of a copied set fails it naming the
+ * set. A graph without them: no link group.
+ */
+static void test_link_sets(void **state)
+{
+    (void)state;
+    const char *graph = tu_path("sbm-link.h5"), *dir = tu_path("link3");
+    DATASET_OK("split-edges", g_sbm, "-o", (char *)graph, "--neg-per-pos", "2", "--force", "-q");
+    PART_OK((char *)graph, "-k", "3", "-o", (char *)dir, "--force", "-q");
+    const char *meta = join(dir, "meta.h5");
+    static const char *const sets[] = {"valid_pos", "valid_neg", "test_pos", "test_neg"};
+    for (int s = 0; s < 4; s++) {
+        char name[32];
+        snprintf(name, sizeof name, "link/%s", sets[s]);
+        void *va = NULL, *vb = NULL;
+        hsize_t da[2], db[2];
+        assert_int_equal(h5_read(graph, name, H5T_NATIVE_INT64, &va, da), 2);
+        assert_int_equal(h5_read(meta, name, H5T_NATIVE_INT64, &vb, db), 2);
+        int64_t *a = va, *b = vb, na = (int64_t)(da[0] * da[1]);
+        assert_true(na > 0);
+        assert_int_equal(da[0], db[0]);
+        assert_int_equal(db[1], 2);
+        assert_memory_equal(a, b, (size_t)na * sizeof *a);
+        if (s == 3) { /* one negative's end changed */
+            b[1] = (b[1] + 1) % 3000;
+            h5_write(meta, name, H5T_NATIVE_INT64, b);
+        }
+        free(a);
+        free(b);
+    }
+    assert_int_equal(h5_attr_i64(meta, "directed"), 0);
+    CHECK_FAILS(dir, "meta.h5's link/test_neg differs");
+    PART_OK((char *)graph, "-k", "3", "-o", (char *)dir, "--force", "-q");
+    PART_OK("--check", (char *)dir, "-q");
+    assert_false(h5_has(join(g_good3, "meta.h5"), "link"));
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3 || argc > 4) {
@@ -1286,6 +1326,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_halo_hops),
         cmocka_unit_test(test_existing_output),
         cmocka_unit_test(test_bad_commands),
+        cmocka_unit_test(test_link_sets),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

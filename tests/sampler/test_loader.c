@@ -29,7 +29,9 @@
  * leaks). Errors: out-of-range options, bad fanouts, a bad batch size, a
  * start while an epoch runs, a second next before release. Every
  * allocation of create, start and an epoch (0 threads) made to fail in
- * turn gives a clean GNN_ENOMEM, and the loader recovers.
+ * turn gives a clean GNN_ENOMEM, and the loader recovers. Edge batches:
+ * the hook's seeds sampled with the batch's own edges left out (none in
+ * any block), each edge in one batch, a failing hook ends the epoch.
  * Prints its seed; set GNN_TEST_SEED to replay another.
  */
 #include <stdarg.h>
@@ -1060,6 +1062,141 @@ static void test_alloc_failure(void **state)
     free_data(&d);
 }
 
+/* ---- Edge batches ---------------------------------------------------------------- */
+
+enum { N_EDGES = 300 };
+
+typedef struct {
+    gnn_vid_t pos[2 * N_EDGES]; /* item i: the edge pos[2i] -> pos[2i + 1] of the graph */
+    atomic_int fail_at;         /* batch (by first item's position) the hook refuses; -1 */
+    atomic_int calls;
+} edges_ctx_t;
+
+/* The seeds of a batch of edges: their ends, distinct, in order; every
+ * edge excluded; the pairs as positions. */
+static int edge_hook(void *ctx, const gnn_vid_t *items, int64_t n, uint64_t seed, uint64_t epoch,
+                     gnn_loader_edges_t *out)
+{
+    edges_ctx_t *c = ctx;
+    (void)seed, (void)epoch;
+    atomic_fetch_add(&c->calls, 1);
+    if (atomic_load(&c->fail_at) >= 0 && items[0] == atomic_load(&c->fail_at))
+        return GNN_FAIL(GNN_EINVAL, "edge hook refuses item %" PRId64, (int64_t)items[0]);
+    out->seeds = gnn_malloc_array((size_t)(2 * n) + 1, sizeof *out->seeds);
+    out->excl = gnn_malloc_array((size_t)(2 * n) + 1, sizeof *out->excl);
+    out->pairs = gnn_malloc_array((size_t)(2 * n) + 1, sizeof *out->pairs);
+    if (!out->seeds || !out->excl || !out->pairs) return GNN_ENOMEM;
+    for (int64_t i = 0; i < n; i++)
+        for (int k = 0; k < 2; k++) {
+            gnn_vid_t x = c->pos[2 * items[i] + k];
+            int64_t at = -1;
+            for (int64_t q = 0; q < out->n_seeds && at < 0; q++)
+                if (out->seeds[q] == x) at = q;
+            if (at < 0) {
+                at = out->n_seeds;
+                out->seeds[out->n_seeds++] = x;
+            }
+            out->excl[2 * i + k] = x;
+            out->pairs[2 * i + k] = at;
+        }
+    out->n_excl = out->n_pairs = n;
+    return 0;
+}
+
+/*
+ * Edge batches: 300 edges of the graph in batches of 64, for 0 and 2
+ * threads. Each batch holds its items (the shuffled edge indices), starts
+ * from the hook's seeds, equals gnn_sampler_sample_excluding on them, and
+ * holds none of its own edges in any block; every edge is an item of one
+ * batch. A failing hook ends the epoch with its error.
+ */
+static void test_edge_batches(void **state)
+{
+    (void)state;
+    data_t d;
+    make_data(&d, 0xED6E);
+    static edges_ctx_t c;
+    atomic_store(&c.fail_at, -1);
+    uint64_t rng = g_seed ^ 0xED6F;
+    gnn_vid_t items[N_EDGES];
+    for (int64_t i = 0; i < N_EDGES; i++) {
+        gnn_vid_t v;
+        do v = rng_below(&rng, N_NODES);
+        while (d.g.indptr[v + 1] == d.g.indptr[v]);
+        c.pos[2 * i] = d.g.indices[d.g.indptr[v] + rng_below(&rng, d.g.indptr[v + 1] - d.g.indptr[v])];
+        c.pos[2 * i + 1] = v;
+        items[i] = i;
+    }
+    const int threads[] = {0, 2};
+    for (int t = 0; t < 2; t++) {
+        gnn_loader_opts_t o = opts_of(&d, threads[t], 3, 1);
+        o.labels = NULL;
+        o.edge_seeds = edge_hook;
+        o.ctx = &c;
+        gnn_loader_t *ld;
+        assert_int_equal(gnn_loader_create(&o, &ld), 0);
+        assert_int_equal(gnn_loader_start(ld, items, N_EDGES, BATCH, 1, g_seed, 4), 0);
+        gnn_vid_t perm[N_EDGES];
+        memcpy(perm, items, sizeof perm);
+        gnn_loader_shuffle(perm, N_EDGES, g_seed, 4);
+        int seen[N_EDGES] = {0};
+        int64_t nb = 0;
+        for (;;) {
+            gnn_loader_batch_t *b;
+            assert_int_equal(gnn_loader_next(ld, &b), 0);
+            if (!b) break;
+            int64_t lo = b->index * BATCH, cnt = N_EDGES - lo < BATCH ? N_EDGES - lo : BATCH;
+            assert_int_equal(b->n_items, cnt);
+            gnn_loader_edges_t ref = {0};
+            assert_int_equal(edge_hook(&c, perm + lo, cnt, g_seed, 4, &ref), 0);
+            assert_int_equal(b->edges.n_seeds, ref.n_seeds);
+            assert_memory_equal(b->edges.seeds, ref.seeds, (size_t)ref.n_seeds * sizeof *ref.seeds);
+            assert_memory_equal(b->edges.pairs, ref.pairs, (size_t)(2 * cnt) * sizeof *ref.pairs);
+            gnn_minibatch_t mb;
+            assert_int_equal(gnn_sampler_sample_excluding(d.sampler, ref.seeds, ref.n_seeds, ref.excl,
+                                                          cnt, g_seed, 4, (uint64_t)b->index, &mb),
+                             0);
+            assert_same_minibatch(&b->mb, &mb);
+            gnn_minibatch_free(&mb);
+            for (int64_t i = 0; i < cnt; i++) seen[perm[lo + i]]++;
+            for (int l = 0; l < LAYERS; l++) {
+                const gnn_block_t *blk = &b->mb.blocks[l];
+                for (gnn_vid_t r = 0; r < blk->csr.n_rows; r++)
+                    for (gnn_eid_t e = blk->csr.indptr[r]; e < blk->csr.indptr[r + 1]; e++) {
+                        gnn_vid_t u = blk->src_ids[blk->csr.indices[e]], v = blk->src_ids[r];
+                        for (int64_t i = 0; i < cnt; i++) {
+                            gnn_vid_t a = ref.excl[2 * i], z = ref.excl[2 * i + 1];
+                            assert_false((u == a && v == z) || (u == z && v == a));
+                        }
+                    }
+            }
+            gnn_free(ref.seeds);
+            gnn_free(ref.excl);
+            gnn_free(ref.pairs);
+            gnn_loader_release(ld, b);
+            nb++;
+        }
+        assert_int_equal(nb, (N_EDGES + BATCH - 1) / BATCH);
+        for (int64_t i = 0; i < N_EDGES; i++) assert_int_equal(seen[i], 1);
+        /* A failing hook: the epoch ends with its error. */
+        atomic_store(&c.fail_at, (int)perm[2 * BATCH]);
+        assert_int_equal(gnn_loader_start(ld, items, N_EDGES, BATCH, 1, g_seed, 4), 0);
+        int rc = 0;
+        for (;;) {
+            gnn_loader_batch_t *b;
+            rc = gnn_loader_next(ld, &b);
+            if (rc < 0 || !b) break;
+            gnn_loader_release(ld, b);
+        }
+        assert_int_equal(rc, GNN_EINVAL);
+        assert_non_null(strstr(gnn_error_message(), "batch 2 of epoch 4"));
+        assert_non_null(strstr(gnn_error_message(), "edge hook refuses"));
+        atomic_store(&c.fail_at, -1);
+        gnn_loader_free(ld);
+    }
+    free_data(&d);
+}
+
 int main(void)
 {
     g_seed = tu_seed();
@@ -1073,6 +1210,7 @@ int main(void)
         cmocka_unit_test(test_free_mid_epoch),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_alloc_failure),
+        cmocka_unit_test(test_edge_batches),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

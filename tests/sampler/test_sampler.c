@@ -20,7 +20,9 @@
  * the same draws for a node whatever the rest of the frontier, different
  * draws for another batch, epoch or seed. Errors: bad fanouts and layer
  * counts, repeated and out-of-range seeds; every allocation made to fail
- * gives a clean GNN_ENOMEM (no leak under the sanitizer build). A 1M-node
+ * gives a clean GNN_ENOMEM (no leak under the sanitizer build). Excluded
+ * edges (an edge batch's positives) appear in no block, leave other rows'
+ * draws unchanged and the rest of a row uniform. A 1M-node
  * graph prints the time of a 1024-seed batch with fanouts 15,10,5.
  * Prints its seed; set GNN_TEST_SEED to replay another.
  */
@@ -859,6 +861,181 @@ static double now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* ---- Excluded edges ----------------------------------------------------------- */
+
+/* Is u -> v (or v -> u) among the n excluded pairs? */
+static int excluded(const gnn_vid_t *x, int64_t n, gnn_vid_t u, gnn_vid_t v)
+{
+    for (int64_t i = 0; i < n; i++)
+        if ((x[2 * i] == u && x[2 * i + 1] == v) || (x[2 * i] == v && x[2 * i + 1] == u)) return 1;
+    return 0;
+}
+
+/*
+ * An edge batch's positives left out: on a symmetric random graph, the
+ * seeds are the ends of 40 of its edges and those edges are excluded. No
+ * block of 1-3 hops holds an excluded edge in either direction, every edge
+ * is the graph's, a seed row with no excluded source draws exactly what
+ * the plain sampler draws, one with excluded sources takes min(fanout,
+ * what is left) of what is left (all of it under -1), and the draws are
+ * the same for 1 and 4 threads.
+ */
+static void test_excluded_edges(void **state)
+{
+    (void)state;
+    uint64_t rng = g_seed ^ 0xE4C1;
+    const gnn_vid_t n = 600;
+    const gnn_eid_t m = 3000;
+    gnn_vid_t *src = malloc(2 * (size_t)m * sizeof *src), *dst = malloc(2 * (size_t)m * sizeof *dst);
+    assert_true(src && dst);
+    for (gnn_eid_t e = 0; e < m; e++) {
+        src[2 * e] = dst[2 * e + 1] = rng_below(&rng, n);
+        dst[2 * e] = src[2 * e + 1] = rng_below(&rng, 60); /* hubs among 0..59 */
+    }
+    gnn_csr_t g;
+    build(n, 2 * m, src, dst, &g);
+    free(src);
+    free(dst);
+    const int64_t ne = 40;
+    gnn_vid_t excl[2 * 40], seeds[2 * 40];
+    int64_t ns = 0;
+    for (int64_t i = 0; i < ne; i++) { /* random edges of the graph */
+        gnn_vid_t v;
+        do v = rng_below(&rng, n);
+        while (g.indptr[v + 1] == g.indptr[v]);
+        gnn_vid_t u = g.indices[g.indptr[v] + rng_below(&rng, g.indptr[v + 1] - g.indptr[v])];
+        excl[2 * i] = u;
+        excl[2 * i + 1] = v;
+        for (int k = 0; k < 2; k++) {
+            gnn_vid_t x = excl[2 * i + k];
+            int seen = 0;
+            for (int64_t q = 0; q < ns; q++) seen |= seeds[q] == x;
+            if (!seen) seeds[ns++] = x;
+        }
+    }
+    const int configs[][3] = {{4, 3, 2}, {-1, -1, -1}, {10, -1, 3}, {1, 1, 1}};
+    for (int c = 0; c < 4; c++)
+        for (int layers = 1; layers <= 3; layers++) {
+            gnn_sampler_t *s;
+            assert_int_equal(gnn_sampler_create(&g, layers, configs[c], &s), 0);
+            gnn_minibatch_t mb, plain, mb4;
+            assert_int_equal(gnn_sampler_sample_excluding(s, seeds, ns, excl, ne, g_seed, 2, 5, &mb),
+                             0);
+            assert_int_equal(gnn_sampler_sample(s, seeds, ns, g_seed, 2, 5, &plain), 0);
+            omp_set_num_threads(4);
+            assert_int_equal(
+                gnn_sampler_sample_excluding(s, seeds, ns, excl, ne, g_seed, 2, 5, &mb4), 0);
+            omp_set_num_threads(1);
+            assert_int_equal(mb.n_input, mb4.n_input);
+            assert_memory_equal(mb.nodes, mb4.nodes, (size_t)mb.n_input * sizeof *mb.nodes);
+            int64_t rows_with = 0;
+            for (int l = 0; l < layers; l++) {
+                const gnn_block_t *b = &mb.blocks[l];
+                assert_int_equal(gnn_csr_validate(&b->csr), 0);
+                assert_int_equal(b->csr.nnz, mb4.blocks[l].csr.nnz);
+                assert_memory_equal(b->csr.indices, mb4.blocks[l].csr.indices,
+                                    (size_t)b->csr.nnz * sizeof *b->csr.indices);
+                for (gnn_vid_t i = 0; i < b->csr.n_rows; i++) {
+                    gnn_vid_t v = b->src_ids[i];
+                    for (gnn_eid_t e = b->csr.indptr[i]; e < b->csr.indptr[i + 1]; e++) {
+                        gnn_vid_t u = b->src_ids[b->csr.indices[e]];
+                        assert_false(excluded(excl, ne, u, v));
+                        assert_true(has_edge(&g, u, v));
+                    }
+                }
+            }
+            /* The seeds' rows (hop 0, the output block) against the plain draws. */
+            const gnn_block_t *b = &mb.blocks[layers - 1], *p = &plain.blocks[layers - 1];
+            int f = configs[c][0];
+            for (gnn_vid_t i = 0; i < ns; i++) {
+                gnn_vid_t v = seeds[i];
+                gnn_eid_t d = g.indptr[v + 1] - g.indptr[v], left = 0;
+                for (gnn_eid_t e = g.indptr[v]; e < g.indptr[v + 1]; e++)
+                    left += !excluded(excl, ne, g.indices[e], v);
+                gnn_eid_t got = b->csr.indptr[i + 1] - b->csr.indptr[i];
+                if (left == d) { /* nothing excluded: the plain draws, as global ids */
+                    assert_int_equal(got, p->csr.indptr[i + 1] - p->csr.indptr[i]);
+                    for (gnn_eid_t q = 0; q < got; q++)
+                        assert_int_equal(b->src_ids[b->csr.indices[b->csr.indptr[i] + q]],
+                                         p->src_ids[p->csr.indices[p->csr.indptr[i] + q]]);
+                } else {
+                    rows_with++;
+                    assert_int_equal(got, f < 0 || left <= f ? left : f);
+                }
+            }
+            assert_true(rows_with >= ne); /* every positive's two ends lose one source at least */
+            gnn_minibatch_free(&mb);
+            gnn_minibatch_free(&mb4);
+            gnn_minibatch_free(&plain);
+            gnn_sampler_free(s);
+        }
+    /* Errors: an end point outside the graph, a NULL list. */
+    gnn_sampler_t *s;
+    int f1[] = {3};
+    assert_int_equal(gnn_sampler_create(&g, 1, f1, &s), 0);
+    gnn_minibatch_t mb;
+    gnn_vid_t bad[2] = {1, n};
+    assert_int_equal(gnn_sampler_sample_excluding(s, seeds, ns, bad, 1, 0, 0, 0, &mb), GNN_EINVAL);
+    assert_non_null(strstr(gnn_error_message(), "outside the graph"));
+    assert_int_equal(gnn_sampler_sample_excluding(s, seeds, ns, NULL, 1, 0, 0, 0, &mb), GNN_EINVAL);
+    gnn_sampler_free(s);
+    gnn_csr_free(&g);
+}
+
+/* What is left of a row after exclusion is drawn uniformly: 200 stars of
+ * 55 neighbours, the first 5 of each excluded, 5 of the other 50 drawn
+ * 100 times per star (chi-square with 49 degrees of freedom, scaled as in
+ * star_statistic). */
+static void test_excluded_uniform(void **state)
+{
+    (void)state;
+    const gnn_vid_t hubs = 200, d = 55, x = 5;
+    const int k = 5, calls = 100;
+    gnn_csr_t g;
+    stars(hubs, d, &g);
+    gnn_vid_t *seeds = malloc((size_t)hubs * sizeof *seeds);
+    gnn_vid_t *excl = malloc(2 * (size_t)(hubs * x) * sizeof *excl);
+    int64_t *count = calloc((size_t)d + 1, sizeof *count);
+    assert_true(seeds && excl && count);
+    for (gnn_vid_t c = 0; c < hubs; c++) {
+        seeds[c] = c * (d + 1);
+        for (gnn_vid_t i = 0; i < x; i++) {
+            excl[2 * (c * x + i)] = seeds[c];
+            excl[2 * (c * x + i) + 1] = seeds[c] + 1 + i;
+        }
+    }
+    int fan[] = {k};
+    gnn_sampler_t *s;
+    assert_int_equal(gnn_sampler_create(&g, 1, fan, &s), 0);
+    for (int t = 0; t < calls; t++) {
+        gnn_minibatch_t mb;
+        assert_int_equal(gnn_sampler_sample_excluding(s, seeds, hubs, excl, hubs * x, g_seed,
+                                                      (uint64_t)t, 0, &mb),
+                         0);
+        const gnn_block_t *b = &mb.blocks[0];
+        assert_int_equal(b->csr.nnz, (gnn_eid_t)k * hubs);
+        for (gnn_vid_t i = 0; i < hubs; i++)
+            for (gnn_eid_t e = b->csr.indptr[i]; e < b->csr.indptr[i + 1]; e++) {
+                gnn_vid_t off = b->src_ids[b->csr.indices[e]] - seeds[i];
+                assert_true(off > x && off <= d);
+                count[off]++;
+            }
+        gnn_minibatch_free(&mb);
+    }
+    const gnn_vid_t left = d - x;
+    double expect = (double)hubs * calls * k / (double)left, x2 = 0, p = (double)k / (double)left;
+    for (gnn_vid_t u = x + 1; u <= d; u++) x2 += (count[u] - expect) * (count[u] - expect) / expect;
+    x2 /= (1 - p) * (double)left / (double)(left - 1);
+    printf("stars d=55, 5 excluded, k=5: chi2 %.2f (df 49, critical %.3f at 0.001)\n", x2,
+           CHI2_999_DF49);
+    assert_true(x2 < CHI2_999_DF49);
+    free(seeds);
+    free(excl);
+    free(count);
+    gnn_sampler_free(s);
+    gnn_csr_free(&g);
+}
+
 /* A 1M-node graph (degrees uniform in 0..20, 16 hubs of 20000): one batch
  * of 1024 seeds with fanouts 15,10,5 costs O(batch), not O(N). The time is
  * printed, not asserted. */
@@ -921,6 +1098,8 @@ int main(void)
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_alloc_failure),
         cmocka_unit_test(test_remote_rows),
+        cmocka_unit_test(test_excluded_edges),
+        cmocka_unit_test(test_excluded_uniform),
         cmocka_unit_test(test_large_graph),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

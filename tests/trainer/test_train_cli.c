@@ -881,8 +881,8 @@ static const char *link_graph(void)
 
 /*
  * --task link learns the held-out edges of the 4-class SBM graph with GCN,
- * GraphSAGE and GAT encoders and the dot decoder, and GCN with the MLP
- * decoder (edges mostly join nodes of a class, which the
+ * GraphSAGE and GAT encoders and the dot decoder, GCN with the MLP
+ * decoder, and GraphSAGE in edge mini-batches of 256 (edges mostly join nodes of a class, which the
  * features tell: measured test AUC 0.79-0.82, AP 0.59-0.70 in 60 epochs;
  * chance 0.5 and 1/3); every epoch line
  * and the final line carry every metric, in [0, 1], the final line at the
@@ -892,14 +892,16 @@ static void test_link_learns(void **state)
 {
     (void)state;
     const char *data = link_graph();
-    static const char *const models[] = {"gcn", "sage", "gat", "gcn"};
-    static const char *const decoder[] = {"dot", "dot", "dot", "mlp"};
+    static const char *const models[] = {"gcn", "sage", "gat", "gcn", "sage"};
+    static const char *const decoder[] = {"dot", "dot", "dot", "mlp", "dot"};
+    static const char *const mode[] = {"full", "full", "full", "full", "minibatch"};
     static const char *const keys[] = {"auc", "ap", "mrr", "hits@20", "hits@50", "hits@100"};
-    for (int m = 0; m < 4; m++) {
+    for (int m = 0; m < 5; m++) {
         char *log = (char *)tu_path("link.json");
         TRAIN_OK("--data", (char *)data, "--task", "link", "--model", (char *)models[m],
-                 "--decoder", (char *)decoder[m], "--mode", "full", "--hidden", "32", "--heads",
-                 "2", "--epochs", "60", "--threads", "2", "--log-json", log, "-q");
+                 "--decoder", (char *)decoder[m], "--mode", (char *)mode[m], "--hidden", "32",
+                 "--heads", "2", "--epochs", "60", "--batch-size", "256", "--fanouts", "10,10",
+                 "--threads", "2", "--log-json", log, "-q");
         char *text = tu_read_file(log);
         int lines = 0;
         for (char *line = text, *nl; (nl = strchr(line, '\n')); line = nl + 1, lines++) {
@@ -920,8 +922,8 @@ static void test_link_learns(void **state)
         char *last = last_line(log);
         assert_true(json_true(last, "final"));
         double auc = tu_json_num(last, "test_auc"), ap = tu_json_num(last, "test_ap");
-        print_message("link, %s, %s decoder: test AUC %.4f, AP %.4f, MRR %.4f at epoch %g\n",
-                      models[m], decoder[m], auc, ap, tu_json_num(last, "test_mrr"),
+        print_message("link, %s, %s, %s decoder: test AUC %.4f, AP %.4f, MRR %.4f at epoch %g\n",
+                      models[m], mode[m], decoder[m], auc, ap, tu_json_num(last, "test_mrr"),
                       tu_json_num(last, "best_epoch"));
         assert_true(auc > 0.75);
         assert_true(ap > 0.5); /* chance: 1/3 with 2 negatives per positive */
@@ -992,6 +994,53 @@ static void test_save_embeddings(void **state)
                 (char *)g_sbm, "-q", (char *)NULL);
 }
 
+/* Edge mini-batches are the same for any loader: losses and checkpoints
+ * equal for 1 and 2 sampler threads and prefetch 0, 2, 4 (dot and MLP
+ * decoders); an epoch is ceil(training edges / batch) batches. */
+static void test_link_minibatch_same_for_any_loader(void **state)
+{
+    (void)state;
+    const char *data = link_graph();
+    const char *cfg[][2] = {{"1", "2"}, {"2", "4"}, {"1", "0"}};
+    for (int dec = 0; dec < 2; dec++) {
+        double loss[3][8];
+        char *ck[3];
+        for (int c = 0; c < 3; c++) {
+            char name[32];
+            snprintf(name, sizeof name, "lmb-%d.h5", c);
+            ck[c] = strdup(tu_path(name));
+            const char *log = tu_path("lmb.json");
+            unlink(ck[c]);
+            TRAIN_OK("--data", (char *)data, "--task", "link", "--model", "sage", "--mode",
+                     "minibatch", "--decoder", dec ? "mlp" : "dot", "--negatives", "2",
+                     "--epochs", "4", "--batch-size", "100", "--fanouts", "6,4",
+                     "--sampler-threads", (char *)cfg[c][0], "--prefetch", (char *)cfg[c][1],
+                     "--threads", "2", "--checkpoint", ck[c], "--log-json", (char *)log, "-q");
+            assert_int_equal(log_losses(log, loss[c], 8), 4);
+            char *last = last_line(log);
+            double auc = tu_json_num(last, "test_auc");
+            assert_true(auc > 0.5 && auc <= 1.0);
+            free(last);
+            char *text = tu_read_file(log);
+            *strchr(text, '\n') = '\0';
+            gnn_graph_t g;
+            assert_int_equal(gnn_graph_load(data, &g), 0);
+            int64_t m = g.csr.nnz / 2; /* undirected, no self loops */
+            gnn_graph_free(&g);
+            assert_int_equal((int64_t)tu_json_num(text, "batches"), (m + 99) / 100);
+            free(text);
+            if (c > 0) {
+                assert_memory_equal(loss[0], loss[c], 4 * sizeof(double));
+                assert_checkpoints_equal(ck[0], ck[c]);
+            }
+        }
+        for (int c = 0; c < 3; c++) {
+            unlink(ck[c]);
+            free(ck[c]);
+        }
+    }
+}
+
 /* A link-prediction run resumed after a shorter one ends with the same
  * checkpoint (its negatives follow the epoch, not the process). */
 static void test_link_resume(void **state)
@@ -1026,9 +1075,6 @@ static void test_link_bad_input(void **state)
     train_fails(NULL, 1, "has no held-out edges (--task link needs a graph file from gnn-dataset "
                          "split-edges)",
                 "--data", (char *)g_sbm, "--task", "link", "-q", (char *)NULL);
-    train_fails(NULL, 2, "--task link trains on the whole graph of one graph file for now",
-                "--data", (char *)data, "--task", "link", "--mode", "minibatch", "-q",
-                (char *)NULL);
     train_fails(NULL, 2, "--task edge: expected node or link", "--data", (char *)data, "--task",
                 "edge", "-q", (char *)NULL);
     train_fails(NULL, 2, "--negatives 0 outside [1, 1000]", "--data", (char *)data, "--task",
@@ -1480,6 +1526,49 @@ static void test_cora_link_2_seeds(void **state)
 #endif
 }
 
+/* Link prediction in edge mini-batches (GraphSAGE 32 -> 16, batches of
+ * 512 edges, fanouts 10,10, 50 epochs) against the whole graph (200
+ * epochs), seeds 0 and 1 each their own split: the mean test AUC within 2
+ * points. Measured over seeds 0-4: 89.76 % mini-batch, 89.30 % full. */
+static void test_cora_link_sage_minibatch(void **state)
+{
+    (void)state;
+#ifdef GNN_TEST_SANITIZED
+    const int n = 1;
+    const char *ep[2] = {"4", "2"};
+#else
+    const int n = 2;
+    const char *ep[2] = {"200", "50"};
+#endif
+    double auc[2] = {0, 0};
+    for (int s = 0; s < n; s++) {
+        char seed[16], split[64];
+        snprintf(seed, sizeof seed, "%d", s);
+        snprintf(split, sizeof split, "cora-link-%d.h5", s);
+        char *data = (char *)tu_path(split), *log = (char *)tu_path("cora-link-mb.json");
+        DATASET_OK("split-edges", (char *)cora_file(), "-o", data, "--seed", seed, "--force",
+                   "-q");
+        for (int mb = 0; mb < 2; mb++) {
+            TRAIN_OK("--data", data, "--task", "link", "--model", "sage", "--mode",
+                     mb ? "minibatch" : "full", "--layers", "2", "--hidden", "32", "--out-dim",
+                     "16", "--batch-size", "512", "--fanouts", "10,10", "--lr", "0.01",
+                     "--epochs", (char *)ep[mb], "--seed", seed, "--threads", "2", "--log-json",
+                     log, "-q");
+            char *last = last_line(log);
+            auc[mb] += tu_json_num(last, "test_auc") / n;
+            free(last);
+        }
+    }
+    print_message("Cora, link, GraphSAGE: test AUC %.4f full graph, %.4f edge mini-batches\n",
+                  auc[0], auc[1]);
+#ifndef GNN_TEST_SANITIZED
+    assert_true(auc[0] >= 0.85);
+    assert_true(auc[1] >= auc[0] - 0.02);
+#else
+    assert_true(auc[0] > 0.0 && auc[1] > 0.0);
+#endif
+}
+
 static void test_cora_link_10_seeds(void **state)
 {
     (void)state;
@@ -1535,7 +1624,8 @@ int main(int argc, char **argv)
                                            cmocka_unit_test(test_cora_sage_minibatch),
                                            cmocka_unit_test(test_cora_gat_2_runs),
                                            cmocka_unit_test(test_cora_gatv2_2_runs),
-                                           cmocka_unit_test(test_cora_link_2_seeds)};
+                                           cmocka_unit_test(test_cora_link_2_seeds),
+                                           cmocka_unit_test(test_cora_link_sage_minibatch)};
         return cmocka_run_group_tests(tests, NULL, NULL);
     }
     if (!strcmp(mode, "cora-slow")) {
@@ -1591,6 +1681,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_no_evaluation),
         cmocka_unit_test(test_plugin_end_to_end),
         cmocka_unit_test(test_link_learns),
+        cmocka_unit_test(test_link_minibatch_same_for_any_loader),
         cmocka_unit_test(test_link_resume),
         cmocka_unit_test(test_save_embeddings),
         cmocka_unit_test(test_link_bad_input),

@@ -23,6 +23,12 @@
  *     counters: one rank moves no bytes; two and four move features and
  *     gradients and time their phases; random parts move more feature
  *     bytes than METIS's.
+ *   - Link prediction over the parts of the split graph (GCN with the dot
+ *     decoder on 2 and 4 ranks, GraphSAGE with the MLP decoder on 2, 4
+ *     parts of 30 nodes with an empty one): one process's losses, and its
+ *     final metrics within 1e-4 (the MLP decoder: 6 epochs, 2e-3). Edge
+ *     mini-batches over parts with 2 hops of halo: one rank gives one
+ *     process's losses, two reach its test AUC within 2 points.
  *   - Two ranks over 3 runs with normalized features: mean test accuracy
  *     of at least 80 % (both accuracy checks: normal build only; the
  *     sanitizer build trains fewer epochs and checks that the runs end).
@@ -124,6 +130,9 @@ static char g_k2r[640];                      /* 2 random parts */
 static char g_h1[640], g_h2[640];            /* 1 and 2 METIS parts, 2 hops of halo */
 static char g_k4h3[640];                     /* 4 METIS parts, 3 hops of halo */
 static char g_tiny[640], g_tiny_k4[640];     /* 30 nodes; 4 parts, one of them empty */
+static char g_link[640], g_l2[640], g_l4[640]; /* Cora with held-out edges; 2 and 4 parts */
+static char g_lh1[640], g_lh2[640];            /* 1 and 2 parts of it, 2 hops of halo */
+static char g_tiny_link[640], g_tiny_lk4[640]; /* the same of the 30 nodes */
 
 static double now_s(void)
 {
@@ -422,8 +431,15 @@ static void train_runs(run_t *runs, int n, const char *tag, ...)
 }
 
 /* Print the losses of every run epoch by epoch, and fail unless each run's
- * are within LOSS_RTOL of the first's (one process on the graph file). */
+ * first `epochs` are within LOSS_RTOL of the first run's (one process on
+ * the graph file). */
+static void compare_losses_upto(const char *model, run_t *runs, int n, int epochs);
 static void compare_losses(const char *model, run_t *runs, int n)
+{
+    compare_losses_upto(model, runs, n, EPOCHS);
+}
+
+static void compare_losses_upto(const char *model, run_t *runs, int n, int epochs)
 {
     print_message("%s, losses per epoch:", model);
     for (int i = 0; i < n; i++) print_message(" | %s", runs[i].what);
@@ -436,7 +452,7 @@ static void compare_losses(const char *model, run_t *runs, int n)
     }
     int bad = 0;
     for (int i = 1; i < n; i++) {
-        double d = loss_diff(&runs[0].log, &runs[i].log, EPOCHS);
+        double d = loss_diff(&runs[0].log, &runs[i].log, epochs);
         print_message("%s, %s: largest relative loss difference %.2e\n", model, runs[i].what, d);
         bad += !(d <= LOSS_RTOL);
     }
@@ -536,6 +552,120 @@ static void test_gat_same_losses_on_any_ranks(void **state)
                "--attn-dropout", "0.6", "--normalize-features", (char *)NULL);
     compare_losses("gatv2", v2, 2);
     for (int i = 0; i < 2; i++) log_free(&v2[i].log);
+}
+
+/* The metric key of a log line within tol of another's. */
+static int metric_close(const char *what, const char *a, const char *b, const char *key, double tol)
+{
+    double x = tu_json_num(a, key), y = tu_json_num(b, key);
+    if (fabs(x - y) <= tol) return 0;
+    print_message("%s: %s %.6f, one process %.6f\n", what, key, y, x);
+    return 1;
+}
+
+/*
+ * Link prediction over a partition of the split graph: every training edge
+ * with its destination's owner, negatives over the whole graph, the far
+ * ends' embeddings fetched from their owners. GCN (dropout 0.5) with the
+ * dot decoder on 2 and 4 ranks, GraphSAGE with the MLP decoder and 3
+ * negatives on 2 ranks, and GCN on 4 parts of 30 nodes, one of them
+ * empty: every epoch's loss within 1e-5 of one process's, and the final
+ * line's metrics within 1e-4 (the MLP: its first 6 epochs, metrics within
+ * 2e-3).
+ */
+static void test_link_same_on_any_ranks(void **state)
+{
+    (void)state;
+    static const char *const keys[] = {"test_auc", "test_ap", "test_mrr", "valid_auc",
+                                       "test_hits@20"};
+    run_t gcn[] = {{"1 process", NULL, g_link, {0}},
+                   {"2 ranks", "2", g_l2, {0}},
+                   {"4 ranks", "4", g_l4, {0}}};
+    train_runs(gcn, 3, "link-gcn", "--task", "link", "--model", "gcn", (char *)NULL);
+    compare_losses("link, gcn, dot", gcn, 3);
+    run_t mlp[] = {{"1 process", NULL, g_link, {0}}, {"2 ranks", "2", g_l2, {0}}};
+    train_runs(mlp, 2, "link-mlp", "--task", "link", "--model", "sage", "--mode", "full",
+               "--decoder", "mlp", "--negatives", "3", (char *)NULL);
+    /* The MLP's ReLU units and Adam's division by small second moments
+     * amplify rounding (sums of the far ends' gradients in another
+     * order) about tenfold an epoch: 1e-8 at epoch 3, 5e-5 at epoch 9. */
+    compare_losses_upto("link, sage, mlp", mlp, 2, 6);
+    run_t tiny[] = {{"1 process", NULL, g_tiny_link, {0}}, {"4 ranks", "4", g_tiny_lk4, {0}}};
+    train_runs(tiny, 2, "link-tiny", "--task", "link", "--model", "gcn", "--hits", "1,2",
+               (char *)NULL);
+    compare_losses("link, an empty part", tiny, 2);
+    int bad = 0;
+    run_t *sets[] = {gcn, mlp, tiny};
+    int counts[] = {3, 2, 2};
+    for (int s = 0; s < 3; s++) {
+        const char *one = sets[s][0].log.line[EPOCHS];
+        for (int i = 1; i < counts[s]; i++)
+            for (int k = 0; k < 5; k++)
+                if (s < 2 || k != 4)
+                    bad += metric_close(sets[s][i].what, one, sets[s][i].log.line[EPOCHS],
+                                        keys[k], s == 1 ? 2e-3 : 1e-4);
+        print_message("link, run set %d: test AUC %.4f one process, %.4f on %s\n", s,
+                      tu_json_num(one, "test_auc"),
+                      tu_json_num(sets[s][counts[s] - 1].log.line[EPOCHS], "test_auc"),
+                      sets[s][counts[s] - 1].what);
+        for (int i = 0; i < counts[s]; i++) log_free(&sets[s][i].log);
+    }
+    if (bad) fail_msg("%d final metrics differ from one process's", bad);
+}
+
+/*
+ * Edge mini-batches over parts with 2 hops of halo: one rank draws one
+ * process's batches and negatives (the same losses, GraphSAGE, batches of
+ * 256 edges); two ranks, each taking its own edges, reach one process's
+ * test AUC within 2 points (30 epochs). The negatives' ends beyond a part
+ * are seeds drawn by their owners.
+ */
+static void test_link_minibatch(void **state)
+{
+    (void)state;
+    run_t one[] = {{"1 process", NULL, g_link, {0}}, {"1 rank", "1", g_lh1, {0}}};
+    train_runs(one, 2, "link-mb", "--task", "link", "--model", "sage", "--mode", "minibatch",
+               "--batch-size", "256", "--fanouts", "5,5", "--sampler-threads", "1", (char *)NULL);
+    compare_losses("link, edge mini-batches", one, 2);
+    for (int i = 0; i < 2; i++) log_free(&one[i].log);
+    const char *epochs = SANITIZED ? "2" : "30";
+    char *log1 = (char *)tu_path("link-mb-acc-1.json"), *log2 = (char *)tu_path("link-mb-acc-2.json");
+#define LINK_MB "--task", "link", "--model", "sage", "--mode", "minibatch", "--batch-size", "512", \
+                "--fanouts", "10,10", "--epochs", (char *)epochs, "-q"
+    char *argv[TU_MAX_ARGS];
+    char *a1[] = {"--data", g_link, "--log-json", log1, LINK_MB, NULL};
+    char *a2[] = {"--data", g_lh2, "--log-json", log2, LINK_MB, NULL};
+#undef LINK_MB
+    tu_run_t r = mpi_run(argv, NULL, a1, NULL);
+    expect_ok(argv, &r);
+    r = mpi_run(argv, "2", a2, NULL);
+    expect_ok(argv, &r);
+    int n = atoi(epochs);
+    log_t l1 = log_read(log1, 1, n), l2 = log_read(log2, 1, n);
+    double auc1 = tu_json_num(l1.line[n], "test_auc"), auc2 = tu_json_num(l2.line[n], "test_auc");
+    print_message("link, edge mini-batches: test AUC %.4f one process, %.4f on 2 ranks\n", auc1,
+                  auc2);
+    if (!SANITIZED) {
+        assert_true(auc1 >= 0.85);
+        assert_true(auc2 >= auc1 - 0.02);
+    }
+    log_free(&l1);
+    log_free(&l2);
+}
+
+/*
+ * A partition of a graph without held-out edges under --task link, and
+ * edge mini-batches over parts with one hop of halo (the rows of a batch's
+ * hop-1 ends are not held, so their edges cannot be left out): one error
+ * line each.
+ */
+static void test_link_refusals(void **state)
+{
+    (void)state;
+    mpi_fails((const char *[]){"has no held-out edges", NULL}, "2",
+              ARGS("--data", g_k2, "--task", "link", "-q"));
+    mpi_fails((const char *[]){"needs parts with 2 or more hops of halo", NULL}, "2",
+              ARGS("--data", g_l2, "--task", "link", "--mode", "minibatch", "-q"));
 }
 
 /*
@@ -1485,11 +1615,33 @@ int main(int argc, char **argv)
                         tr.status, tr.err ? tr.err : "");
     tu_run_free(&tr);
     if (!empty) return 1;
+    /* Held-out edges of both graphs, and their parts. */
+    snprintf(g_link, sizeof g_link, "%s", tu_path("cora-link.h5"));
+    snprintf(g_l2, sizeof g_l2, "%s", tu_path("cora-link-k2"));
+    snprintf(g_l4, sizeof g_l4, "%s", tu_path("cora-link-k4"));
+    snprintf(g_lh1, sizeof g_lh1, "%s", tu_path("cora-link-k1-h2"));
+    snprintf(g_lh2, sizeof g_lh2, "%s", tu_path("cora-link-k2-h2"));
+    snprintf(g_tiny_link, sizeof g_tiny_link, "%s", tu_path("tiny-link.h5"));
+    snprintf(g_tiny_lk4, sizeof g_tiny_lk4, "%s", tu_path("tiny-link-k4"));
+    char *const lcmds[][14] = {
+        {g_dataset, "split-edges", g_cora, "-o", g_link, "--seed", "2", "-q", NULL},
+        {g_part, g_link, "-k", "2", "-o", g_l2, "-q", NULL},
+        {g_part, g_link, "-k", "4", "-o", g_l4, "-q", NULL},
+        {g_part, g_link, "-k", "1", "--halo-hops", "2", "-o", g_lh1, "-q", NULL},
+        {g_part, g_link, "-k", "2", "--halo-hops", "2", "-o", g_lh2, "-q", NULL},
+        {g_dataset, "split-edges", g_tiny, "-o", g_tiny_link, "--valid", "0.1", "--test", "0.1",
+         "--neg-per-pos", "2", "-q", NULL},
+        {g_part, g_tiny_link, "-k", "4", "-o", g_tiny_lk4, NULL},
+    };
+    for (size_t i = 0; i < sizeof lcmds / sizeof lcmds[0]; i++)
+        if (setup(lcmds[i]) < 0) return 1;
 
     const struct CMUnitTest train[] = {
         cmocka_unit_test(test_gcn_same_losses_on_any_ranks),
         cmocka_unit_test(test_sage_same_losses_on_any_ranks),
         cmocka_unit_test(test_gat_same_losses_on_any_ranks),
+        cmocka_unit_test(test_link_same_on_any_ranks),
+        cmocka_unit_test(test_link_minibatch),
         cmocka_unit_test(test_accuracy_on_two_ranks),
         cmocka_unit_test(test_minibatch),
         cmocka_unit_test(test_minibatch_accuracy),
@@ -1505,6 +1657,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_minibatch_resume),
         cmocka_unit_test(test_corrupt_part),
         cmocka_unit_test(test_checkpoint_not_writable),
+        cmocka_unit_test(test_link_refusals),
         cmocka_unit_test(test_rank_count_not_part_count),
         cmocka_unit_test(test_graph_file_under_mpiexec),
         cmocka_unit_test(test_agreed_failures),

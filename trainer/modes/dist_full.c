@@ -22,7 +22,8 @@ static int dfull_setup(gnn_job_t *j)
     gnn_dist_part_t *d = j->dist;
     GNN_TRY(gnn_be_alloc(j->be, (size_t)d->n_owned * (size_t)j->out_dim * sizeof(float) + 1,
                          (void **)&j->dlogits));
-    if (!j->o->full_halo) GNN_TRY(gnn_dist_loss_plans(d, j->o->layers));
+    if (!j->o->full_halo && !j->task->loss_reads_all)
+        GNN_TRY(gnn_dist_loss_plans(d, j->o->layers));
     GNN_TRY(gnn__dist_open_exchange(j));
     for (int k = 0; d->size > 1 && k < d->n_loss_plans; k++)
         GNN_INFO("training steps: exchange %d receives %" PRId64 " of the %" PRId64

@@ -82,14 +82,19 @@ static int dmb_setup(gnn_job_t *j)
     const int64_t *train;
     int64_t n_train, n_total;
     j->task->train_seeds(j, &train, &n_train, &n_total);
-    GNN_TRY(gnn_be_alloc(j->be, (size_t)(o->batch_size > n ? o->batch_size : n) *
-                                        (size_t)j->out_dim * sizeof(float) + 1,
+    int64_t rows = j->task->batch_rows ? j->task->batch_rows(j) : o->batch_size;
+    GNN_TRY(gnn_be_alloc(j->be, (size_t)(rows > n ? rows : n) * (size_t)j->out_dim * sizeof(float) +
+                                    1,
                          (void **)&j->dlogits));
-    S(j)->remote_rows = d->hops < o->layers;
+    /* Edge batches start from any node of the graph (a negative's end):
+     * the owners draw every row the part lacks, from the first hop on. */
+    int edges = j->task->edge_seeds != NULL;
+    S(j)->remote_rows = d->hops < o->layers || edges;
     if (S(j)->remote_rows) {
-        S(j)->remote = (gnn_sampler_remote_t){.n_held = d->n_held, .first_hop = d->hops,
+        S(j)->remote = (gnn_sampler_remote_t){.n_held = d->n_held,
+                                           .first_hop = edges ? 0 : d->hops,
                                            .draw = gnn_dist_draw_remote, .ctx = d};
-        if (d->rank == 0)
+        if (d->rank == 0 && !edges)
             GNN_INFO("%s has %d hop%s of halo for %d layers: hop%s %d to %d of each batch are "
                      "drawn by the nodes' owners",
                      o->data, d->hops, d->hops == 1 ? "" : "s", o->layers,
@@ -127,7 +132,7 @@ static int dmb_setup(gnn_job_t *j)
      * which is collective); cap is this rank's share of it. */
     int64_t want = f ? bytes / (f * (int64_t)sizeof(float)) : 0;
     int64_t cap = want < d->n_global - n ? want : d->n_global - n; /* every remote node */
-    int presample = want > 0 && !strcmp(o->cache_policy, "sample");
+    int presample = want > 0 && !strcmp(o->cache_policy, "sample") && !edges;
     /* Beyond the halo only when owners draw: a cache that large may hold
      * every sampled node. */
     int64_t room = presample && S(j)->remote_rows ? cap : cap < remote ? cap : remote;
@@ -358,7 +363,7 @@ static int dist_batch_grads(gnn_job_t *j, pending_t *p, int64_t step, double *su
         return gnn_be_zero(be, gnn_model_grads(j->model),
                            (size_t)gnn_model_n_params(j->model) * sizeof(float));
     const gnn_minibatch_t *mb = &p->b->mb;
-    int64_t ns = mb->n_seeds;
+    int64_t ns = mb->n_seeds, items = p->b->n_items;
     gnn_bgraph_t *graphs[GNN_MODEL_MAX_LAYERS] = {0};
     const float *logits;
     double bl = 0.0;
@@ -379,21 +384,24 @@ static int dist_batch_grads(gnn_job_t *j, pending_t *p, int64_t step, double *su
         size_t ibytes = (size_t)mb->n_input * sizeof(int64_t);
         GNN_TRY(gnn__buf_ensure(be, (void **)&j->xb, &j->xb_bytes, xbytes));
         GNN_TRY(gnn_be_upload(be, j->xb, x, xbytes));
-        GNN_TRY(gnn__buf_ensure(be, (void **)&j->yb, &j->yb_bytes, (size_t)ns * sizeof(int64_t)));
-        GNN_TRY(gnn_be_upload(be, j->yb, y, (size_t)ns * sizeof(int64_t)));
+        if (y) {
+            GNN_TRY(gnn__buf_ensure(be, (void **)&j->yb, &j->yb_bytes,
+                                    (size_t)ns * sizeof(int64_t)));
+            GNN_TRY(gnn_be_upload(be, j->yb, y, (size_t)ns * sizeof(int64_t)));
+            y = j->yb;
+        }
         GNN_TRY(gnn__buf_ensure(be, (void **)&j->nb, &j->nb_bytes, ibytes));
         GNN_TRY(gnn_be_upload(be, j->nb, pid, ibytes));
         x = j->xb;
-        y = j->yb;
         pid = j->nb;
     }
     GNN_TRY(gnn_model_set_row_ids(j->model, pid, j->dist->n_global));
     GNN_TRY(gnn_model_forward(j->model, graphs, x, 1, &logits));
-    GNN_TRY(j->task->batch_loss(j, logits, y, ns, &bl, j->dlogits));
-    GNN_TRY(gnn_be_axpby(be, ns * C, (float)((double)ns / (double)S(j)->step_seeds[step]),
+    GNN_TRY(j->task->batch_loss(j, logits, p->b, y, ns, &bl, j->dlogits));
+    GNN_TRY(gnn_be_axpby(be, ns * C, (float)((double)items / (double)S(j)->step_seeds[step]),
                          j->dlogits, 0.0f, j->dlogits));
     GNN_TRY(gnn_model_backward(j->model, j->dlogits));
-    *sum += bl * (double)ns;
+    *sum += bl * (double)items;
 fail:
     gnn__batch_graphs_free(j, graphs, own);
     gnn_loader_release(j->ld, p->b);

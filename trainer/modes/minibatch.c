@@ -77,6 +77,7 @@ int gnn__loader_setup(gnn_job_t *j, const gnn_csr_t *graph, const float *feat,
         .remote = remote,
         .threads = o->prefetch > 0 && !remote ? o->sampler_threads : 0,
         .prefetch = o->prefetch > 0 ? o->prefetch : 1,
+        .edge_seeds = j->task->edge_seeds,
         .prepare = host ? prepare_graphs : NULL,
         .unprepare = host ? release_graphs : NULL,
         .ctx = j,
@@ -131,13 +132,14 @@ static int mb_setup(gnn_job_t *j)
 {
     int rc = 0;
     const gnn_train_opts_t *o = j->o;
-    GNN_TRY(gnn_be_alloc(j->be, (size_t)o->batch_size * (size_t)j->out_dim * sizeof(float),
+    int64_t rows = j->task->batch_rows ? j->task->batch_rows(j) : o->batch_size;
+    GNN_TRY(gnn_be_alloc(j->be, (size_t)rows * (size_t)j->out_dim * sizeof(float),
                          (void **)&j->dlogits));
     GNN_TRY(gnn__loader_setup(j, &j->g.csr, j->feat_host, NULL, j->task->seed_targets(j), NULL,
                               NULL));
-    GNN_INFO("mini-batches of %" PRId64 " seeds, fanouts %s, %d sampler thread%s, prefetch %d",
-             o->batch_size, j->fanouts, o->sampler_threads, o->sampler_threads > 1 ? "s" : "",
-             o->prefetch);
+    GNN_INFO("mini-batches of %" PRId64 " %s, fanouts %s, %d sampler thread%s, prefetch %d",
+             o->batch_size, j->task->edge_seeds ? "training edges" : "seeds", j->fanouts,
+             o->sampler_threads, o->sampler_threads > 1 ? "s" : "", o->prefetch);
 fail:
     return rc;
 }
@@ -159,18 +161,20 @@ static int train_batch(gnn_job_t *j, gnn_loader_batch_t *b, double *loss)
         size_t ibytes = (size_t)mb->n_input * sizeof(int64_t);
         GNN_TRY(gnn__buf_ensure(be, (void **)&j->xb, &j->xb_bytes, xbytes));
         GNN_TRY(gnn_be_upload(be, j->xb, b->x, xbytes));
-        GNN_TRY(gnn__buf_ensure(be, (void **)&j->yb, &j->yb_bytes, (size_t)ns * sizeof(int64_t)));
-        GNN_TRY(gnn_be_upload(be, j->yb, b->y, (size_t)ns * sizeof(int64_t)));
+        if (b->y) {
+            GNN_TRY(gnn__buf_ensure(be, (void **)&j->yb, &j->yb_bytes, (size_t)ns * sizeof(int64_t)));
+            GNN_TRY(gnn_be_upload(be, j->yb, b->y, (size_t)ns * sizeof(int64_t)));
+            y = j->yb;
+        }
         GNN_TRY(gnn__buf_ensure(be, (void **)&j->nb, &j->nb_bytes, ibytes));
         GNN_TRY(gnn_be_upload(be, j->nb, mb->nodes, ibytes));
         x = j->xb;
-        y = j->yb;
         ids = j->nb;
     }
     /* Dropout by node id, as over a partition directory. */
     GNN_TRY(gnn_model_set_row_ids(j->model, ids, j->g.csr.n_rows));
     GNN_TRY(gnn_model_forward(j->model, graphs, x, 1, &logits));
-    GNN_TRY(j->task->batch_loss(j, logits, y, ns, loss, j->dlogits));
+    GNN_TRY(j->task->batch_loss(j, logits, b, y, ns, loss, j->dlogits));
     GNN_TRY(gnn__step(j));
 fail:
     gnn__batch_graphs_free(j, graphs, own);
@@ -195,7 +199,7 @@ static int mb_epoch(gnn_job_t *j, double *loss)
         GNN_TRY(gnn_loader_next(j->ld, &b));
         if (!b) break;
         double t0 = gnn__now_s(), bl = 0.0;
-        int64_t ns = b->mb.n_seeds;
+        int64_t ns = b->n_items;
         rc = train_batch(j, b, &bl);
         gnn_loader_release(j->ld, b);
         if (rc < 0) goto fail;

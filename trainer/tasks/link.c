@@ -18,6 +18,15 @@
  * summed in double over fixed blocks of pairs, then over the blocks in
  * order, for the same reason.
  *
+ * Edge mini-batches (--mode minibatch): the loader's items are the training
+ * edges, shuffled by (seed, epoch) and cut into --batch-size edges; a
+ * batch's negatives are the ones the whole graph's epoch draws for its
+ * edges, its seeds the distinct ends of its pairs (in order of first
+ * appearance), and the sampler leaves the batch's positives out of every
+ * sampled neighbourhood in both directions, so no edge is predicted from
+ * a message along itself. The loss is the same mean over the batch's
+ * pairs.
+ *
  * Evaluation: the held-out sets of the graph file (gnn-dataset
  * split-edges: valid and test positives, each with its own K' negatives)
  * scored with the embeddings of a forward without dropout; per set AUC
@@ -34,8 +43,12 @@
 #include "graph/base/alloc.h"
 #include "graph/base/error.h"
 #include "graph/base/rng.h"
+#include "graph/base/mpiutil.h"
+#include "graph/idmap.h"
+#include "partition/partdir.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,8 +77,25 @@ typedef struct {
     float *dec, *ddec;        /* host copies of them and their gradients */
     float *dh;                /* MLP: per pair, g * ds/dh (D floats) */
     double *part;             /* MLP: DEC_BLOCKS x n_dec partial sums */
-    /* Per-epoch scratch (host). */
-    int64_t *pairs;           /* (1 + K) n_pos x 2 */
+    int64_t *items;           /* mini-batches: 0 .. n_pos - 1, the loader's items */
+    /* Over a partition directory: the training edges held here are the
+     * owned rows' (pos: graph-file ids), n_pos of the total_pos; ends are
+     * found by partition id (g2p: graph-file id -> partition id). */
+    int64_t total_pos;
+    gnn_partdir_link_t meta;  /* the directory's held-out sets */
+    int64_t *g2p;
+    int64_t first;            /* partition id of owned node 0 */
+    int64_t *gpairs;          /* this step's pairs by graph-file id */
+    int64_t *remote;          /* partition ids of the step's far ends held elsewhere */
+    int64_t n_remote, remote_cap;
+    gnn__idmap_t rmap;        /* partition id -> index into remote */
+    gnn_dist_rows_t rows;
+    float *zx, *dzx;          /* owned rows, then the far ends' (host) */
+    size_t zx_cap, start_cap;
+    /* Per-step scratch (host), for up to max_pairs pairs over max_rows
+     * rows (the whole graph's, or a batch's). */
+    int64_t max_pairs, max_rows;
+    int64_t *pairs;           /* full graph: the epoch's (1 + K) n_pos x 2 */
     float *g;                 /* dL/ds per pair */
     int64_t *order, *start;   /* pair ends sorted by node (dot: the other end's
                                  node; MLP: the end's index); node offsets */
@@ -134,87 +164,177 @@ fail:
     return rc;
 }
 
-static int setup(gnn_job_t *j, int64_t *out_dim)
+/* Positives of one process: the stored edges u -> v (row v lists u), an
+ * undirected graph's once (u < v); no self loops. */
+static int positives_graph(gnn_job_t *j, link_t *t)
 {
     int rc = 0;
-    GNN_CHECK(!j->dist && !j->mode->minibatch, GNN_EUSAGE,
-              "--task link trains on the whole graph of one graph file for now (not %s)",
-              j->dist ? "over a partition directory" : "in mini-batches");
-    link_t *t = gnn_calloc(1, sizeof *t);
-    GNN_CHECK(t, GNN_ENOMEM, "link prediction");
-    j->task_state = t;
     const gnn_graph_t *g = &j->g;
     const gnn_csr_t *a = &g->csr;
     t->n = a->n_rows;
-    t->D = j->o->out_dim > 0 ? j->o->out_dim : 16;
-    t->K = j->o->negatives;
-    t->n_hits = j->task_hits;
-    memcpy(t->hits, j->task_hit_k, sizeof t->hits);
     for (int s = 0; s < GNN_NUM_LINK_SETS; s++) {
         t->set[s] = g->link[s];
         t->set_n[s] = g->link_size[s];
     }
     t->Keval = g->link_neg_per_pos;
-    /* Positives: the stored edges u -> v (row v lists u), an undirected
-     * graph's once (u < v); no self loops. */
     int64_t m = 0;
-    for (int64_t v = 0; v < a->n_rows; v++)
-        for (int64_t e = a->indptr[v]; e < a->indptr[v + 1]; e++) {
-            int64_t u = a->indices[e];
-            m += u != v && (g->directed || u < v);
-        }
-    GNN_CHECK(m > 0, GNN_EINVAL, "%s: no training edges", j->o->data);
-    t->n_pos = m;
-    t->pos = gnn_malloc_array((size_t)m * 2, sizeof *t->pos);
-    GNN_CHECK(t->pos, GNN_ENOMEM, "link prediction: %" PRId64 " training edges", m);
-    m = 0;
-    for (int64_t v = 0; v < a->n_rows; v++)
-        for (int64_t e = a->indptr[v]; e < a->indptr[v + 1]; e++) {
-            int64_t u = a->indices[e];
-            if (u != v && (g->directed || u < v)) {
-                t->pos[2 * m] = u;
-                t->pos[2 * m + 1] = v;
+    for (int pass = 0; pass < 2; pass++) {
+        m = 0;
+        for (int64_t v = 0; v < a->n_rows; v++)
+            for (int64_t e = a->indptr[v]; e < a->indptr[v + 1]; e++) {
+                int64_t u = a->indices[e];
+                if (u == v || (!g->directed && u > v)) continue;
+                if (pass) {
+                    t->pos[2 * m] = u;
+                    t->pos[2 * m + 1] = v;
+                }
                 m++;
             }
-        }
-    int64_t np = (1 + t->K) * t->n_pos, ns = 0;
+        if (pass) break;
+        GNN_CHECK(m > 0, GNN_EINVAL, "%s: no training edges", j->o->data);
+        t->pos = gnn_malloc_array((size_t)m * 2, sizeof *t->pos);
+        GNN_CHECK(t->pos, GNN_ENOMEM, "link prediction: %" PRId64 " training edges", m);
+    }
+    t->n_pos = t->total_pos = m;
+fail:
+    return rc;
+}
+
+/*
+ * Over a partition directory: the held-out sets of meta.h5, the inverse
+ * of its node map, and the training edges of the owned rows, each edge
+ * with its destination's owner (an undirected edge once, as graph-file ids
+ * u < v: the edges one process takes). This rank's part only; the caller
+ * agrees the outcome.
+ */
+static int positives_part(gnn_job_t *j, link_t *t)
+{
+    int rc = 0;
+    const gnn_dist_part_t *d = j->dist;
+    GNN_TRY(gnn_partdir_read_link(j->o->data, 1, &t->meta));
+    GNN_CHECK(t->meta.link[0], GNN_EINVAL,
+              "%s has no held-out edges (--task link needs a partition of a graph file from "
+              "gnn-dataset split-edges)",
+              j->o->data);
+    GNN_CHECK(t->meta.link_size[GNN_LINK_VALID_POS] > 0 && t->meta.link_size[GNN_LINK_TEST_POS] > 0,
+              GNN_EINVAL, "%s: no validation or test edges held out", j->o->data);
+    t->n = d->n_global;
+    for (int s = 0; s < GNN_NUM_LINK_SETS; s++) {
+        t->set[s] = t->meta.link[s];
+        t->set_n[s] = t->meta.link_size[s];
+    }
+    t->Keval = t->meta.neg_per_pos;
+    t->first = d->part_start[d->rank];
+    t->g2p = gnn_malloc_array((size_t)t->n + 1, sizeof *t->g2p);
+    GNN_CHECK(t->g2p, GNN_ENOMEM, "link prediction: a map of %" PRId64 " nodes", t->n);
+    for (int64_t p = 0; p < t->n; p++) t->g2p[t->meta.node_map[p]] = p;
+    const gnn_csr_t *a = &d->csr;
+    const int64_t *gid = d->gid;
+    int directed = t->meta.directed > 0;
+    int64_t m = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        m = 0;
+        for (int64_t v = 0; v < a->n_rows; v++)
+            for (int64_t e = a->indptr[v]; e < a->indptr[v + 1]; e++) {
+                int64_t gu = gid[a->indices[e]], gv = gid[v];
+                if (gu == gv || (!directed && gu > gv)) continue;
+                if (pass) {
+                    t->pos[2 * m] = gu;
+                    t->pos[2 * m + 1] = gv;
+                }
+                m++;
+            }
+        if (pass) break;
+        t->pos = gnn_malloc_array((size_t)m * 2 + 1, sizeof *t->pos);
+        GNN_CHECK(t->pos, GNN_ENOMEM, "link prediction: %" PRId64 " training edges", m);
+    }
+    t->n_pos = m;
+fail:
+    return rc;
+}
+
+static int setup(gnn_job_t *j, int64_t *out_dim)
+{
+    int rc = 0;
+    GNN_CHECK(!j->dist || !j->mode->minibatch || j->dist->hops >= 2, GNN_EUSAGE,
+              "--task link in mini-batches over a partition directory needs parts with 2 or more "
+              "hops of halo (gnn-partition --halo-hops 2): a batch's edges are left out of the "
+              "rows of both their ends, which the part must hold");
+    link_t *t = gnn_calloc(1, sizeof *t);
+    GNN_CHECK(t, GNN_ENOMEM, "link prediction");
+    j->task_state = t;
+    for (int s = 0; s < GNN_NUM_LINK_SETS; s++) t->meta.link_size[s] = -1;
+    t->D = j->o->out_dim > 0 ? j->o->out_dim : 16;
+    t->K = j->o->negatives;
+    t->n_hits = j->task_hits;
+    memcpy(t->hits, j->task_hit_k, sizeof t->hits);
+    if (j->dist) {
+        gnn_dist_part_t *d = j->dist;
+        GNN_TRY(gnn_dist_agree(d->comm, positives_part(j, t)));
+        GNN_MPI_TRY(MPI_Allreduce(&t->n_pos, &t->total_pos, 1, MPI_INT64_T, MPI_SUM, d->comm));
+        GNN_CHECK(t->total_pos > 0, GNN_EINVAL, "%s: no training edges", j->o->data);
+    } else {
+        GNN_TRY(positives_graph(j, t));
+    }
+    /* A step scores the epoch's pairs over every node, or a batch's over
+     * its seeds (each positive's two ends and its negatives' ends). */
+    int mb = j->mode->minibatch, local = 0;
+    int64_t steps_pos = mb && j->o->batch_size < t->n_pos ? j->o->batch_size : t->n_pos;
+    int64_t np = (1 + t->K) * steps_pos, ns = 0;
+    t->max_pairs = np;
+    t->max_rows = mb ? (2 + t->K) * steps_pos : j->dist ? j->dist->n_owned : t->n;
     for (int s = 0; s < GNN_NUM_LINK_SETS; s++) ns = t->set_n[s] > ns ? t->set_n[s] : ns;
-    t->pairs = gnn_malloc_array((size_t)np * 2, sizeof *t->pairs);
-    t->g = gnn_malloc_array((size_t)np, sizeof *t->g);
-    t->order = gnn_malloc_array((size_t)np * 2, sizeof *t->order);
-    t->sg = gnn_malloc_array((size_t)np * 2, sizeof *t->sg);
-    t->start = gnn_malloc_array((size_t)t->n + 2, sizeof *t->start);
+    if (!mb) t->pairs = gnn_malloc_array((size_t)np * 2 + 1, sizeof *t->pairs);
+    if (j->dist) t->gpairs = gnn_malloc_array((size_t)np * 2 + 1, sizeof *t->gpairs);
+    t->g = gnn_malloc_array((size_t)np + 1, sizeof *t->g);
+    t->order = gnn_malloc_array((size_t)np * 2 + 1, sizeof *t->order);
+    t->sg = gnn_malloc_array((size_t)np * 2 + 1, sizeof *t->sg);
+    t->start = gnn_malloc_array((size_t)t->max_rows + 2, sizeof *t->start);
+    t->start_cap = (size_t)t->max_rows + 2;
     t->sc = gnn_malloc_array((size_t)ns + 1, sizeof *t->sc);
-    GNN_CHECK(t->pairs && t->g && t->order && t->sg && t->start && t->sc, GNN_ENOMEM,
-              "link prediction: %" PRId64 " pairs per epoch", np);
-    /* The pairs of an epoch: the positives (fixed), then its negatives. */
-    memcpy(t->pairs, t->pos, (size_t)t->n_pos * 2 * sizeof *t->pairs);
+    if (!((mb || t->pairs) && (!j->dist || t->gpairs) && t->g && t->order && t->sg && t->start &&
+          t->sc))
+        local = GNN_FAIL(GNN_ENOMEM, "link prediction: %" PRId64 " pairs per step", np);
+    if (local == 0 && mb) {
+        t->items = gnn_malloc_array((size_t)t->n_pos + 1, sizeof *t->items);
+        if (!t->items)
+            local = GNN_FAIL(GNN_ENOMEM, "link prediction: %" PRId64 " training edges", t->n_pos);
+        else
+            for (int64_t i = 0; i < t->n_pos; i++) t->items[i] = i;
+    } else if (local == 0 && !j->dist) { /* the pairs of an epoch: the positives, then negatives */
+        memcpy(t->pairs, t->pos, (size_t)t->n_pos * 2 * sizeof *t->pairs);
+    }
     t->mlp = !strcmp(j->o->decoder, "mlp");
-    if (t->mlp) {
+    if (local == 0 && t->mlp) {
         int64_t D = t->D;
         t->n_dec = D * D + 2 * D + 1;
         t->dec = gnn_malloc_array((size_t)t->n_dec, sizeof *t->dec);
         t->ddec = gnn_malloc_array((size_t)t->n_dec, sizeof *t->ddec);
         t->dh = gnn_malloc_array((size_t)(np * D) + 1, sizeof *t->dh);
         t->part = gnn_malloc_array((size_t)(DEC_BLOCKS * t->n_dec), sizeof *t->part);
-        GNN_CHECK(t->dec && t->ddec && t->dh && t->part, GNN_ENOMEM,
-                  "link prediction: the MLP decoder over %" PRId64 " pairs", np);
+        if (!(t->dec && t->ddec && t->dh && t->part))
+            local = GNN_FAIL(GNN_ENOMEM, "link prediction: the MLP decoder over %" PRId64 " pairs",
+                             np);
     }
-    if (!gnn_be_host_memory(j->be)) {
-        t->zh = gnn_malloc_array((size_t)(t->n * t->D) + 1, sizeof *t->zh);
-        t->dzh = gnn_malloc_array((size_t)(t->n * t->D) + 1, sizeof *t->dzh);
-        GNN_CHECK(t->zh && t->dzh, GNN_ENOMEM, "link prediction: embeddings");
+    if (local == 0 && !gnn_be_host_memory(j->be) && (!j->dist || mb)) {
+        int64_t rows = j->dist || t->max_rows > t->n ? t->max_rows : t->n;
+        t->zh = gnn_malloc_array((size_t)(rows * t->D) + 1, sizeof *t->zh);
+        t->dzh = gnn_malloc_array((size_t)(rows * t->D) + 1, sizeof *t->dzh);
+        if (!(t->zh && t->dzh)) local = GNN_FAIL(GNN_ENOMEM, "link prediction: embeddings");
     }
+    GNN_TRY(j->dist ? gnn_dist_agree(j->dist->comm, local) : local);
     *out_dim = t->D;
 fail:
     return rc;
 }
 
+/* The training edges by index (mini-batches: the loader's items). */
 static void train_seeds(const gnn_job_t *j, const int64_t **ids, int64_t *n, int64_t *total)
 {
     const link_t *t = j->task_state;
-    *ids = NULL;
-    *n = *total = t ? t->n_pos : 0;
+    *ids = t ? t->items : NULL;
+    *n = t ? t->n_pos : 0;
+    *total = t ? t->total_pos : 0;
 }
 
 static const int64_t *seed_targets(const gnn_job_t *j)
@@ -279,14 +399,14 @@ static int fetch_decoder(gnn_job_t *j, link_t *t)
 }
 
 /* The host rows of z (copied from a device backend). */
-static int host_z(gnn_job_t *j, link_t *t, const float *z, const float **zh)
+static int host_z(gnn_job_t *j, link_t *t, const float *z, int64_t rows, const float **zh)
 {
     if (!t->zh) {
         *zh = z;
         return 0;
     }
     *zh = t->zh;
-    return gnn_be_download(j->be, t->zh, z, (size_t)(t->n * t->D) * sizeof(float));
+    return gnn_be_download(j->be, t->zh, z, (size_t)(rows * t->D) * sizeof(float));
 }
 
 /*
@@ -296,8 +416,8 @@ static int host_z(gnn_job_t *j, link_t *t, const float *z, const float **zh)
  * gradient buffer. Pairs go in DEC_BLOCKS fixed blocks, each summed by
  * one thread in double; the blocks are then added in order.
  */
-static int mlp_backward(gnn_job_t *j, link_t *t, const float *z, int64_t NP, int64_t P,
-                        double wp, double wn, double *lp, double *ln)
+static int mlp_backward(gnn_job_t *j, link_t *t, const float *z, const int64_t *pairs,
+                        int64_t NP, int64_t P, double wp, double wn, double *lp, double *ln)
 {
     const int64_t D = t->D, nd = t->n_dec, per = (NP + DEC_BLOCKS - 1) / DEC_BLOCKS;
     const float *dec = t->dec, *w1 = W1(dec), *w2 = W2(dec, D);
@@ -316,7 +436,7 @@ static int mlp_backward(gnn_job_t *j, link_t *t, const float *z, int64_t NP, int
         float *a = h + D;
         int64_t end = (b + 1) * per < NP ? (b + 1) * per : NP;
         for (int64_t q = b * per; q < end; q++) {
-            const float *zu = z + t->pairs[2 * q] * D, *zv = z + t->pairs[2 * q + 1] * D;
+            const float *zu = z + pairs[2 * q] * D, *zv = z + pairs[2 * q + 1] * D;
             double s = mlp_score(D, dec, zu, zv, h, a), g;
             if (q < P) {
                 sp += softplus(-s);
@@ -359,34 +479,60 @@ static int mlp_backward(gnn_job_t *j, link_t *t, const float *z, int64_t NP, int
     return gnn_be_upload(j->be, gr, t->ddec, (size_t)nd * sizeof(float));
 }
 
-static int full_loss(gnn_job_t *j, const float *logits, int64_t n, double *loss, float *dlogits,
-                     int64_t *count)
+/* The key of the negatives of epoch `epoch` of a run whose seed is
+ * --seed + run. */
+static uint64_t neg_key(uint64_t run_seed, uint64_t epoch)
+{
+    return gnn_rng_mix64(gnn_rng_mix64(run_seed) ^ (0x6e656773ull + epoch));
+}
+
+/* Negatives k0 .. k0 + kn - 1 of the positive (u, v) under key into w:
+ * uniform over the n nodes, from the positive's own counter stream. */
+static void draw_negatives_from(uint64_t key, int64_t u, int64_t v, int64_t k0, int64_t kn,
+                                uint64_t n, int64_t *w)
+{
+    uint64_t ekey =
+        gnn_rng_mix64(key ^ gnn_rng_mix64((uint64_t)u) ^ gnn_rng_mix64((uint64_t)v + 0x5bd1e995ull));
+    for (int64_t k = 0; k < kn; k++) {
+        uint64_t next = (uint64_t)(k0 + k) << 3;
+        w[k] = (int64_t)gnn_rng_below(ekey, &next, n);
+    }
+}
+
+/* The sampler's id of node x (a graph-file id over a partition directory:
+ * its local id in the part, or n_all + its partition id beyond it). */
+static inline int64_t sampler_id(const gnn_job_t *j, const link_t *t, int64_t x)
+{
+    const gnn_dist_part_t *d = j->dist;
+    if (!d) return x;
+    int64_t pid = t->g2p[x], r = pid - t->first;
+    if (r >= 0 && r < d->n_owned) return r;
+    int64_t l = gnn_dist_pairs_find(d->halo_index, d->n_all - d->n_owned, pid);
+    return l >= 0 ? l : d->n_all + pid;
+}
+
+/* The position of node x among the batch's seeds, added when new. */
+static inline int64_t seed_of(gnn__idmap_t *map, int64_t x, gnn_loader_edges_t *out)
+{
+    int64_t at = gnn__idmap_get_or_put(map, x, out->n_seeds);
+    if (at == out->n_seeds) out->seeds[out->n_seeds++] = x;
+    return at;
+}
+
+/*
+ * The loss of one step over NP pairs (rows of z, nrows of them; the first
+ * P positives, then K negatives each) and its gradient dz (nrows x D,
+ * host). Over the whole graph the rows are the nodes; over a batch, its
+ * seeds.
+ */
+static int step_loss(gnn_job_t *j, link_t *t, const float *z, int64_t nrows, const int64_t *pairs,
+                     int64_t NP, int64_t P, int64_t Pnorm, double *loss, float *dz)
 {
     int rc = 0;
-    link_t *t = j->task_state;
-    const int64_t D = t->D, P = t->n_pos, K = t->K, NP = (1 + K) * P;
-    const float *z;
-    (void)n;
-    GNN_TRY(host_z(j, t, logits, &z));
-    float *dz = t->dzh ? t->dzh : dlogits;
-    /* This epoch's pairs: the positives, then K negatives of each. */
-    uint64_t key = gnn_rng_mix64(gnn_rng_mix64((uint64_t)j->o->seed + (uint64_t)j->ck.run) ^
-                                 (0x6e656773ull + (uint64_t)j->ck.epoch));
-    uint64_t nn = (uint64_t)t->n;
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < P; i++) {
-        int64_t u = t->pos[2 * i], v = t->pos[2 * i + 1];
-        uint64_t ekey = gnn_rng_mix64(key ^ gnn_rng_mix64((uint64_t)u) ^
-                                      gnn_rng_mix64((uint64_t)v + 0x5bd1e995ull));
-        for (int64_t k = 0; k < K; k++) {
-            uint64_t next = (uint64_t)k << 3;
-            int64_t q = P + i * K + k;
-            t->pairs[2 * q] = u;
-            t->pairs[2 * q + 1] = (int64_t)gnn_rng_below(ekey, &next, nn);
-        }
-    }
+    const int64_t D = t->D, K = t->K;
     double lp = 0.0, ln = 0.0;
-    const double wp = 1.0 / (double)P, wn = 1.0 / ((double)P * (double)K);
+    const double wp = Pnorm ? 1.0 / (double)Pnorm : 0.0,
+                 wn = Pnorm && K ? 1.0 / ((double)Pnorm * (double)K) : 0.0;
     if (!t->mlp) {
         /* The loss summed in fixed blocks of pairs, then the blocks in
          * order: the same bits for any thread count. */
@@ -397,7 +543,7 @@ static int full_loss(gnn_job_t *j, const float *logits, int64_t n, double *loss,
             double sp = 0.0, sn = 0.0;
             int64_t end = (b + 1) * per < NP ? (b + 1) * per : NP;
             for (int64_t q = b * per; q < end; q++) {
-                double s = dot(z + t->pairs[2 * q] * D, z + t->pairs[2 * q + 1] * D, D);
+                double s = dot(z + pairs[2 * q] * D, z + pairs[2 * q + 1] * D, D);
                 if (q < P) {
                     sp += softplus(-s);
                     t->g[q] = (float)((sigmoid(s) - 1.0) * wp);
@@ -415,35 +561,34 @@ static int full_loss(gnn_job_t *j, const float *logits, int64_t n, double *loss,
         }
     } else {
         GNN_TRY(fetch_decoder(j, t));
-        GNN_TRY(mlp_backward(j, t, z, NP, P, wp, wn, &lp, &ln));
+        GNN_TRY(mlp_backward(j, t, z, pairs, NP, P, wp, wn, &lp, &ln));
     }
-    *loss = lp * wp + (K ? ln * wn : 0.0);
-    *count = P;
-    /* Pair ends by node (counting sort, pair order kept within a node). */
+    *loss = lp * wp + ln * wn;
+    /* Pair ends by row (counting sort, pair order kept within a row). */
     int64_t *start = t->start;
-    memset(start, 0, (size_t)(t->n + 2) * sizeof *start);
-    for (int64_t e = 0; e < 2 * NP; e++) start[t->pairs[e] + 2]++;
-    for (int64_t v = 0; v < t->n; v++) start[v + 2] += start[v + 1];
+    memset(start, 0, (size_t)(nrows + 2) * sizeof *start);
+    for (int64_t e = 0; e < 2 * NP; e++) start[pairs[e] + 2]++;
+    for (int64_t v = 0; v < nrows; v++) start[v + 2] += start[v + 1];
     /* The dot decoder's gather then reads what it needs in order: the
      * other end and the pair's gradient. */
     if (t->mlp) {
-        for (int64_t e = 0; e < 2 * NP; e++) t->order[start[t->pairs[e] + 1]++] = e;
+        for (int64_t e = 0; e < 2 * NP; e++) t->order[start[pairs[e] + 1]++] = e;
     } else {
         for (int64_t e = 0; e < 2 * NP; e++) {
-            int64_t at = start[t->pairs[e] + 1]++;
-            t->order[at] = t->pairs[e ^ 1];
+            int64_t at = start[pairs[e] + 1]++;
+            t->order[at] = pairs[e ^ 1];
             t->sg[at] = t->g[e >> 1];
         }
     }
     /* dz[v] = sum over v's pair ends of g * z[other end] (MLP: dh * z). */
 #pragma omp parallel for schedule(dynamic, 256)
-    for (int64_t v = 0; v < t->n; v++) {
+    for (int64_t v = 0; v < nrows; v++) {
         float *d = dz + v * D;
         for (int64_t k = 0; k < D; k++) d[k] = 0.0f;
         if (t->mlp) {
             for (int64_t i = start[v]; i < start[v + 1]; i++) {
                 int64_t e = t->order[i];
-                const float *o = z + t->pairs[e ^ 1] * D, *dh = t->dh + (e >> 1) * D;
+                const float *o = z + pairs[e ^ 1] * D, *dh = t->dh + (e >> 1) * D;
                 for (int64_t k = 0; k < D; k++) d[k] += dh[k] * o[k];
             }
             continue;
@@ -454,17 +599,223 @@ static int full_loss(gnn_job_t *j, const float *logits, int64_t n, double *loss,
             for (int64_t k = 0; k < D; k++) d[k] += gq * o[k];
         }
     }
-    if (t->dzh)
-        GNN_TRY(gnn_be_upload(j->be, dlogits, t->dzh, (size_t)(t->n * D) * sizeof(float)));
 fail:
     return rc;
 }
 
-static int batch_loss(gnn_job_t *j, const float *logits, const int64_t *y, int64_t ns,
-                      double *loss, float *dlogits)
+/* This epoch's negatives of the positives held here into pairs (after
+ * the n_pos positives: K per positive, in order). */
+static void epoch_negatives(const gnn_job_t *j, const link_t *t, int64_t *pairs)
 {
-    (void)logits, (void)y, (void)ns, (void)loss, (void)dlogits;
-    return GNN_FAIL(GNN_EUNSUPPORTED, "--task link: no mini-batches yet (%s)", j->o->data);
+    const int64_t P = t->n_pos, K = t->K;
+    uint64_t key = neg_key((uint64_t)j->o->seed + (uint64_t)j->ck.run, (uint64_t)j->ck.epoch);
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < P; i++) {
+        int64_t u = t->pos[2 * i], v = t->pos[2 * i + 1], w[64];
+        for (int64_t k0 = 0; k0 < K; k0 += 64) { /* in chunks: K is unbounded */
+            int64_t kn = K - k0 < 64 ? K - k0 : 64;
+            draw_negatives_from(key, u, v, k0, kn, (uint64_t)t->n, w);
+            for (int64_t k = 0; k < kn; k++) {
+                int64_t q = P + i * K + k0 + k;
+                pairs[2 * q] = u;
+                pairs[2 * q + 1] = w[k];
+            }
+        }
+    }
+}
+
+/* ---- Over a partition directory ------------------------------------------------ */
+
+/* Start a step's table of rows: the owned ones, then far ends added by
+ * step_row, up to `ends` of them. */
+static int step_begin(link_t *t, int64_t ends)
+{
+    if (gnn__idmap_reserve(&t->rmap, ends) < 0)
+        return GNN_FAIL(GNN_ENOMEM, "link prediction: a map of %" PRId64 " ends", ends);
+    for (uint64_t i = 0; i <= t->rmap.mask; i++) t->rmap.slots[i].key = -1;
+    t->rmap.size = 0;
+    t->n_remote = 0;
+    if (ends > t->remote_cap) {
+        gnn_free(t->remote);
+        t->remote = gnn_malloc_array((size_t)ends + 1, sizeof *t->remote);
+        t->remote_cap = t->remote ? ends : 0;
+        if (!t->remote) return GNN_FAIL(GNN_ENOMEM, "link prediction: %" PRId64 " ends", ends);
+    }
+    return 0;
+}
+
+/* The row of graph-file node gid in the step's table: its owned row, or
+ * n_owned + its place among the far ends (added when new). */
+static inline int64_t step_row(link_t *t, int64_t n_owned, int64_t gid)
+{
+    int64_t pid = t->g2p[gid], r = pid - t->first;
+    if (r >= 0 && r < n_owned) return r;
+    int64_t at = gnn__idmap_get_or_put(&t->rmap, pid, t->n_remote);
+    if (at == t->n_remote) t->remote[t->n_remote++] = pid;
+    return n_owned + at;
+}
+
+/* The step's table on the host: rows (owned first) of z, the far ends'
+ * fetched from their owners (collective; local: this rank's failure so
+ * far, agreed first). *zx: owned rows then far ends, D floats each. */
+static int step_table(gnn_job_t *j, link_t *t, const float *z, int local)
+{
+    int rc = 0;
+    gnn_dist_part_t *d = j->dist;
+    const int64_t D = t->D, n = d->n_owned, rows = n + t->n_remote;
+    size_t need = ((size_t)rows * (size_t)D + 1) * sizeof(float);
+    if (local == 0 && need > t->zx_cap) {
+        gnn_free(t->zx);
+        gnn_free(t->dzx);
+        t->zx = gnn_alloc_large(need);
+        t->dzx = gnn_alloc_large(need);
+        t->zx_cap = t->zx && t->dzx ? need : 0;
+        if (!t->zx_cap) local = GNN_FAIL(GNN_ENOMEM, "link prediction: %" PRId64 " rows", rows);
+    }
+    if (local == 0 && (size_t)rows + 2 > t->start_cap) {
+        gnn_free(t->start);
+        t->start = gnn_malloc_array((size_t)rows + 2, sizeof *t->start);
+        t->start_cap = t->start ? (size_t)rows + 2 : 0;
+        if (!t->start) local = GNN_FAIL(GNN_ENOMEM, "link prediction: %" PRId64 " rows", rows);
+    }
+    if (local == 0)
+        local = gnn_be_download(j->be, t->zx, z, (size_t)(n * D) * sizeof(float));
+    GNN_TRY(gnn_dist_agree(d->comm, local));
+    GNN_TRY(gnn_dist_rows_plan(d, t->remote, t->n_remote, &t->rows));
+    GNN_TRY(gnn_dist_rows_get(d, &t->rows, t->zx, D, t->zx + n * D));
+fail:
+    return rc;
+}
+
+/*
+ * A full-graph step over a partition directory: this rank's training edges
+ * with their negatives (drawn as one process draws them, over the whole
+ * graph's ids), the far ends' embeddings fetched from their owners, the
+ * loss of the pairs held here over all ranks' positives (so the ranks'
+ * losses and gradients sum to one process's), and the far ends' gradients
+ * added into their owners' rows. *count is the total of positives, which
+ * the mode divides by.
+ */
+static int full_loss_part(gnn_job_t *j, const float *logits, double *loss, float *dlogits,
+                          int64_t *count)
+{
+    int rc = 0;
+    gnn_dist_part_t *d = j->dist;
+    link_t *t = j->task_state;
+    const int64_t P = t->n_pos, K = t->K, NP = (1 + K) * P, n = d->n_owned, D = t->D;
+    memcpy(t->gpairs, t->pos, (size_t)(2 * P) * sizeof *t->gpairs);
+    epoch_negatives(j, t, t->gpairs);
+    int local = step_begin(t, 2 * NP);
+    for (int64_t e = 0; e < 2 * NP && local == 0; e++) t->pairs[e] = step_row(t, n, t->gpairs[e]);
+    GNN_TRY(step_table(j, t, logits, local));
+    const int64_t rows = n + t->n_remote;
+    local = step_loss(j, t, t->zx, rows, t->pairs, NP, P, t->total_pos, loss, t->dzx);
+    GNN_TRY(gnn_dist_agree(d->comm, local));
+    GNN_TRY(gnn_dist_rows_put(d, &t->rows, t->dzx + n * D, D, t->dzx));
+    GNN_TRY(gnn_dist_agree(d->comm,
+                           gnn_be_upload(j->be, dlogits, t->dzx, (size_t)(n * D) * sizeof(float))));
+    *count = t->total_pos;
+fail:
+    return rc;
+}
+
+static int full_loss(gnn_job_t *j, const float *logits, int64_t n, double *loss, float *dlogits,
+                     int64_t *count)
+{
+    int rc = 0;
+    link_t *t = j->task_state;
+    const int64_t P = t->n_pos, K = t->K;
+    const float *z;
+    (void)n;
+    if (j->dist) return full_loss_part(j, logits, loss, dlogits, count);
+    GNN_TRY(host_z(j, t, logits, t->n, &z));
+    float *dz = t->dzh ? t->dzh : dlogits;
+    /* This epoch's pairs: the positives (fixed, in place), then K
+     * negatives of each. */
+    epoch_negatives(j, t, t->pairs);
+    GNN_TRY(step_loss(j, t, z, t->n, t->pairs, (1 + K) * P, P, P, loss, dz));
+    *count = P;
+    if (t->dzh)
+        GNN_TRY(gnn_be_upload(j->be, dlogits, t->dzh, (size_t)(t->n * t->D) * sizeof(float)));
+fail:
+    return rc;
+}
+
+/*
+ * An edge batch (the loader's hook, on its worker): the positives of the
+ * n training edges `items`, each with its K negatives drawn as the whole
+ * graph's epoch draws them; the seeds are their distinct ends in order of
+ * first appearance, the pairs positions into them (positives first), and
+ * the positives are what the sampler leaves out.
+ */
+static int edge_seeds(void *ctx, const int64_t *items, int64_t n, uint64_t seed, uint64_t epoch,
+                      gnn_loader_edges_t *out)
+{
+    int rc = 0;
+    gnn_job_t *j = ctx;
+    const link_t *t = j->task_state;
+    const int64_t K = t->K, NP = (1 + K) * n;
+    gnn__idmap_t map = {0};
+    int64_t *w = gnn_malloc_array((size_t)K + 1, sizeof *w);
+    out->seeds = gnn_malloc_array((size_t)(NP + n) + 1, sizeof *out->seeds);
+    out->excl = gnn_malloc_array((size_t)(2 * n) + 1, sizeof *out->excl);
+    out->pairs = gnn_malloc_array((size_t)(2 * NP) + 1, sizeof *out->pairs);
+    GNN_CHECK(w && out->seeds && out->excl && out->pairs, GNN_ENOMEM,
+              "edge batch of %" PRId64 " edges", n);
+    GNN_TRY(gnn__idmap_reserve(&map, NP + n));
+    /* The run's key, not the loader's seed (which differs by rank). */
+    const uint64_t key = neg_key((uint64_t)j->o->seed + (uint64_t)j->ck.run, (uint64_t)j->ck.epoch);
+    (void)seed, (void)epoch;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t e = items[i];
+        int64_t u = sampler_id(j, t, t->pos[2 * e]), v = sampler_id(j, t, t->pos[2 * e + 1]);
+        out->excl[2 * i] = u;
+        out->excl[2 * i + 1] = v;
+        out->pairs[2 * i] = seed_of(&map, u, out);
+        out->pairs[2 * i + 1] = seed_of(&map, v, out);
+    }
+    for (int64_t i = 0; i < n; i++) {
+        int64_t e = items[i], u = t->pos[2 * e], v = t->pos[2 * e + 1];
+        draw_negatives_from(key, u, v, 0, K, (uint64_t)t->n, w);
+        for (int64_t k = 0; k < K; k++) {
+            int64_t q = n + i * K + k;
+            out->pairs[2 * q] = out->pairs[2 * i];
+            out->pairs[2 * q + 1] = seed_of(&map, sampler_id(j, t, w[k]), out);
+        }
+    }
+    out->n_excl = n;
+    out->n_pairs = NP;
+fail:
+    gnn__idmap_free(&map);
+    gnn_free(w);
+    return rc;
+}
+
+/* The loss of an edge batch over its seeds' rows. */
+static int batch_loss(gnn_job_t *j, const float *logits, const gnn_loader_batch_t *b,
+                      const int64_t *y, int64_t ns, double *loss, float *dlogits)
+{
+    int rc = 0;
+    link_t *t = j->task_state;
+    const float *z;
+    (void)y;
+    GNN_CHECK(b->edges.pairs && b->edges.n_seeds == ns && b->edges.n_pairs <= t->max_pairs &&
+                  ns <= t->max_rows,
+              GNN_EINVAL, "link prediction: batch %" PRId64 " is not an edge batch", b->index);
+    GNN_TRY(host_z(j, t, logits, ns, &z));
+    float *dz = t->dzh ? t->dzh : dlogits;
+    GNN_TRY(step_loss(j, t, z, ns, b->edges.pairs, b->edges.n_pairs, b->n_items, b->n_items, loss,
+                      dz));
+    if (t->dzh) GNN_TRY(gnn_be_upload(j->be, dlogits, t->dzh, (size_t)(ns * t->D) * sizeof(float)));
+fail:
+    return rc;
+}
+
+/* Rows of a batch's output: every seed of a full batch. */
+static int64_t batch_rows(const gnn_job_t *j)
+{
+    const link_t *t = j->task_state;
+    return t->max_rows;
 }
 
 /* ---- Metrics ---------------------------------------------------------------- */
@@ -521,6 +872,67 @@ static int by_double_desc(const void *a, const void *b)
     return x > y ? -1 : x < y ? 1 : 0;
 }
 
+/*
+ * The scores of held-out set ps and its negatives over a partition
+ * directory (logits: the owned rows, on the backend): rank r scores the
+ * r-th of R equal slices of the positives, with their negatives, fetching
+ * the ends held elsewhere; every rank then gathers all the scores in set
+ * order, so the metrics are computed from what one process scores.
+ * Collective.
+ */
+static int score_set_part(gnn_job_t *j, link_t *t, const float *logits, int ps, double *spos,
+                          double *sneg)
+{
+    int rc = 0;
+    gnn_dist_part_t *d = j->dist;
+    const int R = d->size, r = d->rank;
+    const int64_t np = t->set_n[ps], K = t->Keval, D = t->D, n = d->n_owned;
+    const int64_t lo = np * r / R, hi = np * (r + 1) / R, m = hi - lo;
+    const int64_t *pp = t->set[ps], *pn = t->set[ps + 1];
+    int *cnt = gnn_calloc((size_t)R * 4, sizeof *cnt);
+    int64_t *ends = gnn_malloc_array((size_t)(2 * m * (1 + K)) + 1, sizeof *ends);
+    double *mine = gnn_malloc_array((size_t)(m * (1 + K)) + 1, sizeof *mine);
+    int local = cnt && ends && mine ? 0 : GNN_FAIL(GNN_ENOMEM, "link metrics: %" PRId64 " pairs", m);
+    if (local == 0) local = step_begin(t, 2 * m * (1 + K));
+    for (int64_t i = 0; i < m && local == 0; i++) {
+        ends[2 * i] = step_row(t, n, pp[2 * (lo + i)]);
+        ends[2 * i + 1] = step_row(t, n, pp[2 * (lo + i) + 1]);
+    }
+    for (int64_t i = 0; i < m * K && local == 0; i++) {
+        ends[2 * (m + i)] = step_row(t, n, pn[2 * (lo * K + i)]);
+        ends[2 * (m + i) + 1] = step_row(t, n, pn[2 * (lo * K + i) + 1]);
+    }
+    GNN_TRY(step_table(j, t, logits, local));
+    local = 0;
+#pragma omp parallel reduction(+ : local)
+    {
+        float *h = gnn_malloc_array((size_t)(2 * D), sizeof *h);
+        if (!h) local++;
+#pragma omp for schedule(static)
+        for (int64_t i = 0; i < m * (1 + K); i++)
+            if (h) mine[i] = pair_score(t, t->zx, ends[2 * i], ends[2 * i + 1], h, h + D);
+        gnn_free(h);
+    }
+    GNN_TRY(gnn_dist_agree(d->comm, local ? GNN_FAIL(GNN_ENOMEM, "link metrics") : 0));
+    /* Every rank's slice in set order: positives, then negatives. */
+    int *pc = cnt, *pd = cnt + R, *nc = cnt + 2 * R, *nd = cnt + 3 * R;
+    for (int q = 0; q < R; q++) {
+        int64_t a = np * q / R, b = np * (q + 1) / R;
+        GNN_CHECK(b * K <= INT_MAX, GNN_ERANGE, "link metrics: more than 2^31 held-out pairs");
+        pc[q] = (int)(b - a);
+        pd[q] = (int)a;
+        nc[q] = (int)((b - a) * K);
+        nd[q] = (int)(a * K);
+    }
+    GNN_MPI_TRY(MPI_Allgatherv(mine, pc[r], MPI_DOUBLE, spos, pc, pd, MPI_DOUBLE, d->comm));
+    GNN_MPI_TRY(MPI_Allgatherv(mine + m, nc[r], MPI_DOUBLE, sneg, nc, nd, MPI_DOUBLE, d->comm));
+fail:
+    gnn_free(cnt);
+    gnn_free(ends);
+    gnn_free(mine);
+    return rc;
+}
+
 /* Metrics of one held-out set pair (positives pos, negatives neg) into m. */
 static int score_set(gnn_job_t *j, link_t *t, const float *z, int ps, double *m)
 {
@@ -531,13 +943,18 @@ static int score_set(gnn_job_t *j, link_t *t, const float *z, int ps, double *m)
     double *sneg = gnn_malloc_array((size_t)nn + 1, sizeof *sneg);
     float *scr = gnn_malloc_array((size_t)(2 * D * (np + nn)) + 1, sizeof *scr);
     GNN_CHECK(spos && sneg && scr, GNN_ENOMEM, "link metrics");
+    if (j->dist) {
+        GNN_TRY(score_set_part(j, t, z, ps, spos, sneg));
+    } else {
 #pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < np; i++)
-        spos[i] = pair_score(t, z, pp[2 * i], pp[2 * i + 1], scr + 2 * D * i, scr + 2 * D * i + D);
+        for (int64_t i = 0; i < np; i++)
+            spos[i] =
+                pair_score(t, z, pp[2 * i], pp[2 * i + 1], scr + 2 * D * i, scr + 2 * D * i + D);
 #pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < nn; i++)
-        sneg[i] = pair_score(t, z, pn[2 * i], pn[2 * i + 1], scr + 2 * D * (np + i),
-                             scr + 2 * D * (np + i) + D);
+        for (int64_t i = 0; i < nn; i++)
+            sneg[i] = pair_score(t, z, pn[2 * i], pn[2 * i + 1], scr + 2 * D * (np + i),
+                                 scr + 2 * D * (np + i) + D);
+    }
     /* A diverged model's scores are not numbers: every metric is then
      * NaN, and so the validation loss, which ends the run. */
     int finite = 1;
@@ -590,7 +1007,10 @@ static int evaluate(gnn_job_t *j, const float *logits, int64_t n, gnn_metrics_t 
     link_t *t = j->task_state;
     const float *z;
     (void)n;
-    GNN_TRY(host_z(j, t, logits, &z));
+    if (j->dist) /* the part's rows stay where they are: scoring fetches what it needs */
+        z = logits;
+    else
+        GNN_TRY(host_z(j, t, logits, t->n, &z));
     GNN_TRY(fetch_decoder(j, t));
     int per = M_HITS0 + t->n_hits;
     double mv[M_HITS0 + MAX_HITS + 1], mt[M_HITS0 + MAX_HITS + 1];
@@ -644,6 +1064,15 @@ static void task_free(gnn_job_t *j)
     link_t *t = j->task_state;
     if (!t) return;
     gnn_free(t->pos);
+    gnn_free(t->items);
+    gnn_partdir_link_free(&t->meta);
+    gnn_free(t->g2p);
+    gnn_free(t->gpairs);
+    gnn_free(t->remote);
+    gnn__idmap_free(&t->rmap);
+    gnn_dist_rows_free(&t->rows);
+    gnn_free(t->zx);
+    gnn_free(t->dzx);
     gnn_free(t->pairs);
     gnn_free(t->g);
     gnn_free(t->order);
@@ -666,6 +1095,7 @@ const gnn_task_kind_t gnn_task_link = {
     .select_label = "valid AUC",
     .test_label = "test AUC",
     .metric_name = "AUC",
+    .loss_reads_all = 1,
     .configure = configure,
     .extra_params = extra_params,
     .extra_init = extra_init,
@@ -675,6 +1105,8 @@ const gnn_task_kind_t gnn_task_link = {
     .seed_targets = seed_targets,
     .full_loss = full_loss,
     .batch_loss = batch_loss,
+    .edge_seeds = edge_seeds,
+    .batch_rows = batch_rows,
     .evaluate = evaluate,
     .describe = describe,
     .free = task_free,

@@ -134,9 +134,10 @@ static int full_loss(gnn_job_t *j, const float *logits, int64_t n, double *loss,
                                dlogits);
 }
 
-static int batch_loss(gnn_job_t *j, const float *logits, const int64_t *y, int64_t ns,
-                      double *loss, float *dlogits)
+static int batch_loss(gnn_job_t *j, const float *logits, const gnn_loader_batch_t *b,
+                      const int64_t *y, int64_t ns, double *loss, float *dlogits)
 {
+    (void)b;
     return gnn_be_softmax_xent(j->be, ns, j->out_dim, logits, y, j->iota, ns, loss, dlogits);
 }
 
