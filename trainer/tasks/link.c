@@ -50,6 +50,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,6 +92,13 @@ typedef struct {
     gnn__idmap_t rmap;        /* partition id -> index into remote */
     gnn_dist_rows_t rows;
     float *zx, *dzx;          /* owned rows, then the far ends' (host) */
+    /* Full-graph epochs: the pair ends that do not change from epoch to
+     * epoch (both ends of a positive, a negative's first end), by row:
+     * ends fx_end[fx_start[v] .. fx_start[v + 1]) over fx_rows rows; the
+     * negatives' drawn ends are grouped anew each epoch (rd_*). */
+    int64_t *fx_start, *fx_end, fx_rows;
+    int64_t *rd_start, *rd_pair;
+    size_t rd_cap;
     size_t zx_cap, start_cap;
     /* Per-step scratch (host), for up to max_pairs pairs over max_rows
      * rows (the whole graph's, or a batch's). */
@@ -519,14 +527,83 @@ static inline int64_t seed_of(gnn__idmap_t *map, int64_t x, gnn_loader_edges_t *
     return at;
 }
 
+/* The loss term of a pair scored s (softplus(-s) for a positive,
+ * softplus(s) for a negative) and into *dl its derivative by s, from one
+ * exponential. */
+static inline double pair_term(double s, int pos, double *dl)
+{
+    double e = exp(-fabs(s)), l = log1p(e), sig = s >= 0 ? 1.0 / (1.0 + e) : e / (1.0 + e);
+    if (pos) {
+        *dl = sig - 1.0;
+        return l + (s < 0 ? -s : 0.0);
+    }
+    *dl = sig;
+    return l + (s > 0 ? s : 0.0);
+}
+
+#define PAIR_PREFETCH 8 /* pairs ahead whose rows are prefetched */
+
+/* Group the pair ends of a full-graph epoch by row (pairs: the P
+ * positives, then K negatives each whose first end is its positive's):
+ * the fixed ends once (the first call), the drawn ends every epoch, each
+ * group in pair order; threads split the rows. */
+static int group_epoch_ends(link_t *t, const int64_t *pairs, int64_t nrows, int64_t NP, int64_t P)
+{
+    if (!t->fx_start) {
+        int64_t rows = 0;
+        for (int64_t e = 0; e < 2 * NP; e++)
+            if (e < 2 * P || !(e & 1)) rows = pairs[e] + 1 > rows ? pairs[e] + 1 : rows;
+        int64_t nf = 2 * P + (NP - P);
+        t->fx_start = gnn_calloc((size_t)rows + 2, sizeof *t->fx_start);
+        t->fx_end = gnn_malloc_array((size_t)nf + 1, sizeof *t->fx_end);
+        if (!t->fx_start || !t->fx_end) return GNN_FAIL(GNN_ENOMEM, "link prediction: pair ends");
+        t->fx_rows = rows;
+        for (int64_t e = 0; e < 2 * NP; e++)
+            if (e < 2 * P || !(e & 1)) t->fx_start[pairs[e] + 2]++;
+        for (int64_t v = 0; v < rows; v++) t->fx_start[v + 2] += t->fx_start[v + 1];
+        for (int64_t e = 0; e < 2 * NP; e++)
+            if (e < 2 * P || !(e & 1)) t->fx_end[t->fx_start[pairs[e] + 1]++] = e;
+    }
+    if ((size_t)nrows + 2 > t->rd_cap) {
+        gnn_free(t->rd_start);
+        t->rd_start = gnn_malloc_array((size_t)nrows + 2, sizeof *t->rd_start);
+        t->rd_cap = t->rd_start ? (size_t)nrows + 2 : 0;
+        if (!t->rd_start) return GNN_FAIL(GNN_ENOMEM, "link prediction: pair ends");
+    }
+    if (!t->rd_pair) {
+        t->rd_pair = gnn_malloc_array((size_t)(NP - P) + 1, sizeof *t->rd_pair);
+        if (!t->rd_pair) return GNN_FAIL(GNN_ENOMEM, "link prediction: pair ends");
+    }
+    int64_t *st = t->rd_start;
+    memset(st, 0, ((size_t)nrows + 2) * sizeof *st);
+#pragma omp parallel
+    { /* each thread counts, then places, the ends of its range of rows */
+        int nt = omp_get_num_threads(), id = omp_get_thread_num();
+        int64_t lo = nrows * id / nt, hi = nrows * (id + 1) / nt;
+        for (int64_t q = P; q < NP; q++) {
+            int64_t w = pairs[2 * q + 1];
+            if (w >= lo && w < hi) st[w + 2]++;
+        }
+#pragma omp barrier
+#pragma omp single
+        for (int64_t v = 0; v < nrows; v++) st[v + 2] += st[v + 1];
+        for (int64_t q = P; q < NP; q++) {
+            int64_t w = pairs[2 * q + 1];
+            if (w >= lo && w < hi) t->rd_pair[st[w + 1]++] = q;
+        }
+    }
+    return 0;
+}
+
 /*
  * The loss of one step over NP pairs (rows of z, nrows of them; the first
  * P positives, then K negatives each) and its gradient dz (nrows x D,
  * host). Over the whole graph the rows are the nodes; over a batch, its
- * seeds.
+ * seeds. epoch: the pairs are a full-graph epoch's (its fixed ends are
+ * grouped once).
  */
 static int step_loss(gnn_job_t *j, link_t *t, const float *z, int64_t nrows, const int64_t *pairs,
-                     int64_t NP, int64_t P, int64_t Pnorm, double *loss, float *dz)
+                     int64_t NP, int64_t P, int64_t Pnorm, int epoch, double *loss, float *dz)
 {
     int rc = 0;
     const int64_t D = t->D, K = t->K;
@@ -540,16 +617,20 @@ static int step_loss(gnn_job_t *j, link_t *t, const float *z, int64_t nrows, con
         const int64_t per = (NP + DEC_BLOCKS - 1) / DEC_BLOCKS;
 #pragma omp parallel for schedule(dynamic, 1)
         for (int64_t b = 0; b < DEC_BLOCKS; b++) {
-            double sp = 0.0, sn = 0.0;
+            double sp = 0.0, sn = 0.0, dl;
             int64_t end = (b + 1) * per < NP ? (b + 1) * per : NP;
             for (int64_t q = b * per; q < end; q++) {
+                if (q + PAIR_PREFETCH < end) {
+                    __builtin_prefetch(z + pairs[2 * (q + PAIR_PREFETCH)] * D);
+                    __builtin_prefetch(z + pairs[2 * (q + PAIR_PREFETCH) + 1] * D);
+                }
                 double s = dot(z + pairs[2 * q] * D, z + pairs[2 * q + 1] * D, D);
                 if (q < P) {
-                    sp += softplus(-s);
-                    t->g[q] = (float)((sigmoid(s) - 1.0) * wp);
+                    sp += pair_term(s, 1, &dl);
+                    t->g[q] = (float)(dl * wp);
                 } else {
-                    sn += softplus(s);
-                    t->g[q] = (float)(sigmoid(s) * wn);
+                    sn += pair_term(s, 0, &dl);
+                    t->g[q] = (float)(dl * wn);
                 }
             }
             bl[2 * b] = sp;
@@ -564,6 +645,58 @@ static int step_loss(gnn_job_t *j, link_t *t, const float *z, int64_t nrows, con
         GNN_TRY(mlp_backward(j, t, z, pairs, NP, P, wp, wn, &lp, &ln));
     }
     *loss = lp * wp + ln * wn;
+    if (epoch) {
+        GNN_TRY(group_epoch_ends(t, pairs, nrows, NP, P));
+        /* dz[v] = sum over v's fixed ends, then its drawn ends, of g times
+         * the other end's row (MLP: dh times it). */
+        const int64_t *fs = t->fx_start, *fe = t->fx_end, *rs = t->rd_start, *rp = t->rd_pair;
+        const int64_t nfx = fs[t->fx_rows], nrd = NP - P;
+#pragma omp parallel for schedule(dynamic, 256)
+        for (int64_t v = 0; v < nrows; v++) {
+            float *d = dz + v * D;
+            for (int64_t k = 0; k < D; k++) d[k] = 0.0f;
+            int64_t f0 = v < t->fx_rows ? fs[v] : 0, f1 = v < t->fx_rows ? fs[v + 1] : 0;
+            for (int64_t i = f0; i < f1; i++) {
+                /* Three random reads an end (its pair's other end, the
+                 * gradient, that row): fetched ahead, across rows. */
+                if (i + 2 * PAIR_PREFETCH < nfx) {
+                    int64_t e2 = fe[i + 2 * PAIR_PREFETCH];
+                    __builtin_prefetch(&pairs[e2 ^ 1]);
+                    __builtin_prefetch(&t->g[e2 >> 1]);
+                }
+                if (i + PAIR_PREFETCH < nfx)
+                    __builtin_prefetch(z + pairs[fe[i + PAIR_PREFETCH] ^ 1] * D);
+                int64_t e = fe[i], q = e >> 1;
+                const float *o = z + pairs[e ^ 1] * D;
+                if (t->mlp) {
+                    const float *dh = t->dh + q * D;
+                    for (int64_t k = 0; k < D; k++) d[k] += dh[k] * o[k];
+                } else {
+                    float gq = t->g[q];
+                    for (int64_t k = 0; k < D; k++) d[k] += gq * o[k];
+                }
+            }
+            for (int64_t i = rs[v]; i < rs[v + 1]; i++) {
+                if (i + 2 * PAIR_PREFETCH < nrd) {
+                    int64_t q2 = rp[i + 2 * PAIR_PREFETCH];
+                    __builtin_prefetch(&pairs[2 * q2]);
+                    __builtin_prefetch(&t->g[q2]);
+                }
+                if (i + PAIR_PREFETCH < nrd)
+                    __builtin_prefetch(z + pairs[2 * rp[i + PAIR_PREFETCH]] * D);
+                int64_t q = rp[i];
+                const float *o = z + pairs[2 * q] * D;
+                if (t->mlp) {
+                    const float *dh = t->dh + q * D;
+                    for (int64_t k = 0; k < D; k++) d[k] += dh[k] * o[k];
+                } else {
+                    float gq = t->g[q];
+                    for (int64_t k = 0; k < D; k++) d[k] += gq * o[k];
+                }
+            }
+        }
+        goto fail;
+    }
     /* Pair ends by row (counting sort, pair order kept within a row). */
     int64_t *start = t->start;
     memset(start, 0, (size_t)(nrows + 2) * sizeof *start);
@@ -709,7 +842,7 @@ static int full_loss_part(gnn_job_t *j, const float *logits, double *loss, float
     for (int64_t e = 0; e < 2 * NP && local == 0; e++) t->pairs[e] = step_row(t, n, t->gpairs[e]);
     GNN_TRY(step_table(j, t, logits, local));
     const int64_t rows = n + t->n_remote;
-    local = step_loss(j, t, t->zx, rows, t->pairs, NP, P, t->total_pos, loss, t->dzx);
+    local = step_loss(j, t, t->zx, rows, t->pairs, NP, P, t->total_pos, 1, loss, t->dzx);
     GNN_TRY(gnn_dist_agree(d->comm, local));
     GNN_TRY(gnn_dist_rows_put(d, &t->rows, t->dzx + n * D, D, t->dzx));
     GNN_TRY(gnn_dist_agree(d->comm,
@@ -733,7 +866,7 @@ static int full_loss(gnn_job_t *j, const float *logits, int64_t n, double *loss,
     /* This epoch's pairs: the positives (fixed, in place), then K
      * negatives of each. */
     epoch_negatives(j, t, t->pairs);
-    GNN_TRY(step_loss(j, t, z, t->n, t->pairs, (1 + K) * P, P, P, loss, dz));
+    GNN_TRY(step_loss(j, t, z, t->n, t->pairs, (1 + K) * P, P, P, 1, loss, dz));
     *count = P;
     if (t->dzh)
         GNN_TRY(gnn_be_upload(j->be, dlogits, t->dzh, (size_t)(t->n * t->D) * sizeof(float)));
@@ -804,8 +937,8 @@ static int batch_loss(gnn_job_t *j, const float *logits, const gnn_loader_batch_
               GNN_EINVAL, "link prediction: batch %" PRId64 " is not an edge batch", b->index);
     GNN_TRY(host_z(j, t, logits, ns, &z));
     float *dz = t->dzh ? t->dzh : dlogits;
-    GNN_TRY(step_loss(j, t, z, ns, b->edges.pairs, b->edges.n_pairs, b->n_items, b->n_items, loss,
-                      dz));
+    GNN_TRY(step_loss(j, t, z, ns, b->edges.pairs, b->edges.n_pairs, b->n_items, b->n_items, 0,
+                      loss, dz));
     if (t->dzh) GNN_TRY(gnn_be_upload(j->be, dlogits, t->dzh, (size_t)(ns * t->D) * sizeof(float)));
 fail:
     return rc;
@@ -1073,6 +1206,10 @@ static void task_free(gnn_job_t *j)
     gnn_dist_rows_free(&t->rows);
     gnn_free(t->zx);
     gnn_free(t->dzx);
+    gnn_free(t->fx_start);
+    gnn_free(t->fx_end);
+    gnn_free(t->rd_start);
+    gnn_free(t->rd_pair);
     gnn_free(t->pairs);
     gnn_free(t->g);
     gnn_free(t->order);
