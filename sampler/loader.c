@@ -51,6 +51,9 @@ struct gnn_loader {
     int stop;
     gnn_vid_t *perm; /* the epoch's seeds in batch order */
     size_t perm_cap;
+    int64_t *starts; /* batches given by their bounds (gnn_loader_start_batches), or NULL */
+    size_t starts_cap;
+    int given;       /* this epoch's batches are given by starts */
     int64_t n, batch_size, n_batches;
     uint64_t seed, epoch;
     int64_t next_claim, next_take, released;
@@ -111,8 +114,10 @@ static int build(gnn_loader_t *ld, slot_t *sl, int64_t i)
 {
     int rc = 0;
     gnn_loader_batch_t *b = &sl->b;
-    int64_t lo = i * ld->batch_size;
-    int64_t cnt = ld->n - lo < ld->batch_size ? ld->n - lo : ld->batch_size;
+    int64_t lo = ld->given ? ld->starts[i] : i * ld->batch_size;
+    int64_t cnt = ld->given                       ? ld->starts[i + 1] - lo
+                  : ld->n - lo < ld->batch_size ? ld->n - lo
+                                                : ld->batch_size;
     b->index = i;
     b->n_items = cnt;
     memset(b->user, 0, sizeof b->user);
@@ -258,6 +263,11 @@ fail:
     return rc;
 }
 
+/* The epoch's item list (and given bounds) in place; no batch running. */
+static int start_epoch(gnn_loader_t *ld, const gnn_vid_t *seeds, int64_t n, int64_t batch_size,
+                       const int64_t *starts, int64_t n_batches, int shuffle, uint64_t seed,
+                       uint64_t epoch);
+
 int gnn_loader_start(gnn_loader_t *ld, const gnn_vid_t *seeds, int64_t n, int64_t batch_size,
                      int shuffle, uint64_t seed, uint64_t epoch)
 {
@@ -266,6 +276,32 @@ int gnn_loader_start(gnn_loader_t *ld, const gnn_vid_t *seeds, int64_t n, int64_
     GNN_CHECK(n >= 0, GNN_EINVAL, "loader: %" PRId64 " seeds", n);
     GNN_CHECK(batch_size >= 1, GNN_EINVAL, "loader: batch size %" PRId64 " (must be >= 1)",
               batch_size);
+    return start_epoch(ld, seeds, n, batch_size, NULL, (n + batch_size - 1) / batch_size, shuffle,
+                       seed, epoch);
+fail:
+    return rc;
+}
+
+int gnn_loader_start_batches(gnn_loader_t *ld, const gnn_vid_t *items, const int64_t *starts,
+                             int64_t n_batches, uint64_t seed, uint64_t epoch)
+{
+    int rc = 0;
+    GNN_CHECK(ld && starts && n_batches >= 0, GNN_EINVAL, "loader: bad batches");
+    GNN_CHECK(starts[0] == 0, GNN_EINVAL, "loader: the first batch starts at %" PRId64, starts[0]);
+    for (int64_t b = 0; b < n_batches; b++)
+        GNN_CHECK(starts[b + 1] >= starts[b], GNN_EINVAL,
+                  "loader: batch %" PRId64 " ends before it starts", b);
+    GNN_CHECK(items || starts[n_batches] == 0, GNN_EINVAL, "loader: NULL items");
+    return start_epoch(ld, items, starts[n_batches], 1, starts, n_batches, 0, seed, epoch);
+fail:
+    return rc;
+}
+
+static int start_epoch(gnn_loader_t *ld, const gnn_vid_t *seeds, int64_t n, int64_t batch_size,
+                       const int64_t *starts, int64_t n_batches, int shuffle, uint64_t seed,
+                       uint64_t epoch)
+{
+    int rc = 0;
     pthread_mutex_lock(&ld->mu);
     int busy = ld->next_take < ld->n_batches || ld->building > 0 || ld->released < ld->next_take;
     pthread_mutex_unlock(&ld->mu);
@@ -281,10 +317,19 @@ int gnn_loader_start(gnn_loader_t *ld, const gnn_vid_t *seeds, int64_t n, int64_
     }
     if (n) memcpy(ld->perm, seeds, (size_t)n * sizeof *seeds);
     if (shuffle) gnn_loader_shuffle(ld->perm, n, seed, epoch);
+    if (starts && (size_t)n_batches + 1 > ld->starts_cap) {
+        int64_t *p = gnn_malloc_array((size_t)n_batches + 1, sizeof *p);
+        GNN_CHECK(p, GNN_ENOMEM, "loader: %" PRId64 " batches", n_batches);
+        gnn_free(ld->starts);
+        ld->starts = p;
+        ld->starts_cap = (size_t)n_batches + 1;
+    }
+    if (starts) memcpy(ld->starts, starts, ((size_t)n_batches + 1) * sizeof *starts);
     pthread_mutex_lock(&ld->mu);
+    ld->given = starts != NULL;
     ld->n = n;
     ld->batch_size = batch_size;
-    ld->n_batches = (n + batch_size - 1) / batch_size;
+    ld->n_batches = n_batches;
     ld->seed = seed;
     ld->epoch = epoch;
     ld->next_claim = ld->next_take = ld->released = 0;
@@ -421,6 +466,7 @@ void gnn_loader_free(gnn_loader_t *ld)
     pthread_mutex_destroy(&ld->mu);
     gnn_free(ld->slot);
     gnn_free(ld->perm);
+    gnn_free(ld->starts);
     gnn_sampler_free(ld->sampler);
     gnn_free(ld);
 }

@@ -136,6 +136,15 @@ int gnn_loader_create(const gnn_loader_opts_t *o, gnn_loader_t **out);
 int gnn_loader_start(gnn_loader_t *ld, const gnn_vid_t *seeds, int64_t n, int64_t batch_size,
                      int shuffle, uint64_t seed, uint64_t epoch);
 
+/*
+ * Begin an epoch of n_batches batches given by their bounds: batch b holds
+ * items[starts[b] .. starts[b + 1]) (copied, in that order; a batch may be
+ * empty), sampled under (seed, epoch, b). Returns as gnn_loader_start;
+ * GNN_EINVAL also for bounds that do not start at 0 or decrease.
+ */
+int gnn_loader_start_batches(gnn_loader_t *ld, const gnn_vid_t *items, const int64_t *starts,
+                             int64_t n_batches, uint64_t seed, uint64_t epoch);
+
 /* Batches in the current epoch. */
 int64_t gnn_loader_batches(const gnn_loader_t *ld);
 

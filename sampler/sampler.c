@@ -34,14 +34,15 @@ struct gnn_sampler {
     gnn_sampler_remote_t remote;        /* remote.draw NULL: every row held */
 };
 
-/* The edges a batch excludes: per row with any, its excluded sources,
- * sorted (a row's list is src[start[k] .. start[k + 1]) for the row that
- * map sends to k). */
-typedef struct {
+/* The edges a batch excludes (sampler.h): per row with any, its excluded
+ * sources, sorted (a row's list is src[start[k] .. start[k + 1]) for the
+ * row that map sends to k). */
+struct gnn_sampler_excl {
     gnn__idmap_t map;
     gnn_eid_t *start;
     gnn_vid_t *src;
-} excl_t;
+};
+typedef gnn_sampler_excl_t excl_t;
 
 /* What one hop reads: the rows, how draws are keyed, who draws the rest,
  * which edges it leaves out. */
@@ -203,26 +204,27 @@ static void sort_row(gnn_vid_t *a, gnn_eid_t n)
 
 /* ---- Excluded edges ----------------------------------------------------------- */
 
-static void excl_free(excl_t *x)
+void gnn_sampler_excl_free(gnn_sampler_excl_t *x)
 {
+    if (!x) return;
     gnn__idmap_free(&x->map);
     gnn_free(x->start);
     gnn_free(x->src);
-    memset(x, 0, sizeof *x);
+    gnn_free(x);
 }
 
-/* The set of the n pairs (a, b): a -> b and b -> a, i.e. source a in row
- * b and source b in row a. */
-static int excl_build(excl_t *x, const gnn_vid_t *pairs, int64_t n, gnn_vid_t n_graph)
+int gnn_sampler_excl_create(const gnn_vid_t *pairs, int64_t n, gnn_sampler_excl_t **out)
 {
     int rc = 0;
-    memset(x, 0, sizeof *x);
     gnn_vid_t *rowk = NULL;
+    excl_t *x = NULL;
+    GNN_CHECK(out && (pairs || n == 0) && n >= 0, GNN_EINVAL, "excluded edges: bad arguments");
+    *out = NULL;
     for (int64_t i = 0; i < 2 * n; i++)
-        GNN_CHECK(pairs[i] >= 0 && pairs[i] < n_graph, GNN_EINVAL,
-                  "excluded edge %" PRId64 " has end point %" GNN_PRIvid
-                  " outside the graph's nodes [0, %" GNN_PRIvid ")",
-                  i / 2, pairs[i], n_graph);
+        GNN_CHECK(pairs[i] >= 0, GNN_EINVAL, "excluded edge %" PRId64 " has end point %" GNN_PRIvid,
+                  i / 2, pairs[i]);
+    x = gnn_calloc(1, sizeof *x);
+    GNN_CHECK(x, GNN_ENOMEM, "sampler: %" PRId64 " excluded edges", n);
     GNN_TRY(gnn__idmap_reserve(&x->map, 2 * n));
     rowk = gnn_malloc_array((size_t)(2 * n) + 1, sizeof *rowk);
     x->start = gnn_calloc((size_t)(2 * n) + 2, sizeof *x->start);
@@ -240,10 +242,11 @@ static int excl_build(excl_t *x, const gnn_vid_t *pairs, int64_t n, gnn_vid_t n_
     for (gnn_vid_t k = 0; k < rows; k++)
         sort_row(x->src + x->start[k], x->start[k + 1] - x->start[k]);
     gnn_free(rowk);
+    *out = x;
     return 0;
 fail:
     gnn_free(rowk);
-    excl_free(x);
+    gnn_sampler_excl_free(x);
     return rc;
 }
 
@@ -270,17 +273,36 @@ static inline const gnn_vid_t *excl_row(const excl_t *x, gnn_vid_t v, gnn_eid_t 
     return x->src + x->start[k];
 }
 
-/* The entries of row (d of them) not among xs, into out; their number. */
-static gnn_eid_t excl_filter(const gnn_vid_t *row, gnn_eid_t d, const gnn_vid_t *xs, gnn_eid_t nx,
-                             gnn_vid_t *out)
+/* The entries of row (d of them; compared as ids[entry] when ids is set)
+ * not among xs, into out (when set); their number. */
+static gnn_eid_t excl_filter(const gnn_vid_t *row, gnn_eid_t d, const gnn_vid_t *ids,
+                             const gnn_vid_t *xs, gnn_eid_t nx, gnn_vid_t *out)
 {
     gnn_eid_t c = 0;
     for (gnn_eid_t q = 0; q < d; q++)
-        if (!excl_has(xs, nx, row[q])) {
+        if (!excl_has(xs, nx, ids ? ids[row[q]] : row[q])) {
             if (out) out[c] = row[q];
             c++;
         }
     return c;
+}
+
+gnn_eid_t gnn_sampler_excl_filter(const gnn_sampler_excl_t *x, gnn_vid_t v, const gnn_vid_t *row,
+                                  gnn_eid_t d, const gnn_vid_t *ids, gnn_vid_t *out)
+{
+    gnn_eid_t nx = 0;
+    const gnn_vid_t *xs = excl_row(x, v, &nx);
+    if (!xs) {
+        if (out && d) memcpy(out, row, (size_t)d * sizeof *out);
+        return d;
+    }
+    return excl_filter(row, d, ids, xs, nx, out);
+}
+
+int gnn_sampler_excl_has_row(const gnn_sampler_excl_t *x, gnn_vid_t v)
+{
+    gnn_eid_t nx = 0;
+    return excl_row(x, v, &nx) != NULL;
 }
 
 /* ---- The batch's node list ---------------------------------------------------- */
@@ -350,7 +372,7 @@ static int filtered_row(const rows_t *rs, gnn_vid_t v, const gnn_vid_t *xs, gnn_
     gnn_eid_t d = g->indptr[v + 1] - g->indptr[v];
     gnn_vid_t *kept = gnn_malloc_array((size_t)d + 1, sizeof *kept);
     if (!kept) return GNN_ENOMEM;
-    gnn_eid_t dk = excl_filter(row, d, xs, nx, kept);
+    gnn_eid_t dk = excl_filter(row, d, NULL, xs, nx, kept);
     if (c == dk) {
         memcpy(o, kept, (size_t)c * sizeof *o);
     } else {
@@ -399,12 +421,13 @@ static int sample_hop(const rows_t *rs, int fanout, uint64_t key, int h, frontie
         gnn_vid_t v = dst[i];
         if (v >= held) {
             indptr[i + 1] = 0; /* set from the hook's answer below */
-            xfail += rs->ex && excl_row(rs->ex, v, &(gnn_eid_t){0}) != NULL;
+            /* held elsewhere: its holder leaves the edges out, or cannot */
+            xfail += rs->ex && !rs->remote->excludes && excl_row(rs->ex, v, &(gnn_eid_t){0});
             continue;
         }
         gnn_eid_t d = g->indptr[v + 1] - g->indptr[v], nx = 0;
         const gnn_vid_t *xs = excl_row(rs->ex, v, &nx);
-        if (xs) d = excl_filter(g->indices + g->indptr[v], d, xs, nx, NULL);
+        if (xs) d = excl_filter(g->indices + g->indptr[v], d, NULL, xs, nx, NULL);
         gnn_eid_t c = (fanout < 0 || d <= fanout) ? d : fanout;
         if (c < d && c > SCAN_DRAWS && c > kmax) kmax = c;
         indptr[i + 1] = c;
@@ -684,9 +707,8 @@ int gnn_sampler_sample_excluding(const gnn_sampler_t *s, const gnn_vid_t *seeds,
 {
     int rc = 0, h = 0, called = 0;
     frontier_t f;
-    excl_t ex;
+    excl_t *ex = NULL;
     memset(&f, 0, sizeof f);
-    memset(&ex, 0, sizeof ex);
     if (!out) return GNN_FAIL(GNN_EINVAL, "sampler: out is NULL");
     memset(out, 0, sizeof *out);
     GNN_CHECK(s, GNN_EINVAL, "sampler: sampler is NULL");
@@ -696,10 +718,15 @@ int gnn_sampler_sample_excluding(const gnn_sampler_t *s, const gnn_vid_t *seeds,
     const gnn_csr_t *g = s->graph;
     /* With rows held elsewhere a seed may be any node its holder resolves. */
     GNN_TRY(frontier_start(&f, seeds, n, s->remote.draw ? INT64_MAX : g->n_rows, "seed"));
-    if (n_excl) GNN_TRY(excl_build(&ex, excl, n_excl, g->n_cols));
+    for (int64_t i = 0; i < 2 * n_excl && !s->remote.draw; i++)
+        GNN_CHECK(excl[i] >= 0 && excl[i] < g->n_cols, GNN_EINVAL,
+                  "excluded edge %" PRId64 " has end point %" GNN_PRIvid
+                  " outside the graph's nodes [0, %" GNN_PRIvid ")",
+                  i / 2, excl[i], g->n_cols);
+    if (n_excl) GNN_TRY(gnn_sampler_excl_create(excl, n_excl, &ex));
 
     const uint64_t key = gnn_sampler_key(seed, epoch, batch);
-    const rows_t rs = {g, s->key_ids, s->remote.draw ? &s->remote : NULL, n_excl ? &ex : NULL};
+    const rows_t rs = {g, s->key_ids, s->remote.draw ? &s->remote : NULL, ex};
     const int L = s->layers;
     out->layers = L;
     out->n_seeds = n;
@@ -714,7 +741,7 @@ int gnn_sampler_sample_excluding(const gnn_sampler_t *s, const gnn_vid_t *seeds,
     out->n_input = f.n_nodes;
     for (int l = 0; l < L; l++) out->blocks[l].src_ids = f.nodes;
     gnn__idmap_free(&f.map);
-    excl_free(&ex);
+    gnn_sampler_excl_free(ex);
     return 0;
 
 fail:
@@ -733,7 +760,7 @@ fail:
     for (int l = 0; l < GNN_SAMPLER_MAX_LAYERS; l++) gnn_csr_free(&out->blocks[l].csr);
     memset(out, 0, sizeof *out);
     frontier_free(&f);
-    excl_free(&ex);
+    gnn_sampler_excl_free(ex);
     return rc;
 }
 

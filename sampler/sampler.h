@@ -132,13 +132,33 @@ int gnn_sampler_sample(const gnn_sampler_t *s, const gnn_vid_t *seeds, int64_t n
  * without them (every entry equal to an excluded source goes), by the
  * definition above over the remaining positions; every other row draws
  * exactly what gnn_sampler_sample draws. Rows held elsewhere (a remote
- * hook) cannot exclude: a hop that reaches one with excluded sources fails
- * with GNN_EUNSUPPORTED. Returns as gnn_sampler_sample; GNN_EINVAL also
- * for an end point outside the graph.
+ * hook) are drawn by their holders, who must leave the same edges out
+ * (remote.excludes); without that, a hop that reaches one with excluded
+ * sources fails with GNN_EUNSUPPORTED. Returns as gnn_sampler_sample;
+ * GNN_EINVAL also for an end point outside the graph (any id >= 0 with a
+ * remote hook).
  */
 int gnn_sampler_sample_excluding(const gnn_sampler_t *s, const gnn_vid_t *seeds, int64_t n,
                                  const gnn_vid_t *excl, int64_t n_excl, uint64_t seed,
                                  uint64_t epoch, uint64_t batch, gnn_minibatch_t *out);
+
+/*
+ * A set of excluded edges, as gnn_sampler_sample_excluding leaves out (the
+ * n pairs, both directions), for a holder drawing rows for others:
+ * gnn_sampler_excl_filter copies the d entries of row v that are not
+ * excluded sources of v into out (when set; entries compared as ids[entry]
+ * when ids is set) and returns their number (all d for a row without
+ * exclusions); drawing with gnn_sampler_draw_row over them gives what the
+ * sampler draws locally. Create returns 0, GNN_EINVAL (a negative id),
+ * GNN_ENOMEM.
+ */
+typedef struct gnn_sampler_excl gnn_sampler_excl_t;
+int gnn_sampler_excl_create(const gnn_vid_t *pairs, int64_t n, gnn_sampler_excl_t **out);
+void gnn_sampler_excl_free(gnn_sampler_excl_t *x);
+gnn_eid_t gnn_sampler_excl_filter(const gnn_sampler_excl_t *x, gnn_vid_t v, const gnn_vid_t *row,
+                                  gnn_eid_t d, const gnn_vid_t *ids, gnn_vid_t *out);
+/* Whether row v has excluded sources. */
+int gnn_sampler_excl_has_row(const gnn_sampler_excl_t *x, gnn_vid_t v);
 
 /*
  * Keying and rows held elsewhere (a part of a distributed graph).
@@ -172,6 +192,9 @@ int gnn_sampler_sample_excluding(const gnn_sampler_t *s, const gnn_vid_t *seeds,
 typedef struct {
     gnn_vid_t n_held; /* rows held here: [0, n_held) */
     int first_hop;    /* the first hop that calls the hook */
+    int excludes;     /* the holders leave the batch's excluded edges out of the
+                         rows they draw (gnn_sampler_sample_excluding): they
+                         know the set; else such a row fails the batch */
     int (*draw)(void *ctx, int h, int fanout, uint64_t key, const gnn_vid_t *v, int64_t n,
                 gnn_eid_t *cnt, gnn_vid_t **src);
     void *ctx;

@@ -38,6 +38,7 @@ int gnn_dist_reporting_rank(void) { return gnn_mpi_reporting_rank(); }
 
 void gnn_dist_free(gnn_dist_part_t *d)
 {
+    gnn_sampler_excl_free(d->draw_excl);
     gnn_csr_free(&d->csr);
     gnn_free(d->gid);
     gnn_free(d->src_deg);
@@ -51,6 +52,7 @@ void gnn_dist_free(gnn_dist_part_t *d)
     free_loss_plans(d);
     gnn_csr_free(&d->full);
     gnn_free(d->l2g);
+    gnn_free(d->p2g);
     gnn_free(d->part_start);
     gnn_free(d->own_feat);
     gnn_free(d->halo_index);
@@ -473,9 +475,14 @@ fail:
 }
 
 /* The whole part: square CSR over all local nodes, ids, owned features. */
-static int keep_whole(gnn_dist_part_t *d, gnn_part_file_t *pf)
+static int keep_whole(gnn_dist_part_t *d, gnn_part_file_t *pf, const char *dir)
 {
     int rc = 0;
+    gnn_partdir_link_t lk;
+    GNN_TRY(gnn_partdir_read_link(dir, 1, &lk));
+    d->p2g = lk.node_map;
+    lk.node_map = NULL;
+    gnn_partdir_link_free(&lk);
     d->hops = pf->halo_hops;
     d->n_all = pf->n_local;
     d->n_held = pf->csr.n_rows;
@@ -572,7 +579,7 @@ int gnn_dist_load(MPI_Comm comm, const char *dir, int whole, gnn_dist_part_t *dd
     pf.part_start = NULL;
     GNN_MPI_TRY(MPI_Allreduce(d->split_n, d->split_total, GNN_NUM_SPLITS, MPI_INT64_T, MPI_SUM, comm));
     GNN_TRY(make_plan(d, &pf));
-    if (whole) STEP(keep_whole(d, &pf));
+    if (whole) STEP(keep_whole(d, &pf, dir));
     GNN_TRY(out_degrees(d));
     GNN_TRY(gnn_dist_halo_forward(d, NULL, d->feat, d->feat_dim));
     d->bytes_sent = 0;

@@ -75,6 +75,9 @@ typedef struct {
     int64_t *halo_index;  /* n_all - n_owned (partition id, local id) pairs of the halo,
                              by partition id (gnn_dist_pairs_find) */
     int64_t *l2g;         /* n_all partition ids (meta.h5's new ids) */
+    int64_t *p2g;         /* n_global: the graph-file id of every partition id (meta.h5's
+                             node_map), so that a batch's nodes beyond the part are keyed
+                             as one process keys them */
     int64_t *part_start;  /* size + 1: the partition-id range of each rank */
     float *own_feat;      /* n_owned x feat_dim: what this rank serves to fetches */
     /* Counters, reset by their users. */
@@ -86,6 +89,8 @@ typedef struct {
     double sample_s;
     MPI_Comm fetch_comm;  /* fetches run on this one when set (MPI_COMM_NULL: comm), so a
                              thread may fetch while another uses comm */
+    struct gnn_sampler_excl *draw_excl; /* edges (graph-file ids) left out of the rows
+                             this rank draws for others: the current batch's */
 } gnn_dist_part_t;
 
 /*
@@ -144,6 +149,12 @@ int gnn_dist_owner(const gnn_dist_part_t *d, int64_t pid);
  */
 int gnn_dist_draw_remote(void *ctx, int h, int fanout, uint64_t key, const int64_t *v, int64_t n,
                          int64_t *cnt, int64_t **src);
+
+/* The edges (n pairs of graph-file ids, both directions) the rows this
+ * rank draws for others leave out until the next call (n = 0: none): an
+ * edge batch's, which every rank samples around in the same step. 0 or
+ * GNN_ENOMEM / GNN_EINVAL. Local. */
+int gnn_dist_set_excluded(gnn_dist_part_t *d, const int64_t *pairs, int64_t n);
 
 /*
  * Loss plans for the full-graph training steps of a model of `layers`

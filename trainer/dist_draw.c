@@ -46,6 +46,10 @@ static int answer_draws(gnn_dist_part_t *d, int h, int fanout, const int64_t *as
             GNN_CHECK(r >= 0 && r < d->n_owned, GNN_EINVAL,
                       "remote draws: node %" PRId64 " is not rank %d's", q[i], d->rank);
             gnn_eid_t deg = d->full.indptr[r + 1] - d->full.indptr[r];
+            if (d->draw_excl) /* the row without the batch's edges */
+                deg = gnn_sampler_excl_filter(d->draw_excl, d->gid[r],
+                                              d->full.indices + d->full.indptr[r], deg, d->gid,
+                                              NULL);
             n += 1 + (fanout < 0 || deg <= fanout ? deg : fanout);
         }
         GNN_CHECK(n <= INT_MAX, GNN_ERANGE, "remote draws: an answer of %" PRId64 " ids", n);
@@ -64,6 +68,22 @@ static int answer_draws(gnn_dist_part_t *d, int h, int fanout, const int64_t *as
             int64_t r = q[REQ_HEAD + i] - first;
             const gnn_vid_t *row = d->full.indices + d->full.indptr[r];
             gnn_eid_t deg = d->full.indptr[r + 1] - d->full.indptr[r];
+            if (d->draw_excl && gnn_sampler_excl_has_row(d->draw_excl, d->gid[r])) {
+                gnn_vid_t *kept = gnn_malloc_array((size_t)deg + 1, sizeof *kept);
+                GNN_CHECK(kept, GNN_ENOMEM, "remote draws: a row of %" PRId64, (int64_t)deg);
+                deg = gnn_sampler_excl_filter(d->draw_excl, d->gid[r], row, deg, d->gid, kept);
+                int64_t c = gnn_sampler_draw_row(kept, deg, fanout, (uint64_t)q[REQ_KEY],
+                                                 d->gid[r], h, src);
+                gnn_free(kept);
+                if (c < 0) {
+                    rc = (int)c;
+                    goto fail;
+                }
+                for (int64_t k = 0; k < c; k++) src[k] = d->l2g[src[k]];
+                cnt[i] = c;
+                src += c;
+                continue;
+            }
             int64_t c = gnn_sampler_draw_row(row, deg, fanout, (uint64_t)q[REQ_KEY], d->gid[r], h,
                                              src);
             if (c < 0) {
@@ -83,6 +103,13 @@ fail:
     gnn_free(acnt);
     gnn_free(ans);
     return rc;
+}
+
+int gnn_dist_set_excluded(gnn_dist_part_t *d, const int64_t *pairs, int64_t n)
+{
+    gnn_sampler_excl_free(d->draw_excl);
+    d->draw_excl = NULL;
+    return n > 0 ? gnn_sampler_excl_create(pairs, n, &d->draw_excl) : 0;
 }
 
 int gnn_dist_draw_remote(void *ctx, int h, int fanout, uint64_t key, const int64_t *v, int64_t n,

@@ -60,6 +60,7 @@ typedef struct gnn_job {
     const float *feat_host;           /* features the mini-batch loader gathers from */
     gnn_bgraph_t *bg;                 /* the whole (local) graph on the backend */
     float *dlogits;                   /* backend, rows of a step x out_dim */
+    size_t dlogits_bytes;             /* mini-batches: what it holds (grown per batch) */
     /* state.c and loop.c */
     gnn_checkpoint_t ck;              /* the loop's whole state (host) */
     gnn_model_t *model;

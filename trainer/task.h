@@ -95,6 +95,12 @@ typedef struct gnn_task_kind {
     int (*edge_seeds)(void *ctx, const int64_t *items, int64_t n, uint64_t seed, uint64_t epoch,
                       gnn_loader_edges_t *out);
     int64_t (*batch_rows)(const struct gnn_job *j);
+    /* Optional: this epoch's batches, given (not cut from a shuffle): the
+     * items held here grouped by batch, batch b = items[starts[b] ..
+     * starts[b + 1]), n_batches the same on every rank (a batch may be
+     * empty on some). Arrays owned by the task, valid for the epoch. */
+    int (*epoch_batches)(struct gnn_job *j, const int64_t **items, const int64_t **starts,
+                         int64_t *n_batches);
     /* The metrics of logits over every local node (n rows), reduced over
      * the ranks of a partition directory (collective then). */
     int (*evaluate)(struct gnn_job *j, const float *logits, int64_t n, gnn_metrics_t *out);

@@ -32,6 +32,7 @@
  * turn gives a clean GNN_ENOMEM, and the loader recovers. Edge batches:
  * the hook's seeds sampled with the batch's own edges left out (none in
  * any block), each edge in one batch, a failing hook ends the epoch.
+ * Given batches: their bounds kept, empty ones included.
  * Prints its seed; set GNN_TEST_SEED to replay another.
  */
 #include <stdarg.h>
@@ -1197,6 +1198,56 @@ static void test_edge_batches(void **state)
     free_data(&d);
 }
 
+/*
+ * Given batches (gnn_loader_start_batches): bounds 0, 3, 3, 10, 11 over 11
+ * items give batches of 3, 0, 7 and 1 items, in that order, each sampled
+ * as gnn_sampler_sample on its items under (seed, epoch, b), for 0 and 2
+ * threads; an empty batch has no seeds. Bounds that do not start at 0 or
+ * decrease are refused.
+ */
+static void test_given_batches(void **state)
+{
+    (void)state;
+    data_t d;
+    make_data(&d, 0x61BE);
+    const int64_t starts[] = {0, 3, 3, 10, 11}, nb = 4;
+    const int threads[] = {0, 2};
+    for (int t = 0; t < 2; t++) {
+        gnn_loader_opts_t o = opts_of(&d, threads[t], 2, 1);
+        gnn_loader_t *ld;
+        assert_int_equal(gnn_loader_create(&o, &ld), 0);
+        assert_int_equal(gnn_loader_start_batches(ld, d.seeds, starts, nb, g_seed, 3), 0);
+        assert_int_equal(gnn_loader_batches(ld), nb);
+        for (int64_t b = 0; b < nb; b++) {
+            gnn_loader_batch_t *x;
+            assert_int_equal(gnn_loader_next(ld, &x), 0);
+            assert_non_null(x);
+            assert_int_equal(x->index, b);
+            assert_int_equal(x->n_items, starts[b + 1] - starts[b]);
+            assert_int_equal(x->mb.n_seeds, x->n_items);
+            gnn_minibatch_t ref;
+            assert_int_equal(gnn_sampler_sample(d.sampler, d.seeds + starts[b], x->n_items,
+                                                g_seed, 3, (uint64_t)b, &ref),
+                             0);
+            if (x->n_items)
+                assert_same_minibatch(&x->mb, &ref);
+            else
+                assert_int_equal(x->mb.n_input, 0);
+            gnn_minibatch_free(&ref);
+            gnn_loader_release(ld, x);
+        }
+        gnn_loader_batch_t *end;
+        assert_int_equal(gnn_loader_next(ld, &end), 0);
+        assert_null(end);
+        const int64_t bad0[] = {1, 3}, bad1[] = {0, 5, 4};
+        assert_int_equal(gnn_loader_start_batches(ld, d.seeds, bad0, 1, 0, 0), GNN_EINVAL);
+        assert_int_equal(gnn_loader_start_batches(ld, d.seeds, bad1, 2, 0, 0), GNN_EINVAL);
+        assert_non_null(strstr(gnn_error_message(), "ends before it starts"));
+        gnn_loader_free(ld);
+    }
+    free_data(&d);
+}
+
 int main(void)
 {
     g_seed = tu_seed();
@@ -1211,6 +1262,7 @@ int main(void)
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_alloc_failure),
         cmocka_unit_test(test_edge_batches),
+        cmocka_unit_test(test_given_batches),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

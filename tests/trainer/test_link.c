@@ -3,7 +3,8 @@
  * command line: its loss gradient, with respect to the embeddings and to
  * the MLP decoder's parameters, against central differences of its own
  * loss (the same epoch, so the same negatives), for the dot and the MLP
- * decoder; the negatives depend on the epoch; and the metrics against
+ * decoder (its hidden biases set away from the ReLU's kink, two units on
+ * and two off); the negatives depend on the epoch; and the metrics against
  * their definitions computed by brute force, with and without ties.
  */
 #include <stdarg.h>
@@ -152,6 +153,13 @@ static void check_decoder(const char *decoder)
     fixture_t t;
     fixture(&t, decoder, 12, 4, &s);
     t.j.ck.epoch = 3;
+    if (!strcmp(decoder, "mlp")) {
+        /* Hidden biases far from the ReLU's kink (|h . W1| < 3.5 here):
+         * units 0 and 1 always on, 2 and 3 always off, so that central
+         * differences never straddle it and both branches are tested. */
+        float *dec = gnn_model_params(t.j.model) + gnn_model_extra_offset(t.j.model);
+        for (int k = 0; k < 4; k++) dec[4 * 4 + k] = k < 2 ? 5.0f : -5.0f;
+    }
     double l0 = loss_of(&t, t.dz);
     assert_true(isfinite(l0) && l0 > 0.0);
     int bad = check_vector(&t, t.z, t.n * t.D, t.dz, "dz");

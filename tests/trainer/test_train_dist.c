@@ -27,8 +27,9 @@
  *     decoder on 2 and 4 ranks, GraphSAGE with the MLP decoder on 2, 4
  *     parts of 30 nodes with an empty one): one process's losses, and its
  *     final metrics within 1e-4 (the MLP decoder: 6 epochs, 2e-3). Edge
- *     mini-batches over parts with 2 hops of halo: one rank gives one
- *     process's losses, two reach its test AUC within 2 points.
+ *     mini-batches (GraphSAGE, dropout 0.5): one process's losses on 2
+ *     and 4 ranks (parts with one hop of halo) and on 2 with two hops;
+ *     test AUC of at least 0.85 on 2 ranks.
  *   - Two ranks over 3 runs with normalized features: mean test accuracy
  *     of at least 80 % (both accuracy checks: normal build only; the
  *     sanitizer build trains fewer epochs and checks that the runs end).
@@ -131,7 +132,7 @@ static char g_h1[640], g_h2[640];            /* 1 and 2 METIS parts, 2 hops of h
 static char g_k4h3[640];                     /* 4 METIS parts, 3 hops of halo */
 static char g_tiny[640], g_tiny_k4[640];     /* 30 nodes; 4 parts, one of them empty */
 static char g_link[640], g_l2[640], g_l4[640]; /* Cora with held-out edges; 2 and 4 parts */
-static char g_lh1[640], g_lh2[640];            /* 1 and 2 parts of it, 2 hops of halo */
+static char g_lh2[640];                        /* 2 parts of it, 2 hops of halo */
 static char g_tiny_link[640], g_tiny_lk4[640]; /* the same of the 30 nodes */
 
 static double now_s(void)
@@ -614,58 +615,52 @@ static void test_link_same_on_any_ranks(void **state)
 }
 
 /*
- * Edge mini-batches over parts with 2 hops of halo: one rank draws one
- * process's batches and negatives (the same losses, GraphSAGE, batches of
- * 256 edges); two ranks, each taking its own edges, reach one process's
- * test AUC within 2 points (30 epochs). The negatives' ends beyond a part
- * are seeds drawn by their owners.
+ * Edge mini-batches: every rank takes its share of each of the epoch's
+ * batches (a batch is the same set of edges for any rank count) and
+ * leaves the whole batch's edges out of the rows it samples and the rows
+ * it draws for others, so GraphSAGE (dropout 0.5: masks by graph-file id)
+ * gives one process's losses (6 epochs) on 2 and 4 ranks over parts with one hop of
+ * halo (negatives and neighbours beyond the part drawn by their owners)
+ * and on 2 ranks with two hops; and 2 ranks reach a test AUC of at least
+ * 0.85 in 30 epochs (batches of 512).
  */
 static void test_link_minibatch(void **state)
 {
     (void)state;
-    run_t one[] = {{"1 process", NULL, g_link, {0}}, {"1 rank", "1", g_lh1, {0}}};
-    train_runs(one, 2, "link-mb", "--task", "link", "--model", "sage", "--mode", "minibatch",
+    run_t runs[] = {{"1 process", NULL, g_link, {0}},
+                    {"2 ranks", "2", g_l2, {0}},
+                    {"4 ranks", "4", g_l4, {0}},
+                    {"2 ranks, 2 hops", "2", g_lh2, {0}}};
+    train_runs(runs, 4, "link-mb", "--task", "link", "--model", "sage", "--mode", "minibatch",
                "--batch-size", "256", "--fanouts", "5,5", "--sampler-threads", "1", (char *)NULL);
-    compare_losses("link, edge mini-batches", one, 2);
-    for (int i = 0; i < 2; i++) log_free(&one[i].log);
+    /* 18 Adam steps an epoch: rounding (sums in another order, on other
+     * thread counts) grows past 1e-5 after 6 epochs (1e-4 by epoch 10). */
+    compare_losses_upto("link, edge mini-batches", runs, 4, 6);
+    for (int i = 0; i < 4; i++) log_free(&runs[i].log);
     const char *epochs = SANITIZED ? "2" : "30";
-    char *log1 = (char *)tu_path("link-mb-acc-1.json"), *log2 = (char *)tu_path("link-mb-acc-2.json");
-#define LINK_MB "--task", "link", "--model", "sage", "--mode", "minibatch", "--batch-size", "512", \
-                "--fanouts", "10,10", "--epochs", (char *)epochs, "-q"
+    char *log = (char *)tu_path("link-mb-acc.json");
     char *argv[TU_MAX_ARGS];
-    char *a1[] = {"--data", g_link, "--log-json", log1, LINK_MB, NULL};
-    char *a2[] = {"--data", g_lh2, "--log-json", log2, LINK_MB, NULL};
-#undef LINK_MB
-    tu_run_t r = mpi_run(argv, NULL, a1, NULL);
-    expect_ok(argv, &r);
-    r = mpi_run(argv, "2", a2, NULL);
+    char *a[] = {"--data", g_l2, "--log-json", log, "--task", "link", "--model", "sage",
+                 "--mode", "minibatch", "--batch-size", "512", "--fanouts", "10,10", "--epochs",
+                 (char *)epochs, "-q", NULL};
+    tu_run_t r = mpi_run(argv, "2", a, NULL);
     expect_ok(argv, &r);
     int n = atoi(epochs);
-    log_t l1 = log_read(log1, 1, n), l2 = log_read(log2, 1, n);
-    double auc1 = tu_json_num(l1.line[n], "test_auc"), auc2 = tu_json_num(l2.line[n], "test_auc");
-    print_message("link, edge mini-batches: test AUC %.4f one process, %.4f on 2 ranks\n", auc1,
-                  auc2);
-    if (!SANITIZED) {
-        assert_true(auc1 >= 0.85);
-        assert_true(auc2 >= auc1 - 0.02);
-    }
-    log_free(&l1);
-    log_free(&l2);
+    log_t l = log_read(log, 1, n);
+    double auc = tu_json_num(l.line[n], "test_auc");
+    print_message("link, edge mini-batches on 2 ranks: test AUC %.4f\n", auc);
+    if (!SANITIZED) assert_true(auc >= 0.85);
+    log_free(&l);
 }
 
-/*
- * A partition of a graph without held-out edges under --task link, and
- * edge mini-batches over parts with one hop of halo (the rows of a batch's
- * hop-1 ends are not held, so their edges cannot be left out): one error
- * line each.
- */
+/* A partition of a graph without held-out edges under --task link: one
+ * error line. */
 static void test_link_refusals(void **state)
 {
     (void)state;
     mpi_fails((const char *[]){"has no held-out edges", NULL}, "2",
               ARGS("--data", g_k2, "--task", "link", "-q"));
-    mpi_fails((const char *[]){"needs parts with 2 or more hops of halo", NULL}, "2",
-              ARGS("--data", g_l2, "--task", "link", "--mode", "minibatch", "-q"));
+
 }
 
 /*
@@ -1619,7 +1614,6 @@ int main(int argc, char **argv)
     snprintf(g_link, sizeof g_link, "%s", tu_path("cora-link.h5"));
     snprintf(g_l2, sizeof g_l2, "%s", tu_path("cora-link-k2"));
     snprintf(g_l4, sizeof g_l4, "%s", tu_path("cora-link-k4"));
-    snprintf(g_lh1, sizeof g_lh1, "%s", tu_path("cora-link-k1-h2"));
     snprintf(g_lh2, sizeof g_lh2, "%s", tu_path("cora-link-k2-h2"));
     snprintf(g_tiny_link, sizeof g_tiny_link, "%s", tu_path("tiny-link.h5"));
     snprintf(g_tiny_lk4, sizeof g_tiny_lk4, "%s", tu_path("tiny-link-k4"));
@@ -1627,7 +1621,6 @@ int main(int argc, char **argv)
         {g_dataset, "split-edges", g_cora, "-o", g_link, "--seed", "2", "-q", NULL},
         {g_part, g_link, "-k", "2", "-o", g_l2, "-q", NULL},
         {g_part, g_link, "-k", "4", "-o", g_l4, "-q", NULL},
-        {g_part, g_link, "-k", "1", "--halo-hops", "2", "-o", g_lh1, "-q", NULL},
         {g_part, g_link, "-k", "2", "--halo-hops", "2", "-o", g_lh2, "-q", NULL},
         {g_dataset, "split-edges", g_tiny, "-o", g_tiny_link, "--valid", "0.1", "--test", "0.1",
          "--neg-per-pos", "2", "-q", NULL},

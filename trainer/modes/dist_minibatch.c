@@ -19,6 +19,7 @@
 #include "graph/base/error.h"
 #include "graph/base/json.h"
 #include "graph/base/log.h"
+#include "graph/base/mpiutil.h"
 #include "trainer/featcache.h"
 
 #include <inttypes.h>
@@ -44,8 +45,9 @@ typedef struct {
                                          step's batch is sampled in step order */
     gnn_sampler_remote_t remote;      /* ... through this hook */
     gnn_sampler_t *idle;              /* a rank out of batches still draws for others */
-    int64_t *batch_pid;               /* host: partition id of each input row of a batch
-                                         (dropout by node: the same mask on any rank) */
+    int64_t *batch_pid;               /* host: graph-file id of each input row of a batch
+                                         (dropout by node: the same mask on any rank and in
+                                         one process) */
     int64_t batch_pid_cap;
 } dmb_t;
 
@@ -83,9 +85,8 @@ static int dmb_setup(gnn_job_t *j)
     int64_t n_train, n_total;
     j->task->train_seeds(j, &train, &n_train, &n_total);
     int64_t rows = j->task->batch_rows ? j->task->batch_rows(j) : o->batch_size;
-    GNN_TRY(gnn_be_alloc(j->be, (size_t)(rows > n ? rows : n) * (size_t)j->out_dim * sizeof(float) +
-                                    1,
-                         (void **)&j->dlogits));
+    GNN_TRY(gnn__buf_ensure(j->be, (void **)&j->dlogits, &j->dlogits_bytes,
+                            (size_t)(rows > n ? rows : n) * (size_t)j->out_dim * sizeof(float) + 1));
     /* Edge batches start from any node of the graph (a negative's end):
      * the owners draw every row the part lacks, from the first hop on. */
     int edges = j->task->edge_seeds != NULL;
@@ -93,6 +94,7 @@ static int dmb_setup(gnn_job_t *j)
     if (S(j)->remote_rows) {
         S(j)->remote = (gnn_sampler_remote_t){.n_held = d->n_held,
                                            .first_hop = edges ? 0 : d->hops,
+                                           .excludes = edges,
                                            .draw = gnn_dist_draw_remote, .ctx = d};
         if (d->rank == 0 && !edges)
             GNN_INFO("%s has %d hop%s of halo for %d layers: hop%s %d to %d of each batch are "
@@ -118,6 +120,8 @@ static int dmb_setup(gnn_job_t *j)
         int64_t s = (counts[r] + B - 1) / B;
         S(j)->steps = s > S(j)->steps ? s : S(j)->steps;
     }
+    if (j->task->epoch_batches) /* given batches: one step each, on every rank */
+        S(j)->steps = n_total > B ? (n_total + B - 1) / B : 1;
     S(j)->step_seeds = gnn_calloc((size_t)S(j)->steps + 1, sizeof *S(j)->step_seeds);
     GNN_CHECK(S(j)->step_seeds, GNN_ENOMEM, "steps");
     for (int64_t s = 0; s < S(j)->steps; s++)
@@ -359,9 +363,12 @@ static int dist_batch_grads(gnn_job_t *j, pending_t *p, int64_t step, double *su
     int rc = 0, own = 0;
     gnn_backend_t *be = j->be;
     int64_t C = j->out_dim;
-    if (!p->b)
+    if (!p->b || p->b->n_items == 0) { /* none at this step, or an empty share of it */
+        if (p->b) gnn_loader_release(j->ld, p->b);
+        p->b = NULL;
         return gnn_be_zero(be, gnn_model_grads(j->model),
                            (size_t)gnn_model_n_params(j->model) * sizeof(float));
+    }
     const gnn_minibatch_t *mb = &p->b->mb;
     int64_t ns = mb->n_seeds, items = p->b->n_items;
     gnn_bgraph_t *graphs[GNN_MODEL_MAX_LAYERS] = {0};
@@ -375,8 +382,11 @@ static int dist_batch_grads(gnn_job_t *j, pending_t *p, int64_t step, double *su
         if (!S(j)->batch_pid) S(j)->batch_pid_cap = 0;
         GNN_CHECK(S(j)->batch_pid, GNN_ENOMEM, "batch ids");
     }
-    for (gnn_vid_t k = 0; k < mb->n_input; k++)
-        S(j)->batch_pid[k] = gnn_dist_pid(j->dist, mb->nodes[k]);
+    const gnn_dist_part_t *d = j->dist;
+    for (gnn_vid_t k = 0; k < mb->n_input; k++) { /* graph-file ids, as one process keys */
+        gnn_vid_t v = mb->nodes[k];
+        S(j)->batch_pid[k] = v < d->n_all ? d->gid[v] : d->p2g[v - d->n_all];
+    }
     const float *x = p->b->x;
     const int64_t *y = p->b->y, *pid = S(j)->batch_pid;
     if (j->stage) { /* the batch's host arrays onto the backend */
@@ -397,6 +407,8 @@ static int dist_batch_grads(gnn_job_t *j, pending_t *p, int64_t step, double *su
     }
     GNN_TRY(gnn_model_set_row_ids(j->model, pid, j->dist->n_global));
     GNN_TRY(gnn_model_forward(j->model, graphs, x, 1, &logits));
+    GNN_TRY(gnn__buf_ensure(be, (void **)&j->dlogits, &j->dlogits_bytes,
+                            (size_t)ns * (size_t)C * sizeof(float)));
     GNN_TRY(j->task->batch_loss(j, logits, p->b, y, ns, &bl, j->dlogits));
     GNN_TRY(gnn_be_axpby(be, ns * C, (float)((double)items / (double)S(j)->step_seeds[step]),
                          j->dlogits, 0.0f, j->dlogits));
@@ -439,11 +451,29 @@ static int dmb_epoch_steps(gnn_job_t *j, double *loss, double *waits, int64_t *r
     int overlap = level == MPI_THREAD_MULTIPLE && d->fetch_comm != MPI_COMM_NULL &&
                   gnn_loader_max_held(j->ld) >= 2;
     S(j)->fetch_overlap = overlap;
-    int local = nt > 0 ? gnn_loader_start(j->ld, train, nt, j->o->batch_size, 1, seed,
+    int given = j->task->epoch_batches != NULL, local = 0;
+    if (given) { /* every rank its share of each of the epoch's batches, sampled under
+                    one process's key, so that P ranks draw what it draws */
+        seed = (uint64_t)j->o->seed + (uint64_t)c->run;
+        const int64_t *items, *starts;
+        int64_t nb = 0;
+        local = j->task->epoch_batches(j, &items, &starts, &nb);
+        if (local == 0 && nb != S(j)->steps)
+            local = GNN_FAIL(GNN_EINVAL, "%" PRId64 " batches for %" PRId64 " steps", nb,
+                             S(j)->steps);
+        if (local == 0)
+            local = gnn_loader_start_batches(j->ld, items, starts, nb, seed, (uint64_t)c->epoch);
+        GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
+        for (int64_t b = 0; b < nb; b++) S(j)->step_seeds[b] = starts[b + 1] - starts[b];
+        GNN_MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, S(j)->step_seeds, (int)nb, MPI_INT64_T, MPI_SUM,
+                                  MPI_COMM_WORLD));
+    } else {
+        local = nt > 0 ? gnn_loader_start(j->ld, train, nt, j->o->batch_size, 1, seed,
                                           (uint64_t)c->epoch)
                        : 0;
-    GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
-    int64_t mine = nt > 0 ? gnn_loader_batches(j->ld) : 0;
+        GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
+    }
+    int64_t mine = nt > 0 || given ? gnn_loader_batches(j->ld) : 0;
     /* Dropout by node over the whole graph: every rank's stream advances
      * by the same span per step, with or without a batch, so a
      * checkpoint's offset (rank 0's) is every rank's. */
@@ -469,7 +499,7 @@ static int dmb_epoch_steps(gnn_job_t *j, double *loss, double *waits, int64_t *r
             wait += gnn__now_s() - t0;
         }
     }
-    if (nt > 0) { /* the loader's end of epoch */
+    if (nt > 0 || given) { /* the loader's end of epoch */
         gnn_loader_batch_t *b = NULL;
         GNN_TRY(gnn_loader_next(j->ld, &b));
         GNN_CHECK(!b, GNN_EINVAL, "more batches than steps");

@@ -133,8 +133,8 @@ static int mb_setup(gnn_job_t *j)
     int rc = 0;
     const gnn_train_opts_t *o = j->o;
     int64_t rows = j->task->batch_rows ? j->task->batch_rows(j) : o->batch_size;
-    GNN_TRY(gnn_be_alloc(j->be, (size_t)rows * (size_t)j->out_dim * sizeof(float),
-                         (void **)&j->dlogits));
+    GNN_TRY(gnn__buf_ensure(j->be, (void **)&j->dlogits, &j->dlogits_bytes,
+                            (size_t)rows * (size_t)j->out_dim * sizeof(float)));
     GNN_TRY(gnn__loader_setup(j, &j->g.csr, j->feat_host, NULL, j->task->seed_targets(j), NULL,
                               NULL));
     GNN_INFO("mini-batches of %" PRId64 " %s, fanouts %s, %d sampler thread%s, prefetch %d",
@@ -155,6 +155,13 @@ static int train_batch(gnn_job_t *j, gnn_loader_batch_t *b, double *loss)
     gnn_bgraph_t *graphs[GNN_MODEL_MAX_LAYERS] = {0};
     const float *x = b->x, *logits;
     const int64_t *y = b->y, *ids = mb->nodes;
+    if (b->n_items == 0) { /* an empty given batch: a step with no gradient, as over ranks */
+        GNN_TRY(gnn_be_zero(be, gnn_model_grads(j->model),
+                            (size_t)gnn_model_n_params(j->model) * sizeof(float)));
+        gnn_model_set_rng_offset(j->model, gnn_model_rng_offset(j->model) +
+                                               gnn_model_dropout_span(j->model, j->g.csr.n_rows));
+        return gnn__adam_step(j);
+    }
     GNN_TRY(gnn__batch_graphs(j, b, graphs, &own));
     if (own) { /* the batch's host arrays onto the device */
         size_t xbytes = (size_t)mb->n_input * (size_t)F * sizeof(float);
@@ -174,6 +181,8 @@ static int train_batch(gnn_job_t *j, gnn_loader_batch_t *b, double *loss)
     /* Dropout by node id, as over a partition directory. */
     GNN_TRY(gnn_model_set_row_ids(j->model, ids, j->g.csr.n_rows));
     GNN_TRY(gnn_model_forward(j->model, graphs, x, 1, &logits));
+    GNN_TRY(gnn__buf_ensure(be, (void **)&j->dlogits, &j->dlogits_bytes,
+                            (size_t)ns * (size_t)j->out_dim * sizeof(float)));
     GNN_TRY(j->task->batch_loss(j, logits, b, y, ns, loss, j->dlogits));
     GNN_TRY(gnn__step(j));
 fail:
@@ -190,8 +199,15 @@ static int mb_epoch(gnn_job_t *j, double *loss)
     const int64_t *seeds;
     int64_t n_seeds, total;
     j->task->train_seeds(j, &seeds, &n_seeds, &total);
-    GNN_TRY(gnn_loader_start(j->ld, seeds, n_seeds, j->o->batch_size, 1, seed,
-                             (uint64_t)c->epoch));
+    if (j->task->epoch_batches) { /* batches the task gives (edge batches) */
+        const int64_t *items, *starts;
+        int64_t nb;
+        GNN_TRY(j->task->epoch_batches(j, &items, &starts, &nb));
+        GNN_TRY(gnn_loader_start_batches(j->ld, items, starts, nb, seed, (uint64_t)c->epoch));
+    } else {
+        GNN_TRY(gnn_loader_start(j->ld, seeds, n_seeds, j->o->batch_size, 1, seed,
+                                 (uint64_t)c->epoch));
+    }
     double sum = 0.0, compute = 0.0;
     int64_t count = 0;
     for (;;) {

@@ -6,7 +6,8 @@
  * flat buffer: trained, averaged over ranks and checkpointed with them).
  *
  * Training: every edge of the graph is a positive (an undirected graph's
- * edge once, as u < v), with --negatives K negatives (u, w), w uniform
+ * edge once, as u < v; over a partition directory with its destination's
+ * owner), with --negatives K negatives (u, w), w uniform
  * over the nodes, drawn afresh each epoch from a counter-based stream
  * keyed by (seed, run, epoch) and the positive's end points (hashed),
  * countered by k: any process holding the edge draws the same negatives. The loss
@@ -18,14 +19,19 @@
  * summed in double over fixed blocks of pairs, then over the blocks in
  * order, for the same reason.
  *
- * Edge mini-batches (--mode minibatch): the loader's items are the training
- * edges, shuffled by (seed, epoch) and cut into --batch-size edges; a
- * batch's negatives are the ones the whole graph's epoch draws for its
- * edges, its seeds the distinct ends of its pairs (in order of first
- * appearance), and the sampler leaves the batch's positives out of every
- * sampled neighbourhood in both directions, so no edge is predicted from
- * a message along itself. The loss is the same mean over the batch's
- * pairs.
+ * Edge mini-batches (--mode minibatch): an epoch has ceil(edges /
+ * --batch-size) batches, and edge (u, v) falls in the batch a hash of the
+ * run, the epoch and (u, v) picks, so that every rank can place the edges
+ * it holds and a batch is the same set of edges for any number of ranks
+ * (sizes vary around --batch-size). A batch's negatives are the ones the
+ * whole graph's epoch draws for its edges, its seeds the distinct ends of
+ * its pairs (in order of first appearance), and the sampler leaves the
+ * batch's positives out of every sampled neighbourhood in both directions,
+ * so no edge is predicted from a message along itself. Over a partition
+ * directory each rank takes its share of every batch, gathers the whole
+ * batch's edges and leaves them all out, also of the rows it draws for
+ * other ranks: P ranks sample what one process samples. The loss is the
+ * mean over the batch's pairs (each rank's share of it).
  *
  * Evaluation: the held-out sets of the graph file (gnn-dataset
  * split-edges: valid and test positives, each with its own K' negatives)
@@ -79,6 +85,8 @@ typedef struct {
     float *dh;                /* MLP: per pair, g * ds/dh (D floats) */
     double *part;             /* MLP: DEC_BLOCKS x n_dec partial sums */
     int64_t *items;           /* mini-batches: 0 .. n_pos - 1, the loader's items */
+    int64_t *ep_items, *ep_starts, *ep_batch; /* this epoch's batches (epoch_batches) */
+    int64_t ep_nb;
     /* Over a partition directory: the training edges held here are the
      * owned rows' (pos: graph-file ids), n_pos of the total_pos; ends are
      * found by partition id (g2p: graph-file id -> partition id). */
@@ -264,10 +272,6 @@ fail:
 static int setup(gnn_job_t *j, int64_t *out_dim)
 {
     int rc = 0;
-    GNN_CHECK(!j->dist || !j->mode->minibatch || j->dist->hops >= 2, GNN_EUSAGE,
-              "--task link in mini-batches over a partition directory needs parts with 2 or more "
-              "hops of halo (gnn-partition --halo-hops 2): a batch's edges are left out of the "
-              "rows of both their ends, which the part must hold");
     link_t *t = gnn_calloc(1, sizeof *t);
     GNN_CHECK(t, GNN_ENOMEM, "link prediction");
     j->task_state = t;
@@ -881,6 +885,62 @@ fail:
  * first appearance, the pairs positions into them (positives first), and
  * the positives are what the sampler leaves out.
  */
+/*
+ * Every rank's share of the current edge batch (graph-file id pairs),
+ * this rank's n mine among them, into *all (*n_all pairs): over a
+ * partition directory every rank samples around the whole batch in the
+ * same step, so each leaves all of the batch's edges out. local: this
+ * rank's failure so far (agreed here). Collective over the sampling's
+ * communicator.
+ */
+static int gather_batch(gnn_job_t *j, const int64_t *mine, int64_t n, int local, int64_t **all,
+                        int64_t *n_all)
+{
+    int rc = 0;
+    gnn_dist_part_t *d = j->dist;
+    MPI_Comm comm = d->fetch_comm != MPI_COMM_NULL ? d->fetch_comm : d->comm;
+    const int R = d->size;
+    int64_t *cnt = gnn_malloc_array((size_t)R + 1, sizeof *cnt);
+    int *c = gnn_malloc_array(2 * (size_t)R + 1, sizeof *c);
+    int64_t me = local < 0 ? local : !cnt || !c ? GNN_FAIL(GNN_ENOMEM, "edge batch") : n;
+    if (!cnt || !c) { /* no room to hear the others: this rank fails alone */
+        rc = (int)me;
+        goto fail;
+    }
+    GNN_MPI_TRY(MPI_Allgather(&me, 1, MPI_INT64_T, cnt, 1, MPI_INT64_T, comm));
+    int64_t total = 0;
+    for (int r = 0; r < R; r++) {
+        if (cnt[r] < 0 && rc == 0)
+            rc = r == d->rank ? (int)cnt[r]
+                              : GNN_FAIL((int)cnt[r], "an edge batch failed on rank %d", r);
+        total += cnt[r] > 0 ? 2 * cnt[r] : 0;
+    }
+    if (rc < 0) goto fail;
+    GNN_CHECK(total <= INT_MAX, GNN_ERANGE, "an edge batch of %" PRId64 " edges", total / 2);
+    for (int r = 0, at = 0; r < R; r++) {
+        c[r] = (int)(2 * cnt[r]);
+        c[R + r] = at;
+        at += c[r];
+    }
+    *all = gnn_malloc_array((size_t)total + 1, sizeof **all);
+    GNN_CHECK(*all, GNN_ENOMEM, "an edge batch of %" PRId64 " edges", total / 2);
+    GNN_MPI_TRY(MPI_Allgatherv(mine, (int)(2 * n), MPI_INT64_T, *all, c, c + R, MPI_INT64_T, comm));
+    *n_all = total / 2;
+fail:
+    gnn_free(cnt);
+    gnn_free(c);
+    return rc;
+}
+
+/*
+ * An edge batch (the loader's hook, on its worker): the positives of the
+ * n training edges `items`, each with its K negatives drawn as the whole
+ * graph's epoch draws them; the seeds are their distinct ends in order of
+ * first appearance, the pairs positions into them (positives first), and
+ * the batch's edges (over a partition directory, every rank's share of
+ * it) are what the sampler leaves out, here and in the rows this rank
+ * draws for others.
+ */
 static int edge_seeds(void *ctx, const int64_t *items, int64_t n, uint64_t seed, uint64_t epoch,
                       gnn_loader_edges_t *out)
 {
@@ -889,39 +949,134 @@ static int edge_seeds(void *ctx, const int64_t *items, int64_t n, uint64_t seed,
     const link_t *t = j->task_state;
     const int64_t K = t->K, NP = (1 + K) * n;
     gnn__idmap_t map = {0};
-    int64_t *w = gnn_malloc_array((size_t)K + 1, sizeof *w);
+    int64_t *w = gnn_malloc_array((size_t)K + 1, sizeof *w), *all = NULL, n_all = n;
+    int64_t *mine = gnn_malloc_array((size_t)(2 * n) + 1, sizeof *mine);
     out->seeds = gnn_malloc_array((size_t)(NP + n) + 1, sizeof *out->seeds);
-    out->excl = gnn_malloc_array((size_t)(2 * n) + 1, sizeof *out->excl);
     out->pairs = gnn_malloc_array((size_t)(2 * NP) + 1, sizeof *out->pairs);
-    GNN_CHECK(w && out->seeds && out->excl && out->pairs, GNN_ENOMEM,
-              "edge batch of %" PRId64 " edges", n);
-    GNN_TRY(gnn__idmap_reserve(&map, NP + n));
+    int local = w && mine && out->seeds && out->pairs && gnn__idmap_reserve(&map, NP + n) == 0
+                    ? 0
+                    : GNN_FAIL(GNN_ENOMEM, "edge batch of %" PRId64 " edges", n);
+    for (int64_t i = 0; i < n && local == 0; i++) {
+        mine[2 * i] = t->pos[2 * items[i]];
+        mine[2 * i + 1] = t->pos[2 * items[i] + 1];
+    }
+    if (j->dist) {
+        GNN_TRY(gather_batch(j, mine, n, local, &all, &n_all));
+        GNN_TRY(gnn_dist_set_excluded(j->dist, all, n_all));
+    } else {
+        GNN_TRY(local);
+    }
+    const int64_t *ex = j->dist ? all : mine;
+    out->excl = gnn_malloc_array((size_t)(2 * n_all) + 1, sizeof *out->excl);
+    GNN_CHECK(out->excl, GNN_ENOMEM, "edge batch of %" PRId64 " edges", n_all);
+    for (int64_t e = 0; e < 2 * n_all; e++) out->excl[e] = sampler_id(j, t, ex[e]);
+    out->n_excl = n_all;
     /* The run's key, not the loader's seed (which differs by rank). */
     const uint64_t key = neg_key((uint64_t)j->o->seed + (uint64_t)j->ck.run, (uint64_t)j->ck.epoch);
     (void)seed, (void)epoch;
     for (int64_t i = 0; i < n; i++) {
-        int64_t e = items[i];
-        int64_t u = sampler_id(j, t, t->pos[2 * e]), v = sampler_id(j, t, t->pos[2 * e + 1]);
-        out->excl[2 * i] = u;
-        out->excl[2 * i + 1] = v;
-        out->pairs[2 * i] = seed_of(&map, u, out);
-        out->pairs[2 * i + 1] = seed_of(&map, v, out);
+        out->pairs[2 * i] = seed_of(&map, sampler_id(j, t, mine[2 * i]), out);
+        out->pairs[2 * i + 1] = seed_of(&map, sampler_id(j, t, mine[2 * i + 1]), out);
     }
     for (int64_t i = 0; i < n; i++) {
-        int64_t e = items[i], u = t->pos[2 * e], v = t->pos[2 * e + 1];
-        draw_negatives_from(key, u, v, 0, K, (uint64_t)t->n, w);
+        draw_negatives_from(key, mine[2 * i], mine[2 * i + 1], 0, K, (uint64_t)t->n, w);
         for (int64_t k = 0; k < K; k++) {
             int64_t q = n + i * K + k;
             out->pairs[2 * q] = out->pairs[2 * i];
             out->pairs[2 * q + 1] = seed_of(&map, sampler_id(j, t, w[k]), out);
         }
     }
-    out->n_excl = n;
     out->n_pairs = NP;
 fail:
     gnn__idmap_free(&map);
     gnn_free(w);
+    gnn_free(mine);
+    gnn_free(all);
     return rc;
+}
+
+/*
+ * This epoch's edge batches, the same for any number of ranks: training
+ * edge (u, v) goes to batch below(h, B) of the ceil(edges / --batch-size)
+ * batches, h a hash of the run's key, the epoch and the edge's graph-file
+ * ids, so each rank can place its own edges; a batch holds its edges in
+ * the order they are held here. Batch sizes vary around --batch-size.
+ */
+static int epoch_batches(gnn_job_t *j, const int64_t **items, const int64_t **starts,
+                         int64_t *n_batches)
+{
+    link_t *t = j->task_state;
+    const int64_t B = j->o->batch_size, P = t->n_pos;
+    int64_t nb = (t->total_pos + B - 1) / B;
+    nb = nb > 0 ? nb : 1;
+    if (nb != t->ep_nb || !t->ep_items) {
+        gnn_free(t->ep_starts);
+        t->ep_starts = gnn_malloc_array((size_t)nb + 2, sizeof *t->ep_starts);
+        if (!t->ep_items) t->ep_items = gnn_malloc_array((size_t)P + 1, sizeof *t->ep_items);
+        if (!t->ep_batch) t->ep_batch = gnn_malloc_array((size_t)P + 1, sizeof *t->ep_batch);
+        if (!t->ep_starts || !t->ep_items || !t->ep_batch)
+            return GNN_FAIL(GNN_ENOMEM, "link prediction: %" PRId64 " batches", nb);
+        t->ep_nb = nb;
+    }
+    uint64_t key = gnn_rng_mix64(gnn_rng_mix64(((uint64_t)j->o->seed + (uint64_t)j->ck.run) ^
+                                               0x6261746368ull) ^
+                                 (uint64_t)j->ck.epoch);
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < P; i++) {
+        uint64_t h = gnn_rng_mix64(key ^ gnn_rng_mix64((uint64_t)t->pos[2 * i]) ^
+                                   gnn_rng_mix64((uint64_t)t->pos[2 * i + 1] + 0x5bd1e995ull));
+        uint64_t next = 0;
+        t->ep_batch[i] = (int64_t)gnn_rng_below(h, &next, (uint64_t)nb);
+    }
+    int64_t *st = t->ep_starts;
+    memset(st, 0, ((size_t)nb + 2) * sizeof *st);
+    for (int64_t i = 0; i < P; i++) st[t->ep_batch[i] + 2]++;
+    for (int64_t b = 0; b < nb; b++) st[b + 2] += st[b + 1];
+    for (int64_t i = 0; i < P; i++) t->ep_items[st[t->ep_batch[i] + 1]++] = i;
+    *items = t->ep_items;
+    *starts = t->ep_starts;
+    *n_batches = nb;
+    return 0;
+}
+
+/* Room in the step's host scratch for np pairs over rows rows (a batch
+ * larger than --batch-size edges). */
+static int step_room(link_t *t, int64_t np, int64_t rows)
+{
+    if (np > t->max_pairs) {
+        int64_t D = t->D;
+        gnn_free(t->g);
+        gnn_free(t->order);
+        gnn_free(t->sg);
+        t->g = gnn_malloc_array((size_t)np + 1, sizeof *t->g);
+        t->order = gnn_malloc_array((size_t)np * 2 + 1, sizeof *t->order);
+        t->sg = gnn_malloc_array((size_t)np * 2 + 1, sizeof *t->sg);
+        int ok = t->g && t->order && t->sg;
+        if (t->mlp) {
+            gnn_free(t->dh);
+            t->dh = gnn_malloc_array((size_t)(np * D) + 1, sizeof *t->dh);
+            ok = ok && t->dh;
+        }
+        t->max_pairs = ok ? np : 0;
+        if (!ok) return GNN_FAIL(GNN_ENOMEM, "link prediction: %" PRId64 " pairs", np);
+    }
+    if (rows > t->max_rows) {
+        int64_t D = t->D;
+        gnn_free(t->start);
+        t->start = gnn_malloc_array((size_t)rows + 2, sizeof *t->start);
+        t->start_cap = t->start ? (size_t)rows + 2 : 0;
+        int ok = t->start != NULL;
+        if (t->zh) {
+            gnn_free(t->zh);
+            gnn_free(t->dzh);
+            t->zh = gnn_malloc_array((size_t)(rows * D) + 1, sizeof *t->zh);
+            t->dzh = gnn_malloc_array((size_t)(rows * D) + 1, sizeof *t->dzh);
+            ok = ok && t->zh && t->dzh;
+        }
+        t->max_rows = ok ? rows : 0;
+        if (!ok) return GNN_FAIL(GNN_ENOMEM, "link prediction: %" PRId64 " rows", rows);
+    }
+    return 0;
 }
 
 /* The loss of an edge batch over its seeds' rows. */
@@ -932,9 +1087,9 @@ static int batch_loss(gnn_job_t *j, const float *logits, const gnn_loader_batch_
     link_t *t = j->task_state;
     const float *z;
     (void)y;
-    GNN_CHECK(b->edges.pairs && b->edges.n_seeds == ns && b->edges.n_pairs <= t->max_pairs &&
-                  ns <= t->max_rows,
-              GNN_EINVAL, "link prediction: batch %" PRId64 " is not an edge batch", b->index);
+    GNN_CHECK((b->edges.pairs || b->n_items == 0) && b->edges.n_seeds == ns, GNN_EINVAL,
+              "link prediction: batch %" PRId64 " is not an edge batch", b->index);
+    GNN_TRY(step_room(t, b->edges.n_pairs, ns));
     GNN_TRY(host_z(j, t, logits, ns, &z));
     float *dz = t->dzh ? t->dzh : dlogits;
     GNN_TRY(step_loss(j, t, z, ns, b->edges.pairs, b->edges.n_pairs, b->n_items, b->n_items, 0,
@@ -1198,6 +1353,9 @@ static void task_free(gnn_job_t *j)
     if (!t) return;
     gnn_free(t->pos);
     gnn_free(t->items);
+    gnn_free(t->ep_items);
+    gnn_free(t->ep_starts);
+    gnn_free(t->ep_batch);
     gnn_partdir_link_free(&t->meta);
     gnn_free(t->g2p);
     gnn_free(t->gpairs);
@@ -1244,6 +1402,7 @@ const gnn_task_kind_t gnn_task_link = {
     .batch_loss = batch_loss,
     .edge_seeds = edge_seeds,
     .batch_rows = batch_rows,
+    .epoch_batches = epoch_batches,
     .evaluate = evaluate,
     .describe = describe,
     .free = task_free,
