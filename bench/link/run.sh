@@ -17,6 +17,15 @@
 #   CORA_EPOCHS [200]    SBM_NODES SBM_DEGREE SBM_FEAT [1000000 20 128]
 #   SBM_EPOCHS [5]       TIMEOUT seconds per process [1800]
 #   REFERENCES any of: torch pyg dgl [all three]
+#   MINIBATCH  1: also edge mini-batches, gnn-train --mode minibatch (GraphSAGE
+#              32 -> 16, fanouts 10,10, the batch's edges left out of the
+#              sampled neighbourhoods, sampling in the training loop:
+#              --prefetch 0, and with its default prefetching loader)
+#              against DGL's edge loader (bench/reference/link_minibatch_dgl.py:
+#              as_edge_prediction_sampler, exclude="reverse_id", Uniform
+#              negatives, workers 0). PyG's LinkNeighborLoader needs pyg-lib
+#              or torch-sparse, which PyPI does not serve for this torch. [1]
+#   MB_EPOCHS_CORA MB_BATCH_CORA [20 256]   MB_EPOCHS_SBM MB_BATCH_SBM [2 4096]
 set -eu
 src=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-/tmp/build-bench}
@@ -31,6 +40,7 @@ sbm_feat=${SBM_FEAT:-128}
 sbm_epochs=${SBM_EPOCHS:-5}
 limit=${TIMEOUT:-1800}
 refs=${REFERENCES:-torch pyg dgl}
+minibatch=${MINIBATCH:-1}
 
 [ -x /usr/bin/time ] || { echo "run.sh: GNU time missing: apt-get install time" >&2; exit 1; }
 py=$("$src/bench/reference/python.sh") || exit 1
@@ -103,6 +113,56 @@ for name, (t, auc, ap, mb) in rows:
 PY
 }
 
+# bench_mb DATASET GRAPH EPOCHS BATCH: edge mini-batches.
+bench_mb() {
+    ds=$1 graph=$2 ep=$3 bs=$4
+    set -- --layers 2 --hidden 32 --out-dim 16 --dropout 0 --lr 0.01 --weight-decay 5e-4 \
+        --negatives 1 --epochs "$ep" --batch-size "$bs" --fanouts 10,10
+    measure "ours-mb0-$ds" "$train" --data "$graph" --task link --model sage --mode minibatch \
+        --prefetch 0 --threads "$threads" --eval-every "$ep" --log-json "$dir/ours-mb0-$ds.json" -q "$@"
+    measure "ours-mb-$ds" "$train" --data "$graph" --task link --model sage --mode minibatch \
+        --threads "$threads" --eval-every "$ep" --log-json "$dir/ours-mb-$ds.json" -q "$@"
+    if [ -n "$pyd" ]; then
+        measure "dgl-mb-$ds" env PYTHONPATH="$src/bench/reference" "$pyd" \
+            "$src/bench/reference/link_minibatch_dgl.py" "$graph" --threads "$threads" \
+            --workers 0 --eval-every "$ep" "$@"
+    else
+        echo "   dgl: no environment, left out"
+    fi
+    "$py" - "$dir" "$ds" <<'PY'
+import json, re, sys
+d, ds = sys.argv[1], sys.argv[2]
+def rss(name):
+    try:
+        t = open(f"{d}/{name}.time").read()
+        return int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", t).group(1)) / 1024
+    except (OSError, AttributeError):
+        return None
+def result(name, ours):
+    try:
+        if ours:
+            x = [json.loads(l) for l in open(f"{d}/{name}.json")][-1]
+        else:
+            x = json.loads(open(f"{d}/{name}.out").read().strip().splitlines()[-1])
+        return x["epoch_s_mean"], x["test_auc"], x["test_ap"]
+    except (OSError, ValueError, KeyError, IndexError):
+        return None, None, None
+rows = [(n, result(f"{n}-{ds}", n.startswith("ours")) + (rss(f"{n}-{ds}"),))
+        for n in ("ours-mb0", "ours-mb", "dgl-mb")]
+base = dict((n, r) for n, r in rows)
+print(f"   {ds}, edge mini-batches: trainer   s/epoch   peak RSS MB   test AUC   test AP"
+      f"   dgl / this")
+dgl = base["dgl-mb"][0]
+for name, (t, auc, ap, mb) in rows:
+    if t is None:
+        print(f"   {name:>16}   (no result)")
+        continue
+    sp = f"{dgl / t:.2f}x" if dgl and name != "dgl-mb" else ""
+    print(f"   {name:>16}   {t:8.3f}   {mb or 0:11.0f}   {100 * auc:8.2f}   {100 * ap:7.2f}"
+          f"   {sp:>10}")
+PY
+}
+
 for ds in $datasets; do
     case $ds in
     cora)
@@ -110,6 +170,8 @@ for ds in $datasets; do
         "$dataset" ogb "$cora_dir" -o "$dir/cora.h5" --force -q
         "$dataset" split-edges "$dir/cora.h5" -o "$dir/cora-link.h5" --seed 0 --force -q
         bench cora "$dir/cora-link.h5" "$cora_epochs"
+        [ "$minibatch" = 1 ] && bench_mb cora "$dir/cora-link.h5" "${MB_EPOCHS_CORA:-20}" \
+            "${MB_BATCH_CORA:-256}"
         ;;
     sbm)
         echo "== sbm ($sbm_nodes nodes, degree $sbm_degree, $sbm_feat features)"
@@ -118,6 +180,8 @@ for ds in $datasets; do
             -s 1 -o "$g" -q
         [ -f "$g.link.h5" ] || "$dataset" split-edges "$g" -o "$g.link.h5" --seed 0 -q
         bench sbm "$g.link.h5" "$sbm_epochs"
+        [ "$minibatch" = 1 ] && bench_mb sbm "$g.link.h5" "${MB_EPOCHS_SBM:-2}" \
+            "${MB_BATCH_SBM:-4096}"
         ;;
     *) echo "run.sh: unknown dataset $ds (cora, sbm)" >&2; exit 1 ;;
     esac
