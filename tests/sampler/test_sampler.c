@@ -861,6 +861,12 @@ static double now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+static int cmp_vid_test(const void *a, const void *b)
+{
+    gnn_vid_t x = *(const gnn_vid_t *)a, y = *(const gnn_vid_t *)b;
+    return (x > y) - (x < y);
+}
+
 /* ---- Excluded edges ----------------------------------------------------------- */
 
 /* Is u -> v (or v -> u) among the n excluded pairs? */
@@ -1036,6 +1042,72 @@ static void test_excluded_uniform(void **state)
     gnn_csr_free(&g);
 }
 
+/*
+ * The exclusion set a holder applies to rows it draws for others
+ * (gnn_sampler_excl_*): a row's excluded sources go, compared through an
+ * id map when one is given, both directions of every pair; a row without
+ * exclusions is copied whole; drawing over the filtered row gives what
+ * the sampler draws locally for the same node.
+ */
+static void test_excl_set(void **state)
+{
+    (void)state;
+    const gnn_vid_t pairs[] = {100, 7, 7, 105, 3, 100}; /* 100-7, 7-105, 3-100 */
+    gnn_sampler_excl_t *x;
+    assert_int_equal(gnn_sampler_excl_create(pairs, 3, &x), 0);
+    assert_true(gnn_sampler_excl_has_row(x, 7));
+    assert_true(gnn_sampler_excl_has_row(x, 100));
+    assert_false(gnn_sampler_excl_has_row(x, 4));
+    /* Row of node 7 in local ids 0..5, whose graph ids are ids[]. */
+    const gnn_vid_t ids[] = {100, 101, 102, 103, 104, 105}, row[] = {0, 1, 2, 3, 4, 5};
+    gnn_vid_t out[6];
+    gnn_eid_t c = gnn_sampler_excl_filter(x, 7, row, 6, ids, out);
+    assert_int_equal(c, 4);
+    const gnn_vid_t want[] = {1, 2, 3, 4};
+    assert_memory_equal(out, want, sizeof want);
+    assert_int_equal(gnn_sampler_excl_filter(x, 4, row, 6, ids, NULL), 6);
+    gnn_vid_t grow[] = {3, 7, 9, 100};
+    assert_int_equal(gnn_sampler_excl_filter(x, 100, grow, 4, NULL, out), 2); /* 3 and 7 go */
+    assert_int_equal(out[0], 9);
+    assert_int_equal(out[1], 100);
+    gnn_sampler_excl_free(x);
+    gnn_vid_t bad[] = {1, -2};
+    assert_int_equal(gnn_sampler_excl_create(bad, 1, &x), GNN_EINVAL);
+    assert_null(x);
+    /* A star's hub with 5 of its 50 neighbours excluded: the holder's draw
+     * over the filtered row equals the local sampler's. */
+    gnn_csr_t g;
+    star_graph(50, &g);
+    gnn_vid_t ex[10];
+    for (int i = 0; i < 5; i++) {
+        ex[2 * i] = 0;
+        ex[2 * i + 1] = 1 + 3 * i;
+    }
+    int fan[] = {7};
+    gnn_sampler_t *s;
+    assert_int_equal(gnn_sampler_create(&g, 1, fan, &s), 0);
+    gnn_vid_t seed0 = 0;
+    gnn_minibatch_t mb;
+    assert_int_equal(gnn_sampler_sample_excluding(s, &seed0, 1, ex, 5, g_seed, 1, 2, &mb), 0);
+    assert_int_equal(gnn_sampler_excl_create(ex, 5, &x), 0);
+    gnn_vid_t kept[50], drawn[50];
+    gnn_eid_t dk = gnn_sampler_excl_filter(x, 0, g.indices, 50, NULL, kept);
+    assert_int_equal(dk, 45);
+    int64_t cd = gnn_sampler_draw_row(kept, dk, 7, gnn_sampler_key(g_seed, 1, 2), 0, 0, drawn);
+    assert_int_equal(cd, 7);
+    const gnn_block_t *b = &mb.blocks[0];
+    assert_int_equal(b->csr.nnz, 7);
+    gnn_vid_t local[7];
+    for (int q = 0; q < 7; q++) local[q] = b->src_ids[b->csr.indices[q]];
+    qsort(drawn, 7, sizeof *drawn, cmp_vid_test);
+    qsort(local, 7, sizeof *local, cmp_vid_test);
+    assert_memory_equal(drawn, local, sizeof local);
+    gnn_minibatch_free(&mb);
+    gnn_sampler_excl_free(x);
+    gnn_sampler_free(s);
+    gnn_csr_free(&g);
+}
+
 /* A 1M-node graph (degrees uniform in 0..20, 16 hubs of 20000): one batch
  * of 1024 seeds with fanouts 15,10,5 costs O(batch), not O(N). The time is
  * printed, not asserted. */
@@ -1100,6 +1172,7 @@ int main(void)
         cmocka_unit_test(test_remote_rows),
         cmocka_unit_test(test_excluded_edges),
         cmocka_unit_test(test_excluded_uniform),
+        cmocka_unit_test(test_excl_set),
         cmocka_unit_test(test_large_graph),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
