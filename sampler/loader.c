@@ -140,6 +140,8 @@ static int build(gnn_loader_t *ld, slot_t *sl, int64_t i)
         const float *feat = ld->o.feat;
         const int64_t *row = ld->o.feat_row;
         const gnn_vid_t ncol = ld->o.graph->n_cols;
+        /* On the caller's OpenMP threads (a worker runs with one). */
+#pragma omp parallel for schedule(static, 1024)
         for (gnn_vid_t k = 0; k < mb->n_input; k++) {
             gnn_vid_t u = mb->nodes[k];
             gnn_vid_t v = u >= ncol ? -1 : row ? row[u] : u;
