@@ -734,19 +734,32 @@ void gnn_partdir_link_free(gnn_partdir_link_t *l)
     for (int s = 0; s < GNN_NUM_LINK_SETS; s++) l->link_size[s] = -1;
 }
 
-int gnn_partdir_read_link(const char *dir, int with_map, gnn_partdir_link_t *out)
+int gnn_partdir_read_link(const char *dir, int what, gnn_partdir_link_t *out)
 {
     int rc = 0;
     meta_t m;
     hid_t f = -1, grp = -1;
     char *path = NULL;
+    uint8_t *seen = NULL;
     memset(out, 0, sizeof *out);
     for (int s = 0; s < GNN_NUM_LINK_SETS; s++) out->link_size[s] = -1;
-    GNN_TRY(meta_read(dir, &m, with_map));
+    GNN_TRY(meta_read(dir, &m, (what & GNN_PARTDIR_NODE_MAP) != 0));
     out->num_nodes = m.num_nodes;
     out->node_map = m.node_map;
     m.node_map = NULL;
     meta_free(&m);
+    if (out->node_map) { /* a permutation, or ids built from it go astray */
+        seen = gnn_calloc((size_t)out->num_nodes / 8 + 1, 1);
+        GNN_CHECK(seen, GNN_ENOMEM, "%s: node_map", dir);
+        for (int64_t x = 0; x < out->num_nodes; x++) {
+            int64_t v = out->node_map[x];
+            GNN_CHECK(v >= 0 && v < out->num_nodes && !(seen[v >> 3] & (1u << (v & 7))),
+                      GNN_EFORMAT, "%s: node_map is not a permutation (entry %" PRId64 ")", dir,
+                      x);
+            seen[v >> 3] |= (uint8_t)(1u << (v & 7));
+        }
+    }
+    if (!(what & GNN_PARTDIR_LINK_SETS)) goto fail; /* rc 0 */
     path = path_join(dir, "meta.h5");
     GNN_CHECK(path, GNN_ENOMEM, "partition");
     GNN_TRY(open_file(path, &f));
@@ -784,6 +797,7 @@ fail:
     if (grp >= 0) H5Gclose(grp);
     gnn__h5_close(&f);
     gnn_free(path);
+    gnn_free(seen);
     if (rc < 0) gnn_partdir_link_free(out);
     return rc;
 }
@@ -1354,7 +1368,7 @@ int gnn_partdir_check(const char *dir, const char *graph)
                   dir, have, split_names[s], want);
     }
     /* The held-out edges and the directed flag: the graph's, as they are. */
-    GNN_TRY(gnn_partdir_read_link(dir, 0, &lk));
+    GNN_TRY(gnn_partdir_read_link(dir, GNN_PARTDIR_LINK_SETS, &lk));
     GNN_CHECK(lk.directed < 0 || lk.directed == (g.directed != 0), GNN_EFORMAT,
               "%s: meta.h5 says the graph is %sdirected, %s says it is %sdirected", dir,
               lk.directed ? "" : "un", gpath, g.directed ? "" : "un");

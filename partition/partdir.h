@@ -79,13 +79,17 @@ int gnn_partdir_check(const char *dir, const char *graph);
 int gnn_partdir_info(const char *dir, int json, FILE *out);
 
 /*
- * What meta.h5 of dir holds for link prediction: the four held-out sets
- * (link[s] n x 2 graph-file ids, gnn_malloc'd, sizes -1 and NULL when the
- * directory has none), negatives per positive, whether the graph is
- * directed (-1: not recorded, an older directory), and node_map (graph-file index of each partition id,
- * num_nodes entries) when map is not NULL. Returns 0; GNN_ENOENT,
- * GNN_EFORMAT (an id out of range, a wrong shape), GNN_EHDF5, GNN_ENOMEM.
+ * What meta.h5 of dir holds for link prediction, as `what` asks
+ * (GNN_PARTDIR_LINK_SETS, GNN_PARTDIR_NODE_MAP, or both): the four
+ * held-out sets (link[s] n x 2 graph-file ids, gnn_malloc'd, sizes -1 and
+ * NULL when the directory has none), negatives per positive, whether the
+ * graph is directed (-1: not recorded, an older directory); and node_map
+ * (the graph-file index of each partition id, num_nodes entries, checked
+ * to be a permutation). Returns 0; GNN_ENOENT, GNN_EFORMAT (an id out of
+ * range or repeated, a wrong shape), GNN_EHDF5, GNN_ENOMEM.
  */
+#define GNN_PARTDIR_LINK_SETS 1
+#define GNN_PARTDIR_NODE_MAP 2
 typedef struct {
     int64_t *link[GNN_NUM_LINK_SETS];
     int64_t link_size[GNN_NUM_LINK_SETS];
@@ -94,7 +98,7 @@ typedef struct {
     int64_t num_nodes;
     int64_t *node_map;
 } gnn_partdir_link_t;
-int gnn_partdir_read_link(const char *dir, int with_map, gnn_partdir_link_t *out);
+int gnn_partdir_read_link(const char *dir, int what, gnn_partdir_link_t *out);
 void gnn_partdir_link_free(gnn_partdir_link_t *l);
 
 /* One part file read back, with what it needs from meta.h5. */

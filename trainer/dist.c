@@ -479,7 +479,7 @@ static int keep_whole(gnn_dist_part_t *d, gnn_part_file_t *pf, const char *dir)
 {
     int rc = 0;
     gnn_partdir_link_t lk;
-    GNN_TRY(gnn_partdir_read_link(dir, 1, &lk));
+    GNN_TRY(gnn_partdir_read_link(dir, GNN_PARTDIR_NODE_MAP, &lk));
     d->p2g = lk.node_map;
     lk.node_map = NULL;
     gnn_partdir_link_free(&lk);

@@ -996,7 +996,8 @@ static void test_save_embeddings(void **state)
 
 /* Edge mini-batches are the same for any loader: losses and checkpoints
  * equal for 1 and 2 sampler threads and prefetch 0, 2, 4 (dot and MLP
- * decoders); an epoch is ceil(training edges / batch) batches. */
+ * decoders); an epoch is ceil(training edges / batch) batches. Small
+ * batches train on a device backend too. */
 static void test_link_minibatch_same_for_any_loader(void **state)
 {
     (void)state;
@@ -1038,6 +1039,18 @@ static void test_link_minibatch_same_for_any_loader(void **state)
             unlink(ck[c]);
             free(ck[c]);
         }
+        /* On a device backend (host memory standing in for a GPU), with
+         * batches of 40 edges: batches larger than --batch-size grow the
+         * host copies, which evaluation reads for every node. */
+        const char *log = tu_path("lmb-dev.json");
+        TRAIN_OK("--data", (char *)data, "--task", "link", "--model", "sage", "--mode",
+                 "minibatch", "--decoder", dec ? "mlp" : "dot", "--negatives", "2", "--epochs",
+                 "2", "--batch-size", "40", "--fanouts", "6,4", "--device", "cpu-as-gpu",
+                 "--threads", "2", "--log-json", (char *)log, "-q");
+        char *last = last_line(log);
+        double auc = tu_json_num(last, "test_auc");
+        assert_true(auc > 0.5 && auc <= 1.0);
+        free(last);
     }
 }
 

@@ -410,8 +410,15 @@ static int dist_batch_grads(gnn_job_t *j, pending_t *p, int64_t step, double *su
     GNN_TRY(gnn__buf_ensure(be, (void **)&j->dlogits, &j->dlogits_bytes,
                             (size_t)ns * (size_t)C * sizeof(float)));
     GNN_TRY(j->task->batch_loss(j, logits, p->b, y, ns, &bl, j->dlogits));
-    GNN_TRY(gnn_be_axpby(be, ns * C, (float)((double)items / (double)S(j)->step_seeds[step]),
-                         j->dlogits, 0.0f, j->dlogits));
+    float share = (float)((double)items / (double)S(j)->step_seeds[step]);
+    GNN_TRY(gnn_be_axpby(be, ns * C, share, j->dlogits, 0.0f, j->dlogits));
+    /* A task's own parameters (link prediction's MLP decoder) got the
+     * gradient of this rank's mean from batch_loss: scaled alike. */
+    int64_t xo = gnn_model_extra_offset(j->model), xn = gnn_model_n_params(j->model) - xo;
+    if (xn > 0) {
+        float *xg = gnn_model_grads(j->model) + xo;
+        GNN_TRY(gnn_be_axpby(be, xn, share, xg, 0.0f, xg));
+    }
     GNN_TRY(gnn_model_backward(j->model, j->dlogits));
     *sum += bl * (double)items;
 fail:

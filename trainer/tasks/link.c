@@ -227,7 +227,8 @@ static int positives_part(gnn_job_t *j, link_t *t)
 {
     int rc = 0;
     const gnn_dist_part_t *d = j->dist;
-    GNN_TRY(gnn_partdir_read_link(j->o->data, 1, &t->meta));
+    GNN_TRY(gnn_partdir_read_link(j->o->data, GNN_PARTDIR_LINK_SETS | GNN_PARTDIR_NODE_MAP,
+                                  &t->meta));
     GNN_CHECK(t->meta.link[0], GNN_EINVAL,
               "%s has no held-out edges (--task link needs a partition of a graph file from "
               "gnn-dataset split-edges)",
@@ -244,6 +245,8 @@ static int positives_part(gnn_job_t *j, link_t *t)
     t->g2p = gnn_malloc_array((size_t)t->n + 1, sizeof *t->g2p);
     GNN_CHECK(t->g2p, GNN_ENOMEM, "link prediction: a map of %" PRId64 " nodes", t->n);
     for (int64_t p = 0; p < t->n; p++) t->g2p[t->meta.node_map[p]] = p;
+    gnn_free(t->meta.node_map); /* the inverse is what is needed */
+    t->meta.node_map = NULL;
     const gnn_csr_t *a = &d->csr;
     const int64_t *gid = d->gid;
     int directed = t->meta.directed > 0;
@@ -902,20 +905,13 @@ static int gather_batch(gnn_job_t *j, const int64_t *mine, int64_t n, int local,
     const int R = d->size;
     int64_t *cnt = gnn_malloc_array((size_t)R + 1, sizeof *cnt);
     int *c = gnn_malloc_array(2 * (size_t)R + 1, sizeof *c);
-    int64_t me = local < 0 ? local : !cnt || !c ? GNN_FAIL(GNN_ENOMEM, "edge batch") : n;
-    if (!cnt || !c) { /* no room to hear the others: this rank fails alone */
-        rc = (int)me;
-        goto fail;
-    }
-    GNN_MPI_TRY(MPI_Allgather(&me, 1, MPI_INT64_T, cnt, 1, MPI_INT64_T, comm));
+    if (local == 0 && (!cnt || !c)) local = GNN_FAIL(GNN_ENOMEM, "edge batch");
+    /* Every step agreed before the next collective: all ranks go on or
+     * all stop here. */
+    GNN_TRY(gnn_dist_agree(comm, local));
+    GNN_MPI_TRY(MPI_Allgather(&n, 1, MPI_INT64_T, cnt, 1, MPI_INT64_T, comm));
     int64_t total = 0;
-    for (int r = 0; r < R; r++) {
-        if (cnt[r] < 0 && rc == 0)
-            rc = r == d->rank ? (int)cnt[r]
-                              : GNN_FAIL((int)cnt[r], "an edge batch failed on rank %d", r);
-        total += cnt[r] > 0 ? 2 * cnt[r] : 0;
-    }
-    if (rc < 0) goto fail;
+    for (int r = 0; r < R; r++) total += 2 * cnt[r];
     GNN_CHECK(total <= INT_MAX, GNN_ERANGE, "an edge batch of %" PRId64 " edges", total / 2);
     for (int r = 0, at = 0; r < R; r++) {
         c[r] = (int)(2 * cnt[r]);
@@ -923,7 +919,8 @@ static int gather_batch(gnn_job_t *j, const int64_t *mine, int64_t n, int local,
         at += c[r];
     }
     *all = gnn_malloc_array((size_t)total + 1, sizeof **all);
-    GNN_CHECK(*all, GNN_ENOMEM, "an edge batch of %" PRId64 " edges", total / 2);
+    GNN_TRY(gnn_dist_agree(
+        comm, *all ? 0 : GNN_FAIL(GNN_ENOMEM, "an edge batch of %" PRId64 " edges", total / 2)));
     GNN_MPI_TRY(MPI_Allgatherv(mine, (int)(2 * n), MPI_INT64_T, *all, c, c + R, MPI_INT64_T, comm));
     *n_all = total / 2;
 fail:
@@ -962,13 +959,18 @@ static int edge_seeds(void *ctx, const int64_t *items, int64_t n, uint64_t seed,
     }
     if (j->dist) {
         GNN_TRY(gather_batch(j, mine, n, local, &all, &n_all));
-        GNN_TRY(gnn_dist_set_excluded(j->dist, all, n_all));
-    } else {
-        GNN_TRY(local);
+        local = gnn_dist_set_excluded(j->dist, all, n_all);
     }
     const int64_t *ex = j->dist ? all : mine;
-    out->excl = gnn_malloc_array((size_t)(2 * n_all) + 1, sizeof *out->excl);
-    GNN_CHECK(out->excl, GNN_ENOMEM, "edge batch of %" PRId64 " edges", n_all);
+    out->excl = local < 0 ? NULL : gnn_malloc_array((size_t)(2 * n_all) + 1, sizeof *out->excl);
+    if (local == 0 && !out->excl)
+        local = GNN_FAIL(GNN_ENOMEM, "edge batch of %" PRId64 " edges", n_all);
+    /* Over ranks agreed: a failure here must stop every rank before the
+     * sampler's collective draws. */
+    GNN_TRY(j->dist ? gnn_dist_agree(j->dist->fetch_comm != MPI_COMM_NULL ? j->dist->fetch_comm
+                                                                          : j->dist->comm,
+                                     local)
+                    : local);
     for (int64_t e = 0; e < 2 * n_all; e++) out->excl[e] = sampler_id(j, t, ex[e]);
     out->n_excl = n_all;
     /* The run's key, not the loader's seed (which differs by rank). */
@@ -1041,7 +1043,7 @@ static int epoch_batches(gnn_job_t *j, const int64_t **items, const int64_t **st
 
 /* Room in the step's host scratch for np pairs over rows rows (a batch
  * larger than --batch-size edges). */
-static int step_room(link_t *t, int64_t np, int64_t rows)
+static int step_room(link_t *t, int64_t np, int64_t rows, int j_dist)
 {
     if (np > t->max_pairs) {
         int64_t D = t->D;
@@ -1066,11 +1068,12 @@ static int step_room(link_t *t, int64_t np, int64_t rows)
         t->start = gnn_malloc_array((size_t)rows + 2, sizeof *t->start);
         t->start_cap = t->start ? (size_t)rows + 2 : 0;
         int ok = t->start != NULL;
-        if (t->zh) {
+        if (t->zh) { /* evaluation reads every node's row through it too */
+            int64_t zr = rows > t->n || j_dist ? rows : t->n;
             gnn_free(t->zh);
             gnn_free(t->dzh);
-            t->zh = gnn_malloc_array((size_t)(rows * D) + 1, sizeof *t->zh);
-            t->dzh = gnn_malloc_array((size_t)(rows * D) + 1, sizeof *t->dzh);
+            t->zh = gnn_malloc_array((size_t)(zr * D) + 1, sizeof *t->zh);
+            t->dzh = gnn_malloc_array((size_t)(zr * D) + 1, sizeof *t->dzh);
             ok = ok && t->zh && t->dzh;
         }
         t->max_rows = ok ? rows : 0;
@@ -1089,7 +1092,7 @@ static int batch_loss(gnn_job_t *j, const float *logits, const gnn_loader_batch_
     (void)y;
     GNN_CHECK((b->edges.pairs || b->n_items == 0) && b->edges.n_seeds == ns, GNN_EINVAL,
               "link prediction: batch %" PRId64 " is not an edge batch", b->index);
-    GNN_TRY(step_room(t, b->edges.n_pairs, ns));
+    GNN_TRY(step_room(t, b->edges.n_pairs, ns, j->dist != NULL));
     GNN_TRY(host_z(j, t, logits, ns, &z));
     float *dz = t->dzh ? t->dzh : dlogits;
     GNN_TRY(step_loss(j, t, z, ns, b->edges.pairs, b->edges.n_pairs, b->n_items, b->n_items, 0,
@@ -1229,8 +1232,9 @@ static int score_set(gnn_job_t *j, link_t *t, const float *z, int ps, double *m)
     const int64_t *pp = t->set[ps], *pn = t->set[ps + 1];
     double *spos = gnn_malloc_array((size_t)np + 1, sizeof *spos);
     double *sneg = gnn_malloc_array((size_t)nn + 1, sizeof *sneg);
-    float *scr = gnn_malloc_array((size_t)(2 * D * (np + nn)) + 1, sizeof *scr);
-    GNN_CHECK(spos && sneg && scr, GNN_ENOMEM, "link metrics");
+    float *scr = j->dist ? NULL : gnn_malloc_array((size_t)(2 * D * (np + nn)) + 1, sizeof *scr);
+    int local = spos && sneg && (j->dist || scr) ? 0 : GNN_FAIL(GNN_ENOMEM, "link metrics");
+    GNN_TRY(j->dist ? gnn_dist_agree(j->dist->comm, local) : local);
     if (j->dist) {
         GNN_TRY(score_set_part(j, t, z, ps, spos, sneg));
     } else {
