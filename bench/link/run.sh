@@ -26,6 +26,8 @@
 #              negatives, workers 0). PyG's LinkNeighborLoader needs pyg-lib
 #              or torch-sparse, which PyPI does not serve for this torch. [1]
 #   MB_EPOCHS_CORA MB_BATCH_CORA [20 256]   MB_EPOCHS_SBM MB_BATCH_SBM [2 4096]
+#   MB_SBM_NODES  nodes of the SBM graph the mini-batches run on [100000]
+#              (an epoch of DGL's edge loader on the 1M-node graph takes hours)
 set -eu
 src=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-/tmp/build-bench}
@@ -44,7 +46,9 @@ minibatch=${MINIBATCH:-1}
 
 [ -x /usr/bin/time ] || { echo "run.sh: GNU time missing: apt-get install time" >&2; exit 1; }
 py=$("$src/bench/reference/python.sh") || exit 1
-case " $refs " in *" dgl "*) pyd=$("$src/bench/reference/python.sh" dgl) || pyd= ;; *) pyd= ;; esac
+case " $refs " in *" dgl "*) want_dgl=1 ;; *) want_dgl=${MINIBATCH:-1} ;; esac
+pyd=
+[ "$want_dgl" = 1 ] && { pyd=$("$src/bench/reference/python.sh" dgl) || pyd=; }
 mkdir -p "$dir"
 
 echo "== build ($build, Release)"
@@ -70,6 +74,9 @@ measure() {
 # bench DATASET GRAPH EPOCHS
 bench() {
     ds=$1 graph=$2 ep=$3
+    for f in ours $refs; do # no result of an earlier run read as this one's
+        rm -f "$dir/$f-$ds.out" "$dir/$f-$ds.json" "$dir/$f-$ds.time"
+    done
     set -- --layers 2 --hidden 32 --out-dim 16 --dropout 0 --lr 0.01 --weight-decay 5e-4 \
         --negatives 1 --epochs "$ep" --threads "$threads"
     measure "ours-$ds" "$train" --data "$graph" --task link --model gcn --mode full \
@@ -116,6 +123,9 @@ PY
 # bench_mb DATASET GRAPH EPOCHS BATCH: edge mini-batches.
 bench_mb() {
     ds=$1 graph=$2 ep=$3 bs=$4
+    for f in ours-mb0 ours-mb dgl-mb; do # no result of an earlier run read as this one's
+        rm -f "$dir/$f-$ds.out" "$dir/$f-$ds.json" "$dir/$f-$ds.time"
+    done
     set -- --layers 2 --hidden 32 --out-dim 16 --dropout 0 --lr 0.01 --weight-decay 5e-4 \
         --negatives 1 --epochs "$ep" --batch-size "$bs" --fanouts 10,10
     measure "ours-mb0-$ds" "$train" --data "$graph" --task link --model sage --mode minibatch \
@@ -180,8 +190,15 @@ for ds in $datasets; do
             -s 1 -o "$g" -q
         [ -f "$g.link.h5" ] || "$dataset" split-edges "$g" -o "$g.link.h5" --seed 0 -q
         bench sbm "$g.link.h5" "$sbm_epochs"
-        [ "$minibatch" = 1 ] && bench_mb sbm "$g.link.h5" "${MB_EPOCHS_SBM:-2}" \
-            "${MB_BATCH_SBM:-4096}"
+        if [ "$minibatch" = 1 ]; then # on a smaller SBM: DGL's epoch on 1M nodes takes hours
+            mbn=${MB_SBM_NODES:-100000}
+            gm=$dir/sbm-$mbn-$sbm_degree-$sbm_feat.h5
+            [ -f "$gm" ] || "$dataset" generate sbm -n "$mbn" -d "$sbm_degree" -f "$sbm_feat" \
+                -s 1 -o "$gm" -q
+            [ -f "$gm.link.h5" ] || "$dataset" split-edges "$gm" -o "$gm.link.h5" --seed 0 -q
+            echo "== sbm edge mini-batches ($mbn nodes)"
+            bench_mb sbm "$gm.link.h5" "${MB_EPOCHS_SBM:-2}" "${MB_BATCH_SBM:-4096}"
+        fi
         ;;
     *) echo "run.sh: unknown dataset $ds (cora, sbm)" >&2; exit 1 ;;
     esac
