@@ -68,24 +68,16 @@ static int answer_draws(gnn_dist_part_t *d, int h, int fanout, const int64_t *as
             int64_t r = q[REQ_HEAD + i] - first;
             const gnn_vid_t *row = d->full.indices + d->full.indptr[r];
             gnn_eid_t deg = d->full.indptr[r + 1] - d->full.indptr[r];
+            gnn_vid_t *kept = NULL; /* the row without the batch's edges, when it has any */
             if (d->draw_excl && gnn_sampler_excl_has_row(d->draw_excl, d->gid[r])) {
-                gnn_vid_t *kept = gnn_malloc_array((size_t)deg + 1, sizeof *kept);
+                kept = gnn_malloc_array((size_t)deg + 1, sizeof *kept);
                 GNN_CHECK(kept, GNN_ENOMEM, "remote draws: a row of %" PRId64, (int64_t)deg);
                 deg = gnn_sampler_excl_filter(d->draw_excl, d->gid[r], row, deg, d->gid, kept);
-                int64_t c = gnn_sampler_draw_row(kept, deg, fanout, (uint64_t)q[REQ_KEY],
-                                                 d->gid[r], h, src);
-                gnn_free(kept);
-                if (c < 0) {
-                    rc = (int)c;
-                    goto fail;
-                }
-                for (int64_t k = 0; k < c; k++) src[k] = d->l2g[src[k]];
-                cnt[i] = c;
-                src += c;
-                continue;
+                row = kept;
             }
             int64_t c = gnn_sampler_draw_row(row, deg, fanout, (uint64_t)q[REQ_KEY], d->gid[r], h,
                                              src);
+            gnn_free(kept);
             if (c < 0) {
                 rc = (int)c;
                 goto fail;

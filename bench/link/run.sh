@@ -88,36 +88,7 @@ bench() {
         measure "$r-$ds" "$rpy" "$src/bench/reference/link_torch.py" "$graph" --impl "$r" \
             --eval-every "$ep" "$@"
     done
-    "$py" - "$dir" "$ds" $refs <<'PY'
-import json, re, sys
-d, ds, refs = sys.argv[1], sys.argv[2], sys.argv[3:]
-def rss(name):
-    try:
-        t = open(f"{d}/{name}.time").read()
-        return int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", t).group(1)) / 1024
-    except (OSError, AttributeError):
-        return None
-def result(name, ours):
-    try:
-        if ours:
-            x = [json.loads(l) for l in open(f"{d}/{name}.json")][-1]
-            return x["epoch_s_mean"], x["test_auc"], x["test_ap"]
-        x = json.loads(open(f"{d}/{name}.out").read().strip().splitlines()[-1])
-        return x["epoch_s_mean"], x["test_auc"], x["test_ap"]
-    except (OSError, ValueError, KeyError, IndexError):
-        return None, None, None
-o = result(f"ours-{ds}", True) + (rss(f"ours-{ds}"),)
-print(f"   {ds}: trainer      ms/epoch   peak RSS MB   test AUC   test AP   ours faster   ours RSS")
-rows = [("ours", o)] + [(r, result(f"{r}-{ds}", False) + (rss(f"{r}-{ds}"),)) for r in refs]
-for name, (t, auc, ap, mb) in rows:
-    if t is None:
-        print(f"   {name:>16}   (no result)")
-        continue
-    sp = f"{t / o[0]:.2f}x" if name != "ours" and o[0] else ""
-    rr = f"{o[3] / mb:.2f}x" if name != "ours" and mb and o[3] else ""
-    print(f"   {name:>16}   {1e3 * t:9.2f}   {mb:11.0f}   {100 * auc:8.2f}   {100 * ap:7.2f}"
-          f"   {sp:>11}   {rr:>8}")
-PY
+    "$py" "$src/bench/link/table.py" full "$dir" "$ds" $refs
 }
 
 # bench_mb DATASET GRAPH EPOCHS BATCH: edge mini-batches.
@@ -139,38 +110,7 @@ bench_mb() {
     else
         echo "   dgl: no environment, left out"
     fi
-    "$py" - "$dir" "$ds" <<'PY'
-import json, re, sys
-d, ds = sys.argv[1], sys.argv[2]
-def rss(name):
-    try:
-        t = open(f"{d}/{name}.time").read()
-        return int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", t).group(1)) / 1024
-    except (OSError, AttributeError):
-        return None
-def result(name, ours):
-    try:
-        if ours:
-            x = [json.loads(l) for l in open(f"{d}/{name}.json")][-1]
-        else:
-            x = json.loads(open(f"{d}/{name}.out").read().strip().splitlines()[-1])
-        return x["epoch_s_mean"], x["test_auc"], x["test_ap"]
-    except (OSError, ValueError, KeyError, IndexError):
-        return None, None, None
-rows = [(n, result(f"{n}-{ds}", n.startswith("ours")) + (rss(f"{n}-{ds}"),))
-        for n in ("ours-mb0", "ours-mb", "dgl-mb")]
-base = dict((n, r) for n, r in rows)
-print(f"   {ds}, edge mini-batches: trainer   s/epoch   peak RSS MB   test AUC   test AP"
-      f"   dgl / this")
-dgl = base["dgl-mb"][0]
-for name, (t, auc, ap, mb) in rows:
-    if t is None:
-        print(f"   {name:>16}   (no result)")
-        continue
-    sp = f"{dgl / t:.2f}x" if dgl and name != "dgl-mb" else ""
-    print(f"   {name:>16}   {t:8.3f}   {mb or 0:11.0f}   {100 * auc:8.2f}   {100 * ap:7.2f}"
-          f"   {sp:>10}")
-PY
+    "$py" "$src/bench/link/table.py" minibatch "$dir" "$ds"
 }
 
 for ds in $datasets; do

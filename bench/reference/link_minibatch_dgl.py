@@ -30,7 +30,6 @@ Prints one JSON line: test_auc, test_ap, valid_auc, best_epoch,
 epoch_s_mean (training time of an epoch, evaluation excluded; the first
 epoch left out when there are more, as gnn-train does), batches.
 """
-import argparse
 import json
 import time
 import warnings
@@ -39,7 +38,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from link_torch import auc_ap, load
+from link_torch import auc_ap, common_args, load
 
 warnings.filterwarnings("ignore")
 
@@ -60,22 +59,10 @@ class Sage(torch.nn.Module):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("graph")
-    ap.add_argument("--layers", type=int, default=2)
-    ap.add_argument("--hidden", type=int, default=32)
-    ap.add_argument("--out-dim", type=int, default=16)
+    ap = common_args(epochs=50)
     ap.add_argument("--fanouts", default="10,10")
     ap.add_argument("--batch-size", type=int, default=512)
-    ap.add_argument("--dropout", type=float, default=0.0)
-    ap.add_argument("--lr", type=float, default=0.01)
-    ap.add_argument("--weight-decay", type=float, default=5e-4)
-    ap.add_argument("--negatives", type=int, default=1)
-    ap.add_argument("--epochs", type=int, default=50)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--workers", type=int, default=0)
-    ap.add_argument("--eval-every", type=int, default=1)
     a = ap.parse_args()
     import dgl
     if a.threads > 0:

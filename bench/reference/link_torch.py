@@ -55,6 +55,24 @@ def load(path):
     return n, indices, dst, x, sets
 
 
+def common_args(epochs):
+    """The options every link reference takes, as gnn-train names them."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("graph")
+    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--hidden", type=int, default=32)
+    ap.add_argument("--out-dim", type=int, default=16)
+    ap.add_argument("--dropout", type=float, default=0.0)
+    ap.add_argument("--lr", type=float, default=0.01)
+    ap.add_argument("--weight-decay", type=float, default=5e-4)
+    ap.add_argument("--negatives", type=int, default=1)
+    ap.add_argument("--epochs", type=int, default=epochs)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--eval-every", type=int, default=1)
+    return ap
+
+
 def auc_ap(pos, neg):
     """AUC (ties half) and average precision as scikit-learn computes it."""
     s = np.concatenate([pos, neg])
@@ -127,21 +145,9 @@ class DGL(torch.nn.Module):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("graph")
+    ap = common_args(epochs=200)
     ap.add_argument("--impl", default="torch", choices=["torch", "pyg", "dgl"])
-    ap.add_argument("--layers", type=int, default=2)
-    ap.add_argument("--hidden", type=int, default=32)
-    ap.add_argument("--out-dim", type=int, default=16)
-    ap.add_argument("--dropout", type=float, default=0.0)
-    ap.add_argument("--lr", type=float, default=0.01)
-    ap.add_argument("--weight-decay", type=float, default=5e-4)
     ap.add_argument("--decay-scope", default="first", choices=["first", "all"])
-    ap.add_argument("--negatives", type=int, default=1)
-    ap.add_argument("--epochs", type=int, default=200)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--threads", type=int, default=0)
-    ap.add_argument("--eval-every", type=int, default=1)
     a = ap.parse_args()
     if a.threads > 0:
         torch.set_num_threads(a.threads)

@@ -45,10 +45,10 @@ typedef struct {
                                          step's batch is sampled in step order */
     gnn_sampler_remote_t remote;      /* ... through this hook */
     gnn_sampler_t *idle;              /* a rank out of batches still draws for others */
-    int64_t *batch_pid;               /* host: graph-file id of each input row of a batch
+    int64_t *batch_gid;               /* host: graph-file id of each input row of a batch
                                          (dropout by node: the same mask on any rank and in
                                          one process) */
-    int64_t batch_pid_cap;
+    int64_t batch_gid_cap;
 } dmb_t;
 
 #define S(j) ((dmb_t *)(j)->mode_state)
@@ -375,20 +375,20 @@ static int dist_batch_grads(gnn_job_t *j, pending_t *p, int64_t step, double *su
     const float *logits;
     double bl = 0.0;
     GNN_TRY(gnn__batch_graphs(j, p->b, graphs, &own));
-    if (mb->n_input > S(j)->batch_pid_cap) {
-        gnn_free(S(j)->batch_pid);
-        S(j)->batch_pid_cap = mb->n_input;
-        S(j)->batch_pid = gnn_malloc_array((size_t)S(j)->batch_pid_cap, sizeof *S(j)->batch_pid);
-        if (!S(j)->batch_pid) S(j)->batch_pid_cap = 0;
-        GNN_CHECK(S(j)->batch_pid, GNN_ENOMEM, "batch ids");
+    if (mb->n_input > S(j)->batch_gid_cap) {
+        gnn_free(S(j)->batch_gid);
+        S(j)->batch_gid_cap = mb->n_input;
+        S(j)->batch_gid = gnn_malloc_array((size_t)S(j)->batch_gid_cap, sizeof *S(j)->batch_gid);
+        if (!S(j)->batch_gid) S(j)->batch_gid_cap = 0;
+        GNN_CHECK(S(j)->batch_gid, GNN_ENOMEM, "batch ids");
     }
     const gnn_dist_part_t *d = j->dist;
     for (gnn_vid_t k = 0; k < mb->n_input; k++) { /* graph-file ids, as one process keys */
         gnn_vid_t v = mb->nodes[k];
-        S(j)->batch_pid[k] = v < d->n_all ? d->gid[v] : d->p2g[v - d->n_all];
+        S(j)->batch_gid[k] = v < d->n_all ? d->gid[v] : d->p2g[v - d->n_all];
     }
     const float *x = p->b->x;
-    const int64_t *y = p->b->y, *pid = S(j)->batch_pid;
+    const int64_t *y = p->b->y, *gid = S(j)->batch_gid;
     if (j->stage) { /* the batch's host arrays onto the backend */
         size_t xbytes = (size_t)mb->n_input * (size_t)j->dist->feat_dim * sizeof(float);
         size_t ibytes = (size_t)mb->n_input * sizeof(int64_t);
@@ -401,11 +401,11 @@ static int dist_batch_grads(gnn_job_t *j, pending_t *p, int64_t step, double *su
             y = j->yb;
         }
         GNN_TRY(gnn__buf_ensure(be, (void **)&j->nb, &j->nb_bytes, ibytes));
-        GNN_TRY(gnn_be_upload(be, j->nb, pid, ibytes));
+        GNN_TRY(gnn_be_upload(be, j->nb, gid, ibytes));
         x = j->xb;
-        pid = j->nb;
+        gid = j->nb;
     }
-    GNN_TRY(gnn_model_set_row_ids(j->model, pid, j->dist->n_global));
+    GNN_TRY(gnn_model_set_row_ids(j->model, gid, j->dist->n_global));
     GNN_TRY(gnn_model_forward(j->model, graphs, x, 1, &logits));
     GNN_TRY(gnn__buf_ensure(be, (void **)&j->dlogits, &j->dlogits_bytes,
                             (size_t)ns * (size_t)C * sizeof(float)));
@@ -564,7 +564,7 @@ static void dmb_free(gnn_job_t *j)
     gnn_free(st->feat_row);
     gnn_free(st->cache_feat);
     gnn_free(st->cache_out);
-    gnn_free(st->batch_pid);
+    gnn_free(st->batch_gid);
     gnn_free(st);
     j->mode_state = NULL;
 }

@@ -316,8 +316,8 @@ static int setup(gnn_job_t *j, int64_t *out_dim)
             local = GNN_FAIL(GNN_ENOMEM, "link prediction: %" PRId64 " training edges", t->n_pos);
         else
             for (int64_t i = 0; i < t->n_pos; i++) t->items[i] = i;
-    } else if (local == 0 && !j->dist) { /* the pairs of an epoch: the positives, then negatives */
-        memcpy(t->pairs, t->pos, (size_t)t->n_pos * 2 * sizeof *t->pairs);
+    } else if (local == 0) { /* the pairs of an epoch: the positives (fixed), then negatives */
+        memcpy(j->dist ? t->gpairs : t->pairs, t->pos, (size_t)t->n_pos * 2 * sizeof *t->pairs);
     }
     t->mlp = !strcmp(j->o->decoder, "mlp");
     if (local == 0 && t->mlp) {
@@ -550,6 +550,20 @@ static inline double pair_term(double s, int pos, double *dl)
 
 #define PAIR_PREFETCH 8 /* pairs ahead whose rows are prefetched */
 
+/* d += pair q's gradient at an end whose other end's row is o: g times it
+ * (dot), dh times it element-wise (MLP). */
+static inline void add_end(const link_t *t, float *d, const float *o, int64_t q)
+{
+    const int64_t D = t->D;
+    if (t->mlp) {
+        const float *dh = t->dh + q * D;
+        for (int64_t k = 0; k < D; k++) d[k] += dh[k] * o[k];
+    } else {
+        float gq = t->g[q];
+        for (int64_t k = 0; k < D; k++) d[k] += gq * o[k];
+    }
+}
+
 /* Group the pair ends of a full-graph epoch by row (pairs: the P
  * positives, then K negatives each whose first end is its positive's):
  * the fixed ends once (the first call), the drawn ends every epoch, each
@@ -673,15 +687,8 @@ static int step_loss(gnn_job_t *j, link_t *t, const float *z, int64_t nrows, con
                 }
                 if (i + PAIR_PREFETCH < nfx)
                     __builtin_prefetch(z + pairs[fe[i + PAIR_PREFETCH] ^ 1] * D);
-                int64_t e = fe[i], q = e >> 1;
-                const float *o = z + pairs[e ^ 1] * D;
-                if (t->mlp) {
-                    const float *dh = t->dh + q * D;
-                    for (int64_t k = 0; k < D; k++) d[k] += dh[k] * o[k];
-                } else {
-                    float gq = t->g[q];
-                    for (int64_t k = 0; k < D; k++) d[k] += gq * o[k];
-                }
+                int64_t e = fe[i];
+                add_end(t, d, z + pairs[e ^ 1] * D, e >> 1);
             }
             for (int64_t i = rs[v]; i < rs[v + 1]; i++) {
                 if (i + 2 * PAIR_PREFETCH < nrd) {
@@ -691,15 +698,7 @@ static int step_loss(gnn_job_t *j, link_t *t, const float *z, int64_t nrows, con
                 }
                 if (i + PAIR_PREFETCH < nrd)
                     __builtin_prefetch(z + pairs[2 * rp[i + PAIR_PREFETCH]] * D);
-                int64_t q = rp[i];
-                const float *o = z + pairs[2 * q] * D;
-                if (t->mlp) {
-                    const float *dh = t->dh + q * D;
-                    for (int64_t k = 0; k < D; k++) d[k] += dh[k] * o[k];
-                } else {
-                    float gq = t->g[q];
-                    for (int64_t k = 0; k < D; k++) d[k] += gq * o[k];
-                }
+                add_end(t, d, z + pairs[2 * rp[i]] * D, rp[i]);
             }
         }
         goto fail;
@@ -843,8 +842,7 @@ static int full_loss_part(gnn_job_t *j, const float *logits, double *loss, float
     gnn_dist_part_t *d = j->dist;
     link_t *t = j->task_state;
     const int64_t P = t->n_pos, K = t->K, NP = (1 + K) * P, n = d->n_owned, D = t->D;
-    memcpy(t->gpairs, t->pos, (size_t)(2 * P) * sizeof *t->gpairs);
-    epoch_negatives(j, t, t->gpairs);
+    epoch_negatives(j, t, t->gpairs); /* after the positives, copied once at set-up */
     int local = step_begin(t, 2 * NP);
     for (int64_t e = 0; e < 2 * NP && local == 0; e++) t->pairs[e] = step_row(t, n, t->gpairs[e]);
     GNN_TRY(step_table(j, t, logits, local));
