@@ -302,13 +302,15 @@ static int setup(gnn_job_t *j, int64_t *out_dim)
     if (!mb) t->pairs = gnn_malloc_array((size_t)np * 2 + 1, sizeof *t->pairs);
     if (j->dist) t->gpairs = gnn_malloc_array((size_t)np * 2 + 1, sizeof *t->gpairs);
     t->g = gnn_malloc_array((size_t)np + 1, sizeof *t->g);
-    t->order = gnn_malloc_array((size_t)np * 2 + 1, sizeof *t->order);
-    t->sg = gnn_malloc_array((size_t)np * 2 + 1, sizeof *t->sg);
+    if (mb) { /* batches sort their pair ends; full-graph epochs group them (step_loss) */
+        t->order = gnn_malloc_array((size_t)np * 2 + 1, sizeof *t->order);
+        t->sg = gnn_malloc_array((size_t)np * 2 + 1, sizeof *t->sg);
+    }
     t->start = gnn_malloc_array((size_t)t->max_rows + 2, sizeof *t->start);
     t->start_cap = (size_t)t->max_rows + 2;
     t->sc = gnn_malloc_array((size_t)ns + 1, sizeof *t->sc);
-    if (!((mb || t->pairs) && (!j->dist || t->gpairs) && t->g && t->order && t->sg && t->start &&
-          t->sc))
+    if (!((mb || t->pairs) && (!j->dist || t->gpairs) && t->g && (!mb || (t->order && t->sg)) &&
+          t->start && t->sc))
         local = GNN_FAIL(GNN_ENOMEM, "link prediction: %" PRId64 " pairs per step", np);
     if (local == 0 && mb) {
         t->items = gnn_malloc_array((size_t)t->n_pos + 1, sizeof *t->items);
