@@ -51,4 +51,41 @@ static inline GNN_HOSTDEV void gnn_adam_elem(const gnn_adam_consts_t *c, float *
     *w = wi - c->step_size * mi / (sqrtf(vi) / c->bc2_sqrt + c->eps);
 }
 
+/* The constants of one row-sparse step (gnn_sparse_opt_step). */
+typedef struct {
+    int adagrad;
+    float b1, b2, eps, lr;
+    float step_size; /* adam: lr sqrt(1 - b2^step) / (1 - b1^step) */
+} gnn_sparse_consts_t;
+
+static inline gnn_sparse_consts_t gnn_sparse_consts(const gnn_sparse_opt_t *o, int64_t step)
+{
+    gnn_sparse_consts_t c;
+    c.adagrad = o->kind == GNN_SPARSE_ADAGRAD;
+    c.b1 = o->beta1;
+    c.b2 = o->beta2;
+    c.eps = o->eps;
+    c.lr = o->lr;
+    c.step_size = (float)((double)o->lr * sqrt(1.0 - pow((double)o->beta2, (double)step)) /
+                          (1.0 - pow((double)o->beta1, (double)step)));
+    return c;
+}
+
+/* One element of a row-sparse step (s2 unused by adagrad). */
+static inline GNN_HOSTDEV void gnn_sparse_elem(const gnn_sparse_consts_t *c, float *w, float g,
+                                               float *s1, float *s2)
+{
+    if (c->adagrad) {
+        float s = *s1 + g * g;
+        *s1 = s;
+        *w -= c->lr * g / (sqrtf(s) + c->eps);
+        return;
+    }
+    float m = c->b1 * *s1 + (1.0f - c->b1) * g;
+    float v = c->b2 * *s2 + (1.0f - c->b2) * g * g;
+    *s1 = m;
+    *s2 = v;
+    *w -= c->step_size * m / (sqrtf(v) + c->eps);
+}
+
 #endif

@@ -930,3 +930,33 @@ int gnn_be_elu_backward(gnn_backend_t *be, int64_t n, const float *y, const floa
     BUF(dx, "gnn_be_elu_backward");
     return be->ops->elu_backward(be, n, y, dy, dx);
 }
+
+int gnn_be_sparse_opt_step(gnn_backend_t *be, const gnn_sparse_opt_t *o, int64_t n, int64_t d,
+                           const int64_t *rows, int64_t table_rows, const float *g, int64_t ldg,
+                           float *w, float *s1, float *s2, int64_t step)
+{
+    NEED(be && o && g && w && s1, "gnn_be_sparse_opt_step");
+    NEED(o->kind != GNN_SPARSE_ADAM || s2, "gnn_be_sparse_opt_step");
+    BUF(rows, "gnn_be_sparse_opt_step");
+    BUF(g, "gnn_be_sparse_opt_step");
+    BUF(w, "gnn_be_sparse_opt_step");
+    BUF(s1, "gnn_be_sparse_opt_step");
+    BUF(s2, "gnn_be_sparse_opt_step");
+    return be->ops->sparse_opt_step(be, o, n, d, rows, table_rows, g, ldg, w, s1, s2, step);
+}
+
+int gnn_be_copy_rows(gnn_backend_t *be, int64_t n, int64_t f, const float *src, int64_t lds,
+                     int64_t src_rows, const int64_t *idx, float *dst, int64_t ldd)
+{
+    NEED(be && src && dst, "gnn_be_copy_rows");
+    BUF(src, "gnn_be_copy_rows");
+    BUF(idx, "gnn_be_copy_rows");
+    BUF(dst, "gnn_be_copy_rows");
+    return be->ops->copy_rows(be, n, f, src, lds, src_rows, idx, dst, ldd);
+}
+
+int gnn_be_mem_available(gnn_backend_t *be, size_t *bytes)
+{
+    NEED(be && bytes, "gnn_be_mem_available");
+    return be->ops->mem_available(be, bytes);
+}

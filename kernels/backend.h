@@ -293,6 +293,19 @@ int gnn_be_attn_forward(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_opts_
 int gnn_be_attn_backward(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_opts_t *o,
                          const float *x, const float *alpha, const float *dy, float *dx,
                          float *ds);
+/* One row-sparse optimiser step on a learnable table (gnn_sparse_opt_step,
+ * kernels/dense.h): rows (backend int64, or NULL for 0 .. n - 1), g, w,
+ * s1, s2 backend buffers. */
+int gnn_be_sparse_opt_step(gnn_backend_t *be, const gnn_sparse_opt_t *o, int64_t n, int64_t d,
+                           const int64_t *rows, int64_t table_rows, const float *g, int64_t ldg,
+                           float *w, float *s1, float *s2, int64_t step);
+/* Rows between strided matrices (gnn_copy_rows): idx backend int64 or
+ * NULL. */
+int gnn_be_copy_rows(gnn_backend_t *be, int64_t n, int64_t f, const float *src, int64_t lds,
+                     int64_t src_rows, const int64_t *idx, float *dst, int64_t ldd);
+/* Bytes the backend could still allocate: free device memory on CUDA, the
+ * kernel's MemAvailable on the CPU (physical pages free when it has none). */
+int gnn_be_mem_available(gnn_backend_t *be, size_t *bytes);
 /* ELU and its backward from the output (kernels/dense.h). */
 int gnn_be_elu(gnn_backend_t *be, int64_t n, const float *x, float *y);
 int gnn_be_elu_backward(gnn_backend_t *be, int64_t n, const float *y, const float *dy, float *dx);

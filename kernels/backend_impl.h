@@ -81,6 +81,12 @@ typedef struct {
                          const float *dy, float *dx, float *ds);
     int (*elu)(gnn_backend_t *be, int64_t n, const float *x, float *y);
     int (*elu_backward)(gnn_backend_t *be, int64_t n, const float *y, const float *dy, float *dx);
+    int (*sparse_opt_step)(gnn_backend_t *be, const gnn_sparse_opt_t *o, int64_t n, int64_t d,
+                           const int64_t *rows, int64_t table_rows, const float *g, int64_t ldg,
+                           float *w, float *s1, float *s2, int64_t step);
+    int (*copy_rows)(gnn_backend_t *be, int64_t n, int64_t f, const float *src, int64_t lds,
+                     int64_t src_rows, const int64_t *idx, float *dst, int64_t ldd);
+    int (*mem_available)(gnn_backend_t *be, size_t *bytes);
 } gnn_backend_ops_t;
 
 struct gnn_backend {

@@ -139,6 +139,43 @@ gnn_adam_opts_t gnn_adam_defaults(void);
 int gnn_adam(int64_t n, float *w, const float *g, float *m, float *v, const gnn_adam_opts_t *o,
              int64_t step);
 
+/*
+ * Row-sparse optimisers of a learnable table (trainer/embed.h): one step
+ * on the n rows rows[i] (NULL: rows 0 .. n - 1) of the table w (table_rows
+ * x d, row-major), row rows[i] taking the gradient g[i * ldg + k], k < d.
+ * Only those rows change, their state with them; a row must appear at
+ * most once. step: the 1-based number of this step (every step counts,
+ * whether a row takes part or not).
+ *   adam     torch.optim.SparseAdam: s1 = b1 s1 + (1 - b1) g,
+ *            s2 = b2 s2 + (1 - b2) g^2,
+ *            w -= lr sqrt(1 - b2^step) / (1 - b1^step) * s1 / (sqrt(s2) + eps)
+ *   adagrad  torch.optim.Adagrad: s1 += g^2, w -= lr g / (sqrt(s1) + eps);
+ *            s2 unused (may be NULL)
+ * The constants are computed in double once per call, the update in float.
+ * GNN_EINVAL for a row outside [0, table_rows), step < 1 or settings out
+ * of range, before any row changes.
+ */
+typedef enum { GNN_SPARSE_ADAM = 0, GNN_SPARSE_ADAGRAD = 1 } gnn_sparse_opt_kind_t;
+typedef struct {
+    gnn_sparse_opt_kind_t kind;
+    float lr;
+    float beta1, beta2; /* adam, in [0, 1) */
+    float eps;          /* > 0: torch's defaults are 1e-8 (adam) and 1e-10 (adagrad) */
+} gnn_sparse_opt_t;
+
+int gnn_sparse_opt_step(const gnn_sparse_opt_t *o, int64_t n, int64_t d, const int64_t *rows,
+                        int64_t table_rows, const float *g, int64_t ldg, float *w, float *s1,
+                        float *s2, int64_t step);
+
+/*
+ * dst[i * ldd + k] = src[r * lds + k] for k < f, r = idx[i] (NULL: i), for
+ * i < n: rows gathered between matrices whose rows are wider than f (a
+ * block of columns of each). GNN_EINVAL for an index outside [0,
+ * src_rows) (nothing written) or strides below f.
+ */
+int gnn_copy_rows(int64_t n, int64_t f, const float *src, int64_t lds, int64_t src_rows,
+                  const int64_t *idx, float *dst, int64_t ldd);
+
 /* out[r] = index of the largest entry of row r (ties: lowest index; NaN
  * entries never win over an earlier entry) of a rows x classes matrix. */
 int gnn_argmax_rows(int64_t rows, int64_t classes, const float *x, int64_t *out);

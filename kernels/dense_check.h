@@ -28,6 +28,12 @@ int gnn__dense_check_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_
                           const float *c, int64_t ldc);
 /* The step and hyper-parameters of gnn_adam. */
 int gnn__dense_check_adam(const gnn_adam_opts_t *o, int64_t step);
+/* The settings, sizes and step of gnn_sparse_opt_step (not the rows). */
+int gnn__dense_check_sparse_opt(const gnn_sparse_opt_t *o, int64_t n, int64_t d,
+                                int64_t table_rows, int64_t ldg, int64_t step);
+/* The sizes and strides of gnn_copy_rows (not the indices). */
+int gnn__dense_check_copy_rows(int64_t n, int64_t f, int64_t lds, int64_t src_rows,
+                               int64_t ldd);
 /* The shape, row count and idx presence of gnn_softmax_xent and
  * gnn_count_correct (the row ids themselves are checked by the caller). */
 int gnn__dense_check_rows(const char *fn, int64_t rows, int64_t classes, int has_idx,

@@ -15,8 +15,10 @@
 
 #include <omp.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 
 /*
@@ -317,6 +319,44 @@ static int cpu_elu_backward(gnn_backend_t *be, int64_t n, const float *y, const 
     return gnn_elu_backward(n, y, dy, dx);
 }
 
+static int cpu_sparse_opt_step(gnn_backend_t *be, const gnn_sparse_opt_t *o, int64_t n,
+                               int64_t d, const int64_t *rows, int64_t table_rows, const float *g,
+                               int64_t ldg, float *w, float *s1, float *s2, int64_t step)
+{
+    (void)be;
+    return gnn_sparse_opt_step(o, n, d, rows, table_rows, g, ldg, w, s1, s2, step);
+}
+
+static int cpu_copy_rows(gnn_backend_t *be, int64_t n, int64_t f, const float *src, int64_t lds,
+                         int64_t src_rows, const int64_t *idx, float *dst, int64_t ldd)
+{
+    (void)be;
+    return gnn_copy_rows(n, f, src, lds, src_rows, idx, dst, ldd);
+}
+
+/* MemAvailable of /proc/meminfo; free physical pages where there is none. */
+static int cpu_mem_available(gnn_backend_t *be, size_t *bytes)
+{
+    (void)be;
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[256];
+    unsigned long long kb = 0;
+    int found = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
+            found = 1;
+            break;
+        }
+    if (f) fclose(f);
+    if (found) {
+        *bytes = (size_t)kb * 1024u;
+        return 0;
+    }
+    long pages = sysconf(_SC_AVPHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    *bytes = pages > 0 && size > 0 ? (size_t)pages * (size_t)size : SIZE_MAX;
+    return 0;
+}
+
 static const gnn_backend_ops_t cpu_ops = {
     .alloc = cpu_alloc,
     .free = cpu_free,
@@ -356,6 +396,9 @@ static const gnn_backend_ops_t cpu_ops = {
     .attn_backward = cpu_attn_backward,
     .elu = cpu_elu,
     .elu_backward = cpu_elu_backward,
+    .sparse_opt_step = cpu_sparse_opt_step,
+    .copy_rows = cpu_copy_rows,
+    .mem_available = cpu_mem_available,
 };
 
 int gnn__backend_cpu_init(gnn_backend_t *be, int as_gpu)

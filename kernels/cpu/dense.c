@@ -533,6 +533,71 @@ fail:
     return rc;
 }
 
+/* ---- Row-sparse optimisers and strided row copies ----------------------------- */
+
+/* The first position whose row is outside [0, rows), or n. */
+static int64_t first_bad_row(int64_t n, const int64_t *idx, int64_t rows)
+{
+    int64_t bad = n;
+#pragma omp parallel for reduction(min : bad) schedule(static) if (n >= PAR_MIN)
+    for (int64_t i = 0; i < n; i++)
+        if ((idx[i] < 0 || idx[i] >= rows) && i < bad) bad = i;
+    return bad;
+}
+
+int gnn_sparse_opt_step(const gnn_sparse_opt_t *o, int64_t n, int64_t d, const int64_t *rows,
+                        int64_t table_rows, const float *g, int64_t ldg, float *w, float *s1,
+                        float *s2, int64_t step)
+{
+    int rc = 0;
+    GNN_TRY(gnn__dense_check_sparse_opt(o, n, d, table_rows, ldg, step));
+    GNN_CHECK(n == 0 || (g && w && s1 && (o->kind != GNN_SPARSE_ADAM || s2)), GNN_EINVAL,
+              "gnn_sparse_opt_step: NULL argument");
+    GNN_CHECK(rows || n <= table_rows, GNN_EINVAL,
+              "gnn_sparse_opt_step: %" PRId64 " rows of a table of %" PRId64, n, table_rows);
+    if (rows) {
+        int64_t bad = first_bad_row(n, rows, table_rows);
+        GNN_CHECK(bad == n, GNN_EINVAL,
+                  "gnn_sparse_opt_step: row %" PRId64 " at position %" PRId64
+                  " outside [0, %" PRId64 ")",
+                  bad < n ? rows[bad] : 0, bad, table_rows);
+    }
+    const gnn_sparse_consts_t c = gnn_sparse_consts(o, step);
+    int adam = o->kind == GNN_SPARSE_ADAM;
+#pragma omp parallel for schedule(static) if (n * d >= PAR_MIN)
+    for (int64_t i = 0; i < n; i++) {
+        int64_t r = rows ? rows[i] : i;
+        float *wr = w + r * d, *a = s1 + r * d, *b = adam ? s2 + r * d : NULL;
+        const float *gr = g + i * ldg;
+        for (int64_t k = 0; k < d; k++)
+            gnn_sparse_elem(&c, wr + k, gr[k], a + k, b ? b + k : NULL);
+    }
+    return 0;
+fail:
+    return rc;
+}
+
+int gnn_copy_rows(int64_t n, int64_t f, const float *src, int64_t lds, int64_t src_rows,
+                  const int64_t *idx, float *dst, int64_t ldd)
+{
+    int rc = 0;
+    GNN_TRY(gnn__dense_check_copy_rows(n, f, lds, src_rows, ldd));
+    GNN_CHECK(idx || n <= src_rows, GNN_EINVAL,
+              "gnn_copy_rows: %" PRId64 " rows from %" PRId64, n, src_rows);
+    if (idx) {
+        int64_t bad = first_bad_row(n, idx, src_rows);
+        GNN_CHECK(bad == n, GNN_EINVAL,
+                  "gnn_copy_rows: index %" PRId64 " at position %" PRId64 " outside [0, %" PRId64 ")",
+                  bad < n ? idx[bad] : 0, bad, src_rows);
+    }
+#pragma omp parallel for schedule(static) if (n * f >= PAR_MIN)
+    for (int64_t i = 0; i < n; i++)
+        memcpy(dst + i * ldd, src + (idx ? idx[i] : i) * lds, (size_t)f * sizeof(float));
+    return 0;
+fail:
+    return rc;
+}
+
 /* ---- Arg-max reductions ------------------------------------------------------- */
 
 static int64_t argmax_row(const float *x, int64_t classes)
@@ -644,6 +709,42 @@ int gnn__dense_check_adam(const gnn_adam_opts_t *o, int64_t step)
         return GNN_FAIL(GNN_EINVAL, "gnn_adam: bad eps %g", (double)o->eps);
     if (!(o->weight_decay >= 0.0f && isfinite(o->weight_decay)))
         return GNN_FAIL(GNN_EINVAL, "gnn_adam: bad weight decay %g", (double)o->weight_decay);
+    return 0;
+}
+
+int gnn__dense_check_sparse_opt(const gnn_sparse_opt_t *o, int64_t n, int64_t d,
+                                int64_t table_rows, int64_t ldg, int64_t step)
+{
+    const char *fn = "gnn_sparse_opt_step";
+    if (!o) return GNN_FAIL(GNN_EINVAL, "%s: no options", fn);
+    if (o->kind != GNN_SPARSE_ADAM && o->kind != GNN_SPARSE_ADAGRAD)
+        return GNN_FAIL(GNN_EINVAL, "%s: unknown optimiser %d", fn, (int)o->kind);
+    if (step < 1)
+        return GNN_FAIL(GNN_EINVAL, "%s: step %" PRId64 " < 1 (steps count from 1)", fn, step);
+    if (!(o->lr >= 0.0f && isfinite(o->lr)))
+        return GNN_FAIL(GNN_EINVAL, "%s: bad lr %g", fn, (double)o->lr);
+    if (o->kind == GNN_SPARSE_ADAM &&
+        !(o->beta1 >= 0.0f && o->beta1 < 1.0f && o->beta2 >= 0.0f && o->beta2 < 1.0f))
+        return GNN_FAIL(GNN_EINVAL, "%s: betas (%g, %g) outside [0, 1)", fn, (double)o->beta1,
+                        (double)o->beta2);
+    if (!(o->eps > 0.0f && isfinite(o->eps)))
+        return GNN_FAIL(GNN_EINVAL, "%s: bad eps %g", fn, (double)o->eps);
+    int rc = gnn__dense_check_shape(fn, n, d);
+    if (rc == 0) rc = gnn__dense_check_shape(fn, table_rows, d);
+    if (rc < 0) return rc;
+    if (ldg < d) return GNN_FAIL(GNN_EINVAL, "%s: gradient stride %" PRId64 " < %" PRId64, fn, ldg, d);
+    return 0;
+}
+
+int gnn__dense_check_copy_rows(int64_t n, int64_t f, int64_t lds, int64_t src_rows, int64_t ldd)
+{
+    const char *fn = "gnn_copy_rows";
+    int rc = gnn__dense_check_shape(fn, n, f);
+    if (rc == 0) rc = gnn__dense_check_shape(fn, src_rows, f);
+    if (rc < 0) return rc;
+    if (lds < f || ldd < f)
+        return GNN_FAIL(GNN_EINVAL, "%s: strides %" PRId64 ", %" PRId64 " below the width %" PRId64,
+                        fn, lds, ldd, f);
     return 0;
 }
 

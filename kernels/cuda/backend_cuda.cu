@@ -118,6 +118,15 @@ static int cu_zero(gnn_backend_t *be, void *dst, size_t bytes)
     return 0;
 }
 
+static int cu_mem_available(gnn_backend_t *be, size_t *bytes)
+{
+    size_t free_b = 0, total = 0;
+    (void)be;
+    GNN_CUDA_RET(cudaMemGetInfo(&free_b, &total), "cudaMemGetInfo");
+    *bytes = free_b;
+    return 0;
+}
+
 static int cu_sync(gnn_backend_t *be)
 {
     gnn_cuda_be_t *cb = gnn__cuda_be(be);
@@ -365,6 +374,9 @@ static const gnn_backend_ops_t cuda_ops = {
     /* .attn_backward = */ NULL,
     /* .elu = */ NULL,
     /* .elu_backward = */ NULL,
+    /* .sparse_opt_step = */ gnn__cuda_sparse_opt_step,
+    /* .copy_rows = */ gnn__cuda_copy_rows,
+    /* .mem_available = */ cu_mem_available,
 };
 
 /* Handles and stream of cb on its device; on failure the caller closes. */

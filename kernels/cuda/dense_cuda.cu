@@ -336,6 +336,19 @@ __global__ void k_gather_rows(int64_t n, int64_t fv, const V *src, const int64_t
     }
 }
 
+__global__ void k_copy_rows(int64_t n, int64_t f, const float *src, int64_t lds,
+                            const int64_t *idx, float *dst, int64_t ldd)
+{
+    int64_t warps = (int64_t)gridDim.x * (blockDim.x / WARP);
+    int lane = threadIdx.x % WARP;
+    for (int64_t i = blockIdx.x * (int64_t)(blockDim.x / WARP) + threadIdx.x / WARP; i < n;
+         i += warps) {
+        const float *s = src + idx[i] * lds;
+        float *d = dst + i * ldd;
+        for (int64_t k = lane; k < f; k += WARP) d[k] = s[k];
+    }
+}
+
 int gnn__cuda_gather_rows(gnn_backend_t *be, int64_t n, int64_t f, const float *src,
                           int64_t src_rows, const int64_t *idx, float *dst)
 {
@@ -518,6 +531,94 @@ int gnn__cuda_adam(gnn_backend_t *be, int64_t n, float *w, const float *g, float
     k_adam<<<gnn__cuda_blocks(n, THREADS), THREADS, 0, gnn__cuda_be(be)->stream>>>(
         n, w, g, m, v, gnn_adam_consts(o, step));
     GNN_CUDA_LAUNCHED("adam");
+    return 0;
+}
+
+/* ---- Row-sparse optimisers and strided row copies ---------------------------- */
+
+/* bad = the first position whose row is outside [0, rows) (NO_BAD: none),
+ * read back to the host. */
+static int first_bad_row(gnn_cuda_be_t *cb, int64_t n, const int64_t *idx, int64_t rows,
+                         uint64_t *bad)
+{
+    void *flag = NULL;
+    *bad = NO_BAD;
+    if (!idx || n == 0) return 0;
+    GNN_TRY_RET(gnn__cuda_scratch(cb, sizeof(unsigned long long), &flag));
+    GNN_CUDA_RET(cudaMemsetAsync(flag, 0xFF, sizeof(unsigned long long), cb->stream),
+                 "row check");
+    k_check_range<<<gnn__cuda_blocks(n, THREADS), THREADS, 0, cb->stream>>>(
+        n, idx, rows, (unsigned long long *)flag);
+    GNN_CUDA_LAUNCHED("row check");
+    return read_flag(cb, (const unsigned long long *)flag, bad);
+}
+
+/* One warp per row, its lanes over the row's elements. */
+__global__ void k_sparse_opt(int64_t n, int64_t d, const int64_t *rows, const float *g,
+                             int64_t ldg, float *w, float *s1, float *s2, gnn_sparse_consts_t c)
+{
+    int64_t warps = (int64_t)gridDim.x * (blockDim.x / WARP);
+    int lane = threadIdx.x % WARP;
+    for (int64_t i = blockIdx.x * (int64_t)(blockDim.x / WARP) + threadIdx.x / WARP; i < n;
+         i += warps) {
+        int64_t r = rows ? rows[i] : i;
+        for (int64_t k = lane; k < d; k += WARP)
+            gnn_sparse_elem(&c, w + r * d + k, g[i * ldg + k], s1 + r * d + k,
+                            s2 ? s2 + r * d + k : NULL);
+    }
+}
+
+int gnn__cuda_sparse_opt_step(gnn_backend_t *be, const gnn_sparse_opt_t *o, int64_t n, int64_t d,
+                              const int64_t *rows, int64_t table_rows, const float *g,
+                              int64_t ldg, float *w, float *s1, float *s2, int64_t step)
+{
+    gnn_cuda_be_t *cb = gnn__cuda_be(be);
+    GNN_TRY_RET(gnn__dense_check_sparse_opt(o, n, d, table_rows, ldg, step));
+    if (!rows && n > table_rows)
+        return GNN_FAIL(GNN_EINVAL, "gnn_sparse_opt_step: %" PRId64 " rows of a table of %" PRId64,
+                        n, table_rows);
+    uint64_t bad = NO_BAD;
+    GNN_TRY_RET(first_bad_row(cb, n, rows, table_rows, &bad));
+    if (bad != NO_BAD)
+        return GNN_FAIL(GNN_EINVAL,
+                        "gnn_sparse_opt_step: row %" PRId64 " at position %" PRIu64
+                        " outside [0, %" PRId64 ")",
+                        peek_i64(cb, rows, bad), bad, table_rows);
+    if (n == 0 || d == 0) return 0;
+    k_sparse_opt<<<gnn__cuda_blocks(n * WARP, THREADS), THREADS, 0, cb->stream>>>(
+        n, d, rows, g, ldg, w, s1, o->kind == GNN_SPARSE_ADAM ? s2 : NULL,
+        gnn_sparse_consts(o, step));
+    GNN_CUDA_LAUNCHED("sparse_opt_step");
+    return 0;
+}
+
+int gnn__cuda_copy_rows(gnn_backend_t *be, int64_t n, int64_t f, const float *src, int64_t lds,
+                        int64_t src_rows, const int64_t *idx, float *dst, int64_t ldd)
+{
+    gnn_cuda_be_t *cb = gnn__cuda_be(be);
+    GNN_TRY_RET(gnn__dense_check_copy_rows(n, f, lds, src_rows, ldd));
+    if (!idx) { /* a block of columns: one 2-D copy */
+        if (n > src_rows)
+            return GNN_FAIL(GNN_EINVAL, "gnn_copy_rows: %" PRId64 " rows from %" PRId64, n,
+                            src_rows);
+        if (n == 0 || f == 0) return 0;
+        GNN_CUDA_RET(cudaMemcpy2DAsync(dst, (size_t)ldd * sizeof(float), src,
+                                       (size_t)lds * sizeof(float), (size_t)f * sizeof(float),
+                                       (size_t)n, cudaMemcpyDeviceToDevice, cb->stream),
+                     "gnn_copy_rows");
+        return 0;
+    }
+    uint64_t bad = NO_BAD;
+    GNN_TRY_RET(first_bad_row(cb, n, idx, src_rows, &bad));
+    if (bad != NO_BAD)
+        return GNN_FAIL(GNN_EINVAL,
+                        "gnn_copy_rows: index %" PRId64 " at position %" PRIu64
+                        " outside [0, %" PRId64 ")",
+                        peek_i64(cb, idx, bad), bad, src_rows);
+    if (n == 0 || f == 0) return 0;
+    k_copy_rows<<<gnn__cuda_blocks(n * WARP, THREADS), THREADS, 0, cb->stream>>>(
+        n, f, src, lds, idx, dst, ldd);
+    GNN_CUDA_LAUNCHED("copy_rows");
     return 0;
 }
 

@@ -16,7 +16,9 @@
  *    follows the terms, not the result;
  *  - exact equality for selections and integers: max forward and its
  *    arg-max (the workspace), argmax_rows, count_correct, gather_rows;
- *  - dropout masks: the same zeros, values within 1e-6 relative.
+ *  - dropout masks: the same zeros, values within 1e-6 relative;
+ *  - row-sparse optimiser state: each element within 1e-6 of max(|cpu|,
+ *    a scale); row copies: the same bits, columns outside the block too.
  * Aggregation runs every built-in with every SpMM implementation of the
  * CUDA backend (cusparse, rowcache, balanced, auto; deterministic off and
  * on) on graphs with hubs of more than 5000 entries, empty rows, repeated
@@ -824,6 +826,233 @@ static void test_adam(void **state)
         pair_free(&W), pair_free(&M), pair_free(&V), pair_free(&G);
         free(w);
     }
+}
+
+/* ---- Row-sparse optimisers and strided row copies ------------------------------ */
+
+#define SPARSE_TOL 1e-6 /* relative, per element, row-sparse optimiser state */
+
+/* Per element: |got - want| <= SPARSE_TOL * max(|want|, scale). */
+static void check_elems(const float *got, const float *want, int64_t n, double scale,
+                        const char *what)
+{
+    for (int64_t i = 0; i < n; i++) {
+        if (!isfinite(got[i]) || !isfinite(want[i])) not_finite(got, want, i);
+        double d = fabs((double)got[i] - (double)want[i]);
+        if (d > 0 && !(d <= SPARSE_TOL * fmax(fabs((double)want[i]), scale)))
+            fail_msg("%s: %s[%" PRId64 "]: CUDA %.9g, CPU %.9g (seed %" PRIu64 ")", g_ctx, what,
+                     i, (double)got[i], (double)want[i], g_seed);
+    }
+}
+
+/* The same bits on both sides (a copy: no rounding at all). */
+static void check_same_bits(const float *got, const float *want, int64_t n, const char *what)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (memcmp(&got[i], &want[i], sizeof *got))
+            fail_msg("%s: %s[%" PRId64 "]: CUDA %.9g, CPU %.9g, must be the same bits (seed %" PRIu64
+                     ")",
+                     g_ctx, what, i, (double)got[i], (double)want[i], g_seed);
+}
+
+/* Shuffle the first n entries of a (n >= 1). */
+static void shuffle(uint64_t *s, int64_t *a, int64_t n)
+{
+    for (int64_t i = n - 1; i > 0; i--) {
+        int64_t j = rng_below(s, i + 1), t = a[i];
+        a[i] = a[j], a[j] = t;
+    }
+}
+
+/*
+ * Five steps of o on both backends on a table_rows x d table: subsets of
+ * distinct rows in random order from the first table_rows - 7 rows (the
+ * last seven never take part), a step of no rows, one with rows NULL,
+ * gradients at stride ldg > d with NaN padding. After each step w, s1, s2
+ * agree within SPARSE_TOL; the GPU leaves the rows never touched as they
+ * were, and s2 alone for adagrad (given NULL). Then a row out of range is
+ * refused (the first bad position named) with the table unchanged.
+ */
+static void sparse_opt_case(uint64_t *s, const gnn_sparse_opt_t *o, int64_t table_rows,
+                            int64_t d, int64_t ldg)
+{
+    const int adam = o->kind == GNN_SPARSE_ADAM;
+    const char *name = adam ? "sparse adam" : "adagrad";
+    const int64_t nt = table_rows * d, pool = table_rows - 7;
+    const size_t bytes = (size_t)nt * sizeof(float);
+    float *w = rand_floats(s, nt, 1.0f), *zeros = calloc((size_t)nt, sizeof(float));
+    int64_t *perm = malloc((size_t)pool * sizeof *perm);
+    assert_true(zeros && perm);
+    for (int64_t i = 0; i < pool; i++) perm[i] = i;
+    pair_t W = pair_up(w, bytes), S1 = pair_up(zeros, bytes), S2 = pair_up(zeros, bytes);
+    pair_t R = pair_alloc((size_t)pool * sizeof *perm);
+    const int64_t counts[5] = {pool / 2, 1, 0, pool / 4, pool - 3};
+    for (int64_t step = 1; step <= 5; step++) {
+        const int64_t n = counts[step - 1];
+        const int use_rows = step != 4;
+        shuffle(s, perm, pool);
+        pair_set(&R, perm);
+        float *g = rand_nonzero(s, n * ldg);
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t k = d; k < ldg; k++) g[i * ldg + k] = NAN;
+        pair_t G = pair_up(g, (size_t)(n * ldg) * sizeof(float));
+        context("%s d=%" PRId64 " ldg=%" PRId64 " step %" PRId64 " (%" PRId64 " rows%s)", name, d,
+                ldg, step, n, use_rows ? "" : ", rows NULL");
+        expect_ok(gnn_be_sparse_opt_step(g_cpu, o, n, d, use_rows ? R.c : NULL, table_rows, G.c,
+                                         ldg, W.c, S1.c, adam ? S2.c : NULL, step),
+                  gnn_be_sparse_opt_step(g_gpu, o, n, d, use_rows ? R.g : NULL, table_rows, G.g,
+                                         ldg, W.g, S1.g, adam ? S2.g : NULL, step));
+        float *hw = fetch(&W), *h1 = fetch(&S1), *h2 = fetch(&S2);
+        check_elems(hw, W.c, nt, 0.1, "w");
+        check_elems(h1, S1.c, nt, adam ? 1.5 : TINY, "s1");
+        check_elems(h2, S2.c, nt, TINY, "s2");
+        /* Rows never touched: as they started (the CPU side is checked
+         * by test_dense). */
+        if (memcmp(hw + pool * d, w + pool * d, (size_t)(7 * d) * sizeof(float)) ||
+            memcmp(h1 + pool * d, zeros, (size_t)(7 * d) * sizeof(float)))
+            fail_msg("%s: a row never in a step changed (seed %" PRIu64 ")", g_ctx, g_seed);
+        if (memcmp(h2 + (adam ? pool * d : 0), zeros, (size_t)((adam ? 7 : table_rows) * d) *
+                                                          sizeof(float)))
+            fail_msg("%s: s2 changed where it must not (seed %" PRIu64 ")", g_ctx, g_seed);
+        pair_free(&G);
+        free(g), free(hw), free(h1), free(h2);
+    }
+
+    /* Rows out of range at positions 517 and 800 (or 0 and 1 when fewer):
+     * GNN_EINVAL on both, the first named, nothing changed. */
+    context("%s d=%" PRId64 " bad row", name, d);
+    const int64_t n = pool - 3, p1 = n > 800 ? 517 : 0, p2 = n > 800 ? 800 : 1;
+    int64_t *bad = malloc((size_t)pool * sizeof *bad);
+    assert_non_null(bad);
+    memcpy(bad, perm, (size_t)pool * sizeof *bad);
+    bad[p1] = table_rows;
+    bad[p2] = -3;
+    pair_set(&R, bad);
+    float *gb = rand_nonzero(s, n * ldg);
+    pair_t G = pair_up(gb, (size_t)(n * ldg) * sizeof(float));
+    float *before = fetch(&W), *before1 = fetch(&S1);
+    expect_rc(gnn_be_sparse_opt_step(g_cpu, o, n, d, R.c, table_rows, G.c, ldg, W.c, S1.c,
+                                     adam ? S2.c : NULL, 6),
+              GNN_EINVAL, "CPU");
+    expect_rc(gnn_be_sparse_opt_step(g_gpu, o, n, d, R.g, table_rows, G.g, ldg, W.g, S1.g,
+                                     adam ? S2.g : NULL, 6),
+              GNN_EINVAL, "CUDA");
+    char want[64];
+    snprintf(want, sizeof want, "at position %" PRId64 " ", p1);
+    if (!strstr(gnn_error_message(), want))
+        fail_msg("%s: message \"%s\" does not name position %" PRId64, g_ctx, gnn_error_message(),
+                 p1);
+    /* rows NULL with more rows than the table. */
+    expect_rc(gnn_be_sparse_opt_step(g_gpu, o, table_rows + 1, d, NULL, table_rows, G.g, ldg,
+                                     W.g, S1.g, adam ? S2.g : NULL, 6),
+              GNN_EINVAL, "CUDA");
+    expect_rc(gnn_be_sparse_opt_step(g_gpu, o, n, d, R.g, table_rows, G.g, ldg, W.g, S1.g,
+                                     adam ? S2.g : NULL, 0),
+              GNN_EINVAL, "CUDA");
+    assert_int_equal(gnn_be_sync(g_gpu), 0); /* the backend still works */
+    float *after = fetch(&W), *after1 = fetch(&S1);
+    if (memcmp(after, before, bytes) || memcmp(after1, before1, bytes))
+        fail_msg("%s: a refused step changed the table (seed %" PRIu64 ")", g_ctx, g_seed);
+    pair_free(&G), pair_free(&W), pair_free(&S1), pair_free(&S2), pair_free(&R);
+    free(w), free(zeros), free(perm), free(bad), free(gb), free(before), free(before1), free(after),
+        free(after1);
+}
+
+static void test_sparse_opt(void **state)
+{
+    (void)state;
+    uint64_t s = g_seed ^ 0x73706f70;
+    static const int64_t ds[] = {1, 33, 129};
+    for (size_t di = 0; di < sizeof ds / sizeof ds[0]; di++) {
+        gnn_sparse_opt_t o;
+        memset(&o, 0, sizeof o);
+        o.kind = GNN_SPARSE_ADAM;
+        o.lr = 0.01f, o.beta1 = 0.9f, o.beta2 = 0.999f, o.eps = 1e-8f;
+        sparse_opt_case(&s, &o, 3000, ds[di], ds[di] + 3);
+        o.lr = 0.05f, o.beta1 = 0.8f, o.beta2 = 0.95f, o.eps = 0.1f; /* eps shows */
+        sparse_opt_case(&s, &o, 3000, ds[di], ds[di] + 3);
+        o.kind = GNN_SPARSE_ADAGRAD;
+        o.lr = 0.01f, o.eps = 1e-10f;
+        sparse_opt_case(&s, &o, 3000, ds[di], ds[di] + 3);
+    }
+    context("mem_available");
+    size_t avail = 0;
+    assert_int_equal(gnn_be_mem_available(g_gpu, &avail), 0);
+    assert_true(avail > 0);
+}
+
+static void test_copy_rows(void **state)
+{
+    (void)state;
+    uint64_t s = g_seed ^ 0x637079;
+    const int64_t src_rows = 300, n = 1000;
+    static const int64_t fs[] = {1, 3, 32, 33, 129};
+    int64_t *idx = malloc((size_t)n * sizeof *idx), *bad = malloc((size_t)n * sizeof *bad);
+    assert_true(idx && bad);
+    for (int64_t i = 0; i < n; i++) idx[i] = rng_below(&s, src_rows);
+    idx[11] = src_rows - 1;
+    pair_t I = pair_up(idx, (size_t)n * sizeof *idx);
+    for (size_t fi = 0; fi < sizeof fs / sizeof fs[0]; fi++) {
+        /* Columns [2, 2 + f) of the source into [4, 4 + f) of the destination. */
+        const int64_t f = fs[fi], lds = f + 5, ldd = f + 7, nd = n * ldd;
+        float *src = rand_floats(&s, src_rows * lds, 1.0f), *dst = rand_floats(&s, nd, 1.0f);
+        pair_t S = pair_up(src, (size_t)(src_rows * lds) * sizeof(float));
+        pair_t D = pair_up(dst, (size_t)nd * sizeof(float));
+        context("copy_rows f=%" PRId64 " idx", f);
+        expect_ok(gnn_be_copy_rows(g_cpu, n, f, (float *)S.c + 2, lds, src_rows, I.c,
+                                   (float *)D.c + 4, ldd),
+                  gnn_be_copy_rows(g_gpu, n, f, (float *)S.g + 2, lds, src_rows, I.g,
+                                   (float *)D.g + 4, ldd));
+        float *h = fetch(&D);
+        check_same_bits(h, D.c, nd, "dst");
+        free(h);
+
+        context("copy_rows f=%" PRId64 " idx NULL", f);
+        pair_set(&D, dst);
+        expect_ok(gnn_be_copy_rows(g_cpu, 250, f, (float *)S.c + 2, lds, src_rows, NULL,
+                                   (float *)D.c + 4, ldd),
+                  gnn_be_copy_rows(g_gpu, 250, f, (float *)S.g + 2, lds, src_rows, NULL,
+                                   (float *)D.g + 4, ldd));
+        h = fetch(&D);
+        check_same_bits(h, D.c, nd, "dst");
+        free(h);
+
+        /* Bad entries: the first one (position 517) is named, dst unchanged. */
+        context("copy_rows f=%" PRId64 " bad index", f);
+        memcpy(bad, idx, (size_t)n * sizeof *bad);
+        bad[517] = -7;
+        bad[800] = src_rows;
+        pair_t BI = pair_up(bad, (size_t)n * sizeof *bad);
+        expect_rc(gnn_be_copy_rows(g_cpu, n, f, S.c, lds, src_rows, BI.c, D.c, ldd), GNN_EINVAL,
+                  "CPU");
+        expect_rc(gnn_be_copy_rows(g_gpu, n, f, S.g, lds, src_rows, BI.g, D.g, ldd), GNN_EINVAL,
+                  "CUDA");
+        if (!strstr(gnn_error_message(), "index -7 at position 517"))
+            fail_msg("copy_rows: message \"%s\" does not name position 517", gnn_error_message());
+        bad[517] = idx[517];
+        pair_set(&BI, bad);
+        expect_rc(gnn_be_copy_rows(g_gpu, n, f, S.g, lds, src_rows, BI.g, D.g, ldd), GNN_EINVAL,
+                  "CUDA");
+        if (!strstr(gnn_error_message(), "at position 800"))
+            fail_msg("copy_rows: message \"%s\" does not name position 800", gnn_error_message());
+        expect_rc(gnn_be_copy_rows(g_gpu, src_rows + 1, f, S.g, lds, src_rows, NULL, D.g, ldd),
+                  GNN_EINVAL, "CUDA");
+        expect_rc(gnn_be_copy_rows(g_gpu, n, f, S.g, f - 1, src_rows, I.g, D.g, ldd), GNN_EINVAL,
+                  "CUDA");
+        expect_rc(gnn_be_copy_rows(g_gpu, n, f, S.g, lds, src_rows, I.g, D.g, f - 1), GNN_EINVAL,
+                  "CUDA");
+        assert_int_equal(gnn_be_sync(g_gpu), 0); /* the backend still works */
+        h = fetch(&D);
+        check_same_bits(h, D.c, nd, "dst after an error");
+        free(h);
+        pair_free(&BI), pair_free(&S), pair_free(&D);
+        free(src), free(dst);
+    }
+    context("copy_rows n=0");
+    assert_int_equal(gnn_be_copy_rows(g_gpu, 0, 4, I.g, 4, 1, I.g, I.g, 4), 0);
+    assert_int_equal(gnn_be_copy_rows(g_gpu, 0, 4, I.g, 4, 0, NULL, I.g, 4), 0);
+    pair_free(&I);
+    free(idx), free(bad);
 }
 
 /* Logits with many ties (values 0..3) and, when nan_every > 0, NaN at
@@ -1654,6 +1883,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_relu_axpby),   cmocka_unit_test(test_dropout),
         cmocka_unit_test(test_dropout_rows), cmocka_unit_test(test_gather_rows),
         cmocka_unit_test(test_softmax_xent), cmocka_unit_test(test_adam),
+        cmocka_unit_test(test_sparse_opt),   cmocka_unit_test(test_copy_rows),
         cmocka_unit_test(test_argmax_count), cmocka_unit_test(test_argmax_nan),
         cmocka_unit_test(test_sparse),       cmocka_unit_test(test_builtins),
         cmocka_unit_test(test_lse_plugin),   cmocka_unit_test(test_plugin_entry_points),

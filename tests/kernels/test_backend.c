@@ -3,8 +3,10 @@
  *
  * Opening by name and its errors; buffers (alignment, upload, download,
  * copy, zero); every dense operation through the backend gives the same
- * bits as the kernel it dispatches to; aggregation with each built-in of
- * the registry gives the same bits as kernels/spmm.h, forward and backward;
+ * bits as the kernel it dispatches to (the row-sparse optimisers and row
+ * copies on cpu-as-gpu too, which refuses host pointers); aggregation with
+ * each built-in of the registry gives the same bits as kernels/spmm.h,
+ * forward and backward;
  * the aggregation errors a user can meet (workspace too small, a graph of
  * another backend, a definition without CPU entry points, a failing
  * plug-in entry point with and without a message); allocation failures
@@ -297,6 +299,173 @@ static void test_dense_matches_kernels(void **state)
     free(a), free(b), free(c), free(want), free(got), free(bb), free(bias), free(dbias), free(hb);
     free(w), free(g), free(mw), free(vw), free(wg);
     gnn_backend_close(be);
+}
+
+/* ---- Row-sparse optimisers, row copies, free memory ------------------------- */
+
+/* On "cpu" and on "cpu-as-gpu": gnn_be_sparse_opt_step (adam, adagrad with
+ * s2 NULL; rows in a buffer and NULL) and gnn_be_copy_rows (idx in a
+ * buffer and NULL, into a block of columns) give the bits of the kernels;
+ * a row out of range is refused with the table unchanged; cpu-as-gpu
+ * refuses each host pointer; gnn_be_mem_available reports free memory. */
+static void test_sparse_opt_copy_rows_match_kernels(void **state)
+{
+    (void)state;
+    static const char *names[] = {"cpu", "cpu-as-gpu"};
+    const size_t fb = sizeof(float);
+    for (int as_gpu = 0; as_gpu < 2; as_gpu++) {
+        gnn_backend_t *be;
+        assert_int_equal(gnn_backend_open(names[as_gpu], &be), 0);
+        uint64_t s = g_seed ^ 0x73706172;
+        const int64_t table_rows = 40, d = 6, ldg = 9, nt = table_rows * d;
+        for (int kind = 0; kind < 2; kind++) {
+            gnn_sparse_opt_t o;
+            memset(&o, 0, sizeof o);
+            o.kind = kind ? GNN_SPARSE_ADAGRAD : GNN_SPARSE_ADAM;
+            o.lr = 0.05f;
+            o.beta1 = 0.9f;
+            o.beta2 = 0.999f;
+            o.eps = kind ? 1e-10f : 1e-8f;
+            float *w = rand_floats(&s, nt), *s1 = calloc(nt, fb), *s2 = calloc(nt, fb);
+            float *back = malloc(nt * fb);
+            assert_true(s1 && s2 && back);
+            float *dw = up(be, w, nt * fb), *ds1 = up(be, s1, nt * fb), *ds2 = up(be, s2, nt * fb);
+            float *dsn = kind ? NULL : ds2, *sn = kind ? NULL : s2; /* adagrad: s2 NULL */
+            /* Steps over 17, 1, 25 rows (rows 35..39 never), then rows NULL. */
+            int64_t perm[35];
+            for (int64_t step = 1; step <= 4; step++) {
+                static const int64_t counts[4] = {17, 1, 25, 12};
+                int64_t n = counts[step - 1];
+                for (int64_t i = 0; i < 35; i++) perm[i] = i;
+                for (int64_t i = 34; i > 0; i--) {
+                    int64_t j = (int64_t)(tu_rng_next(&s) % (uint64_t)(i + 1)), t = perm[i];
+                    perm[i] = perm[j], perm[j] = t;
+                }
+                float *g = rand_floats(&s, n * ldg);
+                float *dg = up(be, g, n * ldg * fb);
+                int64_t *drows = up(be, perm, sizeof perm), *rows = step == 4 ? NULL : perm;
+                assert_int_equal(gnn_sparse_opt_step(&o, n, d, rows, table_rows, g, ldg, w, s1, sn,
+                                                     step),
+                                 0);
+                assert_int_equal(gnn_be_sparse_opt_step(be, &o, n, d, rows ? drows : NULL,
+                                                        table_rows, dg, ldg, dw, ds1, dsn, step),
+                                 0);
+                assert_int_equal(gnn_be_download(be, back, dw, nt * fb), 0);
+                expect_same(back, w, nt * fb, "sparse_opt_step w");
+                assert_int_equal(gnn_be_download(be, back, ds1, nt * fb), 0);
+                expect_same(back, s1, nt * fb, "sparse_opt_step s1");
+                assert_int_equal(gnn_be_download(be, back, ds2, nt * fb), 0);
+                expect_same(back, s2, nt * fb, "sparse_opt_step s2"); /* adagrad: still 0 */
+
+                /* A row out of range (last position): refused, nothing changed. */
+                if (step == 1) {
+                    int64_t bad[3] = {4, 0, table_rows};
+                    int64_t *dbad = up(be, bad, sizeof bad);
+                    expect_error(gnn_be_sparse_opt_step(be, &o, 3, d, dbad, table_rows, dg, ldg,
+                                                        dw, ds1, dsn, 2),
+                                 GNN_EINVAL, "row 40 at position 2 outside [0, 40)");
+                    expect_error(gnn_be_sparse_opt_step(be, &o, n, d, drows, table_rows, dg, ldg,
+                                                        dw, ds1, dsn, 0),
+                                 GNN_EINVAL, "step 0 < 1");
+                    assert_int_equal(gnn_be_download(be, back, dw, nt * fb), 0);
+                    expect_same(back, w, nt * fb, "sparse_opt_step w after an error");
+                    assert_int_equal(gnn_be_download(be, back, ds1, nt * fb), 0);
+                    expect_same(back, s1, nt * fb, "sparse_opt_step s1 after an error");
+                    gnn_be_free(be, dbad);
+                }
+                /* cpu-as-gpu: each host pointer refused, nothing changed. */
+                if (as_gpu && step == 2) {
+                    expect_error(gnn_be_sparse_opt_step(be, &o, n, d, perm, table_rows, dg, ldg,
+                                                        dw, ds1, dsn, 3),
+                                 GNN_EINVAL,
+                                 "gnn_be_sparse_opt_step: rows is not a buffer of cpu-as-gpu");
+                    expect_error(gnn_be_sparse_opt_step(be, &o, n, d, drows, table_rows, g, ldg,
+                                                        dw, ds1, dsn, 3),
+                                 GNN_EINVAL,
+                                 "gnn_be_sparse_opt_step: g is not a buffer of cpu-as-gpu");
+                    expect_error(gnn_be_sparse_opt_step(be, &o, n, d, drows, table_rows, dg, ldg,
+                                                        w, ds1, dsn, 3),
+                                 GNN_EINVAL,
+                                 "gnn_be_sparse_opt_step: w is not a buffer of cpu-as-gpu");
+                    expect_error(gnn_be_sparse_opt_step(be, &o, n, d, drows, table_rows, dg, ldg,
+                                                        dw, s1, dsn, 3),
+                                 GNN_EINVAL,
+                                 "gnn_be_sparse_opt_step: s1 is not a buffer of cpu-as-gpu");
+                    if (!kind)
+                        expect_error(gnn_be_sparse_opt_step(be, &o, n, d, drows, table_rows, dg,
+                                                            ldg, dw, ds1, s2, 3),
+                                     GNN_EINVAL,
+                                     "gnn_be_sparse_opt_step: s2 is not a buffer of cpu-as-gpu");
+                    assert_int_equal(gnn_be_download(be, back, dw, nt * fb), 0);
+                    expect_same(back, w, nt * fb, "sparse_opt_step w after a refusal");
+                    assert_int_equal(gnn_be_download(be, back, ds1, nt * fb), 0);
+                    expect_same(back, s1, nt * fb, "sparse_opt_step s1 after a refusal");
+                }
+                gnn_be_free(be, dg), gnn_be_free(be, drows);
+                free(g);
+            }
+            /* Adam without s2: a NULL argument. */
+            if (!kind)
+                expect_error(gnn_be_sparse_opt_step(be, &o, 1, d, NULL, table_rows, dw, d, dw,
+                                                    ds1, NULL, 5),
+                             GNN_EINVAL, "gnn_be_sparse_opt_step: NULL argument");
+            gnn_be_free(be, dw), gnn_be_free(be, ds1), gnn_be_free(be, ds2);
+            free(w), free(s1), free(s2), free(back);
+        }
+
+        /* copy_rows: 30 x 11 source, columns 2..9 of it into columns 3..10
+         * of a 25 x 14 destination. */
+        const int64_t src_rows = 30, lds = 11, n = 25, f = 8, ldd = 14;
+        float *src = rand_floats(&s, src_rows * lds), *dst = rand_floats(&s, n * ldd);
+        float *want = malloc(n * ldd * fb), *got = malloc(n * ldd * fb);
+        int64_t idx[25];
+        assert_true(want && got);
+        for (int64_t i = 0; i < n; i++) idx[i] = (int64_t)(tu_rng_next(&s) % (uint64_t)src_rows);
+        idx[3] = src_rows - 1;
+        float *dsrc = up(be, src, src_rows * lds * fb), *ddst = up(be, dst, n * ldd * fb);
+        int64_t *didx = up(be, idx, sizeof idx);
+        memcpy(want, dst, n * ldd * fb);
+        assert_int_equal(gnn_copy_rows(n, f, src + 2, lds, src_rows, idx, want + 3, ldd), 0);
+        assert_int_equal(gnn_be_copy_rows(be, n, f, dsrc + 2, lds, src_rows, didx, ddst + 3, ldd), 0);
+        assert_int_equal(gnn_be_download(be, got, ddst, n * ldd * fb), 0);
+        expect_same(got, want, n * ldd * fb, "copy_rows");
+        assert_int_equal(gnn_copy_rows(n - 5, f, src, lds, src_rows, NULL, want, ldd), 0);
+        assert_int_equal(gnn_be_copy_rows(be, n - 5, f, dsrc, lds, src_rows, NULL, ddst, ldd), 0);
+        assert_int_equal(gnn_be_download(be, got, ddst, n * ldd * fb), 0);
+        expect_same(got, want, n * ldd * fb, "copy_rows without idx");
+        /* Errors leave dst as it was. */
+        int64_t bad[25];
+        memcpy(bad, idx, sizeof bad);
+        bad[24] = -4;
+        int64_t *dbad = up(be, bad, sizeof bad);
+        expect_error(gnn_be_copy_rows(be, n, f, dsrc, lds, src_rows, dbad, ddst, ldd), GNN_EINVAL,
+                     "index -4 at position 24 outside [0, 30)");
+        expect_error(gnn_be_copy_rows(be, n, f, dsrc, f - 1, src_rows, didx, ddst, ldd),
+                     GNN_EINVAL, "below the width");
+        expect_error(gnn_be_copy_rows(be, src_rows + 1, f, dsrc, lds, src_rows, NULL, ddst, ldd),
+                     GNN_EINVAL, "gnn_copy_rows");
+        if (as_gpu) {
+            expect_error(gnn_be_copy_rows(be, n, f, src, lds, src_rows, didx, ddst, ldd),
+                         GNN_EINVAL, "gnn_be_copy_rows: src is not a buffer of cpu-as-gpu");
+            expect_error(gnn_be_copy_rows(be, n, f, dsrc, lds, src_rows, idx, ddst, ldd),
+                         GNN_EINVAL, "gnn_be_copy_rows: idx is not a buffer of cpu-as-gpu");
+            expect_error(gnn_be_copy_rows(be, n, f, dsrc, lds, src_rows, didx, got, ldd),
+                         GNN_EINVAL, "gnn_be_copy_rows: dst is not a buffer of cpu-as-gpu");
+        }
+        assert_int_equal(gnn_be_download(be, got, ddst, n * ldd * fb), 0);
+        expect_same(got, want, n * ldd * fb, "copy_rows after an error");
+        expect_error(gnn_be_copy_rows(be, n, f, NULL, lds, src_rows, didx, ddst, ldd), GNN_EINVAL,
+                     "gnn_be_copy_rows: NULL argument");
+        gnn_be_free(be, dsrc), gnn_be_free(be, ddst), gnn_be_free(be, didx), gnn_be_free(be, dbad);
+        free(src), free(dst), free(want), free(got);
+
+        /* Free memory: some, in bytes. */
+        size_t avail = 0;
+        assert_int_equal(gnn_be_mem_available(be, &avail), 0);
+        assert_true(avail > 0);
+        expect_error(gnn_be_mem_available(be, NULL), GNN_EINVAL, "NULL argument");
+        gnn_backend_close(be);
+    }
 }
 
 /* ---- Aggregation ------------------------------------------------------------ */
@@ -615,6 +784,7 @@ int main(void)
         cmocka_unit_test(test_open),
         cmocka_unit_test(test_memory),
         cmocka_unit_test(test_dense_matches_kernels),
+        cmocka_unit_test(test_sparse_opt_copy_rows_match_kernels),
         cmocka_unit_test(test_builtins_match_spmm),
         cmocka_unit_test(test_aggr_errors),
         cmocka_unit_test(test_graph_alloc_failure),

@@ -10,9 +10,13 @@
  * double. The generator has known-answer tests: Random123's Philox-4x32-10
  * vectors, and fixed uniforms and dropout masks that the CUDA backend must
  * reproduce bit for bit. Adam is checked against a two-step example worked
- * out by hand (decimal arithmetic). Reductions are checked to give the same
- * bits for 1 to 4 threads. The random inputs print their seed; set
- * GNN_TEST_SEED to replay one.
+ * out by hand (decimal arithmetic). The row-sparse optimisers (SparseAdam,
+ * Adagrad) follow a double reference of torch's formulas over five steps of
+ * changing row subsets, rows outside a step keeping their bits, and
+ * three-step examples worked out by hand; gnn_copy_rows writes exactly its
+ * block of columns. Reductions are checked to give the same bits for 1 to
+ * 4 threads. The random inputs print their seed; set GNN_TEST_SEED to
+ * replay one.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -828,6 +832,397 @@ static void test_adam_against_reference(void **state)
     assert_true(w == 1.0f && m == 0.0f && v == 0.0f);
 }
 
+/* ---- Row-sparse optimisers ------------------------------------------------------ */
+
+/* torch.optim.SparseAdam / Adagrad in double on the rows rows[i] (NULL:
+ * 0 .. n - 1) of a table w (x d), gradient row i at g + i * ldg. The
+ * hyper-parameters are the float values given to the kernel. */
+static void ref_sparse_step(const gnn_sparse_opt_t *o, int64_t n, int64_t d, const int64_t *rows,
+                            const float *g, int64_t ldg, double *w, double *s1, double *s2,
+                            int64_t step)
+{
+    const double b1 = o->beta1, b2 = o->beta2, lr = o->lr, eps = o->eps;
+    const double step_size = lr * sqrt(1.0 - pow(b2, (double)step)) / (1.0 - pow(b1, (double)step));
+    for (int64_t i = 0; i < n; i++) {
+        int64_t r = rows ? rows[i] : i;
+        for (int64_t k = 0; k < d; k++) {
+            double gk = g[i * ldg + k];
+            int64_t j = r * d + k;
+            if (o->kind == GNN_SPARSE_ADAGRAD) {
+                s1[j] += gk * gk;
+                w[j] -= lr * gk / (sqrt(s1[j]) + eps);
+            } else {
+                s1[j] = b1 * s1[j] + (1.0 - b1) * gk;
+                s2[j] = b2 * s2[j] + (1.0 - b2) * gk * gk;
+                w[j] -= step_size * s1[j] / (sqrt(s2[j]) + eps);
+            }
+        }
+    }
+}
+
+/* A gradient of n rows of d values at stride ldg, scale * [-1, 1), its
+ * padding NaN (a read of it poisons the result). */
+static float *rand_grad(uint64_t *st, int64_t n, int64_t d, int64_t ldg, float scale)
+{
+    float *g = rand_floats(st, n * ldg, -scale, scale);
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t k = d; k < ldg; k++) g[i * ldg + k] = NAN;
+    return g;
+}
+
+/* Rows of a (x d) table outside the marked ones: bitwise as in before. */
+static void expect_rows_kept(const char *what, const float *a, const float *before,
+                             const unsigned char *touched, int64_t table_rows, int64_t d,
+                             int64_t step)
+{
+    for (int64_t r = 0; r < table_rows; r++)
+        if (!touched[r] && memcmp(a + r * d, before + r * d, (size_t)d * sizeof *a))
+            fail_msg("%s: row %" PRId64 " not in step %" PRId64 " changed (seed %" PRIu64 ")",
+                     what, r, step, g_seed);
+}
+
+static float *fdup(const float *a, int64_t n)
+{
+    float *b = malloc((size_t)(n > 0 ? n : 1) * sizeof *b);
+    assert_non_null(b);
+    memcpy(b, a, (size_t)n * sizeof *b);
+    return b;
+}
+
+/*
+ * Five steps of o on a table_rows x d table: random subsets of distinct
+ * rows in random order drawn from the first table_rows - 5 rows (the last
+ * five are never touched), one step with no rows, one with rows NULL (the
+ * first n rows), gradients at stride ldg > d. After every step w, s1 (and
+ * s2 for adam) match the double reference, the rows not in the step are
+ * bitwise unchanged, and so is an s2 that adagrad is given.
+ */
+static void sparse_opt_case(uint64_t *st, const gnn_sparse_opt_t *o, int64_t table_rows,
+                            int64_t d, int64_t ldg, float gscale, int adagrad_s2)
+{
+    const int adam = o->kind == GNN_SPARSE_ADAM;
+    const int64_t nt = table_rows * d, pool = table_rows - 5;
+    float *w = rand_floats(st, nt, -1, 1), *s1 = calloc((size_t)nt, sizeof *s1), *s2 = NULL;
+    assert_non_null(s1);
+    if (adam) {
+        s2 = calloc((size_t)nt, sizeof *s2);
+        assert_non_null(s2);
+    } else if (adagrad_s2) {
+        s2 = rand_floats(st, nt, -1, 1); /* must stay as it is */
+    }
+    float *s2_start = s2 ? fdup(s2, nt) : NULL;
+    double *wd = to_double(w, nt), *s1d = dalloc(nt), *s2d = dalloc(nt);
+    unsigned char *touched = malloc((size_t)table_rows), *ever = calloc((size_t)table_rows, 1);
+    assert_true(touched && ever);
+    /* Rows per step: a large subset, one row, none, rows NULL, most rows. */
+    const int64_t counts[5] = {pool / 2 + 1, 1, 0, pool / 3 + 1, pool - 2};
+    for (int64_t step = 1; step <= 5; step++) {
+        int64_t n = counts[step - 1];
+        int64_t *perm = rand_perm(st, pool), *rows = step == 4 ? NULL : perm;
+        float *g = rand_grad(st, n, d, ldg, gscale);
+        /* Keep the gradients clear of 0 so that no element sits where the
+         * step is ~lr g / eps (a rounding there is no formula error). */
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t k = 0; k < d; k++)
+                if (fabsf(g[i * ldg + k]) < 1e-3f * gscale) g[i * ldg + k] = 0.5f * gscale;
+        memset(touched, 0, (size_t)table_rows);
+        for (int64_t i = 0; i < n; i++) touched[rows ? rows[i] : i] = ever[rows ? rows[i] : i] = 1;
+        float *w0 = fdup(w, nt), *s10 = fdup(s1, nt), *s20 = s2 ? fdup(s2, nt) : NULL;
+        assert_int_equal(gnn_sparse_opt_step(o, n, d, rows, table_rows, g, ldg, w, s1, s2, step),
+                         0);
+        ref_sparse_step(o, n, d, rows, g, ldg, wd, s1d, s2d, step);
+        expect_close(adam ? "sparse adam w" : "adagrad w", w, wd, nt, 1e-6, 0.1);
+        expect_close(adam ? "sparse adam s1" : "adagrad s1", s1, s1d, nt, 1e-6,
+                     adam ? gscale : 1e-30);
+        if (adam) expect_close("sparse adam s2", s2, s2d, nt, 1e-6, 1e-30);
+        expect_rows_kept("w", w, w0, touched, table_rows, d, step);
+        expect_rows_kept("s1", s1, s10, touched, table_rows, d, step);
+        if (adam) expect_rows_kept("s2", s2, s20, touched, table_rows, d, step);
+        free(perm), free(g), free(w0), free(s10), free(s20);
+    }
+    /* The last five rows never took part: their state is still zero. */
+    for (int64_t r = pool; r < table_rows; r++) assert_false(ever[r]);
+    for (int64_t j = pool * d; j < nt; j++) assert_true(s1[j] == 0.0f);
+    if (adam)
+        for (int64_t j = pool * d; j < nt; j++) assert_true(s2[j] == 0.0f);
+    if (s2 && !adam) assert_memory_equal(s2, s2_start, (size_t)nt * sizeof *s2);
+    free(w), free(s1), free(s2), free(s2_start), free(wd), free(s1d), free(s2d);
+    free(touched), free(ever);
+}
+
+static gnn_sparse_opt_t sparse_opts(gnn_sparse_opt_kind_t kind, float lr, float b1, float b2,
+                                    float eps)
+{
+    gnn_sparse_opt_t o;
+    memset(&o, 0, sizeof o);
+    o.kind = kind;
+    o.lr = lr;
+    o.beta1 = b1;
+    o.beta2 = b2;
+    o.eps = eps;
+    return o;
+}
+
+static void test_sparse_opt_hand_example(void **state)
+{
+    (void)state;
+    /* First Adam step, torch's defaults, lr 0.1: s1 / sqrt(s2) is
+     * sign(g) / sqrt(1 - b2) and the bias corrections cancel it, so w moves
+     * by lr sign(g) (less a relative 6.3e-7 for eps). */
+    for (int sgn = -1; sgn <= 1; sgn += 2) {
+        gnn_sparse_opt_t o = sparse_opts(GNN_SPARSE_ADAM, 0.1f, 0.9f, 0.999f, 1e-8f);
+        float w = 1.0f, g = 0.5f * (float)sgn, m = 0.0f, v = 0.0f;
+        assert_int_equal(gnn_sparse_opt_step(&o, 1, 1, NULL, 1, &g, 1, &w, &m, &v, 1), 0);
+        double want = 1.0 - 0.1 * sgn;
+        if (!(fabs(w - want) <= 1e-6))
+            fail_msg("sparse adam first step: w %.9g, want %.9g", (double)w, want);
+        /* s1 = (1 - b1) g, 1 - 0.9f being 0.100000024. */
+        assert_true(fabsf(m - 0.05f * (float)sgn) <= 1e-7f);
+    }
+    /* w = 1, betas (0.5, 0.75), lr 0.5, eps 0.25 (all exact in binary),
+     * gradients 1, -1, 0.5; worked out in 40-digit decimal arithmetic. The
+     * first step is exactly 1/3: s1 = 0.5, sqrt(s2) = 0.5, step size
+     * 0.5 sqrt(0.25) / 0.5 = 0.5, so 0.5 * 0.5 / (0.5 + 0.25). (gnn_adam's
+     * placement of eps, inside the bias correction, would give 0.4.) */
+    static const double adam_w[3] = {0.66666666666666667, 0.78761801913709471,
+                                     0.72554901372588838};
+    static const float adam_m[3] = {0.5f, -0.25f, 0.125f}, adam_v[3] = {0.25f, 0.4375f, 0.390625f};
+    /* Adagrad, lr 0.5, eps 0.25, gradients 2, -1, 0.5: s1 = 4, 5, 5.25. */
+    static const double ada_w[3] = {0.55555555555555556, 0.75667636340363552,
+                                    0.65830104545289239};
+    static const float ada_s[3] = {4.0f, 5.0f, 5.25f};
+    const float ga[3] = {1.0f, -1.0f, 0.5f}, gb[3] = {2.0f, -1.0f, 0.5f};
+    gnn_sparse_opt_t adam = sparse_opts(GNN_SPARSE_ADAM, 0.5f, 0.5f, 0.75f, 0.25f);
+    gnn_sparse_opt_t ada = sparse_opts(GNN_SPARSE_ADAGRAD, 0.5f, 0.0f, 0.0f, 0.25f);
+    float w = 1.0f, m = 0.0f, v = 0.0f, wb = 1.0f, s = 0.0f;
+    /* The table has 3 rows; only row 1 takes part. */
+    float tw[3] = {7.0f, 1.0f, -7.0f}, ts1[3] = {0}, ts2[3] = {0};
+    const int64_t row1 = 1;
+    for (int64_t step = 1; step <= 3; step++) {
+        assert_int_equal(gnn_sparse_opt_step(&adam, 1, 1, NULL, 1, &ga[step - 1], 1, &w, &m, &v,
+                                             step),
+                         0);
+        expect_close("sparse adam w", &w, &adam_w[step - 1], 1, 1e-6, 0);
+        assert_true(m == adam_m[step - 1]);
+        assert_true(v == adam_v[step - 1]);
+        assert_int_equal(gnn_sparse_opt_step(&adam, 1, 1, &row1, 3, &ga[step - 1], 1, tw, ts1,
+                                             ts2, step),
+                         0);
+        assert_true(tw[1] == w && ts1[1] == m && ts2[1] == v);
+        assert_true(tw[0] == 7.0f && tw[2] == -7.0f && ts1[0] == 0.0f && ts2[2] == 0.0f);
+        assert_int_equal(gnn_sparse_opt_step(&ada, 1, 1, NULL, 1, &gb[step - 1], 1, &wb, &s, NULL,
+                                             step),
+                         0);
+        expect_close("adagrad w", &wb, &ada_w[step - 1], 1, 1e-6, 0);
+        assert_true(s == ada_s[step - 1]);
+    }
+}
+
+static void test_sparse_opt_against_reference(void **state)
+{
+    (void)state;
+    uint64_t st = g_seed ^ 0x73706f;
+    /* Small tables, and one large enough for the threaded path. */
+    static const int64_t shapes[][3] = {{50, 7, 10}, {9, 1, 3}, {6000, 13, 16}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int64_t rows = shapes[s][0], d = shapes[s][1], ldg = shapes[s][2];
+        gnn_sparse_opt_t o = sparse_opts(GNN_SPARSE_ADAM, 0.01f, 0.9f, 0.999f, 1e-8f);
+        sparse_opt_case(&st, &o, rows, d, ldg, 1.0f, 0);
+        /* Other betas, and an eps the size of the gradients: eps outside
+         * the bias correction (torch's SparseAdam) shows. */
+        o = sparse_opts(GNN_SPARSE_ADAM, 0.05f, 0.8f, 0.95f, 1e-2f);
+        sparse_opt_case(&st, &o, rows, d, ldg, 1e-2f, 0);
+        o = sparse_opts(GNN_SPARSE_ADAGRAD, 0.01f, 0.9f, 0.999f, 1e-10f);
+        sparse_opt_case(&st, &o, rows, d, ldg, 1.0f, 0);
+        o = sparse_opts(GNN_SPARSE_ADAGRAD, 0.1f, 0.0f, 0.0f, 1e-2f);
+        sparse_opt_case(&st, &o, rows, d, ldg, 1e-2f, 1);
+    }
+}
+
+/* gnn_sparse_opt_step refused with GNN_EINVAL (message containing want),
+ * w, s1, s2 unchanged. */
+static void expect_sparse_refused(const gnn_sparse_opt_t *o, int64_t n, int64_t d,
+                                  const int64_t *rows, int64_t table_rows, const float *g,
+                                  int64_t ldg, float *w, float *s1, float *s2, int64_t nt,
+                                  int64_t step, const char *want)
+{
+    float *w0 = fdup(w, nt), *s10 = fdup(s1, nt), *s20 = fdup(s2, nt);
+    expect_error(gnn_sparse_opt_step(o, n, d, rows, table_rows, g, ldg, w, s1, s2, step),
+                 GNN_EINVAL, want);
+    assert_memory_equal(w, w0, (size_t)nt * sizeof *w);
+    assert_memory_equal(s1, s10, (size_t)nt * sizeof *s1);
+    assert_memory_equal(s2, s20, (size_t)nt * sizeof *s2);
+    free(w0), free(s10), free(s20);
+}
+
+static void test_sparse_opt_errors(void **state)
+{
+    (void)state;
+    uint64_t st = g_seed ^ 0x73706e;
+    const int64_t table_rows = 8, d = 3, nt = table_rows * d;
+    float *w = rand_floats(&st, nt, -1, 1), *s1 = rand_floats(&st, nt, 0, 1);
+    float *s2 = rand_floats(&st, nt, 0, 1), *g = rand_floats(&st, 4 * d, -1, 1);
+    int64_t rows[4] = {2, 5, 0, 7};
+    for (int kind = 0; kind < 2; kind++) {
+        gnn_sparse_opt_t ok = sparse_opts(kind ? GNN_SPARSE_ADAGRAD : GNN_SPARSE_ADAM, 0.1f, 0.9f,
+                                          0.999f, 1e-8f),
+                         o = ok;
+        /* A row outside the table, late in the list: nothing changed. */
+        rows[3] = table_rows;
+        expect_sparse_refused(&o, 4, d, rows, table_rows, g, d, w, s1, s2, nt, 1,
+                              "row 8 at position 3 outside [0, 8)");
+        rows[3] = -1;
+        expect_sparse_refused(&o, 4, d, rows, table_rows, g, d, w, s1, s2, nt, 1,
+                              "row -1 at position 3");
+        rows[3] = 7;
+        /* rows NULL: n beyond the table. */
+        expect_sparse_refused(&o, table_rows + 1, d, NULL, table_rows, g, d, w, s1, s2, nt, 1,
+                              "gnn_sparse_opt_step");
+        /* step, lr, eps, stride, sizes. */
+        expect_sparse_refused(&o, 4, d, rows, table_rows, g, d, w, s1, s2, nt, 0, "step 0 < 1");
+        expect_sparse_refused(&o, 4, d, rows, table_rows, g, d, w, s1, s2, nt, -3, "step -3 < 1");
+        o.lr = -0.1f;
+        expect_sparse_refused(&o, 4, d, rows, table_rows, g, d, w, s1, s2, nt, 1, "bad lr");
+        o.lr = NAN;
+        expect_sparse_refused(&o, 4, d, rows, table_rows, g, d, w, s1, s2, nt, 1, "bad lr");
+        o.lr = INFINITY;
+        expect_sparse_refused(&o, 4, d, rows, table_rows, g, d, w, s1, s2, nt, 1, "bad lr");
+        o = ok;
+        o.eps = 0.0f;
+        expect_sparse_refused(&o, 4, d, rows, table_rows, g, d, w, s1, s2, nt, 1, "bad eps");
+        o.eps = -1e-8f;
+        expect_sparse_refused(&o, 4, d, rows, table_rows, g, d, w, s1, s2, nt, 1, "bad eps");
+        o.eps = NAN;
+        expect_sparse_refused(&o, 4, d, rows, table_rows, g, d, w, s1, s2, nt, 1, "bad eps");
+        o = ok;
+        expect_sparse_refused(&o, 4, d, rows, table_rows, g, d - 1, w, s1, s2, nt, 1,
+                              "gradient stride 2 < 3");
+        expect_sparse_refused(&o, -1, d, rows, table_rows, g, d, w, s1, s2, nt, 1, "negative");
+        expect_sparse_refused(&o, 4, -1, rows, table_rows, g, d, w, s1, s2, nt, 1, "negative");
+        o.kind = (gnn_sparse_opt_kind_t)7;
+        expect_sparse_refused(&o, 4, d, rows, table_rows, g, d, w, s1, s2, nt, 1,
+                              "unknown optimiser");
+        expect_sparse_refused(NULL, 4, d, rows, table_rows, g, d, w, s1, s2, nt, 1, "no options");
+    }
+    /* Adam's betas must lie in [0, 1). */
+    static const float bad_betas[][2] = {{1.0f, 0.999f}, {0.9f, 1.0f}, {-0.1f, 0.999f},
+                                         {0.9f, -0.5f}, {NAN, 0.999f}, {0.9f, NAN}};
+    for (size_t b = 0; b < sizeof bad_betas / sizeof bad_betas[0]; b++) {
+        gnn_sparse_opt_t o =
+            sparse_opts(GNN_SPARSE_ADAM, 0.1f, bad_betas[b][0], bad_betas[b][1], 1e-8f);
+        expect_sparse_refused(&o, 4, d, rows, table_rows, g, d, w, s1, s2, nt, 1, "betas");
+    }
+    /* A bad row past the threading threshold: the first one is named. */
+    const int64_t big = 40000;
+    float *bw = rand_floats(&st, big, -1, 1), *bs1 = calloc((size_t)big, sizeof *bs1);
+    float *bs2 = calloc((size_t)big, sizeof *bs2), *bg = rand_floats(&st, big, -1, 1);
+    int64_t *brows = rand_perm(&st, big);
+    assert_true(bs1 && bs2);
+    brows[39000] = big;
+    brows[33001] = -2;
+    gnn_sparse_opt_t o = sparse_opts(GNN_SPARSE_ADAM, 0.1f, 0.9f, 0.999f, 1e-8f);
+    expect_sparse_refused(&o, big, 1, brows, big, bg, 1, bw, bs1, bs2, big, 1,
+                          "row -2 at position 33001 outside [0, 40000)");
+    free(bw), free(bs1), free(bs2), free(bg), free(brows);
+    free(w), free(s1), free(s2), free(g);
+}
+
+/* ---- Strided row copies ----------------------------------------------------------- */
+
+/* dst (n x ldd, a copy of dst0) after gnn_copy_rows into columns
+ * [off, off + f): those hold the source rows bit for bit, the rest is
+ * dst0's. */
+static void expect_copied(const float *dst, const float *dst0, int64_t n, int64_t ldd,
+                          int64_t off, int64_t f, const float *src, int64_t lds,
+                          const int64_t *idx)
+{
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t k = 0; k < ldd; k++) {
+            int in = k >= off && k < off + f;
+            const float *want = in ? &src[(idx ? idx[i] : i) * lds + k - off] : &dst0[i * ldd + k];
+            if (memcmp(&dst[i * ldd + k], want, sizeof *want))
+                fail_msg("copy_rows: dst[%" PRId64 "][%" PRId64 "] = %.9g, want %.9g (%s; seed %" PRIu64
+                         ")",
+                         i, k, (double)dst[i * ldd + k], (double)*want,
+                         in ? "copied" : "outside the block", g_seed);
+        }
+}
+
+static void test_copy_rows(void **state)
+{
+    (void)state;
+    uint64_t st = g_seed ^ 0x637079;
+    /* {src_rows, n, f, lds, ldd, dst column offset, src column offset} */
+    static const int64_t cases[][7] = {{10, 4, 3, 5, 7, 2, 1},    {1, 1, 1, 1, 1, 0, 0},
+                                       {7, 12, 5, 5, 9, 4, 0},    {300, 250, 33, 40, 70, 30, 7},
+                                       {2000, 3000, 16, 20, 48, 8, 4}, {5, 3, 0, 2, 2, 1, 0}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int64_t src_rows = cases[c][0], n = cases[c][1], f = cases[c][2], lds = cases[c][3],
+                ldd = cases[c][4], off = cases[c][5], soff = cases[c][6];
+        float *src = rand_floats(&st, src_rows * lds, -1, 1);
+        float *dst0 = rand_floats(&st, n * ldd, 2, 3), *dst = fdup(dst0, n * ldd);
+        int64_t *idx = malloc((size_t)n * sizeof *idx);
+        assert_non_null(idx);
+        /* Repeats allowed; the last source row always among them. */
+        for (int64_t i = 0; i < n; i++) idx[i] = (int64_t)(tu_rng_next(&st) % (uint64_t)src_rows);
+        idx[n / 2] = src_rows - 1;
+        assert_int_equal(gnn_copy_rows(n, f, src + soff, lds, src_rows, idx, dst + off, ldd), 0);
+        expect_copied(dst, dst0, n, ldd, off, f, src + soff, lds, idx);
+
+        /* idx NULL: the first n rows (n <= src_rows). */
+        int64_t m = n < src_rows ? n : src_rows;
+        memcpy(dst, dst0, (size_t)(n * ldd) * sizeof *dst);
+        assert_int_equal(gnn_copy_rows(m, f, src + soff, lds, src_rows, NULL, dst + off, ldd), 0);
+        expect_copied(dst, dst0, m, ldd, off, f, src + soff, lds, NULL);
+        assert_memory_equal(dst + m * ldd, dst0 + m * ldd, (size_t)((n - m) * ldd) * sizeof *dst);
+
+        /* Bad indices, bad strides: GNN_EINVAL, nothing written. */
+        if (f > 0) {
+            memcpy(dst, dst0, (size_t)(n * ldd) * sizeof *dst);
+            int64_t keep = idx[n - 1];
+            char want[96];
+            idx[n - 1] = src_rows;
+            snprintf(want, sizeof want, "index %" PRId64 " at position %" PRId64 " outside [0, %" PRId64 ")",
+                     src_rows, n - 1, src_rows);
+            expect_error(gnn_copy_rows(n, f, src, lds, src_rows, idx, dst + off, ldd), GNN_EINVAL,
+                         want);
+            idx[n - 1] = -1;
+            expect_error(gnn_copy_rows(n, f, src, lds, src_rows, idx, dst + off, ldd), GNN_EINVAL,
+                         "index -1");
+            idx[n - 1] = keep;
+            expect_error(gnn_copy_rows(src_rows + 1, f, src, lds, src_rows, NULL, dst, ldd),
+                         GNN_EINVAL, "gnn_copy_rows");
+            expect_error(gnn_copy_rows(n, f, src, f - 1, src_rows, idx, dst, ldd), GNN_EINVAL,
+                         "below the width");
+            expect_error(gnn_copy_rows(n, f, src, lds, src_rows, idx, dst, f - 1), GNN_EINVAL,
+                         "below the width");
+            assert_memory_equal(dst, dst0, (size_t)(n * ldd) * sizeof *dst);
+        }
+        free(src), free(dst0), free(dst), free(idx);
+    }
+    /* No rows, and negative sizes. */
+    float x = 1.0f, y = 5.0f;
+    int64_t i0 = 0;
+    assert_int_equal(gnn_copy_rows(0, 1, &x, 1, 1, &i0, &y, 1), 0);
+    assert_int_equal(gnn_copy_rows(0, 1, &x, 1, 0, NULL, &y, 1), 0);
+    assert_true(y == 5.0f);
+    expect_error(gnn_copy_rows(-1, 1, &x, 1, 1, NULL, &y, 1), GNN_EINVAL, "negative");
+    expect_error(gnn_copy_rows(1, -1, &x, 1, 1, NULL, &y, 1), GNN_EINVAL, "negative");
+    /* The first bad index past the threading threshold is the one named. */
+    const int64_t big = 40000;
+    int64_t *bidx = malloc((size_t)big * sizeof *bidx);
+    float *bdst = malloc((size_t)big * sizeof *bdst);
+    assert_true(bidx && bdst);
+    for (int64_t i = 0; i < big; i++) bidx[i] = 0, bdst[i] = 5.0f;
+    bidx[39999] = 1;
+    bidx[32800] = 3;
+    expect_error(gnn_copy_rows(big, 1, &x, 1, 1, bidx, bdst, 1), GNN_EINVAL,
+                 "index 3 at position 32800 outside [0, 1)");
+    for (int64_t i = 0; i < big; i++) assert_true(bdst[i] == 5.0f);
+    free(bidx), free(bdst);
+    assert_true(y == 5.0f);
+}
+
 /* ---- Arg-max and accuracy ----------------------------------------------------- */
 
 static void test_argmax_and_count_correct(void **state)
@@ -950,6 +1345,10 @@ int main(void)
         cmocka_unit_test(test_softmax_xent_errors),
         cmocka_unit_test(test_adam_hand_example),
         cmocka_unit_test(test_adam_against_reference),
+        cmocka_unit_test(test_sparse_opt_hand_example),
+        cmocka_unit_test(test_sparse_opt_against_reference),
+        cmocka_unit_test(test_sparse_opt_errors),
+        cmocka_unit_test(test_copy_rows),
         cmocka_unit_test(test_argmax_and_count_correct),
         cmocka_unit_test(test_reductions_independent_of_threads),
         cmocka_unit_test(test_alloc_failure),
