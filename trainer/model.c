@@ -38,6 +38,8 @@ struct gnn_model {
     gnn_model_halo_t halo; /* distributed: exchange around layers (halo.forward set) */
     const int64_t *row_ids; /* dropout by these row ids (no halo), over ... */
     int64_t rows_global;    /* ... this many nodes */
+    int want_dx0;           /* the backward also forms the input's gradient */
+    float *dx0;             /* ... where the last backward left it */
 };
 
 int gnn_model_kind_from_name(const char *name, gnn_model_kind_t *kind)
@@ -237,9 +239,23 @@ size_t gnn_model_activation_bytes(const gnn_model_t *m)
     return s;
 }
 
+int gnn_model_set_input_grad(gnn_model_t *m, int on)
+{
+    if (!m) return GNN_FAIL(GNN_EINVAL, "model input gradient: NULL model");
+    if (on && m->sp)
+        return GNN_FAIL(GNN_EUNSUPPORTED, "model input gradient: not with sparse input");
+    m->want_dx0 = on != 0;
+    m->dx0 = NULL;
+    return 0;
+}
+
+float *gnn_model_input_grad(gnn_model_t *m) { return m ? m->dx0 : NULL; }
+
 int gnn_model_set_sparse_input(gnn_model_t *m, const gnn_bsparse_t *s)
 {
     if (!m) return GNN_FAIL(GNN_EINVAL, "model: NULL argument");
+    if (s && m->want_dx0)
+        return GNN_FAIL(GNN_EUNSUPPORTED, "model: sparse input gives no input gradient");
     if (s) {
         if (gnn_bsparse_cols(s) != m->cfg.in_dim)
             return GNN_FAIL(GNN_EINVAL,
@@ -302,6 +318,8 @@ static int input_grad(gnn_layer_env_t *env, gnn_layer_t *L, int64_t r0, int64_t 
         int rc = drop(m, r0, nr, fin, L->drop_off, g, g, 1);
         if (rc < 0) return rc;
     }
+    if (L->index == 0) /* the model's input: no activation below */
+        return g == dst ? 0 : gnn_be_copy(m->be, dst, g, gnn_layer_fbytes(nr, fin));
     if (m->layer[L->index - 1].kind->act == GNN_LAYER_ACT_ELU)
         return gnn_be_elu_backward(m->be, nr * fin, L->in + r0 * fin, g, dst);
     return gnn_be_relu_backward(m->be, nr * fin, L->in + r0 * fin, g, dst);
@@ -495,13 +513,13 @@ static void plan_scratch(gnn_model_t *m, int slot[], size_t need[2], int use[2],
     for (int l = m->cfg.layers - 1; l >= 0; l--) {
         const gnn_layer_t *L = &m->layer[l];
         gnn_layer_scratch_t s;
-        L->kind->scratch(L, l > 0, &s);
+        L->kind->scratch(L, l > 0 || m->want_dx0, &s);
         if (s.uses_t) {
             *tuse = 1;
             *tmax = s.t_bytes > *tmax ? s.t_bytes : *tmax;
         }
         slot[l] = -1;
-        if (l == 0) continue;
+        if (l == 0 && !m->want_dx0) continue;
         int b = cur == 0 ? 1 : 0;
         int64_t rows = s.dx_blockwise && L->n_src > m->dd_block ? m->dd_block : L->n_src;
         size_t a = gnn_layer_fbytes(rows, L->fin);
@@ -535,8 +553,11 @@ int gnn_model_backward(gnn_model_t *m, float *dlogits)
         gnn_layer_t *L = &m->layer[l];
         float *dx = NULL;
         env.blk = env.dx = slot[l] >= 0 ? m->gbuf[slot[l]] : NULL;
-        GNN_TRY(L->kind->backward(L, &env, dz, l > 0 ? &dx : NULL));
-        if (l == 0) break;
+        GNN_TRY(L->kind->backward(L, &env, dz, l > 0 || m->want_dx0 ? &dx : NULL));
+        if (l == 0) {
+            m->dx0 = dx;
+            break;
+        }
         if (m->halo.forward && L->kind->reads_halo)
             GNN_TRY(m->halo.backward(m->halo.ctx, l - 1, dx, L->fin));
         dz = dx;

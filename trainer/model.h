@@ -148,6 +148,19 @@ const float *gnn_model_last_hidden(const gnn_model_t *m, int64_t *rows, int64_t 
 int gnn_model_backward(gnn_model_t *m, float *dlogits);
 
 /*
+ * Whether the backward also forms the gradient of the model's input
+ * (learnable input rows, trainer/embed.h); off by default. With it on, the
+ * input x a training forward read may be overwritten by the backward
+ * (the gradient is formed block by block in place where the first layer
+ * multiplies first), and after each backward gnn_model_input_grad gives
+ * the gradient (n_src of layer 0 x in_dim, a backend buffer: x itself or
+ * the model's scratch, valid until the next forward). Not with sparse
+ * input (GNN_EUNSUPPORTED).
+ */
+int gnn_model_set_input_grad(gnn_model_t *m, int on);
+float *gnn_model_input_grad(gnn_model_t *m);
+
+/*
  * A model spread over ranks, each holding part of the graph (full-graph
  * distributed training, trainer/dist.h). Every layer's graph then has the
  * rank's n_dst owned nodes as destinations and n_rows sources: the owned

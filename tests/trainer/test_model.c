@@ -6,7 +6,8 @@
  * with the mean, max and sum aggregators, one to three layers, with and
  * without dropout (the mask is replayed by resetting the generator);
  * parameter layout and initialisation; configuration errors; a model over
- * ranks on a rank with no rows (an empty part) making every halo exchange.
+ * ranks on a rank with no rows (an empty part) making every halo exchange;
+ * the gradient of the model's input (learnable input rows) likewise.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -132,6 +133,7 @@ typedef struct {
     int64_t dims[GNN_MODEL_MAX_LAYERS + 1];
     float p;
     uint64_t key;
+    const double *x; /* the input (n x dims[0]); NULL: the fixture's */
 } ref_t;
 
 static double ref_loss(const ref_t *r, const double *w)
@@ -147,7 +149,7 @@ static double ref_loss(const ref_t *r, const double *w)
     for (int64_t v = 0; v < n; v++)
         sc[v] = 1.0 / sqrt((double)(a->indptr[v + 1] - a->indptr[v]) + 1.0);
     float *x = t->x;
-    for (int64_t i = 0; i < n * r->dims[0]; i++) h[i] = x[i];
+    for (int64_t i = 0; i < n * r->dims[0]; i++) h[i] = r->x ? r->x[i] : x[i];
     uint64_t off = 0;
     int64_t base = 0;
     for (int l = 0; l < r->layers; l++) {
@@ -202,6 +204,41 @@ static double ref_loss(const ref_t *r, const double *w)
     return loss / (double)t->nidx;
 }
 
+/*
+ * The backward's gradients got[i] of the n values v[i] (each a parameter
+ * or an input element of the double-precision model r, evaluated at
+ * parameters w) against central differences of its loss. Steps 1e-6 and
+ * 1e-7: a ReLU or max switch within one step of the point (rare, but 120
+ * hidden units make it happen) bends one of the two differences, not
+ * both; the backward must match at least one. what names the values in
+ * messages. Returns how many are off.
+ */
+static int fd_mismatches(const ref_t *r, const double *w, double *v, int64_t n,
+                         const float *got, double gmax, const char *what)
+{
+    int bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double keep = v[i], fd[2];
+        for (int k = 0; k < 2; k++) {
+            double hh = k ? 1e-7 : 1e-6;
+            v[i] = keep + hh;
+            double lp = ref_loss(r, w);
+            v[i] = keep - hh;
+            double lm = ref_loss(r, w);
+            fd[k] = (lp - lm) / (2.0 * hh);
+        }
+        v[i] = keep;
+        int ok = 0;
+        for (int k = 0; k < 2; k++)
+            ok |= fabs(fd[k] - got[i]) <= 1e-4 * gmax + (k ? 1e-2 : 1e-3) * fabs(fd[k]);
+        if (!ok && bad++ < 5)
+            print_message("%s/%s L=%d %s %" PRId64 ": backward %.6g, differences %.6g\n",
+                          gnn_model_kind_name(r->kind), r->aggr ? r->aggr : "gcn", r->layers,
+                          what, i, (double)got[i], fd[0]);
+    }
+    return bad;
+}
+
 static void check_gradients_in(gnn_model_kind_t kind, const char *aggr, int layers, int64_t f,
                                int64_t hidden, float dropout, int sparse)
 {
@@ -230,7 +267,7 @@ static void check_gradients_in(gnn_model_kind_t kind, const char *aggr, int laye
     for (int64_t i = 0; i < np; i++) gmax = fmax(gmax, fabs(grad[i]));
     assert_true(gmax > 0.0);
     /* Central differences of the double-precision model. */
-    ref_t r = {&t, kind, aggr, layers, {0}, dropout, gnn_model_dropout_key(m)};
+    ref_t r = {&t, kind, aggr, layers, {0}, dropout, gnn_model_dropout_key(m), NULL};
     r.dims[0] = f;
     for (int l = 1; l < layers; l++) r.dims[l] = hidden;
     r.dims[layers] = 3;
@@ -240,29 +277,7 @@ static void check_gradients_in(gnn_model_kind_t kind, const char *aggr, int laye
     double l0 = ref_loss(&r, wd), lf = loss_of(&t, m, dl);
     if (fabs(l0 - lf) > 1e-5 * fmax(1.0, fabs(l0)))
         fail_msg("loss %.9g, double-precision model %.9g (seed %" PRIu64 ")", lf, l0, g_seed);
-    /* Steps 1e-6 and 1e-7: a ReLU or max switch within one step of the
-     * point (rare, but 120 hidden units make it happen) bends one of the
-     * two differences, not both; the backward must match at least one. */
-    int bad = 0;
-    for (int64_t i = 0; i < np; i++) {
-        double keep = wd[i], fd[2];
-        for (int k = 0; k < 2; k++) {
-            double hh = k ? 1e-7 : 1e-6;
-            wd[i] = keep + hh;
-            double lp = ref_loss(&r, wd);
-            wd[i] = keep - hh;
-            double lm = ref_loss(&r, wd);
-            fd[k] = (lp - lm) / (2.0 * hh);
-        }
-        wd[i] = keep;
-        int ok = 0;
-        for (int k = 0; k < 2; k++)
-            ok |= fabs(fd[k] - grad[i]) <= 1e-4 * gmax + (k ? 1e-2 : 1e-3) * fabs(fd[k]);
-        if (!ok && bad++ < 5)
-            print_message("%s/%s L=%d%s param %" PRId64 ": backward %.6g, differences %.6g\n",
-                          gnn_model_kind_name(kind), aggr ? aggr : "gcn", layers,
-                          sparse ? " sparse" : "", i, (double)grad[i], fd[0]);
-    }
+    int bad = fd_mismatches(&r, wd, wd, np, grad, gmax, sparse ? "sparse param" : "param");
     if (bad) fail_msg("%d of %" PRId64 " gradients off (seed %" PRIu64 ")", bad, np, g_seed);
     free(wd);
     free(dl), free(grad);
@@ -295,6 +310,101 @@ static void test_sage_gradients(void **state)
     check_gradients(GNN_MODEL_SAGE, "mean", 2, 7, 6, 0.3f);
     check_gradients(GNN_MODEL_SAGE, "max", 2, 5, 4, 0.0f);
     check_gradients(GNN_MODEL_SAGE, "sum", 3, 4, 5, 0.2f);
+}
+
+/*
+ * The gradient of the model's input (learnable input rows, trainer/embed.h)
+ * against central differences of the double-precision model in each input
+ * element, with the parameter gradients unchanged by asking for it; the
+ * input buffer may be overwritten by the backward, so the forward reads a
+ * copy.
+ */
+static void check_input_gradient(gnn_model_kind_t kind, const char *aggr, int layers, int64_t f,
+                                 int64_t hidden, float dropout)
+{
+    uint64_t s = g_seed ^ (uint64_t)(layers * 977 + f * 13 + hidden);
+    fixture_t t;
+    fixture(&t, 24, f, 3, &s);
+    gnn_model_config_t cfg = {kind, layers, f, hidden, 3, dropout, NULL, 0, 0, 0.0f, 0.0f, NULL,
+                              0, NULL, NULL};
+    if (aggr) assert_int_equal(gnn_aggr_registry_find(t.reg, aggr, &cfg.aggr), 0);
+    gnn_model_t *m;
+    assert_int_equal(gnn_model_create(t.be, t.reg, &cfg, 5, &m), 0);
+    gnn_model_set_block_rows(m, 5); /* several blocks of a blockwise input gradient */
+    int64_t np = gnn_model_n_params(m), nx = t.n * f;
+    float *w = gnn_model_params(m);
+    for (int64_t i = 0; i < np; i++)
+        if (w[i] == 0.0f) w[i] = 0.05f * ((float)((tu_rng_next(&s) >> 40) * 0x1p-24) - 0.5f);
+    float *dl = malloc(t.n * 3 * sizeof(float)), *grad0 = malloc(np * sizeof(float));
+    float *keep = malloc(nx * sizeof(float)), *dx = malloc(nx * sizeof(float));
+    assert_true(dl && grad0 && keep && dx);
+    memcpy(keep, t.x, nx * sizeof(float));
+    /* Parameter gradients without the input's. */
+    loss_of(&t, m, dl);
+    assert_null(gnn_model_input_grad(m));
+    assert_int_equal(gnn_model_backward(m, dl), 0);
+    memcpy(grad0, gnn_model_grads(m), np * sizeof(float));
+    memcpy(t.x, keep, nx * sizeof(float));
+    /* With it: the same parameter gradients, and the input's. */
+    assert_int_equal(gnn_model_set_input_grad(m, 1), 0);
+    loss_of(&t, m, dl);
+    assert_int_equal(gnn_model_backward(m, dl), 0);
+    const float *g = gnn_model_input_grad(m);
+    assert_non_null(g);
+    memcpy(dx, g, nx * sizeof(float));
+    for (int64_t i = 0; i < np; i++)
+        if (fabsf(gnn_model_grads(m)[i] - grad0[i]) > 1e-6f * (1.0f + fabsf(grad0[i])))
+            fail_msg("param %" PRId64 ": %g with the input gradient, %g without", i,
+                     (double)gnn_model_grads(m)[i], (double)grad0[i]);
+    memcpy(t.x, keep, nx * sizeof(float));
+    ref_t r = {&t, kind, aggr, layers, {0}, dropout, gnn_model_dropout_key(m), NULL};
+    r.dims[0] = f;
+    for (int l = 1; l < layers; l++) r.dims[l] = hidden;
+    r.dims[layers] = 3;
+    double *xd = malloc(nx * sizeof *xd);
+    assert_non_null(xd);
+    for (int64_t i = 0; i < nx; i++) xd[i] = keep[i];
+    r.x = xd;
+    double *wd = malloc(np * sizeof *wd);
+    assert_non_null(wd);
+    for (int64_t i = 0; i < np; i++) wd[i] = w[i];
+    double gmax = 0.0;
+    for (int64_t i = 0; i < nx; i++) gmax = fmax(gmax, fabs(dx[i]));
+    assert_true(gmax > 0.0);
+    int bad = fd_mismatches(&r, wd, xd, nx, dx, gmax, "input");
+    if (bad) fail_msg("%d of %" PRId64 " input gradients off (seed %" PRIu64 ")", bad, nx, g_seed);
+    free(wd);
+    free(xd);
+    free(dl), free(grad0), free(keep), free(dx);
+    gnn_model_free(m);
+    fixture_free(&t);
+}
+
+static void test_input_gradients(void **state)
+{
+    (void)state;
+    check_input_gradient(GNN_MODEL_GCN, NULL, 2, 12, 5, 0.0f); /* multiplies first: blockwise */
+    check_input_gradient(GNN_MODEL_GCN, NULL, 2, 3, 8, 0.0f);  /* aggregates first */
+    check_input_gradient(GNN_MODEL_GCN, NULL, 2, 12, 5, 0.4f); /* with dropout */
+    check_input_gradient(GNN_MODEL_GCN, NULL, 1, 5, 1, 0.3f);  /* one layer */
+    check_input_gradient(GNN_MODEL_SAGE, "mean", 2, 7, 6, 0.3f);
+    /* (max is left out: the inputs tie at 0, where it has no derivative) */
+    check_input_gradient(GNN_MODEL_SAGE, "sum", 3, 5, 4, 0.2f);
+    /* Not with sparse input: the input is then the features. */
+    uint64_t s = g_seed;
+    fixture_t t;
+    fixture(&t, 16, 4, 3, &s);
+    gnn_model_config_t cfg = {GNN_MODEL_GCN, 2, 4, 4, 3, 0.0f, NULL, 0, 0, 0.0f, 0.0f, NULL,
+                              0, NULL, NULL};
+    gnn_model_t *m;
+    assert_int_equal(gnn_model_create(t.be, t.reg, &cfg, 5, &m), 0);
+    assert_int_equal(gnn_model_set_sparse_input(m, t.bxs), 0);
+    expect_error(gnn_model_set_input_grad(m, 1), GNN_EUNSUPPORTED, "not with sparse input");
+    assert_int_equal(gnn_model_set_sparse_input(m, NULL), 0);
+    assert_int_equal(gnn_model_set_input_grad(m, 1), 0);
+    expect_error(gnn_model_set_sparse_input(m, t.bxs), GNN_EUNSUPPORTED, "no input gradient");
+    gnn_model_free(m);
+    fixture_free(&t);
 }
 
 static void test_layout_and_errors(void **state)
@@ -459,6 +569,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gcn_gradients),
         cmocka_unit_test(test_sage_gradients),
+        cmocka_unit_test(test_input_gradients),
         cmocka_unit_test(test_layout_and_errors),
         cmocka_unit_test(test_empty_rows_with_halo),
     };
