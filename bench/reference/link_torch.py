@@ -48,7 +48,8 @@ def load(path):
         n = int(f.attrs["num_nodes"])
         indptr = f["indptr"][:].astype(np.int64)
         indices = f["indices"][:].astype(np.int64)
-        x = torch.from_numpy(f["feat"][:].astype(np.float32, copy=False))
+        x = torch.from_numpy(f["feat"][:].astype(np.float32, copy=False)) \
+            if "feat" in f else None
         sets = {k: torch.from_numpy(f["link"][k][:].astype(np.int64)).t().contiguous()
                 for k in ("valid_pos", "valid_neg", "test_pos", "test_neg")}
     dst = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
@@ -148,12 +149,32 @@ def main():
     ap = common_args(epochs=200)
     ap.add_argument("--impl", default="torch", choices=["torch", "pyg", "dgl"])
     ap.add_argument("--decay-scope", default="first", choices=["first", "all"])
+    ap.add_argument("--embed-dim", type=int, default=0,
+                    help="a learnable row per node as the input (torch.optim.SparseAdam, "
+                         "initialised as gnn-train draws them), features left out")
+    ap.add_argument("--embed-lr", type=float, default=None, help="default: --lr")
+    ap.add_argument("--identity", action="store_true",
+                    help="the identity matrix as the features (the GAE paper's featureless "
+                         "setting)")
     a = ap.parse_args()
     if a.threads > 0:
         torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
     n, src, dst, x, sets = load(a.graph)
-    dims = [x.shape[1]] + [a.hidden] * (a.layers - 1) + [a.out_dim]
+    table = None
+    if a.identity:
+        x = torch.eye(n)
+    elif a.embed_dim > 0:
+        table = torch.nn.Embedding(n, a.embed_dim, sparse=True)
+        bound = 1.0 / np.sqrt(a.embed_dim)
+        torch.nn.init.uniform_(table.weight, -bound, bound)
+        table_opt = torch.optim.SparseAdam(table.parameters(),
+                                           lr=a.embed_lr if a.embed_lr else a.lr)
+        ids = torch.arange(n)
+    elif x is None:
+        ap.error(f"{a.graph} has no features: give --embed-dim D or --identity")
+    dims = [a.embed_dim if table is not None else x.shape[1]] + [a.hidden] * (a.layers - 1) + \
+        [a.out_dim]
     keep = src < dst  # each undirected training edge once
     pos = torch.from_numpy(np.stack([src[keep], dst[keep]]))
     P, K = pos.shape[1], a.negatives
@@ -189,10 +210,16 @@ def main():
             ns, nd = sampler(gpos, torch.arange(P))
             neg = torch.stack([ns, nd])
         opt.zero_grad()
+        if table is not None:
+            table_opt.zero_grad()
+            x = table(ids)
         z = model(x, a.dropout)
         loss = F.softplus(-score(z, pos)).mean() + F.softplus(score(z, neg)).mean()
         loss.backward()
         opt.step()
+        if table is not None:
+            table_opt.step()
+            x = table.weight.detach()
         dt = time.perf_counter() - t0
         if epoch > 1:
             times.append(dt)
