@@ -1,5 +1,5 @@
 /*
- * gnn-dataset ogb DIR -o FILE [--split NAME] [--symmetrize] [--allow-nan]
+ * gnn-dataset ogb DIR -o FILE [--split NAME] [--symmetrize] [--allow-nan] [--no-features]
  * [--force] [--mem-budget SIZE] [--tmpdir DIR]: an OGB node-property
  * dataset folder (csv or npz layout) into one graph file (ogb.h).
  */
@@ -14,6 +14,7 @@ typedef struct {
     const char *split;
     int symmetrize;
     int allow_nan;
+    int no_features;
     gnn_output_opts_t out;
 } ogb_cmd_opts_t;
 
@@ -25,6 +26,8 @@ static const gnn_opt_t ogb_table[] = {
      "add reverse edges and remove duplicates (store undirected)"},
     {"allow-nan", 0, GNN_OPT_FLAG, offsetof(ogb_cmd_opts_t, allow_nan), NULL,
      "keep NaN or infinite feature values instead of refusing the input"},
+    {"no-features", 0, GNN_OPT_FLAG, offsetof(ogb_cmd_opts_t, no_features), NULL,
+     "leave the node features out (train with learnable embeddings: gnn-train --embed-dim)"},
     {NULL, 0, 0, 0, NULL, NULL},
 };
 
@@ -42,7 +45,8 @@ static int run_ogb(void *opts, char **pos, int npos)
 {
     const ogb_cmd_opts_t *o = opts;
     gnn_ogb_opts_t g = {.dir = pos[0], .split = o->split, .symmetrize = o->symmetrize,
-                        .allow_nan = o->allow_nan, .out = o->out};
+                        .allow_nan = o->allow_nan, .no_features = o->no_features,
+                        .out = o->out};
     (void)npos;
     return gnn_ogb_convert(&g);
 }

@@ -649,7 +649,7 @@ static int convert_csv(const gnn_ogb_opts_t *o)
 
     int64_t f = 0;
     GNN_TRY(find_csv(feat, sizeof feat, o->dir, "node-feat"));
-    if (feat[0]) GNN_TRY(feature_width(feat, &f));
+    if (feat[0] && !o->no_features) GNN_TRY(feature_width(feat, &f));
     GNN_TRY(find_csv(label, sizeof label, o->dir, "node-label"));
 
     gnn_graph_header_t h = {

@@ -27,6 +27,7 @@ typedef struct {
     const char *split;     /* split folder name; NULL = the only one */
     int symmetrize;        /* add reverse edges, remove duplicates */
     int allow_nan;         /* keep NaN / infinite features instead of refusing */
+    int no_features;       /* leave the node features out (a featureless graph) */
     gnn_output_opts_t out;
 } gnn_ogb_opts_t;
 

@@ -213,7 +213,7 @@ int gnn__ogb_convert_npz(const gnn_ogb_opts_t *o)
     GNN_TRY(read_scalar(z, "num_nodes_list", "node count", &n));
     GNN_TRY(read_scalar(z, "num_edges_list", "edge count", &m));
     GNN_INFO("%s: %lld nodes, %lld edges (npz layout)", o->dir, (long long)n, (long long)m);
-    if (gnn_npz_has(z, "node_feat")) {
+    if (!o->no_features && gnn_npz_has(z, "node_feat")) {
         GNN_TRY(gnn_npz_array_open(z, "node_feat", &fa));
         const gnn_npz_info_t *in = gnn_npz_array_info(fa);
         GNN_CHECK(in->ndim == 2 && in->shape[0] == n, GNN_EFORMAT,

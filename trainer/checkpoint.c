@@ -67,6 +67,8 @@ static const field_t str_fields[] = {
     /* the task and link prediction's settings */
     MEMBER_STR_SINCE(task, 5, "node"), MEMBER_STR_SINCE(decoder, 5, "-"),
     MEMBER_STR_SINCE(hits, 5, "-"),
+    /* learnable input rows */
+    MEMBER_STR_SINCE(embed_opt, 6, "-"),
 };
 static const field_t i64_fields[] = {
     MEMBER(layers), MEMBER(in_dim),     MEMBER(hidden),     MEMBER(classes),
@@ -79,12 +81,16 @@ static const field_t i64_fields[] = {
     MEMBER_SINCE(heads, 4, 0), MEMBER_SINCE(out_heads, 4, 0),
     /* the task's metrics (0: older files, which hold the summary ones only) */
     MEMBER_SINCE(n_metrics, 5, 0), MEMBER_SINCE(negatives, 5, 0),
+    /* learnable input rows (0: none) */
+    MEMBER_SINCE(embed_dim, 6, 0), MEMBER_SINCE(embed_all, 6, 0), MEMBER_SINCE(embed_rows, 6, 0),
+    MEMBER_SINCE(embed_step, 6, 0), MEMBER_SINCE(embed_best_kept, 6, 0),
 };
 static const field_t f64_fields[] = {
     MEMBER(dropout),        MEMBER(lr),              MEMBER(weight_decay),
     MEMBER(best_valid_acc), MEMBER(best_valid_loss), MEMBER(best_test_acc),
     MEMBER(best_train_acc), MEMBER(min_valid_loss),
     MEMBER_SINCE(attn_dropout, 4, 0), MEMBER_SINCE(negative_slope, 4, 0),
+    MEMBER_SINCE(embed_lr, 6, 0),
 };
 static const field_t u64_fields[] = {MEMBER(seed), MEMBER(rng_offset)};
 
@@ -99,26 +105,36 @@ enum {
     T_RUN_VALID,
     T_BEST_METRICS,
     T_RUN_METRICS,
+    T_EMBED_W,
+    T_EMBED_S1,
+    T_EMBED_S2,
+    T_EMBED_BEST,
     N_TENSORS
 };
 static const char *const tensor_names[N_TENSORS] = {
     "params",       "adam_m",        "adam_v",       "best_params",
     "run_test_acc", "run_valid_acc", "best_metrics", "run_metrics",
+    "embed",        "embed_state1",  "embed_state2", "embed_best",
 };
-static const int tensor_since[N_TENSORS] = {2, 2, 2, 2, 2, 2, 5, 5};
+static const int tensor_since[N_TENSORS] = {2, 2, 2, 2, 2, 2, 5, 5, 6, 6, 6, 6};
 
 /* A member added to gnn_checkpoint_t without an entry above fails here. */
 _Static_assert(sizeof(gnn_checkpoint_t) ==
                    SIZE_OF(model) + SIZE_OF(aggr) + SIZE_OF(decay_scope) + SIZE_OF(mode) +
                        SIZE_OF(fanouts) + SIZE_OF(task) + SIZE_OF(decoder) + SIZE_OF(hits) +
+                       SIZE_OF(embed_opt) +
                        8 * (COUNT_OF(i64_fields) + COUNT_OF(f64_fields) + COUNT_OF(u64_fields)) +
                        N_TENSORS * sizeof(void *),
                "every member of gnn_checkpoint_t needs a table entry");
 
-static int tensor_is_f64(int t) { return t >= T_RUN_TEST; }
+static int tensor_is_f64(int t) { return t >= T_RUN_TEST && t <= T_RUN_METRICS; }
 
 static int64_t tensor_len(const gnn_checkpoint_t *c, int t)
 {
+    int64_t table = c->embed_dim > 0 ? c->embed_rows * c->embed_dim : 0;
+    if (t == T_EMBED_W || t == T_EMBED_S1) return table;
+    if (t == T_EMBED_S2) return strcmp(c->embed_opt, "adam") ? 0 : table;
+    if (t == T_EMBED_BEST) return c->embed_best_kept ? table : 0;
     if (t == T_BEST_METRICS) return c->n_metrics;
     if (t == T_RUN_METRICS) return c->runs_done * c->n_metrics;
     return tensor_is_f64(t) ? c->runs_done : c->n_params;
@@ -134,6 +150,10 @@ static const void *tensor_get(const gnn_checkpoint_t *c, int t)
     case T_RUN_TEST: return c->run_test_acc;
     case T_BEST_METRICS: return c->best_metrics;
     case T_RUN_METRICS: return c->run_metrics;
+    case T_EMBED_W: return c->embed_w;
+    case T_EMBED_S1: return c->embed_s1;
+    case T_EMBED_S2: return c->embed_s2;
+    case T_EMBED_BEST: return c->embed_best;
     default: return c->run_valid_acc;
     }
 }
@@ -148,6 +168,10 @@ static void tensor_set(gnn_checkpoint_t *c, int t, void *p)
     case T_RUN_TEST: c->run_test_acc = p; break;
     case T_BEST_METRICS: c->best_metrics = p; break;
     case T_RUN_METRICS: c->run_metrics = p; break;
+    case T_EMBED_W: c->embed_w = p; break;
+    case T_EMBED_S1: c->embed_s1 = p; break;
+    case T_EMBED_S2: c->embed_s2 = p; break;
+    case T_EMBED_BEST: c->embed_best = p; break;
     default: c->run_valid_acc = p; break;
     }
 }
@@ -209,6 +233,19 @@ static int check_fields(const gnn_checkpoint_t *c, const char *path, int code, i
     GNN_TRY(check_i64(path, code, "n_params", c->n_params, 0, INT64_MAX));
     GNN_TRY(check_i64(path, code, "n_metrics", c->n_metrics, 0, 64));
     GNN_TRY(check_i64(path, code, "negatives", c->negatives, 0, 1000));
+    if (version >= 6) {
+        GNN_TRY(check_i64(path, code, "embed_dim", c->embed_dim, 0, (int64_t)1 << 20));
+        GNN_TRY(check_i64(path, code, "embed_all", c->embed_all, 0, 1));
+        GNN_TRY(check_i64(path, code, "embed_rows", c->embed_rows, 0,
+                          c->embed_dim ? INT64_MAX / c->embed_dim : INT64_MAX));
+        GNN_TRY(check_i64(path, code, "embed_step", c->embed_step, 0, INT64_MAX));
+        GNN_TRY(check_i64(path, code, "embed_best_kept", c->embed_best_kept, 0, 1));
+        GNN_CHECK(c->embed_dim == 0 || !strcmp(c->embed_opt, "adam") ||
+                      !strcmp(c->embed_opt, "adagrad"),
+                  code, "%s: embed_opt = \"%s\" (expected adam or adagrad)", path, c->embed_opt);
+        GNN_CHECK(c->embed_dim == 0 || (isfinite(c->embed_lr) && c->embed_lr > 0), code,
+                  "%s: embed_lr = %g must be positive", path, c->embed_lr);
+    }
     if (version >= 4) {
         GNN_TRY(check_i64(path, code, "heads", c->heads, 0, 64));
         GNN_TRY(check_i64(path, code, "out_heads", c->out_heads, 0, 64));
@@ -468,6 +505,7 @@ static int read_tensor(hid_t file, const char *path, int t, gnn_checkpoint_t *c)
               (unsigned long long)dims[0],
               t == T_BEST_METRICS ? "n_metrics"
               : t == T_RUN_METRICS ? "runs_done x n_metrics"
+              : t >= T_EMBED_W    ? "embed_rows x embed_dim"
               : f64               ? "runs_done"
                                   : "n_params",
               (long long)n);
@@ -537,6 +575,10 @@ fail:
 void gnn_checkpoint_free(gnn_checkpoint_t *c)
 {
     if (!c) return;
+    gnn_free(c->embed_w);
+    gnn_free(c->embed_s1);
+    gnn_free(c->embed_s2);
+    gnn_free(c->embed_best);
     gnn_free(c->params);
     gnn_free(c->adam_m);
     gnn_free(c->adam_v);
@@ -656,6 +698,8 @@ typedef struct {
     int64_t n, dim;
     const int64_t *node_id;
     const float *emb;
+    int64_t in_dim;        /* learnable input rows (0: none) */
+    const float *input;
 } embeddings_t;
 
 static int write_embeddings(hid_t file, const void *ctx)
@@ -674,20 +718,28 @@ static int write_embeddings(hid_t file, const void *ctx)
     GNN_TRY(create_rows(file, "embedding", H5T_IEEE_F32LE, n, dim, &d));
     GNN_TRY(gnn__h5_write_rows(d, H5T_NATIVE_FLOAT, 2, (hsize_t)dim, 0, n, e->emb));
     GNN_TRY(close_dataset(&d, "embedding"));
+    if (e->in_dim > 0) {
+        GNN_TRY(gnn__h5_set_attr_i64(file, "input_dim", e->in_dim));
+        GNN_TRY(create_rows(file, "input_embedding", H5T_IEEE_F32LE, n, e->in_dim, &d));
+        GNN_TRY(gnn__h5_write_rows(d, H5T_NATIVE_FLOAT, 2, (hsize_t)e->in_dim, 0, n, e->input));
+        GNN_TRY(close_dataset(&d, "input_embedding"));
+    }
 fail:
     gnn__h5_close(&d);
     return rc;
 }
 
 int gnn_embeddings_write(const char *path, int64_t n, const int64_t *node_id, int64_t dim,
-                         const float *emb)
+                         const float *emb, int64_t in_dim, const float *input)
 {
     int rc = 0;
     gnn__h5_init();
     GNN_TRY(check_i64(path, GNN_EINVAL, "node count", n, 0, INT64_MAX));
     GNN_TRY(check_i64(path, GNN_EINVAL, "dim", dim, 1, INT64_MAX));
-    GNN_CHECK(n == 0 || (node_id && emb), GNN_EINVAL, "%s: node ids and rows are required", path);
-    const embeddings_t e = {n, dim, node_id, emb};
+    GNN_TRY(check_i64(path, GNN_EINVAL, "input dim", in_dim, 0, INT64_MAX));
+    GNN_CHECK(n == 0 || (node_id && emb && (!in_dim || input)), GNN_EINVAL,
+              "%s: node ids and rows are required", path);
+    const embeddings_t e = {n, dim, node_id, emb, in_dim, input};
     return write_atomic(path, write_embeddings, &e);
 fail:
     return rc;

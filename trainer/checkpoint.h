@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #define GNN_CHECKPOINT_FORMAT "gnn-checkpoint"
-#define GNN_CHECKPOINT_VERSION 5
+#define GNN_CHECKPOINT_VERSION 6
 
 typedef struct {
     /* Configuration (checked on resume). */
@@ -64,6 +64,19 @@ typedef struct {
     /* Tensors: n_params floats each. */
     int64_t n_params;
     float *params, *adam_m, *adam_v, *best_params;
+    /* Learnable input rows (version 6; embed_dim 0 and no arrays without
+     * them, and in older files). */
+    char embed_opt[16];    /* "adam" | "adagrad"; "-" without a table */
+    int64_t embed_dim;     /* row width */
+    int64_t embed_all;     /* 1: every node has a row (--embed all), 0: the featureless */
+    int64_t embed_rows;    /* rows in this file (a partition: every node's, by graph-file id) */
+    int64_t embed_step;    /* the table's optimiser steps in the run in progress */
+    int64_t embed_best_kept; /* embed_best holds the best epoch's rows */
+    double embed_lr;
+    float *embed_w;        /* embed_rows x embed_dim each */
+    float *embed_s1;       /* first state (adam: first moment, adagrad: sum of squares) */
+    float *embed_s2;       /* adam's second moment (none for adagrad) */
+    float *embed_best;     /* the best epoch's rows (when embed_best_kept) */
 } gnn_checkpoint_t;
 
 /* Write c to path atomically (temporary file + rename; an existing file is
@@ -96,11 +109,13 @@ int gnn_predictions_write(const char *path, int64_t n, const int64_t *node_id, i
                           const float *hidden);
 
 /*
- * Write the embeddings of n nodes: node_id (n int64: the original ids) and
- * embedding (n x dim float32: the last layer's output of each node).
- * Atomic like the checkpoint; an existing path is replaced.
+ * Write the embeddings of n nodes: node_id (n int64: the original ids),
+ * embedding (n x dim float32: the last layer's output of each node) and,
+ * with in_dim > 0, input_embedding (n x in_dim float32: the node's
+ * learnable input row). Atomic like the checkpoint; an existing path is
+ * replaced.
  */
 int gnn_embeddings_write(const char *path, int64_t n, const int64_t *node_id, int64_t dim,
-                         const float *emb);
+                         const float *emb, int64_t in_dim, const float *input);
 
 #endif

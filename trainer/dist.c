@@ -499,7 +499,8 @@ static int keep_whole(gnn_dist_part_t *d, gnn_part_file_t *pf, const char *dir)
     pf->local_to_global = NULL;
     d->own_feat = gnn_alloc_large(((size_t)d->n_owned * (size_t)d->feat_dim + 1) * sizeof(float));
     GNN_CHECK(d->own_feat, GNN_ENOMEM, "part %d: features", d->rank);
-    memcpy(d->own_feat, pf->feat, (size_t)d->n_owned * (size_t)d->feat_dim * sizeof(float));
+    if (d->feat_dim > 0)
+        memcpy(d->own_feat, pf->feat, (size_t)d->n_owned * (size_t)d->feat_dim * sizeof(float));
     int64_t *gid = gnn_realloc_array(d->gid, (size_t)d->n_all + 1, sizeof *gid);
     GNN_CHECK(gid, GNN_ENOMEM, "part %d: ids", d->rank);
     d->gid = gid;
@@ -523,9 +524,9 @@ int gnn_dist_load(MPI_Comm comm, const char *dir, int whole, gnn_dist_part_t *dd
     if (local == 0 && pf.num_parts != d->size)
         local = GNN_FAIL(GNN_EUSAGE, "%s has %d parts but %d ranks were started (mpirun -np "
                          "must equal the part count)", dir, pf.num_parts, d->size);
-    if (local == 0 && (!pf.feat || !pf.label))
-        local = GNN_FAIL(GNN_EINVAL, "%s: the parts have no %s (gnn-train needs features, "
-                         "labels and splits)", dir, !pf.feat ? "features" : "labels");
+    if (local == 0 && !pf.label) /* features are optional: learnable rows (input.c) */
+        local = GNN_FAIL(GNN_EINVAL, "%s: the parts have no labels (node classification needs "
+                         "labels and splits)", dir);
     for (int s = 0; s < GNN_NUM_SPLITS && local == 0; s++)
         if (!pf.split[s])
             local = GNN_FAIL(GNN_EINVAL, "%s: the parts have no %s split", dir,
@@ -561,7 +562,8 @@ int gnn_dist_load(MPI_Comm comm, const char *dir, int whole, gnn_dist_part_t *dd
         }
         d->csr.flags = pf.csr.flags;
         memcpy(d->gid, pf.orig_id, (size_t)d->n_local * sizeof *d->gid);
-        memcpy(d->feat, pf.feat, (size_t)d->n_owned * (size_t)d->feat_dim * sizeof *d->feat);
+        if (d->feat_dim > 0)
+            memcpy(d->feat, pf.feat, (size_t)d->n_owned * (size_t)d->feat_dim * sizeof *d->feat);
         for (gnn_eid_t e = 0; e < d->csr.nnz && local == 0; e++)
             if (d->csr.indices[e] >= d->n_local)
                 local = GNN_FAIL(GNN_EFORMAT, "part %d: an owned row names local node %" PRId64

@@ -220,6 +220,15 @@ int gnn_dist_rows_get(gnn_dist_part_t *d, gnn_dist_rows_t *p, const float *own, 
                       float *out);
 int gnn_dist_rows_put(gnn_dist_part_t *d, gnn_dist_rows_t *p, const float *rows, int64_t f,
                       float *own);
+/* The same moves with the owner's side packed: get_packed serves row i of
+ * src for request i of p->serve (packed; 0: row p->serve[i] of src, as
+ * get); put_packed leaves the p->n_serve rows received in *got (valid
+ * until the next move of p), row i for owned row p->serve[i], for the
+ * caller to add. */
+int gnn_dist_rows_get_packed(gnn_dist_part_t *d, gnn_dist_rows_t *p, const float *src, int packed,
+                             int64_t f, float *out);
+int gnn_dist_rows_put_packed(gnn_dist_part_t *d, gnn_dist_rows_t *p, const float *rows, int64_t f,
+                             const float **got);
 void gnn_dist_rows_free(gnn_dist_rows_t *p);
 
 /* The lowest failing code over the ranks of comm, or 0; a rank that did

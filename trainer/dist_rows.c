@@ -119,11 +119,17 @@ static int rows_begin(gnn_dist_rows_t *p, int64_t f, MPI_Datatype *t)
 int gnn_dist_rows_get(gnn_dist_part_t *d, gnn_dist_rows_t *p, const float *own, int64_t f,
                       float *out)
 {
+    return gnn_dist_rows_get_packed(d, p, own, 0, f, out);
+}
+
+int gnn_dist_rows_get_packed(gnn_dist_part_t *d, gnn_dist_rows_t *p, const float *src, int packed,
+                             int64_t f, float *out)
+{
     int rc = 0, R = d->size;
     MPI_Datatype t = MPI_DATATYPE_NULL;
     STEP(rows_begin(p, f, &t));
     for (int64_t i = 0; i < p->n_serve; i++)
-        memcpy(p->sbuf + i * f, own + p->serve[i] * f, (size_t)f * sizeof(float));
+        memcpy(p->sbuf + i * f, src + (packed ? i : p->serve[i]) * f, (size_t)f * sizeof(float));
     int *wc = p->cnt, *wd = p->cnt + R, *sc = p->cnt + 2 * R, *sd = p->cnt + 3 * R;
     GNN_MPI_TRY(MPI_Alltoallv(p->sbuf, sc, sd, t, p->rbuf, wc, wd, t, d->comm));
     for (int64_t i = 0; i < p->n_want; i++)
@@ -137,6 +143,20 @@ fail:
 int gnn_dist_rows_put(gnn_dist_part_t *d, gnn_dist_rows_t *p, const float *rows, int64_t f,
                       float *own)
 {
+    const float *got = NULL;
+    int rc = gnn_dist_rows_put_packed(d, p, rows, f, &got);
+    /* Added in a fixed order: by asking rank, then its request order. */
+    for (int64_t i = 0; rc == 0 && i < p->n_serve; i++) {
+        float *o = own + p->serve[i] * f;
+        const float *x = got + i * f;
+        for (int64_t k = 0; k < f; k++) o[k] += x[k];
+    }
+    return rc;
+}
+
+int gnn_dist_rows_put_packed(gnn_dist_part_t *d, gnn_dist_rows_t *p, const float *rows, int64_t f,
+                             const float **got)
+{
     int rc = 0, R = d->size;
     MPI_Datatype t = MPI_DATATYPE_NULL;
     STEP(rows_begin(p, f, &t));
@@ -144,12 +164,7 @@ int gnn_dist_rows_put(gnn_dist_part_t *d, gnn_dist_rows_t *p, const float *rows,
         memcpy(p->sbuf + i * f, rows + p->order[i] * f, (size_t)f * sizeof(float));
     int *wc = p->cnt, *wd = p->cnt + R, *sc = p->cnt + 2 * R, *sd = p->cnt + 3 * R;
     GNN_MPI_TRY(MPI_Alltoallv(p->sbuf, wc, wd, t, p->rbuf, sc, sd, t, d->comm));
-    /* Added in a fixed order: by asking rank, then its request order. */
-    for (int64_t i = 0; i < p->n_serve; i++) {
-        float *o = own + p->serve[i] * f;
-        const float *x = p->rbuf + i * f;
-        for (int64_t k = 0; k < f; k++) o[k] += x[k];
-    }
+    *got = p->rbuf;
     d->fetch_bytes += (p->n_want - wc[d->rank]) * f * (int64_t)sizeof(float);
 fail:
     if (t != MPI_DATATYPE_NULL) MPI_Type_free(&t);

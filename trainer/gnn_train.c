@@ -89,7 +89,16 @@ static const gnn_opt_t train_table[] = {
     {"save-predictions", 0, GNN_OPT_STRING, O(save_predictions), "FILE",
      "write logits, predicted class and last hidden layer per node (HDF5)"},
     {"save-embeddings", 0, GNN_OPT_STRING, O(save_embeddings), "FILE",
-     "write the last layer's output per node (HDF5; link: the node embeddings)"},
+     "write the last layer's output per node (HDF5; link: the node embeddings), and with "
+     "--embed-dim the learned input rows"},
+    {"embed-dim", 0, GNN_OPT_I64, O(embed_dim), "D",
+     "a learnable D-wide input row per node (required for a graph without features)"},
+    {"embed", 0, GNN_OPT_STRING, O(embed), "WHICH",
+     "featureless: the nodes without features get one (default); all: every node, beside its "
+     "features"},
+    {"embed-lr", 0, GNN_OPT_DOUBLE, O(embed_lr), "LR", "learning rate of the rows (default --lr)"},
+    {"embed-optimizer", 0, GNN_OPT_STRING, O(embed_optimizer), "NAME",
+     "adam (lazy: rows a step does not read keep their moments) or adagrad"},
     {"log-json", 0, GNN_OPT_STRING, O(log_json), "FILE",
      "write one JSON line per epoch and a final summary line"},
     {"feature-cache", 0, GNN_OPT_STRING, O(feature_cache), "SIZE",

@@ -37,8 +37,11 @@ void gnn__job_free(gnn_job_t *j)
     if (j->mode && j->mode->free) j->mode->free(j); /* after the loader reading its rows */
     if (j->task && j->task->free) j->task->free(j);
     gnn_model_free(j->model);
+    gnn__input_dist_free(j);
+    gnn_embed_free(j->emb);
     if (j->be) {
         gnn_be_free(j->be, j->x);
+        gnn_be_free(j->be, j->xin);
         gnn_be_free(j->be, j->dlogits);
         gnn_be_free(j->be, j->adam_m);
         gnn_be_free(j->be, j->adam_v);

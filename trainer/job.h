@@ -10,6 +10,9 @@
  *   loop.c     runs and epochs: evaluation schedule, best epoch, early
  *              stop, checkpoint cadence (written once over every mode)
  *   step.c     the end of every step: backward, gradients summed, Adam
+ *   input.c    learnable input rows (--embed-dim): the model's input beside
+ *              the features, the rows' sparse step, moved between ranks
+ *              (the table itself: embed.c)
  *   output.c   the JSON-lines log, the progress lines, predictions, the
  *              final line
  *   modes/     one file per mode (trainer/mode.h); modes/distributed.c
@@ -26,6 +29,7 @@
 #include "trainer/checkpoint.h"
 #include "trainer/dist.h"
 #include "trainer/distdev.h"
+#include "trainer/embed.h"
 #include "trainer/mode.h"
 #include "trainer/model.h"
 #include "trainer/task.h"
@@ -61,6 +65,14 @@ typedef struct gnn_job {
     gnn_bgraph_t *bg;                 /* the whole (local) graph on the backend */
     float *dlogits;                   /* backend, rows of a step x out_dim */
     size_t dlogits_bytes;             /* mini-batches: what it holds (grown per batch) */
+    /* input.c: learnable input rows (--embed-dim) */
+    gnn_embed_t *emb;                 /* the table (NULL: none) */
+    int64_t in_dim;                   /* the model's input width: features, then the row */
+    float *xin; size_t xin_bytes;     /* backend: the input rows a forward reads */
+    int64_t emb_n;                    /* rows of the last training input ... */
+    const int64_t *emb_rows;          /* ... and their table rows (backend; NULL: 0 .. n - 1) */
+    struct gnn_input_dist *emb_dist;  /* over a partition directory: rows moved between
+                                         ranks (input.c) */
     /* state.c and loop.c */
     gnn_checkpoint_t ck;              /* the loop's whole state (host) */
     gnn_model_t *model;
@@ -128,6 +140,57 @@ int gnn__setup(gnn_job_t *j);
 int gnn__check_finite(const char *path, const float *x, int64_t n, int64_t f, const int64_t *id);
 /* Divide each feature row by its sum (rows summing to 0 stay as they are). */
 void gnn__normalize_rows(float *x, int64_t n, int64_t f);
+
+/* ---- input.c ------------------------------------------------------------------ */
+
+/* The learnable input rows of a job on a graph file or a rank's part
+ * (rows: the nodes held, gid: their graph-file ids, host, NULL: row = id):
+ * checks the options against the features, the memory the table needs
+ * against what the backend has, creates the table and sets j->in_dim
+ * (without --embed-dim only j->in_dim). */
+int gnn__input_setup(gnn_job_t *j, int64_t rows, const int64_t *gid);
+/* A run starts: the table redrawn from the run's seed, or restored from
+ * the checkpoint (restore); the model asked for its input gradient. */
+int gnn__input_start_run(gnn_job_t *j, int restore);
+/* The model's input for n rows: feat (backend, n x feat_dim, or NULL
+ * without features) beside the table rows rows (backend, NULL: 0 .. n -
+ * 1); *x = feat itself without a table. Records the rows for the step. */
+int gnn__input_build(gnn_job_t *j, int64_t n, const float *feat, const int64_t *rows,
+                     const float **x);
+/* Rows idx (backend, n) of the whole input into dst (n x in_dim): the
+ * features of j->x and the table's rows (inference batches). */
+int gnn__input_gather(gnn_job_t *j, int64_t n, const int64_t *idx, float *dst);
+/* After a backward: the table's step on the rows of the last input (their
+ * gradient from the model); n 0 still counts a step. No-op without a
+ * table. */
+int gnn__input_step(gnn_job_t *j);
+/* Over a partition directory (collective, every failure agreed):
+ * full-graph input: the owned rows from the table, the halo rows from
+ * their owners, beside j->x; after the backward, the halo rows' gradients
+ * go back to their owners, which step on every owned row. Inference uses
+ * the same input. */
+int gnn__input_dist_full(gnn_job_t *j, const float **x);
+int gnn__input_dist_full_step(gnn_job_t *j);
+/* Mini-batches: the table rows of a step's n input nodes (sampler ids,
+ * host; n = 0 and nodes NULL without a batch) fetched from their owners,
+ * then the model's input beside feat (backend, n x feat_dim) built from
+ * them; after the backward the rows' gradients go to their owners, which
+ * step on every row any rank's input read. No row is kept between steps,
+ * so none is read stale. */
+int gnn__input_dist_fetch(gnn_job_t *j, const int64_t *nodes, int64_t n);
+int gnn__input_dist_build(gnn_job_t *j, int64_t n, const float *feat, const float **x);
+int gnn__input_dist_step(gnn_job_t *j, int had_batch);
+void gnn__input_dist_free(gnn_job_t *j);
+/* Checkpoints: the table into j->ck, every node's row by graph-file id
+ * (over a partition directory gathered on rank 0: collective). */
+int gnn__input_save(gnn_job_t *j);
+/* Array k of the table (0 the rows, 1 and 2 the optimiser state, 3 the
+ * best copy) of every node by graph-file id into dst (N x D; rank 0's,
+ * the others pass NULL): collective over a partition directory. */
+int gnn__input_gather_array(gnn_job_t *j, int k, float *dst);
+/* The best epoch's rows: keep the current ones, or put them back. */
+int gnn__input_keep_best(gnn_job_t *j);
+int gnn__input_restore_best(gnn_job_t *j);
 
 /* ---- state.c ------------------------------------------------------------------ */
 
@@ -209,6 +272,10 @@ int gnn__dist_epoch(gnn_job_t *j, double *loss,
                                  int64_t *hits));
 /* Full-graph inference over the parts, the halo exchanged (collective). */
 int gnn__dist_infer(gnn_job_t *j, gnn_infer_t *out);
+/* Every rank's owned rows (mine: host, n_owned x f, in local order) into
+ * dst on rank 0 (N x f, row v for graph-file id v; the others pass NULL).
+ * Collective, failures agreed. */
+int gnn__dist_gather_rows(gnn_job_t *j, const float *mine, int64_t f, float *dst);
 /* The distributed modes' keys of the log; between the first and the last
  * the mode's own (mode_keys). */
 void gnn__log_dist(const gnn_job_t *j, FILE *f, void (*mode_keys)(const gnn_job_t *, FILE *));

@@ -66,6 +66,7 @@ static int run_epochs(gnn_job_t *j)
                 for (int k = 0; k < t->n_metrics; k++) c->best_metrics[k] = ev.v[k];
                 c->best_epoch = c->epoch;
                 GNN_TRY(gnn_be_download(j->be, c->best_params, gnn_model_params(j->model), pbytes));
+                GNN_TRY(gnn__input_keep_best(j));
             }
             if (lo < c->min_valid_loss) {
                 c->min_valid_loss = lo;
@@ -105,6 +106,7 @@ static int run_epochs(gnn_job_t *j)
         c->best_valid_acc = c->best_test_acc = c->best_train_acc = NAN;
         for (int64_t k = 0; k < c->n_metrics; k++) c->best_metrics[k] = NAN;
         GNN_TRY(gnn_be_download(j->be, c->best_params, gnn_model_params(j->model), pbytes));
+        GNN_TRY(gnn__input_keep_best(j));
     }
     return 0;
 fail:
@@ -119,7 +121,7 @@ int gnn__start_run(gnn_job_t *j, int restore)
     gnn_model_config_t mc = {
         .kind = j->kind,
         .layers = j->o->layers,
-        .in_dim = j->g.feat_dim,
+        .in_dim = j->in_dim,
         .hidden = j->o->hidden,
         .classes = j->out_dim,
         .dropout = (float)j->o->dropout,
@@ -137,6 +139,7 @@ int gnn__start_run(gnn_job_t *j, int restore)
     gnn_model_free(j->model);
     j->model = NULL;
     GNN_TRY(gnn_model_create(j->be, j->reg, &mc, seed, &j->model));
+    GNN_TRY(gnn__input_start_run(j, restore));
     if (j->mode->start_run) GNN_TRY(j->mode->start_run(j));
     int64_t np = gnn_model_n_params(j->model);
     size_t bytes = (size_t)np * sizeof(float);

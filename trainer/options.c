@@ -49,6 +49,8 @@ void gnn_train_defaults(gnn_train_opts_t *o)
     o->hits = "20,50,100";
     o->decoder = "dot";
     o->out_dim = 16;
+    o->embed = "featureless";
+    o->embed_optimizer = "adam";
 }
 
 #define MAX_THREADS 4096 /* --threads: more than any machine has cores */
@@ -123,6 +125,21 @@ int gnn__opts_check(const gnn_train_opts_t *o)
     if (o->prefetch < 0 || o->prefetch > GNN_LOADER_MAX_PREFETCH)
         return GNN_FAIL(GNN_EUSAGE, "--prefetch %d outside [0, %d]", o->prefetch,
                         GNN_LOADER_MAX_PREFETCH);
+    if (o->embed_dim < 0 || o->embed_dim > ((int64_t)1 << 20))
+        return GNN_FAIL(GNN_EUSAGE, "--embed-dim %" PRId64 " outside [1, 2^20] (0: no learnable rows)",
+                        o->embed_dim);
+    if (!o->embed || (strcmp(o->embed, "featureless") && strcmp(o->embed, "all")))
+        return GNN_FAIL(GNN_EUSAGE, "--embed \"%s\" (expected featureless or all)",
+                        o->embed ? o->embed : "");
+    if (!o->embed_optimizer ||
+        (strcmp(o->embed_optimizer, "adam") && strcmp(o->embed_optimizer, "adagrad")))
+        return GNN_FAIL(GNN_EUSAGE, "--embed-optimizer \"%s\" (expected adam or adagrad)",
+                        o->embed_optimizer ? o->embed_optimizer : "");
+    if (!(o->embed_lr >= 0.0 && o->embed_lr <= 1e6))
+        return GNN_FAIL(GNN_EUSAGE, "--embed-lr %g outside (0, 1e6] (0: --lr)", o->embed_lr);
+    if (!o->embed_dim && (strcmp(o->embed, "featureless") || o->embed_lr != 0.0 ||
+                          strcmp(o->embed_optimizer, "adam")))
+        return GNN_FAIL(GNN_EUSAGE, "--embed, --embed-lr and --embed-optimizer need --embed-dim D");
     if (!o->task || (strcmp(o->task, "node") && strcmp(o->task, "link")))
         return GNN_FAIL(GNN_EUSAGE, "--task %s: expected node or link", o->task ? o->task : "");
     if (!strcmp(o->task, "link") && o->save_predictions)

@@ -159,13 +159,13 @@ int gnn__write_embeddings(gnn_job_t *j)
 {
     int rc = 0;
     int64_t n = j->g.csr.n_rows, D = j->out_dim;
-    float *z = NULL, *all = NULL, *got = NULL;
-    int64_t *ids = NULL, *gids = NULL;
-    int *cnt = NULL;
-    MPI_Datatype row = MPI_DATATYPE_NULL;
+    float *z = NULL, *all = NULL, *in_rows = NULL;
+    int64_t *ids = NULL;
     gnn_infer_t inf = {0};
     size_t pbytes = (size_t)j->ck.n_params * sizeof(float);
+    int64_t E = j->emb ? gnn_embed_dim(j->emb) : 0;
     GNN_TRY(gnn_be_upload(j->be, gnn_model_params(j->model), j->ck.best_params, pbytes));
+    GNN_TRY(gnn__input_restore_best(j));
     GNN_TRY(j->mode->infer(j, &inf));
     if (j->dist) n = j->dist->n_owned;
     z = gnn_malloc_array((size_t)(n * D) + 1, sizeof *z);
@@ -177,67 +177,38 @@ int gnn__write_embeddings(gnn_job_t *j)
         ids = gnn_malloc_array((size_t)n + 1, sizeof *ids);
         GNN_CHECK(ids, GNN_ENOMEM, "embeddings");
         for (int64_t v = 0; v < n; v++) ids[v] = j->g.orig_id ? j->g.orig_id[v] : v;
-        GNN_TRY(gnn_embeddings_write(j->o->save_embeddings, n, ids, D, z));
+        if (E) { /* the learned input rows (the best epoch's) */
+            in_rows = gnn_malloc_array((size_t)(n * E) + 1, sizeof *in_rows);
+            GNN_CHECK(in_rows, GNN_ENOMEM, "embeddings: input rows");
+            GNN_TRY(gnn_embed_download(j->emb, in_rows, NULL, NULL, NULL));
+        }
+        GNN_TRY(gnn_embeddings_write(j->o->save_embeddings, n, ids, D, z, E, in_rows));
         GNN_INFO("embeddings of %" PRId64 " nodes written to %s", n, j->o->save_embeddings);
         goto fail;
     }
-    gnn_dist_part_t *d = j->dist;
-    int R = d->size, rank = d->rank, mine = (int)n;
-    int64_t N = d->n_global;
-    if (local == 0 && (n > INT_MAX || D > INT_MAX)) local = GNN_FAIL(GNN_ENOMEM, "embeddings");
-    cnt = gnn_calloc((size_t)R * 2, sizeof *cnt);
-    if (!cnt) local = GNN_FAIL(GNN_ENOMEM, "embeddings");
-    if (rank == 0 && local == 0) {
+    int64_t N = j->dist->n_global;
+    if (j->rank == 0 && local == 0) {
         all = gnn_alloc_large(((size_t)N * (size_t)D + 1) * sizeof(float));
-        got = gnn_alloc_large(((size_t)N * (size_t)D + 1) * sizeof(float));
+        in_rows = E ? gnn_alloc_large(((size_t)N * (size_t)E + 1) * sizeof(float)) : NULL;
         ids = gnn_malloc_array((size_t)N + 1, sizeof *ids);
-        gids = gnn_malloc_array((size_t)N + 1, sizeof *gids);
-        if (!all || !got || !ids || !gids)
+        if (!all || !ids || (E && !in_rows))
             local = GNN_FAIL(GNN_ENOMEM, "embeddings of %" PRId64 " nodes", N);
     }
     GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
-    int *displ = cnt + R;
-    GNN_CHECK(MPI_Gather(&mine, 1, MPI_INT, cnt, 1, MPI_INT, 0, MPI_COMM_WORLD) == MPI_SUCCESS &&
-                  MPI_Type_contiguous((int)D, MPI_FLOAT, &row) == MPI_SUCCESS &&
-                  MPI_Type_commit(&row) == MPI_SUCCESS,
-              GNN_EMPI, "gathering embeddings failed");
-    int64_t at = 0;
-    for (int r = 0; rank == 0 && r < R; r++) {
-        displ[r] = (int)at;
-        at += cnt[r];
-    }
-    GNN_CHECK(MPI_Gatherv(d->gid, mine, MPI_INT64_T, gids, cnt, displ, MPI_INT64_T, 0,
-                          MPI_COMM_WORLD) == MPI_SUCCESS &&
-                  MPI_Gatherv(z, mine, row, got, cnt, displ, row, 0, MPI_COMM_WORLD) ==
-                      MPI_SUCCESS,
-              GNN_EMPI, "gathering embeddings failed");
-    local = 0;
-    if (rank == 0) {
-        if (at != N)
-            local = GNN_FAIL(GNN_EINVAL, "embeddings: %" PRId64 " rows for %" PRId64 " nodes",
-                             at, N);
-        for (int64_t i = 0; i < at && local == 0; i++) {
-            int64_t v = gids[i];
-            if (v < 0 || v >= N) {
-                local = GNN_FAIL(GNN_EINVAL, "embeddings: node %" PRId64 " out of range", v);
-                break;
-            }
-            ids[v] = v;
-            memcpy(all + v * D, got + i * D, (size_t)D * sizeof(float));
-        }
-        if (local == 0) local = gnn_embeddings_write(j->o->save_embeddings, N, ids, D, all);
+    GNN_TRY(gnn__dist_gather_rows(j, z, D, all)); /* by graph-file id */
+    if (E) GNN_TRY(gnn__input_gather_array(j, 0, in_rows)); /* the learned rows, alike */
+    if (j->rank == 0) {
+        for (int64_t v = 0; v < N; v++) ids[v] = v;
+        local = gnn_embeddings_write(j->o->save_embeddings, N, ids, D, all, E, in_rows);
         if (local == 0)
             GNN_INFO("embeddings of %" PRId64 " nodes written to %s", N, j->o->save_embeddings);
     }
     GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
 fail:
-    if (row != MPI_DATATYPE_NULL) MPI_Type_free(&row);
-    gnn_free(cnt);
+    gnn_free(in_rows);
     gnn_free(z);
     gnn_free(all);
-    gnn_free(got);
     gnn_free(ids);
-    gnn_free(gids);
     return rc;
 }
 
@@ -251,6 +222,7 @@ int gnn__write_predictions(gnn_job_t *j)
     gnn_infer_t inf = {0};
     size_t pbytes = (size_t)j->ck.n_params * sizeof(float);
     GNN_TRY(gnn_be_upload(j->be, gnn_model_params(j->model), j->ck.best_params, pbytes));
+    GNN_TRY(gnn__input_restore_best(j));
     GNN_TRY(j->mode->infer(j, &inf));
     const float *logits = inf.logits, *hidden = inf.hidden;
     int64_t hr = inf.hidden_rows, hc = inf.hidden_cols;

@@ -59,10 +59,9 @@ static int load_data(gnn_job_t *j)
     const char *path = j->o->data;
     GNN_TRY(gnn_graph_load(path, &j->g));
     const gnn_graph_t *g = &j->g;
-    GNN_CHECK(g->feat && g->feat_dim > 0, GNN_EINVAL,
-              "%s has no node features (gnn-train needs features, labels and splits)", path);
+    if (!g->feat) j->g.feat_dim = 0; /* a featureless graph: learnable rows (input.c) */
     GNN_TRY(j->task->check_graph(g, path));
-    GNN_TRY(gnn__check_finite(path, g->feat, g->csr.n_rows, g->feat_dim, NULL));
+    if (g->feat) GNN_TRY(gnn__check_finite(path, g->feat, g->csr.n_rows, g->feat_dim, NULL));
     return 0;
 fail:
     return rc;
@@ -80,6 +79,7 @@ static int setup_features(gnn_job_t *j)
     gnn_vid_t n = g->csr.n_rows;
     int64_t f = g->feat_dim;
     const char *mode = j->o->sparse_features;
+    if (f == 0) return 0; /* no features: the input is the learnable rows alone */
     if (j->mode->minibatch) { /* dense rows, gathered per batch from a host copy */
         if (!strcmp(mode, "on")) {
             rc = GNN_FAIL(GNN_EUSAGE, "--sparse-features on needs --mode full (mini-batches "
@@ -99,7 +99,7 @@ static int setup_features(gnn_job_t *j)
     /* Whether the first layer takes sparse input: its kind's check on a
      * layer of the model's first shape. */
     gnn_layer_t first = {.kind = j->kind, .index = 0, .fin = f, .aggr = j->aggr};
-    int able = j->kind->sparse_check && j->kind->sparse_check(&first) == 0;
+    int able = j->kind->sparse_check && j->kind->sparse_check(&first) == 0 && !j->emb;
     if (!strcmp(mode, "on") && !able) {
         rc = GNN_FAIL(GNN_EUSAGE, "--sparse-features on: the %s first layer can take sparse "
                                   "input only with a linear aggregator (sum, mean, gcn), not %s",
@@ -252,7 +252,8 @@ int gnn__setup(gnn_job_t *j)
     GNN_TRY(load_data(j));
     gnn_graph_t *g = &j->g;
     gnn_vid_t n = g->csr.n_rows;
-    if (o->normalize_features) gnn__normalize_rows(g->feat, n, g->feat_dim);
+    if (o->normalize_features && g->feat) gnn__normalize_rows(g->feat, n, g->feat_dim);
+    GNN_TRY(gnn__input_setup(j, n, NULL));
     GNN_TRY(setup_features(j));
     GNN_TRY(j->task->setup(j, &j->out_dim));
     char targets[256];

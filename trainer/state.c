@@ -37,7 +37,7 @@ static void ck_config(gnn_job_t *j, gnn_checkpoint_t *c)
     snprintf(c->fanouts, sizeof c->fanouts, "%s", j->fanouts);
     c->batch_size = j->mode->minibatch ? o->batch_size : 0;
     c->layers = o->layers;
-    c->in_dim = j->g.feat_dim;
+    c->in_dim = j->in_dim;
     c->hidden = o->hidden;
     c->classes = j->out_dim;
     c->dropout = o->dropout;
@@ -51,6 +51,14 @@ static void ck_config(gnn_job_t *j, gnn_checkpoint_t *c)
         c->out_heads = o->out_heads;
         c->attn_dropout = o->attn_dropout;
         c->negative_slope = o->negative_slope;
+    }
+    snprintf(c->embed_opt, sizeof c->embed_opt, "%s", o->embed_dim ? o->embed_optimizer : "-");
+    if (o->embed_dim) {
+        c->embed_dim = o->embed_dim;
+        c->embed_all = !strcmp(o->embed, "all");
+        c->embed_lr = o->embed_lr > 0.0 ? o->embed_lr : o->lr;
+        c->embed_rows = j->dist ? j->dist->n_global : j->g.csr.n_rows;
+        c->embed_best_kept = 1; /* the table keeps it whenever there are checkpoints */
     }
     c->num_nodes = j->dist ? j->dist->n_global : j->g.csr.n_rows;
     c->parts = j->dist ? j->dist->size : 0;
@@ -97,6 +105,10 @@ static int ck_match(gnn_job_t *j, const gnn_checkpoint_t *c)
     if (!strcmp(c->aggr, "attention") && j->attn && !strcmp(j->attn->name, "gat"))
         snprintf(want.aggr, sizeof want.aggr, "attention");
     SAME_S(aggr, j->attn ? "the attention function" : "the aggregator")
+    SAME_I(embed_dim, "--embed-dim")
+    SAME_S(embed_opt, "--embed-optimizer")
+    SAME_I(embed_all, "--embed all")
+    SAME_D(embed_lr, "--embed-lr")
     SAME_I(in_dim, "the feature width")
     SAME_I(classes, "the number of classes")
     SAME_I(layers, "--layers")
@@ -153,6 +165,7 @@ void gnn__state_new_run(gnn_checkpoint_t *c, int64_t r)
 int gnn__state_save(gnn_job_t *j)
 {
     int rc = 0;
+    if (j->emb && j->model) GNN_TRY(gnn__input_save(j)); /* sharded: gathered on rank 0 */
     if (j->rank > 0) return 0; /* rank 0 writes; every rank holds the same state */
     gnn_checkpoint_t *c = &j->ck;
     size_t bytes = (size_t)c->n_params * sizeof(float);
@@ -252,6 +265,8 @@ int gnn__state_load(gnn_job_t *j, int *restore)
         loaded.params = la[0], loaded.adam_m = la[1], loaded.adam_v = la[2];
         loaded.best_params = la[3], loaded.run_test_acc = lr[0], loaded.run_valid_acc = lr[1];
         loaded.best_metrics = lm[0], loaded.run_metrics = lm[1];
+        /* The input rows' arrays stay with c. */
+        loaded.embed_w = loaded.embed_s1 = loaded.embed_s2 = loaded.embed_best = NULL;
         gnn_checkpoint_free(&loaded);
         c->runs = o->runs;
         /* A run that ended at its last epoch (not stopped early) is

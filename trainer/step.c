@@ -41,6 +41,7 @@ fail:
 int gnn__step(gnn_job_t *j)
 {
     int rc = gnn_model_backward(j->model, j->dlogits);
+    if (rc == 0) rc = gnn__input_step(j);
     return rc < 0 ? rc : gnn__adam_step(j);
 }
 

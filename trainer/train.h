@@ -66,6 +66,10 @@ typedef struct {
                                   locally, e.g. "64M" (NULL or "0": none) */
     const char *cache_policy;  /* which remote nodes it keeps: "sample" (pre-sampling one
                                   epoch) or "rows" (named most by the part's rows) */
+    int64_t embed_dim;         /* learnable input rows of this width; 0: none */
+    const char *embed;         /* which nodes get one: "featureless" (default) | "all" */
+    double embed_lr;           /* their optimiser's learning rate; 0: --lr */
+    const char *embed_optimizer; /* "adam" (lazy, as torch.optim.SparseAdam) | "adagrad" */
 } gnn_train_opts_t;
 
 /* The defaults of gnn-train. */

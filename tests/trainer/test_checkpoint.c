@@ -5,8 +5,10 @@
  * the target as it was and no temporary file behind, every kind of bad file
  * built with the HDF5 C API (each a GNN_E* code and a message naming the
  * file, a zeroed checkpoint and no open HDF5 object), allocation failure at
- * every allocation, version 2 files (without the data trained on) still
- * read, and prediction files read back with the HDF5 API.
+ * every allocation, files of every older version (2: without the data
+ * trained on, 5: without a learnable input table) still read, learnable
+ * input tables of each optimiser and none, and prediction files read back
+ * with the HDF5 API.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -48,7 +50,38 @@ static int temp_files(void)
     return n;
 }
 
-/* A checkpoint with every field set to a distinct value; arrays from
+/* n floats of distinct random bit patterns (no infinity or NaN), from
+ * malloc. */
+static float *random_floats(int64_t n, uint64_t *s)
+{
+    float *p = malloc(sizeof(float) * (size_t)(n + 1));
+    assert_non_null(p);
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t bits = (uint32_t)rng_next(s);
+        if ((bits & 0x7f800000u) == 0x7f800000u) bits &= ~0x00400000u; /* any inf/NaN */
+        memcpy(&p[i], &bits, sizeof bits);
+    }
+    return p;
+}
+
+/* Elements of the table's arrays (tensor_len in checkpoint.c): the rows
+ * and first state whenever embed_dim > 0, the second state for adam, the
+ * best rows when kept. */
+static size_t embed_len(const gnn_checkpoint_t *c)
+{
+    return c->embed_dim > 0 ? (size_t)(c->embed_rows * c->embed_dim) : 0;
+}
+static size_t embed_s2_len(const gnn_checkpoint_t *c)
+{
+    return strcmp(c->embed_opt, "adam") ? 0 : embed_len(c);
+}
+static size_t embed_best_len(const gnn_checkpoint_t *c)
+{
+    return c->embed_best_kept ? embed_len(c) : 0;
+}
+
+/* A checkpoint with every field set to a distinct value, a learnable
+ * input table (adam, 5 rows of 3, best rows kept) included; arrays from
  * malloc (released with free_ck). */
 static void make_ck(gnn_checkpoint_t *c, int64_t n_params, int64_t runs_done, uint64_t seed)
 {
@@ -112,15 +145,7 @@ static void make_ck(gnn_checkpoint_t *c, int64_t n_params, int64_t runs_done, ui
     c->n_params = n_params;
     if (n_params > 0) {
         float **t[4] = {&c->params, &c->adam_m, &c->adam_v, &c->best_params};
-        for (int k = 0; k < 4; k++) {
-            *t[k] = malloc(sizeof(float) * (size_t)n_params);
-            assert_non_null(*t[k]);
-            for (int64_t i = 0; i < n_params; i++) {
-                uint32_t bits = (uint32_t)rng_next(&s);
-                if ((bits & 0x7f800000u) == 0x7f800000u) bits &= ~0x00400000u; /* any inf/NaN */
-                memcpy(&(*t[k])[i], &bits, sizeof bits);
-            }
-        }
+        for (int k = 0; k < 4; k++) *t[k] = random_floats(n_params, &s);
         c->params[0] = -0.0f;
         if (n_params > 3) {
             c->params[1] = NAN;
@@ -128,6 +153,28 @@ static void make_ck(gnn_checkpoint_t *c, int64_t n_params, int64_t runs_done, ui
             c->params[3] = 1e-45f; /* denormal */
         }
     }
+    strcpy(c->embed_opt, "adam");
+    c->embed_dim = 3;
+    c->embed_rows = 5;
+    c->embed_all = 1;
+    c->embed_step = 17;
+    c->embed_best_kept = 1;
+    c->embed_lr = 0.05;
+    float **e[4] = {&c->embed_w, &c->embed_s1, &c->embed_s2, &c->embed_best};
+    for (int k = 0; k < 4; k++) *e[k] = random_floats(15, &s);
+    c->embed_w[0] = -0.0f;
+    c->embed_w[1] = NAN;
+    c->embed_s1[2] = 1e-45f; /* denormal */
+}
+
+/* Free the table's arrays of c (from make_ck) and set them NULL. */
+static void free_embed(gnn_checkpoint_t *c)
+{
+    free(c->embed_w);
+    free(c->embed_s1);
+    free(c->embed_s2);
+    free(c->embed_best);
+    c->embed_w = c->embed_s1 = c->embed_s2 = c->embed_best = NULL;
 }
 
 static void free_ck(gnn_checkpoint_t *c)
@@ -140,6 +187,7 @@ static void free_ck(gnn_checkpoint_t *c)
     free(c->run_valid_acc);
     free(c->best_metrics);
     free(c->run_metrics);
+    free_embed(c);
     memset(c, 0, sizeof *c);
 }
 
@@ -150,10 +198,21 @@ static void set_str(char *s, size_t size, const char *v)
     strcpy(s, v);
 }
 
+/* c without a learnable input table, as a file older than version 6
+ * reads back: embed_opt "-", the other members 0, no arrays. */
+static void as_before_v6(gnn_checkpoint_t *c)
+{
+    set_str(c->embed_opt, sizeof c->embed_opt, "-");
+    c->embed_dim = c->embed_all = c->embed_rows = c->embed_step = c->embed_best_kept = 0;
+    c->embed_lr = 0.0;
+    free_embed(c);
+}
+
 /* c as a file older than version 5 reads back: task "node", no link
- * settings, no per-metric arrays. */
+ * settings, no per-metric arrays (and no table, as before version 6). */
 static void as_before_v5(gnn_checkpoint_t *c)
 {
+    as_before_v6(c);
     set_str(c->task, sizeof c->task, "node");
     set_str(c->decoder, sizeof c->decoder, "-");
     set_str(c->hits, sizeof c->hits, "-");
@@ -172,6 +231,8 @@ static void assert_ck_equal(const gnn_checkpoint_t *a, const gnn_checkpoint_t *b
         y.best_params = NULL;
     x.run_test_acc = x.run_valid_acc = y.run_test_acc = y.run_valid_acc = NULL;
     x.best_metrics = x.run_metrics = y.best_metrics = y.run_metrics = NULL;
+    x.embed_w = x.embed_s1 = x.embed_s2 = x.embed_best = NULL;
+    y.embed_w = y.embed_s1 = y.embed_s2 = y.embed_best = NULL;
     assert_memory_equal(&x, &y, sizeof x); /* scalars and strings, also their padding */
     size_t np = sizeof(float) * (size_t)a->n_params, nr = sizeof(double) * (size_t)a->runs_done;
     if (np) {
@@ -197,6 +258,19 @@ static void assert_ck_equal(const gnn_checkpoint_t *a, const gnn_checkpoint_t *b
     } else {
         assert_null(b->run_test_acc);
         assert_null(b->run_valid_acc);
+    }
+    const struct {
+        const float *a, *b;
+        size_t n;
+    } table[] = {{a->embed_w, b->embed_w, embed_len(a)},
+                 {a->embed_s1, b->embed_s1, embed_len(a)},
+                 {a->embed_s2, b->embed_s2, embed_s2_len(a)},
+                 {a->embed_best, b->embed_best, embed_best_len(a)}};
+    for (int k = 0; k < 4; k++) {
+        if (table[k].n)
+            assert_memory_equal(table[k].a, table[k].b, sizeof(float) * table[k].n);
+        else
+            assert_null(table[k].b);
     }
 }
 
@@ -243,14 +317,27 @@ static void test_round_trip(void **state)
     assert_true(isnan(d.params[1]));
     assert_true(d.seed == 0xFEDCBA9876543210ull);
     assert_true(d.rng_offset == UINT64_MAX - 7);
+    assert_string_equal(d.embed_opt, "adam");
+    assert_true(d.embed_dim == 3 && d.embed_rows == 5 && d.embed_all == 1 &&
+                d.embed_step == 17 && d.embed_best_kept == 1 && d.embed_lr == 0.05);
+    assert_true(isnan(d.embed_w[1]));
 
-    /* Stored as documented: float32 tensors, float64 run arrays, uint64 seed. */
+    /* Stored as documented: float32 tensors, float64 run arrays, uint64 seed,
+     * the table as four 1-D float32 datasets of embed_rows x embed_dim. */
     H5D_layout_t layout;
     assert_int_equal(dataset_len(path, "params", &layout), 100000);
     assert_int_equal(layout, H5D_CONTIGUOUS);
     assert_int_equal(dataset_len(path, "run_valid_acc", NULL), 3);
+    static const char *const embed_sets[] = {"embed", "embed_state1", "embed_state2",
+                                             "embed_best"};
+    for (int k = 0; k < 4; k++) assert_int_equal(dataset_len(path, embed_sets[k], NULL), 15);
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     hid_t ds = H5Dopen2(f, "adam_v", H5P_DEFAULT), t = H5Dget_type(ds);
+    assert_true(H5Tequal(t, H5T_IEEE_F32LE) > 0);
+    H5Tclose(t);
+    H5Dclose(ds);
+    ds = H5Dopen2(f, "embed_state2", H5P_DEFAULT);
+    t = H5Dget_type(ds);
     assert_true(H5Tequal(t, H5T_IEEE_F32LE) > 0);
     H5Tclose(t);
     H5Dclose(ds);
@@ -262,6 +349,16 @@ static void test_round_trip(void **state)
     a = H5Aopen(f, "lr", H5P_DEFAULT);
     t = H5Aget_type(a);
     assert_true(H5Tequal(t, H5T_IEEE_F64LE) > 0);
+    H5Tclose(t);
+    H5Aclose(a);
+    a = H5Aopen(f, "embed_lr", H5P_DEFAULT);
+    t = H5Aget_type(a);
+    assert_true(H5Tequal(t, H5T_IEEE_F64LE) > 0);
+    H5Tclose(t);
+    H5Aclose(a);
+    a = H5Aopen(f, "embed_opt", H5P_DEFAULT);
+    t = H5Aget_type(a);
+    assert_int_equal(H5Tget_class(t), H5T_STRING);
     H5Tclose(t);
     H5Aclose(a);
     H5Fclose(f);
@@ -300,6 +397,20 @@ static void test_empty_arrays(void **state)
     gnn_checkpoint_free(&d);
     free_ck(&c);
 
+    /* A table of no rows (embed_dim > 0): its datasets are there, empty,
+     * and read back as NULL. */
+    make_ck(&c, 5, 1, g_seed + 1);
+    free_embed(&c);
+    c.embed_rows = 0;
+    assert_int_equal(gnn_checkpoint_save(path, &c), 0);
+    assert_int_equal(gnn_checkpoint_load(path, &d), 0);
+    assert_ck_equal(&c, &d);
+    assert_true(d.embed_dim == 3 && d.embed_rows == 0);
+    assert_int_equal(dataset_len(path, "embed", NULL), 0);
+    assert_int_equal(dataset_len(path, "embed_best", NULL), 0);
+    gnn_checkpoint_free(&d);
+    free_ck(&c);
+
     /* All runs finished: runs_done = runs. */
     make_ck(&c, 5, 10, g_seed + 2);
     assert_int_equal(gnn_checkpoint_save(path, &c), 0);
@@ -307,6 +418,61 @@ static void test_empty_arrays(void **state)
     assert_ck_equal(&c, &d);
     gnn_checkpoint_free(&d);
     free_ck(&c);
+    assert_int_equal(open_objects(), 0);
+}
+
+/* Each kind of learnable input table, or none, round trips bitwise. */
+static void test_embed_tables(void **state)
+{
+    (void)state;
+    gnn_checkpoint_t c, d;
+    const char *path = tu_path("embed.ck");
+
+    /* Adagrad: one state, no embed_state2 (an empty dataset). */
+    make_ck(&c, 20, 1, g_seed + 10);
+    set_str(c.embed_opt, sizeof c.embed_opt, "adagrad");
+    free(c.embed_s2);
+    c.embed_s2 = NULL;
+    c.embed_all = 0;
+    c.embed_step = 3;
+    c.embed_lr = 0.25;
+    assert_int_equal(gnn_checkpoint_save(path, &c), 0);
+    assert_int_equal(gnn_checkpoint_load(path, &d), 0);
+    assert_ck_equal(&c, &d);
+    assert_string_equal(d.embed_opt, "adagrad");
+    assert_null(d.embed_s2);
+    assert_non_null(d.embed_best);
+    assert_int_equal(dataset_len(path, "embed_state1", NULL), 15);
+    assert_int_equal(dataset_len(path, "embed_state2", NULL), 0);
+    gnn_checkpoint_free(&d);
+
+    /* ... without the best epoch's rows. */
+    free(c.embed_best);
+    c.embed_best = NULL;
+    c.embed_best_kept = 0;
+    assert_int_equal(gnn_checkpoint_save(path, &c), 0);
+    assert_int_equal(gnn_checkpoint_load(path, &d), 0);
+    assert_ck_equal(&c, &d);
+    assert_null(d.embed_best);
+    assert_int_equal(dataset_len(path, "embed_best", NULL), 0);
+    gnn_checkpoint_free(&d);
+    free_ck(&c);
+
+    /* No table: embed_opt "-", every count 0, the four datasets empty. */
+    make_ck(&c, 20, 1, g_seed + 11);
+    as_before_v6(&c);
+    assert_int_equal(gnn_checkpoint_save(path, &c), 0);
+    assert_int_equal(gnn_checkpoint_load(path, &d), 0);
+    assert_ck_equal(&c, &d);
+    assert_string_equal(d.embed_opt, "-");
+    assert_true(d.embed_dim == 0 && d.embed_rows == 0 && d.embed_best_kept == 0 &&
+                d.embed_lr == 0.0);
+    assert_true(!d.embed_w && !d.embed_s1 && !d.embed_s2 && !d.embed_best);
+    static const char *const sets[] = {"embed", "embed_state1", "embed_state2", "embed_best"};
+    for (int k = 0; k < 4; k++) assert_int_equal(dataset_len(path, sets[k], NULL), 0);
+    gnn_checkpoint_free(&d);
+    free_ck(&c);
+    assert_int_equal(temp_files(), 0);
     assert_int_equal(open_objects(), 0);
 }
 
@@ -381,6 +547,26 @@ static void test_save_failures(void **state)
     bad = c;
     bad.dropout = 1.0;
     assert_int_equal(gnn_checkpoint_save(path, &bad), GNN_EINVAL);
+    bad = c;
+    bad.embed_s2 = NULL; /* adam keeps two states */
+    assert_int_equal(gnn_checkpoint_save(path, &bad), GNN_EINVAL);
+    assert_non_null(strstr(gnn_error_message(), "embed_state2 is NULL but holds 15 values"));
+    bad = c;
+    bad.embed_w = NULL;
+    assert_int_equal(gnn_checkpoint_save(path, &bad), GNN_EINVAL);
+    assert_non_null(strstr(gnn_error_message(), "embed is NULL but holds 15 values"));
+    bad = c;
+    set_str(bad.embed_opt, sizeof bad.embed_opt, "sgd");
+    assert_int_equal(gnn_checkpoint_save(path, &bad), GNN_EINVAL);
+    assert_non_null(strstr(gnn_error_message(), "embed_opt = \"sgd\" (expected adam or adagrad)"));
+    bad = c;
+    bad.embed_opt[0] = '\0';
+    assert_int_equal(gnn_checkpoint_save(path, &bad), GNN_EINVAL);
+    assert_non_null(strstr(gnn_error_message(), "embed_opt is empty"));
+    bad = c;
+    bad.embed_lr = 0;
+    assert_int_equal(gnn_checkpoint_save(path, &bad), GNN_EINVAL);
+    assert_non_null(strstr(gnn_error_message(), "embed_lr = 0 must be positive"));
     assert_int_equal(temp_files(), 0);
     gnn_checkpoint_t d;
     assert_int_equal(gnn_checkpoint_load(path, &d), 0);
@@ -514,28 +700,84 @@ static void test_not_a_checkpoint(void **state)
     assert_int_equal(open_objects(), 0);
 }
 
+/* Remove dataset name of path. */
+static void delete_dataset(const char *path, const char *name)
+{
+    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    assert_true(H5Ldelete(f, name, H5P_DEFAULT) >= 0);
+    H5Fclose(f);
+}
+
+/* Remove from path what version 6 added and is still there: the learnable
+ * input table's attributes and datasets. */
+static void delete_v6(const char *path)
+{
+    static const char *const attrs[] = {"embed_opt",  "embed_dim",       "embed_all", "embed_rows",
+                                        "embed_step", "embed_best_kept", "embed_lr"};
+    static const char *const sets[] = {"embed", "embed_state1", "embed_state2", "embed_best"};
+    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    assert_true(f >= 0);
+    for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++)
+        if (H5Aexists(f, attrs[i]) > 0) assert_true(H5Adelete(f, attrs[i]) >= 0);
+    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++)
+        if (H5Lexists(f, sets[i], H5P_DEFAULT) > 0)
+            assert_true(H5Ldelete(f, sets[i], H5P_DEFAULT) >= 0);
+    H5Fclose(f);
+}
+
 static void test_version(void **state)
 {
     (void)state;
-    const char *path = write_good("v6.ck");
-    int64_t v = 6;
+    const char *path = write_good("v7.ck");
+    int64_t v = 7;
     put_attr(path, "version", H5T_STD_I64LE, 0, &v);
-    expect_load_error(path, GNN_EVERSION, "checkpoint format version 6 is not supported");
+    expect_load_error(path, GNN_EVERSION, "checkpoint format version 7 is not supported");
     v = 1; /* before mini-batch training: no mode, fanouts, batch_size */
     put_attr(path, "version", H5T_STD_I64LE, 0, &v);
     expect_load_error(path, GNN_EVERSION, "checkpoint format version 1 is not supported");
     delete_attr(path, "version");
     expect_load_error(path, GNN_EFORMAT, "missing attribute 'version'");
 
-    /* Version 5 added every metric of the best epochs; a version 4 file,
-     * without them, is read with none. */
+    /* Version 6 added the learnable input table; a version 5 file, without
+     * it, is read with none (and what a version 5 file may hold besides is
+     * not looked at). A version 6 file must have it. */
     gnn_checkpoint_t c, d;
     make_ck(&c, 100, 2, g_seed + 6);
+    path = write_good("v5.ck");
+    delete_attr(path, "embed_dim");
+    expect_load_error(path, GNN_EFORMAT, "missing attribute 'embed_dim'");
+    v = 5;
+    put_attr(path, "version", H5T_STD_I64LE, 0, &v);
+    as_before_v6(&c);
+    assert_int_equal(gnn_checkpoint_load(path, &d), 0);
+    assert_ck_equal(&c, &d);
+    gnn_checkpoint_free(&d);
+    delete_v6(path);
+    assert_int_equal(gnn_checkpoint_load(path, &d), 0);
+    assert_string_equal(d.embed_opt, "-");
+    assert_true(d.embed_dim == 0 && d.embed_all == 0 && d.embed_rows == 0 &&
+                d.embed_step == 0 && d.embed_best_kept == 0 && d.embed_lr == 0.0);
+    assert_true(!d.embed_w && !d.embed_s1 && !d.embed_s2 && !d.embed_best);
+    assert_ck_equal(&c, &d);
+    gnn_checkpoint_free(&d);
+    free_ck(&c);
+    /* The attributes without the datasets, at version 6. */
+    path = write_good("v6-no-embed.ck");
+    delete_dataset(path, "embed_state1");
+    expect_load_error(path, GNN_EFORMAT, "missing dataset 'embed_state1'");
+
+    /* Version 5 added every metric of the best epochs; a version 4 file,
+     * without them, is read with none. */
+    make_ck(&c, 100, 2, g_seed + 6);
     path = write_good("v4.ck");
+    delete_v6(path);
     delete_attr(path, "n_metrics");
     delete_attr(path, "negatives");
     static const char *const v5s[] = {"task", "decoder", "hits"};
     for (int i = 0; i < 3; i++) delete_attr(path, v5s[i]);
+    expect_load_error(path, GNN_EFORMAT, "missing attribute 'task'");
+    v = 5;
+    put_attr(path, "version", H5T_STD_I64LE, 0, &v);
     expect_load_error(path, GNN_EFORMAT, "missing attribute 'task'");
     v = 4;
     put_attr(path, "version", H5T_STD_I64LE, 0, &v);
@@ -544,6 +786,8 @@ static void test_version(void **state)
     assert_string_equal(d.task, "node");
     assert_string_equal(d.decoder, "-");
     assert_string_equal(d.hits, "-");
+    assert_string_equal(d.embed_opt, "-");
+    assert_true(d.embed_dim == 0 && !d.embed_w);
     as_before_v5(&c);
     assert_ck_equal(&c, &d);
     gnn_checkpoint_free(&d);
@@ -553,6 +797,7 @@ static void test_version(void **state)
      * them, is read with those members at 0. */
     make_ck(&c, 100, 2, g_seed + 6);
     path = write_good("v3.ck");
+    delete_v6(path);
     static const char *const v4[] = {"heads", "out_heads", "attn_dropout", "negative_slope"};
     for (int i = 0; i < 4; i++) delete_attr(path, v4[i]);
     delete_attr(path, "n_metrics");
@@ -579,6 +824,7 @@ static void test_version(void **state)
      * is read with those members at -1 and everything else as written. */
     make_ck(&c, 100, 2, g_seed + 6);
     path = write_good("v2.ck");
+    delete_v6(path);
     static const char *const added[] = {"num_nodes", "parts", "train_nodes"};
     for (int i = 0; i < 3; i++) delete_attr(path, added[i]);
     delete_attr(path, "n_metrics");
@@ -640,6 +886,43 @@ static void test_bad_datasets(void **state)
     H5Sclose(s);
     H5Fclose(f);
     expect_load_error(path, GNN_EFORMAT, "dataset 'run_valid_acc' has 2 dimensions, expected 1");
+
+    /* The learnable input table's: a length other than embed_rows x
+     * embed_dim (15), or one the optimiser does not keep. */
+    path = write_good("short-embed.ck");
+    put_dataset(path, "embed", H5T_IEEE_F32LE, 14);
+    expect_load_error(path, GNN_EFORMAT,
+                      "dataset 'embed' has 14 entries, expected embed_rows x embed_dim = 15");
+
+    path = write_good("long-embed-best.ck");
+    put_dataset(path, "embed_best", H5T_IEEE_F32LE, 16);
+    expect_load_error(path, GNN_EFORMAT,
+                      "dataset 'embed_best' has 16 entries, expected embed_rows x embed_dim = 15");
+
+    path = write_good("wide-embed.ck");
+    int64_t dim = 4;
+    put_attr(path, "embed_dim", H5T_STD_I64LE, 0, &dim);
+    expect_load_error(path, GNN_EFORMAT,
+                      "dataset 'embed' has 15 entries, expected embed_rows x embed_dim = 20");
+
+    path = write_good("adagrad-two-states.ck");
+    put_attr_str(path, "embed_opt", "adagrad");
+    expect_load_error(path, GNN_EFORMAT,
+                      "dataset 'embed_state2' has 15 entries, expected embed_rows x embed_dim = 0");
+
+    path = write_good("best-not-kept.ck");
+    int64_t zero = 0;
+    put_attr(path, "embed_best_kept", H5T_STD_I64LE, 0, &zero);
+    expect_load_error(path, GNN_EFORMAT,
+                      "dataset 'embed_best' has 15 entries, expected embed_rows x embed_dim = 0");
+
+    path = write_good("int-embed.ck");
+    put_dataset(path, "embed_state1", H5T_STD_I32LE, 15);
+    expect_load_error(path, GNN_EFORMAT, "dataset 'embed_state1' must hold floats");
+
+    path = write_good("no-embed-best.ck");
+    delete_dataset(path, "embed_best");
+    expect_load_error(path, GNN_EFORMAT, "missing dataset 'embed_best'");
 }
 
 static void test_bad_attributes(void **state)
@@ -689,6 +972,26 @@ static void test_bad_attributes(void **state)
     put_attr_str(path, "decay_scope", "");
     expect_load_error(path, GNN_EFORMAT, "decay_scope is empty");
 
+    path = write_good("empty-embed-opt.ck");
+    put_attr_str(path, "embed_opt", "");
+    expect_load_error(path, GNN_EFORMAT, "embed_opt is empty");
+
+    path = write_good("long-embed-opt.ck");
+    put_attr_str(path, "embed_opt", "adagrad-with-decay");
+    expect_load_error(path, GNN_EFORMAT, "attribute 'embed_opt' is longer than 15 characters");
+
+    path = write_good("int-embed-opt.ck");
+    put_attr(path, "embed_opt", H5T_STD_I64LE, 0, &i);
+    expect_load_error(path, GNN_EFORMAT, "attribute 'embed_opt' must be a string");
+
+    path = write_good("float-embed-rows.ck");
+    put_attr(path, "embed_rows", H5T_IEEE_F64LE, 0, &x);
+    expect_load_error(path, GNN_EFORMAT, "attribute 'embed_rows' must be an integer");
+
+    path = write_good("no-embed-lr.ck");
+    delete_attr(path, "embed_lr");
+    expect_load_error(path, GNN_EFORMAT, "missing attribute 'embed_lr'");
+
     path = write_good("negative-seed.ck");
     int64_t neg = -5;
     put_attr(path, "seed", H5T_STD_I64LE, 0, &neg);
@@ -727,6 +1030,13 @@ static void test_bad_values(void **state)
         {"parts", -1, "parts = -1, expected at least 0"},
         {"train_nodes", 0, "train_nodes = 0 is outside [1, 2708]"},
         {"train_nodes", 2709, "train_nodes = 2709 is outside [1, 2708]"},
+        {"embed_dim", -1, "embed_dim = -1 is outside [0, 1048576]"},
+        {"embed_dim", 1048577, "embed_dim = 1048577 is outside [0, 1048576]"},
+        {"embed_all", 2, "embed_all = 2 is outside [0, 1]"},
+        {"embed_rows", -1, "embed_rows = -1 is outside [0, 3074457345618258602]"},
+        {"embed_rows", INT64_MAX, "embed_rows = 9223372036854775807 is outside [0, "},
+        {"embed_step", -1, "embed_step = -1, expected at least 0"},
+        {"embed_best_kept", -1, "embed_best_kept = -1 is outside [0, 1]"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         const char *path = write_good("values.ck");
@@ -745,6 +1055,40 @@ static void test_bad_values(void **state)
     v = -0.1;
     put_attr(path, "weight_decay", H5T_IEEE_F64LE, 0, &v);
     expect_load_error(path, GNN_EFORMAT, "weight_decay = -0.1 must not be negative");
+
+    /* The learnable input table's optimiser and rate, checked when there
+     * is a table (embed_dim > 0) and only then. */
+    path = write_good("embed-opt.ck");
+    put_attr_str(path, "embed_opt", "sgd");
+    expect_load_error(path, GNN_EFORMAT, "embed_opt = \"sgd\" (expected adam or adagrad)");
+    path = write_good("embed-opt-none.ck");
+    put_attr_str(path, "embed_opt", "-");
+    expect_load_error(path, GNN_EFORMAT, "embed_opt = \"-\" (expected adam or adagrad)");
+    path = write_good("embed-lr.ck");
+    v = 0;
+    put_attr(path, "embed_lr", H5T_IEEE_F64LE, 0, &v);
+    expect_load_error(path, GNN_EFORMAT, "embed_lr = 0 must be positive");
+    v = -0.5;
+    put_attr(path, "embed_lr", H5T_IEEE_F64LE, 0, &v);
+    expect_load_error(path, GNN_EFORMAT, "embed_lr = -0.5 must be positive");
+    v = INFINITY;
+    put_attr(path, "embed_lr", H5T_IEEE_F64LE, 0, &v);
+    expect_load_error(path, GNN_EFORMAT, "embed_lr = inf must be positive");
+
+    /* Without a table (embed_dim 0, its datasets empty), neither matters. */
+    path = write_good("no-table.ck");
+    int64_t zero = 0;
+    put_attr(path, "embed_dim", H5T_STD_I64LE, 0, &zero);
+    put_attr_str(path, "embed_opt", "sgd");
+    v = 0;
+    put_attr(path, "embed_lr", H5T_IEEE_F64LE, 0, &v);
+    static const char *const sets[] = {"embed", "embed_state1", "embed_state2", "embed_best"};
+    for (int k = 0; k < 4; k++) put_dataset(path, sets[k], H5T_IEEE_F32LE, 0);
+    gnn_checkpoint_t c;
+    assert_int_equal(gnn_checkpoint_load(path, &c), 0);
+    assert_string_equal(c.embed_opt, "sgd");
+    assert_true(c.embed_dim == 0 && c.embed_rows == 5 && !c.embed_w && !c.embed_best);
+    gnn_checkpoint_free(&c);
 }
 
 /* ---- Allocation failure -------------------------------------------------------- */
@@ -774,7 +1118,7 @@ static void test_alloc_failure(void **state)
         assert_int_equal(open_objects(), 0);
         failures++;
     }
-    assert_int_equal(failures, 8); /* the eight arrays */
+    assert_int_equal(failures, 12); /* the twelve arrays, the table's four included */
 
     /* Save and prediction writes: the target is never created half-way. */
     gnn_checkpoint_t c;
@@ -949,6 +1293,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_empty_arrays),
+        cmocka_unit_test(test_embed_tables),
         cmocka_unit_test(test_overwrite),
         cmocka_unit_test(test_save_failures),
         cmocka_unit_test(test_not_a_checkpoint),

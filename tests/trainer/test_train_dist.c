@@ -59,6 +59,15 @@
  *     classes, logits within 1e-4.
  *   - 12 epochs and then --resume to 20 end with the epoch-20 line and the
  *     final test accuracy of 20 epochs in one go.
+ *   - Learnable input rows (--embed-dim) on Cora without features, the
+ *     table sharded by owner: full-graph GCN gives one process's losses
+ *     on 1, 2 and 4 ranks (Adam's rows; Adagrad's and cpu-as-gpu on 2),
+ *     edge mini-batches on 2 and 4; on the featured split Cora with
+ *     --embed all and a feature cache, edge mini-batches on 2 ranks over
+ *     1-hop parts give one process's losses (rows of other ranks are
+ *     fetched every step, never cached); --save-embeddings over 1 and 2
+ *     ranks writes one process's rows and outputs within 1e-5; on 2
+ *     ranks 3 epochs resumed to 6 end as 6 in one go, bit for bit.
  *   - Faults end the job with a non-zero status and, once mpiexec's own
  *     lines are removed, exactly one "gnn-train: error:" line: a corrupt
  *     part file (naming it and the rank that read it), a checkpoint path
@@ -134,6 +143,9 @@ static char g_tiny[640], g_tiny_k4[640];     /* 30 nodes; 4 parts, one of them e
 static char g_link[640], g_l2[640], g_l4[640]; /* Cora with held-out edges; 2 and 4 parts */
 static char g_lh2[640];                        /* 2 parts of it, 2 hops of halo */
 static char g_tiny_link[640], g_tiny_lk4[640]; /* the same of the 30 nodes */
+static char g_cnf[640];                        /* Cora without features */
+static char g_cnf_k1[640], g_cnf_k2[640], g_cnf_k4[640]; /* its METIS parts */
+static char g_cnf_link[640], g_cnfl_k2[640], g_cnfl_k4[640]; /* its held-out edges; 2, 4 parts */
 
 static double now_s(void)
 {
@@ -1157,6 +1169,243 @@ static void test_minibatch_resume(void **state)
     log_free(&rest);
 }
 
+/* ---- Learnable input rows (--embed-dim) -------------------------------------- */
+
+/*
+ * Learnable input rows over ranks, on Cora without features (--embed-dim
+ * 16): the table sharded by owner, a part's halo rows fetched from their
+ * owners each step and their gradients sent back to them. Full-graph GCN
+ * (dropout 0.5) gives one process's losses on 1, 2 and 4 ranks with
+ * Adam's rows, on 2 ranks with Adagrad's, and on 2 ranks through the
+ * device path (cpu-as-gpu). The rows move the losses by far more than the
+ * tolerance (frozen, --embed-lr 1e-20: 3e-3 relative by epoch 2), so a
+ * row or gradient gone astray would show.
+ */
+static void test_embed_same_losses_on_any_ranks(void **state)
+{
+    (void)state;
+    run_t runs[] = {
+        {"1 process", NULL, g_cnf, {0}}, {"1 rank", "1", g_cnf_k1, {0}},
+        {"2 ranks", "2", g_cnf_k2, {0}}, {"4 ranks", "4", g_cnf_k4, {0}},
+    };
+    int n = (int)(sizeof runs / sizeof runs[0]);
+    train_runs(runs, n, "embed", "--embed-dim", "16", (char *)NULL);
+    compare_losses("gcn, --embed-dim 16", runs, n);
+    double feat;
+    int bad = check_counters("--embed-dim 16, 2 ranks", &runs[2].log, EPOCHS, 2, &feat);
+    run_t ada[] = {{"1 process", NULL, g_cnf, {0}}, {"2 ranks", "2", g_cnf_k2, {0}}};
+    train_runs(ada, 2, "embed-adagrad", "--embed-dim", "16", "--embed-optimizer", "adagrad",
+               (char *)NULL);
+    compare_losses("gcn, --embed-dim 16, adagrad", ada, 2);
+    run_t dev[] = {{"2 ranks, cpu-as-gpu", "2", g_cnf_k2, {0}}};
+    train_runs(dev, 1, "embed-dev", "--embed-dim", "16", "--device", "cpu-as-gpu", (char *)NULL);
+    double d = loss_diff(&runs[0].log, &dev[0].log, EPOCHS);
+    print_message("gcn, --embed-dim 16, 2 ranks on cpu-as-gpu against 1 process: largest "
+                  "relative loss difference %.2e\n", d);
+    assert_true(d <= LOSS_RTOL);
+    run_t frozen[] = {{"1 process, --embed-lr 1e-20", NULL, g_cnf, {0}}};
+    train_runs(frozen, 1, "embed-frozen", "--embed-dim", "16", "--embed-lr", "1e-20",
+               (char *)NULL);
+    double f = loss_diff(&runs[0].log, &frozen[0].log, EPOCHS);
+    print_message("gcn, --embed-dim 16: frozen rows change the losses by up to %.2e relative\n",
+                  f);
+    assert_true(f > 100 * LOSS_RTOL);
+    for (int i = 0; i < n; i++) log_free(&runs[i].log);
+    for (int i = 0; i < 2; i++) log_free(&ada[i].log);
+    log_free(&dev[0].log);
+    log_free(&frozen[0].log);
+    if (bad) fail_msg("%d epoch lines with wrong counters", bad);
+}
+
+/*
+ * Edge mini-batches with learnable rows (GraphSAGE, batches of 512,
+ * dropout 0.5, --embed-dim 16) on the featureless split Cora: a batch's
+ * rows of other ranks fetched from their owners, the rows any rank read
+ * stepped by their owners once per batch with the summed gradient; one
+ * process's losses on 2 and 4 ranks (parts with one hop of halo).
+ */
+static void test_embed_link_minibatch(void **state)
+{
+    (void)state;
+    run_t runs[] = {{"1 process", NULL, g_cnf_link, {0}},
+                    {"2 ranks", "2", g_cnfl_k2, {0}},
+                    {"4 ranks", "4", g_cnfl_k4, {0}}};
+    train_runs(runs, 3, "embed-link-mb", "--task", "link", "--model", "sage", "--mode",
+               "minibatch", "--batch-size", "512", "--dropout", "0.5", "--embed-dim", "16",
+               "--sampler-threads", "1", (char *)NULL);
+    compare_losses("link, edge mini-batches, --embed-dim 16", runs, 3);
+    print_message("link, edge mini-batches, --embed-dim 16: test AUC %.4f one process, %.4f on 4 "
+                  "ranks\n", tu_json_num(runs[0].log.line[EPOCHS], "test_auc"),
+                  tu_json_num(runs[2].log.line[EPOCHS], "test_auc"));
+    for (int i = 0; i < 3; i++) log_free(&runs[i].log);
+}
+
+/*
+ * The learnable rows of other ranks are fetched every step, never cached:
+ * on the featured split Cora with --embed all --embed-dim 8 (each input
+ * row is a node's features and then its learnable row), edge mini-batches
+ * (GraphSAGE, batches of 256) on 2 ranks over parts with one hop of halo
+ * (so a batch's input rows come from the other rank) and a feature cache
+ * of 64M (which serves some of those nodes' features) give one process's
+ * losses over 10 epochs. A stale row, one kept from an earlier step while
+ * its owner stepped it, would make them diverge: the rows move every step
+ * (kept at their initial values they change epoch 1's loss by 2e-4
+ * relative, 20 times the tolerance). And the rows of nodes whose features
+ * the cache serves still move: against the same job without learnable
+ * rows, the cache hits are the same and at least every remote input's
+ * row (8 floats) travels in addition.
+ */
+static void test_embed_rows_not_cached(void **state)
+{
+    (void)state;
+#define EMBED_STALE_ARGS                                                                          \
+    "--task", "link", "--model", "sage", "--mode", "minibatch", "--batch-size", "256",           \
+        "--fanouts", "5,5"
+    run_t runs[] = {{"1 process", NULL, g_link, {0}},
+                    {"2 ranks, --feature-cache 64M", "2", g_l2, {0}}};
+    train_runs(&runs[0], 1, "embed-stale-1", EMBED_STALE_ARGS, "--embed", "all", "--embed-dim",
+               "8", (char *)NULL);
+    train_runs(&runs[1], 1, "embed-stale-2", EMBED_STALE_ARGS, "--embed", "all", "--embed-dim",
+               "8", "--feature-cache", "64M", (char *)NULL);
+    compare_losses("link, edge mini-batches, --embed all --embed-dim 8, cached features", runs, 2);
+    run_t plain[] = {{"2 ranks, no learnable rows", "2", g_l2, {0}}};
+    train_runs(plain, 1, "embed-stale-plain", EMBED_STALE_ARGS, "--feature-cache", "64M",
+               (char *)NULL);
+#undef EMBED_STALE_ARGS
+    const char *e = runs[1].log.line[0], *p = plain[0].log.line[0];
+    double hits = tu_json_num(e, "cache_hits"), remote = tu_json_num(e, "remote_inputs");
+    double extra = tu_json_num(e, "feat_bytes") - tu_json_num(p, "feat_bytes");
+    print_message("epoch 1 on 2 ranks: %.0f remote inputs, %.0f cache hits (%.0f without "
+                  "learnable rows), %.0f more bytes with them\n",
+                  remote, hits, tu_json_num(p, "cache_hits"), extra);
+    assert_true(hits > 0.0 && hits == tu_json_num(p, "cache_hits"));
+    assert_true(remote == tu_json_num(p, "remote_inputs"));
+    assert_true(extra >= remote * 8 * sizeof(float));
+    for (int i = 0; i < 2; i++) log_free(&runs[i].log);
+    log_free(&plain[0].log);
+}
+
+/* The largest difference of the float32 dataset name of b from a's (the
+ * same shape). */
+static double f32_set_diff(const char *a, const char *b, const char *name)
+{
+    float *x, *y;
+    hsize_t dx[2], dy[2];
+    int rx = h5_read(a, name, H5T_NATIVE_FLOAT, (void **)&x, dx);
+    int ry = h5_read(b, name, H5T_NATIVE_FLOAT, (void **)&y, dy);
+    if (rx != ry || dx[0] != dy[0] || dx[1] != dy[1])
+        fail_msg("%s: %llu x %llu in %s, %llu x %llu in %s", name, (unsigned long long)dx[0],
+                 (unsigned long long)dx[1], a, (unsigned long long)dy[0],
+                 (unsigned long long)dy[1], b);
+    double worst = 0.0;
+    for (hsize_t i = 0; i < dx[0] * dx[1]; i++) {
+        double d = fabs((double)x[i] - (double)y[i]);
+        worst = isnan(d) ? INFINITY : d > worst ? d : worst;
+    }
+    free(x);
+    free(y);
+    return worst;
+}
+
+/*
+ * --save-embeddings with learnable rows over 1 and 2 ranks (GCN,
+ * --embed-dim 16, 20 epochs) writes the file one process writes: the same
+ * node ids, the learned rows ("input_embedding", 2708 x 16, gathered from
+ * their owners by node) and the last layer's output within 1e-5.
+ */
+static void test_embed_save_on_ranks(void **state)
+{
+    (void)state;
+    char *one = (char *)tu_path("embed-save-one.h5");
+    char *argv[TU_MAX_ARGS];
+    int k = train_head(argv, NULL);
+    char *rest[] = {"--data", g_cnf, "--embed-dim", "16", "--epochs", "20",
+                    "--save-embeddings", one, "-q", NULL};
+    memcpy(argv + k, rest, sizeof rest);
+    tu_run_t r = run_limited(argv, NULL);
+    expect_ok(argv, &r);
+    struct {
+        char *np, *dir, *name;
+    } ranks[] = {{"1", g_cnf_k1, "embed-save-r1.h5"}, {"2", g_cnf_k2, "embed-save-r2.h5"}};
+    for (int i = 0; i < 2; i++) {
+        char *file = (char *)tu_path(ranks[i].name);
+        MPI_OK(ranks[i].np, "--data", ranks[i].dir, "--embed-dim", "16", "--epochs", "20",
+               "--save-embeddings", file, "-q");
+        void *a, *b;
+        hsize_t da[2], db[2];
+        h5_read(one, "node_id", H5T_NATIVE_INT64, &a, da);
+        h5_read(file, "node_id", H5T_NATIVE_INT64, &b, db);
+        assert_true(da[0] == 2708 && db[0] == 2708 && !memcmp(a, b, 2708 * sizeof(int64_t)));
+        free(a);
+        free(b);
+        h5_read(file, "input_embedding", H5T_NATIVE_FLOAT, &a, da);
+        assert_true(da[0] == 2708 && da[1] == 16);
+        free(a);
+        double di = f32_set_diff(one, file, "input_embedding");
+        double de = f32_set_diff(one, file, "embedding");
+        print_message("--save-embeddings, %s rank(s) against 1 process: largest difference %.2e "
+                      "in the learned rows, %.2e in the output\n", ranks[i].np, di, de);
+        assert_true(di <= 1e-5 && de <= 1e-5);
+    }
+}
+
+/*
+ * Resuming over ranks with learnable rows: on 2 ranks, 3 epochs and then
+ * --resume to 6 give the losses of epochs 4-6 of 6 in one go and the same
+ * checkpoint, bit for bit: model, the table gathered from its owners, its
+ * optimiser's state and the best epoch's rows; for full-graph GCN (Adam's
+ * rows) and edge mini-batches (Adagrad's).
+ */
+static void test_embed_resume_on_two_ranks(void **state)
+{
+    (void)state;
+    char *a = (char *)tu_path("embed-whole.h5"), *b = (char *)tu_path("embed-parts.h5");
+    char *la = (char *)tu_path("embed-whole.json"), *lb = (char *)tu_path("embed-rest.json");
+    for (int c = 0; c < 2; c++) {
+        unlink(a);
+        unlink(b);
+        unlink(la);
+        unlink(lb);
+#define EMBED_RESUME_ARGS                                                                         \
+    "--data", c ? g_cnfl_k2 : g_cnf_k2, "--embed-dim", "16", "--embed-optimizer",                \
+        c ? "adagrad" : "adam", "--task", c ? "link" : "node", "--model", c ? "sage" : "gcn",    \
+        "--mode", c ? "minibatch" : "full", "--batch-size", "512"
+        MPI_OK("2", EMBED_RESUME_ARGS, "--epochs", "6", "--checkpoint", a, "--log-json", la, "-q");
+        MPI_OK("2", EMBED_RESUME_ARGS, "--epochs", "3", "--checkpoint", b, "-q");
+        MPI_OK("2", EMBED_RESUME_ARGS, "--epochs", "6", "--checkpoint", b, "--resume",
+               "--log-json", lb, "-q");
+#undef EMBED_RESUME_ARGS
+        log_t whole = log_read(la, 1, 6), rest = log_read(lb, 4, 3);
+        double worst = 0.0;
+        for (int e = 0; e < 3; e++) {
+            double x = tu_json_num(whole.line[3 + e], "loss");
+            double y = tu_json_num(rest.line[e], "loss");
+            worst = fabs(x - y) > worst ? fabs(x - y) : worst;
+        }
+        print_message("%s, --embed-dim 16 on 2 ranks, resumed at epoch 3: largest loss "
+                      "difference over epochs 4-6 %.3g\n",
+                      c ? "link mini-batches, adagrad" : "gcn, adam", worst);
+        assert_true(worst == 0.0);
+        log_free(&whole);
+        log_free(&rest);
+        static const char *const sets[] = {"params", "adam_m", "adam_v", "best_params", "embed",
+                                           "embed_state1", "embed_state2", "embed_best"};
+        for (size_t s = 0; s < sizeof sets / sizeof sets[0]; s++) {
+            float *x, *y;
+            hsize_t dx[2], dy[2];
+            h5_read(a, sets[s], H5T_NATIVE_FLOAT, (void **)&x, dx);
+            h5_read(b, sets[s], H5T_NATIVE_FLOAT, (void **)&y, dy);
+            if (dx[0] != dy[0] || memcmp(x, y, (size_t)dx[0] * sizeof(float)) != 0)
+                fail_msg("dataset %s differs between %s and %s", sets[s], a, b);
+            free(x);
+            free(y);
+        }
+        assert_int_equal(h5_attr_i64(b, "embed_rows"), 2708);
+        assert_int_equal(h5_attr_i64(a, "embed_step"), h5_attr_i64(b, "embed_step"));
+        assert_int_equal(h5_attr_i64(b, "epoch"), 6);
+    }
+}
+
 /* ---- Faults ------------------------------------------------------------------ */
 
 static void copy_file(const char *from, const char *to)
@@ -1639,6 +1888,28 @@ int main(int argc, char **argv)
     };
     for (size_t i = 0; i < sizeof lcmds / sizeof lcmds[0]; i++)
         if (setup(lcmds[i]) < 0) return 1;
+#ifndef GNN_TEST_CUDA_TRAIN
+    /* Cora without features (learnable input rows), its parts, its held-out
+     * edges and their parts. */
+    snprintf(g_cnf, sizeof g_cnf, "%s", tu_path("cora-nofeat.h5"));
+    snprintf(g_cnf_k1, sizeof g_cnf_k1, "%s", tu_path("cora-nofeat-k1"));
+    snprintf(g_cnf_k2, sizeof g_cnf_k2, "%s", tu_path("cora-nofeat-k2"));
+    snprintf(g_cnf_k4, sizeof g_cnf_k4, "%s", tu_path("cora-nofeat-k4"));
+    snprintf(g_cnf_link, sizeof g_cnf_link, "%s", tu_path("cora-nofeat-link.h5"));
+    snprintf(g_cnfl_k2, sizeof g_cnfl_k2, "%s", tu_path("cora-nofeat-link-k2"));
+    snprintf(g_cnfl_k4, sizeof g_cnfl_k4, "%s", tu_path("cora-nofeat-link-k4"));
+    char *const ecmds[][12] = {
+        {g_dataset, "ogb", (char *)src, "-o", g_cnf, "--no-features", "-q", NULL},
+        {g_part, g_cnf, "-k", "1", "-o", g_cnf_k1, "-q", NULL},
+        {g_part, g_cnf, "-k", "2", "-o", g_cnf_k2, "-q", NULL},
+        {g_part, g_cnf, "-k", "4", "-o", g_cnf_k4, "-q", NULL},
+        {g_dataset, "split-edges", g_cnf, "-o", g_cnf_link, "--seed", "2", "-q", NULL},
+        {g_part, g_cnf_link, "-k", "2", "-o", g_cnfl_k2, "-q", NULL},
+        {g_part, g_cnf_link, "-k", "4", "-o", g_cnfl_k4, "-q", NULL},
+    };
+    for (size_t i = 0; i < sizeof ecmds / sizeof ecmds[0]; i++)
+        if (setup(ecmds[i]) < 0) return 1;
+#endif
 
     const struct CMUnitTest train[] = {
         cmocka_unit_test(test_gcn_same_losses_on_any_ranks),
@@ -1654,11 +1925,16 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_loss_plans),
         cmocka_unit_test(test_cache_policies),
         cmocka_unit_test(test_predictions_on_two_ranks),
+        cmocka_unit_test(test_embed_same_losses_on_any_ranks),
+        cmocka_unit_test(test_embed_link_minibatch),
+        cmocka_unit_test(test_embed_rows_not_cached),
+        cmocka_unit_test(test_embed_save_on_ranks),
     };
     const struct CMUnitTest faults[] = {
         cmocka_unit_test(test_empty_part),
         cmocka_unit_test(test_resume_on_two_ranks),
         cmocka_unit_test(test_minibatch_resume),
+        cmocka_unit_test(test_embed_resume_on_two_ranks),
         cmocka_unit_test(test_corrupt_part),
         cmocka_unit_test(test_checkpoint_not_writable),
         cmocka_unit_test(test_link_refusals),

@@ -50,12 +50,15 @@ static int dfull_steps(gnn_job_t *j, double *loss, double *waits, int64_t *remot
     j->task->train_seeds(j, &train, &nt, &total);
     gnn_bgraph_t *graphs[GNN_MODEL_MAX_LAYERS];
     for (int l = 0; l < j->o->layers; l++) graphs[l] = j->bg;
-    GNN_TRY(gnn_model_forward(j->model, graphs, j->x, 1, &logits));
+    const float *x;
+    GNN_TRY(gnn__input_dist_full(j, &x)); /* with the halo's learnable rows */
+    GNN_TRY(gnn_model_forward(j->model, graphs, x, 1, &logits));
     GNN_TRY(j->task->full_loss(j, logits, n, &mine, j->dlogits, &nt));
     if (nt > 0)
         GNN_TRY(gnn_be_axpby(j->be, n * C, (float)((double)nt / (double)total), j->dlogits, 0.0f,
                              j->dlogits));
     GNN_TRY(gnn_model_backward(j->model, j->dlogits));
+    GNN_TRY(gnn__input_dist_full_step(j));
     double sum = mine * (double)nt;
     GNN_TRY(gnn__step_reduce(j, &sum));
     *loss = sum / (double)total;

@@ -273,6 +273,7 @@ static int pending_take(gnn_job_t *j, pending_t *p, int has, int64_t *remote, in
         gnn_vid_t v = mb->nodes[k];
         if (v < d->n_owned) continue;
         (*remote)++;
+        if (F == 0) continue; /* no features to fetch (learnable rows come apart) */
         int64_t row = v < d->n_all ? -1 : cache_out_row(j, v);
         if (row >= 0) /* the loader leaves rows beyond the part to this */
             memcpy(p->b->x + k * F, S(j)->cache_feat + row * F, (size_t)F * sizeof(float));
@@ -350,7 +351,7 @@ static int pending_finish(pending_t *p, int64_t F)
         p->running = 0;
         if (p->rc < 0) return GNN_FAIL(p->rc, "%s", p->msg);
     }
-    if (p->b)
+    if (p->b && F > 0)
         for (int64_t i = 0; i < p->nm; i++)
             memcpy(p->b->x + p->pos[i] * F, p->rows + i * F, (size_t)F * sizeof(float));
     return 0;
@@ -393,7 +394,7 @@ static int dist_batch_grads(gnn_job_t *j, pending_t *p, int64_t step, double *su
         size_t xbytes = (size_t)mb->n_input * (size_t)j->dist->feat_dim * sizeof(float);
         size_t ibytes = (size_t)mb->n_input * sizeof(int64_t);
         GNN_TRY(gnn__buf_ensure(be, (void **)&j->xb, &j->xb_bytes, xbytes));
-        GNN_TRY(gnn_be_upload(be, j->xb, x, xbytes));
+        if (xbytes) GNN_TRY(gnn_be_upload(be, j->xb, x, xbytes));
         if (y) {
             GNN_TRY(gnn__buf_ensure(be, (void **)&j->yb, &j->yb_bytes,
                                     (size_t)ns * sizeof(int64_t)));
@@ -405,6 +406,7 @@ static int dist_batch_grads(gnn_job_t *j, pending_t *p, int64_t step, double *su
         x = j->xb;
         gid = j->nb;
     }
+    GNN_TRY(gnn__input_dist_build(j, mb->n_input, x, &x)); /* the rows fetched for it */
     GNN_TRY(gnn_model_set_row_ids(j->model, gid, j->dist->n_global));
     GNN_TRY(gnn_model_forward(j->model, graphs, x, 1, &logits));
     GNN_TRY(gnn__buf_ensure(be, (void **)&j->dlogits, &j->dlogits_bytes,
@@ -495,8 +497,14 @@ static int dmb_epoch_steps(gnn_job_t *j, double *loss, double *waits, int64_t *r
         if (overlap && s + 1 < S(j)->steps) /* step s + 1's batch, fetched while s trains */
             GNN_TRY(pending_start(j, next, s + 1 < mine, 1, remote, hits));
         t0 = gnn__now_s();
+        /* Learnable input rows: fetched from their owners for this step
+         * (every rank, with or without a batch), stepped after it. */
+        int has_input = cur->b && cur->b->n_items > 0;
+        GNN_TRY(gnn__input_dist_fetch(j, has_input ? cur->b->mb.nodes : NULL,
+                                      has_input ? cur->b->mb.n_input : 0));
         rc = dist_batch_grads(j, cur, s, &sum);
         if (rc < 0) goto fail; /* a failure of this rank alone: the job ends */
+        GNN_TRY(gnn__input_dist_step(j, has_input));
         gnn_model_set_rng_offset(j->model, off0 + (uint64_t)(s + 1) * span);
         compute += gnn__now_s() - t0;
         GNN_TRY(gnn__step_reduce(j, NULL));

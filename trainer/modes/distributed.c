@@ -12,11 +12,14 @@
  */
 #include "trainer/job.h"
 
+#include "graph/base/alloc.h"
 #include "graph/base/error.h"
 #include "graph/base/json.h"
 #include "graph/base/log.h"
+#include "graph/base/mpiutil.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <string.h>
 
 int gnn__dist_setup(gnn_job_t *j)
@@ -36,6 +39,7 @@ int gnn__dist_setup(gnn_job_t *j)
         if (d->own_feat) gnn__normalize_rows(d->own_feat, n, f); /* what fetches serve */
     }
     j->g.feat_dim = f;
+    GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, gnn__input_setup(j, n, d->gid)));
     j->g.num_classes = j->out_dim;
     j->g.csr.n_rows = n;
     j->g.csr.nnz = d->csr.nnz;
@@ -85,8 +89,10 @@ int gnn__dist_infer(gnn_job_t *j, gnn_infer_t *out)
 {
     gnn_bgraph_t *graphs[GNN_MODEL_MAX_LAYERS];
     for (int l = 0; l < j->o->layers; l++) graphs[l] = j->bg;
+    const float *x = NULL;
     int rc = gnn__dist_set_halo(j, 1);
-    if (rc == 0) rc = gnn_model_forward(j->model, graphs, j->x, 0, &out->logits);
+    if (rc == 0) rc = gnn__input_dist_full(j, &x);
+    if (rc == 0) rc = gnn_model_forward(j->model, graphs, x, 0, &out->logits);
     if (rc == 0) /* owned rows first */
         out->hidden = gnn_model_last_hidden(j->model, &out->hidden_rows, &out->hidden_cols);
     /* Mini-batch steps run without the exchange. */
@@ -142,4 +148,54 @@ void gnn__log_dist(const gnn_job_t *j, FILE *f, void (*mode_keys)(const gnn_job_
     gnn_json_number(f, j->ep_fetch_s);
     fprintf(f, ", \"allreduce_s\": ");
     gnn_json_number(f, j->ep_allreduce_s);
+}
+
+int gnn__dist_gather_rows(gnn_job_t *j, const float *mine, int64_t f, float *dst)
+{
+    int rc = 0;
+    gnn_dist_part_t *d = j->dist;
+    int64_t n = d->n_owned, N = d->n_global;
+    int R = d->size, cn = (int)n, local = 0;
+    float *got = NULL;
+    int64_t *gids = NULL;
+    int *cnt = gnn_calloc((size_t)R * 2, sizeof *cnt);
+    MPI_Datatype row = MPI_DATATYPE_NULL;
+    if (d->rank == 0) {
+        got = gnn_alloc_large(((size_t)N * (size_t)f + 1) * sizeof(float));
+        gids = gnn_malloc_array((size_t)N + 1, sizeof *gids);
+    }
+    if (!cnt || (d->rank == 0 && (!got || !gids || !dst)))
+        local = GNN_FAIL(GNN_ENOMEM, "rows of %" PRId64 " nodes on rank 0", N);
+    if (local == 0 && (n > INT_MAX || f > INT_MAX || f < 1))
+        local = GNN_FAIL(GNN_ERANGE, "%" PRId64 " rows of %" PRId64 " on one rank", n, f);
+    GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
+    int *displ = cnt + R;
+    GNN_MPI_TRY(MPI_Gather(&cn, 1, MPI_INT, cnt, 1, MPI_INT, 0, MPI_COMM_WORLD));
+    int64_t at = 0;
+    for (int r = 0; d->rank == 0 && r < R; r++) {
+        displ[r] = (int)at;
+        at += cnt[r];
+    }
+    GNN_MPI_TRY(MPI_Gatherv(d->gid, cn, MPI_INT64_T, gids, cnt, displ, MPI_INT64_T, 0,
+                            MPI_COMM_WORLD));
+    GNN_MPI_TRY(MPI_Type_contiguous((int)f, MPI_FLOAT, &row));
+    GNN_MPI_TRY(MPI_Type_commit(&row));
+    GNN_MPI_TRY(MPI_Gatherv(mine, cn, row, got, cnt, displ, row, 0, MPI_COMM_WORLD));
+    if (d->rank == 0 && at != N)
+        local = GNN_FAIL(GNN_EINVAL, "%" PRId64 " rows gathered for %" PRId64 " nodes", at, N);
+    for (int64_t i = 0; d->rank == 0 && local == 0 && i < at; i++) {
+        if (gids[i] < 0 || gids[i] >= N) {
+            local = GNN_FAIL(GNN_EINVAL, "a gathered row of node %" PRId64 " out of range",
+                             gids[i]);
+            break;
+        }
+        memcpy(dst + gids[i] * f, got + i * f, (size_t)f * sizeof(float));
+    }
+    GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
+fail:
+    if (row != MPI_DATATYPE_NULL) MPI_Type_free(&row);
+    gnn_free(got);
+    gnn_free(gids);
+    gnn_free(cnt);
+    return rc;
 }

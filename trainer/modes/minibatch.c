@@ -69,7 +69,7 @@ int gnn__loader_setup(gnn_job_t *j, const gnn_csr_t *graph, const float *feat,
         .graph = graph,
         .layers = o->layers,
         .fanouts = j->fanout,
-        .feat = feat,
+        .feat = j->g.feat_dim > 0 ? feat : NULL, /* none: learnable rows alone (input.c) */
         .feat_dim = j->g.feat_dim,
         .feat_row = feat_row,
         .labels = labels,
@@ -158,6 +158,8 @@ static int train_batch(gnn_job_t *j, gnn_loader_batch_t *b, double *loss)
     if (b->n_items == 0) { /* an empty given batch: a step with no gradient, as over ranks */
         GNN_TRY(gnn_be_zero(be, gnn_model_grads(j->model),
                             (size_t)gnn_model_n_params(j->model) * sizeof(float)));
+        j->emb_n = 0;
+        GNN_TRY(gnn__input_step(j));
         gnn_model_set_rng_offset(j->model, gnn_model_rng_offset(j->model) +
                                                gnn_model_dropout_span(j->model, j->g.csr.n_rows));
         return gnn__adam_step(j);
@@ -167,7 +169,7 @@ static int train_batch(gnn_job_t *j, gnn_loader_batch_t *b, double *loss)
         size_t xbytes = (size_t)mb->n_input * (size_t)F * sizeof(float);
         size_t ibytes = (size_t)mb->n_input * sizeof(int64_t);
         GNN_TRY(gnn__buf_ensure(be, (void **)&j->xb, &j->xb_bytes, xbytes));
-        GNN_TRY(gnn_be_upload(be, j->xb, b->x, xbytes));
+        if (F > 0) GNN_TRY(gnn_be_upload(be, j->xb, b->x, xbytes));
         if (b->y) {
             GNN_TRY(gnn__buf_ensure(be, (void **)&j->yb, &j->yb_bytes, (size_t)ns * sizeof(int64_t)));
             GNN_TRY(gnn_be_upload(be, j->yb, b->y, (size_t)ns * sizeof(int64_t)));
@@ -178,6 +180,8 @@ static int train_batch(gnn_job_t *j, gnn_loader_batch_t *b, double *loss)
         x = j->xb;
         ids = j->nb;
     }
+    /* The learnable rows of the batch's nodes beside their features. */
+    GNN_TRY(gnn__input_build(j, mb->n_input, F > 0 ? x : NULL, ids, &x));
     /* Dropout by node id, as over a partition directory. */
     GNN_TRY(gnn_model_set_row_ids(j->model, ids, j->g.csr.n_rows));
     GNN_TRY(gnn_model_forward(j->model, graphs, x, 1, &logits));
@@ -262,7 +266,7 @@ static int mb_infer(gnn_job_t *j, gnn_infer_t *res)
         GNN_TRY(gnn__buf_ensure(be, (void **)&j->hbuf[k], &j->hbuf_bytes[k],
                        (size_t)n * (size_t)wmax * sizeof(float)));
     const float *in = j->x;
-    int64_t fin = j->g.feat_dim;
+    int64_t fin = j->in_dim;
     for (int l = 0; l < L; l++) {
         int64_t fout;
         gnn_model_layer_width(j->model, l, &fi, &fout);
@@ -281,7 +285,10 @@ static int mb_infer(gnn_job_t *j, gnn_infer_t *res)
             }
             GNN_TRY(gnn__buf_ensure(be, (void **)&j->ebuf, &j->ebuf_bytes,
                            (size_t)nsrc * (size_t)fin * sizeof(float)));
-            GNN_TRY(gnn_be_gather_rows(be, nsrc, fin, in, n, idx, j->ebuf));
+            if (l == 0) /* the features and learnable rows of the sources */
+                GNN_TRY(gnn__input_gather(j, nsrc, idx, j->ebuf));
+            else
+                GNN_TRY(gnn_be_gather_rows(be, nsrc, fin, in, n, idx, j->ebuf));
             if ((size_t)nsrc + 1 > sdeg_cap) {
                 gnn_free(sdeg);
                 sdeg_cap = (size_t)nsrc + 1;
@@ -300,6 +307,8 @@ static int mb_infer(gnn_job_t *j, gnn_infer_t *res)
         }
         if (l == L - 1) {
             res->logits = out;
+            if (l == 0 && j->emb) /* one layer: its input is the features and rows */
+                GNN_TRY(gnn__input_build(j, n, j->x, NULL, &in));
             res->hidden = in;
             res->hidden_rows = n;
             res->hidden_cols = fin;

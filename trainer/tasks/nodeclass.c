@@ -31,7 +31,7 @@ static int check_graph(const gnn_graph_t *g, const char *path)
 {
     int rc = 0;
     GNN_CHECK(g->label && g->num_classes > 0, GNN_EINVAL,
-              "%s has no labels (gnn-train needs features, labels and splits)", path);
+              "%s has no labels (node classification needs labels and splits)", path);
     for (int s = 0; s < GNN_NUM_SPLITS; s++)
         GNN_CHECK(g->split[s] && g->split_size[s] >= 0, GNN_EINVAL,
                   "%s has no %s split (gnn-train needs train, valid and test splits)", path,

@@ -1,0 +1,531 @@
+/*
+ * The model's input when nodes have learnable rows (--embed-dim D,
+ * trainer/embed.h): each input row is the node's features (when the graph
+ * file has any and --embed all) followed by its D-wide row of the table,
+ * or the row alone. The model forms the gradient of its input; the table
+ * takes the gradient of its columns in a row-sparse step after every
+ * backward, on exactly the rows the step's input read.
+ *
+ * Which nodes get a row: a graph file of the current format gives every
+ * node features or none, so "featureless" means every node of a file
+ * without features; "all" gives every node a row, beside its features when
+ * there are some.
+ */
+#include "trainer/job.h"
+
+#include "graph/base/alloc.h"
+#include "graph/base/error.h"
+#include "graph/base/log.h"
+
+#include "graph/base/mpiutil.h"
+
+#include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+static double gib(size_t b) { return (double)b / (double)(1u << 30); }
+
+int gnn__input_setup(gnn_job_t *j, int64_t rows, const int64_t *gid)
+{
+    int rc = 0;
+    const gnn_train_opts_t *o = j->o;
+    const char *path = o->data;
+    int64_t f = j->g.feat_dim;
+    j->in_dim = f;
+    if (!o->embed_dim) {
+        GNN_CHECK(f > 0, GNN_EINVAL,
+                  "%s has no node features: give its nodes learnable input rows with "
+                  "--embed-dim D",
+                  path);
+        return 0;
+    }
+    GNN_CHECK(f == 0 || !strcmp(o->embed, "all"), GNN_EUSAGE,
+              "--embed-dim: every node of %s has features, so none is featureless (--embed all "
+              "gives every node a learnable row beside its features)",
+              path);
+    GNN_CHECK(strcmp(o->sparse_features, "on"), GNN_EUSAGE,
+              "--sparse-features on: not with --embed-dim (the input rows are dense)");
+    gnn_sparse_opt_kind_t kind =
+        !strcmp(o->embed_optimizer, "adagrad") ? GNN_SPARSE_ADAGRAD : GNN_SPARSE_ADAM;
+    int keep_best = o->save_predictions || o->save_embeddings || o->checkpoint;
+    /* What the table needs on this process, against what the backend has. */
+    size_t row = gnn_embed_row_bytes(o->embed_dim, kind) +
+                 (keep_best ? (size_t)o->embed_dim * sizeof(float) : 0);
+    size_t need = (size_t)rows * row, avail = 0;
+    GNN_TRY(gnn_be_mem_available(j->be, &avail));
+    GNN_CHECK(rows == 0 || (need / (size_t)rows == row && need <= avail), GNN_ENOMEM,
+              "--embed-dim %" PRId64 ": the table of %" PRId64 " rows needs %.2f GiB (%zu bytes "
+              "a row: values, %s state%s), %s has %.2f GiB available",
+              o->embed_dim, rows, gib(need), row, o->embed_optimizer,
+              keep_best ? " and the best epoch's copy" : "", gnn_backend_describe(j->be),
+              gib(avail));
+    gnn_embed_config_t ec = {
+        .rows = rows,
+        .dim = o->embed_dim,
+        .opt = {.kind = kind, .lr = (float)(o->embed_lr > 0.0 ? o->embed_lr : o->lr)},
+        .seed = (uint64_t)o->seed,
+        .gid = gid,
+        .keep_best = keep_best,
+    };
+    GNN_TRY(gnn_embed_create(j->be, &ec, &j->emb));
+    j->in_dim = f + o->embed_dim;
+    GNN_INFO("learnable input rows: %" PRId64 " x %" PRId64 " (%s, lr %g), %.1f MB%s", rows,
+             o->embed_dim, o->embed_optimizer, (double)ec.opt.lr, (double)need / 1e6,
+             f ? ", beside the features" : "");
+fail:
+    return rc;
+}
+
+int gnn__input_start_run(gnn_job_t *j, int restore)
+{
+    int rc = 0;
+    if (!j->emb) return 0;
+    gnn_checkpoint_t *c = &j->ck;
+    GNN_TRY(gnn_model_set_input_grad(j->model, 1));
+    if (restore && c->embed_w) { /* every node's rows by graph-file id: this process's */
+        int64_t n = gnn_embed_rows(j->emb), D = gnn_embed_dim(j->emb);
+        int64_t N = j->dist ? j->dist->n_global : n;
+        GNN_CHECK(c->embed_rows == N, GNN_EINVAL,
+                  "%s: %" PRId64 " input rows in the checkpoint, the graph has %" PRId64,
+                  j->o->checkpoint, c->embed_rows, N);
+        if (!j->dist) {
+            GNN_TRY(gnn_embed_upload(j->emb, c->embed_w, c->embed_s1, c->embed_s2,
+                                     c->embed_best));
+        } else {
+            const float *src[4] = {c->embed_w, c->embed_s1, c->embed_s2, c->embed_best};
+            float *mine[4] = {NULL, NULL, NULL, NULL};
+            for (int k = 0; k < 4 && rc == 0; k++) {
+                if (!src[k]) continue;
+                mine[k] = gnn_alloc_large(((size_t)n * (size_t)D + 1) * sizeof(float));
+                if (!mine[k]) {
+                    rc = GNN_FAIL(GNN_ENOMEM, "input rows of the checkpoint");
+                    break;
+                }
+                for (int64_t r = 0; r < n; r++)
+                    memcpy(mine[k] + r * D, src[k] + j->dist->gid[r] * D,
+                           (size_t)D * sizeof(float));
+            }
+            if (rc == 0) rc = gnn_embed_upload(j->emb, mine[0], mine[1], mine[2], mine[3]);
+            for (int k = 0; k < 4; k++) gnn_free(mine[k]);
+            if (rc < 0) goto fail;
+        }
+        if (!c->embed_best_kept) GNN_TRY(gnn_embed_keep_best(j->emb));
+        gnn_embed_set_step_count(j->emb, c->embed_step);
+        return 0;
+    }
+    GNN_TRY(gnn_embed_reset(j->emb, (uint64_t)j->o->seed + (uint64_t)c->run));
+fail:
+    return rc;
+}
+
+int gnn__input_build(gnn_job_t *j, int64_t n, const float *feat, const int64_t *rows,
+                     const float **x)
+{
+    int rc = 0;
+    if (!j->emb) {
+        *x = feat;
+        return 0;
+    }
+    int64_t f = j->g.feat_dim, w = j->in_dim;
+    GNN_TRY(gnn__buf_ensure(j->be, (void **)&j->xin, &j->xin_bytes,
+                            (size_t)n * (size_t)w * sizeof(float)));
+    if (f > 0) GNN_TRY(gnn_be_copy_rows(j->be, n, f, feat, f, n, NULL, j->xin, w));
+    GNN_TRY(gnn_embed_gather(j->emb, n, rows, j->xin + f, w));
+    j->emb_n = n;
+    j->emb_rows = rows;
+    *x = j->xin;
+fail:
+    return rc;
+}
+
+int gnn__input_gather(gnn_job_t *j, int64_t n, const int64_t *idx, float *dst)
+{
+    int rc = 0;
+    int64_t f = j->g.feat_dim, w = j->in_dim, all = j->emb ? gnn_embed_rows(j->emb) : 0;
+    if (!j->emb) return gnn_be_gather_rows(j->be, n, f, j->x, j->g.csr.n_rows, idx, dst);
+    if (f > 0) GNN_TRY(gnn_be_copy_rows(j->be, n, f, j->x, f, all, idx, dst, w));
+    GNN_TRY(gnn_embed_gather(j->emb, n, idx, dst + f, w));
+fail:
+    return rc;
+}
+
+int gnn__input_step(gnn_job_t *j)
+{
+    if (!j->emb) return 0;
+    const float *g = j->emb_n ? gnn_model_input_grad(j->model) : NULL;
+    if (j->emb_n && !g)
+        return GNN_FAIL(GNN_EINVAL, "input rows: the backward formed no input gradient");
+    int rc = gnn_embed_step(j->emb, j->emb_n, j->emb_rows, g ? g + j->g.feat_dim : NULL,
+                            j->in_dim);
+    j->emb_n = 0;
+    j->emb_rows = NULL;
+    return rc;
+}
+
+/* Host copy of the table's arrays (k: 0 values, 1 and 2 the state, 3 the
+ * best copy) into dst, rows x dim. */
+static int table_array(gnn_job_t *j, int k, float *dst)
+{
+    float *a[4] = {k == 0 ? dst : NULL, k == 1 ? dst : NULL, k == 2 ? dst : NULL,
+                   k == 3 ? dst : NULL};
+    return gnn_embed_download(j->emb, a[0], a[1], a[2], a[3]);
+}
+
+/* Array k of the table (table_array) of every node by graph-file id into
+ * dst (N x D, rank 0's; over a partition directory gathered from every
+ * rank: collective, failures agreed). */
+int gnn__input_gather_array(gnn_job_t *j, int k, float *dst)
+{
+    int rc = 0;
+    if (!j->dist) return table_array(j, k, dst);
+    int64_t D = gnn_embed_dim(j->emb), n = gnn_embed_rows(j->emb);
+    float *mine = gnn_alloc_large(((size_t)n * (size_t)D + 1) * sizeof(float));
+    int local = mine ? table_array(j, k, mine) : GNN_FAIL(GNN_ENOMEM, "input rows");
+    GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
+    GNN_TRY(gnn__dist_gather_rows(j, mine, D, dst));
+fail:
+    gnn_free(mine);
+    return rc;
+}
+
+int gnn__input_save(gnn_job_t *j)
+{
+    int rc = 0;
+    gnn_checkpoint_t *c = &j->ck;
+    if (!j->emb) return 0;
+    int64_t D = gnn_embed_dim(j->emb), N = c->embed_rows;
+    int adam = !strcmp(c->embed_opt, "adam");
+    float **dst[4] = {&c->embed_w, &c->embed_s1, &c->embed_s2, &c->embed_best};
+    int want[4] = {1, 1, adam, (int)c->embed_best_kept};
+    int local = 0;
+    if (j->rank == 0)
+        for (int k = 0; k < 4 && local == 0; k++)
+            if (want[k] && !*dst[k]) {
+                *dst[k] = gnn_alloc_large(((size_t)N * (size_t)D + 1) * sizeof(float));
+                if (!*dst[k]) local = GNN_FAIL(GNN_ENOMEM, "checkpoint: %" PRId64 " input rows", N);
+            }
+    GNN_TRY(j->dist ? gnn_dist_agree(MPI_COMM_WORLD, local) : local);
+    c->embed_step = gnn_embed_step_count(j->emb);
+    for (int k = 0; k < 4; k++)
+        if (want[k]) GNN_TRY(gnn__input_gather_array(j, k, j->rank == 0 ? *dst[k] : NULL));
+fail:
+    return rc;
+}
+
+int gnn__input_keep_best(gnn_job_t *j) { return j->emb ? gnn_embed_keep_best(j->emb) : 0; }
+int gnn__input_restore_best(gnn_job_t *j) { return j->emb ? gnn_embed_restore_best(j->emb) : 0; }
+
+/* ---- Over a partition directory --------------------------------------------- */
+
+/* What moving rows between ranks keeps (host buffers grow as needed). */
+typedef struct gnn_input_dist {
+    float *rows; size_t rows_cap;     /* a step's input rows (n x D) */
+    float *grad; size_t grad_cap;     /* their gradients */
+    float *pack; size_t pack_cap;     /* rows served or stepped, packed */
+    float *dev; size_t dev_bytes;     /* backend staging of rows */
+    int64_t *idx; size_t idx_bytes;   /* backend row ids */
+    int64_t *list; size_t list_cap;   /* host row ids */
+    int64_t *rem; size_t rem_cap;     /* positions of remote rows in the input */
+    int64_t *nodes; size_t nodes_cap; /* the step's input rows (sampler ids) */
+    int64_t n_in;                     /* input rows of the step */
+    int64_t n_rem;
+    gnn_dist_rows_t plan;             /* the step's remote rows */
+    float *acc;                       /* n_owned x D: gradients summed per owned row */
+    unsigned char *mark;              /* n_owned: in acc this step */
+} gnn_input_dist_t;
+
+void gnn__input_dist_free(gnn_job_t *j)
+{
+    gnn_input_dist_t *s = j->emb_dist;
+    if (!s) return;
+    gnn_free(s->rows);
+    gnn_free(s->grad);
+    gnn_free(s->pack);
+    if (j->be) {
+        gnn_be_free(j->be, s->dev);
+        gnn_be_free(j->be, s->idx);
+    }
+    gnn_free(s->list);
+    gnn_free(s->rem);
+    gnn_free(s->nodes);
+    gnn_dist_rows_free(&s->plan);
+    gnn_free(s->acc);
+    gnn_free(s->mark);
+    gnn_free(s);
+    j->emb_dist = NULL;
+}
+
+/* Room for n floats at *p (contents not kept). */
+static int host_ensure(float **p, size_t *cap, size_t n)
+{
+    if (*cap >= n + 1) return 0;
+    gnn_free(*p);
+    *p = gnn_alloc_large((n + 1) * sizeof(float));
+    *cap = *p ? n + 1 : 0;
+    return *p ? 0 : GNN_FAIL(GNN_ENOMEM, "input rows: %zu floats", n);
+}
+
+static int ids_ensure(int64_t **p, size_t *cap, size_t n)
+{
+    if (*cap >= n + 1) return 0;
+    gnn_free(*p);
+    *p = gnn_malloc_array(n + 1, sizeof **p);
+    *cap = *p ? n + 1 : 0;
+    return *p ? 0 : GNN_FAIL(GNN_ENOMEM, "input rows: %zu ids", n);
+}
+
+static int state_of(gnn_job_t *j, gnn_input_dist_t **out)
+{
+    if (!j->emb_dist) {
+        j->emb_dist = gnn_calloc(1, sizeof *j->emb_dist);
+        if (!j->emb_dist) return GNN_FAIL(GNN_ENOMEM, "input rows");
+    }
+    *out = j->emb_dist;
+    return 0;
+}
+
+/* The backend staging buffer for n rows of D and the ids (when ids). */
+static int stage(gnn_job_t *j, gnn_input_dist_t *s, int64_t n, const int64_t *ids,
+                 const int64_t **dev_ids)
+{
+    int rc = 0;
+    int64_t D = gnn_embed_dim(j->emb);
+    GNN_TRY(gnn__buf_ensure(j->be, (void **)&s->dev, &s->dev_bytes,
+                            (size_t)n * (size_t)D * sizeof(float)));
+    if (ids) {
+        GNN_TRY(gnn__buf_ensure(j->be, (void **)&s->idx, &s->idx_bytes,
+                                (size_t)n * sizeof(int64_t)));
+        GNN_TRY(gnn_be_upload(j->be, s->idx, ids, (size_t)n * sizeof(int64_t)));
+        *dev_ids = s->idx;
+    }
+fail:
+    return rc;
+}
+
+/* Table rows ids[i] (host; NULL: 0 .. n - 1) into host out (n x D). */
+static int rows_to_host(gnn_job_t *j, gnn_input_dist_t *s, int64_t n, const int64_t *ids,
+                        float *out)
+{
+    int rc = 0;
+    int64_t D = gnn_embed_dim(j->emb);
+    if (n == 0) return 0;
+    const int64_t *di = NULL;
+    GNN_TRY(stage(j, s, n, ids, &di));
+    GNN_TRY(gnn_embed_gather(j->emb, n, di, s->dev, D));
+    GNN_TRY(gnn_be_download(j->be, out, s->dev, (size_t)n * (size_t)D * sizeof(float)));
+fail:
+    return rc;
+}
+
+/* The table's step on rows ids (host; NULL: 0 .. n - 1) with host
+ * gradients g (n x D). */
+static int step_from_host(gnn_job_t *j, gnn_input_dist_t *s, int64_t n, const int64_t *ids,
+                          const float *g)
+{
+    int rc = 0;
+    int64_t D = gnn_embed_dim(j->emb);
+    const int64_t *di = NULL;
+    if (n > 0) {
+        GNN_TRY(stage(j, s, n, ids, &di));
+        GNN_TRY(gnn_be_upload(j->be, s->dev, g, (size_t)n * (size_t)D * sizeof(float)));
+    }
+    GNN_TRY(gnn_embed_step(j->emb, n, di, s->dev, D));
+fail:
+    return rc;
+}
+
+/* The model's input for n rows: feat beside the host rows e (n x D). */
+static int input_from_host(gnn_job_t *j, gnn_input_dist_t *s, int64_t n, const float *feat,
+                           const float *e, const float **x)
+{
+    int rc = 0;
+    int64_t f = j->g.feat_dim, w = j->in_dim, D = gnn_embed_dim(j->emb);
+    GNN_TRY(gnn__buf_ensure(j->be, (void **)&j->xin, &j->xin_bytes,
+                            (size_t)n * (size_t)w * sizeof(float)));
+    if (n > 0) {
+        if (f > 0) GNN_TRY(gnn_be_copy_rows(j->be, n, f, feat, f, n, NULL, j->xin, w));
+        GNN_TRY(stage(j, s, n, NULL, NULL));
+        GNN_TRY(gnn_be_upload(j->be, s->dev, e, (size_t)n * (size_t)D * sizeof(float)));
+        GNN_TRY(gnn_be_copy_rows(j->be, n, D, s->dev, D, n, NULL, j->xin + f, w));
+    }
+    j->emb_n = n;
+    j->emb_rows = NULL;
+    *x = j->xin;
+fail:
+    return rc;
+}
+
+/* The gradient of the input's learnable columns, n rows, into host g. */
+static int grad_to_host(gnn_job_t *j, gnn_input_dist_t *s, int64_t n, float *g)
+{
+    int rc = 0;
+    int64_t f = j->g.feat_dim, D = gnn_embed_dim(j->emb);
+    if (n == 0) return 0;
+    const float *dx = gnn_model_input_grad(j->model);
+    GNN_CHECK(dx, GNN_EINVAL, "input rows: the backward formed no input gradient");
+    GNN_TRY(stage(j, s, n, NULL, NULL));
+    GNN_TRY(gnn_be_copy_rows(j->be, n, D, dx + f, j->in_dim, n, NULL, s->dev, D));
+    GNN_TRY(gnn_be_download(j->be, g, s->dev, (size_t)n * (size_t)D * sizeof(float)));
+fail:
+    return rc;
+}
+
+int gnn__input_dist_full(gnn_job_t *j, const float **x)
+{
+    int rc = 0;
+    gnn_dist_part_t *d = j->dist;
+    gnn_input_dist_t *s = NULL;
+    if (!j->emb) {
+        *x = j->x;
+        return 0;
+    }
+    int64_t D = gnn_embed_dim(j->emb);
+    int local = state_of(j, &s);
+    if (local == 0) local = host_ensure(&s->rows, &s->rows_cap, (size_t)(d->n_local * D));
+    if (local == 0) local = rows_to_host(j, s, d->n_owned, NULL, s->rows);
+    GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
+    GNN_TRY(gnn_dist_halo_forward(d, NULL, s->rows, D)); /* the halo rows from their owners */
+    GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, input_from_host(j, s, d->n_local, j->x, s->rows, x)));
+fail:
+    return rc;
+}
+
+int gnn__input_dist_full_step(gnn_job_t *j)
+{
+    int rc = 0;
+    gnn_dist_part_t *d = j->dist;
+    gnn_input_dist_t *s = j->emb_dist;
+    if (!j->emb) return 0;
+    int64_t D = gnn_embed_dim(j->emb);
+    int local = s ? host_ensure(&s->grad, &s->grad_cap, (size_t)(d->n_local * D))
+                  : GNN_FAIL(GNN_EINVAL, "input rows: a step without an input");
+    if (local == 0) local = grad_to_host(j, s, d->n_local, s->grad);
+    GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
+    GNN_TRY(gnn_dist_halo_backward(d, NULL, s->grad, D)); /* into the owners' rows */
+    GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, step_from_host(j, s, d->n_owned, NULL, s->grad)));
+fail:
+    return rc;
+}
+
+int gnn__input_dist_fetch(gnn_job_t *j, const int64_t *nodes, int64_t n)
+{
+    int rc = 0;
+    gnn_dist_part_t *d = j->dist;
+    gnn_input_dist_t *s = NULL;
+    if (!j->emb) return 0;
+    int64_t D = gnn_embed_dim(j->emb), no = d->n_owned;
+    int local = state_of(j, &s);
+    /* The owned rows from the table here, the others' ids to ask for. */
+    if (local == 0) local = ids_ensure(&s->list, &s->list_cap, (size_t)n);
+    if (local == 0) local = ids_ensure(&s->rem, &s->rem_cap, (size_t)n);
+    if (local == 0) local = ids_ensure(&s->nodes, &s->nodes_cap, (size_t)n);
+    if (local == 0 && n > 0) memcpy(s->nodes, nodes, (size_t)n * sizeof *nodes);
+    if (local == 0) local = host_ensure(&s->rows, &s->rows_cap, (size_t)(n * D));
+    if (local == 0) local = host_ensure(&s->pack, &s->pack_cap, (size_t)(n * D));
+    int64_t no_in = 0, nr = 0;
+    for (int64_t i = 0; local == 0 && i < n; i++)
+        if (nodes[i] < no)
+            s->list[no_in++] = nodes[i];
+        else
+            s->rem[nr++] = i;
+    if (local == 0) local = rows_to_host(j, s, no_in, s->list, s->pack);
+    for (int64_t i = 0, k = 0; local == 0 && i < n; i++)
+        if (nodes[i] < no) memcpy(s->rows + i * D, s->pack + (k++) * D, (size_t)D * sizeof(float));
+    if (local == 0) { /* partition ids of the remote rows, in input order */
+        for (int64_t k = 0; k < nr; k++) s->list[k] = gnn_dist_pid(d, nodes[s->rem[k]]);
+        s->n_in = n;
+        s->n_rem = nr;
+    }
+    GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
+    GNN_TRY(gnn_dist_rows_plan(d, s->list, nr, &s->plan));
+    /* What the others asked of this rank, from the table, packed. */
+    local = host_ensure(&s->pack, &s->pack_cap, (size_t)(s->plan.n_serve * D));
+    if (local == 0) local = rows_to_host(j, s, s->plan.n_serve, s->plan.serve, s->pack);
+    if (local == 0) local = host_ensure(&s->grad, &s->grad_cap, (size_t)(nr * D));
+    GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
+    GNN_TRY(gnn_dist_rows_get_packed(d, &s->plan, s->pack, 1, D, s->grad));
+    for (int64_t k = 0; k < nr; k++)
+        memcpy(s->rows + s->rem[k] * D, s->grad + k * D, (size_t)D * sizeof(float));
+fail:
+    return rc;
+}
+
+int gnn__input_dist_build(gnn_job_t *j, int64_t n, const float *feat, const float **x)
+{
+    gnn_input_dist_t *s = j->emb_dist;
+    if (!j->emb) {
+        *x = feat;
+        return 0;
+    }
+    if (!s || s->n_in != n)
+        return GNN_FAIL(GNN_EINVAL, "input rows: %" PRId64 " fetched for %" PRId64 " inputs",
+                        s ? s->n_in : 0, n);
+    return input_from_host(j, s, n, feat, s->rows, x);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+int gnn__input_dist_step(gnn_job_t *j, int had_batch)
+{
+    int rc = 0;
+    gnn_dist_part_t *d = j->dist;
+    gnn_input_dist_t *s = j->emb_dist;
+    if (!j->emb) return 0;
+    int64_t D = gnn_embed_dim(j->emb), no = d->n_owned, n = had_batch && s ? s->n_in : 0;
+    int local = s ? 0 : GNN_FAIL(GNN_EINVAL, "input rows: a step without a fetch");
+    if (local == 0 && !s->acc) {
+        s->acc = gnn_alloc_large(((size_t)no * (size_t)D + 1) * sizeof(float));
+        s->mark = gnn_calloc((size_t)no + 1, 1);
+        if (!s->acc || !s->mark) local = GNN_FAIL(GNN_ENOMEM, "input rows: gradients");
+        else memset(s->acc, 0, (size_t)no * (size_t)D * sizeof(float));
+    }
+    /* This rank's input rows' gradients: remote ones packed in plan order. */
+    if (local == 0) local = host_ensure(&s->grad, &s->grad_cap, (size_t)(n * D));
+    if (local == 0) local = host_ensure(&s->pack, &s->pack_cap, (size_t)(s->n_rem * D));
+    if (local == 0) local = grad_to_host(j, s, n, s->grad);
+    for (int64_t k = 0; local == 0 && k < s->n_rem; k++)
+        if (n)
+            memcpy(s->pack + k * D, s->grad + s->rem[k] * D, (size_t)D * sizeof(float));
+        else
+            memset(s->pack + k * D, 0, (size_t)D * sizeof(float));
+    GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
+    const float *got = NULL;
+    GNN_TRY(gnn_dist_rows_put_packed(d, &s->plan, s->pack, D, &got));
+    /* Summed per owned row in a fixed order: this rank's input, then the
+     * askers' in rank and request order; the rows any rank read step. */
+    local = ids_ensure(&s->list, &s->list_cap, (size_t)(n + s->plan.n_serve));
+    int64_t nt = 0;
+    for (int64_t i = 0; local == 0 && i < n + s->plan.n_serve; i++) {
+        int64_t r = i < n ? s->nodes[i] : s->plan.serve[i - n];
+        if (r >= no) continue; /* a remote row of this rank's input: its owner's */
+        const float *g = i < n ? s->grad + i * D : got + (i - n) * D;
+        if (!s->mark[r]) {
+            s->mark[r] = 1;
+            s->list[nt++] = r;
+        }
+        float *a = s->acc + r * D;
+        for (int64_t k = 0; k < D; k++) a[k] += g[k];
+    }
+    if (local == 0)
+        local = host_ensure(&s->pack, &s->pack_cap, (size_t)(nt * D));
+    if (local == 0) {
+        qsort(s->list, (size_t)nt, sizeof *s->list, cmp_i64);
+        for (int64_t t = 0; t < nt; t++) {
+            int64_t r = s->list[t];
+            memcpy(s->pack + t * D, s->acc + r * D, (size_t)D * sizeof(float));
+            memset(s->acc + r * D, 0, (size_t)D * sizeof(float));
+            s->mark[r] = 0;
+        }
+        local = step_from_host(j, s, nt, s->list, s->pack);
+    }
+    s->n_in = s->n_rem = 0;
+    j->emb_n = 0;
+    rc = gnn_dist_agree(MPI_COMM_WORLD, local);
+fail:
+    return rc;
+}
