@@ -115,6 +115,7 @@ void gnn_embed_free(gnn_embed_t *e)
 }
 
 int64_t gnn_embed_dim(const gnn_embed_t *e) { return e->cfg.dim; }
+gnn_backend_t *gnn_embed_backend(const gnn_embed_t *e) { return e->be; }
 int64_t gnn_embed_rows(const gnn_embed_t *e) { return e->cfg.rows; }
 const float *gnn_embed_table(const gnn_embed_t *e) { return e->w; }
 

@@ -51,6 +51,8 @@ void gnn_embed_free(gnn_embed_t *e);
 int gnn_embed_reset(gnn_embed_t *e, uint64_t seed);
 
 int64_t gnn_embed_dim(const gnn_embed_t *e);
+/* The backend holding the table. */
+gnn_backend_t *gnn_embed_backend(const gnn_embed_t *e);
 int64_t gnn_embed_rows(const gnn_embed_t *e);
 /* The rows on the backend (rows x dim). */
 const float *gnn_embed_table(const gnn_embed_t *e);

@@ -99,6 +99,9 @@ static const gnn_opt_t train_table[] = {
     {"embed-lr", 0, GNN_OPT_DOUBLE, O(embed_lr), "LR", "learning rate of the rows (default --lr)"},
     {"embed-optimizer", 0, GNN_OPT_STRING, O(embed_optimizer), "NAME",
      "adam (lazy: rows a step does not read keep their moments) or adagrad"},
+    {"embed-on", 0, GNN_OPT_STRING, O(embed_on), "WHERE",
+     "with a GPU: the rows in device memory (device), in host memory (host), or on the device "
+     "when they fit there (auto)"},
     {"log-json", 0, GNN_OPT_STRING, O(log_json), "FILE",
      "write one JSON line per epoch and a final summary line"},
     {"feature-cache", 0, GNN_OPT_STRING, O(feature_cache), "SIZE",

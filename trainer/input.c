@@ -49,16 +49,28 @@ int gnn__input_setup(gnn_job_t *j, int64_t rows, const int64_t *gid)
     gnn_sparse_opt_kind_t kind =
         !strcmp(o->embed_optimizer, "adagrad") ? GNN_SPARSE_ADAGRAD : GNN_SPARSE_ADAM;
     int keep_best = o->save_predictions || o->save_embeddings || o->checkpoint;
-    /* What the table needs on this process, against what the backend has. */
+    /* What the table needs on this process, against what holds it: the
+     * backend, or on a device backend host memory when asked (--embed-on
+     * host) or when the device lacks room (auto). */
     size_t row = gnn_embed_row_bytes(o->embed_dim, kind) +
                  (keep_best ? (size_t)o->embed_dim * sizeof(float) : 0);
     size_t need = (size_t)rows * row, avail = 0;
+    GNN_CHECK(rows == 0 || need / (size_t)rows == row, GNN_ENOMEM,
+              "--embed-dim %" PRId64 ": the table of %" PRId64 " rows overflows", o->embed_dim,
+              rows);
+    gnn_backend_t *where = j->be;
     GNN_TRY(gnn_be_mem_available(j->be, &avail));
-    GNN_CHECK(rows == 0 || (need / (size_t)rows == row && need <= avail), GNN_ENOMEM,
+    if (!gnn_be_host_memory(j->be) &&
+        (!strcmp(o->embed_on, "host") || (!strcmp(o->embed_on, "auto") && need > avail))) {
+        GNN_TRY(gnn_backend_open("cpu", &j->emb_be));
+        where = j->emb_be;
+        GNN_TRY(gnn_be_mem_available(where, &avail));
+    }
+    GNN_CHECK(need <= avail, GNN_ENOMEM,
               "--embed-dim %" PRId64 ": the table of %" PRId64 " rows needs %.2f GiB (%zu bytes "
               "a row: values, %s state%s), %s has %.2f GiB available",
               o->embed_dim, rows, gib(need), row, o->embed_optimizer,
-              keep_best ? " and the best epoch's copy" : "", gnn_backend_describe(j->be),
+              keep_best ? " and the best epoch's copy" : "", gnn_backend_describe(where),
               gib(avail));
     gnn_embed_config_t ec = {
         .rows = rows,
@@ -68,10 +80,11 @@ int gnn__input_setup(gnn_job_t *j, int64_t rows, const int64_t *gid)
         .gid = gid,
         .keep_best = keep_best,
     };
-    GNN_TRY(gnn_embed_create(j->be, &ec, &j->emb));
+    GNN_TRY(gnn_embed_create(where, &ec, &j->emb));
     j->in_dim = f + o->embed_dim;
-    GNN_INFO("learnable input rows: %" PRId64 " x %" PRId64 " (%s, lr %g), %.1f MB%s", rows,
-             o->embed_dim, o->embed_optimizer, (double)ec.opt.lr, (double)need / 1e6,
+    GNN_INFO("learnable input rows: %" PRId64 " x %" PRId64 " (%s, lr %g), %.1f MB in %s%s",
+             rows, o->embed_dim, o->embed_optimizer, (double)ec.opt.lr, (double)need / 1e6,
+             j->emb_be ? "host memory" : gnn_backend_describe(j->be),
              f ? ", beside the features" : "");
 fail:
     return rc;
@@ -119,14 +132,23 @@ fail:
     return rc;
 }
 
+/* The table is in host memory apart from the model's device (emb_be):
+ * its rows go through host buffers (the paths of a partition directory). */
+static int host_table(const gnn_job_t *j) { return j->emb_be != NULL; }
+
+static int host_build(gnn_job_t *j, int64_t n, const float *feat, const int64_t *rows_host,
+                      const float **x);
+static int host_step(gnn_job_t *j);
+
 int gnn__input_build(gnn_job_t *j, int64_t n, const float *feat, const int64_t *rows,
-                     const float **x)
+                     const int64_t *rows_host, const float **x)
 {
     int rc = 0;
     if (!j->emb) {
         *x = feat;
         return 0;
     }
+    if (host_table(j)) return host_build(j, n, feat, rows_host, x);
     int64_t f = j->g.feat_dim, w = j->in_dim;
     GNN_TRY(gnn__buf_ensure(j->be, (void **)&j->xin, &j->xin_bytes,
                             (size_t)n * (size_t)w * sizeof(float)));
@@ -139,13 +161,21 @@ fail:
     return rc;
 }
 
-int gnn__input_gather(gnn_job_t *j, int64_t n, const int64_t *idx, float *dst)
+int gnn__input_gather(gnn_job_t *j, int64_t n, const int64_t *idx, const int64_t *idx_host,
+                      float *dst)
 {
     int rc = 0;
     int64_t f = j->g.feat_dim, w = j->in_dim, all = j->emb ? gnn_embed_rows(j->emb) : 0;
     if (!j->emb) return gnn_be_gather_rows(j->be, n, f, j->x, j->g.csr.n_rows, idx, dst);
     if (f > 0) GNN_TRY(gnn_be_copy_rows(j->be, n, f, j->x, f, all, idx, dst, w));
-    GNN_TRY(gnn_embed_gather(j->emb, n, idx, dst + f, w));
+    if (host_table(j)) { /* the rows through host memory */
+        const float *x;
+        GNN_TRY(host_build(j, n, NULL, idx_host, &x));
+        GNN_TRY(gnn_be_copy_rows(j->be, n, gnn_embed_dim(j->emb), x + f, w, n, NULL, dst + f, w));
+        j->emb_n = 0;
+    } else {
+        GNN_TRY(gnn_embed_gather(j->emb, n, idx, dst + f, w));
+    }
 fail:
     return rc;
 }
@@ -153,6 +183,7 @@ fail:
 int gnn__input_step(gnn_job_t *j)
 {
     if (!j->emb) return 0;
+    if (host_table(j)) return host_step(j);
     const float *g = j->emb_n ? gnn_model_input_grad(j->model) : NULL;
     if (j->emb_n && !g)
         return GNN_FAIL(GNN_EINVAL, "input rows: the backward formed no input gradient");
@@ -310,6 +341,8 @@ static int rows_to_host(gnn_job_t *j, gnn_input_dist_t *s, int64_t n, const int6
     int rc = 0;
     int64_t D = gnn_embed_dim(j->emb);
     if (n == 0) return 0;
+    if (gnn_be_host_memory(gnn_embed_backend(j->emb))) /* straight from host memory */
+        return gnn_embed_gather(j->emb, n, ids, out, D);
     const int64_t *di = NULL;
     GNN_TRY(stage(j, s, n, ids, &di));
     GNN_TRY(gnn_embed_gather(j->emb, n, di, s->dev, D));
@@ -326,6 +359,8 @@ static int step_from_host(gnn_job_t *j, gnn_input_dist_t *s, int64_t n, const in
     int rc = 0;
     int64_t D = gnn_embed_dim(j->emb);
     const int64_t *di = NULL;
+    if (gnn_be_host_memory(gnn_embed_backend(j->emb))) /* straight into host memory */
+        return gnn_embed_step(j->emb, n, ids, g, D);
     if (n > 0) {
         GNN_TRY(stage(j, s, n, ids, &di));
         GNN_TRY(gnn_be_upload(j->be, s->dev, g, (size_t)n * (size_t)D * sizeof(float)));
@@ -367,6 +402,40 @@ static int grad_to_host(gnn_job_t *j, gnn_input_dist_t *s, int64_t n, float *g)
     GNN_TRY(stage(j, s, n, NULL, NULL));
     GNN_TRY(gnn_be_copy_rows(j->be, n, D, dx + f, j->in_dim, n, NULL, s->dev, D));
     GNN_TRY(gnn_be_download(j->be, g, s->dev, (size_t)n * (size_t)D * sizeof(float)));
+fail:
+    return rc;
+}
+
+static int host_build(gnn_job_t *j, int64_t n, const float *feat, const int64_t *rows_host,
+                      const float **x)
+{
+    int rc = 0;
+    gnn_input_dist_t *s = NULL;
+    int64_t D = gnn_embed_dim(j->emb);
+    GNN_TRY(state_of(j, &s));
+    GNN_TRY(host_ensure(&s->rows, &s->rows_cap, (size_t)(n * D)));
+    GNN_TRY(ids_ensure(&s->nodes, &s->nodes_cap, (size_t)n));
+    if (rows_host && n > 0) memcpy(s->nodes, rows_host, (size_t)n * sizeof *rows_host);
+    s->n_in = rows_host ? n : -1; /* -1: rows 0 .. n - 1 */
+    GNN_TRY(rows_to_host(j, s, n, rows_host, s->rows));
+    GNN_TRY(input_from_host(j, s, n, feat, s->rows, x));
+fail:
+    return rc;
+}
+
+static int host_step(gnn_job_t *j)
+{
+    int rc = 0;
+    gnn_input_dist_t *s = j->emb_dist;
+    int64_t D = gnn_embed_dim(j->emb), n = j->emb_n;
+    GNN_CHECK(s || n == 0, GNN_EINVAL, "input rows: a step without an input");
+    if (n > 0) {
+        GNN_TRY(host_ensure(&s->grad, &s->grad_cap, (size_t)(n * D)));
+        GNN_TRY(grad_to_host(j, s, n, s->grad));
+    }
+    GNN_TRY(step_from_host(j, s, n, n > 0 && s->n_in >= 0 ? s->nodes : NULL,
+                           n > 0 ? s->grad : NULL));
+    j->emb_n = 0;
 fail:
     return rc;
 }

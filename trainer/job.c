@@ -39,6 +39,7 @@ void gnn__job_free(gnn_job_t *j)
     gnn_model_free(j->model);
     gnn__input_dist_free(j);
     gnn_embed_free(j->emb);
+    gnn_backend_close(j->emb_be);
     if (j->be) {
         gnn_be_free(j->be, j->x);
         gnn_be_free(j->be, j->xin);

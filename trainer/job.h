@@ -67,6 +67,9 @@ typedef struct gnn_job {
     size_t dlogits_bytes;             /* mini-batches: what it holds (grown per batch) */
     /* input.c: learnable input rows (--embed-dim) */
     gnn_embed_t *emb;                 /* the table (NULL: none) */
+    gnn_backend_t *emb_be;            /* a CPU backend holding it in host memory (--embed-on
+                                         host, or auto when the device lacks room), or NULL:
+                                         the table is on j->be */
     int64_t in_dim;                   /* the model's input width: features, then the row */
     float *xin; size_t xin_bytes;     /* backend: the input rows a forward reads */
     int64_t emb_n;                    /* rows of the last training input ... */
@@ -154,12 +157,15 @@ int gnn__input_setup(gnn_job_t *j, int64_t rows, const int64_t *gid);
 int gnn__input_start_run(gnn_job_t *j, int restore);
 /* The model's input for n rows: feat (backend, n x feat_dim, or NULL
  * without features) beside the table rows rows (backend, NULL: 0 .. n -
- * 1); *x = feat itself without a table. Records the rows for the step. */
+ * 1; rows_host: the same ids on the host); *x = feat itself without a
+ * table. Records the rows for the step. */
 int gnn__input_build(gnn_job_t *j, int64_t n, const float *feat, const int64_t *rows,
-                     const float **x);
-/* Rows idx (backend, n) of the whole input into dst (n x in_dim): the
- * features of j->x and the table's rows (inference batches). */
-int gnn__input_gather(gnn_job_t *j, int64_t n, const int64_t *idx, float *dst);
+                     const int64_t *rows_host, const float **x);
+/* Rows idx (backend, n; idx_host: the same on the host) of the whole
+ * input into dst (n x in_dim): the features of j->x and the table's rows
+ * (inference batches). */
+int gnn__input_gather(gnn_job_t *j, int64_t n, const int64_t *idx, const int64_t *idx_host,
+                      float *dst);
 /* After a backward: the table's step on the rows of the last input (their
  * gradient from the model); n 0 still counts a step. No-op without a
  * table. */

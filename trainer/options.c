@@ -51,6 +51,7 @@ void gnn_train_defaults(gnn_train_opts_t *o)
     o->out_dim = 16;
     o->embed = "featureless";
     o->embed_optimizer = "adam";
+    o->embed_on = "auto";
 }
 
 #define MAX_THREADS 4096 /* --threads: more than any machine has cores */
@@ -135,11 +136,16 @@ int gnn__opts_check(const gnn_train_opts_t *o)
         (strcmp(o->embed_optimizer, "adam") && strcmp(o->embed_optimizer, "adagrad")))
         return GNN_FAIL(GNN_EUSAGE, "--embed-optimizer \"%s\" (expected adam or adagrad)",
                         o->embed_optimizer ? o->embed_optimizer : "");
+    if (!o->embed_on ||
+        (strcmp(o->embed_on, "auto") && strcmp(o->embed_on, "device") && strcmp(o->embed_on, "host")))
+        return GNN_FAIL(GNN_EUSAGE, "--embed-on \"%s\" (expected auto, device or host)",
+                        o->embed_on ? o->embed_on : "");
     if (!(o->embed_lr >= 0.0 && o->embed_lr <= 1e6))
         return GNN_FAIL(GNN_EUSAGE, "--embed-lr %g outside (0, 1e6] (0: --lr)", o->embed_lr);
     if (!o->embed_dim && (strcmp(o->embed, "featureless") || o->embed_lr != 0.0 ||
-                          strcmp(o->embed_optimizer, "adam")))
-        return GNN_FAIL(GNN_EUSAGE, "--embed, --embed-lr and --embed-optimizer need --embed-dim D");
+                          strcmp(o->embed_optimizer, "adam") || strcmp(o->embed_on, "auto")))
+        return GNN_FAIL(GNN_EUSAGE,
+                        "--embed, --embed-lr, --embed-optimizer and --embed-on need --embed-dim D");
     if (!o->task || (strcmp(o->task, "node") && strcmp(o->task, "link")))
         return GNN_FAIL(GNN_EUSAGE, "--task %s: expected node or link", o->task ? o->task : "");
     if (!strcmp(o->task, "link") && o->save_predictions)

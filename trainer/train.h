@@ -70,6 +70,8 @@ typedef struct {
     const char *embed;         /* which nodes get one: "featureless" (default) | "all" */
     double embed_lr;           /* their optimiser's learning rate; 0: --lr */
     const char *embed_optimizer; /* "adam" (lazy, as torch.optim.SparseAdam) | "adagrad" */
+    const char *embed_on;      /* where the table lives on a device backend: "auto" (the
+                                  device when it fits, else host memory) | "device" | "host" */
 } gnn_train_opts_t;
 
 /* The defaults of gnn-train. */

@@ -1273,11 +1273,15 @@ static void test_embed_cpu_as_gpu(void **state)
         {"node", "sage", "minibatch", "adagrad"},
         {"link", "sage", "minibatch", "adam"},
     };
-    static char *const devices[2] = {"cpu", "cpu-as-gpu"};
+    /* The table on the backend, and on cpu-as-gpu also in host memory
+     * apart from the model's device (--embed-on host: rows staged through
+     * host buffers, as a GPU without room for the table runs). */
+    static char *const devices[3] = {"cpu", "cpu-as-gpu", "cpu-as-gpu"};
+    static char *const places[3] = {"auto", "device", "host"};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        double loss[2][8];
-        char *ck[2];
-        for (int d = 0; d < 2; d++) {
+        double loss[3][8];
+        char *ck[3];
+        for (int d = 0; d < 3; d++) {
             char name[32], lname[32];
             snprintf(name, sizeof name, "embed-dev-%d.h5", d);
             snprintf(lname, sizeof lname, "embed-dev-%d.json", d);
@@ -1288,16 +1292,20 @@ static void test_embed_cpu_as_gpu(void **state)
                      "--task", cases[c].task, "--model", cases[c].model, "--mode", cases[c].mode,
                      "--embed-dim", "16", "--embed-optimizer", cases[c].opt, "--batch-size",
                      "256", "--fanouts", "6,4", "--epochs", "5", "--device", devices[d],
-                     "--threads", "2", "--checkpoint", ck[d], "--log-json", (char *)log, "-q");
+                     "--embed-on", places[d], "--threads", "2", "--checkpoint", ck[d],
+                     "--log-json", (char *)log, "-q");
             assert_int_equal(log_losses(log, loss[d], 8), 5);
         }
-        print_message("%s, %s %s, %s rows: epoch 5 loss %.9g on cpu, %.9g on cpu-as-gpu\n",
+        print_message("%s, %s %s, %s rows: epoch 5 loss %.9g on cpu, %.9g on cpu-as-gpu, %.9g "
+                      "with the rows in host memory\n",
                       cases[c].task, cases[c].model, cases[c].mode, cases[c].opt, loss[0][4],
-                      loss[1][4]);
-        assert_memory_equal(loss[0], loss[1], 5 * sizeof(double));
-        assert_checkpoints_equal(ck[0], ck[1]);
-        assert_embed_tables_equal(ck[0], ck[1]);
-        for (int d = 0; d < 2; d++) free(ck[d]);
+                      loss[1][4], loss[2][4]);
+        for (int d = 1; d < 3; d++) {
+            assert_memory_equal(loss[0], loss[d], 5 * sizeof(double));
+            assert_checkpoints_equal(ck[0], ck[d]);
+            assert_embed_tables_equal(ck[0], ck[d]);
+        }
+        for (int d = 0; d < 3; d++) free(ck[d]);
     }
 }
 
@@ -1378,13 +1386,19 @@ static void test_embed_refusals(void **state)
     train_fails(out, 2, want_all, "--data", f, "--embed-dim", "8", "--embed", "featureless",
                 "--model", "sage", "--mode", "minibatch", "--save-predictions", out,
                 (char *)NULL);
-    const char *want_need = "--embed, --embed-lr and --embed-optimizer need --embed-dim D";
+    const char *want_need =
+        "--embed, --embed-lr, --embed-optimizer and --embed-on need --embed-dim D";
     train_fails(out, 2, want_need, "--data", f, "--embed", "all", "--save-predictions", out,
                 (char *)NULL);
     train_fails(out, 2, want_need, "--data", nf, "--embed-lr", "0.1", "--save-predictions", out,
                 (char *)NULL);
     train_fails(out, 2, want_need, "--data", nf, "--embed-optimizer", "adagrad",
                 "--save-predictions", out, (char *)NULL);
+    train_fails(out, 2, want_need, "--data", nf, "--embed-on", "host", "--save-predictions",
+                out, (char *)NULL);
+    train_fails(out, 2, "--embed-on \"disk\" (expected auto, device or host)", "--data", nf,
+                "--embed-dim", "8", "--embed-on", "disk", "--save-predictions", out,
+                (char *)NULL);
     train_fails(out, 2, "--embed-optimizer \"sgd\" (expected adam or adagrad)", "--data", nf,
                 "--embed-dim", "8", "--embed-optimizer", "sgd", "--save-predictions", out,
                 (char *)NULL);

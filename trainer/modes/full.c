@@ -31,7 +31,7 @@ static int full_forward(gnn_job_t *j, int training, const float **logits)
     gnn_bgraph_t *graphs[GNN_MODEL_MAX_LAYERS];
     const float *x;
     for (int l = 0; l < j->o->layers; l++) graphs[l] = j->bg;
-    int rc = gnn__input_build(j, j->g.csr.n_rows, j->x, NULL, &x);
+    int rc = gnn__input_build(j, j->g.csr.n_rows, j->x, NULL, NULL, &x);
     return rc < 0 ? rc : gnn_model_forward(j->model, graphs, x, training, logits);
 }
 

@@ -181,7 +181,7 @@ static int train_batch(gnn_job_t *j, gnn_loader_batch_t *b, double *loss)
         ids = j->nb;
     }
     /* The learnable rows of the batch's nodes beside their features. */
-    GNN_TRY(gnn__input_build(j, mb->n_input, F > 0 ? x : NULL, ids, &x));
+    GNN_TRY(gnn__input_build(j, mb->n_input, F > 0 ? x : NULL, ids, mb->nodes, &x));
     /* Dropout by node id, as over a partition directory. */
     GNN_TRY(gnn_model_set_row_ids(j->model, ids, j->g.csr.n_rows));
     GNN_TRY(gnn_model_forward(j->model, graphs, x, 1, &logits));
@@ -286,7 +286,7 @@ static int mb_infer(gnn_job_t *j, gnn_infer_t *res)
             GNN_TRY(gnn__buf_ensure(be, (void **)&j->ebuf, &j->ebuf_bytes,
                            (size_t)nsrc * (size_t)fin * sizeof(float)));
             if (l == 0) /* the features and learnable rows of the sources */
-                GNN_TRY(gnn__input_gather(j, nsrc, idx, j->ebuf));
+                GNN_TRY(gnn__input_gather(j, nsrc, idx, blk.src_ids, j->ebuf));
             else
                 GNN_TRY(gnn_be_gather_rows(be, nsrc, fin, in, n, idx, j->ebuf));
             if ((size_t)nsrc + 1 > sdeg_cap) {
@@ -308,7 +308,7 @@ static int mb_infer(gnn_job_t *j, gnn_infer_t *res)
         if (l == L - 1) {
             res->logits = out;
             if (l == 0 && j->emb) /* one layer: its input is the features and rows */
-                GNN_TRY(gnn__input_build(j, n, j->x, NULL, &in));
+                GNN_TRY(gnn__input_build(j, n, j->x, NULL, NULL, &in));
             res->hidden = in;
             res->hidden_rows = n;
             res->hidden_cols = fin;
