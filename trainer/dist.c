@@ -388,7 +388,10 @@ int gnn_dist_fetch_feat(gnn_dist_part_t *d, const int64_t *ids, int64_t n, float
                   "feature fetch: node %" PRId64 " is not rank %d's", asked[i], d->rank);
         memcpy(rows + i * f, d->own_feat + r * f, (size_t)f * sizeof *rows);
     }
-    d->fetch_bytes += (nr - rcount[d->rank]) * f * (int64_t)sizeof(float);
+    /* Atomic: the training thread's row moves (dist_rows.c) add to it while
+     * a fetch runs on its own thread. */
+    __atomic_fetch_add(&d->fetch_bytes, (nr - rcount[d->rank]) * f * (int64_t)sizeof(float),
+                       __ATOMIC_RELAXED);
     /* The rows come back in request order: into out at each request's place. */
     float *back = gnn_alloc_large(((size_t)n * (size_t)f + 1) * sizeof *back);
     GNN_CHECK(back, GNN_ENOMEM, "feature fetch of %" PRId64 " rows", n);

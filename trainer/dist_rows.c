@@ -134,7 +134,8 @@ int gnn_dist_rows_get_packed(gnn_dist_part_t *d, gnn_dist_rows_t *p, const float
     GNN_MPI_TRY(MPI_Alltoallv(p->sbuf, sc, sd, t, p->rbuf, wc, wd, t, d->comm));
     for (int64_t i = 0; i < p->n_want; i++)
         memcpy(out + p->order[i] * f, p->rbuf + i * f, (size_t)f * sizeof(float));
-    d->fetch_bytes += (p->n_serve - sc[d->rank]) * f * (int64_t)sizeof(float);
+    __atomic_fetch_add(&d->fetch_bytes, (p->n_serve - sc[d->rank]) * f * (int64_t)sizeof(float),
+                       __ATOMIC_RELAXED); /* a fetch thread may add too (dist.c) */
 fail:
     if (t != MPI_DATATYPE_NULL) MPI_Type_free(&t);
     return rc;
@@ -165,7 +166,8 @@ int gnn_dist_rows_put_packed(gnn_dist_part_t *d, gnn_dist_rows_t *p, const float
     int *wc = p->cnt, *wd = p->cnt + R, *sc = p->cnt + 2 * R, *sd = p->cnt + 3 * R;
     GNN_MPI_TRY(MPI_Alltoallv(p->sbuf, wc, wd, t, p->rbuf, sc, sd, t, d->comm));
     *got = p->rbuf;
-    d->fetch_bytes += (p->n_want - wc[d->rank]) * f * (int64_t)sizeof(float);
+    __atomic_fetch_add(&d->fetch_bytes, (p->n_want - wc[d->rank]) * f * (int64_t)sizeof(float),
+                       __ATOMIC_RELAXED);
 fail:
     if (t != MPI_DATATYPE_NULL) MPI_Type_free(&t);
     return rc;

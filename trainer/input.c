@@ -60,8 +60,12 @@ int gnn__input_setup(gnn_job_t *j, int64_t rows, const int64_t *gid)
               rows);
     gnn_backend_t *where = j->be;
     GNN_TRY(gnn_be_mem_available(j->be, &avail));
+    /* auto: on the device when the table and the features take at most
+     * three quarters of its free memory, the rest left to the model. */
+    size_t feat = (size_t)rows * (size_t)f * sizeof(float);
     if (!gnn_be_host_memory(j->be) &&
-        (!strcmp(o->embed_on, "host") || (!strcmp(o->embed_on, "auto") && need > avail))) {
+        (!strcmp(o->embed_on, "host") ||
+         (!strcmp(o->embed_on, "auto") && (need + feat) / 3 > avail / 4))) {
         GNN_TRY(gnn_backend_open("cpu", &j->emb_be));
         where = j->emb_be;
         GNN_TRY(gnn_be_mem_available(where, &avail));
@@ -123,8 +127,14 @@ int gnn__input_start_run(gnn_job_t *j, int restore)
             for (int k = 0; k < 4; k++) gnn_free(mine[k]);
             if (rc < 0) goto fail;
         }
-        if (!c->embed_best_kept) GNN_TRY(gnn_embed_keep_best(j->emb));
+        if (!c->embed_best) GNN_TRY(gnn_embed_keep_best(j->emb)); /* a file without it */
         gnn_embed_set_step_count(j->emb, c->embed_step);
+        /* The host copies go: rank 0 makes them again at its next save. */
+        float **a[4] = {&c->embed_w, &c->embed_s1, &c->embed_s2, &c->embed_best};
+        for (int k = 0; k < 4; k++) {
+            gnn_free(*a[k]);
+            *a[k] = NULL;
+        }
         return 0;
     }
     GNN_TRY(gnn_embed_reset(j->emb, (uint64_t)j->o->seed + (uint64_t)c->run));
@@ -379,7 +389,8 @@ static int input_from_host(gnn_job_t *j, gnn_input_dist_t *s, int64_t n, const f
     GNN_TRY(gnn__buf_ensure(j->be, (void **)&j->xin, &j->xin_bytes,
                             (size_t)n * (size_t)w * sizeof(float)));
     if (n > 0) {
-        if (f > 0) GNN_TRY(gnn_be_copy_rows(j->be, n, f, feat, f, n, NULL, j->xin, w));
+        if (f > 0 && feat) /* (none: an inference batch's rows alone, input_gather) */
+            GNN_TRY(gnn_be_copy_rows(j->be, n, f, feat, f, n, NULL, j->xin, w));
         GNN_TRY(stage(j, s, n, NULL, NULL));
         GNN_TRY(gnn_be_upload(j->be, s->dev, e, (size_t)n * (size_t)D * sizeof(float)));
         GNN_TRY(gnn_be_copy_rows(j->be, n, D, s->dev, D, n, NULL, j->xin + f, w));

@@ -142,6 +142,10 @@ int gnn__opts_check(const gnn_train_opts_t *o)
                         o->embed_on ? o->embed_on : "");
     if (!(o->embed_lr >= 0.0 && o->embed_lr <= 1e6))
         return GNN_FAIL(GNN_EUSAGE, "--embed-lr %g outside (0, 1e6] (0: --lr)", o->embed_lr);
+    if (o->embed_lr > 0.0 && !((float)o->embed_lr > 0.0f))
+        return GNN_FAIL(GNN_EUSAGE, "--embed-lr %g is outside the range of single precision "
+                                    "(%g to %g)",
+                        o->embed_lr, (double)FLT_TRUE_MIN, (double)FLT_MAX);
     if (!o->embed_dim && (strcmp(o->embed, "featureless") || o->embed_lr != 0.0 ||
                           strcmp(o->embed_optimizer, "adam") || strcmp(o->embed_on, "auto")))
         return GNN_FAIL(GNN_EUSAGE,

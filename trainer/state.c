@@ -106,6 +106,7 @@ static int ck_match(gnn_job_t *j, const gnn_checkpoint_t *c)
         snprintf(want.aggr, sizeof want.aggr, "attention");
     SAME_S(aggr, j->attn ? "the attention function" : "the aggregator")
     SAME_I(embed_dim, "--embed-dim")
+    if (c->embed_dim > 0) SAME_I(embed_rows, "the number of learnable rows")
     SAME_S(embed_opt, "--embed-optimizer")
     SAME_I(embed_all, "--embed all")
     SAME_D(embed_lr, "--embed-lr")

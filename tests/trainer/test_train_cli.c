@@ -1353,6 +1353,22 @@ static void test_embed_all(void **state)
     TRAIN_OK("--data", (char *)g_sbm_easy, "--epochs", "1", "--threads", "2",
              "--save-embeddings", plain, "-q");
     assert_false(h5_has(plain, "input_embedding"));
+    /* Features beside rows kept in host memory apart from the device
+     * (cpu-as-gpu, --embed-on host), mini-batches with layer-wise
+     * inference: the losses and metrics of the CPU. */
+    double loss[2][4];
+    static char *const devices[2] = {"cpu", "cpu-as-gpu"};
+    for (int k = 0; k < 2; k++) {
+        char lname[32];
+        snprintf(lname, sizeof lname, "embed-all-host-%d.json", k);
+        const char *l = tu_path(lname);
+        TRAIN_OK("--data", (char *)g_sbm_easy, "--embed", "all", "--embed-dim", "8", "--model",
+                 "sage", "--mode", "minibatch", "--fanouts", "4,4", "--epochs", "3", "--threads",
+                 "2", "--device", devices[k], "--embed-on", "host", "--log-json", (char *)l,
+                 "-q");
+        assert_int_equal(log_losses(l, loss[k], 4), 3);
+    }
+    assert_memory_equal(loss[0], loss[1], 3 * sizeof(double));
 }
 
 /*
