@@ -51,25 +51,8 @@ pyd=
 [ "$want_dgl" = 1 ] && { pyd=$("$src/bench/reference/python.sh" dgl) || pyd=; }
 mkdir -p "$dir"
 
-echo "== build ($build, Release)"
-cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release >"$dir/build.log" 2>&1 &&
-    cmake --build "$build" -j"$threads" --target gnn-train gnn-dataset >>"$dir/build.log" 2>&1 ||
-    { cat "$dir/build.log"; exit 1; }
-train=$build/trainer/gnn-train
-dataset=$build/datasets/gnn-dataset
-
-# measure NAME COMMAND...: NAME.time (GNU time) and NAME.out.
-measure() {
-    name=$1
-    shift
-    printf '   %-14s ' "$name"
-    if OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads PYTHONWARNINGS=ignore \
-        /usr/bin/time -v -o "$dir/$name.time" timeout "$limit" "$@" >"$dir/$name.out" 2>&1; then
-        echo "$(sed -n "s/.*Elapsed (wall clock) time (h:mm:ss or m:ss): //p" "$dir/$name.time") wall"
-    else
-        echo "FAILED (exit $?); see $dir/$name.out"
-    fi
-}
+. "$src/bench/lib.sh"
+bench_build
 
 # bench DATASET GRAPH EPOCHS
 bench() {
