@@ -1699,7 +1699,8 @@ static char *info_run(char *np, const char *dir)
  * --device cuda, one GPU per rank (ranks share it where the machine has
  * fewer): full-graph GCN in one process and on 1, 2 and 4 ranks, 3-layer
  * GraphSAGE (mean, and max with each own kernel), mini-batches on 2 ranks,
- * all within GPU_RTOL of the CPU's losses; --deterministic twice gives the
+ * GCN with learnable input rows (on the device, in host memory, over 2
+ * ranks), all within GPU_RTOL of the CPU's losses; --deterministic twice gives the
  * same losses bit for bit; the gradient sum goes through NCCL where no two
  * ranks share a GPU, through host memory where they do.
  */
@@ -1760,6 +1761,24 @@ static void test_cuda_training(void **state)
     compare_to("sage mini-batches", &mb_ref, mb, 1, 3);
     assert_true(tu_json_num(mb[0].log.line[0], "feat_bytes") ==
                 tu_json_num(mb_ref.line[0], "feat_bytes"));
+
+    /* Learnable input rows beside the features (--embed all): the table,
+     * its gather and its row-sparse step on the device, in host memory
+     * apart from it, and sharded over 2 ranks, each against the CPU. */
+    run_t eref[] = {{"1 process, cpu", NULL, g_cora, {0}}};
+    train_runs(eref, 1, "cpu-embed", "--embed", "all", "--embed-dim", "16", (char *)NULL);
+    run_t emb[] = {{"1 process, cuda, rows on the device", NULL, g_cora, {0}},
+                   {"2 ranks, cuda, rows on the device", "2", g_k2, {0}}};
+    train_runs(emb, 2, "cuda-embed", "--device", "cuda", "--embed", "all", "--embed-dim", "16",
+               "--embed-on", "device", (char *)NULL);
+    run_t emh[] = {{"1 process, cuda, rows in host memory", NULL, g_cora, {0}}};
+    train_runs(emh, 1, "cuda-embed-host", "--device", "cuda", "--embed", "all", "--embed-dim",
+               "16", "--embed-on", "host", (char *)NULL);
+    compare_to("gcn, learnable rows", &eref[0].log, emb, 2, EPOCHS);
+    compare_to("gcn, learnable rows", &eref[0].log, emh, 1, EPOCHS);
+    log_free(&eref[0].log);
+    for (int i = 0; i < 2; i++) log_free(&emb[i].log);
+    log_free(&emh[0].log);
 
     /* Who sums the gradients: nobody for one rank; NCCL for two ranks on
      * two GPUs, MPI through host memory when they share one. */
