@@ -22,6 +22,12 @@
 #   CORA_RUNS  [10]   SBM_NODES SBM_DEGREE [1000000 20]   SBM_EPOCHS [5]
 #   EMBED_DIM  [64]   TIMEOUT seconds per process [3600]
 #   REFERENCES any of: torch dgl [torch dgl]
+#   MINIBATCH  1: also mini-batches on an SBM graph without features of
+#              MB_NODES nodes [200000]: GraphSAGE 2 layers, hidden 64,
+#              fanouts 10,10, batches of 1024, sampling in the training
+#              loop (gnn-train --prefetch 0), MB_EPOCHS epochs [3], against
+#              DGL's NodeEmbedding + SparseAdam on its NeighborSampler
+#              (bench/reference/minibatch_dgl.py --embed-dim) [1]
 set -eu
 src=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-/tmp/build-bench}
@@ -36,11 +42,13 @@ sbm_epochs=${SBM_EPOCHS:-5}
 dim=${EMBED_DIM:-64}
 limit=${TIMEOUT:-3600}
 refs=${REFERENCES:-torch dgl}
+minibatch=${MINIBATCH:-1}
 
 [ -x /usr/bin/time ] || { echo "run.sh: GNU time missing: apt-get install time" >&2; exit 1; }
 py=$("$src/bench/reference/python.sh") || exit 1
 pyd=
-case " $refs " in *" dgl "*) pyd=$("$src/bench/reference/python.sh" dgl) || pyd= ;; esac
+case " $refs " in *" dgl "*) want_dgl=1 ;; *) want_dgl=$minibatch ;; esac
+[ "$want_dgl" = 1 ] && { pyd=$("$src/bench/reference/python.sh" dgl) || pyd=; }
 mkdir -p "$dir"
 
 . "$src/bench/lib.sh"
@@ -76,6 +84,24 @@ for ds in $datasets; do
         g=$dir/sbm-$sbm_nodes-$sbm_degree-0.h5
         [ -f "$g" ] || "$dataset" generate sbm -n "$sbm_nodes" -d "$sbm_degree" -f 0 -s 1 -o "$g" -q
         bench sbm "$g" "$sbm_epochs" 1
+        if [ "$minibatch" = 1 ]; then
+            mbn=${MB_NODES:-200000}
+            gm=$dir/sbm-$mbn-$sbm_degree-0.h5
+            [ -f "$gm" ] || "$dataset" generate sbm -n "$mbn" -d "$sbm_degree" -f 0 -s 1 -o "$gm" -q
+            echo "== sbm without features, mini-batches ($mbn nodes)"
+            rm -f "$dir/ours-mb-sbm.json" "$dir/dgl-mb-sbm.json"
+            set -- --layers 2 --hidden 64 --fanouts 10,10 --batch-size 1024 \
+                --epochs "${MB_EPOCHS:-3}" --embed-dim "$dim" --threads "$threads"
+            measure ours-mb-sbm "$train" --data "$gm" --model sage --mode minibatch \
+                --prefetch 0 --eval-every 0 --log-json "$dir/ours-mb-sbm.json" -q "$@"
+            if [ -n "$pyd" ]; then
+                measure dgl-mb-sbm "$pyd" "$src/bench/reference/minibatch_dgl.py" "$gm" \
+                    --workers 0 --log-json "$dir/dgl-mb-sbm.json" "$@"
+            else
+                echo "   dgl: no environment, left out"
+            fi
+            "$py" "$src/bench/embed/table.py" --minibatch "$dir" sbm
+        fi
         ;;
     *) echo "run.sh: unknown dataset $ds (cora, sbm)" >&2; exit 1 ;;
     esac

@@ -14,7 +14,12 @@ fc_neigh on the mean of the sources, a bias), ReLU between them, dropout
 on every layer's input. Adam (torch.optim.Adam, L2 decay on every
 parameter, gnn-train's default scope for sage), mean softmax
 cross-entropy over the batch's seeds. No evaluation: the epoch is
-training only.
+training only. --embed-dim D trains a graph without features the way
+DistDGL does: each node's input is a learnable D-wide row of a
+dgl.nn.NodeEmbedding (initialised uniform in [-1/sqrt(D), 1/sqrt(D)], as
+gnn-train draws them), the batch's input nodes' rows are read from it and
+updated by dgl.optim.SparseAdam (lr --embed-lr, default --lr) after each
+step.
 
 --workers 0 samples in the training loop (gnn-train --prefetch 0);
 --workers N > 0 samples in N worker processes ahead of it (DGL's
@@ -25,6 +30,7 @@ compute, as gnn-train's --sampler-threads with --prefetch).
         [--layers 3] [--hidden 256] [--fanouts 15,10,5] [--batch-size 1024]
         [--epochs 1] [--dropout 0.5] [--lr 0.01] [--weight-decay 5e-4]
         [--threads T] [--workers N] [--seed S] [--log-json FILE]
+        [--embed-dim D] [--embed-lr LR]
 
 Prints one JSON line: epoch_s (the mean over the epochs; the first is
 kept, as gnn-train's mini-batch epochs are one each), batches,
@@ -51,7 +57,8 @@ def load(path):
         n = int(f.attrs["num_nodes"])
         indptr = torch.from_numpy(f["indptr"][:].astype(np.int64))
         indices = torch.from_numpy(f["indices"][:].astype(np.int64))
-        x = torch.from_numpy(f["feat"][:].astype(np.float32, copy=False))
+        x = torch.from_numpy(f["feat"][:].astype(np.float32, copy=False)) \
+            if "feat" in f else None
         y = torch.from_numpy(f["label"][:].astype(np.int64))
         train = torch.from_numpy(f["split"]["train"][:].astype(np.int64))
     return n, indptr, indices, x, y, train
@@ -90,6 +97,9 @@ def main():
     p.add_argument("--workers", type=int, default=0, help="DataLoader worker processes")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--log-json", metavar="FILE")
+    p.add_argument("--embed-dim", type=int, default=0,
+                   help="a learnable row per node as the input (NodeEmbedding + SparseAdam)")
+    p.add_argument("--embed-lr", type=float, default=None, help="default: --lr")
     o = p.parse_args()
     fanouts = [int(v) for v in o.fanouts.split(",")]
     if len(fanouts) != o.layers:
@@ -108,7 +118,15 @@ def main():
     load_s = time.perf_counter() - t0
 
     classes = int(y.max()) + 1
-    dims = [x.shape[1]] + [o.hidden] * (o.layers - 1) + [classes]
+    emb = emb_opt = None
+    if o.embed_dim > 0:
+        bound = 1.0 / np.sqrt(o.embed_dim)
+        emb = dgl.nn.NodeEmbedding(n, o.embed_dim, "rows",
+                                   init_func=lambda t: torch.nn.init.uniform_(t, -bound, bound))
+        emb_opt = dgl.optim.SparseAdam(params=[emb], lr=o.embed_lr or o.lr)
+    elif x is None:
+        p.error(f"{o.graph} has no features: give --embed-dim D")
+    dims = [o.embed_dim if emb else x.shape[1]] + [o.hidden] * (o.layers - 1) + [classes]
     model = Sage(dims, o.dropout)
     opt = torch.optim.Adam(model.parameters(), lr=o.lr, weight_decay=o.weight_decay)
     # DGL's fanouts run from the input layer to the seeds.
@@ -122,12 +140,14 @@ def main():
         t0 = time.perf_counter()
         total, count, batches, edges, inputs = 0.0, 0, 0, 0, 0
         for input_nodes, seeds, blocks in loader:
-            h = x[input_nodes]
+            h = emb(input_nodes) if emb else x[input_nodes]
             opt.zero_grad()
             out = model(blocks, h)
             loss = F.cross_entropy(out, y[seeds])
             loss.backward()
             opt.step()
+            if emb_opt:
+                emb_opt.step()
             total += loss.item() * len(seeds)
             count += len(seeds)
             batches += 1
@@ -141,7 +161,7 @@ def main():
                                   "batches": batches, "sampled_edges": edges}) + "\n")
     res = {"graph": o.graph, "impl": "dgl", "layers": o.layers, "hidden": o.hidden,
            "fanouts": o.fanouts, "batch_size": o.batch_size, "epochs": o.epochs,
-           "workers": o.workers, "threads": torch.get_num_threads(),
+           "workers": o.workers, "threads": torch.get_num_threads(), "embed_dim": o.embed_dim,
            "epoch_s": float(np.mean(times)), "batches": batches, "sampled_edges": edges,
            "input_nodes_mean": inputs / max(batches, 1), "loss": loss_mean, "load_s": load_s,
            "torch": torch.__version__, "dgl": dgl.__version__}
