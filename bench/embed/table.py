@@ -12,24 +12,17 @@ reference's from the last line of REF-DATASET.out; peak RSS from
 NAME.time (GNU time -v). A run without them prints "(no result)".
 """
 import json
-import re
+import os
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-def rss(d, name):
-    try:
-        t = open(f"{d}/{name}.time").read()
-        return int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", t).group(1)) / 1024
-    except (OSError, AttributeError):
-        return None
+from runs import last_record, rss  # noqa: E402
 
 
 def result(d, name, ours):
     try:
-        if ours:
-            x = [json.loads(l) for l in open(f"{d}/{name}.json")][-1]
-        else:
-            x = json.loads(open(f"{d}/{name}.out").read().strip().splitlines()[-1])
+        x = last_record(d, name, ours)
         acc = x.get("test_acc_mean", x.get("test_acc"))
         return x["epoch_s_mean"], acc, rss(d, name)
     except (OSError, ValueError, KeyError, IndexError):
