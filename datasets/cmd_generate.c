@@ -77,13 +77,60 @@ static const gnn_cli_t rmat_cli = {
     .max_positional = 0,
 };
 
+typedef struct {
+    gnn_hsbm_opts_t g;
+    gnn_output_opts_t out;
+} hsbm_cmd_opts_t;
+
+static const gnn_opt_t hsbm_table[] = {
+    {"nodes", 'n', GNN_OPT_I64, offsetof(hsbm_cmd_opts_t, g.nodes), "N",
+     "number of nodes over all types"},
+    {"types", 't', GNN_OPT_INT, offsetof(hsbm_cmd_opts_t, g.types), "T",
+     "node types t0 .. t(T-1); t0 holds the labels"},
+    {"classes", 'c', GNN_OPT_INT, offsetof(hsbm_cmd_opts_t, g.classes), "C",
+     "planted classes (the labels of t0)"},
+    {"feat-dim", 'f', GNN_OPT_INT, offsetof(hsbm_cmd_opts_t, g.feat_dim), "F",
+     "feature width of every type with features"},
+    {"featureless", 0, GNN_OPT_INT, offsetof(hsbm_cmd_opts_t, g.featureless), "K",
+     "the last K types have no features (learnable rows: gnn-train --embed-dim)"},
+    {"avg-degree", 'd', GNN_OPT_DOUBLE, offsetof(hsbm_cmd_opts_t, g.avg_degree), "D",
+     "edges of each relation per t0 node (t0 to t0: D / 2)"},
+    {"homophily", 0, GNN_OPT_DOUBLE, offsetof(hsbm_cmd_opts_t, g.homophily), "H",
+     "fraction of edges that follow their relation's class rule"},
+    {"seed", 's', GNN_OPT_I64, offsetof(hsbm_cmd_opts_t, g.seed), "S",
+     "random seed; the graph depends only on the options and the seed"},
+    GNN_OUTPUT_OPTIONS(hsbm_cmd_opts_t, out),
+    {NULL, 0, 0, 0, NULL, NULL},
+};
+
+static const gnn_cli_t hsbm_cli = {
+    .prog = "gnn-dataset generate hsbm",
+    .args = "",
+    .summary = "Generate a typed graph (format version 2) whose labels are read through its "
+               "relations: type t0 holds labels and noise features; relation rK joins a t0 node "
+               "of class c to tK nodes of class c (K odd) or of the partner class c ^ 1 (K "
+               "even), stored with its reverse rev_rK.",
+    .opts = hsbm_table,
+    .min_positional = 0,
+    .max_positional = 0,
+};
+
+static int run_hsbm(void *opts, char **pos, int npos)
+{
+    hsbm_cmd_opts_t *o = opts;
+    (void)pos;
+    (void)npos;
+    return gnn_generate_hsbm(&o->g, &o->out);
+}
+
 static void usage(FILE *out)
 {
     fprintf(out,
             "usage: gnn-dataset generate GENERATOR [options] -o FILE\n\n"
             "Write a generated graph file. Generators:\n"
             "  sbm   learnable graph: planted classes, homophily, features, labels, split\n"
-            "  rmat  Graph500 R-MAT graph with skewed degrees, optional random features\n\n"
+            "  rmat  Graph500 R-MAT graph with skewed degrees, optional random features\n"
+            "  hsbm  typed graph (node types, relations) whose labels need the relations\n\n"
             "'gnn-dataset generate GENERATOR --help' lists the options of a generator.\n");
 }
 
@@ -105,7 +152,7 @@ static int run_rmat(void *opts, char **pos, int npos)
 
 int gnn_dataset_cmd_generate(int argc, char **argv)
 {
-    if (argc < 2) return GNN_FAIL(GNN_EUSAGE, "missing generator: sbm or rmat");
+    if (argc < 2) return GNN_FAIL(GNN_EUSAGE, "missing generator: sbm, rmat or hsbm");
     const char *name = argv[1];
     if (!strcmp(name, "--help") || !strcmp(name, "-h")) {
         usage(stdout);
@@ -123,5 +170,11 @@ int gnn_dataset_cmd_generate(int argc, char **argv)
         gnn_rmat_defaults(&o.g);
         return gnn_cli_run(&rmat_cli, argc, argv, 2, &o, run_rmat);
     }
-    return GNN_FAIL(GNN_EUSAGE, "unknown generator '%s' (expected sbm or rmat)", name);
+    if (!strcmp(name, "hsbm")) {
+        hsbm_cmd_opts_t o;
+        memset(&o, 0, sizeof o);
+        gnn_hsbm_defaults(&o.g);
+        return gnn_cli_run(&hsbm_cli, argc, argv, 2, &o, run_hsbm);
+    }
+    return GNN_FAIL(GNN_EUSAGE, "unknown generator '%s' (expected sbm, rmat or hsbm)", name);
 }

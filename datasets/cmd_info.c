@@ -83,7 +83,71 @@ static void print_split_json(FILE *out, const char *key, int64_t n)
         fprintf(out, "%lld", (long long)n);
 }
 
-static void print_json(FILE *out, const char *path, const gnn_graph_info_t *in, const degree_t *d)
+/* Stored edges of each relation of a typed file (streamed). */
+static int relation_counts(gnn_graph_file_t *f, int64_t *count)
+{
+    int rc = 0;
+    const gnn_graph_info_t *in = gnn_graph_file_info(f);
+    const int64_t blk = (int64_t)1 << 20;
+    int32_t *buf = gnn_malloc_array((size_t)blk, sizeof *buf);
+    GNN_CHECK(buf, GNN_ENOMEM, "out of memory");
+    memset(count, 0, (size_t)in->types->n_rels * sizeof *count);
+    for (int64_t e = 0; e < in->num_edges; e += blk) {
+        int64_t n = in->num_edges - e < blk ? in->num_edges - e : blk;
+        GNN_TRY(gnn_graph_read_etypes(f, e, n, buf));
+        for (int64_t i = 0; i < n; i++) count[buf[i]]++;
+    }
+fail:
+    gnn_free(buf);
+    return rc;
+}
+
+static void print_types_json(FILE *out, const gnn_graph_types_t *t, const int64_t *count)
+{
+    if (!t) {
+        fputs(", \"node_types\": null, \"relations\": null", out);
+        return;
+    }
+    fputs(", \"node_types\": [", out);
+    for (int i = 0; i < t->n_ntypes; i++) {
+        fprintf(out, "%s{\"name\": ", i ? ", " : "");
+        gnn_json_string(out, t->ntype[i]);
+        fprintf(out, ", \"nodes\": %lld, \"first\": %lld, \"feat_dim\": %lld, \"target\": %s}",
+                (long long)(t->off[i + 1] - t->off[i]), (long long)t->off[i],
+                (long long)t->feat_dim[i], i == t->target ? "true" : "false");
+    }
+    fputs("], \"relations\": [", out);
+    for (int r = 0; r < t->n_rels; r++) {
+        fprintf(out, "%s{\"name\": ", r ? ", " : "");
+        gnn_json_string(out, t->rel[r]);
+        fputs(", \"src\": ", out);
+        gnn_json_string(out, t->ntype[t->rel_src[r]]);
+        fputs(", \"dst\": ", out);
+        gnn_json_string(out, t->ntype[t->rel_dst[r]]);
+        fprintf(out, ", \"edges\": %lld}", (long long)count[r]);
+    }
+    fputs("]", out);
+}
+
+static void print_types_table(FILE *out, const gnn_graph_types_t *t, const int64_t *count)
+{
+    for (int i = 0; i < t->n_ntypes; i++) {
+        fprintf(out, "%s %-20s %lld nodes [%lld, %lld), ", i ? "             " : "node types   ",
+                t->ntype[i], (long long)(t->off[i + 1] - t->off[i]), (long long)t->off[i],
+                (long long)t->off[i + 1]);
+        if (t->feat_dim[i])
+            fprintf(out, "%lld features", (long long)t->feat_dim[i]);
+        else
+            fputs("featureless", out);
+        fprintf(out, "%s\n", i == t->target ? ", target (labels)" : "");
+    }
+    for (int r = 0; r < t->n_rels; r++)
+        fprintf(out, "%s %s -%s-> %s: %lld edges\n", r ? "             " : "relations    ",
+                t->ntype[t->rel_src[r]], t->rel[r], t->ntype[t->rel_dst[r]], (long long)count[r]);
+}
+
+static void print_json(FILE *out, const char *path, const gnn_graph_info_t *in, const degree_t *d,
+                       const int64_t *count)
 {
     fputs("{\"file\": ", out);
     gnn_json_string(out, path);
@@ -118,20 +182,26 @@ static void print_json(FILE *out, const char *path, const gnn_graph_info_t *in, 
     } else {
         fputs(", \"link\": null", out);
     }
+    print_types_json(out, in->types, count);
     fprintf(out, ", \"in_degree\": {\"min\": %lld, \"max\": %lld, \"mean\": ", (long long)d->min,
             (long long)d->max);
     gnn_json_number(out, d->mean);
     fprintf(out, ", \"zero\": %lld}}\n", (long long)d->n_zero);
 }
 
-static void print_table(FILE *out, const char *path, const gnn_graph_info_t *in, const degree_t *d)
+static void print_table(FILE *out, const char *path, const gnn_graph_info_t *in, const degree_t *d,
+                        const int64_t *count)
 {
     fprintf(out, "file          %s\n", path);
     fprintf(out, "format        %s version %lld\n", GNN_GRAPH_FORMAT, (long long)in->version);
     fprintf(out, "nodes         %lld\n", (long long)in->num_nodes);
     fprintf(out, "edges         %lld stored (%s)\n", (long long)in->num_edges,
             in->directed ? "directed" : "undirected: each edge stored both ways");
-    if (in->feat_dim > 0)
+    if (in->types) print_types_table(out, in->types, count);
+    if (in->types && in->feat_dim > 0)
+        fprintf(out, "features      per node type, the widest %lld (float32)\n",
+                (long long)in->feat_dim);
+    else if (in->feat_dim > 0)
         fprintf(out, "features      %lld per node (float32)\n", (long long)in->feat_dim);
     else
         fprintf(out, "features      none\n");
@@ -181,13 +251,15 @@ static int run_info(void *opts, char **pos, int npos)
     const info_opts_t *o = opts;
     gnn_graph_file_t *f = NULL;
     degree_t d;
+    int64_t count[GNN_MAX_RELATIONS];
     (void)npos;
     GNN_TRY(gnn_graph_open(pos[0], &f));
     GNN_TRY(in_degrees(f, &d));
+    if (gnn_graph_file_info(f)->types) GNN_TRY(relation_counts(f, count));
     if (o->json)
-        print_json(stdout, pos[0], gnn_graph_file_info(f), &d);
+        print_json(stdout, pos[0], gnn_graph_file_info(f), &d, count);
     else
-        print_table(stdout, pos[0], gnn_graph_file_info(f), &d);
+        print_table(stdout, pos[0], gnn_graph_file_info(f), &d, count);
     GNN_CHECK(fflush(stdout) == 0 && !ferror(stdout), GNN_EIO, "cannot write to standard output");
 fail:
     gnn_graph_close(f);

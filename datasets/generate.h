@@ -64,6 +64,43 @@ int gnn_sbm_check(const gnn_sbm_opts_t *o);
  */
 int gnn_generate_sbm(const gnn_sbm_opts_t *o, const gnn_output_opts_t *out);
 
+/* ---- Typed SBM (hsbm) -------------------------------------------------------- */
+
+/*
+ * A heterogeneous graph whose labels can only be read through its
+ * relations (generate_hsbm.c). Node type t0 is the target: its nodes carry
+ * the labels and features of pure noise. Every node of every type has a
+ * latent class. Types t1 .. t(T-1) are joined to t0 by a relation rK
+ * (tK -> t0) and its reverse rev_rK (t0 -> tK); t0 to itself by r0. An
+ * edge of rK joins a t0 node of class c to a tK node of class c when K is
+ * odd, and of class c ^ 1 (the partner class) when K is even, except that
+ * a fraction 1 - homophily of edges takes a uniform class instead; r0 joins
+ * equal classes the same way. Types other than t0 carry features of their
+ * class's centroid plus noise (one set of centroids for all of them), or
+ * none (the last `featureless` types). A model that ignores relations sees
+ * the classes c and c ^ 1 of a t0 node through the same mixture, so it
+ * cannot tell partners apart; one per relation can.
+ */
+typedef struct {
+    gnn_vid_t nodes;      /* N, split evenly over the types (t0 takes the rest) */
+    int types;            /* T >= 2 */
+    int classes;          /* C >= 2 */
+    int feat_dim;         /* F >= 1: width of every type's features */
+    int featureless;      /* the last K types (not t0) have no features */
+    double avg_degree;    /* D: edges of each relation rK per t0 node (r0: D / 2) */
+    double homophily;     /* H: fraction of edges following the class rule */
+    int64_t seed;
+    /* Library only. */
+    double feat_noise;    /* noise standard deviation per feature entry */
+    double train_frac, valid_frac; /* of the t0 nodes */
+} gnn_hsbm_opts_t;
+
+void gnn_hsbm_defaults(gnn_hsbm_opts_t *o);
+int gnn_hsbm_check(const gnn_hsbm_opts_t *o);
+/* As gnn_generate_sbm (a format version 2 file; built in memory: about
+ * 40 bytes per stored edge at the peak). */
+int gnn_generate_hsbm(const gnn_hsbm_opts_t *o, const gnn_output_opts_t *out);
+
 /* ---- R-MAT ---------------------------------------------------------------- */
 
 typedef struct {

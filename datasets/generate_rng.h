@@ -27,7 +27,11 @@ enum {
     GNN__RNG_SBM_EDGES = 13,
     GNN__RNG_SBM_CENTROID = 14,
     GNN__RNG_SBM_FEAT = 15,
-    GNN__RNG_SBM_SPLIT = 16
+    GNN__RNG_SBM_SPLIT = 16,
+    GNN__RNG_HSBM_EDGES = 21,
+    GNN__RNG_HSBM_CENTROID = 22,
+    GNN__RNG_HSBM_FEAT = 23,
+    GNN__RNG_HSBM_SPLIT = 24
 };
 
 typedef struct {

@@ -1,5 +1,6 @@
 /*
- * Reader and writer of the graph file, format version 1 (docs/FORMAT.md).
+ * Reader and writer of the graph file, format versions 1 and 2 (typed
+ * nodes and relations; docs/FORMAT.md).
  *
  * Layout: root attributes (format, version, counts, directedness, CSR
  * flags, num_classes), datasets indptr, indices, optional weights, feat,
@@ -49,8 +50,234 @@ struct gnn_graph_file {
     hid_t d_indptr, d_indices, d_weights, d_feat, d_label, d_orig;
     hid_t d_split[GNN_NUM_SPLITS];
     hid_t d_link[GNN_NUM_LINK_SETS];
+    hid_t d_etype, d_tfeat[GNN_MAX_NODE_TYPES]; /* version 2 */
     gnn_graph_info_t info;
 };
+
+/* ---- Types ------------------------------------------------------------------ */
+
+#define TYPE_LIST_MAX (GNN_MAX_RELATIONS * 3 * GNN_TYPE_NAME_MAX)
+
+int gnn_graph_types_of(const gnn_graph_types_t *t, int64_t v)
+{
+    int lo = 0, hi = t->n_ntypes - 1;
+    while (lo < hi) { /* the last type whose start is <= v */
+        int mid = (lo + hi + 1) / 2;
+        if (t->off[mid] <= v)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+int gnn_graph_types_find(const gnn_graph_types_t *t, const char *name)
+{
+    for (int i = 0; i < t->n_ntypes; i++)
+        if (!strcmp(t->ntype[i], name)) return i;
+    return -1;
+}
+
+int64_t gnn_graph_types_max_feat(const gnn_graph_types_t *t)
+{
+    int64_t m = 0;
+    for (int i = 0; i < t->n_ntypes; i++)
+        if (t->feat_dim[i] > m) m = t->feat_dim[i];
+    return m;
+}
+
+static int name_ok(const char *s)
+{
+    size_t n = strnlen(s, GNN_TYPE_NAME_MAX);
+    if (n == 0 || n >= GNN_TYPE_NAME_MAX) return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+static int types_check(const gnn_graph_types_t *t, int64_t num_nodes, const char *what, int code)
+{
+    int T = t->n_ntypes, R = t->n_rels;
+    if (T < 1 || T > GNN_MAX_NODE_TYPES)
+        return GNN_FAIL(code, "%s: %d node types, expected 1 to %d", what, T,
+                        GNN_MAX_NODE_TYPES);
+    if (R < 1 || R > GNN_MAX_RELATIONS)
+        return GNN_FAIL(code, "%s: %d relations, expected 1 to %d", what, R,
+                        GNN_MAX_RELATIONS);
+    if (t->off[0] != 0 || t->off[T] != num_nodes)
+        return GNN_FAIL(code,
+                        "%s: node types cover [%lld, %lld), expected [0, num_nodes = %lld)", what,
+                        (long long)t->off[0], (long long)t->off[T], (long long)num_nodes);
+    for (int i = 0; i < T; i++) {
+        if (t->off[i + 1] < t->off[i])
+            return GNN_FAIL(code, "%s: node type %d ends (%lld) before it starts (%lld)",
+                            what, i, (long long)t->off[i + 1], (long long)t->off[i]);
+        if (!name_ok(t->ntype[i]))
+            return GNN_FAIL(code,
+                            "%s: node type %d has the name '%.*s' (expected 1 to %d characters "
+                            "of A-Z a-z 0-9 _ -)",
+                            what, i, GNN_TYPE_NAME_MAX - 1, t->ntype[i], GNN_TYPE_NAME_MAX - 1);
+        for (int k = 0; k < i; k++)
+            if (!strcmp(t->ntype[k], t->ntype[i]))
+                return GNN_FAIL(code, "%s: two node types are called '%s'", what,
+                                t->ntype[i]);
+        if (t->feat_dim[i] < 0 || t->feat_dim[i] >= ((int64_t)1 << 31))
+            return GNN_FAIL(code, "%s: node type '%s' has a feature width of %lld", what,
+                            t->ntype[i], (long long)t->feat_dim[i]);
+    }
+    for (int r = 0; r < R; r++) {
+        if (!name_ok(t->rel[r]))
+            return GNN_FAIL(code,
+                            "%s: relation %d has the name '%.*s' (expected 1 to %d characters "
+                            "of A-Z a-z 0-9 _ -)",
+                            what, r, GNN_TYPE_NAME_MAX - 1, t->rel[r], GNN_TYPE_NAME_MAX - 1);
+        if (t->rel_src[r] < 0 || t->rel_src[r] >= T || t->rel_dst[r] < 0 || t->rel_dst[r] >= T)
+            return GNN_FAIL(code, "%s: relation '%s' joins node types %d and %d of %d",
+                            what, t->rel[r], t->rel_src[r], t->rel_dst[r], T);
+        for (int k = 0; k < r; k++)
+            if (!strcmp(t->rel[k], t->rel[r]) && t->rel_src[k] == t->rel_src[r] &&
+                t->rel_dst[k] == t->rel_dst[r])
+                return GNN_FAIL(code, "%s: relation %s -%s-> %s is named twice", what,
+                                t->ntype[t->rel_src[r]], t->rel[r], t->ntype[t->rel_dst[r]]);
+    }
+    if (t->target < -1 || t->target >= T)
+        return GNN_FAIL(code, "%s: target type %d of %d", what, t->target, T);
+    return 0;
+}
+
+int gnn_graph_types_check(const gnn_graph_types_t *t, int64_t num_nodes, const char *what)
+{
+    return types_check(t, num_nodes, what, GNN_EINVAL);
+}
+
+/* The relation of edge e (in row v, from source u) joins their types. */
+static int check_edge_types(const char *path, const gnn_graph_types_t *t, gnn_vid_t v,
+                            gnn_vid_t u, int32_t r, gnn_eid_t e)
+{
+    int tu = gnn_graph_types_of(t, u), tv = gnn_graph_types_of(t, v);
+    if (t->rel_src[r] != tu || t->rel_dst[r] != tv)
+        return GNN_FAIL(GNN_EFORMAT,
+                        "%s: edge %lld (%lld -> %lld) is a %s -> %s edge, but its relation '%s' "
+                        "joins %s -> %s",
+                        path, (long long)e, (long long)u, (long long)v, t->ntype[tu], t->ntype[tv],
+                        t->rel[r], t->ntype[t->rel_src[r]], t->ntype[t->rel_dst[r]]);
+    return 0;
+}
+
+/* "a,b,c" into names (at most max); GNN_EFORMAT naming attr otherwise. */
+static int split_list(const char *path, const char *attr, char *s, char **parts, int max, int *n)
+{
+    *n = 0;
+    if (!*s) return 0;
+    for (char *p = s;;) {
+        if (*n == max)
+            return GNN_FAIL(GNN_EFORMAT, "%s: attribute '%s' lists more than %d entries", path,
+                            attr, max);
+        parts[(*n)++] = p;
+        char *c = strchr(p, ',');
+        if (!c) break;
+        *c = '\0';
+        p = c + 1;
+    }
+    return 0;
+}
+
+/* The root attributes and node_type_offsets of a version 2 file. */
+static int read_types(gnn_graph_file_t *f)
+{
+    int rc = 0;
+    const char *path = f->path;
+    char *buf = gnn_malloc(TYPE_LIST_MAX), *parts[GNN_MAX_RELATIONS];
+    hid_t d = -1;
+    hsize_t dims[1];
+    gnn_graph_types_t *t = gnn_calloc(1, sizeof *t);
+    GNN_CHECK(buf && t, GNN_ENOMEM, "out of memory");
+    f->info.types = t;
+    t->target = -1;
+    GNN_TRY(gnn__h5_get_attr_str(f->file, "node_types", buf, TYPE_LIST_MAX));
+    GNN_TRY(split_list(path, "node_types", buf, parts, GNN_MAX_NODE_TYPES, &t->n_ntypes));
+    GNN_CHECK(t->n_ntypes >= 1, GNN_EFORMAT, "%s: attribute 'node_types' is empty", path);
+    for (int i = 0; i < t->n_ntypes; i++) {
+        GNN_CHECK(strlen(parts[i]) < GNN_TYPE_NAME_MAX, GNN_EFORMAT,
+                  "%s: node type name '%s' is longer than %d characters", path, parts[i],
+                  GNN_TYPE_NAME_MAX - 1);
+        snprintf(t->ntype[i], GNN_TYPE_NAME_MAX, "%s", parts[i]);
+    }
+    GNN_TRY(gnn__h5_get_attr_str(f->file, "relations", buf, TYPE_LIST_MAX));
+    GNN_TRY(split_list(path, "relations", buf, parts, GNN_MAX_RELATIONS, &t->n_rels));
+    GNN_CHECK(t->n_rels >= 1, GNN_EFORMAT, "%s: attribute 'relations' is empty", path);
+    for (int r = 0; r < t->n_rels; r++) {
+        char *a = parts[r], *b = strchr(a, ':'), *c = b ? strchr(b + 1, ':') : NULL;
+        GNN_CHECK(c && !strchr(c + 1, ':'), GNN_EFORMAT,
+                  "%s: relation '%s' is not SRC:NAME:DST", path, a);
+        *b = *c = '\0';
+        t->rel_src[r] = gnn_graph_types_find(t, a);
+        t->rel_dst[r] = gnn_graph_types_find(t, c + 1);
+        GNN_CHECK(t->rel_src[r] >= 0 && t->rel_dst[r] >= 0, GNN_EFORMAT,
+                  "%s: relation '%s' names an unknown node type ('%s' or '%s')", path, b + 1, a,
+                  c + 1);
+        GNN_CHECK(strlen(b + 1) < GNN_TYPE_NAME_MAX, GNN_EFORMAT,
+                  "%s: relation name '%s' is longer than %d characters", path, b + 1,
+                  GNN_TYPE_NAME_MAX - 1);
+        snprintf(t->rel[r], GNN_TYPE_NAME_MAX, "%s", b + 1);
+    }
+    if (H5Aexists(f->file, "target_type") > 0) {
+        GNN_TRY(gnn__h5_get_attr_str(f->file, "target_type", buf, TYPE_LIST_MAX));
+        t->target = gnn_graph_types_find(t, buf);
+        GNN_CHECK(t->target >= 0, GNN_EFORMAT, "%s: target_type '%s' is not a node type", path,
+                  buf);
+    }
+    H5Eclear2(H5E_DEFAULT);
+    GNN_TRY(gnn__h5_open_dataset(f->file, path, "node_type_offsets", GNN_H5_INT, 1, 0, dims, &d));
+    GNN_CHECK(dims[0] == (hsize_t)t->n_ntypes + 1, GNN_EFORMAT,
+              "%s: dataset 'node_type_offsets' has %llu entries, expected %d node types + 1",
+              path, (unsigned long long)dims[0], t->n_ntypes);
+    GNN_TRY(gnn__h5_read_rows(d, H5T_NATIVE_INT64, 1, 1, 0, t->n_ntypes + 1, t->off));
+    GNN_TRY(types_check(t, f->info.num_nodes, path, GNN_EFORMAT));
+fail:
+    gnn__h5_close(&d);
+    gnn_free(buf);
+    return rc;
+}
+
+/* edge_type and node_feat/TYPE of a version 2 file. */
+static int open_typed_data(gnn_graph_file_t *f)
+{
+    int rc = 0;
+    const char *path = f->path;
+    gnn_graph_types_t *t = f->info.types;
+    hsize_t dims[2];
+    char name[GNN_TYPE_NAME_MAX + 16];
+    GNN_TRY(gnn__h5_open_dataset(f->file, path, "edge_type", GNN_H5_INT, 1, 0, dims, &f->d_etype));
+    GNN_CHECK(dims[0] == (hsize_t)f->info.num_edges, GNN_EFORMAT,
+              "%s: dataset 'edge_type' has %llu entries, expected num_edges = %lld", path,
+              (unsigned long long)dims[0], (long long)f->info.num_edges);
+    GNN_CHECK(f->d_feat < 0, GNN_EFORMAT,
+              "%s: a typed graph keeps its features per node type (node_feat/TYPE), not in "
+              "'feat'",
+              path);
+    for (int i = 0; i < t->n_ntypes; i++) {
+        snprintf(name, sizeof name, "node_feat/%s", t->ntype[i]);
+        if (H5Lexists(f->file, "node_feat", H5P_DEFAULT) <= 0) break;
+        GNN_TRY(gnn__h5_open_dataset(f->file, path, name, GNN_H5_FLOAT, 2, 1, dims,
+                                     &f->d_tfeat[i]));
+        if (f->d_tfeat[i] < 0) continue;
+        int64_t n = t->off[i + 1] - t->off[i];
+        GNN_CHECK(dims[0] == (hsize_t)n && dims[1] >= 1 && dims[1] < ((hsize_t)1 << 31),
+                  GNN_EFORMAT, "%s: dataset '%s' has shape (%llu, %llu), expected %lld rows",
+                  path, name, (unsigned long long)dims[0], (unsigned long long)dims[1],
+                  (long long)n);
+        t->feat_dim[i] = (int64_t)dims[1];
+    }
+    H5Eclear2(H5E_DEFAULT);
+    f->info.feat_dim = gnn_graph_types_max_feat(t);
+fail:
+    return rc;
+}
 
 void gnn_graph_init(gnn_graph_t *g)
 {
@@ -67,6 +294,8 @@ void gnn_graph_free(gnn_graph_t *g)
     gnn_free(g->orig_id);
     for (int s = 0; s < GNN_NUM_SPLITS; s++) gnn_free(g->split[s]);
     for (int s = 0; s < GNN_NUM_LINK_SETS; s++) gnn_free(g->link[s]);
+    gnn_free(g->types);
+    gnn_free(g->etype);
     gnn_graph_init(g);
 }
 
@@ -274,9 +503,11 @@ static int open_layout(gnn_graph_file_t *f)
               "%s: not a graph file (format is '%s', expected '%s')", path, format,
               GNN_GRAPH_FORMAT);
     GNN_TRY(gnn__h5_get_attr_i64(f->file, "version", 0, &in->version));
-    GNN_CHECK(in->version == GNN_GRAPH_VERSION, GNN_EVERSION,
-              "%s: graph file format version %lld is not supported (this build reads version %d)",
-              path, (long long)in->version, GNN_GRAPH_VERSION);
+    GNN_CHECK(in->version == GNN_GRAPH_VERSION || in->version == GNN_GRAPH_VERSION_TYPED,
+              GNN_EVERSION,
+              "%s: graph file format version %lld is not supported (this build reads versions "
+              "%d and %d)",
+              path, (long long)in->version, GNN_GRAPH_VERSION, GNN_GRAPH_VERSION_TYPED);
     GNN_TRY(gnn__h5_get_attr_i64(f->file, "num_nodes", 0, &in->num_nodes));
     GNN_TRY(gnn__h5_get_attr_i64(f->file, "num_edges", 0, &in->num_edges));
     GNN_CHECK(in->num_nodes >= 0 && in->num_edges >= 0, GNN_EFORMAT,
@@ -345,6 +576,12 @@ static int open_layout(gnn_graph_file_t *f)
         }
     }
     if (H5Lexists(f->file, "node_data", H5P_DEFAULT) > 0) GNN_TRY(list_node_data(f));
+    if (in->version == GNN_GRAPH_VERSION_TYPED) {
+        GNN_TRY(read_types(f));
+        GNN_TRY(open_typed_data(f));
+        GNN_CHECK(!in->has_labels || in->types->target >= 0, GNN_EFORMAT,
+                  "%s: a typed graph with labels needs a target_type", path);
+    }
     for (int s = 0; s < GNN_NUM_LINK_SETS; s++) in->link_size[s] = -1;
     if (H5Lexists(f->file, "link", H5P_DEFAULT) > 0) GNN_TRY(open_link(f));
     H5Eclear2(H5E_DEFAULT);
@@ -382,6 +619,8 @@ int gnn_graph_open(const char *path, gnn_graph_file_t **out)
     f->file = f->d_indptr = f->d_indices = f->d_weights = f->d_feat = f->d_label = f->d_orig = -1;
     for (int s = 0; s < GNN_NUM_SPLITS; s++) f->d_split[s] = -1;
     for (int s = 0; s < GNN_NUM_LINK_SETS; s++) f->d_link[s] = -1;
+    f->d_etype = -1;
+    for (int i = 0; i < GNN_MAX_NODE_TYPES; i++) f->d_tfeat[i] = -1;
     f->path = gnn_strdup(path);
     GNN_CHECK(f->path, GNN_ENOMEM, "out of memory");
     f->file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
@@ -408,7 +647,10 @@ void gnn_graph_close(gnn_graph_file_t *f)
     gnn__h5_close(&f->d_orig);
     for (int s = 0; s < GNN_NUM_SPLITS; s++) gnn__h5_close(&f->d_split[s]);
     for (int s = 0; s < GNN_NUM_LINK_SETS; s++) gnn__h5_close(&f->d_link[s]);
+    gnn__h5_close(&f->d_etype);
+    for (int i = 0; i < GNN_MAX_NODE_TYPES; i++) gnn__h5_close(&f->d_tfeat[i]);
     gnn__h5_close(&f->file);
+    gnn_free(f->info.types);
     for (int64_t i = 0; i < f->info.n_node_data; i++) gnn_free(f->info.node_data[i]);
     gnn_free(f->info.node_data);
     gnn_free(f->path);
@@ -488,8 +730,43 @@ int gnn_graph_read_feat(gnn_graph_file_t *f, gnn_vid_t row0, gnn_vid_t nrows, fl
     int rc = 0;
     GNN_CHECK(f->info.feat_dim > 0, GNN_EINVAL, "%s: the graph has no node features", f->path);
     GNN_TRY(check_range(f->path, "row", row0, nrows, f->info.num_nodes));
-    GNN_TRY(gnn__h5_read_rows(f->d_feat, H5T_NATIVE_FLOAT, 2, (hsize_t)f->info.feat_dim, row0,
-                              nrows, out));
+    if (!f->info.types) {
+        GNN_TRY(gnn__h5_read_rows(f->d_feat, H5T_NATIVE_FLOAT, 2, (hsize_t)f->info.feat_dim, row0,
+                                  nrows, out));
+        return 0;
+    }
+    /* Typed: each type's rows of the range from its own dataset, padded. */
+    const gnn_graph_types_t *t = f->info.types;
+    int64_t F = f->info.feat_dim;
+    memset(out, 0, (size_t)nrows * (size_t)F * sizeof *out);
+    for (int i = 0; i < t->n_ntypes && nrows > 0; i++) {
+        int64_t a = t->off[i] > row0 ? t->off[i] : row0;
+        int64_t b = t->off[i + 1] < row0 + nrows ? t->off[i + 1] : row0 + nrows;
+        int64_t w = t->feat_dim[i];
+        if (a >= b || w == 0) continue;
+        float *out_a = out + (a - row0) * F;
+        GNN_TRY(gnn__h5_read_rows(f->d_tfeat[i], H5T_NATIVE_FLOAT, 2, (hsize_t)w, a - t->off[i],
+                                  b - a, out_a));
+        if (w < F) /* spread the compact rows to their padded places, last first */
+            for (int64_t r = b - a - 1; r >= 0; r--) {
+                memmove(out_a + r * F, out_a + r * w, (size_t)w * sizeof *out);
+                memset(out_a + r * F + w, 0, (size_t)(F - w) * sizeof *out);
+            }
+    }
+fail:
+    return rc;
+}
+
+int gnn_graph_read_etypes(gnn_graph_file_t *f, gnn_eid_t e0, gnn_eid_t n, int32_t *out)
+{
+    int rc = 0;
+    GNN_CHECK(f->info.types, GNN_EINVAL, "%s: the graph has no edge types", f->path);
+    GNN_TRY(check_range(f->path, "edge", e0, n, f->info.num_edges));
+    GNN_TRY(gnn__h5_read_rows(f->d_etype, H5T_NATIVE_INT32, 1, 1, e0, n, out));
+    for (gnn_eid_t i = 0; i < n; i++)
+        GNN_CHECK(out[i] >= 0 && out[i] < f->info.types->n_rels, GNN_EFORMAT,
+                  "%s: edge_type[%lld] = %d is outside [0, %d)", f->path, (long long)(e0 + i),
+                  out[i], f->info.types->n_rels);
 fail:
     return rc;
 }
@@ -629,6 +906,50 @@ fail:
     return rc;
 }
 
+/* A typed file's types and relations into g (the rest loaded), checked:
+ * every edge joins the types of its relation, labels only on the target
+ * type, splits inside it. */
+static int load_types(gnn_graph_file_t *f, gnn_graph_t *g)
+{
+    int rc = 0;
+    const char *path = f->path;
+    const gnn_graph_info_t *in = &f->info;
+    g->types = gnn_malloc(sizeof *g->types);
+    g->etype = gnn_alloc_large(((size_t)in->num_edges + 1) * sizeof *g->etype);
+    GNN_CHECK(g->types && g->etype, GNN_ENOMEM, "out of memory loading the types of %s", path);
+    *g->types = *in->types;
+    const gnn_graph_types_t *t = g->types;
+    for (gnn_eid_t e = 0; e < in->num_edges; e += LOAD_BLOCK) {
+        gnn_eid_t n = in->num_edges - e < LOAD_BLOCK ? in->num_edges - e : LOAD_BLOCK;
+        GNN_TRY(gnn_graph_read_etypes(f, e, n, g->etype + e));
+    }
+    const gnn_csr_t *a = &g->csr;
+    for (int ty = 0; ty < t->n_ntypes; ty++)
+        for (gnn_vid_t v = t->off[ty]; v < t->off[ty + 1]; v++)
+            for (gnn_eid_t e = a->indptr[v]; e < a->indptr[v + 1]; e++) {
+                int32_t r = g->etype[e];
+                if (t->rel_dst[r] != ty || t->rel_src[r] != gnn_graph_types_of(t, a->indices[e]))
+                    GNN_TRY(check_edge_types(path, t, v, a->indices[e], r, e));
+            }
+    if (g->label)
+        for (gnn_vid_t v = 0; v < a->n_rows; v++)
+            GNN_CHECK(g->label[v] < 0 || (v >= t->off[t->target] && v < t->off[t->target + 1]),
+                      GNN_EFORMAT, "%s: node %lld of type '%s' has a label, but the target type is "
+                      "'%s'", path, (long long)v, t->ntype[gnn_graph_types_of(t, v)],
+                      t->ntype[t->target]);
+    for (int s = 0; s < GNN_NUM_SPLITS; s++)
+        for (int64_t i = 0; i < g->split_size[s]; i++) {
+            int64_t v = g->split[s][i];
+            GNN_CHECK(t->target >= 0 && v >= t->off[t->target] && v < t->off[t->target + 1],
+                      GNN_EFORMAT, "%s: split/%s[%lld] = %lld is a node of type '%s', not of the "
+                      "target type%s%s", path, gnn_split_names[s], (long long)i, (long long)v,
+                      t->ntype[gnn_graph_types_of(t, v)], t->target >= 0 ? " " : "",
+                      t->target >= 0 ? t->ntype[t->target] : "");
+        }
+fail:
+    return rc;
+}
+
 int gnn_graph_load(const char *path, gnn_graph_t *g)
 {
     int rc = 0;
@@ -691,6 +1012,7 @@ int gnn_graph_load(const char *path, gnn_graph_t *g)
             GNN_TRY(check_link_negatives(path, link_paths[s + 1], g->link[s], g->link_size[s],
                                          g->link[s + 1], g->link_neg_per_pos, GNN_EFORMAT));
     }
+    if (in->types) GNN_TRY(load_types(f, g));
     gnn_progress_finish(prog);
     gnn_graph_close(f);
     return 0;
@@ -710,6 +1032,9 @@ struct gnn_graph_writer {
     hid_t file, split, node_data;
     hid_t d_indptr, d_indices, d_weights, d_feat, d_label, d_orig;
     int64_t put_indptr, put_indices, put_feat, put_label, put_orig;
+    gnn_graph_types_t types;  /* h.types points here (a typed graph) */
+    hid_t d_etype, d_tfeat[GNN_MAX_NODE_TYPES];
+    int64_t put_etype;
     int put_split[GNN_NUM_SPLITS];
     int put_link;
     int64_t max_label;
@@ -725,6 +1050,8 @@ static void writer_close(gnn_graph_writer_t *w)
     gnn__h5_close(&w->d_feat);
     gnn__h5_close(&w->d_label);
     gnn__h5_close(&w->d_orig);
+    gnn__h5_close(&w->d_etype);
+    for (int i = 0; i < GNN_MAX_NODE_TYPES; i++) gnn__h5_close(&w->d_tfeat[i]);
     gnn__h5_close(&w->split);
     gnn__h5_close(&w->node_data);
     gnn__h5_close(&w->file);
@@ -746,6 +1073,54 @@ void gnn_graph_writer_abort(gnn_graph_writer_t *w)
     writer_free(w);
 }
 
+/* The types' attributes, node_type_offsets, and the datasets edge_type
+ * and node_feat/TYPE created. */
+static int write_types(gnn_graph_writer_t *w)
+{
+    int rc = 0;
+    const gnn_graph_types_t *t = &w->types;
+    hid_t d = -1, g = -1;
+    char *buf = gnn_malloc(TYPE_LIST_MAX);
+    GNN_CHECK(buf, GNN_ENOMEM, "out of memory");
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < t->n_ntypes; i++)
+        at += (size_t)snprintf(buf + at, TYPE_LIST_MAX - at, "%s%s", i ? "," : "", t->ntype[i]);
+    GNN_TRY(gnn__h5_set_attr_str(w->file, "node_types", buf));
+    at = 0;
+    for (int r = 0; r < t->n_rels; r++)
+        at += (size_t)snprintf(buf + at, TYPE_LIST_MAX - at, "%s%s:%s:%s", r ? "," : "",
+                               t->ntype[t->rel_src[r]], t->rel[r], t->ntype[t->rel_dst[r]]);
+    GNN_TRY(gnn__h5_set_attr_str(w->file, "relations", buf));
+    if (t->target >= 0) GNN_TRY(gnn__h5_set_attr_str(w->file, "target_type", t->ntype[t->target]));
+    hsize_t dims[2] = {(hsize_t)t->n_ntypes + 1, 1}, chunk[2] = {CHUNK_1D, 1};
+    GNN_TRY(gnn__h5_create_dataset(w->file, "node_type_offsets", H5T_STD_I64LE, 1, dims, chunk, &d));
+    GNN_TRY(gnn__h5_write_rows(d, H5T_NATIVE_INT64, 1, 1, 0, t->n_ntypes + 1, t->off));
+    dims[0] = w->append ? 0 : (hsize_t)w->h.num_edges;
+    GNN_TRY(gnn__h5_create_dataset(w->file, "edge_type", H5T_STD_I32LE, 1, dims, chunk,
+                                   &w->d_etype));
+    if (w->h.feat_dim > 0) {
+        g = H5Gcreate2(w->file, "node_feat", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        if (g < 0) {
+            rc = GNN_H5_FAIL(GNN_EHDF5, "%s: cannot create group 'node_feat'", w->tmp);
+            goto fail;
+        }
+        for (int i = 0; i < t->n_ntypes; i++) {
+            if (!t->feat_dim[i]) continue;
+            hsize_t fw = (hsize_t)t->feat_dim[i], rows = FEAT_CHUNK_BYTES / (4 * fw);
+            hsize_t fd[2] = {(hsize_t)(t->off[i + 1] - t->off[i]), fw};
+            hsize_t fc[2] = {rows ? rows : 1, fw};
+            GNN_TRY(gnn__h5_create_dataset(g, t->ntype[i], H5T_IEEE_F32LE, 2, fd, fc,
+                                           &w->d_tfeat[i]));
+        }
+    }
+fail:
+    gnn__h5_close(&g);
+    gnn__h5_close(&d);
+    gnn_free(buf);
+    return rc;
+}
+
 int gnn_graph_writer_open(const char *path, const gnn_graph_header_t *h, int overwrite,
                           gnn_graph_writer_t **out)
 {
@@ -761,8 +1136,19 @@ int gnn_graph_writer_open(const char *path, const gnn_graph_header_t *h, int ove
     w = gnn_calloc(1, sizeof *w);
     GNN_CHECK(w, GNN_ENOMEM, "out of memory");
     w->file = w->split = w->node_data = w->d_indptr = w->d_indices = w->d_weights = w->d_feat = w->d_label =
-        w->d_orig = -1;
+        w->d_orig = w->d_etype = -1;
+    for (int i = 0; i < GNN_MAX_NODE_TYPES; i++) w->d_tfeat[i] = -1;
     w->h = *h;
+    if (h->types) {
+        GNN_TRY(gnn_graph_types_check(h->types, h->num_nodes, path));
+        GNN_CHECK(h->feat_dim == gnn_graph_types_max_feat(h->types), GNN_EINVAL,
+                  "%s: feature width %lld in the header, the widest node type has %lld", path,
+                  (long long)h->feat_dim, (long long)gnn_graph_types_max_feat(h->types));
+        GNN_CHECK(!h->has_labels || h->types->target >= 0, GNN_EINVAL,
+                  "%s: labels of a typed graph need a target type", path);
+        w->types = *h->types;
+        w->h.types = &w->types;
+    }
     w->max_label = -1;
     w->append = h->num_edges < 0;
     w->indptr_last = -1;
@@ -779,7 +1165,8 @@ int gnn_graph_writer_open(const char *path, const gnn_graph_header_t *h, int ove
     }
     w->clean = gnn_tmp_register(w->tmp, 0);
     GNN_TRY(gnn__h5_set_attr_str(w->file, "format", GNN_GRAPH_FORMAT));
-    GNN_TRY(gnn__h5_set_attr_i64(w->file, "version", GNN_GRAPH_VERSION));
+    GNN_TRY(gnn__h5_set_attr_i64(w->file, "version",
+                                 h->types ? GNN_GRAPH_VERSION_TYPED : GNN_GRAPH_VERSION));
     GNN_TRY(gnn__h5_set_attr_i64(w->file, "num_nodes", h->num_nodes));
     if (!w->append) GNN_TRY(gnn__h5_set_attr_i64(w->file, "num_edges", h->num_edges));
     GNN_TRY(gnn__h5_set_attr_i64(w->file, "directed", h->directed ? 1 : 0));
@@ -799,7 +1186,9 @@ int gnn_graph_writer_open(const char *path, const gnn_graph_header_t *h, int ove
         GNN_TRY(gnn__h5_create_dataset(w->file, "label", H5T_STD_I64LE, 1, dims, chunk, &w->d_label));
     if (h->has_orig_ids)
         GNN_TRY(gnn__h5_create_dataset(w->file, "orig_id", H5T_STD_I64LE, 1, dims, chunk, &w->d_orig));
-    if (h->feat_dim > 0) {
+    if (h->types) {
+        GNN_TRY(write_types(w));
+    } else if (h->feat_dim > 0) {
         hsize_t rows = FEAT_CHUNK_BYTES / (4 * (hsize_t)h->feat_dim);
         hsize_t fchunk[2] = {rows ? rows : 1, (hsize_t)h->feat_dim};
         dims[1] = (hsize_t)h->feat_dim;
@@ -863,11 +1252,59 @@ int gnn_graph_writer_put_feat(gnn_graph_writer_t *w, gnn_vid_t row0, gnn_vid_t n
                               const float *v)
 {
     int rc = 0;
+    float *tmp = NULL;
     GNN_CHECK(w->h.feat_dim > 0, GNN_EINVAL, "%s: the header declares no features", w->path);
     GNN_TRY(check_range(w->path, "row", row0, nrows, w->h.num_nodes));
-    GNN_TRY(gnn__h5_write_rows(w->d_feat, H5T_NATIVE_FLOAT, 2, (hsize_t)w->h.feat_dim, row0, nrows,
-                               v));
+    if (!w->h.types) {
+        GNN_TRY(gnn__h5_write_rows(w->d_feat, H5T_NATIVE_FLOAT, 2, (hsize_t)w->h.feat_dim, row0,
+                                   nrows, v));
+    } else { /* each type's columns of its rows, compacted block by block */
+        const gnn_graph_types_t *t = w->h.types;
+        int64_t F = w->h.feat_dim, blk = (int64_t)(FEAT_CHUNK_BYTES / sizeof(float)) / F + 1;
+        tmp = gnn_malloc_array((size_t)blk * (size_t)F, sizeof *tmp);
+        GNN_CHECK(tmp, GNN_ENOMEM, "out of memory");
+        for (int i = 0; i < t->n_ntypes; i++) {
+            int64_t a = t->off[i] > row0 ? t->off[i] : row0;
+            int64_t b = t->off[i + 1] < row0 + nrows ? t->off[i + 1] : row0 + nrows;
+            int64_t fw = t->feat_dim[i];
+            for (int64_t r0 = a; fw > 0 && r0 < b; r0 += blk) {
+                int64_t n = b - r0 < blk ? b - r0 : blk;
+                for (int64_t r = 0; r < n; r++)
+                    memcpy(tmp + r * fw, v + (r0 - row0 + r) * F, (size_t)fw * sizeof *tmp);
+                GNN_TRY(gnn__h5_write_rows(w->d_tfeat[i], H5T_NATIVE_FLOAT, 2, (hsize_t)fw,
+                                           r0 - t->off[i], n, tmp));
+            }
+        }
+    }
     w->put_feat += nrows;
+fail:
+    gnn_free(tmp);
+    return rc;
+}
+
+int gnn_graph_writer_put_etypes(gnn_graph_writer_t *w, gnn_eid_t e0, gnn_eid_t n,
+                                const int32_t *v)
+{
+    int rc = 0;
+    GNN_CHECK(w->h.types, GNN_EINVAL, "%s: the header declares no types", w->path);
+    if (w->append) {
+        GNN_CHECK(e0 == w->put_etype && n >= 0, GNN_EINVAL,
+                  "%s: edge types must be appended in order (at %lld, not %lld)", w->path,
+                  (long long)w->put_etype, (long long)e0);
+        hsize_t dims[1] = {(hsize_t)(e0 + n)};
+        if (H5Dset_extent(w->d_etype, dims) < 0) {
+            rc = GNN_H5_FAIL(GNN_EHDF5, "%s: cannot extend 'edge_type'", w->tmp);
+            goto fail;
+        }
+    } else {
+        GNN_TRY(check_range(w->path, "edge", e0, n, w->h.num_edges));
+    }
+    for (gnn_eid_t i = 0; i < n; i++)
+        GNN_CHECK(v[i] >= 0 && v[i] < w->h.types->n_rels, GNN_EINVAL,
+                  "%s: edge %lld has relation %d, outside [0, %d)", w->path, (long long)(e0 + i),
+                  v[i], w->h.types->n_rels);
+    GNN_TRY(gnn__h5_write_rows(w->d_etype, H5T_NATIVE_INT32, 1, 1, e0, n, v));
+    w->put_etype += n;
 fail:
     return rc;
 }
@@ -1016,6 +1453,9 @@ int gnn_graph_writer_commit(gnn_graph_writer_t *w)
     GNN_CHECK(w->append || w->put_indices == h->num_edges, GNN_EINVAL,
               "%s: %lld of %lld edges written", w->path, (long long)w->put_indices,
               (long long)h->num_edges);
+    GNN_CHECK(!h->types || w->put_etype == (w->append ? w->put_indices : h->num_edges),
+              GNN_EINVAL, "%s: %lld of %lld edge types written", w->path,
+              (long long)w->put_etype, (long long)(w->append ? w->put_indices : h->num_edges));
     GNN_CHECK(h->feat_dim == 0 || w->put_feat == h->num_nodes, GNN_EINVAL,
               "%s: %lld of %lld feature rows written", w->path, (long long)w->put_feat,
               (long long)h->num_nodes);
@@ -1058,11 +1498,14 @@ int gnn_graph_write(const char *path, const gnn_graph_t *g, int overwrite)
         .has_labels = g->label != NULL,
         .num_classes = g->label ? g->num_classes : 0,
         .has_orig_ids = g->orig_id != NULL,
+        .types = g->types,
     };
     GNN_CHECK(a->n_rows == a->n_cols, GNN_EINVAL, "%s: graph CSR must be square", path);
+    GNN_CHECK(!g->types == !g->etype, GNN_EINVAL, "%s: a typed graph needs its edge types", path);
     GNN_TRY(gnn_graph_writer_open(path, &h, overwrite, &w));
     GNN_TRY(gnn_graph_writer_put_indptr(w, 0, a->n_rows + 1, a->indptr));
     GNN_TRY(gnn_graph_writer_put_indices(w, 0, a->nnz, a->indices, a->weights));
+    if (g->types) GNN_TRY(gnn_graph_writer_put_etypes(w, 0, a->nnz, g->etype));
     if (h.feat_dim) GNN_TRY(gnn_graph_writer_put_feat(w, 0, a->n_rows, g->feat));
     if (h.has_labels) GNN_TRY(gnn_graph_writer_put_labels(w, 0, a->n_rows, g->label));
     if (h.has_orig_ids) GNN_TRY(gnn_graph_writer_put_orig_ids(w, 0, a->n_rows, g->orig_id));

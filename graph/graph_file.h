@@ -1,6 +1,7 @@
 /*
- * The graph file: one HDF5 file per dataset, format version 1
- * (docs/FORMAT.md describes every dataset and attribute).
+ * The graph file: one HDF5 file per dataset, format version 1, or 2 for a
+ * graph with node and edge types (docs/FORMAT.md describes every dataset
+ * and attribute).
  *
  * Readers open a file once (gnn_graph_open), which checks the layout, and
  * then read ranges: a range of CSR rows, of edges, of feature rows. Only the
@@ -22,7 +23,8 @@
 #include <stdint.h>
 
 #define GNN_GRAPH_FORMAT "gnn-graph"
-#define GNN_GRAPH_VERSION 1
+#define GNN_GRAPH_VERSION 1       /* a graph of one node type and one relation */
+#define GNN_GRAPH_VERSION_TYPED 2 /* node types, a relation per stored edge */
 /* num_nodes and num_edges of a graph file lie below this: counts + 1 and the
  * byte sizes derived from them cannot overflow int64. */
 #define GNN_GRAPH_MAX_COUNT ((int64_t)1 << 62)
@@ -47,6 +49,40 @@ typedef enum {
 /* "valid_pos", "valid_neg", "test_pos", "test_neg" */
 extern const char *const gnn_link_set_names[GNN_NUM_LINK_SETS];
 
+/*
+ * Node and edge types (a heterogeneous graph, format version 2). Node type
+ * t holds the contiguous ids [off[t], off[t + 1]); every stored edge has a
+ * relation r, which joins a node of type rel_src[r] (the source) to one of
+ * type rel_dst[r] (the row it is stored in). Each type has its own feature
+ * width (0: featureless); labels and splits are on the target type. Names
+ * are 1 to GNN_TYPE_NAME_MAX - 1 characters of [A-Za-z0-9_-].
+ */
+#define GNN_MAX_NODE_TYPES 64
+#define GNN_MAX_RELATIONS 256
+#define GNN_TYPE_NAME_MAX 64
+typedef struct {
+    int n_ntypes;                        /* T >= 1 */
+    int n_rels;                          /* R >= 1 */
+    int64_t off[GNN_MAX_NODE_TYPES + 1]; /* off[0] = 0, off[T] = num_nodes */
+    char ntype[GNN_MAX_NODE_TYPES][GNN_TYPE_NAME_MAX];
+    int64_t feat_dim[GNN_MAX_NODE_TYPES]; /* each type's feature width, 0: none */
+    int rel_src[GNN_MAX_RELATIONS], rel_dst[GNN_MAX_RELATIONS];
+    char rel[GNN_MAX_RELATIONS][GNN_TYPE_NAME_MAX];
+    int target;                          /* the labelled type, -1: none */
+} gnn_graph_types_t;
+
+/* The type of node v (binary search over off). */
+int gnn_graph_types_of(const gnn_graph_types_t *t, int64_t v);
+/* Check a types description against num_nodes: counts in range, offsets
+ * monotone from 0 to num_nodes, names valid and distinct (relations may
+ * share a name if their ends differ), relation ends and target in range.
+ * 0 or GNN_EINVAL naming what (prefixed by what). */
+int gnn_graph_types_check(const gnn_graph_types_t *t, int64_t num_nodes, const char *what);
+/* The type called name, or -1. */
+int gnn_graph_types_find(const gnn_graph_types_t *t, const char *name);
+/* The largest feature width over the types. */
+int64_t gnn_graph_types_max_feat(const gnn_graph_types_t *t);
+
 /* What a graph file holds, as read from its attributes and dataset shapes. */
 typedef struct {
     int64_t version;
@@ -65,6 +101,9 @@ typedef struct {
                                 handle */
     int64_t link_size[GNN_NUM_LINK_SETS]; /* pairs per set, -1 when the file has none */
     int64_t link_neg_per_pos; /* K, 0 when absent */
+    gnn_graph_types_t *types; /* version 2: the node and edge types (owned by the file
+                                 handle); NULL for version 1. feat_dim is then the
+                                 widest type's: feature rows are read padded to it */
 } gnn_graph_info_t;
 
 /* A whole graph in memory. Absent parts are NULL (splits and link sets:
@@ -82,6 +121,9 @@ typedef struct {
     int64_t *link[GNN_NUM_LINK_SETS]; /* link_size x 2, NULL when absent */
     int64_t link_size[GNN_NUM_LINK_SETS]; /* -1 when absent */
     int64_t link_neg_per_pos;             /* K, 0 when absent */
+    /* A typed graph (format version 2); NULL for one type and relation. */
+    gnn_graph_types_t *types;
+    int32_t *etype;       /* nnz: the relation of each stored edge (with types) */
 } gnn_graph_t;
 
 /* Set every field to "absent" (NULL, sizes -1, counts 0). */
@@ -122,7 +164,12 @@ int gnn_graph_read_weights(gnn_graph_file_t *f, gnn_eid_t e0, gnn_eid_t n, float
  * flags from the file (checked for the rows read). Allocates out's arrays.
  */
 int gnn_graph_read_rows(gnn_graph_file_t *f, gnn_vid_t row0, gnn_vid_t nrows, gnn_csr_t *out);
-/* Feature rows [row0, row0 + nrows) into out (nrows x feat_dim). */
+/* Relations of edges [e0, e0 + n) of a typed file; GNN_EINVAL for a file
+ * without types, GNN_EFORMAT for a relation outside [0, R). */
+int gnn_graph_read_etypes(gnn_graph_file_t *f, gnn_eid_t e0, gnn_eid_t n, int32_t *out);
+/* Feature rows [row0, row0 + nrows) into out (nrows x feat_dim). In a typed
+ * file row v holds its type's features in its first feat_dim[type]
+ * columns and zeros after them. */
 int gnn_graph_read_feat(gnn_graph_file_t *f, gnn_vid_t row0, gnn_vid_t nrows, float *out);
 /* Labels of rows [row0, row0 + nrows); GNN_EFORMAT for a label outside
  * [-1, num_classes). */
@@ -171,6 +218,11 @@ typedef struct {
     int has_labels;
     int64_t num_classes;  /* 0: max label + 1, computed from the labels put */
     int has_orig_ids;
+    /* Node and edge types (version 2; copied by open), or NULL. feat_dim
+     * must then be the widest type's (put_feat takes rows padded to it;
+     * each type's first feat_dim[type] columns are kept), num_classes the
+     * target type's classes; edges need their relations (put_etypes). */
+    const gnn_graph_types_t *types;
 } gnn_graph_header_t;
 
 typedef struct gnn_graph_writer gnn_graph_writer_t;
@@ -195,6 +247,10 @@ int gnn_graph_writer_put_indices(gnn_graph_writer_t *w, gnn_eid_t e0, gnn_eid_t 
                                  const gnn_vid_t *v, const float *weights);
 int gnn_graph_writer_put_feat(gnn_graph_writer_t *w, gnn_vid_t row0, gnn_vid_t nrows,
                               const float *v);
+/* Relations of edges [e0, e0 + n) of a typed graph, each in [0, R); with
+ * num_edges = -1, appended in order like the indices. */
+int gnn_graph_writer_put_etypes(gnn_graph_writer_t *w, gnn_eid_t e0, gnn_eid_t n,
+                                const int32_t *v);
 /* Labels must be >= -1. */
 int gnn_graph_writer_put_labels(gnn_graph_writer_t *w, gnn_vid_t row0, gnn_vid_t nrows,
                                 const int64_t *v);

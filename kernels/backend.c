@@ -400,6 +400,7 @@ static void attn_edges_free(gnn_backend_t *be, gnn_be_edges_t *e);
 void gnn_be_graph_free(gnn_bgraph_t *g)
 {
     if (!g) return;
+    if (g->user_free) g->user_free(g->user);
     if (g->be && g->be->ops->graph_release) g->be->ops->graph_release(g->be, g);
     gnn_attn_graph_free(g->attn[0]);
     gnn_attn_graph_free(g->attn[1]);
@@ -408,6 +409,15 @@ void gnn_be_graph_free(gnn_bgraph_t *g)
     gnn_spmm_graph_free(g->sg);
     gnn_free(g);
 }
+
+void gnn_be_graph_attach(gnn_bgraph_t *g, void *user, void (*user_free)(void *))
+{
+    if (g->user_free) g->user_free(g->user);
+    g->user = user;
+    g->user_free = user_free;
+}
+
+void *gnn_bgraph_attached(const gnn_bgraph_t *g) { return g ? g->user : NULL; }
 
 int gnn_be_graph_create(gnn_backend_t *be, const gnn_csr_t *csr, gnn_bgraph_t **out)
 {

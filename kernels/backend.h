@@ -203,6 +203,12 @@ int gnn_be_graph_create(gnn_backend_t *be, const gnn_csr_t *csr, gnn_bgraph_t **
 int gnn_be_graph_create_src_deg(gnn_backend_t *be, const gnn_csr_t *csr, const int64_t *src_deg,
                                 gnn_bgraph_t **out);
 void gnn_be_graph_free(gnn_bgraph_t *g);
+/* Attach a caller's data to g (what a layer kind needs beside the CSR,
+ * such as the relations of a typed graph), freed with user_free (when not
+ * NULL) when g is freed or another is attached; gnn_bgraph_attached gives
+ * it back (NULL: none). */
+void gnn_be_graph_attach(gnn_bgraph_t *g, void *user, void (*user_free)(void *));
+void *gnn_bgraph_attached(const gnn_bgraph_t *g);
 /* Shape of a prepared graph. */
 int64_t gnn_bgraph_n_dst(const gnn_bgraph_t *g);
 int64_t gnn_bgraph_n_src(const gnn_bgraph_t *g);

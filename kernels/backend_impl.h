@@ -116,6 +116,8 @@ struct gnn_bgraph {
                                   (made on first use) */
     gnn_be_edges_t *edges[2];  /* the same slots as an attention plug-in
                                   sees them (made on first use by one) */
+    void *user;                /* what a caller attached (gnn_be_graph_attach) */
+    void (*user_free)(void *);
     void *impl;
 };
 

@@ -22,7 +22,7 @@ static const gnn_opt_t train_table[] = {
     {"data", 0, GNN_OPT_STRING, O(data), "PATH",
      "graph file (gnn-dataset output), or a partition directory (gnn-partition output) to "
      "train on under mpirun with one rank per part"},
-    {"model", 0, GNN_OPT_STRING, O(model), "NAME", "gcn, sage or gat"},
+    {"model", 0, GNN_OPT_STRING, O(model), "NAME", "gcn, sage, gat or rgcn (typed graphs)"},
     {"layers", 0, GNN_OPT_INT, O(layers), "L", "number of layers"},
     {"hidden", 0, GNN_OPT_I64, O(hidden), "H", "width of the hidden layers"},
     {"dropout", 0, GNN_OPT_DOUBLE, O(dropout), "P", "drop probability on every layer's input"},
@@ -47,6 +47,8 @@ static const gnn_opt_t train_table[] = {
     {"out-dim", 0, GNN_OPT_I64, O(out_dim), "D", "link: width of the node embeddings"},
     {"attention", 0, GNN_OPT_STRING, O(attention), "NAME",
      "gat: attention function, gat or a plug-in's (default gat)"},
+    {"num-bases", 0, GNN_OPT_INT, O(num_bases), "B",
+     "rgcn: each relation's weight a combination of B shared bases (0: a weight per relation)"},
     {"heads", 0, GNN_OPT_INT, O(heads), "K",
      "gat: attention heads of each hidden layer, concatenated (--hidden features each)"},
     {"out-heads", 0, GNN_OPT_INT, O(out_heads), "K", "gat: attention heads of the output layer, "

@@ -70,6 +70,8 @@ struct gnn_layer {
     const gnn_aggr_def_t *attn; /* the attention function of attention
                                    kinds (NULL for the others) */
     int64_t heads;        /* attention heads of this layer (>= 1) */
+    int relations;        /* relations of the typed graph (typed kinds) */
+    int bases;            /* their shared bases (0: a weight per relation) */
     float attn_dropout, negative_slope; /* attention layers */
     int64_t off, count;   /* span in the flat buffers (set by the model
                              from kind->setup's count) */
@@ -141,6 +143,8 @@ struct gnn_layer_kind {
                                   (checkpoints record them) */
     int dropout_keys;          /* env->dropout_key calls of a training forward
                                   when the layer's attn_dropout > 0 */
+    int typed;                 /* reads the relations of its graph (trainer/typed.h),
+                                  so needs a typed graph (R-GCN) */
     int reads_halo;            /* reads input rows of sources beyond its
                                   destinations: spread over ranks, the model
                                   exchanges the halo rows of its input before
@@ -191,10 +195,11 @@ struct gnn_layer_kind {
     void (*free)(gnn_layer_t *L, gnn_backend_t *be);
 };
 
-/* The built-in kinds (trainer/layers/gcn.c, sage.c, gat.c). */
+/* The built-in kinds (trainer/layers/gcn.c, sage.c, gat.c, rgcn.c). */
 extern const gnn_layer_kind_t gnn_layer_gcn;
 extern const gnn_layer_kind_t gnn_layer_sage;
 extern const gnn_layer_kind_t gnn_layer_gat;
+extern const gnn_layer_kind_t gnn_layer_rgcn;
 
 /* The registered kinds (trainer/layers/registry.c), by --model name: 0 with *out,
  * or GNN_EINVAL "unknown model "NAME" (expected gcn, sage or gat)". */

@@ -129,6 +129,8 @@ int gnn__start_run(gnn_job_t *j, int restore)
         .attention = j->attn,
         .heads = j->o->heads,
         .out_heads = j->o->out_heads,
+        .relations = j->g.types ? j->g.types->n_rels : 0,
+        .num_bases = j->o->num_bases,
         .attn_dropout = (float)j->o->attn_dropout,
         .negative_slope = (float)j->o->negative_slope,
         .extra = j->task->extra_params ? j->task->extra_params(j) : 0,

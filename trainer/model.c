@@ -119,6 +119,8 @@ int gnn_model_create(gnn_backend_t *be, const gnn_aggr_registry_t *reg,
         L->heads = L->last ? m->cfg.out_heads : m->cfg.heads;
         L->attn_dropout = m->cfg.attn_dropout;
         L->negative_slope = m->cfg.negative_slope;
+        L->relations = m->cfg.relations;
+        L->bases = m->cfg.num_bases;
         L->off = off;
         GNN_TRY(L->kind->setup(L));
         off += L->count;

@@ -8,6 +8,8 @@
  * layer after layer, each layer's tensors as its kind lays them out:
  *   GCN   W[l] (fin x fout), b[l] (fout)
  *   SAGE  W_neigh[l] (fin x fout), W_self[l] (fin x fout), b[l] (fout)
+ *   RGCN  W_self[l] (fin x fout), W_r[l] per relation or bases and their
+ *         coefficients (trainer/layers/rgcn.c), b[l] (fout)
  * with fin/fout = in_dim, hidden, ..., classes. Layer l computes, from its
  * input H (n_src x fin), with D = dropout(H) while training:
  *   GCN   Z = A_gcn D W + b     (A_gcn = D^-1/2 (A+I) D^-1/2, the built-in
@@ -40,6 +42,7 @@ typedef const gnn_layer_kind_t *gnn_model_kind_t;
 #define GNN_MODEL_GCN (&gnn_layer_gcn)
 #define GNN_MODEL_SAGE (&gnn_layer_sage)
 #define GNN_MODEL_GAT (&gnn_layer_gat)
+#define GNN_MODEL_RGCN (&gnn_layer_rgcn)
 
 /* The kind called name ("gcn", "sage", ...); GNN_EINVAL naming the valid
  * ones otherwise. */
@@ -73,6 +76,10 @@ typedef struct {
     int64_t extra;
     void (*extra_init)(void *ctx, float *w, int64_t n, uint64_t seed);
     void *extra_ctx;
+    /* Typed layers (R-GCN): the graph's relations and their shared bases
+     * (0: one weight per relation). */
+    int relations;
+    int num_bases;
 } gnn_model_config_t;
 
 typedef struct gnn_model gnn_model_t;

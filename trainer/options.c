@@ -168,6 +168,11 @@ int gnn__opts_check(const gnn_train_opts_t *o)
                                     "--task link");
     if (o->heads < 1 || o->heads > 64)
         return GNN_FAIL(GNN_EUSAGE, "--heads %d outside [1, 64]", o->heads);
+    if (o->num_bases < 0 || o->num_bases > GNN_MAX_RELATIONS)
+        return GNN_FAIL(GNN_EUSAGE, "--num-bases %d outside [0, %d]", o->num_bases,
+                        GNN_MAX_RELATIONS);
+    if (o->num_bases && strcmp(o->model, "rgcn"))
+        return GNN_FAIL(GNN_EUSAGE, "--num-bases: only for --model rgcn");
     if (o->out_heads < 1 || o->out_heads > 64)
         return GNN_FAIL(GNN_EUSAGE, "--out-heads %d outside [1, 64]", o->out_heads);
     if (!(o->attn_dropout >= 0.0 && (float)o->attn_dropout < 1.0f))

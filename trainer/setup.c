@@ -247,10 +247,27 @@ int gnn__setup(gnn_job_t *j)
                       o->attention, j->kind->name);
         goto fail;
     }
-    if (j->dist) return 0; /* the part is loaded once every rank got here */
+    if (j->dist) {
+        GNN_CHECK(!j->kind->typed, GNN_EUNSUPPORTED,
+                  "--model %s: not over a partition directory yet (train on the graph file)",
+                  j->kind->name);
+        return 0; /* the part is loaded once every rank got here */
+    }
 
     GNN_TRY(load_data(j));
     gnn_graph_t *g = &j->g;
+    if (j->kind->typed) {
+        GNN_CHECK(g->types, GNN_EINVAL,
+                  "%s: --model %s needs a graph with node types and relations (format version "
+                  "2: gnn-dataset generate hsbm, or ogb with a heterogeneous dataset)",
+                  o->data, j->kind->name);
+        GNN_CHECK(o->num_bases <= g->types->n_rels, GNN_EUSAGE,
+                  "--num-bases %d: %s has only %d relations", o->num_bases, o->data,
+                  g->types->n_rels);
+        GNN_CHECK(!j->mode->minibatch, GNN_EUNSUPPORTED,
+                  "--model %s: mini-batches are not supported yet (use --mode full)",
+                  j->kind->name);
+    }
     gnn_vid_t n = g->csr.n_rows;
     if (o->normalize_features && g->feat) gnn__normalize_rows(g->feat, n, g->feat_dim);
     GNN_TRY(gnn__input_setup(j, n, NULL));

@@ -521,8 +521,8 @@ static void test_unknown_version(void **state)
 {
     (void)state;
     const char *path = write_good("v2.h5");
-    set_attr_i64(path, "version", 2);
-    expect_open_error(path, GNN_EVERSION, "format version 2 is not supported");
+    set_attr_i64(path, "version", 3);
+    expect_open_error(path, GNN_EVERSION, "format version 3 is not supported");
 }
 
 static void test_truncated_and_wrong_shape(void **state)

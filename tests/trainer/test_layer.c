@@ -289,15 +289,20 @@ static void test_registry(void **state)
     assert_ptr_equal(k, &gnn_layer_gat);
     assert_null(k->default_aggr); /* attention, no aggregator */
     assert_int_equal(k->act, GNN_LAYER_ACT_ELU);
-    assert_int_equal(gnn_layer_kind_count(), 3);
+    assert_int_equal(gnn_layer_kind_find("rgcn", &k), 0);
+    assert_ptr_equal(k, &gnn_layer_rgcn);
+    assert_true(k->typed);
+    assert_string_equal(k->default_aggr, "sum");
+    assert_int_equal(gnn_layer_kind_count(), 4);
     assert_ptr_equal(gnn_layer_kind_at(0), &gnn_layer_gcn);
-    assert_null(gnn_layer_kind_at(3));
+    assert_ptr_equal(gnn_layer_kind_at(3), &gnn_layer_rgcn);
+    assert_null(gnn_layer_kind_at(4));
     char list[64];
     gnn_layer_kind_list(list, sizeof list);
-    assert_string_equal(list, "gcn, sage or gat");
+    assert_string_equal(list, "gcn, sage, gat or rgcn");
     assert_int_equal(gnn_layer_kind_find("dense", &k), GNN_EINVAL);
     assert_string_equal(gnn_error_message(),
-                        "unknown model \"dense\" (expected gcn, sage or gat)");
+                        "unknown model \"dense\" (expected gcn, sage, gat or rgcn)");
 }
 
 int main(void)

@@ -464,7 +464,7 @@ static void test_layout_and_errors(void **state)
     gnn_model_free(m);
     gnn_model_kind_t k;
     expect_error(gnn_model_kind_from_name("gin", &k), GNN_EINVAL,
-                 "unknown model \"gin\" (expected gcn, sage or gat)");
+                 "unknown model \"gin\" (expected gcn, sage, gat or rgcn)");
     fixture_free(&t);
 }
 

@@ -1729,7 +1729,7 @@ static void test_bad_input(void **state)
                 "--data", nofeat, "--save-predictions", out, (char *)NULL);
     train_fails(out, 1, "has no train split", "--data", nosplit, "--save-predictions", out,
                 (char *)NULL);
-    train_fails(out, 2, "unknown model \"gin\" (expected gcn, sage or gat)", "--data",
+    train_fails(out, 2, "unknown model \"gin\" (expected gcn, sage, gat or rgcn)", "--data",
                 (char *)g_sbm, "--model", "gin",
                 "--save-predictions", out, (char *)NULL);
     train_fails(out, 2, "--dropout 1.5 outside [0, 1)", "--data", (char *)g_sbm, "--dropout",

@@ -15,7 +15,8 @@
 #define GNN_LAYER_KINDS(X) \
     X(gcn)                 \
     X(sage)                \
-    X(gat)
+    X(gat)                 \
+    X(rgcn)
 
 #define DECLARE(name) extern const gnn_layer_kind_t gnn_layer_##name;
 GNN_LAYER_KINDS(DECLARE)

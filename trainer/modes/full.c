@@ -8,6 +8,7 @@
 #include "trainer/job.h"
 
 #include "graph/base/error.h"
+#include "trainer/typed.h"
 
 static int full_setup(gnn_job_t *j)
 {
@@ -16,6 +17,8 @@ static int full_setup(gnn_job_t *j)
     GNN_TRY(gnn_be_alloc(j->be, (size_t)n * (size_t)j->out_dim * sizeof(float),
                          (void **)&j->dlogits));
     GNN_TRY(gnn_be_graph_create(j->be, &j->g.csr, &j->bg));
+    if (j->kind->typed)
+        GNN_TRY(gnn_typed_graph_attach(j->be, j->bg, &j->g.csr, j->g.etype, NULL, j->g.types));
 fail:
     return rc;
 }

@@ -1,0 +1,263 @@
+/*
+ * R-GCN (Schlichtkrull et al.) on a typed graph:
+ *   Z = D[:n_dst] W_self + sum_r mean_{u in N_r(v)} D[u] W_r + b
+ * with one weight per relation r, or (bases B > 0) W_r = sum_b a[r][b] V_b
+ * over B shared bases. Parameters of a layer: W_self (fin x fout), then
+ * W_0 .. W_{R-1} (each fin x fout) or V_0 .. V_{B-1} (each fin x fout)
+ * and a (R x B), then b (fout).
+ *
+ * The products are batched per node type and the aggregation is one SpMM
+ * (trainer/typed.h): the weights of the relations are set side by side
+ * (Wcat, fin x R fout, relations in the order of their source types), the
+ * sources of each type times their block of Wcat give the virtual sources
+ * P (one GEMM per type), and the per-relation means are one weighted SpMM
+ * of P over the virtual graph. Backward: dP by the transposed SpMM, then
+ * per type dWcat = D^T dP and dD = dP Wcat^T (two GEMMs per type). A type
+ * whose nodes start no relation costs nothing.
+ */
+#include "trainer/layer.h"
+#include "trainer/typed.h"
+
+#include "graph/base/alloc.h"
+#include "graph/base/error.h"
+
+#include <string.h>
+
+typedef struct {
+    int64_t ws_off, w_off, a_off, b_off; /* a_off -1 without bases */
+    float *wcat; size_t wcat_bytes;      /* fin x R fout */
+    float *wrel; size_t wrel_bytes;      /* bases: R x fin fout */
+    float *p; size_t p_bytes;            /* nv x fout */
+    float *dp; size_t dp_bytes;          /* the input in type order (when permuted) */
+    float *dwcat; size_t dwcat_bytes;    /* fin x R fout */
+    float *ddp; size_t ddp_bytes;        /* input gradient in type order (permuted) */
+} rgcn_t;
+
+static int rgcn_setup(gnn_layer_t *L)
+{
+    if (!(L->relations >= 1))
+        return GNN_FAIL(GNN_EINVAL,
+                  "model: rgcn needs the relations of a typed graph (format version 2)");
+    if (!(L->bases >= 0 && L->bases <= L->relations))
+        return GNN_FAIL(GNN_EINVAL,
+                  "model: --num-bases %d outside [0, %d relations]", L->bases, L->relations);
+    rgcn_t *c = gnn_calloc(1, sizeof *c);
+    if (!c) return GNN_FAIL(GNN_ENOMEM, "layer %d", L->index);
+    int64_t w = L->fin * L->fout, R = L->relations, B = L->bases;
+    c->ws_off = 0;
+    c->w_off = w;
+    if (B > 0) {
+        c->a_off = c->w_off + B * w;
+        c->b_off = c->a_off + R * B;
+    } else {
+        c->a_off = -1;
+        c->b_off = c->w_off + R * w;
+    }
+    L->count = c->b_off + L->fout;
+    L->state = c;
+    return 0;
+}
+
+static void rgcn_init(const gnn_layer_t *L, float *w, uint64_t seed)
+{
+    const rgcn_t *c = L->state;
+    int64_t fw = L->fin * L->fout, n = L->bases > 0 ? L->bases : L->relations;
+    gnn_layer_glorot(L, w, c->ws_off, L->fin, L->fout, seed);
+    for (int64_t i = 0; i < n; i++) gnn_layer_glorot(L, w, c->w_off + i * fw, L->fin, L->fout, seed);
+    if (c->a_off >= 0) gnn_layer_glorot(L, w, c->a_off, L->relations, L->bases, seed);
+}
+
+static int rgcn_sparse_check(const gnn_layer_t *L)
+{
+    (void)L;
+    return GNN_FAIL(GNN_EUNSUPPORTED, "model: rgcn reads dense input rows (--sparse-features off)");
+}
+
+static int rgcn_drop_target(gnn_layer_t *L, gnn_layer_env_t *env, float **dst)
+{
+    *dst = NULL;
+    int rc = gnn_layer_ensure(env->be, (void **)&L->drop, &L->drop_bytes,
+                              gnn_layer_fbytes(L->n_src, L->fin));
+    *dst = L->drop;
+    return rc;
+}
+
+static int typed_of(const gnn_layer_t *L, gnn_typed_graph_t **out)
+{
+    gnn_typed_graph_t *t = gnn_bgraph_attached(L->graph);
+    *out = t;
+    if (!(t && t->n_rels == L->relations && t->n_src == L->n_src && t->n_dst == L->n_dst))
+        return GNN_FAIL(GNN_EINVAL, "model: rgcn layer %d: its graph has no relations of %d", L->index,
+                  L->relations);
+    return 0;
+}
+
+/* Wcat from the parameters: W_r (or sum_b a[r][b] V_b) into columns
+ * pos[r] fout .. of the fin x R fout matrix. */
+static int assemble(gnn_layer_t *L, gnn_layer_env_t *env, const gnn_typed_graph_t *t)
+{
+    int rc = 0;
+    rgcn_t *c = L->state;
+    gnn_backend_t *be = env->be;
+    int64_t fin = L->fin, fout = L->fout, fw = fin * fout, R = L->relations, B = L->bases;
+    const float *p = env->params + L->off, *src = p + c->w_off;
+    GNN_TRY(gnn_layer_ensure(be, (void **)&c->wcat, &c->wcat_bytes, gnn_layer_fbytes(fin, R * fout)));
+    if (B > 0) {
+        GNN_TRY(gnn_layer_ensure(be, (void **)&c->wrel, &c->wrel_bytes, gnn_layer_fbytes(R, fw)));
+        GNN_TRY(gnn_be_gemm(be, 0, 0, R, fw, B, 1.0f, p + c->a_off, B, p + c->w_off, fw, 0.0f,
+                            c->wrel, fw));
+        src = c->wrel;
+    }
+    for (int64_t r = 0; r < R; r++)
+        GNN_TRY(gnn_be_copy_rows(be, fin, fout, src + r * fw, fout, fin, NULL,
+                                 c->wcat + (int64_t)t->pos[r] * fout, R * fout));
+fail:
+    return rc;
+}
+
+static int rgcn_forward(gnn_layer_t *L, gnn_layer_env_t *env)
+{
+    int rc = 0;
+    rgcn_t *c = L->state;
+    gnn_backend_t *be = env->be;
+    gnn_typed_graph_t *t;
+    GNN_TRY(typed_of(L, &t));
+    int64_t ns = L->n_src, nd = L->n_dst, fin = L->fin, fout = L->fout, R = L->relations;
+    const float *p = env->params + L->off, *d = L->d;
+    GNN_TRY(gnn_layer_ensure(be, (void **)&L->z, &L->z_bytes, gnn_layer_fbytes(env->out_rows, fout)));
+    GNN_TRY(gnn_layer_ensure(be, (void **)&c->p, &c->p_bytes, gnn_layer_fbytes(t->nv, fout)));
+    GNN_TRY(assemble(L, env, t));
+    if (t->perm) {
+        GNN_TRY(gnn_layer_ensure(be, (void **)&c->dp, &c->dp_bytes, gnn_layer_fbytes(ns, fin)));
+        GNN_TRY(gnn_be_gather_rows(be, ns, fin, L->d, ns, t->perm, c->dp));
+        d = c->dp;
+    }
+    for (int s = 0; s < t->n_types; s++) {
+        if (!t->cnt[s] || !t->k[s]) continue;
+        int64_t kw = (int64_t)t->k[s] * fout;
+        GNN_TRY(gnn_be_gemm(be, 0, 0, t->cnt[s], kw, fin, 1.0f, d + t->start[s] * fin, fin,
+                            c->wcat + (int64_t)t->first[s] * fout, R * fout, 0.0f,
+                            c->p + t->vbase[s] * fout, kw));
+    }
+    GNN_TRY(gnn_be_aggr_forward(be, t->vg, L->aggr, fout, c->p, L->z, NULL, 0));
+    GNN_TRY(gnn_be_gemm(be, 0, 0, nd, fout, fin, 1.0f, L->d, fin, p + c->ws_off, fout, 1.0f, L->z,
+                        fout));
+    GNN_TRY(gnn_be_bias_add(be, nd, fout, L->z, p + c->b_off));
+fail:
+    return rc;
+}
+
+static void rgcn_scratch(const gnn_layer_t *L, int input_grad, gnn_layer_scratch_t *s)
+{
+    const gnn_typed_graph_t *t = gnn_bgraph_attached(L->graph);
+    (void)input_grad;
+    memset(s, 0, sizeof *s);
+    s->uses_t = 1;
+    s->t_bytes = gnn_layer_fbytes(t ? t->nv : 0, L->fout);
+    s->dx_blockwise = 0;
+}
+
+static int rgcn_backward(gnn_layer_t *L, gnn_layer_env_t *env, float *dz, float **dx)
+{
+    int rc = 0;
+    rgcn_t *c = L->state;
+    gnn_backend_t *be = env->be;
+    gnn_typed_graph_t *t;
+    GNN_TRY(typed_of(L, &t));
+    int64_t ns = L->n_src, nd = L->n_dst, fin = L->fin, fout = L->fout, R = L->relations;
+    int64_t B = L->bases, fw = fin * fout;
+    const float *p = env->params + L->off, *d = t->perm ? c->dp : L->d;
+    float *gr = env->grads + L->off, *dP = env->dt;
+
+    GNN_TRY(gnn_be_bias_grad(be, nd, fout, dz, gr + c->b_off));
+    GNN_TRY(gnn_be_gemm(be, 1, 0, fin, fout, nd, 1.0f, L->d, fin, dz, fout, 0.0f, gr + c->ws_off,
+                        fout));
+    GNN_TRY(gnn_be_aggr_backward(be, t->vg, L->aggr, fout, c->p, L->z, dz, dP, NULL, 0));
+    /* dWcat, block by block of types; blocks of types without sources stay 0. */
+    GNN_TRY(gnn_layer_ensure(be, (void **)&c->dwcat, &c->dwcat_bytes,
+                             gnn_layer_fbytes(fin, R * fout)));
+    GNN_TRY(gnn_be_zero(be, c->dwcat, gnn_layer_fbytes(fin, R * fout)));
+    for (int s = 0; s < t->n_types; s++) {
+        if (!t->cnt[s] || !t->k[s]) continue;
+        int64_t kw = (int64_t)t->k[s] * fout;
+        GNN_TRY(gnn_be_gemm(be, 1, 0, fin, kw, t->cnt[s], 1.0f, d + t->start[s] * fin, fin,
+                            dP + t->vbase[s] * fout, kw, 0.0f,
+                            c->dwcat + (int64_t)t->first[s] * fout, R * fout));
+    }
+    /* Back to the relations' weights, or through the bases. */
+    float *dwr = B > 0 ? c->wrel : gr + c->w_off; /* wrel is free again after the forward */
+    for (int64_t r = 0; r < R; r++)
+        GNN_TRY(gnn_be_copy_rows(be, fin, fout, c->dwcat + (int64_t)t->pos[r] * fout, R * fout,
+                                 fin, NULL, dwr + r * fw, fout));
+    if (B > 0) {
+        GNN_TRY(gnn_be_gemm(be, 1, 0, B, fw, R, 1.0f, p + c->a_off, B, dwr, fw, 0.0f,
+                            gr + c->w_off, fw));
+        GNN_TRY(gnn_be_gemm(be, 0, 1, R, B, fw, 1.0f, dwr, fw, p + c->w_off, fw, 0.0f,
+                            gr + c->a_off, B));
+    }
+    if (!dx) return 0;
+    /* dD = dP Wcat^T per type (in type order), then dZ W_self^T on the
+     * destinations' rows. */
+    float *g = env->dx;
+    if (t->perm) {
+        GNN_TRY(gnn_layer_ensure(be, (void **)&c->ddp, &c->ddp_bytes, gnn_layer_fbytes(ns, fin)));
+        g = c->ddp;
+    }
+    int gaps = 0;
+    for (int s = 0; s < t->n_types; s++) gaps |= t->cnt[s] && !t->k[s];
+    if (gaps) GNN_TRY(gnn_be_zero(be, g, gnn_layer_fbytes(ns, fin)));
+    for (int s = 0; s < t->n_types; s++) {
+        if (!t->cnt[s] || !t->k[s]) continue;
+        int64_t kw = (int64_t)t->k[s] * fout;
+        GNN_TRY(gnn_be_gemm(be, 0, 1, t->cnt[s], fin, kw, 1.0f, dP + t->vbase[s] * fout, kw,
+                            c->wcat + (int64_t)t->first[s] * fout, R * fout, 0.0f,
+                            g + t->start[s] * fin, fin));
+    }
+    if (t->perm) GNN_TRY(gnn_be_gather_rows(be, ns, fin, c->ddp, ns, t->iperm, env->dx));
+    GNN_TRY(gnn_be_gemm(be, 0, 1, nd, fin, fout, 1.0f, dz, fout, p + c->ws_off, fout, 1.0f,
+                        env->dx, fin));
+    GNN_TRY(env->input_grad(env, L, 0, ns, env->dx, env->dx));
+    *dx = env->dx;
+fail:
+    return rc;
+}
+
+static size_t rgcn_state_bytes(const gnn_layer_t *L)
+{
+    const rgcn_t *c = L->state;
+    return c ? c->wcat_bytes + c->wrel_bytes + c->p_bytes + c->dp_bytes + c->dwcat_bytes +
+                   c->ddp_bytes
+             : 0;
+}
+
+static void rgcn_free(gnn_layer_t *L, gnn_backend_t *be)
+{
+    rgcn_t *c = L->state;
+    if (!c) return;
+    gnn_be_free(be, c->wcat);
+    gnn_be_free(be, c->wrel);
+    gnn_be_free(be, c->p);
+    gnn_be_free(be, c->dp);
+    gnn_be_free(be, c->dwcat);
+    gnn_be_free(be, c->ddp);
+    gnn_free(c);
+    L->state = NULL;
+}
+
+const gnn_layer_kind_t gnn_layer_rgcn = {
+    .name = "rgcn",
+    .default_aggr = "sum",
+    .any_aggr = 0,
+    .square_sources = 1,
+    .reads_halo = 1,
+    .typed = 1,
+    .setup = rgcn_setup,
+    .init = rgcn_init,
+    .sparse_check = rgcn_sparse_check,
+    .forward = rgcn_forward,
+    .drop_target = rgcn_drop_target,
+    .scratch = rgcn_scratch,
+    .backward = rgcn_backward,
+    .state_bytes = rgcn_state_bytes,
+    .free = rgcn_free,
+};

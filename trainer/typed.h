@@ -1,0 +1,54 @@
+/*
+ * The relations of a layer's graph, as R-GCN (trainer/layers/rgcn.c)
+ * reads them: attached to the prepared graph (gnn_be_graph_attach) by the
+ * mode that makes the graph.
+ *
+ * R-GCN multiplies each source's row by the weight of every relation the
+ * source's node type starts, one GEMM per node type for all its relations
+ * at once: the sources of type t (cnt[t] rows, grouped by type in the
+ * order perm gives) times [W_r for the relations r of type t] side by
+ * side gives P_t, cnt[t] x k[t] fout. Read as cnt[t] k[t] rows of width
+ * fout, row (i k[t] + j) of P_t is source i times the weight of the type's
+ * j-th relation: a "virtual source". The per-relation mean is then one
+ * weighted SpMM over the virtual graph vg: destination v sums the virtual
+ * sources of its in-edges (source u, relation r) with weight
+ * 1 / (in-edges of v of relation r). So the products are batched per
+ * type, the aggregation is one call, and its backward is the transposed
+ * SpMM that every backend has.
+ */
+#ifndef GNN_TRAINER_TYPED_H
+#define GNN_TRAINER_TYPED_H
+
+#include "graph/graph_file.h"
+#include "kernels/backend.h"
+
+typedef struct {
+    int n_types, n_rels;
+    int order[GNN_MAX_RELATIONS]; /* relations by (source type, id) */
+    int pos[GNN_MAX_RELATIONS];   /* position of relation r in order */
+    int first[GNN_MAX_NODE_TYPES], k[GNN_MAX_NODE_TYPES]; /* type t's relations:
+                                     order[first[t] .. first[t] + k[t]) */
+    int64_t cnt[GNN_MAX_NODE_TYPES];   /* sources of type t */
+    int64_t start[GNN_MAX_NODE_TYPES]; /* their first row in perm order */
+    int64_t vbase[GNN_MAX_NODE_TYPES]; /* their first virtual source */
+    int64_t n_src, n_dst, nv;          /* nv: virtual sources */
+    int64_t *perm;                     /* backend, n_src: source row of each row in
+                                          type order; NULL: the rows are in type order */
+    int64_t *iperm;                    /* backend, n_src: the inverse */
+    gnn_csr_t vcsr;                    /* host: n_dst x nv, weights */
+    gnn_bgraph_t *vg;                  /* ... prepared */
+    gnn_backend_t *be;
+} gnn_typed_graph_t;
+
+/*
+ * Attach to g (prepared from csr) the relation layout of csr, whose edge e
+ * has relation etype[e] and whose source j is the node src_gid[j] of the
+ * typed graph types (NULL: source j is node j). GNN_EINVAL when an edge's
+ * relation does not start at its source's type; GNN_ENOMEM, backend
+ * errors.
+ */
+int gnn_typed_graph_attach(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_csr_t *csr,
+                           const int32_t *etype, const int64_t *src_gid,
+                           const gnn_graph_types_t *types);
+
+#endif
