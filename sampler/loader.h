@@ -82,6 +82,9 @@ typedef struct {
     const int64_t *labels;    /* num_nodes, borrowed; NULL: no labels */
     const gnn_vid_t *key_ids; /* optional, borrowed: draws keyed by these ids
                                  (gnn_sampler_set_key_ids) */
+    const int32_t *etype;     /* optional, borrowed: typed draws per relation
+                                 (gnn_sampler_set_relations) over n_rels relations */
+    int n_rels;
     const gnn_sampler_remote_t *remote; /* optional: rows held elsewhere
                                  (gnn_sampler_set_remote); needs 0 threads */
     int threads;              /* worker threads, 0 .. GNN_LOADER_MAX_THREADS; 0: each

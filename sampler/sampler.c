@@ -32,6 +32,7 @@ struct gnn_sampler {
     int fanout[GNN_SAMPLER_MAX_LAYERS]; /* by hop, 0 = from the seeds */
     const gnn_vid_t *key_ids;           /* NULL: draws keyed by node id */
     gnn_sampler_remote_t remote;        /* remote.draw NULL: every row held */
+    const int32_t *etype;               /* typed draws: relation of each entry */
 };
 
 /* The edges a batch excludes (sampler.h): per row with any, its excluded
@@ -51,6 +52,7 @@ typedef struct {
     const gnn_vid_t *key_ids;
     const gnn_sampler_remote_t *remote; /* NULL: every row held */
     const excl_t *ex;                   /* NULL: none */
+    const int32_t *etype;               /* typed draws (rows grouped by relation) */
 } rows_t;
 
 /* Rows drawing at most this many positions find repeats by scanning the
@@ -591,6 +593,170 @@ fail:
     return rc;
 }
 
+/* The end of relation r's entries of a row starting at position a (rows
+ * grouped by relation): the first position in [a, b) of another relation. */
+static gnn_eid_t rel_end(const int32_t *et, gnn_eid_t a, gnn_eid_t b)
+{
+    int32_t r = et[a];
+    gnn_eid_t lo = a + 1, hi = b;
+    while (lo < hi) {
+        gnn_eid_t mid = lo + (hi - lo) / 2;
+        if (et[mid] == r)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static gnn_eid_t typed_count(const int32_t *et, gnn_eid_t a, gnn_eid_t b, int fanout,
+                             gnn_eid_t *kmax)
+{
+    gnn_eid_t c = 0;
+    while (a < b) {
+        gnn_eid_t e = rel_end(et, a, b), d = e - a;
+        gnn_eid_t k = (fanout < 0 || d <= fanout) ? d : fanout;
+        if (k < d && k > SCAN_DRAWS && k > *kmax) *kmax = k;
+        c += k;
+        a = e;
+    }
+    return c;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/*
+ * One hop of typed draws (gnn_sampler_set_relations): as sample_hop over
+ * held rows, drawing per relation, with the relation of every entry into
+ * *etype_out. Rows come out sorted by (local source, relation).
+ */
+static int sample_hop_typed(const rows_t *rs, int fanout, uint64_t key, int h, frontier_t *f,
+                            gnn_csr_t *out, int32_t **etype_out)
+{
+    int rc = 0;
+    const gnn_csr_t *g = rs->g;
+    const int32_t *et = rs->etype;
+    const gnn_vid_t n_dst = f->n_nodes;
+    const gnn_vid_t *dst = f->nodes;
+    gnn_eid_t *indptr = NULL;
+    gnn_vid_t *indices = NULL;
+    int32_t *rel = NULL;
+    uint64_t *keys = NULL;
+    mark_t *marks = NULL;
+    memset(out, 0, sizeof *out);
+    *etype_out = NULL;
+    indptr = gnn_malloc_array((size_t)n_dst + 1, sizeof *indptr);
+    if (!indptr) {
+        rc = GNN_ENOMEM;
+        goto fail;
+    }
+    indptr[0] = 0;
+    gnn_eid_t kmax = 0;
+#pragma omp parallel for schedule(dynamic, 256) reduction(max : kmax)
+    for (gnn_vid_t i = 0; i < n_dst; i++) {
+        gnn_vid_t v = dst[i];
+        gnn_eid_t k = 0;
+        indptr[i + 1] = typed_count(et, g->indptr[v], g->indptr[v + 1], fanout, &k);
+        if (k > kmax) kmax = k;
+    }
+    for (gnn_vid_t i = 0; i < n_dst; i++) indptr[i + 1] += indptr[i];
+    const gnn_eid_t nnz = indptr[n_dst];
+    indices = gnn_malloc_array((size_t)nnz + 1, sizeof *indices);
+    rel = gnn_malloc_array((size_t)nnz + 1, sizeof *rel);
+    keys = gnn_malloc_array((size_t)nnz + 1, sizeof *keys);
+    if (!indices || !rel || !keys) {
+        rc = GNN_ENOMEM;
+        goto fail;
+    }
+    const int nthreads = omp_get_max_threads();
+    uint64_t mcap = 0;
+    if (kmax > 0) {
+        mcap = 16;
+        while (mcap <= 2 * (uint64_t)kmax) mcap *= 2;
+        marks = gnn_calloc((size_t)nthreads * (size_t)mcap, sizeof *marks);
+        if (!marks) {
+            rc = GNN_ENOMEM;
+            goto fail;
+        }
+    }
+#pragma omp parallel num_threads(nthreads)
+    {
+        mark_t *set = marks ? marks + (size_t)omp_get_thread_num() * (size_t)mcap : NULL;
+        uint64_t stamp = 0;
+#pragma omp for schedule(dynamic, DRAW_CHUNK)
+        for (gnn_vid_t i = 0; i < n_dst; i++) {
+            gnn_vid_t v = dst[i], id = rs->key_ids ? rs->key_ids[v] : v;
+            gnn_vid_t *o = indices + indptr[i];
+            int32_t *ro = rel + indptr[i];
+            gnn_eid_t a = g->indptr[v], b = g->indptr[v + 1], q = 0;
+            while (a < b) {
+                gnn_eid_t e = rel_end(et, a, b), d = e - a;
+                gnn_eid_t c = (fanout < 0 || d <= fanout) ? d : fanout;
+                int32_t r = et[a];
+                if (c == d) {
+                    memcpy(o + q, g->indices + a, (size_t)c * sizeof *o);
+                } else {
+                    stream_t st;
+                    stream_init(&st, key, id, h | (r + 1) << 16);
+                    if (c <= SCAN_DRAWS)
+                        floyd_scan(&st, d, c, o + q);
+                    else
+                        floyd_set(&st, d, c, o + q, set, mcap - 1, ++stamp);
+                    for (gnn_eid_t k = 0; k < c; k++) o[q + k] = g->indices[a + o[q + k]];
+                }
+                for (gnn_eid_t k = 0; k < c; k++) ro[q + k] = r;
+                q += c;
+                a = e;
+            }
+        }
+    }
+    gnn_free(marks);
+    marks = NULL;
+    /* Local ids in row order (sequential: independent of the threads). */
+    gnn_vid_t need = f->n_nodes + nnz;
+    if (need > g->n_rows) need = g->n_rows;
+    rc = frontier_reserve(f, need);
+    if (rc < 0) goto fail;
+    dst = NULL;
+    for (gnn_eid_t e = 0; e < nnz; e++) {
+        gnn_vid_t u = indices[e];
+        gnn_vid_t l = gnn__idmap_get_or_put(&f->map, u, f->n_nodes);
+        if (l == f->n_nodes) f->nodes[f->n_nodes++] = u;
+        keys[e] = (uint64_t)l << 8 | (uint64_t)rel[e];
+    }
+#pragma omp parallel for schedule(dynamic, 256)
+    for (gnn_vid_t i = 0; i < n_dst; i++) {
+        uint64_t *k = keys + indptr[i];
+        gnn_eid_t len = indptr[i + 1] - indptr[i];
+        qsort(k, (size_t)len, sizeof *k, cmp_u64);
+        for (gnn_eid_t x = 0; x < len; x++) {
+            indices[indptr[i] + x] = (gnn_vid_t)(k[x] >> 8);
+            rel[indptr[i] + x] = (int32_t)(k[x] & 0xff);
+        }
+    }
+    gnn_free(keys);
+    out->n_rows = n_dst;
+    out->n_cols = f->n_nodes;
+    out->nnz = nnz;
+    out->indptr = indptr;
+    out->indices = indices;
+    out->weights = NULL;
+    out->flags = GNN_CSR_SORTED | (g->flags & GNN_CSR_NO_SELF_LOOPS);
+    *etype_out = rel;
+    return 0;
+fail:
+    gnn_free(marks);
+    gnn_free(keys);
+    gnn_free(rel);
+    gnn_free(indices);
+    gnn_free(indptr);
+    return rc;
+}
+
 /* GNN_EINVAL unless g is a square CSR with its arrays. */
 static int check_graph(const gnn_csr_t *g)
 {
@@ -633,6 +799,29 @@ fail:
 }
 
 void gnn_sampler_free(gnn_sampler_t *s) { gnn_free(s); }
+
+int gnn_sampler_set_relations(gnn_sampler_t *s, const int32_t *etype, int n_rels)
+{
+    if (!s) return GNN_FAIL(GNN_EINVAL, "sampler: sampler is NULL");
+    if (etype) {
+        const gnn_csr_t *g = s->graph;
+        if (n_rels < 1 || n_rels > 256)
+            return GNN_FAIL(GNN_EINVAL, "sampler: %d relations (1 to 256)", n_rels);
+        for (gnn_vid_t v = 0; v < g->n_rows; v++)
+            for (gnn_eid_t e = g->indptr[v]; e < g->indptr[v + 1]; e++) {
+                if (etype[e] < 0 || etype[e] >= n_rels)
+                    return GNN_FAIL(GNN_EINVAL, "sampler: entry %" GNN_PRIeid " has relation %d of %d",
+                                    e, etype[e], n_rels);
+                if (e > g->indptr[v] && etype[e] < etype[e - 1])
+                    return GNN_FAIL(GNN_EINVAL,
+                                    "sampler: row %" GNN_PRIvid " is not grouped by relation "
+                                    "(typed draws need rows sorted by relation)",
+                                    v);
+            }
+    }
+    s->etype = etype;
+    return 0;
+}
 
 int gnn_sampler_set_key_ids(gnn_sampler_t *s, const gnn_vid_t *ids)
 {
@@ -726,14 +915,21 @@ int gnn_sampler_sample_excluding(const gnn_sampler_t *s, const gnn_vid_t *seeds,
     if (n_excl) GNN_TRY(gnn_sampler_excl_create(excl, n_excl, &ex));
 
     const uint64_t key = gnn_sampler_key(seed, epoch, batch);
-    const rows_t rs = {g, s->key_ids, s->remote.draw ? &s->remote : NULL, ex};
+    const rows_t rs = {g, s->key_ids, s->remote.draw ? &s->remote : NULL, ex, s->etype};
     const int L = s->layers;
+    GNN_CHECK(!s->etype || (!s->remote.draw && !ex), GNN_EUNSUPPORTED,
+              "sampler: typed draws with rows held elsewhere or excluded edges are not "
+              "supported");
     out->layers = L;
     out->n_seeds = n;
     for (h = 0; h < L; h++) {
         int l = L - 1 - h;
         called = 0;
-        GNN_TRY(sample_hop(&rs, s->fanout[h], key, h, &f, &out->blocks[l].csr, &called));
+        if (s->etype)
+            GNN_TRY(sample_hop_typed(&rs, s->fanout[h], key, h, &f, &out->blocks[l].csr,
+                                     &out->blocks[l].etype));
+        else
+            GNN_TRY(sample_hop(&rs, s->fanout[h], key, h, &f, &out->blocks[l].csr, &called));
         out->edges[l] = out->blocks[l].csr.nnz;
         out->edges_total += out->edges[l];
     }
@@ -757,7 +953,10 @@ fail:
             gnn_free(none);
         }
     }
-    for (int l = 0; l < GNN_SAMPLER_MAX_LAYERS; l++) gnn_csr_free(&out->blocks[l].csr);
+    for (int l = 0; l < GNN_SAMPLER_MAX_LAYERS; l++) {
+        gnn_csr_free(&out->blocks[l].csr);
+        gnn_free(out->blocks[l].etype);
+    }
     memset(out, 0, sizeof *out);
     frontier_free(&f);
     gnn_sampler_excl_free(ex);
@@ -767,13 +966,22 @@ fail:
 void gnn_minibatch_free(gnn_minibatch_t *mb)
 {
     if (!mb) return;
-    for (int l = 0; l < GNN_SAMPLER_MAX_LAYERS; l++) gnn_csr_free(&mb->blocks[l].csr);
+    for (int l = 0; l < GNN_SAMPLER_MAX_LAYERS; l++) {
+        gnn_csr_free(&mb->blocks[l].csr);
+        gnn_free(mb->blocks[l].etype);
+    }
     gnn_free(mb->nodes);
     memset(mb, 0, sizeof *mb);
 }
 
 int gnn_sampler_full_block(const gnn_csr_t *graph, const gnn_vid_t *dst, int64_t n,
                            gnn_block_t *out)
+{
+    return gnn_sampler_full_block_typed(graph, NULL, dst, n, out);
+}
+
+int gnn_sampler_full_block_typed(const gnn_csr_t *graph, const int32_t *etype, const gnn_vid_t *dst,
+                                 int64_t n, gnn_block_t *out)
 {
     int rc = 0;
     frontier_t f;
@@ -784,9 +992,12 @@ int gnn_sampler_full_block(const gnn_csr_t *graph, const gnn_vid_t *dst, int64_t
     GNN_CHECK(n >= 0 && (dst || n == 0), GNN_EINVAL,
               "full block: bad destinations (%" PRId64 ")", n);
     GNN_TRY(frontier_start(&f, dst, n, graph->n_rows, "destination"));
-    const rows_t rs = {graph, NULL, NULL, NULL};
+    const rows_t rs = {graph, NULL, NULL, NULL, etype};
     int called = 0;
-    GNN_TRY(sample_hop(&rs, -1, 0, 0, &f, &out->csr, &called));
+    if (etype)
+        GNN_TRY(sample_hop_typed(&rs, -1, 0, 0, &f, &out->csr, &out->etype));
+    else
+        GNN_TRY(sample_hop(&rs, -1, 0, 0, &f, &out->csr, &called));
     out->src_ids = f.nodes;
     gnn__idmap_free(&f.map);
     return 0;
@@ -802,5 +1013,6 @@ void gnn_block_free(gnn_block_t *b)
     if (!b) return;
     gnn_csr_free(&b->csr);
     gnn_free(b->src_ids);
+    gnn_free(b->etype);
     memset(b, 0, sizeof *b);
 }

@@ -71,6 +71,7 @@ extern "C" {
 typedef struct {
     gnn_csr_t csr;
     gnn_vid_t *src_ids; /* n_src global ids, destinations first */
+    int32_t *etype;     /* nnz: the relation of each entry (typed draws), or NULL */
 } gnn_block_t;
 
 /*
@@ -200,6 +201,20 @@ typedef struct {
     void *ctx;
 } gnn_sampler_remote_t;
 
+/*
+ * Typed draws (a heterogeneous graph): etype[e] is the relation of entry e
+ * of the graph (borrowed), every row's entries grouped by relation in
+ * ascending order (checked: GNN_EINVAL naming the first row that is not).
+ * Each hop then draws, for every node v and every relation r of v's row,
+ * up to the hop's fanout of v's in-neighbours of relation r, by the
+ * definition above over that relation's entries with the word counters
+ * (lo32(v), hi32(v), h | (r + 1) << 16, i / 2) (DGL's per-edge-type
+ * fanout); blocks carry the relation of every entry (gnn_block_t.etype)
+ * and their rows are sorted by (source, relation). Not with remote rows
+ * or excluded edges (GNN_EUNSUPPORTED at the batch). etype NULL: untyped.
+ */
+int gnn_sampler_set_relations(gnn_sampler_t *s, const int32_t *etype, int n_rels);
+
 /* Key draws by ids (graph->n_rows entries, borrowed; NULL: by node id).
  * Returns 0, or GNN_EINVAL for a NULL sampler. */
 int gnn_sampler_set_key_ids(gnn_sampler_t *s, const gnn_vid_t *ids);
@@ -234,6 +249,11 @@ void gnn_minibatch_free(gnn_minibatch_t *mb);
  */
 int gnn_sampler_full_block(const gnn_csr_t *graph, const gnn_vid_t *dst, int64_t n,
                            gnn_block_t *out);
+/* The same carrying the relation of every entry (etype as
+ * gnn_sampler_set_relations; NULL: none), rows sorted by (source,
+ * relation). */
+int gnn_sampler_full_block_typed(const gnn_csr_t *graph, const int32_t *etype, const gnn_vid_t *dst,
+                                 int64_t n, gnn_block_t *out);
 
 /* Free a block from gnn_sampler_full_block and zero it (never a block of a
  * mini-batch); safe on a zeroed block. */

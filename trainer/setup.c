@@ -264,9 +264,6 @@ int gnn__setup(gnn_job_t *j)
         GNN_CHECK(o->num_bases <= g->types->n_rels, GNN_EUSAGE,
                   "--num-bases %d: %s has only %d relations", o->num_bases, o->data,
                   g->types->n_rels);
-        GNN_CHECK(!j->mode->minibatch, GNN_EUNSUPPORTED,
-                  "--model %s: mini-batches are not supported yet (use --mode full)",
-                  j->kind->name);
     }
     gnn_vid_t n = g->csr.n_rows;
     if (o->normalize_features && g->feat) gnn__normalize_rows(g->feat, n, g->feat_dim);

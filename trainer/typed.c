@@ -6,6 +6,7 @@
 #include "graph/base/alloc.h"
 #include "graph/base/error.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static void typed_free(void *p)
@@ -127,5 +128,61 @@ fail:
     gnn_free(perm);
     gnn_free(iperm);
     typed_free(t);
+    return rc;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+int gnn_typed_group_rows(gnn_csr_t *csr, int32_t *etype)
+{
+    int rc = 0;
+    int64_t longest = 0;
+    for (int64_t v = 0; v < csr->n_rows; v++)
+        if (csr->indptr[v + 1] - csr->indptr[v] > longest)
+            longest = csr->indptr[v + 1] - csr->indptr[v];
+    GNN_CHECK(!csr->weights, GNN_EUNSUPPORTED, "typed rows with edge weights");
+    GNN_CHECK(csr->n_cols < ((int64_t)1 << 55), GNN_EINVAL, "typed rows: too many columns");
+    int fail = 0;
+#pragma omp parallel reduction(| : fail)
+    {
+        uint64_t *k = gnn_malloc_array((size_t)longest + 1, sizeof *k);
+        if (!k) fail = 1;
+#pragma omp for schedule(dynamic, 1024)
+        for (int64_t v = 0; v < csr->n_rows; v++) {
+            if (!k) continue;
+            gnn_eid_t a = csr->indptr[v], n = csr->indptr[v + 1] - a;
+            for (gnn_eid_t i = 0; i < n; i++)
+                k[i] = (uint64_t)etype[a + i] << 55 | (uint64_t)csr->indices[a + i];
+            qsort(k, (size_t)n, sizeof *k, cmp_u64);
+            for (gnn_eid_t i = 0; i < n; i++) {
+                etype[a + i] = (int32_t)(k[i] >> 55);
+                csr->indices[a + i] = (int64_t)(k[i] & (((uint64_t)1 << 55) - 1));
+            }
+        }
+        gnn_free(k);
+    }
+    GNN_CHECK(!fail, GNN_ENOMEM, "typed rows: sort buffers");
+    csr->flags &= ~(unsigned)GNN_CSR_SORTED;
+fail:
+    return rc;
+}
+
+int gnn_typed_graph_create(gnn_backend_t *be, const gnn_csr_t *csr, const int32_t *etype,
+                           const int64_t *src_gid, const gnn_graph_types_t *types,
+                           gnn_bgraph_t **out)
+{
+    int rc = 0;
+    gnn_bgraph_t *g = NULL;
+    *out = NULL;
+    GNN_TRY(gnn_be_graph_create(be, csr, &g));
+    GNN_TRY(gnn_typed_graph_attach(be, g, csr, etype, src_gid, types));
+    *out = g;
+    return 0;
+fail:
+    gnn_be_graph_free(g);
     return rc;
 }

@@ -51,4 +51,17 @@ int gnn_typed_graph_attach(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_csr_t *
                            const int32_t *etype, const int64_t *src_gid,
                            const gnn_graph_types_t *types);
 
+/* Sort every row of csr (with its relations etype and weights) by
+ * (relation, source), as typed draws need (gnn_sampler_set_relations);
+ * the SORTED flag goes (sources ascend only within a relation). */
+int gnn_typed_group_rows(gnn_csr_t *csr, int32_t *etype);
+
+/* A prepared graph for the block csr whose entry e has relation etype[e]
+ * and whose source j is node src_gid[j] (NULL: j) of a graph typed by
+ * types, with the relation layout attached (gnn_be_graph_create and
+ * gnn_typed_graph_attach in one call). */
+int gnn_typed_graph_create(gnn_backend_t *be, const gnn_csr_t *csr, const int32_t *etype,
+                           const int64_t *src_gid, const gnn_graph_types_t *types,
+                           gnn_bgraph_t **out);
+
 #endif

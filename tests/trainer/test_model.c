@@ -246,7 +246,7 @@ static void check_gradients_in(gnn_model_kind_t kind, const char *aggr, int laye
     fixture_t t;
     fixture(&t, 24, f, 3, &s);
     gnn_model_config_t cfg = {kind, layers, f, hidden, 3, dropout, NULL, 0, 0, 0.0f, 0.0f, NULL,
-                              0, NULL, NULL};
+                              0, NULL, NULL, 0, 0};
     if (aggr) assert_int_equal(gnn_aggr_registry_find(t.reg, aggr, &cfg.aggr), 0);
     gnn_model_t *m;
     assert_int_equal(gnn_model_create(t.be, t.reg, &cfg, 5, &m), 0);
@@ -326,7 +326,7 @@ static void check_input_gradient(gnn_model_kind_t kind, const char *aggr, int la
     fixture_t t;
     fixture(&t, 24, f, 3, &s);
     gnn_model_config_t cfg = {kind, layers, f, hidden, 3, dropout, NULL, 0, 0, 0.0f, 0.0f, NULL,
-                              0, NULL, NULL};
+                              0, NULL, NULL, 0, 0};
     if (aggr) assert_int_equal(gnn_aggr_registry_find(t.reg, aggr, &cfg.aggr), 0);
     gnn_model_t *m;
     assert_int_equal(gnn_model_create(t.be, t.reg, &cfg, 5, &m), 0);
@@ -395,7 +395,7 @@ static void test_input_gradients(void **state)
     fixture_t t;
     fixture(&t, 16, 4, 3, &s);
     gnn_model_config_t cfg = {GNN_MODEL_GCN, 2, 4, 4, 3, 0.0f, NULL, 0, 0, 0.0f, 0.0f, NULL,
-                              0, NULL, NULL};
+                              0, NULL, NULL, 0, 0};
     gnn_model_t *m;
     assert_int_equal(gnn_model_create(t.be, t.reg, &cfg, 5, &m), 0);
     assert_int_equal(gnn_model_set_sparse_input(m, t.bxs), 0);
@@ -416,7 +416,7 @@ static void test_layout_and_errors(void **state)
     const gnn_aggr_def_t *mean;
     assert_int_equal(gnn_aggr_registry_find(t.reg, "mean", &mean), 0);
     gnn_model_config_t cfg = {GNN_MODEL_SAGE, 2, 4, 3, 2, 0.5f, mean, 0, 0, 0.0f, 0.0f, NULL,
-                              0, NULL, NULL};
+                              0, NULL, NULL, 0, 0};
     gnn_model_t *m, *m2;
     assert_int_equal(gnn_model_create(t.be, t.reg, &cfg, 1, &m), 0);
     /* SAGE: 2 (4x3) + 3, then 2 (3x2) + 2. */
@@ -527,7 +527,7 @@ static void test_empty_rows_with_halo(void **state)
         const gnn_aggr_def_t *ag = NULL;
         if (cases[c].aggr) assert_int_equal(gnn_aggr_registry_find(reg, cases[c].aggr, &ag), 0);
         gnn_model_config_t cfg = {cases[c].kind, cases[c].layers, cases[c].in, cases[c].hidden,
-                                  3, 0.5f, ag, cases[c].heads, 1, 0.5f, 0.2f, NULL, 0, NULL, NULL};
+                                  3, 0.5f, ag, cases[c].heads, 1, 0.5f, 0.2f, NULL, 0, NULL, NULL, 0, 0};
         const char *an = cases[c].aggr ? cases[c].aggr : "attention";
         gnn_model_t *m;
         assert_int_equal(gnn_model_create(be, reg, &cfg, 1, &m), 0);

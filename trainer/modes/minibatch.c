@@ -28,8 +28,20 @@
 #include "graph/base/json.h"
 #include "graph/base/log.h"
 
+#include "trainer/typed.h"
+
 #include <inttypes.h>
 #include <string.h>
+
+/* The prepared graph of a block: with the relation layout for a typed
+ * layer (R-GCN), else with the gcn scales of src_deg when given. */
+static int block_graph(gnn_job_t *j, const gnn_block_t *b, const int64_t *src_deg,
+                       gnn_bgraph_t **out)
+{
+    if (j->kind->typed)
+        return gnn_typed_graph_create(j->be, &b->csr, b->etype, b->src_ids, j->g.types, out);
+    return gnn_be_graph_create_src_deg(j->be, &b->csr, src_deg, out);
+}
 
 /* On a host-memory backend the workers also build each block's
  * aggregation graph, off the training thread. */
@@ -37,7 +49,7 @@ static int prepare_graphs(void *ctx, gnn_loader_batch_t *b)
 {
     gnn_job_t *j = ctx;
     for (int l = 0; l < b->mb.layers; l++) {
-        int rc = gnn_be_graph_create(j->be, &b->mb.blocks[l].csr, (gnn_bgraph_t **)&b->user[l]);
+        int rc = block_graph(j, &b->mb.blocks[l], NULL, (gnn_bgraph_t **)&b->user[l]);
         if (rc < 0) return rc;
     }
     return 0;
@@ -74,6 +86,8 @@ int gnn__loader_setup(gnn_job_t *j, const gnn_csr_t *graph, const float *feat,
         .feat_row = feat_row,
         .labels = labels,
         .key_ids = key_ids,
+        .etype = j->kind->typed ? j->g.etype : NULL,
+        .n_rels = j->kind->typed ? j->g.types->n_rels : 0,
         .remote = remote,
         .threads = o->prefetch > 0 && !remote ? o->sampler_threads : 0,
         .prefetch = o->prefetch > 0 ? o->prefetch : 1,
@@ -97,7 +111,7 @@ int gnn__batch_graphs(gnn_job_t *j, gnn_loader_batch_t *b, gnn_bgraph_t **graphs
             graphs[l] = b->user[l];
             continue;
         }
-        int rc = gnn_be_graph_create(j->be, &b->mb.blocks[l].csr, &graphs[l]);
+        int rc = block_graph(j, &b->mb.blocks[l], NULL, &graphs[l]);
         if (rc < 0) return rc;
     }
     return 0;
@@ -135,6 +149,8 @@ static int mb_setup(gnn_job_t *j)
     int64_t rows = j->task->batch_rows ? j->task->batch_rows(j) : o->batch_size;
     GNN_TRY(gnn__buf_ensure(j->be, (void **)&j->dlogits, &j->dlogits_bytes,
                             (size_t)rows * (size_t)j->out_dim * sizeof(float)));
+    if (j->kind->typed) /* typed draws read each relation's entries as one run */
+        GNN_TRY(gnn_typed_group_rows(&j->g.csr, j->g.etype));
     GNN_TRY(gnn__loader_setup(j, &j->g.csr, j->feat_host, NULL, j->task->seed_targets(j), NULL,
                               NULL));
     GNN_INFO("mini-batches of %" PRId64 " %s, fanouts %s, %d sampler thread%s, prefetch %d",
@@ -274,7 +290,8 @@ static int mb_infer(gnn_job_t *j, gnn_infer_t *res)
         for (int64_t b0 = 0; b0 < n; b0 += eb) {
             int64_t nb = n - b0 < eb ? n - b0 : eb;
             for (int64_t i = 0; i < nb; i++) dst[i] = b0 + i;
-            GNN_TRY(gnn_sampler_full_block(csr, dst, nb, &blk));
+            GNN_TRY(gnn_sampler_full_block_typed(csr, j->kind->typed ? j->g.etype : NULL, dst,
+                                                 nb, &blk));
             int64_t nsrc = blk.csr.n_cols;
             const int64_t *idx = blk.src_ids;
             if (!host) {
@@ -296,7 +313,7 @@ static int mb_infer(gnn_job_t *j, gnn_infer_t *res)
                 GNN_CHECK(sdeg, GNN_ENOMEM, "inference batch degrees");
             }
             for (int64_t k = 0; k < nsrc; k++) sdeg[k] = j->outdeg[blk.src_ids[k]];
-            GNN_TRY(gnn_be_graph_create_src_deg(be, &blk.csr, sdeg, &bg));
+            GNN_TRY(block_graph(j, &blk, sdeg, &bg));
             const float *z;
             GNN_TRY(gnn_model_layer_infer(j->model, l, bg, j->ebuf, &z));
             GNN_TRY(gnn_be_copy(be, out + b0 * fout, z, (size_t)nb * (size_t)fout * sizeof(float)));
