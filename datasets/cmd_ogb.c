@@ -1,7 +1,8 @@
 /*
- * gnn-dataset ogb DIR -o FILE [--split NAME] [--symmetrize] [--allow-nan] [--no-features]
- * [--force] [--mem-budget SIZE] [--tmpdir DIR]: an OGB node-property
- * dataset folder (csv or npz layout) into one graph file (ogb.h).
+ * gnn-dataset ogb DIR -o FILE [--split NAME] [--symmetrize | --add-reverse] [--allow-nan]
+ * [--no-features] [--force] [--mem-budget SIZE] [--tmpdir DIR]: an OGB
+ * node-property dataset folder (csv, npz or typed csv layout) into one
+ * graph file (ogb.h).
  */
 #include "datasets/commands.h"
 #include "datasets/ogb.h"
@@ -13,6 +14,7 @@
 typedef struct {
     const char *split;
     int symmetrize;
+    int add_reverse;
     int allow_nan;
     int no_features;
     gnn_output_opts_t out;
@@ -23,7 +25,10 @@ static const gnn_opt_t ogb_table[] = {
     {"split", 0, GNN_OPT_STRING, offsetof(ogb_cmd_opts_t, split), "NAME",
      "split folder under DIR/split (default: the only one)"},
     {"symmetrize", 0, GNN_OPT_FLAG, offsetof(ogb_cmd_opts_t, symmetrize), NULL,
-     "add reverse edges and remove duplicates (store undirected)"},
+     "add reverse edges and remove duplicates (store undirected; one node type)"},
+    {"add-reverse", 0, GNN_OPT_FLAG, offsetof(ogb_cmd_opts_t, add_reverse), NULL,
+     "typed datasets (ogbn-mag): store every edge of relation REL reversed too, as relation "
+     "rev_REL (store undirected)"},
     {"allow-nan", 0, GNN_OPT_FLAG, offsetof(ogb_cmd_opts_t, allow_nan), NULL,
      "keep NaN or infinite feature values instead of refusing the input"},
     {"no-features", 0, GNN_OPT_FLAG, offsetof(ogb_cmd_opts_t, no_features), NULL,
@@ -34,8 +39,8 @@ static const gnn_opt_t ogb_table[] = {
 static const gnn_cli_t ogb_cli = {
     .prog = "gnn-dataset ogb",
     .args = "DIR",
-    .summary = "Convert an OGB node-property dataset folder (raw/ in csv or npz layout, split/) "
-               "into a graph file.",
+    .summary = "Convert an OGB node-property dataset folder (raw/ in csv or npz layout, or the "
+               "typed csv layout of ogbn-mag; split/) into a graph file.",
     .opts = ogb_table,
     .min_positional = 1,
     .max_positional = 1,
@@ -45,8 +50,8 @@ static int run_ogb(void *opts, char **pos, int npos)
 {
     const ogb_cmd_opts_t *o = opts;
     gnn_ogb_opts_t g = {.dir = pos[0], .split = o->split, .symmetrize = o->symmetrize,
-                        .allow_nan = o->allow_nan, .no_features = o->no_features,
-                        .out = o->out};
+                        .add_reverse = o->add_reverse, .allow_nan = o->allow_nan,
+                        .no_features = o->no_features, .out = o->out};
     (void)npos;
     return gnn_ogb_convert(&g);
 }

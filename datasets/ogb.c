@@ -1,6 +1,8 @@
 /*
  * OGB node-property datasets into the graph file (ogb.h): the csv layout
- * here, the npz layout in ogb_npz.c; both share the split and output steps.
+ * here, the npz layout in ogb_npz.c, the typed csv layout in ogb_hetero.c;
+ * the line parsers, per-node file readers and split steps here are shared
+ * by all three (ogb_internal.h).
  *
  * Order of work: the split files are found first (they are read last, and
  * a missing one should not cost the whole conversion), then counts, then
@@ -95,12 +97,12 @@ int gnn__ogb_exists(const char *path)
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-/* raw/<base>.csv.gz, else raw/<base>.csv; "" when neither exists. */
-static int find_csv(char *buf, size_t len, const char *dir, const char *base)
+int gnn__ogb_find_csv(char *buf, size_t len, const char *dir, const char *base)
 {
     int rc = 0;
-    char rel[256];
-    snprintf(rel, sizeof rel, "raw/%s.csv.gz", base);
+    char rel[1024];
+    if ((size_t)snprintf(rel, sizeof rel, "raw/%s.csv.gz", base) >= sizeof rel)
+        return GNN_FAIL(GNN_EINVAL, "%s/raw/%s.csv.gz: path too long", dir, base);
     GNN_TRY(gnn__ogb_path(buf, len, dir, rel));
     if (gnn__ogb_exists(buf)) return 0;
     snprintf(rel, sizeof rel, "raw/%s.csv", base);
@@ -110,9 +112,7 @@ fail:
     return rc;
 }
 
-/* The count in a num-*-list file: exactly one integer line, below the
- * graph file's limit; what names it in messages ("node count"). */
-static int read_count(const char *path, const char *what, int64_t *v)
+int gnn__ogb_read_count(const char *path, const char *what, int64_t *v)
 {
     int rc = 0;
     gnn_text_t *t = NULL;
@@ -199,8 +199,7 @@ fail:
 
 /* ---- Features --------------------------------------------------------------- */
 
-/* Number of comma-separated fields of the first non-empty line. */
-static int feature_width(const char *path, int64_t *f)
+int gnn__ogb_feature_width(const char *path, int64_t *f)
 {
     int rc = 0;
     gnn_text_t *t = NULL;
@@ -227,14 +226,15 @@ typedef struct {
     int64_t first_line;
 } nonfinite_t;
 
-static int read_features_csv(const char *path, gnn_vid_t n, int64_t f, int allow_nan,
-                             gnn_graph_writer_t *w)
+int gnn__ogb_read_features_csv(const char *path, const gnn__ogb_rows_t *rows, int64_t f,
+                               int64_t width, int allow_nan, gnn_graph_writer_t *w)
 {
     int rc = 0;
     gnn_text_t *t = NULL;
     gnn_progress_t *prog = NULL;
-    gnn_vid_t rows_per_block = (gnn_vid_t)((4u << 20) / (4 * f)) + 1;
-    float *block = gnn_malloc_array((size_t)(rows_per_block * f), sizeof *block);
+    const gnn_vid_t n = rows->n;
+    gnn_vid_t rows_per_block = (gnn_vid_t)((4u << 20) / (4 * width)) + 1;
+    float *block = gnn_malloc_array((size_t)(rows_per_block * width), sizeof *block);
     GNN_CHECK(block, GNN_ENOMEM, "out of memory for a feature block");
     GNN_TRY(gnn_text_open(path, &t));
     prog = gnn_progress_start("reading features", gnn_text_file_size(t), "B");
@@ -244,9 +244,9 @@ static int read_features_csv(const char *path, gnn_vid_t n, int64_t f, int allow
     size_t len;
     while ((rc = gnn_text_next_line(t, &line, &len)) == 1) {
         if (len == 0) continue;
-        GNN_CHECK(row < n, GNN_EFORMAT, "%s:%lld: more feature rows than the %lld nodes", path,
-                  (long long)gnn_text_line(t), (long long)n);
-        float *v = block + in_block * f;
+        GNN_CHECK(row < n, GNN_EFORMAT, "%s:%lld: more feature rows than the %lld nodes%s", path,
+                  (long long)gnn_text_line(t), (long long)n, rows->scope);
+        float *v = block + in_block * width;
         int64_t got;
         int prc = gnn__ogb_parse_floats(line, len, v, f, &got);
         if (prc == GNN_ERANGE && got == f) {
@@ -275,18 +275,19 @@ static int read_features_csv(const char *path, gnn_vid_t n, int64_t f, int allow
                 if (!bad.count) bad.first_line = gnn_text_line(t);
                 bad.count++;
             }
+        for (int64_t j = f; j < width; j++) v[j] = 0.0f;
         row++;
         if (++in_block == rows_per_block) {
-            GNN_TRY(gnn_graph_writer_put_feat(w, row - in_block, in_block, block));
+            GNN_TRY(gnn_graph_writer_put_feat(w, rows->row0 + row - in_block, in_block, block));
             in_block = 0;
             gnn_progress_set(prog, gnn_text_file_pos(t));
         }
     }
     if (rc < 0) goto fail;
-    GNN_TRY(gnn_graph_writer_put_feat(w, row - in_block, in_block, block));
+    GNN_TRY(gnn_graph_writer_put_feat(w, rows->row0 + row - in_block, in_block, block));
     gnn_progress_set(prog, gnn_text_file_pos(t));
-    GNN_CHECK(row == n, GNN_EFORMAT, "%s has %lld rows but the graph has %lld nodes", path,
-              (long long)row, (long long)n);
+    GNN_CHECK(row == n, GNN_EFORMAT, "%s has %lld rows but the graph has %lld nodes%s", path,
+              (long long)row, (long long)n, rows->scope);
     if (bad.count) {
         GNN_CHECK(allow_nan, GNN_EFORMAT,
                   "%s: %lld NaN or infinite values (first on line %lld); use --allow-nan to keep "
@@ -302,12 +303,12 @@ fail:
 
 /* ---- Labels and extra node columns ----------------------------------------- */
 
-/* One value a row; empty, "nan" or -1 = unlabelled (-1). Blank lines after
- * the last node's row are skipped. */
-static int read_labels_csv(const char *path, gnn_vid_t n, gnn_graph_writer_t *w)
+int gnn__ogb_read_labels_csv(const char *path, const gnn__ogb_rows_t *rows,
+                             gnn_graph_writer_t *w)
 {
     int rc = 0;
     gnn_text_t *t = NULL;
+    const gnn_vid_t n = rows->n;
     int64_t *block = gnn_malloc_array(LABEL_BLOCK, sizeof *block);
     GNN_CHECK(block, GNN_ENOMEM, "out of memory");
     GNN_TRY(gnn_text_open(path, &t));
@@ -316,8 +317,8 @@ static int read_labels_csv(const char *path, gnn_vid_t n, gnn_graph_writer_t *w)
     size_t len;
     while ((rc = gnn_text_next_line(t, &line, &len)) == 1) {
         if (row == n && len == 0) continue;
-        GNN_CHECK(row < n, GNN_EFORMAT, "%s:%lld: more labels than the %lld nodes", path,
-                  (long long)gnn_text_line(t), (long long)n);
+        GNN_CHECK(row < n, GNN_EFORMAT, "%s:%lld: more labels than the %lld nodes%s", path,
+                  (long long)gnn_text_line(t), (long long)n, rows->scope);
         const char *p = line, *end = line + len;
         double x;
         if (len == 0) {
@@ -337,33 +338,32 @@ static int read_labels_csv(const char *path, gnn_vid_t n, gnn_graph_writer_t *w)
         block[k++] = (int64_t)x;
         row++;
         if (k == LABEL_BLOCK) {
-            GNN_TRY(gnn_graph_writer_put_labels(w, row - k, k, block));
+            GNN_TRY(gnn_graph_writer_put_labels(w, rows->row0 + row - k, k, block));
             k = 0;
         }
     }
     if (rc < 0) goto fail;
-    GNN_TRY(gnn_graph_writer_put_labels(w, row - k, k, block));
-    GNN_CHECK(row == n, GNN_EFORMAT, "%s has %lld labels but the graph has %lld nodes", path,
-              (long long)row, (long long)n);
+    GNN_TRY(gnn_graph_writer_put_labels(w, rows->row0 + row - k, k, block));
+    GNN_CHECK(row == n, GNN_EFORMAT, "%s has %lld labels but the graph has %lld nodes%s", path,
+              (long long)row, (long long)n, rows->scope);
 fail:
     gnn_text_close(t);
     gnn_free(block);
     return rc;
 }
 
-/* raw/node_NAME.csv(.gz): n rows of k numbers; stored as node_data/NAME,
- * int64 when every value is integral, float32 otherwise. */
-static int read_node_column(const char *path, const char *name, gnn_vid_t n,
-                            gnn_graph_writer_t *w)
+int gnn__ogb_read_column(const char *path, gnn_vid_t n, double **out, int64_t *ncols,
+                         int *integral)
 {
     int rc = 0;
     gnn_text_t *t = NULL;
     double *v = NULL;
-    void *out = NULL;
     int64_t k = 0, cap = 0, rows = 0;
-    int integral = 1;
     char *line;
     size_t len;
+    *out = NULL;
+    *ncols = 0;
+    *integral = 1;
     GNN_TRY(gnn_text_open(path, &t));
     while ((rc = gnn_text_next_line(t, &line, &len)) == 1) {
         if (len == 0) continue;
@@ -382,7 +382,7 @@ static int read_node_column(const char *path, const char *name, gnn_vid_t n,
                 rc = gnn_text_fail(t, "malformed number");
                 goto fail;
             }
-            if (x != floor(x) || fabs(x) > 9e15) integral = 0;
+            if (x != floor(x) || fabs(x) > 9e15) *integral = 0;
             v[rows * (k ? k : 1) + cols++] = x;
             while (p < end && (*p == ' ' || *p == '\t')) p++;
             if (p == end) break;
@@ -407,20 +407,58 @@ static int read_node_column(const char *path, const char *name, gnn_vid_t n,
     rc = 0;
     GNN_CHECK(rows == n, GNN_EFORMAT, "%s has %lld rows but the graph has %lld nodes", path,
               (long long)rows, (long long)n);
-    if (n == 0) goto fail; /* nothing to store */
-    out = gnn_malloc_array((size_t)(n * k), integral ? sizeof(int64_t) : sizeof(float));
-    GNN_CHECK(out, GNN_ENOMEM, "out of memory reading %s", path);
-    for (int64_t i = 0; i < n * k; i++) {
+    *out = v;
+    *ncols = k;
+    v = NULL;
+fail:
+    gnn_text_close(t);
+    gnn_free(v);
+    return rc;
+}
+
+int gnn__ogb_put_column(gnn_graph_writer_t *w, const char *name, int64_t ncols, int integral,
+                        const double *v)
+{
+    int rc = 0;
+    int64_t count = gnn_graph_writer_header(w)->num_nodes * ncols;
+    void *out = gnn_malloc_array((size_t)count + 1, integral ? sizeof(int64_t) : sizeof(float));
+    GNN_CHECK(out, GNN_ENOMEM, "out of memory for node_data/%s", name);
+    for (int64_t i = 0; i < count; i++) {
         if (integral)
             ((int64_t *)out)[i] = (int64_t)v[i];
         else
             ((float *)out)[i] = (float)v[i];
     }
-    GNN_TRY(gnn_graph_writer_put_node_data(w, name, integral, k, out));
+    GNN_TRY(gnn_graph_writer_put_node_data(w, name, integral, ncols, out));
 fail:
-    gnn_text_close(t);
-    gnn_free(v);
     gnn_free(out);
+    return rc;
+}
+
+int gnn__ogb_column_name(const char *file, char *name, size_t len)
+{
+    size_t l = strlen(file);
+    if (strncmp(file, "node_", 5) != 0) return 0;
+    size_t stem = l >= 7 && !strcmp(file + l - 7, ".csv.gz") ? l - 7
+                  : l >= 4 && !strcmp(file + l - 4, ".csv") ? l - 4 : 0;
+    if (stem <= 5) return 0;
+    snprintf(name, len, "%.*s", (int)(stem - 5), file + 5);
+    return 1;
+}
+
+/* raw/node_NAME.csv(.gz): n rows of k numbers; stored as node_data/NAME,
+ * int64 when every value is integral, float32 otherwise. */
+static int read_node_column(const char *path, const char *name, gnn_vid_t n,
+                            gnn_graph_writer_t *w)
+{
+    int rc = 0;
+    double *v = NULL;
+    int64_t k;
+    int integral;
+    GNN_TRY(gnn__ogb_read_column(path, n, &v, &k, &integral));
+    if (n > 0) GNN_TRY(gnn__ogb_put_column(w, name, k, integral, v)); /* else nothing to store */
+fail:
+    gnn_free(v);
     return rc;
 }
 
@@ -432,18 +470,12 @@ static int read_node_columns(const char *dir, gnn_vid_t n, gnn_graph_writer_t *w
     DIR *d = opendir(raw);
     struct dirent *e;
     while (d && (e = readdir(d))) {
-        const char *nm = e->d_name;
-        size_t l = strlen(nm);
-        if (strncmp(nm, "node_", 5) != 0) continue;
-        size_t stem = l >= 7 && !strcmp(nm + l - 7, ".csv.gz") ? l - 7
-                      : l >= 4 && !strcmp(nm + l - 4, ".csv") ? l - 4 : 0;
-        if (stem <= 5) continue;
         char name[64];
-        snprintf(name, sizeof name, "%.*s", (int)(stem - 5), nm + 5);
-        if (snprintf(path, sizeof path, "%s/%s", raw, nm) >= (int)sizeof path) continue;
+        if (!gnn__ogb_column_name(e->d_name, name, sizeof name)) continue;
+        if (snprintf(path, sizeof path, "%s/%s", raw, e->d_name) >= (int)sizeof path) continue;
         rc = read_node_column(path, name, n, w);
         if (rc < 0) break;
-        GNN_INFO("kept %s as node_data/%s", nm, name);
+        GNN_INFO("kept %s as node_data/%s", e->d_name, name);
     }
     if (d) closedir(d);
 fail:
@@ -564,13 +596,19 @@ fail:
     return rc;
 }
 
-int gnn__ogb_split_files(const char *dir, const char *want, char paths[][4096])
+int gnn__ogb_split_files(const char *dir, const char *want, const char *sub, char paths[][4096])
 {
     int rc = 0;
     char sdir[4096];
     for (int s = 0; s < GNN_NUM_SPLITS; s++) paths[s][0] = '\0';
     GNN_TRY(gnn__ogb_split_dir(dir, want, sdir, sizeof sdir));
     if (!sdir[0]) return 0;
+    if (sub) {
+        size_t used = strlen(sdir);
+        GNN_CHECK((size_t)snprintf(sdir + used, sizeof sdir - used, "/%s", sub) <
+                      sizeof sdir - used,
+                  GNN_EINVAL, "%s/%s: path too long", sdir, sub);
+    }
     for (int s = 0; s < GNN_NUM_SPLITS; s++) {
         char rel[64];
         snprintf(rel, sizeof rel, "%s.csv.gz", gnn_split_names[s]);
@@ -588,12 +626,13 @@ fail:
     return rc;
 }
 
-int gnn__ogb_write_splits(const char *dir, const char *want, gnn_vid_t n, gnn_graph_writer_t *w)
+int gnn__ogb_write_splits(const char *dir, const char *want, const char *sub, gnn_vid_t off,
+                          gnn_vid_t n, gnn_graph_writer_t *w)
 {
     int rc = 0;
     char paths[GNN_NUM_SPLITS][4096];
     int64_t *idx = NULL;
-    GNN_TRY(gnn__ogb_split_files(dir, want, paths));
+    GNN_TRY(gnn__ogb_split_files(dir, want, sub, paths));
     if (!paths[0][0]) {
         GNN_WARN("%s: no split/ folder: the graph file has no train/valid/test split", dir);
         return 0;
@@ -601,6 +640,7 @@ int gnn__ogb_write_splits(const char *dir, const char *want, gnn_vid_t n, gnn_gr
     for (int s = 0; s < GNN_NUM_SPLITS; s++) {
         int64_t k;
         GNN_TRY(gnn__ogb_read_index_csv(paths[s], n, &idx, &k));
+        for (int64_t i = 0; i < k; i++) idx[i] += off;
         GNN_TRY(gnn_graph_writer_put_split(w, (gnn_split_t)s, idx, k));
         gnn_free(idx);
         idx = NULL;
@@ -634,23 +674,23 @@ static int convert_csv(const gnn_ogb_opts_t *o)
     char path[4096], feat[4096], label[4096];
     int64_t n, m;
 
-    GNN_TRY(find_csv(path, sizeof path, o->dir, "num-node-list"));
+    GNN_TRY(gnn__ogb_find_csv(path, sizeof path, o->dir, "num-node-list"));
     GNN_CHECK(path[0], GNN_ENOENT, "%s/raw/num-node-list.csv.gz: no such file", o->dir);
-    GNN_TRY(read_count(path, "node count", &n));
-    GNN_TRY(find_csv(path, sizeof path, o->dir, "num-edge-list"));
+    GNN_TRY(gnn__ogb_read_count(path, "node count", &n));
+    GNN_TRY(gnn__ogb_find_csv(path, sizeof path, o->dir, "num-edge-list"));
     GNN_CHECK(path[0], GNN_ENOENT, "%s/raw/num-edge-list.csv.gz: no such file", o->dir);
-    GNN_TRY(read_count(path, "edge count", &m));
+    GNN_TRY(gnn__ogb_read_count(path, "edge count", &m));
     GNN_INFO("%s: %lld nodes, %lld edges", o->dir, (long long)n, (long long)m);
 
     GNN_TRY(gnn__ogb_builder_open(o, n, &b));
-    GNN_TRY(find_csv(path, sizeof path, o->dir, "edge"));
+    GNN_TRY(gnn__ogb_find_csv(path, sizeof path, o->dir, "edge"));
     GNN_CHECK(path[0], GNN_ENOENT, "%s/raw/edge.csv.gz: no such file", o->dir);
     GNN_TRY(read_edges_csv(path, n, m, b));
 
     int64_t f = 0;
-    GNN_TRY(find_csv(feat, sizeof feat, o->dir, "node-feat"));
-    if (feat[0] && !o->no_features) GNN_TRY(feature_width(feat, &f));
-    GNN_TRY(find_csv(label, sizeof label, o->dir, "node-label"));
+    GNN_TRY(gnn__ogb_find_csv(feat, sizeof feat, o->dir, "node-feat"));
+    if (feat[0] && !o->no_features) GNN_TRY(gnn__ogb_feature_width(feat, &f));
+    GNN_TRY(gnn__ogb_find_csv(label, sizeof label, o->dir, "node-label"));
 
     gnn_graph_header_t h = {
         .num_nodes = n,
@@ -662,10 +702,11 @@ static int convert_csv(const gnn_ogb_opts_t *o)
     };
     GNN_TRY(gnn_graph_writer_open(o->out.path, &h, o->out.force, &w));
     GNN_TRY(gnn_builder_write(b, w));
-    if (f) GNN_TRY(read_features_csv(feat, n, f, o->allow_nan, w));
-    if (label[0]) GNN_TRY(read_labels_csv(label, n, w));
+    gnn__ogb_rows_t all = {.row0 = 0, .n = n, .scope = ""};
+    if (f) GNN_TRY(gnn__ogb_read_features_csv(feat, &all, f, f, o->allow_nan, w));
+    if (label[0]) GNN_TRY(gnn__ogb_read_labels_csv(label, &all, w));
     GNN_TRY(read_node_columns(o->dir, n, w));
-    GNN_TRY(gnn__ogb_write_splits(o->dir, o->split, n, w));
+    GNN_TRY(gnn__ogb_write_splits(o->dir, o->split, NULL, 0, n, w));
     gnn_builder_stats_t st;
     gnn_builder_stats(b, &st);
     rc = gnn_graph_writer_commit(w);
@@ -689,14 +730,19 @@ int gnn_ogb_convert(const gnn_ogb_opts_t *o)
     GNN_CHECK(o->dir && stat(o->dir, &st) == 0 && S_ISDIR(st.st_mode), GNN_ENOENT,
               "%s: no such directory", o->dir ? o->dir : "(none)");
     GNN_TRY(gnn_output_check(&o->out));
-    GNN_TRY(find_csv(path, sizeof path, o->dir, "edge"));
+    GNN_TRY(gnn__ogb_find_csv(path, sizeof path, o->dir, "num-node-dict"));
+    if (path[0]) return gnn__ogb_convert_hetero(o);
+    GNN_CHECK(!o->add_reverse, GNN_EUSAGE,
+              "%s: --add-reverse applies to typed datasets (raw/num-node-dict.csv.gz); use "
+              "--symmetrize to store every edge both ways", o->dir);
+    GNN_TRY(gnn__ogb_find_csv(path, sizeof path, o->dir, "edge"));
     int csv = path[0] != '\0';
     GNN_TRY(gnn__ogb_path(path, sizeof path, o->dir, "raw/data.npz"));
     GNN_CHECK(csv || gnn__ogb_exists(path), GNN_ENOENT,
-              "%s: neither raw/edge.csv.gz nor raw/data.npz found (not an OGB node-property "
-              "dataset folder)", o->dir);
+              "%s: none of raw/edge.csv.gz, raw/data.npz, raw/num-node-dict.csv.gz found (not an "
+              "OGB node-property dataset folder)", o->dir);
     /* The split is read last: find its files before the edges. */
-    GNN_TRY(gnn__ogb_split_files(o->dir, o->split, splits));
+    GNN_TRY(gnn__ogb_split_files(o->dir, o->split, NULL, splits));
     return csv ? convert_csv(o) : gnn__ogb_convert_npz(o);
 fail:
     return rc;

@@ -240,7 +240,7 @@ int gnn__ogb_convert_npz(const gnn_ogb_opts_t *o)
     if (f) GNN_TRY(read_features(z, n, o->allow_nan, w, f));
     if (has_labels) GNN_TRY(read_labels(label, n, w));
     GNN_TRY(read_extras(z, n, w));
-    GNN_TRY(gnn__ogb_write_splits(o->dir, o->split, n, w));
+    GNN_TRY(gnn__ogb_write_splits(o->dir, o->split, NULL, 0, n, w));
     rc = gnn_graph_writer_commit(w);
     w = NULL;
     if (rc == 0) GNN_INFO("wrote %s", o->out.path);

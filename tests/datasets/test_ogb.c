@@ -212,7 +212,8 @@ static void test_bad_inputs(void **state)
     unlink(p);
     expect_failure(d, NULL, 1, "raw/num-node-list.csv.gz: no such file");
     expect_failure(tu_path("nowhere"), NULL, 1, "no such directory");
-    expect_failure(tu_tmpdir(), NULL, 1, "neither raw/edge.csv.gz nor raw/data.npz found");
+    expect_failure(tu_tmpdir(), NULL, 1,
+                   "none of raw/edge.csv.gz, raw/data.npz, raw/num-node-dict.csv.gz found");
 
     /* A gzip stream cut short. */
     d = make_dataset("truncated");
