@@ -186,19 +186,21 @@ static int split_list(const char *path, const char *attr, char *s, char **parts,
     return 0;
 }
 
-/* The root attributes and node_type_offsets of a version 2 file. */
-static int read_types(gnn_graph_file_t *f)
+int gnn__h5_read_types(hid_t loc, const char *path, int64_t num_nodes, void *types)
 {
     int rc = 0;
-    const char *path = f->path;
     char *buf = gnn_malloc(TYPE_LIST_MAX), *parts[GNN_MAX_RELATIONS];
     hid_t d = -1;
     hsize_t dims[1];
-    gnn_graph_types_t *t = gnn_calloc(1, sizeof *t);
-    GNN_CHECK(buf && t, GNN_ENOMEM, "out of memory");
-    f->info.types = t;
+    gnn_graph_types_t *t = types;
+    memset(t, 0, sizeof *t);
+    GNN_CHECK(buf, GNN_ENOMEM, "out of memory");
     t->target = -1;
-    GNN_TRY(gnn__h5_get_attr_str(f->file, "node_types", buf, TYPE_LIST_MAX));
+    rc = gnn__h5_get_attr_str(loc, "node_types", buf, TYPE_LIST_MAX);
+    if (rc < 0) {
+        gnn_error_prefix("%s", path);
+        goto fail;
+    }
     GNN_TRY(split_list(path, "node_types", buf, parts, GNN_MAX_NODE_TYPES, &t->n_ntypes));
     GNN_CHECK(t->n_ntypes >= 1, GNN_EFORMAT, "%s: attribute 'node_types' is empty", path);
     for (int i = 0; i < t->n_ntypes; i++) {
@@ -207,41 +209,86 @@ static int read_types(gnn_graph_file_t *f)
                   GNN_TYPE_NAME_MAX - 1);
         snprintf(t->ntype[i], GNN_TYPE_NAME_MAX, "%s", parts[i]);
     }
-    GNN_TRY(gnn__h5_get_attr_str(f->file, "relations", buf, TYPE_LIST_MAX));
+    rc = gnn__h5_get_attr_str(loc, "relations", buf, TYPE_LIST_MAX);
+    if (rc < 0) {
+        gnn_error_prefix("%s", path);
+        goto fail;
+    }
     GNN_TRY(split_list(path, "relations", buf, parts, GNN_MAX_RELATIONS, &t->n_rels));
     GNN_CHECK(t->n_rels >= 1, GNN_EFORMAT, "%s: attribute 'relations' is empty", path);
     for (int r = 0; r < t->n_rels; r++) {
-        char *a = parts[r], *b = strchr(a, ':'), *c = b ? strchr(b + 1, ':') : NULL;
+        char *x = parts[r], *b = strchr(x, ':'), *c = b ? strchr(b + 1, ':') : NULL;
         GNN_CHECK(c && !strchr(c + 1, ':'), GNN_EFORMAT,
-                  "%s: relation '%s' is not SRC:NAME:DST", path, a);
+                  "%s: relation '%s' is not SRC:NAME:DST", path, x);
         *b = *c = '\0';
-        t->rel_src[r] = gnn_graph_types_find(t, a);
+        t->rel_src[r] = gnn_graph_types_find(t, x);
         t->rel_dst[r] = gnn_graph_types_find(t, c + 1);
         GNN_CHECK(t->rel_src[r] >= 0 && t->rel_dst[r] >= 0, GNN_EFORMAT,
-                  "%s: relation '%s' names an unknown node type ('%s' or '%s')", path, b + 1, a,
+                  "%s: relation '%s' names an unknown node type ('%s' or '%s')", path, b + 1, x,
                   c + 1);
         GNN_CHECK(strlen(b + 1) < GNN_TYPE_NAME_MAX, GNN_EFORMAT,
                   "%s: relation name '%s' is longer than %d characters", path, b + 1,
                   GNN_TYPE_NAME_MAX - 1);
         snprintf(t->rel[r], GNN_TYPE_NAME_MAX, "%s", b + 1);
     }
-    if (H5Aexists(f->file, "target_type") > 0) {
-        GNN_TRY(gnn__h5_get_attr_str(f->file, "target_type", buf, TYPE_LIST_MAX));
+    if (H5Aexists(loc, "target_type") > 0) {
+        rc = gnn__h5_get_attr_str(loc, "target_type", buf, TYPE_LIST_MAX);
+        if (rc < 0) {
+            gnn_error_prefix("%s", path);
+            goto fail;
+        }
         t->target = gnn_graph_types_find(t, buf);
         GNN_CHECK(t->target >= 0, GNN_EFORMAT, "%s: target_type '%s' is not a node type", path,
                   buf);
     }
     H5Eclear2(H5E_DEFAULT);
-    GNN_TRY(gnn__h5_open_dataset(f->file, path, "node_type_offsets", GNN_H5_INT, 1, 0, dims, &d));
+    GNN_TRY(gnn__h5_open_dataset(loc, path, "node_type_offsets", GNN_H5_INT, 1, 0, dims, &d));
     GNN_CHECK(dims[0] == (hsize_t)t->n_ntypes + 1, GNN_EFORMAT,
               "%s: dataset 'node_type_offsets' has %llu entries, expected %d node types + 1",
               path, (unsigned long long)dims[0], t->n_ntypes);
     GNN_TRY(gnn__h5_read_rows(d, H5T_NATIVE_INT64, 1, 1, 0, t->n_ntypes + 1, t->off));
-    GNN_TRY(types_check(t, f->info.num_nodes, path, GNN_EFORMAT));
+    GNN_TRY(types_check(t, num_nodes, path, GNN_EFORMAT));
 fail:
     gnn__h5_close(&d);
     gnn_free(buf);
     return rc;
+}
+
+int gnn__h5_write_types(hid_t loc, const char *path, const void *types)
+{
+    int rc = 0;
+    const gnn_graph_types_t *t = types;
+    hid_t d = -1;
+    char *buf = gnn_malloc(TYPE_LIST_MAX);
+    GNN_CHECK(buf, GNN_ENOMEM, "out of memory");
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < t->n_ntypes; i++)
+        at += (size_t)snprintf(buf + at, TYPE_LIST_MAX - at, "%s%s", i ? "," : "", t->ntype[i]);
+    GNN_TRY(gnn__h5_set_attr_str(loc, "node_types", buf));
+    at = 0;
+    for (int r = 0; r < t->n_rels; r++)
+        at += (size_t)snprintf(buf + at, TYPE_LIST_MAX - at, "%s%s:%s:%s", r ? "," : "",
+                               t->ntype[t->rel_src[r]], t->rel[r], t->ntype[t->rel_dst[r]]);
+    GNN_TRY(gnn__h5_set_attr_str(loc, "relations", buf));
+    if (t->target >= 0) GNN_TRY(gnn__h5_set_attr_str(loc, "target_type", t->ntype[t->target]));
+    hsize_t dims[1] = {(hsize_t)t->n_ntypes + 1}, chunk[1] = {CHUNK_1D};
+    GNN_TRY(gnn__h5_create_dataset(loc, "node_type_offsets", H5T_STD_I64LE, 1, dims, chunk, &d));
+    GNN_TRY(gnn__h5_write_rows(d, H5T_NATIVE_INT64, 1, 1, 0, t->n_ntypes + 1, t->off));
+    (void)path;
+fail:
+    gnn__h5_close(&d);
+    gnn_free(buf);
+    return rc;
+}
+
+/* The root attributes and node_type_offsets of a version 2 file. */
+static int read_types(gnn_graph_file_t *f)
+{
+    gnn_graph_types_t *t = gnn_calloc(1, sizeof *t);
+    if (!t) return GNN_FAIL(GNN_ENOMEM, "out of memory");
+    f->info.types = t;
+    return gnn__h5_read_types(f->file, f->path, f->info.num_nodes, t);
 }
 
 /* edge_type and node_feat/TYPE of a version 2 file. */
@@ -1079,23 +1126,9 @@ static int write_types(gnn_graph_writer_t *w)
 {
     int rc = 0;
     const gnn_graph_types_t *t = &w->types;
-    hid_t d = -1, g = -1;
-    char *buf = gnn_malloc(TYPE_LIST_MAX);
-    GNN_CHECK(buf, GNN_ENOMEM, "out of memory");
-    size_t at = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < t->n_ntypes; i++)
-        at += (size_t)snprintf(buf + at, TYPE_LIST_MAX - at, "%s%s", i ? "," : "", t->ntype[i]);
-    GNN_TRY(gnn__h5_set_attr_str(w->file, "node_types", buf));
-    at = 0;
-    for (int r = 0; r < t->n_rels; r++)
-        at += (size_t)snprintf(buf + at, TYPE_LIST_MAX - at, "%s%s:%s:%s", r ? "," : "",
-                               t->ntype[t->rel_src[r]], t->rel[r], t->ntype[t->rel_dst[r]]);
-    GNN_TRY(gnn__h5_set_attr_str(w->file, "relations", buf));
-    if (t->target >= 0) GNN_TRY(gnn__h5_set_attr_str(w->file, "target_type", t->ntype[t->target]));
-    hsize_t dims[2] = {(hsize_t)t->n_ntypes + 1, 1}, chunk[2] = {CHUNK_1D, 1};
-    GNN_TRY(gnn__h5_create_dataset(w->file, "node_type_offsets", H5T_STD_I64LE, 1, dims, chunk, &d));
-    GNN_TRY(gnn__h5_write_rows(d, H5T_NATIVE_INT64, 1, 1, 0, t->n_ntypes + 1, t->off));
+    hid_t g = -1;
+    hsize_t dims[2], chunk[2] = {CHUNK_1D, 1};
+    GNN_TRY(gnn__h5_write_types(w->file, w->tmp, t));
     dims[0] = w->append ? 0 : (hsize_t)w->h.num_edges;
     GNN_TRY(gnn__h5_create_dataset(w->file, "edge_type", H5T_STD_I32LE, 1, dims, chunk,
                                    &w->d_etype));
@@ -1116,8 +1149,6 @@ static int write_types(gnn_graph_writer_t *w)
     }
 fail:
     gnn__h5_close(&g);
-    gnn__h5_close(&d);
-    gnn_free(buf);
     return rc;
 }
 

@@ -73,4 +73,12 @@ int gnn__h5_set_attr_f64(hid_t loc, const char *name, double v);
 int gnn__h5_get_attr_u64(hid_t loc, const char *name, int optional, uint64_t *v);
 int gnn__h5_set_attr_u64(hid_t loc, const char *name, uint64_t v);
 
+/* The node and edge types of a typed graph (graph_file.h) as attributes
+ * node_types, relations, target_type and dataset node_type_offsets of loc
+ * (the graph file's root, or a partition's meta.h5): read (checked against
+ * num_nodes; GNN_EFORMAT naming path) and written. Implemented in
+ * graph_file.c. */
+int gnn__h5_read_types(hid_t loc, const char *path, int64_t num_nodes, void *types);
+int gnn__h5_write_types(hid_t loc, const char *path, const void *types);
+
 #endif

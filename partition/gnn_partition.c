@@ -54,8 +54,9 @@ static const gnn_opt_t table[] = {
      "METIS's scheme: kway, rb (recursive bisection), or best (both, keeping the lower edge "
      "cut)"},
     {"balance", 0, GNN_OPT_STRING, O(balance), "LIST",
-     "what METIS balances across parts: any of nodes, edges (in-degree), train "
-     "(default: all three, without train when the graph has no training nodes)"},
+     "what METIS balances across parts: any of nodes, edges (in-degree), train, ntypes "
+     "(each node type's count: a typed graph) (default: nodes,edges,train, without train "
+     "when the graph has no training nodes)"},
     {"halo-hops", 0, GNN_OPT_INT, O(halo_hops), "H", "hops of halo nodes kept with each part"},
     {"ufactor", 0, GNN_OPT_INT, O(ufactor), "U", "allowed imbalance in 1/1000 (30 = 3 %)"},
     {"seed", 0, GNN_OPT_I64, O(seed), "S", "METIS and random seed"},
@@ -93,9 +94,10 @@ static double now_s(void)
 }
 
 /* --balance "nodes,edges,train" into flags; the canonical spelling in buf. */
-static int parse_balance(const char *s, int *nodes, int *edges, int *train, char *buf, size_t len)
+static int parse_balance(const char *s, int *nodes, int *edges, int *train, int *ntypes, char *buf,
+                         size_t len)
 {
-    *nodes = *edges = *train = 0;
+    *nodes = *edges = *train = *ntypes = 0;
     const char *p = s;
     while (*p) {
         const char *end = strchr(p, ',');
@@ -106,17 +108,20 @@ static int parse_balance(const char *s, int *nodes, int *edges, int *train, char
             *edges = 1;
         else if (n == 5 && !strncmp(p, "train", 5))
             *train = 1;
+        else if (n == 6 && !strncmp(p, "ntypes", 6))
+            *ntypes = 1;
         else
-            return GNN_FAIL(GNN_EUSAGE, "--balance \"%s\": expected a list of nodes, edges, train",
-                            s);
+            return GNN_FAIL(GNN_EUSAGE,
+                            "--balance \"%s\": expected a list of nodes, edges, train, ntypes", s);
         p += n;
         if (*p == ',') p++;
     }
-    if (!*nodes && !*edges && !*train)
-        return GNN_FAIL(GNN_EUSAGE, "--balance \"%s\": name at least one of nodes, edges, train",
-                        s);
-    snprintf(buf, len, "%s%s%s%s%s", *nodes ? "nodes" : "", *nodes && (*edges || *train) ? "," : "",
-             *edges ? "edges" : "", *edges && *train ? "," : "", *train ? "train" : "");
+    if (!*nodes && !*edges && !*train && !*ntypes)
+        return GNN_FAIL(GNN_EUSAGE,
+                        "--balance \"%s\": name at least one of nodes, edges, train, ntypes", s);
+    snprintf(buf, len, "%s%s%s%s%s%s%s", *nodes ? "nodes" : "", *nodes && (*edges || *train) ? "," : "",
+             *edges ? "edges" : "", *edges && *train ? "," : "", *train ? "train" : "",
+             *ntypes && (*nodes || *edges || *train) ? "," : "", *ntypes ? "ntypes" : "");
     return 0;
 }
 
@@ -127,11 +132,12 @@ static void phase_done(const char *what, double t0)
 }
 
 /* Vertex weights for METIS from the loaded graph: nodes, 1 + in-degree,
- * train membership, in that order, as --balance selects them. */
-static int64_t *vertex_weights(const gnn_graph_t *g, int bn, int be, int bt)
+ * train membership, then one per node type (ntypes: 1 on its own type's),
+ * in that order, as --balance selects them. */
+static int64_t *vertex_weights(const gnn_graph_t *g, int bn, int be, int bt, int nt)
 {
     gnn_vid_t n = g->csr.n_rows;
-    int ncon = bn + be + bt;
+    int T = nt ? g->types->n_ntypes : 0, ncon = bn + be + bt + T;
     int64_t *w = gnn_calloc((size_t)n * (size_t)ncon + 1, sizeof *w);
     if (!w) return NULL;
     for (gnn_vid_t v = 0; v < n; v++) {
@@ -141,7 +147,10 @@ static int64_t *vertex_weights(const gnn_graph_t *g, int bn, int be, int bt)
     }
     if (bt)
         for (int64_t i = 0; i < g->split_size[GNN_SPLIT_TRAIN]; i++)
-            w[g->split[GNN_SPLIT_TRAIN][i] * ncon + ncon - 1] = 1;
+            w[g->split[GNN_SPLIT_TRAIN][i] * ncon + bn + be] = 1;
+    for (int t = 0; t < T; t++)
+        for (gnn_vid_t v = g->types->off[t]; v < g->types->off[t + 1]; v++)
+            w[v * ncon + bn + be + bt + t] = 1;
     return w;
 }
 
@@ -149,7 +158,7 @@ static int64_t *vertex_weights(const gnn_graph_t *g, int bn, int be, int bt)
  * Sets *multilevel instead when the view is beyond --max-metis-edges; g
  * stays loaded for writing either way. */
 static int direct(const opts_t *o, const char *graph_path, gnn_graph_t *gp, int bn, int be, int bt,
-                  int scheme, int32_t **part_out, int64_t *cut_out, int *used, int *multilevel)
+                  int nt, int scheme, int32_t **part_out, int64_t *cut_out, int *used, int *multilevel)
 {
     int rc = 0;
     gnn_csr_t sym = {0};
@@ -165,6 +174,11 @@ static int direct(const opts_t *o, const char *graph_path, gnn_graph_t *gp, int 
               GNN_EINVAL,
               "--balance train: %s has no training nodes (use --balance nodes,edges)",
               graph_path);
+    GNN_CHECK(!nt || gp->types, GNN_EINVAL,
+              "--balance ntypes: %s has no node types (a format version 2 graph)", graph_path);
+    GNN_CHECK(!nt || bn + be + bt + gp->types->n_ntypes <= 64, GNN_EINVAL,
+              "--balance ntypes: %d node types and the other constraints exceed 64",
+              gp->types->n_ntypes);
     phase_done("loaded the graph", t0);
     GNN_INFO("%s: %" GNN_PRIvid " nodes, %" GNN_PRIeid " edges", graph_path, gp->csr.n_rows,
              gp->csr.nnz);
@@ -181,14 +195,19 @@ static int direct(const opts_t *o, const char *graph_path, gnn_graph_t *gp, int 
     } else if (sym.nnz <= o->max_metis_edges) {
         /* Nodes alone are METIS's own unit weights: none are passed then,
          * as gpmetis does. */
-        int unit = bn && !be && !bt;
-        w = unit ? NULL : vertex_weights(gp, bn, be, bt);
+        int unit = bn && !be && !bt && !nt;
+        w = unit ? NULL : vertex_weights(gp, bn, be, bt, nt);
         GNN_CHECK(unit || w, GNN_ENOMEM, "vertex weights");
-        gnn_part_opts_t po = {.ncon = unit ? 0 : bn + be + bt, .vwgt = w,
+        gnn_part_opts_t po = {.ncon = unit ? 0 : bn + be + bt + (nt ? gp->types->n_ntypes : 0),
+                              .vwgt = w,
                               .ufactor = o->ufactor, .seed = (uint64_t)o->seed, .scheme = scheme};
         GNN_TRY(gnn_part_metis(&sym, (int)o->k, &po, part, &cut, used));
         phase_done(scheme == GNN_PART_BEST ? "METIS k-way and recursive bisection" : "METIS", t0);
     } else {
+        GNN_CHECK(!gp->types, GNN_EUNSUPPORTED,
+                  "%s has node types and %" GNN_PRIeid " adjacency entries, beyond "
+                  "--max-metis-edges %" PRId64 ": typed graphs are cut in one METIS call",
+                  graph_path, sym.nnz, o->max_metis_edges);
         GNN_INFO("%" GNN_PRIeid " adjacency entries exceed --max-metis-edges %" PRId64
                  ": coarsening first",
                  sym.nnz, o->max_metis_edges);
@@ -345,7 +364,7 @@ static int partition(const opts_t *o, const char *graph_path)
     gnn_graph_init(&g);
     int32_t *part = NULL;
     int64_t budget = 0, cut = 0;
-    int bn, be, bt, multilevel = 0, levels = 0, scheme = -1, used = -1;
+    int bn, be, bt, nt, multilevel = 0, levels = 0, scheme = -1, used = -1;
     char balance[32];
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -368,8 +387,8 @@ static int partition(const opts_t *o, const char *graph_path)
         GNN_TRY(gnn_parse_size(o->mem_budget, &budget));
         GNN_CHECK(budget > 0, GNN_EUSAGE, "--mem-budget \"%s\" must be positive", o->mem_budget);
     }
-    GNN_TRY(parse_balance(o->balance ? o->balance : "nodes,edges,train", &bn, &be, &bt, balance,
-                          sizeof balance));
+    GNN_TRY(parse_balance(o->balance ? o->balance : "nodes,edges,train", &bn, &be, &bt, &nt,
+                          balance, sizeof balance));
     struct stat sb; /* refused before the long work, and again when writing */
     GNN_CHECK(stat(o->out, &sb) != 0 || o->force, GNN_EEXISTS,
               "%s exists (add --force to replace it)", o->out);
@@ -385,10 +404,20 @@ static int partition(const opts_t *o, const char *graph_path)
     }
     int metis = !strcmp(o->method, "metis");
     multilevel = metis && (size > 1 || budget > 0);
+    { /* a typed graph is cut by one process, in one METIS call, for now */
+        gnn_graph_file_t *f = NULL;
+        GNN_TRY(gnn_graph_open(graph_path, &f));
+        int typed = gnn_graph_file_info(f)->types != NULL;
+        gnn_graph_close(f);
+        GNN_CHECK(!typed || (size == 1 && !budget), GNN_EUNSUPPORTED,
+                  "%s has node types: it is partitioned by one process without --mem-budget "
+                  "(run gnn-partition without mpirun)",
+                  graph_path);
+    }
 
     double t0 = now_s();
     if (rank == 0 && !multilevel)
-        rc = direct(o, graph_path, &g, bn, be, bt, scheme, &part, &cut, &used, &multilevel);
+        rc = direct(o, graph_path, &g, bn, be, bt, nt, scheme, &part, &cut, &used, &multilevel);
     if (size > 1) { /* rank 0's outcome, and whether it needs the multilevel path */
         int v[2] = {rc, multilevel};
         MPI_Bcast(v, 2, MPI_INT, 0, MPI_COMM_WORLD);

@@ -349,6 +349,10 @@ int gnn__partdir_write_part(const char *tmp, const gnn__part_content_t *c, gnn__
         GNN_TRY(put_array(f, path, "weights", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 1, dims,
                           l->csr.weights));
     }
+    if (c->etype) {
+        hsize_t dims[1] = {(hsize_t)l->csr.nnz};
+        GNN_TRY(put_array(f, path, "etype", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, dims, c->etype));
+    }
     GNN_TRY(put_i64(f, path, "local_to_global", l->local_to_global, l->n_local));
     if (c->feat) {
         hsize_t dims[2] = {(hsize_t)l->n_owned, (hsize_t)c->feat_dim};
@@ -422,6 +426,25 @@ fail:
     return rc;
 }
 
+/* A typed graph's types into meta.h5: the graph file's attributes and
+ * node_type_offsets (graph-file ids), and part_type_nodes (parts x types:
+ * owned nodes of each type). */
+static int write_types(hid_t f, const char *path, const gnn_graph_types_t *t,
+                       const gnn_part_map_t *m)
+{
+    int rc = 0;
+    int64_t *cnt = gnn_calloc((size_t)m->num_parts * (size_t)t->n_ntypes + 1, sizeof *cnt);
+    GNN_CHECK(cnt, GNN_ENOMEM, "%s", path);
+    GNN_TRY(gnn__h5_write_types(f, path, t));
+    for (int ty = 0; ty < t->n_ntypes; ty++)
+        for (gnn_vid_t v = t->off[ty]; v < t->off[ty + 1]; v++)
+            cnt[(size_t)m->part[v] * (size_t)t->n_ntypes + (size_t)ty]++;
+    GNN_TRY(put_i64_table(f, path, "part_type_nodes", cnt, m->num_parts, t->n_ntypes));
+fail:
+    gnn_free(cnt);
+    return rc;
+}
+
 int gnn__partdir_write_meta(const char *tmp, gnn_vid_t n, gnn_eid_t nnz, const gnn_part_map_t *m,
                             const gnn_partdir_meta_t *meta, const gnn__part_stats_t *st,
                             int directed, const gnn_graph_t *lk)
@@ -469,6 +492,7 @@ int gnn__partdir_write_meta(const char *tmp, gnn_vid_t n, gnn_eid_t nnz, const g
         for (int h = 0; h < hops; h++) hop[(size_t)p * (size_t)hops + (size_t)h] = st[p].hop[h];
     GNN_TRY(put_i64_table(f, path, "part_hop_halo", hop, k, hops));
     GNN_TRY(gnn__h5_set_attr_i64(f, "directed", directed ? 1 : 0));
+    if (lk && lk->types) GNN_TRY(write_types(f, path, lk->types, m));
     if (lk && lk->link[0]) { /* the held-out edges, as the graph file has them */
         grp = H5Gcreate2(f, "link", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
         GNN_CHECK(grp >= 0, GNN_EHDF5, "%s: cannot create the link group", path);
@@ -570,9 +594,23 @@ int gnn_partdir_write(const char *dir, const gnn_graph_t *g, const int32_t *part
     gnn__part_stats_t *st = NULL;
     gnn_part_local_t l = {0};
     gnn_part_rows_t rows = {.g = &g->csr};
-    float *feat = NULL;
+    gnn_csr_t view;
+    float *feat = NULL, *relw = NULL;
     int64_t *lab = NULL;
+    int32_t *et = NULL;
     GNN_CHECK(dir && g && part && meta, GNN_EINVAL, "partition: NULL argument");
+    if (g->types) {
+        /* The relations ride through the local graphs as edge weights
+         * (exact: relation ids < 2^24), and come out as the part's etype. */
+        GNN_CHECK(!g->csr.weights, GNN_EUNSUPPORTED,
+                  "partition: a typed graph with edge weights is not supported");
+        relw = gnn_alloc_large(((size_t)g->csr.nnz + 1) * sizeof *relw);
+        GNN_CHECK(relw, GNN_ENOMEM, "partition: relations");
+        for (gnn_eid_t e = 0; e < g->csr.nnz; e++) relw[e] = (float)g->etype[e];
+        view = g->csr;
+        view.weights = relw;
+        rows.g = &view;
+    }
     GNN_CHECK(meta->halo_hops >= 1 && meta->halo_hops <= GNN_PARTDIR_MAX_HOPS, GNN_EINVAL,
               "partition: --halo-hops %d outside [1, %d]", meta->halo_hops, GNN_PARTDIR_MAX_HOPS);
     GNN_TRY(gnn__partdir_begin(dir, force, (long)getpid(), &tx));
@@ -603,7 +641,17 @@ int gnn_partdir_write(const char *dir, const gnn_graph_t *g, const int32_t *part
             c.num_classes = g->num_classes;
         }
         gnn__part_splits_of(&sp, p, &c);
+        if (relw) {
+            et = gnn_malloc_array((size_t)l.csr.nnz + 1, sizeof *et);
+            GNN_CHECK(et, GNN_ENOMEM, "part %d: relations", p);
+            for (gnn_eid_t e = 0; e < l.csr.nnz; e++) et[e] = (int32_t)l.csr.weights[e];
+            gnn_free(l.csr.weights);
+            l.csr.weights = NULL;
+            c.etype = et;
+        }
         GNN_TRY(gnn__partdir_write_part(tx.tmp, &c, &st[p]));
+        gnn_free(et);
+        et = NULL;
         gnn_part_local_free(&l);
         gnn_free(feat);
         gnn_free(lab);
@@ -618,6 +666,8 @@ fail:
     gnn_part_local_free(&l);
     gnn_free(feat);
     gnn_free(lab);
+    gnn_free(et);
+    gnn_free(relw);
     gnn__part_splits_free(&sp);
     gnn_free(st);
     gnn_free(rows.mark);
@@ -637,6 +687,8 @@ typedef struct {
     int64_t *stat[4];      /* nodes, edges (owned in-edges), halo, train */
     int64_t *rows, *stored; /* CSR rows, in-edges stored */
     int64_t *hop;          /* K x halo_hops: halo nodes at each hop */
+    gnn_graph_types_t *types; /* a typed graph's, or NULL */
+    int64_t *type_nodes;   /* K x types: owned nodes of each type */
 } meta_t;
 
 static void meta_free(meta_t *m)
@@ -647,6 +699,8 @@ static void meta_free(meta_t *m)
     gnn_free(m->rows);
     gnn_free(m->stored);
     gnn_free(m->hop);
+    gnn_free(m->types);
+    gnn_free(m->type_nodes);
     memset(m, 0, sizeof *m);
 }
 
@@ -719,6 +773,22 @@ static int meta_read(const char *dir, meta_t *m, int with_map)
     GNN_TRY(default_i64(&m->stored, m->stat[1], k, path));
     GNN_TRY(default_i64(&m->hop, m->stat[2], k, path));
     if (with_map) GNN_TRY(get_i64(f, path, "node_map", m->num_nodes, &m->node_map, &n));
+    if (H5Aexists(f, "node_types") > 0) { /* a typed graph */
+        m->types = gnn_malloc(sizeof *m->types);
+        GNN_CHECK(m->types, GNN_ENOMEM, "%s", path);
+        GNN_TRY(gnn__h5_read_types(f, path, m->num_nodes, m->types));
+        GNN_TRY(get_i64_shaped(f, path, "part_type_nodes", k, m->types->n_ntypes, 0,
+                               &m->type_nodes));
+        for (int64_t p = 0; p < k; p++) {
+            int64_t sum = 0;
+            for (int t = 0; t < m->types->n_ntypes; t++)
+                sum += m->type_nodes[p * m->types->n_ntypes + t];
+            GNN_CHECK(sum == m->start[p + 1] - m->start[p], GNN_EFORMAT,
+                      "%s: part_type_nodes of part %" PRId64 " sum to %" PRId64 ", it owns %" PRId64,
+                      path, p, sum, m->start[p + 1] - m->start[p]);
+        }
+    }
+    H5Eclear2(H5E_DEFAULT);
 fail:
     gnn__h5_close(&f);
     gnn_free(path);
@@ -812,6 +882,8 @@ void gnn_part_file_free(gnn_part_file_t *pf)
     gnn_free(pf->feat);
     gnn_free(pf->label);
     for (int s = 0; s < GNN_NUM_SPLITS; s++) gnn_free(pf->split[s]);
+    gnn_free(pf->types);
+    gnn_free(pf->etype);
     memset(pf, 0, sizeof *pf);
 }
 
@@ -877,6 +949,23 @@ int gnn_partdir_read_part(const char *dir, int p, gnn_part_file_t *out)
     if (rc < 0) {
         gnn_error_prefix("%s", path);
         goto fail;
+    }
+    if (m.types) { /* a typed graph: the relation of every entry */
+        hsize_t dims[1] = {0};
+        GNN_TRY(gnn__h5_open_dataset(f, path, "etype", GNN_H5_INT, 1, 0, dims, &d));
+        GNN_CHECK((int64_t)dims[0] == ne, GNN_EFORMAT,
+                  "%s: etype has %llu entries, expected %" PRId64, path,
+                  (unsigned long long)dims[0], ne);
+        pf.etype = gnn_malloc_array((size_t)ne + 1, sizeof *pf.etype);
+        GNN_CHECK(pf.etype, GNN_ENOMEM, "%s: relations", path);
+        if (ne) GNN_TRY(gnn__h5_read_rows(d, H5T_NATIVE_INT32, 1, 1, 0, ne, pf.etype));
+        gnn__h5_close(&d);
+        for (int64_t e = 0; e < ne; e++)
+            GNN_CHECK(pf.etype[e] >= 0 && pf.etype[e] < m.types->n_rels, GNN_EFORMAT,
+                      "%s: etype[%" PRId64 "] = %d is outside [0, %d)", path, e, pf.etype[e],
+                      m.types->n_rels);
+        pf.types = m.types;
+        m.types = NULL;
     }
     GNN_TRY(get_i64(f, path, "local_to_global", pf.n_local, &pf.local_to_global, &n));
     pf.orig_id = gnn_malloc_array((size_t)pf.n_local + 1, sizeof *pf.orig_id);
@@ -979,9 +1068,38 @@ int gnn_partdir_info(const char *dir, int json, FILE *out)
                     m.rows[p], m.stored[p]);
             for (int64_t h = 0; h < m.halo_hops; h++)
                 fprintf(out, "%s%" PRId64, h ? ", " : "", m.hop[p * m.halo_hops + h]);
-            fprintf(out, "]}");
+            fprintf(out, "]");
+            if (m.types) { /* owned nodes of each type */
+                fprintf(out, ", \"type_nodes\": [");
+                for (int t = 0; t < m.types->n_ntypes; t++)
+                    fprintf(out, "%s%" PRId64, t ? ", " : "",
+                            m.type_nodes[(int64_t)p * m.types->n_ntypes + t]);
+                fprintf(out, "]");
+            }
+            fprintf(out, "}");
         }
-        fprintf(out, "]}\n");
+        fprintf(out, "]");
+        if (m.types) {
+            fprintf(out, ", \"node_types\": [");
+            for (int t = 0; t < m.types->n_ntypes; t++) {
+                if (t) fprintf(out, ", ");
+                gnn_json_string(out, m.types->ntype[t]);
+            }
+            fprintf(out, "], \"relations\": [");
+            for (int r = 0; r < m.types->n_rels; r++) {
+                fprintf(out, "%s{\"name\": ", r ? ", " : "");
+                gnn_json_string(out, m.types->rel[r]);
+                fprintf(out, ", \"src\": ");
+                gnn_json_string(out, m.types->ntype[m.types->rel_src[r]]);
+                fprintf(out, ", \"dst\": ");
+                gnn_json_string(out, m.types->ntype[m.types->rel_dst[r]]);
+                fprintf(out, "}");
+            }
+            fprintf(out, "]");
+        } else {
+            fprintf(out, ", \"node_types\": null, \"relations\": null");
+        }
+        fprintf(out, "}\n");
     } else {
         fprintf(out, "partition     %s\ngraph         %s\n", dir, m.graph);
         const char *how = !strcmp(m.scheme, "kway") ? " k-way"
@@ -1016,6 +1134,22 @@ int gnn_partdir_info(const char *dir, int json, FILE *out)
                     fprintf(out, " %" PRId64, m.hop[p * m.halo_hops + h]);
             }
             fprintf(out, "\n");
+        }
+        if (m.types) { /* owned nodes of each type by part, and the relations */
+            const gnn_graph_types_t *t = m.types;
+            fprintf(out, "types         %d node types, %d relations\n", t->n_ntypes, t->n_rels);
+            fprintf(out, "part");
+            for (int i = 0; i < t->n_ntypes; i++) fprintf(out, " %11.11s", t->ntype[i]);
+            fprintf(out, "\n");
+            for (int p = 0; p < m.k; p++) {
+                fprintf(out, "%4d", p);
+                for (int i = 0; i < t->n_ntypes; i++)
+                    fprintf(out, " %11" PRId64, m.type_nodes[(int64_t)p * t->n_ntypes + i]);
+                fprintf(out, "\n");
+            }
+            for (int r = 0; r < t->n_rels; r++)
+                fprintf(out, "relation      %s -%s-> %s\n", t->ntype[t->rel_src[r]], t->rel[r],
+                        t->ntype[t->rel_dst[r]]);
         }
     }
     meta_free(&m);
@@ -1154,11 +1288,13 @@ static int check_part(const char *dir, const meta_t *m, const gnn_graph_t *g, in
             loc[l2g[i]] = i;
             marked1 = i + 1;
         }
+    const char *wname = g->types ? "etype" : "weights"; /* relations: compared as weights */
     if (g->csr.weights) {
         hsize_t dims[1];
-        GNN_TRY(gnn__h5_open_dataset(f, path, "weights", GNN_H5_FLOAT, 1, 0, dims, &d));
-        GNN_CHECK((int64_t)dims[0] == ne, GNN_EFORMAT, "%s: weights has %llu entries, expected %" PRId64,
-                  path, (unsigned long long)dims[0], ne);
+        GNN_TRY(gnn__h5_open_dataset(f, path, wname, g->types ? GNN_H5_INT : GNN_H5_FLOAT, 1, 0,
+                                     dims, &d));
+        GNN_CHECK((int64_t)dims[0] == ne, GNN_EFORMAT, "%s: %s has %llu entries, expected %" PRId64,
+                  path, wname, (unsigned long long)dims[0], ne);
         wt = gnn_malloc_array((size_t)ne + 1, sizeof *wt);
         GNN_CHECK(wt, GNN_ENOMEM, "%s", path);
         if (ne) GNN_TRY(gnn__h5_read_rows(d, H5T_NATIVE_FLOAT, 1, 1, 0, ne, wt));
@@ -1206,8 +1342,8 @@ static int check_part(const char *dir, const meta_t *m, const gnn_graph_t *g, in
             for (int64_t j = 0; j < d0; j++)
                 GNN_CHECK(pa[j].id == pb[j].id && !memcmp(&pa[j].w, &pb[j].w, sizeof pa[j].w),
                           GNN_EFORMAT,
-                          "%s: the weights of %s differ from the graph's", path,
-                          row_name(row, sizeof row, i, v, hs, hops));
+                          "%s: the %s of %s differ from the graph's", path,
+                          g->types ? "relations" : "weights", row_name(row, sizeof row, i, v, hs, hops));
         }
     }
     /* The hops, re-derived from the graph: hop h holds exactly the sources
@@ -1320,6 +1456,38 @@ int gnn_partdir_check(const char *dir, const char *graph)
     GNN_TRY(meta_read(dir, &m, 1));
     const char *gpath = graph ? graph : m.graph;
     GNN_TRY(gnn_graph_load(gpath, &g));
+    GNN_CHECK(!m.types == !g.types, GNN_EFORMAT, "%s: meta.h5 %s node types, %s %s", dir,
+              m.types ? "has" : "has no", gpath, g.types ? "has" : "has none");
+    if (g.types) { /* the same types, and the relations compared as edge weights */
+        const gnn_graph_types_t *a = m.types, *b = g.types;
+        int same = a->n_ntypes == b->n_ntypes && a->n_rels == b->n_rels && a->target == b->target;
+        for (int t = 0; same && t <= a->n_ntypes; t++) same = a->off[t] == b->off[t];
+        for (int t = 0; same && t < a->n_ntypes; t++) same = !strcmp(a->ntype[t], b->ntype[t]);
+        for (int r = 0; same && r < a->n_rels; r++)
+            same = !strcmp(a->rel[r], b->rel[r]) && a->rel_src[r] == b->rel_src[r] &&
+                   a->rel_dst[r] == b->rel_dst[r];
+        GNN_CHECK(same, GNN_EFORMAT, "%s: meta.h5's node types and relations differ from %s's",
+                  dir, gpath);
+        GNN_CHECK(!g.csr.weights, GNN_EFORMAT, "%s: a typed graph with edge weights", gpath);
+        g.csr.weights = gnn_alloc_large(((size_t)g.csr.nnz + 1) * sizeof *g.csr.weights);
+        GNN_CHECK(g.csr.weights, GNN_ENOMEM, "%s", dir);
+        for (gnn_eid_t e = 0; e < g.csr.nnz; e++) g.csr.weights[e] = (float)g.etype[e];
+        for (int p = 0; p < m.k; p++) /* each part's nodes of each type, and in type order */
+            for (int t = 0; t < a->n_ntypes; t++) {
+                int64_t c = 0;
+                for (int64_t x = m.start[p]; x < m.start[p + 1]; x++)
+                    c += gnn_graph_types_of(a, m.node_map[x]) == t;
+                GNN_CHECK(c == m.type_nodes[(int64_t)p * a->n_ntypes + t], GNN_EFORMAT,
+                          "%s: part %d owns %" PRId64 " nodes of type '%s', meta.h5 says %" PRId64,
+                          dir, p, c, a->ntype[t], m.type_nodes[(int64_t)p * a->n_ntypes + t]);
+            }
+        for (int p = 0; p < m.k; p++)
+            for (int64_t x = m.start[p] + 1; x < m.start[p + 1]; x++)
+                GNN_CHECK(gnn_graph_types_of(a, m.node_map[x]) >=
+                              gnn_graph_types_of(a, m.node_map[x - 1]),
+                          GNN_EFORMAT, "%s: part %d does not keep its node types contiguous (at "
+                          "new id %" PRId64 ")", dir, p, x);
+    }
     GNN_CHECK(g.csr.n_rows == m.num_nodes && g.csr.nnz == m.num_edges, GNN_EFORMAT,
               "%s: %" PRId64 " nodes and %" PRId64 " edges, but %s has %" GNN_PRIvid " and %" GNN_PRIeid,
               dir, m.num_nodes, m.num_edges, gpath, g.csr.n_rows, g.csr.nnz);

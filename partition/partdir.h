@@ -117,6 +117,9 @@ typedef struct {
     int64_t *label;           /* n_owned, or NULL */
     int64_t *split[3];        /* local ids of the owned nodes in train, valid, test; NULL: absent */
     int64_t split_n[3];
+    gnn_graph_types_t *types; /* a typed graph's types (meta.h5; offsets by graph-file id),
+                                 or NULL */
+    int32_t *etype;           /* csr.nnz: the relation of each entry (typed), or NULL */
 } gnn_part_file_t;
 
 /*

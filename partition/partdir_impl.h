@@ -50,6 +50,7 @@ typedef struct {
     int64_t feat_dim;
     const int64_t *label; /* n_owned, or NULL */
     int64_t num_classes;
+    const int32_t *etype; /* local->csr.nnz relations (a typed graph), or NULL */
     int64_t *split_local[GNN_NUM_SPLITS]; /* local ids, NULL: no such split */
     int64_t split_count[GNN_NUM_SPLITS];
 } gnn__part_content_t;

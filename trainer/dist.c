@@ -40,6 +40,8 @@ void gnn_dist_free(gnn_dist_part_t *d)
 {
     gnn_sampler_excl_free(d->draw_excl);
     gnn_csr_free(&d->csr);
+    gnn_free(d->etype);
+    gnn_free(d->types);
     gnn_free(d->gid);
     gnn_free(d->src_deg);
     gnn_free(d->feat);
@@ -564,6 +566,15 @@ int gnn_dist_load(MPI_Comm comm, const char *dir, int whole, gnn_dist_part_t *dd
                        (size_t)d->csr.nnz * sizeof *d->csr.weights);
         }
         d->csr.flags = pf.csr.flags;
+        if (pf.etype && local == 0) { /* a typed graph: the owned rows' relations */
+            d->etype = gnn_malloc_array((size_t)d->csr.nnz + 1, sizeof *d->etype);
+            if (!d->etype)
+                local = GNN_FAIL(GNN_ENOMEM, "part %d: relations", d->rank);
+            else
+                memcpy(d->etype, pf.etype, (size_t)d->csr.nnz * sizeof *d->etype);
+            d->types = pf.types;
+            pf.types = NULL;
+        }
         memcpy(d->gid, pf.orig_id, (size_t)d->n_local * sizeof *d->gid);
         if (d->feat_dim > 0)
             memcpy(d->feat, pf.feat, (size_t)d->n_owned * (size_t)d->feat_dim * sizeof *d->feat);

@@ -48,6 +48,8 @@ typedef struct {
     gnn_csr_t csr;        /* n_owned x n_local, local ids */
     int64_t *gid;         /* n_local (n_all with the whole part): graph-file ids */
     int64_t *src_deg;     /* n_local: out-degree in the whole graph */
+    int32_t *etype;       /* csr.nnz: the relation of each entry (a typed graph), or NULL */
+    gnn_graph_types_t *types; /* a typed graph's types (by graph-file id), or NULL */
     int64_t feat_dim, num_classes;
     float *feat;          /* n_local x feat_dim: owned rows from the part, halo fetched */
     int64_t *label;       /* n_owned (-1: none) */

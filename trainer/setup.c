@@ -247,12 +247,7 @@ int gnn__setup(gnn_job_t *j)
                       o->attention, j->kind->name);
         goto fail;
     }
-    if (j->dist) {
-        GNN_CHECK(!j->kind->typed, GNN_EUNSUPPORTED,
-                  "--model %s: not over a partition directory yet (train on the graph file)",
-                  j->kind->name);
-        return 0; /* the part is loaded once every rank got here */
-    }
+    if (j->dist) return 0; /* the part is loaded once every rank got here */
 
     GNN_TRY(load_data(j));
     gnn_graph_t *g = &j->g;

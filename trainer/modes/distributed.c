@@ -17,6 +17,7 @@
 #include "graph/base/json.h"
 #include "graph/base/log.h"
 #include "graph/base/mpiutil.h"
+#include "trainer/typed.h"
 
 #include <inttypes.h>
 #include <limits.h>
@@ -30,6 +31,21 @@ int gnn__dist_setup(gnn_job_t *j)
     gnn_dist_part_t *d = j->dist;
     GNN_TRY(gnn_dist_load(MPI_COMM_WORLD, o->data, j->mode->minibatch, d));
     int64_t n = d->n_owned, nl = d->n_local, f = d->feat_dim;
+    if (j->kind->typed) { /* the same on every rank: meta.h5's */
+        GNN_CHECK(d->types, GNN_EINVAL,
+                  "%s: --model %s needs a graph with node types and relations (partition a "
+                  "format version 2 graph file)",
+                  o->data, j->kind->name);
+        GNN_CHECK(!j->mode->minibatch, GNN_EUNSUPPORTED,
+                  "--model %s: mini-batches over a partition directory are not supported yet "
+                  "(use --mode full)",
+                  j->kind->name);
+        GNN_CHECK(o->num_bases <= d->types->n_rels, GNN_EUSAGE,
+                  "--num-bases %d: %s has only %d relations", o->num_bases, o->data,
+                  d->types->n_rels);
+    }
+    j->g.types = d->types; /* the job's from now on */
+    d->types = NULL;
     /* What every rank can train on, agreed: the task's targets, and the
      * features of the rank's own nodes (the halo rows are their owners'). */
     GNN_TRY(j->task->setup(j, &j->out_dim));
@@ -46,7 +62,10 @@ int gnn__dist_setup(gnn_job_t *j)
     GNN_TRY(gnn_be_upload_take(be, (void **)&d->feat, (size_t)nl * (size_t)f * sizeof(float),
                                (void **)&j->x));
     GNN_TRY(gnn__buf_upload(be, d->gid, (size_t)nl * sizeof(int64_t), (void **)&j->row_id));
-    GNN_TRY(gnn_be_graph_create_src_deg(be, &d->csr, d->src_deg, &j->bg));
+    if (j->kind->typed)
+        GNN_TRY(gnn_typed_graph_create(be, &d->csr, d->etype, d->gid, j->g.types, &j->bg));
+    else
+        GNN_TRY(gnn_be_graph_create_src_deg(be, &d->csr, d->src_deg, &j->bg));
     GNN_TRY(j->mode->setup(j));
 fail:
     return rc;
