@@ -20,7 +20,7 @@ static const subcommand_t subcommands[] = {
     {"ogb", "convert an OGB node-property dataset (csv or npz layout)", gnn_dataset_cmd_ogb},
     {"edgelist", "convert an edge list (pairs of ids, optional weights)", gnn_dataset_cmd_edgelist},
     {"metis", "convert a METIS graph file", gnn_dataset_cmd_metis},
-    {"generate", "generate a graph: sbm (learnable, with features) or rmat", gnn_dataset_cmd_generate},
+    {"generate", "generate a graph: sbm (learnable, with features), rmat, or hsbm (typed)", gnn_dataset_cmd_generate},
     {"split-edges", "hold out edges of a graph file for link prediction (with negatives)",
      gnn_dataset_cmd_split_edges},
     {"info", "describe a graph file (counts, features, classes, splits)", gnn_dataset_cmd_info},
@@ -52,7 +52,7 @@ int main(int argc, char **argv)
             snprintf(help, sizeof help, "gnn-dataset %s", subcommands[i].name);
             /* A generator has its own options and help. */
             if (!strcmp(argv[1], "generate") && argc > 2 &&
-                (!strcmp(argv[2], "sbm") || !strcmp(argv[2], "rmat")))
+                (!strcmp(argv[2], "sbm") || !strcmp(argv[2], "rmat") || !strcmp(argv[2], "hsbm")))
                 snprintf(help, sizeof help, "gnn-dataset generate %s", argv[2]);
             return gnn_error_report("gnn-dataset", help, subcommands[i].run(argc - 1, argv + 1));
         }

@@ -20,7 +20,10 @@
  * relations and their edge counts, which types have features and labels,
  * the split files), so bad input is refused before the edges are read.
  * Then the edges, the CSR, and the writer; any failure aborts the writer:
- * no output file.
+ * no output file. The parsers of the two small files work on an open reader
+ * and touch no file system (the relation folders are checked by the
+ * caller), so the fuzz target (tests/fuzz/fuzz_ogb_hetero.c) runs them from
+ * memory; ogb_internal.h states their contracts.
  */
 #include "datasets/ogb_internal.h"
 #include "datasets/textio.h"
@@ -93,15 +96,14 @@ static const char *type_scope(char *buf, size_t len, const gnn_graph_types_t *t,
 
 /* ---- Types and relations ---------------------------------------------------- */
 
-/* num-node-dict: a line of type names, then a line of their counts. */
-static int read_node_dict(const char *path, gnn_graph_types_t *t)
+/* num-node-dict from an open reader (ogb_internal.h). */
+int gnn__ogb_parse_node_dict(gnn_text_t *tx, gnn_graph_types_t *t)
 {
     int rc = 0;
-    gnn_text_t *tx = NULL;
     char *line;
     size_t len;
     int lines = 0;
-    GNN_TRY(gnn_text_open(path, &tx));
+    t->n_ntypes = 0;
     while ((rc = gnn_text_next_line(tx, &line, &len)) == 1) {
         if (len == 0) continue;
         const char *p = line, *end = line + len, *f;
@@ -164,9 +166,20 @@ static int read_node_dict(const char *path, gnn_graph_types_t *t)
     }
     if (rc < 0) goto fail;
     rc = 0;
-    GNN_CHECK(lines == 2, GNN_EFORMAT, "%s: %s", path,
+    GNN_CHECK(lines == 2, GNN_EFORMAT, "%s: %s", gnn_text_name(tx),
               lines ? "no line of node counts after the line of node type names"
                     : "empty (expected a line of node type names and a line of their counts)");
+fail:
+    return rc;
+}
+
+/* num-node-dict: a line of type names, then a line of their counts. */
+static int read_node_dict(const char *path, gnn_graph_types_t *t)
+{
+    int rc = 0;
+    gnn_text_t *tx = NULL;
+    GNN_TRY(gnn_text_open(path, &tx));
+    GNN_TRY(gnn__ogb_parse_node_dict(tx, t));
 fail:
     gnn_text_close(tx);
     return rc;
@@ -188,6 +201,53 @@ static int find_type(gnn_text_t *tx, const gnn_graph_types_t *t, const char *f, 
                          (int)(fl < 64 ? fl : 64), f);
 }
 
+/* One triplet-type-list line, appended to t's relations (ogb_internal.h). */
+int gnn__ogb_parse_triplet(gnn_text_t *tx, const char *line, size_t len, int add_reverse,
+                           gnn_graph_types_t *t)
+{
+    int rc = 0;
+    const int max_rels = add_reverse ? GNN_MAX_RELATIONS / 2 : GNN_MAX_RELATIONS;
+    const size_t max_name = GNN_TYPE_NAME_MAX - 1 - (add_reverse ? strlen(REV_PREFIX) : 0);
+    const int r = t->n_rels;
+    const char *p = line, *end = line + len, *f;
+    size_t fl;
+    if (count_fields(line, len) != 3) {
+        rc = gnn_text_fail(tx, "expected 'SRC,REL,DST' (node type, relation, node type), "
+                               "found '%.60s'", line);
+        goto fail;
+    }
+    if (r >= max_rels) {
+        rc = gnn_text_fail(tx, "more than %d relations%s", max_rels,
+                           add_reverse ? " (--add-reverse doubles them)" : "");
+        goto fail;
+    }
+    next_field(&p, end, &f, &fl);
+    GNN_TRY(find_type(tx, t, f, fl, "source", &t->rel_src[r]));
+    next_field(&p, end, &f, &fl);
+    if (!name_ok(f, fl, max_name)) {
+        rc = gnn_text_fail(tx, "relation name '%.*s' is not 1 to %d characters of A-Z a-z "
+                               "0-9 _ -%s",
+                           (int)(fl < 64 ? fl : 64), f, (int)max_name,
+                           add_reverse ? " (--add-reverse prefixes its reverse with '"
+                                         REV_PREFIX "')" : "");
+        goto fail;
+    }
+    memcpy(t->rel[r], f, fl);
+    t->rel[r][fl] = '\0';
+    next_field(&p, end, &f, &fl);
+    GNN_TRY(find_type(tx, t, f, fl, "destination", &t->rel_dst[r]));
+    for (int k = 0; k < r; k++)
+        if (!strcmp(t->rel[k], t->rel[r]) && t->rel_src[k] == t->rel_src[r] &&
+            t->rel_dst[k] == t->rel_dst[r]) {
+            rc = gnn_text_fail(tx, "relation %s,%s,%s is listed twice",
+                               t->ntype[t->rel_src[r]], t->rel[r], t->ntype[t->rel_dst[r]]);
+            goto fail;
+        }
+    t->n_rels = r + 1;
+fail:
+    return rc;
+}
+
 /* triplet-type-list: one "SRC,REL,DST" line a relation; each relation's
  * folder must exist. */
 static int read_triplets(const char *path, const char *dir, int add_reverse, hetero_t *h)
@@ -195,48 +255,15 @@ static int read_triplets(const char *path, const char *dir, int add_reverse, het
     int rc = 0;
     gnn_text_t *tx = NULL;
     gnn_graph_types_t *t = &h->t;
-    const int max_rels = add_reverse ? GNN_MAX_RELATIONS / 2 : GNN_MAX_RELATIONS;
-    const size_t max_name = GNN_TYPE_NAME_MAX - 1 - (add_reverse ? strlen(REV_PREFIX) : 0);
     char *line;
     size_t len;
-    int r = 0;
+    t->n_rels = 0;
     GNN_TRY(gnn_text_open(path, &tx));
     while ((rc = gnn_text_next_line(tx, &line, &len)) == 1) {
         if (len == 0) continue;
-        const char *p = line, *end = line + len, *f;
-        size_t fl;
-        if (count_fields(line, len) != 3) {
-            rc = gnn_text_fail(tx, "expected 'SRC,REL,DST' (node type, relation, node type), "
-                                   "found '%.60s'", line);
-            goto fail;
-        }
-        if (r == max_rels) {
-            rc = gnn_text_fail(tx, "more than %d relations%s", max_rels,
-                               add_reverse ? " (--add-reverse doubles them)" : "");
-            goto fail;
-        }
-        next_field(&p, end, &f, &fl);
-        GNN_TRY(find_type(tx, t, f, fl, "source", &t->rel_src[r]));
-        next_field(&p, end, &f, &fl);
-        if (!name_ok(f, fl, max_name)) {
-            rc = gnn_text_fail(tx, "relation name '%.*s' is not 1 to %d characters of A-Z a-z "
-                                   "0-9 _ -%s",
-                               (int)(fl < 64 ? fl : 64), f, (int)max_name,
-                               add_reverse ? " (--add-reverse prefixes its reverse with '"
-                                             REV_PREFIX "')" : "");
-            goto fail;
-        }
-        memcpy(t->rel[r], f, fl);
-        t->rel[r][fl] = '\0';
-        next_field(&p, end, &f, &fl);
-        GNN_TRY(find_type(tx, t, f, fl, "destination", &t->rel_dst[r]));
+        GNN_TRY(gnn__ogb_parse_triplet(tx, line, len, add_reverse, t));
+        const int r = t->n_rels - 1;
         const char *src = t->ntype[t->rel_src[r]], *dst = t->ntype[t->rel_dst[r]];
-        for (int k = 0; k < r; k++)
-            if (!strcmp(t->rel[k], t->rel[r]) && t->rel_src[k] == t->rel_src[r] &&
-                t->rel_dst[k] == t->rel_dst[r]) {
-                rc = gnn_text_fail(tx, "relation %s,%s,%s is listed twice", src, t->rel[r], dst);
-                goto fail;
-            }
         char rel[4096], folder[4096];
         struct stat st;
         snprintf(rel, sizeof rel, "raw/relations/%s___%s___%s", src, t->rel[r], dst);
@@ -246,12 +273,11 @@ static int read_triplets(const char *path, const char *dir, int add_reverse, het
                                folder);
             goto fail;
         }
-        r++;
     }
     if (rc < 0) goto fail;
     rc = 0;
-    GNN_CHECK(r > 0, GNN_EFORMAT, "%s: no relations listed", path);
-    t->n_rels = h->n_listed = r;
+    GNN_CHECK(t->n_rels > 0, GNN_EFORMAT, "%s: no relations listed", path);
+    h->n_listed = t->n_rels;
 fail:
     gnn_text_close(tx);
     return rc;

@@ -1,13 +1,15 @@
 /*
  * Shared between the three OGB layouts (ogb.c, ogb_npz.c, ogb_hetero.c):
  * paths, counts, the per-node csv files (features, labels, extra columns),
- * split reading, and the layout converters gnn_ogb_convert dispatches to.
+ * split reading, the layout converters gnn_ogb_convert dispatches to, and
+ * the typed layout's line parsers (for tests/fuzz/fuzz_ogb_hetero.c).
  */
 #ifndef GNN_DATASETS_OGB_INTERNAL_H
 #define GNN_DATASETS_OGB_INTERNAL_H
 
 #include "datasets/builder.h"
 #include "datasets/ogb.h"
+#include "datasets/textio.h"
 #include "graph/graph_file.h"
 
 #include <stddef.h>
@@ -80,5 +82,22 @@ int gnn__ogb_builder_open(const gnn_ogb_opts_t *o, gnn_vid_t n, gnn_builder_t **
 int gnn__ogb_convert_npz(const gnn_ogb_opts_t *o);
 /* The typed csv layout (raw/num-node-dict.csv.gz, ogbn-mag). */
 int gnn__ogb_convert_hetero(const gnn_ogb_opts_t *o);
+
+/* The typed layout's parsers (ogb_hetero.c), exposed for the fuzz target.
+ * Both record GNN_EFORMAT naming the reader's FILE:LINE (or pass the
+ * reader's own error on); on failure t may hold part of what was read. */
+/* num-node-dict, read to its end: a line of 1 to GNN_MAX_NODE_TYPES
+ * distinct type names, then a line of as many non-negative counts (blank
+ * lines skipped), into t->n_ntypes, t->ntype and t->off (off[0] = 0,
+ * off[n_ntypes] below GNN_GRAPH_MAX_COUNT). */
+int gnn__ogb_parse_node_dict(gnn_text_t *tx, gnn_graph_types_t *t);
+/* One non-empty "SRC,REL,DST" line of triplet-type-list (the reader's
+ * current line), against the node types of t: appended as relation
+ * t->n_rels, which grows by one. Refused: not three fields, an unknown
+ * type, a relation name outside [A-Za-z0-9_-] or too long to take the
+ * "rev_" prefix when add_reverse, a relation listed twice, more than
+ * GNN_MAX_RELATIONS (half of them with add_reverse). */
+int gnn__ogb_parse_triplet(gnn_text_t *tx, const char *line, size_t len, int add_reverse,
+                           gnn_graph_types_t *t);
 
 #endif

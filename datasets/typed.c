@@ -100,6 +100,13 @@ int gnn_typed_csr_build(gnn_vid_t n, int64_t m, gnn_vid_t **src, gnn_vid_t **dst
     *etype = et;
     return 0;
 fail:
+    /* The inputs are consumed whatever the outcome (typed.h), also when a
+     * bad edge or a failed allocation stops the build before they were. */
+    gnn_free(*src);
+    gnn_free(*dst);
+    gnn_free(*rel);
+    *src = *dst = NULL;
+    *rel = NULL;
     gnn_free(ip);
     gnn_free(cnt);
     gnn_free(key);

@@ -186,17 +186,21 @@ static int split_list(const char *path, const char *attr, char *s, char **parts,
     return 0;
 }
 
+/* A fixed-length string attribute's size counts its terminator: reading
+ * the longest list written (TYPE_LIST_MAX - 1 characters) takes one more. */
+#define TYPE_LIST_READ (TYPE_LIST_MAX + 1)
+
 int gnn__h5_read_types(hid_t loc, const char *path, int64_t num_nodes, void *types)
 {
     int rc = 0;
-    char *buf = gnn_malloc(TYPE_LIST_MAX), *parts[GNN_MAX_RELATIONS];
+    char *buf = gnn_malloc(TYPE_LIST_READ), *parts[GNN_MAX_RELATIONS];
     hid_t d = -1;
     hsize_t dims[1];
     gnn_graph_types_t *t = types;
     memset(t, 0, sizeof *t);
     GNN_CHECK(buf, GNN_ENOMEM, "out of memory");
     t->target = -1;
-    rc = gnn__h5_get_attr_str(loc, "node_types", buf, TYPE_LIST_MAX);
+    rc = gnn__h5_get_attr_str(loc, "node_types", buf, TYPE_LIST_READ);
     if (rc < 0) {
         gnn_error_prefix("%s", path);
         goto fail;
@@ -209,7 +213,7 @@ int gnn__h5_read_types(hid_t loc, const char *path, int64_t num_nodes, void *typ
                   GNN_TYPE_NAME_MAX - 1);
         snprintf(t->ntype[i], GNN_TYPE_NAME_MAX, "%s", parts[i]);
     }
-    rc = gnn__h5_get_attr_str(loc, "relations", buf, TYPE_LIST_MAX);
+    rc = gnn__h5_get_attr_str(loc, "relations", buf, TYPE_LIST_READ);
     if (rc < 0) {
         gnn_error_prefix("%s", path);
         goto fail;
@@ -232,7 +236,7 @@ int gnn__h5_read_types(hid_t loc, const char *path, int64_t num_nodes, void *typ
         snprintf(t->rel[r], GNN_TYPE_NAME_MAX, "%s", b + 1);
     }
     if (H5Aexists(loc, "target_type") > 0) {
-        rc = gnn__h5_get_attr_str(loc, "target_type", buf, TYPE_LIST_MAX);
+        rc = gnn__h5_get_attr_str(loc, "target_type", buf, TYPE_LIST_READ);
         if (rc < 0) {
             gnn_error_prefix("%s", path);
             goto fail;

@@ -4,9 +4,12 @@
  * symmetric, deduplicated, flags, degree skew) and determinism; SBM counts,
  * labels, class balance, homophily, mean degree, splits and determinism;
  * the learnability proxies of the default SBM graph (nearest class centroid
- * on raw and on neighbour-averaged features); and for bad options one error
- * line, exit 2 (or 1) and no file left behind. argv[1] is the path of the
- * gnn-dataset binary.
+ * on raw and on neighbour-averaged features); the typed SBM (hsbm): type
+ * sizes, relation names and ends, every edge stored both ways under its
+ * reverse relation, labels, splits, features per type, the class rule of
+ * each relation measured against --homophily, byte-identical output; and
+ * for bad options one error line, exit 2 (or 1) and no file left behind.
+ * argv[1] is the path of the gnn-dataset binary.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -391,6 +394,356 @@ static void test_feat_dim_zero(void **state)
     gnn_graph_free(&g);
 }
 
+/* ---- Typed SBM (hsbm) ------------------------------------------------------------ */
+
+typedef struct {
+    const char *nodes, *types, *classes, *feat_dim, *featureless, *avg_degree, *homophily, *seed;
+} hsbm_args_t;
+
+/* gnn-dataset generate hsbm with a's options into path. */
+static void run_hsbm(const hsbm_args_t *a, const char *path)
+{
+    char *argv[] = {g_bin, "generate", "hsbm", "--nodes", (char *)a->nodes, "--types",
+                    (char *)a->types, "--classes", (char *)a->classes, "--feat-dim",
+                    (char *)a->feat_dim, "--featureless", (char *)a->featureless,
+                    "--avg-degree", (char *)a->avg_degree, "--homophily", (char *)a->homophily,
+                    "--seed", (char *)a->seed, "-o", (char *)path, "--force", "-q", NULL};
+    run_ok(argv);
+}
+
+/* The relation stored for the other direction: r0 itself, rK <-> rev_rK. */
+static int32_t hsbm_reverse(int32_t r) { return r == 0 ? 0 : r % 2 ? r + 1 : r - 1; }
+
+/* The latent class of node v: its index inside its type mod C. */
+static int64_t hsbm_class(const gnn_graph_types_t *t, gnn_vid_t v, int64_t C)
+{
+    return (v - t->off[gnn_graph_types_of(t, v)]) % C;
+}
+
+/* The class rule of relation K (r0 and odd K: the same class, even K: the
+ * partner c ^ 1, the last class of an odd C its own partner). */
+static int64_t hsbm_rule(int K, int64_t c, int64_t C)
+{
+    if (K == 0 || K % 2 == 1) return c;
+    return (c ^ 1) < C ? c ^ 1 : c;
+}
+
+/* Whether row v holds source u with relation r. */
+static int has_entry(const gnn_graph_t *g, gnn_vid_t v, gnn_vid_t u, int32_t r)
+{
+    for (gnn_eid_t e = g->csr.indptr[v]; e < g->csr.indptr[v + 1]; e++)
+        if (g->csr.indices[e] == u && g->etype[e] == r) return 1;
+    return 0;
+}
+
+typedef struct {
+    int64_t edges[2 * 32 - 1]; /* stored edges per relation */
+    double rule[32];           /* per K: fraction of rK edges following the class rule */
+    double same[32];           /* per K: fraction of rK edges joining equal classes */
+} hsbm_stats_t;
+
+/*
+ * Check the file of an hsbm run with N nodes, T types, C classes, F
+ * features (the last `featureless` types none), D, H, and gather its
+ * per-relation figures: the documented type sizes and names, every edge
+ * joining its relation's types and stored both ways, labels by the class
+ * rule on t0 only, splits covering t0, features by type.
+ */
+static void check_hsbm(const char *path, gnn_vid_t N, int T, int64_t C, int64_t F,
+                       int featureless, double D, gnn_graph_t *g, hsbm_stats_t *st)
+{
+    load(path, g);
+    const gnn_graph_types_t *t = g->types;
+    assert_non_null(t);
+    assert_non_null(g->etype);
+    /* Types: t0 takes N - (T - 1) floor(N / T), the others floor(N / T). */
+    gnn_vid_t per = N / T, n0 = N - (T - 1) * per;
+    assert_int_equal(t->n_ntypes, T);
+    assert_int_equal(t->target, 0);
+    assert_int_equal(t->off[0], 0);
+    assert_int_equal(t->off[1], n0);
+    char name[16];
+    for (int k = 0; k < T; k++) {
+        snprintf(name, sizeof name, "t%d", k);
+        assert_string_equal(t->ntype[k], name);
+        if (k > 0) assert_int_equal(t->off[k + 1] - t->off[k], per);
+        assert_int_equal(t->feat_dim[k], k >= T - featureless && k > 0 ? 0 : F);
+    }
+    /* Relations: r0 (t0 -> t0), then rK (tK -> t0) and rev_rK (t0 -> tK). */
+    assert_int_equal(t->n_rels, 1 + 2 * (T - 1));
+    assert_string_equal(t->rel[0], "r0");
+    assert_true(t->rel_src[0] == 0 && t->rel_dst[0] == 0);
+    for (int k = 1; k < T; k++) {
+        snprintf(name, sizeof name, "r%d", k);
+        assert_string_equal(t->rel[2 * k - 1], name);
+        assert_true(t->rel_src[2 * k - 1] == k && t->rel_dst[2 * k - 1] == 0);
+        snprintf(name, sizeof name, "rev_r%d", k);
+        assert_string_equal(t->rel[2 * k], name);
+        assert_true(t->rel_src[2 * k] == 0 && t->rel_dst[2 * k] == k);
+    }
+    /* Structure: undirected, each edge u -r-> v also stored as v -> u with
+     * the reverse relation, and joining the types of its relation. */
+    unsigned want = GNN_CSR_SORTED | GNN_CSR_DEDUPED | GNN_CSR_NO_SELF_LOOPS | GNN_CSR_SYMMETRIC;
+    assert_int_equal(g->csr.flags, want);
+    assert_int_equal(g->directed, 0);
+    assert_int_equal(gnn_csr_validate(&g->csr), 0);
+    memset(st, 0, sizeof *st);
+    int64_t rule[32] = {0}, same[32] = {0};
+    for (gnn_vid_t v = 0; v < N; v++)
+        for (gnn_eid_t e = g->csr.indptr[v]; e < g->csr.indptr[v + 1]; e++) {
+            gnn_vid_t u = g->csr.indices[e];
+            int32_t r = g->etype[e];
+            assert_true(r >= 0 && r < t->n_rels);
+            int tu = gnn_graph_types_of(t, u), tv = gnn_graph_types_of(t, v);
+            if (tu != t->rel_src[r] || tv != t->rel_dst[r])
+                fail_msg("edge %lld -> %lld of relation %s joins types %d -> %d", (long long)u,
+                         (long long)v, t->rel[r], tu, tv);
+            if (!has_entry(g, u, v, hsbm_reverse(r)))
+                fail_msg("edge %lld -%s-> %lld has no reverse %s", (long long)u, t->rel[r],
+                         (long long)v, t->rel[hsbm_reverse(r)]);
+            st->edges[r]++;
+            if (r % 2 == 0 && r > 0) continue; /* rev_rK: counted as rK */
+            int K = (r + 1) / 2;
+            int64_t cv = hsbm_class(t, v, C), cu = hsbm_class(t, u, C); /* v in t0 */
+            rule[K] += cu == hsbm_rule(K, cv, C);
+            same[K] += cu == cv;
+        }
+    for (int K = 0; K < T; K++) {
+        int32_t r = K == 0 ? 0 : 2 * K - 1;
+        st->rule[K] = (double)rule[K] / (double)st->edges[r];
+        st->same[K] = (double)same[K] / (double)st->edges[r];
+    }
+    /* Edge counts: M_K = round(n0 D) generated per rK (r0: round(n0 D / 2),
+     * each stored both ways as r0), less repeats. */
+    for (int K = 0; K < T; K++) {
+        int32_t r = K == 0 ? 0 : 2 * K - 1;
+        double m = K == 0 ? 2.0 * (double)llround((double)n0 * D * 0.5)
+                          : (double)llround((double)n0 * D);
+        if (K > 0) assert_int_equal(st->edges[r], st->edges[r + 1]);
+        if (K == 0) assert_int_equal(st->edges[0] % 2, 0);
+        if (!(st->edges[r] <= m && st->edges[r] >= 0.9 * m))
+            fail_msg("relation %s: %lld stored edges, expected %.0f less a few repeats", t->rel[r],
+                     (long long)st->edges[r], m);
+    }
+    /* Labels: t0 by the class rule, the other types unlabelled. */
+    assert_int_equal(g->num_classes, C);
+    for (gnn_vid_t v = 0; v < N; v++) assert_int_equal(g->label[v], v < n0 ? v % C : -1);
+    /* Splits: each t0 node in exactly one, no other node, about 10/10/80 %. */
+    unsigned char *in = calloc((size_t)N, 1);
+    int64_t covered = 0;
+    const double frac[GNN_NUM_SPLITS] = {0.1, 0.1, 0.8};
+    for (int s = 0; s < GNN_NUM_SPLITS; s++) {
+        for (int64_t i = 0; i < g->split_size[s]; i++) {
+            int64_t v = g->split[s][i];
+            assert_true(v >= 0 && v < n0);
+            assert_false(in[v]);
+            in[v] = 1;
+            covered++;
+        }
+        assert_true(fabs((double)g->split_size[s] - frac[s] * (double)n0) <= 0.07 * (double)n0);
+    }
+    assert_int_equal(covered, n0);
+    free(in);
+    /* Features: the widest type's width; featureless types read as zeros. */
+    assert_int_equal(g->feat_dim, F);
+    for (int k = T - featureless; k < T; k++)
+        for (int64_t i = t->off[k] * F; i < t->off[k + 1] * F; i++) assert_true(g->feat[i] == 0.0f);
+}
+
+/* Mean feature row of the nodes of type k and class c (into mu, F values). */
+static void class_mean(const gnn_graph_t *g, int k, int64_t c, int64_t C, double *mu)
+{
+    const gnn_graph_types_t *t = g->types;
+    int64_t F = g->feat_dim, n = 0;
+    for (int64_t j = 0; j < F; j++) mu[j] = 0;
+    for (gnn_vid_t v = t->off[k] + c; v < t->off[k + 1]; v += C, n++)
+        for (int64_t j = 0; j < F; j++) mu[j] += g->feat[v * F + j];
+    for (int64_t j = 0; j < F; j++) mu[j] /= (double)n;
+}
+
+static double norm_diff(const double *a, const double *b, int64_t n)
+{
+    double s = 0;
+    for (int64_t j = 0; j < n; j++) s += (a[j] - (b ? b[j] : 0)) * (a[j] - (b ? b[j] : 0));
+    return sqrt(s);
+}
+
+static void test_hsbm_structure(void **state)
+{
+    (void)state;
+    const char *path = tu_path("hsbm.h5");
+    hsbm_args_t a = {"2003", "4", "4", "6", "1", "6", "0.75", "9"};
+    run_hsbm(&a, path);
+    gnn_graph_t g;
+    hsbm_stats_t st;
+    check_hsbm(path, 2003, 4, 4, 6, 1, 6.0, &g, &st);
+    /* The class rule holds for H + (1 - H) / C of each relation's edges
+     * (a uniform class can follow it too); for even K that is the partner
+     * rule, so equal classes are only the uniform share. */
+    const double H = 0.75, C = 4, want = H + (1 - H) / C;
+    for (int K = 0; K < 4; K++) {
+        printf("hsbm H=0.75 C=4: relation r%d: %lld edges, rule %.3f (expected %.3f), equal "
+               "classes %.3f\n",
+               K, (long long)st.edges[K ? 2 * K - 1 : 0], st.rule[K], want, st.same[K]);
+        assert_true(fabs(st.rule[K] - want) <= 0.03);
+        if (K == 2) assert_true(fabs(st.same[K] - (1 - H) / C) <= 0.03);
+        else assert_true(st.same[K] == st.rule[K]);
+    }
+    /* Features: t0 pure noise around 0; t1 and t2 their class's unit
+     * centroid (one set of centroids for all types) plus noise. */
+    double mu0[6], mu1[6], mu2[6];
+    for (int64_t c = 0; c < 4; c++) {
+        class_mean(&g, 0, c, 4, mu0);
+        class_mean(&g, 1, c, 4, mu1);
+        class_mean(&g, 2, c, 4, mu2);
+        printf("class %lld: |mean t0| %.3f, |mean t1| %.3f, |mean t2| %.3f, |t1 - t2| %.3f\n",
+               (long long)c, norm_diff(mu0, NULL, 6), norm_diff(mu1, NULL, 6),
+               norm_diff(mu2, NULL, 6), norm_diff(mu1, mu2, 6));
+        assert_true(norm_diff(mu0, NULL, 6) < 0.5);
+        assert_true(fabs(norm_diff(mu1, NULL, 6) - 1) < 0.4);
+        assert_true(fabs(norm_diff(mu2, NULL, 6) - 1) < 0.4);
+        assert_true(norm_diff(mu1, mu2, 6) < 0.5);
+    }
+    gnn_graph_free(&g);
+}
+
+/* H = 1: every edge follows its relation's rule, including the last class
+ * of an odd C, its own partner; H = 0: classes are uniform. */
+static void test_hsbm_class_rule(void **state)
+{
+    (void)state;
+    const char *path = tu_path("hsbm-h1.h5");
+    hsbm_args_t a = {"905", "3", "3", "2", "0", "4", "1", "2"};
+    run_hsbm(&a, path);
+    gnn_graph_t g;
+    hsbm_stats_t st;
+    check_hsbm(path, 905, 3, 3, 2, 0, 4.0, &g, &st);
+    for (int K = 0; K < 3; K++) assert_true(st.rule[K] == 1.0);
+    /* r2: classes 0 and 1 swap, class 2 stays. */
+    int64_t to[3][3] = {{0}};
+    for (gnn_vid_t v = 0; v < g.types->off[1]; v++)
+        for (gnn_eid_t e = g.csr.indptr[v]; e < g.csr.indptr[v + 1]; e++)
+            if (g.etype[e] == 3) to[v % 3][hsbm_class(g.types, g.csr.indices[e], 3)]++;
+    printf("r2 with H=1, C=3: class 0 -> %lld, %lld, %lld; 1 -> %lld, %lld, %lld; 2 -> %lld, "
+           "%lld, %lld\n",
+           (long long)to[0][0], (long long)to[0][1], (long long)to[0][2], (long long)to[1][0],
+           (long long)to[1][1], (long long)to[1][2], (long long)to[2][0], (long long)to[2][1],
+           (long long)to[2][2]);
+    assert_true(to[0][1] > 0 && to[1][0] > 0 && to[2][2] > 0);
+    assert_int_equal(to[0][0] + to[0][2] + to[1][1] + to[1][2] + to[2][0] + to[2][1], 0);
+    gnn_graph_free(&g);
+
+    path = tu_path("hsbm-h0.h5");
+    hsbm_args_t b = {"2000", "2", "5", "3", "1", "8", "0", "4"};
+    run_hsbm(&b, path);
+    check_hsbm(path, 2000, 2, 5, 3, 1, 8.0, &g, &st);
+    printf("hsbm H=0 C=5: rule r0 %.3f, r1 %.3f (expected 0.2)\n", st.rule[0], st.rule[1]);
+    assert_true(fabs(st.rule[0] - 0.2) <= 0.03 && fabs(st.rule[1] - 0.2) <= 0.03);
+    assert_int_equal(g.types->feat_dim[1], 0); /* --featureless 1 */
+    gnn_graph_free(&g);
+}
+
+/* The same options give the same file bytes, whatever the thread count; a
+ * different seed another graph of the same shape. */
+static void test_hsbm_deterministic(void **state)
+{
+    (void)state;
+    const char *p1 = tu_path("hsbm-a.h5"), *p2 = tu_path("hsbm-b.h5"), *p3 = tu_path("hsbm-c.h5");
+    hsbm_args_t a = {"1500", "3", "4", "5", "1", "5", "0.8", "11"};
+    run_hsbm(&a, p1);
+    setenv("OMP_NUM_THREADS", "1", 1);
+    run_hsbm(&a, p2);
+    unsetenv("OMP_NUM_THREADS");
+    a.seed = "12";
+    run_hsbm(&a, p3);
+    struct stat s1, s2;
+    assert_int_equal(stat(p1, &s1), 0);
+    assert_int_equal(stat(p2, &s2), 0);
+    assert_int_equal(s1.st_size, s2.st_size);
+    char *b1 = tu_read_file(p1), *b2 = tu_read_file(p2);
+    assert_memory_equal(b1, b2, (size_t)s1.st_size);
+    free(b1);
+    free(b2);
+    gnn_graph_t g1, g3;
+    load(p1, &g1);
+    load(p3, &g3);
+    assert_int_equal(g1.types->n_rels, g3.types->n_rels);
+    assert_memory_equal(g1.types->off, g3.types->off, sizeof(int64_t) * 4);
+    assert_false(gnn_csr_equal(&g1.csr, &g3.csr));
+    assert_true(memcmp(g1.feat, g3.feat, sizeof(float) * 5 * 500) != 0);
+    assert_memory_equal(g1.label, g3.label, sizeof(int64_t) * 1500); /* the rule, not the seed */
+    gnn_graph_free(&g1);
+    gnn_graph_free(&g3);
+}
+
+/* gnn_hsbm_check: each bad option is GNN_EUSAGE naming it. */
+static void test_hsbm_check(void **state)
+{
+    (void)state;
+    gnn_hsbm_opts_t d, o;
+    gnn_hsbm_defaults(&d);
+    assert_int_equal(gnn_hsbm_check(&d), 0);
+    struct {
+        const char *want;
+        int field;
+        double v;
+    } cases[] = {
+        {"--types must be in [2, 32] (got 1)", 0, 1},
+        {"--types must be in [2, 32] (got 33)", 0, 33},
+        {"--classes must be in [2, 2^20] (got 1)", 1, 1},
+        {"--classes must be in [2, 2^20] (got 1048577)", 1, 1048577},
+        {"--nodes must be at least --types x --classes = 24 and at most 2^38 (got 23)", 2, 23},
+        {"--nodes must be at least --types x --classes = 24 and at most 2^38 (got 274877906945)",
+         2, 274877906945.0},
+        {"--feat-dim must be in [1, 65536] (got 0)", 3, 0},
+        {"--feat-dim must be in [1, 65536] (got 65537)", 3, 65537},
+        {"--featureless must be in [0, --types - 1 = 2] (got 3)", 4, 3},
+        {"--featureless must be in [0, --types - 1 = 2] (got -1)", 4, -1},
+        {"--avg-degree must be in (0, 1000] (got 0)", 5, 0},
+        {"--avg-degree must be in (0, 1000] (got 1000.5)", 5, 1000.5},
+        {"--avg-degree must be in (0, 1000] (got nan)", 5, NAN},
+        {"--homophily must be in [0, 1] (got -0.1)", 6, -0.1},
+        {"--homophily must be in [0, 1] (got 1.5)", 6, 1.5},
+        {"--homophily must be in [0, 1] (got nan)", 6, NAN},
+        {"feature noise must not be negative (got -1)", 7, -1},
+        {"split fractions must be in [0, 1] and sum to at most 1", 8, 0.95},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        o = d;
+        double v = cases[i].v;
+        switch (cases[i].field) {
+        case 0: o.types = (int)v; break;
+        case 1: o.classes = (int)v; break;
+        case 2: o.nodes = (gnn_vid_t)v; break;
+        case 3: o.feat_dim = (int)v; break;
+        case 4: o.featureless = (int)v; break;
+        case 5: o.avg_degree = v; break;
+        case 6: o.homophily = v; break;
+        case 7: o.feat_noise = v; break;
+        default: o.train_frac = v; break; /* with valid_frac 0.1: over 1 */
+        }
+        int rc = gnn_hsbm_check(&o);
+        if (rc != GNN_EUSAGE || strcmp(gnn_error_message(), cases[i].want))
+            fail_msg("case %zu: got %d '%s', expected GNN_EUSAGE '%s'", i, rc,
+                     gnn_error_message(), cases[i].want);
+    }
+    /* The edges of the range are accepted. */
+    o = d;
+    o.types = 32;
+    o.classes = 2;
+    o.nodes = 64;
+    o.featureless = 31;
+    o.homophily = 0;
+    o.avg_degree = 1000;
+    assert_int_equal(gnn_hsbm_check(&o), 0);
+    /* The generator checks first and writes nothing. */
+    o = d;
+    o.homophily = 2;
+    gnn_output_opts_t out = {.path = tu_path("hsbm-bad.h5"), .force = 1};
+    assert_int_equal(gnn_generate_hsbm(&o, &out), GNN_EUSAGE);
+    assert_true(no_file_named("hsbm-bad.h5"));
+}
+
 /* ---- Failure paths ------------------------------------------------------------- */
 
 /* Fail the 1st, 2nd, ... allocation of a whole generation until it
@@ -410,13 +763,22 @@ static void test_alloc_failure(void **state)
     gnn_rmat_defaults(&ro);
     ro.scale = 6;
     ro.feat_dim = 3;
-    for (int which = 0; which < 2; which++) {
-        const char *name = which ? "alloc-rmat.h5" : "alloc-sbm.h5";
+    gnn_hsbm_opts_t ho;
+    gnn_hsbm_defaults(&ho);
+    ho.nodes = 120;
+    ho.classes = 3;
+    ho.feat_dim = 4;
+    ho.featureless = 1;
+    const char *names[] = {"alloc-sbm.h5", "alloc-rmat.h5", "alloc-hsbm.h5"};
+    for (int which = 0; which < 3; which++) {
+        const char *name = names[which];
         gnn_output_opts_t out = {.path = tu_path(name), .force = 1};
         int64_t nth = 1;
         for (;; nth++) {
             gnn_alloc_fail_at(nth);
-            int rc = which ? gnn_generate_rmat(&ro, &out) : gnn_generate_sbm(&so, &out);
+            int rc = which == 2   ? gnn_generate_hsbm(&ho, &out)
+                     : which == 1 ? gnn_generate_rmat(&ro, &out)
+                                  : gnn_generate_sbm(&so, &out);
             int failed = gnn_alloc_failed();
             gnn_alloc_fail_at(0);
             if (rc == 0 && !failed) break;
@@ -468,6 +830,16 @@ static void test_bad_options(void **state)
     BAD(2, "(see gnn-dataset generate sbm --help)", "sbm", "--classes", "1");
     BAD(2, "(see gnn-dataset generate rmat --help)", "rmat", "--nodes", "5");
     BAD(2, "(see gnn-dataset generate --help)", "ba");
+    BAD(2, "--types must be in [2, 32] (got 1)", "hsbm", "--types", "1");
+    BAD(2, "--classes must be in [2, 2^20] (got 1)", "hsbm", "--classes", "1");
+    BAD(2, "--nodes must be at least --types x --classes = 24 and at most 2^38 (got 23)", "hsbm",
+        "--nodes", "23");
+    BAD(2, "--feat-dim must be in [1, 65536] (got 0)", "hsbm", "--feat-dim", "0");
+    BAD(2, "--featureless must be in [0, --types - 1 = 2] (got 3)", "hsbm", "--featureless", "3");
+    BAD(2, "--avg-degree must be in (0, 1000] (got 0)", "hsbm", "--avg-degree", "0");
+    BAD(2, "--homophily must be in [0, 1] (got 1.5)", "hsbm", "--homophily", "1.5");
+    BAD(2, "unknown option '--scale'", "hsbm", "--scale", "3");
+    BAD(2, "--types", "hsbm", "--types", "two");
 
     char *a1[] = {g_bin, "generate", NULL};
     tu_expect_failure(a1, NULL, 2, "missing generator");
@@ -568,6 +940,18 @@ static void test_help(void **state)
     assert_non_null(strstr(r.out, "--scale"));
     assert_non_null(strstr(r.out, "--edge-factor"));
     tu_run_free(&r);
+    char *a4[] = {g_bin, "generate", "hsbm", "--help", NULL};
+    r = tu_run(a4);
+    assert_int_equal(r.status, 0);
+    const char *hwant[] = {"usage: gnn-dataset generate hsbm", "--nodes", "--types", "--classes",
+                           "--feat-dim", "--featureless", "--avg-degree", "--homophily", "--seed",
+                           "(default: 30000)", "(default: 0.8)"};
+    for (size_t i = 0; i < sizeof hwant / sizeof hwant[0]; i++)
+        if (!strstr(r.out, hwant[i])) fail_msg("missing '%s' in:\n%s", hwant[i], r.out);
+    tu_run_free(&r);
+    r = tu_run(a1);
+    assert_non_null(strstr(r.out, "hsbm"));
+    tu_run_free(&r);
 }
 
 int main(int argc, char **argv)
@@ -586,6 +970,10 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_sbm_deterministic),
         cmocka_unit_test(test_sbm_default_proxies),
         cmocka_unit_test(test_feat_dim_zero),
+        cmocka_unit_test(test_hsbm_structure),
+        cmocka_unit_test(test_hsbm_class_rule),
+        cmocka_unit_test(test_hsbm_deterministic),
+        cmocka_unit_test(test_hsbm_check),
         cmocka_unit_test(test_alloc_failure),
         cmocka_unit_test(test_bad_options),
         cmocka_unit_test(test_unwritable_output),

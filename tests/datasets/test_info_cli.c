@@ -1,8 +1,10 @@
 /*
  * gnn-dataset info, run as a user runs it: the table and the JSON object
- * (its fixed key names and values) for a file written here, and for bad
- * input one line on standard error, a non-zero exit and nothing on
- * standard output. argv[1] is the path of the gnn-dataset binary.
+ * (its fixed key names and values) for a file written here, the node types
+ * and relations of a typed file (gnn-dataset generate hsbm) with their
+ * counts recomputed from the file, and for bad input one line on standard
+ * error, a non-zero exit and nothing on standard output. argv[1] is the
+ * path of the gnn-dataset binary.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -66,6 +68,189 @@ static void test_json(void **state)
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         if (!strstr(r.out, want[i])) fail_msg("missing %s in %s", want[i], r.out);
     assert_true(r.out[0] == '{');
+    tu_run_free(&r);
+}
+
+/* A version 1 file has no types: null in the JSON, no lines in the table. */
+static void test_untyped_has_no_types(void **state)
+{
+    (void)state;
+    const char *path = write_sample();
+    char *argv[] = {g_bin, "info", (char *)path, "--json", NULL};
+    tu_run_t r = tu_run(argv);
+    assert_int_equal(r.status, 0);
+    assert_non_null(tu_json_skip(r.out));
+    assert_non_null(strstr(r.out, ", \"node_types\": null, \"relations\": null, "));
+    tu_run_free(&r);
+    char *a2[] = {g_bin, "info", (char *)path, NULL};
+    r = tu_run(a2);
+    assert_int_equal(r.status, 0);
+    assert_null(strstr(r.out, "node types"));
+    assert_null(strstr(r.out, "relations"));
+    tu_run_free(&r);
+}
+
+/* The hsbm file of the typed tests, and its stored edges per relation
+ * counted here from edge_type. */
+static const char *write_typed(int64_t *count)
+{
+    const char *path = tu_path("typed.h5");
+    char *gen[] = {g_bin, "generate", "hsbm", "--nodes", "1003", "--types", "4", "--classes", "3",
+                   "--feat-dim", "7", "--featureless", "2", "--seed", "5", "-o", (char *)path,
+                   "--force", "-q", NULL};
+    char *out = tu_run_ok_argv(gen);
+    free(out);
+    gnn_graph_file_t *f;
+    assert_int_equal(gnn_graph_open(path, &f), 0);
+    const gnn_graph_info_t *in = gnn_graph_file_info(f);
+    assert_int_equal(in->types->n_rels, 7);
+    int32_t *et = malloc(sizeof *et * (size_t)in->num_edges);
+    assert_int_equal(gnn_graph_read_etypes(f, 0, in->num_edges, et), 0);
+    memset(count, 0, sizeof(int64_t) * 7);
+    for (int64_t e = 0; e < in->num_edges; e++) count[et[e]]++;
+    int64_t total = 0;
+    for (int r = 0; r < 7; r++) {
+        assert_true(count[r] > 0);
+        total += count[r];
+    }
+    assert_int_equal(total, in->num_edges);
+    free(et);
+    gnn_graph_close(f);
+    return path;
+}
+
+/* Relation r of the hsbm file: name, source and destination type. */
+static void hsbm_relation(int r, char *name, const char **src, const char **dst)
+{
+    static const char *const t[] = {"t0", "t1", "t2", "t3"};
+    int k = (r + 1) / 2;
+    if (r == 0)
+        snprintf(name, 16, "r0");
+    else
+        snprintf(name, 16, "%sr%d", r % 2 ? "" : "rev_", k);
+    *src = r % 2 || r == 0 ? t[k] : t[0];
+    *dst = r % 2 || r == 0 ? t[0] : t[k];
+}
+
+static void test_typed_table(void **state)
+{
+    (void)state;
+    int64_t count[7];
+    const char *path = write_typed(count);
+    char *argv[] = {g_bin, "info", (char *)path, NULL};
+    tu_run_t r = tu_run(argv);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.err, "");
+    /* 1003 nodes over 4 types: t0 1003 - 3 x 250 = 253, the others 250;
+     * the last two featureless. */
+    const char *want[] = {
+        "format        gnn-graph version 2\n",
+        "nodes         1003\n",
+        "node types    t0                   253 nodes [0, 253), 7 features, target (labels)\n"
+        "              t1                   250 nodes [253, 503), 7 features\n"
+        "              t2                   250 nodes [503, 753), featureless\n"
+        "              t3                   250 nodes [753, 1003), featureless\n"
+        "relations     t0 -r0-> t0: ",
+        "features      per node type, the widest 7 (float32)\n",
+        "classes       3\n",
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        if (!strstr(r.out, want[i])) fail_msg("missing '%s' in:\n%s", want[i], r.out);
+    for (int k = 0; k < 7; k++) {
+        char line[160], name[16];
+        const char *src, *dst;
+        hsbm_relation(k, name, &src, &dst);
+        snprintf(line, sizeof line, "%s %s -%s-> %s: %lld edges\n",
+                 k ? "             " : "relations    ", src, name, dst, (long long)count[k]);
+        if (!strstr(r.out, line)) fail_msg("missing '%s' in:\n%s", line, r.out);
+    }
+    tu_run_free(&r);
+}
+
+static void test_typed_json(void **state)
+{
+    (void)state;
+    int64_t count[7];
+    const char *path = write_typed(count);
+    char *argv[] = {g_bin, "info", (char *)path, "--json", NULL};
+    tu_run_t r = tu_run(argv);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(tu_count_lines(r.out), 1);
+    const char *end = tu_json_skip(r.out);
+    assert_non_null(end);
+    assert_string_equal(end, "\n");
+    assert_int_equal(tu_json_num(r.out, "version"), 2);
+    assert_int_equal(tu_json_num(r.out, "num_nodes"), 1003);
+    assert_int_equal(tu_json_num(r.out, "feat_dim"), 7);
+    int64_t total = 0;
+    for (int k = 0; k < 7; k++) total += count[k];
+    assert_int_equal(tu_json_num(r.out, "num_edges"), total);
+    const char *types =
+        "\"node_types\": [{\"name\": \"t0\", \"nodes\": 253, \"first\": 0, \"feat_dim\": 7, "
+        "\"target\": true}, {\"name\": \"t1\", \"nodes\": 250, \"first\": 253, \"feat_dim\": 7, "
+        "\"target\": false}, {\"name\": \"t2\", \"nodes\": 250, \"first\": 503, \"feat_dim\": 0, "
+        "\"target\": false}, {\"name\": \"t3\", \"nodes\": 250, \"first\": 753, \"feat_dim\": 0, "
+        "\"target\": false}], ";
+    if (!strstr(r.out, types)) fail_msg("missing %s in %s", types, r.out);
+    char rels[2048] = "\"relations\": [";
+    for (int k = 0; k < 7; k++) {
+        char name[16];
+        const char *src, *dst;
+        hsbm_relation(k, name, &src, &dst);
+        snprintf(rels + strlen(rels), sizeof rels - strlen(rels),
+                 "%s{\"name\": \"%s\", \"src\": \"%s\", \"dst\": \"%s\", \"edges\": %lld}",
+                 k ? ", " : "", name, src, dst, (long long)count[k]);
+    }
+    snprintf(rels + strlen(rels), sizeof rels - strlen(rels), "], \"in_degree\": ");
+    if (!strstr(r.out, rels)) fail_msg("missing %s in %s", rels, r.out);
+    tu_run_free(&r);
+}
+
+/* A typed file written here: no target type, no features, a relation
+ * without edges (listed with 0). */
+static void test_typed_empty_relation(void **state)
+{
+    (void)state;
+    const char *path = tu_path("typed-small.h5");
+    gnn_graph_types_t t = {.n_ntypes = 2, .n_rels = 2, .off = {0, 2, 3}, .target = -1};
+    snprintf(t.ntype[0], GNN_TYPE_NAME_MAX, "user");
+    snprintf(t.ntype[1], GNN_TYPE_NAME_MAX, "item");
+    snprintf(t.rel[0], GNN_TYPE_NAME_MAX, "buys");
+    t.rel_src[0] = 0, t.rel_dst[0] = 1;
+    snprintf(t.rel[1], GNN_TYPE_NAME_MAX, "sold-to");
+    t.rel_src[1] = 1, t.rel_dst[1] = 0;
+    gnn_graph_header_t h = {.num_nodes = 3, .num_edges = 2, .directed = 1, .types = &t};
+    gnn_graph_writer_t *w;
+    assert_int_equal(gnn_graph_writer_open(path, &h, 1, &w), 0);
+    gnn_eid_t ip[] = {0, 0, 0, 2};
+    gnn_vid_t idx[] = {0, 1};
+    int32_t et[] = {0, 0};
+    assert_int_equal(gnn_graph_writer_put_indptr(w, 0, 4, ip), 0);
+    assert_int_equal(gnn_graph_writer_put_indices(w, 0, 2, idx, NULL), 0);
+    assert_int_equal(gnn_graph_writer_put_etypes(w, 0, 2, et), 0);
+    assert_int_equal(gnn_graph_writer_commit(w), 0);
+
+    char *argv[] = {g_bin, "info", (char *)path, NULL};
+    tu_run_t r = tu_run(argv);
+    assert_int_equal(r.status, 0);
+    const char *want = "node types    user                 2 nodes [0, 2), featureless\n"
+                       "              item                 1 nodes [2, 3), featureless\n"
+                       "relations     user -buys-> item: 2 edges\n"
+                       "              item -sold-to-> user: 0 edges\n"
+                       "features      none\n";
+    if (!strstr(r.out, want)) fail_msg("missing '%s' in:\n%s", want, r.out);
+    tu_run_free(&r);
+    char *a2[] = {g_bin, "info", (char *)path, "--json", NULL};
+    r = tu_run(a2);
+    assert_int_equal(r.status, 0);
+    assert_non_null(tu_json_skip(r.out));
+    const char *jwant =
+        "\"node_types\": [{\"name\": \"user\", \"nodes\": 2, \"first\": 0, \"feat_dim\": 0, "
+        "\"target\": false}, {\"name\": \"item\", \"nodes\": 1, \"first\": 2, \"feat_dim\": 0, "
+        "\"target\": false}], \"relations\": [{\"name\": \"buys\", \"src\": \"user\", \"dst\": "
+        "\"item\", \"edges\": 2}, {\"name\": \"sold-to\", \"src\": \"item\", \"dst\": \"user\", "
+        "\"edges\": 0}]";
+    if (!strstr(r.out, jwant)) fail_msg("missing %s in %s", jwant, r.out);
     tu_run_free(&r);
 }
 
@@ -224,6 +409,10 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_json),
         cmocka_unit_test(test_table),
+        cmocka_unit_test(test_untyped_has_no_types),
+        cmocka_unit_test(test_typed_table),
+        cmocka_unit_test(test_typed_json),
+        cmocka_unit_test(test_typed_empty_relation),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_help),
         cmocka_unit_test(test_node_data_names),
