@@ -137,7 +137,8 @@ typedef struct gnn_graph_file gnn_graph_file_t;
 
 /*
  * Open path and check its layout: an HDF5 file, format "gnn-graph", version
- * 1, every dataset of the right class, rank and shape for the counts in its
+ * 1 or 2 (with its types, which must parse and cover the nodes), every
+ * dataset of the right class, rank and shape for the counts in its
  * attributes, indptr starting at 0 and ending at num_edges, and link sets
  * (when present) all four, of shape (n, 2), with a neg_per_pos K >= 1 and
  * K times as many negatives as positives. Returns 0;
