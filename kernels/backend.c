@@ -965,6 +965,18 @@ int gnn_be_copy_rows(gnn_backend_t *be, int64_t n, int64_t f, const float *src, 
     return be->ops->copy_rows(be, n, f, src, lds, src_rows, idx, dst, ldd);
 }
 
+int gnn_be_scatter_rows(gnn_backend_t *be, int64_t n, int64_t f, const float *src, int64_t lds,
+                        const int64_t *idx, float *dst, int64_t ldd, int64_t dst_rows)
+{
+    NEED(be && src && dst && (idx || n == 0), "gnn_be_scatter_rows");
+    BUF(src, "gnn_be_scatter_rows");
+    BUF(idx, "gnn_be_scatter_rows");
+    BUF(dst, "gnn_be_scatter_rows");
+    if (!be->ops->scatter_rows)
+        return GNN_FAIL(GNN_EUNSUPPORTED, "gnn_be_scatter_rows: not on %s", be->desc);
+    return be->ops->scatter_rows(be, n, f, src, lds, idx, dst, ldd, dst_rows);
+}
+
 int gnn_be_mem_available(gnn_backend_t *be, size_t *bytes)
 {
     NEED(be && bytes, "gnn_be_mem_available");

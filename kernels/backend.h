@@ -309,6 +309,9 @@ int gnn_be_sparse_opt_step(gnn_backend_t *be, const gnn_sparse_opt_t *o, int64_t
  * NULL. */
 int gnn_be_copy_rows(gnn_backend_t *be, int64_t n, int64_t f, const float *src, int64_t lds,
                      int64_t src_rows, const int64_t *idx, float *dst, int64_t ldd);
+/* Rows put at rows idx (backend int64, distinct) of dst (gnn_scatter_rows). */
+int gnn_be_scatter_rows(gnn_backend_t *be, int64_t n, int64_t f, const float *src, int64_t lds,
+                        const int64_t *idx, float *dst, int64_t ldd, int64_t dst_rows);
 /* Bytes the backend could still allocate: free device memory on CUDA, the
  * kernel's MemAvailable on the CPU (physical pages free when it has none). */
 int gnn_be_mem_available(gnn_backend_t *be, size_t *bytes);

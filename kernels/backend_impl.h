@@ -87,6 +87,8 @@ typedef struct {
     int (*copy_rows)(gnn_backend_t *be, int64_t n, int64_t f, const float *src, int64_t lds,
                      int64_t src_rows, const int64_t *idx, float *dst, int64_t ldd);
     int (*mem_available)(gnn_backend_t *be, size_t *bytes);
+    int (*scatter_rows)(gnn_backend_t *be, int64_t n, int64_t f, const float *src, int64_t lds,
+                        const int64_t *idx, float *dst, int64_t ldd, int64_t dst_rows);
 } gnn_backend_ops_t;
 
 struct gnn_backend {

@@ -175,6 +175,15 @@ int gnn_sparse_opt_step(const gnn_sparse_opt_t *o, int64_t n, int64_t d, const i
  */
 int gnn_copy_rows(int64_t n, int64_t f, const float *src, int64_t lds, int64_t src_rows,
                   const int64_t *idx, float *dst, int64_t ldd);
+/*
+ * The other way: dst[r * ldd + k] = src[i * lds + k] for k < f, r =
+ * idx[i], for i < n: rows put at given rows of a wider matrix. The
+ * indices must be distinct (checked: GNN_EINVAL naming a repeat) and in
+ * [0, dst_rows) (GNN_EINVAL naming the first that is not); nothing is
+ * written on error.
+ */
+int gnn_scatter_rows(int64_t n, int64_t f, const float *src, int64_t lds, const int64_t *idx,
+                     float *dst, int64_t ldd, int64_t dst_rows);
 
 /* out[r] = index of the largest entry of row r (ties: lowest index; NaN
  * entries never win over an earlier entry) of a rows x classes matrix. */

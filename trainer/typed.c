@@ -56,10 +56,9 @@ int gnn_typed_graph_attach(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_csr_t *
         loc[j] = t->cnt[ty[j]]++;
         if (j > 0 && ty[j] < ty[j - 1]) sorted = 0;
     }
-    for (int s = 0, v = 0; s < T; s++) {
+    for (int s = 0; s < T; s++) {
         t->start[s] = s ? t->start[s - 1] + t->cnt[s - 1] : 0;
         t->vbase[s] = s ? t->vbase[s - 1] + t->cnt[s - 1] * t->k[s - 1] : 0;
-        (void)v;
     }
     t->nv = t->vbase[T - 1] + t->cnt[T - 1] * t->k[T - 1];
     if (!sorted) {
@@ -89,6 +88,9 @@ int gnn_typed_graph_attach(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_csr_t *
     GNN_CHECK(a->indptr && a->indices && a->weights, GNN_ENOMEM, "typed graph of %lld edges",
               (long long)csr->nnz);
     memcpy(a->indptr, csr->indptr, ((size_t)nd + 1) * sizeof *a->indptr);
+    for (gnn_eid_t e = 0; e < csr->nnz; e++)
+        GNN_CHECK(etype[e] >= 0 && etype[e] < R, GNN_EINVAL,
+                  "typed graph: edge %lld has relation %d of %d", (long long)e, etype[e], R);
     int bad = 0;
     int64_t bad_e = -1;
 #pragma omp parallel reduction(| : bad)
@@ -97,7 +99,7 @@ int gnn_typed_graph_attach(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_csr_t *
 #pragma omp for schedule(dynamic, 1024)
         for (int64_t v = 0; v < nd; v++) {
             gnn_eid_t e0 = csr->indptr[v], e1 = csr->indptr[v + 1];
-            memset(deg, 0, sizeof deg);
+            memset(deg, 0, (size_t)R * sizeof deg[0]);
             for (gnn_eid_t e = e0; e < e1; e++) deg[etype[e]]++;
             for (gnn_eid_t e = e0; e < e1; e++) {
                 int64_t u = csr->indices[e];

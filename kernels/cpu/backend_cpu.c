@@ -334,6 +334,13 @@ static int cpu_copy_rows(gnn_backend_t *be, int64_t n, int64_t f, const float *s
     return gnn_copy_rows(n, f, src, lds, src_rows, idx, dst, ldd);
 }
 
+static int cpu_scatter_rows(gnn_backend_t *be, int64_t n, int64_t f, const float *src, int64_t lds,
+                            const int64_t *idx, float *dst, int64_t ldd, int64_t dst_rows)
+{
+    (void)be;
+    return gnn_scatter_rows(n, f, src, lds, idx, dst, ldd, dst_rows);
+}
+
 /* MemAvailable of /proc/meminfo; free physical pages where there is none. */
 static int cpu_mem_available(gnn_backend_t *be, size_t *bytes)
 {
@@ -399,6 +406,7 @@ static const gnn_backend_ops_t cpu_ops = {
     .sparse_opt_step = cpu_sparse_opt_step,
     .copy_rows = cpu_copy_rows,
     .mem_available = cpu_mem_available,
+    .scatter_rows = cpu_scatter_rows,
 };
 
 int gnn__backend_cpu_init(gnn_backend_t *be, int as_gpu)

@@ -598,6 +598,33 @@ fail:
     return rc;
 }
 
+int gnn_scatter_rows(int64_t n, int64_t f, const float *src, int64_t lds, const int64_t *idx,
+                     float *dst, int64_t ldd, int64_t dst_rows)
+{
+    int rc = 0;
+    unsigned char *seen = NULL;
+    GNN_TRY(gnn__dense_check_copy_rows(n, f, lds, dst_rows, ldd));
+    GNN_CHECK(idx || n == 0, GNN_EINVAL, "gnn_scatter_rows: no indices");
+    int64_t bad = first_bad_row(n, idx, dst_rows);
+    GNN_CHECK(bad == n, GNN_EINVAL,
+              "gnn_scatter_rows: index %" PRId64 " at position %" PRId64 " outside [0, %" PRId64 ")",
+              bad < n ? idx[bad] : 0, bad, dst_rows);
+    seen = calloc((size_t)dst_rows / 8 + 1, 1);
+    GNN_CHECK(seen, GNN_ENOMEM, "gnn_scatter_rows: %" PRId64 " rows", dst_rows);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t r = idx[i];
+        GNN_CHECK(!(seen[r >> 3] & (1u << (r & 7))), GNN_EINVAL,
+                  "gnn_scatter_rows: row %" PRId64 " given twice (position %" PRId64 ")", r, i);
+        seen[r >> 3] |= (unsigned char)(1u << (r & 7));
+    }
+#pragma omp parallel for schedule(static) if (n * f >= PAR_MIN)
+    for (int64_t i = 0; i < n; i++)
+        memcpy(dst + idx[i] * ldd, src + i * lds, (size_t)f * sizeof(float));
+fail:
+    free(seen);
+    return rc;
+}
+
 /* ---- Arg-max reductions ------------------------------------------------------- */
 
 static int64_t argmax_row(const float *x, int64_t classes)

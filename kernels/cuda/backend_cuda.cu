@@ -377,6 +377,7 @@ static const gnn_backend_ops_t cuda_ops = {
     /* .sparse_opt_step = */ gnn__cuda_sparse_opt_step,
     /* .copy_rows = */ gnn__cuda_copy_rows,
     /* .mem_available = */ cu_mem_available,
+    /* .scatter_rows = */ gnn__cuda_scatter_rows,
 };
 
 /* Handles and stream of cb on its device; on failure the caller closes. */

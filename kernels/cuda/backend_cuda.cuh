@@ -77,6 +77,8 @@ int gnn__cuda_sparse_opt_step(gnn_backend_t *be, const gnn_sparse_opt_t *o, int6
                               int64_t ldg, float *w, float *s1, float *s2, int64_t step);
 int gnn__cuda_copy_rows(gnn_backend_t *be, int64_t n, int64_t f, const float *src, int64_t lds,
                         int64_t src_rows, const int64_t *idx, float *dst, int64_t ldd);
+int gnn__cuda_scatter_rows(gnn_backend_t *be, int64_t n, int64_t f, const float *src, int64_t lds,
+                           const int64_t *idx, float *dst, int64_t ldd, int64_t dst_rows);
 int gnn__cuda_count_correct(gnn_backend_t *be, int64_t rows, int64_t classes, const float *logits,
                             const int64_t *labels, const int64_t *idx, int64_t nidx,
                             int64_t *correct);

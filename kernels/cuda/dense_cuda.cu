@@ -622,6 +622,66 @@ int gnn__cuda_copy_rows(gnn_backend_t *be, int64_t n, int64_t f, const float *sr
     return 0;
 }
 
+__global__ void k_scatter_rows(int64_t n, int64_t f, const float *src, int64_t lds,
+                               const int64_t *idx, float *dst, int64_t ldd)
+{
+    int64_t warps = (int64_t)gridDim.x * (blockDim.x / WARP);
+    int lane = threadIdx.x % WARP;
+    for (int64_t i = blockIdx.x * (int64_t)(blockDim.x / WARP) + threadIdx.x / WARP; i < n;
+         i += warps) {
+        const float *s = src + i * lds;
+        float *d = dst + idx[i] * ldd;
+        for (int64_t k = lane; k < f; k += WARP) d[k] = s[k];
+    }
+}
+
+/* Marks each destination row; a row marked twice sets flag to the lowest
+ * such position (atomicMin). */
+__global__ void k_scatter_repeats(int64_t n, const int64_t *idx, unsigned int *mark,
+                                  unsigned long long *flag)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        if (atomicAdd(&mark[idx[i]], 1u) > 0) atomicMin(flag, (unsigned long long)i);
+}
+
+int gnn__cuda_scatter_rows(gnn_backend_t *be, int64_t n, int64_t f, const float *src, int64_t lds,
+                           const int64_t *idx, float *dst, int64_t ldd, int64_t dst_rows)
+{
+    gnn_cuda_be_t *cb = gnn__cuda_be(be);
+    GNN_TRY_RET(gnn__dense_check_copy_rows(n, f, lds, dst_rows, ldd));
+    if (n == 0) return 0;
+    uint64_t bad = NO_BAD;
+    GNN_TRY_RET(first_bad_row(cb, n, idx, dst_rows, &bad));
+    if (bad != NO_BAD)
+        return GNN_FAIL(GNN_EINVAL,
+                        "gnn_scatter_rows: index %" PRId64 " at position %" PRIu64
+                        " outside [0, %" PRId64 ")",
+                        peek_i64(cb, idx, bad), bad, dst_rows);
+    /* Repeats: one counter per destination row in scratch. */
+    void *scratch = NULL;
+    size_t mbytes = ((size_t)dst_rows + 2) * sizeof(unsigned int);
+    size_t at = (mbytes + 7) / 8 * 8; /* the flag, 8-byte aligned after the counters */
+    GNN_TRY_RET(gnn__cuda_scratch(cb, at + sizeof(unsigned long long), &scratch));
+    unsigned int *mark = (unsigned int *)scratch;
+    unsigned long long *flag = (unsigned long long *)((char *)scratch + at);
+    GNN_CUDA_RET(cudaMemsetAsync(mark, 0, mbytes, cb->stream), "gnn_scatter_rows");
+    GNN_CUDA_RET(cudaMemsetAsync(flag, 0xFF, sizeof(unsigned long long), cb->stream),
+                 "gnn_scatter_rows");
+    k_scatter_repeats<<<gnn__cuda_blocks(n, THREADS), THREADS, 0, cb->stream>>>(n, idx, mark,
+                                                                                flag);
+    GNN_CUDA_LAUNCHED("scatter_rows check");
+    GNN_TRY_RET(read_flag(cb, flag, &bad));
+    if (bad != NO_BAD)
+        return GNN_FAIL(GNN_EINVAL, "gnn_scatter_rows: row %" PRId64 " given twice (position %" PRIu64
+                        ")", peek_i64(cb, idx, bad), bad);
+    if (f == 0) return 0;
+    k_scatter_rows<<<gnn__cuda_blocks(n * WARP, THREADS), THREADS, 0, cb->stream>>>(
+        n, f, src, lds, idx, dst, ldd);
+    GNN_CUDA_LAUNCHED("scatter_rows");
+    return 0;
+}
+
 /* ---- Arg-max ----------------------------------------------------------------- */
 
 /* The CPU's scan: the lowest index wins ties, NaN never beats an earlier

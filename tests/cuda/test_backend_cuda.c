@@ -1055,6 +1055,57 @@ static void test_copy_rows(void **state)
     free(idx), free(bad);
 }
 
+/* scatter_rows (R-GCN's learnable rows of featureless types): a random
+ * permutation's first n rows as destinations, bitwise equal to the CPU's;
+ * a repeated row and one out of range are refused, dst unchanged. */
+static void test_scatter_rows(void **state)
+{
+    (void)state;
+    uint64_t s = g_seed ^ 0x736374;
+    const int64_t n = 700, dst_rows = 1000;
+    static const int64_t fs[] = {1, 7, 32, 65};
+    int64_t *perm = malloc((size_t)dst_rows * sizeof *perm);
+    assert_non_null(perm);
+    for (int64_t i = 0; i < dst_rows; i++) perm[i] = i;
+    for (int64_t i = dst_rows - 1; i > 0; i--) {
+        int64_t j = rng_below(&s, i + 1), t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+    pair_t I = pair_up(perm, (size_t)n * sizeof *perm);
+    for (size_t fi = 0; fi < sizeof fs / sizeof fs[0]; fi++) {
+        const int64_t f = fs[fi], lds = f + 3, ldd = f + 4, nd = dst_rows * ldd;
+        float *src = rand_floats(&s, n * lds, 1.0f), *dst = rand_floats(&s, nd, 1.0f);
+        pair_t S = pair_up(src, (size_t)(n * lds) * sizeof(float));
+        pair_t D = pair_up(dst, (size_t)nd * sizeof(float));
+        context("scatter_rows f=%" PRId64, f);
+        expect_ok(gnn_be_scatter_rows(g_cpu, n, f, S.c, lds, I.c, (float *)D.c + 1, ldd, dst_rows),
+                  gnn_be_scatter_rows(g_gpu, n, f, S.g, lds, I.g, (float *)D.g + 1, ldd, dst_rows));
+        float *h = fetch(&D);
+        check_same_bits(h, D.c, nd, "dst");
+        free(h);
+        context("scatter_rows f=%" PRId64 " repeat", f);
+        int64_t keep = perm[400];
+        perm[400] = perm[3];
+        pair_t R = pair_up(perm, (size_t)n * sizeof *perm);
+        perm[400] = keep;
+        expect_rc(gnn_be_scatter_rows(g_gpu, n, f, S.g, lds, R.g, D.g, ldd, dst_rows), GNN_EINVAL,
+                  "CUDA");
+        if (!strstr(gnn_error_message(), "given twice"))
+            fail_msg("scatter_rows: message \"%s\" names no repeat", gnn_error_message());
+        expect_rc(gnn_be_scatter_rows(g_gpu, n, f, S.g, lds, I.g, D.g, ldd, 500), GNN_EINVAL,
+                  "CUDA");
+        assert_int_equal(gnn_be_sync(g_gpu), 0);
+        h = fetch(&D);
+        check_same_bits(h, D.c, nd, "dst after an error");
+        free(h);
+        pair_free(&R), pair_free(&S), pair_free(&D);
+        free(src), free(dst);
+    }
+    pair_free(&I);
+    free(perm);
+}
+
 /* Logits with many ties (values 0..3) and, when nan_every > 0, NaN at
  * positions other than the first of a row. */
 static float *tied_logits(uint64_t *s, int64_t rows, int64_t classes, int nan_every)
@@ -1884,6 +1935,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_dropout_rows), cmocka_unit_test(test_gather_rows),
         cmocka_unit_test(test_softmax_xent), cmocka_unit_test(test_adam),
         cmocka_unit_test(test_sparse_opt),   cmocka_unit_test(test_copy_rows),
+        cmocka_unit_test(test_scatter_rows),
         cmocka_unit_test(test_argmax_count), cmocka_unit_test(test_argmax_nan),
         cmocka_unit_test(test_sparse),       cmocka_unit_test(test_builtins),
         cmocka_unit_test(test_lse_plugin),   cmocka_unit_test(test_plugin_entry_points),

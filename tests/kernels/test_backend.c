@@ -459,6 +459,45 @@ static void test_sparse_opt_copy_rows_match_kernels(void **state)
         gnn_be_free(be, dsrc), gnn_be_free(be, ddst), gnn_be_free(be, didx), gnn_be_free(be, dbad);
         free(src), free(dst), free(want), free(got);
 
+        /* scatter_rows: 12 rows of 5 from a 12 x 7 source into distinct rows
+         * of a 20 x 9 destination, columns 1..5; each source row lands on
+         * its row, the other rows and columns are untouched. */
+        {
+            const int64_t ns = 12, fs = 5, lss = 7, nd = 20, lsd = 9;
+            float *sr = rand_floats(&s, ns * lss), *dd = rand_floats(&s, nd * lsd);
+            float *wt = malloc(nd * lsd * fb), *gt = malloc(nd * lsd * fb);
+            int64_t to[12] = {19, 0, 7, 3, 11, 18, 2, 9, 14, 5, 16, 1};
+            assert_true(wt && gt);
+            memcpy(wt, dd, nd * lsd * fb);
+            for (int64_t i = 0; i < ns; i++)
+                for (int64_t k = 0; k < fs; k++) wt[to[i] * lsd + 1 + k] = sr[i * lss + k];
+            float *dsr = up(be, sr, ns * lss * fb), *ddd = up(be, dd, nd * lsd * fb);
+            int64_t *dto = up(be, to, sizeof to);
+            assert_int_equal(gnn_be_scatter_rows(be, ns, fs, dsr, lss, dto, ddd + 1, lsd, nd), 0);
+            assert_int_equal(gnn_be_download(be, gt, ddd, nd * lsd * fb), 0);
+            expect_same(gt, wt, nd * lsd * fb, "scatter_rows");
+            /* A repeated row and a row out of range: refused, nothing written. */
+            int64_t rep[12], far[12];
+            memcpy(rep, to, sizeof rep);
+            memcpy(far, to, sizeof far);
+            rep[7] = 3;
+            far[4] = 20;
+            int64_t *drep = up(be, rep, sizeof rep), *dfar = up(be, far, sizeof far);
+            float *fresh = up(be, dd, nd * lsd * fb);
+            expect_error(gnn_be_scatter_rows(be, ns, fs, dsr, lss, drep, fresh, lsd, nd),
+                         GNN_EINVAL, "gnn_scatter_rows: row 3 given twice (position 7)");
+            expect_error(gnn_be_scatter_rows(be, ns, fs, dsr, lss, dfar, fresh, lsd, nd),
+                         GNN_EINVAL, "index 20 at position 4 outside [0, 20)");
+            assert_int_equal(gnn_be_download(be, gt, fresh, nd * lsd * fb), 0);
+            expect_same(gt, dd, nd * lsd * fb, "scatter_rows after an error");
+            if (as_gpu)
+                expect_error(gnn_be_scatter_rows(be, ns, fs, dsr, lss, to, ddd, lsd, nd),
+                             GNN_EINVAL, "gnn_be_scatter_rows: idx is not a buffer of cpu-as-gpu");
+            gnn_be_free(be, dsr), gnn_be_free(be, ddd), gnn_be_free(be, dto);
+            gnn_be_free(be, drep), gnn_be_free(be, dfar), gnn_be_free(be, fresh);
+            free(sr), free(dd), free(wt), free(gt);
+        }
+
         /* Free memory: some, in bytes. */
         size_t avail = 0;
         assert_int_equal(gnn_be_mem_available(be, &avail), 0);
