@@ -6,10 +6,13 @@
  * takes the gradient of its columns in a row-sparse step after every
  * backward, on exactly the rows the step's input read.
  *
- * Which nodes get a row: a graph file of the current format gives every
- * node features or none, so "featureless" means every node of a file
- * without features; "all" gives every node a row, beside its features when
- * there are some.
+ * Which nodes get a row: "all" gives every node a row, beside its
+ * features when there are some. "featureless": on a graph of one type,
+ * every node of a file without features; on a typed graph (format version
+ * 2), the nodes of the types without features, whose rows then take the
+ * first D columns of their input rows (their features there are zeros,
+ * the input D or the widest type's features wide, whichever is more), so
+ * the table holds no row for a node with features.
  */
 #include "trainer/job.h"
 
@@ -26,6 +29,70 @@
 
 static double gib(size_t b) { return (double)b / (double)(1u << 30); }
 
+/* A typed graph with --embed featureless: the featureless types' nodes
+ * among the rows held (graph-file ids gid, NULL: row = id) into
+ * j->emb_tab and j->emb_gid; *count: how many. Without --embed-dim a
+ * featureless type is an error naming them. */
+static int typed_rows(gnn_job_t *j, int64_t rows, const int64_t *gid, int64_t *count)
+{
+    int rc = 0;
+    const gnn_graph_types_t *t = j->g.types;
+    char names[256] = "";
+    size_t at = 0;
+    int nfl = 0;
+    for (int i = 0; i < t->n_ntypes; i++)
+        if (!t->feat_dim[i]) {
+            nfl++;
+            if (at < sizeof names)
+                at += (size_t)snprintf(names + at, sizeof names - at, "%s%s", at ? ", " : "",
+                                       t->ntype[i]);
+        }
+    *count = 0;
+    if (!j->o->embed_dim) {
+        GNN_CHECK(nfl == 0, GNN_EINVAL,
+                  "%s: node type%s %s %s no features: give %s learnable input rows with "
+                  "--embed-dim D",
+                  j->o->data, nfl > 1 ? "s" : "", names, nfl > 1 ? "have" : "has",
+                  nfl > 1 ? "them" : "it");
+        return 0;
+    }
+    GNN_CHECK(nfl > 0, GNN_EUSAGE,
+              "--embed-dim: every node type of %s has features, so none is featureless "
+              "(--embed all gives every node a learnable row beside its features)",
+              j->o->data);
+    j->emb_tab = gnn_malloc_array((size_t)rows + 1, sizeof *j->emb_tab);
+    GNN_CHECK(j->emb_tab, GNN_ENOMEM, "input rows of %" PRId64 " nodes", rows);
+    int64_t n = 0;
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t v = gid ? gid[r] : r;
+        j->emb_tab[r] = t->feat_dim[gnn_graph_types_of(t, v)] ? -1 : n++;
+    }
+    j->emb_gid = gnn_malloc_array((size_t)n + 1, sizeof *j->emb_gid);
+    GNN_CHECK(j->emb_gid, GNN_ENOMEM, "input rows of %" PRId64 " nodes", n);
+    for (int64_t r = 0; r < rows; r++)
+        if (j->emb_tab[r] >= 0) j->emb_gid[j->emb_tab[r]] = gid ? gid[r] : r;
+    j->emb_typed = 1;
+    *count = n;
+fail:
+    return rc;
+}
+
+void gnn__input_typed_free(gnn_job_t *j)
+{
+    gnn_free(j->emb_tab);
+    gnn_free(j->emb_gid);
+    gnn_free(j->emb_hsel);
+    gnn_free(j->emb_htrow);
+    if (j->be) {
+        gnn_be_free(j->be, j->emb_sel);
+        gnn_be_free(j->be, j->emb_trow);
+        gnn_be_free(j->be, j->emb_buf);
+    }
+    j->emb_tab = j->emb_gid = j->emb_hsel = j->emb_htrow = NULL;
+    j->emb_sel = j->emb_trow = NULL;
+    j->emb_buf = NULL;
+}
+
 int gnn__input_setup(gnn_job_t *j, int64_t rows, const int64_t *gid)
 {
     int rc = 0;
@@ -33,6 +100,13 @@ int gnn__input_setup(gnn_job_t *j, int64_t rows, const int64_t *gid)
     const char *path = o->data;
     int64_t f = j->g.feat_dim;
     j->in_dim = f;
+    if (j->g.types && strcmp(o->embed, "all")) { /* rows for the featureless types only */
+        int64_t n_fl = 0;
+        GNN_TRY(typed_rows(j, rows, gid, &n_fl));
+        if (!o->embed_dim) return 0;
+        rows = n_fl;
+        gid = j->emb_gid;
+    }
     if (!o->embed_dim) {
         GNN_CHECK(f > 0, GNN_EINVAL,
                   "%s has no node features: give its nodes learnable input rows with "
@@ -40,7 +114,7 @@ int gnn__input_setup(gnn_job_t *j, int64_t rows, const int64_t *gid)
                   path);
         return 0;
     }
-    GNN_CHECK(f == 0 || !strcmp(o->embed, "all"), GNN_EUSAGE,
+    GNN_CHECK(f == 0 || j->emb_typed || !strcmp(o->embed, "all"), GNN_EUSAGE,
               "--embed-dim: every node of %s has features, so none is featureless (--embed all "
               "gives every node a learnable row beside its features)",
               path);
@@ -85,7 +159,10 @@ int gnn__input_setup(gnn_job_t *j, int64_t rows, const int64_t *gid)
         .keep_best = keep_best,
     };
     GNN_TRY(gnn_embed_create(where, &ec, &j->emb));
-    j->in_dim = f + o->embed_dim;
+    j->in_dim = j->emb_typed ? (f > o->embed_dim ? f : o->embed_dim) : f + o->embed_dim;
+    GNN_CHECK(!j->emb_typed || !j->emb_be, GNN_EUNSUPPORTED,
+              "--embed-dim on a typed graph: the rows need the device's memory (--embed-on "
+              "device), the table in host memory is not supported yet");
     GNN_INFO("learnable input rows: %" PRId64 " x %" PRId64 " (%s, lr %g), %.1f MB in %s%s",
              rows, o->embed_dim, o->embed_optimizer, (double)ec.opt.lr, (double)need / 1e6,
              j->emb_be ? "host memory" : gnn_backend_describe(j->be),
@@ -102,15 +179,16 @@ int gnn__input_start_run(gnn_job_t *j, int restore)
     GNN_TRY(gnn_model_set_input_grad(j->model, 1));
     if (restore && c->embed_w) { /* every node's rows by graph-file id: this process's */
         int64_t n = gnn_embed_rows(j->emb), D = gnn_embed_dim(j->emb);
-        int64_t N = j->dist ? j->dist->n_global : n;
+        int64_t N = j->dist ? j->dist->n_global : j->emb_typed ? j->g.csr.n_rows : n;
         GNN_CHECK(c->embed_rows == N, GNN_EINVAL,
                   "%s: %" PRId64 " input rows in the checkpoint, the graph has %" PRId64,
                   j->o->checkpoint, c->embed_rows, N);
-        if (!j->dist) {
+        if (!j->dist && !j->emb_typed) {
             GNN_TRY(gnn_embed_upload(j->emb, c->embed_w, c->embed_s1, c->embed_s2,
                                      c->embed_best));
-        } else {
+        } else { /* this process's rows, by their graph-file ids */
             const float *src[4] = {c->embed_w, c->embed_s1, c->embed_s2, c->embed_best};
+            GNN_CHECK(j->dist || j->emb_typed, GNN_EINVAL, "input rows: no ids");
             float *mine[4] = {NULL, NULL, NULL, NULL};
             for (int k = 0; k < 4 && rc == 0; k++) {
                 if (!src[k]) continue;
@@ -119,9 +197,9 @@ int gnn__input_start_run(gnn_job_t *j, int restore)
                     rc = GNN_FAIL(GNN_ENOMEM, "input rows of the checkpoint");
                     break;
                 }
+                const int64_t *rg = j->emb_typed ? j->emb_gid : j->dist->gid;
                 for (int64_t r = 0; r < n; r++)
-                    memcpy(mine[k] + r * D, src[k] + j->dist->gid[r] * D,
-                           (size_t)D * sizeof(float));
+                    memcpy(mine[k] + r * D, src[k] + rg[r] * D, (size_t)D * sizeof(float));
             }
             if (rc == 0) rc = gnn_embed_upload(j->emb, mine[0], mine[1], mine[2], mine[3]);
             for (int k = 0; k < 4; k++) gnn_free(mine[k]);
@@ -150,12 +228,74 @@ static int host_build(gnn_job_t *j, int64_t n, const float *feat, const int64_t 
                       const float **x);
 static int host_step(gnn_job_t *j);
 
+/* The input rows among n (node ids ids, host; NULL: 0 .. n - 1, indexes
+ * of j->emb_tab) that hold a table row: their positions and table rows,
+ * on the host (j->emb_hsel, emb_htrow) and the backend; *k how many. */
+static int typed_select(gnn_job_t *j, int64_t n, const int64_t *ids, int64_t *k)
+{
+    int rc = 0;
+    gnn_free(j->emb_hsel);
+    gnn_free(j->emb_htrow);
+    j->emb_hsel = gnn_malloc_array((size_t)n + 1, sizeof *j->emb_hsel);
+    j->emb_htrow = gnn_malloc_array((size_t)n + 1, sizeof *j->emb_htrow);
+    GNN_CHECK(j->emb_hsel && j->emb_htrow, GNN_ENOMEM, "input rows: %" PRId64 " inputs", n);
+    int64_t c = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t t = j->emb_tab[ids ? ids[i] : i];
+        if (t < 0) continue;
+        j->emb_hsel[c] = i;
+        j->emb_htrow[c++] = t;
+    }
+    size_t b = ((size_t)c + 1) * sizeof(int64_t);
+    GNN_TRY(gnn__buf_ensure(j->be, (void **)&j->emb_sel, &j->emb_sel_bytes, b));
+    GNN_TRY(gnn__buf_ensure(j->be, (void **)&j->emb_trow, &j->emb_trow_bytes, b));
+    if (c) {
+        GNN_TRY(gnn_be_upload(j->be, j->emb_sel, j->emb_hsel, (size_t)c * sizeof(int64_t)));
+        GNN_TRY(gnn_be_upload(j->be, j->emb_trow, j->emb_htrow, (size_t)c * sizeof(int64_t)));
+    }
+    *k = c;
+fail:
+    return rc;
+}
+
+/* Typed rows: dst (n x in_dim) = the features feat (backend, n x
+ * feat_dim, or NULL: dst already holds them), zeros beyond them, and the
+ * selected rows' table rows (typed_select) over their first D columns. */
+static int typed_place(gnn_job_t *j, int64_t n, const float *feat, int64_t k, float *dst)
+{
+    int rc = 0;
+    int64_t f = j->g.feat_dim, w = j->in_dim, D = gnn_embed_dim(j->emb);
+    if (feat || w > f) {
+        if (w > f) GNN_TRY(gnn_be_zero(j->be, dst, (size_t)n * (size_t)w * sizeof(float)));
+        if (feat && f > 0) GNN_TRY(gnn_be_copy_rows(j->be, n, f, feat, f, n, NULL, dst, w));
+    }
+    if (!k) return 0;
+    GNN_TRY(gnn__buf_ensure(j->be, (void **)&j->emb_buf, &j->emb_buf_bytes,
+                            (size_t)k * (size_t)D * sizeof(float)));
+    GNN_TRY(gnn_embed_gather(j->emb, k, j->emb_trow, j->emb_buf, D));
+    GNN_TRY(gnn_be_scatter_rows(j->be, k, D, j->emb_buf, D, j->emb_sel, dst, w, n));
+fail:
+    return rc;
+}
+
 int gnn__input_build(gnn_job_t *j, int64_t n, const float *feat, const int64_t *rows,
                      const int64_t *rows_host, const float **x)
 {
     int rc = 0;
     if (!j->emb) {
         *x = feat;
+        return 0;
+    }
+    if (j->emb_typed) {
+        int64_t k = 0;
+        GNN_TRY(gnn__buf_ensure(j->be, (void **)&j->xin, &j->xin_bytes,
+                                (size_t)n * (size_t)j->in_dim * sizeof(float)));
+        GNN_TRY(typed_select(j, n, rows_host, &k));
+        GNN_TRY(typed_place(j, n, feat, k, j->xin));
+        j->emb_n = k;
+        j->emb_n_in = n;
+        j->emb_rows = j->emb_trow;
+        *x = j->xin;
         return 0;
     }
     if (host_table(j)) return host_build(j, n, feat, rows_host, x);
@@ -177,6 +317,15 @@ int gnn__input_gather(gnn_job_t *j, int64_t n, const int64_t *idx, const int64_t
     int rc = 0;
     int64_t f = j->g.feat_dim, w = j->in_dim, all = j->emb ? gnn_embed_rows(j->emb) : 0;
     if (!j->emb) return gnn_be_gather_rows(j->be, n, f, j->x, j->g.csr.n_rows, idx, dst);
+    if (j->emb_typed) { /* features of the nodes, then the featureless ones' rows */
+        int64_t k = 0;
+        if (w > f) GNN_TRY(gnn_be_zero(j->be, dst, (size_t)n * (size_t)w * sizeof(float)));
+        if (f > 0) GNN_TRY(gnn_be_copy_rows(j->be, n, f, j->x, f, j->g.csr.n_rows, idx, dst, w));
+        GNN_TRY(typed_select(j, n, idx_host, &k));
+        GNN_TRY(typed_place(j, n, NULL, k, dst));
+        j->emb_n = 0; /* not a training input */
+        return 0;
+    }
     if (f > 0) GNN_TRY(gnn_be_copy_rows(j->be, n, f, j->x, f, all, idx, dst, w));
     if (host_table(j)) { /* the rows through host memory */
         const float *x;
@@ -197,6 +346,21 @@ int gnn__input_step(gnn_job_t *j)
     const float *g = j->emb_n ? gnn_model_input_grad(j->model) : NULL;
     if (j->emb_n && !g)
         return GNN_FAIL(GNN_EINVAL, "input rows: the backward formed no input gradient");
+    if (j->emb_typed) { /* the selected rows' first D columns, gathered */
+        int rc = 0;
+        int64_t k = j->emb_n, D = gnn_embed_dim(j->emb);
+        if (k) {
+            GNN_TRY(gnn__buf_ensure(j->be, (void **)&j->emb_buf, &j->emb_buf_bytes,
+                                    (size_t)k * (size_t)D * sizeof(float)));
+            GNN_TRY(gnn_be_copy_rows(j->be, k, D, g, j->in_dim, j->emb_n_in, j->emb_sel,
+                                     j->emb_buf, D));
+        }
+        GNN_TRY(gnn_embed_step(j->emb, k, k ? j->emb_trow : NULL, k ? j->emb_buf : NULL, D));
+        j->emb_n = 0;
+        j->emb_rows = NULL;
+    fail:
+        return rc;
+    }
     int rc = gnn_embed_step(j->emb, j->emb_n, j->emb_rows, g ? g + j->g.feat_dim : NULL,
                             j->in_dim);
     j->emb_n = 0;
@@ -208,9 +372,30 @@ int gnn__input_step(gnn_job_t *j)
  * best copy) into dst, rows x dim. */
 static int table_array(gnn_job_t *j, int k, float *dst)
 {
-    float *a[4] = {k == 0 ? dst : NULL, k == 1 ? dst : NULL, k == 2 ? dst : NULL,
-                   k == 3 ? dst : NULL};
-    return gnn_embed_download(j->emb, a[0], a[1], a[2], a[3]);
+    int rc = 0;
+    float *tmp = NULL, *to = dst;
+    int64_t D = gnn_embed_dim(j->emb), n = gnn_embed_rows(j->emb);
+    if (j->emb_typed) { /* the held nodes' rows, zeros for those with features */
+        tmp = gnn_alloc_large(((size_t)n * (size_t)D + 1) * sizeof(float));
+        GNN_CHECK(tmp, GNN_ENOMEM, "input rows");
+        to = tmp;
+    }
+    float *a[4] = {k == 0 ? to : NULL, k == 1 ? to : NULL, k == 2 ? to : NULL,
+                   k == 3 ? to : NULL};
+    GNN_TRY(gnn_embed_download(j->emb, a[0], a[1], a[2], a[3]));
+    if (j->emb_typed) {
+        int64_t held = j->dist ? j->dist->n_owned : j->g.csr.n_rows;
+        for (int64_t r = 0; r < held; r++) {
+            int64_t t = j->emb_tab[r];
+            if (t < 0)
+                memset(dst + r * D, 0, (size_t)D * sizeof(float));
+            else
+                memcpy(dst + r * D, tmp + t * D, (size_t)D * sizeof(float));
+        }
+    }
+fail:
+    gnn_free(tmp);
+    return rc;
 }
 
 /* Array k of the table (table_array) of every node by graph-file id into
@@ -220,7 +405,7 @@ int gnn__input_gather_array(gnn_job_t *j, int k, float *dst)
 {
     int rc = 0;
     if (!j->dist) return table_array(j, k, dst);
-    int64_t D = gnn_embed_dim(j->emb), n = gnn_embed_rows(j->emb);
+    int64_t D = gnn_embed_dim(j->emb), n = j->emb_typed ? j->dist->n_owned : gnn_embed_rows(j->emb);
     float *mine = gnn_alloc_large(((size_t)n * (size_t)D + 1) * sizeof(float));
     int local = mine ? table_array(j, k, mine) : GNN_FAIL(GNN_ENOMEM, "input rows");
     GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
@@ -451,6 +636,90 @@ fail:
     return rc;
 }
 
+/* Over ranks, a typed graph's featureless rows: the part's local rows
+ * (owned and halo) of featureless types, on the host (j->emb_hsel) and the
+ * backend (j->emb_sel), made once; *k how many. */
+static int typed_local_rows(gnn_job_t *j, int64_t *k)
+{
+    int rc = 0;
+    gnn_dist_part_t *d = j->dist;
+    const gnn_graph_types_t *t = j->g.types;
+    if (!j->emb_hsel) {
+        j->emb_hsel = gnn_malloc_array((size_t)d->n_local + 1, sizeof *j->emb_hsel);
+        GNN_CHECK(j->emb_hsel, GNN_ENOMEM, "input rows");
+        int64_t c = 0;
+        for (int64_t r = 0; r < d->n_local; r++)
+            if (!t->feat_dim[gnn_graph_types_of(t, d->gid[r])]) j->emb_hsel[c++] = r;
+        j->emb_n_in = c; /* (the count, kept here) */
+        GNN_TRY(gnn__buf_ensure(j->be, (void **)&j->emb_sel, &j->emb_sel_bytes,
+                                ((size_t)c + 1) * sizeof(int64_t)));
+        if (c) GNN_TRY(gnn_be_upload(j->be, j->emb_sel, j->emb_hsel, (size_t)c * sizeof(int64_t)));
+    }
+    *k = j->emb_n_in;
+fail:
+    return rc;
+}
+
+/* Typed, over ranks: the input from the host rows s->rows (n_local x D,
+ * the featureless rows' table rows, zeros elsewhere). */
+static int typed_dist_input(gnn_job_t *j, gnn_input_dist_t *s, const float **x)
+{
+    int rc = 0;
+    gnn_dist_part_t *d = j->dist;
+    int64_t D = gnn_embed_dim(j->emb), nl = d->n_local, f = j->g.feat_dim, w = j->in_dim, k = 0;
+    GNN_TRY(typed_local_rows(j, &k));
+    GNN_TRY(gnn__buf_ensure(j->be, (void **)&j->xin, &j->xin_bytes,
+                            (size_t)nl * (size_t)w * sizeof(float)));
+    if (w > f) GNN_TRY(gnn_be_zero(j->be, j->xin, (size_t)nl * (size_t)w * sizeof(float)));
+    if (f > 0) GNN_TRY(gnn_be_copy_rows(j->be, nl, f, j->x, f, nl, NULL, j->xin, w));
+    GNN_TRY(host_ensure(&s->pack, &s->pack_cap, (size_t)(k * D)));
+    for (int64_t i = 0; i < k; i++)
+        memcpy(s->pack + i * D, s->rows + j->emb_hsel[i] * D, (size_t)D * sizeof(float));
+    if (k) {
+        GNN_TRY(stage(j, s, k, NULL, NULL));
+        GNN_TRY(gnn_be_upload(j->be, s->dev, s->pack, (size_t)k * (size_t)D * sizeof(float)));
+        GNN_TRY(gnn_be_scatter_rows(j->be, k, D, s->dev, D, j->emb_sel, j->xin, w, nl));
+    }
+    j->emb_n = k;
+    *x = j->xin;
+fail:
+    return rc;
+}
+
+/* Typed, over ranks, after the backward: the featureless rows' gradients
+ * (their first D columns) to the host, into their owners' rows, and the
+ * owned rows' step. Collective. */
+static int typed_dist_step(gnn_job_t *j, gnn_input_dist_t *s)
+{
+    int rc = 0, local = 0;
+    gnn_dist_part_t *d = j->dist;
+    int64_t D = gnn_embed_dim(j->emb), nl = d->n_local, k = 0, n = gnn_embed_rows(j->emb);
+    const float *g = gnn_model_input_grad(j->model);
+    local = typed_local_rows(j, &k);
+    if (local == 0 && !g) local = GNN_FAIL(GNN_EINVAL, "input rows: no input gradient");
+    if (local == 0) local = host_ensure(&s->grad, &s->grad_cap, (size_t)(nl * D));
+    if (local == 0) local = host_ensure(&s->pack, &s->pack_cap, (size_t)((k > n ? k : n) * D));
+    if (local == 0 && k) local = stage(j, s, k, NULL, NULL);
+    if (local == 0 && k)
+        local = gnn_be_copy_rows(j->be, k, D, g, j->in_dim, nl, j->emb_sel, s->dev, D);
+    if (local == 0 && k)
+        local = gnn_be_download(j->be, s->pack, s->dev, (size_t)k * (size_t)D * sizeof(float));
+    if (local == 0) {
+        memset(s->grad, 0, (size_t)nl * (size_t)D * sizeof(float));
+        for (int64_t i = 0; i < k; i++)
+            memcpy(s->grad + j->emb_hsel[i] * D, s->pack + i * D, (size_t)D * sizeof(float));
+    }
+    GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
+    GNN_TRY(gnn_dist_halo_backward(d, NULL, s->grad, D)); /* into the owners' rows */
+    for (int64_t r = 0; r < d->n_owned; r++) /* the owned rows, in table order */
+        if (j->emb_tab[r] >= 0)
+            memcpy(s->pack + j->emb_tab[r] * D, s->grad + r * D, (size_t)D * sizeof(float));
+    GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, step_from_host(j, s, n, NULL, s->pack)));
+    j->emb_n = 0;
+fail:
+    return rc;
+}
+
 int gnn__input_dist_full(gnn_job_t *j, const float **x)
 {
     int rc = 0;
@@ -463,10 +732,27 @@ int gnn__input_dist_full(gnn_job_t *j, const float **x)
     int64_t D = gnn_embed_dim(j->emb);
     int local = state_of(j, &s);
     if (local == 0) local = host_ensure(&s->rows, &s->rows_cap, (size_t)(d->n_local * D));
-    if (local == 0) local = rows_to_host(j, s, d->n_owned, NULL, s->rows);
+    if (j->emb_typed) { /* the owned featureless rows at their places, zeros elsewhere */
+        int64_t n = gnn_embed_rows(j->emb);
+        if (local == 0) local = host_ensure(&s->pack, &s->pack_cap, (size_t)(n * D));
+        if (local == 0) local = rows_to_host(j, s, n, NULL, s->pack);
+        if (local == 0) {
+            memset(s->rows, 0, (size_t)d->n_local * (size_t)D * sizeof(float));
+            for (int64_t r = 0; r < d->n_owned; r++)
+                if (j->emb_tab[r] >= 0)
+                    memcpy(s->rows + r * D, s->pack + j->emb_tab[r] * D,
+                           (size_t)D * sizeof(float));
+        }
+    } else if (local == 0) {
+        local = rows_to_host(j, s, d->n_owned, NULL, s->rows);
+    }
     GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
     GNN_TRY(gnn_dist_halo_forward(d, NULL, s->rows, D)); /* the halo rows from their owners */
-    GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, input_from_host(j, s, d->n_local, j->x, s->rows, x)));
+    if (j->emb_typed)
+        GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, typed_dist_input(j, s, x)));
+    else
+        GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD,
+                               input_from_host(j, s, d->n_local, j->x, s->rows, x)));
 fail:
     return rc;
 }
@@ -477,6 +763,7 @@ int gnn__input_dist_full_step(gnn_job_t *j)
     gnn_dist_part_t *d = j->dist;
     gnn_input_dist_t *s = j->emb_dist;
     if (!j->emb) return 0;
+    if (j->emb_typed && s) return typed_dist_step(j, s);
     int64_t D = gnn_embed_dim(j->emb);
     int local = s ? host_ensure(&s->grad, &s->grad_cap, (size_t)(d->n_local * D))
                   : GNN_FAIL(GNN_EINVAL, "input rows: a step without an input");

@@ -38,6 +38,7 @@ void gnn__job_free(gnn_job_t *j)
     if (j->task && j->task->free) j->task->free(j);
     gnn_model_free(j->model);
     gnn__input_dist_free(j);
+    gnn__input_typed_free(j);
     gnn_embed_free(j->emb);
     gnn_backend_close(j->emb_be);
     if (j->be) {

@@ -76,6 +76,19 @@ typedef struct gnn_job {
     const int64_t *emb_rows;          /* ... and their table rows (backend; NULL: 0 .. n - 1) */
     struct gnn_input_dist *emb_dist;  /* over a partition directory: rows moved between
                                          ranks (input.c) */
+    /* A typed graph's featureless types (--embed featureless): only their
+     * nodes have rows, put in the input's first D columns. */
+    int emb_typed;
+    int64_t *emb_tab;                 /* host: the table row of each held node (one process:
+                                         every node; over ranks: owned, then halo: -1), or
+                                         -1 for a node of a type with features */
+    int64_t *emb_gid;                 /* host: graph-file id of each table row */
+    int64_t emb_n_in;                 /* input rows of the last build */
+    int64_t *emb_sel; size_t emb_sel_bytes;   /* backend: its rows holding a table row */
+    int64_t *emb_trow; size_t emb_trow_bytes; /* backend: ... and their table rows */
+    int64_t *emb_hsel;                /* host copies of both (n_local each, over ranks) */
+    int64_t *emb_htrow;
+    float *emb_buf; size_t emb_buf_bytes;     /* backend staging, rows x D */
     /* state.c and loop.c */
     gnn_checkpoint_t ck;              /* the loop's whole state (host) */
     gnn_model_t *model;
@@ -187,6 +200,7 @@ int gnn__input_dist_fetch(gnn_job_t *j, const int64_t *nodes, int64_t n);
 int gnn__input_dist_build(gnn_job_t *j, int64_t n, const float *feat, const float **x);
 int gnn__input_dist_step(gnn_job_t *j, int had_batch);
 void gnn__input_dist_free(gnn_job_t *j);
+void gnn__input_typed_free(gnn_job_t *j);
 /* Checkpoints: the table into j->ck, every node's row by graph-file id
  * (over a partition directory gathered on rank 0: collective). */
 int gnn__input_save(gnn_job_t *j);

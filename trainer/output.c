@@ -180,7 +180,7 @@ int gnn__write_embeddings(gnn_job_t *j)
         if (E) { /* the learned input rows (the best epoch's) */
             in_rows = gnn_malloc_array((size_t)(n * E) + 1, sizeof *in_rows);
             GNN_CHECK(in_rows, GNN_ENOMEM, "embeddings: input rows");
-            GNN_TRY(gnn_embed_download(j->emb, in_rows, NULL, NULL, NULL));
+            GNN_TRY(gnn__input_gather_array(j, 0, in_rows));
         }
         GNN_TRY(gnn_embeddings_write(j->o->save_embeddings, n, ids, D, z, E, in_rows));
         GNN_INFO("embeddings of %" PRId64 " nodes written to %s", n, j->o->save_embeddings);

@@ -17,16 +17,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from runs import last_record, rss  # noqa: E402
-
-
-def result(d, name, ours):
-    try:
-        x = last_record(d, name, ours)
-        acc = x.get("test_acc_mean", x.get("test_acc"))
-        return x["epoch_s_mean"], acc, rss(d, name)
-    except (OSError, ValueError, KeyError, IndexError):
-        return None, None, None
+from runs import rss, table  # noqa: E402
 
 
 def minibatch(d, ds):
@@ -56,18 +47,7 @@ def main():
     if sys.argv[1] == "--minibatch":
         minibatch(sys.argv[2], sys.argv[3])
         return
-    d, ds, refs = sys.argv[1], sys.argv[2], sys.argv[3:]
-    o = result(d, f"ours-{ds}", True)
-    print(f"   {ds}: trainer   ms/epoch   peak RSS MB   test acc   ours faster   ours RSS")
-    for name in ["ours"] + refs:
-        t, acc, mb = o if name == "ours" else result(d, f"{name}-{ds}", False)
-        if t is None:
-            print(f"   {name:>12}   (no result)")
-            continue
-        sp = f"{t / o[0]:.2f}x" if name != "ours" and o[0] else ""
-        rr = f"{o[2] / mb:.2f}x" if name != "ours" and mb and o[2] else ""
-        print(f"   {name:>12}   {1e3 * t:8.2f}   {mb or 0:11.0f}   {100 * acc:8.2f}"
-              f"   {sp:>11}   {rr:>8}")
+    table(sys.argv[1], sys.argv[2], sys.argv[3:])
 
 
 if __name__ == "__main__":
