@@ -131,13 +131,23 @@ static void phase_done(const char *what, double t0)
              (double)gnn_mlpart_peak_rss() / 1048576.0);
 }
 
+/* The node types that hold nodes: one METIS constraint each under
+ * --balance ntypes (an empty type would weigh 0 on every node, which
+ * METIS refuses). */
+static int typed_constraints(const gnn_graph_t *g)
+{
+    int c = 0;
+    for (int t = 0; t < g->types->n_ntypes; t++) c += g->types->off[t + 1] > g->types->off[t];
+    return c;
+}
+
 /* Vertex weights for METIS from the loaded graph: nodes, 1 + in-degree,
- * train membership, then one per node type (ntypes: 1 on its own type's),
- * in that order, as --balance selects them. */
+ * train membership, then one per node type that has nodes (ntypes: 1 on
+ * its own type's), in that order, as --balance selects them. */
 static int64_t *vertex_weights(const gnn_graph_t *g, int bn, int be, int bt, int nt)
 {
     gnn_vid_t n = g->csr.n_rows;
-    int T = nt ? g->types->n_ntypes : 0, ncon = bn + be + bt + T;
+    int T = nt ? g->types->n_ntypes : 0, ncon = bn + be + bt + (nt ? typed_constraints(g) : 0);
     int64_t *w = gnn_calloc((size_t)n * (size_t)ncon + 1, sizeof *w);
     if (!w) return NULL;
     for (gnn_vid_t v = 0; v < n; v++) {
@@ -148,9 +158,11 @@ static int64_t *vertex_weights(const gnn_graph_t *g, int bn, int be, int bt, int
     if (bt)
         for (int64_t i = 0; i < g->split_size[GNN_SPLIT_TRAIN]; i++)
             w[g->split[GNN_SPLIT_TRAIN][i] * ncon + bn + be] = 1;
-    for (int t = 0; t < T; t++)
-        for (gnn_vid_t v = g->types->off[t]; v < g->types->off[t + 1]; v++)
-            w[v * ncon + bn + be + bt + t] = 1;
+    for (int t = 0, c = bn + be + bt; t < T; t++) {
+        if (g->types->off[t + 1] == g->types->off[t]) continue;
+        for (gnn_vid_t v = g->types->off[t]; v < g->types->off[t + 1]; v++) w[v * ncon + c] = 1;
+        c++;
+    }
     return w;
 }
 
@@ -176,9 +188,10 @@ static int direct(const opts_t *o, const char *graph_path, gnn_graph_t *gp, int 
               graph_path);
     GNN_CHECK(!nt || gp->types, GNN_EINVAL,
               "--balance ntypes: %s has no node types (a format version 2 graph)", graph_path);
-    GNN_CHECK(!nt || bn + be + bt + gp->types->n_ntypes <= 64, GNN_EINVAL,
-              "--balance ntypes: %d node types and the other constraints exceed 64",
-              gp->types->n_ntypes);
+    GNN_CHECK(!nt || bn + be + bt + typed_constraints(gp) <= GNN_PART_MAX_CON, GNN_EINVAL,
+              "--balance ntypes: %s has %d node types with nodes, which with %d more balance "
+              "constraints exceed METIS's %d (balance fewer)",
+              graph_path, typed_constraints(gp), bn + be + bt, GNN_PART_MAX_CON);
     phase_done("loaded the graph", t0);
     GNN_INFO("%s: %" GNN_PRIvid " nodes, %" GNN_PRIeid " edges", graph_path, gp->csr.n_rows,
              gp->csr.nnz);
@@ -198,7 +211,7 @@ static int direct(const opts_t *o, const char *graph_path, gnn_graph_t *gp, int 
         int unit = bn && !be && !bt && !nt;
         w = unit ? NULL : vertex_weights(gp, bn, be, bt, nt);
         GNN_CHECK(unit || w, GNN_ENOMEM, "vertex weights");
-        gnn_part_opts_t po = {.ncon = unit ? 0 : bn + be + bt + (nt ? gp->types->n_ntypes : 0),
+        gnn_part_opts_t po = {.ncon = unit ? 0 : bn + be + bt + (nt ? typed_constraints(gp) : 0),
                               .vwgt = w,
                               .ufactor = o->ufactor, .seed = (uint64_t)o->seed, .scheme = scheme};
         GNN_TRY(gnn_part_metis(&sym, (int)o->k, &po, part, &cut, used));

@@ -427,8 +427,10 @@ fail:
 }
 
 /* A typed graph's types into meta.h5: the graph file's attributes and
- * node_type_offsets (graph-file ids), and part_type_nodes (parts x types:
- * owned nodes of each type). */
+ * node_type_offsets (graph-file ids), node_type_feat_dim (each type's
+ * feature width, 0: featureless; the part files' feat rows are padded to
+ * the widest), and part_type_nodes (parts x types: owned nodes of each
+ * type). */
 static int write_types(hid_t f, const char *path, const gnn_graph_types_t *t,
                        const gnn_part_map_t *m)
 {
@@ -436,6 +438,7 @@ static int write_types(hid_t f, const char *path, const gnn_graph_types_t *t,
     int64_t *cnt = gnn_calloc((size_t)m->num_parts * (size_t)t->n_ntypes + 1, sizeof *cnt);
     GNN_CHECK(cnt, GNN_ENOMEM, "%s", path);
     GNN_TRY(gnn__h5_write_types(f, path, t));
+    GNN_TRY(put_i64(f, path, "node_type_feat_dim", t->feat_dim, t->n_ntypes));
     for (int ty = 0; ty < t->n_ntypes; ty++)
         for (gnn_vid_t v = t->off[ty]; v < t->off[ty + 1]; v++)
             cnt[(size_t)m->part[v] * (size_t)t->n_ntypes + (size_t)ty]++;
@@ -777,6 +780,18 @@ static int meta_read(const char *dir, meta_t *m, int with_map)
         m->types = gnn_malloc(sizeof *m->types);
         GNN_CHECK(m->types, GNN_ENOMEM, "%s", path);
         GNN_TRY(gnn__h5_read_types(f, path, m->num_nodes, m->types));
+        int64_t *fd = NULL; /* each type's feature width */
+        GNN_TRY(get_i64_shaped(f, path, "node_type_feat_dim", m->types->n_ntypes, 0, 0, &fd));
+        for (int t = 0; t < m->types->n_ntypes; t++) {
+            if (fd[t] < 0 || fd[t] >= ((int64_t)1 << 31)) {
+                rc = GNN_FAIL(GNN_EFORMAT, "%s: node_type_feat_dim of type '%s' is %" PRId64,
+                              path, m->types->ntype[t], fd[t]);
+                break;
+            }
+            m->types->feat_dim[t] = fd[t];
+        }
+        gnn_free(fd);
+        if (rc < 0) goto fail;
         GNN_TRY(get_i64_shaped(f, path, "part_type_nodes", k, m->types->n_ntypes, 0,
                                &m->type_nodes));
         for (int64_t p = 0; p < k; p++) {
@@ -995,6 +1010,9 @@ int gnn_partdir_read_part(const char *dir, int p, gnn_part_file_t *out)
     } else {
         pf.feat_dim = 0;
     }
+    GNN_CHECK(!pf.types || gnn_graph_types_max_feat(pf.types) == pf.feat_dim, GNN_EFORMAT,
+              "%s: feat_dim %" PRId64 ", but the widest node type of meta.h5 has %" PRId64
+              " features", path, pf.feat_dim, pf.types ? gnn_graph_types_max_feat(pf.types) : 0);
     GNN_TRY(get_i64_shaped(f, path, "label", pf.n_owned, 0, 1, &pf.label));
     if (pf.label) {
         GNN_TRY(attr_i64(f, path, "num_classes", &pf.num_classes));
@@ -1462,7 +1480,8 @@ int gnn_partdir_check(const char *dir, const char *graph)
         const gnn_graph_types_t *a = m.types, *b = g.types;
         int same = a->n_ntypes == b->n_ntypes && a->n_rels == b->n_rels && a->target == b->target;
         for (int t = 0; same && t <= a->n_ntypes; t++) same = a->off[t] == b->off[t];
-        for (int t = 0; same && t < a->n_ntypes; t++) same = !strcmp(a->ntype[t], b->ntype[t]);
+        for (int t = 0; same && t < a->n_ntypes; t++)
+            same = !strcmp(a->ntype[t], b->ntype[t]) && a->feat_dim[t] == b->feat_dim[t];
         for (int r = 0; same && r < a->n_rels; r++)
             same = !strcmp(a->rel[r], b->rel[r]) && a->rel_src[r] == b->rel_src[r] &&
                    a->rel_dst[r] == b->rel_dst[r];

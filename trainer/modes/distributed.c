@@ -23,6 +23,30 @@
 #include <limits.h>
 #include <string.h>
 
+/* What a typed model needs of the partition: its types (meta.h5's, the
+ * same on every rank, so every rank fails alike and the failure is
+ * agreed: one rank reports it), the full-graph mode, a basis count within
+ * the relations. */
+static int typed_checks(const gnn_job_t *j)
+{
+    int rc = 0;
+    const gnn_train_opts_t *o = j->o;
+    const gnn_dist_part_t *d = j->dist;
+    GNN_CHECK(d->types, GNN_EINVAL,
+              "%s: --model %s needs a graph with node types and relations (partition a "
+              "format version 2 graph file)",
+              o->data, j->kind->name);
+    GNN_CHECK(!j->mode->minibatch, GNN_EUNSUPPORTED,
+              "--model %s: mini-batches over a partition directory are not supported yet "
+              "(use --mode full)",
+              j->kind->name);
+    GNN_CHECK(o->num_bases <= d->types->n_rels, GNN_EUSAGE,
+              "--num-bases %d: %s has only %d relations", o->num_bases, o->data,
+              d->types->n_rels);
+fail:
+    return rc;
+}
+
 int gnn__dist_setup(gnn_job_t *j)
 {
     int rc = 0;
@@ -31,19 +55,7 @@ int gnn__dist_setup(gnn_job_t *j)
     gnn_dist_part_t *d = j->dist;
     GNN_TRY(gnn_dist_load(MPI_COMM_WORLD, o->data, j->mode->minibatch, d));
     int64_t n = d->n_owned, nl = d->n_local, f = d->feat_dim;
-    if (j->kind->typed) { /* the same on every rank: meta.h5's */
-        GNN_CHECK(d->types, GNN_EINVAL,
-                  "%s: --model %s needs a graph with node types and relations (partition a "
-                  "format version 2 graph file)",
-                  o->data, j->kind->name);
-        GNN_CHECK(!j->mode->minibatch, GNN_EUNSUPPORTED,
-                  "--model %s: mini-batches over a partition directory are not supported yet "
-                  "(use --mode full)",
-                  j->kind->name);
-        GNN_CHECK(o->num_bases <= d->types->n_rels, GNN_EUSAGE,
-                  "--num-bases %d: %s has only %d relations", o->num_bases, o->data,
-                  d->types->n_rels);
-    }
+    if (j->kind->typed) GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, typed_checks(j)));
     j->g.types = d->types; /* the job's from now on */
     d->types = NULL;
     /* What every rank can train on, agreed: the task's targets, and the
