@@ -400,13 +400,13 @@ static void attn_edges_free(gnn_backend_t *be, gnn_be_edges_t *e);
 void gnn_be_graph_free(gnn_bgraph_t *g)
 {
     if (!g) return;
-    if (g->user_free) g->user_free(g->user);
     if (g->be && g->be->ops->graph_release) g->be->ops->graph_release(g->be, g);
     gnn_attn_graph_free(g->attn[0]);
     gnn_attn_graph_free(g->attn[1]);
     attn_edges_free(g->be, g->edges[0]);
     attn_edges_free(g->be, g->edges[1]);
     gnn_spmm_graph_free(g->sg);
+    if (g->user_free) g->user_free(g->user); /* last: it may hold the borrowed CSR */
     gnn_free(g);
 }
 

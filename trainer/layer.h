@@ -127,6 +127,10 @@ struct gnn_layer_env {
      * it is computed; NULL: the rows are the graph's nodes themselves. */
     const int64_t *row_id;
     int64_t n_global;
+    /* A buffer of at least bytes for what a forward needs only while it
+     * runs (valid until the forward returns): the model's backward
+     * scratch (dt), so it costs no memory beside it. */
+    int (*fwd_scratch)(gnn_layer_env_t *env, size_t bytes, float **out);
     void *model;
 };
 

@@ -336,6 +336,14 @@ static uint64_t dropout_key(gnn_layer_env_t *env)
     return gnn_rng_mix64(gnn_rng_mix64(m->drop_seed ^ 0x6174746eull) ^ gnn_rng_mix64(at));
 }
 
+static int fwd_scratch(gnn_layer_env_t *env, size_t bytes, float **out)
+{
+    gnn_model_t *m = env->model;
+    int rc = gnn_layer_ensure(m->be, (void **)&m->dt, &m->dt_bytes, bytes ? bytes : 1);
+    *out = rc < 0 ? NULL : m->dt;
+    return rc;
+}
+
 static gnn_layer_env_t env_of(gnn_model_t *m)
 {
     gnn_layer_env_t e = {
@@ -348,6 +356,7 @@ static gnn_layer_env_t env_of(gnn_model_t *m)
         .block_rows = m->dd_block,
         .input_grad = input_grad,
         .dropout_key = dropout_key,
+        .fwd_scratch = fwd_scratch,
         .row_id = m->halo.forward ? m->halo.row_id : m->row_ids,
         .n_global = m->halo.forward ? m->halo.n_global : m->rows_global,
         .model = m,

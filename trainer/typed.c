@@ -15,6 +15,7 @@ static void typed_free(void *p)
     if (!t) return;
     gnn_be_graph_free(t->vg);
     gnn_csr_free(&t->vcsr);
+    gnn_csr_free(&t->shape);
     gnn_be_free(t->be, t->perm);
     gnn_be_free(t->be, t->iperm);
     gnn_free(t);
@@ -179,12 +180,18 @@ int gnn_typed_graph_create(gnn_backend_t *be, const gnn_csr_t *csr, const int32_
 {
     int rc = 0;
     gnn_bgraph_t *g = NULL;
+    gnn_csr_t shape = {.n_rows = csr->n_rows, .n_cols = csr->n_cols,
+                       .flags = GNN_CSR_SORTED | GNN_CSR_DEDUPED};
     *out = NULL;
-    GNN_TRY(gnn_be_graph_create(be, csr, &g));
+    shape.indptr = gnn_calloc((size_t)csr->n_rows + 1, sizeof *shape.indptr);
+    GNN_CHECK(shape.indptr, GNN_ENOMEM, "typed graph of %lld rows", (long long)csr->n_rows);
+    GNN_TRY(gnn_be_graph_create(be, &shape, &g));
     GNN_TRY(gnn_typed_graph_attach(be, g, csr, etype, src_gid, types));
+    ((gnn_typed_graph_t *)gnn_bgraph_attached(g))->shape = shape; /* freed with it */
     *out = g;
     return 0;
 fail:
     gnn_be_graph_free(g);
+    gnn_csr_free(&shape);
     return rc;
 }

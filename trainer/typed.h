@@ -37,6 +37,8 @@ typedef struct {
     int64_t *iperm;                    /* backend, n_src: the inverse */
     gnn_csr_t vcsr;                    /* host: n_dst x nv, weights */
     gnn_bgraph_t *vg;                  /* ... prepared */
+    gnn_csr_t shape;                   /* n_dst x n_src without entries: what the graph
+                                          made by gnn_typed_graph_create was prepared from */
     gnn_backend_t *be;
 } gnn_typed_graph_t;
 
@@ -58,8 +60,10 @@ int gnn_typed_group_rows(gnn_csr_t *csr, int32_t *etype);
 
 /* A prepared graph for the block csr whose entry e has relation etype[e]
  * and whose source j is node src_gid[j] (NULL: j) of a graph typed by
- * types, with the relation layout attached (gnn_be_graph_create and
- * gnn_typed_graph_attach in one call). */
+ * types, with the relation layout attached. The graph itself is prepared
+ * from the shape of csr alone (n_dst x n_src, no entries): a typed layer
+ * aggregates over the attached virtual graph only, so the transposes of
+ * csr are never built. */
 int gnn_typed_graph_create(gnn_backend_t *be, const gnn_csr_t *csr, const int32_t *etype,
                            const int64_t *src_gid, const gnn_graph_types_t *types,
                            gnn_bgraph_t **out);

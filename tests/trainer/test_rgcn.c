@@ -384,6 +384,9 @@ static void run_open(run_t *u, const char *backend, const world_t *w, const lgra
                               .relations = R, .num_bases = c->bases};
     int rc = gnn_model_create(u->be, u->reg, &cfg, 5, &u->m);
     if (rc != 0) fail_msg("model: %s", gnn_error_message());
+    /* Blocks of 3 rows: a whole graph's input gradient is formed block by
+     * block (types of 6-10 nodes span several, one ends mid-block). */
+    gnn_model_set_block_rows(u->m, 3);
     int64_t np = u->np = gnn_model_n_params(u->m);
     float *wh = malloc((size_t)np * sizeof *wh);
     assert_non_null(wh);

@@ -1791,6 +1791,99 @@ static void test_rgcn_refusals(void **state)
                 "rgcn", "--num-bases", "257", "--save-predictions", out, (char *)NULL);
 }
 
+/*
+ * Learnable rows for the featureless type of a typed graph (hsbm with
+ * --featureless 1: t2, whose features carry the partner classes, has
+ * none): refused without --embed-dim (naming the type); with it, R-GCN
+ * learns the rows: at least 8 points above the same run with the rows
+ * frozen (--embed-lr 1e-20); mini-batches with every neighbour give the
+ * full graph's per-epoch losses (dropout by node id), cpu-as-gpu the
+ * CPU's bit for bit, a resumed run the uninterrupted one's checkpoint;
+ * --save-embeddings holds the learned rows of t2's nodes and zeros for the
+ * others. Sanitized: a few epochs, the equalities only.
+ */
+static void test_rgcn_featureless(void **state)
+{
+    (void)state;
+    char *g = (char *)tu_path("hsbm-featureless.h5");
+    run_ok(g_dataset, "generate", "hsbm", "-n", HSBM_NODES, "--featureless", "1", "-s", "2", "-o",
+           g, "--force", "-q", (char *)NULL);
+    char want[512];
+    snprintf(want, sizeof want, "%s: node type t2 has no features: give it learnable input rows "
+                                "with --embed-dim D", g);
+    train_fails(NULL, 1, want, "--data", g, "--model", "rgcn", "--epochs", "1", (char *)NULL);
+    /* Learned against frozen. */
+    if (!SANITIZED) {
+        double acc[2];
+        for (int frozen = 0; frozen < 2; frozen++) {
+            const char *log = tu_path("featureless.json");
+            TRAIN_OK("--data", g, "--model", "rgcn", "--embed-dim", "16", "--epochs", "100",
+                     "--lr", HSBM_LR, "--hidden", HSBM_HIDDEN, "--threads", "2", "--embed-lr",
+                     frozen ? "1e-20" : "0.05", "--log-json", (char *)log, "-q");
+            char *last = last_line(log);
+            acc[frozen] = tu_json_num(last, "test_acc");
+            free(last);
+        }
+        print_message("hsbm, t2 featureless: rgcn %.4f with learned rows, %.4f frozen\n", acc[0],
+                      acc[1]);
+        if (!(acc[0] >= acc[1] + 0.08))
+            fail_msg("learned rows %.4f, not 8 points above frozen %.4f", acc[0], acc[1]);
+    }
+    /* Full graph, mini-batches with every neighbour, cpu-as-gpu, resume. */
+    static const struct {
+        char *mode, *device;
+    } runs[3] = {{"full", "cpu"}, {"minibatch", "cpu"}, {"full", "cpu-as-gpu"}};
+    double loss[3][8];
+    char *ck[3];
+    for (int r = 0; r < 3; r++) {
+        char name[32], lname[32];
+        snprintf(name, sizeof name, "fl-ck-%d.h5", r);
+        snprintf(lname, sizeof lname, "fl-%d.json", r);
+        ck[r] = strdup(tu_path(name));
+        unlink(ck[r]);
+        TRAIN_OK("--data", g, "--model", "rgcn", "--embed-dim", "16", "--mode", runs[r].mode,
+                 "--fanouts", "-1,-1", "--batch-size", "100000", "--device", runs[r].device,
+                 "--epochs", "6", "--threads", "2", "--checkpoint", ck[r], "--log-json",
+                 (char *)tu_path(lname), "-q");
+        assert_int_equal(log_losses(tu_path(lname), loss[r], 8), 6);
+    }
+    for (int e = 0; e < 6; e++)
+        if (fabs(loss[1][e] - loss[0][e]) > 1e-5 * fabs(loss[0][e]))
+            fail_msg("epoch %d: mini-batch loss %.9g, full graph %.9g", e + 1, loss[1][e],
+                     loss[0][e]);
+    assert_memory_equal(loss[0], loss[2], 6 * sizeof(double));
+    assert_checkpoints_equal(ck[0], ck[2]);
+    char *b = (char *)tu_path("fl-resumed.h5");
+    unlink(b);
+    TRAIN_OK("--data", g, "--model", "rgcn", "--embed-dim", "16", "--epochs", "4", "--threads",
+             "2", "--checkpoint", b, "-q");
+    TRAIN_OK("--data", g, "--model", "rgcn", "--embed-dim", "16", "--epochs", "6", "--threads",
+             "2", "--checkpoint", b, "--resume", "-q");
+    assert_checkpoints_equal(ck[0], b);
+    /* The learned rows by node: t2's nonzero, the others zero. */
+    char *emb = (char *)tu_path("fl-emb.h5");
+    unlink(emb);
+    TRAIN_OK("--data", g, "--model", "rgcn", "--embed-dim", "16", "--epochs", "3", "--threads",
+             "2", "--save-embeddings", emb, "-q");
+    gnn_graph_t gr;
+    assert_int_equal(gnn_graph_load(g, &gr), 0);
+    float *x;
+    hsize_t d[2];
+    assert_int_equal(h5_read(emb, "input_embedding", H5T_NATIVE_FLOAT, (void **)&x, d), 2);
+    assert_int_equal(d[0], gr.csr.n_rows);
+    assert_int_equal(d[1], 16);
+    for (int64_t v = 0; v < gr.csr.n_rows; v++) {
+        int t = gnn_graph_types_of(gr.types, v);
+        double norm = 0;
+        for (int k = 0; k < 16; k++) norm += fabs(x[v * 16 + k]);
+        if (t == 2 ? !(norm > 0) : norm != 0)
+            fail_msg("node %" PRId64 " of type t%d: input row of norm %g", v, t, norm);
+    }
+    free(x);
+    gnn_graph_free(&gr);
+    for (int r = 0; r < 3; r++) free(ck[r]);
+}
+
 /* ---- Predictions ---------------------------------------------------------- */
 
 /* Train on graph and check the --save-predictions file: shapes, node ids
@@ -2490,6 +2583,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_rgcn_beats_gcn),
         cmocka_unit_test(test_rgcn_cpu_as_gpu),
         cmocka_unit_test(test_rgcn_refusals),
+        cmocka_unit_test(test_rgcn_featureless),
         cmocka_unit_test(test_save_predictions),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_option_ranges),

@@ -154,6 +154,7 @@ static char g_cnf_k1[640], g_cnf_k2[640], g_cnf_k4[640]; /* its METIS parts */
 static char g_cnf_link[640], g_cnfl_k2[640], g_cnfl_k4[640]; /* its held-out edges; 2, 4 parts */
 static char g_hsbm[640];               /* typed (hsbm): 3000 nodes, 3 types, 5 relations */
 static char g_hk2[640], g_hk4[640];    /* its METIS parts */
+static char g_hf[640], g_hfk2[640], g_hfk4[640]; /* hsbm with t2 featureless, and parts */
 static char g_hk2r[640];               /* 2 random parts */
 
 static double now_s(void)
@@ -641,6 +642,17 @@ static void test_rgcn_same_losses_on_any_ranks(void **state)
     train_runs(bases, 3, "rgcn-bases", "--model", "rgcn", "--num-bases", "2", (char *)NULL);
     compare_losses_rtol("rgcn, 2 bases", bases, 3, EPOCHS, 1e-6);
     for (int i = 0; i < 3; i++) log_free(&bases[i].log);
+
+    /* A featureless type's learnable rows, each held by its node's owner
+     * and fetched for the halo; their gradients summed back. */
+    run_t fl[] = {
+        {"1 process", NULL, g_hf, {0}},
+        {"2 ranks", "2", g_hfk2, {0}},
+        {"4 ranks", "4", g_hfk4, {0}},
+    };
+    train_runs(fl, 3, "rgcn-featureless", "--model", "rgcn", "--embed-dim", "16", (char *)NULL);
+    compare_losses_rtol("rgcn, learnable rows of t2", fl, 3, EPOCHS, 1e-6);
+    for (int i = 0; i < 3; i++) log_free(&fl[i].log);
 }
 
 /* The metric key of a log line within tol of another's. */
@@ -1886,6 +1898,24 @@ static void test_cuda_training(void **state)
     for (int i = 0; i < 2; i++) log_free(&emb[i].log);
     log_free(&emh[0].log);
 
+    /* R-GCN on a typed graph: the per-type GEMMs, the weighted SpMM over
+     * the virtual sources, the row scatter of a featureless type's
+     * learnable rows; whole graph and 2 ranks, against the CPU. */
+    run_t rref[] = {{"1 process, cpu", NULL, g_hsbm, {0}}};
+    train_runs(rref, 1, "cpu-rgcn", "--model", "rgcn", "--num-bases", "2", (char *)NULL);
+    run_t rg[] = {{"1 process, cuda", NULL, g_hsbm, {0}}, {"2 ranks, cuda", "2", g_hk2, {0}}};
+    train_runs(rg, 2, "cuda-rgcn", "--device", "cuda", "--model", "rgcn", "--num-bases", "2",
+               (char *)NULL);
+    compare_to("rgcn", &rref[0].log, rg, 2, EPOCHS);
+    run_t fref[] = {{"1 process, cpu", NULL, g_hf, {0}}};
+    train_runs(fref, 1, "cpu-rgcn-fl", "--model", "rgcn", "--embed-dim", "16", (char *)NULL);
+    run_t fl[] = {{"1 process, cuda", NULL, g_hf, {0}}, {"2 ranks, cuda", "2", g_hfk2, {0}}};
+    train_runs(fl, 2, "cuda-rgcn-fl", "--device", "cuda", "--model", "rgcn", "--embed-dim", "16",
+               "--embed-on", "device", (char *)NULL);
+    compare_to("rgcn, featureless type's rows", &fref[0].log, fl, 2, EPOCHS);
+    log_free(&rref[0].log), log_free(&fref[0].log);
+    for (int i = 0; i < 2; i++) log_free(&rg[i].log), log_free(&fl[i].log);
+
     /* Who sums the gradients: nobody for one rank; NCCL for two ranks on
      * two GPUs, MPI through host memory when they share one. */
     int ndev = 0;
@@ -2013,8 +2043,7 @@ int main(int argc, char **argv)
     };
     for (size_t i = 0; i < sizeof lcmds / sizeof lcmds[0]; i++)
         if (setup(lcmds[i]) < 0) return 1;
-#ifndef GNN_TEST_CUDA_TRAIN
-    /* A typed graph and its parts (R-GCN). */
+    /* A typed graph and its parts (R-GCN; the CUDA build too). */
     snprintf(g_hsbm, sizeof g_hsbm, "%s", tu_path("hsbm.h5"));
     snprintf(g_hk2, sizeof g_hk2, "%s", tu_path("hsbm-k2"));
     snprintf(g_hk4, sizeof g_hk4, "%s", tu_path("hsbm-k4"));
@@ -2025,9 +2054,17 @@ int main(int argc, char **argv)
         {g_part, g_hsbm, "-k", "2", "-o", g_hk2, "-q", NULL},
         {g_part, g_hsbm, "-k", "4", "-o", g_hk4, "-q", NULL},
         {g_part, g_hsbm, "-k", "2", "--method", "random", "-o", g_hk2r, "-q", NULL},
+        {g_dataset, "generate", "hsbm", "--nodes", "3000", "--featureless", "1", "--seed", "3",
+         "-o", g_hf, "-q", NULL},
+        {g_part, g_hf, "-k", "2", "-o", g_hfk2, "-q", NULL},
+        {g_part, g_hf, "-k", "4", "--balance", "nodes,ntypes", "-o", g_hfk4, "-q", NULL},
     };
+    snprintf(g_hf, sizeof g_hf, "%s", tu_path("hsbm-featureless.h5"));
+    snprintf(g_hfk2, sizeof g_hfk2, "%s", tu_path("hsbm-featureless-k2"));
+    snprintf(g_hfk4, sizeof g_hfk4, "%s", tu_path("hsbm-featureless-k4"));
     for (size_t i = 0; i < sizeof hcmds / sizeof hcmds[0]; i++)
         if (setup(hcmds[i]) < 0) return 1;
+#ifndef GNN_TEST_CUDA_TRAIN
     /* Cora without features (learnable input rows), its parts, its held-out
      * edges and their parts. */
     snprintf(g_cnf, sizeof g_cnf, "%s", tu_path("cora-nofeat.h5"));

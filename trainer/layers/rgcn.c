@@ -11,7 +11,8 @@
  * (Wcat, fin x R fout, relations in the order of their source types), the
  * sources of each type times their block of Wcat give the virtual sources
  * P (one GEMM per type), and the per-relation means are one weighted SpMM
- * of P over the virtual graph. Backward: dP by the transposed SpMM, then
+ * of P over the virtual graph (P in the model's backward scratch, which
+ * the backward then fills with dP). Backward: dP by the transposed SpMM, then
  * per type dWcat = D^T dP and dD = dP Wcat^T (two GEMMs per type). A type
  * whose nodes start no relation costs nothing.
  */
@@ -27,7 +28,6 @@ typedef struct {
     int64_t ws_off, w_off, a_off, b_off; /* a_off -1 without bases */
     float *wcat; size_t wcat_bytes;      /* fin x R fout */
     float *wrel; size_t wrel_bytes;      /* bases: R x fin fout */
-    float *p; size_t p_bytes;            /* nv x fout */
     float *dp; size_t dp_bytes;          /* the input in type order (when permuted) */
     float *dwcat; size_t dwcat_bytes;    /* fin x R fout */
     float *ddp; size_t ddp_bytes;        /* input gradient in type order (permuted) */
@@ -125,7 +125,10 @@ static int rgcn_forward(gnn_layer_t *L, gnn_layer_env_t *env)
     int64_t ns = L->n_src, nd = L->n_dst, fin = L->fin, fout = L->fout, R = L->relations;
     const float *p = env->params + L->off, *d = L->d;
     GNN_TRY(gnn_layer_ensure(be, (void **)&L->z, &L->z_bytes, gnn_layer_fbytes(env->out_rows, fout)));
-    GNN_TRY(gnn_layer_ensure(be, (void **)&c->p, &c->p_bytes, gnn_layer_fbytes(t->nv, fout)));
+    /* P (nv x fout) lives in the model's backward scratch: the backward
+     * does not read it (the sum's backward is the transposed SpMM of dZ). */
+    float *P = NULL;
+    GNN_TRY(env->fwd_scratch(env, gnn_layer_fbytes(t->nv, fout), &P));
     GNN_TRY(assemble(L, env, t));
     if (t->perm) {
         GNN_TRY(gnn_layer_ensure(be, (void **)&c->dp, &c->dp_bytes, gnn_layer_fbytes(ns, fin)));
@@ -137,9 +140,9 @@ static int rgcn_forward(gnn_layer_t *L, gnn_layer_env_t *env)
         int64_t kw = (int64_t)t->k[s] * fout;
         GNN_TRY(gnn_be_gemm(be, 0, 0, t->cnt[s], kw, fin, 1.0f, d + t->start[s] * fin, fin,
                             c->wcat + (int64_t)t->first[s] * fout, R * fout, 0.0f,
-                            c->p + t->vbase[s] * fout, kw));
+                            P + t->vbase[s] * fout, kw));
     }
-    GNN_TRY(gnn_be_aggr_forward(be, t->vg, L->aggr, fout, c->p, L->z, NULL, 0));
+    GNN_TRY(gnn_be_aggr_forward(be, t->vg, L->aggr, fout, P, L->z, NULL, 0));
     GNN_TRY(gnn_be_gemm(be, 0, 0, nd, fout, fin, 1.0f, L->d, fin, p + c->ws_off, fout, 1.0f, L->z,
                         fout));
     GNN_TRY(gnn_be_bias_add(be, nd, fout, L->z, p + c->b_off));
@@ -154,7 +157,44 @@ static void rgcn_scratch(const gnn_layer_t *L, int input_grad, gnn_layer_scratch
     memset(s, 0, sizeof *s);
     s->uses_t = 1;
     s->t_bytes = gnn_layer_fbytes(t ? t->nv : 0, L->fout);
-    s->dx_blockwise = 0;
+    /* Sources in type order (the whole graph): the input gradient block by
+     * block, into the layer below's output. */
+    s->dx_blockwise = t && !t->perm;
+}
+
+/* The input gradient, sources in type order: rows r0 .. r0 + nr of type
+ * s's block at a time, dP's rows of them times the type's weights, plus
+ * dZ W_self on destination rows, through env->input_grad into L->in. */
+static int dx_blockwise(gnn_layer_t *L, gnn_layer_env_t *env, const gnn_typed_graph_t *t,
+                        const float *dz, const float *dP)
+{
+    int rc = 0;
+    const rgcn_t *c = L->state;
+    gnn_backend_t *be = env->be;
+    int64_t nd = L->n_dst, fin = L->fin, fout = L->fout, R = L->relations, B = env->block_rows;
+    const float *p = env->params + L->off;
+    float *blk = env->blk, *out = (float *)L->in;
+    for (int s = 0; s < t->n_types; s++) {
+        int64_t kw = (int64_t)t->k[s] * fout;
+        for (int64_t i0 = 0; i0 < t->cnt[s]; i0 += B) {
+            int64_t nr = t->cnt[s] - i0 < B ? t->cnt[s] - i0 : B, r0 = t->start[s] + i0;
+            if (t->k[s])
+                GNN_TRY(gnn_be_gemm(be, 0, 1, nr, fin, kw, 1.0f,
+                                    dP + (t->vbase[s] + i0 * t->k[s]) * fout, kw,
+                                    c->wcat + (int64_t)t->first[s] * fout, R * fout, 0.0f, blk,
+                                    fin));
+            else
+                GNN_TRY(gnn_be_zero(be, blk, gnn_layer_fbytes(nr, fin)));
+            if (r0 < nd) {
+                int64_t ns = nd - r0 < nr ? nd - r0 : nr;
+                GNN_TRY(gnn_be_gemm(be, 0, 1, ns, fin, fout, 1.0f, dz + r0 * fout, fout,
+                                    p + c->ws_off, fout, 1.0f, blk, fin));
+            }
+            GNN_TRY(env->input_grad(env, L, r0, nr, blk, out + r0 * fin));
+        }
+    }
+fail:
+    return rc;
 }
 
 static int rgcn_backward(gnn_layer_t *L, gnn_layer_env_t *env, float *dz, float **dx)
@@ -172,7 +212,8 @@ static int rgcn_backward(gnn_layer_t *L, gnn_layer_env_t *env, float *dz, float 
     GNN_TRY(gnn_be_bias_grad(be, nd, fout, dz, gr + c->b_off));
     GNN_TRY(gnn_be_gemm(be, 1, 0, fin, fout, nd, 1.0f, L->d, fin, dz, fout, 0.0f, gr + c->ws_off,
                         fout));
-    GNN_TRY(gnn_be_aggr_backward(be, t->vg, L->aggr, fout, c->p, L->z, dz, dP, NULL, 0));
+    /* (the sum reads neither x nor y: dP stands in for P, which is gone) */
+    GNN_TRY(gnn_be_aggr_backward(be, t->vg, L->aggr, fout, dP, L->z, dz, dP, NULL, 0));
     /* dWcat, block by block of types; blocks of types without sources stay 0. */
     GNN_TRY(gnn_layer_ensure(be, (void **)&c->dwcat, &c->dwcat_bytes,
                              gnn_layer_fbytes(fin, R * fout)));
@@ -196,6 +237,11 @@ static int rgcn_backward(gnn_layer_t *L, gnn_layer_env_t *env, float *dz, float 
                             gr + c->a_off, B));
     }
     if (!dx) return 0;
+    if (!t->perm) {
+        GNN_TRY(dx_blockwise(L, env, t, dz, dP));
+        *dx = (float *)L->in;
+        return 0;
+    }
     /* dD = dP Wcat^T per type (in type order), then dZ W_self^T on the
      * destinations' rows. */
     float *g = env->dx;
@@ -225,9 +271,7 @@ fail:
 static size_t rgcn_state_bytes(const gnn_layer_t *L)
 {
     const rgcn_t *c = L->state;
-    return c ? c->wcat_bytes + c->wrel_bytes + c->p_bytes + c->dp_bytes + c->dwcat_bytes +
-                   c->ddp_bytes
-             : 0;
+    return c ? c->wcat_bytes + c->wrel_bytes + c->dp_bytes + c->dwcat_bytes + c->ddp_bytes : 0;
 }
 
 static void rgcn_free(gnn_layer_t *L, gnn_backend_t *be)
@@ -236,7 +280,6 @@ static void rgcn_free(gnn_layer_t *L, gnn_backend_t *be)
     if (!c) return;
     gnn_be_free(be, c->wcat);
     gnn_be_free(be, c->wrel);
-    gnn_be_free(be, c->p);
     gnn_be_free(be, c->dp);
     gnn_be_free(be, c->dwcat);
     gnn_be_free(be, c->ddp);

@@ -7,8 +7,11 @@
  */
 #include "trainer/job.h"
 
+#include "graph/base/alloc.h"
 #include "graph/base/error.h"
 #include "trainer/typed.h"
+
+#include <string.h>
 
 static int full_setup(gnn_job_t *j)
 {
@@ -16,9 +19,18 @@ static int full_setup(gnn_job_t *j)
     int64_t n = j->g.csr.n_rows;
     GNN_TRY(gnn_be_alloc(j->be, (size_t)n * (size_t)j->out_dim * sizeof(float),
                          (void **)&j->dlogits));
-    GNN_TRY(gnn_be_graph_create(j->be, &j->g.csr, &j->bg));
-    if (j->kind->typed)
-        GNN_TRY(gnn_typed_graph_attach(j->be, j->bg, &j->g.csr, j->g.etype, NULL, j->g.types));
+    if (j->kind->typed) {
+        GNN_TRY(gnn_typed_graph_create(j->be, &j->g.csr, j->g.etype, NULL, j->g.types, &j->bg));
+        if (!j->task->edge_seeds && strcmp(j->o->task, "link")) {
+            /* Node classification reads the graph through the relation
+             * layout only from now on: the loaded edges go. */
+            gnn_free(j->g.csr.indices);
+            gnn_free(j->g.etype);
+            j->g.csr.indices = NULL;
+            j->g.etype = NULL;
+        }
+    } else
+        GNN_TRY(gnn_be_graph_create(j->be, &j->g.csr, &j->bg));
 fail:
     return rc;
 }
