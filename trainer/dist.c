@@ -41,6 +41,7 @@ void gnn_dist_free(gnn_dist_part_t *d)
     gnn_sampler_excl_free(d->draw_excl);
     gnn_csr_free(&d->csr);
     gnn_free(d->etype);
+    gnn_free(d->full_etype);
     gnn_free(d->types);
     gnn_free(d->gid);
     gnn_free(d->src_deg);
@@ -458,15 +459,23 @@ static int order_rows(gnn_dist_part_t *d)
     int64_t *pair = gnn_malloc_array(2 * cap, sizeof *pair);
     d->halo_index = gnn_malloc_array(2 * (size_t)nh + 2, sizeof *d->halo_index);
     GNN_CHECK(pair && d->halo_index, GNN_ENOMEM, "part %d: rows", d->rank);
+    /* Typed: by (relation, graph-file id), as one process groups its rows
+     * for typed draws (relations < 256, ids < 2^55). */
+    const int32_t *et = d->full_etype;
     for (int64_t r = 0; r < d->n_held; r++) {
         gnn_vid_t *row = g->indices + g->indptr[r];
+        int32_t *rel = et ? d->full_etype + g->indptr[r] : NULL;
         gnn_eid_t n = g->indptr[r + 1] - g->indptr[r];
         for (gnn_eid_t e = 0; e < n; e++) {
-            pair[2 * e] = d->gid[row[e]];
+            pair[2 * e] = rel ? (int64_t)((uint64_t)rel[e] << 55 | (uint64_t)d->gid[row[e]])
+                              : d->gid[row[e]];
             pair[2 * e + 1] = row[e];
         }
         gnn_dist_pairs_sort(pair, n);
-        for (gnn_eid_t e = 0; e < n; e++) row[e] = pair[2 * e + 1];
+        for (gnn_eid_t e = 0; e < n; e++) {
+            row[e] = pair[2 * e + 1];
+            if (rel) rel[e] = (int32_t)((uint64_t)pair[2 * e] >> 55);
+        }
     }
     g->flags &= ~(unsigned)GNN_CSR_SORTED;
     for (int64_t i = 0; i < nh; i++) {
@@ -493,6 +502,8 @@ static int keep_whole(gnn_dist_part_t *d, gnn_part_file_t *pf, const char *dir)
     d->n_held = pf->csr.n_rows;
     d->full = pf->csr;
     memset(&pf->csr, 0, sizeof pf->csr);
+    d->full_etype = pf->etype; /* a typed graph's relations, ordered with the rows */
+    pf->etype = NULL;
     gnn_eid_t *ip = gnn_realloc_array(d->full.indptr, (size_t)d->n_all + 1, sizeof *ip);
     GNN_CHECK(ip, GNN_ENOMEM, "part %d: rows", d->rank);
     d->full.indptr = ip;

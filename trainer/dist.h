@@ -49,6 +49,8 @@ typedef struct {
     int64_t *gid;         /* n_local (n_all with the whole part): graph-file ids */
     int64_t *src_deg;     /* n_local: out-degree in the whole graph */
     int32_t *etype;       /* csr.nnz: the relation of each entry (a typed graph), or NULL */
+    int32_t *full_etype;  /* full.nnz: the same for the whole part (mini-batches), rows
+                             grouped by relation, each in graph-file id order */
     gnn_graph_types_t *types; /* a typed graph's types (by graph-file id), or NULL */
     int64_t feat_dim, num_classes;
     float *feat;          /* n_local x feat_dim: owned rows from the part, halo fetched */

@@ -36,9 +36,15 @@ static int typed_checks(const gnn_job_t *j)
               "%s: --model %s needs a graph with node types and relations (partition a "
               "format version 2 graph file)",
               o->data, j->kind->name);
-    GNN_CHECK(!j->mode->minibatch, GNN_EUNSUPPORTED,
-              "--model %s: mini-batches over a partition directory are not supported yet "
-              "(use --mode full)",
+    GNN_CHECK(!j->mode->minibatch || (d->hops >= o->layers && !strcmp(o->task, "node")),
+              GNN_EUNSUPPORTED,
+              "--model %s: mini-batches over a partition directory need a halo of at least as "
+              "many hops as layers (gnn-partition --halo-hops %d; the parts have %d) and node "
+              "classification: owners do not draw typed rows for others yet",
+              j->kind->name, o->layers, d->hops);
+    GNN_CHECK(!j->mode->minibatch || !o->embed_dim, GNN_EUNSUPPORTED,
+              "--model %s --embed-dim: learnable rows on mini-batches over a partition "
+              "directory are not supported yet (use --mode full)",
               j->kind->name);
     GNN_CHECK(o->num_bases <= d->types->n_rels, GNN_EUSAGE,
               "--num-bases %d: %s has only %d relations", o->num_bases, o->data,

@@ -38,9 +38,21 @@
 static int block_graph(gnn_job_t *j, const gnn_block_t *b, const int64_t *src_deg,
                        gnn_bgraph_t **out)
 {
-    if (j->kind->typed)
+    if (!j->kind->typed) return gnn_be_graph_create_src_deg(j->be, &b->csr, src_deg, out);
+    if (!j->dist)
         return gnn_typed_graph_create(j->be, &b->csr, b->etype, b->src_ids, j->g.types, out);
-    return gnn_be_graph_create_src_deg(j->be, &b->csr, src_deg, out);
+    /* Over ranks the sources are the part's ids: their graph-file ids. */
+    const gnn_dist_part_t *d = j->dist;
+    int64_t n = b->csr.n_cols;
+    int64_t *gid = gnn_malloc_array((size_t)n + 1, sizeof *gid);
+    if (!gid) return GNN_FAIL(GNN_ENOMEM, "block of %" PRId64 " sources", n);
+    for (int64_t k = 0; k < n; k++) {
+        int64_t v = b->src_ids[k];
+        gid[k] = v < d->n_all ? d->gid[v] : d->p2g[v - d->n_all];
+    }
+    int rc = gnn_typed_graph_create(j->be, &b->csr, b->etype, gid, j->g.types, out);
+    gnn_free(gid);
+    return rc;
 }
 
 /* On a host-memory backend the workers also build each block's
@@ -86,7 +98,7 @@ int gnn__loader_setup(gnn_job_t *j, const gnn_csr_t *graph, const float *feat,
         .feat_row = feat_row,
         .labels = labels,
         .key_ids = key_ids,
-        .etype = j->kind->typed ? j->g.etype : NULL,
+        .etype = !j->kind->typed ? NULL : j->dist ? j->dist->full_etype : j->g.etype,
         .n_rels = j->kind->typed ? j->g.types->n_rels : 0,
         .remote = remote,
         .threads = o->prefetch > 0 && !remote ? o->sampler_threads : 0,
