@@ -363,6 +363,21 @@ static int frontier_start(frontier_t *f, const gnn_vid_t *ids, int64_t n, gnn_vi
     return 0;
 }
 
+/* Per-thread position sets for draws of up to kmax positions (none when
+ * kmax is 0: every draw scans): *mcap slots each, more than 2 kmax. */
+static int marks_alloc(gnn_eid_t kmax, int nthreads, uint64_t *mcap, mark_t **marks)
+{
+    *mcap = 0;
+    *marks = NULL;
+    if (kmax <= 0) return 0;
+    uint64_t cap = 16;
+    while (cap <= 2 * (uint64_t)kmax) cap *= 2;
+    *marks = gnn_calloc((size_t)nthreads * (size_t)cap, sizeof **marks);
+    if (!*marks) return GNN_ENOMEM;
+    *mcap = cap;
+    return 0;
+}
+
 /* The c draws of row v without the nx sources xs into o (global ids):
  * the row filtered, then the positions of the definition over it. */
 static int filtered_row(const rows_t *rs, gnn_vid_t v, const gnn_vid_t *xs, gnn_eid_t nx,
@@ -479,15 +494,8 @@ static int sample_hop(const rows_t *rs, int fanout, uint64_t key, int h, frontie
     }
     const int nthreads = omp_get_max_threads();
     uint64_t mcap = 0;
-    if (kmax > 0) {
-        mcap = 16;
-        while (mcap <= 2 * (uint64_t)kmax) mcap *= 2;
-        marks = gnn_calloc((size_t)nthreads * (size_t)mcap, sizeof *marks);
-        if (!marks) {
-            rc = GNN_ENOMEM;
-            goto fail;
-        }
-    }
+    rc = marks_alloc(kmax, nthreads, &mcap, &marks);
+    if (rc < 0) goto fail;
 
     const gnn_vid_t n_chunks = (n_dst + DRAW_CHUNK - 1) / DRAW_CHUNK;
 #pragma omp parallel num_threads(nthreads) reduction(+ : xfail)
@@ -674,15 +682,8 @@ static int sample_hop_typed(const rows_t *rs, int fanout, uint64_t key, int h, f
     }
     const int nthreads = omp_get_max_threads();
     uint64_t mcap = 0;
-    if (kmax > 0) {
-        mcap = 16;
-        while (mcap <= 2 * (uint64_t)kmax) mcap *= 2;
-        marks = gnn_calloc((size_t)nthreads * (size_t)mcap, sizeof *marks);
-        if (!marks) {
-            rc = GNN_ENOMEM;
-            goto fail;
-        }
-    }
+    rc = marks_alloc(kmax, nthreads, &mcap, &marks);
+    if (rc < 0) goto fail;
 #pragma omp parallel num_threads(nthreads)
     {
         mark_t *set = marks ? marks + (size_t)omp_get_thread_num() * (size_t)mcap : NULL;
