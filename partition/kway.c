@@ -17,7 +17,6 @@
 
 #include <inttypes.h>
 #include <metis.h>
-#include <stdlib.h>
 #include <string.h>
 
 _Static_assert(sizeof(idx_t) == 4 || sizeof(idx_t) == 8, "METIS idx_t of 32 or 64 bits");
@@ -159,30 +158,6 @@ static int64_t weighted_cut(const gnn_csr_t *sym, const int64_t *adjwgt, const i
     return c;
 }
 
-/* The imbalance of part: the largest part's share of any vertex weight
- * (vwgt, ncon a node; NULL: one unit each) over its ideal 1/k. */
-static double imbalance(gnn_vid_t n, int k, int ncon, const int64_t *vwgt, const int32_t *part)
-{
-    int nc = vwgt ? ncon : 1;
-    int64_t *w = gnn_calloc((size_t)k * (size_t)nc + 1, sizeof *w), total[GNN_PART_MAX_CON] = {0};
-    if (!w) return 0.0; /* (no verdict: the cut decides) */
-    for (gnn_vid_t v = 0; v < n; v++)
-        for (int c = 0; c < nc; c++) {
-            int64_t x = vwgt ? vwgt[v * nc + c] : 1;
-            w[(int64_t)part[v] * nc + c] += x;
-            total[c] += x;
-        }
-    double worst = 0.0;
-    for (int p = 0; p < k; p++)
-        for (int c = 0; c < nc; c++)
-            if (total[c] > 0) {
-                double r = (double)w[(int64_t)p * nc + c] * k / (double)total[c];
-                worst = r > worst ? r : worst;
-            }
-    gnn_free(w);
-    return worst;
-}
-
 /* Copies METIS's where[] into part after checking every entry. */
 static int take_parts(const idx_t *where, gnn_vid_t n, int k, int32_t *part)
 {
@@ -299,16 +274,8 @@ int gnn_part_metis(const gnn_csr_t *sym, int k, const gnn_part_opts_t *o, int32_
         GNN_CHECK(other, GNN_ENOMEM, "METIS parts");
         GNN_TRY(take_parts(where, n, k, other));
         int64_t c = weighted_cut(sym, o->adjwgt, other);
-        /* The lower cut, unless it breaks the balance --ufactor allows and
-         * the other keeps it (recursive bisection can pass it with several
-         * constraints); both beyond it: the better balanced. */
-        double lim_b = 1.0 + o->ufactor / 1000.0 + 1e-9;
-        double ib = imbalance(n, k, ncon, o->ncon ? o->vwgt : NULL, part);
-        double ic = imbalance(n, k, ncon, o->ncon ? o->vwgt : NULL, other);
-        int ok_b = ib <= lim_b, ok_c = ic <= lim_b;
-        GNN_DEBUG("METIS: k-way cut %" PRId64 " (imbalance %.3f), recursive bisection cut %" PRId64
-                  " (imbalance %.3f)", best, ib, c, ic);
-        if (ok_c != ok_b ? ok_c : ok_c ? c < best : ic < ib) {
+        GNN_DEBUG("METIS: k-way cut %" PRId64 ", recursive bisection cut %" PRId64, best, c);
+        if (c < best) {
             memcpy(part, other, (size_t)n * sizeof *part);
             best = c;
             if (used) *used = s;
