@@ -53,17 +53,10 @@ typedef struct {
     char label[4096];                        /* the target type's node-label file; "": none */
 } hetero_t;
 
-/* 1 to max characters of [A-Za-z0-9_-]. */
+/* 1 to max characters of [A-Za-z0-9_-] (max below GNN_TYPE_NAME_MAX). */
 static int name_ok(const char *s, size_t len, size_t max)
 {
-    if (len < 1 || len > max) return 0;
-    for (size_t i = 0; i < len; i++) {
-        char c = s[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '_' || c == '-'))
-            return 0;
-    }
-    return 1;
+    return len <= max && gnn_graph_type_name_ok(s, len);
 }
 
 /* The next comma-separated field of [*p, end), without surrounding

@@ -11,14 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A row entry: source in the high bits, relation in the low 8 (relations
- * < 256), so one integer sort orders a row by (source, relation). */
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
 int gnn_typed_csr_build(gnn_vid_t n, int64_t m, gnn_vid_t **src, gnn_vid_t **dst, int32_t **rel,
                         int drop_loops, gnn_csr_t *out, int32_t **etype, int64_t *dropped)
 {
@@ -60,7 +52,7 @@ int gnn_typed_csr_build(gnn_vid_t n, int64_t m, gnn_vid_t **src, gnn_vid_t **dst
     for (gnn_vid_t v = 0; v < n; v++) {
         uint64_t *row = key + ip[v];
         gnn_eid_t len = ip[v + 1] - ip[v], k = 0;
-        qsort(row, (size_t)len, sizeof *row, cmp_u64);
+        gnn_sort_u64(row, len);
         for (gnn_eid_t e = 0; e < len; e++) {
             if ((gnn_vid_t)(row[e] >> 8) == v) {
                 if (drop_loops) continue;

@@ -21,6 +21,7 @@
 #include "graph/base/error.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Rows up to this length are sorted by insertion; longer ones by merging
@@ -384,6 +385,17 @@ void gnn_csr_free(gnn_csr_t *a)
     gnn_free(a->indices);
     gnn_free(a->weights);
     memset(a, 0, sizeof *a);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+void gnn_sort_u64(uint64_t *a, int64_t n)
+{
+    if (n > 1) qsort(a, (size_t)n, sizeof *a, cmp_u64);
 }
 
 int gnn_csr_sort_rows(gnn_csr_t *a)

@@ -74,6 +74,10 @@ int gnn_csr_copy(const gnn_csr_t *a, gnn_csr_t *out);
 /* Free the arrays and zero the struct; safe on a zeroed struct. */
 void gnn_csr_free(gnn_csr_t *a);
 
+/* Sort n 64-bit keys ascending (the packed (id, relation) entries of a
+ * typed row). */
+void gnn_sort_u64(uint64_t *a, int64_t n);
+
 /* Sort each row's sources ascending (weights follow); sets GNN_CSR_SORTED. */
 int gnn_csr_sort_rows(gnn_csr_t *a);
 

@@ -86,9 +86,8 @@ int64_t gnn_graph_types_max_feat(const gnn_graph_types_t *t)
     return m;
 }
 
-static int name_ok(const char *s)
+int gnn_graph_type_name_ok(const char *s, size_t n)
 {
-    size_t n = strnlen(s, GNN_TYPE_NAME_MAX);
     if (n == 0 || n >= GNN_TYPE_NAME_MAX) return 0;
     for (size_t i = 0; i < n; i++) {
         char c = s[i];
@@ -116,7 +115,7 @@ static int types_check(const gnn_graph_types_t *t, int64_t num_nodes, const char
         if (t->off[i + 1] < t->off[i])
             return GNN_FAIL(code, "%s: node type %d ends (%lld) before it starts (%lld)",
                             what, i, (long long)t->off[i + 1], (long long)t->off[i]);
-        if (!name_ok(t->ntype[i]))
+        if (!gnn_graph_type_name_ok(t->ntype[i], strnlen(t->ntype[i], GNN_TYPE_NAME_MAX)))
             return GNN_FAIL(code,
                             "%s: node type %d has the name '%.*s' (expected 1 to %d characters "
                             "of A-Z a-z 0-9 _ -)",
@@ -130,7 +129,7 @@ static int types_check(const gnn_graph_types_t *t, int64_t num_nodes, const char
                             t->ntype[i], (long long)t->feat_dim[i]);
     }
     for (int r = 0; r < R; r++) {
-        if (!name_ok(t->rel[r]))
+        if (!gnn_graph_type_name_ok(t->rel[r], strnlen(t->rel[r], GNN_TYPE_NAME_MAX)))
             return GNN_FAIL(code,
                             "%s: relation %d has the name '%.*s' (expected 1 to %d characters "
                             "of A-Z a-z 0-9 _ -)",

@@ -78,6 +78,9 @@ int gnn_graph_types_of(const gnn_graph_types_t *t, int64_t v);
  * share a name if their ends differ), relation ends and target in range.
  * 0 or GNN_EINVAL naming what (prefixed by what). */
 int gnn_graph_types_check(const gnn_graph_types_t *t, int64_t num_nodes, const char *what);
+/* Whether the len characters at s make a valid type or relation name: 1
+ * to GNN_TYPE_NAME_MAX - 1 of [A-Za-z0-9_-]. */
+int gnn_graph_type_name_ok(const char *s, size_t len);
 /* The type called name, or -1. */
 int gnn_graph_types_find(const gnn_graph_types_t *t, const char *name);
 /* The largest feature width over the types. */

@@ -631,12 +631,6 @@ static gnn_eid_t typed_count(const int32_t *et, gnn_eid_t a, gnn_eid_t b, int fa
     return c;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
 /*
  * One hop of typed draws (gnn_sampler_set_relations): as sample_hop over
  * held rows, drawing per relation, with the relation of every entry into
@@ -733,7 +727,7 @@ static int sample_hop_typed(const rows_t *rs, int fanout, uint64_t key, int h, f
     for (gnn_vid_t i = 0; i < n_dst; i++) {
         uint64_t *k = keys + indptr[i];
         gnn_eid_t len = indptr[i + 1] - indptr[i];
-        qsort(k, (size_t)len, sizeof *k, cmp_u64);
+        gnn_sort_u64(k, len);
         for (gnn_eid_t x = 0; x < len; x++) {
             indices[indptr[i] + x] = (gnn_vid_t)(k[x] >> 8);
             rel[indptr[i] + x] = (int32_t)(k[x] & 0xff);

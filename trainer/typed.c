@@ -134,12 +134,6 @@ fail:
     return rc;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
 int gnn_typed_group_rows(gnn_csr_t *csr, int32_t *etype)
 {
     int rc = 0;
@@ -160,7 +154,7 @@ int gnn_typed_group_rows(gnn_csr_t *csr, int32_t *etype)
             gnn_eid_t a = csr->indptr[v], n = csr->indptr[v + 1] - a;
             for (gnn_eid_t i = 0; i < n; i++)
                 k[i] = (uint64_t)etype[a + i] << 55 | (uint64_t)csr->indices[a + i];
-            qsort(k, (size_t)n, sizeof *k, cmp_u64);
+            gnn_sort_u64(k, n);
             for (gnn_eid_t i = 0; i < n; i++) {
                 etype[a + i] = (int32_t)(k[i] >> 55);
                 csr->indices[a + i] = (int64_t)(k[i] & (((uint64_t)1 << 55) - 1));
