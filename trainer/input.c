@@ -230,10 +230,16 @@ static int host_step(gnn_job_t *j);
 
 /* The input rows among n (node ids ids, host; NULL: 0 .. n - 1, indexes
  * of j->emb_tab) that hold a table row: their positions and table rows,
- * on the host (j->emb_hsel, emb_htrow) and the backend; *k how many. */
+ * on the host (j->emb_hsel, emb_htrow) and the backend; *k how many. The
+ * whole graph's selection (ids NULL) is made once and kept. */
 static int typed_select(gnn_job_t *j, int64_t n, const int64_t *ids, int64_t *k)
 {
     int rc = 0;
+    if (!ids && j->emb_whole == n + 1) { /* the whole graph's, as last time */
+        *k = j->emb_whole_k;
+        return 0;
+    }
+    j->emb_whole = 0;
     gnn_free(j->emb_hsel);
     gnn_free(j->emb_htrow);
     j->emb_hsel = gnn_malloc_array((size_t)n + 1, sizeof *j->emb_hsel);
@@ -254,6 +260,10 @@ static int typed_select(gnn_job_t *j, int64_t n, const int64_t *ids, int64_t *k)
         GNN_TRY(gnn_be_upload(j->be, j->emb_trow, j->emb_htrow, (size_t)c * sizeof(int64_t)));
     }
     *k = c;
+    if (!ids) {
+        j->emb_whole = n + 1;
+        j->emb_whole_k = c;
+    }
 fail:
     return rc;
 }

@@ -87,6 +87,8 @@ typedef struct gnn_job {
     int64_t *emb_sel; size_t emb_sel_bytes;   /* backend: its rows holding a table row */
     int64_t *emb_trow; size_t emb_trow_bytes; /* backend: ... and their table rows */
     int64_t *emb_hsel;                /* host copies of both (n_local each, over ranks) */
+    int64_t emb_whole, emb_whole_k;   /* they hold the whole graph's n - 1 rows' selection
+                                         (k rows); 0: another's */
     int64_t *emb_htrow;
     float *emb_buf; size_t emb_buf_bytes;     /* backend staging, rows x D */
     /* state.c and loop.c */
