@@ -8,6 +8,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 . scripts/env.sh
+# CI runs the PyTorch Geometric parity test (tests/python/test_pyg.py), so
+# it installs torch and torch_geometric first (bench/reference/python.sh;
+# once, into a cache); elsewhere that test runs where they are, or skips.
+if [ "${CI:-}" = true ] && [ -z "${GNN_PYTHON:-}" ]; then
+  if GNN_PYTHON=$(bash bench/reference/python.sh); then
+    export GNN_PYTHON
+  else
+    echo "test.sh: warning: no Python with torch_geometric: test_pyg will fail" >&2
+  fi
+fi
 
 select=(-LE slow)
 if [ "${1:-}" = "--all" ] || [ "${GNN_TEST_ALL:-0}" = 1 ]; then

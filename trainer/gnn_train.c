@@ -93,6 +93,9 @@ static const gnn_opt_t train_table[] = {
     {"save-embeddings", 0, GNN_OPT_STRING, O(save_embeddings), "FILE",
      "write the last layer's output per node (HDF5; link: the node embeddings), and with "
      "--embed-dim the learned input rows"},
+    {"save-model", 0, GNN_OPT_STRING, O(save_model), "FILE",
+     "write the best parameters and the architecture as safetensors, named as PyTorch "
+     "Geometric's layers name them (trainer/python/gnn_pyg loads them)"},
     {"embed-dim", 0, GNN_OPT_I64, O(embed_dim), "D",
      "a learnable D-wide input row per node (required for a graph without features)"},
     {"embed", 0, GNN_OPT_STRING, O(embed), "WHICH",

@@ -122,7 +122,7 @@ int gnn__input_setup(gnn_job_t *j, int64_t rows, const int64_t *gid)
               "--sparse-features on: not with --embed-dim (the input rows are dense)");
     gnn_sparse_opt_kind_t kind =
         !strcmp(o->embed_optimizer, "adagrad") ? GNN_SPARSE_ADAGRAD : GNN_SPARSE_ADAM;
-    int keep_best = o->save_predictions || o->save_embeddings || o->checkpoint;
+    int keep_best = o->save_predictions || o->save_embeddings || o->save_model || o->checkpoint;
     /* What the table needs on this process, against what holds it: the
      * backend, or on a device backend host memory when asked (--embed-on
      * host) or when the device lacks room (auto). */

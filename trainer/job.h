@@ -257,6 +257,8 @@ void gnn__log_epoch(gnn_job_t *j, int64_t epoch, double loss, const gnn_metrics_
  * partition directory; rank 0 writes). */
 int gnn__write_predictions(gnn_job_t *j);
 int gnn__write_embeddings(gnn_job_t *j);
+/* --save-model (trainer/export.c); collective over ranks. */
+int gnn__write_model(gnn_job_t *j);
 /* The log's final line and the summary. */
 void gnn__write_final(gnn_job_t *j, const gnn_train_result_t *r);
 

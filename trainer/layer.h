@@ -43,6 +43,23 @@ typedef enum {
 typedef struct gnn_layer_env gnn_layer_env_t;
 typedef struct gnn_layer_kind gnn_layer_kind_t;
 
+/*
+ * One of a layer's tensors as PyTorch Geometric's layer of the same kind
+ * names and shapes it (GCNConv, SAGEConv, GATConv, RGCNConv), for
+ * --save-model (trainer/export.c).
+ */
+typedef struct {
+    char name[48];     /* within the layer: "lin.weight", "bias", ... */
+    int64_t at;        /* offset in the layer's span */
+    int ndim;          /* 1 .. 3 */
+    int64_t shape[3];  /* the shape written */
+    int transpose;     /* stored as shape[1] x shape[0] (fin x fout), written
+                          transposed: a torch.nn.Linear weight is fout x fin */
+} gnn_layer_tensor_t;
+
+/* Most tensors a layer names: its own and an aggregator's. */
+#define GNN_LAYER_MAX_TENSORS (6 + GNN_AGGR_MAX_PARAMS)
+
 /* What the backward needs of the model's shared scratch (see scratch). */
 typedef struct {
     int uses_t;       /* the backward reads env->dt (even at 0 bytes: a
@@ -193,6 +210,9 @@ struct gnn_layer_kind {
      * env->input_grad, *dx set to the buffer holding it (n_src x fin).
      */
     int (*backward)(gnn_layer_t *L, gnn_layer_env_t *env, float *dz, float **dx);
+    /* The layer's tensors (at most GNN_LAYER_MAX_TENSORS) into t, covering
+     * its span: their count. */
+    int (*tensors)(const gnn_layer_t *L, gnn_layer_tensor_t *t);
     /* Bytes of the backend buffers in L->state. */
     size_t (*state_bytes)(const gnn_layer_t *L);
     /* Free L->state's buffers and L->state (backend be). */
@@ -217,6 +237,16 @@ const gnn_layer_kind_t *gnn_layer_kind_at(int i);
 /* Make *buf a backend buffer of at least bytes (contents not kept; kept
  * as is when already large enough). For layers and the model. */
 int gnn_layer_ensure(gnn_backend_t *be, void **buf, size_t *have, size_t bytes);
+
+/* Tensor t as a matrix (ndim 2) or vector (cols 0: ndim 1) at offset at
+ * of the layer's span, shape as written (transposed when transpose). */
+gnn_layer_tensor_t gnn_layer_tensor(const char *name, int64_t at, int64_t rows, int64_t cols,
+                                    int transpose);
+
+/* The n tensors an aggregator declares, from offset at, named
+ * prefix + their declared names ("aggr.theta"), into t: how many. */
+int gnn_layer_tensors_declared(const char *prefix, int64_t at, const gnn_aggr_param_t *ps,
+                               int n, gnn_layer_tensor_t *t);
 
 /* Bytes of a rows x cols float matrix. */
 static inline size_t gnn_layer_fbytes(int64_t rows, int64_t cols)

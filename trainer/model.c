@@ -224,6 +224,12 @@ void gnn_model_layer_width(const gnn_model_t *m, int l, int64_t *fin, int64_t *f
     *fout = m->layer[l].fout;
 }
 
+int gnn_model_layer_tensors(const gnn_model_t *m, int l, gnn_layer_tensor_t *t)
+{
+    const gnn_layer_t *L = &m->layer[l];
+    return L->kind->tensors ? L->kind->tensors(L, t) : 0;
+}
+
 void gnn_model_layer_span(const gnn_model_t *m, int l, int64_t *offset, int64_t *count)
 {
     *offset = m->layer[l].off;

@@ -104,6 +104,9 @@ float *gnn_model_grads(gnn_model_t *m);
 int64_t gnn_model_extra_offset(const gnn_model_t *m);
 /* Parameters of layer l occupy [offset, offset + count) of the flat buffers. */
 void gnn_model_layer_span(const gnn_model_t *m, int l, int64_t *offset, int64_t *count);
+/* Layer l's tensors as PyTorch Geometric names them (trainer/layer.h),
+ * offsets within its span: their count (t holds GNN_LAYER_MAX_TENSORS). */
+int gnn_model_layer_tensors(const gnn_model_t *m, int l, gnn_layer_tensor_t *t);
 /* Input and output widths of layer l (a GAT hidden layer's output is its
  * heads concatenated). */
 void gnn_model_layer_width(const gnn_model_t *m, int l, int64_t *fin, int64_t *fout);

@@ -268,9 +268,9 @@ static int check_output(const char *opt, const char *path)
 int gnn__opts_check_paths(const gnn_train_opts_t *o)
 {
     const char *opt[] = {"--data", "--checkpoint", "--save-predictions", "--log-json",
-                         "--save-embeddings"};
+                         "--save-embeddings", "--save-model"};
     const char *path[] = {o->data, o->checkpoint, o->save_predictions, o->log_json,
-                          o->save_embeddings};
+                          o->save_embeddings, o->save_model};
     int n = (int)(sizeof path / sizeof path[0]);
     for (int a = 0; a < n; a++)
         for (int b = a + 1; b < n; b++)

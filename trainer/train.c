@@ -95,6 +95,10 @@ int gnn_train_run(const gnn_train_opts_t *o, gnn_train_result_t *res)
         if (!j->model) GNN_TRY(gnn__start_run(j, 1));
         GNN_TRY(gnn__write_embeddings(j));
     }
+    if (o->save_model) {
+        if (!j->model) GNN_TRY(gnn__start_run(j, 1));
+        GNN_TRY(gnn__write_model(j));
+    }
     gnn__write_final(j, &r); /* the log's last line says every output is written */
     if (res) *res = r;
 fail:

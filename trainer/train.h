@@ -33,6 +33,7 @@ typedef struct {
     const char *decoder;       /* link: "dot" */
     int64_t out_dim;           /* link: embedding width (0: 16) */
     const char *save_embeddings; /* HDF5 of the last layer's output per node, or NULL */
+    const char *save_model;    /* safetensors of the best parameters for PyTorch, or NULL */
     int num_bases;             /* rgcn: shared bases of the relation weights (0: none) */
     int heads;                 /* gat: heads of each hidden layer (concatenated) */
     int out_heads;             /* gat: heads of the output layer (averaged) */

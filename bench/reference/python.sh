@@ -56,6 +56,9 @@ probe="import sys, torch, h5py, numpy, torch_geometric, $lib
 sys.exit(torch.__version__.split('+')[0] != sys.argv[1] or $lib.__version__ != sys.argv[2])"
 
 if [ -x "$venv/bin/python" ] && "$venv/bin/python" -W ignore -c "$probe" "$torch_v" "$lib_v" 2>/dev/null; then
+    # safetensors, added later: the tests read models with it when present
+    "$venv/bin/python" -c 'import safetensors' 2>/dev/null ||
+        "$venv/bin/python" -m pip install -q --disable-pip-version-check safetensors >/dev/null 2>&1 || true
     echo "$venv/bin/python"
     exit 0
 fi
@@ -70,7 +73,7 @@ log=$(mktemp)
 install() {
     pip="$venv/bin/python -m pip install -q --disable-pip-version-check"
     if [ "$mode" = pyg ]; then
-        $pip "torch==$torch_v" "torch_geometric==$lib_v" h5py numpy
+        $pip "torch==$torch_v" "torch_geometric==$lib_v" h5py numpy safetensors
     else
         # DGL's requirements (numpy 1 for its binary). `import dgl` loads
         # its graphbolt loader, which imports torchdata's datapipes:

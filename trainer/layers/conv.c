@@ -59,6 +59,17 @@ void gnn_conv_init(const gnn_layer_t *L, float *w, uint64_t seed)
     gnn_layer_init_declared(L, w, c->th_off, c->th, c->n_th, seed);
 }
 
+int gnn_conv_tensors(const gnn_layer_t *L, gnn_layer_tensor_t *t)
+{
+    const conv_t *c = L->state;
+    int n = 0;
+    t[n++] = gnn_layer_tensor(c->lay.w_name, c->lay.w_off, L->fout, L->fin, 1);
+    if (c->lay.ws_off >= 0)
+        t[n++] = gnn_layer_tensor(c->lay.ws_name, c->lay.ws_off, L->fout, L->fin, 1);
+    t[n++] = gnn_layer_tensor(c->lay.b_name, c->lay.b_off, L->fout, 0, 0);
+    return n + gnn_layer_tensors_declared("aggr.", c->th_off, c->th, c->n_th, t + n);
+}
+
 int gnn_conv_sparse_check(const gnn_layer_t *L)
 {
     if (!gnn_aggr_linear(L->aggr))

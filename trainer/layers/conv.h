@@ -24,6 +24,8 @@ typedef struct {
     int64_t w_off;   /* W (the neighbours' weight) */
     int64_t ws_off;  /* W_self, or -1: no self term */
     int64_t b_off;   /* b */
+    /* Their names in PyTorch Geometric's layer of the kind (--save-model). */
+    const char *w_name, *ws_name, *b_name;
 } gnn_conv_layout_t;
 
 /* The functions below are the gnn_layer_kind_t entries of the same names
@@ -38,6 +40,7 @@ int gnn_conv_drop_target(gnn_layer_t *L, gnn_layer_env_t *env, float **dst);
 int gnn_conv_forward(gnn_layer_t *L, gnn_layer_env_t *env);
 void gnn_conv_scratch(const gnn_layer_t *L, int input_grad, gnn_layer_scratch_t *s);
 int gnn_conv_backward(gnn_layer_t *L, gnn_layer_env_t *env, float *dz, float **dx);
+int gnn_conv_tensors(const gnn_layer_t *L, gnn_layer_tensor_t *t);
 size_t gnn_conv_state_bytes(const gnn_layer_t *L);
 void gnn_conv_free(gnn_layer_t *L, gnn_backend_t *be);
 
@@ -50,6 +53,7 @@ void gnn_conv_free(gnn_layer_t *L, gnn_backend_t *be);
     .drop_target = gnn_conv_drop_target,         \
     .scratch = gnn_conv_scratch,                 \
     .backward = gnn_conv_backward,               \
+    .tensors = gnn_conv_tensors,                 \
     .state_bytes = gnn_conv_state_bytes,         \
     .free = gnn_conv_free
 

@@ -69,6 +69,29 @@ static void gat_init(const gnn_layer_t *L, float *w, uint64_t seed)
     gnn_layer_init_declared(L, w, c->th_off, c->th, c->n_th, seed);
 }
 
+/* GATConv's names: lin.weight, att_src and att_dst (1 x H x F each) for
+ * the built-in attention function, bias; a plug-in's tensors under
+ * "attn." and their declared names. */
+static int gat_tensors(const gnn_layer_t *L, gnn_layer_tensor_t *t)
+{
+    const gat_t *c = L->state;
+    int n = 0;
+    t[n++] = gnn_layer_tensor("lin.weight", 0, c->H * c->F, L->fin, 1);
+    if (!strcmp(L->attn->name, "gat") && c->n_th == 2) {
+        static const char *const att[2] = {"att_src", "att_dst"};
+        for (int i = 0; i < 2; i++) {
+            gnn_layer_tensor_t a = {.at = c->th_off + i * c->H * c->F, .ndim = 3,
+                                    .shape = {1, c->H, c->F}};
+            snprintf(a.name, sizeof a.name, "%s", att[i]);
+            t[n++] = a;
+        }
+    } else {
+        n += gnn_layer_tensors_declared("attn.", c->th_off, c->th, c->n_th, t + n);
+    }
+    t[n++] = gnn_layer_tensor("bias", c->b_off, L->fout, 0, 0);
+    return n;
+}
+
 static int gat_drop_target(gnn_layer_t *L, gnn_layer_env_t *env, float **dst)
 {
     *dst = NULL;
@@ -204,6 +227,7 @@ const gnn_layer_kind_t gnn_layer_gat = {
     .drop_target = gat_drop_target,
     .scratch = gat_scratch,
     .backward = gat_backward,
+    .tensors = gat_tensors,
     .state_bytes = gat_state_bytes,
     .free = gat_free,
 };

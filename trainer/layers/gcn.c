@@ -7,7 +7,9 @@
 
 static int gcn_setup(gnn_layer_t *L)
 {
-    gnn_conv_layout_t lay = {.w_off = 0, .ws_off = -1, .b_off = L->fin * L->fout};
+    /* GCNConv: lin.weight, bias */
+    gnn_conv_layout_t lay = {.w_off = 0, .ws_off = -1, .b_off = L->fin * L->fout,
+                             .w_name = "lin.weight", .b_name = "bias"};
     L->count = lay.b_off + L->fout;
     return gnn_conv_setup(L, &lay);
 }

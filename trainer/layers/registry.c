@@ -89,3 +89,24 @@ void gnn_layer_glorot(const gnn_layer_t *L, float *w, int64_t at, int64_t fin, i
     for (int64_t i = 0; i < fin * fout; i++)
         w[at + i] = (float)((2.0 * gnn_rng_uniform(seed, base + (uint64_t)i) - 1.0) * lim);
 }
+
+gnn_layer_tensor_t gnn_layer_tensor(const char *name, int64_t at, int64_t rows, int64_t cols,
+                                    int transpose)
+{
+    gnn_layer_tensor_t t = {.at = at, .ndim = cols > 0 ? 2 : 1, .shape = {rows, cols, 0},
+                            .transpose = transpose};
+    snprintf(t.name, sizeof t.name, "%s", name);
+    return t;
+}
+
+int gnn_layer_tensors_declared(const char *prefix, int64_t at, const gnn_aggr_param_t *ps,
+                               int n, gnn_layer_tensor_t *t)
+{
+    for (int i = 0; i < n; i++) {
+        char name[48];
+        snprintf(name, sizeof name, "%s%s", prefix, ps[i].name);
+        t[i] = gnn_layer_tensor(name, at, ps[i].rows, ps[i].cols, 0);
+        at += ps[i].rows * ps[i].cols;
+    }
+    return n;
+}

@@ -67,6 +67,22 @@ static void rgcn_init(const gnn_layer_t *L, float *w, uint64_t seed)
     if (c->a_off >= 0) gnn_layer_glorot(L, w, c->a_off, L->relations, L->bases, seed);
 }
 
+/* RGCNConv's names: root (fin x fout), weight (R or B x fin x fout),
+ * comp (R x B, with bases), bias; stored as PyG stores them. */
+static int rgcn_tensors(const gnn_layer_t *L, gnn_layer_tensor_t *t)
+{
+    const rgcn_t *c = L->state;
+    int n = 0;
+    int64_t k = L->bases > 0 ? L->bases : L->relations;
+    t[n++] = gnn_layer_tensor("root", c->ws_off, L->fin, L->fout, 0);
+    gnn_layer_tensor_t w = {.name = "weight", .at = c->w_off, .ndim = 3,
+                            .shape = {k, L->fin, L->fout}};
+    t[n++] = w;
+    if (c->a_off >= 0) t[n++] = gnn_layer_tensor("comp", c->a_off, L->relations, L->bases, 0);
+    t[n++] = gnn_layer_tensor("bias", c->b_off, L->fout, 0, 0);
+    return n;
+}
+
 static int rgcn_sparse_check(const gnn_layer_t *L)
 {
     (void)L;
@@ -301,6 +317,7 @@ const gnn_layer_kind_t gnn_layer_rgcn = {
     .drop_target = rgcn_drop_target,
     .scratch = rgcn_scratch,
     .backward = rgcn_backward,
+    .tensors = rgcn_tensors,
     .state_bytes = rgcn_state_bytes,
     .free = rgcn_free,
 };

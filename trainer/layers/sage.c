@@ -10,7 +10,9 @@
 static int sage_setup(gnn_layer_t *L)
 {
     int64_t w = L->fin * L->fout;
-    gnn_conv_layout_t lay = {.w_off = 0, .ws_off = w, .b_off = 2 * w};
+    /* SAGEConv: lin_l on the neighbours (with the bias), lin_r on the node */
+    gnn_conv_layout_t lay = {.w_off = 0, .ws_off = w, .b_off = 2 * w, .w_name = "lin_l.weight",
+                             .ws_name = "lin_r.weight", .b_name = "lin_l.bias"};
     L->count = lay.b_off + L->fout;
     return gnn_conv_setup(L, &lay);
 }

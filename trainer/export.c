@@ -1,0 +1,197 @@
+/*
+ * --save-model FILE: the best epoch's parameters of the last run in the
+ * safetensors format (trainer/safetensors.h), named and shaped as
+ * PyTorch Geometric's layers hold them, and the architecture in the
+ * file's metadata, so that trainer/python/gnn_pyg builds the same model in
+ * PyTorch and loads them (layouts in docs/FORMAT.md, "Model file"):
+ *   convs.L.*          layer L as GCNConv, SAGEConv, GATConv or RGCNConv
+ *                      names its tensors (trainer/layer.h's tensors entry)
+ *   embedding.weight   the learnable input rows (--embed-dim), one per
+ *                      node by graph-file id (zeros for nodes without one)
+ *   decoder.*          link prediction's MLP decoder: lin1 (ReLU), lin2
+ * Over a partition directory every rank holds the parameters; the rows
+ * are gathered on rank 0 (collective), which writes.
+ */
+#include "trainer/job.h"
+#include "trainer/safetensors.h"
+
+#include "graph/base/alloc.h"
+#include "graph/base/error.h"
+#include "graph/base/log.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MAX_META 48
+#define MAX_TENSORS (GNN_MODEL_MAX_LAYERS * GNN_LAYER_MAX_TENSORS + 8)
+
+typedef struct {
+    const char *kv[2 * MAX_META];
+    char val[MAX_META][1024];
+    char name[MAX_TENSORS][96];
+    int n;
+} meta_t;
+
+static void put(meta_t *m, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void put(meta_t *m, const char *key, const char *fmt, ...)
+{
+    if (m->n >= MAX_META) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(m->val[m->n], sizeof m->val[m->n], fmt, ap);
+    va_end(ap);
+    m->kv[2 * m->n] = key;
+    m->kv[2 * m->n + 1] = m->val[m->n];
+    m->n++;
+}
+
+/* A JSON list of n strings (names) or integers (vals) into buf. */
+static const char *list_s(char *buf, size_t size, int n, const char (*names)[GNN_TYPE_NAME_MAX])
+{
+    size_t at = (size_t)snprintf(buf, size, "[");
+    for (int i = 0; i < n && at < size; i++)
+        at += (size_t)snprintf(buf + at, size - at, "%s\"%s\"", i ? ", " : "", names[i]);
+    if (at < size) snprintf(buf + at, size - at, "]");
+    return buf;
+}
+
+static const char *list_i(char *buf, size_t size, int n, const int64_t *v)
+{
+    size_t at = (size_t)snprintf(buf, size, "[");
+    for (int i = 0; i < n && at < size; i++)
+        at += (size_t)snprintf(buf + at, size - at, "%s%" PRId64, i ? ", " : "", v[i]);
+    if (at < size) snprintf(buf + at, size - at, "]");
+    return buf;
+}
+
+/* The architecture, as trainer/python/gnn_pyg reads it. */
+static void describe(gnn_job_t *j, meta_t *m)
+{
+    const gnn_train_opts_t *o = j->o;
+    const gnn_model_config_t *cfg = gnn_model_config(j->model);
+    const gnn_graph_types_t *ty = j->g.types ? j->g.types : j->dist ? j->dist->types : NULL;
+    int L = cfg->layers, link = o->task && !strcmp(o->task, "link");
+    char buf[1024];
+    int64_t w[GNN_MODEL_MAX_LAYERS + 1];
+    for (int l = 0; l < L; l++) gnn_model_layer_width(j->model, l, &w[l], &w[l + 1]);
+    put(m, "format", "gnn-model");
+    put(m, "version", "1");
+    put(m, "model", "%s", j->kind->name);
+    put(m, "task", "%s", link ? "link" : "node");
+    put(m, "layers", "%d", L);
+    put(m, "in_dim", "%" PRId64, j->in_dim);
+    put(m, "hidden", "%" PRId64, o->hidden);
+    put(m, "out_dim", "%" PRId64, j->out_dim);
+    put(m, "widths", "%s", list_i(buf, sizeof buf, L + 1, w));
+    put(m, "activation", "%s", j->kind->act == GNN_LAYER_ACT_ELU ? "elu" : "relu");
+    put(m, "dropout", "%g", o->dropout);
+    put(m, "normalize_features", "%d", o->normalize_features ? 1 : 0);
+    put(m, "aggr", "%s", j->kind->typed ? "mean" : j->aggr ? j->aggr->name : "none");
+    /* Stored edge weights multiply the terms of sum and mean aggregation
+     * (GraphSAGE); GCN's normalisation, max, attention and R-GCN's
+     * per-relation means do not read them. */
+    int weighs = j->kind == GNN_MODEL_SAGE && j->aggr &&
+                 (!strcmp(j->aggr->name, "sum") || !strcmp(j->aggr->name, "mean"));
+    put(m, "edge_weights", "%s", weighs ? "multiply" : "ignored");
+    if (j->kind == GNN_MODEL_GCN) {
+        /* A_gcn = D_in^-1/2 (A + I) D_out^-1/2 with stored-edge counts:
+         * GCNConv's own on a symmetric graph without self loops. */
+        put(m, "gcn_norm", "in-out");
+        put(m, "self_loops", "added");
+    } else if (j->kind->attention) {
+        put(m, "attention", "%s", j->attn->name);
+        put(m, "heads", "%d", cfg->heads);
+        put(m, "out_heads", "%d", cfg->out_heads);
+        put(m, "negative_slope", "%g", (double)cfg->negative_slope);
+        put(m, "attn_dropout", "%g", (double)cfg->attn_dropout);
+        put(m, "self_loops", "replaced"); /* stored ones left out, one added per node */
+    } else {
+        put(m, "self_loops", "none");
+    }
+    if (ty) {
+        int64_t fd[GNN_MAX_NODE_TYPES];
+        for (int t = 0; t < ty->n_ntypes; t++) fd[t] = ty->feat_dim[t];
+        put(m, "node_types", "%s", list_s(buf, sizeof buf, ty->n_ntypes, ty->ntype));
+        put(m, "node_type_offsets", "%s", list_i(buf, sizeof buf, ty->n_ntypes + 1, ty->off));
+        put(m, "node_type_feat_dim", "%s", list_i(buf, sizeof buf, ty->n_ntypes, fd));
+        put(m, "relations", "%s", list_s(buf, sizeof buf, ty->n_rels, ty->rel));
+        put(m, "target_type", "%s", ty->target >= 0 ? ty->ntype[ty->target] : "");
+        if (j->kind->typed) put(m, "num_bases", "%d", cfg->num_bases);
+    }
+    int64_t E = j->emb ? gnn_embed_dim(j->emb) : 0;
+    put(m, "feat_dim", "%" PRId64, j->g.feat_dim);
+    put(m, "embed_dim", "%" PRId64, E);
+    /* concat: the input row is the features then the node's row; typed:
+     * the featureless types' rows in its first embed_dim columns. */
+    put(m, "embed_layout", "%s", !E ? "none" : j->emb_typed ? "typed" : "concat");
+    if (link) put(m, "decoder", "%s", o->decoder);
+    put(m, "num_nodes", "%" PRId64, j->dist ? j->dist->n_global : j->g.csr.n_rows);
+    const gnn_checkpoint_t *c = &j->ck;
+    put(m, "best_epoch", "%" PRId64, c->best_epoch);
+    for (int k = 0; k < c->n_metrics; k++)
+        put(m, j->task->metric_keys[k], "%.9g", c->best_metrics[k]);
+}
+
+int gnn__write_model(gnn_job_t *j)
+{
+    int rc = 0;
+    static meta_t m; /* large: off the stack */
+    memset(&m, 0, sizeof m);
+    gnn_st_tensor_t t[MAX_TENSORS];
+    int n = 0;
+    float *rows = NULL;
+    int64_t E = j->emb ? gnn_embed_dim(j->emb) : 0;
+    int64_t N = j->dist ? j->dist->n_global : j->g.csr.n_rows;
+    if (E) { /* the best epoch's rows, by graph-file id */
+        int local = 0;
+        if (j->rank == 0) {
+            rows = gnn_alloc_large(((size_t)N * (size_t)E + 1) * sizeof(float));
+            if (!rows) local = GNN_FAIL(GNN_ENOMEM, "--save-model: %" PRId64 " input rows", N);
+        }
+        if (local == 0) local = gnn__input_restore_best(j);
+        GNN_TRY(j->dist ? gnn_dist_agree(MPI_COMM_WORLD, local) : local);
+        GNN_TRY(gnn__input_gather_array(j, 0, rows)); /* failures agreed */
+    }
+    if (j->rank > 0) goto fail;
+    const float *p = j->ck.best_params;
+    const gnn_model_config_t *cfg = gnn_model_config(j->model);
+    for (int l = 0; l < cfg->layers; l++) {
+        gnn_layer_tensor_t lt[GNN_LAYER_MAX_TENSORS];
+        int64_t off, count;
+        gnn_model_layer_span(j->model, l, &off, &count);
+        int k = gnn_model_layer_tensors(j->model, l, lt);
+        for (int i = 0; i < k; i++) {
+            snprintf(m.name[n], sizeof m.name[n], "convs.%d.%.47s", l, lt[i].name);
+            t[n] = (gnn_st_tensor_t){.name = m.name[n], .ndim = lt[i].ndim,
+                                     .data = p + off + lt[i].at, .transpose = lt[i].transpose};
+            memcpy(t[n].shape, lt[i].shape, sizeof t[n].shape);
+            n++;
+        }
+    }
+    int64_t extra = gnn_model_n_params(j->model) - gnn_model_extra_offset(j->model);
+    if (extra > 0) { /* link prediction's MLP decoder (trainer/tasks/link.c) */
+        int64_t D = j->out_dim;
+        const float *dec = p + gnn_model_extra_offset(j->model);
+        GNN_CHECK(extra == D * D + 2 * D + 1, GNN_EINVAL,
+                  "--save-model: %" PRId64 " decoder parameters, expected %" PRId64, extra,
+                  D * D + 2 * D + 1);
+        t[n++] = (gnn_st_tensor_t){"decoder.lin1.weight", 2, {D, D}, dec, 1};
+        t[n++] = (gnn_st_tensor_t){"decoder.lin1.bias", 1, {D}, dec + D * D, 0};
+        t[n++] = (gnn_st_tensor_t){"decoder.lin2.weight", 2, {1, D}, dec + D * D + D, 0};
+        t[n++] = (gnn_st_tensor_t){"decoder.lin2.bias", 1, {1}, dec + D * D + 2 * D, 0};
+    }
+    if (E) t[n++] = (gnn_st_tensor_t){"embedding.weight", 2, {N, E}, rows, 0};
+    describe(j, &m);
+    GNN_TRY(gnn_safetensors_write(j->o->save_model, t, n, m.kv, m.n));
+    GNN_INFO("model written to %s (%d tensors, %" PRId64 " parameters)", j->o->save_model, n,
+             gnn_model_n_params(j->model) + N * E);
+fail:
+    /* Every rank reaches here together: the failures above are agreed,
+     * or rank 0's alone after the last collective. */
+    if (j->dist) rc = gnn_dist_agree(MPI_COMM_WORLD, rc);
+    gnn_free(rows);
+    return rc;
+}
