@@ -7,7 +7,10 @@
  * plug-in needs: it includes only the C standard headers, and a plug-in
  * links against nothing of this project. Build one with
  *
- *     cc -O2 -fPIC -shared -I<repo>/kernels my_aggr.c -o my_aggr.so
+ *     cc -O2 -fPIC -shared $(pkg-config --cflags gnn-aggr-plugin) my_aggr.c -o my_aggr.so
+ *
+ * against an installed gnn (from a clone, -I<repo>/kernels), or with CMake:
+ * find_package(gnn) and gnn_add_aggr_plugin(my_aggr SOURCES my_aggr.c).
  *
  * A plug-in exports exactly two functions (C linkage, default visibility;
  * GNN_AGGR_PLUGIN_EXPORT below takes care of both):
