@@ -10,7 +10,8 @@
 #   share/gnn/examples/plugins/  the example plug-ins' sources, lse/ with
 #                                a CMakeLists.txt that builds it against
 #                                the installed package
-#   share/gnn/python/            python/, where the tree has one
+#   share/gnn/python/            the gnn_pyg package (trainer/python/): models
+#                                and graph files in PyTorch Geometric
 #
 # The package's version is the project's. A plug-in links against nothing
 # of this project, so the package holds no library. The CMake package finds
@@ -64,7 +65,5 @@ install(FILES ${PROJECT_SOURCE_DIR}/kernels/plugins/gatv2/README.md
               ${PROJECT_SOURCE_DIR}/kernels/plugins/gatv2/gatv2_cuda.cu
         DESTINATION ${_gnn_examples}/gatv2)
 
-# OPTIONAL: looked for when installing, so a python/ that appears after
-# the build was configured is installed too.
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/python/ DESTINATION ${CMAKE_INSTALL_DATADIR}/gnn/python
-        OPTIONAL PATTERN __pycache__ EXCLUDE PATTERN *.pyc EXCLUDE)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/trainer/python/ DESTINATION ${CMAKE_INSTALL_DATADIR}/gnn/python
+        PATTERN __pycache__ EXCLUDE PATTERN *.pyc EXCLUDE)
