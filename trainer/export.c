@@ -22,49 +22,88 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#define MAX_META 48
+#define MAX_META 64
 #define MAX_TENSORS (GNN_MODEL_MAX_LAYERS * GNN_LAYER_MAX_TENSORS + 8)
 
 typedef struct {
     const char *kv[2 * MAX_META];
-    char val[MAX_META][1024];
+    char *val[MAX_META];   /* gnn_malloc'd */
     char name[MAX_TENSORS][96];
     int n;
+    int rc;                /* the first failure of put */
 } meta_t;
 
 static void put(meta_t *m, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void put(meta_t *m, const char *key, const char *fmt, ...)
 {
-    if (m->n >= MAX_META) return;
+    if (m->rc < 0) return;
+    if (m->n >= MAX_META) {
+        m->rc = GNN_FAIL(GNN_EINVAL, "--save-model: more than %d metadata entries", MAX_META);
+        return;
+    }
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(m->val[m->n], sizeof m->val[m->n], fmt, ap);
+    int len = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
+    char *v = len >= 0 ? gnn_malloc((size_t)len + 1) : NULL;
+    if (!v) {
+        m->rc = GNN_FAIL(GNN_ENOMEM, "--save-model: metadata");
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(v, (size_t)len + 1, fmt, ap);
+    va_end(ap);
+    m->val[m->n] = v;
     m->kv[2 * m->n] = key;
-    m->kv[2 * m->n + 1] = m->val[m->n];
+    m->kv[2 * m->n + 1] = v;
     m->n++;
 }
 
-/* A JSON list of n strings (names) or integers (vals) into buf. */
-static const char *list_s(char *buf, size_t size, int n, const char (*names)[GNN_TYPE_NAME_MAX])
+static void meta_free(meta_t *m)
 {
-    size_t at = (size_t)snprintf(buf, size, "[");
-    for (int i = 0; i < n && at < size; i++)
-        at += (size_t)snprintf(buf + at, size - at, "%s\"%s\"", i ? ", " : "", names[i]);
-    if (at < size) snprintf(buf + at, size - at, "]");
-    return buf;
+    for (int i = 0; i < m->n; i++) gnn_free(m->val[i]);
 }
 
-static const char *list_i(char *buf, size_t size, int n, const int64_t *v)
+/* A JSON list of n names (names) or integers (v) as the value of key:
+ * any length (256 relations of 63 characters fit). */
+static void put_list(meta_t *m, const char *key, int n, const char (*names)[GNN_TYPE_NAME_MAX],
+                     const int64_t *v)
 {
-    size_t at = (size_t)snprintf(buf, size, "[");
-    for (int i = 0; i < n && at < size; i++)
-        at += (size_t)snprintf(buf + at, size - at, "%s%" PRId64, i ? ", " : "", v[i]);
-    if (at < size) snprintf(buf + at, size - at, "]");
-    return buf;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = m->rc < 0 ? NULL : open_memstream(&buf, &len);
+    if (!f) {
+        if (m->rc == 0) m->rc = GNN_FAIL(GNN_ENOMEM, "--save-model: metadata");
+        return;
+    }
+    fputc('[', f);
+    for (int i = 0; i < n; i++) {
+        if (names)
+            fprintf(f, "%s\"%s\"", i ? ", " : "", names[i]);
+        else
+            fprintf(f, "%s%" PRId64, i ? ", " : "", v[i]);
+    }
+    fputc(']', f);
+    if (fclose(f) != 0 || !buf) {
+        if (m->rc == 0) m->rc = GNN_FAIL(GNN_ENOMEM, "--save-model: metadata");
+    } else {
+        put(m, key, "%s", buf);
+    }
+    free(buf);
+}
+
+static void put_names(meta_t *m, const char *key, int n, const char (*names)[GNN_TYPE_NAME_MAX])
+{
+    put_list(m, key, n, names, NULL);
+}
+
+static void put_ints(meta_t *m, const char *key, int n, const int64_t *v)
+{
+    put_list(m, key, n, NULL, v);
 }
 
 /* The architecture, as trainer/python/gnn_pyg reads it. */
@@ -74,7 +113,6 @@ static void describe(gnn_job_t *j, meta_t *m)
     const gnn_model_config_t *cfg = gnn_model_config(j->model);
     const gnn_graph_types_t *ty = j->g.types ? j->g.types : j->dist ? j->dist->types : NULL;
     int L = cfg->layers, link = o->task && !strcmp(o->task, "link");
-    char buf[1024];
     int64_t w[GNN_MODEL_MAX_LAYERS + 1];
     for (int l = 0; l < L; l++) gnn_model_layer_width(j->model, l, &w[l], &w[l + 1]);
     put(m, "format", "gnn-model");
@@ -85,15 +123,19 @@ static void describe(gnn_job_t *j, meta_t *m)
     put(m, "in_dim", "%" PRId64, j->in_dim);
     put(m, "hidden", "%" PRId64, o->hidden);
     put(m, "out_dim", "%" PRId64, j->out_dim);
-    put(m, "widths", "%s", list_i(buf, sizeof buf, L + 1, w));
+    put_ints(m, "widths", L + 1, w);
     put(m, "activation", "%s", j->kind->act == GNN_LAYER_ACT_ELU ? "elu" : "relu");
     put(m, "dropout", "%g", o->dropout);
     put(m, "normalize_features", "%d", o->normalize_features ? 1 : 0);
     put(m, "aggr", "%s", j->kind->typed ? "mean" : j->aggr ? j->aggr->name : "none");
     /* Stored edge weights multiply the terms of sum and mean aggregation
-     * (GraphSAGE); GCN's normalisation, max, attention and R-GCN's
-     * per-relation means do not read them. */
-    int weighs = j->kind == GNN_MODEL_SAGE && j->aggr &&
+     * (GraphSAGE) where the graph the predictions run on has them: the
+     * whole graph, or a rank's part; a sampled block of one process has
+     * none. GCN's normalisation, max, attention and R-GCN's per-relation
+     * means do not read them. */
+    const float *ew = j->dist ? j->dist->csr.weights
+                      : j->mode == &gnn_mode_minibatch ? NULL : j->g.csr.weights;
+    int weighs = j->kind == GNN_MODEL_SAGE && j->aggr && ew &&
                  (!strcmp(j->aggr->name, "sum") || !strcmp(j->aggr->name, "mean"));
     put(m, "edge_weights", "%s", weighs ? "multiply" : "ignored");
     if (j->kind == GNN_MODEL_GCN) {
@@ -114,10 +156,10 @@ static void describe(gnn_job_t *j, meta_t *m)
     if (ty) {
         int64_t fd[GNN_MAX_NODE_TYPES];
         for (int t = 0; t < ty->n_ntypes; t++) fd[t] = ty->feat_dim[t];
-        put(m, "node_types", "%s", list_s(buf, sizeof buf, ty->n_ntypes, ty->ntype));
-        put(m, "node_type_offsets", "%s", list_i(buf, sizeof buf, ty->n_ntypes + 1, ty->off));
-        put(m, "node_type_feat_dim", "%s", list_i(buf, sizeof buf, ty->n_ntypes, fd));
-        put(m, "relations", "%s", list_s(buf, sizeof buf, ty->n_rels, ty->rel));
+        put_names(m, "node_types", ty->n_ntypes, ty->ntype);
+        put_ints(m, "node_type_offsets", ty->n_ntypes + 1, ty->off);
+        put_ints(m, "node_type_feat_dim", ty->n_ntypes, fd);
+        put_names(m, "relations", ty->n_rels, ty->rel);
         put(m, "target_type", "%s", ty->target >= 0 ? ty->ntype[ty->target] : "");
         if (j->kind->typed) put(m, "num_bases", "%d", cfg->num_bases);
     }
@@ -185,6 +227,7 @@ int gnn__write_model(gnn_job_t *j)
     }
     if (E) t[n++] = (gnn_st_tensor_t){"embedding.weight", 2, {N, E}, rows, 0};
     describe(j, &m);
+    GNN_TRY(m.rc);
     GNN_TRY(gnn_safetensors_write(j->o->save_model, t, n, m.kv, m.n));
     GNN_INFO("model written to %s (%d tensors, %" PRId64 " parameters)", j->o->save_model, n,
              gnn_model_n_params(j->model) + N * E);
@@ -192,6 +235,7 @@ fail:
     /* Every rank reaches here together: the failures above are agreed,
      * or rank 0's alone after the last collective. */
     if (j->dist) rc = gnn_dist_agree(MPI_COMM_WORLD, rc);
+    meta_free(&m);
     gnn_free(rows);
     return rc;
 }

@@ -107,7 +107,7 @@ static int write_tensor(FILE *f, const gnn_st_tensor_t *t)
 int gnn_safetensors_write(const char *path, const gnn_st_tensor_t *t, int64_t n,
                           const char *const *meta, int64_t n_meta)
 {
-    int rc = 0, clean = 0;
+    int rc = 0, clean = 0, created = 0;
     char *hdr = NULL, *tmp = NULL;
     size_t hlen = 0;
     FILE *f = NULL;
@@ -122,6 +122,7 @@ int gnn_safetensors_write(const char *path, const gnn_st_tensor_t *t, int64_t n,
         rc = GNN_FAIL(GNN_EIO, "%s: cannot create %s: %s", path, tmp, strerror(errno));
         goto fail;
     }
+    created = 1;
     clean = gnn_tmp_register(tmp, 0);
     uint64_t padded = (hlen + 7) / 8 * 8;
     unsigned char le[8];
@@ -147,14 +148,11 @@ int gnn_safetensors_write(const char *path, const gnn_st_tensor_t *t, int64_t n,
         rc = GNN_FAIL(GNN_EIO, "%s: cannot rename %s into place: %s", path, tmp, strerror(errno));
         goto fail;
     }
-    gnn_tmp_unregister(clean);
-    clean = 0;
+    created = 0;
 fail:
     if (f) fclose(f);
-    if (clean) {
-        unlink(tmp);
-        gnn_tmp_unregister(clean);
-    }
+    if (created) unlink(tmp); /* registered or not (all slots taken) */
+    gnn_tmp_unregister(clean);
     gnn_free(tmp);
     free(hdr);
     return rc;

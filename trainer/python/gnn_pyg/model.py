@@ -13,13 +13,16 @@ computes:
         it agrees on directed graphs and with self loops too.
   sage  SAGEConv (lin_l on the aggregated neighbours, with the bias; lin_r
         on the node itself), aggregator mean, sum or max; ReLU between.
-        gnn-train weighs sum and mean by stored edge weights, which
-        SAGEConv cannot: such a graph is refused (pass no edge_weight only
-        when the graph has none).
+        Where gnn-train weighed sum and mean by the stored edge weights
+        (metadata edge_weights "multiply": a weighted graph, trained on
+        the whole graph or over ranks), each message is multiplied by its
+        edge's weight, and edge_weight must be passed.
   gat   GATConv, hidden layers' heads concatenated, the output layer's
         averaged; ELU between; self loops replaced by one per node.
   rgcn  RGCNConv (aggr "mean": the mean of each relation's in-neighbours,
-        summed over relations), edge_type from the graph file.
+        summed over relations), edge_type from the graph file; PyG's
+        segment_matmul path, which averages over all in-edges at once, is
+        kept off.
 
 Input: the node features (row-normalised when the model was trained with
 --normalize-features), and with --embed-dim the learnable rows (the
@@ -46,6 +49,26 @@ def _int(meta, key, default=None):
     return int(v)
 
 
+def _weighted_sage(*args, **kwargs):
+    """A SAGEConv whose messages are multiplied by their edge's weight
+    (forward(x, edge_index, edge_weight)); its tensors are SAGEConv's."""
+    from torch_geometric.nn import SAGEConv
+
+    class WeightedSAGEConv(SAGEConv):
+        def forward(self, x, edge_index, edge_weight=None):
+            self._edge_weight = edge_weight
+            try:
+                return super().forward(x, edge_index)
+            finally:
+                self._edge_weight = None
+
+        def message(self, x_j):
+            w = getattr(self, "_edge_weight", None)
+            return x_j if w is None else x_j * w.view(-1, 1).to(x_j.dtype)
+
+    return WeightedSAGEConv(*args, **kwargs)
+
+
 def _gcn_weights(edge_index, n):
     """gnn-train's GCN normalisation as explicit weights, self loops appended."""
     src, dst = edge_index
@@ -58,6 +81,20 @@ def _gcn_weights(edge_index, n):
     loop = torch.arange(n, device=src.device)
     ei = torch.cat([edge_index, torch.stack([loop, loop])], dim=1)
     return ei, torch.cat([w, s_out * s_in])
+
+
+def _rgcn_per_relation(conv, x, edge_index, edge_type):
+    """conv(x, edge_index, edge_type) with PyG's segment_matmul path off: that
+    path (taken for large graphs when pyg-lib is installed) averages over
+    all in-edges together, not per relation as R-GCN (and gnn-train) does."""
+    import torch_geometric.backend as backend
+
+    keep = backend.use_segment_matmul
+    backend.use_segment_matmul = False
+    try:
+        return conv(x, edge_index, edge_type)
+    finally:
+        backend.use_segment_matmul = keep
 
 
 class MLPDecoder(nn.Module):
@@ -90,6 +127,7 @@ class GnnModel(nn.Module):
         self.act = F.elu if meta.get("activation") == "elu" else F.relu
         self.normalize_features = _int(meta, "normalize_features", 0) == 1
         self.task = meta.get("task", "node")
+        self.weighted = meta.get("edge_weights") == "multiply"
         self.convs = nn.ModuleList()
         for l in range(self.layers):
             fin, fout, last = widths[l], widths[l + 1], l == self.layers - 1
@@ -100,7 +138,8 @@ class GnnModel(nn.Module):
                 if aggr not in _AGGR:
                     raise ValueError(f"aggregator {aggr!r} has no SAGEConv equivalent "
                                      "(mean, sum or max); its tensors are in the file as trained")
-                conv = SAGEConv(fin, fout, aggr=_AGGR[aggr], root_weight=True, bias=True)
+                make = _weighted_sage if self.weighted else SAGEConv
+                conv = make(fin, fout, aggr=_AGGR[aggr], root_weight=True, bias=True)
             elif self.kind == "gat":
                 if meta.get("attention") != "gat":
                     raise ValueError(f"attention function {meta.get('attention')!r} (a plug-in) has "
@@ -127,7 +166,6 @@ class GnnModel(nn.Module):
         if self.task == "link" and meta.get("decoder") == "mlp":
             self.decoder = MLPDecoder(widths[-1])
         self.dropout = float(meta.get("dropout", 0))
-        self._gcn_cache = None
 
     def inputs(self, x=None, n_id=None):
         """The model's input rows: features, and the learnable rows when it has
@@ -162,18 +200,16 @@ class GnnModel(nn.Module):
     def encode(self, x, edge_index, edge_weight=None, edge_type=None, n_id=None):
         """The last layer's output per node: logits (node classification) or
         the node embeddings (link prediction). edge_weight: the graph's stored
-        weights (load_graph's data.edge_weight), read as gnn-train reads them
-        (GCN, GAT and R-GCN do not)."""
+        weights (load_graph's data.edge_weight), read only where gnn-train
+        read them (metadata edge_weights "multiply"), required there."""
         h = self.inputs(x, n_id)
         n = h.shape[0]
         if self.kind == "gcn":
-            key = (edge_index.data_ptr(), edge_index.shape[1], n)
-            if self._gcn_cache is None or self._gcn_cache[0] != key:
-                self._gcn_cache = (key, _gcn_weights(edge_index, n))
-            ei, w = self._gcn_cache[1]
-        elif edge_weight is not None and self.meta.get("edge_weights") == "multiply":
-            raise ValueError("SAGEConv takes no edge weights, and gnn-train weighs sum and mean "
-                             "aggregation by them: this graph's model has no SAGEConv equivalent")
+            ei, w = _gcn_weights(edge_index, n)
+        elif self.weighted and edge_weight is None:
+            raise ValueError("this model weighs sum or mean aggregation by the stored edge "
+                             "weights, as gnn-train trained it: pass edge_weight "
+                             "(load_graph's data.edge_weight)")
         for l, conv in enumerate(self.convs):
             h = F.dropout(h, self.dropout, self.training)
             if self.kind == "gcn":
@@ -181,7 +217,9 @@ class GnnModel(nn.Module):
             elif self.kind == "rgcn":
                 if edge_type is None:
                     raise ValueError("R-GCN needs edge_type (load_graph gives it)")
-                h = conv(h, edge_index, edge_type)
+                h = _rgcn_per_relation(conv, h, edge_index, edge_type)
+            elif self.weighted:
+                h = conv(h, edge_index, edge_weight)
             else:
                 h = conv(h, edge_index)
             if l < self.layers - 1:
