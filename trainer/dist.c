@@ -568,7 +568,9 @@ int gnn_dist_load(MPI_Comm comm, const char *dir, int whole, gnn_dist_part_t *dd
     if (local == 0) {
         memcpy(d->csr.indptr, pf.csr.indptr, ((size_t)d->n_owned + 1) * sizeof *d->csr.indptr);
         memcpy(d->csr.indices, pf.csr.indices, (size_t)d->csr.nnz * sizeof *d->csr.indices);
-        if (pf.csr.weights) { /* weighted aggregation, as on the whole graph */
+        /* Weighted aggregation on the whole graph, as one process's; a
+         * mini-batch (whole) reads none, as one process's sampled blocks. */
+        if (pf.csr.weights && !whole) {
             d->csr.weights = gnn_malloc_array((size_t)d->csr.nnz + 1, sizeof *d->csr.weights);
             if (!d->csr.weights)
                 local = GNN_FAIL(GNN_ENOMEM, "part %d: edge weights", d->rank);

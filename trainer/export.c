@@ -129,12 +129,10 @@ static void describe(gnn_job_t *j, meta_t *m)
     put(m, "normalize_features", "%d", o->normalize_features ? 1 : 0);
     put(m, "aggr", "%s", j->kind->typed ? "mean" : j->aggr ? j->aggr->name : "none");
     /* Stored edge weights multiply the terms of sum and mean aggregation
-     * (GraphSAGE) where the graph the predictions run on has them: the
-     * whole graph, or a rank's part; a sampled block of one process has
-     * none. GCN's normalisation, max, attention and R-GCN's per-relation
-     * means do not read them. */
-    const float *ew = j->dist ? j->dist->csr.weights
-                      : j->mode == &gnn_mode_minibatch ? NULL : j->g.csr.weights;
+     * (GraphSAGE) in full-graph training, in one process or over ranks;
+     * mini-batches read none. GCN's normalisation, max, attention and
+     * R-GCN's per-relation means do not read them. */
+    const float *ew = j->mode->minibatch ? NULL : j->dist ? j->dist->csr.weights : j->g.csr.weights;
     int weighs = j->kind == GNN_MODEL_SAGE && j->aggr && ew &&
                  (!strcmp(j->aggr->name, "sum") || !strcmp(j->aggr->name, "mean"));
     put(m, "edge_weights", "%s", weighs ? "multiply" : "ignored");

@@ -179,6 +179,16 @@ except ValueError as e:
 meta = node_case("directed-weighted-sage-sum-minibatch", directed, "--model", "sage", "--aggr", "sum",
                  "--epochs", "5")
 check("directed-weighted-sage-sum-minibatch", meta["edge_weights"] == "ignored", "edge_weights ignored")
+# ... and over ranks alike: full graph weighted, mini-batches not
+dparts = path("directed-2parts")
+run(partition, directed, "-k", "2", "-o", dparts, "--halo-hops", "2")
+for mode, want in (("full", "multiply"), ("minibatch", "ignored")):
+    case = f"directed-weighted-sage-sum-{mode}-2-ranks"
+    st, pred = path(case + ".safetensors"), path(case + ".pred.h5")
+    run(mpiexec, "-n", "2", train, "--data", dparts, "--threads", "1", "--model", "sage", "--aggr", "sum",
+        "--mode", mode, "--epochs", "5", "--save-model", st, "--save-predictions", pred)
+    meta = compare(case, directed, st, logits(pred))
+    check(case, meta["edge_weights"] == want, f"edge_weights {want}")
 
 # ---- GraphSAGE with sum and max on an SBM graph ----------------------------------------
 sbm = path("sbm.h5")
