@@ -5,12 +5,18 @@
  * the parameters with Adam's moments. A resumed run starts from exactly
  * this state, so it performs the operations the uninterrupted one would
  * have; a checkpoint of another job is refused, naming what differs.
+ *
+ * "The same data" is checked by the graph's node, training-target and
+ * edge counts and hashes of its edges and training nodes by graph-file
+ * ids (the graph's fingerprint), and by the part count.
  */
 #include "trainer/job.h"
 
 #include "graph/base/alloc.h"
 #include "graph/base/error.h"
 #include "graph/base/log.h"
+#include "graph/base/mpiutil.h"
+#include "graph/base/rng.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -18,6 +24,74 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+
+/* The hash of the stored edge u -> v of relation r (graph-file ids). */
+static uint64_t edge_key(int64_t u, int64_t v, int32_t r)
+{
+    uint64_t h = gnn_rng_mix64(gnn_rng_mix64((uint64_t)v) ^ (uint64_t)u);
+    return gnn_rng_mix64(h ^ (uint64_t)(uint32_t)r);
+}
+
+/* The hash of training node v (graph-file id), and of v held by rank r. */
+static uint64_t train_key(int64_t v) { return gnn_rng_mix64((uint64_t)v ^ 0x747261696e00ull); }
+static uint64_t layout_key(int64_t v, int r)
+{
+    return gnn_rng_mix64(gnn_rng_mix64((uint64_t)v ^ 0x6c61796f7574ull) + (uint64_t)r);
+}
+
+/* The sum of edge_key over the rows of csr (row i: graph-file id gid[i],
+ * column c: gid[c]; gid NULL: ids are rows), relations etype (or NULL). */
+static uint64_t edges_hash(const gnn_csr_t *csr, const int64_t *gid, const int32_t *etype)
+{
+    uint64_t h = 0;
+#pragma omp parallel for schedule(static) reduction(+ : h)
+    for (int64_t i = 0; i < csr->n_rows; i++) {
+        int64_t v = gid ? gid[i] : i;
+        for (gnn_eid_t e = csr->indptr[i]; e < csr->indptr[i + 1]; e++) {
+            int64_t u = gid ? gid[csr->indices[e]] : csr->indices[e];
+            h += edge_key(u, v, etype ? etype[e] : 0);
+        }
+    }
+    return h;
+}
+
+int gnn__state_fingerprint(gnn_job_t *j)
+{
+    int rc = 0;
+    j->graph_edges = 0;
+    j->graph_hash = j->train_hash = j->train_layout = 0;
+    if (!j->o->checkpoint) return 0;
+    const gnn_dist_part_t *d = j->dist;
+    if (!d) {
+        const gnn_graph_t *g = &j->g;
+        GNN_CHECK(g->csr.indices || g->csr.nnz == 0, GNN_EINVAL, "graph fingerprint: no edges");
+        j->graph_edges = g->csr.nnz;
+        j->graph_hash = edges_hash(&g->csr, NULL, g->etype);
+        const int64_t *t = g->split[GNN_SPLIT_TRAIN];
+        for (int64_t i = 0; t && i < g->split_size[GNN_SPLIT_TRAIN]; i++) {
+            j->train_hash += train_key(t[i]);
+            j->train_layout += layout_key(t[i], 0);
+        }
+        return 0;
+    }
+    /* Over ranks: each rank's owned rows, summed (mod 2^64, as one
+     * process sums them). */
+    uint64_t h[3] = {edges_hash(&d->csr, d->gid, d->etype), 0, 0};
+    const int64_t *t = d->split[GNN_SPLIT_TRAIN];
+    for (int64_t i = 0; t && i < d->split_n[GNN_SPLIT_TRAIN]; i++) {
+        h[1] += train_key(d->gid[t[i]]);
+        h[2] += layout_key(d->gid[t[i]], d->rank);
+    }
+    int64_t nnz = d->csr.nnz;
+    GNN_MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, h, 3, MPI_UINT64_T, MPI_SUM, d->comm));
+    GNN_MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, &nnz, 1, MPI_INT64_T, MPI_SUM, d->comm));
+    j->graph_edges = nnz;
+    j->graph_hash = h[0];
+    j->train_hash = h[1];
+    j->train_layout = h[2];
+fail:
+    return rc;
+}
 
 /* Fill the configuration part of j->ck from the options. */
 static void ck_config(gnn_job_t *j, gnn_checkpoint_t *c)
@@ -62,6 +136,10 @@ static void ck_config(gnn_job_t *j, gnn_checkpoint_t *c)
     }
     c->num_nodes = j->dist ? j->dist->n_global : j->g.csr.n_rows;
     c->parts = j->dist ? j->dist->size : 0;
+    c->num_edges = j->graph_edges;
+    c->edge_hash = j->graph_hash;
+    c->train_hash = j->train_hash;
+    c->train_layout = j->train_layout;
     const int64_t *ids;
     int64_t held;
     j->task->train_seeds(j, &ids, &held, &c->train_nodes);
@@ -136,7 +214,19 @@ static int ck_match(gnn_job_t *j, const gnn_checkpoint_t *c)
                             parts_text(want.parts, b, sizeof b));
         }
         SAME_I(num_nodes, "the number of nodes")
-        SAME_I(train_nodes, "the number of training nodes")
+        SAME_I(train_nodes, strcmp(c->task, "link") ? "the number of training nodes"
+                                                   : "the number of training edges")
+    }
+    if (c->num_edges >= 0) { /* recorded since version 7 */
+        SAME_I(num_edges, "the number of stored edges")
+        if (c->edge_hash != want.edge_hash)
+            return GNN_FAIL(GNN_EINVAL, "%s: the checkpoint was trained on another graph (the "
+                                        "same numbers of nodes and edges, other edges)",
+                            p);
+        if (strcmp(c->task, "link") && c->train_hash != want.train_hash)
+            return GNN_FAIL(GNN_EINVAL, "%s: the checkpoint was trained on other training nodes "
+                                        "(as many, other ones)",
+                            p);
     }
 #undef SAME_I
 #undef SAME_D
