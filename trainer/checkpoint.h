@@ -38,7 +38,8 @@ typedef struct {
     int64_t runs;          /* runs requested */
     /* The data trained on (version 3; -1 when read from a version 2 file). */
     int64_t num_nodes;     /* nodes of the graph */
-    int64_t parts;         /* parts of a partition directory (one rank each), 0: a graph file */
+    int64_t parts;         /* parts of a partition directory (one rank each), 0: a graph file;
+                              a resume may use another partition of the same graph */
     int64_t train_nodes;   /* training targets: nodes, or edges for --task link */
     /* The graph's fingerprint and the training nodes' layout over ranks
      * (version 7; num_edges -1 and the hashes 0 in older files). */

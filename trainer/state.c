@@ -6,9 +6,18 @@
  * this state, so it performs the operations the uninterrupted one would
  * have; a checkpoint of another job is refused, naming what differs.
  *
- * "The same data" is checked by the graph's node, training-target and
- * edge counts and hashes of its edges and training nodes by graph-file
- * ids (the graph's fingerprint), and by the part count.
+ * None of the state depends on how the graph is spread over ranks: the
+ * parameters and optimiser moments are every rank's, the learnable rows
+ * are kept by graph-file id, the dropout stream is keyed by graph-file id
+ * and advances by the whole graph's rows per step, and the metrics are
+ * the whole graph's. So a checkpoint resumes on another partition of the
+ * same graph, or between the graph file and a partition of it; "the same
+ * graph" is checked by its node, training-target and edge counts and
+ * hashes of its edges and training nodes by graph-file ids (the graph's
+ * fingerprint). What the layout does change is which rank shuffles which
+ * training nodes into mini-batches (the training layout, also hashed):
+ * across layouts a mini-batch run goes on with the new layout's batches,
+ * which the resume says.
  */
 #include "trainer/job.h"
 
@@ -150,7 +159,8 @@ static void ck_config(gnn_job_t *j, gnn_checkpoint_t *c)
 static const char *parts_text(int64_t parts, char *buf, size_t size)
 {
     if (parts == 0) return "a graph file";
-    snprintf(buf, size, "a partition directory of %" PRId64 " parts", parts);
+    snprintf(buf, size, "a partition directory of %" PRId64 " part%s", parts,
+             parts == 1 ? "" : "s");
     return buf;
 }
 
@@ -205,14 +215,8 @@ static int ck_match(gnn_job_t *j, const gnn_checkpoint_t *c)
     SAME_I(out_heads, "--out-heads")
     SAME_D(attn_dropout, "--attn-dropout")
     SAME_D(negative_slope, "--negative-slope")
+    /* The same graph, on whatever partition (or the graph file itself). */
     if (c->num_nodes >= 0) { /* recorded since version 3 */
-        if (c->parts != want.parts) {
-            char a[64], b[64];
-            return GNN_FAIL(GNN_EINVAL, "%s: the checkpoint was written training on %s, this "
-                                        "run trains on %s",
-                            p, parts_text(c->parts, a, sizeof a),
-                            parts_text(want.parts, b, sizeof b));
-        }
         SAME_I(num_nodes, "the number of nodes")
         SAME_I(train_nodes, strcmp(c->task, "link") ? "the number of training nodes"
                                                    : "the number of training edges")
@@ -235,6 +239,40 @@ static int ck_match(gnn_job_t *j, const gnn_checkpoint_t *c)
         return GNN_FAIL(GNN_EINVAL, "%s: %" PRId64 " runs in the checkpoint but --runs %" PRId64,
                         p, c->runs, want.runs);
     return 0;
+}
+
+/*
+ * A checkpoint of another layout (another partition of the graph, or the
+ * graph file and a partition of it) resumes: say so, and for mini-batches
+ * of training nodes, whose batches each rank shuffles from the nodes it
+ * holds, that the batches from here on are the new layout's. Full-graph
+ * steps and the edge batches of link prediction (the same on any number
+ * of ranks) continue as the uninterrupted run would.
+ */
+static void ck_layout_note(gnn_job_t *j, const gnn_checkpoint_t *c)
+{
+    int64_t parts = j->dist ? j->dist->size : 0;
+    if (c->parts < 0) return; /* not recorded (version 2) */
+    /* Which rank holds which training node: recorded since version 7;
+     * before, only the part count tells (a graph file is one part). */
+    int same_layout = c->num_edges >= 0 ? c->train_layout == j->train_layout
+                                        : c->parts == parts || (c->parts <= 1 && parts <= 1);
+    if (c->parts == parts && (same_layout || !strcmp(c->task, "link"))) return;
+    char buf[2][64];
+    const char *was = parts_text(c->parts, buf[0], sizeof buf[0]);
+    const char *now = parts_text(parts, buf[1], sizeof buf[1]);
+    if (c->parts == parts) /* another partition into as many parts */
+        snprintf(buf[1], sizeof buf[1], "another partition directory of %" PRId64 " part%s",
+                 parts, parts == 1 ? "" : "s");
+    if (!j->mode->minibatch || j->task->epoch_batches || same_layout)
+        GNN_INFO("%s was written training on %s, this run trains on %s (the same graph): it "
+                 "continues as the uninterrupted run would, up to rounding",
+                 j->o->checkpoint, was, now);
+    else
+        GNN_INFO("%s was written training on %s, this run trains on %s (the same graph, other "
+                 "training nodes on each rank): it continues from the checkpoint's state with "
+                 "the mini-batches this layout draws, not those the uninterrupted run would",
+                 j->o->checkpoint, was, now);
 }
 
 void gnn__state_new_run(gnn_checkpoint_t *c, int64_t r)
@@ -378,6 +416,7 @@ int gnn__state_load(gnn_job_t *j, int *restore)
         *restore = c->runs_done < o->runs && c->run == c->runs_done;
         GNN_INFO("resuming %s: run %" PRId64 "/%d after epoch %" PRId64, o->checkpoint,
                  c->run + 1, o->runs, c->epoch);
+        ck_layout_note(j, c);
     } else if (o->resume) {
         GNN_WARN("no checkpoint at %s: starting from scratch", o->checkpoint);
     }
