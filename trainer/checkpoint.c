@@ -7,8 +7,9 @@
  * and the value checks all walk those tables, so they cannot disagree about
  * a name. uint64 members are stored as uint64 attributes. An entry names
  * the format version that added it and its value in older files (the data
- * trained on, version 3: -1; the attention settings, version 4: 0): every
- * member is written, and read only from files that have it. The six
+ * trained on, version 3: -1; the attention settings, version 4: 0; the
+ * graph's fingerprint, version 7: -1 edges, hashes 0): every member is
+ * written, and read only from files that have it. The six
  * arrays are contiguous 1-D datasets written and read whole.
  *
  * Both files are written under "<path>.tmp-<pid>", flushed, closed, synced
@@ -84,6 +85,8 @@ static const field_t i64_fields[] = {
     /* learnable input rows (0: none) */
     MEMBER_SINCE(embed_dim, 6, 0), MEMBER_SINCE(embed_all, 6, 0), MEMBER_SINCE(embed_rows, 6, 0),
     MEMBER_SINCE(embed_step, 6, 0), MEMBER_SINCE(embed_best_kept, 6, 0),
+    /* the graph's fingerprint (-1: unknown) */
+    MEMBER_SINCE(num_edges, 7, -1),
 };
 static const field_t f64_fields[] = {
     MEMBER(dropout),        MEMBER(lr),              MEMBER(weight_decay),
@@ -92,7 +95,12 @@ static const field_t f64_fields[] = {
     MEMBER_SINCE(attn_dropout, 4, 0), MEMBER_SINCE(negative_slope, 4, 0),
     MEMBER_SINCE(embed_lr, 6, 0),
 };
-static const field_t u64_fields[] = {MEMBER(seed), MEMBER(rng_offset)};
+static const field_t u64_fields[] = {
+    MEMBER(seed), MEMBER(rng_offset),
+    /* the graph's fingerprint and the training nodes' layout (0: unknown) */
+    MEMBER_SINCE(edge_hash, 7, 0), MEMBER_SINCE(train_hash, 7, 0),
+    MEMBER_SINCE(train_layout, 7, 0),
+};
 
 /* The arrays, in this order: float32 x n_params, float64 x runs_done, then
  * float64 x n_metrics and x runs_done * n_metrics (version 5). */
@@ -246,6 +254,7 @@ static int check_fields(const gnn_checkpoint_t *c, const char *path, int code, i
         GNN_CHECK(c->embed_dim == 0 || (isfinite(c->embed_lr) && c->embed_lr > 0), code,
                   "%s: embed_lr = %g must be positive", path, c->embed_lr);
     }
+    if (version >= 7) GNN_TRY(check_i64(path, code, "num_edges", c->num_edges, 0, INT64_MAX));
     if (version >= 4) {
         GNN_TRY(check_i64(path, code, "heads", c->heads, 0, 64));
         GNN_TRY(check_i64(path, code, "out_heads", c->out_heads, 0, 64));
@@ -482,9 +491,10 @@ static int read_scalars(hid_t file, const char *path, int64_t version, gnn_check
         memcpy((char *)c + f->off, &v, sizeof v);
     }
     for (size_t i = 0; i < COUNT_OF(u64_fields); i++) {
-        uint64_t v = 0;
-        GNN_TRY(at(path, gnn__h5_get_attr_u64(file, u64_fields[i].name, 0, &v)));
-        memcpy((char *)c + u64_fields[i].off, &v, sizeof v);
+        const field_t *f = &u64_fields[i];
+        uint64_t v = (uint64_t)f->absent;
+        if (version >= f->since) GNN_TRY(at(path, gnn__h5_get_attr_u64(file, f->name, 0, &v)));
+        memcpy((char *)c + f->off, &v, sizeof v);
     }
 fail:
     return rc;

@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #define GNN_CHECKPOINT_FORMAT "gnn-checkpoint"
-#define GNN_CHECKPOINT_VERSION 6
+#define GNN_CHECKPOINT_VERSION 7
 
 typedef struct {
     /* Configuration (checked on resume). */
@@ -38,8 +38,19 @@ typedef struct {
     int64_t runs;          /* runs requested */
     /* The data trained on (version 3; -1 when read from a version 2 file). */
     int64_t num_nodes;     /* nodes of the graph */
-    int64_t parts;         /* parts of a partition directory (one rank each), 0: a graph file */
+    int64_t parts;         /* parts of a partition directory (one rank each), 0: a graph file;
+                              a resume may use another partition of the same graph */
     int64_t train_nodes;   /* training targets: nodes, or edges for --task link */
+    /* The graph's fingerprint and the training nodes' layout over ranks
+     * (version 7; num_edges -1 and the hashes 0 in older files). */
+    int64_t num_edges;     /* stored edges (in-edge CSR entries) of the whole graph */
+    uint64_t edge_hash;    /* sum of a hash of every stored edge (source, destination,
+                              relation) by graph-file ids: the same for the graph file and
+                              any partition of it */
+    uint64_t train_hash;   /* sum of a hash of the graph-file id of every training node */
+    uint64_t train_layout; /* sum of a hash of (graph-file id, rank) of every training node:
+                              the same for one layout of the training nodes over ranks (a
+                              graph file counts as one rank) */
     /* Attention models (version 4; 0 for the others and in older files). */
     int64_t heads, out_heads;
     double attn_dropout, negative_slope;
@@ -87,7 +98,8 @@ int gnn_checkpoint_save(const char *path, const gnn_checkpoint_t *c);
 /*
  * Read path into c (arrays allocated; free with gnn_checkpoint_free).
  * Version 2 files, which do not record the data, are read with num_nodes,
- * parts and train_nodes set to -1. Errors, each naming path: GNN_ENOENT
+ * parts and train_nodes set to -1; files before version 7 with num_edges
+ * -1 and edge_hash, train_hash and train_layout 0. Errors, each naming path: GNN_ENOENT
  * (no file), GNN_EFORMAT (not HDF5, not a checkpoint, a missing or
  * wrong-shaped dataset or attribute, values out of range such as
  * runs_done > runs), GNN_EVERSION. On failure c is zeroed.

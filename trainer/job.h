@@ -93,6 +93,10 @@ typedef struct gnn_job {
     float *emb_buf; size_t emb_buf_bytes;     /* backend staging, rows x D */
     /* state.c and loop.c */
     gnn_checkpoint_t ck;              /* the loop's whole state (host) */
+    int64_t graph_edges;              /* the whole graph's stored edges, ... */
+    uint64_t graph_hash;              /* ... the sum of their hashes, of the training */
+    uint64_t train_hash;              /* nodes' and of (training node, rank) pairs */
+    uint64_t train_layout;            /* (gnn__state_fingerprint) */
     gnn_model_t *model;
     float *adam_m, *adam_v;           /* backend, n_params */
     double epoch_s_sum;
@@ -215,6 +219,13 @@ int gnn__input_keep_best(gnn_job_t *j);
 int gnn__input_restore_best(gnn_job_t *j);
 
 /* ---- state.c ------------------------------------------------------------------ */
+
+/* The whole graph's fingerprint as a checkpoint records it (j->graph_edges,
+ * graph_hash, train_hash, train_layout), from the graph file or, over a partition
+ * directory, from every rank's owned rows (collective: every rank calls it,
+ * after its part is loaded and before anything frees its edges). Only with
+ * --checkpoint (else all 0). */
+int gnn__state_fingerprint(gnn_job_t *j);
 
 /* The state to start from: the checkpoint when resuming one (*restore:
  * the run in progress continues), else fresh; the log opened (rank 0). */

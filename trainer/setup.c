@@ -250,6 +250,7 @@ int gnn__setup(gnn_job_t *j)
     if (j->dist) return 0; /* the part is loaded once every rank got here */
 
     GNN_TRY(load_data(j));
+    GNN_TRY(gnn__state_fingerprint(j)); /* before the modes may drop the loaded edges */
     gnn_graph_t *g = &j->g;
     if (j->kind->typed) {
         GNN_CHECK(g->types, GNN_EINVAL,

@@ -5,12 +5,27 @@
  * the parameters with Adam's moments. A resumed run starts from exactly
  * this state, so it performs the operations the uninterrupted one would
  * have; a checkpoint of another job is refused, naming what differs.
+ *
+ * None of the state depends on how the graph is spread over ranks: the
+ * parameters and optimiser moments are every rank's, the learnable rows
+ * are kept by graph-file id, the dropout stream is keyed by graph-file id
+ * and advances by the whole graph's rows per step, and the metrics are
+ * the whole graph's. So a checkpoint resumes on another partition of the
+ * same graph, or between the graph file and a partition of it; "the same
+ * graph" is checked by its node, training-target and edge counts and
+ * hashes of its edges and training nodes by graph-file ids (the graph's
+ * fingerprint). What the layout does change is which rank shuffles which
+ * training nodes into mini-batches (the training layout, also hashed):
+ * across layouts a mini-batch run goes on with the new layout's batches,
+ * which the resume says.
  */
 #include "trainer/job.h"
 
 #include "graph/base/alloc.h"
 #include "graph/base/error.h"
 #include "graph/base/log.h"
+#include "graph/base/mpiutil.h"
+#include "graph/base/rng.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -18,6 +33,74 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+
+/* The hash of the stored edge u -> v of relation r (graph-file ids). */
+static uint64_t edge_key(int64_t u, int64_t v, int32_t r)
+{
+    uint64_t h = gnn_rng_mix64(gnn_rng_mix64((uint64_t)v) ^ (uint64_t)u);
+    return gnn_rng_mix64(h ^ (uint64_t)(uint32_t)r);
+}
+
+/* The hash of training node v (graph-file id), and of v held by rank r. */
+static uint64_t train_key(int64_t v) { return gnn_rng_mix64((uint64_t)v ^ 0x747261696e00ull); }
+static uint64_t layout_key(int64_t v, int r)
+{
+    return gnn_rng_mix64(gnn_rng_mix64((uint64_t)v ^ 0x6c61796f7574ull) + (uint64_t)r);
+}
+
+/* The sum of edge_key over the rows of csr (row i: graph-file id gid[i],
+ * column c: gid[c]; gid NULL: ids are rows), relations etype (or NULL). */
+static uint64_t edges_hash(const gnn_csr_t *csr, const int64_t *gid, const int32_t *etype)
+{
+    uint64_t h = 0;
+#pragma omp parallel for schedule(static) reduction(+ : h)
+    for (int64_t i = 0; i < csr->n_rows; i++) {
+        int64_t v = gid ? gid[i] : i;
+        for (gnn_eid_t e = csr->indptr[i]; e < csr->indptr[i + 1]; e++) {
+            int64_t u = gid ? gid[csr->indices[e]] : csr->indices[e];
+            h += edge_key(u, v, etype ? etype[e] : 0);
+        }
+    }
+    return h;
+}
+
+int gnn__state_fingerprint(gnn_job_t *j)
+{
+    int rc = 0;
+    j->graph_edges = 0;
+    j->graph_hash = j->train_hash = j->train_layout = 0;
+    if (!j->o->checkpoint) return 0;
+    const gnn_dist_part_t *d = j->dist;
+    if (!d) {
+        const gnn_graph_t *g = &j->g;
+        GNN_CHECK(g->csr.indices || g->csr.nnz == 0, GNN_EINVAL, "graph fingerprint: no edges");
+        j->graph_edges = g->csr.nnz;
+        j->graph_hash = edges_hash(&g->csr, NULL, g->etype);
+        const int64_t *t = g->split[GNN_SPLIT_TRAIN];
+        for (int64_t i = 0; t && i < g->split_size[GNN_SPLIT_TRAIN]; i++) {
+            j->train_hash += train_key(t[i]);
+            j->train_layout += layout_key(t[i], 0);
+        }
+        return 0;
+    }
+    /* Over ranks: each rank's owned rows, summed (mod 2^64, as one
+     * process sums them). */
+    uint64_t h[3] = {edges_hash(&d->csr, d->gid, d->etype), 0, 0};
+    const int64_t *t = d->split[GNN_SPLIT_TRAIN];
+    for (int64_t i = 0; t && i < d->split_n[GNN_SPLIT_TRAIN]; i++) {
+        h[1] += train_key(d->gid[t[i]]);
+        h[2] += layout_key(d->gid[t[i]], d->rank);
+    }
+    int64_t nnz = d->csr.nnz;
+    GNN_MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, h, 3, MPI_UINT64_T, MPI_SUM, d->comm));
+    GNN_MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, &nnz, 1, MPI_INT64_T, MPI_SUM, d->comm));
+    j->graph_edges = nnz;
+    j->graph_hash = h[0];
+    j->train_hash = h[1];
+    j->train_layout = h[2];
+fail:
+    return rc;
+}
 
 /* Fill the configuration part of j->ck from the options. */
 static void ck_config(gnn_job_t *j, gnn_checkpoint_t *c)
@@ -62,6 +145,10 @@ static void ck_config(gnn_job_t *j, gnn_checkpoint_t *c)
     }
     c->num_nodes = j->dist ? j->dist->n_global : j->g.csr.n_rows;
     c->parts = j->dist ? j->dist->size : 0;
+    c->num_edges = j->graph_edges;
+    c->edge_hash = j->graph_hash;
+    c->train_hash = j->train_hash;
+    c->train_layout = j->train_layout;
     const int64_t *ids;
     int64_t held;
     j->task->train_seeds(j, &ids, &held, &c->train_nodes);
@@ -72,7 +159,8 @@ static void ck_config(gnn_job_t *j, gnn_checkpoint_t *c)
 static const char *parts_text(int64_t parts, char *buf, size_t size)
 {
     if (parts == 0) return "a graph file";
-    snprintf(buf, size, "a partition directory of %" PRId64 " parts", parts);
+    snprintf(buf, size, "a partition directory of %" PRId64 " part%s", parts,
+             parts == 1 ? "" : "s");
     return buf;
 }
 
@@ -127,16 +215,22 @@ static int ck_match(gnn_job_t *j, const gnn_checkpoint_t *c)
     SAME_I(out_heads, "--out-heads")
     SAME_D(attn_dropout, "--attn-dropout")
     SAME_D(negative_slope, "--negative-slope")
+    /* The same graph, on whatever partition (or the graph file itself). */
     if (c->num_nodes >= 0) { /* recorded since version 3 */
-        if (c->parts != want.parts) {
-            char a[64], b[64];
-            return GNN_FAIL(GNN_EINVAL, "%s: the checkpoint was written training on %s, this "
-                                        "run trains on %s",
-                            p, parts_text(c->parts, a, sizeof a),
-                            parts_text(want.parts, b, sizeof b));
-        }
         SAME_I(num_nodes, "the number of nodes")
-        SAME_I(train_nodes, "the number of training nodes")
+        SAME_I(train_nodes, strcmp(c->task, "link") ? "the number of training nodes"
+                                                   : "the number of training edges")
+    }
+    if (c->num_edges >= 0) { /* recorded since version 7 */
+        SAME_I(num_edges, "the number of stored edges")
+        if (c->edge_hash != want.edge_hash)
+            return GNN_FAIL(GNN_EINVAL, "%s: the checkpoint was trained on another graph (the "
+                                        "same numbers of nodes and edges, other edges)",
+                            p);
+        if (strcmp(c->task, "link") && c->train_hash != want.train_hash)
+            return GNN_FAIL(GNN_EINVAL, "%s: the checkpoint was trained on other training nodes "
+                                        "(as many, other ones)",
+                            p);
     }
 #undef SAME_I
 #undef SAME_D
@@ -145,6 +239,40 @@ static int ck_match(gnn_job_t *j, const gnn_checkpoint_t *c)
         return GNN_FAIL(GNN_EINVAL, "%s: %" PRId64 " runs in the checkpoint but --runs %" PRId64,
                         p, c->runs, want.runs);
     return 0;
+}
+
+/*
+ * A checkpoint of another layout (another partition of the graph, or the
+ * graph file and a partition of it) resumes: say so, and for mini-batches
+ * of training nodes, whose batches each rank shuffles from the nodes it
+ * holds, that the batches from here on are the new layout's. Full-graph
+ * steps and the edge batches of link prediction (the same on any number
+ * of ranks) continue as the uninterrupted run would.
+ */
+static void ck_layout_note(gnn_job_t *j, const gnn_checkpoint_t *c)
+{
+    int64_t parts = j->dist ? j->dist->size : 0;
+    if (c->parts < 0) return; /* not recorded (version 2) */
+    /* Which rank holds which training node: recorded since version 7;
+     * before, only the part count tells (a graph file is one part). */
+    int same_layout = c->num_edges >= 0 ? c->train_layout == j->train_layout
+                                        : c->parts == parts || (c->parts <= 1 && parts <= 1);
+    if (c->parts == parts && (same_layout || !strcmp(c->task, "link"))) return;
+    char buf[2][64];
+    const char *was = parts_text(c->parts, buf[0], sizeof buf[0]);
+    const char *now = parts_text(parts, buf[1], sizeof buf[1]);
+    if (c->parts == parts) /* another partition into as many parts */
+        snprintf(buf[1], sizeof buf[1], "another partition directory of %" PRId64 " part%s",
+                 parts, parts == 1 ? "" : "s");
+    if (!j->mode->minibatch || j->task->epoch_batches || same_layout)
+        GNN_INFO("%s was written training on %s, this run trains on %s (the same graph): it "
+                 "continues as the uninterrupted run would, up to rounding",
+                 j->o->checkpoint, was, now);
+    else
+        GNN_INFO("%s was written training on %s, this run trains on %s (the same graph, other "
+                 "training nodes on each rank): it continues from the checkpoint's state with "
+                 "the mini-batches this layout draws, not those the uninterrupted run would",
+                 j->o->checkpoint, was, now);
 }
 
 void gnn__state_new_run(gnn_checkpoint_t *c, int64_t r)
@@ -288,6 +416,7 @@ int gnn__state_load(gnn_job_t *j, int *restore)
         *restore = c->runs_done < o->runs && c->run == c->runs_done;
         GNN_INFO("resuming %s: run %" PRId64 "/%d after epoch %" PRId64, o->checkpoint,
                  c->run + 1, o->runs, c->epoch);
+        ck_layout_note(j, c);
     } else if (o->resume) {
         GNN_WARN("no checkpoint at %s: starting from scratch", o->checkpoint);
     }

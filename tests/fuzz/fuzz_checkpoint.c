@@ -60,7 +60,9 @@ static int set_up(void)
                           .in_dim = 5, .hidden = 3, .classes = 4, .dropout = 0.5, .lr = 0.01,
                           .weight_decay = 5e-4, .decay_scope = "all", .mode = "minibatch",
                           .fanouts = "10,5", .batch_size = 64, .seed = 7, .runs = 3,
-                          .num_nodes = 50, .parts = 2, .train_nodes = 10, .run = 1,
+                          .num_nodes = 50, .parts = 2, .train_nodes = 10, .num_edges = 400,
+                          .edge_hash = 0x8000000000000005ull, .train_hash = 11,
+                          .train_layout = 13, .run = 1,
                           .epoch = 4, .step = 40, .rng_offset = 1234, .best_epoch = 3,
                           .bad_evals = 1, .best_valid_acc = 0.8, .best_valid_loss = 0.6,
                           .best_test_acc = 0.78, .best_train_acc = 0.9, .min_valid_loss = 0.6,
@@ -104,6 +106,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!unknown && (c.num_nodes < 1 || c.parts < 0 || c.train_nodes < 1 ||
                          (c.train_nodes > c.num_nodes && strcmp(c.task, "link"))))
             abort();
+        if (c.num_edges < -1) abort(); /* -1: before version 7 */
         if (c.runs_done > 0 && (!c.run_test_acc || !c.run_valid_acc)) abort();
         if (c.n_params > 0 && (!c.params || !c.adam_m || !c.adam_v || !c.best_params)) abort();
         /* The table: in range; with rows, adam or adagrad at a positive rate

@@ -115,6 +115,10 @@ static void make_ck(gnn_checkpoint_t *c, int64_t n_params, int64_t runs_done, ui
     c->negative_slope = 0.2;
     c->parts = 4;
     c->train_nodes = 140;
+    c->num_edges = 10556;
+    c->edge_hash = 0x8000000000000001ull; /* above INT64_MAX */
+    c->train_hash = 0x0123456789ABCDEFull;
+    c->train_layout = UINT64_MAX;
     c->run = runs_done < 10 ? runs_done : 9;
     c->epoch = 123;
     c->step = 456;
@@ -198,14 +202,30 @@ static void set_str(char *s, size_t size, const char *v)
     strcpy(s, v);
 }
 
-/* c without a learnable input table, as a file older than version 6
- * reads back: embed_opt "-", the other members 0, no arrays. */
-static void as_before_v6(gnn_checkpoint_t *c)
+/* c as a file older than version 7 reads back: the graph's fingerprint
+ * unknown (num_edges -1, the hashes 0). */
+static void as_before_v7(gnn_checkpoint_t *c)
+{
+    c->num_edges = -1;
+    c->edge_hash = c->train_hash = c->train_layout = 0;
+}
+
+/* c without a learnable input table: embed_opt "-", the other members
+ * 0, no arrays. */
+static void no_table(gnn_checkpoint_t *c)
 {
     set_str(c->embed_opt, sizeof c->embed_opt, "-");
     c->embed_dim = c->embed_all = c->embed_rows = c->embed_step = c->embed_best_kept = 0;
     c->embed_lr = 0.0;
     free_embed(c);
+}
+
+/* c as a file older than version 6 reads back: no table (and no
+ * fingerprint, as before version 7). */
+static void as_before_v6(gnn_checkpoint_t *c)
+{
+    as_before_v7(c);
+    no_table(c);
 }
 
 /* c as a file older than version 5 reads back: task "node", no link
@@ -460,7 +480,7 @@ static void test_embed_tables(void **state)
 
     /* No table: embed_opt "-", every count 0, the four datasets empty. */
     make_ck(&c, 20, 1, g_seed + 11);
-    as_before_v6(&c);
+    no_table(&c);
     assert_int_equal(gnn_checkpoint_save(path, &c), 0);
     assert_int_equal(gnn_checkpoint_load(path, &d), 0);
     assert_ck_equal(&c, &d);
@@ -725,23 +745,58 @@ static void delete_v6(const char *path)
     H5Fclose(f);
 }
 
+/* Remove from path what version 7 added: the graph's fingerprint. */
+static void delete_v7(const char *path)
+{
+    static const char *const attrs[] = {"num_edges", "edge_hash", "train_hash", "train_layout"};
+    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    assert_true(f >= 0);
+    for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++)
+        if (H5Aexists(f, attrs[i]) > 0) assert_true(H5Adelete(f, attrs[i]) >= 0);
+    H5Fclose(f);
+}
+
 static void test_version(void **state)
 {
     (void)state;
-    const char *path = write_good("v7.ck");
-    int64_t v = 7;
+    const char *path = write_good("v8.ck");
+    int64_t v = 8;
     put_attr(path, "version", H5T_STD_I64LE, 0, &v);
-    expect_load_error(path, GNN_EVERSION, "checkpoint format version 7 is not supported");
+    expect_load_error(path, GNN_EVERSION, "checkpoint format version 8 is not supported");
     v = 1; /* before mini-batch training: no mode, fanouts, batch_size */
     put_attr(path, "version", H5T_STD_I64LE, 0, &v);
     expect_load_error(path, GNN_EVERSION, "checkpoint format version 1 is not supported");
     delete_attr(path, "version");
     expect_load_error(path, GNN_EFORMAT, "missing attribute 'version'");
 
+    /* Version 7 added the graph's fingerprint; a version 6 file, without
+     * it, is read with the edges unknown (-1) and the hashes 0. A version
+     * 7 file must have each. */
+    gnn_checkpoint_t c, d;
+    static const char *const v7s[] = {"num_edges", "edge_hash", "train_hash", "train_layout"};
+    for (int i = 0; i < 4; i++) {
+        path = write_good("v7-part.ck");
+        delete_attr(path, v7s[i]);
+        char want[64];
+        snprintf(want, sizeof want, "missing attribute '%s'", v7s[i]);
+        expect_load_error(path, GNN_EFORMAT, want);
+    }
+    make_ck(&c, 100, 2, g_seed + 6);
+    path = write_good("v6.ck");
+    delete_v7(path);
+    v = 6;
+    put_attr(path, "version", H5T_STD_I64LE, 0, &v);
+    assert_int_equal(gnn_checkpoint_load(path, &d), 0);
+    assert_true(d.num_edges == -1 && d.edge_hash == 0 && d.train_hash == 0 &&
+                d.train_layout == 0);
+    as_before_v7(&c);
+    assert_ck_equal(&c, &d);
+    gnn_checkpoint_free(&d);
+    free_ck(&c);
+
     /* Version 6 added the learnable input table; a version 5 file, without
      * it, is read with none (and what a version 5 file may hold besides is
      * not looked at). A version 6 file must have it. */
-    gnn_checkpoint_t c, d;
     make_ck(&c, 100, 2, g_seed + 6);
     path = write_good("v5.ck");
     delete_attr(path, "embed_dim");
@@ -1030,6 +1085,7 @@ static void test_bad_values(void **state)
         {"parts", -1, "parts = -1, expected at least 0"},
         {"train_nodes", 0, "train_nodes = 0 is outside [1, 2708]"},
         {"train_nodes", 2709, "train_nodes = 2709 is outside [1, 2708]"},
+        {"num_edges", -1, "num_edges = -1, expected at least 0"},
         {"embed_dim", -1, "embed_dim = -1 is outside [0, 1048576]"},
         {"embed_dim", 1048577, "embed_dim = 1048577 is outside [0, 1048576]"},
         {"embed_all", 2, "embed_all = 2 is outside [0, 1]"},

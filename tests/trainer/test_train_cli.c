@@ -10,9 +10,10 @@
  *              after a shorter one, and one killed in its second run and
  *              resumed, end with checkpoints bitwise equal to an
  *              uninterrupted run's; resuming with other settings or on
- *              other data (nodes, training nodes), or checkpointing over an
- *              existing file, is refused, and a version 2 checkpoint
- *              resumes; the lse.so
+ *              other data (nodes, training nodes, and with every count the
+ *              same other edges or other training nodes), or checkpointing
+ *              over an existing file, is refused, and a version 2
+ *              checkpoint resumes; the lse.so
  *              plug-in trains end to end; --save-predictions writes node
  *              ids, logits, their arg-max and the last hidden layer, and
  *              the predictions score the reported test accuracy; bad input
@@ -112,6 +113,7 @@ static const char *g_sbm2k;    /* 2000 nodes, otherwise as g_sbm */
 static const char *g_nofeat;   /* 2000 nodes, 4 classes, no features, homophily 0.9 */
 static const char *g_hsbm;     /* typed (hsbm): HSBM_NODES nodes, 3 types, 8 classes, seed 1 */
 static const char *g_nan, *g_novalid, *g_notest, *g_halftrain; /* write_flawed_graphs */
+static const char *g_swapped, *g_othertrain; /* write_other_graphs */
 
 static double now_s(void)
 {
@@ -353,6 +355,50 @@ done:
     return rc;
 }
 
+/*
+ * g_sbm rewritten two ways that keep every count: nodes 0 and 1 swapped in
+ * the edges only (swapped: the same numbers of nodes and edges, other
+ * edges), and the first training node swapped with the first validation
+ * node (othertrain: as many training nodes, other ones); 0 or -1 (with a
+ * message).
+ */
+static int write_other_graphs(const char *swapped, const char *othertrain)
+{
+    gnn_graph_t g;
+    if (gnn_graph_load(g_sbm, &g) < 0) return -1;
+    int rc = -1;
+    gnn_csr_t a = {0};
+    gnn_eid_t m = g.csr.nnz;
+    gnn_vid_t *src = gnn_malloc_array((size_t)m + 1, sizeof *src);
+    gnn_vid_t *dst = gnn_malloc_array((size_t)m + 1, sizeof *dst);
+    if (!src || !dst) goto done;
+    for (gnn_vid_t v = 0; v < g.csr.n_rows; v++)
+        for (gnn_eid_t e = g.csr.indptr[v]; e < g.csr.indptr[v + 1]; e++) {
+            gnn_vid_t u = g.csr.indices[e];
+            src[e] = u < 2 ? 1 - u : u;
+            dst[e] = v < 2 ? 1 - v : v;
+        }
+    if (gnn_csr_from_edges(g.csr.n_rows, m, src, dst, NULL, GNN_BUILD_SORT, &a) < 0) goto done;
+    a.flags = g.csr.flags; /* a relabelling keeps every property */
+    gnn_csr_t keep = g.csr;
+    g.csr = a;
+    int w = gnn_graph_write(swapped, &g, 1);
+    g.csr = keep;
+    if (w < 0) goto done;
+    int64_t t = g.split[GNN_SPLIT_TRAIN][0];
+    g.split[GNN_SPLIT_TRAIN][0] = g.split[GNN_SPLIT_VALID][0];
+    g.split[GNN_SPLIT_VALID][0] = t;
+    if (gnn_graph_write(othertrain, &g, 1) < 0) goto done;
+    rc = 0;
+done:
+    if (rc < 0) fprintf(stderr, "cannot write the other graph files\n");
+    gnn_free(src);
+    gnn_free(dst);
+    gnn_csr_free(&a);
+    gnn_graph_free(&g);
+    return rc;
+}
+
 /* ---- Learning ------------------------------------------------------------- */
 
 /* gcn over 3 runs and sage over 1 learn the 10-class SBM graph (chance:
@@ -552,6 +598,15 @@ static void test_checkpoint_refusals(void **state)
     train_fails(NULL, 1, "the number of training nodes is 300 in the checkpoint but 150 now",
                 "--data", (char *)g_halftrain, "--epochs", "6", "--checkpoint", ck, "--resume",
                 "-q", (char *)NULL);
+    /* ... or every count the same but other edges, or other training nodes
+     * (the graph's fingerprint: a hash of its edges and of its training
+     * nodes by graph-file id). */
+    train_fails(NULL, 1, "the checkpoint was trained on another graph (the same numbers of "
+                "nodes and edges, other edges)", "--data", (char *)g_swapped, "--epochs", "6",
+                "--checkpoint", ck, "--resume", "-q", (char *)NULL);
+    train_fails(NULL, 1, "the checkpoint was trained on other training nodes (as many, other "
+                "ones)", "--data", (char *)g_othertrain, "--epochs", "6", "--checkpoint", ck,
+                "--resume", "-q", (char *)NULL);
 
     /* More epochs continue a finished run only when it is the only one. */
     char *ck2 = (char *)tu_path("refuse-2.h5");
@@ -585,12 +640,13 @@ static void test_checkpoint_refusals(void **state)
     H5Fclose(f);
     TRAIN_OK("--data", (char *)g_sbm, "--epochs", "5", "--threads", "2", "--checkpoint", v2,
              "--resume", "-q");
-    assert_int_equal(h5_attr_i64(v2, "version"), 6);
+    assert_int_equal(h5_attr_i64(v2, "version"), 7);
     assert_int_equal(h5_attr_i64(v2, "heads"), 0); /* gcn: no attention settings */
     assert_int_equal(h5_attr_i64(v2, "epoch"), 5);
     assert_int_equal(h5_attr_i64(v2, "num_nodes"), 3000);
     assert_int_equal(h5_attr_i64(v2, "parts"), 0);
     assert_int_equal(h5_attr_i64(v2, "train_nodes"), 300);
+    assert_int_equal(h5_attr_i64(v2, "num_edges"), h5_attr_i64(g_sbm, "num_edges"));
 }
 
 /* ---- Mini-batches ---------------------------------------------------------- */
@@ -1348,7 +1404,7 @@ static void test_embed_all(void **state)
     log_summary_t r = check_log(log, 1, 30);
     print_message("--embed all on the 4-class SBM graph: test accuracy %.4f\n", r.test_acc);
     assert_true(r.test_acc >= 0.85);
-    assert_int_equal(h5_attr_i64(ck, "version"), 6);
+    assert_int_equal(h5_attr_i64(ck, "version"), 7);
     assert_int_equal(h5_attr_i64(ck, "in_dim"), 8 + 8);
     assert_int_equal(h5_attr_i64(ck, "embed_dim"), 8);
     assert_int_equal(h5_attr_i64(ck, "embed_all"), 1);
@@ -2533,6 +2589,8 @@ int main(int argc, char **argv)
     g_novalid = kept_path("sbm-novalid.h5");
     g_notest = kept_path("sbm-notest.h5");
     g_halftrain = kept_path("sbm-halftrain.h5");
+    g_swapped = kept_path("sbm-swapped.h5");
+    g_othertrain = kept_path("sbm-othertrain.h5");
     char *const gens[][24] = {
         {g_dataset, "generate", "sbm", "-n", "3000", "-f", "32", "-d", "8", "-s", "1", "-o",
          (char *)g_sbm, "-q", NULL},
@@ -2557,6 +2615,7 @@ int main(int argc, char **argv)
     }
     if (write_derived_graphs(g_orig, tu_path("nosplit.h5")) < 0) return 1;
     if (write_flawed_graphs(g_nan, g_novalid, g_notest, g_halftrain) < 0) return 1;
+    if (write_other_graphs(g_swapped, g_othertrain) < 0) return 1;
 
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gcn_and_sage_learn),

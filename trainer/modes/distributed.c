@@ -60,6 +60,7 @@ int gnn__dist_setup(gnn_job_t *j)
     gnn_backend_t *be = j->be;
     gnn_dist_part_t *d = j->dist;
     GNN_TRY(gnn_dist_load(MPI_COMM_WORLD, o->data, j->mode->minibatch, d));
+    GNN_TRY(gnn__state_fingerprint(j));
     int64_t n = d->n_owned, nl = d->n_local, f = d->feat_dim;
     if (j->kind->typed) GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, typed_checks(j)));
     j->g.types = d->types; /* the job's from now on */
