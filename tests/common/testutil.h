@@ -8,6 +8,7 @@
 #ifndef GNN_TESTS_TESTUTIL_H
 #define GNN_TESTS_TESTUTIL_H
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <stdarg.h>
@@ -94,6 +95,18 @@ static inline int tu_exists(const char *path)
 {
     struct stat st;
     return stat(path, &st) == 0;
+}
+
+/* Entries of the test directory whose name contains ".tmp-": temporary
+ * outputs left behind (-1 when it cannot be read). */
+static inline int tu_temp_files(void)
+{
+    int n = 0;
+    DIR *d = opendir(tu_tmpdir());
+    if (!d) return -1;
+    for (struct dirent *e; (e = readdir(d));) n += strstr(e->d_name, ".tmp-") != NULL;
+    closedir(d);
+    return n;
 }
 
 /* Whole file as a NUL-terminated string (caller frees); NULL if unreadable. */

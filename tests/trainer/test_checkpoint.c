@@ -39,17 +39,6 @@ static uint64_t rng_next(uint64_t *s)
 
 static int64_t open_objects(void) { return (int64_t)H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_ALL); }
 
-/* Number of entries of the test directory whose name contains ".tmp-". */
-static int temp_files(void)
-{
-    int n = 0;
-    DIR *d = opendir(tu_tmpdir());
-    assert_non_null(d);
-    for (struct dirent *e; (e = readdir(d));) n += strstr(e->d_name, ".tmp-") != NULL;
-    closedir(d);
-    return n;
-}
-
 /* n floats of distinct random bit patterns (no infinity or NaN), from
  * malloc. */
 static float *random_floats(int64_t n, uint64_t *s)
@@ -329,7 +318,7 @@ static void test_round_trip(void **state)
     make_ck(&c, 100000, 3, g_seed);
     const char *path = tu_path("rt.ck");
     assert_int_equal(gnn_checkpoint_save(path, &c), 0);
-    assert_int_equal(temp_files(), 0);
+    assert_int_equal(tu_temp_files(), 0);
     assert_int_equal(open_objects(), 0);
     assert_int_equal(gnn_checkpoint_load(path, &d), 0);
     assert_int_equal(open_objects(), 0);
@@ -492,7 +481,7 @@ static void test_embed_tables(void **state)
     for (int k = 0; k < 4; k++) assert_int_equal(dataset_len(path, sets[k], NULL), 0);
     gnn_checkpoint_free(&d);
     free_ck(&c);
-    assert_int_equal(temp_files(), 0);
+    assert_int_equal(tu_temp_files(), 0);
     assert_int_equal(open_objects(), 0);
 }
 
@@ -509,7 +498,7 @@ static void test_overwrite(void **state)
     assert_int_equal(gnn_checkpoint_save(path, &b), 0);
     assert_int_equal(gnn_checkpoint_load(path, &d), 0);
     assert_ck_equal(&b, &d);
-    assert_int_equal(temp_files(), 0);
+    assert_int_equal(tu_temp_files(), 0);
     gnn_checkpoint_free(&d);
     free_ck(&a);
     free_ck(&b);
@@ -530,7 +519,7 @@ static void test_save_failures(void **state)
     assert_non_null(strstr(gnn_error_message(), "cannot create the temporary file"));
     assert_int_equal(open_objects(), 0);
     assert_false(tu_exists(tu_path("no-such-dir")));
-    assert_int_equal(temp_files(), 0);
+    assert_int_equal(tu_temp_files(), 0);
 
     /* The rename fails (the target is a directory): the temporary file is
      * removed and the target left as it was. */
@@ -538,7 +527,7 @@ static void test_save_failures(void **state)
     assert_int_equal(mkdir(path, 0755), 0);
     assert_int_equal(gnn_checkpoint_save(path, &c), GNN_EIO);
     assert_non_null(strstr(gnn_error_message(), "cannot rename"));
-    assert_int_equal(temp_files(), 0);
+    assert_int_equal(tu_temp_files(), 0);
     struct stat st;
     assert_int_equal(stat(path, &st), 0);
     assert_true(S_ISDIR(st.st_mode));
@@ -587,7 +576,7 @@ static void test_save_failures(void **state)
     bad.embed_lr = 0;
     assert_int_equal(gnn_checkpoint_save(path, &bad), GNN_EINVAL);
     assert_non_null(strstr(gnn_error_message(), "embed_lr = 0 must be positive"));
-    assert_int_equal(temp_files(), 0);
+    assert_int_equal(tu_temp_files(), 0);
     gnn_checkpoint_t d;
     assert_int_equal(gnn_checkpoint_load(path, &d), 0);
     assert_ck_equal(&c, &d);
@@ -1192,7 +1181,7 @@ static void test_alloc_failure(void **state)
         }
         assert_int_equal(rc, GNN_ENOMEM);
         assert_false(tu_exists(out));
-        assert_int_equal(temp_files(), 0);
+        assert_int_equal(tu_temp_files(), 0);
         assert_int_equal(open_objects(), 0);
     }
     assert_true(tu_exists(out));
@@ -1213,7 +1202,7 @@ static void test_alloc_failure(void **state)
         }
         assert_int_equal(rc, GNN_ENOMEM);
         assert_false(tu_exists(out));
-        assert_int_equal(temp_files(), 0);
+        assert_int_equal(tu_temp_files(), 0);
         assert_int_equal(open_objects(), 0);
     }
     assert_true(tu_exists(out));
@@ -1321,7 +1310,7 @@ static void test_predictions(void **state)
     /* No nodes. */
     assert_int_equal(gnn_predictions_write(path, 0, NULL, classes, NULL, NULL, hdim, NULL), 0);
     check_predictions(path, 0, NULL, classes, NULL, NULL, hdim, NULL);
-    assert_int_equal(temp_files(), 0);
+    assert_int_equal(tu_temp_files(), 0);
 
     /* Refusals leave the last file. */
     pred[5] = classes;
@@ -1336,7 +1325,7 @@ static void test_predictions(void **state)
                                            hdim, hidden),
                      GNN_EIO);
     check_predictions(path, 0, NULL, classes, NULL, NULL, hdim, NULL);
-    assert_int_equal(temp_files(), 0);
+    assert_int_equal(tu_temp_files(), 0);
     free(ids);
     free(pred);
     free(logits);

@@ -38,16 +38,6 @@ static unsigned char *slurp(const char *path, size_t *len)
     return b;
 }
 
-static int temp_files(void)
-{
-    int n = 0;
-    DIR *d = opendir(tu_tmpdir());
-    assert_non_null(d);
-    for (struct dirent *e; (e = readdir(d));) n += strstr(e->d_name, ".tmp-") != NULL;
-    closedir(d);
-    return n;
-}
-
 static void test_layout(void **state)
 {
     (void)state;
@@ -88,7 +78,7 @@ static void test_layout(void **state)
     assert_non_null(strstr((const char *)f + 8, "{\"convs.0.bias\":{"));
     assert_null(strstr((const char *)f + 8, "__metadata__"));
     free(f);
-    assert_int_equal(temp_files(), 0);
+    assert_int_equal(tu_temp_files(), 0);
 }
 
 static void test_refusals(void **state)
@@ -120,7 +110,7 @@ static void test_refusals(void **state)
     snprintf(missing, sizeof missing, "%s/no/such/dir/m.safetensors", tu_tmpdir());
     assert_int_equal(gnn_safetensors_write(missing, &t, 1, NULL, 0), GNN_EIO);
     assert_non_null(strstr(gnn_error_message(), missing));
-    assert_int_equal(temp_files(), 0);
+    assert_int_equal(tu_temp_files(), 0);
 }
 
 int main(void)
