@@ -103,7 +103,7 @@ static int setup_features(gnn_job_t *j)
     if (!strcmp(mode, "on") && !able) {
         rc = GNN_FAIL(GNN_EUSAGE, "--sparse-features on: the %s first layer can take sparse "
                                   "input only with a linear aggregator (sum, mean, gcn), not %s",
-                      j->kind->name, j->aggr->name);
+                      j->kind->name, j->aggr ? j->aggr->name : "none");
         goto fail;
     }
     int64_t nz = 0;

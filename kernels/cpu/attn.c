@@ -15,6 +15,7 @@
 #include "graph/base/alloc.h"
 #include "graph/base/error.h"
 #include "graph/base/rng.h"
+#include "kernels/cpu/philox.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -81,30 +82,108 @@ static int check(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, const char
     return 0;
 }
 
-/* The scale of every head's weight of edge u -> v into ks[0, heads):
- * 1/(1-p) where kept, 0 where dropped; the counters name the edge by its
- * end points' global ids, four heads to one Philox call (the bits of
- * gnn_rng_keep for each). */
-static inline void edge_keep(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, float scale,
-                             gnn_vid_t u, gnn_vid_t v, float *ks)
+/* The gathers below read rows of random nodes: each loop asks for the
+ * rows of the entry PF entries ahead (in CSR or transposed order, across
+ * row ends), so that several misses are in flight, not one. Prefetches
+ * change no result. */
+#define PF 16
+
+static inline void prefetch_bytes(const void *p, int64_t bytes)
+{
+    for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch((const char *)p + b);
+}
+
+/* The source row (w floats) of CSR entry q, when q is an entry. */
+static inline void prefetch_src(const gnn_csr_t *c, gnn_eid_t q, const float *x, int64_t w)
+{
+    if (q < c->nnz) prefetch_bytes(x + c->indices[q] * w, w * (int64_t)sizeof(float));
+}
+
+/* The source rows (w floats each) of every entry of row v of c, when v is
+ * a row: asked for one row ahead, they arrive while the row before is
+ * worked on (a row's passes read them several times). */
+static inline void prefetch_row_srcs(const gnn_csr_t *c, gnn_vid_t v, const float *x, int64_t w)
+{
+    if (v >= c->n_rows) return;
+    for (gnn_eid_t q = c->indptr[v]; q < c->indptr[v + 1]; q++)
+        prefetch_bytes(x + c->indices[q] * w, w * (int64_t)sizeof(float));
+}
+
+/* y[0, f) += w x[0, f), and the dot product of x and y over [0, f):
+ * inlined with f a constant for the common head widths, so that the loop
+ * is a few whole vector operations. */
+static inline __attribute__((always_inline)) void axpy_n(float *restrict y, float w,
+                                                        const float *restrict x, int64_t f)
+{
+#pragma omp simd
+    for (int64_t k = 0; k < f; k++) y[k] += w * x[k];
+}
+
+static inline void axpy(float *restrict y, float w, const float *restrict x, int64_t f)
+{
+    switch (f) {
+    case 8: axpy_n(y, w, x, 8); break;
+    case 16: axpy_n(y, w, x, 16); break;
+    case 32: axpy_n(y, w, x, 32); break;
+    default: axpy_n(y, w, x, f);
+    }
+}
+
+static inline __attribute__((always_inline)) float dot_n(const float *restrict x,
+                                                        const float *restrict y, int64_t f)
+{
+    float t = 0.0f;
+#pragma omp simd reduction(+ : t)
+    for (int64_t k = 0; k < f; k++) t += x[k] * y[k];
+    return t;
+}
+
+static inline float dot(const float *restrict x, const float *restrict y, int64_t f)
+{
+    switch (f) {
+    case 8: return dot_n(x, y, 8);
+    case 16: return dot_n(x, y, 16);
+    case 32: return dot_n(x, y, 32);
+    default: return dot_n(x, y, f);
+    }
+}
+
+/* Slots per batch of keep scales (chunk_keep). */
+#define KEEP_CHUNK 16
+
+/* The scale of every head's weight of the m (at most KEEP_CHUNK) edges
+ * src[i] -> v into ks[i H + h]: 1/(1-p) where kept, 0 where dropped. The
+ * counters name an edge by its end points' global ids (the bits of
+ * gnn_rng_keep for each head); the Philox blocks of all m edges are drawn
+ * in one batch (gnn__philox_blocks). */
+static void chunk_keep(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, float scale,
+                       const gnn_vid_t *src, gnn_vid_t v, int64_t m, float *ks)
 {
     int64_t H = o->heads;
     if (!(o->dropout > 0.0f)) {
-        for (int64_t h = 0; h < H; h++) ks[h] = 1.0f;
+        for (int64_t k = 0; k < m * H; k++) ks[k] = 1.0f;
         return;
     }
+    uint64_t blocks[KEEP_CHUNK * (GNN_ATTN_MAX_HEADS / 4 + 2)], j0[KEEP_CHUNK];
+    uint32_t words[4 * KEEP_CHUNK * (GNN_ATTN_MAX_HEADS / 4 + 2)];
+    int64_t base[KEEP_CHUNK], nb = 0;
     uint64_t n = o->ids ? (uint64_t)o->n_ids : (uint64_t)a->g->n_src;
-    uint64_t gu = o->ids ? (uint64_t)o->ids[u] : (uint64_t)u;
     uint64_t gv = o->ids ? (uint64_t)o->ids[v] : (uint64_t)v;
-    uint64_t j0 = o->offset + (gv * n + gu) * (uint64_t)H, blk = 0;
-    uint32_t r[4] = {0, 0, 0, 0};
-    for (int64_t h = 0; h < H; h++) {
-        uint64_t j = j0 + (uint64_t)h;
-        if (h == 0 || (j >> 2) != blk) {
-            blk = j >> 2;
-            gnn_rng_block(o->seed, blk, r);
+    for (int64_t i = 0; i < m; i++) {
+        uint64_t gu = o->ids ? (uint64_t)o->ids[src[i]] : (uint64_t)src[i];
+        j0[i] = o->offset + (gv * n + gu) * (uint64_t)H;
+        base[i] = nb;
+        for (uint64_t b = j0[i] >> 2; b <= (j0[i] + (uint64_t)H - 1) >> 2; b++) blocks[nb++] = b;
+    }
+    gnn__philox_blocks(o->seed, blocks, nb, words);
+    for (int64_t i = 0; i < m; i++) {
+        const uint32_t *w = words + 4 * base[i];
+        uint64_t b0 = j0[i] >> 2;
+        for (int64_t h = 0; h < H; h++) {
+            uint64_t j = j0[i] + (uint64_t)h;
+            uint32_t r = w[4 * ((j >> 2) - b0) + (j & 3u)];
+            ks[i * H + h] = gnn_rng_u01(r) < o->dropout ? 0.0f : scale;
         }
-        ks[h] = gnn_rng_u01(r[j & 3u]) < o->dropout ? 0.0f : scale;
     }
 }
 
@@ -159,6 +238,7 @@ int gnn_attn_gat_score(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, cons
         for (gnn_eid_t i = 0; i < r.n; i++) {
             int out;
             gnn_vid_t u = slot_src(a, &r, v, i, &out);
+            prefetch_src(a->g->csr, r.lo + i + PF, el, H);
             float *se = s + (r.first + i) * H;
             for (int64_t h = 0; h < H; h++) {
                 float z = el[u * H + h] + er[v * H + h];
@@ -189,6 +269,7 @@ int gnn_attn_gat_score_backward(const gnn_attn_graph_t *a, const gnn_attn_opts_t
         for (gnn_eid_t i = 0; i < r.n; i++) {
             int out;
             gnn_vid_t u = slot_src(a, &r, v, i, &out);
+            prefetch_src(g->csr, r.lo + i + PF, el, H);
             if (out) continue;
             const float *de = ds + (r.first + i) * H;
             for (int64_t h = 0; h < H; h++) {
@@ -204,6 +285,10 @@ int gnn_attn_gat_score_backward(const gnn_attn_graph_t *a, const gnn_attn_opts_t
         for (int64_t h = 0; h < H; h++) d[h] = 0.0f;
         for (gnn_eid_t t = g->t.indptr[u]; t < g->t.indptr[u + 1]; t++) {
             gnn_vid_t v = g->t.indices[t];
+            if (t + PF < g->t.nnz) {
+                __builtin_prefetch(er + g->t.indices[t + PF] * H);
+                __builtin_prefetch(ds + a->t_slot[t + PF] * H);
+            }
             if (a->self_loop && u == v) continue;
             const float *de = ds + a->t_slot[t] * H;
             for (int64_t h = 0; h < H; h++) {
@@ -233,6 +318,7 @@ int gnn_attn_forward(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, const 
 #pragma omp parallel for schedule(dynamic, CHUNK)
     for (gnn_vid_t v = 0; v < a->g->n_dst; v++) {
         row_t r = row_of(a, v);
+        prefetch_row_srcs(a->g->csr, v + 1, x, W);
         float *yv = y + v * W;
         memset(yv, 0, (size_t)W * sizeof *yv);
         float *sr = s + r.first * H;
@@ -258,21 +344,32 @@ int gnn_attn_forward(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, const 
         for (int64_t h = 0; h < H; h++) sum[h] = sum[h] > 0.0f ? 1.0f / sum[h] : 0.0f;
         for (gnn_eid_t i = 0; i < r.n; i++)
             for (int64_t h = 0; h < H; h++) sr[i * H + h] *= sum[h];
-        float ks[GNN_ATTN_MAX_HEADS];
-        for (gnn_eid_t i = 0; i < r.n; i++) {
-            int out;
-            gnn_vid_t u = slot_src(a, &r, v, i, &out);
-            if (out) continue;
-            const float *xu = x + u * W;
-            edge_keep(a, o, scale, u, v, ks);
-            for (int64_t h = 0; h < H; h++) {
-                float w = sr[i * H + h] * ks[h];
-                if (ks[h] == 0.0f) sr[i * H + h] = -sr[i * H + h]; /* dropped: sign set */
-                if (w == 0.0f) continue;
-                const float *xs = xu + h * F;
-                float *ys = yv + h * F;
-#pragma omp simd
-                for (int64_t k = 0; k < F; k++) ys[k] += w * xs[k];
+        /* The slots in chunks: the keep scales of a chunk's edges drawn
+         * together, then their rows added. */
+        float ks[KEEP_CHUNK * GNN_ATTN_MAX_HEADS];
+        gnn_vid_t src[KEEP_CHUNK];
+        gnn_eid_t at[KEEP_CHUNK];
+        for (gnn_eid_t i0 = 0; i0 < r.n;) {
+            int64_t m = 0;
+            for (; i0 < r.n && m < KEEP_CHUNK; i0++) {
+                int out;
+                gnn_vid_t u = slot_src(a, &r, v, i0, &out);
+                if (out) continue;
+                src[m] = u;
+                at[m++] = i0;
+            }
+            chunk_keep(a, o, scale, src, v, m, ks);
+            for (int64_t c = 0; c < m; c++) {
+                const float *xu = x + src[c] * W;
+                float *sa = sr + at[c] * H;
+                const float *kc = ks + c * H;
+                /* Without branches on the drop (taken at random, they would
+                 * be mispredicted half the time): a dropped head adds 0 x. */
+                for (int64_t h = 0; h < H; h++) {
+                    float a_ = sa[h];
+                    sa[h] = kc[h] == 0.0f ? -a_ : a_; /* dropped: sign set */
+                    axpy(yv + h * F, a_ * kc[h], xu + h * F, F);
+                }
             }
         }
     }
@@ -294,6 +391,7 @@ int gnn_attn_backward(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, const
 #pragma omp parallel for schedule(dynamic, CHUNK)
     for (gnn_vid_t v = 0; v < g->n_dst; v++) {
         row_t r = row_of(a, v);
+        prefetch_row_srcs(g->csr, v + 1, x, W);
         const float *dyv = dy + v * W, *ar = alpha + r.first * H;
         float *dr = ds + r.first * H;
         for (gnn_eid_t i = 0; i < r.n; i++) {
@@ -301,13 +399,8 @@ int gnn_attn_backward(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, const
             gnn_vid_t u = slot_src(a, &r, v, i, &out);
             const float *xu = x + u * W;
             for (int64_t h = 0; h < H; h++) {
-                float ks = out || signbit(ar[i * H + h]) ? 0.0f : scale, dot = 0.0f;
-                if (ks != 0.0f) {
-                    const float *xs = xu + h * F, *gs = dyv + h * F;
-#pragma omp simd reduction(+ : dot)
-                    for (int64_t k = 0; k < F; k++) dot += gs[k] * xs[k];
-                }
-                dr[i * H + h] = ks * dot;
+                float ks = out || signbit(ar[i * H + h]) ? 0.0f : scale;
+                dr[i * H + h] = ks * dot(dyv + h * F, xu + h * F, F);
             }
         }
         for (int64_t h = 0; h < H; h++) {
@@ -325,6 +418,10 @@ int gnn_attn_backward(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, const
         for (gnn_eid_t t = g->t.indptr[u]; t <= g->t.indptr[u + 1]; t++) {
             gnn_vid_t v;
             gnn_eid_t e;
+            if (t + PF / 2 < g->t.nnz) {
+                prefetch_bytes(dy + g->t.indices[t + PF / 2] * W, W * (int64_t)sizeof(float));
+                __builtin_prefetch(alpha + a->t_slot[t + PF / 2] * H);
+            }
             if (t < g->t.indptr[u + 1]) {
                 v = g->t.indices[t];
                 if (a->self_loop && u == v) continue;
@@ -337,13 +434,7 @@ int gnn_attn_backward(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, const
             const float *dyv = dy + v * W;
             for (int64_t h = 0; h < H; h++) {
                 float al = alpha[e * H + h];
-                if (signbit(al)) continue; /* dropped */
-                float w = al * scale;
-                if (w == 0.0f) continue;
-                const float *gs = dyv + h * F;
-                float *ds_ = du + h * F;
-#pragma omp simd
-                for (int64_t k = 0; k < F; k++) ds_[k] += w * gs[k];
+                axpy(du + h * F, signbit(al) ? 0.0f : al * scale, dyv + h * F, F); /* dropped: 0 */
             }
         }
     }

@@ -30,6 +30,7 @@
 #include "kernels/dense.h"
 #include "kernels/ref/dense_ref.h"
 #include "graph/base/rng.h"
+#include "kernels/cpu/philox.h"
 
 #include <float.h>
 #include <inttypes.h>
@@ -150,6 +151,29 @@ static void test_philox_known_answers(void **state)
         uint32_t out[4];
         gnn_philox4x32_10(kat[t], kat[t] + 4, out);
         for (int w = 0; w < 4; w++) assert_int_equal(out[w], kat[t][6 + w]);
+    }
+}
+
+/* The batched draws at arbitrary counters (AVX2 in eights where the CPU
+ * has it, the rest one by one) give gnn_rng_block's words exactly, for
+ * counters up to 2^62 and every count 0 .. 40. */
+static void test_philox_blocks(void **state)
+{
+    (void)state;
+    uint64_t s = 0x9e3779b97f4a7c15ull, blocks[40];
+    uint32_t got[4 * 40], want[4];
+    for (int n = 0; n <= 40; n++) {
+        for (int k = 0; k < n; k++)
+            blocks[k] = k % 3 == 0 ? (uint64_t)k : tu_rng_next(&s) >> (k % 2 ? 2 : 30);
+        uint64_t seed = tu_rng_next(&s);
+        gnn__philox_blocks(seed, blocks, n, got);
+        for (int k = 0; k < n; k++) {
+            gnn_rng_block(seed, blocks[k], want);
+            for (int w = 0; w < 4; w++)
+                if (got[4 * k + w] != want[w])
+                    fail_msg("n %d block %d (%" PRIu64 ") word %d: %08x, expected %08x", n, k,
+                             blocks[k], w, got[4 * k + w], want[w]);
+        }
     }
 }
 
@@ -1327,6 +1351,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_philox_known_answers),
         cmocka_unit_test(test_rng_uniform_known_answers),
+        cmocka_unit_test(test_philox_blocks),
         cmocka_unit_test(test_dropout_known_masks),
         cmocka_unit_test(test_gemm_against_reference),
         cmocka_unit_test(test_gemm_bad_shapes),

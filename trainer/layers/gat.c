@@ -92,6 +92,13 @@ static int gat_tensors(const gnn_layer_t *L, gnn_layer_tensor_t *t)
     return n;
 }
 
+/* Layer 0 may read the sparse input: only Wh = D W reads D. */
+static int gat_sparse_check(const gnn_layer_t *L)
+{
+    (void)L;
+    return 0;
+}
+
 static int gat_drop_target(gnn_layer_t *L, gnn_layer_env_t *env, float **dst)
 {
     *dst = NULL;
@@ -134,7 +141,11 @@ static int gat_forward(gnn_layer_t *L, gnn_layer_env_t *env)
     if (ws) GNN_TRY(gnn_layer_ensure(be, &c->ws, &c->ws_bytes, ws));
     GNN_TRY(gnn_layer_ensure(be, (void **)&L->z, &L->z_bytes,
                              gnn_layer_fbytes(env->out_rows, L->fout)));
-    GNN_TRY(gnn_be_gemm(be, 0, 0, ns, HF, L->fin, 1.0f, L->d, L->fin, p, HF, 0.0f, c->wh, HF));
+    if (L->sparse) /* layer 0 on the sparse input S: Wh = S W */
+        GNN_TRY(gnn_be_sparse_mm(be, env->sp, env->sp_vals, p, HF, c->wh));
+    else
+        GNN_TRY(gnn_be_gemm(be, 0, 0, ns, HF, L->fin, 1.0f, L->d, L->fin, p, HF, 0.0f, c->wh,
+                            HF));
     if (L->trained && L->attn_dropout > 0.0f) { /* masks by edge end points */
         c->o.dropout = L->attn_dropout;
         c->o.seed = env->dropout_key(env);
@@ -183,6 +194,10 @@ static int gat_backward(gnn_layer_t *L, gnn_layer_env_t *env, float *dz, float *
     GNN_TRY(gnn_be_attn_score_backward(be, L->graph, L->attn, &c->o,
                                        c->n_th ? p + c->th_off : NULL, c->wh, c->ds, c->dwh,
                                        c->n_th ? g + c->th_off : NULL, c->ws, c->ws_bytes));
+    if (L->sparse) { /* dW = S^T dWh; layer 0: no input gradient */
+        GNN_TRY(gnn_be_sparse_mm_t(be, env->sp, env->sp_vals, c->dwh, HF, g));
+        return 0;
+    }
     GNN_TRY(gnn_be_gemm(be, 1, 0, fin, HF, ns, 1.0f, L->d, fin, c->dwh, HF, 0.0f, g, HF));
     if (!dx) return 0;
     float *dd = env->dx;
@@ -223,6 +238,7 @@ const gnn_layer_kind_t gnn_layer_gat = {
     .reads_halo = 1,
     .setup = gat_setup,
     .init = gat_init,
+    .sparse_check = gat_sparse_check,
     .forward = gat_forward,
     .drop_target = gat_drop_target,
     .scratch = gat_scratch,
