@@ -1674,6 +1674,9 @@ static void test_resume_on_other_partition(void **state)
     const int rest = XR_EPOCHS - XR_AT;
     int bad = 0;
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        /* Under the sanitizers the first and the last (dense and typed
+         * rows resharded): the resume's code paths in two fifths of the time. */
+        if (SANITIZED && k != 0 && k != sizeof cases / sizeof cases[0] - 1) continue;
         const xr_case_t *x = &cases[k];
         const char *paths[] = {whole, a, b, c, l4, lf, l2};
         for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) unlink(paths[i]);
