@@ -232,49 +232,6 @@ __attribute__((target("avx2"))) static inline void mul_hilo8(__m256i c, __m256i 
     *lo = _mm256_blend_epi32(pe, _mm256_slli_epi64(po, 32), 0xAA);
 }
 
-/* The same words as philox_batch_scalar, eight blocks per AVX2 pass. */
-__attribute__((target("avx2"))) static void philox_batch_avx2(uint64_t seed, uint64_t block0,
-                                                              uint32_t *restrict out)
-{
-    const __m256i m0 = _mm256_set1_epi32((int)GNN_PHILOX_M0);
-    const __m256i m1 = _mm256_set1_epi32((int)GNN_PHILOX_M1);
-    for (int g = 0; g < RNG_BATCH; g += 8) {
-        uint32_t lo32[8], hi32[8];
-        for (int b = 0; b < 8; b++) {
-            uint64_t blk = (block0 + (uint64_t)(g + b)) & (UINT64_MAX >> 2);
-            lo32[b] = (uint32_t)blk;
-            hi32[b] = (uint32_t)(blk >> 32);
-        }
-        __m256i c0 = _mm256_loadu_si256((const __m256i *)lo32);
-        __m256i c1 = _mm256_loadu_si256((const __m256i *)hi32);
-        __m256i c2 = _mm256_setzero_si256(), c3 = _mm256_setzero_si256();
-        uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
-        for (int r = 0; r < 10; r++) {
-            __m256i hi0, lo0, hi1, lo1;
-            mul_hilo8(c0, m0, &hi0, &lo0);
-            mul_hilo8(c2, m1, &hi1, &lo1);
-            c0 = _mm256_xor_si256(_mm256_xor_si256(hi1, c1), _mm256_set1_epi32((int)k0));
-            c2 = _mm256_xor_si256(_mm256_xor_si256(hi0, c3), _mm256_set1_epi32((int)k1));
-            c1 = lo1;
-            c3 = lo0;
-            k0 += GNN_PHILOX_W0;
-            k1 += GNN_PHILOX_W1;
-        }
-        /* Transpose to block-major order: out[4 b + w] = word w of block b. */
-        __m256i t0 = _mm256_unpacklo_epi32(c0, c1), t1 = _mm256_unpackhi_epi32(c0, c1);
-        __m256i t2 = _mm256_unpacklo_epi32(c2, c3), t3 = _mm256_unpackhi_epi32(c2, c3);
-        __m256i u0 = _mm256_unpacklo_epi64(t0, t2); /* blocks 0 | 4 */
-        __m256i u1 = _mm256_unpackhi_epi64(t0, t2); /* blocks 1 | 5 */
-        __m256i u2 = _mm256_unpacklo_epi64(t1, t3); /* blocks 2 | 6 */
-        __m256i u3 = _mm256_unpackhi_epi64(t1, t3); /* blocks 3 | 7 */
-        __m256i *o = (__m256i *)(out + 4 * g);
-        _mm256_storeu_si256(o + 0, _mm256_permute2x128_si256(u0, u1, 0x20));
-        _mm256_storeu_si256(o + 1, _mm256_permute2x128_si256(u2, u3, 0x20));
-        _mm256_storeu_si256(o + 2, _mm256_permute2x128_si256(u0, u1, 0x31));
-        _mm256_storeu_si256(o + 3, _mm256_permute2x128_si256(u2, u3, 0x31));
-    }
-}
-
 /* Eight blocks at the counters blocks[0, 8) in one AVX2 pass, words in
  * block-major order (out[4 b + w]). */
 __attribute__((target("avx2"))) static void philox_gather8_avx2(uint64_t seed,
@@ -303,15 +260,29 @@ __attribute__((target("avx2"))) static void philox_gather8_avx2(uint64_t seed,
         k0 += GNN_PHILOX_W0;
         k1 += GNN_PHILOX_W1;
     }
+    /* Transpose to block-major order: out[4 b + w] = word w of block b. */
     __m256i t0 = _mm256_unpacklo_epi32(c0, c1), t1 = _mm256_unpackhi_epi32(c0, c1);
     __m256i t2 = _mm256_unpacklo_epi32(c2, c3), t3 = _mm256_unpackhi_epi32(c2, c3);
-    __m256i u0 = _mm256_unpacklo_epi64(t0, t2), u1 = _mm256_unpackhi_epi64(t0, t2);
-    __m256i u2 = _mm256_unpacklo_epi64(t1, t3), u3 = _mm256_unpackhi_epi64(t1, t3);
+    __m256i u0 = _mm256_unpacklo_epi64(t0, t2); /* blocks 0 | 4 */
+    __m256i u1 = _mm256_unpackhi_epi64(t0, t2); /* blocks 1 | 5 */
+    __m256i u2 = _mm256_unpacklo_epi64(t1, t3); /* blocks 2 | 6 */
+    __m256i u3 = _mm256_unpackhi_epi64(t1, t3); /* blocks 3 | 7 */
     __m256i *o = (__m256i *)out;
     _mm256_storeu_si256(o + 0, _mm256_permute2x128_si256(u0, u1, 0x20));
     _mm256_storeu_si256(o + 1, _mm256_permute2x128_si256(u2, u3, 0x20));
     _mm256_storeu_si256(o + 2, _mm256_permute2x128_si256(u0, u1, 0x31));
     _mm256_storeu_si256(o + 3, _mm256_permute2x128_si256(u2, u3, 0x31));
+}
+
+/* The same words as philox_batch_scalar, eight blocks per AVX2 pass. */
+__attribute__((target("avx2"))) static void philox_batch_avx2(uint64_t seed, uint64_t block0,
+                                                              uint32_t *restrict out)
+{
+    for (int g = 0; g < RNG_BATCH; g += 8) {
+        uint64_t blocks[8];
+        for (int b = 0; b < 8; b++) blocks[b] = (block0 + (uint64_t)(g + b)) & (UINT64_MAX >> 2);
+        philox_gather8_avx2(seed, blocks, out + 4 * g);
+    }
 }
 
 static int have_avx2(void)
@@ -331,9 +302,7 @@ void gnn__philox_blocks(uint64_t seed, const uint64_t *blocks, int64_t n, uint32
 
 static void philox_batch(uint64_t seed, uint64_t block0, uint32_t *restrict out)
 {
-    static int avx2 = -1;
-    if (avx2 < 0) avx2 = __builtin_cpu_supports("avx2") ? 1 : 0; /* same value from any thread */
-    if (avx2)
+    if (have_avx2())
         philox_batch_avx2(seed, block0, out);
     else
         philox_batch_scalar(seed, block0, out);
