@@ -201,7 +201,7 @@ int gnn__write_model(gnn_job_t *j)
     for (int l = 0; l < cfg->layers; l++) {
         gnn_layer_tensor_t lt[GNN_LAYER_MAX_TENSORS];
         int64_t off, count;
-        gnn_model_layer_span(j->model, l, &off, &count);
+        gnn_model_layer_span(j->model, l, &off, &count); /* count: the tensors cover it */
         int k = gnn_model_layer_tensors(j->model, l, lt);
         for (int i = 0; i < k; i++) {
             snprintf(m.name[n], sizeof m.name[n], "convs.%d.%.47s", l, lt[i].name);
@@ -211,17 +211,17 @@ int gnn__write_model(gnn_job_t *j)
             n++;
         }
     }
-    int64_t extra = gnn_model_n_params(j->model) - gnn_model_extra_offset(j->model);
-    if (extra > 0) { /* link prediction's MLP decoder (trainer/tasks/link.c) */
-        int64_t D = j->out_dim;
-        const float *dec = p + gnn_model_extra_offset(j->model);
-        GNN_CHECK(extra == D * D + 2 * D + 1, GNN_EINVAL,
-                  "--save-model: %" PRId64 " decoder parameters, expected %" PRId64, extra,
-                  D * D + 2 * D + 1);
-        t[n++] = (gnn_st_tensor_t){"decoder.lin1.weight", 2, {D, D}, dec, 1};
-        t[n++] = (gnn_st_tensor_t){"decoder.lin1.bias", 1, {D}, dec + D * D, 0};
-        t[n++] = (gnn_st_tensor_t){"decoder.lin2.weight", 2, {1, D}, dec + D * D + D, 0};
-        t[n++] = (gnn_st_tensor_t){"decoder.lin2.bias", 1, {1}, dec + D * D + 2 * D, 0};
+    if (j->task->extra_tensors) { /* the task's own (link prediction's MLP decoder) */
+        gnn_layer_tensor_t xt[GNN_LAYER_MAX_TENSORS];
+        const float *x0 = p + gnn_model_extra_offset(j->model);
+        int k = j->task->extra_tensors(j, xt);
+        for (int i = 0; i < k; i++) {
+            snprintf(m.name[n], sizeof m.name[n], "%s", xt[i].name);
+            t[n] = (gnn_st_tensor_t){.name = m.name[n], .ndim = xt[i].ndim,
+                                     .data = x0 + xt[i].at, .transpose = xt[i].transpose};
+            memcpy(t[n].shape, xt[i].shape, sizeof t[n].shape);
+            n++;
+        }
     }
     if (E) t[n++] = (gnn_st_tensor_t){"embedding.weight", 2, {N, E}, rows, 0};
     describe(j, &m);

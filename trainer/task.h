@@ -21,6 +21,7 @@
 #include "graph/graph_file.h"
 #include "kernels/backend.h"
 #include "sampler/loader.h"
+#include "trainer/layer.h"
 
 #include <stdint.h>
 
@@ -62,6 +63,10 @@ typedef struct gnn_task_kind {
      * initialisation on the host (ctx: the job). */
     int64_t (*extra_params)(const struct gnn_job *j);
     void (*extra_init)(void *ctx, float *w, int64_t n, uint64_t seed);
+    /* Optional, with extra_params: those parameters as PyTorch tensors for
+     * --save-model (names in full, offsets from the first of them) into t
+     * (GNN_LAYER_MAX_TENSORS): their count. */
+    int (*extra_tensors)(const struct gnn_job *j, gnn_layer_tensor_t *t);
     /* What the task needs of a graph file (one process): 0 or GNN_EINVAL
      * naming what is missing. */
     int (*check_graph)(const gnn_graph_t *g, const char *path);

@@ -1340,6 +1340,20 @@ static void extra_init(void *ctx, float *w, int64_t n, uint64_t seed)
         W2(w, D)[k] = (float)((2.0 * gnn_rng_uniform(key, (uint64_t)(D * D + k)) - 1.0) * l2);
 }
 
+/* The MLP decoder as torch.nn.Linear layers: lin1 (W1 transposed, b1)
+ * and lin2 (w2 as a 1 x D weight, b2); score = lin2(ReLU(lin1(z_u z_v))). */
+static int extra_tensors(const gnn_job_t *j, gnn_layer_tensor_t *out)
+{
+    const link_t *t = j->task_state;
+    if (!t || !t->mlp) return 0;
+    int64_t D = t->D; /* offsets as W1, B1, W2 and B2 place them */
+    out[0] = gnn_layer_tensor("decoder.lin1.weight", 0, D, D, 1);
+    out[1] = gnn_layer_tensor("decoder.lin1.bias", D * D, D, 0, 0);
+    out[2] = gnn_layer_tensor("decoder.lin2.weight", D * D + D, 1, D, 0);
+    out[3] = gnn_layer_tensor("decoder.lin2.bias", D * D + 2 * D, 1, 0, 0);
+    return 4;
+}
+
 static void describe(const gnn_job_t *j, char *buf, size_t size)
 {
     const link_t *t = j->task_state;
@@ -1398,6 +1412,7 @@ const gnn_task_kind_t gnn_task_link = {
     .configure = configure,
     .extra_params = extra_params,
     .extra_init = extra_init,
+    .extra_tensors = extra_tensors,
     .check_graph = check_graph,
     .setup = setup,
     .train_seeds = train_seeds,
