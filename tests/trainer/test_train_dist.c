@@ -1630,6 +1630,24 @@ static double xr_diff(const log_t *whole, const log_t *rest, int n)
     return worst;
 }
 
+/* epochs on data_a in one go (np_a ranks, NULL: one process; log whole),
+ * then XR_AT epochs there with checkpoint ck, resumed on data_b (np_b)
+ * to epochs (log rest): the largest relative loss difference over the
+ * resumed epochs. */
+static double xr_resume_diff(char *np_a, const char *data_a, char *np_b, const char *data_b,
+                             int epochs, char *const *model, const char *whole, const char *ck,
+                             const char *rest)
+{
+    xr_train(np_a, data_a, epochs, NULL, 0, whole, model, 0);
+    xr_train(np_a, data_a, XR_AT, ck, 0, NULL, model, 0);
+    xr_train(np_b, data_b, epochs, ck, 1, rest, model, 0);
+    log_t w = log_read(whole, 1, epochs), r = log_read(rest, XR_AT + 1, epochs - XR_AT);
+    double d = xr_diff(&w, &r, epochs - XR_AT);
+    log_free(&w);
+    log_free(&r);
+    return d;
+}
+
 /* One model of test_resume_on_other_partition. */
 typedef struct {
     const char *what;
@@ -1780,27 +1798,13 @@ static void test_minibatch_resume_on_other_partition(void **state)
 
     /* The graph file -> 1 part: the same training layout, the same batches. */
     for (size_t i = 0; i < 4; i++) unlink(paths[i]);
-    xr_train(NULL, g_cora, E, NULL, 0, whole, sage, 0);
-    xr_train(NULL, g_cora, XR_AT, ck, 0, NULL, sage, 0);
-    xr_train("1", g_k1, E, ck, 1, rest, sage, 0);
-    w = log_read(whole, 1, E);
-    r = log_read(rest, XR_AT + 1, E - XR_AT);
-    double d1 = xr_diff(&w, &r, E - XR_AT);
-    log_free(&w);
-    log_free(&r);
+    double d1 = xr_resume_diff(NULL, g_cora, "1", g_k1, E, sage, whole, ck, rest);
 
     /* Edge mini-batches, 2 parts -> 4 parts. */
     char *link[] = {"--task", "link", "--model", "sage", "--mode", "minibatch", "--batch-size",
                     "512", "--fanouts", "5,5", "--dropout", "0.5", NULL};
     for (size_t i = 0; i < 4; i++) unlink(paths[i]);
-    xr_train("2", g_l2, E, NULL, 0, whole, link, 0);
-    xr_train("2", g_l2, XR_AT, ck, 0, NULL, link, 0);
-    xr_train("4", g_l4, E, ck, 1, rest, link, 0);
-    w = log_read(whole, 1, E);
-    r = log_read(rest, XR_AT + 1, E - XR_AT);
-    double d2 = xr_diff(&w, &r, E - XR_AT);
-    log_free(&w);
-    log_free(&r);
+    double d2 = xr_resume_diff("2", g_l2, "4", g_l4, E, link, whole, ck, rest);
     print_message("mini-batches resumed at epoch %d, largest relative loss difference over "
                   "epochs %d-%d from the uninterrupted run: graph file -> 1 part %.2e; edge "
                   "batches, 2 -> 4 parts %.2e (%.1f s in all)\n",
