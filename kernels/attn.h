@@ -97,7 +97,9 @@ int gnn_attn_forward(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, const 
 /* From dy (n_dst x heads * f): dx (n_src x heads * f) and ds (slots x
  * heads, the gradient of the scores before the softmax), overwritten.
  * alpha is the forward's (its signs the dropout mask), x its input; the
- * same opts. */
+ * same opts. ds may be alpha: the scores' gradient then replaces the
+ * weights, and a layer keeps one slots x heads array, not two. 0,
+ * GNN_EINVAL or GNN_ENOMEM. */
 int gnn_attn_backward(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, const float *x,
                       const float *alpha, const float *dy, float *dx, float *ds);
 

@@ -216,7 +216,7 @@ int gnn__write_model(gnn_job_t *j)
         const float *x0 = p + gnn_model_extra_offset(j->model);
         int k = j->task->extra_tensors(j, xt);
         for (int i = 0; i < k; i++) {
-            snprintf(m.name[n], sizeof m.name[n], "%s", xt[i].name);
+            snprintf(m.name[n], sizeof m.name[n], "%.47s", xt[i].name);
             t[n] = (gnn_st_tensor_t){.name = m.name[n], .ndim = xt[i].ndim,
                                      .data = x0 + xt[i].at, .transpose = xt[i].transpose};
             memcpy(t[n].shape, xt[i].shape, sizeof t[n].shape);

@@ -97,8 +97,11 @@ struct gnn_layer {
     gnn_bgraph_t *graph;
     const float *in;      /* H (x for layer 0; NULL on sparse input) */
     int64_t n_src, n_dst;
-    const float *d;       /* D: dropout(H), or H itself without dropout */
+    const float *d;       /* D: dropout(H), or H itself without dropout
+                             and when the layer draws D's rows (drop_rows) */
     int dropped;          /* D was dropped from H ... */
+    int drop_rows;        /* ... and is not formed: the layer reads its rows
+                             through env->drop_rows (kind->drops_rows) */
     uint64_t drop_off;    /* ... at this offset of the model's stream */
     float *drop;  size_t drop_bytes; /* D's own buffer, when it has one */
     float *z;     size_t z_bytes;    /* Z (activation applied in place) */
@@ -135,6 +138,10 @@ struct gnn_layer_env {
      */
     int (*input_grad)(gnn_layer_env_t *env, gnn_layer_t *L, int64_t r0, int64_t nr, float *g,
                       float *dst);
+    /* Rows [r0, r0 + nr) of D = dropout(L->in) into dst (nr x fin), the
+     * same values the model would have formed: for a layer with
+     * L->drop_rows, which reads D block by block of rows. */
+    int (*drop_rows)(gnn_layer_env_t *env, gnn_layer_t *L, int64_t r0, int64_t nr, float *dst);
     /* A generator key for dropout inside a layer (attention weights),
      * new at every call: the model's stream advances by one, so
      * checkpoints replay it, and every rank draws the same key. */
@@ -166,6 +173,10 @@ struct gnn_layer_kind {
                                   when the layer's attn_dropout > 0 */
     int typed;                 /* reads the relations of its graph (trainer/typed.h),
                                   so needs a typed graph (R-GCN) */
+    int drops_rows;            /* reads D only by blocks of rows through
+                                  env->drop_rows: with dropout on an input
+                                  the model may not overwrite, it forms no
+                                  n_src x fin copy of D (drop_target unused) */
     int reads_halo;            /* reads input rows of sources beyond its
                                   destinations: spread over ranks, the model
                                   exchanges the halo rows of its input before

@@ -333,6 +333,13 @@ static int input_grad(gnn_layer_env_t *env, gnn_layer_t *L, int64_t r0, int64_t 
     return gnn_be_relu_backward(m->be, nr * fin, L->in + r0 * fin, g, dst);
 }
 
+/* env->drop_rows: rows of L's dropped input, as layer_forward would have
+ * formed them. */
+static int drop_rows(gnn_layer_env_t *env, gnn_layer_t *L, int64_t r0, int64_t nr, float *dst)
+{
+    return drop(env->model, r0, nr, L->fin, L->drop_off, L->in + r0 * L->fin, dst, 0);
+}
+
 /* env->dropout_key: a key from the stream's position (distinct from the
  * input dropout's key), the position advanced by one. */
 static uint64_t dropout_key(gnn_layer_env_t *env)
@@ -361,6 +368,7 @@ static gnn_layer_env_t env_of(gnn_model_t *m)
         .dt = m->dt,
         .block_rows = m->dd_block,
         .input_grad = input_grad,
+        .drop_rows = drop_rows,
         .dropout_key = dropout_key,
         .fwd_scratch = fwd_scratch,
         .row_id = m->halo.forward ? m->halo.row_id : m->row_ids,
@@ -405,6 +413,7 @@ static int layer_forward(gnn_model_t *m, int l, gnn_bgraph_t *g, const float *in
     L->n_dst = nd;
     L->trained = training;
     L->sparse = 0;
+    L->drop_rows = 0;
     gnn_layer_env_t env = env_of(m);
     /* Spread over ranks, the output has room for the next layer's halo. */
     env.out_rows = m->halo.forward && m->halo.n_rows > nd ? m->halo.n_rows : nd;
@@ -423,17 +432,23 @@ static int layer_forward(gnn_model_t *m, int l, gnn_bgraph_t *g, const float *in
         L->dropped = 0;
         if (training && m->cfg.dropout > 0.0f) {
             /* In place only over a ReLU's output (its backward reads the
-             * sign pattern, which dropout keeps where it matters). */
+             * sign pattern, which dropout keeps where it matters);
+             * elsewhere into the layer's buffer, or not at all where the
+             * layer draws D's rows itself. */
             float *dst = (float *)in;
-            if (l == 0 || m->layer[l - 1].kind->act != GNN_LAYER_ACT_RELU)
-                GNN_TRY(L->kind->drop_target(L, &env, &dst));
+            int in_place = l > 0 && m->layer[l - 1].kind->act == GNN_LAYER_ACT_RELU;
             L->drop_off = m->drop_offset;
-            GNN_TRY(drop(m, 0, ns, fin, m->drop_offset, in, dst, 0));
+            if (!in_place && L->kind->drops_rows) {
+                L->drop_rows = 1;
+            } else {
+                if (!in_place) GNN_TRY(L->kind->drop_target(L, &env, &dst));
+                GNN_TRY(drop(m, 0, ns, fin, m->drop_offset, in, dst, 0));
+                L->d = dst;
+            }
             m->drop_offset += (uint64_t)((m->halo.forward ? m->halo.n_global
                                           : m->row_ids   ? m->rows_global
                                                          : ns) *
                                          fin);
-            L->d = dst;
             L->dropped = 1;
         }
     }

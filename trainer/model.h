@@ -230,8 +230,10 @@ void gnn_model_set_rng_offset(gnn_model_t *m, uint64_t offset);
  * gnn_rng_keep(key, o + i, p). Layer l's call follows layer l - 1's. */
 uint64_t gnn_model_dropout_key(const gnn_model_t *m);
 
-/* Rows per block when the backward forms an input gradient block by block
- * (default 16384; the result does not depend on it). For tests. */
+/* Rows per block when the backward forms an input gradient block by block,
+ * and at most per block of a dropped input a layer reads by rows (GAT)
+ * (default 16384; the result does not depend on it beyond rounding). For
+ * tests. */
 void gnn_model_set_block_rows(gnn_model_t *m, int64_t rows);
 
 /* Bytes held on the backend by activations and workspaces (not params). */

@@ -387,31 +387,8 @@ int gnn_attn_backward(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, const
     const gnn_spmm_graph_t *g = a->g;
     int64_t H = o->heads, F = o->f, W = H * F;
     float scale = dropout_scale(o);
-    /* Per destination: d alpha (through dropout), then the softmax's
-     * backward ds = alpha (d alpha - sum alpha d alpha). */
-#pragma omp parallel for schedule(dynamic, CHUNK)
-    for (gnn_vid_t v = 0; v < g->n_dst; v++) {
-        row_t r = row_of(a, v);
-        prefetch_row_srcs(g->csr, v + 1, x, W);
-        const float *dyv = dy + v * W, *ar = alpha + r.first * H;
-        float *dr = ds + r.first * H;
-        for (gnn_eid_t i = 0; i < r.n; i++) {
-            int out;
-            gnn_vid_t u = slot_src(a, &r, v, i, &out);
-            const float *xu = x + u * W;
-            for (int64_t h = 0; h < H; h++) {
-                float ks = out || signbit(ar[i * H + h]) ? 0.0f : scale;
-                dr[i * H + h] = ks * dot(dyv + h * F, xu + h * F, F);
-            }
-        }
-        for (int64_t h = 0; h < H; h++) {
-            float c = 0.0f;
-            for (gnn_eid_t i = 0; i < r.n; i++) c += fabsf(ar[i * H + h]) * dr[i * H + h];
-            for (gnn_eid_t i = 0; i < r.n; i++)
-                dr[i * H + h] = fabsf(ar[i * H + h]) * (dr[i * H + h] - c);
-        }
-    }
-    /* Per source: its transposed row, then its own self loop. */
+    /* Per source first (it reads alpha, which ds may overwrite): its
+     * transposed row, then its own self loop. */
 #pragma omp parallel for schedule(dynamic, CHUNK)
     for (gnn_vid_t u = 0; u < g->n_src; u++) {
         float *du = dx + u * W;
@@ -439,7 +416,52 @@ int gnn_attn_backward(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, const
             }
         }
     }
-    return 0;
+    /* Per destination: d alpha (through dropout), then the softmax's
+     * backward ds = alpha (d alpha - sum alpha d alpha). The row's alpha
+     * is copied first (ds may be alpha): each thread's copy holds the
+     * longest row. */
+    gnn_eid_t longest = 0;
+    for (gnn_vid_t v = 0; v < g->n_dst; v++) {
+        gnn_eid_t n = row_of(a, v).n;
+        longest = n > longest ? n : longest;
+    }
+    int failed = 0;
+#pragma omp parallel
+    {
+        float *ar = gnn_malloc_array((size_t)(longest * H) + 1, sizeof *ar);
+        if (!ar) {
+#pragma omp atomic write
+            failed = 1;
+        }
+#pragma omp for schedule(dynamic, CHUNK)
+        for (gnn_vid_t v = 0; v < g->n_dst; v++) {
+            if (!ar) continue;
+            row_t r = row_of(a, v);
+            prefetch_row_srcs(g->csr, v + 1, x, W);
+            const float *dyv = dy + v * W;
+            float *dr = ds + r.first * H;
+            memcpy(ar, alpha + r.first * H, (size_t)(r.n * H) * sizeof *ar);
+            for (gnn_eid_t i = 0; i < r.n; i++) {
+                int out;
+                gnn_vid_t u = slot_src(a, &r, v, i, &out);
+                const float *xu = x + u * W;
+                for (int64_t h = 0; h < H; h++) {
+                    float ks = out || signbit(ar[i * H + h]) ? 0.0f : scale;
+                    dr[i * H + h] = ks * dot(dyv + h * F, xu + h * F, F);
+                }
+            }
+            for (int64_t h = 0; h < H; h++) {
+                float c = 0.0f;
+                for (gnn_eid_t i = 0; i < r.n; i++) c += fabsf(ar[i * H + h]) * dr[i * H + h];
+                for (gnn_eid_t i = 0; i < r.n; i++)
+                    dr[i * H + h] = fabsf(ar[i * H + h]) * (dr[i * H + h] - c);
+            }
+        }
+        gnn_free(ar);
+    }
+    return failed ? GNN_FAIL(GNN_ENOMEM, "attention backward: %" PRId64 " slots of a row",
+                             (int64_t)longest)
+                  : 0;
 }
 
 int gnn_attn_head_dot(int64_t n, int64_t heads, int64_t f, const float *x, const float *a,

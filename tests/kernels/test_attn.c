@@ -162,6 +162,11 @@ static void check_case(int self_loop, float dropout)
     assert_memory_equal(dx1, fdx, b.ns * W * sizeof *dx1);
     assert_memory_equal(ds1, fds, S * H * sizeof *ds1);
     omp_set_num_threads(threads);
+    /* ds in place of alpha: the same bits as into its own array. */
+    memcpy(s1, fs, S * H * sizeof *s1);
+    assert_int_equal(gnn_attn_backward(a, &o, fx, s1, fdy, dx1, s1), 0);
+    assert_memory_equal(s1, fds, S * H * sizeof *s1);
+    assert_memory_equal(dx1, fdx, b.ns * W * sizeof *dx1);
 
     free(y1), free(dx1), free(s1), free(ds1);
     free(el), free(er), free(x), free(dy), free(rs), free(ra), free(ry), free(rdx), free(rds);

@@ -7,7 +7,8 @@
  * hundreds of scores: its slope's backward is checked in double precision
  * by tests/kernels/test_attn.c), with concatenated hidden heads
  * (ELU between layers) and averaged output heads, with and without input
- * and attention dropout, one to three layers; and the parameter layout.
+ * and attention dropout, one to three layers; the dropped input drawn
+ * block by block against one block; and the parameter layout.
  * The same gradient check with the example version 2 plug-in gatv2.so
  * (argv[1]) as the attention function, its score and backward against a
  * double reference at slope 0.2 through the backend, and what the plug-in
@@ -261,6 +262,60 @@ static void test_sparse_input(void **state)
     fixture_free(&t);
 }
 
+/*
+ * With input dropout GAT draws D's rows block by block (no n_src x fin
+ * copy): the logits and gradients with blocks of 5 rows against one block,
+ * within rounding, with attention dropout, two and three layers.
+ */
+static void test_dropped_input_blocks(void **state)
+{
+    (void)state;
+    uint64_t s = g_seed ^ 0xb10c;
+    fixture_t t;
+    fixture(&t, 23, 7, 3, &s);
+    for (int layers = 2; layers <= 3; layers++) {
+        gnn_model_config_t cfg = {GNN_MODEL_GAT, layers, t.f, 4, 3, 0.4f, NULL, 3, 2, 0.3f,
+                                  0.2f, attention(&t, "gat"), 0, NULL, NULL, 0, 0};
+        gnn_model_t *m[2];
+        float *lg[2], *gr[2];
+        int64_t np = 0;
+        for (int k = 0; k < 2; k++) {
+            assert_int_equal(gnn_model_create(t.be, t.reg, &cfg, 5, &m[k]), 0);
+            if (k) gnn_model_set_block_rows(m[k], 5);
+            np = gnn_model_n_params(m[k]);
+            lg[k] = malloc(t.n * 3 * sizeof(float));
+            gr[k] = malloc(np * sizeof(float));
+            assert_true(lg[k] && gr[k]);
+            loss_of(&t, m[k], lg[k]);
+            assert_int_equal(gnn_model_backward(m[k], lg[k]), 0);
+            memcpy(gr[k], gnn_model_grads(m[k]), np * sizeof(float));
+            gnn_bgraph_t *gs[GNN_MODEL_MAX_LAYERS];
+            for (int l = 0; l < GNN_MODEL_MAX_LAYERS; l++) gs[l] = t.bg;
+            const float *logits;
+            gnn_model_set_rng(m[k], 99, 0);
+            assert_int_equal(gnn_model_forward(m[k], gs, t.x, 1, &logits), 0);
+            memcpy(lg[k], logits, t.n * 3 * sizeof(float));
+        }
+        double lmax = 0.0, gmax = 0.0;
+        for (int64_t i = 0; i < t.n * 3; i++) lmax = fmax(lmax, fabs(lg[0][i]));
+        for (int64_t i = 0; i < np; i++) gmax = fmax(gmax, fabs(gr[0][i]));
+        assert_true(lmax > 0.0 && gmax > 0.0);
+        for (int64_t i = 0; i < t.n * 3; i++)
+            if (fabs(lg[0][i] - lg[1][i]) > 1e-6 * lmax)
+                fail_msg("%d layers: logit %" PRId64 " one block %.8g, blocks of 5 %.8g", layers,
+                         i, (double)lg[0][i], (double)lg[1][i]);
+        for (int64_t i = 0; i < np; i++)
+            if (fabs(gr[0][i] - gr[1][i]) > 1e-6 * gmax)
+                fail_msg("%d layers: gradient %" PRId64 " one block %.8g, blocks of 5 %.8g",
+                         layers, i, (double)gr[0][i], (double)gr[1][i]);
+        for (int k = 0; k < 2; k++) {
+            free(lg[k]), free(gr[k]);
+            gnn_model_free(m[k]);
+        }
+    }
+    fixture_free(&t);
+}
+
 static void test_layout(void **state)
 {
     (void)state;
@@ -440,6 +495,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_gradients),
         cmocka_unit_test(test_layout),
         cmocka_unit_test(test_sparse_input),
+        cmocka_unit_test(test_dropped_input_blocks),
         cmocka_unit_test(test_gatv2_gradients),
         cmocka_unit_test(test_gatv2_reference),
         cmocka_unit_test(test_learnable_aggregator),

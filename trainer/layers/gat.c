@@ -22,6 +22,9 @@
 
 #include <string.h>
 
+/* Bytes of a block of D's rows (dropped_gemm). */
+#define DROP_BLOCK_BYTES ((int64_t)4 << 20)
+
 typedef struct {
     int64_t H, F;      /* heads, features per head */
     int concat;        /* hidden layer: heads concatenated (else averaged) */
@@ -31,13 +34,13 @@ typedef struct {
     /* The last forward. */
     float *wh;  size_t wh_bytes;   /* n_src x H*F */
     void *ws;   size_t ws_bytes;   /* the attention function's workspace */
-    float *s;   size_t s_bytes;    /* slots x H: scores, then alpha */
+    float *s;   size_t s_bytes;    /* slots x H: scores, alpha, then ds */
     float *y;   size_t y_bytes;    /* n_dst x H*F before the average */
     gnn_attn_opts_t o;             /* its dropout counters */
+    int64_t drop_br;               /* rows per block of D (L->drop_rows) */
     float *mean; size_t mean_bytes; /* H*F x F: the average over heads */
     /* Backward scratch. */
     float *dwh; size_t dwh_bytes;
-    float *ds;  size_t ds_bytes;
     float *dy;  size_t dy_bytes;
 } gat_t;
 
@@ -99,12 +102,41 @@ static int gat_sparse_check(const gnn_layer_t *L)
     return 0;
 }
 
-static int gat_drop_target(gnn_layer_t *L, gnn_layer_env_t *env, float **dst)
+/*
+ * With dropout, D = dropout(H) is never formed whole (an n_src x fin copy,
+ * the largest buffer of a wide input): Wh = D W and dW = D^T dWh run over
+ * blocks of rows of D drawn again from the model's stream (env->drop_rows)
+ * into a block of the shared scratch.
+ */
+static int64_t drop_block_rows(const gnn_layer_t *L, const gnn_layer_env_t *env)
 {
-    *dst = NULL;
-    int rc = gnn_layer_ensure(env->be, (void **)&L->drop, &L->drop_bytes,
-                              gnn_layer_fbytes(L->n_src, L->fin));
-    *dst = L->drop;
+    int64_t r = DROP_BLOCK_BYTES / (L->fin * (int64_t)sizeof(float));
+    r = r < env->block_rows ? r : env->block_rows;
+    r = r < 1 ? 1 : r;
+    return r < L->n_src ? r : L->n_src;
+}
+
+/* Wh = D W, or dW = D^T dWh (backward), block by block of D's rows. */
+static int dropped_gemm(gnn_layer_t *L, gnn_layer_env_t *env, float *blk, int backward,
+                        const float *w, float *wh, const float *dwh, float *dw)
+{
+    int rc = 0;
+    int64_t HF = ((const gat_t *)L->state)->H * ((const gat_t *)L->state)->F, fin = L->fin;
+    int64_t br = ((const gat_t *)L->state)->drop_br;
+    if (backward && L->n_src == 0) /* no rows: dW = 0 */
+        return gnn_be_gemm(env->be, 1, 0, fin, HF, 0, 1.0f, blk, fin, dwh, HF, 0.0f, dw, HF);
+    for (int64_t r0 = 0; r0 < L->n_src; r0 += br) {
+        int64_t nr = L->n_src - r0 < br ? L->n_src - r0 : br;
+        GNN_TRY(env->drop_rows(env, L, r0, nr, blk));
+        if (backward)
+            GNN_TRY(gnn_be_gemm(env->be, 1, 0, fin, HF, nr, 1.0f, blk, fin, dwh + r0 * HF, HF,
+                                r0 ? 1.0f : 0.0f, dw, HF));
+        else
+            GNN_TRY(gnn_be_gemm(env->be, 0, 0, nr, HF, fin, 1.0f, blk, fin, w, HF, 0.0f,
+                                wh + r0 * HF, HF));
+    }
+    return 0;
+fail:
     return rc;
 }
 
@@ -141,9 +173,14 @@ static int gat_forward(gnn_layer_t *L, gnn_layer_env_t *env)
     if (ws) GNN_TRY(gnn_layer_ensure(be, &c->ws, &c->ws_bytes, ws));
     GNN_TRY(gnn_layer_ensure(be, (void **)&L->z, &L->z_bytes,
                              gnn_layer_fbytes(env->out_rows, L->fout)));
-    if (L->sparse) /* layer 0 on the sparse input S: Wh = S W */
+    if (L->sparse) { /* layer 0 on the sparse input S: Wh = S W */
         GNN_TRY(gnn_be_sparse_mm(be, env->sp, env->sp_vals, p, HF, c->wh));
-    else
+    } else if (L->drop_rows) {
+        float *blk;
+        c->drop_br = drop_block_rows(L, env);
+        GNN_TRY(env->fwd_scratch(env, gnn_layer_fbytes(c->drop_br, L->fin), &blk));
+        GNN_TRY(dropped_gemm(L, env, blk, 0, p, c->wh, NULL, NULL));
+    } else
         GNN_TRY(gnn_be_gemm(be, 0, 0, ns, HF, L->fin, 1.0f, L->d, L->fin, p, HF, 0.0f, c->wh,
                             HF));
     if (L->trained && L->attn_dropout > 0.0f) { /* masks by edge end points */
@@ -168,8 +205,10 @@ fail:
 
 static void gat_scratch(const gnn_layer_t *L, int input_grad, gnn_layer_scratch_t *s)
 {
-    (void)L, (void)input_grad;
+    (void)input_grad;
     memset(s, 0, sizeof *s);
+    s->uses_t = L->drop_rows; /* a block of D's rows */
+    s->t_bytes = L->drop_rows ? gnn_layer_fbytes(((const gat_t *)L->state)->drop_br, L->fin) : 0;
 }
 
 static int gat_backward(gnn_layer_t *L, gnn_layer_env_t *env, float *dz, float **dx)
@@ -180,9 +219,7 @@ static int gat_backward(gnn_layer_t *L, gnn_layer_env_t *env, float *dz, float *
     int64_t ns = L->n_src, nd = L->n_dst, H = c->H, F = c->F, HF = H * F, fin = L->fin;
     const float *p = env->params + L->off;
     float *g = env->grads + L->off;
-    int64_t slots = gnn_be_attn_slots(L->graph, 1);
     GNN_TRY(gnn_layer_ensure(be, (void **)&c->dwh, &c->dwh_bytes, gnn_layer_fbytes(ns, HF)));
-    GNN_TRY(gnn_layer_ensure(be, (void **)&c->ds, &c->ds_bytes, gnn_layer_fbytes(slots, H)));
     GNN_TRY(gnn_be_bias_grad(be, nd, L->fout, dz, g + c->b_off));
     const float *dy = dz;
     if (!c->concat) { /* dy[v, h, k] = dz[v, k] / H */
@@ -190,15 +227,19 @@ static int gat_backward(gnn_layer_t *L, gnn_layer_env_t *env, float *dz, float *
         GNN_TRY(gnn_be_gemm(be, 0, 1, nd, HF, F, 1.0f, dz, F, c->mean, F, 0.0f, c->dy, HF));
         dy = c->dy;
     }
-    GNN_TRY(gnn_be_attn_backward(be, L->graph, &c->o, c->wh, c->s, dy, c->dwh, c->ds));
+    /* The scores' gradient replaces alpha (ds = s): one slots x H array. */
+    GNN_TRY(gnn_be_attn_backward(be, L->graph, &c->o, c->wh, c->s, dy, c->dwh, c->s));
     GNN_TRY(gnn_be_attn_score_backward(be, L->graph, L->attn, &c->o,
-                                       c->n_th ? p + c->th_off : NULL, c->wh, c->ds, c->dwh,
+                                       c->n_th ? p + c->th_off : NULL, c->wh, c->s, c->dwh,
                                        c->n_th ? g + c->th_off : NULL, c->ws, c->ws_bytes));
     if (L->sparse) { /* dW = S^T dWh; layer 0: no input gradient */
         GNN_TRY(gnn_be_sparse_mm_t(be, env->sp, env->sp_vals, c->dwh, HF, g));
         return 0;
     }
-    GNN_TRY(gnn_be_gemm(be, 1, 0, fin, HF, ns, 1.0f, L->d, fin, c->dwh, HF, 0.0f, g, HF));
+    if (L->drop_rows)
+        GNN_TRY(dropped_gemm(L, env, env->dt, 1, NULL, NULL, c->dwh, g));
+    else
+        GNN_TRY(gnn_be_gemm(be, 1, 0, fin, HF, ns, 1.0f, L->d, fin, c->dwh, HF, 0.0f, g, HF));
     if (!dx) return 0;
     float *dd = env->dx;
     GNN_TRY(gnn_be_gemm(be, 0, 1, ns, fin, HF, 1.0f, c->dwh, HF, p, HF, 0.0f, dd, fin));
@@ -213,7 +254,7 @@ static size_t gat_state_bytes(const gnn_layer_t *L)
 {
     const gat_t *c = L->state;
     return c ? c->wh_bytes + c->ws_bytes + c->s_bytes + c->y_bytes + c->mean_bytes +
-                   c->dwh_bytes + c->ds_bytes + c->dy_bytes
+                   c->dwh_bytes + c->dy_bytes
              : 0;
 }
 
@@ -221,7 +262,7 @@ static void gat_free(gnn_layer_t *L, gnn_backend_t *be)
 {
     gat_t *c = L->state;
     if (!c) return;
-    void *bufs[] = {c->wh, c->ws, c->s, c->y, c->mean, c->dwh, c->ds, c->dy};
+    void *bufs[] = {c->wh, c->ws, c->s, c->y, c->mean, c->dwh, c->dy};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) gnn_be_free(be, bufs[i]);
     gnn_free(c);
     L->state = NULL;
@@ -235,12 +276,12 @@ const gnn_layer_kind_t gnn_layer_gat = {
     .act = GNN_LAYER_ACT_ELU,
     .attention = 1,
     .dropout_keys = 1,
+    .drops_rows = 1,
     .reads_halo = 1,
     .setup = gat_setup,
     .init = gat_init,
     .sparse_check = gat_sparse_check,
     .forward = gat_forward,
-    .drop_target = gat_drop_target,
     .scratch = gat_scratch,
     .backward = gat_backward,
     .tensors = gat_tensors,
