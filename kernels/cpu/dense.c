@@ -1,7 +1,9 @@
 /*
  * CPU backend of the dense operations (kernels/dense.h).
  *
- * GEMM goes to OpenBLAS (cblas_sgemm, row-major). Everything else is an
+ * GEMM goes to OpenBLAS (cblas_sgemm, row-major), but for the narrow
+ * shapes of a layer's products on a CPU with AVX-512, which have their
+ * own kernels (kernels/cpu/gemm_skinny.c). Everything else is an
  * OpenMP loop. Reductions (bias gradient, cross-entropy loss) are cut into
  * fixed-size blocks independent of the thread count; each block sums in
  * double and the block partials are added in block order, so the result is
@@ -24,6 +26,7 @@
 #include "graph/base/alloc.h"
 #include "graph/base/error.h"
 #include "graph/base/rng.h"
+#include "kernels/cpu/gemm_skinny.h"
 #include "kernels/cpu/philox.h"
 
 /* Work below this many elements runs on one thread. */
@@ -47,6 +50,8 @@ int gnn_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float al
                 c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
         return 0;
     }
+    int done = gnn__gemm_skinny(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    if (done != 0) return done < 0 ? done : 0;
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
                 trans_b ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k, alpha, a, (int)lda,
                 b, (int)ldb, beta, c, (int)ldc);

@@ -233,8 +233,13 @@ static void test_gemm_against_reference(void **state)
 {
     (void)state;
     uint64_t st = g_seed ^ 0x6e6d;
-    static const int64_t shapes[][3] = {{1, 1, 1},  {3, 5, 7},   {17, 13, 31}, {64, 64, 64},
-                                        {33, 1, 100}, {1, 40, 9}, {2, 3, 0},   {129, 67, 513}};
+    /* The last rows: tall and narrow, as a layer's products are (on a CPU
+     * with AVX-512 they have their own kernels, kernels/cpu/gemm_skinny.c:
+     * tiles of 6 rows and 64 columns, chunks of 1024 rows, tails of each). */
+    static const int64_t shapes[][3] = {
+        {1, 1, 1},     {3, 5, 7},     {17, 13, 31},   {64, 64, 64},  {33, 1, 100},
+        {1, 40, 9},    {2, 3, 0},     {129, 67, 513}, {100, 32, 2500}, {300, 64, 130},
+        {65, 1, 300},  {97, 17, 2100}, {203, 128, 20}, {70, 50, 64},   {131, 16, 7}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
         for (int ta = 0; ta < 2; ta++)

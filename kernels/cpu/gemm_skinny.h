@@ -1,0 +1,23 @@
+/*
+ * Products with a narrow side on the CPU (kernels/cpu/gemm_skinny.c): the
+ * shapes of a GNN layer's dense work, a tall matrix of rows (nodes) times
+ * a small weight (features x hidden), and the weight gradient, the tall
+ * matrix transposed times a tall narrow one. gnn_gemm (kernels/cpu/dense.c)
+ * hands them here before OpenBLAS.
+ */
+#ifndef GNN_KERNELS_CPU_GEMM_SKINNY_H
+#define GNN_KERNELS_CPU_GEMM_SKINNY_H
+
+#include <stdint.h>
+
+/* C = alpha op(A) op(B) + beta C (row-major, as gnn_gemm; arguments
+ * already checked, m, n, k > 0) when the shape is one this file computes
+ * and the CPU has AVX-512: 1 done, 0 not taken (the caller goes on to
+ * BLAS), GNN_ENOMEM. Taken: A B and A B^T with n <= 64 (or n <= 128 and
+ * k <= 64), whatever m (each row of C comes out the same for any m); A^T
+ * B with m <= 128, n <= 32 and k >= 64. */
+int gnn__gemm_skinny(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                     const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+                     float *c, int64_t ldc);
+
+#endif
