@@ -31,6 +31,7 @@
 #include "trainer/typed.h"
 
 #include <inttypes.h>
+#include <omp.h>
 #include <string.h>
 
 /* The prepared graph of a block: with the relation layout for a typed
@@ -165,9 +166,11 @@ static int mb_setup(gnn_job_t *j)
         GNN_TRY(gnn_typed_group_rows(&j->g.csr, j->g.etype));
     GNN_TRY(gnn__loader_setup(j, &j->g.csr, j->feat_host, NULL, j->task->seed_targets(j), NULL,
                               NULL));
-    GNN_INFO("mini-batches of %" PRId64 " %s, fanouts %s, %d sampler thread%s, prefetch %d",
+    GNN_INFO("mini-batches of %" PRId64 " %s, fanouts %s, %d sampler thread%s, prefetch %d, "
+             "%d OpenMP thread%s",
              o->batch_size, j->task->edge_seeds ? "training edges" : "seeds", j->fanouts,
-             o->sampler_threads, o->sampler_threads > 1 ? "s" : "", o->prefetch);
+             o->sampler_threads, o->sampler_threads > 1 ? "s" : "", o->prefetch,
+             omp_get_max_threads(), omp_get_max_threads() > 1 ? "s" : "");
 fail:
     return rc;
 }
