@@ -184,6 +184,57 @@ static void test_gradients(void **state)
     check_gradients(1, 5, 4, 1, 3, 0.2f, 0.0f); /* the output layer alone */
 }
 
+/* Two models of cfg on t, the second changed by vary (k = 1): one
+ * training step each (the dropout stream reset), then their logits of a
+ * training forward and their gradients agree within rtol of the largest;
+ * what and the names a, b say which case failed. */
+static void compare_models(fixture_t *t, const gnn_model_config_t *cfg,
+                           void (*vary)(gnn_model_t *m, void *ctx), void *ctx, double rtol,
+                           const char *what, const char *a, const char *b)
+{
+    gnn_model_t *m[2];
+    float *lg[2], *gr[2];
+    int64_t np = 0;
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(gnn_model_create(t->be, t->reg, cfg, 5, &m[k]), 0);
+        if (k) vary(m[k], ctx);
+        np = gnn_model_n_params(m[k]);
+        lg[k] = malloc(t->n * 3 * sizeof(float));
+        gr[k] = malloc(np * sizeof(float));
+        assert_true(lg[k] && gr[k]);
+        loss_of(t, m[k], lg[k]); /* dlogits */
+        assert_int_equal(gnn_model_backward(m[k], lg[k]), 0);
+        memcpy(gr[k], gnn_model_grads(m[k]), np * sizeof(float));
+        gnn_bgraph_t *gs[GNN_MODEL_MAX_LAYERS];
+        for (int l = 0; l < GNN_MODEL_MAX_LAYERS; l++) gs[l] = t->bg;
+        const float *logits;
+        gnn_model_set_rng(m[k], 99, 0);
+        assert_int_equal(gnn_model_forward(m[k], gs, t->x, 1, &logits), 0);
+        memcpy(lg[k], logits, t->n * 3 * sizeof(float));
+    }
+    double lmax = 0.0, gmax = 0.0;
+    for (int64_t i = 0; i < t->n * 3; i++) lmax = fmax(lmax, fabs(lg[0][i]));
+    for (int64_t i = 0; i < np; i++) gmax = fmax(gmax, fabs(gr[0][i]));
+    assert_true(lmax > 0.0 && gmax > 0.0);
+    for (int64_t i = 0; i < t->n * 3; i++)
+        if (fabs(lg[0][i] - lg[1][i]) > rtol * lmax)
+            fail_msg("%s: logit %" PRId64 " %s %.8g, %s %.8g", what, i, a, (double)lg[0][i], b,
+                     (double)lg[1][i]);
+    for (int64_t i = 0; i < np; i++)
+        if (fabs(gr[0][i] - gr[1][i]) > rtol * gmax)
+            fail_msg("%s: gradient %" PRId64 " %s %.8g, %s %.8g", what, i, a, (double)gr[0][i],
+                     b, (double)gr[1][i]);
+    for (int k = 0; k < 2; k++) {
+        free(lg[k]), free(gr[k]);
+        gnn_model_free(m[k]);
+    }
+}
+
+static void use_sparse_input(gnn_model_t *m, void *bxs)
+{
+    assert_int_equal(gnn_model_set_sparse_input(m, bxs), 0);
+}
+
 /*
  * Layer 0 on the sparse input (--sparse-features): Wh = S W and dW = S^T
  * dWh, with S = dropout(X) drawn with the dense matrix's counters. The
@@ -220,46 +271,19 @@ static void test_sparse_input(void **state)
         gnn_model_config_t cfg = {GNN_MODEL_GAT, 2, t.f, 4, 3, 0.3f, NULL, heads[c][0],
                                   heads[c][1], 0.3f, 0.2f, attention(&t, "gat"), 0, NULL, NULL,
                                   0, 0};
-        gnn_model_t *m[2];
-        float *lg[2], *gr[2];
-        int64_t np = 0;
-        for (int k = 0; k < 2; k++) {
-            assert_int_equal(gnn_model_create(t.be, t.reg, &cfg, 5, &m[k]), 0);
-            if (k) assert_int_equal(gnn_model_set_sparse_input(m[k], bxs), 0);
-            np = gnn_model_n_params(m[k]);
-            lg[k] = malloc(t.n * 3 * sizeof(float));
-            gr[k] = malloc(np * sizeof(float));
-            assert_true(lg[k] && gr[k]);
-            loss_of(&t, m[k], lg[k]); /* dlogits */
-            assert_int_equal(gnn_model_backward(m[k], lg[k]), 0);
-            memcpy(gr[k], gnn_model_grads(m[k]), np * sizeof(float));
-            gnn_bgraph_t *gs[GNN_MODEL_MAX_LAYERS];
-            for (int l = 0; l < GNN_MODEL_MAX_LAYERS; l++) gs[l] = t.bg;
-            const float *logits;
-            gnn_model_set_rng(m[k], 99, 0);
-            assert_int_equal(gnn_model_forward(m[k], gs, t.x, 1, &logits), 0);
-            memcpy(lg[k], logits, t.n * 3 * sizeof(float));
-        }
-        double lmax = 0.0, gmax = 0.0;
-        for (int64_t i = 0; i < t.n * 3; i++) lmax = fmax(lmax, fabs(lg[0][i]));
-        for (int64_t i = 0; i < np; i++) gmax = fmax(gmax, fabs(gr[0][i]));
-        assert_true(lmax > 0.0 && gmax > 0.0);
-        for (int64_t i = 0; i < t.n * 3; i++)
-            if (fabs(lg[0][i] - lg[1][i]) > 1e-5 * lmax)
-                fail_msg("heads %d/%d: logit %" PRId64 " dense %.7g sparse %.7g", heads[c][0],
-                         heads[c][1], i, (double)lg[0][i], (double)lg[1][i]);
-        for (int64_t i = 0; i < np; i++)
-            if (fabs(gr[0][i] - gr[1][i]) > 1e-5 * gmax)
-                fail_msg("heads %d/%d: gradient %" PRId64 " dense %.7g sparse %.7g",
-                         heads[c][0], heads[c][1], i, (double)gr[0][i], (double)gr[1][i]);
-        for (int k = 0; k < 2; k++) {
-            free(lg[k]), free(gr[k]);
-            gnn_model_free(m[k]);
-        }
+        char what[32];
+        snprintf(what, sizeof what, "heads %d/%d", heads[c][0], heads[c][1]);
+        compare_models(&t, &cfg, use_sparse_input, bxs, 1e-5, what, "dense", "sparse");
     }
     gnn_be_sparse_free(bxs);
     gnn_csr_free(&xs);
     fixture_free(&t);
+}
+
+static void blocks_of_5(gnn_model_t *m, void *ctx)
+{
+    (void)ctx;
+    gnn_model_set_block_rows(m, 5);
 }
 
 /*
@@ -276,42 +300,9 @@ static void test_dropped_input_blocks(void **state)
     for (int layers = 2; layers <= 3; layers++) {
         gnn_model_config_t cfg = {GNN_MODEL_GAT, layers, t.f, 4, 3, 0.4f, NULL, 3, 2, 0.3f,
                                   0.2f, attention(&t, "gat"), 0, NULL, NULL, 0, 0};
-        gnn_model_t *m[2];
-        float *lg[2], *gr[2];
-        int64_t np = 0;
-        for (int k = 0; k < 2; k++) {
-            assert_int_equal(gnn_model_create(t.be, t.reg, &cfg, 5, &m[k]), 0);
-            if (k) gnn_model_set_block_rows(m[k], 5);
-            np = gnn_model_n_params(m[k]);
-            lg[k] = malloc(t.n * 3 * sizeof(float));
-            gr[k] = malloc(np * sizeof(float));
-            assert_true(lg[k] && gr[k]);
-            loss_of(&t, m[k], lg[k]);
-            assert_int_equal(gnn_model_backward(m[k], lg[k]), 0);
-            memcpy(gr[k], gnn_model_grads(m[k]), np * sizeof(float));
-            gnn_bgraph_t *gs[GNN_MODEL_MAX_LAYERS];
-            for (int l = 0; l < GNN_MODEL_MAX_LAYERS; l++) gs[l] = t.bg;
-            const float *logits;
-            gnn_model_set_rng(m[k], 99, 0);
-            assert_int_equal(gnn_model_forward(m[k], gs, t.x, 1, &logits), 0);
-            memcpy(lg[k], logits, t.n * 3 * sizeof(float));
-        }
-        double lmax = 0.0, gmax = 0.0;
-        for (int64_t i = 0; i < t.n * 3; i++) lmax = fmax(lmax, fabs(lg[0][i]));
-        for (int64_t i = 0; i < np; i++) gmax = fmax(gmax, fabs(gr[0][i]));
-        assert_true(lmax > 0.0 && gmax > 0.0);
-        for (int64_t i = 0; i < t.n * 3; i++)
-            if (fabs(lg[0][i] - lg[1][i]) > 1e-6 * lmax)
-                fail_msg("%d layers: logit %" PRId64 " one block %.8g, blocks of 5 %.8g", layers,
-                         i, (double)lg[0][i], (double)lg[1][i]);
-        for (int64_t i = 0; i < np; i++)
-            if (fabs(gr[0][i] - gr[1][i]) > 1e-6 * gmax)
-                fail_msg("%d layers: gradient %" PRId64 " one block %.8g, blocks of 5 %.8g",
-                         layers, i, (double)gr[0][i], (double)gr[1][i]);
-        for (int k = 0; k < 2; k++) {
-            free(lg[k]), free(gr[k]);
-            gnn_model_free(m[k]);
-        }
+        char what[32];
+        snprintf(what, sizeof what, "%d layers", layers);
+        compare_models(&t, &cfg, blocks_of_5, NULL, 1e-6, what, "one block", "blocks of 5");
     }
     fixture_free(&t);
 }
