@@ -68,6 +68,7 @@ typedef struct {
     const gnn_spmm_graph_t *g;
     gnn_eid_t *t_slot; /* nnz: slot of the edge at each transposed position */
     gnn_eid_t slots;   /* nnz + n_dst with self loops, else nnz */
+    gnn_eid_t longest; /* slots of the longest row */
     int self_loop;
 } gnn_attn_graph_t;
 

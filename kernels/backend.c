@@ -800,7 +800,7 @@ static size_t score_ws(const gnn_bgraph_t *g, const gnn_aggr_def_t *def, const g
 int gnn_be_attn_workspace(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_aggr_def_t *def,
                           const gnn_attn_opts_t *o, size_t *bytes)
 {
-    const gnn_attn_graph_t *a;
+    const gnn_attn_graph_t *a = NULL;
     const gnn_be_edges_t *e;
     NEED(bytes, "gnn_be_attn_workspace");
     int rc = score_prep(be, g, def, o, "gnn_be_attn_workspace", &a, &e);
@@ -816,7 +816,7 @@ static int score_run(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_aggr_def_t *d
                      int backward)
 {
     const char *dir = backward ? "score backward" : "score";
-    const gnn_attn_graph_t *a;
+    const gnn_attn_graph_t *a = NULL;
     const gnn_be_edges_t *e;
     int rc = score_prep(be, g, def, o, "gnn_be_attn_score", &a, &e);
     if (rc < 0) return rc;
@@ -895,7 +895,7 @@ int gnn_be_attn_score_backward(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_agg
 int gnn_be_attn_forward(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_opts_t *o,
                         const float *x, float *s, float *y)
 {
-    const gnn_attn_graph_t *a;
+    const gnn_attn_graph_t *a = NULL;
     int rc = attn_prep(be, g, o, be ? (void *)be->ops->attn_forward : NULL, "gnn_be_attn_forward",
                        &a);
     if (rc < 0) return rc;
@@ -909,7 +909,7 @@ int gnn_be_attn_backward(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_opts
                          const float *x, const float *alpha, const float *dy, float *dx,
                          float *ds)
 {
-    const gnn_attn_graph_t *a;
+    const gnn_attn_graph_t *a = NULL;
     int rc = attn_prep(be, g, o, be ? (void *)be->ops->attn_backward : NULL,
                        "gnn_be_attn_backward", &a);
     if (rc < 0) return rc;

@@ -48,9 +48,12 @@ int gnn_attn_graph_create(const gnn_spmm_graph_t *g, int self_loop, gnn_attn_gra
      * the rows taken in order, which this replays to find each entry's slot. */
     memcpy(next, g->t.indptr, (size_t)g->n_src * sizeof *next);
     const gnn_csr_t *c = g->csr;
-    for (gnn_vid_t v = 0; v < g->n_dst; v++)
+    for (gnn_vid_t v = 0; v < g->n_dst; v++) {
+        gnn_eid_t n = c->indptr[v + 1] - c->indptr[v] + (self_loop ? 1 : 0);
+        a->longest = n > a->longest ? n : a->longest;
         for (gnn_eid_t k = c->indptr[v]; k < c->indptr[v + 1]; k++)
             a->t_slot[next[c->indices[k]]++] = k + (self_loop ? v : 0);
+    }
     gnn_free(next);
     *out = a;
     return 0;
@@ -420,11 +423,7 @@ int gnn_attn_backward(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, const
      * backward ds = alpha (d alpha - sum alpha d alpha). The row's alpha
      * is copied first (ds may be alpha): each thread's copy holds the
      * longest row. */
-    gnn_eid_t longest = 0;
-    for (gnn_vid_t v = 0; v < g->n_dst; v++) {
-        gnn_eid_t n = row_of(a, v).n;
-        longest = n > longest ? n : longest;
-    }
+    gnn_eid_t longest = a->longest;
     int failed = 0;
 #pragma omp parallel
     {

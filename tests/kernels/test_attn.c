@@ -102,6 +102,12 @@ static void check_case(int self_loop, float dropout)
     assert_int_equal(gnn_attn_graph_create(b.g, self_loop, &a), 0);
     int64_t H = o.heads, W = o.heads * o.f, S = a->slots;
     assert_int_equal(S, b.c.nnz + (self_loop ? b.nd : 0));
+    int64_t longest = 0; /* the backward's per-thread copy of a row */
+    for (int64_t v = 0; v < b.nd; v++) {
+        int64_t n = b.c.indptr[v + 1] - b.c.indptr[v] + (self_loop ? 1 : 0);
+        longest = n > longest ? n : longest;
+    }
+    assert_int_equal(a->longest, longest);
     double *el = malloc(b.ns * H * sizeof *el), *er = malloc(b.nd * H * sizeof *er);
     double *x = malloc(b.ns * W * sizeof *x), *dy = malloc(b.nd * W * sizeof *dy);
     double *rs = malloc(S * H * sizeof *rs), *ra = malloc(S * H * sizeof *ra);

@@ -121,8 +121,8 @@ static int dropped_gemm(gnn_layer_t *L, gnn_layer_env_t *env, float *blk, int ba
                         const float *w, float *wh, const float *dwh, float *dw)
 {
     int rc = 0;
-    int64_t HF = ((const gat_t *)L->state)->H * ((const gat_t *)L->state)->F, fin = L->fin;
-    int64_t br = ((const gat_t *)L->state)->drop_br;
+    const gat_t *c = L->state;
+    int64_t HF = c->H * c->F, fin = L->fin, br = c->drop_br;
     if (backward && L->n_src == 0) /* no rows: dW = 0 */
         return gnn_be_gemm(env->be, 1, 0, fin, HF, 0, 1.0f, blk, fin, dwh, HF, 0.0f, dw, HF);
     for (int64_t r0 = 0; r0 < L->n_src; r0 += br) {
@@ -206,9 +206,10 @@ fail:
 static void gat_scratch(const gnn_layer_t *L, int input_grad, gnn_layer_scratch_t *s)
 {
     (void)input_grad;
+    const gat_t *c = L->state;
     memset(s, 0, sizeof *s);
     s->uses_t = L->drop_rows; /* a block of D's rows */
-    s->t_bytes = L->drop_rows ? gnn_layer_fbytes(((const gat_t *)L->state)->drop_br, L->fin) : 0;
+    s->t_bytes = L->drop_rows ? gnn_layer_fbytes(c->drop_br, L->fin) : 0;
 }
 
 static int gat_backward(gnn_layer_t *L, gnn_layer_env_t *env, float *dz, float **dx)
