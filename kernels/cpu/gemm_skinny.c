@@ -11,16 +11,22 @@
  * tall operand once, where it lies:
  *
  *   C = A B (and A B^T, B transposed first: it is the small one): tiles of
- *   6 rows of C by up to 64 columns held in 24 vector registers; per step
- *   of k, the 4 vectors of B's row and one broadcast of each of the 6 rows
- *   of A.
+ *   12 rows of C by up to 32 columns, or 6 rows by up to 64, held in 24
+ *   vector registers; per step of k, the vectors of B's row and one
+ *   broadcast of each row of A.
  *
  *   C = A^T B (C is k_A x n, the sum runs over the tall side): the rows of
  *   A and B are cut into chunks fixed by the shape (not by the thread
- *   count), each chunk's partial C formed in registers (tiles of up to 128
- *   rows of C by 3 columns: per row of A, 8 vectors of A's row and 3
+ *   count), each chunk's partial C formed in registers (tiles of up to 64
+ *   rows of C by 6 columns: per row of A, 4 vectors of A's row and 6
  *   broadcasts of B's), and the partials added in chunk order: the result
  *   does not depend on the number of threads.
+ *
+ * Every index into a tile's accumulators is a constant once its loops are
+ * unrolled (the edge tiles store under a test, not a loop of variable
+ * length): GCC then keeps them in registers; with a variable index it kept
+ * a copy in memory and stored every accumulator at every step (a third
+ * of the speed).
  *
  * Everything is checked at run time: without AVX-512 gnn_gemm goes to
  * OpenBLAS as before.
@@ -54,66 +60,93 @@ AVX512 static void lane_masks(int64_t w, int nv, __mmask16 *mk)
 
 /* ---- C = alpha A B + beta C ------------------------------------------------------ */
 
-#define NN_ROWS 6
+/* Rows of C per tile: 12 for up to 2 vectors of columns, 6 for 3-4 (the
+ * accumulators, the row of B and a broadcast fit the 32 registers). */
+#define NN_ROWS_MAX 12
 
-/* One tile: rows [0, rows) of C (rows <= 6; the missing rows compute on
- * row 0 and are not stored) by the NV vectors of columns from j0. */
-INLINE AVX512 void nn_tile(const int NV, int64_t rows, int64_t k, const float *a, int64_t lda,
-                           const float *b, int64_t ldb, int64_t j0, const __mmask16 *mk,
+/* One tile: rows [0, rows) of C (rows <= R; the missing rows compute on
+ * row 0 and are not stored) by the NV vectors of columns from j0, the
+ * last one masked by ml. Every index of acc is a constant once the loops
+ * are unrolled, so the accumulators stay in registers. */
+INLINE AVX512 void nn_tile(const int R, const int NV, int64_t rows, int64_t k, const float *a,
+                           int64_t lda, const float *b, int64_t ldb, int64_t j0, __mmask16 ml,
                            float alpha, float beta, float *c, int64_t ldc)
 {
-    const float *ar[NN_ROWS];
-    for (int r = 0; r < NN_ROWS; r++) ar[r] = a + (r < rows ? r : 0) * lda;
-    __m512 acc[NN_ROWS][4];
-#pragma GCC unroll 6
-    for (int r = 0; r < NN_ROWS; r++)
+    const float *ar[NN_ROWS_MAX];
+#pragma GCC unroll 12
+    for (int r = 0; r < R; r++) ar[r] = a + (r < rows ? r : 0) * lda;
+    __m512 acc[NN_ROWS_MAX][4];
+#pragma GCC unroll 12
+    for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
         for (int q = 0; q < NV; q++) acc[r][q] = _mm512_setzero_ps();
     const float *bp = b + j0;
     for (int64_t p = 0; p < k; p++, bp += ldb) {
         __m512 bv[4];
 #pragma GCC unroll 4
-        for (int q = 0; q < NV; q++) bv[q] = _mm512_maskz_loadu_ps(mk[q], bp + 16 * q);
-#pragma GCC unroll 6
-        for (int r = 0; r < NN_ROWS; r++) {
+        for (int q = 0; q < NV; q++)
+            bv[q] = q + 1 < NV ? _mm512_loadu_ps(bp + 16 * q) : _mm512_maskz_loadu_ps(ml, bp + 16 * q);
+#pragma GCC unroll 12
+        for (int r = 0; r < R; r++) {
             __m512 x = _mm512_set1_ps(ar[r][p]);
 #pragma GCC unroll 4
             for (int q = 0; q < NV; q++) acc[r][q] = _mm512_fmadd_ps(x, bv[q], acc[r][q]);
         }
     }
     __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
-    for (int64_t r = 0; r < rows; r++)
+#pragma GCC unroll 12
+    for (int r = 0; r < R; r++) {
+        if (r >= rows) break;
+#pragma GCC unroll 4
         for (int q = 0; q < NV; q++) {
             float *cp = c + r * ldc + j0 + 16 * q;
+            __mmask16 mq = q + 1 < NV ? (__mmask16)0xffff : ml;
             __m512 v = _mm512_mul_ps(va, acc[r][q]);
-            if (beta != 0.0f) v = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(mk[q], cp), v);
-            _mm512_mask_storeu_ps(cp, mk[q], v);
+            if (beta != 0.0f) v = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(mq, cp), v);
+            _mm512_mask_storeu_ps(cp, mq, v);
         }
+    }
 }
+
+/* One tile of R rows by NV vectors (the variables of nn's loop). */
+#define NN_CASE(R, NV)                                                                             \
+    nn_tile(R, NV, rows, k, at, lda, b, ldb, j0, ml, alpha, beta, ct, ldc)
 
 AVX512 static void nn(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
                       const float *b, int64_t ldb, float beta, float *c, int64_t ldc)
 {
-    int64_t tiles = (m + NN_ROWS - 1) / NN_ROWS;
+    /* The tile height depends on n only: it changes which rows share a
+     * tile, never the sum that forms a row. */
+    const int64_t step = n <= 32 ? 12 : 6;
+    int64_t tiles = (m + step - 1) / step;
 #pragma omp parallel for schedule(static) if (m * n * k >= PAR_MIN_FLOPS)
     for (int64_t t = 0; t < tiles; t++) {
-        int64_t i0 = t * NN_ROWS, rows = m - i0 < NN_ROWS ? m - i0 : NN_ROWS;
+        int64_t i0 = t * step, rows = m - i0 < step ? m - i0 : step;
+        const float *at = a + i0 * lda;
+        float *ct = c + i0 * ldc;
         for (int64_t j0 = 0; j0 < n; j0 += 64) {
             int64_t w = n - j0 < 64 ? n - j0 : 64;
             int nv = (int)((w + 15) / 16);
-            __mmask16 mk[4];
-            lane_masks(w, 4, mk);
-            const float *at = a + i0 * lda;
-            float *ct = c + i0 * ldc;
-            switch (nv) {
-            case 1: nn_tile(1, rows, k, at, lda, b, ldb, j0, mk, alpha, beta, ct, ldc); break;
-            case 2: nn_tile(2, rows, k, at, lda, b, ldb, j0, mk, alpha, beta, ct, ldc); break;
-            case 3: nn_tile(3, rows, k, at, lda, b, ldb, j0, mk, alpha, beta, ct, ldc); break;
-            default: nn_tile(4, rows, k, at, lda, b, ldb, j0, mk, alpha, beta, ct, ldc); break;
+            int64_t last = w - 16 * (nv - 1);
+            __mmask16 ml = last >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << last) - 1u);
+            if (step == 12) {
+                if (nv == 1)
+                    NN_CASE(12, 1);
+                else
+                    NN_CASE(12, 2);
+            } else if (nv == 1) {
+                NN_CASE(6, 1);
+            } else if (nv == 2) {
+                NN_CASE(6, 2);
+            } else if (nv == 3) {
+                NN_CASE(6, 3);
+            } else {
+                NN_CASE(6, 4);
             }
         }
     }
 }
+#undef NN_CASE
 
 /* ---- C = alpha A^T B + beta C ---------------------------------------------------- */
 
@@ -124,37 +157,48 @@ AVX512 static void nn(int64_t m, int64_t n, int64_t k, float alpha, const float 
 /* Rows per pass over the tiles inside a chunk: their m columns of A take
  * about TN_SUB_BYTES (they stay in L2 while every tile reads them). */
 #define TN_SUB_BYTES ((int64_t)192 << 10)
-#define TN_COLS 3
+#define TN_COLS 6
 
 /* part (n x m, C transposed) += the product of rows [0, rows) of A (its
- * columns [p0, p0 + 16 PV)) and of B, for columns [j0, j0 + jn) of C. */
+ * columns [p0, p0 + 16 PV), masked by mk) and of B, for columns [j0, j0 +
+ * jn) of C. Per row: the TN_COLS broadcasts of B's row first, then each
+ * vector of A's row read once and used TN_COLS times (24 accumulators, 6
+ * broadcasts and 1 vector of A: within the 32 registers). */
 INLINE AVX512 void tn_tile(const int PV, int64_t rows, const float *a, int64_t lda,
                            const float *b, int64_t ldb, int64_t p0, const __mmask16 *mk,
                            int64_t j0, int64_t jn, float *part, int64_t m)
 {
-    __m512 acc[TN_COLS][8];
-    int64_t jj[TN_COLS];
-    for (int t = 0; t < TN_COLS; t++) jj[t] = j0 + (t < jn ? t : 0);
-#pragma GCC unroll 3
+    __m512 acc[TN_COLS][4];
+    float *pt[TN_COLS];
+    const float *bt[TN_COLS];
+#pragma GCC unroll 6
+    for (int t = 0; t < TN_COLS; t++) {
+        int64_t j = j0 + (t < jn ? t : 0);
+        pt[t] = part + j * m + p0;
+        bt[t] = b + j;
+    }
+#pragma GCC unroll 6
     for (int t = 0; t < TN_COLS; t++)
-#pragma GCC unroll 8
-        for (int q = 0; q < PV; q++)
-            acc[t][q] = _mm512_maskz_loadu_ps(mk[q], part + jj[t] * m + p0 + 16 * q);
+#pragma GCC unroll 4
+        for (int q = 0; q < PV; q++) acc[t][q] = _mm512_maskz_loadu_ps(mk[q], pt[t] + 16 * q);
     const float *ap = a + p0;
     for (int64_t i = 0; i < rows; i++, ap += lda) {
-        __m512 x[8];
-#pragma GCC unroll 8
-        for (int q = 0; q < PV; q++) x[q] = _mm512_maskz_loadu_ps(mk[q], ap + 16 * q);
-#pragma GCC unroll 3
-        for (int t = 0; t < TN_COLS; t++) {
-            __m512 g = _mm512_set1_ps(b[i * ldb + jj[t]]);
-#pragma GCC unroll 8
-            for (int q = 0; q < PV; q++) acc[t][q] = _mm512_fmadd_ps(g, x[q], acc[t][q]);
+        __m512 g[TN_COLS];
+#pragma GCC unroll 6
+        for (int t = 0; t < TN_COLS; t++) g[t] = _mm512_set1_ps(bt[t][i * ldb]);
+#pragma GCC unroll 4
+        for (int q = 0; q < PV; q++) {
+            __m512 x = _mm512_maskz_loadu_ps(mk[q], ap + 16 * q);
+#pragma GCC unroll 6
+            for (int t = 0; t < TN_COLS; t++) acc[t][q] = _mm512_fmadd_ps(g[t], x, acc[t][q]);
         }
     }
-    for (int64_t t = 0; t < jn; t++)
-        for (int q = 0; q < PV; q++)
-            _mm512_mask_storeu_ps(part + jj[t] * m + p0 + 16 * q, mk[q], acc[t][q]);
+#pragma GCC unroll 6
+    for (int t = 0; t < TN_COLS; t++) {
+        if (t >= jn) break;
+#pragma GCC unroll 4
+        for (int q = 0; q < PV; q++) _mm512_mask_storeu_ps(pt[t] + 16 * q, mk[q], acc[t][q]);
+    }
 }
 
 /* One chunk of rows of A and B into part (zeroed by the caller). */
@@ -166,19 +210,17 @@ AVX512 static void tn_chunk(int64_t rows, int64_t m, int64_t n, const float *a, 
     for (int64_t s0 = 0; s0 < rows; s0 += sub) {
         int64_t sr = rows - s0 < sub ? rows - s0 : sub;
         const float *as = a + s0 * lda, *bs = b + s0 * ldb;
-        for (int64_t p0 = 0; p0 < m; p0 += 128) {
-            int64_t w = m - p0 < 128 ? m - p0 : 128;
+        for (int64_t p0 = 0; p0 < m; p0 += 64) {
+            int64_t w = m - p0 < 64 ? m - p0 : 64;
             int pv = (int)((w + 15) / 16);
-            __mmask16 mk[8];
-            lane_masks(w, 8, mk);
+            __mmask16 mk[4];
+            lane_masks(w, 4, mk);
             for (int64_t j0 = 0; j0 < n; j0 += TN_COLS) {
                 int64_t jn = n - j0 < TN_COLS ? n - j0 : TN_COLS;
                 if (pv <= 2)
                     tn_tile(2, sr, as, lda, bs, ldb, p0, mk, j0, jn, part, m);
-                else if (pv <= 4)
-                    tn_tile(4, sr, as, lda, bs, ldb, p0, mk, j0, jn, part, m);
                 else
-                    tn_tile(8, sr, as, lda, bs, ldb, p0, mk, j0, jn, part, m);
+                    tn_tile(4, sr, as, lda, bs, ldb, p0, mk, j0, jn, part, m);
             }
         }
     }
