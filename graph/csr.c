@@ -21,6 +21,7 @@
 #include "graph/base/error.h"
 
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -297,10 +298,76 @@ fail:
 
 /* ---- Transpose, copy, free, sort ------------------------------------------------ */
 
+/* Entries below which a transpose runs on one thread. */
+#define TRANSPOSE_PAR_MIN ((gnn_eid_t)1 << 16)
+
+/* First row whose entries start at or after target. */
+static gnn_vid_t row_at_entry(const gnn_eid_t *indptr, gnn_vid_t n, gnn_eid_t target)
+{
+    gnn_vid_t lo = 0, hi = n;
+    while (lo < hi) {
+        gnn_vid_t mid = lo + (hi - lo) / 2;
+        if (indptr[mid] < target)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/*
+ * The counting sort of the transpose over nt threads: thread q takes the
+ * rows of a whose entries are its share, counts its entries per column
+ * (cnt, nt x n_cols), and writes them from where the threads before it
+ * end in each column. Entry for entry the result is the one-thread scan's.
+ */
+static void transpose_parallel(const gnn_csr_t *a, gnn_csr_t *r, gnn_eid_t *cnt, int nt)
+{
+    const gnn_vid_t nc = r->n_rows;
+#pragma omp parallel num_threads(nt)
+    {
+        int q = omp_get_thread_num();
+        int nq = omp_get_num_threads();
+        gnn_eid_t *mine = cnt + (size_t)q * (size_t)nc;
+        gnn_vid_t v0 = row_at_entry(a->indptr, a->n_rows, a->nnz / nq * q + a->nnz % nq * q / nq);
+        gnn_vid_t v1 = q == nq - 1 ? a->n_rows
+                                   : row_at_entry(a->indptr, a->n_rows,
+                                                  a->nnz / nq * (q + 1) +
+                                                      a->nnz % nq * (q + 1) / nq);
+        for (gnn_eid_t j = a->indptr[v0]; j < a->indptr[v1]; j++) mine[a->indices[j]]++;
+#pragma omp barrier
+#pragma omp for schedule(static)
+        for (gnn_vid_t c = 0; c < nc; c++) {
+            gnn_eid_t n = 0;
+            for (int k = 0; k < nq; k++) n += cnt[(size_t)k * (size_t)nc + (size_t)c];
+            r->indptr[c + 1] = n;
+        }
+#pragma omp single
+        lengths_to_starts(r->indptr, nc);
+#pragma omp for schedule(static)
+        for (gnn_vid_t c = 0; c < nc; c++) {
+            gnn_eid_t at = r->indptr[c];
+            for (int k = 0; k < nq; k++) {
+                gnn_eid_t *x = cnt + (size_t)k * (size_t)nc + (size_t)c;
+                gnn_eid_t n = *x;
+                *x = at;
+                at += n;
+            }
+        }
+        for (gnn_vid_t v = v0; v < v1; v++)
+            for (gnn_eid_t j = a->indptr[v]; j < a->indptr[v + 1]; j++) {
+                gnn_eid_t pos = mine[a->indices[j]]++;
+                r->indices[pos] = v;
+                if (a->weights) r->weights[pos] = a->weights[j];
+            }
+    }
+}
+
 int gnn_csr_transpose(const gnn_csr_t *a, gnn_csr_t *t)
 {
     int rc = 0;
     gnn_csr_t r = {0};
+    gnn_eid_t *cnt = NULL;
 
     GNN_CHECK(t, GNN_EINVAL, "transposing CSR: no output");
     memset(t, 0, sizeof *t);
@@ -318,18 +385,30 @@ int gnn_csr_transpose(const gnn_csr_t *a, gnn_csr_t *t)
         GNN_CHECK(r.weights, GNN_ENOMEM, "transposing CSR: out of memory");
     }
 
-    /* Counting sort by source; scanning a in row order leaves the rows of
-     * the result sorted, and repeated entries in their order within a row. */
-    for (gnn_eid_t j = 0; j < a->nnz; j++) r.indptr[a->indices[j] + 1]++;
-    lengths_to_starts(r.indptr, r.n_rows);
-    for (gnn_vid_t v = 0; v < a->n_rows; v++) {
-        for (gnn_eid_t j = a->indptr[v]; j < a->indptr[v + 1]; j++) {
-            gnn_eid_t pos = r.indptr[a->indices[j]]++;
-            r.indices[pos] = v;
-            if (a->weights) r.weights[pos] = a->weights[j];
+    /* Threads while their counts (a column count each) take at most half
+     * the room of the entries. */
+    int nt = omp_get_max_threads();
+    while (nt > 1 && (gnn_eid_t)nt * (gnn_eid_t)r.n_rows > r.nnz / 2) nt--;
+    if (nt > 1 && r.nnz >= TRANSPOSE_PAR_MIN)
+        cnt = gnn_calloc((size_t)nt * (size_t)r.n_rows, sizeof *cnt);
+    if (cnt) {
+        transpose_parallel(a, &r, cnt, nt);
+        gnn_free(cnt);
+    } else {
+        /* Counting sort by source; scanning a in row order leaves the rows
+         * of the result sorted, and repeated entries in their order within
+         * a row. */
+        for (gnn_eid_t j = 0; j < a->nnz; j++) r.indptr[a->indices[j] + 1]++;
+        lengths_to_starts(r.indptr, r.n_rows);
+        for (gnn_vid_t v = 0; v < a->n_rows; v++) {
+            for (gnn_eid_t j = a->indptr[v]; j < a->indptr[v + 1]; j++) {
+                gnn_eid_t pos = r.indptr[a->indices[j]]++;
+                r.indices[pos] = v;
+                if (a->weights) r.weights[pos] = a->weights[j];
+            }
         }
+        ends_to_starts(r.indptr, r.n_rows);
     }
-    ends_to_starts(r.indptr, r.n_rows);
 
     /* Repeats, self loops and symmetry are the same seen from either side. */
     r.flags = GNN_CSR_SORTED |

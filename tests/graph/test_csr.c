@@ -21,6 +21,7 @@
 #include "graph/csr.h"
 
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -255,6 +256,70 @@ static void test_transpose_rectangular(void **state)
     assert_int_equal(counts[1], 1);
     assert_int_equal(counts[2], 2);
     gnn_csr_free(&t);
+}
+
+/* Above the size where the transpose splits its rows over threads: the
+ * result, with repeated entries and weights, entry for entry the naive
+ * one's (entries of column c in the order of their rows, a row's repeats
+ * in their order), for 1, 2, 3 and 4 threads. */
+static void test_transpose_threads(void **state)
+{
+    (void)state;
+    uint64_t rng = g_seed ^ 0x7a5e;
+    const gnn_vid_t nr = 3000, nc = 5000;
+    gnn_csr_t a = {.n_rows = nr, .n_cols = nc};
+    a.indptr = calloc((size_t)nr + 1, sizeof *a.indptr);
+    assert_non_null(a.indptr);
+    for (gnn_vid_t v = 0; v < nr; v++) /* uneven rows, some empty */
+        a.indptr[v + 1] = a.indptr[v] + (v % 7 == 3 ? 0 : rng_below(&rng, v < 100 ? 400 : 60));
+    a.nnz = a.indptr[nr];
+    assert_true(a.nnz > (1 << 16));
+    a.indices = malloc((size_t)a.nnz * sizeof *a.indices);
+    a.weights = malloc((size_t)a.nnz * sizeof *a.weights);
+    assert_true(a.indices && a.weights);
+    for (gnn_eid_t j = 0; j < a.nnz; j++) {
+        /* a few hot columns take many entries, repeats within rows */
+        a.indices[j] = rng_below(&rng, 4) == 0 ? rng_below(&rng, 16) : rng_below(&rng, nc);
+        a.weights[j] = (float)j;
+    }
+    /* The reference: column by column, scanning rows in order. */
+    gnn_eid_t *rp = calloc((size_t)nc + 1, sizeof *rp);
+    gnn_vid_t *ri = malloc((size_t)a.nnz * sizeof *ri);
+    float *rw = malloc((size_t)a.nnz * sizeof *rw);
+    assert_true(rp && ri && rw);
+    for (gnn_eid_t j = 0; j < a.nnz; j++) rp[a.indices[j] + 1]++;
+    for (gnn_vid_t c = 0; c < nc; c++) rp[c + 1] += rp[c];
+    gnn_eid_t *at = malloc((size_t)nc * sizeof *at);
+    assert_non_null(at);
+    memcpy(at, rp, (size_t)nc * sizeof *at);
+    for (gnn_vid_t v = 0; v < nr; v++)
+        for (gnn_eid_t j = a.indptr[v]; j < a.indptr[v + 1]; j++) {
+            ri[at[a.indices[j]]] = v;
+            rw[at[a.indices[j]]++] = a.weights[j];
+        }
+    int saved = omp_get_max_threads();
+    for (int nt = 1; nt <= 4; nt++) {
+        omp_set_num_threads(nt);
+        gnn_csr_t t;
+        assert_int_equal(gnn_csr_transpose(&a, &t), 0);
+        assert_int_equal(t.n_rows, nc);
+        assert_int_equal(t.n_cols, nr);
+        assert_int_equal(t.nnz, a.nnz);
+        assert_memory_equal(t.indptr, rp, ((size_t)nc + 1) * sizeof *rp);
+        assert_memory_equal(t.indices, ri, (size_t)a.nnz * sizeof *ri);
+        assert_memory_equal(t.weights, rw, (size_t)a.nnz * sizeof *rw);
+        assert_true(t.flags & GNN_CSR_SORTED);
+        assert_int_equal(gnn_csr_validate(&t), 0);
+        gnn_csr_free(&t);
+    }
+    omp_set_num_threads(saved);
+    free(at);
+    free(rp);
+    free(ri);
+    free(rw);
+    free(a.indptr);
+    free(a.indices);
+    free(a.weights);
 }
 
 static void test_copy_equal_sort_rows(void **state)
@@ -846,6 +911,7 @@ int main(void)
         cmocka_unit_test(test_symmetrize),
         cmocka_unit_test(test_transpose),
         cmocka_unit_test(test_transpose_rectangular),
+        cmocka_unit_test(test_transpose_threads),
         cmocka_unit_test(test_copy_equal_sort_rows),
         cmocka_unit_test(test_degree_stats),
         cmocka_unit_test(test_out_of_range_and_bad_arguments),
