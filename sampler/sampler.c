@@ -9,11 +9,13 @@
  *      stream of (key, v, h) by Floyd's algorithm and are turned into global
  *      source ids in place, one row behind the draws so that the random
  *      reads of the graph's rows (prefetched) overlap the arithmetic;
- *   3. local ids, sequentially in row order through the batch's id map, so
- *      the numbering is the same for every thread count; then each row is
- *      sorted (in parallel).
- * Nothing is sized by the graph's node count except a cap on the batch's own
- * arrays, so a batch costs O(sampled edges) whatever the graph.
+ *   3. local ids, sequentially in row order, so the numbering is the same
+ *      for every thread count; then each row is sorted (in parallel).
+ * Local ids are found through the batch's id map, sized by the batch; a
+ * batch whose seeds and fanouts can reach a quarter of the graph's nodes
+ * or more uses an array over the graph instead (one int32 a node, up to
+ * 2^28 nodes), whose reads hit the cache where the map's miss it. Either
+ * way a batch costs O(sampled edges + what it reaches).
  */
 #include "sampler/sampler.h"
 
@@ -33,6 +35,7 @@ struct gnn_sampler {
     const gnn_vid_t *key_ids;           /* NULL: draws keyed by node id */
     gnn_sampler_remote_t remote;        /* remote.draw NULL: every row held */
     const int32_t *etype;               /* typed draws: relation of each entry */
+    int index;                          /* gnn__sampler_set_index */
 };
 
 /* The edges a batch excludes (sampler.h): per row with any, its excluded
@@ -309,23 +312,77 @@ int gnn_sampler_excl_has_row(const gnn_sampler_excl_t *x, gnn_vid_t v)
 
 /* ---- The batch's node list ---------------------------------------------------- */
 
+/* A batch reaching at least a quarter of the graph's nodes (by the bound
+ * of its seeds and fanouts) finds positions through an array over the
+ * graph's nodes, at most this many, instead of the id map. */
+#define DENSE_MAX_NODES ((gnn_vid_t)1 << 28)
+
+/*
+ * The batch's nodes and where each stands in the list: through the id map
+ * (memory after the batch), or, when the batch spans much of the graph,
+ * through pos, one int32 per graph node (-1: not in the list), whose reads
+ * hit the cache where the map's miss it.
+ */
 typedef struct {
-    gnn__idmap_t map;  /* global id -> position in nodes */
+    gnn__idmap_t map;  /* global id -> position in nodes (pos NULL) */
+    int32_t *pos;      /* n_pos entries, or NULL */
+    gnn_vid_t n_pos;
     gnn_vid_t *nodes;  /* global ids in order of first appearance */
     gnn_vid_t n_nodes, cap;
 } frontier_t;
 
-static void frontier_free(frontier_t *f)
+static void frontier_free_index(frontier_t *f)
 {
     gnn__idmap_free(&f->map);
+    gnn_free(f->pos);
+    f->pos = NULL;
+}
+
+static void frontier_free(frontier_t *f)
+{
+    frontier_free_index(f);
     gnn_free(f->nodes);
     memset(f, 0, sizeof *f);
+}
+
+/* Whether a batch that may reach `reach` nodes of the graph's n_graph
+ * should index them by an array over the graph. */
+static int want_dense(gnn_vid_t n_graph, double reach)
+{
+    return n_graph > 0 && n_graph <= DENSE_MAX_NODES && 4.0 * reach >= (double)n_graph;
+}
+
+/* Index by an array over the n_graph nodes (before any node is added). */
+static int frontier_dense(frontier_t *f, gnn_vid_t n_graph)
+{
+    f->pos = gnn_malloc_array((size_t)n_graph + 1, sizeof *f->pos);
+    if (!f->pos) return GNN_ENOMEM;
+    memset(f->pos, 0xff, ((size_t)n_graph + 1) * sizeof *f->pos);
+    f->n_pos = n_graph;
+    return 0;
+}
+
+/* The position of u, or, when the list does not hold it, u appended. */
+static inline gnn_vid_t frontier_get_or_put(frontier_t *f, gnn_vid_t u)
+{
+    gnn_vid_t l;
+    if (f->pos) {
+        l = f->pos[u];
+        if (l >= 0) return l;
+        l = f->n_nodes;
+        f->pos[u] = (int32_t)l;
+    } else {
+        l = gnn__idmap_get_or_put(&f->map, u, f->n_nodes);
+        if (l != f->n_nodes) return l;
+    }
+    f->nodes[f->n_nodes++] = u;
+    return l;
 }
 
 /* Room for n nodes in all. */
 static int frontier_reserve(frontier_t *f, gnn_vid_t n)
 {
-    int rc = gnn__idmap_reserve(&f->map, n);
+    int rc = f->pos ? 0 : gnn__idmap_reserve(&f->map, n);
     if (rc < 0) return rc;
     if (n > f->cap || !f->nodes) {
         gnn_vid_t cap = n > 0 ? n : 1;
@@ -351,13 +408,13 @@ static int frontier_start(frontier_t *f, const gnn_vid_t *ids, int64_t n, gnn_vi
                             "%s %" GNN_PRIvid " at position %" PRId64
                             " is outside the graph's nodes [0, %" GNN_PRIvid ")",
                             what, v, i, n_graph);
-        gnn_vid_t at = gnn__idmap_get_or_put(&f->map, v, i);
+        f->n_nodes = i;
+        gnn_vid_t at = frontier_get_or_put(f, v);
         if (at != i)
             return GNN_FAIL(GNN_EINVAL,
                             "%s %" GNN_PRIvid " is repeated (positions %" GNN_PRIvid " and %" PRId64
                             ")",
                             what, v, at, i);
-        f->nodes[i] = v;
     }
     f->n_nodes = n;
     return 0;
@@ -569,13 +626,13 @@ static int sample_hop(const rows_t *rs, int fanout, uint64_t key, int h, frontie
     if (rc < 0) goto fail;
     dst = NULL; /* the node list may have moved */
     for (gnn_eid_t e = 0; e < nnz; e++) {
-        if (e + MAP_PREFETCH_AHEAD < nnz)
-            __builtin_prefetch(
-                &f->map.slots[gnn__idmap_hash(indices[e + MAP_PREFETCH_AHEAD]) & f->map.mask]);
-        gnn_vid_t u = indices[e];
-        gnn_vid_t l = gnn__idmap_get_or_put(&f->map, u, f->n_nodes);
-        if (l == f->n_nodes) f->nodes[f->n_nodes++] = u;
-        indices[e] = l;
+        if (e + MAP_PREFETCH_AHEAD < nnz) {
+            gnn_vid_t w = indices[e + MAP_PREFETCH_AHEAD];
+            __builtin_prefetch(f->pos ? (const void *)&f->pos[w]
+                                      : (const void *)&f->map.slots[gnn__idmap_hash(w) &
+                                                                    f->map.mask]);
+        }
+        indices[e] = frontier_get_or_put(f, indices[e]);
     }
 #pragma omp parallel for schedule(dynamic, 256)
     for (gnn_vid_t i = 0; i < n_dst; i++) sort_row(indices + indptr[i], indptr[i + 1] - indptr[i]);
@@ -718,9 +775,7 @@ static int sample_hop_typed(const rows_t *rs, int fanout, uint64_t key, int h, f
     if (rc < 0) goto fail;
     dst = NULL;
     for (gnn_eid_t e = 0; e < nnz; e++) {
-        gnn_vid_t u = indices[e];
-        gnn_vid_t l = gnn__idmap_get_or_put(&f->map, u, f->n_nodes);
-        if (l == f->n_nodes) f->nodes[f->n_nodes++] = u;
+        gnn_vid_t l = frontier_get_or_put(f, indices[e]);
         keys[e] = (uint64_t)l << 8 | (uint64_t)rel[e];
     }
 #pragma omp parallel for schedule(dynamic, 256)
@@ -818,6 +873,14 @@ int gnn_sampler_set_relations(gnn_sampler_t *s, const int32_t *etype, int n_rels
     return 0;
 }
 
+int gnn__sampler_set_index(gnn_sampler_t *s, int mode)
+{
+    if (!s || mode < 0 || mode > 2)
+        return GNN_FAIL(GNN_EINVAL, "sampler: index mode %d (0, 1 or 2)", mode);
+    s->index = mode;
+    return 0;
+}
+
 int gnn_sampler_set_key_ids(gnn_sampler_t *s, const gnn_vid_t *ids)
 {
     if (!s) return GNN_FAIL(GNN_EINVAL, "sampler: sampler is NULL");
@@ -901,6 +964,18 @@ int gnn_sampler_sample_excluding(const gnn_sampler_t *s, const gnn_vid_t *seeds,
               "sampler: bad excluded edges (%" PRId64 ")", n_excl);
     const gnn_csr_t *g = s->graph;
     /* With rows held elsewhere a seed may be any node its holder resolves. */
+    if (!s->remote.draw) { /* the most nodes the hops can reach */
+        double reach = (double)n, per = 1.0;
+        double deg = g->n_rows ? (double)g->nnz / (double)g->n_rows : 0.0;
+        for (int h = 0; h < s->layers; h++) {
+            per *= s->fanout[h] < 0 ? deg : (double)s->fanout[h];
+            reach += (double)n * per;
+        }
+        int dense = s->index == 2 ? want_dense(g->n_rows, (double)g->n_rows)
+                    : s->index == 1 ? 0
+                                    : want_dense(g->n_rows, reach);
+        if (dense) GNN_TRY(frontier_dense(&f, g->n_rows));
+    }
     GNN_TRY(frontier_start(&f, seeds, n, s->remote.draw ? INT64_MAX : g->n_rows, "seed"));
     for (int64_t i = 0; i < 2 * n_excl && !s->remote.draw; i++)
         GNN_CHECK(excl[i] >= 0 && excl[i] < g->n_cols, GNN_EINVAL,
@@ -931,7 +1006,7 @@ int gnn_sampler_sample_excluding(const gnn_sampler_t *s, const gnn_vid_t *seeds,
     out->nodes = f.nodes;
     out->n_input = f.n_nodes;
     for (int l = 0; l < L; l++) out->blocks[l].src_ids = f.nodes;
-    gnn__idmap_free(&f.map);
+    frontier_free_index(&f);
     gnn_sampler_excl_free(ex);
     return 0;
 
@@ -986,6 +1061,9 @@ int gnn_sampler_full_block_typed(const gnn_csr_t *graph, const int32_t *etype, c
     GNN_TRY(check_graph(graph));
     GNN_CHECK(n >= 0 && (dst || n == 0), GNN_EINVAL,
               "full block: bad destinations (%" PRId64 ")", n);
+    double deg = graph->n_rows ? (double)graph->nnz / (double)graph->n_rows : 0.0;
+    if (want_dense(graph->n_rows, (double)n * (1.0 + deg)))
+        GNN_TRY(frontier_dense(&f, graph->n_rows));
     GNN_TRY(frontier_start(&f, dst, n, graph->n_rows, "destination"));
     const rows_t rs = {graph, NULL, NULL, NULL, etype};
     int called = 0;
@@ -994,7 +1072,7 @@ int gnn_sampler_full_block_typed(const gnn_csr_t *graph, const int32_t *etype, c
     else
         GNN_TRY(sample_hop(&rs, -1, 0, 0, &f, &out->csr, &called));
     out->src_ids = f.nodes;
-    gnn__idmap_free(&f.map);
+    frontier_free_index(&f);
     return 0;
 
 fail:

@@ -223,6 +223,14 @@ int gnn_sampler_set_key_ids(gnn_sampler_t *s, const gnn_vid_t *ids);
  * [0, graph->n_rows]. */
 int gnn_sampler_set_remote(gnn_sampler_t *s, const gnn_sampler_remote_t *r);
 
+/* How a batch finds its nodes' local ids: 0 (the default) chooses by the
+ * batch's reach (an array over the graph when the seeds and fanouts can
+ * reach a quarter of its nodes, else the id map), 1 always the id map, 2
+ * the array whenever the graph has at most 2^28 nodes. The blocks are the
+ * same either way; internal, for tests and benchmarks. Returns 0, or
+ * GNN_EINVAL for a NULL sampler or another mode. */
+int gnn__sampler_set_index(gnn_sampler_t *s, int mode);
+
 /* The key of batch (seed, epoch, batch): mix(mix(mix(seed) ^ epoch) ^ batch). */
 uint64_t gnn_sampler_key(uint64_t seed, uint64_t epoch, uint64_t batch);
 

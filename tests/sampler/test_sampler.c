@@ -547,6 +547,53 @@ static void test_threads_identical(void **state)
     gnn_csr_free(&g);
 }
 
+/* Local ids through the id map or through the array over the graph: the
+ * same blocks, for a batch that reaches much of the graph and one that
+ * reaches little of it; and a full block with few destinations (the id
+ * map) holds each one's whole row. */
+static void test_index_modes(void **state)
+{
+    (void)state;
+    uint64_t rng = g_seed ^ 0x1d3;
+    gnn_csr_t g;
+    random_graph(&rng, 20000, 200000, 8, 3000, &g);
+    int fanouts[] = {100, 10, 5};
+    gnn_sampler_t *s;
+    assert_int_equal(gnn_sampler_create(&g, 3, fanouts, &s), 0);
+    assert_int_equal(gnn__sampler_set_index(s, 3), GNN_EINVAL);
+    gnn_vid_t *seeds = random_ids(&rng, g.n_rows, 500);
+    const int64_t sizes[] = {500, 3};
+    for (int k = 0; k < 2; k++) {
+        gnn_minibatch_t mb[3];
+        for (int mode = 0; mode < 3; mode++) {
+            assert_int_equal(gnn__sampler_set_index(s, mode), 0);
+            assert_int_equal(gnn_sampler_sample(s, seeds, sizes[k], g_seed, 1, 2, &mb[mode]), 0);
+        }
+        check_minibatch(&g, 3, fanouts, seeds, sizes[k], &mb[1]);
+        assert_true(minibatch_equal(&mb[0], &mb[1]));
+        assert_true(minibatch_equal(&mb[1], &mb[2]));
+        for (int mode = 0; mode < 3; mode++) gnn_minibatch_free(&mb[mode]);
+    }
+    gnn_block_t b;
+    assert_int_equal(gnn_sampler_full_block(&g, seeds, 4, &b), 0);
+    assert_int_equal(gnn_csr_validate(&b.csr), 0);
+    for (gnn_vid_t i = 0; i < 4; i++) {
+        gnn_vid_t v = seeds[i];
+        gnn_eid_t d = g.indptr[v + 1] - g.indptr[v];
+        assert_int_equal(b.csr.indptr[i + 1] - b.csr.indptr[i], d);
+        gnn_vid_t *row = malloc(((size_t)d + 1) * sizeof *row);
+        assert_non_null(row);
+        for (gnn_eid_t e = 0; e < d; e++) row[e] = b.src_ids[b.csr.indices[b.csr.indptr[i] + e]];
+        qsort(row, (size_t)d, sizeof *row, cmp_vid);
+        assert_memory_equal(row, g.indices + g.indptr[v], (size_t)d * sizeof *row);
+        free(row);
+    }
+    gnn_block_free(&b);
+    free(seeds);
+    gnn_sampler_free(s);
+    gnn_csr_free(&g);
+}
+
 /* The draws for node v at hop h do not depend on the rest of the frontier
  * or its order. */
 static void test_frontier_independent(void **state)
@@ -1166,6 +1213,7 @@ int main(void)
         cmocka_unit_test(test_multi_layer),
         cmocka_unit_test(test_full_block),
         cmocka_unit_test(test_threads_identical),
+        cmocka_unit_test(test_index_modes),
         cmocka_unit_test(test_frontier_independent),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_alloc_failure),
