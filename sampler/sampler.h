@@ -42,11 +42,14 @@
  * the blocks (csr.weights is NULL).
  *
  * Cost: per batch O(sampled edges) time and memory. The frontier is
- * deduplicated with an open-addressing hash map sized to the batch, never an
- * array over the graph's nodes, so many batches can be sampled at once from
- * one sampler on graphs of any size. The per-node draws of a hop run on
- * OpenMP threads; assigning local ids is one sequential pass in frontier
- * order, which keeps the result identical for every thread count.
+ * deduplicated with an open-addressing hash map sized to the batch; a batch
+ * whose seeds and fanouts can reach a quarter of the graph's nodes or more
+ * (and a graph of at most 2^28 nodes) uses an array over the graph's nodes
+ * instead (4 bytes a node, its own per batch), whose reads hit the cache
+ * where the map's miss it. Many batches can be sampled at once from one
+ * sampler. The per-node draws of a hop run on OpenMP threads; assigning
+ * local ids is one sequential pass in frontier order, which keeps the
+ * result identical for every thread count.
  */
 #ifndef GNN_SAMPLER_SAMPLER_H
 #define GNN_SAMPLER_SAMPLER_H
