@@ -150,9 +150,14 @@ AVX512 static void nn(int64_t m, int64_t n, int64_t k, float alpha, const float 
 
 /* ---- C = alpha A^T B + beta C ---------------------------------------------------- */
 
-/* Rows of A and B per chunk: at least this many, more when the partials
- * (chunks x m x n floats) would pass TN_PART_BYTES. */
+/* Rows of A and B per chunk: a sum of k rows is cut into at least
+ * TN_CHUNKS_LOW chunks (so that threads share short sums) of at least
+ * TN_CHUNK_LOW and, where k allows, TN_CHUNK_MIN rows each; chunks are
+ * longer when the partials (chunks x m x n floats) would pass
+ * TN_PART_BYTES. All fixed by the shape. */
 #define TN_CHUNK_MIN 1024
+#define TN_CHUNK_LOW 256
+#define TN_CHUNKS_LOW 8
 #define TN_PART_BYTES ((int64_t)4 << 20)
 /* Rows per pass over the tiles inside a chunk: their m columns of A take
  * about TN_SUB_BYTES (they stay in L2 while every tile reads them). */
@@ -231,7 +236,9 @@ AVX512 static int tn(int64_t m, int64_t n, int64_t k, float alpha, const float *
                      const float *b, int64_t ldb, float beta, float *c, int64_t ldc)
 {
     int64_t per = m * n; /* floats of one partial */
-    int64_t chunks = (k + TN_CHUNK_MIN - 1) / TN_CHUNK_MIN;
+    int64_t want = k / TN_CHUNKS_LOW;
+    want = want < TN_CHUNK_LOW ? TN_CHUNK_LOW : want > TN_CHUNK_MIN ? TN_CHUNK_MIN : want;
+    int64_t chunks = (k + want - 1) / want;
     int64_t most = TN_PART_BYTES / (per * (int64_t)sizeof(float));
     if (chunks > most) chunks = most < 1 ? 1 : most;
     int64_t rows = (k + chunks - 1) / chunks;
