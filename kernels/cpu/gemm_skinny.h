@@ -15,7 +15,7 @@
  * and the CPU has AVX-512: 1 done, 0 not taken (the caller goes on to
  * BLAS), GNN_ENOMEM. Taken: A B and A B^T with n <= 64 (or n <= 128 and
  * k <= 64), whatever m (each row of C comes out the same for any m); A^T
- * B with n <= 32 and k >= 64, whatever m. */
+ * B with n <= 64 and k >= 64, whatever m. */
 int gnn__gemm_skinny(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                      const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
                      float *c, int64_t ldc);
