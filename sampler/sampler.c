@@ -4,7 +4,9 @@
  * A batch is built hop by hop around one growing node list (the frontier):
  * it starts as the seeds, and hop h appends the sources its rows draw that
  * the list does not hold yet. Each hop takes three passes:
- *   1. row lengths min(deg, fanout), in parallel, and their prefix sum;
+ *   1. row lengths min(deg, fanout), in parallel, and their prefix sum
+ *      (a fanout up to twice the mean degree skips this pass: its rows are
+ *      drawn into fanout slots each and packed after pass 2);
  *   2. the draws, in parallel: row i's positions come from the Philox
  *      stream of (key, v, h) by Floyd's algorithm and are turned into global
  *      source ids in place, one row behind the draws so that the random
@@ -36,6 +38,7 @@ struct gnn_sampler {
     gnn_sampler_remote_t remote;        /* remote.draw NULL: every row held */
     const int32_t *etype;               /* typed draws: relation of each entry */
     int index;                          /* gnn__sampler_set_index */
+    int counted;                        /* gnn__sampler_set_one_pass(s, 0) */
 };
 
 /* The edges a batch excludes (sampler.h): per row with any, its excluded
@@ -56,11 +59,16 @@ typedef struct {
     const gnn_sampler_remote_t *remote; /* NULL: every row held */
     const excl_t *ex;                   /* NULL: none */
     const int32_t *etype;               /* typed draws (rows grouped by relation) */
+    int counted;                        /* never draw in one pass */
 } rows_t;
 
 /* Rows drawing at most this many positions find repeats by scanning the
  * draws so far; longer draws use a per-thread hash set. */
 #define SCAN_DRAWS 64
+
+/* Fanouts up to this many times the graph's mean degree are drawn in one
+ * pass into fanout slots a row (sample_hop). */
+#define ONE_PASS_DEGREES 2.0
 
 /* Rows drawn per scheduling unit, and how many rows ahead the offsets of a
  * row are prefetched. */
@@ -463,24 +471,21 @@ static int filtered_row(const rows_t *rs, gnn_vid_t v, const gnn_vid_t *xs, gnn_
 }
 
 /*
- * One hop: the block whose destinations are the current nodes of f, drawing
- * up to fanout in-neighbours of each (-1: all) from the stream of (key, v,
- * h); new sources are appended to f. On failure *out is zeroed and f may
- * have grown its capacity but holds the same nodes.
+ * The draws of one hop (global ids), two passes: every row's count, their
+ * prefix sum, then the draws into place; rows held elsewhere through the
+ * remote hook. *indptr_out and *indices_out are the caller's on success.
  */
-static int sample_hop(const rows_t *rs, int fanout, uint64_t key, int h, frontier_t *f,
-                      gnn_csr_t *out, int *called)
+static int draw_counted(const rows_t *rs, int fanout, uint64_t key, int h, const gnn_vid_t *dst,
+                        gnn_vid_t n_dst, gnn_eid_t **indptr_out, gnn_vid_t **indices_out,
+                        gnn_eid_t *nnz_out, int *called)
 {
     int rc = 0;
     const gnn_csr_t *g = rs->g;
-    const gnn_vid_t n_dst = f->n_nodes;
-    const gnn_vid_t *dst = f->nodes;
     const gnn_vid_t held = rs->remote ? rs->remote->n_held : g->n_rows;
     gnn_eid_t *indptr = NULL, *rcnt = NULL;
     gnn_vid_t *indices = NULL, *rv = NULL, *rsrc = NULL;
     int64_t nr = 0; /* remote rows */
     mark_t *marks = NULL;
-    memset(out, 0, sizeof *out);
 
     indptr = gnn_malloc_array((size_t)n_dst + 1, sizeof *indptr);
     if (!indptr) {
@@ -543,6 +548,7 @@ static int sample_hop(const rows_t *rs, int fanout, uint64_t key, int h, frontie
     }
     for (gnn_vid_t i = 0; i < n_dst; i++) indptr[i + 1] += indptr[i];
     const gnn_eid_t nnz = indptr[n_dst];
+    *nnz_out = nnz;
 
     indices = gnn_malloc_array((size_t)nnz, sizeof *indices);
     if (!indices) {
@@ -619,6 +625,146 @@ static int sample_hop(const rows_t *rs, int fanout, uint64_t key, int h, frontie
         rsrc = NULL;
     }
 
+    *indptr_out = indptr;
+    *indices_out = indices;
+    gnn_free(rv);
+    gnn_free(rcnt);
+    return 0;
+
+fail:
+    gnn_free(marks);
+    gnn_free(indices);
+    gnn_free(indptr);
+    gnn_free(rv);
+    gnn_free(rcnt);
+    gnn_free(rsrc);
+    return rc;
+}
+
+/*
+ * The draws of one hop in one pass, for a bounded fanout with every row
+ * held here: row i is drawn into slots [i fanout, (i + 1) fanout) and the
+ * rows are then packed in order. The same draws as draw_counted's.
+ */
+static int draw_one_pass(const rows_t *rs, int fanout, uint64_t key, int h, const gnn_vid_t *dst,
+                         gnn_vid_t n_dst, gnn_eid_t **indptr_out, gnn_vid_t **indices_out,
+                         gnn_eid_t *nnz_out)
+{
+    int rc = 0;
+    const gnn_csr_t *g = rs->g;
+    gnn_eid_t *indptr = gnn_malloc_array((size_t)n_dst + 1, sizeof *indptr);
+    gnn_vid_t *indices = gnn_malloc_array((size_t)n_dst * (size_t)fanout + 1, sizeof *indices);
+    mark_t *marks = NULL;
+    if (!indptr || !indices) {
+        rc = GNN_ENOMEM;
+        goto fail;
+    }
+    const int nthreads = omp_get_max_threads();
+    uint64_t mcap = 0;
+    rc = marks_alloc(fanout > SCAN_DRAWS ? fanout : 0, nthreads, &mcap, &marks);
+    if (rc < 0) goto fail;
+    const gnn_vid_t n_chunks = (n_dst + DRAW_CHUNK - 1) / DRAW_CHUNK;
+    int xfail = 0;
+#pragma omp parallel num_threads(nthreads) reduction(+ : xfail)
+    {
+        mark_t *set = marks ? marks + (size_t)omp_get_thread_num() * (size_t)mcap : NULL;
+        uint64_t stamp = 0;
+#pragma omp for schedule(dynamic, 1)
+        for (gnn_vid_t ch = 0; ch < n_chunks; ch++) {
+            gnn_vid_t i0 = ch * DRAW_CHUNK;
+            gnn_vid_t i1 = i0 + DRAW_CHUNK < n_dst ? i0 + DRAW_CHUNK : n_dst;
+            /* As in draw_counted: a row's entries are gathered after the
+             * next row is drawn. */
+            gnn_vid_t pending = -1;
+            gnn_eid_t pending_c = 0;
+            for (gnn_vid_t i = i0; i < i1; i++) {
+                if (i + PREFETCH_AHEAD < i1) __builtin_prefetch(&g->indptr[dst[i + PREFETCH_AHEAD]]);
+                gnn_vid_t v = dst[i];
+                const gnn_vid_t *row = g->indices + g->indptr[v];
+                gnn_eid_t d = g->indptr[v + 1] - g->indptr[v], nx = 0;
+                gnn_vid_t *o = indices + (size_t)i * (size_t)fanout;
+                const gnn_vid_t *xs = excl_row(rs->ex, v, &nx);
+                if (xs) { /* the draws are over the row without its excluded sources */
+                    gnn_eid_t dk = excl_filter(row, d, NULL, xs, nx, NULL);
+                    gnn_eid_t c = dk <= fanout ? dk : fanout;
+                    if (filtered_row(rs, v, xs, nx, key, h, c, o, set, mcap, &stamp) < 0) xfail++;
+                    indptr[i + 1] = c;
+                    continue; /* pending stays: gather_row reads the row behind */
+                }
+                gnn_eid_t c = d <= fanout ? d : fanout;
+                indptr[i + 1] = c;
+                if (c == d) {
+                    memcpy(o, row, (size_t)c * sizeof *o);
+                } else {
+                    stream_t s;
+                    stream_init(&s, key, rs->key_ids ? rs->key_ids[v] : v, h);
+                    if (c <= SCAN_DRAWS)
+                        floyd_scan(&s, d, c, o);
+                    else
+                        floyd_set(&s, d, c, o, set, mcap - 1, ++stamp);
+                    for (gnn_eid_t q = 0; q < c; q++) __builtin_prefetch(&row[o[q]]);
+                }
+                if (pending >= 0)
+                    gather_row(g, dst[pending], indices + (size_t)pending * (size_t)fanout,
+                               pending_c);
+                pending = c < d ? i : -1;
+                pending_c = c;
+            }
+            if (pending >= 0)
+                gather_row(g, dst[pending], indices + (size_t)pending * (size_t)fanout, pending_c);
+        }
+    }
+    if (xfail) {
+        rc = GNN_FAIL(GNN_ENOMEM, "sampler: rows with excluded edges");
+        goto fail;
+    }
+    /* Pack the rows: each moves down (or stays), in row order. */
+    indptr[0] = 0;
+    for (gnn_vid_t i = 0; i < n_dst; i++) {
+        gnn_eid_t c = indptr[i + 1];
+        indptr[i + 1] = indptr[i] + c;
+        if (c && indptr[i] != (gnn_eid_t)i * fanout)
+            memmove(indices + indptr[i], indices + (size_t)i * (size_t)fanout,
+                    (size_t)c * sizeof *indices);
+    }
+    gnn_free(marks);
+    *indptr_out = indptr;
+    *indices_out = indices;
+    *nnz_out = indptr[n_dst];
+    return 0;
+fail:
+    gnn_free(marks);
+    gnn_free(indices);
+    gnn_free(indptr);
+    return rc;
+}
+
+/*
+ * One hop: the block whose destinations are the current nodes of f, drawing
+ * up to fanout in-neighbours of each (-1: all) from the stream of (key, v,
+ * h); new sources are appended to f. On failure *out is zeroed and f may
+ * have grown its capacity but holds the same nodes.
+ */
+static int sample_hop(const rows_t *rs, int fanout, uint64_t key, int h, frontier_t *f,
+                      gnn_csr_t *out, int *called)
+{
+    int rc = 0;
+    const gnn_csr_t *g = rs->g;
+    const gnn_vid_t n_dst = f->n_nodes;
+    const gnn_vid_t *dst = f->nodes;
+    gnn_eid_t *indptr = NULL, nnz = 0;
+    gnn_vid_t *indices = NULL;
+    memset(out, 0, sizeof *out);
+    /* One pass where the slots of full rows waste little: fanouts up to
+     * ONE_PASS_DEGREES times the mean degree. */
+    double deg = g->n_rows ? (double)g->nnz / (double)g->n_rows : 0.0;
+    if (!rs->remote && !rs->counted && fanout >= 0 &&
+        (double)fanout <= ONE_PASS_DEGREES * deg + 1.0)
+        rc = draw_one_pass(rs, fanout, key, h, dst, n_dst, &indptr, &indices, &nnz);
+    else
+        rc = draw_counted(rs, fanout, key, h, dst, n_dst, &indptr, &indices, &nnz, called);
+    if (rc < 0) goto fail;
+
     /* Local ids in row order: sequential, so independent of the threads. */
     gnn_vid_t need = f->n_nodes + nnz;
     if (!rs->remote && need > g->n_rows) need = g->n_rows;
@@ -644,19 +790,14 @@ static int sample_hop(const rows_t *rs, int fanout, uint64_t key, int h, frontie
     out->indices = indices;
     out->weights = NULL;
     out->flags = GNN_CSR_SORTED | (g->flags & (GNN_CSR_DEDUPED | GNN_CSR_NO_SELF_LOOPS));
-    gnn_free(rv);
-    gnn_free(rcnt);
     return 0;
 
 fail:
-    gnn_free(marks);
     gnn_free(indices);
     gnn_free(indptr);
-    gnn_free(rv);
-    gnn_free(rcnt);
-    gnn_free(rsrc);
     return rc;
 }
+
 
 /* The end of relation r's entries of a row starting at position a (rows
  * grouped by relation): the first position in [a, b) of another relation. */
@@ -881,6 +1022,13 @@ int gnn__sampler_set_index(gnn_sampler_t *s, int mode)
     return 0;
 }
 
+int gnn__sampler_set_one_pass(gnn_sampler_t *s, int on)
+{
+    if (!s) return GNN_FAIL(GNN_EINVAL, "sampler: sampler is NULL");
+    s->counted = !on;
+    return 0;
+}
+
 int gnn_sampler_set_key_ids(gnn_sampler_t *s, const gnn_vid_t *ids)
 {
     if (!s) return GNN_FAIL(GNN_EINVAL, "sampler: sampler is NULL");
@@ -985,7 +1133,8 @@ int gnn_sampler_sample_excluding(const gnn_sampler_t *s, const gnn_vid_t *seeds,
     if (n_excl) GNN_TRY(gnn_sampler_excl_create(excl, n_excl, &ex));
 
     const uint64_t key = gnn_sampler_key(seed, epoch, batch);
-    const rows_t rs = {g, s->key_ids, s->remote.draw ? &s->remote : NULL, ex, s->etype};
+    const rows_t rs = {g, s->key_ids, s->remote.draw ? &s->remote : NULL, ex, s->etype,
+                       s->counted};
     const int L = s->layers;
     GNN_CHECK(!s->etype || (!s->remote.draw && !ex), GNN_EUNSUPPORTED,
               "sampler: typed draws with rows held elsewhere or excluded edges are not "
@@ -1065,7 +1214,7 @@ int gnn_sampler_full_block_typed(const gnn_csr_t *graph, const int32_t *etype, c
     if (want_dense(graph->n_rows, (double)n * (1.0 + deg)))
         GNN_TRY(frontier_dense(&f, graph->n_rows));
     GNN_TRY(frontier_start(&f, dst, n, graph->n_rows, "destination"));
-    const rows_t rs = {graph, NULL, NULL, NULL, etype};
+    const rows_t rs = {graph, NULL, NULL, NULL, etype, 0};
     int called = 0;
     if (etype)
         GNN_TRY(sample_hop_typed(&rs, -1, 0, 0, &f, &out->csr, &out->etype));

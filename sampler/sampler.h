@@ -233,6 +233,11 @@ int gnn_sampler_set_remote(gnn_sampler_t *s, const gnn_sampler_remote_t *r);
  * same either way; internal, for tests and benchmarks. Returns 0, or
  * GNN_EINVAL for a NULL sampler or another mode. */
 int gnn__sampler_set_index(gnn_sampler_t *s, int mode);
+/* Whether a hop with a fanout up to twice the graph's mean degree draws in
+ * one pass (1, the default) or counts its rows first (0), as other hops
+ * do. The blocks are the same either way; internal, for tests. Returns 0,
+ * or GNN_EINVAL for a NULL sampler. */
+int gnn__sampler_set_one_pass(gnn_sampler_t *s, int on);
 
 /* The key of batch (seed, epoch, batch): mix(mix(mix(seed) ^ epoch) ^ batch). */
 uint64_t gnn_sampler_key(uint64_t seed, uint64_t epoch, uint64_t batch);

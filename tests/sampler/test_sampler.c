@@ -547,10 +547,10 @@ static void test_threads_identical(void **state)
     gnn_csr_free(&g);
 }
 
-/* Local ids through the id map or through the array over the graph: the
- * same blocks, for a batch that reaches much of the graph and one that
- * reaches little of it; and a full block with few destinations (the id
- * map) holds each one's whole row. */
+/* Local ids through the id map or through the array over the graph, rows
+ * drawn in one pass or counted first: the same blocks, for a batch that
+ * reaches much of the graph and one that reaches little of it; and a full
+ * block with few destinations (the id map) holds each one's whole row. */
 static void test_index_modes(void **state)
 {
     (void)state;
@@ -564,15 +564,36 @@ static void test_index_modes(void **state)
     gnn_vid_t *seeds = random_ids(&rng, g.n_rows, 500);
     const int64_t sizes[] = {500, 3};
     for (int k = 0; k < 2; k++) {
-        gnn_minibatch_t mb[3];
-        for (int mode = 0; mode < 3; mode++) {
-            assert_int_equal(gnn__sampler_set_index(s, mode), 0);
+        /* every index, drawing in one pass or not (fanouts 10 and 5 are
+         * within twice the mean degree, 100 is not) */
+        gnn_minibatch_t mb[6];
+        for (int mode = 0; mode < 6; mode++) {
+            assert_int_equal(gnn__sampler_set_index(s, mode % 3), 0);
+            assert_int_equal(gnn__sampler_set_one_pass(s, mode < 3), 0);
             assert_int_equal(gnn_sampler_sample(s, seeds, sizes[k], g_seed, 1, 2, &mb[mode]), 0);
         }
         check_minibatch(&g, 3, fanouts, seeds, sizes[k], &mb[1]);
-        assert_true(minibatch_equal(&mb[0], &mb[1]));
-        assert_true(minibatch_equal(&mb[1], &mb[2]));
-        for (int mode = 0; mode < 3; mode++) gnn_minibatch_free(&mb[mode]);
+        for (int mode = 1; mode < 6; mode++) assert_true(minibatch_equal(&mb[0], &mb[mode]));
+        for (int mode = 0; mode < 6; mode++) gnn_minibatch_free(&mb[mode]);
+        /* the same with excluded edges: a neighbour of each seed with one */
+        gnn_vid_t pairs[2 * 500];
+        int64_t np = 0;
+        for (int64_t i = 0; i < sizes[k]; i++) {
+            gnn_vid_t v = seeds[i];
+            if (g.indptr[v + 1] == g.indptr[v]) continue;
+            pairs[2 * np] = v;
+            pairs[2 * np + 1] = g.indices[g.indptr[v] + (g.indptr[v + 1] - g.indptr[v]) / 2];
+            np++;
+        }
+        for (int mode = 0; mode < 6; mode++) {
+            assert_int_equal(gnn__sampler_set_index(s, mode % 3), 0);
+            assert_int_equal(gnn__sampler_set_one_pass(s, mode < 3), 0);
+            assert_int_equal(gnn_sampler_sample_excluding(s, seeds, sizes[k], pairs, np, g_seed,
+                                                          1, 2, &mb[mode]),
+                             0);
+        }
+        for (int mode = 1; mode < 6; mode++) assert_true(minibatch_equal(&mb[0], &mb[mode]));
+        for (int mode = 0; mode < 6; mode++) gnn_minibatch_free(&mb[mode]);
     }
     gnn_block_t b;
     assert_int_equal(gnn_sampler_full_block(&g, seeds, 4, &b), 0);
