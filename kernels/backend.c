@@ -269,6 +269,21 @@ int gnn_be_gemm(gnn_backend_t *be, int trans_a, int trans_b, int64_t m, int64_t 
     return be->ops->gemm(be, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
+int gnn_be_has_gemm_rows(const gnn_backend_t *be)
+{
+    return be && be->host_memory && be->ops->gemm_rows;
+}
+
+int gnn_be_gemm_rows(gnn_backend_t *be, int trans_a, int64_t m, int64_t n, int64_t k,
+                     float alpha, const float *a, int64_t lda, const int64_t *rows,
+                     const float *b, int64_t ldb, float beta, float *c, int64_t ldc)
+{
+    NEED(be, "gnn_be_gemm_rows");
+    if (!gnn_be_has_gemm_rows(be))
+        return GNN_FAIL(GNN_EUNSUPPORTED, "gnn_be_gemm_rows: not on %s", be->desc);
+    return be->ops->gemm_rows(be, trans_a, m, n, k, alpha, a, lda, rows, b, ldb, beta, c, ldc);
+}
+
 int gnn_be_bias_add(gnn_backend_t *be, int64_t rows, int64_t cols, float *y, const float *bias)
 {
     NEED(be, "gnn_be_bias_add");

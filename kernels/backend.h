@@ -151,6 +151,13 @@ int gnn_be_sync(gnn_backend_t *be);
 int gnn_be_gemm(gnn_backend_t *be, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
                 float alpha, const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
                 float *c, int64_t ldc);
+/* gnn_gemm_rows on a host-memory backend: A's rows gathered by the host
+ * array rows from the host table a (neither a backend buffer). Whether the
+ * backend has it: gnn_be_has_gemm_rows; else GNN_EUNSUPPORTED. */
+int gnn_be_has_gemm_rows(const gnn_backend_t *be);
+int gnn_be_gemm_rows(gnn_backend_t *be, int trans_a, int64_t m, int64_t n, int64_t k,
+                     float alpha, const float *a, int64_t lda, const int64_t *rows,
+                     const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 int gnn_be_bias_add(gnn_backend_t *be, int64_t rows, int64_t cols, float *y, const float *bias);
 int gnn_be_bias_grad(gnn_backend_t *be, int64_t rows, int64_t cols, const float *dy, float *dbias);
 int gnn_be_relu(gnn_backend_t *be, int64_t n, const float *x, float *y);

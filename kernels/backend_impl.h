@@ -89,6 +89,10 @@ typedef struct {
     int (*mem_available)(gnn_backend_t *be, size_t *bytes);
     int (*scatter_rows)(gnn_backend_t *be, int64_t n, int64_t f, const float *src, int64_t lds,
                         const int64_t *idx, float *dst, int64_t ldd, int64_t dst_rows);
+    /* NULL where the backend has none (gnn_be_gemm_rows) */
+    int (*gemm_rows)(gnn_backend_t *be, int ta, int64_t m, int64_t n, int64_t k, float alpha,
+                     const float *a, int64_t lda, const int64_t *rows, const float *b,
+                     int64_t ldb, float beta, float *c, int64_t ldc);
 } gnn_backend_ops_t;
 
 struct gnn_backend {

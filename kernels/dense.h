@@ -41,6 +41,18 @@ int gnn_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float al
              const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
              int64_t ldc);
 
+/*
+ * gnn_gemm (trans_b 0) with A's stored rows gathered from a table: row i of
+ * A is a + rows[i] * lda (rows[i] >= 0; m rows, or k when A is transposed),
+ * so a layer reads its input rows where they lie instead of a copy. The
+ * result is gnn_gemm's on the gathered copy of A, bit for bit. GNN_EINVAL
+ * for bad sizes or a negative row; GNN_ENOMEM when the CPU has no kernel for
+ * the shape and the copy cannot be made.
+ */
+int gnn_gemm_rows(int trans_a, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                  int64_t lda, const int64_t *rows, const float *b, int64_t ldb, float beta,
+                  float *c, int64_t ldc);
+
 /* y[r][c] += bias[c] for a rows x cols matrix y. */
 int gnn_bias_add(int64_t rows, int64_t cols, float *y, const float *bias);
 

@@ -62,6 +62,8 @@ typedef struct gnn_job {
     gnn_csr_t xs;                     /* features as CSR (sparse input) */
     gnn_bsparse_t *bxs;               /* ... on the backend, or NULL */
     const float *feat_host;           /* features the mini-batch loader gathers from */
+    int feat_by_rows;                 /* mini-batches: layer 0 reads the batch's rows of
+                                         feat_host by index; the loader gathers none */
     gnn_bgraph_t *bg;                 /* the whole (local) graph on the backend */
     float *dlogits;                   /* backend, rows of a step x out_dim */
     size_t dlogits_bytes;             /* mini-batches: what it holds (grown per batch) */

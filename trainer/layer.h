@@ -107,6 +107,8 @@ struct gnn_layer {
     float *z;     size_t z_bytes;    /* Z (activation applied in place) */
     int trained;          /* the last forward was a training one */
     int sparse;           /* layer 0 read the model's sparse input */
+    const int64_t *d_rows; /* layer 0: D's row i is L->d + d_rows[i] * fin
+                              (gnn_model_set_input_rows; NULL: rows in order) */
 };
 
 /*
@@ -195,6 +197,9 @@ struct gnn_layer_kind {
     /* Can layer 0 read a sparse input matrix instead of dense rows? 0, or
      * GNN_EUNSUPPORTED with a message saying why not. */
     int (*sparse_check)(const gnn_layer_t *L);
+    /* Can layer 0 (set up) read D's rows where they lie, through L->d_rows,
+     * forward and backward, forming no input gradient? NULL: no. */
+    int (*takes_rows)(const gnn_layer_t *L);
     /*
      * Z = layer(D) on graph L->graph, bias included, no activation: D is
      * L->d (or, with L->sparse, env->sp with values env->sp_vals), shapes in

@@ -40,6 +40,7 @@ struct gnn_model {
     int64_t rows_global;    /* ... this many nodes */
     int want_dx0;           /* the backward also forms the input's gradient */
     float *dx0;             /* ... where the last backward left it */
+    const int64_t *in_rows; /* layer 0's input row i is x + in_rows[i] * in_dim */
 };
 
 int gnn_model_kind_from_name(const char *name, gnn_model_kind_t *kind)
@@ -247,11 +248,33 @@ size_t gnn_model_activation_bytes(const gnn_model_t *m)
     return s;
 }
 
+int gnn_model_input_takes_rows(const gnn_model_t *m)
+{
+    const gnn_layer_t *L0 = &m->layer[0];
+    return gnn_be_has_gemm_rows(m->be) && L0->kind->takes_rows && L0->kind->takes_rows(L0) &&
+           m->cfg.dropout == 0.0f && !m->want_dx0 && !m->sp && !m->halo.forward;
+}
+
+int gnn_model_set_input_rows(gnn_model_t *m, const int64_t *rows)
+{
+    if (!m) return GNN_FAIL(GNN_EINVAL, "model input rows: NULL model");
+    if (rows && !gnn_model_input_takes_rows(m))
+        return GNN_FAIL(GNN_EUNSUPPORTED,
+                        "model input rows: layer 0 cannot read rows by index here (it needs a "
+                        "%s layer that multiplies first on a host backend, no input dropout, "
+                        "sparse input or input gradient)",
+                        "gcn or sage");
+    m->in_rows = rows;
+    return 0;
+}
+
 int gnn_model_set_input_grad(gnn_model_t *m, int on)
 {
     if (!m) return GNN_FAIL(GNN_EINVAL, "model input gradient: NULL model");
     if (on && m->sp)
         return GNN_FAIL(GNN_EUNSUPPORTED, "model input gradient: not with sparse input");
+    if (on && m->in_rows)
+        return GNN_FAIL(GNN_EUNSUPPORTED, "model input gradient: not with input rows by index");
     m->want_dx0 = on != 0;
     m->dx0 = NULL;
     return 0;
@@ -414,12 +437,17 @@ static int layer_forward(gnn_model_t *m, int l, gnn_bgraph_t *g, const float *in
     L->trained = training;
     L->sparse = 0;
     L->drop_rows = 0;
+    L->d_rows = NULL;
     gnn_layer_env_t env = env_of(m);
     /* Spread over ranks, the output has room for the next layer's halo. */
     env.out_rows = m->halo.forward && m->halo.n_rows > nd ? m->halo.n_rows : nd;
     if (l == 0 && m->sp) {
         GNN_TRY(drop_sparse(m, L, training));
         env.sp_vals = m->sp_vals;
+    } else if (l == 0 && m->in_rows) { /* no dropout: gnn_model_input_takes_rows */
+        L->d = in;
+        L->d_rows = m->in_rows;
+        L->dropped = 0;
     } else {
         /*
          * D = dropout(H) while training. Above layer 0 it overwrites H (the
@@ -508,9 +536,12 @@ int gnn_model_layer_infer(gnn_model_t *m, int l, gnn_bgraph_t *g, const float *i
                   "model layer: more destinations than sources");
     for (int k = 0; k < m->cfg.layers; k++) m->layer[k].trained = 0;
     const gnn_bsparse_t *sp = m->sp;
+    const int64_t *rows = m->in_rows;
     m->sp = NULL;
+    m->in_rows = NULL;
     rc = layer_forward(m, l, g, in, 0);
     m->sp = sp;
+    m->in_rows = rows;
     if (rc < 0) goto fail;
     *out = m->layer[l].z;
     return 0;

@@ -214,6 +214,19 @@ int gnn_model_set_halo(gnn_model_t *m, const gnn_model_halo_t *h);
  * when set, takes precedence.
  */
 int gnn_model_set_row_ids(gnn_model_t *m, const int64_t *row_id, int64_t n_global);
+
+/*
+ * Layer 0 reads its input rows from a table where they lie: forward's x is
+ * then the table (in_dim wide, host memory) and input row i is x + rows[i] *
+ * in_dim (rows borrowed, one per source of layer 0's graph; NULL: x is the
+ * input itself). The same results as on the gathered rows, without forming
+ * them. Only where gnn_model_input_takes_rows says so (a gcn or sage layer
+ * 0 that multiplies before aggregating, on a host backend with
+ * gnn_be_gemm_rows, without input dropout, sparse input or input
+ * gradient); GNN_EUNSUPPORTED otherwise. Layer-wise inference ignores it.
+ */
+int gnn_model_input_takes_rows(const gnn_model_t *m);
+int gnn_model_set_input_rows(gnn_model_t *m, const int64_t *rows);
 /* How far one training forward advances the dropout stream with row ids
  * over n_global nodes: n_global times the input widths of the layers that
  * drop, plus the keys of dropout inside layers (attention; 0 without any

@@ -136,6 +136,14 @@ static int cpu_gemm(gnn_backend_t *be, int ta, int tb, int64_t m, int64_t n, int
     return gnn_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
+static int cpu_gemm_rows(gnn_backend_t *be, int ta, int64_t m, int64_t n, int64_t k,
+                         float alpha, const float *a, int64_t lda, const int64_t *rows,
+                         const float *b, int64_t ldb, float beta, float *c, int64_t ldc)
+{
+    (void)be;
+    return gnn_gemm_rows(ta, m, n, k, alpha, a, lda, rows, b, ldb, beta, c, ldc);
+}
+
 static int cpu_bias_add(gnn_backend_t *be, int64_t rows, int64_t cols, float *y,
                         const float *bias)
 {
@@ -407,6 +415,7 @@ static const gnn_backend_ops_t cpu_ops = {
     .copy_rows = cpu_copy_rows,
     .mem_available = cpu_mem_available,
     .scatter_rows = cpu_scatter_rows,
+    .gemm_rows = cpu_gemm_rows,
 };
 
 int gnn__backend_cpu_init(gnn_backend_t *be, int as_gpu)

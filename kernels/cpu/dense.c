@@ -60,6 +60,39 @@ fail:
     return rc;
 }
 
+int gnn_gemm_rows(int trans_a, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                  int64_t lda, const int64_t *rows, const float *b, int64_t ldb, float beta,
+                  float *c, int64_t ldc)
+{
+    int rc = 0;
+    float *copy = NULL;
+    const int64_t ar = trans_a ? k : m, ac = trans_a ? m : k; /* A as stored */
+    GNN_TRY(gnn__dense_check_gemm(trans_a, 0, m, n, k, a, lda, b, ldb, c, ldc));
+    GNN_CHECK(rows || ar == 0, GNN_EINVAL, "gnn_gemm_rows: NULL rows");
+    int bad = 0;
+#pragma omp parallel for reduction(+ : bad) schedule(static) if (ar >= 65536)
+    for (int64_t i = 0; i < ar; i++) bad += rows[i] < 0;
+    GNN_CHECK(!bad, GNN_EINVAL, "gnn_gemm_rows: %d negative rows", bad);
+    if (m == 0 || n == 0) return 0;
+    if (k > 0) {
+        int done = gnn__gemm_skinny_rows(trans_a, 0, m, n, k, alpha, a, lda, rows, b, ldb, beta,
+                                         c, ldc);
+        if (done != 0) return done < 0 ? done : 0;
+    }
+    /* Elsewhere the gathered copy, then gnn_gemm. */
+    copy = gnn_malloc_array((size_t)(ar * ac) + 1, sizeof *copy);
+    GNN_CHECK(copy, GNN_ENOMEM, "gnn_gemm_rows: %" PRId64 " x %" PRId64 " copy", ar, ac);
+#pragma omp parallel for schedule(static) if (ar * ac >= PAR_MIN)
+    for (int64_t i = 0; i < ar; i++)
+        memcpy(copy + i * ac, a + rows[i] * lda, (size_t)ac * sizeof *copy);
+    rc = gnn_gemm(trans_a, 0, m, n, k, alpha, copy, ac, b, ldb, beta, c, ldc);
+    gnn_free(copy);
+    return rc;
+fail:
+    gnn_free(copy);
+    return rc;
+}
+
 /* ---- Bias --------------------------------------------------------------------- */
 
 int gnn_bias_add(int64_t rows, int64_t cols, float *y, const float *bias)

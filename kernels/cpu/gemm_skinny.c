@@ -69,12 +69,16 @@ AVX512 static void lane_masks(int64_t w, int nv, __mmask16 *mk)
  * last one masked by ml. Every index of acc is a constant once the loops
  * are unrolled, so the accumulators stay in registers. */
 INLINE AVX512 void nn_tile(const int R, const int NV, int64_t rows, int64_t k, const float *a,
-                           int64_t lda, const float *b, int64_t ldb, int64_t j0, __mmask16 ml,
-                           float alpha, float beta, float *c, int64_t ldc)
+                           int64_t lda, const int64_t *arow, const float *b, int64_t ldb,
+                           int64_t j0, __mmask16 ml, float alpha, float beta, float *c,
+                           int64_t ldc)
 {
     const float *ar[NN_ROWS_MAX];
 #pragma GCC unroll 12
-    for (int r = 0; r < R; r++) ar[r] = a + (r < rows ? r : 0) * lda;
+    for (int r = 0; r < R; r++) {
+        int64_t i = r < rows ? r : 0;
+        ar[r] = a + (arow ? arow[i] : i) * lda;
+    }
     __m512 acc[NN_ROWS_MAX][4];
 #pragma GCC unroll 12
     for (int r = 0; r < R; r++)
@@ -110,10 +114,11 @@ INLINE AVX512 void nn_tile(const int R, const int NV, int64_t rows, int64_t k, c
 
 /* One tile of R rows by NV vectors (the variables of nn's loop). */
 #define NN_CASE(R, NV)                                                                             \
-    nn_tile(R, NV, rows, k, at, lda, b, ldb, j0, ml, alpha, beta, ct, ldc)
+    nn_tile(R, NV, rows, k, at, lda, arw, b, ldb, j0, ml, alpha, beta, ct, ldc)
 
 AVX512 static void nn(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
-                      const float *b, int64_t ldb, float beta, float *c, int64_t ldc)
+                      const int64_t *arow, const float *b, int64_t ldb, float beta, float *c,
+                      int64_t ldc)
 {
     /* The tile height depends on n only: it changes which rows share a
      * tile, never the sum that forms a row. */
@@ -122,7 +127,8 @@ AVX512 static void nn(int64_t m, int64_t n, int64_t k, float alpha, const float 
 #pragma omp parallel for schedule(static) if (m * n * k >= PAR_MIN_FLOPS)
     for (int64_t t = 0; t < tiles; t++) {
         int64_t i0 = t * step, rows = m - i0 < step ? m - i0 : step;
-        const float *at = a + i0 * lda;
+        const float *at = arow ? a : a + i0 * lda;
+        const int64_t *arw = arow ? arow + i0 : NULL;
         float *ct = c + i0 * ldc;
         for (int64_t j0 = 0; j0 < n; j0 += 64) {
             int64_t w = n - j0 < 64 ? n - j0 : 64;
@@ -170,8 +176,8 @@ AVX512 static void nn(int64_t m, int64_t n, int64_t k, float alpha, const float 
  * vector of A's row read once and used TN_COLS times (24 accumulators, 6
  * broadcasts and 1 vector of A: within the 32 registers). */
 INLINE AVX512 void tn_tile(const int PV, int64_t rows, const float *a, int64_t lda,
-                           const float *b, int64_t ldb, int64_t p0, const __mmask16 *mk,
-                           int64_t j0, int64_t jn, float *part, int64_t m)
+                           const int64_t *arow, const float *b, int64_t ldb, int64_t p0,
+                           const __mmask16 *mk, int64_t j0, int64_t jn, float *part, int64_t m)
 {
     __m512 acc[TN_COLS][4];
     float *pt[TN_COLS];
@@ -186,8 +192,8 @@ INLINE AVX512 void tn_tile(const int PV, int64_t rows, const float *a, int64_t l
     for (int t = 0; t < TN_COLS; t++)
 #pragma GCC unroll 4
         for (int q = 0; q < PV; q++) acc[t][q] = _mm512_maskz_loadu_ps(mk[q], pt[t] + 16 * q);
-    const float *ap = a + p0;
-    for (int64_t i = 0; i < rows; i++, ap += lda) {
+    for (int64_t i = 0; i < rows; i++) {
+        const float *ap = a + (arow ? arow[i] : i) * lda + p0;
         __m512 g[TN_COLS];
 #pragma GCC unroll 6
         for (int t = 0; t < TN_COLS; t++) g[t] = _mm512_set1_ps(bt[t][i * ldb]);
@@ -208,13 +214,14 @@ INLINE AVX512 void tn_tile(const int PV, int64_t rows, const float *a, int64_t l
 
 /* One chunk of rows of A and B into part (zeroed by the caller). */
 AVX512 static void tn_chunk(int64_t rows, int64_t m, int64_t n, const float *a, int64_t lda,
-                            const float *b, int64_t ldb, float *part)
+                            const int64_t *arow, const float *b, int64_t ldb, float *part)
 {
     int64_t sub = TN_SUB_BYTES / (m * (int64_t)sizeof(float));
     sub = sub < 16 ? 16 : sub > 256 ? 256 : sub;
     for (int64_t s0 = 0; s0 < rows; s0 += sub) {
         int64_t sr = rows - s0 < sub ? rows - s0 : sub;
-        const float *as = a + s0 * lda, *bs = b + s0 * ldb;
+        const float *as = arow ? a : a + s0 * lda, *bs = b + s0 * ldb;
+        const int64_t *ars = arow ? arow + s0 : NULL;
         for (int64_t p0 = 0; p0 < m; p0 += 64) {
             int64_t w = m - p0 < 64 ? m - p0 : 64;
             int pv = (int)((w + 15) / 16);
@@ -223,9 +230,9 @@ AVX512 static void tn_chunk(int64_t rows, int64_t m, int64_t n, const float *a, 
             for (int64_t j0 = 0; j0 < n; j0 += TN_COLS) {
                 int64_t jn = n - j0 < TN_COLS ? n - j0 : TN_COLS;
                 if (pv <= 2)
-                    tn_tile(2, sr, as, lda, bs, ldb, p0, mk, j0, jn, part, m);
+                    tn_tile(2, sr, as, lda, ars, bs, ldb, p0, mk, j0, jn, part, m);
                 else
-                    tn_tile(4, sr, as, lda, bs, ldb, p0, mk, j0, jn, part, m);
+                    tn_tile(4, sr, as, lda, ars, bs, ldb, p0, mk, j0, jn, part, m);
             }
         }
     }
@@ -233,7 +240,8 @@ AVX512 static void tn_chunk(int64_t rows, int64_t m, int64_t n, const float *a, 
 
 /* C (m x n) = alpha A^T B + beta C, A k x m, B k x n. */
 AVX512 static int tn(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
-                     const float *b, int64_t ldb, float beta, float *c, int64_t ldc)
+                     const int64_t *arow, const float *b, int64_t ldb, float beta, float *c,
+                     int64_t ldc)
 {
     int64_t per = m * n; /* floats of one partial */
     int64_t want = k / TN_CHUNKS_LOW;
@@ -249,7 +257,8 @@ AVX512 static int tn(int64_t m, int64_t n, int64_t k, float alpha, const float *
 #pragma omp parallel for schedule(dynamic, 1) if (par && chunks > 1)
     for (int64_t ch = 0; ch < chunks; ch++) {
         int64_t r0 = ch * rows, nr = k - r0 < rows ? k - r0 : rows;
-        tn_chunk(nr, m, n, a + r0 * lda, lda, b + r0 * ldb, ldb, part + ch * per);
+        tn_chunk(nr, m, n, arow ? a : a + r0 * lda, lda, arow ? arow + r0 : NULL, b + r0 * ldb,
+                 ldb, part + ch * per);
     }
     /* The partials in chunk order, a column of C per task. */
 #pragma omp parallel for schedule(static) if (par && chunks * per >= PAR_MIN_FLOPS / 16)
@@ -281,9 +290,9 @@ static int have_avx512(void)
 /* Rows of the sum below which BLAS is left A^T B. */
 #define TALL_MIN 64
 
-int gnn__gemm_skinny(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-                     const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
-                     float *c, int64_t ldc)
+int gnn__gemm_skinny_rows(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+                          float alpha, const float *a, int64_t lda, const int64_t *arow,
+                          const float *b, int64_t ldb, float beta, float *c, int64_t ldc)
 {
     if (!have_avx512() || (trans_a && trans_b)) return 0;
     /* The shapes where these kernels beat OpenBLAS (bench/gemm on 2 cores:
@@ -293,14 +302,14 @@ int gnn__gemm_skinny(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, 
      * wins there). */
     if (trans_a) { /* the sum over the tall side: k rows of A and B */
         if (n > 64 || k < TALL_MIN) return 0;
-        return tn(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        return tn(m, n, k, alpha, a, lda, arow, b, ldb, beta, c, ldc);
     }
     /* Taken for any number of rows: a row's result is the same in a
      * product of 10 rows or of 10^6, so P ranks, each with its share of
      * the rows, compute what one process computes. */
     if (n > 128 || (n > 64 && k > 64)) return 0;
     if (!trans_b) {
-        nn(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        nn(m, n, k, alpha, a, lda, arow, b, ldb, beta, c, ldc);
         return 1;
     }
     /* A B^T: B (n x k) is the small one; transposed once. */
@@ -309,7 +318,15 @@ int gnn__gemm_skinny(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, 
     if (!bt) return GNN_FAIL(GNN_ENOMEM, "GEMM: %" PRId64 " x %" PRId64 " transposed", k, n);
     for (int64_t j = 0; j < n; j++)
         for (int64_t p = 0; p < k; p++) bt[p * n + j] = b[j * ldb + p];
-    nn(m, n, k, alpha, a, lda, bt, n, beta, c, ldc);
+    nn(m, n, k, alpha, a, lda, arow, bt, n, beta, c, ldc);
     gnn_free(bt);
     return 1;
+}
+
+int gnn__gemm_skinny(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                     const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+                     float *c, int64_t ldc)
+{
+    return gnn__gemm_skinny_rows(trans_a, trans_b, m, n, k, alpha, a, lda, NULL, b, ldb, beta, c,
+                                 ldc);
 }

@@ -20,4 +20,11 @@ int gnn__gemm_skinny(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, 
                      const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
                      float *c, int64_t ldc);
 
+/* The same with A's stored rows gathered: row i of A is a + arow[i] * lda
+ * (arow NULL: a + i * lda). A shape taken here is taken with or without
+ * arow, and the result is the one on the gathered copy of A. */
+int gnn__gemm_skinny_rows(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+                          float alpha, const float *a, int64_t lda, const int64_t *arow,
+                          const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+
 #endif

@@ -378,6 +378,7 @@ static const gnn_backend_ops_t cuda_ops = {
     /* .copy_rows = */ gnn__cuda_copy_rows,
     /* .mem_available = */ cu_mem_available,
     /* .scatter_rows = */ gnn__cuda_scatter_rows,
+    /* .gemm_rows = */ NULL, /* device buffers are gathered by copy_rows */
 };
 
 /* Handles and stream of cb on its device; on failure the caller closes. */

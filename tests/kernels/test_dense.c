@@ -229,6 +229,49 @@ static void test_dropout_known_masks(void **state)
 
 /* ---- GEMM --------------------------------------------------------------------- */
 
+/* gnn_gemm_rows: A's rows read through an index from a larger table give
+ * gnn_gemm's result on the gathered copy, bit for bit (the narrow kernels
+ * and the copy-then-BLAS path), with rows repeated and out of order; bad
+ * rows are refused. */
+static void test_gemm_rows(void **state)
+{
+    (void)state;
+    uint64_t st = g_seed ^ 0x70e5;
+    static const int64_t shapes[][3] = {{1, 1, 1},       {17, 13, 31},  {300, 32, 128},
+                                        {1000, 16, 64},  {70, 50, 700}, {129, 67, 513},
+                                        {203, 128, 20},  {2500, 32, 1433}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int ta = 0; ta < 2; ta++) {
+            int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+            if (ta) { /* A^T B: the gathered side is the long sum */
+                int64_t t = m;
+                m = k;
+                k = t;
+            }
+            int64_t ar = ta ? k : m, ac = ta ? m : k, table = ar + 37, lda = ac + 5;
+            float *tab = rand_floats(&st, table * lda, -1, 1);
+            float *b = rand_floats(&st, k * n, -1, 1);
+            int64_t *rows = malloc((size_t)ar * sizeof *rows);
+            float *copy = malloc((size_t)(ar * ac + 1) * sizeof *copy);
+            float *c1 = rand_floats(&st, m * n, -1, 1);
+            float *c2 = malloc((size_t)(m * n) * sizeof *c2);
+            assert_true(rows && copy && c2);
+            memcpy(c2, c1, (size_t)(m * n) * sizeof *c2);
+            for (int64_t i = 0; i < ar; i++) {
+                rows[i] = (int64_t)(tu_rng_next(&st) % (uint64_t)table);
+                memcpy(copy + i * ac, tab + rows[i] * lda, (size_t)ac * sizeof *copy);
+            }
+            assert_int_equal(gnn_gemm(ta, 0, m, n, k, 0.5f, copy, ac, b, n, 0.25f, c1, n), 0);
+            assert_int_equal(gnn_gemm_rows(ta, m, n, k, 0.5f, tab, lda, rows, b, n, 0.25f, c2, n),
+                             0);
+            assert_memory_equal(c1, c2, (size_t)(m * n) * sizeof *c1);
+            rows[ar / 2] = -1;
+            assert_int_equal(gnn_gemm_rows(ta, m, n, k, 0.5f, tab, lda, rows, b, n, 0.25f, c2, n),
+                             GNN_EINVAL);
+            free(tab), free(b), free(rows), free(copy), free(c1), free(c2);
+        }
+}
+
 static void test_gemm_against_reference(void **state)
 {
     (void)state;
@@ -1360,6 +1403,7 @@ int main(void)
         cmocka_unit_test(test_philox_blocks),
         cmocka_unit_test(test_dropout_known_masks),
         cmocka_unit_test(test_gemm_against_reference),
+        cmocka_unit_test(test_gemm_rows),
         cmocka_unit_test(test_gemm_bad_shapes),
         cmocka_unit_test(test_gemm_backward_fd),
         cmocka_unit_test(test_bias_against_reference),

@@ -79,6 +79,34 @@ int gnn_conv_sparse_check(const gnn_layer_t *L)
     return 0;
 }
 
+int gnn_conv_takes_rows(const gnn_layer_t *L)
+{
+    /* Multiplying first, D is read by the products alone (D W, D[:nd]
+     * W_self and their weight gradients), each of which can gather rows. */
+    const conv_t *c = L->state;
+    return c && c->gemm_first && !c->n_th;
+}
+
+/* C = D[rows] B over D's first rows (n of them), through L->d_rows when set. */
+static int gemm_d(gnn_backend_t *be, const gnn_layer_t *L, int64_t n, int64_t fout,
+                  const float *b, float beta, float *c)
+{
+    if (L->d_rows)
+        return gnn_be_gemm_rows(be, 0, n, fout, L->fin, 1.0f, L->d, L->fin, L->d_rows, b, fout,
+                                beta, c, fout);
+    return gnn_be_gemm(be, 0, 0, n, fout, L->fin, 1.0f, L->d, L->fin, b, fout, beta, c, fout);
+}
+
+/* G = D[:n]^T B (fin x fout), through L->d_rows when set. */
+static int gemm_dt(gnn_backend_t *be, const gnn_layer_t *L, int64_t n, int64_t fout,
+                   const float *b, float *g)
+{
+    if (L->d_rows)
+        return gnn_be_gemm_rows(be, 1, L->fin, fout, n, 1.0f, L->d, L->fin, L->d_rows, b, fout,
+                                0.0f, g, fout);
+    return gnn_be_gemm(be, 1, 0, L->fin, fout, n, 1.0f, L->d, L->fin, b, fout, 0.0f, g, fout);
+}
+
 int gnn_conv_drop_target(gnn_layer_t *L, gnn_layer_env_t *env, float **dst)
 {
     conv_t *c = L->state;
@@ -145,9 +173,11 @@ int gnn_conv_forward(gnn_layer_t *L, gnn_layer_env_t *env)
     GNN_TRY(gnn_be_aggr_workspace(be, g, ag, tw, &wsb));
     if (wsb) GNN_TRY(gnn_layer_ensure(be, &c->ws, &c->ws_bytes, wsb));
 
+    GNN_CHECK(!L->d_rows || c->gemm_first, GNN_EUNSUPPORTED,
+              "layer %d: input rows by index need the product first", L->index);
     if (c->gemm_first) {
         /* T = D W (ns x fout); Z = A T (+ D[:nd] W_self). */
-        GNN_TRY(gnn_be_gemm(be, 0, 0, ns, fout, fin, 1.0f, L->d, fin, w, fout, 0.0f, c->t, fout));
+        GNN_TRY(gemm_d(be, L, ns, fout, w, 0.0f, c->t));
         GNN_TRY(gnn_be_aggr_forward(be, g, ag, fout, c->t, L->z, c->ws, c->ws_bytes));
     } else {
         /* T = aggr(D) (nd x fin); Z = T W (+ D[:nd] W_self). */
@@ -155,9 +185,7 @@ int gnn_conv_forward(gnn_layer_t *L, gnn_layer_env_t *env)
                                       c->ws, c->ws_bytes));
         GNN_TRY(gnn_be_gemm(be, 0, 0, nd, fout, fin, 1.0f, c->t, fin, w, fout, 0.0f, L->z, fout));
     }
-    if (c->lay.ws_off >= 0)
-        GNN_TRY(gnn_be_gemm(be, 0, 0, nd, fout, fin, 1.0f, L->d, fin, p + c->lay.ws_off, fout,
-                            1.0f, L->z, fout));
+    if (c->lay.ws_off >= 0) GNN_TRY(gemm_d(be, L, nd, fout, p + c->lay.ws_off, 1.0f, L->z));
     GNN_TRY(gnn_be_bias_add(be, nd, fout, L->z, p + c->lay.b_off));
     return 0;
 fail:
@@ -233,11 +261,11 @@ int gnn_conv_backward(gnn_layer_t *L, gnn_layer_env_t *env, float *dz, float **d
         /* dT = A^T dZ; dW = D^T dT (+ dW_self = D[:nd]^T dZ); then dD
          * block by block into the layer below's output. */
         GNN_TRY(gnn_be_aggr_backward(be, g, ag, fout, c->t, L->z, dz, dt, c->ws, c->ws_bytes));
-        GNN_TRY(gnn_be_gemm(be, 1, 0, fin, fout, ns, 1.0f, L->d, fin, dt, fout, 0.0f, dw, fout));
-        if (dws)
-            GNN_TRY(gnn_be_gemm(be, 1, 0, fin, fout, nd, 1.0f, L->d, fin, dz, fout, 0.0f, dws,
-                                fout));
+        GNN_TRY(gemm_dt(be, L, ns, fout, dt, dw));
+        if (dws) GNN_TRY(gemm_dt(be, L, nd, fout, dz, dws));
         if (!dx) return 0;
+        GNN_CHECK(!L->d_rows, GNN_EUNSUPPORTED,
+                  "layer %d: no input gradient of rows read by index", L->index);
         GNN_TRY(dx_blockwise(L, env, dz));
         *dx = (float *)L->in;
         return 0;

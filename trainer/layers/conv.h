@@ -36,6 +36,7 @@ int gnn_conv_setup(gnn_layer_t *L, const gnn_conv_layout_t *lay);
 /* Glorot weights, zero biases (w: the layer's span, zeroed). */
 void gnn_conv_init(const gnn_layer_t *L, float *w, uint64_t seed);
 int gnn_conv_sparse_check(const gnn_layer_t *L);
+int gnn_conv_takes_rows(const gnn_layer_t *L);
 int gnn_conv_drop_target(gnn_layer_t *L, gnn_layer_env_t *env, float **dst);
 int gnn_conv_forward(gnn_layer_t *L, gnn_layer_env_t *env);
 void gnn_conv_scratch(const gnn_layer_t *L, int input_grad, gnn_layer_scratch_t *s);
@@ -49,6 +50,7 @@ void gnn_conv_free(gnn_layer_t *L, gnn_backend_t *be);
 #define GNN_CONV_ENTRIES                         \
     .init = gnn_conv_init,                       \
     .sparse_check = gnn_conv_sparse_check,       \
+    .takes_rows = gnn_conv_takes_rows,           \
     .forward = gnn_conv_forward,                 \
     .drop_target = gnn_conv_drop_target,         \
     .scratch = gnn_conv_scratch,                 \

@@ -155,6 +155,37 @@ void gnn__log_loader(const gnn_job_t *j, FILE *f)
     fprintf(f, ", \"prefetch_stalls\": %" PRId64, st->stalls);
 }
 
+/*
+ * Whether layer 0 can read the batch's feature rows where they lie, so the
+ * loader gathers none (gnn_model_set_input_rows): a host backend with
+ * gnn_be_gemm_rows, dense features alone (no learnable rows), no dropout,
+ * and a first layer that says so once set up (GCN or SAGE multiplying
+ * before aggregating: a first layer narrower than the features).
+ */
+static int mb_feat_by_rows(gnn_job_t *j)
+{
+    const gnn_train_opts_t *o = j->o;
+    if (j->g.feat_dim <= 0 || o->embed_dim > 0 || j->in_dim != j->g.feat_dim ||
+        o->dropout != 0.0 || !gnn_be_has_gemm_rows(j->be) || !j->kind->takes_rows)
+        return 0;
+    gnn_layer_t L = {.kind = j->kind,
+                     .index = 0,
+                     .last = o->layers == 1,
+                     .fin = j->in_dim,
+                     .fout = o->layers == 1 ? j->out_dim : o->hidden,
+                     .aggr = j->aggr,
+                     .attn = j->attn,
+                     .heads = o->heads};
+    if (j->kind->setup(&L) < 0) {
+        gnn_error_clear();
+        if (j->kind->free) j->kind->free(&L, j->be);
+        return 0;
+    }
+    int ok = j->kind->takes_rows(&L);
+    if (j->kind->free) j->kind->free(&L, j->be);
+    return ok;
+}
+
 static int mb_setup(gnn_job_t *j)
 {
     int rc = 0;
@@ -164,8 +195,9 @@ static int mb_setup(gnn_job_t *j)
                             (size_t)rows * (size_t)j->out_dim * sizeof(float)));
     if (j->kind->typed) /* typed draws read each relation's entries as one run */
         GNN_TRY(gnn_typed_group_rows(&j->g.csr, j->g.etype));
-    GNN_TRY(gnn__loader_setup(j, &j->g.csr, j->feat_host, NULL, j->task->seed_targets(j), NULL,
-                              NULL));
+    j->feat_by_rows = mb_feat_by_rows(j);
+    GNN_TRY(gnn__loader_setup(j, &j->g.csr, j->feat_by_rows ? NULL : j->feat_host, NULL,
+                              j->task->seed_targets(j), NULL, NULL));
     GNN_INFO("mini-batches of %" PRId64 " %s, fanouts %s, %d sampler thread%s, prefetch %d, "
              "%d OpenMP thread%s",
              o->batch_size, j->task->edge_seeds ? "training edges" : "seeds", j->fanouts,
@@ -211,6 +243,10 @@ static int train_batch(gnn_job_t *j, gnn_loader_batch_t *b, double *loss)
         x = j->xb;
         ids = j->nb;
     }
+    if (j->feat_by_rows) { /* layer 0 reads the batch's rows of the table */
+        x = j->feat_host;
+        GNN_TRY(gnn_model_set_input_rows(j->model, mb->nodes));
+    }
     /* The learnable rows of the batch's nodes beside their features. */
     GNN_TRY(gnn__input_build(j, mb->n_input, F > 0 ? x : NULL, ids, mb->nodes, &x));
     /* Dropout by node id, as over a partition directory. */
@@ -221,6 +257,7 @@ static int train_batch(gnn_job_t *j, gnn_loader_batch_t *b, double *loss)
     GNN_TRY(j->task->batch_loss(j, logits, b, y, ns, loss, j->dlogits));
     GNN_TRY(gnn__step(j));
 fail:
+    if (j->feat_by_rows) (void)gnn_model_set_input_rows(j->model, NULL);
     gnn__batch_graphs_free(j, graphs, own);
     return rc;
 }
