@@ -284,6 +284,33 @@ int gnn_be_gemm_rows(gnn_backend_t *be, int trans_a, int64_t m, int64_t n, int64
     return be->ops->gemm_rows(be, trans_a, m, n, k, alpha, a, lda, rows, b, ldb, beta, c, ldc);
 }
 
+/* One product of gnn_be_gemm_pair's two. */
+static int pair_one(gnn_backend_t *be, int ta, int64_t m, int64_t n, int64_t k, const float *a,
+                    int64_t lda, const int64_t *rows, const float *b, float *c)
+{
+    if (rows) return gnn_be_gemm_rows(be, ta, m, n, k, 1.0f, a, lda, rows, b, n, 0.0f, c, n);
+    return gnn_be_gemm(be, ta, 0, m, n, k, 1.0f, a, lda, b, n, 0.0f, c, n);
+}
+
+int gnn_be_gemm_pair(gnn_backend_t *be, int trans_a, int64_t m, int64_t m2, int64_t k,
+                     const float *a, int64_t lda, const int64_t *rows, int64_t n1,
+                     const float *b1, float *c1, int64_t n2, const float *b2, float *c2)
+{
+    NEED(be, "gnn_be_gemm_pair");
+    if (!rows) BUF(a, "gnn_be_gemm_pair");
+    BUF(b1, "gnn_be_gemm_pair");
+    BUF(c1, "gnn_be_gemm_pair");
+    BUF(b2, "gnn_be_gemm_pair");
+    BUF(c2, "gnn_be_gemm_pair");
+    if (rows && !gnn_be_has_gemm_rows(be))
+        return GNN_FAIL(GNN_EUNSUPPORTED, "gnn_be_gemm_pair: no rows by index on %s", be->desc);
+    if (be->ops->gemm_pair)
+        return be->ops->gemm_pair(be, trans_a, m, m2, k, a, lda, rows, n1, b1, c1, n2, b2, c2);
+    int rc = pair_one(be, trans_a, m, n1, k, a, lda, rows, b1, c1);
+    if (rc < 0) return rc;
+    return pair_one(be, trans_a, trans_a ? m : m2, n2, trans_a ? m2 : k, a, lda, rows, b2, c2);
+}
+
 int gnn_be_bias_add(gnn_backend_t *be, int64_t rows, int64_t cols, float *y, const float *bias)
 {
     NEED(be, "gnn_be_bias_add");

@@ -158,6 +158,11 @@ int gnn_be_has_gemm_rows(const gnn_backend_t *be);
 int gnn_be_gemm_rows(gnn_backend_t *be, int trans_a, int64_t m, int64_t n, int64_t k,
                      float alpha, const float *a, int64_t lda, const int64_t *rows,
                      const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+/* gnn_gemm_pair (rows NULL, or host rows of a host table as in
+ * gnn_be_gemm_rows); on a backend without it, two products. */
+int gnn_be_gemm_pair(gnn_backend_t *be, int trans_a, int64_t m, int64_t m2, int64_t k,
+                     const float *a, int64_t lda, const int64_t *rows, int64_t n1,
+                     const float *b1, float *c1, int64_t n2, const float *b2, float *c2);
 int gnn_be_bias_add(gnn_backend_t *be, int64_t rows, int64_t cols, float *y, const float *bias);
 int gnn_be_bias_grad(gnn_backend_t *be, int64_t rows, int64_t cols, const float *dy, float *dbias);
 int gnn_be_relu(gnn_backend_t *be, int64_t n, const float *x, float *y);

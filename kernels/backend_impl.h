@@ -93,6 +93,10 @@ typedef struct {
     int (*gemm_rows)(gnn_backend_t *be, int ta, int64_t m, int64_t n, int64_t k, float alpha,
                      const float *a, int64_t lda, const int64_t *rows, const float *b,
                      int64_t ldb, float beta, float *c, int64_t ldc);
+    /* NULL: gnn_be_gemm_pair makes two products */
+    int (*gemm_pair)(gnn_backend_t *be, int ta, int64_t m, int64_t m2, int64_t k, const float *a,
+                     int64_t lda, const int64_t *rows, int64_t n1, const float *b1, float *c1,
+                     int64_t n2, const float *b2, float *c2);
 } gnn_backend_ops_t;
 
 struct gnn_backend {

@@ -53,6 +53,19 @@ int gnn_gemm_rows(int trans_a, int64_t m, int64_t n, int64_t k, float alpha, con
                   int64_t lda, const int64_t *rows, const float *b, int64_t ldb, float beta,
                   float *c, int64_t ldc);
 
+/*
+ * Two products of one A in one pass over it (a layer's neighbour and self
+ * weights): trans_a 0: C1 = A B1 over A's m rows and C2 = A[:m2] B2 over
+ * the first m2 <= m; trans_a 1: C1 = A^T B1 summed over A's k rows and C2
+ * = A[:k2]^T B2 over the first k2 <= k (C1, C2 m x n1, m x n2). B and C
+ * contiguous row-major (ld = their widths), alpha 1, beta 0; A's rows
+ * through rows as in gnn_gemm_rows (NULL: in order, a + i * lda). Where the
+ * CPU has no kernel for the shape, two products.
+ */
+int gnn_gemm_pair(int trans_a, int64_t m, int64_t m2, int64_t k, const float *a, int64_t lda,
+                  const int64_t *rows, int64_t n1, const float *b1, float *c1, int64_t n2,
+                  const float *b2, float *c2);
+
 /* y[r][c] += bias[c] for a rows x cols matrix y. */
 int gnn_bias_add(int64_t rows, int64_t cols, float *y, const float *bias);
 

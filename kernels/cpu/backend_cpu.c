@@ -144,6 +144,14 @@ static int cpu_gemm_rows(gnn_backend_t *be, int ta, int64_t m, int64_t n, int64_
     return gnn_gemm_rows(ta, m, n, k, alpha, a, lda, rows, b, ldb, beta, c, ldc);
 }
 
+static int cpu_gemm_pair(gnn_backend_t *be, int ta, int64_t m, int64_t m2, int64_t k,
+                         const float *a, int64_t lda, const int64_t *rows, int64_t n1,
+                         const float *b1, float *c1, int64_t n2, const float *b2, float *c2)
+{
+    (void)be;
+    return gnn_gemm_pair(ta, m, m2, k, a, lda, rows, n1, b1, c1, n2, b2, c2);
+}
+
 static int cpu_bias_add(gnn_backend_t *be, int64_t rows, int64_t cols, float *y,
                         const float *bias)
 {
@@ -416,6 +424,7 @@ static const gnn_backend_ops_t cpu_ops = {
     .mem_available = cpu_mem_available,
     .scatter_rows = cpu_scatter_rows,
     .gemm_rows = cpu_gemm_rows,
+    .gemm_pair = cpu_gemm_pair,
 };
 
 int gnn__backend_cpu_init(gnn_backend_t *be, int as_gpu)

@@ -93,6 +93,40 @@ fail:
     return rc;
 }
 
+/* One product of gnn_gemm_pair's: through rows when set. */
+static int pair_one(int trans_a, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                    const int64_t *rows, const float *b, float *c)
+{
+    if (rows) return gnn_gemm_rows(trans_a, m, n, k, 1.0f, a, lda, rows, b, n, 0.0f, c, n);
+    return gnn_gemm(trans_a, 0, m, n, k, 1.0f, a, lda, b, n, 0.0f, c, n);
+}
+
+int gnn_gemm_pair(int trans_a, int64_t m, int64_t m2, int64_t k, const float *a, int64_t lda,
+                  const int64_t *rows, int64_t n1, const float *b1, float *c1, int64_t n2,
+                  const float *b2, float *c2)
+{
+    int rc = 0;
+    /* trans_a 0: m2 <= m rows; 1: m2 is k2 <= k, the rows of the sum */
+    int64_t big = trans_a ? k : m;
+    GNN_CHECK(m >= 0 && k >= 0 && n1 >= 0 && n2 >= 0 && m2 >= 0 && m2 <= big, GNN_EINVAL,
+              "gnn_gemm_pair: %" PRId64 " of %" PRId64 " rows", m2, big);
+    GNN_TRY(gnn__dense_check_gemm(trans_a, 0, m, n1, k, a, lda, b1, n1, c1, n1));
+    GNN_TRY(gnn__dense_check_gemm(trans_a, 0, trans_a ? m : m2, n2, trans_a ? m2 : k, a, lda,
+                                  b2, n2, c2, n2));
+    if (m > 0 && k > 0 && n1 > 0 && n2 > 0 && m2 > 0) {
+        int done = trans_a ? gnn__gemm_skinny_tn_pair(m, k, m2, a, lda, rows, n1, b1, c1, n2, b2,
+                                                      c2)
+                           : gnn__gemm_skinny_nn_pair(m, m2, k, a, lda, rows, n1, b1, c1, n2,
+                                                      b2, c2);
+        if (done != 0) return done < 0 ? done : 0;
+    }
+    GNN_TRY(pair_one(trans_a, m, n1, k, a, lda, rows, b1, c1));
+    GNN_TRY(pair_one(trans_a, trans_a ? m : m2, n2, trans_a ? m2 : k, a, lda, rows, b2, c2));
+    return 0;
+fail:
+    return rc;
+}
+
 /* ---- Bias --------------------------------------------------------------------- */
 
 int gnn_bias_add(int64_t rows, int64_t cols, float *y, const float *bias)

@@ -71,7 +71,7 @@ AVX512 static void lane_masks(int64_t w, int nv, __mmask16 *mk)
 INLINE AVX512 void nn_tile(const int R, const int NV, int64_t rows, int64_t k, const float *a,
                            int64_t lda, const int64_t *arow, const float *b, int64_t ldb,
                            int64_t j0, __mmask16 ml, float alpha, float beta, float *c,
-                           int64_t ldc)
+                           int64_t ldc, float *c2, int64_t ldc2, int64_t n1)
 {
     const float *ar[NN_ROWS_MAX];
 #pragma GCC unroll 12
@@ -103,7 +103,8 @@ INLINE AVX512 void nn_tile(const int R, const int NV, int64_t rows, int64_t k, c
         if (r >= rows) break;
 #pragma GCC unroll 4
         for (int q = 0; q < NV; q++) {
-            float *cp = c + r * ldc + j0 + 16 * q;
+            int64_t col = j0 + 16 * q; /* columns from n1 on go to c2 */
+            float *cp = col < n1 ? c + r * ldc + col : c2 + r * ldc2 + (col - n1);
             __mmask16 mq = q + 1 < NV ? (__mmask16)0xffff : ml;
             __m512 v = _mm512_mul_ps(va, acc[r][q]);
             if (beta != 0.0f) v = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(mq, cp), v);
@@ -114,11 +115,13 @@ INLINE AVX512 void nn_tile(const int R, const int NV, int64_t rows, int64_t k, c
 
 /* One tile of R rows by NV vectors (the variables of nn's loop). */
 #define NN_CASE(R, NV)                                                                             \
-    nn_tile(R, NV, rows, k, at, lda, arw, b, ldb, j0, ml, alpha, beta, ct, ldc)
+    nn_tile(R, NV, rows, k, at, lda, arw, b, ldb, j0, ml, alpha, beta, ct, ldc, c2t, ldc2, n1)
 
-AVX512 static void nn(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
-                      const int64_t *arow, const float *b, int64_t ldb, float beta, float *c,
-                      int64_t ldc)
+/* C = alpha A B + beta C; columns from n1 on (a multiple of 16) go to c2
+ * instead (n1 = n: all to c). */
+AVX512 static void nn2(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                       const int64_t *arow, const float *b, int64_t ldb, float beta, float *c,
+                       int64_t ldc, float *c2, int64_t ldc2, int64_t n1)
 {
     /* The tile height depends on n only: it changes which rows share a
      * tile, never the sum that forms a row. */
@@ -129,7 +132,7 @@ AVX512 static void nn(int64_t m, int64_t n, int64_t k, float alpha, const float 
         int64_t i0 = t * step, rows = m - i0 < step ? m - i0 : step;
         const float *at = arow ? a : a + i0 * lda;
         const int64_t *arw = arow ? arow + i0 : NULL;
-        float *ct = c + i0 * ldc;
+        float *ct = c + i0 * ldc, *c2t = c2 ? c2 + i0 * ldc2 : NULL;
         for (int64_t j0 = 0; j0 < n; j0 += 64) {
             int64_t w = n - j0 < 64 ? n - j0 : 64;
             int nv = (int)((w + 15) / 16);
@@ -153,6 +156,13 @@ AVX512 static void nn(int64_t m, int64_t n, int64_t k, float alpha, const float 
     }
 }
 #undef NN_CASE
+
+AVX512 static void nn(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                      const int64_t *arow, const float *b, int64_t ldb, float beta, float *c,
+                      int64_t ldc)
+{
+    nn2(m, n, k, alpha, a, lda, arow, b, ldb, beta, c, ldc, NULL, 0, n);
+}
 
 /* ---- C = alpha A^T B + beta C ---------------------------------------------------- */
 
@@ -212,15 +222,20 @@ INLINE AVX512 void tn_tile(const int PV, int64_t rows, const float *a, int64_t l
     }
 }
 
-/* One chunk of rows of A and B into part (zeroed by the caller). */
+/* One chunk of rows of A and B into part (zeroed by the caller): columns
+ * [0, n) from b over all rows, then columns [n, n + n2) from b2 over the
+ * first rows2 rows (n2 = 0: none). */
 AVX512 static void tn_chunk(int64_t rows, int64_t m, int64_t n, const float *a, int64_t lda,
-                            const int64_t *arow, const float *b, int64_t ldb, float *part)
+                            const int64_t *arow, const float *b, int64_t ldb, int64_t n2,
+                            const float *b2, int64_t ldb2, int64_t rows2, float *part)
 {
     int64_t sub = TN_SUB_BYTES / (m * (int64_t)sizeof(float));
     sub = sub < 16 ? 16 : sub > 256 ? 256 : sub;
     for (int64_t s0 = 0; s0 < rows; s0 += sub) {
         int64_t sr = rows - s0 < sub ? rows - s0 : sub;
+        int64_t sr2 = rows2 - s0 < sr ? rows2 - s0 : sr; /* rows with b2 */
         const float *as = arow ? a : a + s0 * lda, *bs = b + s0 * ldb;
+        const float *bs2 = n2 ? b2 + s0 * ldb2 : NULL;
         const int64_t *ars = arow ? arow + s0 : NULL;
         for (int64_t p0 = 0; p0 < m; p0 += 64) {
             int64_t w = m - p0 < 64 ? m - p0 : 64;
@@ -234,16 +249,27 @@ AVX512 static void tn_chunk(int64_t rows, int64_t m, int64_t n, const float *a, 
                 else
                     tn_tile(4, sr, as, lda, ars, bs, ldb, p0, mk, j0, jn, part, m);
             }
+            for (int64_t j0 = 0; sr2 > 0 && j0 < n2; j0 += TN_COLS) {
+                int64_t jn = n2 - j0 < TN_COLS ? n2 - j0 : TN_COLS;
+                if (pv <= 2)
+                    tn_tile(2, sr2, as, lda, ars, bs2, ldb2, p0, mk, j0, jn, part + n * m, m);
+                else
+                    tn_tile(4, sr2, as, lda, ars, bs2, ldb2, p0, mk, j0, jn, part + n * m, m);
+            }
         }
     }
 }
 
-/* C (m x n) = alpha A^T B + beta C, A k x m, B k x n. */
-AVX512 static int tn(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
-                     const int64_t *arow, const float *b, int64_t ldb, float beta, float *c,
-                     int64_t ldc)
+/* C (m x n) = alpha A^T B + beta C, A k x m, B k x n; and, when n2 > 0, C2
+ * (m x n2) = alpha A[:k2]^T B2 + beta C2 over the first k2 <= k rows in the
+ * same pass over A. */
+AVX512 static int tn2(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                      const int64_t *arow, const float *b, int64_t ldb, float beta, float *c,
+                      int64_t ldc, int64_t n2, int64_t k2, const float *b2, int64_t ldb2,
+                      float *c2, int64_t ldc2)
 {
-    int64_t per = m * n; /* floats of one partial */
+    int64_t nt = n + n2;
+    int64_t per = m * nt; /* floats of one partial */
     int64_t want = k / TN_CHUNKS_LOW;
     want = want < TN_CHUNK_LOW ? TN_CHUNK_LOW : want > TN_CHUNK_MIN ? TN_CHUNK_MIN : want;
     int64_t chunks = (k + want - 1) / want;
@@ -253,28 +279,39 @@ AVX512 static int tn(int64_t m, int64_t n, int64_t k, float alpha, const float *
     chunks = (k + rows - 1) / rows;
     float *part = gnn_calloc((size_t)(chunks * per), sizeof *part);
     if (!part) return GNN_FAIL(GNN_ENOMEM, "GEMM: %" PRId64 " partial products", chunks);
-    int par = m * n * k >= PAR_MIN_FLOPS;
+    int par = m * nt * k >= PAR_MIN_FLOPS;
 #pragma omp parallel for schedule(dynamic, 1) if (par && chunks > 1)
     for (int64_t ch = 0; ch < chunks; ch++) {
         int64_t r0 = ch * rows, nr = k - r0 < rows ? k - r0 : rows;
+        int64_t nr2 = k2 - r0 < nr ? k2 - r0 : nr;
         tn_chunk(nr, m, n, arow ? a : a + r0 * lda, lda, arow ? arow + r0 : NULL, b + r0 * ldb,
-                 ldb, part + ch * per);
+                 ldb, n2, n2 && nr2 > 0 ? b2 + r0 * ldb2 : NULL, ldb2, nr2 > 0 ? nr2 : 0,
+                 part + ch * per);
     }
     /* The partials in chunk order, a column of C per task. */
 #pragma omp parallel for schedule(static) if (par && chunks * per >= PAR_MIN_FLOPS / 16)
-    for (int64_t j = 0; j < n; j++) {
+    for (int64_t j = 0; j < nt; j++) {
         float *acc = part + j * m;
         for (int64_t ch = 1; ch < chunks; ch++) {
             const float *pc = part + ch * per + j * m;
             for (int64_t p = 0; p < m; p++) acc[p] += pc[p];
         }
+        float *cc = j < n ? c + j : c2 + (j - n);
+        int64_t ld = j < n ? ldc : ldc2;
         for (int64_t p = 0; p < m; p++) {
             float v = alpha * acc[p];
-            c[p * ldc + j] = beta == 0.0f ? v : v + beta * c[p * ldc + j];
+            cc[p * ld] = beta == 0.0f ? v : v + beta * cc[p * ld];
         }
     }
     gnn_free(part);
     return 1;
+}
+
+AVX512 static int tn(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                     const int64_t *arow, const float *b, int64_t ldb, float beta, float *c,
+                     int64_t ldc)
+{
+    return tn2(m, n, k, alpha, a, lda, arow, b, ldb, beta, c, ldc, 0, 0, NULL, 0, NULL, 0);
 }
 
 /* ---- Dispatch -------------------------------------------------------------------- */
@@ -329,4 +366,33 @@ int gnn__gemm_skinny(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, 
 {
     return gnn__gemm_skinny_rows(trans_a, trans_b, m, n, k, alpha, a, lda, NULL, b, ldb, beta, c,
                                  ldc);
+}
+
+int gnn__gemm_skinny_nn_pair(int64_t m, int64_t m2, int64_t k, const float *a, int64_t lda,
+                             const int64_t *arow, int64_t n1, const float *b1, float *c1,
+                             int64_t n2, const float *b2, float *c2)
+{
+    int64_t n = n1 + n2;
+    if (!have_avx512() || n1 % 16 || n > 128 || (n > 64 && k > 64)) return 0;
+    /* [B1 | B2], k x n: one pass over the first m2 rows of A for both. */
+    float *bb = gnn_malloc_array((size_t)(k * n), sizeof *bb);
+    if (!bb) return GNN_FAIL(GNN_ENOMEM, "GEMM: %" PRId64 " x %" PRId64 " weights", k, n);
+    for (int64_t p = 0; p < k; p++) {
+        memcpy(bb + p * n, b1 + p * n1, (size_t)n1 * sizeof *bb);
+        memcpy(bb + p * n + n1, b2 + p * n2, (size_t)n2 * sizeof *bb);
+    }
+    nn2(m2, n, k, 1.0f, a, lda, arow, bb, n, 0.0f, c1, n1, c2, n2, n1);
+    gnn_free(bb);
+    if (m > m2)
+        nn(m - m2, n1, k, 1.0f, arow ? a : a + m2 * lda, lda, arow ? arow + m2 : NULL, b1, n1,
+           0.0f, c1 + m2 * n1, n1);
+    return 1;
+}
+
+int gnn__gemm_skinny_tn_pair(int64_t m, int64_t k, int64_t k2, const float *a, int64_t lda,
+                             const int64_t *arow, int64_t n1, const float *b1, float *c1,
+                             int64_t n2, const float *b2, float *c2)
+{
+    if (!have_avx512() || n1 + n2 > 64 || k < TALL_MIN) return 0;
+    return tn2(m, n1, k, 1.0f, a, lda, arow, b1, n1, 0.0f, c1, n1, n2, k2, b2, n2, c2, n2);
 }

@@ -27,4 +27,16 @@ int gnn__gemm_skinny_rows(int trans_a, int trans_b, int64_t m, int64_t n, int64_
                           float alpha, const float *a, int64_t lda, const int64_t *arow,
                           const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 
+/* Two products of the same A in one pass over it (row-major, B and C
+ * contiguous, alpha 1, beta 0; A's rows through arow as above):
+ *   nn_pair: C1 = A B1 (m rows), C2 = A[:m2] B2 (m2 <= m);
+ *   tn_pair: C1 = A^T B1 over A's k rows, C2 = A[:k2]^T B2 (k2 <= k).
+ * 1 done, 0 not taken (the caller makes two products), GNN_ENOMEM. */
+int gnn__gemm_skinny_nn_pair(int64_t m, int64_t m2, int64_t k, const float *a, int64_t lda,
+                             const int64_t *arow, int64_t n1, const float *b1, float *c1,
+                             int64_t n2, const float *b2, float *c2);
+int gnn__gemm_skinny_tn_pair(int64_t m, int64_t k, int64_t k2, const float *a, int64_t lda,
+                             const int64_t *arow, int64_t n1, const float *b1, float *c1,
+                             int64_t n2, const float *b2, float *c2);
+
 #endif

@@ -379,6 +379,7 @@ static const gnn_backend_ops_t cuda_ops = {
     /* .mem_available = */ cu_mem_available,
     /* .scatter_rows = */ gnn__cuda_scatter_rows,
     /* .gemm_rows = */ NULL, /* device buffers are gathered by copy_rows */
+    /* .gemm_pair = */ NULL, /* two cuBLAS products */
 };
 
 /* Handles and stream of cb on its device; on failure the caller closes. */

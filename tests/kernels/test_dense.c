@@ -272,6 +272,75 @@ static void test_gemm_rows(void **state)
         }
 }
 
+/* gnn_gemm_pair against two double-precision products (and, for A B,
+ * bit for bit against two gnn_gemm calls: a row's sum is the same), with
+ * A's rows in order or through an index, for shapes the paired kernels
+ * take and shapes they leave to two products. */
+static void test_gemm_pair(void **state)
+{
+    (void)state;
+    uint64_t st = g_seed ^ 0x9a1e;
+    /* {rows of A, rows of the second product, A's width, n1, n2} */
+    static const int64_t shapes[][5] = {{3000, 1700, 128, 32, 32}, {500, 500, 64, 16, 16},
+                                        {2100, 900, 70, 16, 48},   {400, 0, 33, 32, 32},
+                                        {300, 120, 40, 20, 12},    {1000, 999, 90, 64, 64},
+                                        {7, 3, 5, 32, 32}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int ta = 0; ta < 2; ta++)
+            for (int by_rows = 0; by_rows < 2; by_rows++) {
+                int64_t ar = shapes[s][0], ar2 = shapes[s][1], ac = shapes[s][2];
+                int64_t n1 = shapes[s][3], n2 = shapes[s][4], tr = ar + 9, lda = ac + 3;
+                float *tab = rand_floats(&st, tr * lda, -1, 1);
+                int64_t *rows = malloc((size_t)ar * sizeof *rows);
+                float *a = malloc((size_t)(ar * ac) * sizeof *a);
+                assert_true(rows && a);
+                for (int64_t i = 0; i < ar; i++) {
+                    rows[i] = by_rows ? (int64_t)(tu_rng_next(&st) % (uint64_t)tr) : i;
+                    memcpy(a + i * ac, tab + rows[i] * lda, (size_t)ac * sizeof *a);
+                }
+                /* ta 0: C1 (ar x n1) = A B1, C2 (ar2 x n2) = A[:ar2] B2, B k = ac rows;
+                 * ta 1: C1 (ac x n1) = A^T B1 over ar rows, C2 over ar2 rows. */
+                int64_t kb = ta ? ar : ac, cr1 = ta ? ac : ar, cr2 = ta ? ac : ar2;
+                float *b1 = rand_floats(&st, kb * n1, -1, 1), *b2 = rand_floats(&st, kb * n2, -1, 1);
+                float *c1 = malloc((size_t)(cr1 * n1 + 1) * sizeof *c1);
+                float *c2 = malloc((size_t)(cr2 * n2 + 1) * sizeof *c2);
+                float *d1 = malloc((size_t)(cr1 * n1 + 1) * sizeof *d1);
+                float *d2 = malloc((size_t)(cr2 * n2 + 1) * sizeof *d2);
+                assert_true(c1 && c2 && d1 && d2);
+                assert_int_equal(gnn_gemm_pair(ta, ta ? ac : ar, ar2, ta ? ar : ac,
+                                               by_rows ? tab : a, by_rows ? lda : ac,
+                                               by_rows ? rows : NULL, n1, b1, c1, n2, b2, c2),
+                                 0);
+                double *ad = to_double(a, ar * ac), *aa = dalloc(ar * ac);
+                for (int64_t i = 0; i < ar * ac; i++) aa[i] = fabs(ad[i]);
+                for (int w = 0; w < 2; w++) {
+                    int64_t n = w ? n2 : n1, cr = w ? cr2 : cr1;
+                    int64_t m = ta ? ac : (w ? ar2 : ar), k = ta ? (w ? ar2 : ar) : ac;
+                    const float *b = w ? b2 : b1, *c = w ? c2 : c1;
+                    double *bd = to_double(b, kb * n), *ba = dalloc(kb * n);
+                    for (int64_t i = 0; i < kb * n; i++) ba[i] = fabs(bd[i]);
+                    double *cd = dalloc(cr * n + 1), *ca = dalloc(cr * n + 1);
+                    gnn_ref_gemm(ta, 0, m, n, k, 1.0, ad, ac, bd, n, 0.0, cd, n);
+                    gnn_ref_gemm(ta, 0, m, n, k, 1.0, aa, ac, ba, n, 0.0, ca, n);
+                    double tol = (double)(k + 2) * FLT_EPSILON;
+                    for (int64_t i = 0; i < cr * n; i++)
+                        if (!(fabs(c[i] - cd[i]) <= tol * ca[i] + 1e-30))
+                            fail_msg("gemm_pair shape %zu ta=%d rows=%d C%d[%" PRId64
+                                     "] = %.9g want %.9g",
+                                     s, ta, by_rows, w + 1, i, (double)c[i], cd[i]);
+                    free(bd), free(ba), free(cd), free(ca);
+                }
+                if (!ta) { /* rows of A B: the same bits as one product each */
+                    assert_int_equal(gnn_gemm(0, 0, ar, n1, ac, 1.0f, a, ac, b1, n1, 0.0f, d1, n1), 0);
+                    assert_int_equal(gnn_gemm(0, 0, ar2, n2, ac, 1.0f, a, ac, b2, n2, 0.0f, d2, n2), 0);
+                    assert_memory_equal(c1, d1, (size_t)(ar * n1) * sizeof *c1);
+                    assert_memory_equal(c2, d2, (size_t)(ar2 * n2) * sizeof *c2);
+                }
+                free(tab), free(rows), free(a), free(b1), free(b2), free(c1), free(c2);
+                free(d1), free(d2), free(ad), free(aa);
+            }
+}
+
 static void test_gemm_against_reference(void **state)
 {
     (void)state;
@@ -1404,6 +1473,7 @@ int main(void)
         cmocka_unit_test(test_dropout_known_masks),
         cmocka_unit_test(test_gemm_against_reference),
         cmocka_unit_test(test_gemm_rows),
+        cmocka_unit_test(test_gemm_pair),
         cmocka_unit_test(test_gemm_bad_shapes),
         cmocka_unit_test(test_gemm_backward_fd),
         cmocka_unit_test(test_bias_against_reference),

@@ -175,8 +175,19 @@ int gnn_conv_forward(gnn_layer_t *L, gnn_layer_env_t *env)
 
     GNN_CHECK(!L->d_rows || c->gemm_first, GNN_EUNSUPPORTED,
               "layer %d: input rows by index need the product first", L->index);
+    if (c->gemm_first && c->lay.ws_off >= 0) {
+        /* T = D W (ns x fout) and Q = D[:nd] W_self in one pass over D;
+         * Z = A T + Q. */
+        GNN_TRY(gnn_layer_ensure(be, (void **)&c->q, &c->q_bytes, gnn_layer_fbytes(nd, fout)));
+        GNN_TRY(gnn_be_gemm_pair(be, 0, ns, nd, fin, L->d, fin, L->d_rows, fout, w, c->t, fout,
+                                 p + c->lay.ws_off, c->q));
+        GNN_TRY(gnn_be_aggr_forward(be, g, ag, fout, c->t, L->z, c->ws, c->ws_bytes));
+        GNN_TRY(gnn_be_axpby(be, nd * fout, 1.0f, c->q, 1.0f, L->z));
+        GNN_TRY(gnn_be_bias_add(be, nd, fout, L->z, p + c->lay.b_off));
+        return 0;
+    }
     if (c->gemm_first) {
-        /* T = D W (ns x fout); Z = A T (+ D[:nd] W_self). */
+        /* T = D W (ns x fout); Z = A T. */
         GNN_TRY(gemm_d(be, L, ns, fout, w, 0.0f, c->t));
         GNN_TRY(gnn_be_aggr_forward(be, g, ag, fout, c->t, L->z, c->ws, c->ws_bytes));
     } else {
@@ -261,8 +272,11 @@ int gnn_conv_backward(gnn_layer_t *L, gnn_layer_env_t *env, float *dz, float **d
         /* dT = A^T dZ; dW = D^T dT (+ dW_self = D[:nd]^T dZ); then dD
          * block by block into the layer below's output. */
         GNN_TRY(gnn_be_aggr_backward(be, g, ag, fout, c->t, L->z, dz, dt, c->ws, c->ws_bytes));
-        GNN_TRY(gemm_dt(be, L, ns, fout, dt, dw));
-        if (dws) GNN_TRY(gemm_dt(be, L, nd, fout, dz, dws));
+        if (dws) /* both weight gradients in one pass over D */
+            GNN_TRY(gnn_be_gemm_pair(be, 1, fin, nd, ns, L->d, fin, L->d_rows, fout, dt, dw, fout,
+                                     dz, dws));
+        else
+            GNN_TRY(gemm_dt(be, L, ns, fout, dt, dw));
         if (!dx) return 0;
         GNN_CHECK(!L->d_rows, GNN_EUNSUPPORTED,
                   "layer %d: no input gradient of rows read by index", L->index);
