@@ -470,6 +470,26 @@ static int filtered_row(const rows_t *rs, gnn_vid_t v, const gnn_vid_t *xs, gnn_
     return 0;
 }
 
+/* The c draws of row v (d entries, no exclusions) into o: the whole row
+ * when c == d, else the positions of the definition, their entries
+ * prefetched for gather_row. */
+static inline void draw_row(const rows_t *rs, gnn_vid_t v, const gnn_vid_t *row, gnn_eid_t d,
+                            gnn_eid_t c, uint64_t key, int h, gnn_vid_t *o, mark_t *set,
+                            uint64_t mcap, uint64_t *stamp)
+{
+    if (c == d) {
+        memcpy(o, row, (size_t)c * sizeof *o);
+        return;
+    }
+    stream_t s;
+    stream_init(&s, key, rs->key_ids ? rs->key_ids[v] : v, h);
+    if (c <= SCAN_DRAWS)
+        floyd_scan(&s, d, c, o);
+    else
+        floyd_set(&s, d, c, o, set, mcap - 1, ++*stamp);
+    for (gnn_eid_t q = 0; q < c; q++) __builtin_prefetch(&row[o[q]]);
+}
+
 /*
  * The draws of one hop (global ids), two passes: every row's count, their
  * prefix sum, then the draws into place; rows held elsewhere through the
@@ -588,17 +608,7 @@ static int draw_counted(const rows_t *rs, int fanout, uint64_t key, int h, const
                         xfail++;
                     continue; /* pending stays: gather_row reads the row behind */
                 }
-                if (c == d) {
-                    memcpy(o, row, (size_t)c * sizeof *o);
-                } else {
-                    stream_t s;
-                    stream_init(&s, key, rs->key_ids ? rs->key_ids[v] : v, h);
-                    if (c <= SCAN_DRAWS)
-                        floyd_scan(&s, d, c, o);
-                    else
-                        floyd_set(&s, d, c, o, set, mcap - 1, ++stamp);
-                    for (gnn_eid_t q = 0; q < c; q++) __builtin_prefetch(&row[o[q]]);
-                }
+                draw_row(rs, v, row, d, c, key, h, o, set, mcap, &stamp);
                 if (pending >= 0) gather_row(g, dst[pending], indices + indptr[pending],
                                              indptr[pending + 1] - indptr[pending]);
                 pending = c < d ? i : -1;
@@ -693,17 +703,7 @@ static int draw_one_pass(const rows_t *rs, int fanout, uint64_t key, int h, cons
                 }
                 gnn_eid_t c = d <= fanout ? d : fanout;
                 indptr[i + 1] = c;
-                if (c == d) {
-                    memcpy(o, row, (size_t)c * sizeof *o);
-                } else {
-                    stream_t s;
-                    stream_init(&s, key, rs->key_ids ? rs->key_ids[v] : v, h);
-                    if (c <= SCAN_DRAWS)
-                        floyd_scan(&s, d, c, o);
-                    else
-                        floyd_set(&s, d, c, o, set, mcap - 1, ++stamp);
-                    for (gnn_eid_t q = 0; q < c; q++) __builtin_prefetch(&row[o[q]]);
-                }
+                draw_row(rs, v, row, d, c, key, h, o, set, mcap, &stamp);
                 if (pending >= 0)
                     gather_row(g, dst[pending], indices + (size_t)pending * (size_t)fanout,
                                pending_c);
