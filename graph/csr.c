@@ -20,6 +20,7 @@
 #include "graph/base/alloc.h"
 #include "graph/base/error.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -448,6 +449,47 @@ int gnn_csr_copy(const gnn_csr_t *a, gnn_csr_t *out)
         c.weights = gnn_malloc_array((size_t)a->nnz, sizeof *c.weights);
         GNN_CHECK(c.weights, GNN_ENOMEM, "copying CSR: out of memory");
         memcpy(c.weights, a->weights, (size_t)a->nnz * sizeof *c.weights);
+    }
+    *out = c;
+    return 0;
+
+fail:
+    gnn_csr_free(&c);
+    return rc;
+}
+
+int gnn_csr_rows(const gnn_csr_t *a, const gnn_vid_t *rows, gnn_vid_t n, gnn_csr_t *out)
+{
+    int rc = 0;
+    gnn_csr_t c = {0};
+
+    GNN_CHECK(out, GNN_EINVAL, "CSR rows: no output");
+    memset(out, 0, sizeof *out);
+    GNN_CHECK(a && a->indptr && (rows || n == 0) && n >= 0, GNN_EINVAL, "CSR rows: bad argument");
+    for (gnn_vid_t i = 0; i < n; i++)
+        GNN_CHECK(rows[i] >= 0 && rows[i] < a->n_rows, GNN_ERANGE,
+                  "CSR rows: row %" PRId64 " outside [0, %" PRId64 ")", rows[i], a->n_rows);
+    c.n_rows = n;
+    c.n_cols = a->n_cols;
+    c.flags = a->flags & GNN_CSR_SORTED; /* the other flags speak of a square graph */
+    c.indptr = gnn_malloc_array((size_t)n + 1, sizeof *c.indptr);
+    GNN_CHECK(c.indptr, GNN_ENOMEM, "CSR rows: out of memory");
+    c.indptr[0] = 0;
+    for (gnn_vid_t i = 0; i < n; i++)
+        c.indptr[i + 1] = c.indptr[i] + (a->indptr[rows[i] + 1] - a->indptr[rows[i]]);
+    c.nnz = c.indptr[n];
+    c.indices = gnn_malloc_array((size_t)c.nnz + 1, sizeof *c.indices);
+    GNN_CHECK(c.indices, GNN_ENOMEM, "CSR rows: out of memory");
+    if (a->weights) {
+        c.weights = gnn_malloc_array((size_t)c.nnz + 1, sizeof *c.weights);
+        GNN_CHECK(c.weights, GNN_ENOMEM, "CSR rows: out of memory");
+    }
+#pragma omp parallel for schedule(static, 256) if (c.nnz > 65536)
+    for (gnn_vid_t i = 0; i < n; i++) {
+        gnn_eid_t from = a->indptr[rows[i]], len = c.indptr[i + 1] - c.indptr[i];
+        memcpy(c.indices + c.indptr[i], a->indices + from, (size_t)len * sizeof *c.indices);
+        if (c.weights)
+            memcpy(c.weights + c.indptr[i], a->weights + from, (size_t)len * sizeof *c.weights);
     }
     *out = c;
     return 0;

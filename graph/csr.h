@@ -71,6 +71,11 @@ int gnn_csr_transpose(const gnn_csr_t *a, gnn_csr_t *t);
 /* Deep copy. Returns 0 or GNN_ENOMEM (*out zeroed). */
 int gnn_csr_copy(const gnn_csr_t *a, gnn_csr_t *out);
 
+/* The n rows rows[0..n) of a, in that order (a row may repeat), with their
+ * weights: out is n x a->n_cols, sorted where a is. Returns 0, GNN_ERANGE
+ * for a row outside a, GNN_EINVAL, GNN_ENOMEM (*out zeroed). */
+int gnn_csr_rows(const gnn_csr_t *a, const gnn_vid_t *rows, gnn_vid_t n, gnn_csr_t *out);
+
 /* Free the arrays and zero the struct; safe on a zeroed struct. */
 void gnn_csr_free(gnn_csr_t *a);
 

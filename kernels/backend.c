@@ -682,34 +682,43 @@ static int sparse_check(gnn_backend_t *be, const gnn_bsparse_t *s, const char *f
 }
 
 int gnn_be_sparse_dropout(gnn_backend_t *be, const gnn_bsparse_t *s, float p, uint64_t seed,
-                          uint64_t offset, float *vals)
+                          uint64_t offset, const int64_t *row_id, float *vals)
 {
     int rc = sparse_check(be, s, "gnn_be_sparse_dropout");
     if (rc < 0) return rc;
     BUF(vals, "gnn_be_sparse_dropout");
-    return be->ops->sparse_dropout(be, s, p, seed, offset, vals);
+    return be->ops->sparse_dropout(be, s, p, seed, offset, row_id, vals);
 }
 
-int gnn_be_sparse_mm(gnn_backend_t *be, const gnn_bsparse_t *s, const float *vals, const float *w,
-                     int64_t f, float *t)
+/* n rows of s: [0, rows]. */
+static int sparse_rows(const gnn_bsparse_t *s, int64_t n, const char *fn)
+{
+    if (n < 0 || n > gnn_bsparse_rows(s))
+        return GNN_FAIL(GNN_EINVAL, "%s: %" PRId64 " rows of a %" PRId64 "-row matrix", fn, n,
+                        gnn_bsparse_rows(s));
+    return 0;
+}
+
+int gnn_be_sparse_mm(gnn_backend_t *be, const gnn_bsparse_t *s, const float *vals, int64_t n,
+                     const float *w, int64_t f, float *t)
 {
     int rc = sparse_check(be, s, "gnn_be_sparse_mm");
-    if (rc < 0) return rc;
+    if (rc < 0 || (rc = sparse_rows(s, n, "gnn_be_sparse_mm")) < 0) return rc;
     BUF(vals, "gnn_be_sparse_mm");
     BUF(w, "gnn_be_sparse_mm");
     BUF(t, "gnn_be_sparse_mm");
-    return be->ops->sparse_mm(be, s, vals, w, f, t);
+    return be->ops->sparse_mm(be, s, vals, n, w, f, t);
 }
 
-int gnn_be_sparse_mm_t(gnn_backend_t *be, const gnn_bsparse_t *s, const float *vals,
+int gnn_be_sparse_mm_t(gnn_backend_t *be, const gnn_bsparse_t *s, const float *vals, int64_t n,
                        const float *dt, int64_t f, float *dw)
 {
     int rc = sparse_check(be, s, "gnn_be_sparse_mm_t");
-    if (rc < 0) return rc;
+    if (rc < 0 || (rc = sparse_rows(s, n, "gnn_be_sparse_mm_t")) < 0) return rc;
     BUF(vals, "gnn_be_sparse_mm_t");
     BUF(dt, "gnn_be_sparse_mm_t");
     BUF(dw, "gnn_be_sparse_mm_t");
-    return be->ops->sparse_mm_t(be, s, vals, dt, f, dw);
+    return be->ops->sparse_mm_t(be, s, vals, n, dt, f, dw);
 }
 
 /* ---- Graph attention ------------------------------------------------------- */

@@ -269,14 +269,16 @@ int64_t gnn_bsparse_rows(const gnn_bsparse_t *s);
 int64_t gnn_bsparse_cols(const gnn_bsparse_t *s);
 int64_t gnn_bsparse_nnz(const gnn_bsparse_t *s);
 /* vals (backend, nnz floats) = the values after dropout with the counters
- * of the dense matrix: entry (r, c) uses offset + r * cols + c. */
+ * of the dense matrix: entry (r, c) uses offset + id * cols + c, id =
+ * row_id[r] (backend memory, one per row) or r where row_id is NULL. */
 int gnn_be_sparse_dropout(gnn_backend_t *be, const gnn_bsparse_t *s, float p, uint64_t seed,
-                          uint64_t offset, float *vals);
-/* t = D w (w: cols x f, t: rows x f), D = (structure of s, vals). */
-int gnn_be_sparse_mm(gnn_backend_t *be, const gnn_bsparse_t *s, const float *vals, const float *w,
-                     int64_t f, float *t);
-/* dw = D^T dt (dt: rows x f, dw: cols x f, overwritten). */
-int gnn_be_sparse_mm_t(gnn_backend_t *be, const gnn_bsparse_t *s, const float *vals,
+                          uint64_t offset, const int64_t *row_id, float *vals);
+/* t = D[:n] w (w: cols x f, t: n x f), D = (structure of s, vals), n at
+ * most the rows of s. */
+int gnn_be_sparse_mm(gnn_backend_t *be, const gnn_bsparse_t *s, const float *vals, int64_t n,
+                     const float *w, int64_t f, float *t);
+/* dw = D[:n]^T dt (dt: n x f, dw: cols x f, overwritten). */
+int gnn_be_sparse_mm_t(gnn_backend_t *be, const gnn_bsparse_t *s, const float *vals, int64_t n,
                        const float *dt, int64_t f, float *dw);
 
 /*

@@ -59,10 +59,10 @@ typedef struct {
     int (*sparse_prepare)(gnn_backend_t *be, gnn_bsparse_t *s);
     void (*sparse_release)(gnn_backend_t *be, gnn_bsparse_t *s);
     int (*sparse_dropout)(gnn_backend_t *be, const gnn_bsparse_t *s, float p, uint64_t seed,
-                          uint64_t offset, float *vals);
-    int (*sparse_mm)(gnn_backend_t *be, const gnn_bsparse_t *s, const float *vals,
+                          uint64_t offset, const int64_t *row_id, float *vals);
+    int (*sparse_mm)(gnn_backend_t *be, const gnn_bsparse_t *s, const float *vals, int64_t n,
                      const float *w, int64_t f, float *t);
-    int (*sparse_mm_t)(gnn_backend_t *be, const gnn_bsparse_t *s, const float *vals,
+    int (*sparse_mm_t)(gnn_backend_t *be, const gnn_bsparse_t *s, const float *vals, int64_t n,
                        const float *dt, int64_t f, float *dw);
     /* SpMM implementation of the built-ins (NULL: the device has one). */
     int (*set_spmm)(gnn_backend_t *be, gnn_spmm_impl_t impl, int deterministic);

@@ -35,17 +35,22 @@ int gnn_spfeat_create(const gnn_csr_t *a, gnn_spfeat_t **out);
 void gnn_spfeat_free(gnn_spfeat_t *s);
 
 /* vals[j] = a's value j, dropped (0) or scaled by 1 / (1 - p) as above;
- * p == 0 copies the values. p outside [0, 1) gives GNN_EINVAL. */
+ * p == 0 copies the values. With row_id (one per row of a, or NULL for
+ * r itself) row r draws as row row_id[r] of the whole matrix: a batch's
+ * rows keep the masks they have in the table they were taken from. p
+ * outside [0, 1) gives GNN_EINVAL. */
 int gnn_spfeat_dropout(const gnn_spfeat_t *s, float p, uint64_t seed, uint64_t offset,
-                       float *vals);
+                       const int64_t *row_id, float *vals);
 
-/* t = D w with D = (a's structure, vals): w is cols x f, t rows x f. */
-int gnn_spfeat_mm(const gnn_spfeat_t *s, const float *vals, const float *w, int64_t f, float *t);
+/* t = D[:n] w with D = (a's structure, vals): w is cols x f, t n x f,
+ * n at most a's rows. */
+int gnn_spfeat_mm(const gnn_spfeat_t *s, const float *vals, int64_t n, const float *w, int64_t f,
+                  float *t);
 
-/* dw = D^T dt: dt is rows x f, dw cols x f (overwritten). A gather over
+/* dw = D[:n]^T dt: dt is n x f, dw cols x f (overwritten). A gather over
  * columns: no atomics, the same bits for any thread count. */
-int gnn_spfeat_mm_t(const gnn_spfeat_t *s, const float *vals, const float *dt, int64_t f,
-                    float *dw);
+int gnn_spfeat_mm_t(const gnn_spfeat_t *s, const float *vals, int64_t n, const float *dt,
+                    int64_t f, float *dw);
 
 #ifdef __cplusplus
 }

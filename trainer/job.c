@@ -59,6 +59,8 @@ void gnn__job_free(gnn_job_t *j)
     }
     gnn_free(j->outdeg);
     gnn_be_graph_free(j->bg);
+    gnn_be_sparse_free(j->bxsb);
+    gnn_csr_free(&j->xsb);
     gnn_be_sparse_free(j->bxs);
     gnn_csr_free(&j->xs);
     gnn_graph_free(&j->g);

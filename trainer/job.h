@@ -61,6 +61,8 @@ typedef struct gnn_job {
     float *x;                         /* features on the backend (dense input) */
     gnn_csr_t xs;                     /* features as CSR (sparse input) */
     gnn_bsparse_t *bxs;               /* ... on the backend, or NULL */
+    gnn_csr_t xsb;                    /* mini-batches: the batch's rows of xs */
+    gnn_bsparse_t *bxsb;              /* ... on the backend, during its step */
     const float *feat_host;           /* features the mini-batch loader gathers from */
     int feat_by_rows;                 /* mini-batches: layer 0 reads the batch's rows of
                                          feat_host by index; the loader gathers none */

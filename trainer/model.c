@@ -190,7 +190,6 @@ int gnn_model_set_row_ids(gnn_model_t *m, const int64_t *row_id, int64_t n_globa
     if (!m) return GNN_FAIL(GNN_EINVAL, "model row ids: NULL model");
     if (row_id && n_global < 0)
         return GNN_FAIL(GNN_EINVAL, "model row ids: %" PRId64 " nodes", n_global);
-    if (row_id && m->sp) return GNN_FAIL(GNN_EUNSUPPORTED, "model row ids: not with sparse input");
     m->row_ids = row_id;
     m->rows_global = row_id ? n_global : 0;
     return 0;
@@ -408,15 +407,19 @@ static gnn_layer_env_t env_of(gnn_model_t *m)
 static int drop_sparse(gnn_model_t *m, gnn_layer_t *L, int training)
 {
     int rc = 0;
-    GNN_CHECK(L->n_src == L->n_dst && gnn_bsparse_rows(m->sp) == L->n_src, GNN_EUNSUPPORTED,
-              "model: sparse input needs a square graph with one row per input row");
+    GNN_CHECK(gnn_bsparse_rows(m->sp) == L->n_src, GNN_EINVAL,
+              "model: sparse input of %" PRId64 " rows for a layer of %" PRId64 " sources",
+              gnn_bsparse_rows(m->sp), L->n_src);
     size_t nnzb = (size_t)gnn_bsparse_nnz(m->sp) * sizeof(float);
     GNN_TRY(gnn_layer_ensure(m->be, (void **)&m->sp_vals, &m->sp_vals_bytes,
                              nnzb ? nnzb : sizeof(float)));
     float p = training ? m->cfg.dropout : 0.0f;
     L->drop_off = m->drop_offset;
-    GNN_TRY(gnn_be_sparse_dropout(m->be, m->sp, p, m->drop_seed, m->drop_offset, m->sp_vals));
-    if (p > 0.0f) m->drop_offset += (uint64_t)(L->n_src * L->fin);
+    /* Counters as the dense input's: by node id where the rows have ids. */
+    GNN_TRY(gnn_be_sparse_dropout(m->be, m->sp, p, m->drop_seed, m->drop_offset, m->row_ids,
+                                  m->sp_vals));
+    if (p > 0.0f)
+        m->drop_offset += (uint64_t)((m->row_ids ? m->rows_global : L->n_src) * L->fin);
     L->sparse = 1;
     L->in = NULL;
     L->d = NULL;

@@ -125,12 +125,14 @@ int gnn_model_forward(gnn_model_t *m, gnn_bgraph_t *const *graphs, const float *
 /*
  * Feed layer 0 from the sparse matrix s (rows: the sources of layer 0's
  * graph, cols: in_dim) instead of a dense x: forward's x is then ignored.
- * Dropout draws the same mask as on the dense matrix, so the function
- * computed is the same; the work drops to the stored entries. Needs a graph
- * with n_dst == n_src at layer 0 and, for SAGE, a linear aggregator (the
- * built-ins sum, mean, gcn: aggr(D) W = aggr(D W) is what makes the sparse
- * order possible; the layer kind's sparse_check); GNN_EUNSUPPORTED otherwise. s NULL returns to dense
- * input. s is borrowed.
+ * Dropout draws the same mask as on the dense matrix (by row id when
+ * gnn_model_set_row_ids gave them: a mini-batch's rows of the feature
+ * table), so the function computed is the same; the work drops to the
+ * stored entries. Needs, for SAGE, a linear aggregator (the built-ins sum,
+ * mean, gcn: aggr(D) W = aggr(D W) is what makes the sparse order
+ * possible; the layer kind's sparse_check); GNN_EUNSUPPORTED otherwise.
+ * A forward whose layer-0 graph has another number of sources than s has
+ * rows gives GNN_EINVAL. s NULL returns to dense input. s is borrowed.
  */
 int gnn_model_set_sparse_input(gnn_model_t *m, const gnn_bsparse_t *s);
 

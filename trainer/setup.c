@@ -70,7 +70,9 @@ fail:
 /*
  * Dense or sparse first-layer input. Sparse needs a model whose first layer
  * can take it (GCN, or SAGE with a linear aggregator); "auto" picks it when
- * at most 10 % of the features are non-zero.
+ * at most 10 % of the features are non-zero. Mini-batches keep the dense
+ * table too (layer-wise inference reads it) and take each batch's rows of
+ * the sparse one (modes/minibatch.c).
  */
 static int setup_features(gnn_job_t *j)
 {
@@ -80,22 +82,6 @@ static int setup_features(gnn_job_t *j)
     int64_t f = g->feat_dim;
     const char *mode = j->o->sparse_features;
     if (f == 0) return 0; /* no features: the input is the learnable rows alone */
-    if (j->mode->minibatch) { /* dense rows, gathered per batch from a host copy */
-        if (!strcmp(mode, "on")) {
-            rc = GNN_FAIL(GNN_EUSAGE, "--sparse-features on needs --mode full (mini-batches "
-                                      "gather dense feature rows)");
-            goto fail;
-        }
-        size_t bytes = (size_t)n * (size_t)f * sizeof(float);
-        if (gnn_be_host_memory(j->be)) { /* one copy serves both */
-            GNN_TRY(gnn_be_upload_take(j->be, (void **)&g->feat, bytes, (void **)&j->x));
-            j->feat_host = j->x;
-        } else {
-            GNN_TRY(gnn__buf_upload(j->be, g->feat, bytes, (void **)&j->x));
-            j->feat_host = g->feat;
-        }
-        return 0;
-    }
     /* Whether the first layer takes sparse input: its kind's check on a
      * layer of the model's first shape. */
     gnn_layer_t first = {.kind = j->kind, .index = 0, .fin = f, .aggr = j->aggr};
@@ -113,29 +99,41 @@ static int setup_features(gnn_job_t *j)
     int use = able && (!strcmp(mode, "on") || (!strcmp(mode, "auto") && density <= 0.10));
     GNN_INFO("features: %.2f %% non-zero, first layer on %s input", 100.0 * density,
              use ? "sparse" : "dense");
-    if (!use) /* the host copy is not needed again: hand it over */
-        return gnn_be_upload_take(j->be, (void **)&j->g.feat, (size_t)n * (size_t)f * sizeof(float),
-                                  (void **)&j->x);
-    gnn_csr_t *a = &j->xs;
-    a->n_rows = n;
-    a->n_cols = f;
-    a->nnz = nz;
-    a->indptr = gnn_malloc_array((size_t)n + 1, sizeof *a->indptr);
-    a->indices = gnn_malloc_array((size_t)nz + 1, sizeof *a->indices);
-    a->weights = gnn_malloc_array((size_t)nz + 1, sizeof *a->weights);
-    GNN_CHECK(a->indptr && a->indices && a->weights, GNN_ENOMEM, "sparse features");
-    a->indptr[0] = 0;
-    for (gnn_vid_t v = 0; v < n; v++) {
-        gnn_eid_t e = a->indptr[v];
-        for (int64_t k = 0; k < f; k++)
-            if (g->feat[v * f + k] != 0.0f) {
-                a->indices[e] = k;
-                a->weights[e++] = g->feat[v * f + k];
-            }
-        a->indptr[v + 1] = e;
+    if (use) {
+        gnn_csr_t *a = &j->xs;
+        a->n_rows = n;
+        a->n_cols = f;
+        a->nnz = nz;
+        a->indptr = gnn_malloc_array((size_t)n + 1, sizeof *a->indptr);
+        a->indices = gnn_malloc_array((size_t)nz + 1, sizeof *a->indices);
+        a->weights = gnn_malloc_array((size_t)nz + 1, sizeof *a->weights);
+        GNN_CHECK(a->indptr && a->indices && a->weights, GNN_ENOMEM, "sparse features");
+        a->indptr[0] = 0;
+        for (gnn_vid_t v = 0; v < n; v++) {
+            gnn_eid_t e = a->indptr[v];
+            for (int64_t k = 0; k < f; k++)
+                if (g->feat[v * f + k] != 0.0f) {
+                    a->indices[e] = k;
+                    a->weights[e++] = g->feat[v * f + k];
+                }
+            a->indptr[v + 1] = e;
+        }
+        a->flags = GNN_CSR_SORTED;
     }
-    a->flags = GNN_CSR_SORTED;
-    GNN_TRY(gnn_be_sparse_create(j->be, a, &j->bxs));
+    size_t bytes = (size_t)n * (size_t)f * sizeof(float);
+    if (j->mode->minibatch) { /* dense rows, gathered per batch from a host copy */
+        if (gnn_be_host_memory(j->be)) { /* one copy serves both */
+            GNN_TRY(gnn_be_upload_take(j->be, (void **)&g->feat, bytes, (void **)&j->x));
+            j->feat_host = j->x;
+        } else {
+            GNN_TRY(gnn__buf_upload(j->be, g->feat, bytes, (void **)&j->x));
+            j->feat_host = g->feat;
+        }
+        return 0;
+    }
+    if (!use) /* the host copy is not needed again: hand it over */
+        return gnn_be_upload_take(j->be, (void **)&j->g.feat, bytes, (void **)&j->x);
+    GNN_TRY(gnn_be_sparse_create(j->be, &j->xs, &j->bxs));
     if (j->o->layers > 1) { /* the dense copy is read again only by 1-layer predictions */
         gnn_free(g->feat);
         g->feat = NULL;

@@ -277,24 +277,24 @@ static int cpu_sparse_prepare(gnn_backend_t *be, gnn_bsparse_t *s)
 }
 
 static int cpu_sparse_dropout(gnn_backend_t *be, const gnn_bsparse_t *s, float p, uint64_t seed,
-                              uint64_t offset, float *vals)
+                              uint64_t offset, const int64_t *row_id, float *vals)
 {
     (void)be;
-    return gnn_spfeat_dropout(s->host, p, seed, offset, vals);
+    return gnn_spfeat_dropout(s->host, p, seed, offset, row_id, vals);
 }
 
 static int cpu_sparse_mm(gnn_backend_t *be, const gnn_bsparse_t *s, const float *vals,
-                         const float *w, int64_t f, float *t)
+                         int64_t n, const float *w, int64_t f, float *t)
 {
     (void)be;
-    return gnn_spfeat_mm(s->host, vals, w, f, t);
+    return gnn_spfeat_mm(s->host, vals, n, w, f, t);
 }
 
 static int cpu_sparse_mm_t(gnn_backend_t *be, const gnn_bsparse_t *s, const float *vals,
-                           const float *dt, int64_t f, float *dw)
+                           int64_t n, const float *dt, int64_t f, float *dw)
 {
     (void)be;
-    return gnn_spfeat_mm_t(s->host, vals, dt, f, dw);
+    return gnn_spfeat_mm_t(s->host, vals, n, dt, f, dw);
 }
 
 static gnn_aggr_score_fn cpu_attn_score(const gnn_aggr_def_t *def)

@@ -55,7 +55,8 @@ fail:
     return rc;
 }
 
-int gnn_spfeat_dropout(const gnn_spfeat_t *s, float p, uint64_t seed, uint64_t offset, float *vals)
+int gnn_spfeat_dropout(const gnn_spfeat_t *s, float p, uint64_t seed, uint64_t offset,
+                       const int64_t *row_id, float *vals)
 {
     if (!s || (!vals && s->a->nnz)) return GNN_FAIL(GNN_EINVAL, "sparse dropout: NULL argument");
     if (!(p >= 0.0f && p < 1.0f))
@@ -71,28 +72,32 @@ int gnn_spfeat_dropout(const gnn_spfeat_t *s, float p, uint64_t seed, uint64_t o
 #pragma omp parallel for schedule(static)
     for (gnn_vid_t r = 0; r < a->n_rows; r++)
         for (gnn_eid_t j = a->indptr[r]; j < a->indptr[r + 1]; j++) {
-            uint64_t ctr = offset + (uint64_t)r * cols + (uint64_t)a->indices[j];
+            uint64_t ctr = offset + (uint64_t)(row_id ? row_id[r] : r) * cols +
+                           (uint64_t)a->indices[j];
             vals[j] = gnn_rng_keep(seed, ctr, p) ? a->weights[j] * scale : 0.0f;
         }
     return 0;
 }
 
-static int check_mm(const gnn_spfeat_t *s, const void *vals, const void *in, int64_t f,
+static int check_mm(const gnn_spfeat_t *s, const void *vals, int64_t n, const void *in, int64_t f,
                     const void *out, const char *fn)
 {
     if (!s || !in || !out || (!vals && s->a->nnz))
         return GNN_FAIL(GNN_EINVAL, "%s: NULL argument", fn);
     if (f < 1) return GNN_FAIL(GNN_EINVAL, "%s: bad width %" PRId64, fn, f);
+    if (n < 0 || n > s->a->n_rows)
+        return GNN_FAIL(GNN_EINVAL, "%s: %" PRId64 " rows of %" PRId64, fn, n, s->a->n_rows);
     return 0;
 }
 
-int gnn_spfeat_mm(const gnn_spfeat_t *s, const float *vals, const float *w, int64_t f, float *t)
+int gnn_spfeat_mm(const gnn_spfeat_t *s, const float *vals, int64_t n, const float *w, int64_t f,
+                  float *t)
 {
-    int rc = check_mm(s, vals, w, f, t, "gnn_spfeat_mm");
+    int rc = check_mm(s, vals, n, w, f, t, "gnn_spfeat_mm");
     if (rc < 0) return rc;
     const gnn_csr_t *a = s->a;
 #pragma omp parallel for schedule(dynamic, 64)
-    for (gnn_vid_t r = 0; r < a->n_rows; r++) {
+    for (gnn_vid_t r = 0; r < n; r++) {
         float *restrict o = t + r * f;
         for (int64_t k = 0; k < f; k++) o[k] = 0.0f;
         for (gnn_eid_t j = a->indptr[r]; j < a->indptr[r + 1]; j++) {
@@ -106,17 +111,18 @@ int gnn_spfeat_mm(const gnn_spfeat_t *s, const float *vals, const float *w, int6
     return 0;
 }
 
-int gnn_spfeat_mm_t(const gnn_spfeat_t *s, const float *vals, const float *dt, int64_t f,
-                    float *dw)
+int gnn_spfeat_mm_t(const gnn_spfeat_t *s, const float *vals, int64_t n, const float *dt,
+                    int64_t f, float *dw)
 {
-    int rc = check_mm(s, vals, dt, f, dw, "gnn_spfeat_mm_t");
+    int rc = check_mm(s, vals, n, dt, f, dw, "gnn_spfeat_mm_t");
     if (rc < 0) return rc;
     const gnn_csr_t *a = s->a;
 #pragma omp parallel for schedule(dynamic, 16)
     for (gnn_vid_t c = 0; c < a->n_cols; c++) {
         float *restrict o = dw + c * f;
         for (int64_t k = 0; k < f; k++) o[k] = 0.0f;
-        for (gnn_eid_t q = s->t_indptr[c]; q < s->t_indptr[c + 1]; q++) {
+        /* A column's entries run by row: those of D[:n] come first. */
+        for (gnn_eid_t q = s->t_indptr[c]; q < s->t_indptr[c + 1] && s->t_row[q] < n; q++) {
             const float v = vals[s->t_entry[q]];
             if (v == 0.0f) continue;
             const float *restrict g = dt + s->t_row[q] * f;

@@ -89,10 +89,10 @@ int gnn__cuda_argmax_rows(gnn_backend_t *be, int64_t rows, int64_t classes, cons
 int gnn__cuda_sparse_prepare(gnn_backend_t *be, gnn_bsparse_t *s);
 void gnn__cuda_sparse_release(gnn_backend_t *be, gnn_bsparse_t *s);
 int gnn__cuda_sparse_dropout(gnn_backend_t *be, const gnn_bsparse_t *s, float p, uint64_t seed,
-                             uint64_t offset, float *vals);
-int gnn__cuda_sparse_mm(gnn_backend_t *be, const gnn_bsparse_t *s, const float *vals,
+                             uint64_t offset, const int64_t *row_id, float *vals);
+int gnn__cuda_sparse_mm(gnn_backend_t *be, const gnn_bsparse_t *s, const float *vals, int64_t n,
                         const float *w, int64_t f, float *t);
 int gnn__cuda_sparse_mm_t(gnn_backend_t *be, const gnn_bsparse_t *s, const float *vals,
-                          const float *dt, int64_t f, float *dw);
+                          int64_t n, const float *dt, int64_t f, float *dw);
 
 #endif

@@ -88,23 +88,25 @@ void gnn__cuda_sparse_release(gnn_backend_t *be, gnn_bsparse_t *s)
 }
 
 /* A warp per row: entry j = (r, c) keeps its value when counter
- * offset + r * cols + c is kept. */
+ * offset + id * cols + c is kept, id = row_id[r] or r. */
 __global__ void k_spfeat_dropout(int64_t rows, int64_t cols, const int64_t *indptr,
                                  const int64_t *indices, const float *values, float p, float scale,
-                                 uint64_t seed, uint64_t offset, float *vals)
+                                 uint64_t seed, uint64_t offset, const int64_t *row_id,
+                                 float *vals)
 {
     int64_t warps = (int64_t)gridDim.x * (blockDim.x / WARP);
     int lane = threadIdx.x % WARP;
     for (int64_t r = blockIdx.x * (int64_t)(blockDim.x / WARP) + threadIdx.x / WARP; r < rows;
          r += warps)
         for (int64_t j = indptr[r] + lane; j < indptr[r + 1]; j += WARP) {
-            uint64_t ctr = offset + (uint64_t)r * (uint64_t)cols + (uint64_t)indices[j];
+            uint64_t id = (uint64_t)(row_id ? row_id[r] : r);
+            uint64_t ctr = offset + id * (uint64_t)cols + (uint64_t)indices[j];
             vals[j] = gnn_rng_uniform(seed, ctr) < p ? 0.0f : values[j] * scale;
         }
 }
 
 int gnn__cuda_sparse_dropout(gnn_backend_t *be, const gnn_bsparse_t *s, float p, uint64_t seed,
-                             uint64_t offset, float *vals)
+                             uint64_t offset, const int64_t *row_id, float *vals)
 {
     gnn_cuda_be_t *cb = gnn__cuda_be(be);
     const spfeat_dev_t *d = (const spfeat_dev_t *)s->impl;
@@ -120,7 +122,7 @@ int gnn__cuda_sparse_dropout(gnn_backend_t *be, const gnn_bsparse_t *s, float p,
     }
     float scale = (float)(1.0 / (1.0 - (double)p));
     k_spfeat_dropout<<<gnn__cuda_blocks(d->rows * WARP, THREADS), THREADS, 0, cb->stream>>>(
-        d->rows, d->cols, d->indptr, d->indices, d->values, p, scale, seed, offset, vals);
+        d->rows, d->cols, d->indptr, d->indices, d->values, p, scale, seed, offset, row_id, vals);
     GNN_CUDA_LAUNCHED("sparse dropout");
     return 0;
 }
@@ -145,22 +147,23 @@ __global__ void k_spfeat_mm(int64_t rows, int64_t f, const int64_t *indptr,
     }
 }
 
-int gnn__cuda_sparse_mm(gnn_backend_t *be, const gnn_bsparse_t *s, const float *vals,
+int gnn__cuda_sparse_mm(gnn_backend_t *be, const gnn_bsparse_t *s, const float *vals, int64_t n,
                         const float *w, int64_t f, float *t)
 {
     gnn_cuda_be_t *cb = gnn__cuda_be(be);
     const spfeat_dev_t *d = (const spfeat_dev_t *)s->impl;
     GNN_CHECK_RET(w && t && (d->nnz == 0 || vals), GNN_EINVAL, "gnn_spfeat_mm: NULL argument");
     GNN_CHECK_RET(f >= 1, GNN_EINVAL, "gnn_spfeat_mm: bad width %" PRId64, f);
-    if (d->rows == 0) return 0;
-    k_spfeat_mm<<<gnn__cuda_blocks(d->rows * WARP, THREADS), THREADS, 0, cb->stream>>>(
-        d->rows, f, d->indptr, d->indices, vals, w, t);
+    if (n == 0) return 0;
+    k_spfeat_mm<<<gnn__cuda_blocks(n * WARP, THREADS), THREADS, 0, cb->stream>>>(
+        n, f, d->indptr, d->indices, vals, w, t);
     GNN_CUDA_LAUNCHED("sparse mm");
     return 0;
 }
 
-/* dw[c] = sum over the entries e of column c of vals[t_entry[e]] dt[t_row[e]]. */
-__global__ void k_spfeat_mm_t(int64_t cols, int64_t f, const int64_t *t_indptr,
+/* dw[c] = sum over the entries e of column c in rows below n of
+ * vals[t_entry[e]] dt[t_row[e]] (a column's entries run by row). */
+__global__ void k_spfeat_mm_t(int64_t cols, int64_t n, int64_t f, const int64_t *t_indptr,
                               const int64_t *t_entry, const int64_t *t_row, const float *vals,
                               const float *dt, float *dw)
 {
@@ -171,7 +174,7 @@ __global__ void k_spfeat_mm_t(int64_t cols, int64_t f, const int64_t *t_indptr,
         int64_t e0 = t_indptr[c], e1 = t_indptr[c + 1];
         for (int64_t k = lane; k < f; k += WARP) {
             float acc = 0.0f;
-            for (int64_t e = e0; e < e1; e++) {
+            for (int64_t e = e0; e < e1 && t_row[e] < n; e++) {
                 const float v = vals[t_entry[e]];
                 if (v != 0.0f) acc += v * dt[t_row[e] * f + k];
             }
@@ -181,7 +184,7 @@ __global__ void k_spfeat_mm_t(int64_t cols, int64_t f, const int64_t *t_indptr,
 }
 
 int gnn__cuda_sparse_mm_t(gnn_backend_t *be, const gnn_bsparse_t *s, const float *vals,
-                          const float *dt, int64_t f, float *dw)
+                          int64_t n, const float *dt, int64_t f, float *dw)
 {
     gnn_cuda_be_t *cb = gnn__cuda_be(be);
     const spfeat_dev_t *d = (const spfeat_dev_t *)s->impl;
@@ -190,7 +193,7 @@ int gnn__cuda_sparse_mm_t(gnn_backend_t *be, const gnn_bsparse_t *s, const float
     GNN_CHECK_RET(f >= 1, GNN_EINVAL, "gnn_spfeat_mm_t: bad width %" PRId64, f);
     if (d->cols == 0) return 0;
     k_spfeat_mm_t<<<gnn__cuda_blocks(d->cols * WARP, THREADS), THREADS, 0, cb->stream>>>(
-        d->cols, f, d->t_indptr, d->t_entry, d->t_row, vals, dt, dw);
+        d->cols, n, f, d->t_indptr, d->t_entry, d->t_row, vals, dt, dw);
     GNN_CUDA_LAUNCHED("sparse mm_t");
     return 0;
 }

@@ -1230,17 +1230,27 @@ static void sparse_case(uint64_t *s, gnn_vid_t rows, gnn_vid_t cols, gnn_eid_t m
     pair_t V = pair_alloc((size_t)nnz * sizeof(float));
     static const float ps[] = {0.0f, 0.9f, 0.5f}; /* the last one feeds the products */
     static const uint64_t offsets[] = {0, 3, (1ull << 34) - 7};
+    /* Rows drawn as rows of a larger table (a mini-batch's): ids 3r + 1. */
+    int64_t *ids = malloc(((size_t)rows + 1) * sizeof *ids);
+    assert_non_null(ids);
+    for (int64_t r = 0; r < rows; r++) ids[r] = 3 * r + 1;
+    pair_t ID = pair_up(ids, ((size_t)rows + 1) * sizeof *ids);
     for (size_t pi = 0; pi < 3; pi++)
-        for (size_t oi = 0; oi < 3; oi++) {
-            const uint64_t seed = tu_rng_next(s);
-            context("sparse_dropout %" PRId64 " x %" PRId64 " p=%g offset %" PRIu64
-                    " seed %" PRIu64,
-                    rows, cols, (double)ps[pi], offsets[oi], seed);
-            poison(&V);
-            expect_ok(gnn_be_sparse_dropout(g_cpu, sc, ps[pi], seed, offsets[oi], V.c),
-                      gnn_be_sparse_dropout(g_gpu, sg, ps[pi], seed, offsets[oi], V.g));
-            expect_mask(&V, nnz);
-        }
+        for (size_t oi = 0; oi < 3; oi++)
+            for (int by_id = 1; by_id >= 0; by_id--) {
+                const uint64_t seed = tu_rng_next(s);
+                context("sparse_dropout %" PRId64 " x %" PRId64 " p=%g offset %" PRIu64
+                        " seed %" PRIu64 "%s",
+                        rows, cols, (double)ps[pi], offsets[oi], seed, by_id ? " by row id" : "");
+                poison(&V);
+                expect_ok(gnn_be_sparse_dropout(g_cpu, sc, ps[pi], seed, offsets[oi],
+                                                by_id ? ID.c : NULL, V.c),
+                          gnn_be_sparse_dropout(g_gpu, sg, ps[pi], seed, offsets[oi],
+                                                by_id ? ID.g : NULL, V.g));
+                expect_mask(&V, nnz);
+            }
+    pair_free(&ID);
+    free(ids);
     static const int64_t fs[] = {1, 4, 16, 33, 128};
     for (size_t fi = 0; fi < sizeof fs / sizeof fs[0]; fi++) {
         const int64_t f = fs[fi];
@@ -1249,21 +1259,27 @@ static void sparse_case(uint64_t *s, gnn_vid_t rows, gnn_vid_t cols, gnn_eid_t m
         pair_t DT = pair_up(dt, (size_t)(rows * f) * sizeof(float));
         pair_t T = pair_alloc((size_t)(rows * f) * sizeof(float));
         pair_t DW = pair_alloc((size_t)(cols * f) * sizeof(float));
-        context("sparse_mm %" PRId64 " x %" PRId64 " f=%" PRId64, rows, cols, f);
-        poison(&T);
-        expect_ok(gnn_be_sparse_mm(g_cpu, sc, V.c, W.c, f, T.c),
-                  gnn_be_sparse_mm(g_gpu, sg, V.g, W.g, f, T.g));
-        expect_close(&T, rows * f);
-        context("sparse_mm_t %" PRId64 " x %" PRId64 " f=%" PRId64, rows, cols, f);
-        poison(&DW);
-        expect_ok(gnn_be_sparse_mm_t(g_cpu, sc, V.c, DT.c, f, DW.c),
-                  gnn_be_sparse_mm_t(g_gpu, sg, V.g, DT.g, f, DW.g));
-        expect_close(&DW, cols * f);
+        const int64_t counts[] = {rows, rows / 2}; /* all rows, then the first half */
+        for (int k = 0; k < 2; k++) {
+            const int64_t n = counts[k];
+            context("sparse_mm %" PRId64 " of %" PRId64 " x %" PRId64 " f=%" PRId64, n, rows,
+                    cols, f);
+            poison(&T);
+            expect_ok(gnn_be_sparse_mm(g_cpu, sc, V.c, n, W.c, f, T.c),
+                      gnn_be_sparse_mm(g_gpu, sg, V.g, n, W.g, f, T.g));
+            expect_close(&T, n * f);
+            context("sparse_mm_t %" PRId64 " of %" PRId64 " x %" PRId64 " f=%" PRId64, n, rows,
+                    cols, f);
+            poison(&DW);
+            expect_ok(gnn_be_sparse_mm_t(g_cpu, sc, V.c, n, DT.c, f, DW.c),
+                      gnn_be_sparse_mm_t(g_gpu, sg, V.g, n, DT.g, f, DW.g));
+            expect_close(&DW, cols * f);
+        }
         pair_free(&W), pair_free(&DT), pair_free(&T), pair_free(&DW);
         free(w), free(dt);
     }
     context("sparse_dropout bad p");
-    expect_rc(gnn_be_sparse_dropout(g_gpu, sg, 1.0f, 1, 0, V.g), GNN_EINVAL, "CUDA");
+    expect_rc(gnn_be_sparse_dropout(g_gpu, sg, 1.0f, 1, 0, NULL, V.g), GNN_EINVAL, "CUDA");
     pair_free(&V);
     gnn_be_sparse_free(sc);
     gnn_be_sparse_free(sg);

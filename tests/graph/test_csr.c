@@ -357,6 +357,42 @@ static void test_copy_equal_sort_rows(void **state)
     gnn_csr_free(&sorted);
 }
 
+/* gnn_csr_rows: chosen rows in the given order (one twice), with their
+ * weights; none; a row outside the matrix. */
+static void test_rows(void **state)
+{
+    (void)state;
+    gnn_csr_t g, r;
+    assert_int_equal(gnn_csr_from_edges(G1_N, G1_M, g1_src, g1_dst, g1_w, GNN_BUILD_SORT, &g), 0);
+    const gnn_vid_t rows[] = {3, 0, 3, G1_N - 1};
+    assert_int_equal(gnn_csr_rows(&g, rows, 4, &r), 0);
+    assert_int_equal(r.n_rows, 4);
+    assert_int_equal(r.n_cols, g.n_cols);
+    assert_true(r.flags & GNN_CSR_SORTED);
+    gnn_eid_t want = 0;
+    for (int i = 0; i < 4; i++) {
+        gnn_eid_t from = g.indptr[rows[i]], len = g.indptr[rows[i] + 1] - from;
+        assert_int_equal(r.indptr[i], want);
+        assert_int_equal(r.indptr[i + 1] - r.indptr[i], len);
+        assert_memory_equal(r.indices + want, g.indices + from, (size_t)len * sizeof *r.indices);
+        assert_memory_equal(r.weights + want, g.weights + from, (size_t)len * sizeof *r.weights);
+        want += len;
+    }
+    assert_int_equal(r.nnz, want);
+    assert_true(want > 0);
+    assert_int_equal(gnn_csr_validate(&r), 0);
+    gnn_csr_free(&r);
+    assert_int_equal(gnn_csr_rows(&g, NULL, 0, &r), 0);
+    assert_int_equal(r.n_rows, 0);
+    assert_int_equal(r.nnz, 0);
+    gnn_csr_free(&r);
+    const gnn_vid_t bad[] = {1, G1_N};
+    assert_int_equal(gnn_csr_rows(&g, bad, 2, &r), GNN_ERANGE);
+    expect_message("CSR rows: row 4 outside [0, 4)");
+    assert_true(is_zeroed(&r));
+    gnn_csr_free(&g);
+}
+
 static void test_degree_stats(void **state)
 {
     (void)state;
@@ -913,6 +949,7 @@ int main(void)
         cmocka_unit_test(test_transpose_rectangular),
         cmocka_unit_test(test_transpose_threads),
         cmocka_unit_test(test_copy_equal_sort_rows),
+        cmocka_unit_test(test_rows),
         cmocka_unit_test(test_degree_stats),
         cmocka_unit_test(test_out_of_range_and_bad_arguments),
         cmocka_unit_test(test_empty_graphs),

@@ -7,7 +7,9 @@
  * without dropout (the mask is replayed by resetting the generator);
  * parameter layout and initialisation; configuration errors; a model over
  * ranks on a rank with no rows (an empty part) making every halo exchange;
- * the gradient of the model's input (learnable input rows) likewise.
+ * the gradient of the model's input (learnable input rows) likewise;
+ * layer 0 on rows of a feature table (dense by index, sparse by
+ * gnn_csr_rows) as mini-batches give it.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -480,6 +482,134 @@ static void test_input_rows(void **state)
     check_input_rows(GNN_MODEL_SAGE, "sum", 70, 33);
 }
 
+/* Rows [0, nd) of a keeping the sources below ns: a block of nd
+ * destinations over ns sources whose first nd are the destinations. */
+static void block_of(const gnn_csr_t *a, int64_t nd, int64_t ns, gnn_csr_t *out)
+{
+    memset(out, 0, sizeof *out);
+    out->n_rows = nd;
+    out->n_cols = ns;
+    out->indptr = calloc((size_t)nd + 1, sizeof *out->indptr);
+    out->indices = malloc(((size_t)a->nnz + 1) * sizeof *out->indices);
+    assert_true(out->indptr && out->indices);
+    for (int64_t v = 0; v < nd; v++) {
+        out->indptr[v + 1] = out->indptr[v];
+        for (int64_t e = a->indptr[v]; e < a->indptr[v + 1]; e++)
+            if (a->indices[e] < ns) out->indices[out->indptr[v + 1]++] = a->indices[e];
+    }
+    out->nnz = out->indptr[nd];
+    out->flags = a->flags & GNN_CSR_SORTED;
+}
+
+/*
+ * A mini-batch on sparse input: layer 0 takes the batch's rows of a sparse
+ * feature table (gnn_csr_rows) over a block with fewer destinations than
+ * sources, dropout 0.5 keyed by the rows' ids in the table. Logits and
+ * every parameter gradient match the same batch on the dense gathered rows
+ * with the same ids (to rounding: the sparse products skip the zeros), and
+ * the masks are the ids' (other ids give other logits). A sparse input
+ * whose rows are not layer 0's sources is refused.
+ */
+static void check_sparse_batch(gnn_model_kind_t kind, const char *aggr)
+{
+    uint64_t s = g_seed ^ (uint64_t)kind * 7;
+    fixture_t t;
+    const int64_t f = 11, ns = 20, nd = 13, nd2 = 7, tr = 45;
+    fixture(&t, ns, f, 3, &s);
+    /* The table: tr rows, about 60 % zeros; the batch: ns of its rows. */
+    gnn_csr_t table = {0}, batch = {0}, b0, b1;
+    float *dense = calloc((size_t)(tr * f), sizeof *dense);
+    int64_t rows[64], ids2[64];
+    assert_non_null(dense);
+    for (int64_t i = 0; i < tr * f; i++)
+        if (tu_rng_next(&s) % 5 >= 3) dense[i] = (float)((tu_rng_next(&s) >> 40) * 0x1p-24) - 0.5f;
+    table.n_rows = tr;
+    table.n_cols = f;
+    table.indptr = calloc((size_t)tr + 1, sizeof *table.indptr);
+    table.indices = malloc((size_t)(tr * f) * sizeof *table.indices);
+    table.weights = malloc((size_t)(tr * f) * sizeof *table.weights);
+    assert_true(table.indptr && table.indices && table.weights);
+    for (int64_t v = 0; v < tr; v++) {
+        table.indptr[v + 1] = table.indptr[v];
+        for (int64_t k = 0; k < f; k++)
+            if (dense[v * f + k] != 0.0f) {
+                table.indices[table.indptr[v + 1]] = k;
+                table.weights[table.indptr[v + 1]++] = dense[v * f + k];
+            }
+    }
+    table.nnz = table.indptr[tr];
+    table.flags = GNN_CSR_SORTED;
+    for (int64_t i = 0; i < ns; i++) { /* out of order, some twice */
+        rows[i] = (int64_t)(tu_rng_next(&s) % (uint64_t)tr);
+        ids2[i] = (rows[i] + 1) % tr;
+        memcpy(t.x + i * f, dense + rows[i] * f, (size_t)f * sizeof(float));
+    }
+    assert_int_equal(gnn_csr_rows(&table, rows, ns, &batch), 0);
+    gnn_bsparse_t *bs, *bad;
+    assert_int_equal(gnn_be_sparse_create(t.be, &batch, &bs), 0);
+    assert_int_equal(gnn_be_sparse_create(t.be, &table, &bad), 0);
+    block_of(&t.a, nd, ns, &b0);
+    block_of(&t.a, nd2, nd, &b1);
+    gnn_bgraph_t *gs[GNN_MODEL_MAX_LAYERS] = {0};
+    assert_int_equal(gnn_be_graph_create(t.be, &b0, &gs[0]), 0);
+    assert_int_equal(gnn_be_graph_create(t.be, &b1, &gs[1]), 0);
+
+    gnn_model_config_t cfg = {kind, 2, f, 6, 3, 0.5f, NULL, 0, 0, 0.0f, 0.0f, NULL,
+                              0, NULL, NULL, 0, 0};
+    if (aggr) assert_int_equal(gnn_aggr_registry_find(t.reg, aggr, &cfg.aggr), 0);
+    gnn_model_t *m;
+    assert_int_equal(gnn_model_create(t.be, t.reg, &cfg, 5, &m), 0);
+    int64_t np = gnn_model_n_params(m), idx[8] = {0, 1, 2, 3, 4, 5, 6};
+    float *dl = malloc(nd2 * 3 * sizeof(float)), *g0 = malloc(np * sizeof(float));
+    float *l0 = malloc(nd2 * 3 * sizeof(float));
+    assert_true(dl && g0 && l0);
+    for (int pass = 0; pass < 3; pass++) { /* dense, sparse, sparse with other ids */
+        const float *logits;
+        double loss;
+        assert_int_equal(gnn_model_set_sparse_input(m, pass ? bs : NULL), 0);
+        assert_int_equal(gnn_model_set_row_ids(m, pass == 2 ? ids2 : rows, tr), 0);
+        gnn_model_set_rng(m, 99, 0);
+        assert_int_equal(gnn_model_forward(m, gs, pass ? NULL : t.x, 1, &logits), 0);
+        assert_int_equal(gnn_softmax_xent(nd2, 3, logits, t.labels, idx, nd2, &loss, dl), 0);
+        if (pass == 0) memcpy(l0, logits, nd2 * 3 * sizeof(float));
+        double diff = 0.0;
+        for (int64_t i = 0; i < nd2 * 3; i++) diff = fmax(diff, fabs(logits[i] - l0[i]));
+        if (pass == 1 && diff > 1e-5) fail_msg("sparse batch: logits %.3g off the dense", diff);
+        if (pass == 2 && diff < 1e-3) fail_msg("other row ids, the same masks (%.3g)", diff);
+        if (pass == 2) break;
+        assert_int_equal(gnn_model_backward(m, dl), 0);
+        const float *g = gnn_model_grads(m);
+        if (pass == 0) {
+            memcpy(g0, g, np * sizeof(float));
+            continue;
+        }
+        for (int64_t i = 0; i < np; i++)
+            if (fabsf(g[i] - g0[i]) > 1e-5f * (1.0f + fabsf(g0[i])))
+                fail_msg("sparse batch: gradient %" PRId64 " %.8g, dense %.8g", i, (double)g[i],
+                         (double)g0[i]);
+    }
+    /* The whole table is no batch of layer 0's 20 sources. */
+    const float *logits;
+    assert_int_equal(gnn_model_set_sparse_input(m, bad), 0);
+    expect_error(gnn_model_forward(m, gs, NULL, 1, &logits), GNN_EINVAL,
+                 "sparse input of 45 rows for a layer of 20 sources");
+    gnn_model_free(m);
+    gnn_be_graph_free(gs[0]), gnn_be_graph_free(gs[1]);
+    gnn_csr_free(&b0), gnn_csr_free(&b1);
+    gnn_be_sparse_free(bs), gnn_be_sparse_free(bad);
+    gnn_csr_free(&batch), gnn_csr_free(&table);
+    free(dl), free(g0), free(l0), free(dense);
+    fixture_free(&t);
+}
+
+static void test_sparse_batch(void **state)
+{
+    (void)state;
+    check_sparse_batch(GNN_MODEL_GCN, NULL);
+    check_sparse_batch(GNN_MODEL_SAGE, "mean");
+    check_sparse_batch(GNN_MODEL_SAGE, "sum");
+}
+
 static void test_layout_and_errors(void **state)
 {
     (void)state;
@@ -644,6 +774,7 @@ int main(void)
         cmocka_unit_test(test_sage_gradients),
         cmocka_unit_test(test_input_gradients),
         cmocka_unit_test(test_input_rows),
+        cmocka_unit_test(test_sparse_batch),
         cmocka_unit_test(test_layout_and_errors),
         cmocka_unit_test(test_empty_rows_with_halo),
     };

@@ -666,6 +666,34 @@ static int log_losses(const char *path, double *out, int max)
 }
 
 /*
+ * Mini-batches on sparse input (--sparse-features on: layer 0 takes each
+ * batch's rows of the sparse feature table, dropout 0.5 by node id) give
+ * the per-epoch losses of the dense rows (off), to rounding, for sage and
+ * for gcn.
+ */
+static void test_minibatch_sparse_features(void **state)
+{
+    (void)state;
+    const char *models[] = {"sage", "gcn"};
+    for (int k = 0; k < 2; k++) {
+        double loss[2][8];
+        for (int sp = 0; sp < 2; sp++) {
+            const char *log = tu_path("mb-sparse.json");
+            TRAIN_OK("--data", (char *)g_sbm, "--model", (char *)models[k], "--mode", "minibatch",
+                     "--epochs", "4", "--batch-size", "64", "--fanouts", "6,4", "--dropout", "0.5",
+                     "--sparse-features", sp ? "on" : "off", "--threads", "2", "--log-json",
+                     (char *)log, "-q");
+            assert_int_equal(log_losses(log, loss[sp], 8), 4);
+        }
+        for (int e = 0; e < 4; e++) {
+            print_message("%s, epoch %d: loss %.9f dense, %.9f sparse\n", models[k], e + 1,
+                          loss[0][e], loss[1][e]);
+            assert_true(fabs(loss[1][e] - loss[0][e]) <= 1e-5 * fabs(loss[0][e]));
+        }
+    }
+}
+
+/*
  * sage in mini-batch mode (its default) on the SBM graph: the batches do not
  * depend on how they are made, so one sampler thread, two with a deeper
  * queue, and no prefetch at all give the same per-epoch losses and the same
@@ -856,8 +884,10 @@ static void test_minibatch_bad_options(void **state)
                 "--fanouts", "10;5", "--save-predictions", out, (char *)NULL);
     train_fails(out, 2, "--mode \"half\" (expected full or minibatch)", "--data", d, "--mode",
                 "half", "--save-predictions", out, (char *)NULL);
-    train_fails(out, 2, "--sparse-features on needs --mode full", "--data", d, "--model", "sage",
-                "--sparse-features", "on", "--save-predictions", out, (char *)NULL);
+    train_fails(out, 2, "--sparse-features on: the sage first layer can take sparse input only "
+                "with a linear aggregator (sum, mean, gcn), not max", "--data", d, "--model",
+                "sage", "--aggr", "max", "--sparse-features", "on", "--save-predictions", out,
+                (char *)NULL);
     train_fails(out, 2, "--batch-size 0 outside", "--data", d, "--model", "sage", "--batch-size",
                 "0", "--save-predictions", out, (char *)NULL);
     train_fails(out, 2, "--sampler-threads 0 outside", "--data", d, "--model", "sage",
@@ -2623,6 +2653,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_resume_after_kill_in_second_run),
         cmocka_unit_test(test_checkpoint_refusals),
         cmocka_unit_test(test_minibatch_same_for_any_loader),
+        cmocka_unit_test(test_minibatch_sparse_features),
         cmocka_unit_test(test_minibatch_eval_batches),
         cmocka_unit_test(test_minibatch_bad_options),
         cmocka_unit_test(test_no_evaluation),

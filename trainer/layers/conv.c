@@ -127,7 +127,7 @@ int gnn_conv_drop_target(gnn_layer_t *L, gnn_layer_env_t *env, float **dst)
     return rc;
 }
 
-/* Layer 0 on the sparse input S: T = S W and Z = aggr(T) (+ S W_self). */
+/* Layer 0 on the sparse input S: T = S W and Z = aggr(T) (+ S[:nd] W_self). */
 static int sparse_forward(gnn_layer_t *L, gnn_layer_env_t *env)
 {
     int rc = 0;
@@ -141,11 +141,11 @@ static int sparse_forward(gnn_layer_t *L, gnn_layer_env_t *env)
     size_t wsb = 0;
     GNN_TRY(gnn_be_aggr_workspace(be, g, L->aggr, fout, &wsb));
     if (wsb) GNN_TRY(gnn_layer_ensure(be, &c->ws, &c->ws_bytes, wsb));
-    GNN_TRY(gnn_be_sparse_mm(be, env->sp, env->sp_vals, p + c->lay.w_off, fout, c->t));
+    GNN_TRY(gnn_be_sparse_mm(be, env->sp, env->sp_vals, ns, p + c->lay.w_off, fout, c->t));
     GNN_TRY(gnn_be_aggr_forward(be, g, L->aggr, fout, c->t, L->z, c->ws, c->ws_bytes));
     if (c->lay.ws_off >= 0) {
-        GNN_TRY(gnn_layer_ensure(be, (void **)&c->q, &c->q_bytes, gnn_layer_fbytes(ns, fout)));
-        GNN_TRY(gnn_be_sparse_mm(be, env->sp, env->sp_vals, p + c->lay.ws_off, fout, c->q));
+        GNN_TRY(gnn_layer_ensure(be, (void **)&c->q, &c->q_bytes, gnn_layer_fbytes(nd, fout)));
+        GNN_TRY(gnn_be_sparse_mm(be, env->sp, env->sp_vals, nd, p + c->lay.ws_off, fout, c->q));
         GNN_TRY(gnn_be_axpby(be, nd * fout, 1.0f, c->q, 1.0f, L->z));
     }
     GNN_TRY(gnn_be_bias_add(be, nd, fout, L->z, p + c->lay.b_off));
@@ -262,10 +262,10 @@ int gnn_conv_backward(gnn_layer_t *L, gnn_layer_env_t *env, float *dz, float **d
 
     GNN_TRY(gnn_be_bias_grad(be, nd, fout, dz, gr + c->lay.b_off));
     if (L->sparse) {
-        /* dT = aggr^T(dZ); dW = S^T dT (+ dW_self = S^T dZ). Layer 0: no dD. */
+        /* dT = aggr^T(dZ); dW = S^T dT (+ dW_self = S[:nd]^T dZ). Layer 0: no dD. */
         GNN_TRY(gnn_be_aggr_backward(be, g, ag, fout, c->t, L->z, dz, dt, c->ws, c->ws_bytes));
-        GNN_TRY(gnn_be_sparse_mm_t(be, env->sp, env->sp_vals, dt, fout, dw));
-        if (dws) GNN_TRY(gnn_be_sparse_mm_t(be, env->sp, env->sp_vals, dz, fout, dws));
+        GNN_TRY(gnn_be_sparse_mm_t(be, env->sp, env->sp_vals, ns, dt, fout, dw));
+        if (dws) GNN_TRY(gnn_be_sparse_mm_t(be, env->sp, env->sp_vals, nd, dz, fout, dws));
         return 0;
     }
     if (c->gemm_first) {

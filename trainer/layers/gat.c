@@ -174,7 +174,7 @@ static int gat_forward(gnn_layer_t *L, gnn_layer_env_t *env)
     GNN_TRY(gnn_layer_ensure(be, (void **)&L->z, &L->z_bytes,
                              gnn_layer_fbytes(env->out_rows, L->fout)));
     if (L->sparse) { /* layer 0 on the sparse input S: Wh = S W */
-        GNN_TRY(gnn_be_sparse_mm(be, env->sp, env->sp_vals, p, HF, c->wh));
+        GNN_TRY(gnn_be_sparse_mm(be, env->sp, env->sp_vals, ns, p, HF, c->wh));
     } else if (L->drop_rows) {
         float *blk;
         c->drop_br = drop_block_rows(L, env);
@@ -234,7 +234,7 @@ static int gat_backward(gnn_layer_t *L, gnn_layer_env_t *env, float *dz, float *
                                        c->n_th ? p + c->th_off : NULL, c->wh, c->s, c->dwh,
                                        c->n_th ? g + c->th_off : NULL, c->ws, c->ws_bytes));
     if (L->sparse) { /* dW = S^T dWh; layer 0: no input gradient */
-        GNN_TRY(gnn_be_sparse_mm_t(be, env->sp, env->sp_vals, c->dwh, HF, g));
+        GNN_TRY(gnn_be_sparse_mm_t(be, env->sp, env->sp_vals, L->n_src, c->dwh, HF, g));
         return 0;
     }
     if (L->drop_rows)

@@ -165,6 +165,7 @@ void gnn__log_loader(const gnn_job_t *j, FILE *f)
 static int mb_feat_by_rows(gnn_job_t *j)
 {
     const gnn_train_opts_t *o = j->o;
+    if (j->xs.indptr) return 0; /* layer 0 takes the batch's rows of the sparse table */
     if (j->g.feat_dim <= 0 || o->embed_dim > 0 || j->in_dim != j->g.feat_dim ||
         o->dropout != 0.0 || !gnn_be_has_gemm_rows(j->be) || !j->kind->takes_rows)
         return 0;
@@ -196,7 +197,8 @@ static int mb_setup(gnn_job_t *j)
     if (j->kind->typed) /* typed draws read each relation's entries as one run */
         GNN_TRY(gnn_typed_group_rows(&j->g.csr, j->g.etype));
     j->feat_by_rows = mb_feat_by_rows(j);
-    GNN_TRY(gnn__loader_setup(j, &j->g.csr, j->feat_by_rows ? NULL : j->feat_host, NULL,
+    GNN_TRY(gnn__loader_setup(j, &j->g.csr,
+                              j->feat_by_rows || j->xs.indptr ? NULL : j->feat_host, NULL,
                               j->task->seed_targets(j), NULL, NULL));
     GNN_INFO("mini-batches of %" PRId64 " %s, fanouts %s, %d sampler thread%s, prefetch %d, "
              "%d OpenMP thread%s",
@@ -232,7 +234,7 @@ static int train_batch(gnn_job_t *j, gnn_loader_batch_t *b, double *loss)
         size_t xbytes = (size_t)mb->n_input * (size_t)F * sizeof(float);
         size_t ibytes = (size_t)mb->n_input * sizeof(int64_t);
         GNN_TRY(gnn__buf_ensure(be, (void **)&j->xb, &j->xb_bytes, xbytes));
-        if (F > 0) GNN_TRY(gnn_be_upload(be, j->xb, b->x, xbytes));
+        if (F > 0 && b->x) GNN_TRY(gnn_be_upload(be, j->xb, b->x, xbytes));
         if (b->y) {
             GNN_TRY(gnn__buf_ensure(be, (void **)&j->yb, &j->yb_bytes, (size_t)ns * sizeof(int64_t)));
             GNN_TRY(gnn_be_upload(be, j->yb, b->y, (size_t)ns * sizeof(int64_t)));
@@ -246,6 +248,11 @@ static int train_batch(gnn_job_t *j, gnn_loader_batch_t *b, double *loss)
     if (j->feat_by_rows) { /* layer 0 reads the batch's rows of the table */
         x = j->feat_host;
         GNN_TRY(gnn_model_set_input_rows(j->model, mb->nodes));
+    } else if (j->xs.indptr) { /* layer 0 takes the batch's rows of the sparse table */
+        GNN_TRY(gnn_csr_rows(&j->xs, mb->nodes, mb->n_input, &j->xsb));
+        GNN_TRY(gnn_be_sparse_create(be, &j->xsb, &j->bxsb));
+        GNN_TRY(gnn_model_set_sparse_input(j->model, j->bxsb));
+        x = NULL;
     }
     /* The learnable rows of the batch's nodes beside their features. */
     GNN_TRY(gnn__input_build(j, mb->n_input, F > 0 ? x : NULL, ids, mb->nodes, &x));
@@ -258,6 +265,10 @@ static int train_batch(gnn_job_t *j, gnn_loader_batch_t *b, double *loss)
     GNN_TRY(gnn__step(j));
 fail:
     if (j->feat_by_rows) (void)gnn_model_set_input_rows(j->model, NULL);
+    if (j->bxsb) (void)gnn_model_set_sparse_input(j->model, NULL);
+    gnn_be_sparse_free(j->bxsb); /* the device's release waits for its work */
+    j->bxsb = NULL;
+    gnn_csr_free(&j->xsb);
     gnn__batch_graphs_free(j, graphs, own);
     return rc;
 }
