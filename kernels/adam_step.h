@@ -35,12 +35,14 @@ static inline gnn_adam_consts_t gnn_adam_consts(const gnn_adam_opts_t *o, int64_
     return c;
 }
 
-/* w, m, v of one parameter after one step with gradient g. */
-static inline GNN_HOSTDEV void gnn_adam_elem(const gnn_adam_consts_t *c, float *w, float g,
-                                             float *m, float *v)
+/* w, m, v of one parameter after one step with gradient g, with the weight
+ * decay decoupled or not (a constant where the caller's loop should not
+ * branch). */
+static inline GNN_HOSTDEV void gnn_adam_elem_as(const gnn_adam_consts_t *c, int decoupled,
+                                                float *w, float g, float *m, float *v)
 {
     float wi = *w, gi = g;
-    if (c->decoupled)
+    if (decoupled)
         wi *= c->shrink;
     else
         gi += c->wd * wi;
@@ -49,6 +51,13 @@ static inline GNN_HOSTDEV void gnn_adam_elem(const gnn_adam_consts_t *c, float *
     *m = mi;
     *v = vi;
     *w = wi - c->step_size * mi / (sqrtf(vi) / c->bc2_sqrt + c->eps);
+}
+
+/* w, m, v of one parameter after one step with gradient g. */
+static inline GNN_HOSTDEV void gnn_adam_elem(const gnn_adam_consts_t *c, float *w, float g,
+                                             float *m, float *v)
+{
+    gnn_adam_elem_as(c, c->decoupled, w, g, m, v);
 }
 
 /* The constants of one row-sparse step (gnn_sparse_opt_step). */

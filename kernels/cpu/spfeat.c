@@ -90,24 +90,70 @@ static int check_mm(const gnn_spfeat_t *s, const void *vals, int64_t n, const vo
     return 0;
 }
 
+/*
+ * The products sum, for each output row, value x row of the dense operand
+ * over a list of entries, in entry order; the sums run over blocks of
+ * BLOCK columns held in a local array (registers when the width is the
+ * constant BLOCK), so each output row is written once.
+ */
+#define BLOCK 32
+#define CLONES __attribute__((target_clones("avx2", "default")))
+
+/* o[k0, k0 + w) = sum over entries j in [q0, q1) whose row (rowof, when
+ * given) is below n of vals[ent ? ent[j] : j] x[idx[j]][k0, k0 + w). */
+static inline __attribute__((always_inline)) void sum_block(
+    gnn_eid_t q0, gnn_eid_t q1, const gnn_vid_t *idx, const gnn_eid_t *ent, const gnn_vid_t *rowof,
+    int64_t n, const float *vals, const float *x, int64_t f, int64_t k0, int64_t w,
+    float *restrict o)
+{
+    float acc[BLOCK];
+#pragma omp simd
+    for (int64_t k = 0; k < w; k++) acc[k] = 0.0f;
+    for (gnn_eid_t q = q0; q < q1; q++) {
+        if (rowof && rowof[q] >= n) break; /* a column's entries run by row */
+        const float v = vals[ent ? ent[q] : q];
+        if (v == 0.0f) continue; /* dropped */
+        const float *restrict xr = x + idx[q] * f + k0;
+#pragma omp simd
+        for (int64_t k = 0; k < w; k++) acc[k] += v * xr[k];
+    }
+#pragma omp simd
+    for (int64_t k = 0; k < w; k++) o[k0 + k] = acc[k];
+}
+
+/* Output rows [r0, r1). */
+CLONES static void sum_range(const gnn_eid_t *ptr, const gnn_vid_t *idx, const gnn_eid_t *ent,
+                             const gnn_vid_t *rowof, int64_t n, const float *vals, gnn_vid_t r0,
+                             gnn_vid_t r1, const float *x, int64_t f, float *out)
+{
+    for (gnn_vid_t r = r0; r < r1; r++) {
+        float *restrict o = out + r * f;
+        int64_t k0 = 0;
+        for (; k0 + BLOCK <= f; k0 += BLOCK)
+            sum_block(ptr[r], ptr[r + 1], idx, ent, rowof, n, vals, x, f, k0, BLOCK, o);
+        if (k0 < f) sum_block(ptr[r], ptr[r + 1], idx, ent, rowof, n, vals, x, f, k0, f - k0, o);
+    }
+}
+
+/* Every output row, in chunks of 64 rows shared out as threads free up. */
+static void sum_rows(const gnn_eid_t *ptr, const gnn_vid_t *idx, const gnn_eid_t *ent,
+                     const gnn_vid_t *rowof, int64_t n, const float *vals, int64_t rows,
+                     const float *x, int64_t f, float *out)
+{
+    const int64_t chunks = (rows + 63) / 64;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int64_t c = 0; c < chunks; c++) {
+        gnn_vid_t r0 = c * 64, r1 = r0 + 64 < rows ? r0 + 64 : rows;
+        sum_range(ptr, idx, ent, rowof, n, vals, r0, r1, x, f, out);
+    }
+}
+
 int gnn_spfeat_mm(const gnn_spfeat_t *s, const float *vals, int64_t n, const float *w, int64_t f,
                   float *t)
 {
     int rc = check_mm(s, vals, n, w, f, t, "gnn_spfeat_mm");
     if (rc < 0) return rc;
-    const gnn_csr_t *a = s->a;
-#pragma omp parallel for schedule(dynamic, 64)
-    for (gnn_vid_t r = 0; r < n; r++) {
-        float *restrict o = t + r * f;
-        for (int64_t k = 0; k < f; k++) o[k] = 0.0f;
-        for (gnn_eid_t j = a->indptr[r]; j < a->indptr[r + 1]; j++) {
-            const float v = vals[j];
-            if (v == 0.0f) continue; /* dropped */
-            const float *restrict wr = w + a->indices[j] * f;
-#pragma omp simd
-            for (int64_t k = 0; k < f; k++) o[k] += v * wr[k];
-        }
-    }
+    sum_rows(s->a->indptr, s->a->indices, NULL, NULL, n, vals, n, w, f, t);
     return 0;
 }
 
@@ -116,19 +162,7 @@ int gnn_spfeat_mm_t(const gnn_spfeat_t *s, const float *vals, int64_t n, const f
 {
     int rc = check_mm(s, vals, n, dt, f, dw, "gnn_spfeat_mm_t");
     if (rc < 0) return rc;
-    const gnn_csr_t *a = s->a;
-#pragma omp parallel for schedule(dynamic, 16)
-    for (gnn_vid_t c = 0; c < a->n_cols; c++) {
-        float *restrict o = dw + c * f;
-        for (int64_t k = 0; k < f; k++) o[k] = 0.0f;
-        /* A column's entries run by row: those of D[:n] come first. */
-        for (gnn_eid_t q = s->t_indptr[c]; q < s->t_indptr[c + 1] && s->t_row[q] < n; q++) {
-            const float v = vals[s->t_entry[q]];
-            if (v == 0.0f) continue;
-            const float *restrict g = dt + s->t_row[q] * f;
-#pragma omp simd
-            for (int64_t k = 0; k < f; k++) o[k] += v * g[k];
-        }
-    }
+    /* dw's row c: the entries of column c, by the by-column index. */
+    sum_rows(s->t_indptr, s->t_row, s->t_entry, s->t_row, n, vals, s->a->n_cols, dt, f, dw);
     return 0;
 }
