@@ -73,9 +73,9 @@ AVX512 static void lane_masks(int64_t w, int nv, __mmask16 *mk)
  * last one masked by ml. Every index of acc is a constant once the loops
  * are unrolled, so the accumulators stay in registers. */
 INLINE AVX512 void nn_tile(const int R, const int NV, int64_t rows, int64_t k, const float *a,
-                           int64_t lda, const int64_t *arow, const float *b, int64_t ldb,
-                           int64_t j0, __mmask16 ml, float alpha, float beta, float *c,
-                           int64_t ldc, float *c2, int64_t ldc2, int64_t n1)
+                           int64_t lda, const int64_t *arow, const int64_t *next, int64_t n_next,
+                           const float *b, int64_t ldb, int64_t j0, __mmask16 ml, float alpha,
+                           float beta, float *c, int64_t ldc, float *c2, int64_t ldc2, int64_t n1)
 {
     const float *ar[NN_ROWS_MAX];
 #pragma GCC unroll 12
@@ -90,6 +90,12 @@ INLINE AVX512 void nn_tile(const int R, const int NV, int64_t rows, int64_t k, c
         for (int q = 0; q < NV; q++) acc[r][q] = _mm512_setzero_ps();
     const float *bp = b + j0;
     for (int64_t p = 0; p < k; p++, bp += ldb) {
+        /* Rows by index are scattered over the table: the next tile's
+         * rows (next, n_next of them) come into the cache a line each
+         * while this tile reads the same line of its own. */
+        if (n_next && (p & 15) == 0)
+            for (int64_t r = 0; r < n_next; r++)
+                _mm_prefetch((const char *)(a + next[r] * lda + p), _MM_HINT_T0);
         __m512 bv[4];
 #pragma GCC unroll 4
         for (int q = 0; q < NV; q++)
@@ -119,7 +125,8 @@ INLINE AVX512 void nn_tile(const int R, const int NV, int64_t rows, int64_t k, c
 
 /* One tile of R rows by NV vectors (the variables of nn's loop). */
 #define NN_CASE(R, NV)                                                                             \
-    nn_tile(R, NV, rows, k, at, lda, arw, b, ldb, j0, ml, alpha, beta, ct, ldc, c2t, ldc2, n1)
+    nn_tile(R, NV, rows, k, at, lda, arw, nxt, n_nxt, b, ldb, j0, ml, alpha, beta, ct, ldc, c2t,   \
+            ldc2, n1)
 
 /* C = alpha A B + beta C; columns from n1 on (a multiple of 16) go to c2
  * instead (n1 = n: all to c). */
@@ -136,6 +143,10 @@ AVX512 static void nn2(int64_t m, int64_t n, int64_t k, float alpha, const float
         int64_t i0 = t * step, rows = m - i0 < step ? m - i0 : step;
         const float *at = arow ? a : a + i0 * lda;
         const int64_t *arw = arow ? arow + i0 : NULL;
+        /* The next tile's rows by index, read ahead (once, by the first
+         * block of columns). */
+        const int64_t *nxt = arow ? arow + i0 + rows : NULL;
+        int64_t n_nxt = !arow ? 0 : m - i0 - rows < step ? m - i0 - rows : step;
         float *ct = c + i0 * ldc, *c2t = c2 ? c2 + i0 * ldc2 : NULL;
         for (int64_t j0 = 0; j0 < n; j0 += 64) {
             int64_t w = n - j0 < 64 ? n - j0 : 64;
@@ -156,6 +167,7 @@ AVX512 static void nn2(int64_t m, int64_t n, int64_t k, float alpha, const float
             } else {
                 NN_CASE(6, 4);
             }
+            n_nxt = 0;
         }
     }
 }
@@ -183,6 +195,8 @@ AVX512 static void nn(int64_t m, int64_t n, int64_t k, float alpha, const float 
  * about TN_SUB_BYTES (they stay in L2 while every tile reads them). */
 #define TN_SUB_BYTES ((int64_t)192 << 10)
 #define TN_COLS 6
+/* Rows by index read ahead of the first tile over them. */
+#define TN_AHEAD 16
 
 /* part (n x m, C transposed) += the product of rows [0, rows) of A (its
  * columns [p0, p0 + 16 PV), masked by mk) and of B, for columns [j0, j0 +
@@ -190,8 +204,9 @@ AVX512 static void nn(int64_t m, int64_t n, int64_t k, float alpha, const float 
  * vector of A's row read once and used TN_COLS times (24 accumulators, 6
  * broadcasts and 1 vector of A: within the 32 registers). */
 INLINE AVX512 void tn_tile(const int PV, int64_t rows, const float *a, int64_t lda,
-                           const int64_t *arow, const float *b, int64_t ldb, int64_t p0,
-                           const __mmask16 *mk, int64_t j0, int64_t jn, float *part, int64_t m)
+                           const int64_t *arow, int64_t ahead, const float *b, int64_t ldb,
+                           int64_t p0, const __mmask16 *mk, int64_t j0, int64_t jn, float *part,
+                           int64_t m)
 {
     __m512 acc[TN_COLS][4];
     float *pt[TN_COLS];
@@ -208,6 +223,13 @@ INLINE AVX512 void tn_tile(const int PV, int64_t rows, const float *a, int64_t l
         for (int q = 0; q < PV; q++) acc[t][q] = _mm512_maskz_loadu_ps(mk[q], pt[t] + 16 * q);
     for (int64_t i = 0; i < rows; i++) {
         const float *ap = a + (arow ? arow[i] : i) * lda + p0;
+        /* The first tile over rows by index reads row i + TN_AHEAD's m
+         * columns into the cache (ahead: rows of arow from i = 0 on). */
+        if (i + TN_AHEAD < ahead) {
+            const char *nx = (const char *)(a + arow[i + TN_AHEAD] * lda);
+            for (int64_t q = 0; q < m * (int64_t)sizeof(float); q += 64)
+                _mm_prefetch(nx + q, _MM_HINT_T0);
+        }
         __m512 g[TN_COLS];
 #pragma GCC unroll 6
         for (int t = 0; t < TN_COLS; t++) g[t] = _mm512_set1_ps(bt[t][i * ldb]);
@@ -248,17 +270,20 @@ AVX512 static void tn_chunk(int64_t rows, int64_t m, int64_t n, const float *a, 
             lane_masks(w, 4, mk);
             for (int64_t j0 = 0; j0 < n; j0 += TN_COLS) {
                 int64_t jn = n - j0 < TN_COLS ? n - j0 : TN_COLS;
+                /* The first tile over this block's rows by index reads
+                 * them ahead, up to the next block's first. */
+                int64_t ahead = ars && p0 == 0 && j0 == 0 ? rows - s0 : 0;
                 if (pv <= 2)
-                    tn_tile(2, sr, as, lda, ars, bs, ldb, p0, mk, j0, jn, part, m);
+                    tn_tile(2, sr, as, lda, ars, ahead, bs, ldb, p0, mk, j0, jn, part, m);
                 else
-                    tn_tile(4, sr, as, lda, ars, bs, ldb, p0, mk, j0, jn, part, m);
+                    tn_tile(4, sr, as, lda, ars, ahead, bs, ldb, p0, mk, j0, jn, part, m);
             }
             for (int64_t j0 = 0; sr2 > 0 && j0 < n2; j0 += TN_COLS) {
                 int64_t jn = n2 - j0 < TN_COLS ? n2 - j0 : TN_COLS;
                 if (pv <= 2)
-                    tn_tile(2, sr2, as, lda, ars, bs2, ldb2, p0, mk, j0, jn, part + n * m, m);
+                    tn_tile(2, sr2, as, lda, ars, 0, bs2, ldb2, p0, mk, j0, jn, part + n * m, m);
                 else
-                    tn_tile(4, sr2, as, lda, ars, bs2, ldb2, p0, mk, j0, jn, part + n * m, m);
+                    tn_tile(4, sr2, as, lda, ars, 0, bs2, ldb2, p0, mk, j0, jn, part + n * m, m);
             }
         }
     }
