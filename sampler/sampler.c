@@ -48,7 +48,13 @@ struct gnn_sampler_excl {
     gnn__idmap_t map;
     gnn_eid_t *start;
     gnn_vid_t *src;
+    /* A bit per hash of the rows (EXCL_BITS per row, a power of two in
+     * all): a clear bit answers "no exclusions" for most rows from an array
+     * in the cache, without probing the map. */
+    uint64_t *bits;
+    uint64_t bmask;
 };
+#define EXCL_BITS 16
 typedef gnn_sampler_excl_t excl_t;
 
 /* What one hop reads: the rows, how draws are keyed, who draws the rest,
@@ -223,6 +229,7 @@ void gnn_sampler_excl_free(gnn_sampler_excl_t *x)
     gnn__idmap_free(&x->map);
     gnn_free(x->start);
     gnn_free(x->src);
+    gnn_free(x->bits);
     gnn_free(x);
 }
 
@@ -254,6 +261,15 @@ int gnn_sampler_excl_create(const gnn_vid_t *pairs, int64_t n, gnn_sampler_excl_
     for (int64_t e = 0; e < 2 * n; e++) x->src[x->start[rowk[e] + 1]++] = pairs[e];
     for (gnn_vid_t k = 0; k < rows; k++)
         sort_row(x->src + x->start[k], x->start[k + 1] - x->start[k]);
+    uint64_t nbits = 64;
+    while (nbits < (uint64_t)rows * EXCL_BITS) nbits *= 2;
+    x->bits = gnn_calloc((size_t)(nbits / 64), sizeof *x->bits);
+    GNN_CHECK(x->bits, GNN_ENOMEM, "sampler: %" PRId64 " excluded edges", n);
+    x->bmask = nbits - 1;
+    for (int64_t e = 0; e < 2 * n; e++) {
+        uint64_t b = gnn__idmap_hash(pairs[e]) & x->bmask;
+        x->bits[b >> 6] |= 1ull << (b & 63);
+    }
     gnn_free(rowk);
     *out = x;
     return 0;
@@ -280,7 +296,10 @@ static inline int excl_has(const gnn_vid_t *xs, gnn_eid_t nx, gnn_vid_t u)
 /* Row v's excluded sources (*nx of them), or NULL when it has none. */
 static inline const gnn_vid_t *excl_row(const excl_t *x, gnn_vid_t v, gnn_eid_t *nx)
 {
-    gnn_vid_t k = x ? gnn__idmap_get(&x->map, v) : -1;
+    if (!x) return NULL;
+    uint64_t b = gnn__idmap_hash(v) & x->bmask;
+    if (!(x->bits[b >> 6] >> (b & 63) & 1)) return NULL;
+    gnn_vid_t k = gnn__idmap_get(&x->map, v);
     if (k < 0) return NULL;
     *nx = x->start[k + 1] - x->start[k];
     return x->src + x->start[k];
@@ -387,6 +406,13 @@ static inline gnn_vid_t frontier_get_or_put(frontier_t *f, gnn_vid_t u)
     return l;
 }
 
+/* Bring the index's slot of u into the cache. */
+static inline void frontier_prefetch(const frontier_t *f, gnn_vid_t u)
+{
+    __builtin_prefetch(f->pos ? (const void *)&f->pos[u]
+                              : (const void *)&f->map.slots[gnn__idmap_hash(u) & f->map.mask]);
+}
+
 /* Room for n nodes in all. */
 static int frontier_reserve(frontier_t *f, gnn_vid_t n)
 {
@@ -444,16 +470,23 @@ static int marks_alloc(gnn_eid_t kmax, int nthreads, uint64_t *mcap, mark_t **ma
 }
 
 /* The c draws of row v without the nx sources xs into o (global ids):
- * the row filtered, then the positions of the definition over it. */
+ * the row filtered into the thread's buffer *kept (*kcap entries, grown
+ * as needed), then the positions of the definition over it. */
 static int filtered_row(const rows_t *rs, gnn_vid_t v, const gnn_vid_t *xs, gnn_eid_t nx,
                         uint64_t key, int h, gnn_eid_t c, gnn_vid_t *o, mark_t *set,
-                        uint64_t mcap, uint64_t *stamp)
+                        uint64_t mcap, uint64_t *stamp, gnn_vid_t **kbuf, gnn_eid_t *kcap)
 {
     const gnn_csr_t *g = rs->g;
     const gnn_vid_t *row = g->indices + g->indptr[v];
     gnn_eid_t d = g->indptr[v + 1] - g->indptr[v];
-    gnn_vid_t *kept = gnn_malloc_array((size_t)d + 1, sizeof *kept);
-    if (!kept) return GNN_ENOMEM;
+    if (d > *kcap) {
+        gnn_eid_t cap = d > 2 * *kcap ? d : 2 * *kcap;
+        gnn_vid_t *p = gnn_realloc_array(*kbuf, (size_t)cap, sizeof *p);
+        if (!p) return GNN_ENOMEM;
+        *kbuf = p;
+        *kcap = cap;
+    }
+    gnn_vid_t *kept = *kbuf;
     gnn_eid_t dk = excl_filter(row, d, NULL, xs, nx, kept);
     if (c == dk) {
         memcpy(o, kept, (size_t)c * sizeof *o);
@@ -466,7 +499,6 @@ static int filtered_row(const rows_t *rs, gnn_vid_t v, const gnn_vid_t *xs, gnn_
             floyd_set(&s, dk, c, o, set, mcap - 1, ++*stamp);
         for (gnn_eid_t q = 0; q < c; q++) o[q] = kept[o[q]];
     }
-    gnn_free(kept);
     return 0;
 }
 
@@ -585,6 +617,8 @@ static int draw_counted(const rows_t *rs, int fanout, uint64_t key, int h, const
     {
         mark_t *set = marks ? marks + (size_t)omp_get_thread_num() * (size_t)mcap : NULL;
         uint64_t stamp = 0;
+        gnn_vid_t *kbuf = NULL; /* rows with excluded sources, filtered */
+        gnn_eid_t kcap = 0;
 #pragma omp for schedule(dynamic, 1)
         for (gnn_vid_t ch = 0; ch < n_chunks; ch++) {
             gnn_vid_t i0 = ch * DRAW_CHUNK;
@@ -604,7 +638,8 @@ static int draw_counted(const rows_t *rs, int fanout, uint64_t key, int h, const
                 gnn_vid_t *o = indices + indptr[i];
                 const gnn_vid_t *xs = excl_row(rs->ex, v, &nx);
                 if (xs) { /* the draws are over the row without its excluded sources */
-                    if (filtered_row(rs, v, xs, nx, key, h, c, o, set, mcap, &stamp) < 0)
+                    if (filtered_row(rs, v, xs, nx, key, h, c, o, set, mcap, &stamp, &kbuf,
+                                     &kcap) < 0)
                         xfail++;
                     continue; /* pending stays: gather_row reads the row behind */
                 }
@@ -616,6 +651,7 @@ static int draw_counted(const rows_t *rs, int fanout, uint64_t key, int h, const
             if (pending >= 0) gather_row(g, dst[pending], indices + indptr[pending],
                                          indptr[pending + 1] - indptr[pending]);
         }
+        gnn_free(kbuf);
     }
     gnn_free(marks);
     marks = NULL;
@@ -653,8 +689,11 @@ fail:
 
 /*
  * The draws of one hop in one pass, for a bounded fanout with every row
- * held here: row i is drawn into slots [i fanout, (i + 1) fanout) and the
- * rows are then packed in order. The same draws as draw_counted's.
+ * held here: row i is drawn into slots [i fanout, (i + 1) fanout), the
+ * slots a short row leaves filled with its node (any id of the graph would
+ * do: the caller's look-ahead reads them), and indptr its packed offsets;
+ * the caller packs the rows as it reads them (sample_hop). The same draws
+ * as draw_counted's.
  */
 static int draw_one_pass(const rows_t *rs, int fanout, uint64_t key, int h, const gnn_vid_t *dst,
                          gnn_vid_t n_dst, gnn_eid_t **indptr_out, gnn_vid_t **indices_out,
@@ -679,6 +718,8 @@ static int draw_one_pass(const rows_t *rs, int fanout, uint64_t key, int h, cons
     {
         mark_t *set = marks ? marks + (size_t)omp_get_thread_num() * (size_t)mcap : NULL;
         uint64_t stamp = 0;
+        gnn_vid_t *kbuf = NULL; /* rows with excluded sources, filtered */
+        gnn_eid_t kcap = 0;
 #pragma omp for schedule(dynamic, 1)
         for (gnn_vid_t ch = 0; ch < n_chunks; ch++) {
             gnn_vid_t i0 = ch * DRAW_CHUNK;
@@ -697,12 +738,16 @@ static int draw_one_pass(const rows_t *rs, int fanout, uint64_t key, int h, cons
                 if (xs) { /* the draws are over the row without its excluded sources */
                     gnn_eid_t dk = excl_filter(row, d, NULL, xs, nx, NULL);
                     gnn_eid_t c = dk <= fanout ? dk : fanout;
-                    if (filtered_row(rs, v, xs, nx, key, h, c, o, set, mcap, &stamp) < 0) xfail++;
+                    if (filtered_row(rs, v, xs, nx, key, h, c, o, set, mcap, &stamp, &kbuf,
+                                     &kcap) < 0)
+                        xfail++;
                     indptr[i + 1] = c;
+                    for (gnn_eid_t q = c; q < fanout; q++) o[q] = v;
                     continue; /* pending stays: gather_row reads the row behind */
                 }
                 gnn_eid_t c = d <= fanout ? d : fanout;
                 indptr[i + 1] = c;
+                for (gnn_eid_t q = c; q < fanout; q++) o[q] = v;
                 draw_row(rs, v, row, d, c, key, h, o, set, mcap, &stamp);
                 if (pending >= 0)
                     gather_row(g, dst[pending], indices + (size_t)pending * (size_t)fanout,
@@ -713,20 +758,14 @@ static int draw_one_pass(const rows_t *rs, int fanout, uint64_t key, int h, cons
             if (pending >= 0)
                 gather_row(g, dst[pending], indices + (size_t)pending * (size_t)fanout, pending_c);
         }
+        gnn_free(kbuf);
     }
     if (xfail) {
         rc = GNN_FAIL(GNN_ENOMEM, "sampler: rows with excluded edges");
         goto fail;
     }
-    /* Pack the rows: each moves down (or stays), in row order. */
     indptr[0] = 0;
-    for (gnn_vid_t i = 0; i < n_dst; i++) {
-        gnn_eid_t c = indptr[i + 1];
-        indptr[i + 1] = indptr[i] + c;
-        if (c && indptr[i] != (gnn_eid_t)i * fanout)
-            memmove(indices + indptr[i], indices + (size_t)i * (size_t)fanout,
-                    (size_t)c * sizeof *indices);
-    }
+    for (gnn_vid_t i = 0; i < n_dst; i++) indptr[i + 1] += indptr[i];
     gnn_free(marks);
     *indptr_out = indptr;
     *indices_out = indices;
@@ -756,13 +795,17 @@ static int sample_hop(const rows_t *rs, int fanout, uint64_t key, int h, frontie
     gnn_vid_t *indices = NULL;
     memset(out, 0, sizeof *out);
     /* One pass where the slots of full rows waste little: fanouts up to
-     * ONE_PASS_DEGREES times the mean degree. */
+     * ONE_PASS_DEGREES times the mean degree. Its rows come in slots of
+     * `stride` entries, packed below as they are read. */
     double deg = g->n_rows ? (double)g->nnz / (double)g->n_rows : 0.0;
+    gnn_eid_t stride = 0;
     if (!rs->remote && !rs->counted && fanout >= 0 &&
-        (double)fanout <= ONE_PASS_DEGREES * deg + 1.0)
+        (double)fanout <= ONE_PASS_DEGREES * deg + 1.0) {
         rc = draw_one_pass(rs, fanout, key, h, dst, n_dst, &indptr, &indices, &nnz);
-    else
+        stride = fanout;
+    } else {
         rc = draw_counted(rs, fanout, key, h, dst, n_dst, &indptr, &indices, &nnz, called);
+    }
     if (rc < 0) goto fail;
 
     /* Local ids in row order: sequential, so independent of the threads. */
@@ -771,14 +814,24 @@ static int sample_hop(const rows_t *rs, int fanout, uint64_t key, int h, frontie
     rc = frontier_reserve(f, need);
     if (rc < 0) goto fail;
     dst = NULL; /* the node list may have moved */
-    for (gnn_eid_t e = 0; e < nnz; e++) {
-        if (e + MAP_PREFETCH_AHEAD < nnz) {
-            gnn_vid_t w = indices[e + MAP_PREFETCH_AHEAD];
-            __builtin_prefetch(f->pos ? (const void *)&f->pos[w]
-                                      : (const void *)&f->map.slots[gnn__idmap_hash(w) &
-                                                                    f->map.mask]);
+    if (stride) {
+        /* Row i's slots from i stride on, packed down to indptr[i]: every
+         * write lands at or before the slot just read. */
+        const gnn_eid_t slots = (gnn_eid_t)n_dst * stride;
+        for (gnn_vid_t i = 0; i < n_dst; i++) {
+            const gnn_eid_t s0 = (gnn_eid_t)i * stride, c = indptr[i + 1] - indptr[i];
+            gnn_vid_t *o = indices + indptr[i];
+            for (gnn_eid_t q = 0; q < c; q++) {
+                if (s0 + q + MAP_PREFETCH_AHEAD < slots)
+                    frontier_prefetch(f, indices[s0 + q + MAP_PREFETCH_AHEAD]);
+                o[q] = frontier_get_or_put(f, indices[s0 + q]);
+            }
         }
-        indices[e] = frontier_get_or_put(f, indices[e]);
+    } else {
+        for (gnn_eid_t e = 0; e < nnz; e++) {
+            if (e + MAP_PREFETCH_AHEAD < nnz) frontier_prefetch(f, indices[e + MAP_PREFETCH_AHEAD]);
+            indices[e] = frontier_get_or_put(f, indices[e]);
+        }
     }
 #pragma omp parallel for schedule(dynamic, 256)
     for (gnn_vid_t i = 0; i < n_dst; i++) sort_row(indices + indptr[i], indptr[i + 1] - indptr[i]);
