@@ -1015,12 +1015,18 @@ static const char *link_graph(void)
  * features tell: measured test AUC 0.79-0.82, AP 0.59-0.70 in 60 epochs;
  * chance 0.5 and 1/3); every epoch line
  * and the final line carry every metric, in [0, 1], the final line at the
- * best validation AUC.
+ * best validation AUC. Under the sanitizers 6 epochs, the metrics' range
+ * alone.
  */
 static void test_link_learns(void **state)
 {
     (void)state;
     const char *data = link_graph();
+#ifdef GNN_TEST_SANITIZED
+    const char *epochs = "6";
+#else
+    const char *epochs = "60";
+#endif
     static const char *const models[] = {"gcn", "sage", "gat", "gcn", "sage"};
     static const char *const decoder[] = {"dot", "dot", "dot", "mlp", "dot"};
     static const char *const mode[] = {"full", "full", "full", "full", "minibatch"};
@@ -1029,8 +1035,8 @@ static void test_link_learns(void **state)
         char *log = (char *)tu_path("link.json");
         TRAIN_OK("--data", (char *)data, "--task", "link", "--model", (char *)models[m],
                  "--decoder", (char *)decoder[m], "--mode", (char *)mode[m], "--hidden", "32",
-                 "--heads", "2", "--epochs", "60", "--batch-size", "256", "--fanouts", "10,10",
-                 "--threads", "2", "--log-json", log, "-q");
+                 "--heads", "2", "--epochs", (char *)epochs, "--batch-size", "256", "--fanouts",
+                 "10,10", "--threads", "2", "--log-json", log, "-q");
         char *text = tu_read_file(log);
         int lines = 0;
         for (char *line = text, *nl; (nl = strchr(line, '\n')); line = nl + 1, lines++) {
@@ -1046,7 +1052,7 @@ static void test_link_learns(void **state)
                 }
             assert_true(isfinite(tu_json_num(line, "valid_loss")));
         }
-        assert_int_equal(lines, 61);
+        assert_int_equal(lines, atoi(epochs) + 1);
         free(text);
         char *last = last_line(log);
         assert_true(json_true(last, "final"));
@@ -1054,8 +1060,12 @@ static void test_link_learns(void **state)
         print_message("link, %s, %s, %s decoder: test AUC %.4f, AP %.4f, MRR %.4f at epoch %g\n",
                       models[m], mode[m], decoder[m], auc, ap, tu_json_num(last, "test_mrr"),
                       tu_json_num(last, "best_epoch"));
+#ifndef GNN_TEST_SANITIZED
         assert_true(auc > 0.75);
         assert_true(ap > 0.5); /* chance: 1/3 with 2 negatives per positive */
+#else
+        assert_true(auc > 0.0 && ap > 0.0);
+#endif
         free(last);
     }
 }
@@ -1125,12 +1135,19 @@ static void test_save_embeddings(void **state)
 
 /* Edge mini-batches are the same for any loader: losses and checkpoints
  * equal for 1 and 2 sampler threads and prefetch 0, 2, 4 (dot and MLP
- * decoders); an epoch is ceil(training edges / batch) batches. Small
- * batches train on a device backend too. */
+ * decoders; 4 epochs, 2 under the sanitizers); an epoch is ceil(training
+ * edges / batch) batches. Small batches train on a device backend too. */
 static void test_link_minibatch_same_for_any_loader(void **state)
 {
     (void)state;
     const char *data = link_graph();
+#ifdef GNN_TEST_SANITIZED
+    const int epochs = 2;
+#else
+    const int epochs = 4;
+#endif
+    char ep[8];
+    snprintf(ep, sizeof ep, "%d", epochs);
     const char *cfg[][2] = {{"1", "2"}, {"2", "4"}, {"1", "0"}};
     for (int dec = 0; dec < 2; dec++) {
         double loss[3][8];
@@ -1143,10 +1160,10 @@ static void test_link_minibatch_same_for_any_loader(void **state)
             unlink(ck[c]);
             TRAIN_OK("--data", (char *)data, "--task", "link", "--model", "sage", "--mode",
                      "minibatch", "--decoder", dec ? "mlp" : "dot", "--negatives", "2",
-                     "--epochs", "4", "--batch-size", "100", "--fanouts", "6,4",
+                     "--epochs", ep, "--batch-size", "100", "--fanouts", "6,4",
                      "--sampler-threads", (char *)cfg[c][0], "--prefetch", (char *)cfg[c][1],
                      "--threads", "2", "--checkpoint", ck[c], "--log-json", (char *)log, "-q");
-            assert_int_equal(log_losses(log, loss[c], 8), 4);
+            assert_int_equal(log_losses(log, loss[c], 8), epochs);
             char *last = last_line(log);
             double auc = tu_json_num(last, "test_auc");
             assert_true(auc > 0.5 && auc <= 1.0);
@@ -1160,7 +1177,7 @@ static void test_link_minibatch_same_for_any_loader(void **state)
             assert_int_equal((int64_t)tu_json_num(text, "batches"), (m + 99) / 100);
             free(text);
             if (c > 0) {
-                assert_memory_equal(loss[0], loss[c], 4 * sizeof(double));
+                assert_memory_equal(loss[0], loss[c], (size_t)epochs * sizeof(double));
                 assert_checkpoints_equal(ck[0], ck[c]);
             }
         }
