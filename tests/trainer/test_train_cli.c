@@ -103,6 +103,10 @@ static char *g_train, *g_dataset, *g_lse, *g_gatv2;
 #define HSBM_EPOCHS "100"
 #define SANITIZED 0
 #endif
+/* Epochs of the mini-batch runs compared with each other: the sanitizer
+ * build runs the code paths, in fewer of them. */
+#define CMP_EPOCHS (SANITIZED ? 2 : 4)
+#define CMP_EPOCHS_S (SANITIZED ? "2" : "4")
 
 /* Graph files made once by main (default mode). */
 static const char *g_sbm;      /* 3000 nodes, 10 classes, 32 features */
@@ -675,13 +679,8 @@ static void test_minibatch_sparse_features(void **state)
 {
     (void)state;
     const char *models[] = {"sage", "gcn"};
-#ifdef GNN_TEST_SANITIZED
-    const int epochs = 2;
-#else
-    const int epochs = 4;
-#endif
-    char ep[8];
-    snprintf(ep, sizeof ep, "%d", epochs);
+    const int epochs = CMP_EPOCHS;
+    char *ep = (char *)CMP_EPOCHS_S;
     for (int k = 0; k < 2; k++) {
         double loss[2][8];
         for (int sp = 0; sp < 2; sp++) {
@@ -1141,13 +1140,8 @@ static void test_link_minibatch_same_for_any_loader(void **state)
 {
     (void)state;
     const char *data = link_graph();
-#ifdef GNN_TEST_SANITIZED
-    const int epochs = 2;
-#else
-    const int epochs = 4;
-#endif
-    char ep[8];
-    snprintf(ep, sizeof ep, "%d", epochs);
+    const int epochs = CMP_EPOCHS;
+    char *ep = (char *)CMP_EPOCHS_S;
     const char *cfg[][2] = {{"1", "2"}, {"2", "4"}, {"1", "0"}};
     for (int dec = 0; dec < 2; dec++) {
         double loss[3][8];
@@ -2297,15 +2291,17 @@ static double cora_sage_minibatch(const char *aggr)
     char name[64];
     snprintf(name, sizeof name, "cora-mb-%s.json", aggr);
     const char *log = tu_path(name);
+    /* Under the sanitizers one short run, checked to end. */
+    const char *epochs = SANITIZED ? "10" : "50", *runs = SANITIZED ? "1" : "5";
     double s = TRAIN_OK("--data", (char *)cora_file(), "--model", "sage", "--mode", "minibatch",
                         "--aggr-plugin", g_lse, "--aggr", (char *)aggr, "--layers", "2",
                         "--hidden", "64", "--fanouts", "10,10", "--batch-size", "64", "--dropout",
-                        "0.5", "--lr", "0.01", "--weight-decay", "5e-4", "--epochs", "50",
-                        "--normalize-features", "--runs", "5", "--threads", "2", "--log-json",
-                        (char *)log, "-q");
-    log_summary_t r = check_log(log, 5, 50);
-    print_message("Cora, sage mini-batch, %s: test accuracy %.4f over 5 runs (%.1f s, %.2f ms "
-                  "per epoch)\n", aggr, r.test_acc_mean, s, 1e3 * r.epoch_s_mean);
+                        "0.5", "--lr", "0.01", "--weight-decay", "5e-4", "--epochs",
+                        (char *)epochs, "--normalize-features", "--runs", (char *)runs,
+                        "--threads", "2", "--log-json", (char *)log, "-q");
+    log_summary_t r = check_log(log, atoi(runs), atoi(epochs));
+    print_message("Cora, sage mini-batch, %s: test accuracy %.4f over %s runs (%.1f s, %.2f ms "
+                  "per epoch)\n", aggr, r.test_acc_mean, runs, s, 1e3 * r.epoch_s_mean);
     return r.test_acc_mean;
 }
 
@@ -2316,7 +2312,7 @@ static void test_cora_sage_minibatch(void **state)
 {
     (void)state;
     double mean = cora_sage_minibatch("mean");
-    assert_true(mean >= 0.78);
+    assert_true(mean >= (SANITIZED ? 0.0 : 0.78));
 #ifndef GNN_TEST_SANITIZED
     double lse = cora_sage_minibatch("lse");
     assert_true(lse >= mean - 0.02);
@@ -2486,20 +2482,23 @@ static const char *cora_nofeat_file(void)
  * SparseAdam), on this machine:
  *   bench/reference/embed_torch.py cora-nofeat.h5 --embed-dim 64 --runs 10
  * 65.48 % mean test accuracy; required: at least that minus 1 point
- * (measured: 65.50 %, about 3 s).
+ * (measured: 65.50 %, about 3 s). Under the sanitizers one short run.
  */
 static void test_cora_embed_gcn_10_runs(void **state)
 {
     (void)state;
     const char *log = tu_path("cora-embed.json");
+    /* Under the sanitizers one short run, checked to end. */
+    const char *epochs = SANITIZED ? "20" : "200", *runs = SANITIZED ? "1" : "10";
     double s = TRAIN_OK("--data", (char *)cora_nofeat_file(), "--embed-dim", "64", "--model",
                         "gcn", "--mode", "full", "--layers", "2", "--hidden", "16", "--dropout",
-                        "0.5", "--lr", "0.01", "--weight-decay", "5e-4", "--epochs", "200",
-                        "--runs", "10", "--threads", "2", "--log-json", (char *)log, "-q");
-    log_summary_t r = check_log(log, 10, 200);
-    print_message("featureless Cora, gcn, --embed-dim 64: test accuracy %.4f over 10 runs (%.1f s, "
-                  "%.2f ms per epoch)\n", r.test_acc_mean, s, 1e3 * r.epoch_s_mean);
-    assert_true(r.test_acc_mean >= 0.6448);
+                        "0.5", "--lr", "0.01", "--weight-decay", "5e-4", "--epochs",
+                        (char *)epochs, "--runs", (char *)runs, "--threads", "2", "--log-json",
+                        (char *)log, "-q");
+    log_summary_t r = check_log(log, atoi(runs), atoi(epochs));
+    print_message("featureless Cora, gcn, --embed-dim 64: test accuracy %.4f over %s runs (%.1f s, "
+                  "%.2f ms per epoch)\n", r.test_acc_mean, runs, s, 1e3 * r.epoch_s_mean);
+    assert_true(r.test_acc_mean >= (SANITIZED ? 0.0 : 0.6448));
 }
 
 /* Link prediction on featureless Cora (GCN 32 -> 16, no dropout, dot
