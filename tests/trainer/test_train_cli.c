@@ -672,23 +672,23 @@ static int log_losses(const char *path, double *out, int max)
 /*
  * Mini-batches on sparse input (--sparse-features on: layer 0 takes each
  * batch's rows of the sparse feature table, dropout 0.5 by node id) give
- * the per-epoch losses of the dense rows (off), to rounding, for sage and
- * for gcn (4 epochs; 2 under the sanitizers).
+ * the per-epoch losses of the dense rows (off), to rounding, for sage, gcn
+ * and gat (2 heads; 4 epochs, 2 under the sanitizers).
  */
 static void test_minibatch_sparse_features(void **state)
 {
     (void)state;
-    const char *models[] = {"sage", "gcn"};
+    const char *models[] = {"sage", "gcn", "gat"};
     const int epochs = CMP_EPOCHS;
     char *ep = (char *)CMP_EPOCHS_S;
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 3; k++) {
         double loss[2][8];
         for (int sp = 0; sp < 2; sp++) {
             const char *log = tu_path("mb-sparse.json");
             TRAIN_OK("--data", (char *)g_sbm, "--model", (char *)models[k], "--mode", "minibatch",
                      "--epochs", ep, "--batch-size", "64", "--fanouts", "6,4", "--dropout", "0.5",
-                     "--sparse-features", sp ? "on" : "off", "--threads", "2", "--log-json",
-                     (char *)log, "-q");
+                     "--heads", "2", "--sparse-features", sp ? "on" : "off", "--threads", "2",
+                     "--log-json", (char *)log, "-q");
             assert_int_equal(log_losses(log, loss[sp], 8), epochs);
         }
         for (int e = 0; e < epochs; e++) {
