@@ -469,12 +469,27 @@ static int marks_alloc(gnn_eid_t kmax, int nthreads, uint64_t *mcap, mark_t **ma
     return 0;
 }
 
-/* The c draws of row v without the nx sources xs into o (global ids):
- * the row filtered into the thread's buffer *kept (*kcap entries, grown
- * as needed), then the positions of the definition over it. */
-static int filtered_row(const rows_t *rs, gnn_vid_t v, const gnn_vid_t *xs, gnn_eid_t nx,
-                        uint64_t key, int h, gnn_eid_t c, gnn_vid_t *o, mark_t *set,
-                        uint64_t mcap, uint64_t *stamp, gnn_vid_t **kbuf, gnn_eid_t *kcap)
+/* c < d distinct positions of [0, d) for row v, by the definition's
+ * stream of (key, v, h), into o. */
+static inline void draw_positions(const rows_t *rs, gnn_vid_t v, gnn_eid_t d, gnn_eid_t c,
+                                  uint64_t key, int h, gnn_vid_t *o, mark_t *set, uint64_t mcap,
+                                  uint64_t *stamp)
+{
+    stream_t s;
+    stream_init(&s, key, rs->key_ids ? rs->key_ids[v] : v, h);
+    if (c <= SCAN_DRAWS)
+        floyd_scan(&s, d, c, o);
+    else
+        floyd_set(&s, d, c, o, set, mcap - 1, ++*stamp);
+}
+
+/* The draws of row v without the nx sources xs into o (global ids), at
+ * most cap of them: the row filtered into the thread's buffer *kbuf
+ * (*kcap entries, grown as needed), then the positions of the definition
+ * over it. Returns their number, or GNN_ENOMEM. */
+static gnn_eid_t filtered_row(const rows_t *rs, gnn_vid_t v, const gnn_vid_t *xs, gnn_eid_t nx,
+                              uint64_t key, int h, gnn_eid_t cap, gnn_vid_t *o, mark_t *set,
+                              uint64_t mcap, uint64_t *stamp, gnn_vid_t **kbuf, gnn_eid_t *kcap)
 {
     const gnn_csr_t *g = rs->g;
     const gnn_vid_t *row = g->indices + g->indptr[v];
@@ -488,18 +503,14 @@ static int filtered_row(const rows_t *rs, gnn_vid_t v, const gnn_vid_t *xs, gnn_
     }
     gnn_vid_t *kept = *kbuf;
     gnn_eid_t dk = excl_filter(row, d, NULL, xs, nx, kept);
+    gnn_eid_t c = dk <= cap ? dk : cap;
     if (c == dk) {
         memcpy(o, kept, (size_t)c * sizeof *o);
     } else {
-        stream_t s;
-        stream_init(&s, key, rs->key_ids ? rs->key_ids[v] : v, h);
-        if (c <= SCAN_DRAWS)
-            floyd_scan(&s, dk, c, o);
-        else
-            floyd_set(&s, dk, c, o, set, mcap - 1, ++*stamp);
+        draw_positions(rs, v, dk, c, key, h, o, set, mcap, stamp);
         for (gnn_eid_t q = 0; q < c; q++) o[q] = kept[o[q]];
     }
-    return 0;
+    return c;
 }
 
 /* The c draws of row v (d entries, no exclusions) into o: the whole row
@@ -513,12 +524,7 @@ static inline void draw_row(const rows_t *rs, gnn_vid_t v, const gnn_vid_t *row,
         memcpy(o, row, (size_t)c * sizeof *o);
         return;
     }
-    stream_t s;
-    stream_init(&s, key, rs->key_ids ? rs->key_ids[v] : v, h);
-    if (c <= SCAN_DRAWS)
-        floyd_scan(&s, d, c, o);
-    else
-        floyd_set(&s, d, c, o, set, mcap - 1, ++*stamp);
+    draw_positions(rs, v, d, c, key, h, o, set, mcap, stamp);
     for (gnn_eid_t q = 0; q < c; q++) __builtin_prefetch(&row[o[q]]);
 }
 
@@ -638,6 +644,7 @@ static int draw_counted(const rows_t *rs, int fanout, uint64_t key, int h, const
                 gnn_vid_t *o = indices + indptr[i];
                 const gnn_vid_t *xs = excl_row(rs->ex, v, &nx);
                 if (xs) { /* the draws are over the row without its excluded sources */
+                    /* c (counted) is the filtered row's length or the fanout */
                     if (filtered_row(rs, v, xs, nx, key, h, c, o, set, mcap, &stamp, &kbuf,
                                      &kcap) < 0)
                         xfail++;
@@ -736,11 +743,12 @@ static int draw_one_pass(const rows_t *rs, int fanout, uint64_t key, int h, cons
                 gnn_vid_t *o = indices + (size_t)i * (size_t)fanout;
                 const gnn_vid_t *xs = excl_row(rs->ex, v, &nx);
                 if (xs) { /* the draws are over the row without its excluded sources */
-                    gnn_eid_t dk = excl_filter(row, d, NULL, xs, nx, NULL);
-                    gnn_eid_t c = dk <= fanout ? dk : fanout;
-                    if (filtered_row(rs, v, xs, nx, key, h, c, o, set, mcap, &stamp, &kbuf,
-                                     &kcap) < 0)
+                    gnn_eid_t c = filtered_row(rs, v, xs, nx, key, h, fanout, o, set, mcap,
+                                               &stamp, &kbuf, &kcap);
+                    if (c < 0) {
                         xfail++;
+                        c = 0;
+                    }
                     indptr[i + 1] = c;
                     for (gnn_eid_t q = c; q < fanout; q++) o[q] = v;
                     continue; /* pending stays: gather_row reads the row behind */
