@@ -17,10 +17,11 @@
  *
  *   C = A^T B (C is k_A x n, the sum runs over the tall side): the rows of
  *   A and B are cut into chunks fixed by the shape (not by the thread
- *   count), each chunk's partial C formed in registers (tiles of up to 64
- *   rows of C by 6 columns: per row of A, 4 vectors of A's row and 6
- *   broadcasts of B's), and the partials added in chunk order: the result
- *   does not depend on the number of threads.
+ *   count), each chunk's partial C formed in registers (tiles of up to 48
+ *   rows of C by 8 columns: per row of A, 3 vectors of A's row and 8
+ *   broadcasts of B's, whose rows are first copied into panels of 8
+ *   columns), and the partials added in chunk order: the result does not
+ *   depend on the number of threads, nor on the tiles' shape.
  *
  * Every index into a tile's accumulators is a constant once its loops are
  * unrolled (the edge tiles store under a test, not a loop of variable
@@ -191,37 +192,44 @@ AVX512 static void nn(int64_t m, int64_t n, int64_t k, float alpha, const float 
 #define TN_CHUNK_LOW 256
 #define TN_CHUNKS_LOW 8
 #define TN_PART_BYTES ((int64_t)4 << 20)
-/* Rows per pass over the tiles inside a chunk: their m columns of A take
- * about TN_SUB_BYTES (they stay in L2 while every tile reads them). */
-#define TN_SUB_BYTES ((int64_t)192 << 10)
-#define TN_COLS 6
+/* Rows per pass over the tiles inside a chunk: at most TN_SUB_ROWS (a
+ * block of 48 of their columns stays in L1 while every tile over it reads
+ * it), fewer when their m columns pass TN_SUB_BYTES (they stay in L2 for
+ * the next block of columns). */
+#define TN_SUB_ROWS 128
+#define TN_SUB_BYTES ((int64_t)512 << 10)
+/* A tile: TN_COLS columns of B (of C) by up to TN_VECS vectors of A's
+ * columns (of C's rows), the last one masked. */
+#define TN_COLS 8
+#define TN_VECS 3
+#define TN_WIDTH (16 * TN_VECS)
 /* Rows by index read ahead of the first tile over them. */
 #define TN_AHEAD 16
 
 /* part (n x m, C transposed) += the product of rows [0, rows) of A (its
- * columns [p0, p0 + 16 PV), masked by mk) and of B, for columns [j0, j0 +
- * jn) of C. Per row: the TN_COLS broadcasts of B's row first, then each
- * vector of A's row read once and used TN_COLS times (24 accumulators, 6
- * broadcasts and 1 vector of A: within the 32 registers). */
-INLINE AVX512 void tn_tile(const int PV, int64_t rows, const float *a, int64_t lda,
-                           const int64_t *arow, int64_t ahead, const float *b, int64_t ldb,
+ * columns [p0, p0 + 16 PV), masked by mk unless FULL) and of a panel of
+ * TN_COLS columns of B (bp: row i at bp + i TN_COLS, zero past B's last
+ * column), for columns [j0, j0 + jn) of C. Per row: the PV vectors of A's
+ * row, then each of the TN_COLS broadcasts of the panel's row used PV
+ * times (at most 24 accumulators, 3 vectors of A and 1 broadcast: within
+ * the 32 registers). Every element of part is one sum over the rows in
+ * order, whatever the tile's shape. */
+INLINE AVX512 void tn_tile(const int PV, const int FULL, int64_t rows, const float *a,
+                           int64_t lda, const int64_t *arow, int64_t ahead, const float *bp,
                            int64_t p0, const __mmask16 *mk, int64_t j0, int64_t jn, float *part,
                            int64_t m)
 {
-    __m512 acc[TN_COLS][4];
+    __m512 acc[TN_COLS][TN_VECS];
     float *pt[TN_COLS];
-    const float *bt[TN_COLS];
-#pragma GCC unroll 6
-    for (int t = 0; t < TN_COLS; t++) {
-        int64_t j = j0 + (t < jn ? t : 0);
-        pt[t] = part + j * m + p0;
-        bt[t] = b + j;
-    }
-#pragma GCC unroll 6
+#pragma GCC unroll 8
+    for (int t = 0; t < TN_COLS; t++) pt[t] = part + (j0 + (t < jn ? t : 0)) * m + p0;
+#pragma GCC unroll 8
     for (int t = 0; t < TN_COLS; t++)
-#pragma GCC unroll 4
-        for (int q = 0; q < PV; q++) acc[t][q] = _mm512_maskz_loadu_ps(mk[q], pt[t] + 16 * q);
-    for (int64_t i = 0; i < rows; i++) {
+#pragma GCC unroll 3
+        for (int q = 0; q < PV; q++)
+            acc[t][q] = FULL ? _mm512_loadu_ps(pt[t] + 16 * q)
+                             : _mm512_maskz_loadu_ps(mk[q], pt[t] + 16 * q);
+    for (int64_t i = 0; i < rows; i++, bp += TN_COLS) {
         const float *ap = a + (arow ? arow[i] : i) * lda + p0;
         /* The first tile over rows by index reads row i + TN_AHEAD's m
          * columns into the cache (ahead: rows of arow from i = 0 on). */
@@ -230,61 +238,109 @@ INLINE AVX512 void tn_tile(const int PV, int64_t rows, const float *a, int64_t l
             for (int64_t q = 0; q < m * (int64_t)sizeof(float); q += 64)
                 _mm_prefetch(nx + q, _MM_HINT_T0);
         }
-        __m512 g[TN_COLS];
-#pragma GCC unroll 6
-        for (int t = 0; t < TN_COLS; t++) g[t] = _mm512_set1_ps(bt[t][i * ldb]);
-#pragma GCC unroll 4
-        for (int q = 0; q < PV; q++) {
-            __m512 x = _mm512_maskz_loadu_ps(mk[q], ap + 16 * q);
-#pragma GCC unroll 6
-            for (int t = 0; t < TN_COLS; t++) acc[t][q] = _mm512_fmadd_ps(g[t], x, acc[t][q]);
+        __m512 x[TN_VECS];
+#pragma GCC unroll 3
+        for (int q = 0; q < PV; q++)
+            x[q] = FULL ? _mm512_loadu_ps(ap + 16 * q) : _mm512_maskz_loadu_ps(mk[q], ap + 16 * q);
+#pragma GCC unroll 8
+        for (int t = 0; t < TN_COLS; t++) {
+            __m512 g = _mm512_set1_ps(bp[t]);
+#pragma GCC unroll 3
+            for (int q = 0; q < PV; q++) acc[t][q] = _mm512_fmadd_ps(g, x[q], acc[t][q]);
         }
     }
-#pragma GCC unroll 6
+#pragma GCC unroll 8
     for (int t = 0; t < TN_COLS; t++) {
         if (t >= jn) break;
-#pragma GCC unroll 4
-        for (int q = 0; q < PV; q++) _mm512_mask_storeu_ps(pt[t] + 16 * q, mk[q], acc[t][q]);
+#pragma GCC unroll 3
+        for (int q = 0; q < PV; q++) {
+            if (FULL)
+                _mm512_storeu_ps(pt[t] + 16 * q, acc[t][q]);
+            else
+                _mm512_mask_storeu_ps(pt[t] + 16 * q, mk[q], acc[t][q]);
+        }
     }
+}
+
+/* Rows [0, rows) of B's n columns (row stride ldb) as panels of TN_COLS
+ * columns, zero past the last: panel t's row i at pk + (t rows + i)
+ * TN_COLS. */
+static void tn_pack(int64_t rows, int64_t n, const float *b, int64_t ldb, float *pk)
+{
+    for (int64_t j0 = 0; j0 < n; j0 += TN_COLS, pk += rows * TN_COLS) {
+        int64_t jn = n - j0 < TN_COLS ? n - j0 : TN_COLS;
+        for (int64_t i = 0; i < rows; i++) {
+            const float *br = b + i * ldb + j0;
+            float *o = pk + i * TN_COLS;
+            for (int64_t t = 0; t < TN_COLS; t++) o[t] = t < jn ? br[t] : 0.0f;
+        }
+    }
+}
+
+/* The tiles over B's n columns (packed by tn_pack in pk) for one block of
+ * A's columns (pv vectors from p0, the last masked by mk; full: none, the
+ * block a whole number of vectors). */
+INLINE AVX512 void tn_tiles(int64_t rows, const float *a, int64_t lda, const int64_t *arow,
+                            int64_t ahead, const float *pk, int64_t n, int64_t p0, int pv,
+                            int full, const __mmask16 *mk, float *part, int64_t m)
+{
+#define TN_CASE(PV, FULL) tn_tile(PV, FULL, rows, a, lda, arow, ahead, bp, p0, mk, j0, jn, part, m)
+    const float *bp = pk;
+    for (int64_t j0 = 0; j0 < n; j0 += TN_COLS, bp += rows * TN_COLS) {
+        int64_t jn = n - j0 < TN_COLS ? n - j0 : TN_COLS;
+        if (pv == 1)
+            full ? TN_CASE(1, 1) : TN_CASE(1, 0);
+        else if (pv == 2)
+            full ? TN_CASE(2, 1) : TN_CASE(2, 0);
+        else
+            full ? TN_CASE(3, 1) : TN_CASE(3, 0);
+        ahead = 0;
+    }
+#undef TN_CASE
+}
+
+/* Rows of A per pass over the tiles (TN_SUB_ROWS). */
+static int64_t tn_sub_rows(int64_t m)
+{
+    int64_t sub = TN_SUB_BYTES / (m * (int64_t)sizeof(float));
+    return sub < 16 ? 16 : sub > TN_SUB_ROWS ? TN_SUB_ROWS : sub;
+}
+
+/* Floats of the packed panels of one block of rows (tn_chunk's pk). */
+static int64_t tn_pack_floats(int64_t m, int64_t n, int64_t n2)
+{
+    int64_t sub = tn_sub_rows(m);
+    int64_t cols = (n + TN_COLS - 1) / TN_COLS * TN_COLS + (n2 + TN_COLS - 1) / TN_COLS * TN_COLS;
+    return sub * cols;
 }
 
 /* One chunk of rows of A and B into part (zeroed by the caller): columns
  * [0, n) from b over all rows, then columns [n, n + n2) from b2 over the
- * first rows2 rows (n2 = 0: none). */
+ * first rows2 rows (n2 = 0: none); pk: tn_pack_floats(m, n, n2) floats. */
 AVX512 static void tn_chunk(int64_t rows, int64_t m, int64_t n, const float *a, int64_t lda,
                             const int64_t *arow, const float *b, int64_t ldb, int64_t n2,
-                            const float *b2, int64_t ldb2, int64_t rows2, float *part)
+                            const float *b2, int64_t ldb2, int64_t rows2, float *part, float *pk)
 {
-    int64_t sub = TN_SUB_BYTES / (m * (int64_t)sizeof(float));
-    sub = sub < 16 ? 16 : sub > 256 ? 256 : sub;
+    int64_t sub = tn_sub_rows(m);
     for (int64_t s0 = 0; s0 < rows; s0 += sub) {
         int64_t sr = rows - s0 < sub ? rows - s0 : sub;
         int64_t sr2 = rows2 - s0 < sr ? rows2 - s0 : sr; /* rows with b2 */
-        const float *as = arow ? a : a + s0 * lda, *bs = b + s0 * ldb;
-        const float *bs2 = n2 ? b2 + s0 * ldb2 : NULL;
+        const float *as = arow ? a : a + s0 * lda;
         const int64_t *ars = arow ? arow + s0 : NULL;
-        for (int64_t p0 = 0; p0 < m; p0 += 64) {
-            int64_t w = m - p0 < 64 ? m - p0 : 64;
+        float *pk2 = pk + sr * ((n + TN_COLS - 1) / TN_COLS * TN_COLS);
+        tn_pack(sr, n, b + s0 * ldb, ldb, pk);
+        if (sr2 > 0 && n2 > 0) tn_pack(sr2, n2, b2 + s0 * ldb2, ldb2, pk2);
+        for (int64_t p0 = 0; p0 < m; p0 += TN_WIDTH) {
+            int64_t w = m - p0 < TN_WIDTH ? m - p0 : TN_WIDTH;
             int pv = (int)((w + 15) / 16);
-            __mmask16 mk[4];
-            lane_masks(w, 4, mk);
-            for (int64_t j0 = 0; j0 < n; j0 += TN_COLS) {
-                int64_t jn = n - j0 < TN_COLS ? n - j0 : TN_COLS;
-                /* The first tile over this block's rows by index reads
-                 * them ahead, up to the next block's first. */
-                int64_t ahead = ars && p0 == 0 && j0 == 0 ? rows - s0 : 0;
-                if (pv <= 2)
-                    tn_tile(2, sr, as, lda, ars, ahead, bs, ldb, p0, mk, j0, jn, part, m);
-                else
-                    tn_tile(4, sr, as, lda, ars, ahead, bs, ldb, p0, mk, j0, jn, part, m);
-            }
-            for (int64_t j0 = 0; sr2 > 0 && j0 < n2; j0 += TN_COLS) {
-                int64_t jn = n2 - j0 < TN_COLS ? n2 - j0 : TN_COLS;
-                if (pv <= 2)
-                    tn_tile(2, sr2, as, lda, ars, 0, bs2, ldb2, p0, mk, j0, jn, part + n * m, m);
-                else
-                    tn_tile(4, sr2, as, lda, ars, 0, bs2, ldb2, p0, mk, j0, jn, part + n * m, m);
-            }
+            __mmask16 mk[TN_VECS];
+            lane_masks(w, TN_VECS, mk);
+            /* The first tile over this block's rows by index reads them
+             * ahead, up to the next block's first. */
+            int64_t ahead = ars && p0 == 0 ? rows - s0 : 0;
+            tn_tiles(sr, as, lda, ars, ahead, pk, n, p0, pv, w % 16 == 0, mk, part, m);
+            if (sr2 > 0 && n2 > 0)
+                tn_tiles(sr2, as, lda, ars, 0, pk2, n2, p0, pv, w % 16 == 0, mk, part + n * m, m);
         }
     }
 }
@@ -306,17 +362,25 @@ AVX512 static int tn2(int64_t m, int64_t n, int64_t k, float alpha, const float 
     if (chunks > most) chunks = most < 1 ? 1 : most;
     int64_t rows = (k + chunks - 1) / chunks;
     chunks = (k + rows - 1) / rows;
-    float *part = gnn_calloc((size_t)(chunks * per), sizeof *part);
-    if (!part) return GNN_FAIL(GNN_ENOMEM, "GEMM: %" PRId64 " partial products", chunks);
     int par = m * nt * k >= PAR_MIN_FLOPS;
-#pragma omp parallel for schedule(dynamic, 1) if (par && chunks > 1)
+    int nth = par && chunks > 1 ? omp_get_max_threads() : 1;
+    int64_t pkf = tn_pack_floats(m, n, n2);
+    float *part = gnn_calloc((size_t)(chunks * per), sizeof *part);
+    float *pks = gnn_malloc_array((size_t)(nth * pkf), sizeof *pks);
+    if (!part || !pks) {
+        gnn_free(part);
+        gnn_free(pks);
+        return GNN_FAIL(GNN_ENOMEM, "GEMM: %" PRId64 " partial products", chunks);
+    }
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nth) if (nth > 1)
     for (int64_t ch = 0; ch < chunks; ch++) {
         int64_t r0 = ch * rows, nr = k - r0 < rows ? k - r0 : rows;
         int64_t nr2 = k2 - r0 < nr ? k2 - r0 : nr;
         tn_chunk(nr, m, n, arow ? a : a + r0 * lda, lda, arow ? arow + r0 : NULL, b + r0 * ldb,
                  ldb, n2, n2 && nr2 > 0 ? b2 + r0 * ldb2 : NULL, ldb2, nr2 > 0 ? nr2 : 0,
-                 part + ch * per);
+                 part + ch * per, pks + omp_get_thread_num() * pkf);
     }
+    gnn_free(pks);
     /* The partials in chunk order, a column of C per task. */
 #pragma omp parallel for schedule(static) if (par && chunks * per >= PAR_MIN_FLOPS / 16)
     for (int64_t j = 0; j < nt; j++) {

@@ -347,7 +347,7 @@ static void test_gemm_against_reference(void **state)
     uint64_t st = g_seed ^ 0x6e6d;
     /* The last rows: tall and narrow, as a layer's products are (on a CPU
      * with AVX-512 they have their own kernels, kernels/cpu/gemm_skinny.c:
-     * tiles of 12 rows by 32 columns or 6 by 64, A^T B in 64 x 6 tiles over
+     * tiles of 12 rows by 32 columns or 6 by 64, A^T B in 48 x 8 tiles over
      * chunks of 256-1024 rows, tails of each). */
     static const int64_t shapes[][3] = {
         {1, 1, 1},     {3, 5, 7},     {17, 13, 31},   {64, 64, 64},  {33, 1, 100},
