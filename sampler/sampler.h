@@ -239,6 +239,11 @@ int gnn__sampler_set_index(gnn_sampler_t *s, int mode);
  * or GNN_EINVAL for a NULL sampler. */
 int gnn__sampler_set_one_pass(gnn_sampler_t *s, int on);
 
+/* Sort the n ids of a, each in [0, max_id], ascending, as the sampler
+ * sorts its blocks' rows (a vector network for short rows of ids below
+ * 2^31 where the CPU has AVX-512); internal, for tests. */
+void gnn__sampler_sort_ids(gnn_vid_t *a, gnn_eid_t n, gnn_vid_t max_id);
+
 /* The key of batch (seed, epoch, batch): mix(mix(mix(seed) ^ epoch) ^ batch). */
 uint64_t gnn_sampler_key(uint64_t seed, uint64_t epoch, uint64_t batch);
 

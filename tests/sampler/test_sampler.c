@@ -935,6 +935,32 @@ static int cmp_vid_test(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* The sampler's row sort (gnn__sampler_sort_ids): against qsort for every
+ * length around the vector network's 16 lanes, with repeated ids, ids up
+ * to INT32_MAX (the network's padding value) and ids past it (scalar). */
+static void test_sort_ids(void **state)
+{
+    (void)state;
+    uint64_t rng = g_seed ^ 0x50e7;
+    const gnn_vid_t maxes[] = {3, 1000, INT32_MAX, (gnn_vid_t)1 << 40};
+    gnn_vid_t a[40] = {0}, want[40];
+    for (size_t mi = 0; mi < sizeof maxes / sizeof maxes[0]; mi++)
+        for (gnn_eid_t n = 0; n <= 40; n++)
+            for (int rep = 0; rep < 20; rep++) {
+                gnn_vid_t max = maxes[mi];
+                for (gnn_eid_t q = 0; q < n; q++) {
+                    a[q] = (gnn_vid_t)(tu_rng_next(&rng) % ((uint64_t)max + 1));
+                    if (rep == 1) a[q] = max - q % 3 < 0 ? 0 : max - q % 3; /* near the top */
+                }
+                memcpy(want, a, (size_t)n * sizeof *a);
+                qsort(want, (size_t)n, sizeof *want, cmp_vid_test);
+                gnn_vid_t guard = a[n < 40 ? n : 39];
+                gnn__sampler_sort_ids(a, n, max);
+                assert_memory_equal(a, want, (size_t)n * sizeof *a);
+                if (n < 40) assert_int_equal(a[n], guard); /* nothing written past n */
+            }
+}
+
 /* ---- Excluded edges ----------------------------------------------------------- */
 
 /* Is u -> v (or v -> u) among the n excluded pairs? */
@@ -1242,6 +1268,7 @@ int main(void)
         cmocka_unit_test(test_excluded_edges),
         cmocka_unit_test(test_excluded_uniform),
         cmocka_unit_test(test_excl_set),
+        cmocka_unit_test(test_sort_ids),
         cmocka_unit_test(test_large_graph),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
