@@ -579,32 +579,80 @@ static inline void draw_positions(const rows_t *rs, gnn_vid_t v, gnn_eid_t d, gn
         floyd_set(&s, d, c, o, set, mcap - 1, ++*stamp);
 }
 
+/* Ascending positions in row (d entries) of the entries among the sorted
+ * xs (nx of them), into pos (room for d) unless pos is NULL; their number.
+ * A sorted row is searched for each of xs, another scanned entry by entry:
+ * the same positions. */
+static gnn_eid_t excl_positions(const gnn_vid_t *row, gnn_eid_t d, int sorted,
+                                const gnn_vid_t *xs, gnn_eid_t nx, gnn_eid_t *pos)
+{
+    gnn_eid_t n = 0;
+    if (!sorted) {
+        for (gnn_eid_t q = 0; q < d; q++)
+            if (excl_has(xs, nx, row[q])) {
+                if (pos) pos[n] = q;
+                n++;
+            }
+        return n;
+    }
+    gnn_eid_t lo = 0;
+    for (gnn_eid_t k = 0; k < nx && lo < d; k++) {
+        gnn_eid_t a = lo, b = d;
+        while (a < b) {
+            gnn_eid_t mid = a + (b - a) / 2;
+            if (row[mid] < xs[k])
+                a = mid + 1;
+            else
+                b = mid;
+        }
+        for (; a < d && row[a] == xs[k]; a++) {
+            if (pos) pos[n] = a;
+            n++;
+        }
+        lo = a;
+    }
+    return n;
+}
+
 /* The draws of row v without the nx sources xs into o (global ids), at
- * most cap of them: the row filtered into the thread's buffer *kbuf
- * (*kcap entries, grown as needed), then the positions of the definition
- * over it. Returns their number, or GNN_ENOMEM. */
+ * most cap of them: the positions of the definition over the row without
+ * its excluded entries, each turned into its place in the row past the
+ * excluded positions before it (found into the thread's buffer *kbuf,
+ * *kcap entries, grown as needed). Returns their number, or GNN_ENOMEM. */
 static gnn_eid_t filtered_row(const rows_t *rs, gnn_vid_t v, const gnn_vid_t *xs, gnn_eid_t nx,
                               uint64_t key, int h, gnn_eid_t cap, gnn_vid_t *o, mark_t *set,
-                              uint64_t mcap, uint64_t *stamp, gnn_vid_t **kbuf, gnn_eid_t *kcap)
+                              uint64_t mcap, uint64_t *stamp, gnn_eid_t **kbuf, gnn_eid_t *kcap)
 {
     const gnn_csr_t *g = rs->g;
     const gnn_vid_t *row = g->indices + g->indptr[v];
     gnn_eid_t d = g->indptr[v + 1] - g->indptr[v];
     if (d > *kcap) {
         gnn_eid_t cap = d > 2 * *kcap ? d : 2 * *kcap;
-        gnn_vid_t *p = gnn_realloc_array(*kbuf, (size_t)cap, sizeof *p);
+        gnn_eid_t *p = gnn_realloc_array(*kbuf, (size_t)cap, sizeof *p);
         if (!p) return GNN_ENOMEM;
         *kbuf = p;
         *kcap = cap;
     }
-    gnn_vid_t *kept = *kbuf;
-    gnn_eid_t dk = excl_filter(row, d, NULL, xs, nx, kept);
+    gnn_eid_t *ex = *kbuf;
+    gnn_eid_t ne = excl_positions(row, d, (g->flags & GNN_CSR_SORTED) != 0, xs, nx, ex);
+    gnn_eid_t dk = d - ne;
     gnn_eid_t c = dk <= cap ? dk : cap;
     if (c == dk) {
-        memcpy(o, kept, (size_t)c * sizeof *o);
+        gnn_eid_t k = 0, w = 0;
+        for (gnn_eid_t q = 0; q < d; q++) {
+            if (k < ne && ex[k] == q) {
+                k++;
+                continue;
+            }
+            o[w++] = row[q];
+        }
     } else {
         draw_positions(rs, v, dk, c, key, h, o, set, mcap, stamp);
-        for (gnn_eid_t q = 0; q < c; q++) o[q] = kept[o[q]];
+        for (gnn_eid_t q = 0; q < c; q++) {
+            gnn_eid_t p = o[q];
+            for (gnn_eid_t k = 0; k < ne && ex[k] <= p; k++) p++;
+            o[q] = row[p];
+        }
     }
     return c;
 }
@@ -660,7 +708,9 @@ static int draw_counted(const rows_t *rs, int fanout, uint64_t key, int h, const
         }
         gnn_eid_t d = g->indptr[v + 1] - g->indptr[v], nx = 0;
         const gnn_vid_t *xs = excl_row(rs->ex, v, &nx);
-        if (xs) d = excl_filter(g->indices + g->indptr[v], d, NULL, xs, nx, NULL);
+        if (xs)
+            d -= excl_positions(g->indices + g->indptr[v], d, (g->flags & GNN_CSR_SORTED) != 0,
+                                xs, nx, NULL);
         gnn_eid_t c = (fanout < 0 || d <= fanout) ? d : fanout;
         if (c < d && c > SCAN_DRAWS && c > kmax) kmax = c;
         indptr[i + 1] = c;
@@ -719,7 +769,7 @@ static int draw_counted(const rows_t *rs, int fanout, uint64_t key, int h, const
     {
         mark_t *set = marks ? marks + (size_t)omp_get_thread_num() * (size_t)mcap : NULL;
         uint64_t stamp = 0;
-        gnn_vid_t *kbuf = NULL; /* rows with excluded sources, filtered */
+        gnn_eid_t *kbuf = NULL; /* a row's excluded positions */
         gnn_eid_t kcap = 0;
 #pragma omp for schedule(dynamic, 1)
         for (gnn_vid_t ch = 0; ch < n_chunks; ch++) {
@@ -821,7 +871,7 @@ static int draw_one_pass(const rows_t *rs, int fanout, uint64_t key, int h, cons
     {
         mark_t *set = marks ? marks + (size_t)omp_get_thread_num() * (size_t)mcap : NULL;
         uint64_t stamp = 0;
-        gnn_vid_t *kbuf = NULL; /* rows with excluded sources, filtered */
+        gnn_eid_t *kbuf = NULL; /* a row's excluded positions */
         gnn_eid_t kcap = 0;
 #pragma omp for schedule(dynamic, 1)
         for (gnn_vid_t ch = 0; ch < n_chunks; ch++) {

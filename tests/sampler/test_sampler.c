@@ -1028,6 +1028,24 @@ static void test_excluded_edges(void **state)
             omp_set_num_threads(1);
             assert_int_equal(mb.n_input, mb4.n_input);
             assert_memory_equal(mb.nodes, mb4.nodes, (size_t)mb.n_input * sizeof *mb.nodes);
+            /* Rows not flagged sorted are scanned for their excluded entries
+             * instead of searched: the same batch. */
+            gnn_csr_t gu = g;
+            gu.flags &= ~(unsigned)GNN_CSR_SORTED;
+            gnn_sampler_t *su;
+            gnn_minibatch_t mbu;
+            assert_int_equal(gnn_sampler_create(&gu, layers, configs[c], &su), 0);
+            assert_int_equal(
+                gnn_sampler_sample_excluding(su, seeds, ns, excl, ne, g_seed, 2, 5, &mbu), 0);
+            assert_int_equal(mb.n_input, mbu.n_input);
+            assert_memory_equal(mb.nodes, mbu.nodes, (size_t)mb.n_input * sizeof *mb.nodes);
+            for (int l = 0; l < layers; l++) {
+                assert_int_equal(mb.blocks[l].csr.nnz, mbu.blocks[l].csr.nnz);
+                assert_memory_equal(mb.blocks[l].csr.indices, mbu.blocks[l].csr.indices,
+                                    (size_t)mb.blocks[l].csr.nnz * sizeof(gnn_vid_t));
+            }
+            gnn_minibatch_free(&mbu);
+            gnn_sampler_free(su);
             int64_t rows_with = 0;
             for (int l = 0; l < layers; l++) {
                 const gnn_block_t *b = &mb.blocks[l];
