@@ -77,8 +77,9 @@ static const gnn_opt_t train_table[] = {
     {"batch-size", 0, GNN_OPT_I64, O(batch_size), "B", "training nodes (--task link: edges) per mini-batch"},
     {"sampler-threads", 0, GNN_OPT_INT, O(sampler_threads), "T",
      "threads sampling mini-batches and gathering their features"},
-    {"prefetch", 0, GNN_OPT_INT, O(prefetch), "K",
-     "mini-batches prepared ahead of training (0: sample each when needed)"},
+    {"prefetch", 0, GNN_OPT_STRING, O(prefetch), "K",
+     "mini-batches prepared ahead of training (0: sample each when needed; auto: 2 where the "
+     "sampler threads have cores besides --threads, else 0)"},
     {"eval-batch-size", 0, GNN_OPT_I64, O(eval_batch_size), "B",
      "nodes per batch of layer-wise inference (mini-batch mode)"},
     {"early-stop", 0, GNN_OPT_INT, O(early_stop), "K",

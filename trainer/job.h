@@ -151,6 +151,10 @@ void gnn__job_free(gnn_job_t *j);
 
 /* The options alone (GNN_EUSAGE naming the first bad one). */
 int gnn__opts_check(const gnn_train_opts_t *o);
+/* The batches the loader prepares ahead: --prefetch's count, or for "auto"
+ * 2 where omp_get_num_procs() covers the OpenMP threads and the sampler
+ * threads, else 0. */
+int gnn__opts_prefetch(const gnn_train_opts_t *o);
 /* The files the options name: no two the same, outputs writable. */
 int gnn__opts_check_paths(const gnn_train_opts_t *o);
 /* --fanouts into j->fanout and j->fanouts (default 10 per layer). */

@@ -12,6 +12,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +38,7 @@ void gnn_train_defaults(gnn_train_opts_t *o)
     o->sparse_features = "auto";
     o->batch_size = 1024;
     o->sampler_threads = 1;
-    o->prefetch = 2;
+    o->prefetch = "auto";
     o->cache_policy = "sample";
     o->eval_batch_size = 4096;
     o->heads = 8;
@@ -55,6 +56,36 @@ void gnn_train_defaults(gnn_train_opts_t *o)
 }
 
 #define MAX_THREADS 4096 /* --threads: more than any machine has cores */
+
+/* --prefetch: "auto" (*k = -1) or a count in [0, GNN_LOADER_MAX_PREFETCH]. */
+static int prefetch_count(const char *s, int *k)
+{
+    *k = -1;
+    if (!s || !strcmp(s, "auto")) return 0;
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end || errno)
+        return GNN_FAIL(GNN_EUSAGE, "--prefetch \"%s\" (expected auto or a count in [0, %d])", s,
+                        GNN_LOADER_MAX_PREFETCH);
+    if (v < 0 || v > GNN_LOADER_MAX_PREFETCH)
+        return GNN_FAIL(GNN_EUSAGE, "--prefetch %ld outside [0, %d] (or auto)", v,
+                        GNN_LOADER_MAX_PREFETCH);
+    *k = (int)v;
+    return 0;
+}
+
+int gnn__opts_prefetch(const gnn_train_opts_t *o)
+{
+    int k = -1;
+    if (prefetch_count(o->prefetch, &k) < 0) return 0; /* refused by gnn__opts_check */
+    if (k >= 0) return k;
+    /* A sampler thread sharing a core with the training step's threads
+     * stalls them at every barrier while it runs (on 2 cores, 2 compute
+     * threads and 1 sampler thread: twice the compute time, the epoch 1.3x
+     * that of sampling in the loop); with a core of its own it overlaps. */
+    return omp_get_num_procs() >= omp_get_max_threads() + o->sampler_threads ? 2 : 0;
+}
 
 /* --device is cpu, cpu-as-gpu, auto, cuda or cuda:N (N in [0, 1023]). */
 static int device_name_ok(const char *s)
@@ -123,9 +154,8 @@ int gnn__opts_check(const gnn_train_opts_t *o)
     if (o->sampler_threads < 1 || o->sampler_threads > GNN_LOADER_MAX_THREADS)
         return GNN_FAIL(GNN_EUSAGE, "--sampler-threads %d outside [1, %d]", o->sampler_threads,
                         GNN_LOADER_MAX_THREADS);
-    if (o->prefetch < 0 || o->prefetch > GNN_LOADER_MAX_PREFETCH)
-        return GNN_FAIL(GNN_EUSAGE, "--prefetch %d outside [0, %d]", o->prefetch,
-                        GNN_LOADER_MAX_PREFETCH);
+    int prefetch, prc = prefetch_count(o->prefetch, &prefetch);
+    if (prc < 0) return prc;
     if (o->embed_dim < 0 || o->embed_dim > ((int64_t)1 << 20))
         return GNN_FAIL(GNN_EUSAGE, "--embed-dim %" PRId64 " outside [1, 2^20] (0: no learnable rows)",
                         o->embed_dim);

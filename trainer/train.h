@@ -61,7 +61,10 @@ typedef struct {
                                   NULL: 10 per layer */
     int64_t batch_size;        /* seeds per mini-batch */
     int sampler_threads;       /* threads building batches */
-    int prefetch;              /* batches prepared ahead; 0: none (sampled on demand) */
+    const char *prefetch;      /* batches prepared ahead: a count K in [0, 64] (0: none,
+                                  each sampled when needed) or "auto" (2 where the
+                                  process has a core for each sampler thread besides
+                                  its OpenMP threads, else 0) */
     int64_t eval_batch_size;   /* nodes per batch of layer-wise inference (mini-batch mode) */
     int debug;                 /* distributed: compare a parameter hash across ranks each epoch */
     const char *feature_cache; /* distributed mini-batches: bytes of remote features kept

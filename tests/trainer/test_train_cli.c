@@ -83,6 +83,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <hdf5.h>
 #include <math.h>
 #include <signal.h>
@@ -752,6 +753,42 @@ static void test_minibatch_same_for_any_loader(void **state)
         free(text);
     }
     for (int c = 0; c < 3; c++) free(ck[c]);
+}
+
+/* --prefetch auto (the default) prepares batches ahead only where the
+ * sampler thread has a core besides the OpenMP threads (as many threads as
+ * cores: sampled in the loop; one fewer: 2 ahead), and says which; a count
+ * out of range or another word is refused. */
+static void test_prefetch_auto(void **state)
+{
+    (void)state;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    int cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+    for (int k = 0; k < 2; k++) {
+        int threads = k == 0 ? cores : cores - 1;
+        if (threads < 1) {
+            print_message("one core: the case with a core to spare is not run\n");
+            continue;
+        }
+        char tb[16];
+        snprintf(tb, sizeof tb, "%d", threads);
+        char *argv[] = {g_train,   "--data",       (char *)g_sbm, "--model", "sage",
+                        "--epochs", "1",           "--batch-size", "64",     "--fanouts",
+                        "6,4",      "--threads",   tb,             NULL};
+        tu_run_t r = tu_run(argv);
+        const char *want = k == 0 ? "prefetch 0 (auto)" : "prefetch 2 (auto)";
+        if (r.status != 0 || !r.err || !strstr(r.err, want))
+            fail_msg("%d cores, --threads %d: status %d, want \"%s\" in:\n%s", cores, threads,
+                     r.status, want, r.err ? r.err : "");
+        tu_run_free(&r);
+    }
+    const char *out = tu_path("pf-refused.csv");
+    train_fails(out, 2, "--prefetch 65 outside [0, 64] (or auto)", "--data", (char *)g_sbm,
+                "--model", "sage", "--prefetch", "65", "--save-predictions", out, (char *)NULL);
+    train_fails(out, 2, "--prefetch \"soon\" (expected auto or a count in [0, 64])", "--data",
+                (char *)g_sbm, "--model", "sage", "--prefetch", "soon", "--save-predictions", out,
+                (char *)NULL);
 }
 
 /* Layer-wise evaluation does not depend on how the nodes are batched: one
@@ -2676,6 +2713,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_resume_after_kill_in_second_run),
         cmocka_unit_test(test_checkpoint_refusals),
         cmocka_unit_test(test_minibatch_same_for_any_loader),
+        cmocka_unit_test(test_prefetch_auto),
         cmocka_unit_test(test_minibatch_sparse_features),
         cmocka_unit_test(test_minibatch_eval_batches),
         cmocka_unit_test(test_minibatch_bad_options),

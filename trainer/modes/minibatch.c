@@ -90,6 +90,7 @@ int gnn__loader_setup(gnn_job_t *j, const gnn_csr_t *graph, const float *feat,
     gnn_free(iota);
     if (rc < 0) goto fail;
     int host = gnn_be_host_memory(j->be);
+    const int prefetch = gnn__opts_prefetch(o);
     gnn_loader_opts_t lo = {
         .graph = graph,
         .layers = o->layers,
@@ -102,8 +103,8 @@ int gnn__loader_setup(gnn_job_t *j, const gnn_csr_t *graph, const float *feat,
         .etype = !j->kind->typed ? NULL : j->dist ? j->dist->full_etype : j->g.etype,
         .n_rels = j->kind->typed ? j->g.types->n_rels : 0,
         .remote = remote,
-        .threads = o->prefetch > 0 && !remote ? o->sampler_threads : 0,
-        .prefetch = o->prefetch > 0 ? o->prefetch : 1,
+        .threads = prefetch > 0 && !remote ? o->sampler_threads : 0,
+        .prefetch = prefetch > 0 ? prefetch : 1,
         .edge_seeds = j->task->edge_seeds,
         .prepare = host ? prepare_graphs : NULL,
         .unprepare = host ? release_graphs : NULL,
@@ -200,11 +201,12 @@ static int mb_setup(gnn_job_t *j)
     GNN_TRY(gnn__loader_setup(j, &j->g.csr,
                               j->feat_by_rows || j->xs.indptr ? NULL : j->feat_host, NULL,
                               j->task->seed_targets(j), NULL, NULL));
-    GNN_INFO("mini-batches of %" PRId64 " %s, fanouts %s, %d sampler thread%s, prefetch %d, "
+    GNN_INFO("mini-batches of %" PRId64 " %s, fanouts %s, %d sampler thread%s, prefetch %d%s, "
              "%d OpenMP thread%s",
              o->batch_size, j->task->edge_seeds ? "training edges" : "seeds", j->fanouts,
-             o->sampler_threads, o->sampler_threads > 1 ? "s" : "", o->prefetch,
-             omp_get_max_threads(), omp_get_max_threads() > 1 ? "s" : "");
+             o->sampler_threads, o->sampler_threads > 1 ? "s" : "", gnn__opts_prefetch(o),
+             o->prefetch && strcmp(o->prefetch, "auto") ? "" : " (auto)", omp_get_max_threads(),
+             omp_get_max_threads() > 1 ? "s" : "");
 fail:
     return rc;
 }
