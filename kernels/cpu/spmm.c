@@ -14,7 +14,8 @@
  * 16 M entries: largest row 39 K entries).
  *
  * Row kernel. A row's entries are taken in segments of SEG_ENTRIES; for
- * each segment every block of BLOCK_COLS feature columns passes over the
+ * each segment every block of BLOCK_COLS feature columns (SUM_BLOCK_COLS,
+ * then one of BLOCK_COLS, for the sum-like kernel) passes over the
  * segment's input rows with the running result of that block in a local
  * array that the compiler keeps in vector registers (the output row is read
  * and written once per segment, not once per entry); the segment's input
@@ -223,10 +224,15 @@ typedef struct {
 /* Feature columns one pass holds in registers, and entries per segment: a
  * segment's input rows stay in L1 while every column block passes over it. */
 #define BLOCK_COLS 16
+/* The sum-like kernel's blocks: twice as wide (its running sums alone in
+ * registers), so that a row of 32 features takes one pass over its
+ * entries with four independent chains of additions, not two passes of
+ * two (each addition waits for the last one of its chain). */
+#define SUM_BLOCK_COLS 32
 #define SEG_ENTRIES 16
 
 /* The range functions: one AVX2 and one baseline clone, chosen at load. */
-#define CLONES __attribute__((target_clones("avx2", "default")))
+#define CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 
 static inline gnn_eid_t ahead(int64_t f)
 {
@@ -240,7 +246,7 @@ static inline void prefetch_scale(const float *cs, const gnn_vid_t *idx, gnn_eid
     if (j < nnz) __builtin_prefetch(cs + idx[j]);
 }
 
-/* Columns [k0, k0 + w) of the input row of entry j (w <= BLOCK_COLS: at
+/* Columns [k0, k0 + w) of the input row of entry j (w <= SUM_BLOCK_COLS: at
  * most two cache lines), when j < nnz. */
 static inline void prefetch_block(const void *in, size_t elem, const gnn_vid_t *idx, gnn_eid_t j,
                                   gnn_eid_t nnz, int64_t f, int64_t k0, int64_t w)
@@ -268,7 +274,7 @@ static inline __attribute__((always_inline)) void sum_cols(const gather_t *p, gn
 {
     const gnn_vid_t *idx = p->idx;
     const float *ew = p->ew, *cs = p->cs;
-    float acc[BLOCK_COLS];
+    float acc[SUM_BLOCK_COLS];
     if (!first) {
 #pragma omp simd
         for (int64_t k = 0; k < w; k++) acc[k] = o[k0 + k];
@@ -309,8 +315,12 @@ CLONES static void gather_range(const gather_t *p, gnn_vid_t r0, gnn_vid_t r1, i
         do { /* once for an empty row */
             e = end - s > SEG_ENTRIES ? s + SEG_ENTRIES : end;
             int64_t k0 = 0;
-            for (; k0 + BLOCK_COLS <= f; k0 += BLOCK_COLS)
+            for (; k0 + SUM_BLOCK_COLS <= f; k0 += SUM_BLOCK_COLS)
+                sum_cols(p, r, s, e, s == beg, e == end, f, k0, SUM_BLOCK_COLS, in, o, pa, nnz);
+            if (k0 + BLOCK_COLS <= f) {
                 sum_cols(p, r, s, e, s == beg, e == end, f, k0, BLOCK_COLS, in, o, pa, nnz);
+                k0 += BLOCK_COLS;
+            }
             if (k0 < f) sum_cols(p, r, s, e, s == beg, e == end, f, k0, f - k0, in, o, pa, nnz);
             s = e;
         } while (e < end);
