@@ -262,11 +262,9 @@ static void test_transpose_rectangular(void **state)
  * result, with repeated entries and weights, entry for entry the naive
  * one's (entries of column c in the order of their rows, a row's repeats
  * in their order), for 1, 2, 3 and 4 threads. */
-static void test_transpose_threads(void **state)
+static void transpose_threads(gnn_vid_t nc, uint64_t rng)
 {
-    (void)state;
-    uint64_t rng = g_seed ^ 0x7a5e;
-    const gnn_vid_t nr = 3000, nc = 5000;
+    const gnn_vid_t nr = 3000;
     gnn_csr_t a = {.n_rows = nr, .n_cols = nc};
     a.indptr = calloc((size_t)nr + 1, sizeof *a.indptr);
     assert_non_null(a.indptr);
@@ -320,6 +318,16 @@ static void test_transpose_threads(void **state)
     free(a.indptr);
     free(a.indices);
     free(a.weights);
+}
+
+/* Column counts of one bucket of the parallel transpose (512 columns) or
+ * fewer, and of many. */
+static void test_transpose_threads(void **state)
+{
+    (void)state;
+    transpose_threads(300, g_seed ^ 0x7a5e);
+    transpose_threads(5000, g_seed ^ 0x7a5f);
+    transpose_threads(70001, g_seed ^ 0x7a60);
 }
 
 static void test_copy_equal_sort_rows(void **state)
