@@ -20,7 +20,9 @@
 #   MINIBATCH  1: also edge mini-batches, gnn-train --mode minibatch (GraphSAGE
 #              32 -> 16, fanouts 10,10, the batch's edges left out of the
 #              sampled neighbourhoods, sampling in the training loop:
-#              --prefetch 0, and with its default prefetching loader)
+#              --prefetch 0, and with its default loader, --prefetch auto:
+#              batches ahead on a sampler thread where it has a core of its
+#              own, else the same as --prefetch 0)
 #              against DGL's edge loader (bench/reference/link_minibatch_dgl.py:
 #              as_edge_prediction_sampler, exclude="reverse_id", Uniform
 #              negatives, workers 0). PyG's LinkNeighborLoader needs pyg-lib
