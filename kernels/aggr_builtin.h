@@ -21,6 +21,7 @@ extern "C" {
 typedef struct {
     const gnn_attn_graph_t *a;
     const gnn_attn_opts_t *o;
+    struct gnn_backend *be; /* the backend of the call (its scratch memory) */
 } gnn__attn_private_t;
 
 /* Add the built-ins to host in the order sum, mean, gcn, max, gat. Returns 0,

@@ -748,8 +748,8 @@ static int attn_prep(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_opts_t *
 
 /* g's slots for layout k as a plug-in sees them (kernels/gnn_aggr_plugin.h),
  * made on first use and kept with g. */
-static int attn_edges(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_graph_t *a, int k,
-                      const gnn_be_edges_t **out)
+int gnn__be_attn_edges(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_graph_t *a, int k,
+                       const gnn_be_edges_t **out)
 {
     int rc = 0;
     if (g->edges[k]) {
@@ -835,7 +835,9 @@ static int score_prep(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_aggr_def_t *
     }
     *a = g->attn[k];
     *e = NULL;
-    if (!gnn__aggr_builtin_owns(def)) return attn_edges(be, g, *a, k, e);
+    /* A plug-in reads the edges; so does a device's built-in gat. */
+    if (!gnn__aggr_builtin_owns(def) || !be->host_memory)
+        return gnn__be_attn_edges(be, g, *a, k, e);
     return 0;
 }
 
@@ -876,7 +878,7 @@ static int score_run(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_aggr_def_t *d
         return GNN_FAIL(GNN_EINVAL, "attention function %s %s: workspace of %zu bytes, needs %zu",
                         def->name, dir, ws ? ws_bytes : 0, need);
     char msg[256] = "";
-    gnn__attn_private_t priv = {a, o};
+    gnn__attn_private_t priv = {a, o, be};
     gnn_aggr_call_t call = {
         .graph = &g->dev,
         .f = o->f,

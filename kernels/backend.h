@@ -286,7 +286,7 @@ int gnn_be_sparse_mm_t(gnn_backend_t *be, const gnn_bsparse_t *s, const float *v
  * the operations and the dropout counters; o->self_loop picks the slot
  * layout, the first call with each prepares it on the host and keeps it
  * with g). Per-edge arrays are gnn_be_attn_slots(g, o->self_loop) x heads.
- * GNN_EUNSUPPORTED on a backend without them (CUDA, for now).
+ * GNN_EUNSUPPORTED on a backend without them.
  */
 int64_t gnn_be_attn_slots(const gnn_bgraph_t *g, int self_loop);
 /*

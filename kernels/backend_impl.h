@@ -153,6 +153,11 @@ int gnn__backend_cuda_count(void);
 /* 1 when p lies in a live buffer of the cpu-as-gpu backend be (always 1
  * for the other backends, which keep no list). */
 int gnn__backend_cpu_owns(const gnn_backend_t *be, const void *p);
+/* g's attention slots for layout k (0: without, 1: with self loops) as
+ * gnn_aggr_edges_t on the host and the device, a being g's preparation
+ * for that layout: made on first use and kept with g. */
+int gnn__be_attn_edges(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_graph_t *a, int k,
+                       const gnn_be_edges_t **out);
 
 #ifdef __cplusplus
 }

@@ -281,12 +281,12 @@ static gnn_aggr_backward_fn cu_aggr_backward(const gnn_aggr_def_t *def)
 
 static gnn_aggr_score_fn cu_attn_score(const gnn_aggr_def_t *def)
 {
-    return def->cuda_score;
+    return gnn__aggr_builtin_is_gat(def) ? gnn__cuda_gat_score : def->cuda_score;
 }
 
 static gnn_aggr_score_backward_fn cu_attn_score_backward(const gnn_aggr_def_t *def)
 {
-    return def->cuda_score_backward;
+    return gnn__aggr_builtin_is_gat(def) ? gnn__cuda_gat_score_backward : def->cuda_score_backward;
 }
 
 static void cu_aggr_call(gnn_backend_t *be, const gnn_bgraph_t *g, gnn_aggr_call_t *call)
@@ -364,16 +364,14 @@ static const gnn_backend_ops_t cuda_ops = {
     /* .set_spmm = */ cu_set_spmm,
     /* .spmm_choice = */ cu_spmm_choice,
     /* .close = */ cu_close,
-    /* Attention functions: a plug-in's CUDA entry points (the built-in
-     * gat has none yet). */
+    /* Attention functions: the built-in gat's kernels (attn_cuda.cu), a
+     * plug-in's CUDA entry points. */
     /* .attn_score = */ cu_attn_score,
     /* .attn_score_backward = */ cu_attn_score_backward,
-    /* The fused softmax and aggregation, and ELU: not on CUDA yet (the
-     * dispatcher answers GNN_EUNSUPPORTED). */
-    /* .attn_forward = */ NULL,
-    /* .attn_backward = */ NULL,
-    /* .elu = */ NULL,
-    /* .elu_backward = */ NULL,
+    /* .attn_forward = */ gnn__cuda_attn_forward,
+    /* .attn_backward = */ gnn__cuda_attn_backward,
+    /* .elu = */ gnn__cuda_elu,
+    /* .elu_backward = */ gnn__cuda_elu_backward,
     /* .sparse_opt_step = */ gnn__cuda_sparse_opt_step,
     /* .copy_rows = */ gnn__cuda_copy_rows,
     /* .mem_available = */ cu_mem_available,

@@ -50,6 +50,20 @@ int gnn__cuda_scratch(gnn_cuda_be_t *cb, size_t bytes, void **out);
 /* Pinned host scratch of at least bytes, the same way. */
 int gnn__cuda_pinned(gnn_cuda_be_t *cb, size_t bytes, void **out);
 
+/* Graph attention (attn_cuda.cu): the built-in gat's score entry points,
+ * the fused softmax and aggregation and its backward, ELU. */
+int gnn__cuda_gat_score(const gnn_aggr_call_t *call, const float *x, float *s);
+int gnn__cuda_gat_score_backward(const gnn_aggr_call_t *call, const float *x, const float *ds,
+                                 float *dx);
+int gnn__cuda_attn_forward(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_graph_t *a,
+                           const gnn_attn_opts_t *o, const float *x, float *s, float *y);
+int gnn__cuda_attn_backward(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_graph_t *a,
+                            const gnn_attn_opts_t *o, const float *x, const float *alpha,
+                            const float *dy, float *dx, float *ds);
+int gnn__cuda_elu(gnn_backend_t *be, int64_t n, const float *x, float *y);
+int gnn__cuda_elu_backward(gnn_backend_t *be, int64_t n, const float *y, const float *dy,
+                           float *dx);
+
 /* Dense operations (dense_cuda.cu), with the ops-table signatures. */
 int gnn__cuda_bias_add(gnn_backend_t *be, int64_t rows, int64_t cols, float *y, const float *bias);
 int gnn__cuda_bias_grad(gnn_backend_t *be, int64_t rows, int64_t cols, const float *dy,

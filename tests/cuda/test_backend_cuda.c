@@ -27,7 +27,10 @@
  * same bits, and only the own kernels may run (cuSPARSE's CSR_ALG3 gave
  * different bits on the power-law graph here). The lse plug-in (path in
  * argv[1], built with CUDA entry points) is checked the same way against
- * its own CPU entry points.
+ * its own CPU entry points. Graph attention (the built-in gat's scores,
+ * the softmax and aggregation with attention dropout, their backward, ELU)
+ * runs step by step from the CPU's inputs: the dropout signs of the
+ * weights must match exactly, the values within TOL.
  *
  * Without a CUDA device it prints SKIPPED and exits 77. Prints its seed;
  * GNN_TEST_SEED replays one.
@@ -1754,6 +1757,166 @@ static void test_builtins(void **state)
     gnn_aggr_registry_free(reg);
 }
 
+/* ---- Graph attention ----------------------------------------------------------------- */
+
+/* A host copy of the CPU side of p, set as both sides' contents (the next
+ * call then starts from equal inputs); returns the copy (malloc). */
+static float *pair_from_cpu(const pair_t *p)
+{
+    float *h = malloc(p->bytes ? p->bytes : 1);
+    assert_non_null(h);
+    memcpy(h, p->c, p->bytes);
+    pair_set(p, h);
+    return h;
+}
+
+/* alpha with dropout signs: the same signs (the mask), values close. */
+static void expect_alpha(const pair_t *p, int64_t n)
+{
+    float *h = fetch(p);
+    const float *c = p->c;
+    for (int64_t i = 0; i < n; i++)
+        if (signbit(h[i]) != signbit(c[i]) && (h[i] != 0.0f || c[i] != 0.0f))
+            fail_msg("%s: dropout sign of weight [%" PRId64 "]: CUDA %g, CPU %g (seed %" PRIu64
+                     ")",
+                     g_ctx, i, (double)h[i], (double)c[i], g_seed);
+    check_close(h, c, n);
+    free(h);
+}
+
+/*
+ * The built-in gat on both backends: scores, the softmax and aggregation
+ * with attention dropout keyed by global ids (the same mask bit for bit),
+ * the aggregation's backward (ds apart, then in place of alpha), the
+ * scores' backward (dx accumulated, the parameters' gradient), and ELU; on
+ * a 700 x 1100 block with repeated edges, empty rows and stored self loops,
+ * with self loops added and not, 1, 3 and 8 heads. Each step starts from
+ * the CPU's result of the one before, on both sides.
+ */
+static void test_attention(void **state)
+{
+    (void)state;
+    uint64_t s = g_seed ^ 0xa77e;
+    gnn_aggr_registry_t *reg = NULL;
+    assert_int_equal(gnn_aggr_registry_create(&reg), 0);
+    const gnn_aggr_def_t *gat = NULL;
+    assert_int_equal(gnn_aggr_registry_find(reg, "gat", &gat), 0);
+    const gnn_vid_t nd = 700, ns = 1100;
+    elist_t e = {0};
+    add_random(&s, &e, nd, ns, 9000);
+    for (gnn_vid_t v = 0; v < nd; v += 9) el_add(&e, v, v, 1.0f); /* stored self loops */
+    for (int r = 0; r < 600; r++) el_add(&e, rng_below(&s, ns), 5, 1.0f); /* a hub */
+    gnn_csr_t a;
+    el_to_csr(&e, nd, ns, 0, &a);
+    el_free(&e);
+    gnn_bgraph_t *gc = NULL, *gg = NULL;
+    context("attention graph");
+    expect_ok(gnn_be_graph_create(g_cpu, &a, &gc), gnn_be_graph_create(g_gpu, &a, &gg));
+    int64_t *ids = malloc((size_t)ns * sizeof *ids);
+    assert_non_null(ids);
+    for (gnn_vid_t u = 0; u < ns; u++) ids[u] = 3 * u + 1;
+    static const int64_t hf[][2] = {{3, 5}, {1, 33}, {8, 8}};
+    for (int sl = 0; sl < 2; sl++)
+        for (int ci = 0; ci < 3; ci++)
+            for (int dr = 0; dr < 2; dr++) {
+                const int64_t H = hf[ci][0], F = hf[ci][1], W = H * F;
+                gnn_attn_opts_t o = {.heads = H,
+                                     .f = F,
+                                     .self_loop = sl,
+                                     .negative_slope = 0.2f,
+                                     .dropout = dr ? 0.3f : 0.0f,
+                                     .seed = 77,
+                                     .offset = 1000,
+                                     .ids = dr ? ids : NULL,
+                                     .n_ids = dr ? 3 * (int64_t)ns + 2 : 0};
+                context("attention: %" PRId64 " heads of %" PRId64 ", self loops %d, dropout %g",
+                        H, F, sl, (double)o.dropout);
+                const int64_t slots = gnn_be_attn_slots(gc, sl);
+                assert_int_equal(gnn_be_attn_slots(gg, sl), slots);
+                size_t wc = 0, wg = 0;
+                expect_ok(gnn_be_attn_workspace(g_cpu, gc, gat, &o, &wc),
+                          gnn_be_attn_workspace(g_gpu, gg, gat, &o, &wg));
+                assert_true(wc == wg && wc > 0);
+                float *hx = rand_floats(&s, ns * W, 1.0f), *hp = rand_floats(&s, 2 * W, 1.0f);
+                float *hdy = rand_floats(&s, nd * W, 1.0f), *hdx = rand_floats(&s, ns * W, 1.0f);
+                pair_t X = pair_up(hx, (size_t)(ns * W) * 4), P = pair_up(hp, (size_t)(2 * W) * 4);
+                pair_t DY = pair_up(hdy, (size_t)(nd * W) * 4);
+                pair_t S = pair_alloc((size_t)(slots * H) * 4), Y = pair_alloc((size_t)(nd * W) * 4);
+                pair_t DX = pair_alloc((size_t)(ns * W) * 4), DS = pair_alloc((size_t)(slots * H) * 4);
+                pair_t DP = pair_alloc((size_t)(2 * W) * 4), WS = pair_alloc(wc);
+
+                context("gat scores: %" PRId64 " heads of %" PRId64 ", self loops %d", H, F, sl);
+                poison(&S);
+                expect_ok(gnn_be_attn_score(g_cpu, gc, gat, &o, P.c, X.c, S.c, WS.c, wc),
+                          gnn_be_attn_score(g_gpu, gg, gat, &o, P.g, X.g, S.g, WS.g, wg));
+                expect_close(&S, slots * H);
+
+                context("attention forward: %" PRId64 " heads of %" PRId64
+                        ", self loops %d, dropout %g",
+                        H, F, sl, (double)o.dropout);
+                float *hs = pair_from_cpu(&S);
+                poison(&Y);
+                expect_ok(gnn_be_attn_forward(g_cpu, gc, &o, X.c, S.c, Y.c),
+                          gnn_be_attn_forward(g_gpu, gg, &o, X.g, S.g, Y.g));
+                expect_alpha(&S, slots * H);
+                expect_close(&Y, nd * W);
+
+                context("attention backward: %" PRId64 " heads of %" PRId64
+                        ", self loops %d, dropout %g",
+                        H, F, sl, (double)o.dropout);
+                free(hs);
+                hs = pair_from_cpu(&S); /* the CPU's alpha on both sides */
+                poison(&DX);
+                poison(&DS);
+                expect_ok(gnn_be_attn_backward(g_cpu, gc, &o, X.c, S.c, DY.c, DX.c, DS.c),
+                          gnn_be_attn_backward(g_gpu, gg, &o, X.g, S.g, DY.g, DX.g, DS.g));
+                expect_close(&DX, ns * W);
+                expect_close(&DS, slots * H);
+                context("attention backward, ds in place of alpha: %" PRId64 " heads", H);
+                pair_set(&S, hs);
+                expect_ok(gnn_be_attn_backward(g_cpu, gc, &o, X.c, S.c, DY.c, DX.c, S.c),
+                          gnn_be_attn_backward(g_gpu, gg, &o, X.g, S.g, DY.g, DX.g, S.g));
+                expect_close(&S, slots * H);
+
+                context("gat scores backward: %" PRId64 " heads of %" PRId64 ", self loops %d", H,
+                        F, sl);
+                float *hds = pair_from_cpu(&DS);
+                pair_set(&DX, hdx); /* accumulated into */
+                poison(&DP);
+                expect_ok(gnn_be_attn_score_backward(g_cpu, gc, gat, &o, P.c, X.c, DS.c, DX.c,
+                                                     DP.c, WS.c, wc),
+                          gnn_be_attn_score_backward(g_gpu, gg, gat, &o, P.g, X.g, DS.g, DX.g,
+                                                     DP.g, WS.g, wg));
+                expect_close(&DX, ns * W);
+                expect_close(&DP, 2 * W);
+                free(hs), free(hds), free(hx), free(hp), free(hdy), free(hdx);
+                pair_free(&X), pair_free(&P), pair_free(&DY), pair_free(&S), pair_free(&Y);
+                pair_free(&DX), pair_free(&DS), pair_free(&DP), pair_free(&WS);
+            }
+    free(ids);
+    gnn_be_graph_free(gc);
+    gnn_be_graph_free(gg);
+    gnn_csr_free(&a);
+    gnn_aggr_registry_free(reg);
+
+    context("elu");
+    const int64_t n = 5000;
+    float *hx = rand_floats(&s, n, 3.0f), *hdy = rand_floats(&s, n, 1.0f);
+    pair_t X = pair_up(hx, (size_t)n * 4), DY = pair_up(hdy, (size_t)n * 4);
+    pair_t Y = pair_alloc((size_t)n * 4), DX = pair_alloc((size_t)n * 4);
+    poison(&Y);
+    expect_ok(gnn_be_elu(g_cpu, n, X.c, Y.c), gnn_be_elu(g_gpu, n, X.g, Y.g));
+    expect_close(&Y, n);
+    float *hy = pair_from_cpu(&Y);
+    context("elu backward");
+    poison(&DX);
+    expect_ok(gnn_be_elu_backward(g_cpu, n, Y.c, DY.c, DX.c),
+              gnn_be_elu_backward(g_gpu, n, Y.g, DY.g, DX.g));
+    expect_close(&DX, n);
+    free(hx), free(hdy), free(hy);
+    pair_free(&X), pair_free(&DY), pair_free(&Y), pair_free(&DX);
+}
+
 /* ---- Plug-ins ------------------------------------------------------------------------- */
 
 /* The lse plug-in's CUDA entry points against its CPU ones. */
@@ -1954,6 +2117,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_scatter_rows),
         cmocka_unit_test(test_argmax_count), cmocka_unit_test(test_argmax_nan),
         cmocka_unit_test(test_sparse),       cmocka_unit_test(test_builtins),
+        cmocka_unit_test(test_attention),
         cmocka_unit_test(test_lse_plugin),   cmocka_unit_test(test_plugin_entry_points),
     };
     double t0 = now();

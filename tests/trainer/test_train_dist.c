@@ -2117,7 +2117,8 @@ static char *info_run(char *np, const char *dir)
  * fewer): full-graph GCN in one process and on 1, 2 and 4 ranks, 3-layer
  * GraphSAGE (mean, and max with each own kernel), mini-batches on 2 ranks,
  * GCN with learnable input rows (on the device, in host memory, over 2
- * ranks), all within GPU_RTOL of the CPU's losses; --deterministic twice gives the
+ * ranks), GAT with 2 heads (one process, 2 ranks), all within GPU_RTOL of
+ * the CPU's losses; --deterministic twice gives the
  * same losses bit for bit; the gradient sum goes through NCCL where no two
  * ranks share a GPU, through host memory where they do.
  */
@@ -2196,6 +2197,18 @@ static void test_cuda_training(void **state)
     log_free(&eref[0].log);
     for (int i = 0; i < 2; i++) log_free(&emb[i].log);
     log_free(&emh[0].log);
+
+    /* GAT, 2 heads, feature and attention dropout: scores, softmax,
+     * aggregation and their backward on the device (attn_cuda.cu), in one
+     * process and on 2 ranks, against the CPU. */
+    run_t gref[] = {{"1 process, cpu", NULL, g_cora, {0}}};
+    train_runs(gref, 1, "cpu-gat", "--model", "gat", "--heads", "2", (char *)NULL);
+    run_t gat[] = {{"1 process, cuda", NULL, g_cora, {0}}, {"2 ranks, cuda", "2", g_k2, {0}}};
+    train_runs(gat, 2, "cuda-gat", "--device", "cuda", "--model", "gat", "--heads", "2",
+               (char *)NULL);
+    compare_to("gat, 2 heads", &gref[0].log, gat, 2, EPOCHS);
+    log_free(&gref[0].log);
+    for (int i = 0; i < 2; i++) log_free(&gat[i].log);
 
     /* R-GCN on a typed graph: the per-type GEMMs, the weighted SpMM over
      * the virtual sources, the row scatter of a featureless type's
