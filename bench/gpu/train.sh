@@ -3,7 +3,8 @@
 # PyTorch reference (bench/reference/gnn_torch.py --device cuda) and, where
 # the interpreter has PyTorch Geometric, PyG's own layers, on the same GPU
 # and the same graph (bench/train's SBM stand-in: 1M nodes, mean degree 20,
-# 128 features, 10 classes; GCN and GraphSAGE, 2 layers, hidden 256).
+# 128 features, 10 classes; GCN and GraphSAGE, 2 layers, hidden 256; GAT,
+# 2 layers, 8 heads of 32 features, attention dropout 0.6: PyG's GATConv).
 #
 #   bash bench/gpu/train.sh          (after bench/gpu/run.sh built build-gpu/)
 #
@@ -47,7 +48,8 @@ G=$WORK/sbm.h5
     { echo "bench/gpu/train.sh: gnn-dataset generate failed" >&2; exit 1; }
 say "== $(date -u '+%Y-%m-%d %H:%M UTC'), $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)," \
     "commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'), tree $(gnn_tree_id)"
-say "== graph: gnn-dataset generate sbm -n $NODES -d $DEGREE -f 128; $EPOCHS epochs, hidden 256"
+say "== graph: gnn-dataset generate sbm -n $NODES -d $DEGREE -f 128; $EPOCHS epochs, hidden 256" \
+    "(gat: 8 heads of 32)"
 refs=torch
 if "$PY" -c 'import torch_geometric' 2>/dev/null; then refs="torch pyg"; fi
 say "== reference: $("$PY" -c 'import torch
@@ -57,9 +59,12 @@ except ImportError:
     v = ""
 print("torch", torch.__version__ + v)' 2>&1)"
 STATUS=0
-for m in gcn sage; do
+for m in gcn sage gat; do
+    width="--hidden 256"
+    if [ "$m" = gat ]; then width="--hidden 32 --heads 8"; fi
+    # shellcheck disable=SC2086 # $width: words
     if ! timeout "$LIMIT" "$BUILD/trainer/gnn-train" --data "$G" --model "$m" --mode full \
-        --device cuda --layers 2 --hidden 256 --epochs "$EPOCHS" --eval-every 10 -q \
+        --device cuda --layers 2 $width --epochs "$EPOCHS" --eval-every 10 -q \
         --log-json "$WORK/ours-$m.json" >"$WORK/ours-$m.out" 2>&1; then
         say "gnn-train $m FAILED:"; tail -5 "$WORK/ours-$m.out" | tee -a "$OUTFILE"
         STATUS=1
@@ -67,9 +72,9 @@ for m in gcn sage; do
     for r in $refs; do
         extra=
         if [ "$r" = pyg ]; then extra="--impl pyg"; fi
-        # shellcheck disable=SC2086 # $extra: words
+        # shellcheck disable=SC2086 # $extra, $width: words
         timeout "$LIMIT" "$PY" bench/reference/gnn_torch.py "$G" --model "$m" $extra \
-            --layers 2 --hidden 256 --epochs "$EPOCHS" --eval-every 10 --device cuda \
+            --layers 2 $width --epochs "$EPOCHS" --eval-every 10 --device cuda \
             --log-json "$WORK/$r-$m.json" >"$WORK/$r-$m.out" 2>&1 ||
             { say "$r $m failed:"; tail -5 "$WORK/$r-$m.out" | tee -a "$OUTFILE"; }
     done
@@ -94,7 +99,7 @@ def read(path):
 
 print("| model | trainer | ms/epoch | its time / ours | test acc % | peak GPU MB (torch's allocator) |")
 print("|---|---|---|---|---|---|")
-for m in ("gcn", "sage"):
+for m in ("gcn", "sage", "gat"):
     ours = read(f"{work}/ours-{m}.json")
     for t in ["ours"] + refs:
         r = ours if t == "ours" else read(f"{work}/{t}-{m}.json")
