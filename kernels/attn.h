@@ -72,6 +72,11 @@ typedef struct {
     int self_loop;
 } gnn_attn_graph_t;
 
+/* GNN_EINVAL (naming what) unless a and o are set, o's heads, width and
+ * dropout are in range and a was prepared for o's self loops; else 0.
+ * Internal: the CPU and CUDA kernels' argument check. */
+int gnn__attn_check(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, const char *what);
+
 /* Prepare g (borrowed; must outlive the result) for attention with or
  * without self loops. 0, GNN_EINVAL (NULL, or self loops on a graph with
  * n_dst > n_src), GNN_ENOMEM; *out NULL on failure. */

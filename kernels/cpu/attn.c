@@ -70,7 +70,7 @@ void gnn_attn_graph_free(gnn_attn_graph_t *a)
     gnn_free(a);
 }
 
-static int check(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, const char *what)
+int gnn__attn_check(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, const char *what)
 {
     if (!a || !o) return GNN_FAIL(GNN_EINVAL, "%s: NULL argument", what);
     if (o->heads < 1 || o->heads > GNN_ATTN_MAX_HEADS || o->f < 1)
@@ -231,7 +231,7 @@ static inline gnn_vid_t slot_src(const gnn_attn_graph_t *a, const row_t *r, gnn_
 int gnn_attn_gat_score(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, const float *el,
                        const float *er, float *s)
 {
-    int rc = check(a, o, "GAT scores");
+    int rc = gnn__attn_check(a, o, "GAT scores");
     if (rc < 0) return rc;
     if (!el || !er || !s) return GNN_FAIL(GNN_EINVAL, "GAT scores: NULL array");
     int64_t H = o->heads;
@@ -257,7 +257,7 @@ int gnn_attn_gat_score_backward(const gnn_attn_graph_t *a, const gnn_attn_opts_t
                                 const float *el, const float *er, const float *ds, float *del,
                                 float *der)
 {
-    int rc = check(a, o, "GAT scores backward");
+    int rc = gnn__attn_check(a, o, "GAT scores backward");
     if (rc < 0) return rc;
     if (!el || !er || !ds || !del || !der)
         return GNN_FAIL(GNN_EINVAL, "GAT scores backward: NULL array");
@@ -314,7 +314,7 @@ int gnn_attn_gat_score_backward(const gnn_attn_graph_t *a, const gnn_attn_opts_t
 int gnn_attn_forward(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, const float *x,
                      float *s, float *y)
 {
-    int rc = check(a, o, "attention");
+    int rc = gnn__attn_check(a, o, "attention");
     if (rc < 0) return rc;
     if (!x || !s || !y) return GNN_FAIL(GNN_EINVAL, "attention: NULL array");
     int64_t H = o->heads, F = o->f, W = H * F;
@@ -383,7 +383,7 @@ int gnn_attn_forward(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, const 
 int gnn_attn_backward(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, const float *x,
                       const float *alpha, const float *dy, float *dx, float *ds)
 {
-    int rc = check(a, o, "attention backward");
+    int rc = gnn__attn_check(a, o, "attention backward");
     if (rc < 0) return rc;
     if (!x || !alpha || !dy || !dx || !ds)
         return GNN_FAIL(GNN_EINVAL, "attention backward: NULL array");

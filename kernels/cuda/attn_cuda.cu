@@ -113,44 +113,28 @@ __global__ void k_gat_score(int64_t slots, int64_t H, int k, const int64_t *__re
     }
 }
 
-/* der[v, h]: over v's slots in order. */
-__global__ void k_gat_der(int64_t nd, int64_t H, int k, const int64_t *__restrict__ indptr,
-                          const int64_t *__restrict__ src, const float *__restrict__ el,
-                          const float *__restrict__ er, const float *__restrict__ ds, float slope,
-                          float *__restrict__ der)
+/* out[r, h] = sum of ds[e, h] LeakyReLU'(el[src e, h] + er[dst e, h]) over
+ * the slots e of row r: slots ptr[r] .. ptr[r + 1] (through slot_of where
+ * given), in order. By destination: ptr = indptr, no slot_of (der); by
+ * source: ptr = t_indptr, slot_of = t_slot, its added self loop last
+ * (del). */
+__global__ void k_gat_grad(int64_t n, int64_t H, int k, const int64_t *__restrict__ ptr,
+                           const int64_t *__restrict__ slot_of, const int64_t *__restrict__ indptr,
+                           const int64_t *__restrict__ src, const int64_t *__restrict__ dst,
+                           const float *__restrict__ el, const float *__restrict__ er,
+                           const float *__restrict__ ds, float slope, float *__restrict__ out)
 {
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < nd * H;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n * H;
          i += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t v = i / H, h = i - v * H;
+        const int64_t r = i / H, h = i - r * H;
         float d = 0.0f;
-        for (int64_t e = indptr[v]; e < indptr[v + 1]; e++) {
+        for (int64_t t = ptr[r]; t < ptr[r + 1]; t++) {
+            const int64_t e = slot_of ? slot_of[t] : t, v = dst[e];
             if (left_out(k, indptr, src, e, v)) continue;
-            const float z = el[src[e] * H + h] + er[i];
+            const float z = el[src[e] * H + h] + er[v * H + h];
             d += ds[e * H + h] * (z > 0.0f ? 1.0f : slope);
         }
-        der[i] = d;
-    }
-}
-
-/* del[u, h]: over u's slots in transposed order (its added self loop last). */
-__global__ void k_gat_del(int64_t ns, int64_t H, int k, const int64_t *__restrict__ indptr,
-                          const int64_t *__restrict__ src, const int64_t *__restrict__ dst,
-                          const int64_t *__restrict__ t_indptr,
-                          const int64_t *__restrict__ t_slot, const float *__restrict__ el,
-                          const float *__restrict__ er, const float *__restrict__ ds, float slope,
-                          float *__restrict__ del)
-{
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < ns * H;
-         i += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t u = i / H, h = i - u * H;
-        float d = 0.0f;
-        for (int64_t t = t_indptr[u]; t < t_indptr[u + 1]; t++) {
-            const int64_t e = t_slot[t], v = dst[e];
-            if (left_out(k, indptr, src, e, v)) continue;
-            const float z = el[i] + er[v * H + h];
-            d += ds[e * H + h] * (z > 0.0f ? 1.0f : slope);
-        }
-        del[i] = d;
+        out[i] = d;
     }
 }
 
@@ -228,13 +212,13 @@ int gnn__cuda_gat_score_backward(const gnn_aggr_call_t *call, const float *x, co
         return 0;
     }
     if (nd > 0) {
-        k_gat_der<<<gnn__cuda_blocks(nd * H, THREADS), THREADS, 0, st>>>(
-            nd, H, k, e->indptr, e->src, el, er, ds, slope, der);
+        k_gat_grad<<<gnn__cuda_blocks(nd * H, THREADS), THREADS, 0, st>>>(
+            nd, H, k, e->indptr, NULL, e->indptr, e->src, e->dst, el, er, ds, slope, der);
         GNN_CUDA_LAUNCHED("gat score backward (destinations)");
     }
     if (ns > 0) {
-        k_gat_del<<<gnn__cuda_blocks(ns * H, THREADS), THREADS, 0, st>>>(
-            ns, H, k, e->indptr, e->src, e->dst, e->t_indptr, e->t_slot, el, er, ds, slope, del);
+        k_gat_grad<<<gnn__cuda_blocks(ns * H, THREADS), THREADS, 0, st>>>(
+            ns, H, k, e->t_indptr, e->t_slot, e->indptr, e->src, e->dst, el, er, ds, slope, del);
         GNN_CUDA_LAUNCHED("gat score backward (sources)");
     }
     /* The two terms' backward: dx += del a_l (sources), der a_r
@@ -389,24 +373,10 @@ static float dropout_scale(float p)
     return (float)(1.0 / (1.0 - (double)p));
 }
 
-static int check_opts(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, const char *what)
-{
-    if (o->heads < 1 || o->heads > GNN_ATTN_MAX_HEADS || o->f < 1)
-        return GNN_FAIL(GNN_EINVAL, "%s: %" PRId64 " heads of %" PRId64 " features", what,
-                        o->heads, o->f);
-    if (!(o->dropout >= 0.0f && o->dropout < 1.0f))
-        return GNN_FAIL(GNN_EINVAL, "%s: attention dropout %g outside [0, 1)", what,
-                        (double)o->dropout);
-    if ((o->self_loop != 0) != a->self_loop)
-        return GNN_FAIL(GNN_EINVAL, "%s: the graph was prepared %s self loops", what,
-                        a->self_loop ? "with" : "without");
-    return 0;
-}
-
 int gnn__cuda_attn_forward(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_graph_t *a,
                            const gnn_attn_opts_t *o, const float *x, float *s, float *y)
 {
-    GNN_TRY_RET(check_opts(a, o, "attention"));
+    GNN_TRY_RET(gnn__attn_check(a, o, "attention"));
     const gnn_be_edges_t *ed = NULL;
     GNN_TRY_RET(gnn__be_attn_edges(be, g, a, o->self_loop != 0, &ed));
     const gnn_aggr_edges_t *e = &ed->dev;
@@ -440,7 +410,7 @@ int gnn__cuda_attn_backward(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_g
                             const gnn_attn_opts_t *o, const float *x, const float *alpha,
                             const float *dy, float *dx, float *ds)
 {
-    GNN_TRY_RET(check_opts(a, o, "attention backward"));
+    GNN_TRY_RET(gnn__attn_check(a, o, "attention backward"));
     const gnn_be_edges_t *ed = NULL;
     GNN_TRY_RET(gnn__be_attn_edges(be, g, a, o->self_loop != 0, &ed));
     const gnn_aggr_edges_t *e = &ed->dev;
