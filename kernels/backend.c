@@ -156,6 +156,14 @@ int gnn_be_set_spmm(gnn_backend_t *be, gnn_spmm_impl_t impl, int deterministic)
     return 0;
 }
 
+int gnn_be_set_tf32(gnn_backend_t *be, int on)
+{
+    if (!be) return GNN_FAIL(GNN_EINVAL, "gnn_be_set_tf32: NULL backend");
+    if (be->ops->set_tf32) return be->ops->set_tf32(be, on != 0);
+    if (on) return GNN_FAIL(GNN_EUNSUPPORTED, "TF32 GEMMs: only on a CUDA device (not %s)", be->desc);
+    return 0;
+}
+
 int gnn_be_spmm_choice(gnn_backend_t *be, const gnn_bgraph_t *g, int aggr, int64_t f, int backward,
                        gnn_spmm_impl_t *out)
 {

@@ -111,6 +111,13 @@ int gnn_spmm_impl_from_name(const char *name, gnn_spmm_impl_t *out);
  */
 int gnn_be_set_spmm(gnn_backend_t *be, gnn_spmm_impl_t impl, int deterministic);
 /*
+ * on != 0: the GEMMs from now on on TF32 tensor cores (each product's
+ * operands rounded to 10-bit mantissas, the sums in FP32); 0: full FP32,
+ * the default. GNN_EUNSUPPORTED for on != 0 on a backend without it (the
+ * CPU's).
+ */
+int gnn_be_set_tf32(gnn_backend_t *be, int on);
+/*
  * The implementation the built-in aggregator aggr (kernels/spmm.h enum)
  * runs with on g at width f, forward (backward == 0) or backward: the
  * forced one (rowcache for max when cusparse is forced), or auto's choice

@@ -97,6 +97,8 @@ typedef struct {
     int (*gemm_pair)(gnn_backend_t *be, int ta, int64_t m, int64_t m2, int64_t k, const float *a,
                      int64_t lda, const int64_t *rows, int64_t n1, const float *b1, float *c1,
                      int64_t n2, const float *b2, float *c2);
+    /* NULL: the GEMMs have one precision (gnn_be_set_tf32) */
+    int (*set_tf32)(gnn_backend_t *be, int on);
 } gnn_backend_ops_t;
 
 struct gnn_backend {

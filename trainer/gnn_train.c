@@ -63,6 +63,9 @@ static const gnn_opt_t train_table[] = {
      "the fastest), cusparse, rowcache or balanced"},
     {"deterministic", 0, GNN_OPT_FLAG, O(deterministic), NULL,
      "CUDA: only kernels whose results are bitwise the same from run to run"},
+    {"tf32", 0, GNN_OPT_FLAG, O(tf32), NULL,
+     "CUDA: the dense products on TF32 tensor cores (operands rounded to 10-bit mantissas, sums "
+     "in FP32; default: full FP32)"},
     {"full-halo", 0, GNN_OPT_FLAG, O(full_halo), NULL,
      "over a partition directory, full graph: training steps exchange every halo row (default: "
      "only the rows the loss reads; the same losses, fewer bytes)"},

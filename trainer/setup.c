@@ -173,6 +173,10 @@ static int open_backend(gnn_job_t *j)
         rc = GNN_FAIL(GNN_EUSAGE, "--spmm %s: only with --device cuda", o->spmm);
         goto fail;
     }
+    if (o->tf32 && gnn_be_set_tf32(j->be, 1) < 0) {
+        rc = GNN_FAIL(GNN_EUSAGE, "--tf32: only with --device cuda");
+        goto fail;
+    }
 fail:
     return rc;
 }

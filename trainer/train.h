@@ -43,6 +43,7 @@ typedef struct {
     const char *spmm;          /* CUDA SpMM of the built-in aggregators: "auto" |
                                   "cusparse" | "rowcache" | "balanced" */
     int deterministic;         /* only bitwise-reproducible kernels (CUDA) */
+    int tf32;                  /* CUDA GEMMs on TF32 tensor cores */
     int full_halo;             /* distributed full graph: training steps exchange every halo
                                   row, not only those the loss reads */
     int early_stop;            /* evaluations without a lower validation loss; 0 = off */

@@ -4,7 +4,8 @@
 # the interpreter has PyTorch Geometric, PyG's own layers, on the same GPU
 # and the same graph (bench/train's SBM stand-in: 1M nodes, mean degree 20,
 # 128 features, 10 classes; GCN and GraphSAGE, 2 layers, hidden 256; GAT,
-# 2 layers, 8 heads of 32 features, attention dropout 0.6: PyG's GATConv).
+# 2 layers, 8 heads of 32 features, attention dropout 0.6: PyG's GATConv);
+# ours also with --tf32 (the dense products on TF32 tensor cores).
 #
 #   bash bench/gpu/train.sh          (after bench/gpu/run.sh built build-gpu/)
 #
@@ -69,6 +70,14 @@ for m in gcn sage gat; do
         say "gnn-train $m FAILED:"; tail -5 "$WORK/ours-$m.out" | tee -a "$OUTFILE"
         STATUS=1
     fi
+    # The same with the dense products on TF32 tensor cores (--tf32).
+    # shellcheck disable=SC2086 # $width: words
+    if ! timeout "$LIMIT" "$BUILD/trainer/gnn-train" --data "$G" --model "$m" --mode full \
+        --device cuda --tf32 --layers 2 $width --epochs "$EPOCHS" --eval-every 10 -q \
+        --log-json "$WORK/ours-tf32-$m.json" >"$WORK/ours-tf32-$m.out" 2>&1; then
+        say "gnn-train $m --tf32 FAILED:"; tail -5 "$WORK/ours-tf32-$m.out" | tee -a "$OUTFILE"
+        STATUS=1
+    fi
     for r in $refs; do
         extra=
         if [ "$r" = pyg ]; then extra="--impl pyg"; fi
@@ -101,7 +110,7 @@ print("| model | trainer | ms/epoch | its time / ours | test acc % | peak GPU MB
 print("|---|---|---|---|---|---|")
 for m in ("gcn", "sage", "gat"):
     ours = read(f"{work}/ours-{m}.json")
-    for t in ["ours"] + refs:
+    for t in ["ours", "ours-tf32"] + refs:
         r = ours if t == "ours" else read(f"{work}/{t}-{m}.json")
         if r is None:
             print(f"| {m} | {t} | failed | | | |")

@@ -304,6 +304,15 @@ static int cu_set_spmm(gnn_backend_t *be, gnn_spmm_impl_t impl, int deterministi
     return 0;
 }
 
+static int cu_set_tf32(gnn_backend_t *be, int on)
+{
+    gnn_cuda_be_t *cb = gnn__cuda_be(be);
+    CUBLAS_RET(GNN_CU(cublasSetMathMode)(cb->cublas,
+                                         on ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
+               "cublasSetMathMode");
+    return 0;
+}
+
 static gnn_spmm_impl_t cu_spmm_choice(gnn_backend_t *be, const gnn_bgraph_t *g, gnn_aggr_t aggr,
                                       int64_t f, int backward)
 {
@@ -378,6 +387,7 @@ static const gnn_backend_ops_t cuda_ops = {
     /* .scatter_rows = */ gnn__cuda_scatter_rows,
     /* .gemm_rows = */ NULL, /* device buffers are gathered by copy_rows */
     /* .gemm_pair = */ NULL, /* two cuBLAS products */
+    /* .set_tf32 = */ cu_set_tf32,
 };
 
 /* Handles and stream of cb on its device; on failure the caller closes. */

@@ -758,7 +758,7 @@ static void test_minibatch_same_for_any_loader(void **state)
 /* --prefetch auto (the default) prepares batches ahead only where the
  * sampler thread has a core besides the OpenMP threads (as many threads as
  * cores: sampled in the loop; one fewer: 2 ahead), and says which; a count
- * out of range or another word is refused. */
+ * out of range or another word is refused, as --tf32 is on the CPU. */
 static void test_prefetch_auto(void **state)
 {
     (void)state;
@@ -784,6 +784,9 @@ static void test_prefetch_auto(void **state)
         tu_run_free(&r);
     }
     const char *out = tu_path("pf-refused.csv");
+    /* TF32 products are the GPU's: refused on the CPU, nothing written. */
+    train_fails(out, 2, "--tf32: only with --device cuda", "--data", (char *)g_sbm, "--model",
+                "sage", "--tf32", "--save-predictions", out, (char *)NULL);
     train_fails(out, 2, "--prefetch 65 outside [0, 64] (or auto)", "--data", (char *)g_sbm,
                 "--model", "sage", "--prefetch", "65", "--save-predictions", out, (char *)NULL);
     train_fails(out, 2, "--prefetch \"soon\" (expected auto or a count in [0, 64])", "--data",
