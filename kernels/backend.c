@@ -327,6 +327,20 @@ int gnn_be_bias_add(gnn_backend_t *be, int64_t rows, int64_t cols, float *y, con
     return be->ops->bias_add(be, rows, cols, y, bias);
 }
 
+int gnn_be_bias_act(gnn_backend_t *be, int64_t rows, int64_t cols, float *y, const float *bias,
+                    int act)
+{
+    NEED(be, "gnn_be_bias_act");
+    BUF(y, "gnn_be_bias_act");
+    BUF(bias, "gnn_be_bias_act");
+    if (act != GNN_ACT_NONE && act != GNN_ACT_RELU && act != GNN_ACT_ELU)
+        return GNN_FAIL(GNN_EINVAL, "gnn_be_bias_act: activation %d (0 none, 1 relu, 2 elu)", act);
+    if (be->ops->bias_act) return be->ops->bias_act(be, rows, cols, y, bias, act);
+    int rc = be->ops->bias_add(be, rows, cols, y, bias);
+    if (rc < 0 || act == GNN_ACT_NONE) return rc;
+    return act == GNN_ACT_RELU ? gnn_be_relu(be, rows * cols, y, y) : gnn_be_elu(be, rows * cols, y, y);
+}
+
 int gnn_be_bias_grad(gnn_backend_t *be, int64_t rows, int64_t cols, const float *dy, float *dbias)
 {
     NEED(be, "gnn_be_bias_grad");

@@ -171,6 +171,11 @@ int gnn_be_gemm_pair(gnn_backend_t *be, int trans_a, int64_t m, int64_t m2, int6
                      const float *a, int64_t lda, const int64_t *rows, int64_t n1,
                      const float *b1, float *c1, int64_t n2, const float *b2, float *c2);
 int gnn_be_bias_add(gnn_backend_t *be, int64_t rows, int64_t cols, float *y, const float *bias);
+/* gnn_bias_act (kernels/dense.h): the bias and the activation act
+ * (gnn_act_t) in one pass; the same values as gnn_be_bias_add and then
+ * gnn_be_relu or gnn_be_elu. */
+int gnn_be_bias_act(gnn_backend_t *be, int64_t rows, int64_t cols, float *y, const float *bias,
+                    int act);
 int gnn_be_bias_grad(gnn_backend_t *be, int64_t rows, int64_t cols, const float *dy, float *dbias);
 int gnn_be_relu(gnn_backend_t *be, int64_t n, const float *x, float *y);
 int gnn_be_relu_backward(gnn_backend_t *be, int64_t n, const float *xy, const float *dy, float *dx);

@@ -99,6 +99,9 @@ typedef struct {
                      int64_t n2, const float *b2, float *c2);
     /* NULL: the GEMMs have one precision (gnn_be_set_tf32) */
     int (*set_tf32)(gnn_backend_t *be, int on);
+    /* NULL: bias_add, then relu or elu (gnn_be_bias_act) */
+    int (*bias_act)(gnn_backend_t *be, int64_t rows, int64_t cols, float *y, const float *bias,
+                    int act);
 } gnn_backend_ops_t;
 
 struct gnn_backend {

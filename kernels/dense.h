@@ -69,6 +69,14 @@ int gnn_gemm_pair(int trans_a, int64_t m, int64_t m2, int64_t k, const float *a,
 /* y[r][c] += bias[c] for a rows x cols matrix y. */
 int gnn_bias_add(int64_t rows, int64_t cols, float *y, const float *bias);
 
+/* What gnn_bias_act applies after the bias. */
+typedef enum { GNN_ACT_NONE = 0, GNN_ACT_RELU = 1, GNN_ACT_ELU = 2 } gnn_act_t;
+
+/* y[r][c] = act(y[r][c] + bias[c]) in one pass over y: the same values as
+ * gnn_bias_add followed by gnn_relu or gnn_elu. GNN_EINVAL for another
+ * act or a bad shape. */
+int gnn_bias_act(int64_t rows, int64_t cols, float *y, const float *bias, int act);
+
 /* dbias[c] = sum over r of dy[r][c] (overwritten, not accumulated). Sums in
  * double over fixed blocks of rows; GNN_ENOMEM when the block partials
  * cannot be allocated (dbias untouched). */

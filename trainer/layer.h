@@ -109,6 +109,8 @@ struct gnn_layer {
     int sparse;           /* layer 0 read the model's sparse input */
     const int64_t *d_rows; /* layer 0: D's row i is L->d + d_rows[i] * fin
                               (gnn_model_set_input_rows; NULL: rows in order) */
+    int act_done;         /* the forward applied the activation after its
+                             bias (gnn_layer_bias_out): the model does not */
 };
 
 /*
@@ -158,6 +160,10 @@ struct gnn_layer_env {
      * scratch (dt), so it costs no memory beside it. */
     int (*fwd_scratch)(gnn_layer_env_t *env, size_t bytes, float **out);
     void *model;
+    /* The activation the model applies to Z after this layer (gnn_act_t:
+     * GNN_ACT_NONE after the last): a layer whose forward ends with its
+     * bias adds both in one pass (gnn_layer_bias_out). */
+    int out_act;
 };
 
 struct gnn_layer_kind {
@@ -253,6 +259,18 @@ const gnn_layer_kind_t *gnn_layer_kind_at(int i);
 /* Make *buf a backend buffer of at least bytes (contents not kept; kept
  * as is when already large enough). For layers and the model. */
 int gnn_layer_ensure(gnn_backend_t *be, void **buf, size_t *have, size_t bytes);
+
+/* The end of a forward: Z (nd x fout) += b and the activation the model
+ * applies after the layer (env->out_act), in one pass over Z; marks it
+ * done (L->act_done) so that the model leaves Z as it is. The same values
+ * as the bias, then the model's activation. */
+static inline int gnn_layer_bias_out(gnn_layer_t *L, gnn_layer_env_t *env, int64_t nd,
+                                     int64_t fout, const float *b)
+{
+    int rc = gnn_be_bias_act(env->be, nd, fout, L->z, b, env->out_act);
+    if (rc == 0) L->act_done = env->out_act != GNN_ACT_NONE;
+    return rc;
+}
 
 /* Tensor t as a matrix (ndim 2) or vector (cols 0: ndim 1) at offset at
  * of the layer's span, shape as written (transposed when transpose). */

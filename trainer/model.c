@@ -483,10 +483,16 @@ static int layer_forward(gnn_model_t *m, int l, gnn_bgraph_t *g, const float *in
             L->dropped = 1;
         }
     }
+    /* The layer's bias and this activation in one pass where the layer
+     * ends with its bias (gnn_layer_bias_out); else here. */
+    env.out_act = L->last ? GNN_ACT_NONE
+                  : L->kind->act == GNN_LAYER_ACT_ELU ? GNN_ACT_ELU
+                                                      : GNN_ACT_RELU;
+    L->act_done = 0;
     GNN_TRY(L->kind->forward(L, &env));
-    if (!L->last && L->kind->act == GNN_LAYER_ACT_ELU)
+    if (!L->last && !L->act_done && L->kind->act == GNN_LAYER_ACT_ELU)
         GNN_TRY(gnn_be_elu(m->be, nd * fout, L->z, L->z));
-    else if (!L->last)
+    else if (!L->last && !L->act_done)
         GNN_TRY(gnn_be_relu(m->be, nd * fout, L->z, L->z));
     if (m->halo.forward && !L->last && !L->sparse && m->layer[l + 1].kind->reads_halo)
         GNN_TRY(m->halo.forward(m->halo.ctx, l, training, L->z, fout));

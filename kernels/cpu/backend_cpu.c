@@ -166,6 +166,13 @@ static int cpu_bias_grad(gnn_backend_t *be, int64_t rows, int64_t cols, const fl
     return gnn_bias_grad(rows, cols, dy, dbias);
 }
 
+static int cpu_bias_act(gnn_backend_t *be, int64_t rows, int64_t cols, float *y,
+                        const float *bias, int act)
+{
+    (void)be;
+    return gnn_bias_act(rows, cols, y, bias, act);
+}
+
 static int cpu_relu(gnn_backend_t *be, int64_t n, const float *x, float *y)
 {
     (void)be;
@@ -425,6 +432,7 @@ static const gnn_backend_ops_t cpu_ops = {
     .scatter_rows = cpu_scatter_rows,
     .gemm_rows = cpu_gemm_rows,
     .gemm_pair = cpu_gemm_pair,
+    .bias_act = cpu_bias_act,
 };
 
 int gnn__backend_cpu_init(gnn_backend_t *be, int as_gpu)

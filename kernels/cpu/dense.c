@@ -143,6 +143,34 @@ fail:
     return rc;
 }
 
+int gnn_bias_act(int64_t rows, int64_t cols, float *y, const float *bias, int act)
+{
+    int rc = 0;
+    GNN_TRY(gnn__dense_check_shape("gnn_bias_act", rows, cols));
+    GNN_CHECK(act == GNN_ACT_NONE || act == GNN_ACT_RELU || act == GNN_ACT_ELU, GNN_EINVAL,
+              "gnn_bias_act: activation %d (0 none, 1 relu, 2 elu)", act);
+    if (act == GNN_ACT_NONE) return gnn_bias_add(rows, cols, y, bias);
+#pragma omp parallel for schedule(static) if (rows * cols >= PAR_MIN)
+    for (int64_t r = 0; r < rows; r++) {
+        float *row = y + r * cols;
+        if (act == GNN_ACT_RELU) {
+#pragma omp simd
+            for (int64_t c = 0; c < cols; c++) {
+                const float v = row[c] + bias[c];
+                row[c] = v < 0.0f ? 0.0f : v; /* as gnn_relu */
+            }
+        } else {
+            for (int64_t c = 0; c < cols; c++) {
+                const float v = row[c] + bias[c];
+                row[c] = v > 0.0f ? v : expm1f(v);
+            }
+        }
+    }
+    return 0;
+fail:
+    return rc;
+}
+
 int gnn_bias_grad(int64_t rows, int64_t cols, const float *dy, float *dbias)
 {
     int rc = 0;

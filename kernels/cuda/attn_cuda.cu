@@ -143,6 +143,7 @@ __global__ void k_gat_grad(int64_t n, int64_t H, int k, const int64_t *__restric
 static int gat_parts(const gnn_aggr_call_t *call, const gnn__attn_private_t **p, float **el,
                      float **er, float **del, float **der)
 {
+    *el = *er = *del = *der = NULL;
     *p = call ? (const gnn__attn_private_t *)call->host_private : NULL;
     if (!*p || !(*p)->a || !(*p)->o || !call->params || !call->edges)
         return GNN_FAIL(GNN_EINVAL, "built-in attention gat (CUDA): no prepared graph, edges or "

@@ -388,6 +388,7 @@ static const gnn_backend_ops_t cuda_ops = {
     /* .gemm_rows = */ NULL, /* device buffers are gathered by copy_rows */
     /* .gemm_pair = */ NULL, /* two cuBLAS products */
     /* .set_tf32 = */ cu_set_tf32,
+    /* .bias_act = */ gnn__cuda_bias_act,
 };
 
 /* Handles and stream of cb on its device; on failure the caller closes. */

@@ -68,6 +68,8 @@ int gnn__cuda_elu_backward(gnn_backend_t *be, int64_t n, const float *y, const f
 int gnn__cuda_bias_add(gnn_backend_t *be, int64_t rows, int64_t cols, float *y, const float *bias);
 int gnn__cuda_bias_grad(gnn_backend_t *be, int64_t rows, int64_t cols, const float *dy,
                         float *dbias);
+int gnn__cuda_bias_act(gnn_backend_t *be, int64_t rows, int64_t cols, float *y, const float *bias,
+                       int act);
 int gnn__cuda_relu(gnn_backend_t *be, int64_t n, const float *x, float *y);
 int gnn__cuda_relu_backward(gnn_backend_t *be, int64_t n, const float *xy, const float *dy,
                             float *dx);

@@ -144,6 +144,31 @@ int gnn__cuda_bias_grad(gnn_backend_t *be, int64_t rows, int64_t cols, const flo
     return 0;
 }
 
+/* y = act(y + bias) per element: the values of k_bias_add and then
+ * k_relu or the ELU kernel (attn_cuda.cu). */
+__global__ void k_bias_act(int64_t rows, int64_t cols, float *y, const float *bias, int act)
+{
+    int64_t n = rows * cols;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const float v = y[i] + bias[i % cols];
+        y[i] = act == GNN_ACT_RELU ? (v < 0.0f ? 0.0f : v)
+               : act == GNN_ACT_ELU ? (v > 0.0f ? v : expm1f(v))
+                                    : v;
+    }
+}
+
+int gnn__cuda_bias_act(gnn_backend_t *be, int64_t rows, int64_t cols, float *y, const float *bias,
+                       int act)
+{
+    GNN_TRY_RET(gnn__dense_check_shape("gnn_bias_act", rows, cols));
+    if (rows == 0 || cols == 0) return 0;
+    k_bias_act<<<gnn__cuda_blocks(rows * cols, THREADS), THREADS, 0, gnn__cuda_be(be)->stream>>>(
+        rows, cols, y, bias, act);
+    GNN_CUDA_LAUNCHED("bias_act");
+    return 0;
+}
+
 __global__ void k_relu(int64_t n, const float *x, float *y)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;

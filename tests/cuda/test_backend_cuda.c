@@ -510,6 +510,13 @@ static void test_bias(void **state)
             expect_close(&D, cols);
             pair_free(&D);
         }
+        for (int act = GNN_ACT_NONE; act <= GNN_ACT_ELU; act++) {
+            context("bias_act %" PRId64 " x %" PRId64 ", activation %d", rows, cols, act);
+            pair_set(&Y, y);
+            expect_ok(gnn_be_bias_act(g_cpu, rows, cols, Y.c, B.c, act),
+                      gnn_be_bias_act(g_gpu, rows, cols, Y.g, B.g, act));
+            expect_close(&Y, rows * cols);
+        }
         pair_free(&Y), pair_free(&B);
         free(y), free(b);
     }

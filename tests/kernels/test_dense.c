@@ -479,6 +479,40 @@ static void test_bias_against_reference(void **state)
     }
 }
 
+/* gnn_bias_act: the bits of gnn_bias_add and then gnn_relu or gnn_elu
+ * (zeros of both signs and a NaN among the values), the bias alone for
+ * GNN_ACT_NONE; another activation refused with y untouched. */
+static void test_bias_act(void **state)
+{
+    (void)state;
+    uint64_t st = g_seed ^ 0xb1a5;
+    static const int64_t shapes[][2] = {{1, 1}, {7, 13}, {0, 5}, {3000, 17}, {900, 256}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int act = GNN_ACT_NONE; act <= GNN_ACT_ELU; act++) {
+            int64_t rows = shapes[s][0], cols = shapes[s][1], n = rows * cols;
+            float *y = rand_floats(&st, n, -2, 2), *bias = rand_floats(&st, cols, -1, 1);
+            float *want = malloc((size_t)(n + 1) * sizeof *want);
+            assert_non_null(want);
+            if (n > 3) {
+                y[0] = -bias[0];         /* sums to +0 */
+                y[1] = NAN;              /* stays NaN */
+                y[2] = -0.0f;            /* with a -0 bias below: -0 */
+                bias[2 % cols] = cols > 2 ? -0.0f : bias[2 % cols];
+            }
+            memcpy(want, y, (size_t)n * sizeof *want);
+            assert_int_equal(gnn_bias_add(rows, cols, want, bias), 0);
+            if (act == GNN_ACT_RELU) assert_int_equal(gnn_relu(n, want, want), 0);
+            if (act == GNN_ACT_ELU) assert_int_equal(gnn_elu(n, want, want), 0);
+            assert_int_equal(gnn_bias_act(rows, cols, y, bias, act), 0);
+            assert_memory_equal(y, want, (size_t)n * sizeof *y);
+            free(y), free(bias), free(want);
+        }
+    float y[4] = {1, -1, 2, -2}, b[2] = {0.5f, 0.5f};
+    assert_int_equal(gnn_bias_act(2, 2, y, b, 3), GNN_EINVAL);
+    assert_non_null(strstr(gnn_error_message(), "activation 3"));
+    assert_true(y[0] == 1.0f && y[1] == -1.0f && y[2] == 2.0f && y[3] == -2.0f);
+}
+
 typedef struct {
     int64_t rows, cols;
     double *y, *w, *tmp;
@@ -1477,6 +1511,7 @@ int main(void)
         cmocka_unit_test(test_gemm_bad_shapes),
         cmocka_unit_test(test_gemm_backward_fd),
         cmocka_unit_test(test_bias_against_reference),
+        cmocka_unit_test(test_bias_act),
         cmocka_unit_test(test_bias_backward_fd),
         cmocka_unit_test(test_relu_against_reference),
         cmocka_unit_test(test_axpby_gather_against_reference),

@@ -148,7 +148,7 @@ static int sparse_forward(gnn_layer_t *L, gnn_layer_env_t *env)
         GNN_TRY(gnn_be_sparse_mm(be, env->sp, env->sp_vals, nd, p + c->lay.ws_off, fout, c->q));
         GNN_TRY(gnn_be_axpby(be, nd * fout, 1.0f, c->q, 1.0f, L->z));
     }
-    GNN_TRY(gnn_be_bias_add(be, nd, fout, L->z, p + c->lay.b_off));
+    GNN_TRY(gnn_layer_bias_out(L, env, nd, fout, p + c->lay.b_off));
     return 0;
 fail:
     return rc;
@@ -183,7 +183,7 @@ int gnn_conv_forward(gnn_layer_t *L, gnn_layer_env_t *env)
                                  p + c->lay.ws_off, c->q));
         GNN_TRY(gnn_be_aggr_forward(be, g, ag, fout, c->t, L->z, c->ws, c->ws_bytes));
         GNN_TRY(gnn_be_axpby(be, nd * fout, 1.0f, c->q, 1.0f, L->z));
-        GNN_TRY(gnn_be_bias_add(be, nd, fout, L->z, p + c->lay.b_off));
+        GNN_TRY(gnn_layer_bias_out(L, env, nd, fout, p + c->lay.b_off));
         return 0;
     }
     if (c->gemm_first) {
@@ -197,7 +197,7 @@ int gnn_conv_forward(gnn_layer_t *L, gnn_layer_env_t *env)
         GNN_TRY(gnn_be_gemm(be, 0, 0, nd, fout, fin, 1.0f, c->t, fin, w, fout, 0.0f, L->z, fout));
     }
     if (c->lay.ws_off >= 0) GNN_TRY(gemm_d(be, L, nd, fout, p + c->lay.ws_off, 1.0f, L->z));
-    GNN_TRY(gnn_be_bias_add(be, nd, fout, L->z, p + c->lay.b_off));
+    GNN_TRY(gnn_layer_bias_out(L, env, nd, fout, p + c->lay.b_off));
     return 0;
 fail:
     return rc;

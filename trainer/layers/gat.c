@@ -197,7 +197,7 @@ static int gat_forward(gnn_layer_t *L, gnn_layer_env_t *env)
         GNN_TRY(mean_matrix(c, be));
         GNN_TRY(gnn_be_gemm(be, 0, 0, nd, F, HF, 1.0f, c->y, HF, c->mean, F, 0.0f, L->z, F));
     }
-    GNN_TRY(gnn_be_bias_add(be, nd, L->fout, L->z, p + c->b_off));
+    GNN_TRY(gnn_layer_bias_out(L, env, nd, L->fout, p + c->b_off));
     return 0;
 fail:
     return rc;

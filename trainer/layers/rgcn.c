@@ -161,7 +161,7 @@ static int rgcn_forward(gnn_layer_t *L, gnn_layer_env_t *env)
     GNN_TRY(gnn_be_aggr_forward(be, t->vg, L->aggr, fout, P, L->z, NULL, 0));
     GNN_TRY(gnn_be_gemm(be, 0, 0, nd, fout, fin, 1.0f, L->d, fin, p + c->ws_off, fout, 1.0f, L->z,
                         fout));
-    GNN_TRY(gnn_be_bias_add(be, nd, fout, L->z, p + c->b_off));
+    GNN_TRY(gnn_layer_bias_out(L, env, nd, fout, p + c->b_off));
 fail:
     return rc;
 }
