@@ -160,7 +160,8 @@ int gnn_be_set_tf32(gnn_backend_t *be, int on)
 {
     if (!be) return GNN_FAIL(GNN_EINVAL, "gnn_be_set_tf32: NULL backend");
     if (be->ops->set_tf32) return be->ops->set_tf32(be, on != 0);
-    if (on) return GNN_FAIL(GNN_EUNSUPPORTED, "TF32 GEMMs: only on a CUDA device (not %s)", be->desc);
+    if (on)
+        return GNN_FAIL(GNN_EUNSUPPORTED, "TF32 GEMMs: only on a CUDA device (not %s)", be->desc);
     return 0;
 }
 
@@ -338,7 +339,8 @@ int gnn_be_bias_act(gnn_backend_t *be, int64_t rows, int64_t cols, float *y, con
     if (be->ops->bias_act) return be->ops->bias_act(be, rows, cols, y, bias, act);
     int rc = be->ops->bias_add(be, rows, cols, y, bias);
     if (rc < 0 || act == GNN_ACT_NONE) return rc;
-    return act == GNN_ACT_RELU ? gnn_be_relu(be, rows * cols, y, y) : gnn_be_elu(be, rows * cols, y, y);
+    return act == GNN_ACT_RELU ? gnn_be_relu(be, rows * cols, y, y)
+                               : gnn_be_elu(be, rows * cols, y, y);
 }
 
 int gnn_be_bias_grad(gnn_backend_t *be, int64_t rows, int64_t cols, const float *dy, float *dbias)

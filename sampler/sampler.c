@@ -296,25 +296,25 @@ static int have_vector_sort(void)
 }
 #endif
 
-/* Sort rows [i0, i1) of indptr / ix (entries in [0, max_id]). */
-static void sort_rows(const gnn_eid_t *indptr, gnn_vid_t *ix, gnn_vid_t i0, gnn_vid_t i1,
-                      gnn_vid_t max_id)
+/* Whether rows of ids in [0, max_id] may take the vector network. */
+static int vector_sort_ok(gnn_vid_t max_id)
 {
-    int vec = have_vector_sort() && max_id <= INT32_MAX;
-    for (gnn_vid_t i = i0; i < i1; i++) {
-        gnn_eid_t n = indptr[i + 1] - indptr[i];
-        if (n < 2) continue;
-        if (vec && n <= VECTOR_SORT_MAX)
-            sort_row16(ix + indptr[i], n);
-        else
-            sort_row(ix + indptr[i], n);
-    }
+    return have_vector_sort() && max_id <= INT32_MAX;
+}
+
+/* Sort the n ids of a; vec: vector_sort_ok of their range. */
+static inline void sort_ids(gnn_vid_t *a, gnn_eid_t n, int vec)
+{
+    if (n < 2) return;
+    if (vec && n <= VECTOR_SORT_MAX)
+        sort_row16(a, n);
+    else
+        sort_row(a, n);
 }
 
 void gnn__sampler_sort_ids(gnn_vid_t *a, gnn_eid_t n, gnn_vid_t max_id)
 {
-    const gnn_eid_t indptr[2] = {0, n};
-    sort_rows(indptr, a, 0, 1, max_id);
+    sort_ids(a, n, vector_sort_ok(max_id));
 }
 
 /* ---- Excluded edges ----------------------------------------------------------- */
@@ -987,12 +987,10 @@ static int sample_hop(const rows_t *rs, int fanout, uint64_t key, int h, frontie
             indices[e] = frontier_get_or_put(f, indices[e]);
         }
     }
-    const gnn_vid_t n_sort = (n_dst + DRAW_CHUNK * 4 - 1) / (DRAW_CHUNK * 4);
-#pragma omp parallel for schedule(dynamic, 1)
-    for (gnn_vid_t ch = 0; ch < n_sort; ch++) {
-        gnn_vid_t i0 = ch * DRAW_CHUNK * 4, i1 = i0 + DRAW_CHUNK * 4;
-        sort_rows(indptr, indices, i0, i1 < n_dst ? i1 : n_dst, f->n_nodes - 1);
-    }
+    const int vec = vector_sort_ok(f->n_nodes - 1);
+#pragma omp parallel for schedule(dynamic, 256)
+    for (gnn_vid_t i = 0; i < n_dst; i++)
+        sort_ids(indices + indptr[i], indptr[i + 1] - indptr[i], vec);
 
     out->n_rows = n_dst;
     out->n_cols = f->n_nodes;
