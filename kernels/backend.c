@@ -497,7 +497,26 @@ int gnn_be_graph_create_src_deg(gnn_backend_t *be, const gnn_csr_t *csr, const i
     gnn_bgraph_t *g = NULL;
     GNN_CHECK(out, GNN_EINVAL, "gnn_be_graph_create: NULL output");
     *out = NULL;
-    GNN_CHECK(be && csr, GNN_EINVAL, "gnn_be_graph_create: NULL argument");
+    GNN_CHECK(be, GNN_EINVAL, "gnn_be_graph_create: NULL argument");
+    GNN_TRY(gnn_be_graph_stage(csr, src_deg, -1, &g));
+    GNN_TRY(gnn_be_graph_place(be, g));
+    *out = g;
+    return 0;
+fail:
+    gnn_be_graph_free(g);
+    return rc;
+}
+
+int gnn_be_graph_stage(const gnn_csr_t *csr, const int64_t *src_deg, int attn_layout,
+                       gnn_bgraph_t **out)
+{
+    int rc = 0;
+    gnn_bgraph_t *g = NULL;
+    GNN_CHECK(out, GNN_EINVAL, "gnn_be_graph_create: NULL output");
+    *out = NULL;
+    GNN_CHECK(csr, GNN_EINVAL, "gnn_be_graph_create: NULL argument");
+    GNN_CHECK(attn_layout >= -1 && attn_layout <= 1, GNN_EINVAL,
+              "gnn_be_graph_stage: attention layout %d (expected -1, 0 or 1)", attn_layout);
     g = gnn_calloc(1, sizeof *g);
     GNN_CHECK(g, GNN_ENOMEM, "prepared graph");
     GNN_TRY(gnn_spmm_graph_create(csr, &g->sg));
@@ -520,13 +539,24 @@ int gnn_be_graph_create_src_deg(gnn_backend_t *be, const gnn_csr_t *csr, const i
         .t_indices = sg->t.indices,
         .t_weights = sg->t.weights,
     };
-    GNN_TRY(be->ops->graph_prepare(be, g));
-    g->be = be;
+    if (attn_layout >= 0) GNN_TRY(gnn_attn_graph_create(g->sg, attn_layout, &g->attn[attn_layout]));
     *out = g;
     return 0;
 fail:
     gnn_be_graph_free(g);
     return rc;
+}
+
+int gnn_be_graph_place(gnn_backend_t *be, gnn_bgraph_t *g)
+{
+    if (!be || !g) return GNN_FAIL(GNN_EINVAL, "gnn_be_graph_place: NULL argument");
+    if (g->be == be) return 0;
+    if (g->be)
+        return GNN_FAIL(GNN_EINVAL, "gnn_be_graph_place: the graph belongs to another backend");
+    int rc = be->ops->graph_prepare(be, g);
+    if (rc < 0) return rc;
+    g->be = be;
+    return 0;
 }
 
 int64_t gnn_bgraph_n_dst(const gnn_bgraph_t *g)
@@ -571,8 +601,8 @@ static int aggr_run(gnn_backend_t *be, const gnn_bgraph_t *g, const gnn_aggr_def
     const char *dir = backward ? "backward" : "forward";
     NEED(be && g && def, "gnn_be_aggr");
     if (g->be != be)
-        return GNN_FAIL(GNN_EINVAL, "aggregator %s %s: graph prepared on another backend",
-                        def->name, dir);
+        return GNN_FAIL(GNN_EINVAL, "aggregator %s %s: graph %s", def->name, dir,
+                        g->be ? "prepared on another backend" : "staged, not placed");
     if (f < 1)
         return GNN_FAIL(GNN_EINVAL, "aggregator %s %s: bad feature width %" PRId64, def->name,
                         dir, f);
@@ -760,7 +790,9 @@ static int attn_prep(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_opts_t *
     if (!op)
         return GNN_FAIL(GNN_EUNSUPPORTED, "%s: graph attention is not available on %s", fn,
                         be->desc);
-    if (g->be != be) return GNN_FAIL(GNN_EINVAL, "%s: the graph belongs to another backend", fn);
+    if (g->be != be)
+        return GNN_FAIL(GNN_EINVAL, "%s: the graph %s", fn,
+                        g->be ? "belongs to another backend" : "is staged, not placed");
     int k = o->self_loop != 0;
     if (!g->attn[k]) {
         int rc = gnn_attn_graph_create(g->sg, k, &g->attn[k]);
@@ -848,7 +880,9 @@ static int score_prep(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_aggr_def_t *
     NEED(be && g && def && o, fn);
     if (!gnn_aggr_is_attention(def))
         return GNN_FAIL(GNN_EINVAL, "%s: %s is not an attention function", fn, def->name);
-    if (g->be != be) return GNN_FAIL(GNN_EINVAL, "%s: the graph belongs to another backend", fn);
+    if (g->be != be)
+        return GNN_FAIL(GNN_EINVAL, "%s: the graph %s", fn,
+                        g->be ? "belongs to another backend" : "is staged, not placed");
     if (o->heads < 1 || o->heads > GNN_ATTN_MAX_HEADS || o->f < 1)
         return GNN_FAIL(GNN_EINVAL, "%s: %" PRId64 " heads of %" PRId64 " features", fn,
                         o->heads, o->f);

@@ -226,6 +226,23 @@ int gnn_be_graph_create(gnn_backend_t *be, const gnn_csr_t *csr, gnn_bgraph_t **
  */
 int gnn_be_graph_create_src_deg(gnn_backend_t *be, const gnn_csr_t *csr, const int64_t *src_deg,
                                 gnn_bgraph_t **out);
+/*
+ * The same in two steps, so that the host's share of the work can run off
+ * the thread that drives the backend (a mini-batch loader's workers):
+ * gnn_be_graph_stage does everything that needs no backend (degrees,
+ * transpose, scale factors, and with attn_layout 0 or 1 the attention slot
+ * layout without or with self loops; -1: none) and may run on any thread,
+ * several at once; gnn_be_graph_place then puts the staged graph on be
+ * (the copies to the device), once: placing it again on be does nothing,
+ * on another backend is GNN_EINVAL. A graph serves operations only once
+ * placed (GNN_EINVAL before: "... staged, not placed"); a staged graph
+ * is freed with gnn_be_graph_free either way. csr is borrowed as by
+ * gnn_be_graph_create on the CPU. Errors as gnn_be_graph_create_src_deg;
+ * GNN_EINVAL for another attn_layout.
+ */
+int gnn_be_graph_stage(const gnn_csr_t *csr, const int64_t *src_deg, int attn_layout,
+                       gnn_bgraph_t **out);
+int gnn_be_graph_place(gnn_backend_t *be, gnn_bgraph_t *g);
 void gnn_be_graph_free(gnn_bgraph_t *g);
 /* Attach a caller's data to g (what a layer kind needs beside the CSR,
  * such as the relations of a typed graph), freed with user_free (when not

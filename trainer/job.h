@@ -66,6 +66,8 @@ typedef struct gnn_job {
     const float *feat_host;           /* features the mini-batch loader gathers from */
     int feat_by_rows;                 /* mini-batches: layer 0 reads the batch's rows of
                                          feat_host by index; the loader gathers none */
+    int feat_on_dev;                  /* mini-batches on a device: each batch's rows are
+                                         gathered from x there; the loader gathers none */
     gnn_bgraph_t *bg;                 /* the whole (local) graph on the backend */
     float *dlogits;                   /* backend, rows of a step x out_dim */
     size_t dlogits_bytes;             /* mini-batches: what it holds (grown per batch) */
@@ -288,8 +290,9 @@ void gnn__write_final(gnn_job_t *j, const gnn_train_result_t *r);
 int gnn__loader_setup(gnn_job_t *j, const gnn_csr_t *graph, const float *feat,
                       const int64_t *feat_row, const int64_t *labels, const int64_t *key_ids,
                       const gnn_sampler_remote_t *remote);
-/* The model's graphs for a batch's blocks: the loader's when it built
- * them (host-memory backend), else made here (*own set: free them with
+/* The model's graphs for a batch's blocks: the loader's when its workers
+ * built them (whole on a host-memory backend, staged on a device and
+ * placed here), else made here (*own set: free them with
  * gnn__batch_graphs_free). */
 int gnn__batch_graphs(gnn_job_t *j, gnn_loader_batch_t *b, gnn_bgraph_t **graphs, int *own);
 void gnn__batch_graphs_free(gnn_job_t *j, gnn_bgraph_t **graphs, int own);

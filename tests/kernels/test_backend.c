@@ -10,7 +10,8 @@
  * the aggregation errors a user can meet (workspace too small, a graph of
  * another backend, a definition without CPU entry points, a failing
  * plug-in entry point with and without a message); allocation failures
- * while preparing a graph. GNN_TEST_SEED replays a seed.
+ * while preparing a graph; a graph staged on another thread and placed
+ * later. GNN_TEST_SEED replays a seed.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,6 +27,7 @@
 #include "kernels/spmm.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -737,6 +739,81 @@ static void test_cpu_as_gpu(void **state)
     gnn_backend_close(be);
 }
 
+/* A graph staged on a thread of its own (no backend), then placed: before
+ * placing, operations refuse it; placed, it aggregates to the bits of a
+ * graph created in one call (gcn with source degrees too); placing it
+ * again is a no-op, on another backend an error; a staged graph is freed
+ * unplaced; a bad attention layout is refused. */
+typedef struct {
+    const gnn_csr_t *a;
+    const int64_t *deg;
+    gnn_bgraph_t *g;
+    int rc;
+} stage_job_t;
+
+static void *stage_thread(void *arg)
+{
+    stage_job_t *j = arg;
+    j->rc = gnn_be_graph_stage(j->a, j->deg, 1, &j->g);
+    return NULL;
+}
+
+static void test_graph_stage_place(void **state)
+{
+    (void)state;
+    gnn_backend_t *be, *be2;
+    gnn_aggr_registry_t *reg;
+    assert_int_equal(gnn_backend_open("cpu-as-gpu", &be), 0);
+    assert_int_equal(gnn_backend_open("cpu", &be2), 0);
+    assert_int_equal(gnn_aggr_registry_create(&reg), 0);
+    uint64_t s = g_seed ^ 0x7374616765;
+    gnn_csr_t a;
+    make_graph(&s, 120, 200, 1500, &a);
+    const int64_t f = 9, nd = a.n_rows, ns = a.n_cols;
+    int64_t *deg = malloc((size_t)ns * sizeof *deg);
+    assert_non_null(deg);
+    for (int64_t u = 0; u < ns; u++) deg[u] = (int64_t)(tu_rng_next(&s) % 50);
+    stage_job_t job = {.a = &a, .deg = deg};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, stage_thread, &job), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_int_equal(job.rc, 0);
+    gnn_bgraph_t *ref;
+    assert_int_equal(gnn_be_graph_create_src_deg(be, &a, deg, &ref), 0);
+    const gnn_aggr_def_t *def;
+    assert_int_equal(gnn_aggr_registry_find(reg, "gcn", &def), 0);
+    float *x = rand_floats(&s, ns * f), *y = malloc((size_t)(nd * f) * sizeof *y);
+    float *yr = malloc((size_t)(nd * f) * sizeof *yr);
+    assert_true(y && yr);
+    float *dx = up(be, x, (size_t)(ns * f) * sizeof(float)), *dy = NULL;
+    assert_int_equal(gnn_be_alloc(be, (size_t)(nd * f) * sizeof(float), (void **)&dy), 0);
+    expect_error(gnn_be_aggr_forward(be, job.g, def, f, dx, dy, NULL, 0), GNN_EINVAL,
+                 "aggregator gcn forward: graph staged, not placed");
+    assert_int_equal(gnn_be_graph_place(be, job.g), 0);
+    assert_int_equal(gnn_be_graph_place(be, job.g), 0); /* again: nothing to do */
+    expect_error(gnn_be_graph_place(be2, job.g), GNN_EINVAL, "belongs to another backend");
+    assert_int_equal(gnn_be_aggr_forward(be, job.g, def, f, dx, dy, NULL, 0), 0);
+    assert_int_equal(gnn_be_download(be, y, dy, (size_t)(nd * f) * sizeof(float)), 0);
+    assert_int_equal(gnn_be_aggr_forward(be, ref, def, f, dx, dy, NULL, 0), 0);
+    assert_int_equal(gnn_be_download(be, yr, dy, (size_t)(nd * f) * sizeof(float)), 0);
+    expect_same(y, yr, (size_t)(nd * f) * sizeof(float), "staged then placed gcn");
+    assert_int_equal(gnn_be_attn_slots(job.g, 1), a.nnz + nd);
+    /* Unplaced graphs are freed as they are; a bad layout is refused. */
+    gnn_bgraph_t *loose = NULL;
+    assert_int_equal(gnn_be_graph_stage(&a, NULL, 0, &loose), 0);
+    gnn_be_graph_free(loose);
+    expect_error(gnn_be_graph_stage(&a, NULL, 2, &loose), GNN_EINVAL, "attention layout 2");
+    assert_null(loose);
+    gnn_be_free(be, dx), gnn_be_free(be, dy);
+    free(x), free(y), free(yr), free(deg);
+    gnn_be_graph_free(job.g);
+    gnn_be_graph_free(ref);
+    gnn_csr_free(&a);
+    gnn_aggr_registry_free(reg);
+    gnn_backend_close(be2);
+    gnn_backend_close(be);
+}
+
 /* ---- SpMM implementation ---------------------------------------------------- */
 
 static void test_spmm_impl(void **state)
@@ -827,6 +904,7 @@ int main(void)
         cmocka_unit_test(test_builtins_match_spmm),
         cmocka_unit_test(test_aggr_errors),
         cmocka_unit_test(test_graph_alloc_failure),
+        cmocka_unit_test(test_graph_stage_place),
         cmocka_unit_test(test_spmm_impl),
         cmocka_unit_test(test_cpu_as_gpu),
     };

@@ -25,7 +25,10 @@
  *              --epochs 0 reports null accuracies.
  *              Mini-batch mode: the same batches, losses and checkpoints
  *              for every --sampler-threads and --prefetch (0 included);
- *              the per-epoch counters of the log; evaluation independent
+ *              the per-epoch counters of the log; on cpu-as-gpu the
+ *              batch's rows gathered on the device and the blocks staged
+ *              by the sampler threads, bit for bit the CPU's losses for
+ *              sage, gcn and gat; evaluation independent
  *              of --eval-batch-size; resume with other fanouts refused;
  *              bad mini-batch options rejected.
  *              Learnable input rows (--embed-dim) on a featureless SBM
@@ -753,6 +756,56 @@ static void test_minibatch_same_for_any_loader(void **state)
         free(text);
     }
     for (int c = 0; c < 3; c++) free(ck[c]);
+}
+
+/* Mini-batches on a device (cpu-as-gpu: every array in device buffers):
+ * the batch's input rows are gathered on the device from its copy of the
+ * features (the log says so), the sampler threads stage the blocks' graphs
+ * and the training thread places them; the losses and the checkpoint are
+ * those of the CPU,
+ * bit for bit, for sage, gcn (no dropout: the CPU reads the rows in
+ * place) and gat. */
+static void test_minibatch_device_path(void **state)
+{
+    (void)state;
+    static const char *const models[3] = {"sage", "gcn", "gat"};
+    static const char *const drop[3] = {"0.3", "0", "0.3"};
+    static const char *const host_rows[3] = {"loader", "rows", "loader"};
+    for (int m = 0; m < 3; m++) {
+        double loss[2][8];
+        char *ck[2], *line[2];
+        for (int d = 0; d < 2; d++) {
+            char name[32], lname[32];
+            snprintf(name, sizeof name, "mbdev-%d.h5", d);
+            snprintf(lname, sizeof lname, "mbdev-%d.json", d);
+            ck[d] = strdup(tu_path(name));
+            const char *log = tu_path(lname);
+            unlink(ck[d]);
+            TRAIN_OK("--data", (char *)g_sbm, "--model", (char *)models[m], "--mode",
+                     "minibatch", "--epochs", "3", "--batch-size", "64", "--fanouts", "6,4", "--dropout", (char *)drop[m],
+                     "--hidden", "16", "--heads", "2", "--sampler-threads", "1", "--prefetch", "2",
+                     "--threads", "2", "--device", d ? "cpu-as-gpu" : "cpu", "--checkpoint",
+                     ck[d], "--log-json", (char *)log, "-q");
+            assert_int_equal(log_losses(log, loss[d], 8), 3);
+            char *text = tu_read_file(log);
+            line[d] = text;
+            *strchr(text, '\n') = '\0';
+        }
+        print_message("%s: epoch 3 loss %.9g on cpu, %.9g on cpu-as-gpu\n", models[m],
+                      loss[0][2], loss[1][2]);
+        assert_memory_equal(loss[0], loss[1], 3 * sizeof(double));
+        assert_checkpoints_equal(ck[0], ck[1]);
+        char want[64];
+        snprintf(want, sizeof want, "\"batch_features\": \"%s\"", host_rows[m]);
+        if (!strstr(line[0], want)) fail_msg("cpu %s: no %s in %s", models[m], want, line[0]);
+        if (!strstr(line[1], "\"batch_features\": \"device\""))
+            fail_msg("cpu-as-gpu %s: features not gathered on the device: %s", models[m], line[1]);
+        for (int d = 0; d < 2; d++) {
+            unlink(ck[d]);
+            free(ck[d]);
+            free(line[d]);
+        }
+    }
 }
 
 /* --prefetch auto (the default) prepares batches ahead only where the
@@ -2717,6 +2770,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_checkpoint_refusals),
         cmocka_unit_test(test_minibatch_same_for_any_loader),
         cmocka_unit_test(test_prefetch_auto),
+        cmocka_unit_test(test_minibatch_device_path),
         cmocka_unit_test(test_minibatch_sparse_features),
         cmocka_unit_test(test_minibatch_eval_batches),
         cmocka_unit_test(test_minibatch_bad_options),

@@ -56,13 +56,22 @@ static int block_graph(gnn_job_t *j, const gnn_block_t *b, const int64_t *src_de
     return rc;
 }
 
-/* On a host-memory backend the workers also build each block's
- * aggregation graph, off the training thread. */
+/* The workers also build each block's aggregation graph, off the training
+ * thread: whole on a host-memory backend; on a device its host share
+ * (transpose, scales, attention slots: gnn_be_graph_stage), which the
+ * training thread then places (gnn__batch_graphs). A typed graph on a
+ * device is built on the training thread. */
 static int prepare_graphs(void *ctx, gnn_loader_batch_t *b)
 {
     gnn_job_t *j = ctx;
+    int host = gnn_be_host_memory(j->be);
+    if (!host && j->kind->typed) return 0;
+    /* An attention layer reads the slots with self loops (GAT's). */
+    int attn = j->kind->attention ? 1 : -1;
     for (int l = 0; l < b->mb.layers; l++) {
-        int rc = block_graph(j, &b->mb.blocks[l], NULL, (gnn_bgraph_t **)&b->user[l]);
+        gnn_bgraph_t **g = (gnn_bgraph_t **)&b->user[l];
+        int rc = host ? block_graph(j, &b->mb.blocks[l], NULL, g)
+                      : gnn_be_graph_stage(&b->mb.blocks[l].csr, NULL, attn, g);
         if (rc < 0) return rc;
     }
     return 0;
@@ -89,7 +98,6 @@ int gnn__loader_setup(gnn_job_t *j, const gnn_csr_t *graph, const float *feat,
     rc = gnn__buf_upload(j->be, iota, (size_t)o->batch_size * sizeof *iota, (void **)&j->iota);
     gnn_free(iota);
     if (rc < 0) goto fail;
-    int host = gnn_be_host_memory(j->be);
     const int prefetch = gnn__opts_prefetch(o);
     gnn_loader_opts_t lo = {
         .graph = graph,
@@ -106,8 +114,8 @@ int gnn__loader_setup(gnn_job_t *j, const gnn_csr_t *graph, const float *feat,
         .threads = prefetch > 0 && !remote ? o->sampler_threads : 0,
         .prefetch = prefetch > 0 ? prefetch : 1,
         .edge_seeds = j->task->edge_seeds,
-        .prepare = host ? prepare_graphs : NULL,
-        .unprepare = host ? release_graphs : NULL,
+        .prepare = prepare_graphs,
+        .unprepare = release_graphs,
         .ctx = j,
     };
     GNN_TRY(gnn_loader_create(&lo, &j->ld));
@@ -118,11 +126,14 @@ fail:
 
 int gnn__batch_graphs(gnn_job_t *j, gnn_loader_batch_t *b, gnn_bgraph_t **graphs, int *own)
 {
-    *own = !gnn_be_host_memory(j->be);
+    /* Graphs the worker made (placed or staged) stay the batch's. */
+    *own = b->user[0] == NULL;
     for (int l = 0; l < j->o->layers; l++) {
         graphs[l] = NULL;
         if (!*own) {
             graphs[l] = b->user[l];
+            int rc = gnn_be_graph_place(j->be, graphs[l]);
+            if (rc < 0) return rc;
             continue;
         }
         int rc = block_graph(j, &b->mb.blocks[l], NULL, &graphs[l]);
@@ -198,9 +209,14 @@ static int mb_setup(gnn_job_t *j)
     if (j->kind->typed) /* typed draws read each relation's entries as one run */
         GNN_TRY(gnn_typed_group_rows(&j->g.csr, j->g.etype));
     j->feat_by_rows = mb_feat_by_rows(j);
+    /* On a device the whole feature table is there already (layer-wise
+     * inference reads it): a batch's rows are gathered there, and only its
+     * node ids cross the bus. */
+    j->feat_on_dev = !gnn_be_host_memory(j->be) && !j->xs.indptr && j->g.feat_dim > 0;
     GNN_TRY(gnn__loader_setup(j, &j->g.csr,
-                              j->feat_by_rows || j->xs.indptr ? NULL : j->feat_host, NULL,
-                              j->task->seed_targets(j), NULL, NULL));
+                              j->feat_by_rows || j->feat_on_dev || j->xs.indptr ? NULL
+                                                                                : j->feat_host,
+                              NULL, j->task->seed_targets(j), NULL, NULL));
     GNN_INFO("mini-batches of %" PRId64 " %s, fanouts %s, %d sampler thread%s, prefetch %d%s, "
              "%d OpenMP thread%s",
              o->batch_size, j->task->edge_seeds ? "training edges" : "seeds", j->fanouts,
@@ -232,11 +248,10 @@ static int train_batch(gnn_job_t *j, gnn_loader_batch_t *b, double *loss)
         return gnn__adam_step(j);
     }
     GNN_TRY(gnn__batch_graphs(j, b, graphs, &own));
-    if (own) { /* the batch's host arrays onto the device */
+    if (!gnn_be_host_memory(be)) { /* the batch's host arrays onto the device */
         size_t xbytes = (size_t)mb->n_input * (size_t)F * sizeof(float);
         size_t ibytes = (size_t)mb->n_input * sizeof(int64_t);
         GNN_TRY(gnn__buf_ensure(be, (void **)&j->xb, &j->xb_bytes, xbytes));
-        if (F > 0 && b->x) GNN_TRY(gnn_be_upload(be, j->xb, b->x, xbytes));
         if (b->y) {
             GNN_TRY(gnn__buf_ensure(be, (void **)&j->yb, &j->yb_bytes, (size_t)ns * sizeof(int64_t)));
             GNN_TRY(gnn_be_upload(be, j->yb, b->y, (size_t)ns * sizeof(int64_t)));
@@ -244,6 +259,10 @@ static int train_batch(gnn_job_t *j, gnn_loader_batch_t *b, double *loss)
         }
         GNN_TRY(gnn__buf_ensure(be, (void **)&j->nb, &j->nb_bytes, ibytes));
         GNN_TRY(gnn_be_upload(be, j->nb, mb->nodes, ibytes));
+        if (j->feat_on_dev)
+            GNN_TRY(gnn_be_gather_rows(be, mb->n_input, F, j->x, j->g.csr.n_rows, j->nb, j->xb));
+        else if (F > 0 && b->x)
+            GNN_TRY(gnn_be_upload(be, j->xb, b->x, xbytes));
         x = j->xb;
         ids = j->nb;
     }
@@ -406,7 +425,16 @@ fail:
     return rc;
 }
 
-static void mb_log(const gnn_job_t *j, FILE *f) { gnn__log_loader(j, f); }
+static void mb_log(const gnn_job_t *j, FILE *f)
+{
+    gnn__log_loader(j, f);
+    /* Where each batch's input rows came from. */
+    fprintf(f, ", \"batch_features\": \"%s\"",
+            j->xs.indptr       ? "sparse"
+            : j->feat_by_rows ? "rows"
+            : j->feat_on_dev  ? "device"
+                              : "loader");
+}
 
 const gnn_mode_t gnn_mode_minibatch = {
     .name = "minibatch",
