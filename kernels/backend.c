@@ -359,6 +359,27 @@ int gnn_be_relu(gnn_backend_t *be, int64_t n, const float *x, float *y)
     return be->ops->relu(be, n, x, y);
 }
 
+int gnn_be_bias_act_drop(gnn_backend_t *be, int64_t rows, int64_t cols, float *y,
+                         const float *bias, int act, float p, uint64_t seed, uint64_t offset,
+                         const int64_t *row_id)
+{
+    NEED(be, "gnn_be_bias_act_drop");
+    BUF(y, "gnn_be_bias_act_drop");
+    BUF(bias, "gnn_be_bias_act_drop");
+    if (row_id) BUF(row_id, "gnn_be_bias_act_drop");
+    return be->ops->bias_act_drop(be, rows, cols, y, bias, act, p, seed, offset, row_id);
+}
+
+int gnn_be_relu_drop_backward(gnn_backend_t *be, int64_t n, float p, const float *y,
+                              const float *dy, float *dx)
+{
+    NEED(be, "gnn_be_relu_drop_backward");
+    BUF(y, "gnn_be_relu_drop_backward");
+    BUF(dy, "gnn_be_relu_drop_backward");
+    BUF(dx, "gnn_be_relu_drop_backward");
+    return be->ops->relu_drop_backward(be, n, p, y, dy, dx);
+}
+
 int gnn_be_relu_backward(gnn_backend_t *be, int64_t n, const float *xy, const float *dy, float *dx)
 {
     NEED(be, "gnn_be_relu_backward");

@@ -176,6 +176,15 @@ int gnn_be_bias_add(gnn_backend_t *be, int64_t rows, int64_t cols, float *y, con
  * gnn_be_relu or gnn_be_elu. */
 int gnn_be_bias_act(gnn_backend_t *be, int64_t rows, int64_t cols, float *y, const float *bias,
                     int act);
+/* gnn_bias_act_drop and gnn_relu_drop_backward (kernels/dense.h): a
+ * layer's bias and activation with the next layer's input dropout in one
+ * pass, and the gradient back through both in one pass with no mask;
+ * row_id a backend int64 array or NULL. */
+int gnn_be_bias_act_drop(gnn_backend_t *be, int64_t rows, int64_t cols, float *y,
+                         const float *bias, int act, float p, uint64_t seed, uint64_t offset,
+                         const int64_t *row_id);
+int gnn_be_relu_drop_backward(gnn_backend_t *be, int64_t n, float p, const float *y,
+                              const float *dy, float *dx);
 int gnn_be_bias_grad(gnn_backend_t *be, int64_t rows, int64_t cols, const float *dy, float *dbias);
 int gnn_be_relu(gnn_backend_t *be, int64_t n, const float *x, float *y);
 int gnn_be_relu_backward(gnn_backend_t *be, int64_t n, const float *xy, const float *dy, float *dx);

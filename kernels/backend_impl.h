@@ -102,6 +102,11 @@ typedef struct {
     /* NULL: bias_add, then relu or elu (gnn_be_bias_act) */
     int (*bias_act)(gnn_backend_t *be, int64_t rows, int64_t cols, float *y, const float *bias,
                     int act);
+    int (*bias_act_drop)(gnn_backend_t *be, int64_t rows, int64_t cols, float *y,
+                         const float *bias, int act, float p, uint64_t seed, uint64_t offset,
+                         const int64_t *row_id);
+    int (*relu_drop_backward)(gnn_backend_t *be, int64_t n, float p, const float *y,
+                              const float *dy, float *dx);
 } gnn_backend_ops_t;
 
 struct gnn_backend {

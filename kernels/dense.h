@@ -124,6 +124,28 @@ int gnn_dropout_backward(int64_t n, float p, uint64_t seed, uint64_t offset, con
                          float *dx);
 
 /*
+ * The bias, the activation and the next layer's input dropout in one pass:
+ * y = dropout(act(y + bias)), the same bits as gnn_bias_act followed by
+ * gnn_dropout(rows * cols, p, seed, offset) (row_id NULL) or by
+ * gnn_dropout_rows(rows, cols, row_id, p, seed, offset) (element (r, c)
+ * takes counter offset + row_id[r] * cols + c, mod 2^64). p in [0, 1);
+ * p == 0 is gnn_bias_act. GNN_EINVAL for a bad shape, act or p.
+ */
+int gnn_bias_act_drop(int64_t rows, int64_t cols, float *y, const float *bias, int act, float p,
+                      uint64_t seed, uint64_t offset, const int64_t *row_id);
+
+/*
+ * The gradient through an input dropout of drop probability p and the
+ * ReLU below it, read from the dropped output y: dx[i] = dy[i] * scale
+ * where y[i] > 0, else 0 (scale as gnn_dropout's). The same bits as
+ * gnn_dropout_backward (or gnn_dropout_rows) of dy and then
+ * gnn_relu_backward with y: an element y holds above 0 was kept, and
+ * every other one has gradient 0 either way; so it needs no mask, no seed
+ * and no counters. dx == dy allowed.
+ */
+int gnn_relu_drop_backward(int64_t n, float p, const float *y, const float *dy, float *dx);
+
+/*
  * Dropout of a rows x f matrix whose row r stands for row row_id[r] of a
  * larger one: element (r, j) takes counter offset + row_id[r] * f + j, so
  * it gets the mask gnn_dropout gives that element of the larger matrix

@@ -111,6 +111,9 @@ struct gnn_layer {
                               (gnn_model_set_input_rows; NULL: rows in order) */
     int act_done;         /* the forward applied the activation after its
                              bias (gnn_layer_bias_out): the model does not */
+    int drop_done;        /* ... and the next layer's input dropout
+                             (env->out_drop_p): Z holds that layer's D */
+    uint64_t drop_off_next; /* ... from this offset of the model's stream */
 };
 
 /*
@@ -164,6 +167,13 @@ struct gnn_layer_env {
      * GNN_ACT_NONE after the last): a layer whose forward ends with its
      * bias adds both in one pass (gnn_layer_bias_out). */
     int out_act;
+    /* When out_drop_p > 0, that pass also applies the next layer's input
+     * dropout (drop probability out_drop_p, the model's key, counters from
+     * out_drop_off, by out_drop_ids when set): the model asks for it where
+     * the next layer would drop Z in place. */
+    float out_drop_p;
+    uint64_t out_drop_seed, out_drop_off;
+    const int64_t *out_drop_ids;
 };
 
 struct gnn_layer_kind {
@@ -261,14 +271,23 @@ const gnn_layer_kind_t *gnn_layer_kind_at(int i);
 int gnn_layer_ensure(gnn_backend_t *be, void **buf, size_t *have, size_t bytes);
 
 /* The end of a forward: Z (nd x fout) += b and the activation the model
- * applies after the layer (env->out_act), in one pass over Z; marks it
- * done (L->act_done) so that the model leaves Z as it is. The same values
- * as the bias, then the model's activation. */
+ * applies after the layer (env->out_act), and the next layer's input
+ * dropout where the model asks for it (env->out_drop_p), in one pass over
+ * Z; marks them done (L->act_done, L->drop_done) so that the model leaves
+ * Z as it is. The same values as the bias, then the model's activation,
+ * then its dropout. */
 static inline int gnn_layer_bias_out(gnn_layer_t *L, gnn_layer_env_t *env, int64_t nd,
                                      int64_t fout, const float *b)
 {
-    int rc = gnn_be_bias_act(env->be, nd, fout, L->z, b, env->out_act);
-    if (rc == 0) L->act_done = env->out_act != GNN_ACT_NONE;
+    int rc = env->out_drop_p > 0.0f
+                 ? gnn_be_bias_act_drop(env->be, nd, fout, L->z, b, env->out_act,
+                                        env->out_drop_p, env->out_drop_seed, env->out_drop_off,
+                                        env->out_drop_ids)
+                 : gnn_be_bias_act(env->be, nd, fout, L->z, b, env->out_act);
+    if (rc == 0) {
+        L->act_done = env->out_act != GNN_ACT_NONE;
+        L->drop_done = env->out_drop_p > 0.0f;
+    }
     return rc;
 }
 

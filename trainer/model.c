@@ -344,6 +344,12 @@ static int input_grad(gnn_layer_env_t *env, gnn_layer_t *L, int64_t r0, int64_t 
 {
     gnn_model_t *m = env->model;
     int64_t fin = L->fin;
+    if (L->dropped && !L->drop_rows && L->d == L->in && L->index > 0 &&
+        m->layer[L->index - 1].kind->act == GNN_LAYER_ACT_RELU)
+        /* D in place over a ReLU's output: both backwards in one pass,
+         * with no mask (gnn_relu_drop_backward) */
+        return gnn_be_relu_drop_backward(m->be, nr * fin, m->cfg.dropout, L->in + r0 * fin, g,
+                                         dst);
     if (L->dropped) {
         int rc = drop(m, r0, nr, fin, L->drop_off, g, g, 1);
         if (rc < 0) return rc;
@@ -469,7 +475,12 @@ static int layer_forward(gnn_model_t *m, int l, gnn_bgraph_t *g, const float *in
             float *dst = (float *)in;
             int in_place = l > 0 && m->layer[l - 1].kind->act == GNN_LAYER_ACT_RELU;
             L->drop_off = m->drop_offset;
-            if (!in_place && L->kind->drops_rows) {
+            if (l > 0 && m->layer[l - 1].drop_done) {
+                /* the layer below dropped its output in its bias pass */
+                if (m->layer[l - 1].z != in || m->layer[l - 1].drop_off_next != m->drop_offset)
+                    return GNN_FAIL(GNN_EINVAL, "model: layer %d's input was dropped for "
+                                                "another input", l);
+            } else if (!in_place && L->kind->drops_rows) {
                 L->drop_rows = 1;
             } else {
                 if (!in_place) GNN_TRY(L->kind->drop_target(L, &env, &dst));
@@ -489,7 +500,22 @@ static int layer_forward(gnn_model_t *m, int l, gnn_bgraph_t *g, const float *in
                   : L->kind->act == GNN_LAYER_ACT_ELU ? GNN_ACT_ELU
                                                       : GNN_ACT_RELU;
     L->act_done = 0;
+    L->drop_done = 0;
+    /* And the next layer's input dropout, where that layer would drop Z in
+     * place (over a ReLU) on this process alone (no halo rows to come)
+     * and this forward draws no keys before its bias (which would move
+     * the counters). */
+    if (training && m->cfg.dropout > 0.0f && !L->last && !m->halo.forward &&
+        L->kind->act == GNN_LAYER_ACT_RELU && !(L->kind->dropout_keys && L->attn_dropout > 0.0f)) {
+        env.out_drop_p = m->cfg.dropout;
+        env.out_drop_seed = m->drop_seed;
+        env.out_drop_off = m->drop_offset;
+        env.out_drop_ids = m->row_ids;
+        L->drop_off_next = m->drop_offset;
+    }
     GNN_TRY(L->kind->forward(L, &env));
+    if (L->drop_done && m->drop_offset != L->drop_off_next)
+        return GNN_FAIL(GNN_EINVAL, "model: layer %d drew keys before its bias", l);
     if (!L->last && !L->act_done && L->kind->act == GNN_LAYER_ACT_ELU)
         GNN_TRY(gnn_be_elu(m->be, nd * fout, L->z, L->z));
     else if (!L->last && !L->act_done)

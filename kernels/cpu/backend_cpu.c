@@ -173,6 +173,21 @@ static int cpu_bias_act(gnn_backend_t *be, int64_t rows, int64_t cols, float *y,
     return gnn_bias_act(rows, cols, y, bias, act);
 }
 
+static int cpu_bias_act_drop(gnn_backend_t *be, int64_t rows, int64_t cols, float *y,
+                             const float *bias, int act, float p, uint64_t seed, uint64_t offset,
+                             const int64_t *row_id)
+{
+    (void)be;
+    return gnn_bias_act_drop(rows, cols, y, bias, act, p, seed, offset, row_id);
+}
+
+static int cpu_relu_drop_backward(gnn_backend_t *be, int64_t n, float p, const float *y,
+                                  const float *dy, float *dx)
+{
+    (void)be;
+    return gnn_relu_drop_backward(n, p, y, dy, dx);
+}
+
 static int cpu_relu(gnn_backend_t *be, int64_t n, const float *x, float *y)
 {
     (void)be;
@@ -433,6 +448,8 @@ static const gnn_backend_ops_t cpu_ops = {
     .gemm_rows = cpu_gemm_rows,
     .gemm_pair = cpu_gemm_pair,
     .bias_act = cpu_bias_act,
+    .bias_act_drop = cpu_bias_act_drop,
+    .relu_drop_backward = cpu_relu_drop_backward,
 };
 
 int gnn__backend_cpu_init(gnn_backend_t *be, int as_gpu)

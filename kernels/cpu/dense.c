@@ -143,29 +143,40 @@ fail:
     return rc;
 }
 
+/* One row of gnn_bias_act. */
+static inline void bias_act_row(float *row, const float *bias, int64_t cols, int act)
+{
+    if (act == GNN_ACT_RELU) {
+#pragma omp simd
+        for (int64_t c = 0; c < cols; c++) {
+            const float v = row[c] + bias[c];
+            row[c] = v < 0.0f ? 0.0f : v; /* as gnn_relu */
+        }
+    } else if (act == GNN_ACT_ELU) {
+        for (int64_t c = 0; c < cols; c++) {
+            const float v = row[c] + bias[c];
+            row[c] = v > 0.0f ? v : expm1f(v);
+        }
+    } else {
+#pragma omp simd
+        for (int64_t c = 0; c < cols; c++) row[c] += bias[c];
+    }
+}
+
+static int check_act(const char *fn, int act)
+{
+    if (act == GNN_ACT_NONE || act == GNN_ACT_RELU || act == GNN_ACT_ELU) return 0;
+    return GNN_FAIL(GNN_EINVAL, "%s: activation %d (0 none, 1 relu, 2 elu)", fn, act);
+}
+
 int gnn_bias_act(int64_t rows, int64_t cols, float *y, const float *bias, int act)
 {
     int rc = 0;
     GNN_TRY(gnn__dense_check_shape("gnn_bias_act", rows, cols));
-    GNN_CHECK(act == GNN_ACT_NONE || act == GNN_ACT_RELU || act == GNN_ACT_ELU, GNN_EINVAL,
-              "gnn_bias_act: activation %d (0 none, 1 relu, 2 elu)", act);
+    GNN_TRY(check_act("gnn_bias_act", act));
     if (act == GNN_ACT_NONE) return gnn_bias_add(rows, cols, y, bias);
 #pragma omp parallel for schedule(static) if (rows * cols >= PAR_MIN)
-    for (int64_t r = 0; r < rows; r++) {
-        float *row = y + r * cols;
-        if (act == GNN_ACT_RELU) {
-#pragma omp simd
-            for (int64_t c = 0; c < cols; c++) {
-                const float v = row[c] + bias[c];
-                row[c] = v < 0.0f ? 0.0f : v; /* as gnn_relu */
-            }
-        } else {
-            for (int64_t c = 0; c < cols; c++) {
-                const float v = row[c] + bias[c];
-                row[c] = v > 0.0f ? v : expm1f(v);
-            }
-        }
-    }
+    for (int64_t r = 0; r < rows; r++) bias_act_row(y + r * cols, bias, cols, act);
     return 0;
 fail:
     return rc;
@@ -559,6 +570,62 @@ int gnn_dropout_rows(int64_t rows, int64_t f, const int64_t *row_id, float p, ui
         int64_t n = (e - r) * f;
         uint64_t off = offset + (uint64_t)row_id[r] * (uint64_t)f;
         dropout_batches(n, p, scale, seed, off, x + r * f, y + r * f, 0, dropout_nbatches(n, off));
+    }
+    return 0;
+fail:
+    return rc;
+}
+
+/* Elements a block of gnn_bias_act_drop holds at most: the block is
+ * finished (bias, activation, dropout) while it sits in the L1/L2 cache. */
+#define FUSED_BLOCK 8192
+
+int gnn_bias_act_drop(int64_t rows, int64_t cols, float *y, const float *bias, int act, float p,
+                      uint64_t seed, uint64_t offset, const int64_t *row_id)
+{
+    int rc = 0;
+    GNN_TRY(gnn__dense_check_shape("gnn_bias_act_drop", rows, cols));
+    GNN_TRY(check_act("gnn_bias_act_drop", act));
+    GNN_TRY(gnn__dense_check_drop_p("gnn_bias_act_drop", p));
+    if (p == 0.0f) return gnn_bias_act(rows, cols, y, bias, act);
+    if (rows == 0 || cols == 0) return 0;
+    const float scale = dropout_scale(p);
+    const int64_t br = cols >= FUSED_BLOCK ? 1 : FUSED_BLOCK / cols;
+    const int64_t nblk = (rows + br - 1) / br;
+#pragma omp parallel for schedule(static) if (rows * cols >= PAR_MIN)
+    for (int64_t k = 0; k < nblk; k++) {
+        const int64_t r0 = k * br, r1 = r0 + br < rows ? r0 + br : rows;
+        for (int64_t r = r0; r < r1; r++) bias_act_row(y + r * cols, bias, cols, act);
+        /* Then the mask over runs of rows with consecutive counters. */
+        for (int64_t r = r0; r < r1;) {
+            int64_t e = r + 1;
+            if (row_id)
+                while (e < r1 && row_id[e] == row_id[e - 1] + 1) e++;
+            else
+                e = r1;
+            const int64_t n = (e - r) * cols;
+            const uint64_t off =
+                offset + (uint64_t)(row_id ? row_id[r] : r) * (uint64_t)cols;
+            dropout_batches(n, p, scale, seed, off, y + r * cols, y + r * cols, 0,
+                            dropout_nbatches(n, off));
+            r = e;
+        }
+    }
+    return 0;
+fail:
+    return rc;
+}
+
+int gnn_relu_drop_backward(int64_t n, float p, const float *y, const float *dy, float *dx)
+{
+    int rc = 0;
+    GNN_TRY(gnn__dense_check_count("gnn_relu_drop_backward", n));
+    GNN_TRY(gnn__dense_check_drop_p("gnn_relu_drop_backward", p));
+    const float scale = p == 0.0f ? 1.0f : dropout_scale(p);
+#pragma omp parallel for simd schedule(static) if (n >= PAR_MIN)
+    for (int64_t i = 0; i < n; i++) {
+        const float g = dy[i]; /* loaded unconditionally: the select vectorises */
+        dx[i] = (y[i] > 0.0f ? g : 0.0f) * scale; /* 0 * scale is 0 */
     }
     return 0;
 fail:

@@ -389,6 +389,8 @@ static const gnn_backend_ops_t cuda_ops = {
     /* .gemm_pair = */ NULL, /* two cuBLAS products */
     /* .set_tf32 = */ cu_set_tf32,
     /* .bias_act = */ gnn__cuda_bias_act,
+    /* .bias_act_drop = */ gnn__cuda_bias_act_drop,
+    /* .relu_drop_backward = */ gnn__cuda_relu_drop_backward,
 };
 
 /* Handles and stream of cb on its device; on failure the caller closes. */

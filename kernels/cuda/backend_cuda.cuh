@@ -70,6 +70,11 @@ int gnn__cuda_bias_grad(gnn_backend_t *be, int64_t rows, int64_t cols, const flo
                         float *dbias);
 int gnn__cuda_bias_act(gnn_backend_t *be, int64_t rows, int64_t cols, float *y, const float *bias,
                        int act);
+int gnn__cuda_bias_act_drop(gnn_backend_t *be, int64_t rows, int64_t cols, float *y,
+                            const float *bias, int act, float p, uint64_t seed, uint64_t offset,
+                            const int64_t *row_id);
+int gnn__cuda_relu_drop_backward(gnn_backend_t *be, int64_t n, float p, const float *y,
+                                 const float *dy, float *dx);
 int gnn__cuda_relu(gnn_backend_t *be, int64_t n, const float *x, float *y);
 int gnn__cuda_relu_backward(gnn_backend_t *be, int64_t n, const float *xy, const float *dy,
                             float *dx);

@@ -282,6 +282,79 @@ int gnn__cuda_dropout_backward(gnn_backend_t *be, int64_t n, float p, uint64_t s
     return dropout_run(be, "gnn_dropout_backward", n, p, seed, offset, dy, dx);
 }
 
+/*
+ * y = dropout(act(y + bias)): thread t takes elements c0 .. c0 + 3 of a
+ * row (c0 = 4 (t mod ceil(cols / 4))), whose counters base .. base + 3
+ * (base = offset + id * cols + c0, id = row_id[r] or r) lie in one or two
+ * Philox blocks: one call where base is a multiple of 4 (a width and an
+ * offset that are), two otherwise. The values of k_bias_act then k_dropout
+ * (or k_dropout_rows), bit for bit.
+ */
+__global__ void k_bias_act_drop(int64_t rows, int64_t cols, float *y, const float *bias, int act,
+                                float p, float scale, uint64_t seed, uint64_t offset,
+                                const int64_t *row_id)
+{
+    const int64_t q = (cols + 3) / 4, n = rows * q;
+    for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < n;
+         t += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t r = t / q, c0 = (t - r * q) * 4;
+        const uint64_t id = row_id ? (uint64_t)row_id[r] : (uint64_t)r;
+        const uint64_t base = offset + id * (uint64_t)cols + (uint64_t)c0, b = base >> 2;
+        uint32_t w[8];
+        gnn_rng_block(seed, b, w);
+        if (base & 3u) gnn_rng_block(seed, (b + 1u) & (UINT64_MAX >> 2), w + 4);
+#pragma unroll
+        for (int l = 0; l < 4; l++) {
+            const int64_t c = c0 + l;
+            if (c >= cols) break;
+            const uint64_t lane = (base + (uint64_t)l) - (b << 2); /* 0 .. 6 */
+            float v = y[r * cols + c] + bias[c];
+            v = act == GNN_ACT_RELU ? (v < 0.0f ? 0.0f : v)
+                : act == GNN_ACT_ELU ? (v > 0.0f ? v : expm1f(v))
+                                     : v;
+            y[r * cols + c] = gnn_rng_u01(w[lane]) < p ? 0.0f : v * scale;
+        }
+    }
+}
+
+int gnn__cuda_bias_act_drop(gnn_backend_t *be, int64_t rows, int64_t cols, float *y,
+                            const float *bias, int act, float p, uint64_t seed, uint64_t offset,
+                            const int64_t *row_id)
+{
+    GNN_TRY_RET(gnn__dense_check_shape("gnn_bias_act_drop", rows, cols));
+    GNN_CHECK_RET(act == GNN_ACT_NONE || act == GNN_ACT_RELU || act == GNN_ACT_ELU, GNN_EINVAL,
+                  "gnn_bias_act_drop: activation %d (0 none, 1 relu, 2 elu)", act);
+    GNN_TRY_RET(gnn__dense_check_drop_p("gnn_bias_act_drop", p));
+    if (p == 0.0f) return gnn__cuda_bias_act(be, rows, cols, y, bias, act);
+    if (rows == 0 || cols == 0) return 0;
+    const int64_t threads = rows * ((cols + 3) / 4);
+    k_bias_act_drop<<<gnn__cuda_blocks(threads, THREADS), THREADS, 0,
+                      gnn__cuda_be(be)->stream>>>(rows, cols, y, bias, act, p, dropout_scale(p),
+                                                  seed, offset, row_id);
+    GNN_CUDA_LAUNCHED("bias_act_drop");
+    return 0;
+}
+
+__global__ void k_relu_drop_backward(int64_t n, float scale, const float *y, const float *dy,
+                                     float *dx)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        dx[i] = y[i] > 0.0f ? dy[i] * scale : 0.0f;
+}
+
+int gnn__cuda_relu_drop_backward(gnn_backend_t *be, int64_t n, float p, const float *y,
+                                 const float *dy, float *dx)
+{
+    GNN_TRY_RET(gnn__dense_check_count("gnn_relu_drop_backward", n));
+    GNN_TRY_RET(gnn__dense_check_drop_p("gnn_relu_drop_backward", p));
+    if (n == 0) return 0;
+    k_relu_drop_backward<<<gnn__cuda_blocks(n, THREADS), THREADS, 0, gnn__cuda_be(be)->stream>>>(
+        n, p == 0.0f ? 1.0f : dropout_scale(p), y, dy, dx);
+    GNN_CUDA_LAUNCHED("relu_drop_backward");
+    return 0;
+}
+
 __global__ void k_check_nonneg(int64_t n, const int64_t *a, unsigned long long *bad)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;

@@ -626,6 +626,59 @@ static void test_dropout(void **state)
     gnn_be_free(g_gpu, d);
 }
 
+/* The fused bias, activation and next layer's input dropout, and the
+ * gradient back through the dropout and a ReLU: the CPU's masks and
+ * values, flat and by row ids, widths that are and are not multiples of
+ * 4, offsets on and off a Philox block. */
+static void test_bias_act_drop(void **state)
+{
+    (void)state;
+    uint64_t s = g_seed ^ 0x62616474;
+    const int64_t rows = 777;
+    static const int64_t fs[] = {1, 3, 4, 33, 256};
+    static const uint64_t offsets[] = {0, 5, (1ull << 33) + 1};
+    int64_t *row_id = malloc((size_t)rows * sizeof *row_id);
+    assert_non_null(row_id);
+    for (int64_t r = 0; r < rows; r++) /* arbitrary ids, some repeated */
+        row_id[r] = r % 10 == 9 ? row_id[rng_below(&s, r)] : rng_below(&s, 1000000);
+    pair_t R = pair_up(row_id, (size_t)rows * sizeof *row_id);
+    for (size_t fi = 0; fi < sizeof fs / sizeof fs[0]; fi++)
+        for (int act = GNN_ACT_NONE; act <= GNN_ACT_ELU; act++)
+            for (size_t oi = 0; oi < 3; oi++) {
+                const int64_t f = fs[fi];
+                const float p = oi == 2 && act == GNN_ACT_NONE ? 0.0f : 0.5f;
+                const uint64_t seed = tu_rng_next(&s), off = offsets[oi];
+                const size_t bytes = (size_t)(rows * f) * sizeof(float);
+                float *y = rand_nonzero(&s, rows * f), *b = rand_floats(&s, f, 1.0f);
+                pair_t Y = pair_up(y, bytes), B = pair_up(b, (size_t)f * sizeof(float));
+                for (int ids = 0; ids < 2; ids++) {
+                    context("bias_act_drop f=%" PRId64 " act %d p=%g offset %" PRIu64 " %s", f,
+                            act, (double)p, off, ids ? "by row ids" : "flat");
+                    pair_set(&Y, y);
+                    expect_ok(gnn_be_bias_act_drop(g_cpu, rows, f, Y.c, B.c, act, p, seed, off,
+                                                   ids ? R.c : NULL),
+                              gnn_be_bias_act_drop(g_gpu, rows, f, Y.g, B.g, act, p, seed, off,
+                                                   ids ? R.g : NULL));
+                    expect_mask(&Y, rows * f);
+                }
+                if (act == GNN_ACT_RELU) {
+                    context("relu_drop_backward f=%" PRId64 " p=%g", f, (double)p);
+                    float *dy = rand_floats(&s, rows * f, 1.0f);
+                    pair_t DY = pair_up(dy, bytes), DX = pair_alloc(bytes);
+                    poison(&DX);
+                    expect_ok(gnn_be_relu_drop_backward(g_cpu, rows * f, p, Y.c, DY.c, DX.c),
+                              gnn_be_relu_drop_backward(g_gpu, rows * f, p, Y.g, DY.g, DX.g));
+                    expect_close(&DX, rows * f);
+                    pair_free(&DY), pair_free(&DX);
+                    free(dy);
+                }
+                pair_free(&Y), pair_free(&B);
+                free(y), free(b);
+            }
+    pair_free(&R);
+    free(row_id);
+}
+
 static void test_dropout_rows(void **state)
 {
     (void)state;
@@ -2118,7 +2171,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_open),         cmocka_unit_test(test_memory),
         cmocka_unit_test(test_gemm),         cmocka_unit_test(test_bias),
         cmocka_unit_test(test_relu_axpby),   cmocka_unit_test(test_dropout),
-        cmocka_unit_test(test_dropout_rows), cmocka_unit_test(test_gather_rows),
+        cmocka_unit_test(test_dropout_rows), cmocka_unit_test(test_bias_act_drop), cmocka_unit_test(test_gather_rows),
         cmocka_unit_test(test_softmax_xent), cmocka_unit_test(test_adam),
         cmocka_unit_test(test_sparse_opt),   cmocka_unit_test(test_copy_rows),
         cmocka_unit_test(test_scatter_rows),

@@ -513,6 +513,69 @@ static void test_bias_act(void **state)
     assert_true(y[0] == 1.0f && y[1] == -1.0f && y[2] == 2.0f && y[3] == -2.0f);
 }
 
+/* gnn_bias_act_drop: the bits of gnn_bias_act and then gnn_dropout (no
+ * row ids) or gnn_dropout_rows (ids in runs, jumps and repeats), for
+ * widths that are and are not multiples of 4 and offsets at and off a
+ * Philox block; p = 0 is gnn_bias_act. gnn_relu_drop_backward: the bits
+ * of the dropout's backward and then gnn_relu_backward on the dropped
+ * output (in place too). Bad p and act refused. */
+static void test_bias_act_drop(void **state)
+{
+    (void)state;
+    uint64_t st = g_seed ^ 0xd509;
+    static const int64_t shapes[][2] = {{1, 1}, {7, 13}, {0, 5}, {3000, 17}, {900, 256}, {40, 3}};
+    static const uint64_t offsets[] = {0, 3, 1000001, UINT64_MAX - 50};
+    const uint64_t seed = 0x5eed ^ g_seed;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int act = GNN_ACT_NONE; act <= GNN_ACT_ELU; act++)
+            for (int ids = 0; ids < 2; ids++) {
+                int64_t rows = shapes[s][0], cols = shapes[s][1], n = rows * cols;
+                uint64_t off = offsets[(s + (size_t)act + (size_t)ids) % 4];
+                float p = act == GNN_ACT_ELU && ids ? 0.0f : 0.1f + 0.2f * (float)act;
+                float *y = rand_floats(&st, n, -2, 2), *bias = rand_floats(&st, cols, -1, 1);
+                float *want = malloc((size_t)(n + 1) * sizeof *want);
+                int64_t *rid = malloc((size_t)(rows + 1) * sizeof *rid);
+                assert_true(want && rid);
+                for (int64_t r = 0; r < rows; r++) /* runs, a jump every 5, a repeat every 11 */
+                    rid[r] = r == 0 ? 7 : r % 11 == 0 ? rid[r - 1] : rid[r - 1] + (r % 5 ? 1 : 9);
+                memcpy(want, y, (size_t)n * sizeof *want);
+                assert_int_equal(gnn_bias_act(rows, cols, want, bias, act), 0);
+                if (ids)
+                    assert_int_equal(gnn_dropout_rows(rows, cols, rid, p, seed, off, want, want), 0);
+                else
+                    assert_int_equal(gnn_dropout(n, p, seed, off, want, want), 0);
+                assert_int_equal(
+                    gnn_bias_act_drop(rows, cols, y, bias, act, p, seed, off, ids ? rid : NULL), 0);
+                if (memcmp(y, want, (size_t)n * sizeof *y))
+                    fail_msg("bias_act_drop %" PRId64 " x %" PRId64 ", act %d, p %g, offset %" PRIu64
+                             ", %s: not the bits of bias_act then dropout",
+                             rows, cols, act, (double)p, off, ids ? "row ids" : "flat");
+                /* The backward through dropout and the ReLU, from y. */
+                if (act == GNN_ACT_RELU) {
+                    float *dy = rand_floats(&st, n, -1, 1), *dx = malloc((size_t)(n + 1) * sizeof *dx);
+                    float *dw = malloc((size_t)(n + 1) * sizeof *dw);
+                    assert_true(dx && dw);
+                    if (ids)
+                        assert_int_equal(gnn_dropout_rows(rows, cols, rid, p, seed, off, dy, dw), 0);
+                    else
+                        assert_int_equal(gnn_dropout_backward(n, p, seed, off, dy, dw), 0);
+                    assert_int_equal(gnn_relu_backward(n, y, dw, dw), 0);
+                    assert_int_equal(gnn_relu_drop_backward(n, p, y, dy, dx), 0);
+                    assert_memory_equal(dx, dw, (size_t)n * sizeof *dx);
+                    assert_int_equal(gnn_relu_drop_backward(n, p, y, dy, dy), 0); /* in place */
+                    assert_memory_equal(dy, dw, (size_t)n * sizeof *dy);
+                    free(dy), free(dx), free(dw);
+                }
+                free(y), free(bias), free(want), free(rid);
+            }
+    float y[4] = {1, -1, 2, -2}, b[2] = {0.5f, 0.5f};
+    assert_int_equal(gnn_bias_act_drop(2, 2, y, b, 3, 0.5f, 1, 0, NULL), GNN_EINVAL);
+    assert_non_null(strstr(gnn_error_message(), "activation 3"));
+    assert_int_equal(gnn_bias_act_drop(2, 2, y, b, GNN_ACT_RELU, 1.0f, 1, 0, NULL), GNN_EINVAL);
+    assert_int_equal(gnn_relu_drop_backward(4, -0.5f, y, y, y), GNN_EINVAL);
+    assert_true(y[0] == 1.0f && y[1] == -1.0f && y[2] == 2.0f && y[3] == -2.0f);
+}
+
 typedef struct {
     int64_t rows, cols;
     double *y, *w, *tmp;
@@ -1512,6 +1575,7 @@ int main(void)
         cmocka_unit_test(test_gemm_backward_fd),
         cmocka_unit_test(test_bias_against_reference),
         cmocka_unit_test(test_bias_act),
+        cmocka_unit_test(test_bias_act_drop),
         cmocka_unit_test(test_bias_backward_fd),
         cmocka_unit_test(test_relu_against_reference),
         cmocka_unit_test(test_axpby_gather_against_reference),
