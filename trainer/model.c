@@ -35,6 +35,7 @@ struct gnn_model {
     float *gbuf[2];  size_t gbuf_bytes[2];
     float *dt;       size_t dt_bytes;
     int64_t dd_block; /* rows per block of a blockwise input gradient */
+    int dd_fixed;     /* ... set by gnn_model_set_block_rows (else grown on a GPU) */
     gnn_model_halo_t halo; /* distributed: exchange around layers (halo.forward set) */
     const int64_t *row_ids; /* dropout by these row ids (no halo), over ... */
     int64_t rows_global;    /* ... this many nodes */
@@ -210,6 +211,22 @@ uint64_t gnn_model_dropout_key(const gnn_model_t *m) { return m->drop_seed; }
 void gnn_model_set_block_rows(gnn_model_t *m, int64_t rows)
 {
     m->dd_block = rows < 1 ? 1 : rows;
+    m->dd_fixed = 1;
+}
+
+/* Scratch a GPU's blockwise input gradient may take per block. */
+#define GPU_BLOCK_BYTES ((int64_t)1 << 30)
+
+/* Rows per block of L's blockwise input gradient: dd_block on the CPU
+ * (blocks that stay in its caches); on a GPU as many as GPU_BLOCK_BYTES
+ * of scratch holds, so the gradient is formed in one piece (a launch or
+ * three per layer instead of three per block) on all but the widest
+ * inputs of a very large graph. */
+static int64_t block_rows(const gnn_model_t *m, const gnn_layer_t *L)
+{
+    if (m->dd_fixed || gnn_backend_kind(m->be) != GNN_BACKEND_CUDA) return m->dd_block;
+    int64_t r = GPU_BLOCK_BYTES / ((L->fin > 0 ? L->fin : 1) * (int64_t)sizeof(float));
+    return r > m->dd_block ? r : m->dd_block;
 }
 
 void gnn_model_set_rng(gnn_model_t *m, uint64_t seed, uint64_t offset)
@@ -619,7 +636,8 @@ static void plan_scratch(gnn_model_t *m, int slot[], size_t need[2], int use[2],
         slot[l] = -1;
         if (l == 0 && !m->want_dx0) continue;
         int b = cur == 0 ? 1 : 0;
-        int64_t rows = s.dx_blockwise && L->n_src > m->dd_block ? m->dd_block : L->n_src;
+        const int64_t br = block_rows(m, L);
+        int64_t rows = s.dx_blockwise && L->n_src > br ? br : L->n_src;
         size_t a = gnn_layer_fbytes(rows, L->fin);
         need[b] = a > need[b] ? a : need[b];
         use[b] = 1;
@@ -651,6 +669,7 @@ int gnn_model_backward(gnn_model_t *m, float *dlogits)
         gnn_layer_t *L = &m->layer[l];
         float *dx = NULL;
         env.blk = env.dx = slot[l] >= 0 ? m->gbuf[slot[l]] : NULL;
+        env.block_rows = block_rows(m, L);
         GNN_TRY(L->kind->backward(L, &env, dz, l > 0 || m->want_dx0 ? &dx : NULL));
         if (l == 0) {
             m->dx0 = dx;
