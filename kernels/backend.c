@@ -11,6 +11,7 @@
 
 #include "graph/base/alloc.h"
 #include "graph/base/error.h"
+#include "graph/base/rng.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -1113,4 +1114,145 @@ int gnn_be_mem_available(gnn_backend_t *be, size_t *bytes)
 {
     NEED(be && bytes, "gnn_be_mem_available");
     return be->ops->mem_available(be, bytes);
+}
+
+/* ---- Sampling on the device ----------------------------------------------- */
+
+int gnn_be_sampler_create(gnn_backend_t *be, const gnn_csr_t *graph, int layers,
+                          const int *fanouts, gnn_bsampler_t **out)
+{
+    int rc = 0;
+    gnn_bsampler_t *s = NULL;
+    GNN_CHECK(out, GNN_EINVAL, "gnn_be_sampler_create: NULL output");
+    *out = NULL;
+    GNN_CHECK(be && graph && fanouts, GNN_EINVAL, "gnn_be_sampler_create: NULL argument");
+    if (!be->ops->sample)
+        return GNN_FAIL(GNN_EUNSUPPORTED, "sampling on the device is not available on %s",
+                        be->desc);
+    GNN_CHECK(graph->n_rows == graph->n_cols, GNN_EINVAL,
+              "gnn_be_sampler_create: the graph is %" PRId64 " x %" PRId64 ", not square",
+              graph->n_rows, graph->n_cols);
+    GNN_CHECK(graph->n_rows < INT32_MAX, GNN_EINVAL,
+              "gnn_be_sampler_create: %" PRId64 " nodes (at most 2^31 - 2 on the device)",
+              graph->n_rows);
+    GNN_CHECK(layers >= 1 && layers <= GNN_BE_SAMPLE_MAX_LAYERS, GNN_EINVAL,
+              "gnn_be_sampler_create: %d layers outside [1, %d]", layers,
+              GNN_BE_SAMPLE_MAX_LAYERS);
+    for (int h = 0; h < layers; h++)
+        GNN_CHECK(fanouts[h] >= 1 || fanouts[h] == -1, GNN_EINVAL,
+                  "gnn_be_sampler_create: fanout %d of hop %d (expected >= 1, or -1 for all)",
+                  fanouts[h], h);
+    s = gnn_calloc(1, sizeof *s);
+    GNN_CHECK(s, GNN_ENOMEM, "device sampler");
+    s->graph = graph;
+    s->layers = layers;
+    memcpy(s->fanout, fanouts, (size_t)layers * sizeof *fanouts);
+    GNN_TRY(be->ops->sampler_prepare(be, s));
+    s->be = be;
+    *out = s;
+    return 0;
+fail:
+    gnn_free(s);
+    return rc;
+}
+
+void gnn_be_sampler_free(gnn_bsampler_t *s)
+{
+    if (!s) return;
+    if (s->be && s->be->ops->sampler_release) s->be->ops->sampler_release(s->be, s);
+    gnn_free(s);
+}
+
+int gnn__be_batch_grow(gnn_backend_t *be, void **buf, size_t *cap, size_t n, size_t size,
+                       int keep)
+{
+    if (*buf && n <= *cap) return 0;
+    size_t want = n + n / 4 + 64;
+    void *p = NULL;
+    int rc = gnn_be_alloc(be, want * size, &p);
+    if (rc < 0) return rc;
+    if (keep && *buf && *cap) rc = gnn_be_copy(be, p, *buf, *cap * size);
+    if (rc < 0) {
+        gnn_be_free(be, p);
+        return rc;
+    }
+    gnn_be_free(be, *buf);
+    *buf = p;
+    *cap = want;
+    return 0;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Seeds in range and distinct; the message names the first bad one. */
+static int check_seeds(const int64_t *seeds, int64_t n, int64_t n_graph)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (seeds[i] < 0 || seeds[i] >= n_graph)
+            return GNN_FAIL(GNN_EINVAL,
+                            "gnn_be_sample: seed %" PRId64 " at position %" PRId64
+                            " outside [0, %" PRId64 ")",
+                            seeds[i], i, n_graph);
+    int64_t *c = gnn_malloc_array((size_t)n + 1, sizeof *c);
+    if (!c) return GNN_FAIL(GNN_ENOMEM, "gnn_be_sample: %" PRId64 " seeds", n);
+    memcpy(c, seeds, (size_t)n * sizeof *c);
+    qsort(c, (size_t)n, sizeof *c, cmp_i64);
+    int64_t dup = -1;
+    for (int64_t i = 1; i < n && dup < 0; i++)
+        if (c[i] == c[i - 1]) dup = c[i];
+    gnn_free(c);
+    if (dup < 0) return 0;
+    int64_t at = 0;
+    for (int64_t i = 0, seen = 0; i < n; i++)
+        if (seeds[i] == dup && seen++ == 1) at = i;
+    return GNN_FAIL(GNN_EINVAL, "gnn_be_sample: seed %" PRId64 " repeated at position %" PRId64,
+                    dup, at);
+}
+
+int gnn_be_sample(gnn_bsampler_t *s, const int64_t *seeds, int64_t n, uint64_t seed,
+                  uint64_t epoch, uint64_t batch, gnn_bbatch_t *b)
+{
+    NEED(s && b && (seeds || n == 0), "gnn_be_sample");
+    if (n < 0) return GNN_FAIL(GNN_EINVAL, "gnn_be_sample: %" PRId64 " seeds", n);
+    if (b->be && b->be != s->be)
+        return GNN_FAIL(GNN_EINVAL, "gnn_be_sample: the batch holds buffers of another backend");
+    b->be = s->be;
+    b->layers = 0;
+    b->n_seeds = b->n_input = 0;
+    memset(b->n_dst, 0, sizeof b->n_dst);
+    memset(b->n_src, 0, sizeof b->n_src);
+    memset(b->nnz, 0, sizeof b->nnz);
+    int rc = check_seeds(seeds, n, s->graph->n_rows);
+    if (rc < 0) return rc;
+    const uint64_t key =
+        gnn_rng_mix64(gnn_rng_mix64(gnn_rng_mix64(seed) ^ epoch) ^ batch); /* gnn_sampler_key */
+    rc = s->be->ops->sample(s->be, s, seeds, n, key, b);
+    if (rc < 0) {
+        b->layers = 0;
+        b->n_seeds = b->n_input = 0;
+        memset(b->n_dst, 0, sizeof b->n_dst);
+        memset(b->n_src, 0, sizeof b->n_src);
+        memset(b->nnz, 0, sizeof b->nnz);
+        return rc;
+    }
+    b->layers = s->layers;
+    b->n_seeds = n;
+    return 0;
+}
+
+void gnn_be_batch_free(gnn_bbatch_t *b)
+{
+    if (!b) return;
+    if (b->be) {
+        gnn_be_free(b->be, b->nodes);
+        for (int l = 0; l < GNN_BE_SAMPLE_MAX_LAYERS; l++) {
+            gnn_be_free(b->be, b->indptr[l]);
+            gnn_be_free(b->be, b->indices[l]);
+        }
+    }
+    memset(b, 0, sizeof *b);
 }

@@ -371,6 +371,62 @@ int gnn_be_mem_available(gnn_backend_t *be, size_t *bytes);
 int gnn_be_elu(gnn_backend_t *be, int64_t n, const float *x, float *y);
 int gnn_be_elu_backward(gnn_backend_t *be, int64_t n, const float *y, const float *dy, float *dx);
 
+/* ---- Sampling on the device --------------------------------------------- */
+
+/*
+ * The uniform neighbour sampler of sampler/sampler.h, run where the
+ * backend runs: the graph's in-edge CSR is copied there once (the CPU
+ * backend borrows it: it must outlive the sampler, unchanged), and each
+ * batch's blocks and node list come out in backend buffers, equal entry
+ * for entry to what gnn_sampler_sample builds from the same graph,
+ * fanouts, seeds and (seed, epoch, batch): the same draws (graph/base/
+ * draw.h), local ids in order of first appearance, rows sorted. Draws
+ * keyed by node id, every row held, no relations and no excluded edges
+ * (the host sampler does those). A hop runs as data-parallel steps (row
+ * counts, their prefix sum, the draws, the first appearance of each new
+ * source, its prefix sum, the new ids, the relabelling, a sort per row)
+ * over an array of the graph's nodes (12 bytes a node); it reads back two
+ * counts a hop. Graphs of fewer than 2^31 nodes.
+ */
+typedef struct gnn_bsampler gnn_bsampler_t;
+
+#define GNN_BE_SAMPLE_MAX_LAYERS 16
+
+/* A sampled batch in backend buffers: block l (0 = the input layer, as in
+ * gnn_minibatch_t) is an n_dst[l] x n_src[l] CSR (indptr[l], indices[l]:
+ * local source ids, rows ascending) whose sources are nodes[0, n_src[l]).
+ * The buffers belong to the batch, which keeps them for the next call
+ * that fills it (grown as needed): zero it before its first use, free it
+ * with gnn_be_batch_free. */
+typedef struct {
+    int layers;
+    int64_t n_seeds, n_input;
+    int64_t *nodes; /* n_input global ids: seeds first, then by hop */
+    int64_t n_dst[GNN_BE_SAMPLE_MAX_LAYERS], n_src[GNN_BE_SAMPLE_MAX_LAYERS];
+    int64_t nnz[GNN_BE_SAMPLE_MAX_LAYERS];
+    int64_t *indptr[GNN_BE_SAMPLE_MAX_LAYERS], *indices[GNN_BE_SAMPLE_MAX_LAYERS];
+    size_t cap_nodes, cap_indptr[GNN_BE_SAMPLE_MAX_LAYERS], cap_indices[GNN_BE_SAMPLE_MAX_LAYERS];
+    gnn_backend_t *be; /* where the buffers live (set by the first fill) */
+} gnn_bbatch_t;
+
+/* A sampler of layers hops (fanouts as gnn_sampler_create: nearest hop
+ * first, -1 for all) over graph, a square in-edge CSR of fewer than 2^31
+ * nodes. Errors: GNN_EINVAL (named: a NULL argument, a non-square or too
+ * large graph, a layer count or fanout out of range), GNN_EUNSUPPORTED on
+ * a backend without it, GNN_ENOMEM / GNN_ECUDA. */
+int gnn_be_sampler_create(gnn_backend_t *be, const gnn_csr_t *graph, int layers,
+                          const int *fanouts, gnn_bsampler_t **out);
+void gnn_be_sampler_free(gnn_bsampler_t *s);
+/* The batch of the n distinct seeds (host array, global ids) under
+ * (seed, epoch, batch) into *b. GNN_EINVAL for a seed outside the graph or
+ * repeated (named with its position), b filled by another backend;
+ * GNN_ENOMEM / GNN_ECUDA; on failure b's counts are zero and the sampler
+ * is ready for the next batch. */
+int gnn_be_sample(gnn_bsampler_t *s, const int64_t *seeds, int64_t n, uint64_t seed,
+                  uint64_t epoch, uint64_t batch, gnn_bbatch_t *b);
+/* Free b's buffers and zero it; safe on a zeroed batch. */
+void gnn_be_batch_free(gnn_bbatch_t *b);
+
 #ifdef __cplusplus
 }
 #endif

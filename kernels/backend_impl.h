@@ -107,7 +107,24 @@ typedef struct {
                          const int64_t *row_id);
     int (*relu_drop_backward)(gnn_backend_t *be, int64_t n, float p, const float *y,
                               const float *dy, float *dx);
+    /* Device sampling (gnn_be_sampler_create): fill s->impl from s's host
+     * fields; sample the checked, distinct seeds under key into b (whose
+     * buffers grow through gnn_be_alloc); NULL: not available. */
+    int (*sampler_prepare)(gnn_backend_t *be, gnn_bsampler_t *s);
+    void (*sampler_release)(gnn_backend_t *be, gnn_bsampler_t *s);
+    int (*sample)(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds, int64_t n,
+                  uint64_t key, gnn_bbatch_t *b);
 } gnn_backend_ops_t;
+
+/* A device sampler: the host's view, and the device's (impl). */
+struct gnn_bsampler {
+    gnn_backend_t *be;
+    const gnn_csr_t *graph; /* borrowed */
+    int layers;
+    int fanout[GNN_BE_SAMPLE_MAX_LAYERS]; /* by hop, 0 = from the seeds */
+    void *impl;
+};
+
 
 struct gnn_backend {
     const gnn_backend_ops_t *ops;
@@ -150,6 +167,18 @@ struct gnn_bsparse {
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* Make *buf (a buffer of a device batch) a backend buffer of at least n
+ * elements of size bytes (contents kept when keep is set), its capacity
+ * in elements in *cap. */
+int gnn__be_batch_grow(gnn_backend_t *be, void **buf, size_t *cap, size_t n, size_t size,
+                       int keep);
+
+/* Device sampling on the CPU backend (cpu/sample_cpu.c). */
+int gnn__cpu_sampler_prepare(gnn_backend_t *be, gnn_bsampler_t *s);
+void gnn__cpu_sampler_release(gnn_backend_t *be, gnn_bsampler_t *s);
+int gnn__cpu_sample(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds, int64_t n,
+                    uint64_t key, gnn_bbatch_t *b);
 
 /* Open the CPU backend into be (ops, kind, desc). as_gpu: callers are
  * told its buffers are not host memory (gnn_be_host_memory 0), so they

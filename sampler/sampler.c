@@ -27,6 +27,7 @@
 #include "graph/base/error.h"
 #include "graph/base/rng.h"
 #include "graph/idmap.h"
+#include "graph/base/draw.h"
 
 #include <omp.h>
 #include <stdlib.h>
@@ -89,72 +90,23 @@ typedef struct {
 /* Rows up to this length are sorted by insertion. */
 #define INSERTION_SORT_MAX 24
 
-/* ---- The random stream of (key, v, h) ------------------------------------ */
+/* ---- The random stream of (key, v, h): sampler/draw.h ------------------- */
 
-typedef struct {
-    uint32_t ctr[4]; /* {lo32(v), hi32(v), h, next Philox block} */
-    uint32_t key[2];
-    uint32_t buf[4];
-    unsigned pos; /* next word of buf; 4 when used up */
-} stream_t;
+typedef gnn_draw_stream_t stream_t;
 
 static inline void stream_init(stream_t *s, uint64_t key, gnn_vid_t v, int h)
 {
-    s->ctr[0] = (uint32_t)(uint64_t)v;
-    s->ctr[1] = (uint32_t)((uint64_t)v >> 32);
-    s->ctr[2] = (uint32_t)h;
-    s->ctr[3] = 0;
-    s->key[0] = (uint32_t)key;
-    s->key[1] = (uint32_t)(key >> 32);
-    s->pos = 4;
+    gnn_draw_init(s, key, v, (uint32_t)h);
 }
 
-static inline uint64_t stream_next(stream_t *s)
-{
-    if (s->pos >= 4) {
-        gnn_philox4x32_10(s->ctr, s->key, s->buf);
-        s->ctr[3]++;
-        s->pos = 0;
-    }
-    uint64_t x = (uint64_t)s->buf[s->pos] | (uint64_t)s->buf[s->pos + 1] << 32;
-    s->pos += 2;
-    return x;
-}
-
-__extension__ typedef unsigned __int128 u128_t;
-
-/* Exactly uniform on [0, m), m >= 1 (Lemire, "Fast random integer generation
- * in an interval", 2019): one multiply, a division only on the rare retry
- * path. */
-static inline uint64_t stream_below(stream_t *s, uint64_t m)
-{
-    u128_t p = (u128_t)stream_next(s) * m;
-    uint64_t lo = (uint64_t)p;
-    if (lo < m) {
-        uint64_t t = (0 - m) % m; /* 2^64 mod m */
-        while (lo < t) {
-            p = (u128_t)stream_next(s) * m;
-            lo = (uint64_t)p;
-        }
-    }
-    return (uint64_t)(p >> 64);
-}
+static inline uint64_t stream_below(stream_t *s, uint64_t m) { return gnn_draw_below(s, m); }
 
 /* ---- k of d without replacement (Floyd) -------------------------------------- */
 
 /* k distinct positions of [0, d) into pos, k <= SCAN_DRAWS. */
 static void floyd_scan(stream_t *s, gnn_eid_t d, gnn_eid_t k, gnn_vid_t *pos)
 {
-    gnn_eid_t n = 0;
-    for (gnn_eid_t j = d - k; j < d; j++) {
-        gnn_vid_t t = (gnn_vid_t)stream_below(s, (uint64_t)j + 1);
-        for (gnn_eid_t q = 0; q < n; q++)
-            if (pos[q] == t) {
-                t = j; /* j itself cannot be taken: earlier draws are < j */
-                break;
-            }
-        pos[n++] = t;
-    }
+    gnn_draw_floyd(s, d, k, pos);
 }
 
 /* A slot of the per-thread set of positions: live when stamp is the row's. */

@@ -450,6 +450,9 @@ static const gnn_backend_ops_t cpu_ops = {
     .bias_act = cpu_bias_act,
     .bias_act_drop = cpu_bias_act_drop,
     .relu_drop_backward = cpu_relu_drop_backward,
+    .sampler_prepare = gnn__cpu_sampler_prepare,
+    .sampler_release = gnn__cpu_sampler_release,
+    .sample = gnn__cpu_sample,
 };
 
 int gnn__backend_cpu_init(gnn_backend_t *be, int as_gpu)

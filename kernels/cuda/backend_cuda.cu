@@ -391,6 +391,9 @@ static const gnn_backend_ops_t cuda_ops = {
     /* .bias_act = */ gnn__cuda_bias_act,
     /* .bias_act_drop = */ gnn__cuda_bias_act_drop,
     /* .relu_drop_backward = */ gnn__cuda_relu_drop_backward,
+    /* .sampler_prepare = */ gnn__cuda_sampler_prepare,
+    /* .sampler_release = */ gnn__cuda_sampler_release,
+    /* .sample = */ gnn__cuda_sample,
 };
 
 /* Handles and stream of cb on its device; on failure the caller closes. */

@@ -50,6 +50,12 @@ int gnn__cuda_scratch(gnn_cuda_be_t *cb, size_t bytes, void **out);
 /* Pinned host scratch of at least bytes, the same way. */
 int gnn__cuda_pinned(gnn_cuda_be_t *cb, size_t bytes, void **out);
 
+/* Device sampling (sample_cuda.cu). */
+int gnn__cuda_sampler_prepare(gnn_backend_t *be, gnn_bsampler_t *s);
+void gnn__cuda_sampler_release(gnn_backend_t *be, gnn_bsampler_t *s);
+int gnn__cuda_sample(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds, int64_t n,
+                     uint64_t key, gnn_bbatch_t *b);
+
 /* Graph attention (attn_cuda.cu): the built-in gat's score entry points,
  * the fused softmax and aggregation and its backward, ELU. */
 int gnn__cuda_gat_score(const gnn_aggr_call_t *call, const float *x, float *s);

@@ -1,0 +1,337 @@
+/*
+ * Device sampling on the CUDA backend (gnn_be_sample, kernels/backend.h):
+ * the steps of cpu/sample_cpu.c as kernels on the backend's stream, over
+ * the same per-element functions (kernels/sample_steps.h), with CUB's
+ * prefix sums and segmented sort:
+ *   1. k_count: a row's draws; ExclusiveSum -> the block's indptr;
+ *   2. k_draw: a thread per row draws into gids (global ids);
+ *   3. k_first: atomicMin(first[u], e) for every entry of a node not yet
+ *      in the node list (loc[u] < 0);
+ *   4. k_flag: entry e is the first of a new node; ExclusiveSum -> pos;
+ *   5. k_assign: new node u of entry e gets id n_nodes + pos[e];
+ *   6. k_relabel: local ids; SortKeys per row (segmented) into the block.
+ * The first entry is the same whatever the order the atomics land in, so
+ * a batch is the host sampler's, entry for entry. Two counts are read back
+ * a hop (its entries, its new nodes). loc and first live over the graph's
+ * nodes for the sampler's life, unset again after each batch.
+ */
+#include "kernels/cuda/backend_cuda.cuh"
+#include "kernels/sample_steps.h"
+
+#include "graph/base/alloc.h"
+
+#include <cub/cub.cuh>
+
+#include <inttypes.h>
+
+#define THREADS 256
+#define NONE 0xFFFFFFFFFFFFFFFFull
+
+typedef struct {
+    int64_t n;                 /* graph nodes */
+    int64_t *indptr, *indices; /* the graph's CSR */
+    int32_t *loc;              /* per node: local id in the batch, -1 */
+    unsigned long long *first; /* per node: first entry of a hop drawing it, NONE */
+    int64_t *cnt, *gids, *flag, *pos, *local; /* scratch */
+    size_t cnt_cap, gids_cap, flag_cap, pos_cap, local_cap;
+    void *temp; /* CUB's */
+    size_t temp_bytes;
+} cu_sampler_t;
+
+static void sampler_free(cu_sampler_t *c)
+{
+    if (!c) return;
+    cudaFree(c->indptr);
+    cudaFree(c->indices);
+    cudaFree(c->loc);
+    cudaFree(c->first);
+    cudaFree(c->cnt);
+    cudaFree(c->gids);
+    cudaFree(c->flag);
+    cudaFree(c->pos);
+    cudaFree(c->local);
+    cudaFree(c->temp);
+    gnn_free(c);
+}
+
+/* *a: room for n int64 (contents not kept), after the stream's work. */
+static int grow(cudaStream_t st, int64_t **a, size_t *cap, size_t n, const char *what)
+{
+    if (*a && n <= *cap) return 0;
+    GNN_CUDA_RET(cudaStreamSynchronize(st), what);
+    cudaFree(*a);
+    *a = NULL;
+    *cap = 0;
+    size_t want = n + n / 4 + 64;
+    GNN_CUDA_RET(cudaMalloc((void **)a, want * sizeof(int64_t)), what);
+    *cap = want;
+    return 0;
+}
+
+static int temp_grow(cudaStream_t st, cu_sampler_t *c, size_t bytes)
+{
+    if (c->temp && bytes <= c->temp_bytes) return 0;
+    GNN_CUDA_RET(cudaStreamSynchronize(st), "device sampler: scratch");
+    cudaFree(c->temp);
+    c->temp = NULL;
+    c->temp_bytes = 0;
+    size_t want = bytes + bytes / 4 + 256;
+    GNN_CUDA_RET(cudaMalloc(&c->temp, want), "device sampler: scratch");
+    c->temp_bytes = want;
+    return 0;
+}
+
+int gnn__cuda_sampler_prepare(gnn_backend_t *be, gnn_bsampler_t *s)
+{
+    gnn_cuda_be_t *cb = gnn__cuda_be(be);
+    const gnn_csr_t *g = s->graph;
+    cu_sampler_t *c = (cu_sampler_t *)gnn_calloc(1, sizeof *c);
+    GNN_CHECK_RET(c, GNN_ENOMEM, "device sampler");
+    c->n = g->n_rows;
+    size_t pb = ((size_t)c->n + 1) * sizeof(int64_t), ib = ((size_t)g->nnz + 1) * sizeof(int64_t);
+    cudaError_t e = cudaMalloc((void **)&c->indptr, pb);
+    if (e == cudaSuccess) e = cudaMalloc((void **)&c->indices, ib);
+    if (e == cudaSuccess) e = cudaMalloc((void **)&c->loc, ((size_t)c->n + 1) * sizeof(int32_t));
+    if (e == cudaSuccess)
+        e = cudaMalloc((void **)&c->first, ((size_t)c->n + 1) * sizeof(unsigned long long));
+    if (e == cudaSuccess)
+        e = cudaMemcpyAsync(c->indptr, g->indptr, ((size_t)c->n + 1) * sizeof(int64_t),
+                            cudaMemcpyHostToDevice, cb->stream);
+    if (e == cudaSuccess && g->nnz > 0)
+        e = cudaMemcpyAsync(c->indices, g->indices, (size_t)g->nnz * sizeof(int64_t),
+                            cudaMemcpyHostToDevice, cb->stream);
+    if (e == cudaSuccess)
+        e = cudaMemsetAsync(c->loc, 0xFF, ((size_t)c->n + 1) * sizeof(int32_t), cb->stream);
+    if (e == cudaSuccess)
+        e = cudaMemsetAsync(c->first, 0xFF, ((size_t)c->n + 1) * sizeof(unsigned long long),
+                            cb->stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(cb->stream);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        sampler_free(c);
+        return GNN_FAIL(e == cudaErrorMemoryAllocation ? GNN_ENOMEM : GNN_ECUDA,
+                        "device sampler: the graph on the device (%" PRId64 " nodes, %" PRId64
+                        " edges): %s",
+                        g->n_rows, g->nnz, cudaGetErrorString(e));
+    }
+    s->impl = c;
+    return 0;
+}
+
+void gnn__cuda_sampler_release(gnn_backend_t *be, gnn_bsampler_t *s)
+{
+    gnn_cuda_be_t *cb = gnn__cuda_be(be);
+    cudaStreamSynchronize(cb->stream);
+    sampler_free((cu_sampler_t *)s->impl);
+    s->impl = NULL;
+}
+
+/* ---- Kernels ------------------------------------------------------------------ */
+
+__global__ void k_seed(int64_t n, const int64_t *nodes, int32_t *loc)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        loc[nodes[i]] = (int32_t)i;
+}
+
+__global__ void k_unset(int64_t n, const int64_t *nodes, int32_t *loc)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        loc[nodes[i]] = -1;
+}
+
+/* cnt[i] for i < n, and cnt[n] = 0 (the sum's last entry). */
+__global__ void k_count(int64_t n, const int64_t *nodes, const int64_t *gindptr, int fanout,
+                        int64_t *cnt)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i <= n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        cnt[i] = i < n ? gnn__ds_count(gindptr, nodes[i], fanout) : 0;
+}
+
+__global__ void k_draw(int64_t n, const int64_t *nodes, const int64_t *gindptr,
+                       const int64_t *gindices, const int64_t *indptr, uint64_t key, int h,
+                       int64_t *gids)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        gnn__ds_draw(gindptr, gindices, nodes[i], indptr[i + 1] - indptr[i], key, h,
+                     gids + indptr[i]);
+}
+
+__global__ void k_first(int64_t nnz, const int64_t *gids, const int32_t *loc,
+                        unsigned long long *first)
+{
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < nnz;
+         e += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t u = gids[e];
+        if (loc[u] < 0) atomicMin(&first[u], (unsigned long long)e);
+    }
+}
+
+/* flag[e] for e < nnz, flag[nnz] = 0. */
+__global__ void k_flag(int64_t nnz, const int64_t *gids, const int32_t *loc,
+                       const unsigned long long *first, int64_t *flag)
+{
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e <= nnz;
+         e += (int64_t)gridDim.x * blockDim.x) {
+        int64_t f = 0;
+        if (e < nnz) {
+            const int64_t u = gids[e];
+            f = loc[u] < 0 && first[u] == (unsigned long long)e;
+        }
+        flag[e] = f;
+    }
+}
+
+__global__ void k_assign(int64_t nnz, const int64_t *gids, const int64_t *pos, int64_t n_nodes,
+                         int32_t *loc, unsigned long long *first, int64_t *nodes)
+{
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < nnz;
+         e += (int64_t)gridDim.x * blockDim.x)
+        if (pos[e + 1] != pos[e]) {
+            const int64_t u = gids[e], id = n_nodes + pos[e];
+            loc[u] = (int32_t)id;
+            nodes[id] = u;
+            first[u] = NONE;
+        }
+}
+
+__global__ void k_relabel(int64_t nnz, const int64_t *gids, const int32_t *loc, int64_t *local)
+{
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < nnz;
+         e += (int64_t)gridDim.x * blockDim.x)
+        local[e] = loc[gids[e]];
+}
+
+/* ---- A batch ------------------------------------------------------------------ */
+
+/* One int64 of device memory at p, through the pinned scratch. */
+static int read_i64(gnn_cuda_be_t *cb, const int64_t *p, int64_t *out)
+{
+    void *h = NULL;
+    GNN_TRY_RET(gnn__cuda_pinned(cb, sizeof(int64_t), &h));
+    GNN_CUDA_RET(cudaMemcpyAsync(h, p, sizeof(int64_t), cudaMemcpyDeviceToHost, cb->stream),
+                 "device sampler: a count");
+    GNN_CUDA_RET(cudaStreamSynchronize(cb->stream), "device sampler: a count");
+    *out = *(const int64_t *)h;
+    return 0;
+}
+
+static unsigned blocks_for(int64_t n)
+{
+    return gnn__cuda_blocks(n > 0 ? n : 1, THREADS);
+}
+
+/* The hops of a batch whose seeds are nodes[0, n) with loc set; *n_nodes
+ * counts the nodes with loc set (for the reset). */
+static int hops(gnn_backend_t *be, gnn_bsampler_t *s, int64_t n, uint64_t key, gnn_bbatch_t *b,
+                int64_t *n_nodes)
+{
+    gnn_cuda_be_t *cb = gnn__cuda_be(be);
+    cu_sampler_t *c = (cu_sampler_t *)s->impl;
+    cudaStream_t st = cb->stream;
+    *n_nodes = n;
+    for (int h = 0; h < s->layers; h++) {
+        const int l = s->layers - 1 - h, fanout = s->fanout[h];
+        const int64_t n_dst = *n_nodes;
+        /* 1. counts and their prefix sum */
+        GNN_TRY_RET(grow(st, &c->cnt, &c->cnt_cap, (size_t)n_dst + 1, "device sampler: counts"));
+        GNN_TRY_RET(gnn__be_batch_grow(be, (void **)&b->indptr[l], &b->cap_indptr[l],
+                                       (size_t)n_dst + 1, sizeof(int64_t), 0));
+        k_count<<<blocks_for(n_dst + 1), THREADS, 0, st>>>(n_dst, b->nodes, c->indptr, fanout,
+                                                           c->cnt);
+        GNN_CUDA_LAUNCHED("sampler count");
+        size_t tb = 0;
+        GNN_CUDA_RET(cub::DeviceScan::ExclusiveSum(NULL, tb, c->cnt, b->indptr[l], n_dst + 1, st),
+                     "device sampler: prefix sum");
+        GNN_TRY_RET(temp_grow(st, c, tb));
+        tb = c->temp_bytes;
+        GNN_CUDA_RET(cub::DeviceScan::ExclusiveSum(c->temp, tb, c->cnt, b->indptr[l], n_dst + 1,
+                                                   st),
+                     "device sampler: prefix sum");
+        int64_t nnz = 0;
+        GNN_TRY_RET(read_i64(cb, b->indptr[l] + n_dst, &nnz));
+        /* 2. the draws */
+        GNN_TRY_RET(grow(st, &c->gids, &c->gids_cap, (size_t)nnz + 1, "device sampler: draws"));
+        GNN_TRY_RET(grow(st, &c->flag, &c->flag_cap, (size_t)nnz + 1, "device sampler: flags"));
+        GNN_TRY_RET(grow(st, &c->pos, &c->pos_cap, (size_t)nnz + 1, "device sampler: flags"));
+        GNN_TRY_RET(grow(st, &c->local, &c->local_cap, (size_t)nnz + 1, "device sampler: ids"));
+        GNN_TRY_RET(gnn__be_batch_grow(be, (void **)&b->indices[l], &b->cap_indices[l],
+                                       (size_t)nnz + 1, sizeof(int64_t), 0));
+        GNN_TRY_RET(gnn__be_batch_grow(be, (void **)&b->nodes, &b->cap_nodes,
+                                       (size_t)(n_dst + nnz), sizeof(int64_t), 1));
+        k_draw<<<blocks_for(n_dst), THREADS, 0, st>>>(n_dst, b->nodes, c->indptr, c->indices,
+                                                      b->indptr[l], key, h, c->gids);
+        GNN_CUDA_LAUNCHED("sampler draw");
+        /* 3, 4. the first entry of each new node; flags and their sum */
+        k_first<<<blocks_for(nnz), THREADS, 0, st>>>(nnz, c->gids, c->loc, c->first);
+        GNN_CUDA_LAUNCHED("sampler first");
+        k_flag<<<blocks_for(nnz + 1), THREADS, 0, st>>>(nnz, c->gids, c->loc, c->first, c->flag);
+        GNN_CUDA_LAUNCHED("sampler flag");
+        tb = 0;
+        GNN_CUDA_RET(cub::DeviceScan::ExclusiveSum(NULL, tb, c->flag, c->pos, nnz + 1, st),
+                     "device sampler: prefix sum");
+        GNN_TRY_RET(temp_grow(st, c, tb));
+        tb = c->temp_bytes;
+        GNN_CUDA_RET(cub::DeviceScan::ExclusiveSum(c->temp, tb, c->flag, c->pos, nnz + 1, st),
+                     "device sampler: prefix sum");
+        /* 5. the new ids (first is unset again here) */
+        k_assign<<<blocks_for(nnz), THREADS, 0, st>>>(nnz, c->gids, c->pos, n_dst, c->loc,
+                                                      c->first, b->nodes);
+        GNN_CUDA_LAUNCHED("sampler assign");
+        int64_t fresh = 0;
+        GNN_TRY_RET(read_i64(cb, c->pos + nnz, &fresh));
+        *n_nodes = n_dst + fresh;
+        /* 6. local ids, each row sorted */
+        k_relabel<<<blocks_for(nnz), THREADS, 0, st>>>(nnz, c->gids, c->loc, c->local);
+        GNN_CUDA_LAUNCHED("sampler relabel");
+        if (nnz > 0) {
+            tb = 0;
+            GNN_CUDA_RET(cub::DeviceSegmentedSort::SortKeys(NULL, tb, c->local, b->indices[l],
+                                                            nnz, n_dst, b->indptr[l],
+                                                            b->indptr[l] + 1, st),
+                         "device sampler: row sort");
+            GNN_TRY_RET(temp_grow(st, c, tb));
+            tb = c->temp_bytes;
+            GNN_CUDA_RET(cub::DeviceSegmentedSort::SortKeys(c->temp, tb, c->local, b->indices[l],
+                                                            nnz, n_dst, b->indptr[l],
+                                                            b->indptr[l] + 1, st),
+                         "device sampler: row sort");
+        }
+        b->n_dst[l] = n_dst;
+        b->n_src[l] = *n_nodes;
+        b->nnz[l] = nnz;
+    }
+    return 0;
+}
+
+int gnn__cuda_sample(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds, int64_t n,
+                     uint64_t key, gnn_bbatch_t *b)
+{
+    gnn_cuda_be_t *cb = gnn__cuda_be(be);
+    cu_sampler_t *c = (cu_sampler_t *)s->impl;
+    GNN_TRY_RET(gnn__be_batch_grow(be, (void **)&b->nodes, &b->cap_nodes, (size_t)n,
+                                   sizeof(int64_t), 0));
+    if (n > 0)
+        GNN_CUDA_RET(cudaMemcpyAsync(b->nodes, seeds, (size_t)n * sizeof(int64_t),
+                                     cudaMemcpyHostToDevice, cb->stream),
+                     "device sampler: seeds");
+    k_seed<<<blocks_for(n), THREADS, 0, cb->stream>>>(n, b->nodes, c->loc);
+    GNN_CUDA_LAUNCHED("sampler seeds");
+    int64_t n_nodes = n;
+    int rc = hops(be, s, n, key, b, &n_nodes);
+    if (rc < 0) { /* loc and first may be set anywhere: unset both whole */
+        cudaMemsetAsync(c->loc, 0xFF, ((size_t)c->n + 1) * sizeof(int32_t), cb->stream);
+        cudaMemsetAsync(c->first, 0xFF, ((size_t)c->n + 1) * sizeof(unsigned long long),
+                        cb->stream);
+        return rc;
+    }
+    /* loc unset for the next batch (first is unset by the hops) */
+    k_unset<<<blocks_for(n_nodes), THREADS, 0, cb->stream>>>(n_nodes, b->nodes, c->loc);
+    GNN_CUDA_LAUNCHED("sampler reset");
+    b->n_input = n_nodes;
+    return 0;
+}

@@ -1,0 +1,249 @@
+/*
+ * Tests of sampling on a backend (gnn_be_sample, kernels/backend.h) against
+ * the host sampler (sampler/sampler.h): for every backend named on the
+ * command line (default: cpu and cpu-as-gpu; "cuda" skips, exit 77,
+ * without a device), batches of 0, 1, 100 and 1500 seeds on graphs with
+ * hubs, empty rows, repeated edges and self loops, with fanouts of 1 to
+ * 3 hops (-1, fanouts above the degrees and one past the host's scan limit
+ * among them), over several
+ * (seed, epoch, batch): the node list, and every block's shape, row
+ * offsets and sorted local ids, equal to the host sampler's entry for
+ * entry, with one batch reused throughout (its buffers grow). Errors: a
+ * seed out of range or repeated (named, the sampler still right
+ * afterwards), bad fanouts and layer counts, a non-square graph, a batch
+ * of another backend. Prints its seed; set GNN_TEST_SEED to replay another.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "tests/common/testrng.h"
+#include "graph/base/error.h"
+#include "kernels/backend.h"
+#include "sampler/sampler.h"
+#include "tests/common/testutil.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t g_seed;
+static const char *g_backends[8];
+static int g_nbackends;
+
+static int64_t rng_below(uint64_t *s, int64_t n) { return (int64_t)(tu_rng_next(s) % (uint64_t)n); }
+
+/* n nodes, m edges: a third into hub 3, nodes v % 7 == 5 with no in-edges,
+ * repeats and self loops kept (dedupe: off), rows in input order unless
+ * sorted. */
+static void make_graph(uint64_t *s, int64_t n, int64_t m, int sorted, gnn_csr_t *g)
+{
+    int64_t *src = malloc((size_t)m * sizeof *src), *dst = malloc((size_t)m * sizeof *dst);
+    assert_true(src && dst);
+    for (int64_t i = 0; i < m; i++) {
+        int64_t v;
+        do v = tu_rng_next(s) % 3 == 0 ? 3 : rng_below(s, n);
+        while (v % 7 == 5);
+        dst[i] = v;
+        src[i] = i % 97 == 0 ? v : rng_below(s, n);
+        if (i % 89 == 1 && i > 0) src[i] = src[i - 1], dst[i] = dst[i - 1]; /* a repeat */
+    }
+    assert_int_equal(gnn_csr_from_edges(n, m, src, dst, NULL, sorted ? GNN_BUILD_SORT : 0u, g), 0);
+    free(src), free(dst);
+}
+
+static int64_t *fetch(gnn_backend_t *be, const int64_t *d, int64_t n)
+{
+    int64_t *h = malloc((size_t)(n + 1) * sizeof *h);
+    assert_non_null(h);
+    if (n > 0) assert_int_equal(gnn_be_download(be, h, d, (size_t)n * sizeof *h), 0);
+    return h;
+}
+
+/* The batch b on be equals the host's mb, entry for entry. */
+static void expect_same(gnn_backend_t *be, const gnn_bbatch_t *b, const gnn_minibatch_t *mb,
+                        const char *what)
+{
+    if (b->layers != mb->layers || b->n_seeds != mb->n_seeds || b->n_input != mb->n_input)
+        fail_msg("%s: %d layers, %" PRId64 " seeds, %" PRId64 " input nodes; the host: %d, %" PRId64
+                 ", %" PRId64 " (seed %" PRIu64 ")",
+                 what, b->layers, b->n_seeds, b->n_input, mb->layers, mb->n_seeds, mb->n_input,
+                 g_seed);
+    int64_t *nodes = fetch(be, b->nodes, b->n_input);
+    for (int64_t i = 0; i < b->n_input; i++)
+        if (nodes[i] != mb->nodes[i])
+            fail_msg("%s: node %" PRId64 " is %" PRId64 ", the host's %" PRId64 " (seed %" PRIu64 ")",
+                     what, i, nodes[i], mb->nodes[i], g_seed);
+    free(nodes);
+    for (int l = 0; l < b->layers; l++) {
+        const gnn_csr_t *a = &mb->blocks[l].csr;
+        if (b->n_dst[l] != a->n_rows || b->n_src[l] != a->n_cols || b->nnz[l] != a->nnz)
+            fail_msg("%s: block %d is %" PRId64 " x %" PRId64 " with %" PRId64 " entries; the "
+                     "host's %" PRId64 " x %" PRId64 " with %" PRId64,
+                     what, l, b->n_dst[l], b->n_src[l], b->nnz[l], a->n_rows, a->n_cols, a->nnz);
+        int64_t *ip = fetch(be, b->indptr[l], b->n_dst[l] + 1);
+        int64_t *ix = fetch(be, b->indices[l], b->nnz[l]);
+        for (int64_t i = 0; i <= a->n_rows; i++)
+            if (ip[i] != a->indptr[i])
+                fail_msg("%s: block %d, indptr[%" PRId64 "] = %" PRId64 ", the host's %" PRId64,
+                         what, l, i, ip[i], a->indptr[i]);
+        for (int64_t e = 0; e < a->nnz; e++)
+            if (ix[e] != a->indices[e])
+                fail_msg("%s: block %d, entry %" PRId64 " = %" PRId64 ", the host's %" PRId64, what,
+                         l, e, ix[e], a->indices[e]);
+        free(ip), free(ix);
+    }
+}
+
+/* Distinct random seeds. */
+static int64_t *pick_seeds(uint64_t *s, int64_t n_graph, int64_t k)
+{
+    int64_t *perm = malloc((size_t)n_graph * sizeof *perm);
+    assert_non_null(perm);
+    for (int64_t i = 0; i < n_graph; i++) perm[i] = i;
+    for (int64_t i = 0; i < k; i++) {
+        int64_t j = i + rng_below(s, n_graph - i), t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+    return perm;
+}
+
+static gnn_backend_t *open_or_skip(const char *name)
+{
+    gnn_backend_t *be = NULL;
+    int rc = gnn_backend_open(name, &be);
+    if (rc == GNN_ENODEV) {
+        print_message("%s: no device (%s): skipped\n", name, gnn_error_message());
+        return NULL;
+    }
+    assert_int_equal(rc, 0);
+    return be;
+}
+
+static void test_same_batches(void **state)
+{
+    (void)state;
+    static const int fan[][4] = {{2, 5, 3}, {2, -1, 2}, {3, 25, 10, 5}, {1, 1}, {3, 3, 40, 2}, {2, 100, 3}};
+    static const int64_t sizes[] = {0, 1, 100, 1500};
+    for (int k = 0; k < g_nbackends; k++) {
+        gnn_backend_t *be = open_or_skip(g_backends[k]);
+        if (!be) continue;
+        uint64_t s = g_seed ^ 0x6473616d;
+        gnn_bbatch_t b;
+        memset(&b, 0, sizeof b);
+        for (int gi = 0; gi < 2; gi++) {
+            gnn_csr_t g;
+            make_graph(&s, gi ? 6000 : 900, gi ? 60000 : 20000, gi, &g);
+            for (size_t f = 0; f < sizeof fan / sizeof fan[0]; f++) {
+                const int layers = fan[f][0];
+                gnn_sampler_t *hs;
+                gnn_bsampler_t *ds;
+                assert_int_equal(gnn_sampler_create(&g, layers, fan[f] + 1, &hs), 0);
+                assert_int_equal(gnn_be_sampler_create(be, &g, layers, fan[f] + 1, &ds), 0);
+                for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
+                    int64_t n = sizes[z] < g.n_rows ? sizes[z] : g.n_rows;
+                    int64_t *seeds = pick_seeds(&s, g.n_rows, n);
+                    uint64_t sd = tu_rng_next(&s), ep = z, bt = f * 7 + z;
+                    gnn_minibatch_t mb;
+                    assert_int_equal(gnn_sampler_sample(hs, seeds, n, sd, ep, bt, &mb), 0);
+                    assert_int_equal(gnn_be_sample(ds, seeds, n, sd, ep, bt, &b), 0);
+                    char what[160];
+                    snprintf(what, sizeof what, "%s, graph %d, fanouts #%zu, %" PRId64 " seeds",
+                             g_backends[k], gi, f, n);
+                    expect_same(be, &b, &mb, what);
+                    gnn_minibatch_free(&mb);
+                    free(seeds);
+                }
+                gnn_be_sampler_free(ds);
+                gnn_sampler_free(hs);
+            }
+            gnn_csr_free(&g);
+        }
+        gnn_be_batch_free(&b);
+        gnn_backend_close(be);
+    }
+}
+
+static void expect_error(int rc, int code, const char *want)
+{
+    assert_int_equal(rc, code);
+    if (!strstr(gnn_error_message(), want))
+        fail_msg("message \"%s\" lacks \"%s\"", gnn_error_message(), want);
+}
+
+static void test_errors(void **state)
+{
+    (void)state;
+    for (int k = 0; k < g_nbackends; k++) {
+        gnn_backend_t *be = open_or_skip(g_backends[k]), *other = NULL;
+        if (!be) continue;
+        assert_int_equal(gnn_backend_open("cpu", &other), 0);
+        uint64_t s = g_seed ^ 0x657272;
+        gnn_csr_t g;
+        make_graph(&s, 300, 3000, 1, &g);
+        const int fan[2] = {4, 3}, bad[2] = {4, 0};
+        gnn_bsampler_t *ds = NULL, *ds2 = NULL;
+        expect_error(gnn_be_sampler_create(be, &g, 2, bad, &ds), GNN_EINVAL,
+                     "fanout 0 of hop 1");
+        expect_error(gnn_be_sampler_create(be, &g, 0, fan, &ds), GNN_EINVAL, "0 layers");
+        g.n_cols = 299;
+        expect_error(gnn_be_sampler_create(be, &g, 2, fan, &ds), GNN_EINVAL, "not square");
+        g.n_cols = 300;
+        assert_null(ds);
+        assert_int_equal(gnn_be_sampler_create(be, &g, 2, fan, &ds), 0);
+        gnn_bbatch_t b;
+        memset(&b, 0, sizeof b);
+        int64_t seeds[4] = {5, 17, 300, 2};
+        expect_error(gnn_be_sample(ds, seeds, 4, 1, 0, 0, &b), GNN_EINVAL,
+                     "seed 300 at position 2 outside [0, 300)");
+        assert_int_equal(b.n_input, 0);
+        seeds[2] = 17;
+        expect_error(gnn_be_sample(ds, seeds, 4, 1, 0, 0, &b), GNN_EINVAL,
+                     "seed 17 repeated at position 2");
+        /* Still right afterwards. */
+        seeds[2] = 40;
+        gnn_sampler_t *hs;
+        gnn_minibatch_t mb;
+        assert_int_equal(gnn_sampler_create(&g, 2, fan, &hs), 0);
+        assert_int_equal(gnn_sampler_sample(hs, seeds, 4, 9, 1, 2, &mb), 0);
+        assert_int_equal(gnn_be_sample(ds, seeds, 4, 9, 1, 2, &b), 0);
+        expect_same(be, &b, &mb, "after the refusals");
+        /* A batch holding another backend's buffers. */
+        assert_int_equal(gnn_be_sampler_create(other, &g, 2, fan, &ds2), 0);
+        if (other != be && strcmp(g_backends[k], "cpu") != 0)
+            expect_error(gnn_be_sample(ds2, seeds, 4, 9, 1, 2, &b), GNN_EINVAL,
+                         "buffers of another backend");
+        gnn_minibatch_free(&mb);
+        gnn_sampler_free(hs);
+        gnn_be_batch_free(&b);
+        gnn_be_sampler_free(ds2);
+        gnn_be_sampler_free(ds);
+        gnn_csr_free(&g);
+        gnn_backend_close(other);
+        gnn_backend_close(be);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    g_seed = tu_seed();
+    for (int i = 1; i < argc && g_nbackends < 8; i++) g_backends[g_nbackends++] = argv[i];
+    if (!g_nbackends) {
+        g_backends[g_nbackends++] = "cpu";
+        g_backends[g_nbackends++] = "cpu-as-gpu";
+    }
+    if (g_nbackends == 1 && !strcmp(g_backends[0], "cuda") && gnn_backend_device_count() == 0) {
+        printf("SKIPPED: no CUDA device\n");
+        return 77;
+    }
+    fflush(stdout);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_same_batches),
+        cmocka_unit_test(test_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
