@@ -581,6 +581,48 @@ int gnn_be_graph_place(gnn_backend_t *be, gnn_bgraph_t *g)
     return 0;
 }
 
+static void free_csr_view(void *p) { gnn_free(p); }
+
+int gnn_be_graph_create_batch(gnn_backend_t *be, const gnn_bbatch_t *b, int l,
+                              gnn_bgraph_t **out)
+{
+    int rc = 0;
+    gnn_bgraph_t *g = NULL;
+    gnn_csr_t *view = NULL;
+    GNN_CHECK(out, GNN_EINVAL, "gnn_be_graph_create_batch: NULL output");
+    *out = NULL;
+    GNN_CHECK(be && b, GNN_EINVAL, "gnn_be_graph_create_batch: NULL argument");
+    GNN_CHECK(b->be == be, GNN_EINVAL, "gnn_be_graph_create_batch: a batch of another backend");
+    GNN_CHECK(l >= 0 && l < b->layers, GNN_EINVAL,
+              "gnn_be_graph_create_batch: block %d of a batch of %d", l, b->layers);
+    if (!be->ops->graph_prepare_dev) { /* arrays the host reads: the usual way */
+        view = gnn_calloc(1, sizeof *view);
+        GNN_CHECK(view, GNN_ENOMEM, "prepared graph");
+        *view = (gnn_csr_t){.n_rows = b->n_dst[l],
+                            .n_cols = b->n_src[l],
+                            .nnz = b->nnz[l],
+                            .indptr = b->indptr[l],
+                            .indices = b->indices[l],
+                            .weights = NULL,
+                            .flags = b->flags};
+        GNN_TRY(gnn_be_graph_create(be, view, &g));
+        gnn_be_graph_attach(g, view, free_csr_view);
+        *out = g;
+        return 0;
+    }
+    g = gnn_calloc(1, sizeof *g);
+    GNN_CHECK(g, GNN_ENOMEM, "prepared graph");
+    g->host = (gnn_aggr_graph_t){.n_dst = b->n_dst[l], .n_src = b->n_src[l], .nnz = b->nnz[l]};
+    GNN_TRY(be->ops->graph_prepare_dev(be, g, b->indptr[l], b->indices[l]));
+    g->be = be;
+    *out = g;
+    return 0;
+fail:
+    if (!g) gnn_free(view);
+    gnn_be_graph_free(g);
+    return rc;
+}
+
 int64_t gnn_bgraph_n_dst(const gnn_bgraph_t *g)
 {
     return g->host.n_dst;
@@ -816,6 +858,8 @@ static int attn_prep(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_opts_t *
         return GNN_FAIL(GNN_EINVAL, "%s: the graph %s", fn,
                         g->be ? "belongs to another backend" : "is staged, not placed");
     int k = o->self_loop != 0;
+    if (!g->sg)
+        return GNN_FAIL(GNN_EUNSUPPORTED, "%s: no attention on a graph made on the device", fn);
     if (!g->attn[k]) {
         int rc = gnn_attn_graph_create(g->sg, k, &g->attn[k]);
         if (rc < 0) return rc;
@@ -909,6 +953,8 @@ static int score_prep(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_aggr_def_t *
         return GNN_FAIL(GNN_EINVAL, "%s: %" PRId64 " heads of %" PRId64 " features", fn,
                         o->heads, o->f);
     int k = o->self_loop != 0;
+    if (!g->sg)
+        return GNN_FAIL(GNN_EUNSUPPORTED, "%s: no attention on a graph made on the device", fn);
     if (!g->attn[k]) {
         int rc = gnn_attn_graph_create(g->sg, k, &g->attn[k]);
         if (rc < 0) return rc;
@@ -1146,6 +1192,7 @@ int gnn_be_sampler_create(gnn_backend_t *be, const gnn_csr_t *graph, int layers,
     GNN_CHECK(s, GNN_ENOMEM, "device sampler");
     s->graph = graph;
     s->layers = layers;
+    s->flags = GNN_CSR_SORTED | (graph->flags & (GNN_CSR_DEDUPED | GNN_CSR_NO_SELF_LOOPS));
     memcpy(s->fanout, fanouts, (size_t)layers * sizeof *fanouts);
     GNN_TRY(be->ops->sampler_prepare(be, s));
     s->be = be;
@@ -1241,6 +1288,7 @@ int gnn_be_sample(gnn_bsampler_t *s, const int64_t *seeds, int64_t n, uint64_t s
     }
     b->layers = s->layers;
     b->n_seeds = n;
+    b->flags = s->flags;
     return 0;
 }
 

@@ -406,6 +406,7 @@ typedef struct {
     int64_t nnz[GNN_BE_SAMPLE_MAX_LAYERS];
     int64_t *indptr[GNN_BE_SAMPLE_MAX_LAYERS], *indices[GNN_BE_SAMPLE_MAX_LAYERS];
     size_t cap_nodes, cap_indptr[GNN_BE_SAMPLE_MAX_LAYERS], cap_indices[GNN_BE_SAMPLE_MAX_LAYERS];
+    unsigned flags;    /* the blocks' CSR flags, as the host sampler's */
     gnn_backend_t *be; /* where the buffers live (set by the first fill) */
 } gnn_bbatch_t;
 
@@ -426,6 +427,15 @@ int gnn_be_sample(gnn_bsampler_t *s, const int64_t *seeds, int64_t n, uint64_t s
                   uint64_t epoch, uint64_t batch, gnn_bbatch_t *b);
 /* Free b's buffers and zero it; safe on a zeroed batch. */
 void gnn_be_batch_free(gnn_bbatch_t *b);
+/* Block l of b prepared for aggregation on be, as gnn_be_graph_create
+ * prepares the same CSR (degrees, transpose, scale factors: on a GPU made
+ * there, without a copy through the host). It reads b's buffers until
+ * freed on the CPU backend: free it before b is filled again. No
+ * attention on such a graph on a GPU (GNN_EUNSUPPORTED). Errors as
+ * gnn_be_graph_create; GNN_EINVAL for a block out of range or a batch of
+ * another backend. */
+int gnn_be_graph_create_batch(gnn_backend_t *be, const gnn_bbatch_t *b, int l,
+                              gnn_bgraph_t **out);
 
 #ifdef __cplusplus
 }

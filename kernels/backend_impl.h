@@ -114,6 +114,11 @@ typedef struct {
     void (*sampler_release)(gnn_backend_t *be, gnn_bsampler_t *s);
     int (*sample)(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds, int64_t n,
                   uint64_t key, gnn_bbatch_t *b);
+    /* A graph from a CSR in device buffers (g->host has the sizes, no
+     * arrays): fill g->dev and g->impl; NULL: the backend's buffers are
+     * host memory, prepared as any host CSR. */
+    int (*graph_prepare_dev)(gnn_backend_t *be, gnn_bgraph_t *g, const int64_t *indptr,
+                             const int64_t *indices);
 } gnn_backend_ops_t;
 
 /* A device sampler: the host's view, and the device's (impl). */
@@ -122,6 +127,8 @@ struct gnn_bsampler {
     const gnn_csr_t *graph; /* borrowed */
     int layers;
     int fanout[GNN_BE_SAMPLE_MAX_LAYERS]; /* by hop, 0 = from the seeds */
+    unsigned flags; /* what the blocks promise: sorted, and the graph's
+                       deduplication and self loops */
     void *impl;
 };
 

@@ -193,6 +193,23 @@ static int cu_graph_prepare(gnn_backend_t *be, gnn_bgraph_t *g)
     return 0;
 }
 
+static int cu_graph_prepare_dev(gnn_backend_t *be, gnn_bgraph_t *g, const int64_t *indptr,
+                                const int64_t *indices)
+{
+    gnn_cuda_be_t *cb = gnn__cuda_be(be);
+    cuda_bgraph_t *bg = (cuda_bgraph_t *)gnn_calloc(1, sizeof *bg);
+    GNN_CHECK_RET(bg, GNN_ENOMEM, "prepared graph");
+    bg->ctx = &cb->spmm;
+    int rc = gnn__cuda_graph_create_dev(&cb->spmm, g->host.n_dst, g->host.n_src, g->host.nnz,
+                                        indptr, indices, &bg->cg, &g->dev);
+    if (rc < 0) {
+        gnn_free(bg);
+        return rc;
+    }
+    g->impl = bg;
+    return 0;
+}
+
 static void cu_graph_release(gnn_backend_t *be, gnn_bgraph_t *g)
 {
     cuda_bgraph_t *bg = (cuda_bgraph_t *)g->impl;
@@ -394,6 +411,7 @@ static const gnn_backend_ops_t cuda_ops = {
     /* .sampler_prepare = */ gnn__cuda_sampler_prepare,
     /* .sampler_release = */ gnn__cuda_sampler_release,
     /* .sample = */ gnn__cuda_sample,
+    /* .graph_prepare_dev = */ cu_graph_prepare_dev,
 };
 
 /* Handles and stream of cb on its device; on failure the caller closes. */

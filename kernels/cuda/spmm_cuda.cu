@@ -63,6 +63,7 @@
 #include "graph/base/alloc.h"
 #include "graph/base/error.h"
 
+#include <cub/cub.cuh>
 #include <cusparse.h>
 #include <inttypes.h>
 #include <math.h>
@@ -254,11 +255,19 @@ static uint32_t lg2(double x)
  * auto runs under `deterministic`, from the shape alone (balanced for a
  * skewed graph, else rowcache).
  */
+static uint32_t shape_from(int64_t longest, int64_t rows, int64_t nnz, gnn_spmm_impl_t *det);
+
 static uint32_t shape_of(const int64_t *indptr, int64_t rows, int64_t nnz, gnn_spmm_impl_t *det)
 {
     int64_t longest = 0;
     for (int64_t r = 0; r < rows; r++)
         if (indptr[r + 1] - indptr[r] > longest) longest = indptr[r + 1] - indptr[r];
+    return shape_from(longest, rows, nnz, det);
+}
+
+/* The same from the longest row. */
+static uint32_t shape_from(int64_t longest, int64_t rows, int64_t nnz, gnn_spmm_impl_t *det)
+{
     double mean = rows > 0 ? (double)nnz / (double)rows : 0.0;
     uint32_t a = lg2((double)nnz), b = lg2(mean * 4.0), c = lg2(mean > 0 ? longest / mean : 0.0);
     *det = longest > DET_SKEW_MIN && (double)longest > DET_SKEW_RATIO * mean ? GNN_SPMM_BALANCED
@@ -299,6 +308,168 @@ int gnn__cuda_graph_create(const gnn_cuda_spmm_ctx_t *ctx, const gnn_spmm_graph_
     view->t_indptr = g->t_indptr;
     view->t_indices = g->t_indices;
     view->t_weights = g->t_weights;
+    *out = g;
+    return 0;
+}
+
+/* ---- A graph from device arrays ---------------------------------------------- */
+
+/* rowid[e] = the row of entry e. */
+__global__ void k_entry_rows(int64_t rows, const int64_t *indptr, int64_t *rowid)
+{
+    for (int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; r < rows;
+         r += (int64_t)gridDim.x * blockDim.x)
+        for (int64_t e = indptr[r]; e < indptr[r + 1]; e++) rowid[e] = r;
+}
+
+/* cnt[indices[e]]++ (cnt zeroed, one past the columns for the sum). */
+__global__ void k_col_count(int64_t nnz, const int64_t *indices, unsigned long long *cnt)
+{
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < nnz;
+         e += (int64_t)gridDim.x * blockDim.x)
+        atomicAdd(&cnt[indices[e]], 1ull);
+}
+
+/* The scale factors of gnn_spmm_graph_create, the same double arithmetic
+ * rounded once to float; len[r] the row lengths of both directions. */
+__global__ void k_scales(int64_t n_dst, int64_t n_src, const int64_t *indptr,
+                         const int64_t *t_indptr, float *inv_deg, float *gcn_dst, float *gcn_src,
+                         int64_t *len)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n_dst + n_src;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        if (i < n_dst) {
+            const int64_t d = indptr[i + 1] - indptr[i];
+            inv_deg[i] = d ? (float)(1.0 / (double)d) : 0.0f;
+            gcn_dst[i] = (float)(1.0 / sqrt((double)d + 1.0));
+            len[i] = d;
+        } else {
+            const int64_t u = i - n_dst, d = t_indptr[u + 1] - t_indptr[u];
+            gcn_src[u] = (float)(1.0 / sqrt((double)d + 1.0));
+            len[i] = d;
+        }
+    }
+}
+
+static int bits_for(int64_t n)
+{
+    int b = 1;
+    while (b < 63 && ((int64_t)1 << b) < n) b++;
+    return b;
+}
+
+int gnn__cuda_graph_create_dev(const gnn_cuda_spmm_ctx_t *ctx, int64_t n_dst, int64_t n_src,
+                               int64_t nnz, const int64_t *indptr, const int64_t *indices,
+                               gnn_cuda_graph_t **out, gnn_aggr_graph_t *view)
+{
+    GNN_CHECK_RET(out && ctx && view && indptr && indices, GNN_EINVAL,
+                  "spmm graph from device arrays: NULL argument");
+    *out = NULL;
+    gnn_cuda_graph_t *g = (gnn_cuda_graph_t *)gnn_calloc(1, sizeof *g);
+    GNN_CHECK_RET(g, GNN_ENOMEM, "spmm graph on the device");
+    cudaStream_t st = (cudaStream_t)ctx->stream;
+    g->stream = st;
+    g->n_dst = n_dst;
+    g->n_src = n_src;
+    g->nnz = nnz;
+    int64_t *rowid = NULL, *keys = NULL, *len = NULL, *longest = NULL;
+    unsigned long long *cnt = NULL;
+    void *temp = NULL;
+    size_t tb = 0, tb2 = 0;
+    int64_t host_max[2] = {0, 0};
+    const size_t eb = (size_t)(nnz > 0 ? nnz : 1) * sizeof(int64_t);
+    cudaError_t e = cudaMalloc((void **)&g->indptr, (size_t)(n_dst + 1) * sizeof(int64_t));
+    if (e == cudaSuccess) e = cudaMalloc((void **)&g->indices, eb);
+    if (e == cudaSuccess) e = cudaMalloc((void **)&g->t_indptr, (size_t)(n_src + 1) * sizeof(int64_t));
+    if (e == cudaSuccess) e = cudaMalloc((void **)&g->t_indices, eb);
+    if (e == cudaSuccess) e = cudaMalloc((void **)&g->inv_deg, (size_t)(n_dst + 1) * sizeof(float));
+    if (e == cudaSuccess) e = cudaMalloc((void **)&g->gcn_dst, (size_t)(n_dst + 1) * sizeof(float));
+    if (e == cudaSuccess) e = cudaMalloc((void **)&g->gcn_src, (size_t)(n_src + 1) * sizeof(float));
+    if (e == cudaSuccess) e = cudaMalloc((void **)&rowid, eb);
+    if (e == cudaSuccess) e = cudaMalloc((void **)&keys, eb);
+    if (e == cudaSuccess) e = cudaMalloc((void **)&cnt, (size_t)(n_src + 1) * sizeof(*cnt));
+    if (e == cudaSuccess) e = cudaMalloc((void **)&len, (size_t)(n_dst + n_src + 1) * sizeof(int64_t));
+    if (e == cudaSuccess) e = cudaMalloc((void **)&longest, 2 * sizeof(int64_t));
+    if (e == cudaSuccess)
+        e = cudaMemcpyAsync(g->indptr, indptr, (size_t)(n_dst + 1) * sizeof(int64_t),
+                            cudaMemcpyDeviceToDevice, st);
+    if (e == cudaSuccess && nnz > 0)
+        e = cudaMemcpyAsync(g->indices, indices, (size_t)nnz * sizeof(int64_t),
+                            cudaMemcpyDeviceToDevice, st);
+    if (e == cudaSuccess) e = cudaMemsetAsync(cnt, 0, (size_t)(n_src + 1) * sizeof(*cnt), st);
+    if (e == cudaSuccess) e = cudaMemsetAsync(longest, 0, 2 * sizeof(int64_t), st);
+    /* The transpose: entries sorted by column, stably, so each column's
+     * rows ascend as gnn_csr_transpose leaves them. */
+    if (e == cudaSuccess)
+        e = cub::DeviceRadixSort::SortPairs(NULL, tb, g->indices, keys, rowid, g->t_indices, nnz,
+                                            0, bits_for(n_src + 1), st);
+    if (e == cudaSuccess)
+        e = cub::DeviceScan::ExclusiveSum(NULL, tb2, cnt, (unsigned long long *)g->t_indptr,
+                                          n_src + 1, st);
+    tb = tb > tb2 ? tb : tb2;
+    tb2 = 0;
+    if (e == cudaSuccess) e = cub::DeviceReduce::Max(NULL, tb2, len, longest, n_dst, st);
+    tb = tb > tb2 ? tb : tb2;
+    if (e == cudaSuccess) e = cudaMalloc(&temp, tb ? tb : 1);
+    if (e == cudaSuccess && n_dst > 0) {
+        k_entry_rows<<<gnn__cuda_blocks(n_dst, 256), 256, 0, st>>>(n_dst, indptr, rowid);
+        e = cudaGetLastError();
+    }
+    if (e == cudaSuccess && nnz > 0) {
+        size_t t = tb;
+        e = cub::DeviceRadixSort::SortPairs(temp, t, g->indices, keys, rowid, g->t_indices, nnz,
+                                            0, bits_for(n_src + 1), st);
+    }
+    if (e == cudaSuccess && nnz > 0) {
+        k_col_count<<<gnn__cuda_blocks(nnz, 256), 256, 0, st>>>(nnz, g->indices, cnt);
+        e = cudaGetLastError();
+    }
+    if (e == cudaSuccess) {
+        size_t t = tb;
+        e = cub::DeviceScan::ExclusiveSum(temp, t, cnt, (unsigned long long *)g->t_indptr,
+                                          n_src + 1, st);
+    }
+    if (e == cudaSuccess && n_dst + n_src > 0) {
+        k_scales<<<gnn__cuda_blocks(n_dst + n_src, 256), 256, 0, st>>>(
+            n_dst, n_src, g->indptr, g->t_indptr, g->inv_deg, g->gcn_dst, g->gcn_src, len);
+        e = cudaGetLastError();
+    }
+    if (e == cudaSuccess && n_dst > 0) {
+        size_t t = tb;
+        e = cub::DeviceReduce::Max(temp, t, len, longest, n_dst, st);
+    }
+    if (e == cudaSuccess && n_src > 0) {
+        size_t t = tb;
+        e = cub::DeviceReduce::Max(temp, t, len + n_dst, longest + 1, n_src, st);
+    }
+    if (e == cudaSuccess)
+        e = cudaMemcpyAsync(host_max, longest, 2 * sizeof(int64_t), cudaMemcpyDeviceToHost, st);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(st);
+    cudaFree(rowid);
+    cudaFree(keys);
+    cudaFree(cnt);
+    cudaFree(len);
+    cudaFree(longest);
+    cudaFree(temp);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        gnn__cuda_graph_free(g);
+        return GNN_FAIL(e == cudaErrorMemoryAllocation ? GNN_ENOMEM : GNN_ECUDA,
+                        "spmm graph from device arrays (%" PRId64 " x %" PRId64 ", %" PRId64
+                        " entries): %s",
+                        n_dst, n_src, nnz, cudaGetErrorString(e));
+    }
+    g->shape[DIR_FWD] = shape_from(host_max[0], n_dst, nnz, &g->det_impl[DIR_FWD]);
+    g->shape[DIR_BWD] = shape_from(host_max[1], n_src, nnz, &g->det_impl[DIR_BWD]);
+    view->n_dst = n_dst;
+    view->n_src = n_src;
+    view->nnz = nnz;
+    view->indptr = g->indptr;
+    view->indices = g->indices;
+    view->weights = NULL;
+    view->t_indptr = g->t_indptr;
+    view->t_indices = g->t_indices;
+    view->t_weights = NULL;
     *out = g;
     return 0;
 }

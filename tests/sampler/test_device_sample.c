@@ -8,7 +8,9 @@
  * among them), over several
  * (seed, epoch, batch): the node list, and every block's shape, row
  * offsets and sorted local ids, equal to the host sampler's entry for
- * entry, with one batch reused throughout (its buffers grow). Errors: a
+ * entry, with one batch reused throughout (its buffers grow); its blocks
+ * prepared on the backend (gnn_be_graph_create_batch) aggregate (sum,
+ * mean, gcn; forward and backward) as the host's blocks do. Errors: a
  * seed out of range or repeated (named, the sampler still right
  * afterwards), bad fanouts and layer counts, a non-square graph, a batch
  * of another backend. Prints its seed; set GNN_TEST_SEED to replay another.
@@ -26,6 +28,7 @@
 #include "tests/common/testutil.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,7 +101,70 @@ static void expect_same(gnn_backend_t *be, const gnn_bbatch_t *b, const gnn_mini
     }
 }
 
-/* Distinct random seeds. */
+/* The blocks of b prepared on be (gnn_be_graph_create_batch) aggregate as
+ * the host blocks of mb prepared the usual way: sum, mean and gcn forward
+ * and backward on random features (bit for bit on the CPU, within 1e-5 on
+ * a GPU). */
+static void expect_same_graphs(gnn_backend_t *be, const gnn_bbatch_t *b, const gnn_minibatch_t *mb,
+                               uint64_t *s, const char *what)
+{
+    gnn_aggr_registry_t *reg;
+    assert_int_equal(gnn_aggr_registry_create(&reg), 0);
+    const int64_t f = 5;
+    const int exact = gnn_backend_kind(be) == GNN_BACKEND_CPU;
+    for (int l = 0; l < b->layers; l++) {
+        gnn_bgraph_t *gd = NULL, *gh = NULL;
+        assert_int_equal(gnn_be_graph_create_batch(be, b, l, &gd), 0);
+        assert_int_equal(gnn_be_graph_create(be, &mb->blocks[l].csr, &gh), 0);
+        int64_t nd = b->n_dst[l], ns = b->n_src[l];
+        float *x = malloc((size_t)(ns * f + 1) * sizeof *x), *dy = malloc((size_t)(nd * f + 1) * sizeof *dy);
+        float *out[2][2];
+        assert_true(x && dy);
+        for (int64_t i = 0; i < ns * f; i++) x[i] = (float)(tu_rng_next(s) >> 40) * 0x1p-23f - 1.0f;
+        for (int64_t i = 0; i < nd * f; i++) dy[i] = (float)(tu_rng_next(s) >> 40) * 0x1p-23f - 1.0f;
+        float *dx = NULL, *ddy = NULL, *yd = NULL, *dxd = NULL;
+        assert_int_equal(gnn_be_alloc(be, (size_t)(ns * f + 1) * sizeof(float), (void **)&dx), 0);
+        assert_int_equal(gnn_be_alloc(be, (size_t)(nd * f + 1) * sizeof(float), (void **)&ddy), 0);
+        assert_int_equal(gnn_be_alloc(be, (size_t)(nd * f + 1) * sizeof(float), (void **)&yd), 0);
+        assert_int_equal(gnn_be_alloc(be, (size_t)(ns * f + 1) * sizeof(float), (void **)&dxd), 0);
+        assert_int_equal(gnn_be_upload(be, dx, x, (size_t)(ns * f) * sizeof(float)), 0);
+        assert_int_equal(gnn_be_upload(be, ddy, dy, (size_t)(nd * f) * sizeof(float)), 0);
+        static const char *const names[3] = {"sum", "mean", "gcn"};
+        for (int a = 0; a < 3; a++) {
+            const gnn_aggr_def_t *def;
+            assert_int_equal(gnn_aggr_registry_find(reg, names[a], &def), 0);
+            for (int k = 0; k < 2; k++) {
+                gnn_bgraph_t *g = k ? gh : gd;
+                out[k][0] = malloc((size_t)(nd * f + 1) * sizeof(float));
+                out[k][1] = malloc((size_t)(ns * f + 1) * sizeof(float));
+                assert_int_equal(gnn_be_aggr_forward(be, g, def, f, dx, yd, NULL, 0), 0);
+                assert_int_equal(gnn_be_aggr_backward(be, g, def, f, dx, yd, ddy, dxd, NULL, 0), 0);
+                assert_int_equal(gnn_be_download(be, out[k][0], yd, (size_t)(nd * f) * sizeof(float)), 0);
+                assert_int_equal(gnn_be_download(be, out[k][1], dxd, (size_t)(ns * f) * sizeof(float)), 0);
+            }
+            for (int d = 0; d < 2; d++) {
+                int64_t n = d ? ns * f : nd * f;
+                for (int64_t i = 0; i < n; i++) {
+                    float u = out[0][d][i], v = out[1][d][i];
+                    if (exact ? memcmp(&u, &v, sizeof u) != 0
+                              : !(fabsf(u - v) <= 1e-5f * (1.0f + fabsf(v))))
+                        fail_msg("%s: block %d, %s %s [%" PRId64 "]: %.9g from the batch, %.9g "
+                                 "from the host block",
+                                 what, l, names[a], d ? "backward" : "forward", i, (double)u,
+                                 (double)v);
+                }
+            }
+            for (int k = 0; k < 2; k++) free(out[k][0]), free(out[k][1]);
+        }
+        gnn_be_free(be, dx), gnn_be_free(be, ddy), gnn_be_free(be, yd), gnn_be_free(be, dxd);
+        free(x), free(dy);
+        gnn_be_graph_free(gd);
+        gnn_be_graph_free(gh);
+    }
+    gnn_aggr_registry_free(reg);
+}
+
+/* Distinct random seeds. *//* Distinct random seeds. */
 static int64_t *pick_seeds(uint64_t *s, int64_t n_graph, int64_t k)
 {
     int64_t *perm = malloc((size_t)n_graph * sizeof *perm);
@@ -155,6 +221,7 @@ static void test_same_batches(void **state)
                     snprintf(what, sizeof what, "%s, graph %d, fanouts #%zu, %" PRId64 " seeds",
                              g_backends[k], gi, f, n);
                     expect_same(be, &b, &mb, what);
+                    if (n == 100) expect_same_graphs(be, &b, &mb, &s, what);
                     gnn_minibatch_free(&mb);
                     free(seeds);
                 }
