@@ -80,6 +80,9 @@ static const gnn_opt_t train_table[] = {
     {"batch-size", 0, GNN_OPT_I64, O(batch_size), "B", "training nodes (--task link: edges) per mini-batch"},
     {"sampler-threads", 0, GNN_OPT_INT, O(sampler_threads), "T",
      "threads sampling mini-batches and gathering their features"},
+    {"sampler", 0, GNN_OPT_STRING, O(sampler), "WHERE",
+     "where mini-batches are sampled: host (the sampler threads) or device (on --device, with "
+     "the blocks prepared and the features gathered there; the same batches)"},
     {"prefetch", 0, GNN_OPT_STRING, O(prefetch), "K",
      "mini-batches prepared ahead of training (0: sample each when needed; auto: 2 where the "
      "sampler threads have cores besides --threads, else 0)"},

@@ -34,6 +34,10 @@ void gnn__job_free(gnn_job_t *j)
     /* The loader first: its workers may still read the features and
      * graphs below (a failure in the middle of an epoch). */
     gnn_loader_free(j->ld);
+    gnn_be_batch_free(&j->dsb); /* the device sampler before the graph it reads */
+    gnn_be_sampler_free(j->ds);
+    gnn_free(j->dperm);
+    gnn_free(j->dy);
     if (j->mode && j->mode->free) j->mode->free(j); /* after the loader reading its rows */
     if (j->task && j->task->free) j->task->free(j);
     gnn_model_free(j->model);

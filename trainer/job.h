@@ -112,6 +112,10 @@ typedef struct gnn_job {
     int fanout[GNN_MODEL_MAX_LAYERS];
     char fanouts[128];                /* canonical "15,10,5" (fits 16 x 1000000); "-" */
     gnn_loader_t *ld;
+    gnn_bsampler_t *ds;               /* --sampler device: the backend's sampler */
+    gnn_bbatch_t dsb;                 /* ... its batch (buffers reused) */
+    int64_t *dperm; size_t dperm_cap; /* ... the epoch's seeds, shuffled (host) */
+    int64_t *dy; size_t dy_cap;       /* ... a batch's targets (host) */
     int64_t *iota;                    /* backend, 0 .. batch_size - 1 */
     float *xb;  size_t xb_bytes;      /* batch input on the backend (not host memory) */
     int64_t *yb; size_t yb_bytes;     /* batch targets on the backend (not host memory) */

@@ -39,6 +39,7 @@ void gnn_train_defaults(gnn_train_opts_t *o)
     o->batch_size = 1024;
     o->sampler_threads = 1;
     o->prefetch = "auto";
+    o->sampler = "host";
     o->cache_policy = "sample";
     o->eval_batch_size = 4096;
     o->heads = 8;
@@ -156,6 +157,9 @@ int gnn__opts_check(const gnn_train_opts_t *o)
                         GNN_LOADER_MAX_THREADS);
     int prefetch, prc = prefetch_count(o->prefetch, &prefetch);
     if (prc < 0) return prc;
+    if (!o->sampler || (strcmp(o->sampler, "host") && strcmp(o->sampler, "device")))
+        return GNN_FAIL(GNN_EUSAGE, "--sampler \"%s\" (expected host or device)",
+                        o->sampler ? o->sampler : "");
     if (o->embed_dim < 0 || o->embed_dim > ((int64_t)1 << 20))
         return GNN_FAIL(GNN_EUSAGE, "--embed-dim %" PRId64 " outside [1, 2^20] (0: no learnable rows)",
                         o->embed_dim);

@@ -28,7 +28,9 @@
  *              the per-epoch counters of the log; on cpu-as-gpu the
  *              batch's rows gathered on the device and the blocks staged
  *              by the sampler threads, bit for bit the CPU's losses for
- *              sage, gcn and gat; evaluation independent
+ *              sage, gcn and gat, and with --sampler device (batches
+ *              sampled and prepared by the backend) for sage and gcn; gat
+ *              and a bad --sampler refused; evaluation independent
  *              of --eval-batch-size; resume with other fanouts refused;
  *              bad mini-batch options rejected.
  *              Learnable input rows (--embed-dim) on a featureless SBM
@@ -772,9 +774,12 @@ static void test_minibatch_device_path(void **state)
     static const char *const drop[3] = {"0.3", "0", "0.3"};
     static const char *const host_rows[3] = {"loader", "rows", "loader"};
     for (int m = 0; m < 3; m++) {
-        double loss[2][8];
-        char *ck[2], *line[2];
-        for (int d = 0; d < 2; d++) {
+        double loss[3][8];
+        char *ck[3], *line[3];
+        /* cpu, cpu-as-gpu, and cpu-as-gpu sampling the batches itself
+         * (--sampler device; not with attention) */
+        const int nd = m == 2 ? 2 : 3;
+        for (int d = 0; d < nd; d++) {
             char name[32], lname[32];
             snprintf(name, sizeof name, "mbdev-%d.h5", d);
             snprintf(lname, sizeof lname, "mbdev-%d.json", d);
@@ -784,8 +789,9 @@ static void test_minibatch_device_path(void **state)
             TRAIN_OK("--data", (char *)g_sbm, "--model", (char *)models[m], "--mode",
                      "minibatch", "--epochs", "3", "--batch-size", "64", "--fanouts", "6,4", "--dropout", (char *)drop[m],
                      "--hidden", "16", "--heads", "2", "--sampler-threads", "1", "--prefetch", "2",
-                     "--threads", "2", "--device", d ? "cpu-as-gpu" : "cpu", "--checkpoint",
-                     ck[d], "--log-json", (char *)log, "-q");
+                     "--threads", "2", "--device", d ? "cpu-as-gpu" : "cpu", "--sampler",
+                     d == 2 ? "device" : "host", "--checkpoint", ck[d], "--log-json",
+                     (char *)log, "-q");
             assert_int_equal(log_losses(log, loss[d], 8), 3);
             char *text = tu_read_file(log);
             line[d] = text;
@@ -793,19 +799,29 @@ static void test_minibatch_device_path(void **state)
         }
         print_message("%s: epoch 3 loss %.9g on cpu, %.9g on cpu-as-gpu\n", models[m],
                       loss[0][2], loss[1][2]);
-        assert_memory_equal(loss[0], loss[1], 3 * sizeof(double));
-        assert_checkpoints_equal(ck[0], ck[1]);
+        for (int d = 1; d < nd; d++) {
+            assert_memory_equal(loss[0], loss[d], 3 * sizeof(double));
+            assert_checkpoints_equal(ck[0], ck[d]);
+        }
+        if (nd == 3 && !strstr(line[2], "\"sampler\": \"device\""))
+            fail_msg("%s --sampler device: the log says otherwise: %s", models[m], line[2]);
         char want[64];
         snprintf(want, sizeof want, "\"batch_features\": \"%s\"", host_rows[m]);
         if (!strstr(line[0], want)) fail_msg("cpu %s: no %s in %s", models[m], want, line[0]);
         if (!strstr(line[1], "\"batch_features\": \"device\""))
             fail_msg("cpu-as-gpu %s: features not gathered on the device: %s", models[m], line[1]);
-        for (int d = 0; d < 2; d++) {
+        for (int d = 0; d < nd; d++) {
             unlink(ck[d]);
             free(ck[d]);
             free(line[d]);
         }
     }
+    const char *out = tu_path("mbdev-refused.csv");
+    train_fails(out, 2, "--sampler device: not with attention (--model gat); use --sampler host",
+                "--data", (char *)g_sbm, "--model", "gat", "--mode", "minibatch", "--sampler",
+                "device", "--save-predictions", out, "-q", (char *)NULL);
+    train_fails(out, 2, "--sampler \"gpu\" (expected host or device)", "--data", (char *)g_sbm,
+                "--model", "sage", "--sampler", "gpu", "--save-predictions", out, (char *)NULL);
 }
 
 /* --prefetch auto (the default) prepares batches ahead only where the

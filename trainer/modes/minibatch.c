@@ -199,6 +199,28 @@ static int mb_feat_by_rows(gnn_job_t *j)
     return ok;
 }
 
+/*
+ * --sampler device: batches sampled where the backend runs (gnn_be_sample:
+ * the host sampler's batches, entry for entry), their blocks prepared
+ * there and their input rows gathered from the backend's copy of the
+ * features; what it cannot do is refused with one line.
+ */
+static int mb_device_setup(gnn_job_t *j)
+{
+    const gnn_train_opts_t *o = j->o;
+    const char *why = j->task->edge_seeds ? "edge batches (--task link)"
+                      : j->kind->typed    ? "typed draws (--model rgcn)"
+                      : j->kind->attention ? "attention (--model gat)"
+                      : o->embed_dim > 0  ? "learnable input rows (--embed-dim)"
+                      : j->xs.indptr      ? "sparse input features (--sparse-features)"
+                      : j->g.feat_dim <= 0 ? "a graph without features"
+                                           : NULL;
+    if (why)
+        return GNN_FAIL(GNN_EUSAGE, "--sampler device: not with %s; use --sampler host", why);
+    j->feat_by_rows = 0;
+    return gnn_be_sampler_create(j->be, &j->g.csr, o->layers, j->fanout, &j->ds);
+}
+
 static int mb_setup(gnn_job_t *j)
 {
     int rc = 0;
@@ -217,6 +239,11 @@ static int mb_setup(gnn_job_t *j)
                               j->feat_by_rows || j->feat_on_dev || j->xs.indptr ? NULL
                                                                                 : j->feat_host,
                               NULL, j->task->seed_targets(j), NULL, NULL));
+    if (!strcmp(o->sampler, "device")) GNN_TRY(mb_device_setup(j));
+    if (j->ds)
+        GNN_INFO("mini-batches of %" PRId64 " seeds, fanouts %s, sampled on %s", o->batch_size,
+                 j->fanouts, gnn_backend_describe(j->be));
+    else
     GNN_INFO("mini-batches of %" PRId64 " %s, fanouts %s, %d sampler thread%s, prefetch %d%s, "
              "%d OpenMP thread%s",
              o->batch_size, j->task->edge_seeds ? "training edges" : "seeds", j->fanouts,
@@ -294,9 +321,98 @@ fail:
     return rc;
 }
 
+/* One step on the device-sampled batch j->dsb of seeds sd[0, ns). */
+static int train_device_batch(gnn_job_t *j, int64_t index, const int64_t *sd, int64_t ns,
+                              double *loss, double *prep_s)
+{
+    int rc = 0;
+    gnn_backend_t *be = j->be;
+    const gnn_bbatch_t *b = &j->dsb;
+    gnn_bgraph_t *graphs[GNN_MODEL_MAX_LAYERS] = {0};
+    const int64_t F = j->g.feat_dim, *labels = j->task->seed_targets(j);
+    const float *logits;
+    double t0 = gnn__now_s();
+    for (int l = 0; l < j->o->layers; l++) GNN_TRY(gnn_be_graph_create_batch(be, b, l, &graphs[l]));
+    *prep_s += gnn__now_s() - t0;
+    GNN_TRY(gnn__buf_ensure(be, (void **)&j->xb, &j->xb_bytes,
+                            (size_t)b->n_input * (size_t)F * sizeof(float)));
+    GNN_TRY(gnn_be_gather_rows(be, b->n_input, F, j->x, j->g.csr.n_rows, b->nodes, j->xb));
+    if ((size_t)ns + 1 > j->dy_cap) {
+        gnn_free(j->dy);
+        j->dy_cap = (size_t)ns + 1;
+        j->dy = gnn_malloc_array(j->dy_cap, sizeof *j->dy);
+        if (!j->dy) j->dy_cap = 0;
+        GNN_CHECK(j->dy, GNN_ENOMEM, "batch targets");
+    }
+    for (int64_t i = 0; i < ns; i++) j->dy[i] = labels[sd[i]];
+    GNN_TRY(gnn__buf_ensure(be, (void **)&j->yb, &j->yb_bytes, (size_t)ns * sizeof(int64_t)));
+    GNN_TRY(gnn_be_upload(be, j->yb, j->dy, (size_t)ns * sizeof(int64_t)));
+    /* Dropout by node id, as with the host sampler. */
+    GNN_TRY(gnn_model_set_row_ids(j->model, b->nodes, j->g.csr.n_rows));
+    GNN_TRY(gnn_model_forward(j->model, graphs, j->xb, 1, &logits));
+    GNN_TRY(gnn__buf_ensure(be, (void **)&j->dlogits, &j->dlogits_bytes,
+                            (size_t)ns * (size_t)j->out_dim * sizeof(float)));
+    gnn_loader_batch_t lb;
+    memset(&lb, 0, sizeof lb);
+    lb.index = index;
+    lb.n_items = ns;
+    GNN_TRY(j->task->batch_loss(j, logits, &lb, j->yb, ns, loss, j->dlogits));
+    GNN_TRY(gnn__step(j));
+fail:
+    for (int l = 0; l < GNN_MODEL_MAX_LAYERS; l++) gnn_be_graph_free(graphs[l]);
+    return rc;
+}
+
+/* An epoch sampled on the device: the loader's batches (the seeds shuffled
+ * by (seed, epoch), batch b sampled under (seed, epoch, b)), one at a
+ * time; the loader's counters from its times. */
+static int mb_epoch_device(gnn_job_t *j, double *loss)
+{
+    int rc = 0;
+    gnn_checkpoint_t *c = &j->ck;
+    uint64_t seed = (uint64_t)j->o->seed + (uint64_t)c->run;
+    const int64_t *seeds, B = j->o->batch_size;
+    int64_t n, total;
+    j->task->train_seeds(j, &seeds, &n, &total);
+    if ((size_t)n + 1 > j->dperm_cap) {
+        gnn_free(j->dperm);
+        j->dperm_cap = (size_t)n + 1;
+        j->dperm = gnn_malloc_array(j->dperm_cap, sizeof *j->dperm);
+        if (!j->dperm) j->dperm_cap = 0;
+        GNN_CHECK(j->dperm, GNN_ENOMEM, "epoch seeds");
+    }
+    if (n) memcpy(j->dperm, seeds, (size_t)n * sizeof *seeds);
+    gnn_loader_shuffle(j->dperm, n, seed, (uint64_t)c->epoch);
+    gnn_loader_stats_t st;
+    memset(&st, 0, sizeof st);
+    double sum = 0.0, compute = 0.0;
+    for (int64_t b0 = 0, bi = 0; b0 < n; b0 += B, bi++) {
+        const int64_t ns = n - b0 < B ? n - b0 : B;
+        double t0 = gnn__now_s(), bl = 0.0, prep = 0.0;
+        GNN_TRY(gnn_be_sample(j->ds, j->dperm + b0, ns, seed, (uint64_t)c->epoch, (uint64_t)bi,
+                              &j->dsb));
+        double t1 = gnn__now_s();
+        GNN_TRY(train_device_batch(j, bi, j->dperm + b0, ns, &bl, &prep));
+        GNN_TRY(gnn_be_sync(j->be));
+        st.batches++;
+        for (int l = 0; l < j->dsb.layers; l++) st.sampled_edges += j->dsb.nnz[l];
+        st.input_nodes += j->dsb.n_input;
+        st.sample_s += t1 - t0;
+        st.prepare_s += prep;
+        compute += gnn__now_s() - t1 - prep;
+        sum += bl * (double)ns;
+    }
+    j->lst = st;
+    j->compute_s = compute;
+    *loss = n ? sum / (double)n : 0.0;
+fail:
+    return rc;
+}
+
 /* One epoch of mini-batches; *loss is the mean over the training seeds. */
 static int mb_epoch(gnn_job_t *j, double *loss)
 {
+    if (j->ds) return mb_epoch_device(j, loss);
     int rc = 0;
     gnn_checkpoint_t *c = &j->ck;
     uint64_t seed = (uint64_t)j->o->seed + (uint64_t)c->run;
@@ -429,11 +545,12 @@ static void mb_log(const gnn_job_t *j, FILE *f)
 {
     gnn__log_loader(j, f);
     /* Where each batch's input rows came from. */
-    fprintf(f, ", \"batch_features\": \"%s\"",
+    fprintf(f, ", \"batch_features\": \"%s\", \"sampler\": \"%s\"",
             j->xs.indptr       ? "sparse"
             : j->feat_by_rows ? "rows"
-            : j->feat_on_dev  ? "device"
-                              : "loader");
+            : j->feat_on_dev || j->ds ? "device"
+                              : "loader",
+            j->ds ? "device" : "host");
 }
 
 const gnn_mode_t gnn_mode_minibatch = {
