@@ -2192,6 +2192,18 @@ static void test_cuda_training(void **state)
     compare_to("sage mini-batches", &mb_ref, mb, 1, 3);
     assert_true(tu_json_num(mb[0].log.line[0], "feat_bytes") ==
                 tu_json_num(mb_ref.line[0], "feat_bytes"));
+    /* Mini-batches sampled on the GPU (--sampler device: the host
+     * sampler's batches, blocks prepared and rows gathered there), in one
+     * process, against the CPU's host-sampled run. */
+    char *mbd_gpu[] = {"--layers", "2", "--fanouts", "10,10", "--batch-size", "32", "--device",
+                       "cuda", "--sampler", "device", NULL};
+    char *mbd_cpu[] = {"--layers", "2", "--fanouts", "10,10", "--batch-size", "32", NULL};
+    run_t mbd[] = {{"1 process, cuda, sampled on the GPU", NULL, g_cora, {0}}};
+    mbd[0].log = owner_run(NULL, g_cora, "cuda-mbd", mbd_gpu);
+    log_t mbd_ref = owner_run(NULL, g_cora, "cuda-mbd-cpu", mbd_cpu);
+    compare_to("sage mini-batches sampled on the GPU", &mbd_ref, mbd, 1, 3);
+    log_free(&mbd[0].log);
+    log_free(&mbd_ref);
 
     /* Learnable input rows beside the features (--embed all): the table,
      * its gather and its row-sparse step on the device, in host memory
