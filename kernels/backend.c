@@ -451,6 +451,26 @@ int gnn_be_softmax_xent(gnn_backend_t *be, int64_t rows, int64_t classes, const 
     return be->ops->softmax_xent(be, rows, classes, logits, labels, idx, nidx, loss, dlogits);
 }
 
+int gnn_be_softmax_xent_async(gnn_backend_t *be, int64_t rows, int64_t classes,
+                              const float *logits, const int64_t *labels, const int64_t *idx,
+                              int64_t nidx, double *loss_dev, float *dlogits)
+{
+    NEED(be && loss_dev, "gnn_be_softmax_xent_async");
+    BUF(logits, "gnn_be_softmax_xent_async");
+    BUF(labels, "gnn_be_softmax_xent_async");
+    BUF(idx, "gnn_be_softmax_xent_async");
+    BUF(loss_dev, "gnn_be_softmax_xent_async");
+    BUF(dlogits, "gnn_be_softmax_xent_async");
+    if (be->ops->softmax_xent_async)
+        return be->ops->softmax_xent_async(be, rows, classes, logits, labels, idx, nidx, loss_dev,
+                                           dlogits);
+    /* Host memory: the checked call, its loss stored where asked. */
+    double loss = 0.0;
+    int rc = be->ops->softmax_xent(be, rows, classes, logits, labels, idx, nidx, &loss, dlogits);
+    if (rc == 0) *loss_dev = loss;
+    return rc;
+}
+
 int gnn_be_adam(gnn_backend_t *be, int64_t n, float *w, const float *g, float *m, float *v,
                 const gnn_adam_opts_t *o, int64_t step)
 {

@@ -208,6 +208,14 @@ int gnn_be_gather_rows(gnn_backend_t *be, int64_t n, int64_t f, const float *src
 int gnn_be_softmax_xent(gnn_backend_t *be, int64_t rows, int64_t classes, const float *logits,
                         const int64_t *labels, const int64_t *idx, int64_t nidx, double *loss,
                         float *dlogits);
+/* The same loss and gradient queued without waiting for them: the mean
+ * loss goes to loss_dev (a backend buffer of one double), there once the
+ * caller downloads it. On a GPU the labels and idx are not checked (a bad
+ * entry would read outside logits): the caller checks them once with
+ * gnn_be_softmax_xent. The same bits as gnn_be_softmax_xent. */
+int gnn_be_softmax_xent_async(gnn_backend_t *be, int64_t rows, int64_t classes,
+                              const float *logits, const int64_t *labels, const int64_t *idx,
+                              int64_t nidx, double *loss_dev, float *dlogits);
 int gnn_be_adam(gnn_backend_t *be, int64_t n, float *w, const float *g, float *m, float *v,
                 const gnn_adam_opts_t *o, int64_t step);
 /* *correct (host) as gnn_count_correct. */

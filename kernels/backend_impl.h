@@ -119,6 +119,10 @@ typedef struct {
      * host memory, prepared as any host CSR. */
     int (*graph_prepare_dev)(gnn_backend_t *be, gnn_bgraph_t *g, const int64_t *indptr,
                              const int64_t *indices);
+    /* gnn_be_softmax_xent_async; NULL: the checked call, its loss stored */
+    int (*softmax_xent_async)(gnn_backend_t *be, int64_t rows, int64_t classes,
+                              const float *logits, const int64_t *labels, const int64_t *idx,
+                              int64_t nidx, double *loss_dev, float *dlogits);
 } gnn_backend_ops_t;
 
 /* A device sampler: the host's view, and the device's (impl). */

@@ -70,6 +70,8 @@ typedef struct gnn_job {
                                          gathered from x there; the loader gathers none */
     gnn_bgraph_t *bg;                 /* the whole (local) graph on the backend */
     float *dlogits;                   /* backend, rows of a step x out_dim */
+    double *loss_dev;                 /* backend: a step's loss, read after the step */
+    int loss_checked;                 /* the targets passed a checked loss once */
     size_t dlogits_bytes;             /* mini-batches: what it holds (grown per batch) */
     /* input.c: learnable input rows (--embed-dim) */
     gnn_embed_t *emb;                 /* the table (NULL: none) */

@@ -89,6 +89,12 @@ typedef struct gnn_task_kind {
      */
     int (*full_loss)(struct gnn_job *j, const float *logits, int64_t n, double *loss,
                      float *dlogits, int64_t *count);
+    /* Optional: the same queued without waiting, the mean loss into
+     * loss_dev (a backend buffer of one double), for a mode that reads it
+     * after the step; called only once full_loss has run in this process
+     * (its checks of the targets made). NULL: full_loss every epoch. */
+    int (*full_loss_async)(struct gnn_job *j, const float *logits, int64_t n, double *loss_dev,
+                           float *dlogits, int64_t *count);
     /* Loss over a mini-batch's seeds (the first ns rows of logits, y the
      * batch's targets on the backend, b the batch): the mean over its
      * items (b->n_items), and its gradient. */

@@ -412,6 +412,7 @@ static const gnn_backend_ops_t cuda_ops = {
     /* .sampler_release = */ gnn__cuda_sampler_release,
     /* .sample = */ gnn__cuda_sample,
     /* .graph_prepare_dev = */ cu_graph_prepare_dev,
+    /* .softmax_xent_async = */ gnn__cuda_softmax_xent_async,
 };
 
 /* Handles and stream of cb on its device; on failure the caller closes. */

@@ -74,6 +74,9 @@ int gnn__cuda_elu_backward(gnn_backend_t *be, int64_t n, const float *y, const f
 int gnn__cuda_bias_add(gnn_backend_t *be, int64_t rows, int64_t cols, float *y, const float *bias);
 int gnn__cuda_bias_grad(gnn_backend_t *be, int64_t rows, int64_t cols, const float *dy,
                         float *dbias);
+int gnn__cuda_softmax_xent_async(gnn_backend_t *be, int64_t rows, int64_t classes,
+                                 const float *logits, const int64_t *labels, const int64_t *idx,
+                                 int64_t nidx, double *loss_dev, float *dlogits);
 int gnn__cuda_bias_act(gnn_backend_t *be, int64_t rows, int64_t cols, float *y, const float *bias,
                        int act);
 int gnn__cuda_bias_act_drop(gnn_backend_t *be, int64_t rows, int64_t cols, float *y,

@@ -554,6 +554,45 @@ __global__ void k_sum_d(int64_t n, const double *a, double *out)
     if (threadIdx.x == 0) *out = s[0];
 }
 
+/* *out = (sum of a[0, n)) / div, with k_sum_d's order of the sum. */
+__global__ void k_mean_d(int64_t n, const double *a, double div, double *out)
+{
+    __shared__ double s[1024];
+    double t = 0.0;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) t += a[i];
+    s[threadIdx.x] = t;
+    __syncthreads();
+    for (unsigned w = blockDim.x / 2; w > 0; w /= 2) {
+        if (threadIdx.x < w) s[threadIdx.x] += s[threadIdx.x + w];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) *out = div > 0.0 ? s[0] / div : 0.0;
+}
+
+int gnn__cuda_softmax_xent_async(gnn_backend_t *be, int64_t rows, int64_t classes,
+                                 const float *logits, const int64_t *labels, const int64_t *idx,
+                                 int64_t nidx, double *loss_dev, float *dlogits)
+{
+    gnn_cuda_be_t *cb = gnn__cuda_be(be);
+    GNN_TRY_RET(gnn__dense_check_rows("gnn_softmax_xent", rows, classes, idx != NULL, nidx));
+    if ((dlogits && idx && rows * classes > 0) || (dlogits && nidx == 0 && rows * classes > 0))
+        GNN_CUDA_RET(cudaMemsetAsync(dlogits, 0, (size_t)(rows * classes) * sizeof(float),
+                                     cb->stream),
+                     "gnn_softmax_xent");
+    void *scr = NULL;
+    GNN_TRY_RET(gnn__cuda_scratch(cb, (size_t)(nidx + 1) * sizeof(double), &scr));
+    double *part = (double *)scr;
+    if (nidx > 0) {
+        float inv_n = (float)(1.0 / (double)nidx);
+        k_xent_rows<<<gnn__cuda_blocks(nidx * WARP, THREADS), THREADS, 0, cb->stream>>>(
+            nidx, classes, logits, labels, idx, inv_n, part, dlogits);
+        GNN_CUDA_LAUNCHED("softmax_xent");
+    }
+    k_mean_d<<<1, 1024, 0, cb->stream>>>(nidx, part, (double)nidx, loss_dev);
+    GNN_CUDA_LAUNCHED("softmax_xent mean");
+    return 0;
+}
+
 int gnn__cuda_softmax_xent(gnn_backend_t *be, int64_t rows, int64_t classes, const float *logits,
                            const int64_t *labels, const int64_t *idx, int64_t nidx, double *loss,
                            float *dlogits)

@@ -788,6 +788,24 @@ static void xent_case(int64_t rows, int64_t classes, const pair_t *L, const pair
     if (!(fabs(lg - lc) <= TOL * fmax(fabs(lc), TINY)))
         fail_msg("%s: loss CUDA %.12g, CPU %.12g (seed %" PRIu64 ")", g_ctx, lg, lc, g_seed);
     if (with_grad) expect_close(&D, rows * classes);
+    /* Queued without waiting: the checked call's bits on the GPU. */
+    float *dg = NULL, *da = NULL;
+    double *ld = NULL, la = -3;
+    if (with_grad) dg = fetch(&D);
+    expect_ok(0, gnn_be_alloc(g_gpu, sizeof(double), (void **)&ld));
+    poison(&D);
+    expect_ok(0, gnn_be_softmax_xent_async(g_gpu, rows, classes, L->g, Y->g, idx ? I.g : NULL,
+                                           nidx, ld, with_grad ? D.g : NULL));
+    expect_ok(0, gnn_be_download(g_gpu, &la, ld, sizeof la));
+    if (la != lg)
+        fail_msg("%s: queued loss %.17g, checked %.17g (seed %" PRIu64 ")", g_ctx, la, lg, g_seed);
+    if (with_grad) {
+        da = fetch(&D);
+        if (memcmp(da, dg, (size_t)(rows * classes) * sizeof(float)))
+            fail_msg("%s: the queued gradient differs from the checked one", g_ctx);
+    }
+    gnn_be_free(g_gpu, ld);
+    free(dg), free(da);
     pair_free(&I), pair_free(&D);
 }
 

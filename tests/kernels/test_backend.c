@@ -267,6 +267,14 @@ static void test_dense_matches_kernels(void **state)
     assert_true(loss_got == loss_want);
     assert_int_equal(gnn_be_download(be, got, dc, m * n * fb), 0);
     expect_same(got, want, m * n * fb, "softmax_xent gradient");
+    double *dloss = NULL, loss_async = -1.0;
+    assert_int_equal(gnn_be_alloc(be, sizeof(double), (void **)&dloss), 0);
+    assert_int_equal(gnn_be_softmax_xent_async(be, rows, n, dcc, dlab, dsel, 4, dloss, dc), 0);
+    assert_int_equal(gnn_be_download(be, &loss_async, dloss, sizeof loss_async), 0);
+    assert_true(loss_async == loss_want);
+    assert_int_equal(gnn_be_download(be, got, dc, m * n * fb), 0);
+    expect_same(got, want, m * n * fb, "queued softmax_xent gradient");
+    gnn_be_free(be, dloss);
     int64_t cw, cg, am_want[37], am_got[37];
     assert_int_equal(gnn_count_correct(rows, n, c, labels, NULL, rows, &cw), 0);
     assert_int_equal(gnn_be_count_correct(be, rows, n, dcc, dlab, NULL, rows, &cg), 0);

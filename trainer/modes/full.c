@@ -50,14 +50,26 @@ static int full_forward(gnn_job_t *j, int training, const float **logits)
     return rc < 0 ? rc : gnn_model_forward(j->model, graphs, x, training, logits);
 }
 
+/* A training step; after the first, whose loss checks the targets, the
+ * loss is queued with the rest (full_loss_async) and read once the step
+ * is queued whole: no wait inside the step. */
 static int full_epoch(gnn_job_t *j, double *loss)
 {
     int rc = 0;
     const float *logits;
     int64_t count;
     GNN_TRY(full_forward(j, 1, &logits));
-    GNN_TRY(j->task->full_loss(j, logits, j->g.csr.n_rows, loss, j->dlogits, &count));
-    GNN_TRY(gnn__step(j));
+    if (j->task->full_loss_async && j->loss_checked) {
+        if (!j->loss_dev) GNN_TRY(gnn_be_alloc(j->be, sizeof(double), (void **)&j->loss_dev));
+        GNN_TRY(j->task->full_loss_async(j, logits, j->g.csr.n_rows, j->loss_dev, j->dlogits,
+                                         &count));
+        GNN_TRY(gnn__step(j));
+        GNN_TRY(gnn_be_download(j->be, loss, j->loss_dev, sizeof(double)));
+    } else {
+        GNN_TRY(j->task->full_loss(j, logits, j->g.csr.n_rows, loss, j->dlogits, &count));
+        j->loss_checked = 1;
+        GNN_TRY(gnn__step(j));
+    }
 fail:
     return rc;
 }

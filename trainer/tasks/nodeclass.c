@@ -134,6 +134,16 @@ static int full_loss(gnn_job_t *j, const float *logits, int64_t n, double *loss,
                                dlogits);
 }
 
+static int full_loss_async(gnn_job_t *j, const float *logits, int64_t n, double *loss_dev,
+                           float *dlogits, int64_t *count)
+{
+    nodeclass_t *t = j->task_state;
+    int64_t nt = t->split_n[GNN_SPLIT_TRAIN], C = j->out_dim;
+    *count = nt;
+    return gnn_be_softmax_xent_async(j->be, n, C, logits, t->labels, t->split[GNN_SPLIT_TRAIN], nt,
+                                     loss_dev, dlogits);
+}
+
 static int batch_loss(gnn_job_t *j, const float *logits, const gnn_loader_batch_t *b,
                       const int64_t *y, int64_t ns, double *loss, float *dlogits)
 {
@@ -221,6 +231,7 @@ const gnn_task_kind_t gnn_task_nodeclass = {
     .train_seeds = train_seeds,
     .seed_targets = seed_targets,
     .full_loss = full_loss,
+    .full_loss_async = full_loss_async,
     .batch_loss = batch_loss,
     .evaluate = evaluate,
     .describe = describe,
