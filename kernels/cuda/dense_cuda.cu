@@ -538,23 +538,8 @@ __global__ void k_xent_rows(int64_t nidx, int64_t classes, const float *logits,
     }
 }
 
-/* One block sums n doubles: thread t takes t, t + blockDim, ..., then a
- * fixed tree. */
-__global__ void k_sum_d(int64_t n, const double *a, double *out)
-{
-    __shared__ double s[1024];
-    double t = 0.0;
-    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) t += a[i];
-    s[threadIdx.x] = t;
-    __syncthreads();
-    for (unsigned w = blockDim.x / 2; w > 0; w /= 2) {
-        if (threadIdx.x < w) s[threadIdx.x] += s[threadIdx.x + w];
-        __syncthreads();
-    }
-    if (threadIdx.x == 0) *out = s[0];
-}
-
-/* *out = (sum of a[0, n)) / div, with k_sum_d's order of the sum. */
+/* *out = (sum of a[0, n)) / div (0 when div is 0): one block sums the n
+ * doubles, thread t taking t, t + blockDim, ..., then a fixed tree. */
 __global__ void k_mean_d(int64_t n, const double *a, double div, double *out)
 {
     __shared__ double s[1024];
@@ -638,14 +623,14 @@ int gnn__cuda_softmax_xent(gnn_backend_t *be, int64_t rows, int64_t classes, con
     k_xent_rows<<<gnn__cuda_blocks(nidx * WARP, THREADS), THREADS, 0, cb->stream>>>(
         nidx, classes, logits, labels, idx, inv_n, part, dlogits);
     GNN_CUDA_LAUNCHED("softmax_xent");
-    k_sum_d<<<1, 1024, 0, cb->stream>>>(nidx, part, total);
-    GNN_CUDA_LAUNCHED("softmax_xent sum");
+    k_mean_d<<<1, 1024, 0, cb->stream>>>(nidx, part, (double)nidx, total);
+    GNN_CUDA_LAUNCHED("softmax_xent mean");
     void *h = NULL;
     GNN_TRY_RET(gnn__cuda_pinned(cb, sizeof(double), &h));
     GNN_CUDA_RET(cudaMemcpyAsync(h, total, sizeof(double), cudaMemcpyDeviceToHost, cb->stream),
                  "copy of the loss");
     GNN_CUDA_RET(cudaStreamSynchronize(cb->stream), "gnn_softmax_xent");
-    *loss = *(double *)h / (double)nidx;
+    *loss = *(double *)h;
     return 0;
 }
 
