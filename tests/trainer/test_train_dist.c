@@ -812,7 +812,8 @@ static void test_link_minibatch(void **state)
  * reported once: mini-batches (not supported yet, status 1), a partition
  * of a graph without types (status 1), more bases than relations (a bad
  * option, status 2). gnn-partition refuses to cut a typed graph under
- * mpiexec (one error line, status 1, no directory).
+ * mpiexec (one error line, status 1, no directory). Also --sampler device
+ * over a partition directory (status 2: it samples in one process).
  */
 static void test_rgcn_refusals(void **state)
 {
@@ -832,6 +833,9 @@ static void test_rgcn_refusals(void **state)
                      "2", ARGS("--data", g_k2, "--model", "rgcn", "--epochs", "2", "-q"));
     mpi_fails_status(2, (const char *[]){"--num-bases 6: ", "has only 5 relations", NULL}, "4",
                      ARGS("--data", g_hk4, "--model", "rgcn", "--num-bases", "6", "-q"));
+    mpi_fails_status(2, (const char *[]){"--sampler device: one process only", NULL}, "2",
+                     ARGS("--data", g_k2, "--model", "sage", "--mode", "minibatch", "--sampler",
+                          "device", "--epochs", "2", "-q"));
     char *out = (char *)tu_path("hsbm-mpi-parts"), want[1024];
     snprintf(want, sizeof want, "%s has node types: it is partitioned by one process", g_hsbm);
     char *argv[] = {g_mpiexec, "-np", "2", "--oversubscribe", g_part, g_hsbm, "-k", "2", "-o",

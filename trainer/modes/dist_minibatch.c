@@ -77,6 +77,9 @@ static int dmb_setup(gnn_job_t *j)
     int64_t n = d->n_owned, f = d->feat_dim, remote = d->n_all - n, bytes = 0;
     int64_t *ids = NULL, *counts = NULL;
     int local = 0;
+    if (!strcmp(o->sampler, "device")) /* the same on every rank: no agreement needed */
+        return GNN_FAIL(GNN_EUSAGE, "--sampler device: one process only (not over a partition "
+                                    "directory); use --sampler host");
     GNN_TRY(gnn__dist_open_exchange(j));
     dmb_t *st = gnn_calloc(1, sizeof *st);
     j->mode_state = st; /* freed by dmb_free whatever the others say */

@@ -98,6 +98,7 @@ int gnn__loader_setup(gnn_job_t *j, const gnn_csr_t *graph, const float *feat,
     rc = gnn__buf_upload(j->be, iota, (size_t)o->batch_size * sizeof *iota, (void **)&j->iota);
     gnn_free(iota);
     if (rc < 0) goto fail;
+    if (j->ds) return 0; /* batches sampled by the backend: no loader */
     const int prefetch = gnn__opts_prefetch(o);
     gnn_loader_opts_t lo = {
         .graph = graph,
@@ -235,15 +236,17 @@ static int mb_setup(gnn_job_t *j)
      * inference reads it): a batch's rows are gathered there, and only its
      * node ids cross the bus. */
     j->feat_on_dev = !gnn_be_host_memory(j->be) && !j->xs.indptr && j->g.feat_dim > 0;
+    if (!strcmp(o->sampler, "device")) GNN_TRY(mb_device_setup(j));
+    /* (With a device sampler: the batch indices alone, no loader.) */
     GNN_TRY(gnn__loader_setup(j, &j->g.csr,
                               j->feat_by_rows || j->feat_on_dev || j->xs.indptr ? NULL
                                                                                 : j->feat_host,
                               NULL, j->task->seed_targets(j), NULL, NULL));
-    if (!strcmp(o->sampler, "device")) GNN_TRY(mb_device_setup(j));
-    if (j->ds)
+    if (j->ds) {
         GNN_INFO("mini-batches of %" PRId64 " seeds, fanouts %s, sampled on %s", o->batch_size,
                  j->fanouts, gnn_backend_describe(j->be));
-    else
+        return 0;
+    }
     GNN_INFO("mini-batches of %" PRId64 " %s, fanouts %s, %d sampler thread%s, prefetch %d%s, "
              "%d OpenMP thread%s",
              o->batch_size, j->task->edge_seeds ? "training edges" : "seeds", j->fanouts,
