@@ -257,7 +257,7 @@ static int hops(gnn_backend_t *be, gnn_bsampler_t *s, int64_t n, uint64_t key, g
         /* 2. the draws */
         GNN_TRY_RET(grow(st, &c->gids, &c->gids_cap, (size_t)nnz + 1, "device sampler: draws"));
         GNN_TRY_RET(grow(st, &c->flag, &c->flag_cap, (size_t)nnz + 1, "device sampler: flags"));
-        GNN_TRY_RET(grow(st, &c->pos, &c->pos_cap, (size_t)nnz + 1, "device sampler: flags"));
+        GNN_TRY_RET(grow(st, &c->pos, &c->pos_cap, (size_t)nnz + 1, "device sampler: new ids"));
         GNN_TRY_RET(grow(st, &c->local, &c->local_cap, (size_t)nnz + 1, "device sampler: ids"));
         GNN_TRY_RET(gnn__be_batch_grow(be, (void **)&b->indices[l], &b->cap_indices[l],
                                        (size_t)nnz + 1, sizeof(int64_t), 0));
@@ -323,15 +323,18 @@ int gnn__cuda_sample(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds,
     GNN_CUDA_LAUNCHED("sampler seeds");
     int64_t n_nodes = n;
     int rc = hops(be, s, n, key, b, &n_nodes);
+    if (rc == 0) { /* loc unset for the next batch (first is unset by the hops) */
+        k_unset<<<blocks_for(n_nodes), THREADS, 0, cb->stream>>>(n_nodes, b->nodes, c->loc);
+        cudaError_t e = cudaGetLastError();
+        if (e != cudaSuccess)
+            rc = GNN_FAIL(GNN_ECUDA, "launch of sampler reset: %s", cudaGetErrorString(e));
+    }
     if (rc < 0) { /* loc and first may be set anywhere: unset both whole */
         cudaMemsetAsync(c->loc, 0xFF, ((size_t)c->n + 1) * sizeof(int32_t), cb->stream);
         cudaMemsetAsync(c->first, 0xFF, ((size_t)c->n + 1) * sizeof(unsigned long long),
                         cb->stream);
         return rc;
     }
-    /* loc unset for the next batch (first is unset by the hops) */
-    k_unset<<<blocks_for(n_nodes), THREADS, 0, cb->stream>>>(n_nodes, b->nodes, c->loc);
-    GNN_CUDA_LAUNCHED("sampler reset");
     b->n_input = n_nodes;
     return 0;
 }

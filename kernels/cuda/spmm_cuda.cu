@@ -364,6 +364,10 @@ int gnn__cuda_graph_create_dev(const gnn_cuda_spmm_ctx_t *ctx, int64_t n_dst, in
 {
     GNN_CHECK_RET(out && ctx && view && indptr && indices, GNN_EINVAL,
                   "spmm graph from device arrays: NULL argument");
+    GNN_CHECK_RET(n_dst >= 0 && n_src >= 0 && nnz >= 0, GNN_EINVAL,
+                  "spmm graph from device arrays: %" PRId64 " x %" PRId64 " with %" PRId64
+                  " entries",
+                  n_dst, n_src, nnz);
     *out = NULL;
     gnn_cuda_graph_t *g = (gnn_cuda_graph_t *)gnn_calloc(1, sizeof *g);
     GNN_CHECK_RET(g, GNN_ENOMEM, "spmm graph on the device");
@@ -407,8 +411,12 @@ int gnn__cuda_graph_create_dev(const gnn_cuda_spmm_ctx_t *ctx, int64_t n_dst, in
         e = cub::DeviceScan::ExclusiveSum(NULL, tb2, cnt, (unsigned long long *)g->t_indptr,
                                           n_src + 1, st);
     tb = tb > tb2 ? tb : tb2;
+    /* Both reductions' needs: each length asks for its own temp size. */
     tb2 = 0;
     if (e == cudaSuccess) e = cub::DeviceReduce::Max(NULL, tb2, len, longest, n_dst, st);
+    tb = tb > tb2 ? tb : tb2;
+    tb2 = 0;
+    if (e == cudaSuccess) e = cub::DeviceReduce::Max(NULL, tb2, len, longest + 1, n_src, st);
     tb = tb > tb2 ? tb : tb2;
     if (e == cudaSuccess) e = cudaMalloc(&temp, tb ? tb : 1);
     if (e == cudaSuccess && n_dst > 0) {
@@ -444,7 +452,8 @@ int gnn__cuda_graph_create_dev(const gnn_cuda_spmm_ctx_t *ctx, int64_t n_dst, in
     }
     if (e == cudaSuccess)
         e = cudaMemcpyAsync(host_max, longest, 2 * sizeof(int64_t), cudaMemcpyDeviceToHost, st);
-    if (e == cudaSuccess) e = cudaStreamSynchronize(st);
+    cudaError_t es = cudaStreamSynchronize(st); /* the temporaries are free to go */
+    if (e == cudaSuccess) e = es;
     cudaFree(rowid);
     cudaFree(keys);
     cudaFree(cnt);
