@@ -2,7 +2,8 @@
  * Tests of sampling on a backend (gnn_be_sample, kernels/backend.h) against
  * the host sampler (sampler/sampler.h): for every backend named on the
  * command line (default: cpu and cpu-as-gpu; "cuda" skips, exit 77,
- * without a device), batches of 0, 1, 100 and 1500 seeds on graphs with
+ * without a device), batches of 0, 1, 100, 1500 and 3000 seeds (a block
+ * with many more sources than destinations) on graphs with
  * hubs, empty rows, repeated edges and self loops, with fanouts of 1 to
  * 3 hops (-1, fanouts above the degrees and one past the host's scan limit
  * among them), over several
@@ -194,7 +195,7 @@ static void test_same_batches(void **state)
 {
     (void)state;
     static const int fan[][4] = {{2, 5, 3}, {2, -1, 2}, {3, 25, 10, 5}, {1, 1}, {3, 3, 40, 2}, {2, 100, 3}};
-    static const int64_t sizes[] = {0, 1, 100, 1500};
+    static const int64_t sizes[] = {0, 1, 100, 1500, 3000};
     for (int k = 0; k < g_nbackends; k++) {
         gnn_backend_t *be = open_or_skip(g_backends[k]);
         if (!be) continue;
@@ -221,7 +222,7 @@ static void test_same_batches(void **state)
                     snprintf(what, sizeof what, "%s, graph %d, fanouts #%zu, %" PRId64 " seeds",
                              g_backends[k], gi, f, n);
                     expect_same(be, &b, &mb, what);
-                    if (n == 100) expect_same_graphs(be, &b, &mb, &s, what);
+                    if (n == 100 || n == 3000) expect_same_graphs(be, &b, &mb, &s, what);
                     gnn_minibatch_free(&mb);
                     free(seeds);
                 }
