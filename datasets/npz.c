@@ -304,7 +304,7 @@ static int read_directory(gnn_npz_t *z)
 {
     int rc = 0;
     uint8_t *own = NULL, *own_cd = NULL;
-    const uint8_t *tail, *cd;
+    const uint8_t *tail = NULL, *cd = NULL; /* set by archive_bytes (-O3 cannot tell) */
     uint8_t head[4] = {0}, l[LOCATOR_SIZE] = {0}, e64[EOCD64_SIZE];
 
     if (z->size >= 4) GNN_TRY(archive_read(z, 0, head, 4));
