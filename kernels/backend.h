@@ -430,7 +430,10 @@ void gnn_be_sampler_free(gnn_bsampler_t *s);
  * (seed, epoch, batch) into *b. GNN_EINVAL for a seed outside the graph or
  * repeated (named with its position), b filled by another backend;
  * GNN_ENOMEM / GNN_ECUDA; on failure b's counts are zero and the sampler
- * is ready for the next batch. */
+ * is ready for the next batch. Returns once b is complete on the device;
+ * a GPU's sampler runs on a stream of its own, so one thread may sample
+ * (one sampler, one call at a time) while another queues the backend's
+ * work, provided b is not in use by that work while it is filled. */
 int gnn_be_sample(gnn_bsampler_t *s, const int64_t *seeds, int64_t n, uint64_t seed,
                   uint64_t epoch, uint64_t batch, gnn_bbatch_t *b);
 /* Free b's buffers and zero it; safe on a zeroed batch. */

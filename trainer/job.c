@@ -34,7 +34,8 @@ void gnn__job_free(gnn_job_t *j)
     /* The loader first: its workers may still read the features and
      * graphs below (a failure in the middle of an epoch). */
     gnn_loader_free(j->ld);
-    gnn_be_batch_free(&j->dsb); /* the device sampler before the graph it reads */
+    gnn__dsq_free(j); /* the device sampler's thread, then the sampler, before the graph */
+    gnn_be_batch_free(&j->dsb);
     gnn_be_sampler_free(j->ds);
     gnn_free(j->dperm);
     gnn_free(j->dy);

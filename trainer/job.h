@@ -116,6 +116,7 @@ typedef struct gnn_job {
     gnn_loader_t *ld;
     gnn_bsampler_t *ds;               /* --sampler device: the backend's sampler */
     gnn_bbatch_t dsb;                 /* ... its batch (buffers reused) */
+    struct gnn_dsq *dsq;              /* ... its thread, sampling one batch ahead */
     int64_t *dperm; size_t dperm_cap; /* ... the epoch's seeds, shuffled (host) */
     int64_t *dy; size_t dy_cap;       /* ... a batch's targets (host) */
     int64_t *iota;                    /* backend, 0 .. batch_size - 1 */
@@ -302,6 +303,8 @@ int gnn__loader_setup(gnn_job_t *j, const gnn_csr_t *graph, const float *feat,
  * gnn__batch_graphs_free). */
 int gnn__batch_graphs(gnn_job_t *j, gnn_loader_batch_t *b, gnn_bgraph_t **graphs, int *own);
 void gnn__batch_graphs_free(gnn_job_t *j, gnn_bgraph_t **graphs, int own);
+/* Stop the device sampler's thread and free its batches (NULL ok). */
+void gnn__dsq_free(gnn_job_t *j);
 /* The mini-batch modes' keys of the log (loader counters). */
 void gnn__log_loader(const gnn_job_t *j, FILE *f);
 

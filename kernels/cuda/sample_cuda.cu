@@ -14,6 +14,11 @@
  * a batch is the host sampler's, entry for entry. Two counts are read back
  * a hop (its entries, its new nodes). loc and first live over the graph's
  * nodes for the sampler's life, unset again after each batch.
+ *
+ * The sampler has a stream of its own, its own pinned word for the counts
+ * and grows the batch's buffers itself, and a call returns once its batch
+ * is complete on the device: a thread of the caller's may sample the next
+ * batch while the backend's stream trains on the last one.
  */
 #include "kernels/cuda/backend_cuda.cuh"
 #include "kernels/sample_steps.h"
@@ -28,6 +33,8 @@
 #define NONE 0xFFFFFFFFFFFFFFFFull
 
 typedef struct {
+    cudaStream_t st;           /* the sampler's own stream */
+    int64_t *pinned;           /* a count read back */
     int64_t n;                 /* graph nodes */
     int64_t *indptr, *indices; /* the graph's CSR */
     int32_t *loc;              /* per node: local id in the batch, -1 */
@@ -41,6 +48,7 @@ typedef struct {
 static void sampler_free(cu_sampler_t *c)
 {
     if (!c) return;
+    if (c->st) cudaStreamSynchronize(c->st);
     cudaFree(c->indptr);
     cudaFree(c->indices);
     cudaFree(c->loc);
@@ -51,6 +59,8 @@ static void sampler_free(cu_sampler_t *c)
     cudaFree(c->pos);
     cudaFree(c->local);
     cudaFree(c->temp);
+    cudaFreeHost(c->pinned);
+    if (c->st) cudaStreamDestroy(c->st);
     gnn_free(c);
 }
 
@@ -89,23 +99,25 @@ int gnn__cuda_sampler_prepare(gnn_backend_t *be, gnn_bsampler_t *s)
     GNN_CHECK_RET(c, GNN_ENOMEM, "device sampler");
     c->n = g->n_rows;
     size_t pb = ((size_t)c->n + 1) * sizeof(int64_t), ib = ((size_t)g->nnz + 1) * sizeof(int64_t);
-    cudaError_t e = cudaMalloc((void **)&c->indptr, pb);
+    cudaError_t e = cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking);
+    if (e == cudaSuccess) e = cudaMallocHost((void **)&c->pinned, sizeof(int64_t));
+    if (e == cudaSuccess) e = cudaMalloc((void **)&c->indptr, pb);
     if (e == cudaSuccess) e = cudaMalloc((void **)&c->indices, ib);
     if (e == cudaSuccess) e = cudaMalloc((void **)&c->loc, ((size_t)c->n + 1) * sizeof(int32_t));
     if (e == cudaSuccess)
         e = cudaMalloc((void **)&c->first, ((size_t)c->n + 1) * sizeof(unsigned long long));
     if (e == cudaSuccess)
         e = cudaMemcpyAsync(c->indptr, g->indptr, ((size_t)c->n + 1) * sizeof(int64_t),
-                            cudaMemcpyHostToDevice, cb->stream);
+                            cudaMemcpyHostToDevice, c->st);
     if (e == cudaSuccess && g->nnz > 0)
         e = cudaMemcpyAsync(c->indices, g->indices, (size_t)g->nnz * sizeof(int64_t),
-                            cudaMemcpyHostToDevice, cb->stream);
+                            cudaMemcpyHostToDevice, c->st);
     if (e == cudaSuccess)
-        e = cudaMemsetAsync(c->loc, 0xFF, ((size_t)c->n + 1) * sizeof(int32_t), cb->stream);
+        e = cudaMemsetAsync(c->loc, 0xFF, ((size_t)c->n + 1) * sizeof(int32_t), c->st);
     if (e == cudaSuccess)
         e = cudaMemsetAsync(c->first, 0xFF, ((size_t)c->n + 1) * sizeof(unsigned long long),
-                            cb->stream);
-    if (e == cudaSuccess) e = cudaStreamSynchronize(cb->stream);
+                            c->st);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(c->st);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
         sampler_free(c);
@@ -120,8 +132,7 @@ int gnn__cuda_sampler_prepare(gnn_backend_t *be, gnn_bsampler_t *s)
 
 void gnn__cuda_sampler_release(gnn_backend_t *be, gnn_bsampler_t *s)
 {
-    gnn_cuda_be_t *cb = gnn__cuda_be(be);
-    cudaStreamSynchronize(cb->stream);
+    (void)gnn__cuda_be(be); /* its device current */
     sampler_free((cu_sampler_t *)s->impl);
     s->impl = NULL;
 }
@@ -208,15 +219,39 @@ __global__ void k_relabel(int64_t nnz, const int64_t *gids, const int32_t *loc, 
 
 /* ---- A batch ------------------------------------------------------------------ */
 
-/* One int64 of device memory at p, through the pinned scratch. */
-static int read_i64(gnn_cuda_be_t *cb, const int64_t *p, int64_t *out)
+/* One int64 of device memory at p, through the sampler's pinned word. */
+static int read_i64(cu_sampler_t *c, const int64_t *p, int64_t *out)
 {
-    void *h = NULL;
-    GNN_TRY_RET(gnn__cuda_pinned(cb, sizeof(int64_t), &h));
-    GNN_CUDA_RET(cudaMemcpyAsync(h, p, sizeof(int64_t), cudaMemcpyDeviceToHost, cb->stream),
+    GNN_CUDA_RET(cudaMemcpyAsync(c->pinned, p, sizeof(int64_t), cudaMemcpyDeviceToHost, c->st),
                  "device sampler: a count");
-    GNN_CUDA_RET(cudaStreamSynchronize(cb->stream), "device sampler: a count");
-    *out = *(const int64_t *)h;
+    GNN_CUDA_RET(cudaStreamSynchronize(c->st), "device sampler: a count");
+    *out = *c->pinned;
+    return 0;
+}
+
+/* A buffer of the batch with room for n elements of size bytes (contents
+ * kept when keep is set), on the sampler's stream: allocated as the
+ * backend allocates (gnn_be_batch_free frees it there). */
+static int bgrow(cu_sampler_t *c, void **buf, size_t *cap, size_t n, size_t size, int keep)
+{
+    if (*buf && n <= *cap) return 0;
+    size_t want = n + n / 4 + 64;
+    void *p = NULL;
+    GNN_CUDA_RET(cudaStreamSynchronize(c->st), "device sampler: a batch buffer");
+    GNN_CUDA_RET(cudaMalloc(&p, want * size), "device sampler: a batch buffer");
+    if (keep && *buf && *cap) {
+        cudaError_t e = cudaMemcpyAsync(p, *buf, *cap * size, cudaMemcpyDeviceToDevice, c->st);
+        if (e == cudaSuccess) e = cudaStreamSynchronize(c->st);
+        if (e != cudaSuccess) {
+            (void)cudaGetLastError();
+            cudaFree(p);
+            return GNN_FAIL(GNN_ECUDA, "device sampler: a batch buffer: %s",
+                            cudaGetErrorString(e));
+        }
+    }
+    cudaFree(*buf);
+    *buf = p;
+    *cap = want;
     return 0;
 }
 
@@ -230,17 +265,17 @@ static unsigned blocks_for(int64_t n)
 static int hops(gnn_backend_t *be, gnn_bsampler_t *s, int64_t n, uint64_t key, gnn_bbatch_t *b,
                 int64_t *n_nodes)
 {
-    gnn_cuda_be_t *cb = gnn__cuda_be(be);
+    (void)be;
     cu_sampler_t *c = (cu_sampler_t *)s->impl;
-    cudaStream_t st = cb->stream;
+    cudaStream_t st = c->st;
     *n_nodes = n;
     for (int h = 0; h < s->layers; h++) {
         const int l = s->layers - 1 - h, fanout = s->fanout[h];
         const int64_t n_dst = *n_nodes;
         /* 1. counts and their prefix sum */
         GNN_TRY_RET(grow(st, &c->cnt, &c->cnt_cap, (size_t)n_dst + 1, "device sampler: counts"));
-        GNN_TRY_RET(gnn__be_batch_grow(be, (void **)&b->indptr[l], &b->cap_indptr[l],
-                                       (size_t)n_dst + 1, sizeof(int64_t), 0));
+        GNN_TRY_RET(bgrow(c, (void **)&b->indptr[l], &b->cap_indptr[l], (size_t)n_dst + 1,
+                          sizeof(int64_t), 0));
         k_count<<<blocks_for(n_dst + 1), THREADS, 0, st>>>(n_dst, b->nodes, c->indptr, fanout,
                                                            c->cnt);
         GNN_CUDA_LAUNCHED("sampler count");
@@ -253,16 +288,16 @@ static int hops(gnn_backend_t *be, gnn_bsampler_t *s, int64_t n, uint64_t key, g
                                                    st),
                      "device sampler: prefix sum");
         int64_t nnz = 0;
-        GNN_TRY_RET(read_i64(cb, b->indptr[l] + n_dst, &nnz));
+        GNN_TRY_RET(read_i64(c, b->indptr[l] + n_dst, &nnz));
         /* 2. the draws */
         GNN_TRY_RET(grow(st, &c->gids, &c->gids_cap, (size_t)nnz + 1, "device sampler: draws"));
         GNN_TRY_RET(grow(st, &c->flag, &c->flag_cap, (size_t)nnz + 1, "device sampler: flags"));
         GNN_TRY_RET(grow(st, &c->pos, &c->pos_cap, (size_t)nnz + 1, "device sampler: new ids"));
         GNN_TRY_RET(grow(st, &c->local, &c->local_cap, (size_t)nnz + 1, "device sampler: ids"));
-        GNN_TRY_RET(gnn__be_batch_grow(be, (void **)&b->indices[l], &b->cap_indices[l],
-                                       (size_t)nnz + 1, sizeof(int64_t), 0));
-        GNN_TRY_RET(gnn__be_batch_grow(be, (void **)&b->nodes, &b->cap_nodes,
-                                       (size_t)(n_dst + nnz), sizeof(int64_t), 1));
+        GNN_TRY_RET(bgrow(c, (void **)&b->indices[l], &b->cap_indices[l], (size_t)nnz + 1,
+                          sizeof(int64_t), 0));
+        GNN_TRY_RET(bgrow(c, (void **)&b->nodes, &b->cap_nodes, (size_t)(n_dst + nnz),
+                          sizeof(int64_t), 1));
         k_draw<<<blocks_for(n_dst), THREADS, 0, st>>>(n_dst, b->nodes, c->indptr, c->indices,
                                                       b->indptr[l], key, h, c->gids);
         GNN_CUDA_LAUNCHED("sampler draw");
@@ -283,7 +318,7 @@ static int hops(gnn_backend_t *be, gnn_bsampler_t *s, int64_t n, uint64_t key, g
                                                       c->first, b->nodes);
         GNN_CUDA_LAUNCHED("sampler assign");
         int64_t fresh = 0;
-        GNN_TRY_RET(read_i64(cb, c->pos + nnz, &fresh));
+        GNN_TRY_RET(read_i64(c, c->pos + nnz, &fresh));
         *n_nodes = n_dst + fresh;
         /* 6. local ids, each row sorted */
         k_relabel<<<blocks_for(nnz), THREADS, 0, st>>>(nnz, c->gids, c->loc, c->local);
@@ -311,28 +346,33 @@ static int hops(gnn_backend_t *be, gnn_bsampler_t *s, int64_t n, uint64_t key, g
 int gnn__cuda_sample(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds, int64_t n,
                      uint64_t key, gnn_bbatch_t *b)
 {
-    gnn_cuda_be_t *cb = gnn__cuda_be(be);
+    (void)gnn__cuda_be(be); /* its device current on this thread */
     cu_sampler_t *c = (cu_sampler_t *)s->impl;
-    GNN_TRY_RET(gnn__be_batch_grow(be, (void **)&b->nodes, &b->cap_nodes, (size_t)n,
-                                   sizeof(int64_t), 0));
+    cudaStream_t st = c->st;
+    GNN_TRY_RET(bgrow(c, (void **)&b->nodes, &b->cap_nodes, (size_t)n, sizeof(int64_t), 0));
+    /* The seeds from the caller's memory: a pageable copy returns once
+     * the bytes are staged, and the stream orders the rest after it. */
     if (n > 0)
         GNN_CUDA_RET(cudaMemcpyAsync(b->nodes, seeds, (size_t)n * sizeof(int64_t),
-                                     cudaMemcpyHostToDevice, cb->stream),
+                                     cudaMemcpyHostToDevice, st),
                      "device sampler: seeds");
-    k_seed<<<blocks_for(n), THREADS, 0, cb->stream>>>(n, b->nodes, c->loc);
+    k_seed<<<blocks_for(n), THREADS, 0, st>>>(n, b->nodes, c->loc);
     GNN_CUDA_LAUNCHED("sampler seeds");
     int64_t n_nodes = n;
     int rc = hops(be, s, n, key, b, &n_nodes);
     if (rc == 0) { /* loc unset for the next batch (first is unset by the hops) */
-        k_unset<<<blocks_for(n_nodes), THREADS, 0, cb->stream>>>(n_nodes, b->nodes, c->loc);
+        k_unset<<<blocks_for(n_nodes), THREADS, 0, st>>>(n_nodes, b->nodes, c->loc);
         cudaError_t e = cudaGetLastError();
-        if (e != cudaSuccess)
-            rc = GNN_FAIL(GNN_ECUDA, "launch of sampler reset: %s", cudaGetErrorString(e));
+        if (e == cudaSuccess) e = cudaStreamSynchronize(st); /* the batch complete */
+        if (e != cudaSuccess) {
+            (void)cudaGetLastError();
+            rc = GNN_FAIL(GNN_ECUDA, "device sampler: %s", cudaGetErrorString(e));
+        }
     }
     if (rc < 0) { /* loc and first may be set anywhere: unset both whole */
-        cudaMemsetAsync(c->loc, 0xFF, ((size_t)c->n + 1) * sizeof(int32_t), cb->stream);
-        cudaMemsetAsync(c->first, 0xFF, ((size_t)c->n + 1) * sizeof(unsigned long long),
-                        cb->stream);
+        cudaMemsetAsync(c->loc, 0xFF, ((size_t)c->n + 1) * sizeof(int32_t), st);
+        cudaMemsetAsync(c->first, 0xFF, ((size_t)c->n + 1) * sizeof(unsigned long long), st);
+        cudaStreamSynchronize(st);
         return rc;
     }
     b->n_input = n_nodes;

@@ -29,7 +29,8 @@
  *              batch's rows gathered on the device and the blocks staged
  *              by the sampler threads, bit for bit the CPU's losses for
  *              sage, gcn and gat, and with --sampler device (batches
- *              sampled and prepared by the backend) for sage and gcn; gat
+ *              sampled and prepared by the backend, one ahead on a thread
+ *              and in the step) for sage and gcn; gat
  *              and a bad --sampler refused; evaluation independent
  *              of --eval-batch-size; resume with other fanouts refused;
  *              bad mini-batch options rejected.
@@ -774,11 +775,12 @@ static void test_minibatch_device_path(void **state)
     static const char *const drop[3] = {"0.3", "0", "0.3"};
     static const char *const host_rows[3] = {"loader", "rows", "loader"};
     for (int m = 0; m < 3; m++) {
-        double loss[3][8];
-        char *ck[3], *line[3];
+        double loss[4][8];
+        char *ck[4], *line[4];
         /* cpu, cpu-as-gpu, and cpu-as-gpu sampling the batches itself
-         * (--sampler device; not with attention) */
-        const int nd = m == 2 ? 2 : 3;
+         * (--sampler device, on its thread one batch ahead and in the
+         * step; not with attention) */
+        const int nd = m == 2 ? 2 : 4;
         for (int d = 0; d < nd; d++) {
             char name[32], lname[32];
             snprintf(name, sizeof name, "mbdev-%d.h5", d);
@@ -788,9 +790,9 @@ static void test_minibatch_device_path(void **state)
             unlink(ck[d]);
             TRAIN_OK("--data", (char *)g_sbm, "--model", (char *)models[m], "--mode",
                      "minibatch", "--epochs", "3", "--batch-size", "64", "--fanouts", "6,4", "--dropout", (char *)drop[m],
-                     "--hidden", "16", "--heads", "2", "--sampler-threads", "1", "--prefetch", "2",
-                     "--threads", "2", "--device", d ? "cpu-as-gpu" : "cpu", "--sampler",
-                     d == 2 ? "device" : "host", "--checkpoint", ck[d], "--log-json",
+                     "--hidden", "16", "--heads", "2", "--sampler-threads", "1", "--prefetch",
+                     d == 3 ? "0" : "2", "--threads", "2", "--device", d ? "cpu-as-gpu" : "cpu",
+                     "--sampler", d >= 2 ? "device" : "host", "--checkpoint", ck[d], "--log-json",
                      (char *)log, "-q");
             assert_int_equal(log_losses(log, loss[d], 8), 3);
             char *text = tu_read_file(log);
@@ -803,8 +805,9 @@ static void test_minibatch_device_path(void **state)
             assert_memory_equal(loss[0], loss[d], 3 * sizeof(double));
             assert_checkpoints_equal(ck[0], ck[d]);
         }
-        if (nd == 3 && !strstr(line[2], "\"sampler\": \"device\""))
-            fail_msg("%s --sampler device: the log says otherwise: %s", models[m], line[2]);
+        for (int d = 2; d < nd; d++)
+            if (!strstr(line[d], "\"sampler\": \"device\""))
+                fail_msg("%s --sampler device: the log says otherwise: %s", models[m], line[d]);
         char want[64];
         snprintf(want, sizeof want, "\"batch_features\": \"%s\"", host_rows[m]);
         if (!strstr(line[0], want)) fail_msg("cpu %s: no %s in %s", models[m], want, line[0]);

@@ -32,6 +32,8 @@
 
 #include <inttypes.h>
 #include <omp.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 /* The prepared graph of a block: with the relation layout for a typed
@@ -324,13 +326,12 @@ fail:
     return rc;
 }
 
-/* One step on the device-sampled batch j->dsb of seeds sd[0, ns). */
-static int train_device_batch(gnn_job_t *j, int64_t index, const int64_t *sd, int64_t ns,
-                              double *loss, double *prep_s)
+/* One step on the device-sampled batch b of seeds sd[0, ns). */
+static int train_device_batch(gnn_job_t *j, const gnn_bbatch_t *b, int64_t index,
+                              const int64_t *sd, int64_t ns, double *loss, double *prep_s)
 {
     int rc = 0;
     gnn_backend_t *be = j->be;
-    const gnn_bbatch_t *b = &j->dsb;
     gnn_bgraph_t *graphs[GNN_MODEL_MAX_LAYERS] = {0};
     const int64_t F = j->g.feat_dim, *labels = j->task->seed_targets(j);
     const float *logits;
@@ -366,14 +367,155 @@ fail:
     return rc;
 }
 
+/*
+ * The device sampler's thread (--prefetch 1 or more): it samples batch
+ * b + 1 into the other of two batches while batch b trains, in batch
+ * order. A batch is the thread's from the start of its epoch until it is
+ * sampled (state READY or FAILED), the training thread's until it gives
+ * it back (FREE) after the step that read it has finished on the device.
+ */
+enum { DS_FREE = 0, DS_READY = 1, DS_FAILED = 2 };
+
+typedef struct gnn_dsq {
+    gnn_job_t *j;
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    gnn_bbatch_t slot[2];
+    int state[2];
+    int rc[2];
+    char msg[2][512];
+    double sample_s[2];
+    const int64_t *perm; /* the epoch's: batch b is perm[b B, (b + 1) B) */
+    int64_t n, B, nb, next;
+    uint64_t seed, epoch;
+    int busy; /* sampling now */
+    int stop;
+} gnn_dsq_t;
+
+static void *dsq_main(void *arg)
+{
+    gnn_dsq_t *q = arg;
+    pthread_mutex_lock(&q->mu);
+    for (;;) {
+        while (!q->stop && (q->next >= q->nb || q->state[q->next % 2] != DS_FREE))
+            pthread_cond_wait(&q->cv, &q->mu);
+        if (q->stop) break;
+        const int64_t b = q->next, k = b % 2, b0 = b * q->B;
+        const int64_t ns = q->n - b0 < q->B ? q->n - b0 : q->B;
+        q->busy = 1;
+        pthread_mutex_unlock(&q->mu);
+        double t0 = gnn__now_s();
+        int rc = gnn_be_sample(q->j->ds, q->perm + b0, ns, q->seed, q->epoch, (uint64_t)b,
+                               &q->slot[k]);
+        double dt = gnn__now_s() - t0;
+        pthread_mutex_lock(&q->mu);
+        q->busy = 0;
+        q->rc[k] = rc;
+        q->msg[k][0] = '\0';
+        if (rc < 0) snprintf(q->msg[k], sizeof q->msg[k], "%s", gnn_error_message());
+        q->sample_s[k] = dt;
+        q->state[k] = rc < 0 ? DS_FAILED : DS_READY;
+        q->next = rc < 0 ? q->nb : b + 1; /* a failure ends the epoch's sampling */
+        pthread_cond_broadcast(&q->cv);
+    }
+    pthread_mutex_unlock(&q->mu);
+    return NULL;
+}
+
+void gnn__dsq_free(gnn_job_t *j)
+{
+    gnn_dsq_t *q = j->dsq;
+    if (!q) return;
+    pthread_mutex_lock(&q->mu);
+    q->stop = 1;
+    pthread_cond_broadcast(&q->cv);
+    pthread_mutex_unlock(&q->mu);
+    pthread_join(q->th, NULL);
+    gnn_be_batch_free(&q->slot[0]);
+    gnn_be_batch_free(&q->slot[1]);
+    pthread_mutex_destroy(&q->mu);
+    pthread_cond_destroy(&q->cv);
+    gnn_free(q);
+    j->dsq = NULL;
+}
+
+static int dsq_start(gnn_job_t *j)
+{
+    gnn_dsq_t *q = gnn_calloc(1, sizeof *q);
+    if (!q) return GNN_FAIL(GNN_ENOMEM, "device sampler thread");
+    q->j = j;
+    if (pthread_mutex_init(&q->mu, NULL) != 0) {
+        gnn_free(q);
+        return GNN_FAIL(GNN_EIO, "device sampler thread: mutex");
+    }
+    if (pthread_cond_init(&q->cv, NULL) != 0) {
+        pthread_mutex_destroy(&q->mu);
+        gnn_free(q);
+        return GNN_FAIL(GNN_EIO, "device sampler thread: condition variable");
+    }
+    if (pthread_create(&q->th, NULL, dsq_main, q) != 0) {
+        pthread_cond_destroy(&q->cv);
+        pthread_mutex_destroy(&q->mu);
+        gnn_free(q);
+        return GNN_FAIL(GNN_EIO, "device sampler thread: cannot start it");
+    }
+    j->dsq = q;
+    return 0;
+}
+
+/* The next batch of the epoch: sampled here (no thread), or taken from the
+ * thread once ready; *k its slot (-1: j->dsb). */
+static int dsq_take(gnn_job_t *j, int64_t b, int64_t b0, int64_t ns, uint64_t seed,
+                    uint64_t epoch, const gnn_bbatch_t **out, int *k, double *sample_s)
+{
+    gnn_dsq_t *q = j->dsq;
+    if (!q) {
+        double t0 = gnn__now_s();
+        int rc = gnn_be_sample(j->ds, j->dperm + b0, ns, seed, epoch, (uint64_t)b, &j->dsb);
+        *sample_s = gnn__now_s() - t0;
+        *out = &j->dsb;
+        *k = -1;
+        return rc;
+    }
+    *k = (int)(b % 2);
+    pthread_mutex_lock(&q->mu);
+    while (q->state[*k] == DS_FREE) pthread_cond_wait(&q->cv, &q->mu);
+    int rc = q->state[*k] == DS_FAILED ? q->rc[*k] : 0;
+    *sample_s = q->sample_s[*k];
+    pthread_mutex_unlock(&q->mu);
+    if (rc < 0) return GNN_FAIL(rc, "%s", q->msg[*k]);
+    *out = &q->slot[*k];
+    return 0;
+}
+
+/* Give a taken batch back, or (k == -2) end the epoch: wait for the
+ * thread to be idle, every slot free. */
+static void dsq_give(gnn_job_t *j, int k)
+{
+    gnn_dsq_t *q = j->dsq;
+    if (!q || k == -1) return;
+    pthread_mutex_lock(&q->mu);
+    if (k >= 0) {
+        q->state[k] = DS_FREE;
+    } else {
+        q->next = q->nb;
+        while (q->busy) pthread_cond_wait(&q->cv, &q->mu);
+        q->state[0] = q->state[1] = DS_FREE;
+    }
+    pthread_cond_broadcast(&q->cv);
+    pthread_mutex_unlock(&q->mu);
+}
+
 /* An epoch sampled on the device: the loader's batches (the seeds shuffled
- * by (seed, epoch), batch b sampled under (seed, epoch, b)), one at a
- * time; the loader's counters from its times. */
+ * by (seed, epoch), batch b sampled under (seed, epoch, b)), sampled one
+ * ahead on the device sampler's thread with --prefetch 1 or more, else in
+ * the step; the loader's counters from its times. */
 static int mb_epoch_device(gnn_job_t *j, double *loss)
 {
     int rc = 0;
     gnn_checkpoint_t *c = &j->ck;
-    uint64_t seed = (uint64_t)j->o->seed + (uint64_t)c->run;
+    uint64_t seed = (uint64_t)j->o->seed + (uint64_t)c->run, epoch = (uint64_t)c->epoch;
     const int64_t *seeds, B = j->o->batch_size;
     int64_t n, total;
     j->task->train_seeds(j, &seeds, &n, &total);
@@ -385,30 +527,52 @@ static int mb_epoch_device(gnn_job_t *j, double *loss)
         GNN_CHECK(j->dperm, GNN_ENOMEM, "epoch seeds");
     }
     if (n) memcpy(j->dperm, seeds, (size_t)n * sizeof *seeds);
-    gnn_loader_shuffle(j->dperm, n, seed, (uint64_t)c->epoch);
+    gnn_loader_shuffle(j->dperm, n, seed, epoch);
+    if (gnn__opts_prefetch(j->o) > 0 && !j->dsq) GNN_TRY(dsq_start(j));
+    gnn_dsq_t *q = j->dsq;
+    if (q) { /* the epoch to the thread */
+        pthread_mutex_lock(&q->mu);
+        q->perm = j->dperm;
+        q->n = n;
+        q->B = B;
+        q->nb = (n + B - 1) / B;
+        q->next = 0;
+        q->seed = seed;
+        q->epoch = epoch;
+        pthread_cond_broadcast(&q->cv);
+        pthread_mutex_unlock(&q->mu);
+    }
     gnn_loader_stats_t st;
     memset(&st, 0, sizeof st);
     double sum = 0.0, compute = 0.0;
     for (int64_t b0 = 0, bi = 0; b0 < n; b0 += B, bi++) {
         const int64_t ns = n - b0 < B ? n - b0 : B;
-        double t0 = gnn__now_s(), bl = 0.0, prep = 0.0;
-        GNN_TRY(gnn_be_sample(j->ds, j->dperm + b0, ns, seed, (uint64_t)c->epoch, (uint64_t)bi,
-                              &j->dsb));
+        const gnn_bbatch_t *b = NULL;
+        int k = -1;
+        double t0 = gnn__now_s(), bl = 0.0, prep = 0.0, smp = 0.0;
+        GNN_TRY(dsq_take(j, bi, b0, ns, seed, epoch, &b, &k, &smp));
         double t1 = gnn__now_s();
-        GNN_TRY(train_device_batch(j, bi, j->dperm + b0, ns, &bl, &prep));
-        GNN_TRY(gnn_be_sync(j->be));
+        if (q) {
+            st.stall_s += t1 - t0;
+            st.stalls += t1 - t0 > 1e-4;
+        }
+        rc = train_device_batch(j, b, bi, j->dperm + b0, ns, &bl, &prep);
+        if (rc == 0) rc = gnn_be_sync(j->be);
+        if (rc < 0) goto fail;
         st.batches++;
-        for (int l = 0; l < j->dsb.layers; l++) st.sampled_edges += j->dsb.nnz[l];
-        st.input_nodes += j->dsb.n_input;
-        st.sample_s += t1 - t0;
+        for (int l = 0; l < b->layers; l++) st.sampled_edges += b->nnz[l];
+        st.input_nodes += b->n_input;
+        st.sample_s += smp;
         st.prepare_s += prep;
         compute += gnn__now_s() - t1 - prep;
         sum += bl * (double)ns;
+        dsq_give(j, k);
     }
     j->lst = st;
     j->compute_s = compute;
     *loss = n ? sum / (double)n : 0.0;
 fail:
+    dsq_give(j, -2);
     return rc;
 }
 
