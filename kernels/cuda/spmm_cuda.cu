@@ -389,11 +389,14 @@ int gnn__cuda_graph_create_dev(const gnn_cuda_spmm_ctx_t *ctx, int64_t n_dst, in
     if (e == cudaSuccess) e = cudaMalloc((void **)&g->inv_deg, (size_t)(n_dst + 1) * sizeof(float));
     if (e == cudaSuccess) e = cudaMalloc((void **)&g->gcn_dst, (size_t)(n_dst + 1) * sizeof(float));
     if (e == cudaSuccess) e = cudaMalloc((void **)&g->gcn_src, (size_t)(n_src + 1) * sizeof(float));
-    if (e == cudaSuccess) e = cudaMalloc((void **)&rowid, eb);
-    if (e == cudaSuccess) e = cudaMalloc((void **)&keys, eb);
-    if (e == cudaSuccess) e = cudaMalloc((void **)&cnt, (size_t)(n_src + 1) * sizeof(*cnt));
-    if (e == cudaSuccess) e = cudaMalloc((void **)&len, (size_t)(n_dst + n_src + 1) * sizeof(int64_t));
-    if (e == cudaSuccess) e = cudaMalloc((void **)&longest, 2 * sizeof(int64_t));
+    /* The temporaries from the stream's pool, freed in stream order: no
+     * device-wide wait as cudaFree's (another stream may be sampling). */
+    if (e == cudaSuccess) e = cudaMallocAsync((void **)&rowid, eb, st);
+    if (e == cudaSuccess) e = cudaMallocAsync((void **)&keys, eb, st);
+    if (e == cudaSuccess) e = cudaMallocAsync((void **)&cnt, (size_t)(n_src + 1) * sizeof(*cnt), st);
+    if (e == cudaSuccess)
+        e = cudaMallocAsync((void **)&len, (size_t)(n_dst + n_src + 1) * sizeof(int64_t), st);
+    if (e == cudaSuccess) e = cudaMallocAsync((void **)&longest, 2 * sizeof(int64_t), st);
     if (e == cudaSuccess)
         e = cudaMemcpyAsync(g->indptr, indptr, (size_t)(n_dst + 1) * sizeof(int64_t),
                             cudaMemcpyDeviceToDevice, st);
@@ -418,7 +421,7 @@ int gnn__cuda_graph_create_dev(const gnn_cuda_spmm_ctx_t *ctx, int64_t n_dst, in
     tb2 = 0;
     if (e == cudaSuccess) e = cub::DeviceReduce::Max(NULL, tb2, len, longest + 1, n_src, st);
     tb = tb > tb2 ? tb : tb2;
-    if (e == cudaSuccess) e = cudaMalloc(&temp, tb ? tb : 1);
+    if (e == cudaSuccess) e = cudaMallocAsync(&temp, tb ? tb : 1, st);
     if (e == cudaSuccess && n_dst > 0) {
         k_entry_rows<<<gnn__cuda_blocks(n_dst, 256), 256, 0, st>>>(n_dst, indptr, rowid);
         e = cudaGetLastError();
@@ -454,12 +457,9 @@ int gnn__cuda_graph_create_dev(const gnn_cuda_spmm_ctx_t *ctx, int64_t n_dst, in
         e = cudaMemcpyAsync(host_max, longest, 2 * sizeof(int64_t), cudaMemcpyDeviceToHost, st);
     cudaError_t es = cudaStreamSynchronize(st); /* the temporaries are free to go */
     if (e == cudaSuccess) e = es;
-    cudaFree(rowid);
-    cudaFree(keys);
-    cudaFree(cnt);
-    cudaFree(len);
-    cudaFree(longest);
-    cudaFree(temp);
+    void *tmp[6] = {rowid, keys, cnt, len, longest, temp};
+    for (int k = 0; k < 6; k++)
+        if (tmp[k]) cudaFreeAsync(tmp[k], st);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
         gnn__cuda_graph_free(g);
