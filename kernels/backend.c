@@ -1187,6 +1187,14 @@ int gnn_be_mem_available(gnn_backend_t *be, size_t *bytes)
 int gnn_be_sampler_create(gnn_backend_t *be, const gnn_csr_t *graph, int layers,
                           const int *fanouts, gnn_bsampler_t **out)
 {
+    return gnn_be_sampler_create_at(be, graph, layers, fanouts, 0, out);
+}
+
+int gnn_be_sampler_graph_at(const gnn_bsampler_t *s) { return s ? s->at : 0; }
+
+int gnn_be_sampler_create_at(gnn_backend_t *be, const gnn_csr_t *graph, int layers,
+                             const int *fanouts, int where, gnn_bsampler_t **out)
+{
     int rc = 0;
     gnn_bsampler_t *s = NULL;
     GNN_CHECK(out, GNN_EINVAL, "gnn_be_sampler_create: NULL output");
@@ -1210,9 +1218,13 @@ int gnn_be_sampler_create(gnn_backend_t *be, const gnn_csr_t *graph, int layers,
                   fanouts[h], h);
     s = gnn_calloc(1, sizeof *s);
     GNN_CHECK(s, GNN_ENOMEM, "device sampler");
+    GNN_CHECK(where >= 0 && where <= 2, GNN_EINVAL,
+              "gnn_be_sampler_create_at: where %d (0 auto, 1 device, 2 host memory)", where);
     s->graph = graph;
     s->layers = layers;
     s->flags = GNN_CSR_SORTED | (graph->flags & (GNN_CSR_DEDUPED | GNN_CSR_NO_SELF_LOOPS));
+    s->where = where;
+    s->at = 2; /* host memory, unless the implementation copies it */
     memcpy(s->fanout, fanouts, (size_t)layers * sizeof *fanouts);
     GNN_TRY(be->ops->sampler_prepare(be, s));
     s->be = be;

@@ -383,8 +383,9 @@ int gnn_be_elu_backward(gnn_backend_t *be, int64_t n, const float *y, const floa
 
 /*
  * The uniform neighbour sampler of sampler/sampler.h, run where the
- * backend runs: the graph's in-edge CSR is copied there once (the CPU
- * backend borrows it: it must outlive the sampler, unchanged), and each
+ * backend runs: the graph's in-edge CSR is copied there once when it fits
+ * (the CPU backend borrows it: it must outlive the sampler, unchanged;
+ * see gnn_be_sampler_create_at for a GPU), and each
  * batch's blocks and node list come out in backend buffers, equal entry
  * for entry to what gnn_sampler_sample builds from the same graph,
  * fanouts, seeds and (seed, epoch, batch): the same draws (graph/base/
@@ -425,6 +426,16 @@ typedef struct {
  * a backend without it, GNN_ENOMEM / GNN_ECUDA. */
 int gnn_be_sampler_create(gnn_backend_t *be, const gnn_csr_t *graph, int layers,
                           const int *fanouts, gnn_bsampler_t **out);
+/* The same choosing where a GPU's sampler reads the graph: 0 as above
+ * (device memory when the CSR fits in half the free memory, else the
+ * host's arrays in place, pinned and mapped for the sampler's life: read
+ * over the bus, which must then outlive the sampler, unchanged), 1 device
+ * memory, 2 host memory. The CPU backend ignores it. */
+int gnn_be_sampler_create_at(gnn_backend_t *be, const gnn_csr_t *graph, int layers,
+                             const int *fanouts, int where, gnn_bsampler_t **out);
+/* Where the sampler reads the graph: 1 device memory, 2 host memory (the
+ * CPU backend's, or a GPU's pinned and mapped). */
+int gnn_be_sampler_graph_at(const gnn_bsampler_t *s);
 void gnn_be_sampler_free(gnn_bsampler_t *s);
 /* The batch of the n distinct seeds (host array, global ids) under
  * (seed, epoch, batch) into *b. GNN_EINVAL for a seed outside the graph or

@@ -133,6 +133,8 @@ struct gnn_bsampler {
     int fanout[GNN_BE_SAMPLE_MAX_LAYERS]; /* by hop, 0 = from the seeds */
     unsigned flags; /* what the blocks promise: sorted, and the graph's
                        deduplication and self loops */
+    int where;      /* asked: 0 auto, 1 device, 2 host memory */
+    int at;         /* chosen: 1 device, 2 host memory (the implementation sets it) */
     void *impl;
 };
 

@@ -15,6 +15,11 @@
  * a hop (its entries, its new nodes). loc and first live over the graph's
  * nodes for the sampler's life, unset again after each batch.
  *
+ * The graph's CSR is copied to the device when it fits in half the free
+ * memory (or when asked), else read in place from the host's arrays,
+ * pinned and mapped (cudaHostRegister): the draws then read rows over the
+ * bus.
+ *
  * The sampler has a stream of its own, its own pinned word for the counts
  * and grows the batch's buffers itself, and a call returns once its batch
  * is complete on the device: a thread of the caller's may sample the next
@@ -36,7 +41,8 @@ typedef struct {
     cudaStream_t st;           /* the sampler's own stream */
     int64_t *pinned;           /* a count read back */
     int64_t n;                 /* graph nodes */
-    int64_t *indptr, *indices; /* the graph's CSR */
+    int64_t *indptr, *indices; /* the graph's CSR (device pointers) */
+    void *h_indptr, *h_indices; /* the host arrays when mapped in place (else NULL) */
     int32_t *loc;              /* per node: local id in the batch, -1 */
     unsigned long long *first; /* per node: first entry of a hop drawing it, NONE */
     int64_t *cnt, *gids, *flag, *pos, *local; /* scratch */
@@ -49,8 +55,10 @@ static void sampler_free(cu_sampler_t *c)
 {
     if (!c) return;
     if (c->st) cudaStreamSynchronize(c->st);
-    cudaFree(c->indptr);
-    cudaFree(c->indices);
+    if (c->h_indptr) cudaHostUnregister(c->h_indptr);
+    if (c->h_indices) cudaHostUnregister(c->h_indices);
+    if (!c->h_indptr) cudaFree(c->indptr);
+    if (!c->h_indices) cudaFree(c->indices);
     cudaFree(c->loc);
     cudaFree(c->first);
     cudaFree(c->cnt);
@@ -91,6 +99,22 @@ static int temp_grow(cudaStream_t st, cu_sampler_t *c, size_t bytes)
     return 0;
 }
 
+/* Host array h of bytes pinned and mapped in place: *reg = h once
+ * registered (for the unregister), *dev its device address. Read-only
+ * where the platform has it. */
+static cudaError_t map_host(const void *h, size_t bytes, void **reg, void **dev)
+{
+    void *p = (void *)h;
+    cudaError_t e = cudaHostRegister(p, bytes, cudaHostRegisterMapped | cudaHostRegisterReadOnly);
+    if (e == cudaErrorNotSupported || e == cudaErrorInvalidValue) {
+        (void)cudaGetLastError();
+        e = cudaHostRegister(p, bytes, cudaHostRegisterMapped);
+    }
+    if (e != cudaSuccess) return e;
+    *reg = p;
+    return cudaHostGetDevicePointer(dev, p, 0);
+}
+
 int gnn__cuda_sampler_prepare(gnn_backend_t *be, gnn_bsampler_t *s)
 {
     gnn_cuda_be_t *cb = gnn__cuda_be(be);
@@ -101,15 +125,31 @@ int gnn__cuda_sampler_prepare(gnn_backend_t *be, gnn_bsampler_t *s)
     size_t pb = ((size_t)c->n + 1) * sizeof(int64_t), ib = ((size_t)g->nnz + 1) * sizeof(int64_t);
     cudaError_t e = cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking);
     if (e == cudaSuccess) e = cudaMallocHost((void **)&c->pinned, sizeof(int64_t));
-    if (e == cudaSuccess) e = cudaMalloc((void **)&c->indptr, pb);
-    if (e == cudaSuccess) e = cudaMalloc((void **)&c->indices, ib);
+    /* Where the CSR is read: device memory when it fits in half of what
+     * is free (auto), else the host's arrays in place, mapped. */
+    int host = s->where == 2;
+    if (e == cudaSuccess && s->where == 0) {
+        size_t free_b = 0, total = 0;
+        e = cudaMemGetInfo(&free_b, &total);
+        host = pb + ib > free_b / 2;
+    }
+    if (e == cudaSuccess && host) {
+        e = map_host(g->indptr, pb, &c->h_indptr, (void **)&c->indptr);
+        if (e == cudaSuccess && g->nnz > 0)
+            e = map_host(g->indices, (size_t)g->nnz * sizeof(int64_t), &c->h_indices,
+                         (void **)&c->indices);
+        else if (e == cudaSuccess)
+            e = cudaMalloc((void **)&c->indices, sizeof(int64_t)); /* never read */
+    }
+    if (e == cudaSuccess && !host) e = cudaMalloc((void **)&c->indptr, pb);
+    if (e == cudaSuccess && !host) e = cudaMalloc((void **)&c->indices, ib);
     if (e == cudaSuccess) e = cudaMalloc((void **)&c->loc, ((size_t)c->n + 1) * sizeof(int32_t));
     if (e == cudaSuccess)
         e = cudaMalloc((void **)&c->first, ((size_t)c->n + 1) * sizeof(unsigned long long));
-    if (e == cudaSuccess)
+    if (e == cudaSuccess && !host)
         e = cudaMemcpyAsync(c->indptr, g->indptr, ((size_t)c->n + 1) * sizeof(int64_t),
                             cudaMemcpyHostToDevice, c->st);
-    if (e == cudaSuccess && g->nnz > 0)
+    if (e == cudaSuccess && !host && g->nnz > 0)
         e = cudaMemcpyAsync(c->indices, g->indices, (size_t)g->nnz * sizeof(int64_t),
                             cudaMemcpyHostToDevice, c->st);
     if (e == cudaSuccess)
@@ -127,6 +167,7 @@ int gnn__cuda_sampler_prepare(gnn_backend_t *be, gnn_bsampler_t *s)
                         g->n_rows, g->nnz, cudaGetErrorString(e));
     }
     s->impl = c;
+    s->at = host ? 2 : 1;
     return 0;
 }
 

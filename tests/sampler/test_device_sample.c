@@ -9,7 +9,8 @@
  * among them), over several
  * (seed, epoch, batch): the node list, and every block's shape, row
  * offsets and sorted local ids, equal to the host sampler's entry for
- * entry, with one batch reused throughout (its buffers grow); its blocks
+ * entry, with one batch reused throughout (its buffers grow), a GPU
+ * reading the graph from its memory and from the host's in place; its blocks
  * prepared on the backend (gnn_be_graph_create_batch) aggregate (sum,
  * mean, gcn; forward and backward) as the host's blocks do. Errors: a
  * seed out of range or repeated (named, the sampler still right
@@ -210,7 +211,13 @@ static void test_same_batches(void **state)
                 gnn_sampler_t *hs;
                 gnn_bsampler_t *ds;
                 assert_int_equal(gnn_sampler_create(&g, layers, fan[f] + 1, &hs), 0);
-                assert_int_equal(gnn_be_sampler_create(be, &g, layers, fan[f] + 1, &ds), 0);
+                /* A GPU reads the graph from its memory, then from the
+                 * host's in place (alternately); the CPU from the host's. */
+                const int gpu = gnn_backend_kind(be) == GNN_BACKEND_CUDA;
+                const int where = gpu ? 1 + (int)(f % 2) : 0;
+                assert_int_equal(gnn_be_sampler_create_at(be, &g, layers, fan[f] + 1, where, &ds),
+                                 0);
+                assert_int_equal(gnn_be_sampler_graph_at(ds), gpu ? where : 2);
                 for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
                     int64_t n = sizes[z] < g.n_rows ? sizes[z] : g.n_rows;
                     int64_t *seeds = pick_seeds(&s, g.n_rows, n);

@@ -245,8 +245,11 @@ static int mb_setup(gnn_job_t *j)
                                                                                 : j->feat_host,
                               NULL, j->task->seed_targets(j), NULL, NULL));
     if (j->ds) {
-        GNN_INFO("mini-batches of %" PRId64 " seeds, fanouts %s, sampled on %s", o->batch_size,
-                 j->fanouts, gnn_backend_describe(j->be));
+        GNN_INFO("mini-batches of %" PRId64 " seeds, fanouts %s, sampled on %s (the graph read "
+                 "from %s memory)%s",
+                 o->batch_size, j->fanouts, gnn_backend_describe(j->be),
+                 gnn_be_sampler_graph_at(j->ds) == 1 ? "device" : "host",
+                 gnn__opts_prefetch(o) > 0 ? ", one batch ahead" : "");
         return 0;
     }
     GNN_INFO("mini-batches of %" PRId64 " %s, fanouts %s, %d sampler thread%s, prefetch %d%s, "
