@@ -204,6 +204,20 @@ void gnn_be_free(gnn_backend_t *be, void *p)
     if (be && p) be->ops->free(be, p);
 }
 
+int gnn_be_map_host(gnn_backend_t *be, void *host, size_t bytes, void **dev)
+{
+    NEED(be && host && dev, "gnn_be_map_host");
+    *dev = NULL;
+    if (!be->ops->map_host)
+        return GNN_FAIL(GNN_EUNSUPPORTED, "gnn_be_map_host: not available on %s", be->desc);
+    return be->ops->map_host(be, host, bytes, dev);
+}
+
+void gnn_be_unmap_host(gnn_backend_t *be, void *host)
+{
+    if (be && host && be->ops->unmap_host) be->ops->unmap_host(be, host);
+}
+
 int gnn_be_upload(gnn_backend_t *be, void *dst, const void *src, size_t bytes)
 {
     if (!bytes) return 0;

@@ -144,6 +144,16 @@ int gnn_be_upload(gnn_backend_t *be, void *dst, const void *src_host, size_t byt
  * gnn_malloc & co. On failure *host is left as it was.
  */
 int gnn_be_upload_take(gnn_backend_t *be, void **host, size_t bytes, void **out);
+/*
+ * The host array host (bytes) read by the backend in place: *dev is an
+ * address its operations take as a buffer that may only be read, valid
+ * until gnn_be_unmap_host(be, host), the array staying alive and
+ * unchanged until then. On a GPU the pages are pinned and mapped
+ * (cudaHostRegister): every read crosses the bus, for data too large for
+ * the device. GNN_ENOMEM / GNN_ECUDA when it cannot be mapped.
+ */
+int gnn_be_map_host(gnn_backend_t *be, void *host, size_t bytes, void **dev);
+void gnn_be_unmap_host(gnn_backend_t *be, void *host);
 /* dst (host) <- src (backend); waits for queued work. */
 int gnn_be_download(gnn_backend_t *be, void *dst_host, const void *src, size_t bytes);
 /* dst <- src, both backend buffers (non-overlapping). */

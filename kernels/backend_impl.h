@@ -123,6 +123,9 @@ typedef struct {
     int (*softmax_xent_async)(gnn_backend_t *be, int64_t rows, int64_t classes,
                               const float *logits, const int64_t *labels, const int64_t *idx,
                               int64_t nidx, double *loss_dev, float *dlogits);
+    /* gnn_be_map_host / gnn_be_unmap_host */
+    int (*map_host)(gnn_backend_t *be, void *host, size_t bytes, void **dev);
+    void (*unmap_host)(gnn_backend_t *be, void *host);
 } gnn_backend_ops_t;
 
 /* A device sampler: the host's view, and the device's (impl). */

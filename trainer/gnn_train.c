@@ -111,6 +111,10 @@ static const gnn_opt_t train_table[] = {
     {"embed-lr", 0, GNN_OPT_DOUBLE, O(embed_lr), "LR", "learning rate of the rows (default --lr)"},
     {"embed-optimizer", 0, GNN_OPT_STRING, O(embed_optimizer), "NAME",
      "adam (lazy: rows a step does not read keep their moments) or adagrad"},
+    {"features-on", 0, GNN_OPT_STRING, O(features_on), "WHERE",
+     "mini-batches with a GPU: the feature table in device memory (device), read in place from "
+     "host memory over the bus (host), or on the device when it fits in half its free memory "
+     "(auto)"},
     {"embed-on", 0, GNN_OPT_STRING, O(embed_on), "WHERE",
      "with a GPU: the rows in device memory (device), in host memory (host), or on the device "
      "when they fit there (auto)"},

@@ -47,7 +47,10 @@ void gnn__job_free(gnn_job_t *j)
     gnn_embed_free(j->emb);
     gnn_backend_close(j->emb_be);
     if (j->be) {
-        gnn_be_free(j->be, j->x);
+        if (j->x_mapped)
+            gnn_be_unmap_host(j->be, j->g.feat); /* before the graph's arrays go */
+        else
+            gnn_be_free(j->be, j->x);
         gnn_be_free(j->be, j->xin);
         gnn_be_free(j->be, j->dlogits);
         gnn_be_free(j->be, j->loss_dev);

@@ -59,6 +59,7 @@ typedef struct gnn_job {
                                          owned nodes) */
     int64_t out_dim;                  /* the model's output width (the task's) */
     float *x;                         /* features on the backend (dense input) */
+    int x_mapped;                     /* ... the host's g.feat read in place (gnn_be_map_host) */
     gnn_csr_t xs;                     /* features as CSR (sparse input) */
     gnn_bsparse_t *bxs;               /* ... on the backend, or NULL */
     gnn_csr_t xsb;                    /* mini-batches: the batch's rows of xs */

@@ -54,6 +54,7 @@ void gnn_train_defaults(gnn_train_opts_t *o)
     o->embed = "featureless";
     o->embed_optimizer = "adam";
     o->embed_on = "auto";
+    o->features_on = "auto";
 }
 
 #define MAX_THREADS 4096 /* --threads: more than any machine has cores */
@@ -170,6 +171,10 @@ int gnn__opts_check(const gnn_train_opts_t *o)
         (strcmp(o->embed_optimizer, "adam") && strcmp(o->embed_optimizer, "adagrad")))
         return GNN_FAIL(GNN_EUSAGE, "--embed-optimizer \"%s\" (expected adam or adagrad)",
                         o->embed_optimizer ? o->embed_optimizer : "");
+    if (!o->features_on || (strcmp(o->features_on, "auto") && strcmp(o->features_on, "device") &&
+                            strcmp(o->features_on, "host")))
+        return GNN_FAIL(GNN_EUSAGE, "--features-on \"%s\" (expected auto, device or host)",
+                        o->features_on ? o->features_on : "");
     if (!o->embed_on ||
         (strcmp(o->embed_on, "auto") && strcmp(o->embed_on, "device") && strcmp(o->embed_on, "host")))
         return GNN_FAIL(GNN_EUSAGE, "--embed-on \"%s\" (expected auto, device or host)",

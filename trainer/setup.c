@@ -126,8 +126,22 @@ static int setup_features(gnn_job_t *j)
             GNN_TRY(gnn_be_upload_take(j->be, (void **)&g->feat, bytes, (void **)&j->x));
             j->feat_host = j->x;
         } else {
-            GNN_TRY(gnn__buf_upload(j->be, g->feat, bytes, (void **)&j->x));
+            /* On the device when it fits in half its free memory (auto),
+             * else read in place from host memory over the bus. */
+            int host = !strcmp(j->o->features_on, "host");
+            size_t avail = 0;
+            if (!strcmp(j->o->features_on, "auto") && gnn_be_mem_available(j->be, &avail) == 0)
+                host = bytes > avail / 2;
+            gnn_error_clear();
+            if (host) {
+                GNN_TRY(gnn_be_map_host(j->be, g->feat, bytes, (void **)&j->x));
+                j->x_mapped = 1;
+            } else {
+                GNN_TRY(gnn__buf_upload(j->be, g->feat, bytes, (void **)&j->x));
+            }
             j->feat_host = g->feat;
+            GNN_INFO("features: %.1f MB %s", (double)bytes / 1e6,
+                     host ? "read in place from host memory" : "in device memory");
         }
         return 0;
     }
@@ -228,6 +242,12 @@ int gnn__setup(gnn_job_t *j)
                   "--sparse-features on: not over a partition directory");
     }
     GNN_TRY(open_backend(j));
+    GNN_CHECK(!strcmp(o->features_on, "auto") || (minibatch && !j->dist &&
+                                                  !gnn_be_host_memory(j->be)),
+              GNN_EUSAGE,
+              "--features-on %s: only for mini-batches in one process on a GPU (--mode "
+              "minibatch --device cuda)",
+              o->features_on);
     GNN_TRY(gnn_aggr_registry_create(&j->reg));
     if (o->aggr_plugin) GNN_TRY(gnn_aggr_registry_load(j->reg, o->aggr_plugin));
     if (!j->kind->default_aggr) { /* weighs its neighbours otherwise (attention) */

@@ -79,6 +79,8 @@ typedef struct {
     const char *embed_optimizer; /* "adam" (lazy, as torch.optim.SparseAdam) | "adagrad" */
     const char *embed_on;      /* where the table lives on a device backend: "auto" (the
                                   device when it fits, else host memory) | "device" | "host" */
+    const char *features_on;   /* where a device backend reads the features in one-process
+                                  mini-batches: "auto" | "device" | "host" (mapped) */
 } gnn_train_opts_t;
 
 /* The defaults of gnn-train. */

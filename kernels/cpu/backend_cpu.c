@@ -98,6 +98,20 @@ static void cpu_free(gnn_backend_t *be, void *p)
     gnn_free(p);
 }
 
+/* Host memory the device reads in place: itself; cpu-as-gpu lists it
+ * among its buffers. */
+static int cpu_map_host(gnn_backend_t *be, void *host, size_t bytes, void **dev)
+{
+    int rc = be->impl ? track_add(be->impl, host, bytes) : 0;
+    *dev = rc < 0 ? NULL : host;
+    return rc;
+}
+
+static void cpu_unmap_host(gnn_backend_t *be, void *host)
+{
+    if (be->impl) track_remove(be->impl, host);
+}
+
 static void cpu_close(gnn_backend_t *be)
 {
     tracker_t *t = be->impl;
@@ -453,6 +467,8 @@ static const gnn_backend_ops_t cpu_ops = {
     .sampler_prepare = gnn__cpu_sampler_prepare,
     .sampler_release = gnn__cpu_sampler_release,
     .sample = gnn__cpu_sample,
+    .map_host = cpu_map_host,
+    .unmap_host = cpu_unmap_host,
 };
 
 int gnn__backend_cpu_init(gnn_backend_t *be, int as_gpu)

@@ -94,6 +94,33 @@ static int cu_upload(gnn_backend_t *be, void *dst, const void *src, size_t bytes
     return 0;
 }
 
+static int cu_map_host(gnn_backend_t *be, void *host, size_t bytes, void **dev)
+{
+    (void)gnn__cuda_be(be);
+    cudaError_t e =
+        cudaHostRegister(host, bytes ? bytes : 1, cudaHostRegisterMapped | cudaHostRegisterReadOnly);
+    if (e == cudaErrorNotSupported || e == cudaErrorInvalidValue) {
+        (void)cudaGetLastError();
+        e = cudaHostRegister(host, bytes ? bytes : 1, cudaHostRegisterMapped);
+    }
+    GNN_CUDA_RET(e, "host memory mapped for the device");
+    e = cudaHostGetDevicePointer(dev, host, 0);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        cudaHostUnregister(host);
+        *dev = NULL;
+        return GNN_FAIL(GNN_ECUDA, "host memory mapped for the device: %s", cudaGetErrorString(e));
+    }
+    return 0;
+}
+
+static void cu_unmap_host(gnn_backend_t *be, void *host)
+{
+    gnn_cuda_be_t *cb = gnn__cuda_be(be);
+    cudaStreamSynchronize(cb->stream); /* queued work may still read it */
+    cudaHostUnregister(host);
+}
+
 static int cu_download(gnn_backend_t *be, void *dst, const void *src, size_t bytes)
 {
     gnn_cuda_be_t *cb = gnn__cuda_be(be);
@@ -413,6 +440,8 @@ static const gnn_backend_ops_t cuda_ops = {
     /* .sample = */ gnn__cuda_sample,
     /* .graph_prepare_dev = */ cu_graph_prepare_dev,
     /* .softmax_xent_async = */ gnn__cuda_softmax_xent_async,
+    /* .map_host = */ cu_map_host,
+    /* .unmap_host = */ cu_unmap_host,
 };
 
 /* Handles and stream of cb on its device; on failure the caller closes. */

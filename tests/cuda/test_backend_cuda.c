@@ -743,6 +743,19 @@ static void test_gather_rows(void **state)
         float *h = fetch(&D);
         check_equal(h, D.c, n * f);
         free(h);
+        /* The same rows read in place from host memory (gnn_be_map_host). */
+        context("gather_rows from mapped host memory f=%" PRId64, f);
+        float *hs = malloc((size_t)(src_rows * f) * sizeof *hs), *ms = NULL;
+        assert_non_null(hs);
+        memcpy(hs, src, (size_t)(src_rows * f) * sizeof *hs);
+        expect_ok(0, gnn_be_map_host(g_gpu, hs, (size_t)(src_rows * f) * sizeof *hs, (void **)&ms));
+        poison(&D);
+        expect_ok(0, gnn_be_gather_rows(g_gpu, n, f, ms, src_rows, I.g, D.g));
+        h = fetch(&D);
+        check_equal(h, D.c, n * f);
+        free(h);
+        gnn_be_unmap_host(g_gpu, hs);
+        free(hs);
 
         /* Bad entries: the first one (position 517) is named. */
         context("gather_rows bad index f=%" PRId64, f);

@@ -739,6 +739,14 @@ static void test_cpu_as_gpu(void **state)
                  "gnn_be_axpby: y is not a buffer of cpu-as-gpu");
     expect_error(gnn_be_upload(be, host, buf, sizeof host), GNN_EINVAL,
                  "gnn_be_upload: dst is not a buffer of cpu-as-gpu");
+    /* Host memory mapped for the device is read as a buffer until unmapped. */
+    float *mapped = NULL;
+    assert_int_equal(gnn_be_map_host(be, host, sizeof host, (void **)&mapped), 0);
+    assert_ptr_equal(mapped, host);
+    assert_int_equal(gnn_be_relu(be, 64, mapped, out), 0);
+    gnn_be_unmap_host(be, host);
+    expect_error(gnn_be_relu(be, 64, host, out), GNN_EINVAL,
+                 "gnn_be_relu: x is not a buffer of cpu-as-gpu");
     float *stale = out;
     gnn_be_free(be, out);
     expect_error(gnn_be_zero(be, stale, 4), GNN_EINVAL,

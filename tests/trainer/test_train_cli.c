@@ -30,7 +30,8 @@
  *              by the sampler threads, bit for bit the CPU's losses for
  *              sage, gcn and gat, and with --sampler device (batches
  *              sampled and prepared by the backend, one ahead on a thread
- *              and in the step) for sage and gcn; gat
+ *              and in the step, the features also read in place from
+ *              host memory: --features-on host) for sage and gcn; gat
  *              and a bad --sampler refused; evaluation independent
  *              of --eval-batch-size; resume with other fanouts refused;
  *              bad mini-batch options rejected.
@@ -775,12 +776,13 @@ static void test_minibatch_device_path(void **state)
     static const char *const drop[3] = {"0.3", "0", "0.3"};
     static const char *const host_rows[3] = {"loader", "rows", "loader"};
     for (int m = 0; m < 3; m++) {
-        double loss[4][8];
-        char *ck[4], *line[4];
+        double loss[5][8];
+        char *ck[5], *line[5];
         /* cpu, cpu-as-gpu, and cpu-as-gpu sampling the batches itself
          * (--sampler device, on its thread one batch ahead and in the
-         * step; not with attention) */
-        const int nd = m == 2 ? 2 : 4;
+         * step, the features read in place from host memory in the last;
+         * not with attention) */
+        const int nd = m == 2 ? 2 : 5;
         for (int d = 0; d < nd; d++) {
             char name[32], lname[32];
             snprintf(name, sizeof name, "mbdev-%d.h5", d);
@@ -792,8 +794,9 @@ static void test_minibatch_device_path(void **state)
                      "minibatch", "--epochs", "3", "--batch-size", "64", "--fanouts", "6,4", "--dropout", (char *)drop[m],
                      "--hidden", "16", "--heads", "2", "--sampler-threads", "1", "--prefetch",
                      d == 3 ? "0" : "2", "--threads", "2", "--device", d ? "cpu-as-gpu" : "cpu",
-                     "--sampler", d >= 2 ? "device" : "host", "--checkpoint", ck[d], "--log-json",
-                     (char *)log, "-q");
+                     "--sampler", d >= 2 ? "device" : "host", "--features-on",
+                     d == 4 ? "host" : "auto", "--checkpoint", ck[d], "--log-json", (char *)log,
+                     "-q");
             assert_int_equal(log_losses(log, loss[d], 8), 3);
             char *text = tu_read_file(log);
             line[d] = text;
@@ -825,6 +828,11 @@ static void test_minibatch_device_path(void **state)
                 "device", "--save-predictions", out, "-q", (char *)NULL);
     train_fails(out, 2, "--sampler \"gpu\" (expected host or device)", "--data", (char *)g_sbm,
                 "--model", "sage", "--sampler", "gpu", "--save-predictions", out, (char *)NULL);
+    train_fails(out, 2,
+                "--features-on host: only for mini-batches in one process on a GPU (--mode "
+                "minibatch --device cuda)",
+                "--data", (char *)g_sbm, "--model", "sage", "--features-on", "host",
+                "--save-predictions", out, "-q", (char *)NULL);
 }
 
 /* --prefetch auto (the default) prepares batches ahead only where the

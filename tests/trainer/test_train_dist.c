@@ -2202,11 +2202,17 @@ static void test_cuda_training(void **state)
     char *mbd_gpu[] = {"--layers", "2", "--fanouts", "10,10", "--batch-size", "32", "--device",
                        "cuda", "--sampler", "device", NULL};
     char *mbd_cpu[] = {"--layers", "2", "--fanouts", "10,10", "--batch-size", "32", NULL};
-    run_t mbd[] = {{"1 process, cuda, sampled on the GPU", NULL, g_cora, {0}}};
+    char *mbh_gpu[] = {"--layers", "2", "--fanouts", "10,10", "--batch-size", "32", "--device",
+                       "cuda", "--sampler", "device", "--features-on", "host", NULL};
+    run_t mbd[] = {{"1 process, cuda, sampled on the GPU", NULL, g_cora, {0}},
+                   {"1 process, cuda, sampled on the GPU, features in host memory", NULL, g_cora,
+                    {0}}};
     mbd[0].log = owner_run(NULL, g_cora, "cuda-mbd", mbd_gpu);
+    mbd[1].log = owner_run(NULL, g_cora, "cuda-mbh", mbh_gpu);
     log_t mbd_ref = owner_run(NULL, g_cora, "cuda-mbd-cpu", mbd_cpu);
-    compare_to("sage mini-batches sampled on the GPU", &mbd_ref, mbd, 1, 3);
+    compare_to("sage mini-batches sampled on the GPU", &mbd_ref, mbd, 2, 3);
     log_free(&mbd[0].log);
+    log_free(&mbd[1].log);
     log_free(&mbd_ref);
 
     /* Learnable input rows beside the features (--embed all): the table,
