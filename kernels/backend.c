@@ -453,6 +453,19 @@ int gnn_be_gather_rows(gnn_backend_t *be, int64_t n, int64_t f, const float *src
     return be->ops->gather_rows(be, n, f, src, src_rows, idx, dst);
 }
 
+int gnn_be_gather_rows_cached(gnn_backend_t *be, int64_t n, int64_t f, const float *cache,
+                              const int32_t *slot, const float *src, const int64_t *idx,
+                              float *dst)
+{
+    NEED(be && slot && src && (idx || n == 0), "gnn_be_gather_rows_cached");
+    BUF(cache, "gnn_be_gather_rows_cached");
+    BUF(slot, "gnn_be_gather_rows_cached");
+    BUF(src, "gnn_be_gather_rows_cached");
+    BUF(idx, "gnn_be_gather_rows_cached");
+    BUF(dst, "gnn_be_gather_rows_cached");
+    return be->ops->gather_rows_cached(be, n, f, cache, slot, src, idx, dst);
+}
+
 int gnn_be_softmax_xent(gnn_backend_t *be, int64_t rows, int64_t classes, const float *logits,
                         const int64_t *labels, const int64_t *idx, int64_t nidx, double *loss,
                         float *dlogits)

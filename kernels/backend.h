@@ -214,6 +214,13 @@ int gnn_be_axpby(gnn_backend_t *be, int64_t n, float alpha, const float *x, floa
  * the first bad entry). */
 int gnn_be_gather_rows(gnn_backend_t *be, int64_t n, int64_t f, const float *src, int64_t src_rows,
                        const int64_t *idx, float *dst);
+/* gnn_gather_rows_cached (kernels/dense.h): cache (rows x f), slot (int32
+ * per row of src), src, idx, dst all backend buffers (src may be host
+ * memory mapped by gnn_be_map_host: the cache keeps the rows read most
+ * on the device). */
+int gnn_be_gather_rows_cached(gnn_backend_t *be, int64_t n, int64_t f, const float *cache,
+                              const int32_t *slot, const float *src, const int64_t *idx,
+                              float *dst);
 /* labels, idx: backend int64 arrays; *loss (host) as gnn_softmax_xent. */
 int gnn_be_softmax_xent(gnn_backend_t *be, int64_t rows, int64_t classes, const float *logits,
                         const int64_t *labels, const int64_t *idx, int64_t nidx, double *loss,

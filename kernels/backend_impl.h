@@ -126,6 +126,9 @@ typedef struct {
     /* gnn_be_map_host / gnn_be_unmap_host */
     int (*map_host)(gnn_backend_t *be, void *host, size_t bytes, void **dev);
     void (*unmap_host)(gnn_backend_t *be, void *host);
+    int (*gather_rows_cached)(gnn_backend_t *be, int64_t n, int64_t f, const float *cache,
+                              const int32_t *slot, const float *src, const int64_t *idx,
+                              float *dst);
 } gnn_backend_ops_t;
 
 /* A device sampler: the host's view, and the device's (impl). */

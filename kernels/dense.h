@@ -110,6 +110,15 @@ int gnn_gather_rows(int64_t n, int64_t f, const float *src, int64_t src_rows, co
                     float *dst);
 
 /*
+ * The same through a cache of rows: row i of dst is row slot[v] of cache
+ * where slot[v] >= 0, else row v of src, v = idx[i] (slot: one entry per
+ * row of src, -1 for a row not cached). The entries of idx and slot are
+ * trusted (the sampler's nodes, the cache's own map): not checked.
+ */
+int gnn_gather_rows_cached(int64_t n, int64_t f, const float *cache, const int32_t *slot,
+                           const float *src, const int64_t *idx, float *dst);
+
+/*
  * Inverted dropout: y[i] = x[i] * scale when element counter offset + i is
  * kept at drop probability p, else 0; scale = (float)(1 / (1 - p)). The mask
  * is gnn_rng_keep(seed, offset + i, p) of graph/base/rng.h, so a caller that

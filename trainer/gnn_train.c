@@ -122,7 +122,8 @@ static const gnn_opt_t train_table[] = {
      "write one JSON line per epoch and a final summary line"},
     {"feature-cache", 0, GNN_OPT_STRING, O(feature_cache), "SIZE",
      "over a partition directory, mini-batches: remote features kept on each rank (e.g. 256M; "
-     "the nodes --cache-policy ranks first), the rest fetched per step"},
+     "the nodes --cache-policy ranks first), the rest fetched per step; in one process on a GPU "
+     "with the features in host memory (--features-on): the rows read most, kept on the device"},
     {"cache-policy", 0, GNN_OPT_STRING, O(cache_policy), "NAME",
      "which remote nodes --feature-cache keeps: sample (those one epoch of pre-sampled batches "
      "needs most) or rows (the halo nodes its part's edges name most)"},

@@ -54,6 +54,8 @@ void gnn__job_free(gnn_job_t *j)
         gnn_be_free(j->be, j->xin);
         gnn_be_free(j->be, j->dlogits);
         gnn_be_free(j->be, j->loss_dev);
+        gnn_be_free(j->be, j->fc_rows);
+        gnn_be_free(j->be, j->fc_slot);
         gnn_be_free(j->be, j->adam_m);
         gnn_be_free(j->be, j->adam_v);
         gnn_be_free(j->be, j->iota);

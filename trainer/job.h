@@ -60,6 +60,10 @@ typedef struct gnn_job {
     int64_t out_dim;                  /* the model's output width (the task's) */
     float *x;                         /* features on the backend (dense input) */
     int x_mapped;                     /* ... the host's g.feat read in place (gnn_be_map_host) */
+    float *fc_rows;                   /* mini-batches on a GPU, x mapped: the cached rows
+                                         (backend, n_cache x feat_dim) */
+    int32_t *fc_slot;                 /* ... every node's row there, -1 (backend) */
+    int64_t n_cache;
     gnn_csr_t xs;                     /* features as CSR (sparse input) */
     gnn_bsparse_t *bxs;               /* ... on the backend, or NULL */
     gnn_csr_t xsb;                    /* mini-batches: the batch's rows of xs */

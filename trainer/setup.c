@@ -233,8 +233,9 @@ int gnn__setup(gnn_job_t *j)
         int local = ls ? atoi(ls) : 1, cores = omp_get_num_procs();
         if (local > 1) omp_set_num_threads(cores / local > 1 ? cores / local : 1);
     }
-    GNN_CHECK(!o->feature_cache || (j->dist && minibatch), GNN_EUSAGE,
-              "--feature-cache: only for mini-batches over a partition directory");
+    GNN_CHECK(!o->feature_cache || minibatch, GNN_EUSAGE,
+              "--feature-cache: only for mini-batches (over a partition directory, or in one "
+              "process on a GPU)");
     GNN_CHECK(!o->full_halo || (j->dist && !minibatch), GNN_EUSAGE,
               "--full-halo: only for full-graph training over a partition directory");
     if (j->dist) {
@@ -242,6 +243,9 @@ int gnn__setup(gnn_job_t *j)
                   "--sparse-features on: not over a partition directory");
     }
     GNN_TRY(open_backend(j));
+    GNN_CHECK(!o->feature_cache || j->dist || !gnn_be_host_memory(j->be), GNN_EUSAGE,
+              "--feature-cache: only for mini-batches over a partition directory, or in one "
+              "process on a GPU (the device's cache of a table in host memory)");
     GNN_CHECK(!strcmp(o->features_on, "auto") || (minibatch && !j->dist &&
                                                   !gnn_be_host_memory(j->be)),
               GNN_EUSAGE,

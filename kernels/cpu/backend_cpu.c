@@ -112,6 +112,14 @@ static void cpu_unmap_host(gnn_backend_t *be, void *host)
     if (be->impl) track_remove(be->impl, host);
 }
 
+static int cpu_gather_rows_cached(gnn_backend_t *be, int64_t n, int64_t f, const float *cache,
+                                  const int32_t *slot, const float *src, const int64_t *idx,
+                                  float *dst)
+{
+    (void)be;
+    return gnn_gather_rows_cached(n, f, cache, slot, src, idx, dst);
+}
+
 static void cpu_close(gnn_backend_t *be)
 {
     tracker_t *t = be->impl;
@@ -469,6 +477,7 @@ static const gnn_backend_ops_t cpu_ops = {
     .sample = gnn__cpu_sample,
     .map_host = cpu_map_host,
     .unmap_host = cpu_unmap_host,
+    .gather_rows_cached = cpu_gather_rows_cached,
 };
 
 int gnn__backend_cpu_init(gnn_backend_t *be, int as_gpu)

@@ -313,6 +313,22 @@ fail:
     return rc;
 }
 
+int gnn_gather_rows_cached(int64_t n, int64_t f, const float *cache, const int32_t *slot,
+                           const float *src, const int64_t *idx, float *dst)
+{
+    int rc = 0;
+    GNN_TRY(gnn__dense_check_shape("gnn_gather_rows_cached", n, f));
+#pragma omp parallel for schedule(static) if (n * f >= PAR_MIN)
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t v = idx[i];
+        const float *row = slot[v] >= 0 ? cache + (int64_t)slot[v] * f : src + v * f;
+        memcpy(dst + i * f, row, (size_t)f * sizeof(float));
+    }
+    return 0;
+fail:
+    return rc;
+}
+
 /* ---- Dropout ------------------------------------------------------------------ */
 
 /*

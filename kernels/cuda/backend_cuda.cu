@@ -442,6 +442,7 @@ static const gnn_backend_ops_t cuda_ops = {
     /* .softmax_xent_async = */ gnn__cuda_softmax_xent_async,
     /* .map_host = */ cu_map_host,
     /* .unmap_host = */ cu_unmap_host,
+    /* .gather_rows_cached = */ gnn__cuda_gather_rows_cached,
 };
 
 /* Handles and stream of cb on its device; on failure the caller closes. */

@@ -77,6 +77,9 @@ int gnn__cuda_bias_grad(gnn_backend_t *be, int64_t rows, int64_t cols, const flo
 int gnn__cuda_softmax_xent_async(gnn_backend_t *be, int64_t rows, int64_t classes,
                                  const float *logits, const int64_t *labels, const int64_t *idx,
                                  int64_t nidx, double *loss_dev, float *dlogits);
+int gnn__cuda_gather_rows_cached(gnn_backend_t *be, int64_t n, int64_t f, const float *cache,
+                                 const int32_t *slot, const float *src, const int64_t *idx,
+                                 float *dst);
 int gnn__cuda_bias_act(gnn_backend_t *be, int64_t rows, int64_t cols, float *y, const float *bias,
                        int act);
 int gnn__cuda_bias_act_drop(gnn_backend_t *be, int64_t rows, int64_t cols, float *y,

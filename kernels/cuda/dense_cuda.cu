@@ -434,6 +434,37 @@ __global__ void k_gather_rows(int64_t n, int64_t fv, const V *src, const int64_t
     }
 }
 
+/* A warp per row: from the cache where the row has a slot, else from src
+ * (host memory read over the bus, when mapped). */
+__global__ void k_gather_rows_cached(int64_t n, int64_t f, const float *cache,
+                                     const int32_t *slot, const float *src, const int64_t *idx,
+                                     float *dst)
+{
+    int64_t warps = (int64_t)gridDim.x * (blockDim.x / WARP);
+    int lane = threadIdx.x % WARP;
+    for (int64_t i = blockIdx.x * (int64_t)(blockDim.x / WARP) + threadIdx.x / WARP; i < n;
+         i += warps) {
+        const int64_t v = idx[i];
+        const int32_t c = slot[v];
+        const float *s = c >= 0 ? cache + (int64_t)c * f : src + v * f;
+        float *d = dst + i * f;
+        for (int64_t k = lane; k < f; k += WARP) d[k] = s[k];
+    }
+}
+
+int gnn__cuda_gather_rows_cached(gnn_backend_t *be, int64_t n, int64_t f, const float *cache,
+                                 const int32_t *slot, const float *src, const int64_t *idx,
+                                 float *dst)
+{
+    gnn_cuda_be_t *cb = gnn__cuda_be(be);
+    GNN_TRY_RET(gnn__dense_check_shape("gnn_gather_rows_cached", n, f));
+    if (n == 0 || f == 0) return 0;
+    k_gather_rows_cached<<<gnn__cuda_blocks(n * WARP, THREADS), THREADS, 0, cb->stream>>>(
+        n, f, cache, slot, src, idx, dst);
+    GNN_CUDA_LAUNCHED("gather_rows_cached");
+    return 0;
+}
+
 __global__ void k_copy_rows(int64_t n, int64_t f, const float *src, int64_t lds,
                             const int64_t *idx, float *dst, int64_t ldd)
 {

@@ -754,6 +754,29 @@ static void test_gather_rows(void **state)
         h = fetch(&D);
         check_equal(h, D.c, n * f);
         free(h);
+        /* Every third row from a device cache, the rest from host memory
+         * (zeroed where cached, so that a wrong source shows). */
+        context("gather_rows_cached f=%" PRId64, f);
+        int32_t *slot = malloc((size_t)src_rows * sizeof *slot);
+        float *cache = malloc((size_t)(src_rows / 3 + 1) * (size_t)f * sizeof *cache);
+        assert_true(slot && cache);
+        int32_t kc = 0;
+        for (int64_t r = 0; r < src_rows; r++) {
+            slot[r] = r % 3 == 0 ? kc++ : -1;
+            if (slot[r] >= 0) {
+                memcpy(cache + (int64_t)slot[r] * f, src + r * f, (size_t)f * sizeof *cache);
+                memset(hs + r * f, 0, (size_t)f * sizeof *hs);
+            }
+        }
+        pair_t SL = pair_up(slot, (size_t)src_rows * sizeof *slot);
+        pair_t CA = pair_up(cache, (size_t)kc * (size_t)f * sizeof *cache);
+        poison(&D);
+        expect_ok(0, gnn_be_gather_rows_cached(g_gpu, n, f, CA.g, SL.g, ms, I.g, D.g));
+        h = fetch(&D);
+        check_equal(h, D.c, n * f);
+        free(h);
+        pair_free(&SL), pair_free(&CA);
+        free(slot), free(cache);
         gnn_be_unmap_host(g_gpu, hs);
         free(hs);
 

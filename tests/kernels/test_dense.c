@@ -663,6 +663,24 @@ static void test_axpby_gather_against_reference(void **state)
         gnn_ref_gather_rows(n, f, srcd, idx, dstd);
         assert_int_equal(gnn_gather_rows(n, f, src, rows, idx, dst), 0);
         for (int64_t i = 0; i < n * f; i++) assert_true(dst[i] == (float)dstd[i]);
+        /* Through a cache of every third row (the copies, zeroed in src
+         * so that a row read from the wrong place shows): the same rows. */
+        int32_t *slot = malloc((size_t)rows * sizeof *slot);
+        float *cache = malloc((size_t)(rows / 3 + 1) * (size_t)f * sizeof *cache);
+        float *src2 = malloc((size_t)(rows * f) * sizeof *src2), *dst2 = malloc((size_t)(n * f) * sizeof *dst2);
+        assert_true(slot && cache && src2 && dst2);
+        memcpy(src2, src, (size_t)(rows * f) * sizeof *src2);
+        int32_t k = 0;
+        for (int64_t r = 0; r < rows; r++) {
+            slot[r] = r % 3 == 0 ? k++ : -1;
+            if (slot[r] >= 0) {
+                memcpy(cache + (int64_t)slot[r] * f, src + r * f, (size_t)f * sizeof *cache);
+                memset(src2 + r * f, 0, (size_t)f * sizeof *src2);
+            }
+        }
+        assert_int_equal(gnn_gather_rows_cached(n, f, cache, slot, src2, idx, dst2), 0);
+        assert_memory_equal(dst2, dst, (size_t)(n * f) * sizeof *dst);
+        free(slot), free(cache), free(src2), free(dst2);
         /* A bad index: error naming it, output untouched. */
         float keep = dst[0];
         idx[n - 1] = rows;

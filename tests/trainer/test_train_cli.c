@@ -31,7 +31,8 @@
  *              sage, gcn and gat, and with --sampler device (batches
  *              sampled and prepared by the backend, one ahead on a thread
  *              and in the step, the features also read in place from
- *              host memory: --features-on host) for sage and gcn; gat
+ *              host memory with a device cache of the rows read most:
+ *              --features-on host --feature-cache) for sage and gcn; gat
  *              and a bad --sampler refused; evaluation independent
  *              of --eval-batch-size; resume with other fanouts refused;
  *              bad mini-batch options rejected.
@@ -795,7 +796,8 @@ static void test_minibatch_device_path(void **state)
                      "--hidden", "16", "--heads", "2", "--sampler-threads", "1", "--prefetch",
                      d == 3 ? "0" : "2", "--threads", "2", "--device", d ? "cpu-as-gpu" : "cpu",
                      "--sampler", d >= 2 ? "device" : "host", "--features-on",
-                     d == 4 ? "host" : "auto", "--checkpoint", ck[d], "--log-json", (char *)log,
+                     d == 4 ? "host" : "auto", d == 4 ? "--feature-cache" : "--cache-policy",
+                     d == 4 ? "20K" : "sample", "--checkpoint", ck[d], "--log-json", (char *)log,
                      "-q");
             assert_int_equal(log_losses(log, loss[d], 8), 3);
             char *text = tu_read_file(log);
@@ -981,8 +983,15 @@ static void test_no_evaluation(void **state)
     free(p);
     train_fails(NULL, 2, "--eval-every -1 must be >= 0", "--data", (char *)g_sbm, "--eval-every",
                 "-1", (char *)NULL);
-    train_fails(NULL, 2, "--feature-cache: only for mini-batches over a partition directory",
+    train_fails(NULL, 2,
+                "--feature-cache: only for mini-batches (over a partition directory, or in one "
+                "process on a GPU)",
                 "--data", (char *)g_sbm, "--feature-cache", "64M", (char *)NULL);
+    train_fails(NULL, 2,
+                "--feature-cache: only for mini-batches over a partition directory, or in one "
+                "process on a GPU (the device's cache of a table in host memory)",
+                "--data", (char *)g_sbm, "--model", "sage", "--mode", "minibatch",
+                "--feature-cache", "64M", "-q", (char *)NULL);
     train_fails(NULL, 2, "--full-halo: only for full-graph training over a partition directory",
                 "--data", (char *)g_sbm, "--full-halo", (char *)NULL);
     train_fails(NULL, 2, "--cache-policy \"degree\" (expected sample or rows)", "--data",

@@ -24,6 +24,7 @@
 #include "trainer/job.h"
 
 #include "graph/base/alloc.h"
+#include "graph/base/cli.h"
 #include "graph/base/error.h"
 #include "graph/base/json.h"
 #include "graph/base/log.h"
@@ -34,6 +35,7 @@
 #include <omp.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The prepared graph of a block: with the relation layout for a typed
@@ -224,6 +226,111 @@ static int mb_device_setup(gnn_job_t *j)
     return gnn_be_sampler_create(j->be, &j->g.csr, o->layers, j->fanout, &j->ds);
 }
 
+/* A node's rank for the cache: more batches first, then the lower id. */
+typedef struct {
+    int64_t batches, id;
+} fc_rank_t;
+
+static int fc_cmp(const void *a, const void *b)
+{
+    const fc_rank_t *x = a, *y = b;
+    if (x->batches != y->batches) return x->batches > y->batches ? -1 : 1;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+/*
+ * --feature-cache SIZE with the features read in place from host memory
+ * (--features-on): the rows the batches read most, kept on the device.
+ * Ranked by pre-sampling: one epoch of batches (the training seeds
+ * shuffled under a seed of its own) sampled ahead, each node counted once
+ * per batch it is an input of; ties by id. Batches then read a cached
+ * row from the device and every other row over the bus.
+ */
+static int mb_cache_setup(gnn_job_t *j)
+{
+    int rc = 0;
+    const gnn_train_opts_t *o = j->o;
+    const int64_t F = j->g.feat_dim, n = j->g.csr.n_rows;
+    int64_t bytes = 0;
+    int32_t *count = NULL, *slot = NULL;
+    int64_t *perm = NULL;
+    fc_rank_t *ids = NULL;
+    float *rows = NULL;
+    gnn_sampler_t *ps = NULL;
+    gnn_minibatch_t mb;
+    memset(&mb, 0, sizeof mb);
+    GNN_TRY(gnn_parse_size(o->feature_cache, &bytes));
+    if (!j->x_mapped || F <= 0 || bytes <= 0) {
+        if (bytes > 0)
+            GNN_INFO("feature cache: not needed, the features are in device memory");
+        return 0;
+    }
+    int64_t cap = bytes / (F * (int64_t)sizeof(float));
+    cap = cap < n ? cap : n;
+    const int64_t *seeds, B = o->batch_size;
+    int64_t ns, total;
+    j->task->train_seeds(j, &seeds, &ns, &total);
+    double t0 = gnn__now_s();
+    count = gnn_calloc((size_t)n + 1, sizeof *count);
+    perm = gnn_malloc_array((size_t)ns + 1, sizeof *perm);
+    GNN_CHECK(count && perm, GNN_ENOMEM, "feature cache: counts of %" PRId64 " nodes", n);
+    if (ns) memcpy(perm, seeds, (size_t)ns * sizeof *perm);
+    const uint64_t pseed = (uint64_t)o->seed ^ 0x7072652d73616d70ull;
+    gnn_loader_shuffle(perm, ns, pseed, 0);
+    GNN_TRY(gnn_sampler_create(&j->g.csr, o->layers, j->fanout, &ps));
+    int64_t reads = 0;
+    for (int64_t b0 = 0, bi = 0; b0 < ns; b0 += B, bi++) {
+        const int64_t k = ns - b0 < B ? ns - b0 : B;
+        GNN_TRY(gnn_sampler_sample(ps, perm + b0, k, pseed, 0, (uint64_t)bi, &mb));
+        for (int64_t i = 0; i < mb.n_input; i++) count[mb.nodes[i]]++;
+        reads += mb.n_input;
+        gnn_minibatch_free(&mb);
+    }
+    int64_t m = 0; /* the nodes read at all, ranked */
+    ids = gnn_malloc_array((size_t)n + 1, sizeof *ids);
+    GNN_CHECK(ids, GNN_ENOMEM, "feature cache: ranking");
+    for (int64_t v = 0; v < n; v++)
+        if (count[v] > 0) ids[m++] = (fc_rank_t){.batches = count[v], .id = v};
+    qsort(ids, (size_t)m, sizeof *ids, fc_cmp);
+    const int64_t kc = cap < m ? cap : m;
+    int64_t hits = 0;
+    slot = gnn_malloc_array((size_t)n + 1, sizeof *slot);
+    rows = gnn_alloc_large(((size_t)kc * (size_t)F + 1) * sizeof *rows);
+    GNN_CHECK(slot && rows, GNN_ENOMEM, "feature cache of %" PRId64 " rows", kc);
+    for (int64_t v = 0; v < n; v++) slot[v] = -1;
+    for (int64_t c = 0; c < kc; c++) {
+        slot[ids[c].id] = (int32_t)c;
+        hits += ids[c].batches;
+        memcpy(rows + c * F, j->g.feat + ids[c].id * F, (size_t)F * sizeof *rows);
+    }
+    GNN_TRY(gnn__buf_upload(j->be, rows, (size_t)kc * (size_t)F * sizeof *rows,
+                            (void **)&j->fc_rows));
+    GNN_TRY(gnn__buf_upload(j->be, slot, (size_t)n * sizeof *slot, (void **)&j->fc_slot));
+    j->n_cache = kc;
+    GNN_INFO("feature cache: %" PRId64 " rows (%.1f MB) on the device, pre-sampled in %.2f s; "
+             "%.1f %% of an epoch's row reads",
+             kc, (double)kc * (double)F * 4.0 / 1e6, gnn__now_s() - t0,
+             reads ? 100.0 * (double)hits / (double)reads : 0.0);
+fail:
+    gnn_minibatch_free(&mb);
+    gnn_sampler_free(ps);
+    gnn_free(count);
+    gnn_free(perm);
+    gnn_free(ids);
+    gnn_free(slot);
+    gnn_free(rows);
+    return rc;
+}
+
+/* A batch's input rows on the device: through the cache when there is one. */
+static int gather_input(gnn_job_t *j, int64_t n, const int64_t *idx, float *dst)
+{
+    if (j->fc_slot)
+        return gnn_be_gather_rows_cached(j->be, n, j->g.feat_dim, j->fc_rows, j->fc_slot, j->x,
+                                         idx, dst);
+    return gnn_be_gather_rows(j->be, n, j->g.feat_dim, j->x, j->g.csr.n_rows, idx, dst);
+}
+
 static int mb_setup(gnn_job_t *j)
 {
     int rc = 0;
@@ -239,6 +346,7 @@ static int mb_setup(gnn_job_t *j)
      * node ids cross the bus. */
     j->feat_on_dev = !gnn_be_host_memory(j->be) && !j->xs.indptr && j->g.feat_dim > 0;
     if (!strcmp(o->sampler, "device")) GNN_TRY(mb_device_setup(j));
+    if (o->feature_cache && j->feat_on_dev) GNN_TRY(mb_cache_setup(j));
     /* (With a device sampler: the batch indices alone, no loader.) */
     GNN_TRY(gnn__loader_setup(j, &j->g.csr,
                               j->feat_by_rows || j->feat_on_dev || j->xs.indptr ? NULL
@@ -294,8 +402,7 @@ static int train_batch(gnn_job_t *j, gnn_loader_batch_t *b, double *loss)
         }
         GNN_TRY(gnn__buf_ensure(be, (void **)&j->nb, &j->nb_bytes, ibytes));
         GNN_TRY(gnn_be_upload(be, j->nb, mb->nodes, ibytes));
-        if (j->feat_on_dev)
-            GNN_TRY(gnn_be_gather_rows(be, mb->n_input, F, j->x, j->g.csr.n_rows, j->nb, j->xb));
+        if (j->feat_on_dev) GNN_TRY(gather_input(j, mb->n_input, j->nb, j->xb));
         else if (F > 0 && b->x)
             GNN_TRY(gnn_be_upload(be, j->xb, b->x, xbytes));
         x = j->xb;
@@ -343,7 +450,7 @@ static int train_device_batch(gnn_job_t *j, const gnn_bbatch_t *b, int64_t index
     *prep_s += gnn__now_s() - t0;
     GNN_TRY(gnn__buf_ensure(be, (void **)&j->xb, &j->xb_bytes,
                             (size_t)b->n_input * (size_t)F * sizeof(float)));
-    GNN_TRY(gnn_be_gather_rows(be, b->n_input, F, j->x, j->g.csr.n_rows, b->nodes, j->xb));
+    GNN_TRY(gather_input(j, b->n_input, b->nodes, j->xb));
     if ((size_t)ns + 1 > j->dy_cap) {
         gnn_free(j->dy);
         j->dy_cap = (size_t)ns + 1;
