@@ -36,6 +36,7 @@ struct gnn_model {
     float *dt;       size_t dt_bytes;
     int64_t dd_block; /* rows per block of a blockwise input gradient */
     int dd_fixed;     /* ... set by gnn_model_set_block_rows (else grown on a GPU) */
+    int64_t gpu_block_bytes; /* a GPU's block scratch (0: not chosen yet) */
     gnn_model_halo_t halo; /* distributed: exchange around layers (halo.forward set) */
     const int64_t *row_ids; /* dropout by these row ids (no halo), over ... */
     int64_t rows_global;    /* ... this many nodes */
@@ -214,18 +215,27 @@ void gnn_model_set_block_rows(gnn_model_t *m, int64_t rows)
     m->dd_fixed = 1;
 }
 
-/* Scratch a GPU's blockwise input gradient may take per block. */
+/* Scratch a GPU's blockwise input gradient may take per block: at most
+ * this, and an eighth of the memory free when first asked. */
 #define GPU_BLOCK_BYTES ((int64_t)1 << 30)
 
 /* Rows per block of L's blockwise input gradient: dd_block on the CPU
- * (blocks that stay in its caches); on a GPU as many as GPU_BLOCK_BYTES
- * of scratch holds, so the gradient is formed in one piece (a launch or
- * three per layer instead of three per block) on all but the widest
- * inputs of a very large graph. */
-static int64_t block_rows(const gnn_model_t *m, const gnn_layer_t *L)
+ * (blocks that stay in its caches); on a GPU as many as its block scratch
+ * holds, so the gradient is formed in one piece (a launch or three per
+ * layer instead of three per block) on all but the widest inputs of a
+ * very large graph. */
+static int64_t block_rows(gnn_model_t *m, const gnn_layer_t *L)
 {
     if (m->dd_fixed || gnn_backend_kind(m->be) != GNN_BACKEND_CUDA) return m->dd_block;
-    int64_t r = GPU_BLOCK_BYTES / ((L->fin > 0 ? L->fin : 1) * (int64_t)sizeof(float));
+    if (!m->gpu_block_bytes) {
+        size_t avail = 0;
+        int64_t b = GPU_BLOCK_BYTES;
+        if (gnn_be_mem_available(m->be, &avail) == 0 && (int64_t)(avail / 8) < b)
+            b = (int64_t)(avail / 8);
+        gnn_error_clear();
+        m->gpu_block_bytes = b > 1 ? b : 1;
+    }
+    int64_t r = m->gpu_block_bytes / ((L->fin > 0 ? L->fin : 1) * (int64_t)sizeof(float));
     return r > m->dd_block ? r : m->dd_block;
 }
 

@@ -247,8 +247,9 @@ uint64_t gnn_model_dropout_key(const gnn_model_t *m);
 
 /* Rows per block when the backward forms an input gradient block by block,
  * and at most per block of a dropped input a layer reads by rows (GAT)
- * (default 16384, and on a GPU as many rows as 1 GiB of scratch holds for
- * the input gradient, usually all of them; the result does not depend on
+ * (default 16384, and on a GPU as many rows as the input gradient's
+ * scratch holds, up to 1 GiB and an eighth of the free memory: usually all
+ * of them; the result does not depend on
  * it beyond rounding). For tests: fixes the count on every device. */
 void gnn_model_set_block_rows(gnn_model_t *m, int64_t rows);
 

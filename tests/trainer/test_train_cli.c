@@ -1359,6 +1359,11 @@ static void test_link_bad_input(void **state)
                 "--data", (char *)g_sbm, "--task", "link", "-q", (char *)NULL);
     train_fails(NULL, 2, "--task edge: expected node or link", "--data", (char *)data, "--task",
                 "edge", "-q", (char *)NULL);
+    train_fails(NULL, 2, "--feature-cache on one GPU: ranked by pre-sampling node batches, not "
+                         "with edge batches (--task link)",
+                "--data", (char *)data, "--task", "link", "--model", "sage", "--mode",
+                "minibatch", "--device", "cpu-as-gpu", "--features-on", "host",
+                "--feature-cache", "20K", "-q", (char *)NULL);
     train_fails(NULL, 2, "--negatives 0 outside [1, 1000]", "--data", (char *)data, "--task",
                 "link", "--negatives", "0", "-q", (char *)NULL);
     train_fails(NULL, 2, "--hits 20,0: expected up to 4 positive integers", "--data",

@@ -260,6 +260,9 @@ static int mb_cache_setup(gnn_job_t *j)
     gnn_minibatch_t mb;
     memset(&mb, 0, sizeof mb);
     GNN_TRY(gnn_parse_size(o->feature_cache, &bytes));
+    GNN_CHECK(!j->task->edge_seeds || bytes <= 0, GNN_EUSAGE,
+              "--feature-cache on one GPU: ranked by pre-sampling node batches, not with edge "
+              "batches (--task link)");
     if (!j->x_mapped || F <= 0 || bytes <= 0) {
         if (bytes > 0)
             GNN_INFO("feature cache: not needed, the features are in device memory");
@@ -267,6 +270,7 @@ static int mb_cache_setup(gnn_job_t *j)
     }
     int64_t cap = bytes / (F * (int64_t)sizeof(float));
     cap = cap < n ? cap : n;
+    cap = cap < INT32_MAX ? cap : INT32_MAX; /* slots are int32 */
     const int64_t *seeds, B = o->batch_size;
     int64_t ns, total;
     j->task->train_seeds(j, &seeds, &ns, &total);
@@ -499,13 +503,18 @@ typedef struct gnn_dsq {
     const int64_t *perm; /* the epoch's: batch b is perm[b B, (b + 1) B) */
     int64_t n, B, nb, next;
     uint64_t seed, epoch;
-    int busy; /* sampling now */
+    uint64_t gen; /* bumped when an epoch starts or ends: a batch sampled
+                     under another is dropped */
+    int busy;     /* sampling now */
     int stop;
 } gnn_dsq_t;
 
 static void *dsq_main(void *arg)
 {
     gnn_dsq_t *q = arg;
+    /* OpenMP inside a CPU backend's sampler: this thread's own team, as
+     * small as the sampler threads asked for, beside the training one. */
+    omp_set_num_threads(q->j->o->sampler_threads);
     pthread_mutex_lock(&q->mu);
     for (;;) {
         while (!q->stop && (q->next >= q->nb || q->state[q->next % 2] != DS_FREE))
@@ -513,6 +522,7 @@ static void *dsq_main(void *arg)
         if (q->stop) break;
         const int64_t b = q->next, k = b % 2, b0 = b * q->B;
         const int64_t ns = q->n - b0 < q->B ? q->n - b0 : q->B;
+        const uint64_t gen = q->gen;
         q->busy = 1;
         pthread_mutex_unlock(&q->mu);
         double t0 = gnn__now_s();
@@ -521,6 +531,10 @@ static void *dsq_main(void *arg)
         double dt = gnn__now_s() - t0;
         pthread_mutex_lock(&q->mu);
         q->busy = 0;
+        if (gen != q->gen) { /* the epoch ended meanwhile: the batch is nobody's */
+            pthread_cond_broadcast(&q->cv);
+            continue;
+        }
         q->rc[k] = rc;
         q->msg[k][0] = '\0';
         if (rc < 0) snprintf(q->msg[k], sizeof q->msg[k], "%s", gnn_error_message());
@@ -610,6 +624,7 @@ static void dsq_give(gnn_job_t *j, int k)
         q->state[k] = DS_FREE;
     } else {
         q->next = q->nb;
+        q->gen++; /* a batch being sampled now is dropped */
         while (q->busy) pthread_cond_wait(&q->cv, &q->mu);
         q->state[0] = q->state[1] = DS_FREE;
     }
@@ -649,6 +664,7 @@ static int mb_epoch_device(gnn_job_t *j, double *loss)
         q->next = 0;
         q->seed = seed;
         q->epoch = epoch;
+        q->gen++;
         pthread_cond_broadcast(&q->cv);
         pthread_mutex_unlock(&q->mu);
     }
@@ -668,6 +684,7 @@ static int mb_epoch_device(gnn_job_t *j, double *loss)
         }
         rc = train_device_batch(j, b, bi, j->dperm + b0, ns, &bl, &prep);
         if (rc == 0) rc = gnn_be_sync(j->be);
+        (void)gnn_model_set_row_ids(j->model, NULL, 0); /* the batch's buffers are not ours */
         if (rc < 0) goto fail;
         st.batches++;
         for (int l = 0; l < b->layers; l++) st.sampled_edges += b->nnz[l];
