@@ -204,6 +204,23 @@ void gnn_be_free(gnn_backend_t *be, void *p)
     if (be && p) be->ops->free(be, p);
 }
 
+int gnn_be_host_alloc(gnn_backend_t *be, size_t bytes, void **out)
+{
+    NEED(be && out, "gnn_be_host_alloc");
+    if (be->ops->host_alloc) return be->ops->host_alloc(be, bytes, out);
+    *out = gnn_malloc(bytes ? bytes : 1);
+    return *out ? 0 : GNN_FAIL(GNN_ENOMEM, "%zu bytes of host memory", bytes);
+}
+
+void gnn_be_host_free(gnn_backend_t *be, void *p)
+{
+    if (!p) return;
+    if (be && be->ops->host_free)
+        be->ops->host_free(be, p);
+    else
+        gnn_free(p);
+}
+
 int gnn_be_map_host(gnn_backend_t *be, void *host, size_t bytes, void **dev)
 {
     NEED(be && host && dev, "gnn_be_map_host");

@@ -144,6 +144,12 @@ int gnn_be_upload(gnn_backend_t *be, void *dst, const void *src_host, size_t byt
  * gnn_malloc & co. On failure *host is left as it was.
  */
 int gnn_be_upload_take(gnn_backend_t *be, void **host, size_t bytes, void **out);
+/* Host memory for staging copies to and from the backend: pinned on a
+ * GPU (cudaMallocHost: copies at the bus's full speed), plain memory on
+ * the CPU; free with gnn_be_host_free (NULL ok). GNN_ENOMEM on failure,
+ * *out NULL. */
+int gnn_be_host_alloc(gnn_backend_t *be, size_t bytes, void **out);
+void gnn_be_host_free(gnn_backend_t *be, void *p);
 /*
  * The host array host (bytes) read by the backend in place: *dev is an
  * address its operations take as a buffer that may only be read, valid

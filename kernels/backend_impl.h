@@ -129,6 +129,9 @@ typedef struct {
     int (*gather_rows_cached)(gnn_backend_t *be, int64_t n, int64_t f, const float *cache,
                               const int32_t *slot, const float *src, const int64_t *idx,
                               float *dst);
+    /* gnn_be_host_alloc / gnn_be_host_free; NULL: gnn_malloc / gnn_free */
+    int (*host_alloc)(gnn_backend_t *be, size_t bytes, void **out);
+    void (*host_free)(gnn_backend_t *be, void *p);
 } gnn_backend_ops_t;
 
 /* A device sampler: the host's view, and the device's (impl). */

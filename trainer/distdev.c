@@ -55,13 +55,17 @@ int gnn_dist_local_rank(MPI_Comm comm, int *local, int *count)
     return ok ? 0 : GNN_FAIL(GNN_EMPI, "MPI_Comm_rank on the machine's ranks failed");
 }
 
-static int ensure_host(float **p, size_t *have, size_t bytes)
+/* A staging buffer in host memory the device copies to and from at full
+ * speed (pinned on a GPU: gnn_be_host_alloc). */
+static int ensure_host(gnn_backend_t *be, float **p, size_t *have, size_t bytes)
 {
     if (*p && *have >= bytes) return 0;
-    gnn_free(*p);
-    *p = gnn_malloc(bytes + sizeof(float));
-    *have = *p ? bytes : 0;
-    return *p ? 0 : GNN_FAIL(GNN_ENOMEM, "halo exchange: %zu bytes of host buffer", bytes);
+    gnn_be_host_free(be, *p);
+    *p = NULL;
+    *have = 0;
+    int rc = gnn_be_host_alloc(be, bytes + sizeof(float), (void **)p);
+    if (rc == 0) *have = bytes;
+    return rc;
 }
 
 static int ensure_be(gnn_backend_t *be, float **p, size_t *have, size_t bytes)
@@ -212,9 +216,9 @@ void gnn_dist_dev_free(gnn_dist_dev_t *x)
     }
     gnn_be_free(x->be, x->packed);
     gnn_be_free(x->be, x->summed);
-    gnn_free(x->h_send);
-    gnn_free(x->h_halo);
-    gnn_free(x->h_grad);
+    gnn_be_host_free(x->be, x->h_send);
+    gnn_be_host_free(x->be, x->h_halo);
+    gnn_be_host_free(x->be, x->h_grad);
     gnn_free(x);
 }
 
@@ -249,8 +253,8 @@ int gnn_dist_dev_halo_forward(void *ctx, int k, int training, float *xrows, int6
     if (!x->staged) return gnn_dist_halo_forward(d, p, xrows, f);
     int64_t ns = p ? p->n_send : d->n_send, nh = d->n_local - d->n_owned;
     size_t row = (size_t)f * sizeof(float);
-    int local = ensure_host(&x->h_send, &x->h_send_bytes, (size_t)ns * row);
-    if (local == 0) local = ensure_host(&x->h_halo, &x->h_halo_bytes, (size_t)nh * row);
+    int local = ensure_host(x->be, &x->h_send, &x->h_send_bytes, (size_t)ns * row);
+    if (local == 0) local = ensure_host(x->be, &x->h_halo, &x->h_halo_bytes, (size_t)nh * row);
     if (local == 0) local = ensure_be(x->be, &x->packed, &x->packed_bytes, (size_t)ns * row);
     if (local == 0 && ns > 0)
         local = gnn_be_gather_rows(x->be, ns, f, xrows, d->n_owned, x->stage[s].send_rows,
@@ -271,8 +275,8 @@ int gnn_dist_dev_halo_backward(void *ctx, int k, float *g, int64_t f)
     if (!x->staged) return gnn_dist_halo_backward(d, p, g, f);
     int64_t ns = p ? p->n_send : d->n_send, nh = d->n_local - d->n_owned, no = d->n_owned;
     size_t row = (size_t)f * sizeof(float);
-    int local = ensure_host(&x->h_send, &x->h_send_bytes, (size_t)ns * row);
-    if (local == 0) local = ensure_host(&x->h_halo, &x->h_halo_bytes, (size_t)nh * row);
+    int local = ensure_host(x->be, &x->h_send, &x->h_send_bytes, (size_t)ns * row);
+    if (local == 0) local = ensure_host(x->be, &x->h_halo, &x->h_halo_bytes, (size_t)nh * row);
     if (local == 0) local = ensure_be(x->be, &x->packed, &x->packed_bytes, (size_t)ns * row);
     if (local == 0) local = ensure_be(x->be, &x->summed, &x->summed_bytes, (size_t)no * row);
     if (local == 0 && nh > 0)
@@ -306,7 +310,7 @@ int gnn_dist_dev_allreduce(gnn_dist_dev_t *x, float *buf, int64_t n)
         return 0;
     }
     size_t bytes = (size_t)n * sizeof(float);
-    int local = ensure_host(&x->h_grad, &x->h_grad_bytes, bytes);
+    int local = ensure_host(x->be, &x->h_grad, &x->h_grad_bytes, bytes);
     if (local == 0) local = gnn_be_download(x->be, x->h_grad, buf, bytes);
     GNN_TRY(gnn_dist_agree(d->comm, local));
     GNN_CHECK(MPI_Allreduce(MPI_IN_PLACE, x->h_grad, (int)n, MPI_FLOAT, MPI_SUM, d->comm) ==

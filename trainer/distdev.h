@@ -5,7 +5,8 @@
  * On a host-memory backend (the CPU) the halo rows are exchanged in place
  * (trainer/dist.h) and gradients are summed with MPI_Allreduce. On a device
  * (CUDA) the rows a rank sends are gathered on the device, copied to host
- * memory, exchanged with MPI, and the received rows copied back; in the
+ * memory (pinned: gnn_be_host_alloc), exchanged with MPI, and the received
+ * rows copied back; in the
  * backward pass the received gradient rows are added into their owners'
  * rows on the device by a sum aggregation over a fixed graph (owned row <-
  * the sent entries naming it), so repeated rows need no atomics. Gradients

@@ -94,6 +94,26 @@ static int cu_upload(gnn_backend_t *be, void *dst, const void *src, size_t bytes
     return 0;
 }
 
+static int cu_host_alloc(gnn_backend_t *be, size_t bytes, void **out)
+{
+    (void)gnn__cuda_be(be);
+    cudaError_t e = cudaMallocHost(out, bytes ? bytes : 1);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        *out = NULL;
+        return GNN_FAIL(GNN_ENOMEM, "%zu bytes of pinned host memory: %s", bytes,
+                        cudaGetErrorString(e));
+    }
+    return 0;
+}
+
+static void cu_host_free(gnn_backend_t *be, void *p)
+{
+    gnn_cuda_be_t *cb = gnn__cuda_be(be);
+    cudaStreamSynchronize(cb->stream); /* a queued copy may still read it */
+    cudaFreeHost(p);
+}
+
 static int cu_map_host(gnn_backend_t *be, void *host, size_t bytes, void **dev)
 {
     (void)gnn__cuda_be(be);
@@ -443,6 +463,8 @@ static const gnn_backend_ops_t cuda_ops = {
     /* .map_host = */ cu_map_host,
     /* .unmap_host = */ cu_unmap_host,
     /* .gather_rows_cached = */ gnn__cuda_gather_rows_cached,
+    /* .host_alloc = */ cu_host_alloc,
+    /* .host_free = */ cu_host_free,
 };
 
 /* Handles and stream of cb on its device; on failure the caller closes. */

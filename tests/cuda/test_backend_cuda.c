@@ -413,6 +413,16 @@ static void test_memory(void **state)
     assert_int_equal(gnn_be_copy(g_gpu, d2 + 100, d + 7, 3 * sizeof(float)), 0);
     assert_int_equal(gnn_be_download(g_gpu, part, d2 + 99, 5 * sizeof(float)), 0);
     assert_true(part[1] == h[7] && part[2] == h[8] && part[3] == h[9] && part[4] == h[103]);
+    /* Through pinned staging memory (gnn_be_host_alloc), both ways. */
+    float *pin = NULL;
+    assert_int_equal(gnn_be_host_alloc(g_gpu, bytes, (void **)&pin), 0);
+    memcpy(pin, h, bytes);
+    assert_int_equal(gnn_be_upload(g_gpu, d2, pin, bytes), 0);
+    memset(pin, 0, bytes);
+    assert_int_equal(gnn_be_download(g_gpu, pin, d2, bytes), 0);
+    if (memcmp(pin, h, bytes)) fail_msg("upload and download through pinned memory");
+    gnn_be_host_free(g_gpu, pin);
+    gnn_be_host_free(g_gpu, NULL);
     assert_int_equal(gnn_be_upload(g_gpu, d, h, 0), 0);
     assert_int_equal(gnn_be_copy(g_gpu, d, d2, 0), 0);
     assert_int_equal(gnn_be_zero(g_gpu, d, 0), 0);

@@ -739,6 +739,14 @@ static void test_cpu_as_gpu(void **state)
                  "gnn_be_axpby: y is not a buffer of cpu-as-gpu");
     expect_error(gnn_be_upload(be, host, buf, sizeof host), GNN_EINVAL,
                  "gnn_be_upload: dst is not a buffer of cpu-as-gpu");
+    /* Staging memory is host memory: not a buffer of the device. */
+    float *stage = NULL;
+    assert_int_equal(gnn_be_host_alloc(be, sizeof host, (void **)&stage), 0);
+    memcpy(stage, host, sizeof host);
+    assert_int_equal(gnn_be_upload(be, buf, stage, sizeof host), 0);
+    expect_error(gnn_be_relu(be, 64, stage, out), GNN_EINVAL,
+                 "gnn_be_relu: x is not a buffer of cpu-as-gpu");
+    gnn_be_host_free(be, stage);
     /* Host memory mapped for the device is read as a buffer until unmapped. */
     float *mapped = NULL;
     assert_int_equal(gnn_be_map_host(be, host, sizeof host, (void **)&mapped), 0);
