@@ -5,7 +5,8 @@
 # gnn-train --device cuda with the batches sampled on the host (--sampler
 # host: --sampler-threads threads, --prefetch ahead; the rows gathered on
 # the GPU) and on the GPU itself (--sampler device: sampling, block
-# preparation and the gather all there). All train the same batches, so
+# preparation and the gather all there), the last also with the feature
+# table in host memory and a device cache of a quarter of it. All train the same batches, so
 # the losses must agree; prints a table of the epoch, its sampling and
 # compute times, the time over the device sampler's, the loss and the
 # test accuracy after the epoch.
@@ -62,6 +63,10 @@ run() { # NAME, then options
 run host --sampler host --sampler-threads "$SAMPLERS" --prefetch 4
 run host-inline --sampler host --prefetch 0
 run device --sampler device
+# The feature table left in host memory (read over the bus), with a device
+# cache of the rows a pre-sampled epoch reads most, a quarter of the table.
+run device-hostfeat --sampler device --features-on host \
+    --feature-cache "$(( NODES * 100 * 4 / 4 / 1048576 ))M"
 python3 - "$WORK" <<'PYEOF' | tee -a "$OUTFILE"
 import json, sys
 work = sys.argv[1]
@@ -72,7 +77,7 @@ def read(name):
         return None
     ep = [l for l in lines if "epoch_s" in l and not l.get("final")]
     return ep[-1] if ep else None
-runs = {n: read(n) for n in ("host", "host-inline", "device")}
+runs = {n: read(n) for n in ("host", "host-inline", "device", "device-hostfeat")}
 dev = runs["device"]
 print("| sampler | epoch s | sampling s | compute s | epoch / device's | loss | test acc % |")
 print("|---|---|---|---|---|---|---|")
