@@ -636,6 +636,16 @@ static void test_dropout(void **state)
     gnn_be_free(g_gpu, d);
 }
 
+/* rows arbitrary row ids below 10^6, every tenth one a repeat. */
+static int64_t *random_row_ids(uint64_t *s, int64_t rows)
+{
+    int64_t *row_id = malloc((size_t)rows * sizeof *row_id);
+    assert_non_null(row_id);
+    for (int64_t r = 0; r < rows; r++)
+        row_id[r] = r % 10 == 9 ? row_id[rng_below(s, r)] : rng_below(s, 1000000);
+    return row_id;
+}
+
 /* The fused bias, activation and next layer's input dropout, and the
  * gradient back through the dropout and a ReLU: the CPU's masks and
  * values, flat and by row ids, widths that are and are not multiples of
@@ -647,10 +657,7 @@ static void test_bias_act_drop(void **state)
     const int64_t rows = 777;
     static const int64_t fs[] = {1, 3, 4, 33, 256};
     static const uint64_t offsets[] = {0, 5, (1ull << 33) + 1};
-    int64_t *row_id = malloc((size_t)rows * sizeof *row_id);
-    assert_non_null(row_id);
-    for (int64_t r = 0; r < rows; r++) /* arbitrary ids, some repeated */
-        row_id[r] = r % 10 == 9 ? row_id[rng_below(&s, r)] : rng_below(&s, 1000000);
+    int64_t *row_id = random_row_ids(&s, rows);
     pair_t R = pair_up(row_id, (size_t)rows * sizeof *row_id);
     for (size_t fi = 0; fi < sizeof fs / sizeof fs[0]; fi++)
         for (int act = GNN_ACT_NONE; act <= GNN_ACT_ELU; act++)
@@ -697,10 +704,7 @@ static void test_dropout_rows(void **state)
     static const int64_t fs[] = {1, 3, 4, 33, 64};
     static const float ps[] = {0.0f, 0.5f, 0.9f};
     static const uint64_t offsets[] = {0, 5, (1ull << 33) + 1};
-    int64_t *row_id = malloc((size_t)rows * sizeof *row_id);
-    assert_non_null(row_id);
-    for (int64_t r = 0; r < rows; r++) /* arbitrary ids, some repeated */
-        row_id[r] = r % 10 == 9 ? row_id[rng_below(&s, r)] : rng_below(&s, 1000000);
+    int64_t *row_id = random_row_ids(&s, rows);
     pair_t R = pair_up(row_id, (size_t)rows * sizeof *row_id);
     for (size_t fi = 0; fi < sizeof fs / sizeof fs[0]; fi++)
         for (size_t pi = 0; pi < 3; pi++)
