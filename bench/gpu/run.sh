@@ -20,7 +20,11 @@
 #    gnn-dataset (R-MAT scale 22, edge factor 16; SBM of mean degree 32)
 #    into a temporary directory, removed at exit;
 # 4. runs spmm_gpu_bench on both (copy bandwidth and GEMM with the first);
-# 5. writes tool versions, the test summary and the bench tables to the
+# 5. then, while the budget lasts (at least TRAIN_MIN seconds left for
+#    each), bench/gpu/minibatch.sh (one epoch of mini-batches: host and
+#    device sampling) and bench/gpu/train.sh (full graph against PyTorch
+#    and PyG, TRAIN_EPOCHS epochs);
+# 6. writes tool versions, the test summary and the bench tables to the
 #    results file, and prints it.
 #
 # Results go to $OUT: a file, or a directory (then $OUT/gpu-results-DATE.txt
@@ -30,7 +34,8 @@
 # CUDA device (nothing to measure). Variables: BUDGET (seconds, default
 # 470), TESTS_MAX (the most seconds of it the tests may take, default 300),
 # RMAT_SCALE (22), SBM_NODES (4194304), SBM_DEGREE (32), WIDTHS
-# (32,128,256), AGGR (sum,mean,gcn,max), REPS_TIME (0.2), GNN_DEBS (.debs).
+# (32,128,256), AGGR (sum,mean,gcn,max), REPS_TIME (0.2), GNN_DEBS (.debs),
+# TRAIN_MIN (90), TRAIN_EPOCHS (10).
 set -uo pipefail
 
 cd "$(dirname "$0")/../.." || exit 1
@@ -45,6 +50,8 @@ SBM_DEGREE=${SBM_DEGREE:-32}
 WIDTHS=${WIDTHS:-32,128,256}
 AGGR=${AGGR:-sum,mean,gcn,max}
 REPS_TIME=${REPS_TIME:-0.2}
+TRAIN_MIN=${TRAIN_MIN:-90}
+TRAIN_EPOCHS=${TRAIN_EPOCHS:-10}
 DEBS=${GNN_DEBS:-.debs}
 BUILD=build-gpu
 JOBS=$(nproc)
@@ -297,6 +304,26 @@ for g in $GRAPHS; do
         fail "spmm_gpu_bench on $g exited with $rc"
     fi
     rm -f "$WORK/$g.h5"
+done
+
+# ---- 5. training benches, as time allows -----------------------------------
+# Mini-batches first (never timed on a device before), then the full
+# graph; each needs TRAIN_MIN seconds of the budget left to start.
+for b in minibatch train; do
+    section "bench/gpu/$b.sh"
+    if [ "$(left)" -lt "$TRAIN_MIN" ]; then
+        log "skipped: $(left) s of the budget left (needs $TRAIN_MIN)"
+        continue
+    fi
+    if [ "$b" = train ]; then extra="EPOCHS=${TRAIN_EPOCHS}"; else extra="EPOCHS=1"; fi
+    # shellcheck disable=SC2086 # $extra: one assignment
+    env $extra BUILD="$BUILD" LIMIT=$(( $(left) / 4 > 30 ? $(left) / 4 : 30 )) \
+        timeout "$(left)" bash "bench/gpu/$b.sh" >>"$RESULTS" 2>"$WORK/$b.err"
+    rc=$?
+    if [ "$rc" -ne 0 ]; then
+        tail -5 "$WORK/$b.err" >>"$RESULTS"
+        fail "bench/gpu/$b.sh exited with $rc"
+    fi
 done
 
 if [ "$STATUS" -eq 0 ]; then finish 0 "all passed"; fi
