@@ -100,6 +100,11 @@ typedef struct gnn_task_kind {
      * items (b->n_items), and its gradient. */
     int (*batch_loss)(struct gnn_job *j, const float *logits, const gnn_loader_batch_t *b,
                       const int64_t *y, int64_t ns, double *loss, float *dlogits);
+    /* Optional: the same queued without waiting, the mean loss into
+     * loss_dev (a backend buffer of one double); called only once every
+     * training target has passed batch_loss (after a whole epoch). */
+    int (*batch_loss_async)(struct gnn_job *j, const float *logits, const gnn_loader_batch_t *b,
+                            const int64_t *y, int64_t ns, double *loss_dev, float *dlogits);
     /* Optional, edge batches: the loader's hook (sampler/loader.h; ctx:
      * the job) making a batch's seeds of its items (train_seeds' ids), and
      * the most output rows a batch can have (else --batch-size). */

@@ -374,6 +374,26 @@ fail:
     return rc;
 }
 
+/* The loss of a batch and the step: after an epoch whose batches checked
+ * every target (j->loss_checked), the loss is queued with the step and
+ * read once the step is queued whole: no wait inside it. */
+static int batch_loss_and_step(gnn_job_t *j, const float *logits, const gnn_loader_batch_t *b,
+                               const int64_t *y, int64_t ns, double *loss)
+{
+    int rc = 0;
+    if (j->task->batch_loss_async && j->loss_checked) {
+        if (!j->loss_dev) GNN_TRY(gnn_be_alloc(j->be, sizeof(double), (void **)&j->loss_dev));
+        GNN_TRY(j->task->batch_loss_async(j, logits, b, y, ns, j->loss_dev, j->dlogits));
+        GNN_TRY(gnn__step(j));
+        GNN_TRY(gnn_be_download(j->be, loss, j->loss_dev, sizeof(double)));
+    } else {
+        GNN_TRY(j->task->batch_loss(j, logits, b, y, ns, loss, j->dlogits));
+        GNN_TRY(gnn__step(j));
+    }
+fail:
+    return rc;
+}
+
 /* One step on batch b: forward over its blocks, the task's loss on its
  * seeds, backward, Adam. */
 static int train_batch(gnn_job_t *j, gnn_loader_batch_t *b, double *loss)
@@ -428,8 +448,7 @@ static int train_batch(gnn_job_t *j, gnn_loader_batch_t *b, double *loss)
     GNN_TRY(gnn_model_forward(j->model, graphs, x, 1, &logits));
     GNN_TRY(gnn__buf_ensure(be, (void **)&j->dlogits, &j->dlogits_bytes,
                             (size_t)ns * (size_t)j->out_dim * sizeof(float)));
-    GNN_TRY(j->task->batch_loss(j, logits, b, y, ns, loss, j->dlogits));
-    GNN_TRY(gnn__step(j));
+    GNN_TRY(batch_loss_and_step(j, logits, b, y, ns, loss));
 fail:
     if (j->feat_by_rows) (void)gnn_model_set_input_rows(j->model, NULL);
     if (j->bxsb) (void)gnn_model_set_sparse_input(j->model, NULL);
@@ -474,8 +493,7 @@ static int train_device_batch(gnn_job_t *j, const gnn_bbatch_t *b, int64_t index
     memset(&lb, 0, sizeof lb);
     lb.index = index;
     lb.n_items = ns;
-    GNN_TRY(j->task->batch_loss(j, logits, &lb, j->yb, ns, loss, j->dlogits));
-    GNN_TRY(gnn__step(j));
+    GNN_TRY(batch_loss_and_step(j, logits, &lb, j->yb, ns, loss));
 fail:
     for (int l = 0; l < GNN_MODEL_MAX_LAYERS; l++) gnn_be_graph_free(graphs[l]);
     return rc;
@@ -697,6 +715,7 @@ static int mb_epoch_device(gnn_job_t *j, double *loss)
     }
     j->lst = st;
     j->compute_s = compute;
+    j->loss_checked = 1; /* every training target went through a checked loss */
     *loss = n ? sum / (double)n : 0.0;
 fail:
     dsq_give(j, -2);
@@ -739,6 +758,7 @@ static int mb_epoch(gnn_job_t *j, double *loss)
         count += ns;
     }
     gnn_loader_stats(j->ld, &j->lst);
+    j->loss_checked = 1; /* every training target went through a checked loss */
     j->compute_s = compute;
     *loss = count ? sum / (double)count : 0.0;
     return 0;

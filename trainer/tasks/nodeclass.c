@@ -151,6 +151,14 @@ static int batch_loss(gnn_job_t *j, const float *logits, const gnn_loader_batch_
     return gnn_be_softmax_xent(j->be, ns, j->out_dim, logits, y, j->iota, ns, loss, dlogits);
 }
 
+static int batch_loss_async(gnn_job_t *j, const float *logits, const gnn_loader_batch_t *b,
+                            const int64_t *y, int64_t ns, double *loss_dev, float *dlogits)
+{
+    (void)b;
+    return gnn_be_softmax_xent_async(j->be, ns, j->out_dim, logits, y, j->iota, ns, loss_dev,
+                                     dlogits);
+}
+
 /* Accuracy per split and the validation loss; over a partition directory
  * sums over the ranks, divided by the totals. */
 static int evaluate(gnn_job_t *j, const float *logits, int64_t n, gnn_metrics_t *out)
@@ -233,6 +241,7 @@ const gnn_task_kind_t gnn_task_nodeclass = {
     .full_loss = full_loss,
     .full_loss_async = full_loss_async,
     .batch_loss = batch_loss,
+    .batch_loss_async = batch_loss_async,
     .evaluate = evaluate,
     .describe = describe,
     .free = task_free,
