@@ -117,8 +117,8 @@ static void cu_host_free(gnn_backend_t *be, void *p)
 static int cu_map_host(gnn_backend_t *be, void *host, size_t bytes, void **dev)
 {
     (void)gnn__cuda_be(be);
-    cudaError_t e =
-        cudaHostRegister(host, bytes ? bytes : 1, cudaHostRegisterMapped | cudaHostRegisterReadOnly);
+    const size_t b = bytes ? bytes : 1;
+    cudaError_t e = cudaHostRegister(host, b, cudaHostRegisterMapped | cudaHostRegisterReadOnly);
     if (e == cudaErrorNotSupported || e == cudaErrorInvalidValue) {
         (void)cudaGetLastError();
         e = cudaHostRegister(host, bytes ? bytes : 1, cudaHostRegisterMapped);

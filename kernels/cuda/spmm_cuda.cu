@@ -384,7 +384,8 @@ int gnn__cuda_graph_create_dev(const gnn_cuda_spmm_ctx_t *ctx, int64_t n_dst, in
     const size_t eb = (size_t)(nnz > 0 ? nnz : 1) * sizeof(int64_t);
     cudaError_t e = cudaMalloc((void **)&g->indptr, (size_t)(n_dst + 1) * sizeof(int64_t));
     if (e == cudaSuccess) e = cudaMalloc((void **)&g->indices, eb);
-    if (e == cudaSuccess) e = cudaMalloc((void **)&g->t_indptr, (size_t)(n_src + 1) * sizeof(int64_t));
+    if (e == cudaSuccess)
+        e = cudaMalloc((void **)&g->t_indptr, (size_t)(n_src + 1) * sizeof(int64_t));
     if (e == cudaSuccess) e = cudaMalloc((void **)&g->t_indices, eb);
     if (e == cudaSuccess) e = cudaMalloc((void **)&g->inv_deg, (size_t)(n_dst + 1) * sizeof(float));
     if (e == cudaSuccess) e = cudaMalloc((void **)&g->gcn_dst, (size_t)(n_dst + 1) * sizeof(float));
@@ -393,7 +394,8 @@ int gnn__cuda_graph_create_dev(const gnn_cuda_spmm_ctx_t *ctx, int64_t n_dst, in
      * device-wide wait as cudaFree's (another stream may be sampling). */
     if (e == cudaSuccess) e = cudaMallocAsync((void **)&rowid, eb, st);
     if (e == cudaSuccess) e = cudaMallocAsync((void **)&keys, eb, st);
-    if (e == cudaSuccess) e = cudaMallocAsync((void **)&cnt, (size_t)(n_src + 1) * sizeof(*cnt), st);
+    if (e == cudaSuccess)
+        e = cudaMallocAsync((void **)&cnt, (size_t)(n_src + 1) * sizeof(*cnt), st);
     if (e == cudaSuccess)
         e = cudaMallocAsync((void **)&len, (size_t)(n_dst + n_src + 1) * sizeof(int64_t), st);
     if (e == cudaSuccess) e = cudaMallocAsync((void **)&longest, 2 * sizeof(int64_t), st);

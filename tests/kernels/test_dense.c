@@ -541,22 +541,26 @@ static void test_bias_act_drop(void **state)
                 memcpy(want, y, (size_t)n * sizeof *want);
                 assert_int_equal(gnn_bias_act(rows, cols, want, bias, act), 0);
                 if (ids)
-                    assert_int_equal(gnn_dropout_rows(rows, cols, rid, p, seed, off, want, want), 0);
+                    assert_int_equal(
+                        gnn_dropout_rows(rows, cols, rid, p, seed, off, want, want), 0);
                 else
                     assert_int_equal(gnn_dropout(n, p, seed, off, want, want), 0);
                 assert_int_equal(
                     gnn_bias_act_drop(rows, cols, y, bias, act, p, seed, off, ids ? rid : NULL), 0);
                 if (memcmp(y, want, (size_t)n * sizeof *y))
-                    fail_msg("bias_act_drop %" PRId64 " x %" PRId64 ", act %d, p %g, offset %" PRIu64
+                    fail_msg("bias_act_drop %" PRId64 " x %" PRId64 ", act %d, p %g, offset "
+                             "%" PRIu64
                              ", %s: not the bits of bias_act then dropout",
                              rows, cols, act, (double)p, off, ids ? "row ids" : "flat");
                 /* The backward through dropout and the ReLU, from y. */
                 if (act == GNN_ACT_RELU) {
-                    float *dy = rand_floats(&st, n, -1, 1), *dx = malloc((size_t)(n + 1) * sizeof *dx);
+                    float *dy = rand_floats(&st, n, -1, 1);
+                    float *dx = malloc((size_t)(n + 1) * sizeof *dx);
                     float *dw = malloc((size_t)(n + 1) * sizeof *dw);
                     assert_true(dx && dw);
                     if (ids)
-                        assert_int_equal(gnn_dropout_rows(rows, cols, rid, p, seed, off, dy, dw), 0);
+                        assert_int_equal(
+                            gnn_dropout_rows(rows, cols, rid, p, seed, off, dy, dw), 0);
                     else
                         assert_int_equal(gnn_dropout_backward(n, p, seed, off, dy, dw), 0);
                     assert_int_equal(gnn_relu_backward(n, y, dw, dw), 0);
@@ -667,7 +671,8 @@ static void test_axpby_gather_against_reference(void **state)
          * so that a row read from the wrong place shows): the same rows. */
         int32_t *slot = malloc((size_t)rows * sizeof *slot);
         float *cache = malloc((size_t)(rows / 3 + 1) * (size_t)f * sizeof *cache);
-        float *src2 = malloc((size_t)(rows * f) * sizeof *src2), *dst2 = malloc((size_t)(n * f) * sizeof *dst2);
+        float *src2 = malloc((size_t)(rows * f) * sizeof *src2);
+        float *dst2 = malloc((size_t)(n * f) * sizeof *dst2);
         assert_true(slot && cache && src2 && dst2);
         memcpy(src2, src, (size_t)(rows * f) * sizeof *src2);
         int32_t k = 0;

@@ -39,7 +39,10 @@ static uint64_t g_seed;
 static const char *g_backends[8];
 static int g_nbackends;
 
-static int64_t rng_below(uint64_t *s, int64_t n) { return (int64_t)(tu_rng_next(s) % (uint64_t)n); }
+static int64_t rng_below(uint64_t *s, int64_t n)
+{
+    return (int64_t)(tu_rng_next(s) % (uint64_t)n);
+}
 
 /* n nodes, m edges: a third into hub 3, nodes v % 7 == 5 with no in-edges,
  * repeats and self loops kept (dedupe: off), rows in input order unless
@@ -80,7 +83,8 @@ static void expect_same(gnn_backend_t *be, const gnn_bbatch_t *b, const gnn_mini
     int64_t *nodes = fetch(be, b->nodes, b->n_input);
     for (int64_t i = 0; i < b->n_input; i++)
         if (nodes[i] != mb->nodes[i])
-            fail_msg("%s: node %" PRId64 " is %" PRId64 ", the host's %" PRId64 " (seed %" PRIu64 ")",
+            fail_msg("%s: node %" PRId64 " is %" PRId64 ", the host's %" PRId64 " (seed %" PRIu64
+                     ")",
                      what, i, nodes[i], mb->nodes[i], g_seed);
     free(nodes);
     for (int l = 0; l < b->layers; l++) {
@@ -119,11 +123,13 @@ static void expect_same_graphs(gnn_backend_t *be, const gnn_bbatch_t *b, const g
         assert_int_equal(gnn_be_graph_create_batch(be, b, l, &gd), 0);
         assert_int_equal(gnn_be_graph_create(be, &mb->blocks[l].csr, &gh), 0);
         int64_t nd = b->n_dst[l], ns = b->n_src[l];
-        float *x = malloc((size_t)(ns * f + 1) * sizeof *x), *dy = malloc((size_t)(nd * f + 1) * sizeof *dy);
+        float *x = malloc((size_t)(ns * f + 1) * sizeof *x),
+              *dy = malloc((size_t)(nd * f + 1) * sizeof *dy);
         float *out[2][2];
         assert_true(x && dy);
         for (int64_t i = 0; i < ns * f; i++) x[i] = (float)(tu_rng_next(s) >> 40) * 0x1p-23f - 1.0f;
-        for (int64_t i = 0; i < nd * f; i++) dy[i] = (float)(tu_rng_next(s) >> 40) * 0x1p-23f - 1.0f;
+        for (int64_t i = 0; i < nd * f; i++)
+            dy[i] = (float)(tu_rng_next(s) >> 40) * 0x1p-23f - 1.0f;
         float *dx = NULL, *ddy = NULL, *yd = NULL, *dxd = NULL;
         assert_int_equal(gnn_be_alloc(be, (size_t)(ns * f + 1) * sizeof(float), (void **)&dx), 0);
         assert_int_equal(gnn_be_alloc(be, (size_t)(nd * f + 1) * sizeof(float), (void **)&ddy), 0);
@@ -141,8 +147,10 @@ static void expect_same_graphs(gnn_backend_t *be, const gnn_bbatch_t *b, const g
                 out[k][1] = malloc((size_t)(ns * f + 1) * sizeof(float));
                 assert_int_equal(gnn_be_aggr_forward(be, g, def, f, dx, yd, NULL, 0), 0);
                 assert_int_equal(gnn_be_aggr_backward(be, g, def, f, dx, yd, ddy, dxd, NULL, 0), 0);
-                assert_int_equal(gnn_be_download(be, out[k][0], yd, (size_t)(nd * f) * sizeof(float)), 0);
-                assert_int_equal(gnn_be_download(be, out[k][1], dxd, (size_t)(ns * f) * sizeof(float)), 0);
+                assert_int_equal(
+                    gnn_be_download(be, out[k][0], yd, (size_t)(nd * f) * sizeof(float)), 0);
+                assert_int_equal(
+                    gnn_be_download(be, out[k][1], dxd, (size_t)(ns * f) * sizeof(float)), 0);
             }
             for (int d = 0; d < 2; d++) {
                 int64_t n = d ? ns * f : nd * f;
@@ -166,7 +174,7 @@ static void expect_same_graphs(gnn_backend_t *be, const gnn_bbatch_t *b, const g
     gnn_aggr_registry_free(reg);
 }
 
-/* Distinct random seeds. *//* Distinct random seeds. */
+/* Distinct random seeds. */
 static int64_t *pick_seeds(uint64_t *s, int64_t n_graph, int64_t k)
 {
     int64_t *perm = malloc((size_t)n_graph * sizeof *perm);
@@ -195,7 +203,8 @@ static gnn_backend_t *open_or_skip(const char *name)
 static void test_same_batches(void **state)
 {
     (void)state;
-    static const int fan[][4] = {{2, 5, 3}, {2, -1, 2}, {3, 25, 10, 5}, {1, 1}, {3, 3, 40, 2}, {2, 100, 3}};
+    static const int fan[][4] = {{2, 5, 3}, {2, -1, 2},    {3, 25, 10, 5},
+                                 {1, 1},    {3, 3, 40, 2}, {2, 100, 3}};
     static const int64_t sizes[] = {0, 1, 100, 1500, 3000};
     for (int k = 0; k < g_nbackends; k++) {
         gnn_backend_t *be = open_or_skip(g_backends[k]);
@@ -262,8 +271,7 @@ static void test_errors(void **state)
         make_graph(&s, 300, 3000, 1, &g);
         const int fan[2] = {4, 3}, bad[2] = {4, 0};
         gnn_bsampler_t *ds = NULL, *ds2 = NULL;
-        expect_error(gnn_be_sampler_create(be, &g, 2, bad, &ds), GNN_EINVAL,
-                     "fanout 0 of hop 1");
+        expect_error(gnn_be_sampler_create(be, &g, 2, bad, &ds), GNN_EINVAL, "fanout 0 of hop 1");
         expect_error(gnn_be_sampler_create(be, &g, 0, fan, &ds), GNN_EINVAL, "0 layers");
         g.n_cols = 299;
         expect_error(gnn_be_sampler_create(be, &g, 2, fan, &ds), GNN_EINVAL, "not square");

@@ -792,7 +792,8 @@ static void test_minibatch_device_path(void **state)
             const char *log = tu_path(lname);
             unlink(ck[d]);
             TRAIN_OK("--data", (char *)g_sbm, "--model", (char *)models[m], "--mode",
-                     "minibatch", "--epochs", "3", "--batch-size", "64", "--fanouts", "6,4", "--dropout", (char *)drop[m],
+                     "minibatch", "--epochs", "3", "--batch-size", "64", "--fanouts", "6,4",
+                     "--dropout", (char *)drop[m],
                      "--hidden", "16", "--heads", "2", "--sampler-threads", "1", "--prefetch",
                      d == 3 ? "0" : "2", "--threads", "2", "--device", d ? "cpu-as-gpu" : "cpu",
                      "--sampler", d >= 2 ? "device" : "host", "--features-on",
