@@ -645,8 +645,6 @@ int gnn_be_graph_place(gnn_backend_t *be, gnn_bgraph_t *g)
     return 0;
 }
 
-static void free_csr_view(void *p) { gnn_free(p); }
-
 int gnn_be_graph_create_batch(gnn_backend_t *be, const gnn_bbatch_t *b, int l,
                               gnn_bgraph_t **out)
 {
@@ -670,7 +668,7 @@ int gnn_be_graph_create_batch(gnn_backend_t *be, const gnn_bbatch_t *b, int l,
                             .weights = NULL,
                             .flags = b->flags};
         GNN_TRY(gnn_be_graph_create(be, view, &g));
-        gnn_be_graph_attach(g, view, free_csr_view);
+        gnn_be_graph_attach(g, view, gnn_free);
         *out = g;
         return 0;
     }

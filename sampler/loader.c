@@ -98,18 +98,6 @@ static void clear_batch(gnn_loader_t *ld, slot_t *sl)
     memset(b->user, 0, sizeof b->user);
 }
 
-static int grow(void **buf, size_t *cap, size_t need, size_t elem)
-{
-    if (*buf && *cap >= need) return 0;
-    size_t want = need + need / 4 + 1024; /* headroom: batches vary in size */
-    void *p = gnn_alloc_large(want * elem);
-    if (!p) return GNN_ENOMEM;
-    gnn_free(*buf);
-    *buf = p;
-    *cap = want;
-    return 0;
-}
-
 static int build(gnn_loader_t *ld, slot_t *sl, int64_t i)
 {
     int rc = 0;
@@ -136,7 +124,8 @@ static int build(gnn_loader_t *ld, slot_t *sl, int64_t i)
     const gnn_minibatch_t *mb = &b->mb;
     int64_t f = ld->o.feat_dim;
     if (ld->o.feat) {
-        GNN_TRY(grow((void **)&b->x, &sl->x_cap, (size_t)mb->n_input * (size_t)f, sizeof(float)));
+        GNN_TRY(gnn_grow((void **)&b->x, &sl->x_cap, (size_t)mb->n_input * (size_t)f,
+                         sizeof(float)));
         const float *feat = ld->o.feat;
         const int64_t *row = ld->o.feat_row;
         const gnn_vid_t ncol = ld->o.graph->n_cols;
@@ -154,7 +143,7 @@ static int build(gnn_loader_t *ld, slot_t *sl, int64_t i)
         }
     }
     if (ld->o.labels) {
-        GNN_TRY(grow((void **)&b->y, &sl->y_cap, (size_t)mb->n_seeds, sizeof(int64_t)));
+        GNN_TRY(gnn_grow((void **)&b->y, &sl->y_cap, (size_t)mb->n_seeds, sizeof(int64_t)));
         for (gnn_vid_t k = 0; k < mb->n_seeds; k++) b->y[k] = ld->o.labels[mb->nodes[k]];
     }
     double t2 = now_s();

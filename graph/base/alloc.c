@@ -111,6 +111,18 @@ void *gnn__alloc_large(size_t size, const char *file, int line)
     return p;
 }
 
+int gnn_grow(void **buf, size_t *cap, size_t need, size_t elem)
+{
+    if (*buf && *cap >= need) return 0;
+    size_t want = need + need / 4 + 64; /* headroom: batches vary in size */
+    void *p = gnn_alloc_large(want * elem);
+    if (!p) return GNN_ENOMEM;
+    gnn_free(*buf);
+    *buf = p;
+    *cap = want;
+    return 0;
+}
+
 void gnn_free(void *p) { free(p); }
 
 #define KEEP_MMAP_THRESHOLD ((int)32 << 20) /* mallopt(3)'s maximum on 64-bit */

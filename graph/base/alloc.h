@@ -31,6 +31,11 @@ void *gnn__aligned_alloc(size_t align, size_t size, const char *file, int line);
  * spares the TLB misses of random row gathers. Released with gnn_free. */
 void *gnn__alloc_large(size_t size, const char *file, int line);
 void gnn_free(void *p);
+/* *buf with room for need elements of elem bytes: kept when it has it,
+ * else replaced (contents not kept) by an array from gnn_alloc_large with
+ * a quarter more room, *cap its element count. For buffers that grow from
+ * batch to batch. 0, or GNN_ENOMEM (recorded; *buf and *cap unchanged). */
+int gnn_grow(void **buf, size_t *cap, size_t need, size_t elem);
 
 /*
  * Keep what the process frees for its next allocations (process-wide,

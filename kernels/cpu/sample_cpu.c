@@ -36,17 +36,6 @@ typedef struct {
     size_t cnt_cap, gids_cap, pos_cap;
 } cpu_sampler_t;
 
-static int grow(int64_t **a, size_t *cap, size_t n)
-{
-    if (*a && n <= *cap) return 0;
-    size_t want = n + n / 4 + 64;
-    int64_t *p = gnn_realloc_array(*a, want, sizeof *p);
-    if (!p) return GNN_FAIL(GNN_ENOMEM, "device sampler: %zu entries of scratch", n);
-    *a = p;
-    *cap = want;
-    return 0;
-}
-
 int gnn__cpu_sampler_prepare(gnn_backend_t *be, gnn_bsampler_t *s)
 {
     (void)be;
@@ -109,7 +98,7 @@ int gnn__cpu_sample(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds, 
         const int64_t n_dst = n_nodes;
         int64_t nnz;
         /* 1. counts and their prefix sum */
-        GNN_TRY(grow(&c->cnt, &c->cnt_cap, (size_t)n_dst + 1));
+        GNN_TRY(gnn_grow((void **)&c->cnt, &c->cnt_cap, (size_t)n_dst + 1, sizeof(int64_t)));
         GNN_TRY(gnn__be_batch_grow(be, (void **)&b->indptr[l], &b->cap_indptr[l],
                                    (size_t)n_dst + 1, sizeof(int64_t), 0));
         int64_t *indptr = b->indptr[l], *nodes = b->nodes;
@@ -119,8 +108,8 @@ int gnn__cpu_sample(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds, 
         for (int64_t i = 0; i < n_dst; i++) indptr[i + 1] = indptr[i] + c->cnt[i];
         nnz = indptr[n_dst];
         /* 2. the draws */
-        GNN_TRY(grow(&c->gids, &c->gids_cap, (size_t)nnz + 1));
-        GNN_TRY(grow(&c->pos, &c->pos_cap, (size_t)nnz + 1));
+        GNN_TRY(gnn_grow((void **)&c->gids, &c->gids_cap, (size_t)nnz + 1, sizeof(int64_t)));
+        GNN_TRY(gnn_grow((void **)&c->pos, &c->pos_cap, (size_t)nnz + 1, sizeof(int64_t)));
         GNN_TRY(gnn__be_batch_grow(be, (void **)&b->indices[l], &b->cap_indices[l],
                                    (size_t)nnz + 1, sizeof(int64_t), 0));
         GNN_TRY(gnn__be_batch_grow(be, (void **)&b->nodes, &b->cap_nodes,

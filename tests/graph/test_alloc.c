@@ -1,8 +1,8 @@
 /*
  * The allocation wrapper: overflow checks, the failure-injection hook
  * (exactly the Nth allocation fails and records GNN_ENOMEM), counting,
- * and gnn_alloc_keep_freed (a freed array of a few MiB stays in malloc's
- * heap for the next one).
+ * gnn_alloc_keep_freed (a freed array of a few MiB stays in malloc's
+ * heap for the next one), and gnn_grow (batch buffers that only grow).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -74,6 +74,34 @@ static void test_nth_fails(void **state)
     gnn_free(q);
 }
 
+/* gnn_grow: room for what is asked (64-byte aligned), the buffer kept
+ * while it has it, replaced with a quarter more when not; a failed
+ * allocation leaves buffer and count as they were. */
+static void test_grow(void **state)
+{
+    (void)state;
+    int64_t *a = NULL;
+    size_t cap = 0;
+    assert_int_equal(gnn_grow((void **)&a, &cap, 100, sizeof *a), 0);
+    assert_non_null(a);
+    assert_true(cap >= 100 && (uintptr_t)a % 64 == 0);
+    for (size_t i = 0; i < 100; i++) a[i] = (int64_t)i;
+    int64_t *same = a;
+    size_t cap0 = cap;
+    assert_int_equal(gnn_grow((void **)&a, &cap, cap0, sizeof *a), 0);
+    assert_ptr_equal(a, same);
+    assert_int_equal(cap, cap0);
+    gnn_alloc_fail_at(1);
+    assert_int_equal(gnn_grow((void **)&a, &cap, 10 * cap0, sizeof *a), GNN_ENOMEM);
+    assert_ptr_equal(a, same);
+    assert_int_equal(cap, cap0);
+    gnn_alloc_fail_at(0);
+    assert_int_equal(gnn_grow((void **)&a, &cap, 10 * cap0, sizeof *a), 0);
+    assert_true(cap >= 10 * cap0 + 10 * cap0 / 4);
+    a[10 * cap0 - 1] = 7; /* all of it is there */
+    gnn_free(a);
+}
+
 /* After gnn_alloc_keep_freed, 8 MiB come from the heap (no mapping of
  * their own) and stay there once freed (not trimmed): the next batch's
  * arrays reuse those pages instead of faulting in fresh ones. */
@@ -109,6 +137,7 @@ int main(void)
         cmocka_unit_test(test_basic),
         cmocka_unit_test(test_overflow),
         cmocka_unit_test(test_nth_fails),
+        cmocka_unit_test(test_grow),
         cmocka_unit_test(test_keep_freed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -474,13 +474,7 @@ static int train_device_batch(gnn_job_t *j, const gnn_bbatch_t *b, int64_t index
     GNN_TRY(gnn__buf_ensure(be, (void **)&j->xb, &j->xb_bytes,
                             (size_t)b->n_input * (size_t)F * sizeof(float)));
     GNN_TRY(gather_input(j, b->n_input, b->nodes, j->xb));
-    if ((size_t)ns + 1 > j->dy_cap) {
-        gnn_free(j->dy);
-        j->dy_cap = (size_t)ns + 1;
-        j->dy = gnn_malloc_array(j->dy_cap, sizeof *j->dy);
-        if (!j->dy) j->dy_cap = 0;
-        GNN_CHECK(j->dy, GNN_ENOMEM, "batch targets");
-    }
+    GNN_TRY(gnn_grow((void **)&j->dy, &j->dy_cap, (size_t)ns + 1, sizeof *j->dy));
     for (int64_t i = 0; i < ns; i++) j->dy[i] = labels[sd[i]];
     GNN_TRY(gnn__buf_ensure(be, (void **)&j->yb, &j->yb_bytes, (size_t)ns * sizeof(int64_t)));
     GNN_TRY(gnn_be_upload(be, j->yb, j->dy, (size_t)ns * sizeof(int64_t)));
@@ -662,13 +656,7 @@ static int mb_epoch_device(gnn_job_t *j, double *loss)
     const int64_t *seeds, B = j->o->batch_size;
     int64_t n, total;
     j->task->train_seeds(j, &seeds, &n, &total);
-    if ((size_t)n + 1 > j->dperm_cap) {
-        gnn_free(j->dperm);
-        j->dperm_cap = (size_t)n + 1;
-        j->dperm = gnn_malloc_array(j->dperm_cap, sizeof *j->dperm);
-        if (!j->dperm) j->dperm_cap = 0;
-        GNN_CHECK(j->dperm, GNN_ENOMEM, "epoch seeds");
-    }
+    GNN_TRY(gnn_grow((void **)&j->dperm, &j->dperm_cap, (size_t)n + 1, sizeof *j->dperm));
     if (n) memcpy(j->dperm, seeds, (size_t)n * sizeof *seeds);
     gnn_loader_shuffle(j->dperm, n, seed, epoch);
     if (gnn__opts_prefetch(j->o) > 0 && !j->dsq) GNN_TRY(dsq_start(j));
