@@ -8,7 +8,8 @@
  * a name. uint64 members are stored as uint64 attributes. An entry names
  * the format version that added it and its value in older files (the data
  * trained on, version 3: -1; the attention settings, version 4: 0; the
- * graph's fingerprint, version 7: -1 edges, hashes 0): every member is
+ * graph's fingerprint, version 7: -1 edges, hashes 0; the initialisation,
+ * version 8: "glorot"): every member is
  * written, and read only from files that have it. The six
  * arrays are contiguous 1-D datasets written and read whole.
  *
@@ -70,6 +71,8 @@ static const field_t str_fields[] = {
     MEMBER_STR_SINCE(hits, 5, "-"),
     /* learnable input rows */
     MEMBER_STR_SINCE(embed_opt, 6, "-"),
+    /* the weights' initialisation */
+    MEMBER_STR_SINCE(init, 8, "glorot"),
 };
 static const field_t i64_fields[] = {
     MEMBER(layers), MEMBER(in_dim),     MEMBER(hidden),     MEMBER(classes),
@@ -130,7 +133,7 @@ static const int tensor_since[N_TENSORS] = {2, 2, 2, 2, 2, 2, 5, 5, 6, 6, 6, 6};
 _Static_assert(sizeof(gnn_checkpoint_t) ==
                    SIZE_OF(model) + SIZE_OF(aggr) + SIZE_OF(decay_scope) + SIZE_OF(mode) +
                        SIZE_OF(fanouts) + SIZE_OF(task) + SIZE_OF(decoder) + SIZE_OF(hits) +
-                       SIZE_OF(embed_opt) +
+                       SIZE_OF(embed_opt) + SIZE_OF(init) +
                        8 * (COUNT_OF(i64_fields) + COUNT_OF(f64_fields) + COUNT_OF(u64_fields)) +
                        N_TENSORS * sizeof(void *),
                "every member of gnn_checkpoint_t needs a table entry");
@@ -241,6 +244,8 @@ static int check_fields(const gnn_checkpoint_t *c, const char *path, int code, i
     GNN_TRY(check_i64(path, code, "n_params", c->n_params, 0, INT64_MAX));
     GNN_TRY(check_i64(path, code, "n_metrics", c->n_metrics, 0, 64));
     GNN_TRY(check_i64(path, code, "negatives", c->negatives, 0, 1000));
+    GNN_CHECK(!strcmp(c->init, "glorot") || !strcmp(c->init, "fan-in"), code,
+              "%s: init = \"%s\" (expected glorot or fan-in)", path, c->init);
     if (version >= 6) {
         GNN_TRY(check_i64(path, code, "embed_dim", c->embed_dim, 0, (int64_t)1 << 20));
         GNN_TRY(check_i64(path, code, "embed_all", c->embed_all, 0, 1));

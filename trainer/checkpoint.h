@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #define GNN_CHECKPOINT_FORMAT "gnn-checkpoint"
-#define GNN_CHECKPOINT_VERSION 7
+#define GNN_CHECKPOINT_VERSION 8
 
 typedef struct {
     /* Configuration (checked on resume). */
@@ -30,6 +30,8 @@ typedef struct {
     int64_t layers, in_dim, hidden, classes;
     double dropout, lr, weight_decay;
     char decay_scope[16];  /* "first" | "all" */
+    char init[16];         /* the weights' initialisation: "glorot" | "fan-in" (version 8;
+                              "glorot" in older files, which knew no other) */
     char mode[16];         /* "full" | "minibatch" */
     char fanouts[128];     /* mini-batch fanouts ("15,10,5"), "-" in full mode */
     int64_t normalize_features;

@@ -30,6 +30,9 @@ static const gnn_opt_t train_table[] = {
     {"weight-decay", 0, GNN_OPT_DOUBLE, O(weight_decay), "WD", "L2 weight decay (Adam)"},
     {"decay-scope", 0, GNN_OPT_STRING, O(decay_scope), "S",
      "first: decay the first layer only (GCN paper; gcn default), all (sage default)"},
+    {"init", 0, GNN_OPT_STRING, O(init), "S",
+     "weights drawn uniform in +-sqrt(6/(fan_in+fan_out)) (glorot; gcn, gat, rgcn default) or "
+     "+-1/sqrt(fan_in) (fan-in, torch.nn.Linear's; sage default, as PyG's SAGEConv)"},
     {"epochs", 0, GNN_OPT_INT, O(epochs), "E", "training epochs per run"},
     {"seed", 0, GNN_OPT_I64, O(seed), "S", "seed of the first run (run r uses S + r)"},
     {"runs", 0, GNN_OPT_INT, O(runs), "N", "independent runs; mean and std are reported"},

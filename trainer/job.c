@@ -17,6 +17,13 @@ double gnn__now_s(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+double gnn__wall_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 int gnn__buf_ensure(gnn_backend_t *be, void **buf, size_t *have, size_t bytes)
 {
     return gnn_layer_ensure(be, buf, have, bytes ? bytes : 1);

@@ -50,6 +50,7 @@ typedef struct gnn_job {
     /* setup.c */
     gnn_model_kind_t kind;
     const char *decay_scope;          /* "first" | "all" */
+    const char *init;                 /* "glorot" | "fan-in" */
     gnn_backend_t *be;
     gnn_aggr_registry_t *reg;
     const gnn_aggr_def_t *aggr;
@@ -154,6 +155,8 @@ typedef struct gnn_job {
 /* ---- job.c: buffers and time ------------------------------------------------ */
 
 double gnn__now_s(void);
+/* The wall clock, seconds since 1970 (to align a trace taken outside). */
+double gnn__wall_s(void);
 /* gnn_layer_ensure with at least one byte (a buffer even for no rows). */
 int gnn__buf_ensure(gnn_backend_t *be, void **buf, size_t *have, size_t bytes);
 /* A new backend buffer holding a copy of bytes of host src. */
@@ -283,9 +286,9 @@ int gnn__step_reduce(gnn_job_t *j, double *sum);
 /* ---- output.c ----------------------------------------------------------------- */
 
 /* One epoch's log line (rank 0) and progress line. m: NaN before the
- * first evaluation. */
+ * first evaluation; end_unix: the wall clock when the training ended. */
 void gnn__log_epoch(gnn_job_t *j, int64_t epoch, double loss, const gnn_metrics_t *m,
-                    int evaluated, double epoch_s, double eval_s);
+                    int evaluated, double epoch_s, double eval_s, double end_unix);
 /* Predictions of the best parameters of the last run (collective over a
  * partition directory; rank 0 writes). */
 int gnn__write_predictions(gnn_job_t *j);

@@ -90,6 +90,7 @@ struct gnn_layer {
     int relations;        /* relations of the typed graph (typed kinds) */
     int bases;            /* their shared bases (0: a weight per relation) */
     float attn_dropout, negative_slope; /* attention layers */
+    int init_fan_in;      /* weights by gnn_layer_weights: fan-in, else Glorot */
     int64_t off, count;   /* span in the flat buffers (set by the model
                              from kind->setup's count) */
     void *state;          /* the kind's own (kind->setup allocates) */
@@ -308,9 +309,15 @@ static inline size_t gnn_layer_fbytes(int64_t rows, int64_t cols)
 }
 
 /* Glorot-uniform fill of the fin x fout matrix w at offset `at` of the
- * layer's span (counters L->off + at ...). */
+ * layer's span (counters L->off + at ...): uniform in
+ * +-sqrt(6 / (fin + fout)). */
 void gnn_layer_glorot(const gnn_layer_t *L, float *w, int64_t at, int64_t fin, int64_t fout,
                       uint64_t seed);
+/* A weight matrix's fill as the model asks (L->init_fan_in): uniform in
+ * +-1/sqrt(fin), torch.nn.Linear's default, or Glorot; the same counters
+ * either way. */
+void gnn_layer_weights(const gnn_layer_t *L, float *w, int64_t at, int64_t fin, int64_t fout,
+                       uint64_t seed);
 
 /* The n tensors an aggregator or attention function declares
  * (gnn_aggr_params), back to back from offset `at` of the layer's span,

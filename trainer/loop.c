@@ -17,6 +17,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <string.h>
 
 /* The task's metrics of the model as it is (inference over every node). */
 static int evaluate(gnn_job_t *j, gnn_metrics_t *m)
@@ -43,7 +44,7 @@ static int run_epochs(gnn_job_t *j)
         double t0 = gnn__now_s(), loss;
         GNN_TRY(j->mode->epoch(j, &loss));
         GNN_TRY(gnn_be_sync(j->be));
-        double epoch_s = gnn__now_s() - t0;
+        double epoch_s = gnn__now_s() - t0, end_unix = gnn__wall_s();
         if (c->epoch > 0 || o->epochs == 1) { /* the first epoch also faults in every buffer */
             j->epoch_s_sum += epoch_s;
             j->epoch_s_count++;
@@ -87,7 +88,7 @@ static int run_epochs(gnn_job_t *j)
                                          " (lower --lr?)",
                              c->epoch);
         GNN_TRY(j->dist ? gnn_dist_agree(MPI_COMM_WORLD, local) : local);
-        gnn__log_epoch(j, c->epoch, loss, &ev, evaluated, epoch_s, eval_s);
+        gnn__log_epoch(j, c->epoch, loss, &ev, evaluated, epoch_s, eval_s, end_unix);
         gnn_progress_set(prog, c->epoch);
         if (stop) {
             GNN_INFO("run %" PRId64 ": early stop at epoch %" PRId64 " (validation loss not "
@@ -125,6 +126,7 @@ int gnn__start_run(gnn_job_t *j, int restore)
         .hidden = j->o->hidden,
         .classes = j->out_dim,
         .dropout = (float)j->o->dropout,
+        .init_fan_in = !strcmp(j->init, "fan-in"),
         .aggr = j->aggr,
         .attention = j->attn,
         .heads = j->o->heads,

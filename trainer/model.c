@@ -120,6 +120,7 @@ int gnn_model_create(gnn_backend_t *be, const gnn_aggr_registry_t *reg,
         L->aggr = m->cfg.aggr;
         L->attn = m->cfg.attention;
         L->heads = L->last ? m->cfg.out_heads : m->cfg.heads;
+        L->init_fan_in = m->cfg.init_fan_in;
         L->attn_dropout = m->cfg.attn_dropout;
         L->negative_slope = m->cfg.negative_slope;
         L->relations = m->cfg.relations;

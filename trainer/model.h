@@ -80,13 +80,16 @@ typedef struct {
      * (0: one weight per relation). */
     int relations;
     int num_bases;
+    /* Weights uniform in +-1/sqrt(fan_in) (torch.nn.Linear's); 0: Glorot,
+     * +-sqrt(6/(fan_in+fan_out)). */
+    int init_fan_in;
 } gnn_model_config_t;
 
 typedef struct gnn_model gnn_model_t;
 
 /*
- * A model on backend be with parameters initialised from seed (Glorot
- * uniform weights, zero biases; drawn on the host, so the same seed gives
+ * A model on backend be with parameters initialised from seed (Glorot or
+ * fan-in uniform weights, zero biases; drawn on the host, so the same seed gives
  * the same parameters on every backend). reg supplies the gcn aggregator.
  * Errors: GNN_EINVAL for a bad configuration (message names the field),
  * GNN_ENOMEM / backend errors.

@@ -146,6 +146,8 @@ int gnn__opts_check(const gnn_train_opts_t *o)
                         o->sparse_features);
     if (o->decay_scope && strcmp(o->decay_scope, "first") && strcmp(o->decay_scope, "all"))
         return GNN_FAIL(GNN_EUSAGE, "--decay-scope \"%s\" (expected first or all)", o->decay_scope);
+    if (o->init && strcmp(o->init, "glorot") && strcmp(o->init, "fan-in"))
+        return GNN_FAIL(GNN_EUSAGE, "--init \"%s\" (expected glorot or fan-in)", o->init);
     if (o->mode && strcmp(o->mode, "full") && strcmp(o->mode, "minibatch"))
         return GNN_FAIL(GNN_EUSAGE, "--mode \"%s\" (expected full or minibatch)", o->mode);
     if (!o->cache_policy || (strcmp(o->cache_policy, "sample") && strcmp(o->cache_policy, "rows")))

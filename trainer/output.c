@@ -20,7 +20,7 @@
 #include <string.h>
 
 void gnn__log_epoch(gnn_job_t *j, int64_t epoch, double loss, const gnn_metrics_t *m,
-                    int evaluated, double epoch_s, double eval_s)
+                    int evaluated, double epoch_s, double eval_s, double end_unix)
 {
     const gnn_checkpoint_t *c = &j->ck;
     const gnn_task_kind_t *t = j->task;
@@ -36,6 +36,7 @@ void gnn__log_epoch(gnn_job_t *j, int64_t epoch, double loss, const gnn_metrics_
         gnn_json_number(f, epoch_s);
         fprintf(f, ", \"eval_s\": ");
         gnn_json_number(f, eval_s);
+        fprintf(f, ", \"epoch_end_unix\": %.3f", end_unix);
         if (j->mode->log) j->mode->log(j, f);
         fprintf(f, "}\n");
         fflush(f);

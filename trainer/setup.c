@@ -219,6 +219,9 @@ int gnn__setup(gnn_job_t *j)
         goto fail;
     }
     j->decay_scope = o->decay_scope ? o->decay_scope : j->kind == GNN_MODEL_GCN ? "first" : "all";
+    /* PyG's layers of the same names: SAGEConv's linear maps draw as
+     * torch.nn.Linear, GCNConv, GATConv and RGCNConv by Glorot. */
+    j->init = o->init ? o->init : j->kind == GNN_MODEL_SAGE ? "fan-in" : "glorot";
     int minibatch = o->mode ? !strcmp(o->mode, "minibatch") : j->kind == GNN_MODEL_SAGE;
     j->mode = j->dist ? (minibatch ? &gnn_mode_dist_minibatch : &gnn_mode_dist_full)
                       : (minibatch ? &gnn_mode_minibatch : &gnn_mode_full);

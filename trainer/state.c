@@ -116,6 +116,7 @@ static void ck_config(gnn_job_t *j, gnn_checkpoint_t *c)
     snprintf(c->aggr, sizeof c->aggr, "%s",
              j->aggr ? j->aggr->name : j->attn ? j->attn->name : "none");
     snprintf(c->decay_scope, sizeof c->decay_scope, "%s", j->decay_scope);
+    snprintf(c->init, sizeof c->init, "%s", j->init);
     snprintf(c->mode, sizeof c->mode, "%s", j->mode->minibatch ? "minibatch" : "full");
     snprintf(c->fanouts, sizeof c->fanouts, "%s", j->fanouts);
     c->batch_size = j->mode->minibatch ? o->batch_size : 0;
@@ -168,6 +169,9 @@ static const char *parts_text(int64_t parts, char *buf, size_t size)
 static int ck_match(gnn_job_t *j, const gnn_checkpoint_t *c)
 {
     gnn_checkpoint_t want = {0};
+    /* Without --init, a resumed job draws as its checkpoint says (a file
+     * older than version 8 says glorot, the only choice then). */
+    if (!j->o->init) j->init = !strcmp(c->init, "fan-in") ? "fan-in" : "glorot";
     ck_config(j, &want);
     const char *p = j->o->checkpoint;
 #define SAME_I(field, what)                                                                    \
@@ -206,6 +210,7 @@ static int ck_match(gnn_job_t *j, const gnn_checkpoint_t *c)
     SAME_D(lr, "--lr")
     SAME_D(weight_decay, "--weight-decay")
     SAME_S(decay_scope, "--decay-scope")
+    SAME_S(init, "--init")
     SAME_S(mode, "--mode")
     SAME_S(fanouts, "--fanouts")
     SAME_I(batch_size, "--batch-size")

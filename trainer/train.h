@@ -20,6 +20,7 @@ typedef struct {
     double lr;
     double weight_decay;
     const char *decay_scope;   /* "first" | "all" | NULL (model's default) */
+    const char *init;          /* weights: "glorot" | "fan-in" | NULL (model's default) */
     int epochs;
     int64_t seed;
     int runs;

@@ -26,7 +26,9 @@ training (inverted dropout, on every layer's input, the features too):
                                 hidden layer, their mean + b in the last
 and H' = ReLU(Z) (gcn, sage) or ELU(Z) (gat) except after the last layer,
 whose Z are the logits. Edge weights in the file are ignored (the degrees
-count entries). Weights (W, a_l, a_r) are Glorot-uniform, biases zero. Adam (torch.optim.Adam, L2 weight
+count entries). Weights (W, a_l, a_r) are Glorot-uniform, except sage's W
+and W_self, uniform in +-1/sqrt(fin) (torch.nn.Linear's bound, as
+gnn-train's --init fan-in, its sage default; --init chooses), biases zero. Adam (torch.optim.Adam, L2 weight
 decay added to the gradient) with the decay on the first layer's
 parameters only (--decay-scope first, the gcn default, as in the GCN
 paper) or on all of them (all, the sage and gat default). Loss: mean softmax
@@ -87,7 +89,7 @@ torch.cuda.max_memory_allocated as gpu_peak_mb.
         [--model gcn|sage|gat] [--heads K] [--out-heads K] [--attn-dropout P]
         [--negative-slope S]
         [--layers L] [--hidden H] [--dropout P] [--lr LR] [--weight-decay WD]
-        [--decay-scope first|all] [--epochs E] [--runs N] [--seed S]
+        [--init glorot|fan-in] [--decay-scope first|all] [--epochs E] [--runs N] [--seed S]
         [--threads T] [--normalize-features] [--eval-every K]
         [--spmm cached|autograd] [--impl torch|pyg|dgl]
         [--adj edge_index|csr] [--device cpu|cuda|cuda:N] [--log-json FILE]
@@ -322,7 +324,7 @@ def gat_fin(dims, heads, l):
 # ---- Model --------------------------------------------------------------------
 
 class Net(torch.nn.Module):
-    def __init__(self, kind, dims, dropout):
+    def __init__(self, kind, dims, dropout, init=None):
         super().__init__()
         self.kind, self.dims, self.dropout = kind, dims, dropout
         self.w = torch.nn.ParameterList()
@@ -333,8 +335,13 @@ class Net(torch.nn.Module):
             if kind == "sage":
                 self.w_self.append(torch.nn.Parameter(torch.empty(fin, fout)))
             self.b.append(torch.nn.Parameter(torch.zeros(fout)))
+        if init is None:  # gnn-train's defaults
+            init = "fan-in" if kind == "sage" else "glorot"
         for p in list(self.w) + list(self.w_self):
-            torch.nn.init.xavier_uniform_(p)
+            if init == "fan-in":  # torch.nn.Linear's bound, 1/sqrt(fan_in)
+                torch.nn.init.uniform_(p, -1.0 / math.sqrt(p.shape[0]), 1.0 / math.sqrt(p.shape[0]))
+            else:
+                torch.nn.init.xavier_uniform_(p)
 
     def layer_params(self, l):
         ps = [self.w[l], self.b[l]]
@@ -549,7 +556,8 @@ def run(o, r, op, x, y, split, log, dev):
     if o.model == "gat":
         model = {"torch": GatNet, "pyg": PygGatNet, "dgl": DglGatNet}[o.impl](dims, o)
     else:
-        model = {"torch": Net, "pyg": PygNet, "dgl": DglNet}[o.impl](o.model, dims, o.dropout)
+        model = (Net(o.model, dims, o.dropout, o.init) if o.impl == "torch" else
+                 {"pyg": PygNet, "dgl": DglNet}[o.impl](o.model, dims, o.dropout))
     model = model.to(dev)
     first = model.layer_params(0)
     rest = [p for l in range(1, o.layers) for p in model.layer_params(l)]
@@ -611,6 +619,9 @@ def main():
     p.add_argument("--dropout", type=float, default=0.5)
     p.add_argument("--lr", type=float, default=0.01)
     p.add_argument("--weight-decay", type=float, default=5e-4)
+    p.add_argument("--init", choices=("glorot", "fan-in"), default=None,
+                   help="--impl torch's weights, as gnn-train's --init (default: fan-in for "
+                        "sage, glorot for gcn)")
     p.add_argument("--decay-scope", choices=("first", "all"), default=None,
                    help="first (gcn default) or all (sage and gat default)")
     p.add_argument("--epochs", type=int, default=200)

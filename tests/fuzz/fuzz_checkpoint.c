@@ -58,7 +58,8 @@ static int set_up(void)
     gnn_checkpoint_t c = {.model = "sage", .task = "node", .decoder = "-", .hits = "-",
                           .aggr = "mean", .layers = 2,
                           .in_dim = 5, .hidden = 3, .classes = 4, .dropout = 0.5, .lr = 0.01,
-                          .weight_decay = 5e-4, .decay_scope = "all", .mode = "minibatch",
+                          .weight_decay = 5e-4, .decay_scope = "all", .init = "fan-in",
+                          .mode = "minibatch",
                           .fanouts = "10,5", .batch_size = 64, .seed = 7, .runs = 3,
                           .num_nodes = 50, .parts = 2, .train_nodes = 10, .num_edges = 400,
                           .edge_hash = 0x8000000000000005ull, .train_hash = 11,
@@ -95,6 +96,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (rc == 0) {
         if (!terminated(c.model, sizeof c.model) || !terminated(c.aggr, sizeof c.aggr) ||
             !terminated(c.decay_scope, sizeof c.decay_scope) ||
+            !terminated(c.init, sizeof c.init) ||
             !terminated(c.mode, sizeof c.mode) || !terminated(c.fanouts, sizeof c.fanouts) ||
             !terminated(c.task, sizeof c.task) || !terminated(c.decoder, sizeof c.decoder) ||
             !terminated(c.hits, sizeof c.hits) || !terminated(c.embed_opt, sizeof c.embed_opt))

@@ -84,6 +84,7 @@ static void make_ck(gnn_checkpoint_t *c, int64_t n_params, int64_t runs_done, ui
     strcpy(c->aggr, "mean_with_a_long_name_31_chars_");
     assert_int_equal(strlen(c->aggr), 31);
     strcpy(c->decay_scope, "first");
+    strcpy(c->init, "fan-in");
     strcpy(c->mode, "minibatch");
     strcpy(c->fanouts, "15,10,5");
     c->batch_size = 1024;
@@ -191,10 +192,15 @@ static void set_str(char *s, size_t size, const char *v)
     strcpy(s, v);
 }
 
+/* c as a file older than version 8 reads back: Glorot weights, the only
+ * initialisation before. */
+static void as_before_v8(gnn_checkpoint_t *c) { set_str(c->init, sizeof c->init, "glorot"); }
+
 /* c as a file older than version 7 reads back: the graph's fingerprint
- * unknown (num_edges -1, the hashes 0). */
+ * unknown (num_edges -1, the hashes 0; and Glorot, as before version 8). */
 static void as_before_v7(gnn_checkpoint_t *c)
 {
+    as_before_v8(c);
     c->num_edges = -1;
     c->edge_hash = c->train_hash = c->train_layout = 0;
 }
@@ -748,20 +754,35 @@ static void delete_v7(const char *path)
 static void test_version(void **state)
 {
     (void)state;
-    const char *path = write_good("v8.ck");
-    int64_t v = 8;
+    const char *path = write_good("v9.ck");
+    int64_t v = 9;
     put_attr(path, "version", H5T_STD_I64LE, 0, &v);
-    expect_load_error(path, GNN_EVERSION, "checkpoint format version 8 is not supported");
+    expect_load_error(path, GNN_EVERSION, "checkpoint format version 9 is not supported");
     v = 1; /* before mini-batch training: no mode, fanouts, batch_size */
     put_attr(path, "version", H5T_STD_I64LE, 0, &v);
     expect_load_error(path, GNN_EVERSION, "checkpoint format version 1 is not supported");
     delete_attr(path, "version");
     expect_load_error(path, GNN_EFORMAT, "missing attribute 'version'");
 
+    /* Version 8 added the weights' initialisation; a version 7 file,
+     * without it, is read as Glorot. A version 8 file must have it. */
+    gnn_checkpoint_t c, d;
+    make_ck(&c, 100, 2, g_seed + 6);
+    path = write_good("v7.ck");
+    delete_attr(path, "init");
+    expect_load_error(path, GNN_EFORMAT, "missing attribute 'init'");
+    v = 7;
+    put_attr(path, "version", H5T_STD_I64LE, 0, &v);
+    assert_int_equal(gnn_checkpoint_load(path, &d), 0);
+    assert_string_equal(d.init, "glorot");
+    as_before_v8(&c);
+    assert_ck_equal(&c, &d);
+    gnn_checkpoint_free(&d);
+    free_ck(&c);
+
     /* Version 7 added the graph's fingerprint; a version 6 file, without
      * it, is read with the edges unknown (-1) and the hashes 0. A version
      * 7 file must have each. */
-    gnn_checkpoint_t c, d;
     static const char *const v7s[] = {"num_edges", "edge_hash", "train_hash", "train_layout"};
     for (int i = 0; i < 4; i++) {
         path = write_good("v7-part.ck");
@@ -1015,6 +1036,10 @@ static void test_bad_attributes(void **state)
     path = write_good("empty-scope.ck");
     put_attr_str(path, "decay_scope", "");
     expect_load_error(path, GNN_EFORMAT, "decay_scope is empty");
+
+    path = write_good("bad-init.ck");
+    put_attr_str(path, "init", "xavier");
+    expect_load_error(path, GNN_EFORMAT, "init = \"xavier\" (expected glorot or fan-in)");
 
     path = write_good("empty-embed-opt.ck");
     put_attr_str(path, "embed_opt", "");

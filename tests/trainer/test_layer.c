@@ -144,7 +144,7 @@ static void test_own_kind_through_the_model(void **state)
     const gnn_aggr_def_t *sum;
     assert_int_equal(gnn_aggr_registry_find(reg, "sum", &sum), 0);
     gnn_model_config_t cfg = {&dense_kind, 2, F, H, C, 0.0f, sum, 0, 0, 0.0f, 0.0f, NULL,
-                              0, NULL, NULL, 0, 0};
+                              0, NULL, NULL, 0, 0, 0};
     gnn_model_t *m;
     assert_int_equal(gnn_model_create(be, reg, &cfg, 7, &m), 0);
     assert_int_equal(gnn_model_n_params(m), F * H + H + H * C + C);
@@ -254,7 +254,7 @@ static void test_halo_only_where_read(void **state)
     int want[] = {0, 2}; /* exchanges around a 3-layer model's outputs */
     for (int c = 0; c < 2; c++) {
         gnn_model_config_t cfg = {kinds[c], 3, F, 4, 2, 0.5f, mean, 0, 0, 0.0f, 0.0f, NULL,
-                                  0, NULL, NULL, 0, 0};
+                                  0, NULL, NULL, 0, 0, 0};
         gnn_model_t *m;
         assert_int_equal(gnn_model_create(be, reg, &cfg, 1, &m), 0);
         calls_t calls = {0, 0};

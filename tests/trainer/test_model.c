@@ -248,7 +248,7 @@ static void check_gradients_in(gnn_model_kind_t kind, const char *aggr, int laye
     fixture_t t;
     fixture(&t, 24, f, 3, &s);
     gnn_model_config_t cfg = {kind, layers, f, hidden, 3, dropout, NULL, 0, 0, 0.0f, 0.0f, NULL,
-                              0, NULL, NULL, 0, 0};
+                              0, NULL, NULL, 0, 0, 0};
     if (aggr) assert_int_equal(gnn_aggr_registry_find(t.reg, aggr, &cfg.aggr), 0);
     gnn_model_t *m;
     assert_int_equal(gnn_model_create(t.be, t.reg, &cfg, 5, &m), 0);
@@ -328,7 +328,7 @@ static void check_input_gradient(gnn_model_kind_t kind, const char *aggr, int la
     fixture_t t;
     fixture(&t, 24, f, 3, &s);
     gnn_model_config_t cfg = {kind, layers, f, hidden, 3, dropout, NULL, 0, 0, 0.0f, 0.0f, NULL,
-                              0, NULL, NULL, 0, 0};
+                              0, NULL, NULL, 0, 0, 0};
     if (aggr) assert_int_equal(gnn_aggr_registry_find(t.reg, aggr, &cfg.aggr), 0);
     gnn_model_t *m;
     assert_int_equal(gnn_model_create(t.be, t.reg, &cfg, 5, &m), 0);
@@ -397,7 +397,7 @@ static void test_input_gradients(void **state)
     fixture_t t;
     fixture(&t, 16, 4, 3, &s);
     gnn_model_config_t cfg = {GNN_MODEL_GCN, 2, 4, 4, 3, 0.0f, NULL, 0, 0, 0.0f, 0.0f, NULL,
-                              0, NULL, NULL, 0, 0};
+                              0, NULL, NULL, 0, 0, 0};
     gnn_model_t *m;
     assert_int_equal(gnn_model_create(t.be, t.reg, &cfg, 5, &m), 0);
     assert_int_equal(gnn_model_set_sparse_input(m, t.bxs), 0);
@@ -431,7 +431,7 @@ static void check_input_rows(gnn_model_kind_t kind, const char *aggr, int64_t f,
         memcpy(t.x + i * f, table + rows[i] * f, (size_t)f * sizeof(float));
     }
     gnn_model_config_t cfg = {kind, 2, f, hidden, 3, 0.0f, NULL, 0, 0, 0.0f, 0.0f, NULL,
-                              0, NULL, NULL, 0, 0};
+                              0, NULL, NULL, 0, 0, 0};
     if (aggr) assert_int_equal(gnn_aggr_registry_find(t.reg, aggr, &cfg.aggr), 0);
     gnn_model_t *m;
     assert_int_equal(gnn_model_create(t.be, t.reg, &cfg, 5, &m), 0);
@@ -555,7 +555,7 @@ static void check_sparse_batch(gnn_model_kind_t kind, const char *aggr)
     assert_int_equal(gnn_be_graph_create(t.be, &b1, &gs[1]), 0);
 
     gnn_model_config_t cfg = {kind, 2, f, 6, 3, 0.5f, NULL, 0, 0, 0.0f, 0.0f, NULL,
-                              0, NULL, NULL, 0, 0};
+                              0, NULL, NULL, 0, 0, 0};
     if (aggr) assert_int_equal(gnn_aggr_registry_find(t.reg, aggr, &cfg.aggr), 0);
     gnn_model_t *m;
     assert_int_equal(gnn_model_create(t.be, t.reg, &cfg, 5, &m), 0);
@@ -619,7 +619,7 @@ static void test_layout_and_errors(void **state)
     const gnn_aggr_def_t *mean;
     assert_int_equal(gnn_aggr_registry_find(t.reg, "mean", &mean), 0);
     gnn_model_config_t cfg = {GNN_MODEL_SAGE, 2, 4, 3, 2, 0.5f, mean, 0, 0, 0.0f, 0.0f, NULL,
-                              0, NULL, NULL, 0, 0};
+                              0, NULL, NULL, 0, 0, 0};
     gnn_model_t *m, *m2;
     assert_int_equal(gnn_model_create(t.be, t.reg, &cfg, 1, &m), 0);
     /* SAGE: 2 (4x3) + 3, then 2 (3x2) + 2. */
@@ -634,6 +634,19 @@ static void test_layout_and_errors(void **state)
     float *w = gnn_model_params(m);
     for (int i = 24; i < 27; i++) assert_true(w[i] == 0.0f);
     for (int i = 0; i < 24; i++) assert_true(fabsf(w[i]) <= sqrtf(6.0f / 7.0f));
+    gnn_model_free(m2);
+    /* Fan-in: the same draws scaled to +-1/sqrt(fin) (4 inputs, then 3),
+     * the biases still zero. */
+    gnn_model_config_t cf = cfg;
+    cf.init_fan_in = 1;
+    assert_int_equal(gnn_model_create(t.be, t.reg, &cf, 1, &m2), 0);
+    const float *wf = gnn_model_params(m2);
+    for (int i = 0; i < 41; i++) {
+        int bias = (i >= 24 && i < 27) || i >= 39;
+        double fin = i < 27 ? 4.0 : 3.0, fout = i < 27 ? 3.0 : 2.0;
+        double want = bias ? 0.0 : w[i] / sqrt(6.0 / (fin + fout)) / sqrt(fin);
+        if (fabs(wf[i] - want) > 1e-6) fail_msg("fan-in parameter %d: %g, want %g", i, wf[i], want);
+    }
     gnn_model_free(m2);
 
     /* Backward before a training forward. */
@@ -730,7 +743,7 @@ static void test_empty_rows_with_halo(void **state)
         const gnn_aggr_def_t *ag = NULL;
         if (cases[c].aggr) assert_int_equal(gnn_aggr_registry_find(reg, cases[c].aggr, &ag), 0);
         gnn_model_config_t cfg = {cases[c].kind, cases[c].layers, cases[c].in, cases[c].hidden,
-                                  3, 0.5f, ag, cases[c].heads, 1, 0.5f, 0.2f, NULL, 0, NULL, NULL, 0, 0};
+                                  3, 0.5f, ag, cases[c].heads, 1, 0.5f, 0.2f, NULL, 0, NULL, NULL, 0, 0, 0};
         const char *an = cases[c].aggr ? cases[c].aggr : "attention";
         gnn_model_t *m;
         assert_int_equal(gnn_model_create(be, reg, &cfg, 1, &m), 0);

@@ -219,6 +219,7 @@ static log_summary_t check_log(const char *path, int runs, int epochs)
     assert_non_null(text);
     int lines = 0;
     char *last = NULL;
+    double now = (double)time(NULL), prev_end = 0.0;
     for (char *line = text, *nl; *line; line = nl + 1) {
         nl = strchr(line, '\n');
         if (!nl) fail_msg("%s: the last line is not terminated", path);
@@ -238,6 +239,12 @@ static log_summary_t check_log(const char *path, int runs, int epochs)
                 assert_true(a >= 0.0 && a <= 1.0);
             }
             assert_true(tu_json_num(line, "epoch_s") >= 0.0);
+            /* The wall clock at the epoch's end: this run's, in order. */
+            double end = tu_json_num(line, "epoch_end_unix");
+            if (!(end >= prev_end && end <= now + 1.0 && end > now - 3600.0))
+                fail_msg("%s: line %d: epoch_end_unix %.3f is not in order before now (%.0f)",
+                         path, lines + 1, end, now);
+            prev_end = end;
             assert_true(json_true(line, "evaluated")); /* --eval-every 1 */
             assert_null(tu_json_get(line, "final"));
         }
@@ -601,6 +608,32 @@ static void test_checkpoint_refusals(void **state)
     train_fails(NULL, 1, "--hidden is 16 in the checkpoint but 8 now", "--data", (char *)g_sbm,
                 "--epochs", "6", "--hidden", "8", "--checkpoint", ck, "--resume", "-q",
                 (char *)NULL);
+    /* gcn's weights are Glorot unless told otherwise; a later run of the
+     * checkpoint would draw them otherwise. */
+    train_fails(NULL, 1, "--init is glorot in the checkpoint but fan-in now", "--data",
+                (char *)g_sbm, "--epochs", "6", "--init", "fan-in", "--checkpoint", ck,
+                "--resume", "-q", (char *)NULL);
+    char init[16];
+    h5_attr_str(ck, "init", init, sizeof init);
+    assert_string_equal(init, "glorot");
+    /* sage's are fan-in (as PyG's SAGEConv), and --init says otherwise. */
+    char *ck_sage = (char *)tu_path("refuse-sage.h5");
+    unlink(ck_sage);
+    TRAIN_OK("--data", (char *)g_sbm, "--model", "sage", "--epochs", "1", "--threads", "2",
+             "--checkpoint", ck_sage, "-q");
+    h5_attr_str(ck_sage, "init", init, sizeof init);
+    assert_string_equal(init, "fan-in");
+    unlink(ck_sage);
+    TRAIN_OK("--data", (char *)g_sbm, "--model", "sage", "--init", "glorot", "--epochs", "1",
+             "--threads", "2", "--checkpoint", ck_sage, "-q");
+    h5_attr_str(ck_sage, "init", init, sizeof init);
+    assert_string_equal(init, "glorot");
+    /* Resumed without --init, it keeps drawing as its checkpoint says. */
+    TRAIN_OK("--data", (char *)g_sbm, "--model", "sage", "--epochs", "2", "--threads", "2",
+             "--checkpoint", ck_sage, "--resume", "-q");
+    assert_int_equal(h5_attr_i64(ck_sage, "epoch"), 2);
+    h5_attr_str(ck_sage, "init", init, sizeof init);
+    assert_string_equal(init, "glorot");
     train_fails(NULL, 1, "the feature width is 32 in the checkpoint but 16 now", "--data",
                 (char *)g_sbm16, "--epochs", "6", "--checkpoint", ck, "--resume", "-q",
                 (char *)NULL);
@@ -653,7 +686,7 @@ static void test_checkpoint_refusals(void **state)
     H5Fclose(f);
     TRAIN_OK("--data", (char *)g_sbm, "--epochs", "5", "--threads", "2", "--checkpoint", v2,
              "--resume", "-q");
-    assert_int_equal(h5_attr_i64(v2, "version"), 7);
+    assert_int_equal(h5_attr_i64(v2, "version"), 8);
     assert_int_equal(h5_attr_i64(v2, "heads"), 0); /* gcn: no attention settings */
     assert_int_equal(h5_attr_i64(v2, "epoch"), 5);
     assert_int_equal(h5_attr_i64(v2, "num_nodes"), 3000);
@@ -1020,6 +1053,8 @@ static void test_minibatch_bad_options(void **state)
                 "--fanouts", "10;5", "--save-predictions", out, (char *)NULL);
     train_fails(out, 2, "--mode \"half\" (expected full or minibatch)", "--data", d, "--mode",
                 "half", "--save-predictions", out, (char *)NULL);
+    train_fails(out, 2, "--init \"xavier\" (expected glorot or fan-in)", "--data", d, "--init",
+                "xavier", "--save-predictions", out, (char *)NULL);
     train_fails(out, 2, "--sparse-features on: the sage first layer can take sparse input only "
                 "with a linear aggregator (sum, mean, gcn), not max", "--data", d, "--model",
                 "sage", "--aggr", "max", "--sparse-features", "on", "--save-predictions", out,
@@ -1587,7 +1622,7 @@ static void test_embed_all(void **state)
     log_summary_t r = check_log(log, 1, 30);
     print_message("--embed all on the 4-class SBM graph: test accuracy %.4f\n", r.test_acc);
     assert_true(r.test_acc >= 0.85);
-    assert_int_equal(h5_attr_i64(ck, "version"), 7);
+    assert_int_equal(h5_attr_i64(ck, "version"), 8);
     assert_int_equal(h5_attr_i64(ck, "in_dim"), 8 + 8);
     assert_int_equal(h5_attr_i64(ck, "embed_dim"), 8);
     assert_int_equal(h5_attr_i64(ck, "embed_all"), 1);

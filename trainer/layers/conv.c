@@ -54,8 +54,8 @@ int gnn_conv_setup(gnn_layer_t *L, const gnn_conv_layout_t *lay)
 void gnn_conv_init(const gnn_layer_t *L, float *w, uint64_t seed)
 {
     const conv_t *c = L->state;
-    gnn_layer_glorot(L, w, c->lay.w_off, L->fin, L->fout, seed);
-    if (c->lay.ws_off >= 0) gnn_layer_glorot(L, w, c->lay.ws_off, L->fin, L->fout, seed);
+    gnn_layer_weights(L, w, c->lay.w_off, L->fin, L->fout, seed);
+    if (c->lay.ws_off >= 0) gnn_layer_weights(L, w, c->lay.ws_off, L->fin, L->fout, seed);
     gnn_layer_init_declared(L, w, c->th_off, c->th, c->n_th, seed);
 }
 

@@ -68,7 +68,7 @@ static int gat_setup(gnn_layer_t *L)
 static void gat_init(const gnn_layer_t *L, float *w, uint64_t seed)
 {
     const gat_t *c = L->state;
-    gnn_layer_glorot(L, w, 0, L->fin, c->H * c->F, seed);
+    gnn_layer_weights(L, w, 0, L->fin, c->H * c->F, seed);
     gnn_layer_init_declared(L, w, c->th_off, c->th, c->n_th, seed);
 }
 

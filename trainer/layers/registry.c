@@ -81,13 +81,28 @@ void gnn_layer_init_declared(const gnn_layer_t *L, float *w, int64_t at,
     }
 }
 
+/* w[at ...] uniform in +-lim, one counter per entry. */
+static void fill_uniform(const gnn_layer_t *L, float *w, int64_t at, int64_t count, double lim,
+                         uint64_t seed)
+{
+    uint64_t base = (uint64_t)(L->off + at);
+    for (int64_t i = 0; i < count; i++)
+        w[at + i] = (float)((2.0 * gnn_rng_uniform(seed, base + (uint64_t)i) - 1.0) * lim);
+}
+
 void gnn_layer_glorot(const gnn_layer_t *L, float *w, int64_t at, int64_t fin, int64_t fout,
                       uint64_t seed)
 {
-    double lim = sqrt(6.0 / (double)(fin + fout));
-    uint64_t base = (uint64_t)(L->off + at);
-    for (int64_t i = 0; i < fin * fout; i++)
-        w[at + i] = (float)((2.0 * gnn_rng_uniform(seed, base + (uint64_t)i) - 1.0) * lim);
+    fill_uniform(L, w, at, fin * fout, sqrt(6.0 / (double)(fin + fout)), seed);
+}
+
+void gnn_layer_weights(const gnn_layer_t *L, float *w, int64_t at, int64_t fin, int64_t fout,
+                       uint64_t seed)
+{
+    if (L->init_fan_in)
+        fill_uniform(L, w, at, fin * fout, 1.0 / sqrt((double)fin), seed);
+    else
+        gnn_layer_glorot(L, w, at, fin, fout, seed);
 }
 
 gnn_layer_tensor_t gnn_layer_tensor(const char *name, int64_t at, int64_t rows, int64_t cols,

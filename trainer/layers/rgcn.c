@@ -62,8 +62,8 @@ static void rgcn_init(const gnn_layer_t *L, float *w, uint64_t seed)
 {
     const rgcn_t *c = L->state;
     int64_t fw = L->fin * L->fout, n = L->bases > 0 ? L->bases : L->relations;
-    gnn_layer_glorot(L, w, c->ws_off, L->fin, L->fout, seed);
-    for (int64_t i = 0; i < n; i++) gnn_layer_glorot(L, w, c->w_off + i * fw, L->fin, L->fout, seed);
+    gnn_layer_weights(L, w, c->ws_off, L->fin, L->fout, seed);
+    for (int64_t i = 0; i < n; i++) gnn_layer_weights(L, w, c->w_off + i * fw, L->fin, L->fout, seed);
     if (c->a_off >= 0) gnn_layer_glorot(L, w, c->a_off, L->relations, L->bases, seed);
 }
 
