@@ -36,26 +36,29 @@ warnings.filterwarnings("ignore", message="scatter_reduce")
 
 
 def sample_hop(indptr, indices, frontier, fanout, gen):
-    """Sampled (row, source) pairs of one hop: row indexes frontier."""
+    """Sampled (row, source) pairs of one hop: row indexes frontier. Runs
+    where indptr, indices and frontier lie (gen: a generator there)."""
     start = indptr[frontier]
     deg = indptr[frontier + 1] - start
     take = deg if fanout < 0 else torch.clamp(deg, max=fanout)
     total = int(deg.sum())
+    dev = indices.device
     if total == 0:
-        empty = torch.empty(0, dtype=torch.long)
+        empty = torch.empty(0, dtype=torch.long, device=dev)
         return empty, empty
-    row = torch.repeat_interleave(torch.arange(frontier.numel()), deg)
+    row = torch.repeat_interleave(torch.arange(frontier.numel(), device=dev), deg)
     # Position of each candidate within its row.
     row_start = torch.cumsum(deg, 0) - deg
-    pos = torch.arange(total) - torch.repeat_interleave(row_start, deg)
+    pos = torch.arange(total, device=dev) - torch.repeat_interleave(row_start, deg)
     if fanout >= 0:
         # A random order within each row: sort by (row, random key).
-        key = row.to(torch.float64) + torch.rand(total, generator=gen, dtype=torch.float64)
+        key = row.to(torch.float64) + torch.rand(total, generator=gen, dtype=torch.float64,
+                                                 device=dev)
         order = torch.argsort(key)
         keep = pos < torch.repeat_interleave(take, deg)  # first `take` of each sorted row
         chosen = order[keep]
     else:
-        chosen = torch.arange(total)
+        chosen = torch.arange(total, device=dev)
     src = indices[torch.repeat_interleave(start, deg)[chosen] + pos[chosen]]
     return row[chosen], src
 
