@@ -162,7 +162,7 @@ static void check_gradients_with(const char *attn, int layers, int64_t f, int64_
     fixture(&t, 20, f, 3, &s);
     gnn_model_config_t cfg = {GNN_MODEL_GAT, layers, f, hidden, 3, dropout, NULL,
                               heads, out_heads, attn_dropout, 0.9999f, attention(&t, attn),
-                                  0, NULL, NULL, 0, 0};
+                                  0, NULL, NULL, 0, 0, 0};
     char what[96];
     snprintf(what, sizeof what, "%s L=%d heads %d/%d", attn, layers, heads, out_heads);
     check_model_gradients(&t, &cfg, what, &s, 0);
@@ -270,7 +270,7 @@ static void test_sparse_input(void **state)
     for (int c = 0; c < 2; c++) {
         gnn_model_config_t cfg = {GNN_MODEL_GAT, 2, t.f, 4, 3, 0.3f, NULL, heads[c][0],
                                   heads[c][1], 0.3f, 0.2f, attention(&t, "gat"), 0, NULL, NULL,
-                                  0, 0};
+                                  0, 0, 0};
         char what[32];
         snprintf(what, sizeof what, "heads %d/%d", heads[c][0], heads[c][1]);
         compare_models(&t, &cfg, use_sparse_input, bxs, 1e-5, what, "dense", "sparse");
@@ -299,7 +299,7 @@ static void test_dropped_input_blocks(void **state)
     fixture(&t, 23, 7, 3, &s);
     for (int layers = 2; layers <= 3; layers++) {
         gnn_model_config_t cfg = {GNN_MODEL_GAT, layers, t.f, 4, 3, 0.4f, NULL, 3, 2, 0.3f,
-                                  0.2f, attention(&t, "gat"), 0, NULL, NULL, 0, 0};
+                                  0.2f, attention(&t, "gat"), 0, NULL, NULL, 0, 0, 0};
         char what[32];
         snprintf(what, sizeof what, "%d layers", layers);
         compare_models(&t, &cfg, blocks_of_5, NULL, 1e-6, what, "one block", "blocks of 5");
@@ -314,7 +314,7 @@ static void test_layout(void **state)
     fixture_t t;
     fixture(&t, 10, 5, 3, &s);
     gnn_model_config_t cfg = {GNN_MODEL_GAT, 2, 5, 4, 3, 0.0f, NULL, 8, 2, 0.6f, 0.2f, NULL,
-                              0, NULL, NULL, 0, 0};
+                              0, NULL, NULL, 0, 0, 0};
     gnn_model_t *m;
     assert_int_equal(gnn_model_create(t.be, t.reg, &cfg, 1, &m), 0);
     /* Layer 0: W 5 x 32, a_l and a_r 8 x 4, b 32; layer 1: W 32 x 6,
@@ -447,14 +447,14 @@ static void test_learnable_aggregator(void **state)
                      0);
     for (int layers = 1; layers <= 3; layers++) {
         gnn_model_config_t cfg = {GNN_MODEL_SAGE, layers, 5, 4, 3, layers == 2 ? 0.3f : 0.0f, d,
-                                  0, 0, 0.0f, 0.0f, NULL, 0, NULL, NULL, 0, 0};
+                                  0, 0, 0.0f, 0.0f, NULL, 0, NULL, NULL, 0, 0, 0};
         char what[64];
         snprintf(what, sizeof what, "sage/scaled_sum L=%d", layers);
         check_model_gradients(&t, &cfg, what, &s, layers - 1);
     }
     /* Layer 0 of a 2-layer model: W_neigh 5x4, W_self 5x4, b 4, scale 5. */
     gnn_model_config_t cfg = {GNN_MODEL_SAGE, 2, 5, 4, 3, 0.0f, d, 0, 0, 0.0f, 0.0f, NULL,
-                              0, NULL, NULL, 0, 0};
+                              0, NULL, NULL, 0, 0, 0};
     gnn_model_t *m;
     assert_int_equal(gnn_model_create(t.be, t.reg, &cfg, 5, &m), 0);
     int64_t off, cnt;

@@ -85,7 +85,7 @@ static void fixture(fixture_t *t, const char *decoder, int64_t n, int64_t D, uin
     gnn_aggr_registry_t *reg;
     assert_int_equal(gnn_aggr_registry_create(&reg), 0);
     gnn_model_config_t cfg = {GNN_MODEL_GCN, 1, 3, 4, D, 0.0f, NULL, 0, 0, 0.0f, 0.0f, NULL,
-                              j->task->extra_params(j), j->task->extra_init, j, 0, 0};
+                              j->task->extra_params(j), j->task->extra_init, j, 0, 0, 0};
     assert_int_equal(gnn_model_create(j->be, reg, &cfg, 5, &j->model), 0);
     j->reg = reg;
     t->n = n;
