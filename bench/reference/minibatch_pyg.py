@@ -25,7 +25,9 @@ ReLU between them, dropout on every layer's input, as gnn-train's sage.
 --trim (the default) drops, before each layer, the nodes and edges the
 remaining layers do not reach (torch_geometric.utils.trim_to_layer, PyG's
 hierarchical sampling), so no layer computes rows no seed needs; --no-trim
-runs every layer over the whole subgraph, as the plain example does.
+runs every layer over the whole subgraph, as the plain example does (and
+so does --trim where the loader gives no per-hop counts: torch-sparse's
+sampler; the result's trim says which ran).
 Adam (torch.optim.Adam, L2 decay on every parameter, gnn-train's default
 scope for sage), mean softmax cross-entropy over the batch's seeds.
 Weights as PyG draws them (--init pyg: torch.nn.Linear's, uniform in
@@ -234,8 +236,12 @@ def main():
         def batches():
             for b in loader:
                 b = b.to(dev, non_blocking=True)
-                yield (b.x, b.y[:b.batch_size], b.edge_index, b.num_sampled_nodes,
-                       b.num_sampled_edges)
+                # The per-hop counts come with pyg-lib's sampler only
+                # (torch-sparse's leaves them out: no trimming then).
+                counts = "num_sampled_nodes" in b and "num_sampled_edges" in b
+                yield (b.x, b.y[:b.batch_size], b.edge_index,
+                       b.num_sampled_nodes if counts else None,
+                       b.num_sampled_edges if counts else None)
     else:
         indptr_d, indices_d = indptr.to(dev), indices.to(dev)
         x_d, y_d, train_d = x.to(dev), y.to(dev), train.to(dev)
@@ -256,6 +262,7 @@ def main():
     log = open(o.log_json, "w") if o.log_json else None
     times, loss_mean, count_b, edges, inputs = [], 0.0, 0, 0, 0
     end_unix = None
+    untrimmed = 0  # batches run over the whole subgraph
     for epoch in range(1, o.epochs + 1):
         model.train()
         t0 = time.perf_counter()
@@ -263,10 +270,11 @@ def main():
         count, count_b, edges, inputs = 0, 0, 0, 0
         for xb, yb, ei, nph, eph in batches():
             opt.zero_grad(set_to_none=True)
-            if o.trim:
+            if o.trim and nph is not None:
                 out = model(xb, ei, nph, eph)
             else:
                 out = model(xb, ei)
+                untrimmed += 1
             out = out[:yb.numel()]
             loss = F.cross_entropy(out, yb)
             loss.backward()
@@ -298,7 +306,7 @@ def main():
         test_acc = accuracy(logits, y, split.get("test"))
         valid_acc = accuracy(logits, y, split.get("valid"))
         eval_s = time.perf_counter() - t0
-    res = {"graph": o.graph, "impl": "pyg", "sampler": sampler, "trim": o.trim,
+    res = {"graph": o.graph, "impl": "pyg", "sampler": sampler, "trim": o.trim and not untrimmed,
            "device": str(dev), "layers": o.layers, "hidden": o.hidden, "fanouts": o.fanouts,
            "batch_size": o.batch_size, "epochs": o.epochs,
            "workers": o.workers if sampler == "pyg" else 0,
