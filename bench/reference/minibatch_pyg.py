@@ -69,22 +69,21 @@ import torch.nn.functional as F
 
 warnings.filterwarnings("ignore")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import minibatch_dgl  # noqa: E402
 from sample_torch import sample_hop  # noqa: E402
 
 
 def load(path):
-    """The in-edge CSR (row v lists the sources of edges u -> v), features,
-    labels and the split."""
+    """The in-edge CSR, features, labels (minibatch_dgl.load) and the
+    split."""
     with h5py.File(path, "r") as f:
-        n = int(f.attrs["num_nodes"])
-        if "feat" not in f or "label" not in f or "split" not in f:
-            raise SystemExit(f"minibatch_pyg.py: {path} needs feat, label and split/")
-        indptr = torch.from_numpy(f["indptr"][:].astype(np.int64))
-        indices = torch.from_numpy(f["indices"][:].astype(np.int64))
-        x = torch.from_numpy(f["feat"][:].astype(np.float32, copy=False))
-        y = torch.from_numpy(f["label"][:].astype(np.int64))
+        if "feat" not in f or "label" not in f or "split/train" not in f:
+            raise SystemExit(f"minibatch_pyg.py: {path} needs feat, label and split/train")
+    n, indptr, indices, x, y, train = minibatch_dgl.load(path)
+    with h5py.File(path, "r") as f:
         split = {k: torch.from_numpy(f["split"][k][:].astype(np.int64))
-                 for k in ("train", "valid", "test") if k in f["split"]}
+                 for k in ("valid", "test") if k in f["split"]}
+    split["train"] = train
     return n, indptr, indices, x, y, split
 
 
