@@ -645,18 +645,20 @@ int gnn_be_graph_place(gnn_backend_t *be, gnn_bgraph_t *g)
     return 0;
 }
 
-int gnn_be_graph_create_batch(gnn_backend_t *be, const gnn_bbatch_t *b, int l,
-                              gnn_bgraph_t **out)
+/* gnn_be_graph_create_batch, on sampler s's work queue when s is given
+ * (fn: the caller's name for messages). */
+static int graph_create_batch(gnn_backend_t *be, gnn_bsampler_t *s, const gnn_bbatch_t *b, int l,
+                              gnn_bgraph_t **out, const char *fn)
 {
     int rc = 0;
     gnn_bgraph_t *g = NULL;
     gnn_csr_t *view = NULL;
-    GNN_CHECK(out, GNN_EINVAL, "gnn_be_graph_create_batch: NULL output");
+    GNN_CHECK(out, GNN_EINVAL, "%s: NULL output", fn);
     *out = NULL;
-    GNN_CHECK(be && b, GNN_EINVAL, "gnn_be_graph_create_batch: NULL argument");
-    GNN_CHECK(b->be == be, GNN_EINVAL, "gnn_be_graph_create_batch: a batch of another backend");
-    GNN_CHECK(l >= 0 && l < b->layers, GNN_EINVAL,
-              "gnn_be_graph_create_batch: block %d of a batch of %d", l, b->layers);
+    GNN_CHECK(be && b, GNN_EINVAL, "%s: NULL argument", fn);
+    GNN_CHECK(b->be == be, GNN_EINVAL, "%s: a batch of another backend", fn);
+    GNN_CHECK(l >= 0 && l < b->layers, GNN_EINVAL, "%s: block %d of a batch of %d", fn, l,
+              b->layers);
     if (!be->ops->graph_prepare_dev) { /* arrays the host reads: the usual way */
         view = gnn_calloc(1, sizeof *view);
         GNN_CHECK(view, GNN_ENOMEM, "prepared graph");
@@ -675,7 +677,10 @@ int gnn_be_graph_create_batch(gnn_backend_t *be, const gnn_bbatch_t *b, int l,
     g = gnn_calloc(1, sizeof *g);
     GNN_CHECK(g, GNN_ENOMEM, "prepared graph");
     g->host = (gnn_aggr_graph_t){.n_dst = b->n_dst[l], .n_src = b->n_src[l], .nnz = b->nnz[l]};
-    GNN_TRY(be->ops->graph_prepare_dev(be, g, b->indptr[l], b->indices[l]));
+    if (s && be->ops->sampler_graph_prepare_dev)
+        GNN_TRY(be->ops->sampler_graph_prepare_dev(be, s, g, b->indptr[l], b->indices[l]));
+    else
+        GNN_TRY(be->ops->graph_prepare_dev(be, g, b->indptr[l], b->indices[l]));
     g->be = be;
     *out = g;
     return 0;
@@ -683,6 +688,22 @@ fail:
     if (!g) gnn_free(view);
     gnn_be_graph_free(g);
     return rc;
+}
+
+int gnn_be_graph_create_batch(gnn_backend_t *be, const gnn_bbatch_t *b, int l,
+                              gnn_bgraph_t **out)
+{
+    return graph_create_batch(be, NULL, b, l, out, "gnn_be_graph_create_batch");
+}
+
+int gnn_be_sampler_graph_create(gnn_bsampler_t *s, const gnn_bbatch_t *b, int l,
+                                gnn_bgraph_t **out)
+{
+    if (!s) {
+        if (out) *out = NULL;
+        return GNN_FAIL(GNN_EINVAL, "gnn_be_sampler_graph_create: NULL sampler");
+    }
+    return graph_create_batch(s->be, s, b, l, out, "gnn_be_sampler_graph_create");
 }
 
 int64_t gnn_bgraph_n_dst(const gnn_bgraph_t *g)

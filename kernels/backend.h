@@ -481,6 +481,14 @@ void gnn_be_batch_free(gnn_bbatch_t *b);
  * another backend. */
 int gnn_be_graph_create_batch(gnn_backend_t *be, const gnn_bbatch_t *b, int l,
                               gnn_bgraph_t **out);
+/* The same, made by the thread that samples with s while another drives
+ * s's backend (a batch prepared ahead of the step that trains it): on a
+ * GPU on s's own stream, which it leaves idle, so that the graph is ready
+ * for the backend's stream on return; on a CPU backend as
+ * gnn_be_graph_create_batch. The graph is the backend's as any other
+ * (freed with gnn_be_graph_free, after the step, by any thread). */
+int gnn_be_sampler_graph_create(gnn_bsampler_t *s, const gnn_bbatch_t *b, int l,
+                                gnn_bgraph_t **out);
 
 #ifdef __cplusplus
 }

@@ -132,6 +132,10 @@ typedef struct {
     /* gnn_be_host_alloc / gnn_be_host_free; NULL: gnn_malloc / gnn_free */
     int (*host_alloc)(gnn_backend_t *be, size_t bytes, void **out);
     void (*host_free)(gnn_backend_t *be, void *p);
+    /* graph_prepare_dev on the work queue of sampler s (its thread may
+     * call it while another drives be); NULL: graph_prepare_dev there. */
+    int (*sampler_graph_prepare_dev)(gnn_backend_t *be, gnn_bsampler_t *s, gnn_bgraph_t *g,
+                                     const int64_t *indptr, const int64_t *indices);
 } gnn_backend_ops_t;
 
 /* A device sampler: the host's view, and the device's (impl). */

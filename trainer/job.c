@@ -46,6 +46,7 @@ void gnn__job_free(gnn_job_t *j)
     gnn_be_sampler_free(j->ds);
     gnn_free(j->dperm);
     gnn_free(j->dy);
+    gnn_free(j->loss_host);
     if (j->mode && j->mode->free) j->mode->free(j); /* after the loader reading its rows */
     if (j->task && j->task->free) j->task->free(j);
     gnn_model_free(j->model);
@@ -61,6 +62,7 @@ void gnn__job_free(gnn_job_t *j)
         gnn_be_free(j->be, j->xin);
         gnn_be_free(j->be, j->dlogits);
         gnn_be_free(j->be, j->loss_dev);
+        gnn_be_free(j->be, j->loss_slots);
         gnn_be_free(j->be, j->fc_rows);
         gnn_be_free(j->be, j->fc_slot);
         gnn_be_free(j->be, j->adam_m);

@@ -77,6 +77,11 @@ typedef struct gnn_job {
     gnn_bgraph_t *bg;                 /* the whole (local) graph on the backend */
     float *dlogits;                   /* backend, rows of a step x out_dim */
     double *loss_dev;                 /* backend: a step's loss, read after the step */
+    double *loss_slots;               /* backend: each batch's loss of a device-sampled
+                                         epoch, read at its end */
+    size_t loss_slots_bytes;
+    double *loss_host;                /* their copy on the host */
+    size_t loss_host_cap;
     int loss_checked;                 /* the targets passed a checked loss once */
     size_t dlogits_bytes;             /* mini-batches: what it holds (grown per batch) */
     /* input.c: learnable input rows (--embed-dim) */

@@ -240,21 +240,36 @@ static int cu_graph_prepare(gnn_backend_t *be, gnn_bgraph_t *g)
     return 0;
 }
 
-static int cu_graph_prepare_dev(gnn_backend_t *be, gnn_bgraph_t *g, const int64_t *indptr,
-                                const int64_t *indices)
+/* A graph from device arrays, made on `stream` (NULL: the backend's). */
+static int graph_prepare_dev_on(gnn_backend_t *be, void *stream, gnn_bgraph_t *g,
+                                const int64_t *indptr, const int64_t *indices)
 {
     gnn_cuda_be_t *cb = gnn__cuda_be(be);
     cuda_bgraph_t *bg = (cuda_bgraph_t *)gnn_calloc(1, sizeof *bg);
     GNN_CHECK_RET(bg, GNN_ENOMEM, "prepared graph");
     bg->ctx = &cb->spmm;
-    int rc = gnn__cuda_graph_create_dev(&cb->spmm, g->host.n_dst, g->host.n_src, g->host.nnz,
-                                        indptr, indices, &bg->cg, &g->dev);
+    int rc = gnn__cuda_graph_create_dev(&cb->spmm, stream, g->host.n_dst, g->host.n_src,
+                                        g->host.nnz, indptr, indices, &bg->cg, &g->dev);
     if (rc < 0) {
         gnn_free(bg);
         return rc;
     }
     g->impl = bg;
     return 0;
+}
+
+static int cu_graph_prepare_dev(gnn_backend_t *be, gnn_bgraph_t *g, const int64_t *indptr,
+                                const int64_t *indices)
+{
+    return graph_prepare_dev_on(be, NULL, g, indptr, indices);
+}
+
+/* The same on the sampler's stream, from its thread, while the backend's
+ * stream trains. */
+static int cu_sampler_graph_prepare_dev(gnn_backend_t *be, gnn_bsampler_t *s, gnn_bgraph_t *g,
+                                        const int64_t *indptr, const int64_t *indices)
+{
+    return graph_prepare_dev_on(be, gnn__cuda_sampler_stream(s), g, indptr, indices);
 }
 
 static void cu_graph_release(gnn_backend_t *be, gnn_bgraph_t *g)
@@ -465,6 +480,7 @@ static const gnn_backend_ops_t cuda_ops = {
     /* .gather_rows_cached = */ gnn__cuda_gather_rows_cached,
     /* .host_alloc = */ cu_host_alloc,
     /* .host_free = */ cu_host_free,
+    /* .sampler_graph_prepare_dev = */ cu_sampler_graph_prepare_dev,
 };
 
 /* Handles and stream of cb on its device; on failure the caller closes. */

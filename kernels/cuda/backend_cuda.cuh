@@ -55,6 +55,8 @@ int gnn__cuda_sampler_prepare(gnn_backend_t *be, gnn_bsampler_t *s);
 void gnn__cuda_sampler_release(gnn_backend_t *be, gnn_bsampler_t *s);
 int gnn__cuda_sample(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds, int64_t n,
                      uint64_t key, gnn_bbatch_t *b);
+/* The sampler's own stream (a cudaStream_t). */
+void *gnn__cuda_sampler_stream(const gnn_bsampler_t *s);
 
 /* Graph attention (attn_cuda.cu): the built-in gat's score entry points,
  * the fused softmax and aggregation and its backward, ELU. */

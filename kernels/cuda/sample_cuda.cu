@@ -115,6 +115,11 @@ static cudaError_t map_host(const void *h, size_t bytes, void **reg, void **dev)
     return cudaHostGetDevicePointer(dev, p, 0);
 }
 
+void *gnn__cuda_sampler_stream(const gnn_bsampler_t *s)
+{
+    return (void *)((const cu_sampler_t *)s->impl)->st;
+}
+
 int gnn__cuda_sampler_prepare(gnn_backend_t *be, gnn_bsampler_t *s)
 {
     gnn_cuda_be_t *cb = gnn__cuda_be(be);

@@ -358,9 +358,10 @@ static int bits_for(int64_t n)
     return b;
 }
 
-int gnn__cuda_graph_create_dev(const gnn_cuda_spmm_ctx_t *ctx, int64_t n_dst, int64_t n_src,
-                               int64_t nnz, const int64_t *indptr, const int64_t *indices,
-                               gnn_cuda_graph_t **out, gnn_aggr_graph_t *view)
+int gnn__cuda_graph_create_dev(const gnn_cuda_spmm_ctx_t *ctx, void *stream, int64_t n_dst,
+                               int64_t n_src, int64_t nnz, const int64_t *indptr,
+                               const int64_t *indices, gnn_cuda_graph_t **out,
+                               gnn_aggr_graph_t *view)
 {
     GNN_CHECK_RET(out && ctx && view && indptr && indices, GNN_EINVAL,
                   "spmm graph from device arrays: NULL argument");
@@ -371,7 +372,7 @@ int gnn__cuda_graph_create_dev(const gnn_cuda_spmm_ctx_t *ctx, int64_t n_dst, in
     *out = NULL;
     gnn_cuda_graph_t *g = (gnn_cuda_graph_t *)gnn_calloc(1, sizeof *g);
     GNN_CHECK_RET(g, GNN_ENOMEM, "spmm graph on the device");
-    cudaStream_t st = (cudaStream_t)ctx->stream;
+    cudaStream_t st = stream ? (cudaStream_t)stream : (cudaStream_t)ctx->stream;
     g->stream = st;
     g->n_dst = n_dst;
     g->n_src = n_src;
@@ -470,6 +471,9 @@ int gnn__cuda_graph_create_dev(const gnn_cuda_spmm_ctx_t *ctx, int64_t n_dst, in
                         " entries): %s",
                         n_dst, n_src, nnz, cudaGetErrorString(e));
     }
+    /* Made (st is idle): from now on the graph serves ctx's stream, whose
+     * work its free waits for. */
+    g->stream = (cudaStream_t)ctx->stream;
     g->shape[DIR_FWD] = shape_from(host_max[0], n_dst, nnz, &g->det_impl[DIR_FWD]);
     g->shape[DIR_BWD] = shape_from(host_max[1], n_src, nnz, &g->det_impl[DIR_BWD]);
     view->n_dst = n_dst;

@@ -85,10 +85,12 @@ int gnn__cuda_graph_create(const gnn_cuda_spmm_ctx_t *ctx, const gnn_spmm_graph_
 /* The same from a CSR in device memory (n_dst x n_src, unweighted, rows
  * in any order of columns): copied, transposed and scaled on the device
  * (gnn_spmm_graph_create's factors, bit for bit), one wait for the longest
- * rows. */
-int gnn__cuda_graph_create_dev(const gnn_cuda_spmm_ctx_t *ctx, int64_t n_dst, int64_t n_src,
-                               int64_t nnz, const int64_t *indptr, const int64_t *indices,
-                               gnn_cuda_graph_t **out, gnn_aggr_graph_t *view);
+ * rows. The work runs on `stream` (a cudaStream_t; NULL: ctx's), which it
+ * leaves idle; the graph then serves ctx's stream, as any other. */
+int gnn__cuda_graph_create_dev(const gnn_cuda_spmm_ctx_t *ctx, void *stream, int64_t n_dst,
+                               int64_t n_src, int64_t nnz, const int64_t *indptr,
+                               const int64_t *indices, gnn_cuda_graph_t **out,
+                               gnn_aggr_graph_t *view);
 /* Free g and everything cached in it (after the work using it). NULL ok. */
 void gnn__cuda_graph_free(gnn_cuda_graph_t *g);
 

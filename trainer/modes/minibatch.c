@@ -32,6 +32,7 @@
 #include "trainer/typed.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <omp.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -376,16 +377,23 @@ fail:
 
 /* The loss of a batch and the step: after an epoch whose batches checked
  * every target (j->loss_checked), the loss is queued with the step and
- * read once the step is queued whole: no wait inside it. */
+ * read once the step is queued whole: no wait inside it; with a slot
+ * (backend memory) it is left there, for the epoch to read at its end
+ * (*loss NaN), so that the step is not waited for at all. */
 static int batch_loss_and_step(gnn_job_t *j, const float *logits, const gnn_loader_batch_t *b,
-                               const int64_t *y, int64_t ns, double *loss)
+                               const int64_t *y, int64_t ns, double *loss, double *slot)
 {
     int rc = 0;
     if (j->task->batch_loss_async && j->loss_checked) {
-        if (!j->loss_dev) GNN_TRY(gnn_be_alloc(j->be, sizeof(double), (void **)&j->loss_dev));
-        GNN_TRY(j->task->batch_loss_async(j, logits, b, y, ns, j->loss_dev, j->dlogits));
+        if (!slot && !j->loss_dev)
+            GNN_TRY(gnn_be_alloc(j->be, sizeof(double), (void **)&j->loss_dev));
+        GNN_TRY(j->task->batch_loss_async(j, logits, b, y, ns, slot ? slot : j->loss_dev,
+                                          j->dlogits));
         GNN_TRY(gnn__step(j));
-        GNN_TRY(gnn_be_download(j->be, loss, j->loss_dev, sizeof(double)));
+        if (slot)
+            *loss = NAN;
+        else
+            GNN_TRY(gnn_be_download(j->be, loss, j->loss_dev, sizeof(double)));
     } else {
         GNN_TRY(j->task->batch_loss(j, logits, b, y, ns, loss, j->dlogits));
         GNN_TRY(gnn__step(j));
@@ -448,7 +456,7 @@ static int train_batch(gnn_job_t *j, gnn_loader_batch_t *b, double *loss)
     GNN_TRY(gnn_model_forward(j->model, graphs, x, 1, &logits));
     GNN_TRY(gnn__buf_ensure(be, (void **)&j->dlogits, &j->dlogits_bytes,
                             (size_t)ns * (size_t)j->out_dim * sizeof(float)));
-    GNN_TRY(batch_loss_and_step(j, logits, b, y, ns, loss));
+    GNN_TRY(batch_loss_and_step(j, logits, b, y, ns, loss, NULL));
 fail:
     if (j->feat_by_rows) (void)gnn_model_set_input_rows(j->model, NULL);
     if (j->bxsb) (void)gnn_model_set_sparse_input(j->model, NULL);
@@ -460,8 +468,9 @@ fail:
 }
 
 /* One step on the device-sampled batch b of seeds sd[0, ns). */
-static int train_device_batch(gnn_job_t *j, const gnn_bbatch_t *b, int64_t index,
-                              const int64_t *sd, int64_t ns, double *loss, double *prep_s)
+static int train_device_batch(gnn_job_t *j, const gnn_bbatch_t *b, gnn_bgraph_t **given,
+                              int64_t index, const int64_t *sd, int64_t ns, double *loss,
+                              double *slot, double *prep_s)
 {
     int rc = 0;
     gnn_backend_t *be = j->be;
@@ -469,7 +478,12 @@ static int train_device_batch(gnn_job_t *j, const gnn_bbatch_t *b, int64_t index
     const int64_t F = j->g.feat_dim, *labels = j->task->seed_targets(j);
     const float *logits;
     double t0 = gnn__now_s();
-    for (int l = 0; l < j->o->layers; l++) GNN_TRY(gnn_be_graph_create_batch(be, b, l, &graphs[l]));
+    for (int l = 0; l < j->o->layers; l++) { /* the sampler's thread's, or made here */
+        graphs[l] = given ? given[l] : NULL;
+        if (given) given[l] = NULL; /* ours to free now */
+    }
+    for (int l = 0; l < j->o->layers; l++)
+        if (!graphs[l]) GNN_TRY(gnn_be_graph_create_batch(be, b, l, &graphs[l]));
     *prep_s += gnn__now_s() - t0;
     GNN_TRY(gnn__buf_ensure(be, (void **)&j->xb, &j->xb_bytes,
                             (size_t)b->n_input * (size_t)F * sizeof(float)));
@@ -487,18 +501,27 @@ static int train_device_batch(gnn_job_t *j, const gnn_bbatch_t *b, int64_t index
     memset(&lb, 0, sizeof lb);
     lb.index = index;
     lb.n_items = ns;
-    GNN_TRY(batch_loss_and_step(j, logits, &lb, j->yb, ns, loss));
+    GNN_TRY(batch_loss_and_step(j, logits, &lb, j->yb, ns, loss, slot));
 fail:
     for (int l = 0; l < GNN_MODEL_MAX_LAYERS; l++) gnn_be_graph_free(graphs[l]);
+    if (given)
+        for (int l = 0; l < j->o->layers; l++) {
+            gnn_be_graph_free(given[l]); /* left by a failure before they were taken */
+            given[l] = NULL;
+        }
     return rc;
 }
 
 /*
  * The device sampler's thread (--prefetch 1 or more): it samples batch
  * b + 1 into the other of two batches while batch b trains, in batch
- * order. A batch is the thread's from the start of its epoch until it is
- * sampled (state READY or FAILED), the training thread's until it gives
- * it back (FREE) after the step that read it has finished on the device.
+ * order, and prepares its blocks for aggregation (on a GPU on the
+ * sampler's stream: the transposes, scales and longest rows, the one wait
+ * of a block's preparation, off the training stream). A batch is the
+ * thread's from the start of its epoch until it is sampled and prepared
+ * (state READY or FAILED), the training thread's until it gives it back
+ * (FREE) after the step that read it has finished on the device; the
+ * step frees the prepared blocks.
  */
 enum { DS_FREE = 0, DS_READY = 1, DS_FAILED = 2 };
 
@@ -508,10 +531,11 @@ typedef struct gnn_dsq {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     gnn_bbatch_t slot[2];
+    gnn_bgraph_t *graphs[2][GNN_MODEL_MAX_LAYERS]; /* slot k's blocks, prepared */
     int state[2];
     int rc[2];
     char msg[2][512];
-    double sample_s[2];
+    double sample_s[2], prepare_s[2];
     const int64_t *perm; /* the epoch's: batch b is perm[b B, (b + 1) B) */
     int64_t n, B, nb, next;
     uint64_t seed, epoch;
@@ -520,6 +544,15 @@ typedef struct gnn_dsq {
     int busy;     /* sampling now */
     int stop;
 } gnn_dsq_t;
+
+/* Free slot k's prepared blocks (the thread that owns the slot). */
+static void dsq_drop_graphs(gnn_dsq_t *q, int64_t k)
+{
+    for (int l = 0; l < GNN_MODEL_MAX_LAYERS; l++) {
+        gnn_be_graph_free(q->graphs[k][l]);
+        q->graphs[k][l] = NULL;
+    }
+}
 
 static void *dsq_main(void *arg)
 {
@@ -540,7 +573,13 @@ static void *dsq_main(void *arg)
         double t0 = gnn__now_s();
         int rc = gnn_be_sample(q->j->ds, q->perm + b0, ns, q->seed, q->epoch, (uint64_t)b,
                                &q->slot[k]);
-        double dt = gnn__now_s() - t0;
+        double t1 = gnn__now_s();
+        for (int l = 0; rc == 0 && l < q->slot[k].layers; l++)
+            rc = gnn_be_sampler_graph_create(q->j->ds, &q->slot[k], l, &q->graphs[k][l]);
+        double t2 = gnn__now_s();
+        char msg[sizeof q->msg[k]] = "";
+        if (rc < 0) snprintf(msg, sizeof msg, "%s", gnn_error_message());
+        if (rc < 0 || gen != q->gen) dsq_drop_graphs(q, k);
         pthread_mutex_lock(&q->mu);
         q->busy = 0;
         if (gen != q->gen) { /* the epoch ended meanwhile: the batch is nobody's */
@@ -548,9 +587,9 @@ static void *dsq_main(void *arg)
             continue;
         }
         q->rc[k] = rc;
-        q->msg[k][0] = '\0';
-        if (rc < 0) snprintf(q->msg[k], sizeof q->msg[k], "%s", gnn_error_message());
-        q->sample_s[k] = dt;
+        snprintf(q->msg[k], sizeof q->msg[k], "%s", msg);
+        q->sample_s[k] = t1 - t0;
+        q->prepare_s[k] = t2 - t1;
         q->state[k] = rc < 0 ? DS_FAILED : DS_READY;
         q->next = rc < 0 ? q->nb : b + 1; /* a failure ends the epoch's sampling */
         pthread_cond_broadcast(&q->cv);
@@ -568,6 +607,8 @@ void gnn__dsq_free(gnn_job_t *j)
     pthread_cond_broadcast(&q->cv);
     pthread_mutex_unlock(&q->mu);
     pthread_join(q->th, NULL);
+    dsq_drop_graphs(q, 0);
+    dsq_drop_graphs(q, 1);
     gnn_be_batch_free(&q->slot[0]);
     gnn_be_batch_free(&q->slot[1]);
     pthread_mutex_destroy(&q->mu);
@@ -601,11 +642,16 @@ static int dsq_start(gnn_job_t *j)
 }
 
 /* The next batch of the epoch: sampled here (no thread), or taken from the
- * thread once ready; *k its slot (-1: j->dsb). */
+ * thread once ready with its prepared blocks (*graphs: the slot's, which
+ * the step takes over; NULL without the thread); *k its slot (-1:
+ * j->dsb). */
 static int dsq_take(gnn_job_t *j, int64_t b, int64_t b0, int64_t ns, uint64_t seed,
-                    uint64_t epoch, const gnn_bbatch_t **out, int *k, double *sample_s)
+                    uint64_t epoch, const gnn_bbatch_t **out, gnn_bgraph_t ***graphs, int *k,
+                    double *sample_s, double *prepare_s)
 {
     gnn_dsq_t *q = j->dsq;
+    *graphs = NULL;
+    *prepare_s = 0.0;
     if (!q) {
         double t0 = gnn__now_s();
         int rc = gnn_be_sample(j->ds, j->dperm + b0, ns, seed, epoch, (uint64_t)b, &j->dsb);
@@ -619,9 +665,11 @@ static int dsq_take(gnn_job_t *j, int64_t b, int64_t b0, int64_t ns, uint64_t se
     while (q->state[*k] == DS_FREE) pthread_cond_wait(&q->cv, &q->mu);
     int rc = q->state[*k] == DS_FAILED ? q->rc[*k] : 0;
     *sample_s = q->sample_s[*k];
+    *prepare_s = q->prepare_s[*k];
     pthread_mutex_unlock(&q->mu);
     if (rc < 0) return GNN_FAIL(rc, "%s", q->msg[*k]);
     *out = &q->slot[*k];
+    *graphs = q->graphs[*k];
     return 0;
 }
 
@@ -638,6 +686,8 @@ static void dsq_give(gnn_job_t *j, int k)
         q->next = q->nb;
         q->gen++; /* a batch being sampled now is dropped */
         while (q->busy) pthread_cond_wait(&q->cv, &q->mu);
+        dsq_drop_graphs(q, 0); /* a batch sampled and never trained */
+        dsq_drop_graphs(q, 1);
         q->state[0] = q->state[1] = DS_FREE;
     }
     pthread_cond_broadcast(&q->cv);
@@ -677,18 +727,30 @@ static int mb_epoch_device(gnn_job_t *j, double *loss)
     gnn_loader_stats_t st;
     memset(&st, 0, sizeof st);
     double sum = 0.0, compute = 0.0;
+    const int64_t nb = (n + B - 1) / B;
+    /* After the checked epoch, each batch's loss stays on the backend
+     * until the epoch ends. */
+    double *slots = NULL;
+    if (j->task->batch_loss_async && j->loss_checked && nb > 0) {
+        GNN_TRY(gnn__buf_ensure(j->be, (void **)&j->loss_slots, &j->loss_slots_bytes,
+                                (size_t)nb * sizeof(double)));
+        slots = j->loss_slots;
+    }
     for (int64_t b0 = 0, bi = 0; b0 < n; b0 += B, bi++) {
         const int64_t ns = n - b0 < B ? n - b0 : B;
         const gnn_bbatch_t *b = NULL;
+        gnn_bgraph_t **given = NULL;
         int k = -1;
         double t0 = gnn__now_s(), bl = 0.0, prep = 0.0, smp = 0.0;
-        GNN_TRY(dsq_take(j, bi, b0, ns, seed, epoch, &b, &k, &smp));
+        GNN_TRY(dsq_take(j, bi, b0, ns, seed, epoch, &b, &given, &k, &smp, &prep));
+        const double prep_ahead = prep;
         double t1 = gnn__now_s();
         if (q) {
             st.stall_s += t1 - t0;
             st.stalls += t1 - t0 > 1e-4;
         }
-        rc = train_device_batch(j, b, bi, j->dperm + b0, ns, &bl, &prep);
+        rc = train_device_batch(j, b, given, bi, j->dperm + b0, ns, &bl, slots ? slots + bi : NULL,
+                                &prep);
         if (rc == 0) rc = gnn_be_sync(j->be);
         (void)gnn_model_set_row_ids(j->model, NULL, 0); /* the batch's buffers are not ours */
         if (rc < 0) goto fail;
@@ -697,9 +759,16 @@ static int mb_epoch_device(gnn_job_t *j, double *loss)
         st.input_nodes += b->n_input;
         st.sample_s += smp;
         st.prepare_s += prep;
-        compute += gnn__now_s() - t1 - prep;
-        sum += bl * (double)ns;
+        compute += gnn__now_s() - t1 - (prep - prep_ahead);
+        if (!slots) sum += bl * (double)ns;
         dsq_give(j, k);
+    }
+    if (slots) { /* the batches' losses, summed in batch order as above */
+        GNN_TRY(gnn_grow((void **)&j->loss_host, &j->loss_host_cap, (size_t)nb,
+                         sizeof *j->loss_host));
+        GNN_TRY(gnn_be_download(j->be, j->loss_host, slots, (size_t)nb * sizeof(double)));
+        for (int64_t bi = 0; bi < nb; bi++)
+            sum += j->loss_host[bi] * (double)(n - bi * B < B ? n - bi * B : B);
     }
     j->lst = st;
     j->compute_s = compute;
