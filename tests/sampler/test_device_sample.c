@@ -31,6 +31,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,12 +108,28 @@ static void expect_same(gnn_backend_t *be, const gnn_bbatch_t *b, const gnn_mini
     }
 }
 
-/* The blocks of b prepared on be (gnn_be_graph_create_batch) aggregate as
- * the host blocks of mb prepared the usual way: sum, mean and gcn forward
- * and backward on random features (bit for bit on the CPU, within 1e-5 on
- * a GPU). */
-static void expect_same_graphs(gnn_backend_t *be, const gnn_bbatch_t *b, const gnn_minibatch_t *mb,
-                               uint64_t *s, const char *what)
+/* The blocks of b prepared on be (gnn_be_graph_create_batch; with ds,
+ * gnn_be_sampler_graph_create on a thread of their own, as the trainer's
+ * sampler thread makes them, on the sampler's stream on a GPU) aggregate
+ * as the host blocks of mb prepared the usual way: sum, mean and gcn
+ * forward and backward on random features (bit for bit on the CPU, within
+ * 1e-5 on a GPU). */
+typedef struct {
+    gnn_bsampler_t *ds;
+    const gnn_bbatch_t *b;
+    int l, rc;
+    gnn_bgraph_t *g;
+} made_t;
+
+static void *make_on_thread(void *arg)
+{
+    made_t *m = arg;
+    m->rc = gnn_be_sampler_graph_create(m->ds, m->b, m->l, &m->g);
+    return NULL;
+}
+
+static void expect_same_graphs(gnn_backend_t *be, gnn_bsampler_t *ds, const gnn_bbatch_t *b,
+                               const gnn_minibatch_t *mb, uint64_t *s, const char *what)
 {
     gnn_aggr_registry_t *reg;
     assert_int_equal(gnn_aggr_registry_create(&reg), 0);
@@ -120,7 +137,16 @@ static void expect_same_graphs(gnn_backend_t *be, const gnn_bbatch_t *b, const g
     const int exact = gnn_backend_kind(be) == GNN_BACKEND_CPU;
     for (int l = 0; l < b->layers; l++) {
         gnn_bgraph_t *gd = NULL, *gh = NULL;
-        assert_int_equal(gnn_be_graph_create_batch(be, b, l, &gd), 0);
+        if (ds) {
+            made_t m = {ds, b, l, -1, NULL};
+            pthread_t th;
+            assert_int_equal(pthread_create(&th, NULL, make_on_thread, &m), 0);
+            assert_int_equal(pthread_join(th, NULL), 0);
+            assert_int_equal(m.rc, 0);
+            gd = m.g;
+        } else {
+            assert_int_equal(gnn_be_graph_create_batch(be, b, l, &gd), 0);
+        }
         assert_int_equal(gnn_be_graph_create(be, &mb->blocks[l].csr, &gh), 0);
         int64_t nd = b->n_dst[l], ns = b->n_src[l];
         float *x = malloc((size_t)(ns * f + 1) * sizeof *x),
@@ -238,7 +264,8 @@ static void test_same_batches(void **state)
                     snprintf(what, sizeof what, "%s, graph %d, fanouts #%zu, %" PRId64 " seeds",
                              g_backends[k], gi, f, n);
                     expect_same(be, &b, &mb, what);
-                    if (n == 100 || n == 3000) expect_same_graphs(be, &b, &mb, &s, what);
+                    if (n == 100 || n == 3000)
+                        expect_same_graphs(be, n == 3000 ? ds : NULL, &b, &mb, &s, what);
                     gnn_minibatch_free(&mb);
                     free(seeds);
                 }
@@ -295,6 +322,13 @@ static void test_errors(void **state)
         assert_int_equal(gnn_sampler_sample(hs, seeds, 4, 9, 1, 2, &mb), 0);
         assert_int_equal(gnn_be_sample(ds, seeds, 4, 9, 1, 2, &b), 0);
         expect_same(be, &b, &mb, "after the refusals");
+        /* Blocks made by the sampler's side: a block out of range, none. */
+        gnn_bgraph_t *bg = NULL;
+        expect_error(gnn_be_sampler_graph_create(ds, &b, 2, &bg), GNN_EINVAL,
+                     "gnn_be_sampler_graph_create: block 2 of a batch of 2");
+        assert_null(bg);
+        expect_error(gnn_be_sampler_graph_create(NULL, &b, 0, &bg), GNN_EINVAL,
+                     "gnn_be_sampler_graph_create: NULL sampler");
         /* A batch holding another backend's buffers. */
         assert_int_equal(gnn_be_sampler_create(other, &g, 2, fan, &ds2), 0);
         if (other != be && strcmp(g_backends[k], "cpu") != 0)
