@@ -1387,9 +1387,18 @@ int gnn_be_sample(gnn_bsampler_t *s, const int64_t *seeds, int64_t n, uint64_t s
     return 0;
 }
 
+int gnn_be_batch_release(gnn_bbatch_t *b)
+{
+    NEED(b, "gnn_be_batch_release");
+    if (!b->be || !b->be->ops->batch_release) return 0;
+    return b->be->ops->batch_release(b->be, b);
+}
+
 void gnn_be_batch_free(gnn_bbatch_t *b)
 {
     if (!b) return;
+    if (b->be && b->fence && b->be->ops->batch_fence_free)
+        b->be->ops->batch_fence_free(b->be, b->fence);
     if (b->be) {
         gnn_be_free(b->be, b->nodes);
         for (int l = 0; l < GNN_BE_SAMPLE_MAX_LAYERS; l++) {

@@ -440,6 +440,8 @@ typedef struct {
     size_t cap_nodes, cap_indptr[GNN_BE_SAMPLE_MAX_LAYERS], cap_indices[GNN_BE_SAMPLE_MAX_LAYERS];
     unsigned flags;    /* the blocks' CSR flags, as the host sampler's */
     gnn_backend_t *be; /* where the buffers live (set by the first fill) */
+    void *fence;       /* gnn_be_batch_release's mark (a GPU's event), and */
+    int fenced;        /* ... whether the next fill must wait for it */
 } gnn_bbatch_t;
 
 /* A sampler of layers hops (fanouts as gnn_sampler_create: nearest hop
@@ -470,6 +472,14 @@ void gnn_be_sampler_free(gnn_bsampler_t *s);
  * work, provided b is not in use by that work while it is filled. */
 int gnn_be_sample(gnn_bsampler_t *s, const int64_t *seeds, int64_t n, uint64_t seed,
                   uint64_t epoch, uint64_t batch, gnn_bbatch_t *b);
+/* The work queued so far on b's backend is the last to read b: the next
+ * gnn_be_sample into b waits for it on the device, not in the caller (a
+ * step that trained on b need not be waited for before b is filled
+ * again, even by another thread). Without it the caller must have waited
+ * for that work (gnn_be_sync). Nothing to do on a CPU backend, whose work
+ * has finished when the call that queued it returns, nor on a batch never
+ * filled. GNN_ECUDA. */
+int gnn_be_batch_release(gnn_bbatch_t *b);
 /* Free b's buffers and zero it; safe on a zeroed batch. */
 void gnn_be_batch_free(gnn_bbatch_t *b);
 /* Block l of b prepared for aggregation on be, as gnn_be_graph_create

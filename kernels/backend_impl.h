@@ -136,6 +136,12 @@ typedef struct {
      * call it while another drives be); NULL: graph_prepare_dev there. */
     int (*sampler_graph_prepare_dev)(gnn_backend_t *be, gnn_bsampler_t *s, gnn_bgraph_t *g,
                                      const int64_t *indptr, const int64_t *indices);
+    /* gnn_be_batch_release: mark the end of the queued work in b->fence
+     * (made on first use) and set b->fenced, which the next `sample` into
+     * b waits for (and clears); batch_fence_free frees such a mark. NULL:
+     * work does not outlive its call. */
+    int (*batch_release)(gnn_backend_t *be, gnn_bbatch_t *b);
+    void (*batch_fence_free)(gnn_backend_t *be, void *fence);
 } gnn_backend_ops_t;
 
 /* A device sampler: the host's view, and the device's (impl). */

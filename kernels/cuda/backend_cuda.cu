@@ -276,8 +276,8 @@ static void cu_graph_release(gnn_backend_t *be, gnn_bgraph_t *g)
 {
     cuda_bgraph_t *bg = (cuda_bgraph_t *)g->impl;
     if (!bg) return;
-    cudaStreamSynchronize(gnn__cuda_be(be)->stream);
-    gnn__cuda_graph_free(bg->cg);
+    (void)gnn__cuda_be(be); /* its device current */
+    gnn__cuda_graph_free(bg->cg); /* waits for the stream where it must */
     gnn_free(bg);
     g->impl = NULL;
 }
@@ -481,6 +481,8 @@ static const gnn_backend_ops_t cuda_ops = {
     /* .host_alloc = */ cu_host_alloc,
     /* .host_free = */ cu_host_free,
     /* .sampler_graph_prepare_dev = */ cu_sampler_graph_prepare_dev,
+    /* .batch_release = */ gnn__cuda_batch_release,
+    /* .batch_fence_free = */ gnn__cuda_batch_fence_free,
 };
 
 /* Handles and stream of cb on its device; on failure the caller closes. */

@@ -57,6 +57,10 @@ int gnn__cuda_sample(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds,
                      uint64_t key, gnn_bbatch_t *b);
 /* The sampler's own stream (a cudaStream_t). */
 void *gnn__cuda_sampler_stream(const gnn_bsampler_t *s);
+/* gnn_be_batch_release: an event after the backend stream's queued work,
+ * which the next fill of b waits for on the sampler's stream. */
+int gnn__cuda_batch_release(gnn_backend_t *be, gnn_bbatch_t *b);
+void gnn__cuda_batch_fence_free(gnn_backend_t *be, void *fence);
 
 /* Graph attention (attn_cuda.cu): the built-in gat's score entry points,
  * the fused softmax and aggregation and its backward, ELU. */

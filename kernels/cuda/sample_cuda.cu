@@ -120,6 +120,26 @@ void *gnn__cuda_sampler_stream(const gnn_bsampler_t *s)
     return (void *)((const cu_sampler_t *)s->impl)->st;
 }
 
+int gnn__cuda_batch_release(gnn_backend_t *be, gnn_bbatch_t *b)
+{
+    gnn_cuda_be_t *cb = gnn__cuda_be(be);
+    if (!b->fence) {
+        cudaEvent_t ev;
+        GNN_CUDA_RET(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming),
+                     "device batch: its release mark");
+        b->fence = (void *)ev;
+    }
+    GNN_CUDA_RET(cudaEventRecord((cudaEvent_t)b->fence, cb->stream), "device batch: release");
+    b->fenced = 1;
+    return 0;
+}
+
+void gnn__cuda_batch_fence_free(gnn_backend_t *be, void *fence)
+{
+    (void)gnn__cuda_be(be); /* its device current */
+    cudaEventDestroy((cudaEvent_t)fence);
+}
+
 int gnn__cuda_sampler_prepare(gnn_backend_t *be, gnn_bsampler_t *s)
 {
     gnn_cuda_be_t *cb = gnn__cuda_be(be);
@@ -395,6 +415,11 @@ int gnn__cuda_sample(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds,
     (void)gnn__cuda_be(be); /* its device current on this thread */
     cu_sampler_t *c = (cu_sampler_t *)s->impl;
     cudaStream_t st = c->st;
+    if (b->fenced) { /* the last step that read b first (gnn_be_batch_release) */
+        GNN_CUDA_RET(cudaStreamWaitEvent(st, (cudaEvent_t)b->fence, 0),
+                     "device sampler: waiting for the batch's last reader");
+        b->fenced = 0;
+    }
     GNN_TRY_RET(bgrow(c, (void **)&b->nodes, &b->cap_nodes, (size_t)n, sizeof(int64_t), 0));
     /* The seeds from the caller's memory: a pageable copy returns once
      * the bytes are staged, and the stream orders the rest after it. */

@@ -97,6 +97,9 @@ typedef struct {
 
 struct gnn_cuda_graph {
     cudaStream_t stream; /* the backend's: free waits for it */
+    int pooled;          /* the CSR, transpose and scales from the stream-ordered
+                            pool (gnn__cuda_graph_create_dev): freed in stream
+                            order on `stream`, without a wait */
     int64_t n_dst, n_src, nnz;
     int t_shared;
     int64_t *indptr, *indices;
@@ -161,7 +164,12 @@ int gnn__cuda_buf_reserve(gnn__cuda_buf_t *b, size_t bytes, cudaStream_t s)
 void gnn__cuda_graph_free(gnn_cuda_graph_t *g)
 {
     if (!g) return;
-    cudaStreamSynchronize(g->stream);
+    /* What cudaFree frees must be idle first; a pooled graph's own arrays
+     * go in stream order, so a graph that made nothing else needs no wait. */
+    int lazy = g->ones != NULL || g->scratch.p != NULL;
+    for (int d = 0; d < 2; d++)
+        for (int a = 0; a < N_SUMLIKE; a++) lazy |= g->vals[d][a] != NULL;
+    if (!g->pooled || lazy) cudaStreamSynchronize(g->stream);
     for (int d = 0; d < 2; d++)
         for (int a = 0; a < N_SUMLIKE; a++) {
             if (g->sp[d][a]) GNN_CU(cusparseDestroySpMat)(g->sp[d][a]);
@@ -178,17 +186,17 @@ void gnn__cuda_graph_free(gnn_cuda_graph_t *g)
     }
     cudaFree(g->ones);
     cudaFree(g->scratch.p);
-    cudaFree(g->indptr);
-    cudaFree(g->indices);
     cudaFree(g->weights);
-    if (!g->t_shared) {
-        cudaFree(g->t_indptr);
-        cudaFree(g->t_indices);
-        cudaFree(g->t_weights);
+    if (!g->t_shared) cudaFree(g->t_weights);
+    void *own[7] = {g->indptr, g->indices, g->t_shared ? NULL : g->t_indptr,
+                    g->t_shared ? NULL : g->t_indices, g->inv_deg, g->gcn_dst, g->gcn_src};
+    for (int k = 0; k < 7; k++) {
+        if (!own[k]) continue;
+        if (g->pooled)
+            cudaFreeAsync(own[k], g->stream);
+        else
+            cudaFree(own[k]);
     }
-    cudaFree(g->inv_deg);
-    cudaFree(g->gcn_dst);
-    cudaFree(g->gcn_src);
     gnn_free(g);
 }
 
@@ -383,14 +391,21 @@ int gnn__cuda_graph_create_dev(const gnn_cuda_spmm_ctx_t *ctx, void *stream, int
     size_t tb = 0, tb2 = 0;
     int64_t host_max[2] = {0, 0};
     const size_t eb = (size_t)(nnz > 0 ? nnz : 1) * sizeof(int64_t);
-    cudaError_t e = cudaMalloc((void **)&g->indptr, (size_t)(n_dst + 1) * sizeof(int64_t));
-    if (e == cudaSuccess) e = cudaMalloc((void **)&g->indices, eb);
+    /* The graph's arrays from the stream-ordered pool too: a batch's
+     * blocks come and go every step, and neither their allocation nor
+     * their free may wait for the device (cudaMalloc and cudaFree do). */
+    g->pooled = 1;
+    cudaError_t e = cudaMallocAsync((void **)&g->indptr, (size_t)(n_dst + 1) * sizeof(int64_t), st);
+    if (e == cudaSuccess) e = cudaMallocAsync((void **)&g->indices, eb, st);
     if (e == cudaSuccess)
-        e = cudaMalloc((void **)&g->t_indptr, (size_t)(n_src + 1) * sizeof(int64_t));
-    if (e == cudaSuccess) e = cudaMalloc((void **)&g->t_indices, eb);
-    if (e == cudaSuccess) e = cudaMalloc((void **)&g->inv_deg, (size_t)(n_dst + 1) * sizeof(float));
-    if (e == cudaSuccess) e = cudaMalloc((void **)&g->gcn_dst, (size_t)(n_dst + 1) * sizeof(float));
-    if (e == cudaSuccess) e = cudaMalloc((void **)&g->gcn_src, (size_t)(n_src + 1) * sizeof(float));
+        e = cudaMallocAsync((void **)&g->t_indptr, (size_t)(n_src + 1) * sizeof(int64_t), st);
+    if (e == cudaSuccess) e = cudaMallocAsync((void **)&g->t_indices, eb, st);
+    if (e == cudaSuccess)
+        e = cudaMallocAsync((void **)&g->inv_deg, (size_t)(n_dst + 1) * sizeof(float), st);
+    if (e == cudaSuccess)
+        e = cudaMallocAsync((void **)&g->gcn_dst, (size_t)(n_dst + 1) * sizeof(float), st);
+    if (e == cudaSuccess)
+        e = cudaMallocAsync((void **)&g->gcn_src, (size_t)(n_src + 1) * sizeof(float), st);
     /* The temporaries from the stream's pool, freed in stream order: no
      * device-wide wait as cudaFree's (another stream may be sampling). */
     if (e == cudaSuccess) e = cudaMallocAsync((void **)&rowid, eb, st);

@@ -646,7 +646,7 @@ static int dsq_start(gnn_job_t *j)
  * the step takes over; NULL without the thread); *k its slot (-1:
  * j->dsb). */
 static int dsq_take(gnn_job_t *j, int64_t b, int64_t b0, int64_t ns, uint64_t seed,
-                    uint64_t epoch, const gnn_bbatch_t **out, gnn_bgraph_t ***graphs, int *k,
+                    uint64_t epoch, gnn_bbatch_t **out, gnn_bgraph_t ***graphs, int *k,
                     double *sample_s, double *prepare_s)
 {
     gnn_dsq_t *q = j->dsq;
@@ -738,7 +738,7 @@ static int mb_epoch_device(gnn_job_t *j, double *loss)
     }
     for (int64_t b0 = 0, bi = 0; b0 < n; b0 += B, bi++) {
         const int64_t ns = n - b0 < B ? n - b0 : B;
-        const gnn_bbatch_t *b = NULL;
+        gnn_bbatch_t *b = NULL;
         gnn_bgraph_t **given = NULL;
         int k = -1;
         double t0 = gnn__now_s(), bl = 0.0, prep = 0.0, smp = 0.0;
@@ -751,7 +751,10 @@ static int mb_epoch_device(gnn_job_t *j, double *loss)
         }
         rc = train_device_batch(j, b, given, bi, j->dperm + b0, ns, &bl, slots ? slots + bi : NULL,
                                 &prep);
-        if (rc == 0) rc = gnn_be_sync(j->be);
+        /* The step is the batch's last reader: its next fill waits for the
+         * step on the device, and this thread goes on to queue the next
+         * step without waiting (a GPU never idles between the two). */
+        if (rc == 0) rc = gnn_be_batch_release(b);
         (void)gnn_model_set_row_ids(j->model, NULL, 0); /* the batch's buffers are not ours */
         if (rc < 0) goto fail;
         st.batches++;
@@ -763,6 +766,7 @@ static int mb_epoch_device(gnn_job_t *j, double *loss)
         if (!slots) sum += bl * (double)ns;
         dsq_give(j, k);
     }
+    double t_end = gnn__now_s();
     if (slots) { /* the batches' losses, summed in batch order as above */
         GNN_TRY(gnn_grow((void **)&j->loss_host, &j->loss_host_cap, (size_t)nb,
                          sizeof *j->loss_host));
@@ -770,6 +774,8 @@ static int mb_epoch_device(gnn_job_t *j, double *loss)
         for (int64_t bi = 0; bi < nb; bi++)
             sum += j->loss_host[bi] * (double)(n - bi * B < B ? n - bi * B : B);
     }
+    GNN_TRY(gnn_be_sync(j->be));
+    compute += gnn__now_s() - t_end; /* the steps still queued */
     j->lst = st;
     j->compute_s = compute;
     j->loss_checked = 1; /* every training target went through a checked loss */
