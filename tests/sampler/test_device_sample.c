@@ -322,6 +322,12 @@ static void test_errors(void **state)
         assert_int_equal(gnn_sampler_sample(hs, seeds, 4, 9, 1, 2, &mb), 0);
         assert_int_equal(gnn_be_sample(ds, seeds, 4, 9, 1, 2, &b), 0);
         expect_same(be, &b, &mb, "after the refusals");
+        /* Released (a GPU's next fill waits for the work queued so far on
+         * the device), then filled again: the same batch. */
+        assert_int_equal(gnn_be_batch_release(&b), 0);
+        assert_int_equal(gnn_be_sample(ds, seeds, 4, 9, 1, 2, &b), 0);
+        expect_same(be, &b, &mb, "filled again after its release");
+        expect_error(gnn_be_batch_release(NULL), GNN_EINVAL, "gnn_be_batch_release");
         /* Blocks made by the sampler's side: a block out of range, none. */
         gnn_bgraph_t *bg = NULL;
         expect_error(gnn_be_sampler_graph_create(ds, &b, 2, &bg), GNN_EINVAL,
