@@ -499,6 +499,15 @@ static int open_device(gnn_cuda_be_t *cb)
     CUSPARSE_RET(GNN_CU(cusparseSetStream)(cb->cusparse, cb->stream), "cusparseSetStream");
     cudaDeviceProp prop;
     GNN_CUDA_RET(cudaGetDeviceProperties(&prop, cb->dev), "cudaGetDeviceProperties");
+    /* The stream-ordered pool (a mini-batch's blocks and temporaries) keeps
+     * up to 1 GiB of what is freed for the next batch, instead of handing
+     * it back to the driver at every synchronisation (its default
+     * threshold, 0); a batch's blocks take tens of MB. */
+    cudaMemPool_t pool;
+    GNN_CUDA_RET(cudaDeviceGetDefaultMemPool(&pool, cb->dev), "cudaDeviceGetDefaultMemPool");
+    uint64_t keep = (uint64_t)1 << 30;
+    GNN_CUDA_RET(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep),
+                 "cudaMemPoolSetAttribute (release threshold)");
     cb->spmm.stream = (void *)cb->stream;
     cb->spmm.cusparse = (void *)cb->cusparse;
     cb->spmm.impl = GNN_SPMM_AUTO;
