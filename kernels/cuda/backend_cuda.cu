@@ -62,8 +62,18 @@ int gnn__cuda_pinned(gnn_cuda_be_t *cb, size_t bytes, void **out)
 
 static int cu_alloc(gnn_backend_t *be, size_t bytes, void **out)
 {
-    gnn__cuda_be(be);
+    gnn_cuda_be_t *cb = gnn__cuda_be(be);
     cudaError_t e = cudaMalloc(out, bytes ? bytes : 1);
+    cudaMemPool_t pool;
+    if (e == cudaErrorMemoryAllocation &&
+        cudaDeviceGetDefaultMemPool(&pool, cb->dev) == cudaSuccess) {
+        /* What the stream-ordered pool keeps for the next batches is
+         * free memory to the driver only once handed back. */
+        cudaGetLastError();
+        cudaDeviceSynchronize();
+        cudaMemPoolTrimTo(pool, 0);
+        e = cudaMalloc(out, bytes ? bytes : 1);
+    }
     if (e == cudaErrorMemoryAllocation) {
         cudaGetLastError();
         *out = NULL;
@@ -503,11 +513,14 @@ static int open_device(gnn_cuda_be_t *cb)
      * up to 1 GiB of what is freed for the next batch, instead of handing
      * it back to the driver at every synchronisation (its default
      * threshold, 0); a batch's blocks take tens of MB. */
+    /* Best effort: a device without pools never allocates from one. */
+    int pools = 0;
     cudaMemPool_t pool;
-    GNN_CUDA_RET(cudaDeviceGetDefaultMemPool(&pool, cb->dev), "cudaDeviceGetDefaultMemPool");
     uint64_t keep = (uint64_t)1 << 30;
-    GNN_CUDA_RET(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep),
-                 "cudaMemPoolSetAttribute (release threshold)");
+    if (cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, cb->dev) != cudaSuccess ||
+        !pools || cudaDeviceGetDefaultMemPool(&pool, cb->dev) != cudaSuccess ||
+        cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep) != cudaSuccess)
+        (void)cudaGetLastError();
     cb->spmm.stream = (void *)cb->stream;
     cb->spmm.cusparse = (void *)cb->cusparse;
     cb->spmm.impl = GNN_SPMM_AUTO;

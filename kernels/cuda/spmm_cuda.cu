@@ -166,9 +166,10 @@ void gnn__cuda_graph_free(gnn_cuda_graph_t *g)
     if (!g) return;
     /* What cudaFree frees must be idle first; a pooled graph's own arrays
      * go in stream order, so a graph that made nothing else needs no wait. */
-    int lazy = g->ones != NULL || g->scratch.p != NULL;
+    int lazy = g->ones != NULL || g->scratch.p != NULL || g->have_events;
     for (int d = 0; d < 2; d++)
-        for (int a = 0; a < N_SUMLIKE; a++) lazy |= g->vals[d][a] != NULL;
+        for (int a = 0; a < N_SUMLIKE; a++) lazy |= g->vals[d][a] != NULL || g->sp[d][a] != NULL;
+    for (int i = 0; i < N_DENSE; i++) lazy |= g->dense[i].used;
     if (!g->pooled || lazy) cudaStreamSynchronize(g->stream);
     for (int d = 0; d < 2; d++)
         for (int a = 0; a < N_SUMLIKE; a++) {

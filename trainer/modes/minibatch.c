@@ -478,11 +478,11 @@ static int train_device_batch(gnn_job_t *j, const gnn_bbatch_t *b, gnn_bgraph_t 
     const int64_t F = j->g.feat_dim, *labels = j->task->seed_targets(j);
     const float *logits;
     double t0 = gnn__now_s();
-    for (int l = 0; l < j->o->layers; l++) { /* the sampler's thread's, or made here */
+    for (int l = 0; l < b->layers; l++) { /* the sampler's thread's, or made here */
         graphs[l] = given ? given[l] : NULL;
         if (given) given[l] = NULL; /* ours to free now */
     }
-    for (int l = 0; l < j->o->layers; l++)
+    for (int l = 0; l < b->layers; l++)
         if (!graphs[l]) GNN_TRY(gnn_be_graph_create_batch(be, b, l, &graphs[l]));
     *prep_s += gnn__now_s() - t0;
     GNN_TRY(gnn__buf_ensure(be, (void **)&j->xb, &j->xb_bytes,
@@ -504,11 +504,6 @@ static int train_device_batch(gnn_job_t *j, const gnn_bbatch_t *b, gnn_bgraph_t 
     GNN_TRY(batch_loss_and_step(j, logits, &lb, j->yb, ns, loss, slot));
 fail:
     for (int l = 0; l < GNN_MODEL_MAX_LAYERS; l++) gnn_be_graph_free(graphs[l]);
-    if (given)
-        for (int l = 0; l < j->o->layers; l++) {
-            gnn_be_graph_free(given[l]); /* left by a failure before they were taken */
-            given[l] = NULL;
-        }
     return rc;
 }
 
@@ -579,10 +574,11 @@ static void *dsq_main(void *arg)
         double t2 = gnn__now_s();
         char msg[sizeof q->msg[k]] = "";
         if (rc < 0) snprintf(msg, sizeof msg, "%s", gnn_error_message());
-        if (rc < 0 || gen != q->gen) dsq_drop_graphs(q, k);
+        if (rc < 0) dsq_drop_graphs(q, k);
         pthread_mutex_lock(&q->mu);
         q->busy = 0;
         if (gen != q->gen) { /* the epoch ended meanwhile: the batch is nobody's */
+            dsq_drop_graphs(q, k);
             pthread_cond_broadcast(&q->cv);
             continue;
         }
@@ -755,6 +751,9 @@ static int mb_epoch_device(gnn_job_t *j, double *loss)
          * step on the device, and this thread goes on to queue the next
          * step without waiting (a GPU never idles between the two). */
         if (rc == 0) rc = gnn_be_batch_release(b);
+        /* Sampled in the step (no thread): nothing to overlap with, and
+         * the times stay the step's own. */
+        if (rc == 0 && !q) rc = gnn_be_sync(j->be);
         (void)gnn_model_set_row_ids(j->model, NULL, 0); /* the batch's buffers are not ours */
         if (rc < 0) goto fail;
         st.batches++;
@@ -781,6 +780,7 @@ static int mb_epoch_device(gnn_job_t *j, double *loss)
     j->loss_checked = 1; /* every training target went through a checked loss */
     *loss = n ? sum / (double)n : 0.0;
 fail:
+    if (rc < 0) (void)gnn_be_sync(j->be); /* a failed step's work done before its blocks go */
     dsq_give(j, -2);
     return rc;
 }
