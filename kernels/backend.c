@@ -1387,6 +1387,25 @@ int gnn_be_sample(gnn_bsampler_t *s, const int64_t *seeds, int64_t n, uint64_t s
     return 0;
 }
 
+int gnn_be_trust_ids(gnn_backend_t *be, const int64_t *ids, int64_t n, int64_t bound)
+{
+    NEED(be, "gnn_be_trust_ids");
+    if (n < 0 || bound < 0 || (n > 0 && !ids))
+        return GNN_FAIL(GNN_EINVAL, "gnn_be_trust_ids: %" PRId64 " ids below %" PRId64, n, bound);
+    be->trust_ids = n > 0 ? ids : NULL;
+    be->trust_n = n > 0 ? n : 0;
+    be->trust_bound = bound;
+    return 0;
+}
+
+int gnn__be_trusted(const gnn_backend_t *be, const int64_t *ids, int64_t n, int64_t bound)
+{
+    if (!be->trust_ids || !ids || n < 0 || be->trust_bound > bound) return 0;
+    uintptr_t a = (uintptr_t)be->trust_ids, b = (uintptr_t)ids;
+    return b >= a && (b - a) % sizeof(int64_t) == 0 &&
+           (int64_t)((b - a) / sizeof(int64_t)) + n <= be->trust_n;
+}
+
 int gnn_be_batch_release(gnn_bbatch_t *b)
 {
     NEED(b, "gnn_be_batch_release");

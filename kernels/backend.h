@@ -472,6 +472,15 @@ void gnn_be_sampler_free(gnn_bsampler_t *s);
  * work, provided b is not in use by that work while it is filled. */
 int gnn_be_sample(gnn_bsampler_t *s, const int64_t *seeds, int64_t n, uint64_t seed,
                   uint64_t epoch, uint64_t batch, gnn_bbatch_t *b);
+/* ids[0, n) (a backend buffer) hold ids in [0, bound) that the caller
+ * vouches for (a device batch's nodes, made by the sampler from checked
+ * seeds and a checked graph): until the next call, operations reading
+ * indices from within that range skip checking them on the device (on a
+ * GPU such a check reads a flag back: a wait for the stream). ids NULL
+ * (n 0) ends the trust. Host-side checks are kept. GNN_EINVAL for a NULL
+ * backend or a negative count or bound. */
+int gnn_be_trust_ids(gnn_backend_t *be, const int64_t *ids, int64_t n, int64_t bound);
+
 /* The work queued so far on b's backend is the last to read b: the next
  * gnn_be_sample into b waits for it on the device, not in the caller (a
  * step that trained on b need not be waited for before b is filled

@@ -166,6 +166,9 @@ struct gnn_backend {
     int device;   /* CUDA device number, -1 on the CPU */
     void *stream; /* cudaStream_t of a CUDA backend, NULL on the CPU */
     void *impl;
+    /* gnn_be_trust_ids: ids known to lie in [0, trust_bound) */
+    const int64_t *trust_ids;
+    int64_t trust_n, trust_bound;
 };
 
 /* A graph's attention slots as gnn_aggr_edges_t, on the host and on the
@@ -199,6 +202,10 @@ struct gnn_bsparse {
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* ids[0, n) lie within the range gnn_be_trust_ids declared, whose ids
+ * are below bound: a device-side check of them may be skipped. */
+int gnn__be_trusted(const gnn_backend_t *be, const int64_t *ids, int64_t n, int64_t bound);
 
 /* Make *buf (a buffer of a device batch) a backend buffer of at least n
  * elements of size bytes (contents kept when keep is set), its capacity

@@ -385,18 +385,20 @@ int gnn__cuda_dropout_rows(gnn_backend_t *be, int64_t rows, int64_t f, const int
     GNN_TRY_RET(gnn__dense_check_drop_p("gnn_dropout_rows", p));
     GNN_CHECK_RET(row_id || rows == 0, GNN_EINVAL, "gnn_dropout_rows: NULL row ids");
     if (rows == 0) return 0;
-    void *flag = NULL;
-    GNN_TRY_RET(gnn__cuda_scratch(cb, sizeof(unsigned long long), &flag));
-    GNN_CUDA_RET(cudaMemsetAsync(flag, 0xFF, sizeof(unsigned long long), cb->stream),
-                 "gnn_dropout_rows");
-    k_check_nonneg<<<gnn__cuda_blocks(rows, THREADS), THREADS, 0, cb->stream>>>(
-        rows, row_id, (unsigned long long *)flag);
-    GNN_CUDA_LAUNCHED("dropout_rows check");
-    uint64_t bad = NO_BAD;
-    GNN_TRY_RET(read_flag(cb, (const unsigned long long *)flag, &bad));
-    if (bad != NO_BAD)
-        return GNN_FAIL(GNN_EINVAL, "gnn_dropout_rows: row %" PRIu64 " has id %" PRId64, bad,
-                        peek_i64(cb, row_id, bad));
+    if (!gnn__be_trusted(be, row_id, rows, INT64_MAX)) { /* (gnn_be_trust_ids: no wait) */
+        void *flag = NULL;
+        GNN_TRY_RET(gnn__cuda_scratch(cb, sizeof(unsigned long long), &flag));
+        GNN_CUDA_RET(cudaMemsetAsync(flag, 0xFF, sizeof(unsigned long long), cb->stream),
+                     "gnn_dropout_rows");
+        k_check_nonneg<<<gnn__cuda_blocks(rows, THREADS), THREADS, 0, cb->stream>>>(
+            rows, row_id, (unsigned long long *)flag);
+        GNN_CUDA_LAUNCHED("dropout_rows check");
+        uint64_t bad = NO_BAD;
+        GNN_TRY_RET(read_flag(cb, (const unsigned long long *)flag, &bad));
+        if (bad != NO_BAD)
+            return GNN_FAIL(GNN_EINVAL, "gnn_dropout_rows: row %" PRIu64 " has id %" PRId64, bad,
+                            peek_i64(cb, row_id, bad));
+    }
     if (f == 0) return 0;
     if (p == 0.0f) {
         if (x != y)
@@ -485,20 +487,22 @@ int gnn__cuda_gather_rows(gnn_backend_t *be, int64_t n, int64_t f, const float *
     GNN_TRY_RET(gnn__dense_check_shape("gnn_gather_rows", n, f));
     GNN_TRY_RET(gnn__dense_check_shape("gnn_gather_rows", src_rows, f));
     if (n == 0) return 0;
-    void *flag = NULL;
-    GNN_TRY_RET(gnn__cuda_scratch(cb, sizeof(unsigned long long), &flag));
-    GNN_CUDA_RET(cudaMemsetAsync(flag, 0xFF, sizeof(unsigned long long), cb->stream),
-                 "gnn_gather_rows");
-    k_check_range<<<gnn__cuda_blocks(n, THREADS), THREADS, 0, cb->stream>>>(
-        n, idx, src_rows, (unsigned long long *)flag);
-    GNN_CUDA_LAUNCHED("gather_rows check");
-    uint64_t bad = NO_BAD;
-    GNN_TRY_RET(read_flag(cb, (const unsigned long long *)flag, &bad));
-    if (bad != NO_BAD)
-        return GNN_FAIL(GNN_EINVAL,
-                        "gnn_gather_rows: index %" PRId64 " at position %" PRIu64
-                        " outside [0, %" PRId64 ")",
-                        peek_i64(cb, idx, bad), bad, src_rows);
+    if (!gnn__be_trusted(be, idx, n, src_rows)) { /* (gnn_be_trust_ids: no wait) */
+        void *flag = NULL;
+        GNN_TRY_RET(gnn__cuda_scratch(cb, sizeof(unsigned long long), &flag));
+        GNN_CUDA_RET(cudaMemsetAsync(flag, 0xFF, sizeof(unsigned long long), cb->stream),
+                     "gnn_gather_rows");
+        k_check_range<<<gnn__cuda_blocks(n, THREADS), THREADS, 0, cb->stream>>>(
+            n, idx, src_rows, (unsigned long long *)flag);
+        GNN_CUDA_LAUNCHED("gather_rows check");
+        uint64_t bad = NO_BAD;
+        GNN_TRY_RET(read_flag(cb, (const unsigned long long *)flag, &bad));
+        if (bad != NO_BAD)
+            return GNN_FAIL(GNN_EINVAL,
+                            "gnn_gather_rows: index %" PRId64 " at position %" PRIu64
+                            " outside [0, %" PRId64 ")",
+                            peek_i64(cb, idx, bad), bad, src_rows);
+    }
     if (f == 0) return 0;
     unsigned blocks = gnn__cuda_blocks(n * WARP, THREADS);
     if (f % 4 == 0 && (uintptr_t)src % 16 == 0 && (uintptr_t)dst % 16 == 0)

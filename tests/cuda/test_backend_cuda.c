@@ -726,6 +726,15 @@ static void test_dropout_rows(void **state)
                 expect_ok(gnn_be_dropout_rows(g_cpu, rows, f, R.c, p, seed, off, X.c, X.c),
                           gnn_be_dropout_rows(g_gpu, rows, f, R.g, p, seed, off, X.g, X.g));
                 expect_mask(&X, rows * f);
+                /* The ids vouched for (gnn_be_trust_ids: no check on the
+                 * device, no wait): the same mask. */
+                context("dropout_rows, trusted ids, f=%" PRId64 " p=%g", f, (double)p);
+                assert_int_equal(gnn_be_trust_ids(g_gpu, R.g, rows, INT64_MAX), 0);
+                poison(&Y);
+                expect_ok(gnn_be_dropout_rows(g_cpu, rows, f, R.c, p, seed, off, X.c, Y.c),
+                          gnn_be_dropout_rows(g_gpu, rows, f, R.g, p, seed, off, X.g, Y.g));
+                assert_int_equal(gnn_be_trust_ids(g_gpu, NULL, 0, 0), 0);
+                expect_mask(&Y, rows * f);
                 pair_free(&X), pair_free(&Y);
                 free(x);
             }
@@ -755,6 +764,14 @@ static void test_gather_rows(void **state)
         expect_ok(gnn_be_gather_rows(g_cpu, n, f, S.c, src_rows, I.c, D.c),
                   gnn_be_gather_rows(g_gpu, n, f, S.g, src_rows, I.g, D.g));
         float *h = fetch(&D);
+        check_equal(h, D.c, n * f);
+        free(h);
+        /* The indices vouched for (gnn_be_trust_ids): the same rows. */
+        assert_int_equal(gnn_be_trust_ids(g_gpu, I.g, n, src_rows), 0);
+        poison(&D);
+        assert_int_equal(gnn_be_gather_rows(g_gpu, n, f, S.g, src_rows, I.g, D.g), 0);
+        assert_int_equal(gnn_be_trust_ids(g_gpu, NULL, 0, 0), 0);
+        h = fetch(&D);
         check_equal(h, D.c, n * f);
         free(h);
         /* The same rows read in place from host memory (gnn_be_map_host). */

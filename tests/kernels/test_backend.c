@@ -24,6 +24,7 @@
 #include "graph/base/error.h"
 #include "kernels/aggr.h"
 #include "kernels/backend.h"
+#include "kernels/backend_impl.h"
 #include "kernels/spmm.h"
 
 #include <inttypes.h>
@@ -716,6 +717,32 @@ static void test_graph_alloc_failure(void **state)
 /* The CPU with a GPU's rules: not host memory, and a pointer outside its
  * buffers (a host array) is refused by every operation, as a GPU would
  * fault on it; a pointer inside a buffer is fine, a freed one is not. */
+/* gnn_be_trust_ids: which index arrays later calls may skip checking on
+ * the device (gnn__be_trusted), and its refusals. */
+static void test_trust_ids(void **state)
+{
+    (void)state;
+    gnn_backend_t *be = NULL;
+    assert_int_equal(gnn_backend_open("cpu-as-gpu", &be), 0);
+    int64_t *ids = NULL;
+    assert_int_equal(gnn_be_alloc(be, 10 * sizeof *ids, (void **)&ids), 0);
+    assert_false(gnn__be_trusted(be, ids, 10, 100)); /* nothing vouched for yet */
+    assert_int_equal(gnn_be_trust_ids(be, ids, 10, 100), 0);
+    assert_true(gnn__be_trusted(be, ids, 10, 100));
+    assert_true(gnn__be_trusted(be, ids + 2, 8, 1000)); /* inside, a looser bound */
+    assert_false(gnn__be_trusted(be, ids + 2, 9, 100)); /* past the end */
+    assert_false(gnn__be_trusted(be, ids, 10, 99));     /* a tighter bound */
+    assert_false(gnn__be_trusted(be, (const int64_t *)((const char *)ids + 4), 1, 100));
+    assert_false(gnn__be_trusted(be, ids - 1, 1, 100)); /* before it */
+    assert_int_equal(gnn_be_trust_ids(be, NULL, 0, 0), 0);
+    assert_false(gnn__be_trusted(be, ids, 1, 100));
+    expect_error(gnn_be_trust_ids(NULL, ids, 1, 1), GNN_EINVAL, "gnn_be_trust_ids: NULL argument");
+    expect_error(gnn_be_trust_ids(be, NULL, 3, 10), GNN_EINVAL, "gnn_be_trust_ids: 3 ids below 10");
+    expect_error(gnn_be_trust_ids(be, ids, -1, 10), GNN_EINVAL, "gnn_be_trust_ids: -1 ids");
+    gnn_be_free(be, ids);
+    gnn_backend_close(be);
+}
+
 static void test_cpu_as_gpu(void **state)
 {
     (void)state;
@@ -931,6 +958,7 @@ int main(void)
         cmocka_unit_test(test_graph_stage_place),
         cmocka_unit_test(test_spmm_impl),
         cmocka_unit_test(test_cpu_as_gpu),
+        cmocka_unit_test(test_trust_ids),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -485,6 +485,10 @@ static int train_device_batch(gnn_job_t *j, const gnn_bbatch_t *b, gnn_bgraph_t 
     for (int l = 0; l < b->layers; l++)
         if (!graphs[l]) GNN_TRY(gnn_be_graph_create_batch(be, b, l, &graphs[l]));
     *prep_s += gnn__now_s() - t0;
+    /* The batch's node ids come from the device sampler (checked seeds, a
+     * checked graph): the gather and the dropout by id need not check
+     * them again, which on a GPU is a wait per call. */
+    GNN_TRY(gnn_be_trust_ids(be, b->nodes, b->n_input, j->g.csr.n_rows));
     GNN_TRY(gnn__buf_ensure(be, (void **)&j->xb, &j->xb_bytes,
                             (size_t)b->n_input * (size_t)F * sizeof(float)));
     GNN_TRY(gather_input(j, b->n_input, b->nodes, j->xb));
@@ -503,6 +507,7 @@ static int train_device_batch(gnn_job_t *j, const gnn_bbatch_t *b, gnn_bgraph_t 
     lb.n_items = ns;
     GNN_TRY(batch_loss_and_step(j, logits, &lb, j->yb, ns, loss, slot));
 fail:
+    (void)gnn_be_trust_ids(be, NULL, 0, 0);
     for (int l = 0; l < GNN_MODEL_MAX_LAYERS; l++) gnn_be_graph_free(graphs[l]);
     return rc;
 }
