@@ -467,15 +467,16 @@ fail:
     return rc;
 }
 
-/* One step on the device-sampled batch b of seeds sd[0, ns). */
+/* One step on the device-sampled batch b of ns seeds, whose labels are
+ * y[0, ns) (backend memory). */
 static int train_device_batch(gnn_job_t *j, const gnn_bbatch_t *b, gnn_bgraph_t **given,
-                              int64_t index, const int64_t *sd, int64_t ns, double *loss,
+                              int64_t index, const int64_t *y, int64_t ns, double *loss,
                               double *slot, double *prep_s)
 {
     int rc = 0;
     gnn_backend_t *be = j->be;
     gnn_bgraph_t *graphs[GNN_MODEL_MAX_LAYERS] = {0};
-    const int64_t F = j->g.feat_dim, *labels = j->task->seed_targets(j);
+    const int64_t F = j->g.feat_dim;
     const float *logits;
     double t0 = gnn__now_s();
     for (int l = 0; l < b->layers; l++) { /* the sampler's thread's, or made here */
@@ -492,10 +493,6 @@ static int train_device_batch(gnn_job_t *j, const gnn_bbatch_t *b, gnn_bgraph_t 
     GNN_TRY(gnn__buf_ensure(be, (void **)&j->xb, &j->xb_bytes,
                             (size_t)b->n_input * (size_t)F * sizeof(float)));
     GNN_TRY(gather_input(j, b->n_input, b->nodes, j->xb));
-    GNN_TRY(gnn_grow((void **)&j->dy, &j->dy_cap, (size_t)ns + 1, sizeof *j->dy));
-    for (int64_t i = 0; i < ns; i++) j->dy[i] = labels[sd[i]];
-    GNN_TRY(gnn__buf_ensure(be, (void **)&j->yb, &j->yb_bytes, (size_t)ns * sizeof(int64_t)));
-    GNN_TRY(gnn_be_upload(be, j->yb, j->dy, (size_t)ns * sizeof(int64_t)));
     /* Dropout by node id, as with the host sampler. */
     GNN_TRY(gnn_model_set_row_ids(j->model, b->nodes, j->g.csr.n_rows));
     GNN_TRY(gnn_model_forward(j->model, graphs, j->xb, 1, &logits));
@@ -505,7 +502,7 @@ static int train_device_batch(gnn_job_t *j, const gnn_bbatch_t *b, gnn_bgraph_t 
     memset(&lb, 0, sizeof lb);
     lb.index = index;
     lb.n_items = ns;
-    GNN_TRY(batch_loss_and_step(j, logits, &lb, j->yb, ns, loss, slot));
+    GNN_TRY(batch_loss_and_step(j, logits, &lb, y, ns, loss, slot));
 fail:
     (void)gnn_be_trust_ids(be, NULL, 0, 0);
     for (int l = 0; l < GNN_MODEL_MAX_LAYERS; l++) gnn_be_graph_free(graphs[l]);
@@ -729,6 +726,13 @@ static int mb_epoch_device(gnn_job_t *j, double *loss)
     memset(&st, 0, sizeof st);
     double sum = 0.0, compute = 0.0;
     const int64_t nb = (n + B - 1) / B;
+    /* The epoch's labels in batch order, on the backend in one copy: no
+     * copy from the host between steps. */
+    const int64_t *labels = j->task->seed_targets(j);
+    GNN_TRY(gnn_grow((void **)&j->dy, &j->dy_cap, (size_t)n + 1, sizeof *j->dy));
+    for (int64_t i = 0; i < n; i++) j->dy[i] = labels[j->dperm[i]];
+    GNN_TRY(gnn__buf_ensure(j->be, (void **)&j->yb, &j->yb_bytes, (size_t)n * sizeof(int64_t)));
+    if (n) GNN_TRY(gnn_be_upload(j->be, j->yb, j->dy, (size_t)n * sizeof(int64_t)));
     /* After the checked epoch, each batch's loss stays on the backend
      * until the epoch ends. */
     double *slots = NULL;
@@ -750,7 +754,7 @@ static int mb_epoch_device(gnn_job_t *j, double *loss)
             st.stall_s += t1 - t0;
             st.stalls += t1 - t0 > 1e-4;
         }
-        rc = train_device_batch(j, b, given, bi, j->dperm + b0, ns, &bl, slots ? slots + bi : NULL,
+        rc = train_device_batch(j, b, given, bi, j->yb + b0, ns, &bl, slots ? slots + bi : NULL,
                                 &prep);
         /* The step is the batch's last reader: its next fill waits for the
          * step on the device, and this thread goes on to queue the next
