@@ -517,7 +517,8 @@ fail:
  * of a block's preparation, off the training stream). A batch is the
  * thread's from the start of its epoch until it is sampled and prepared
  * (state READY or FAILED), the training thread's until it gives it back
- * (FREE) after the step that read it has finished on the device; the
+ * (FREE) once the step that reads it is queued: the next fill waits for
+ * that step on the device (gnn_be_batch_release), not the threads; the
  * step frees the prepared blocks.
  */
 enum { DS_FREE = 0, DS_READY = 1, DS_FAILED = 2 };
