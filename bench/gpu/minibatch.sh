@@ -90,6 +90,10 @@ run device --sampler device
 # cache of the rows a pre-sampled epoch reads most, a quarter of the table.
 run device-hostfeat --sampler device --features-on host \
     --feature-cache "$(( NODES * 100 * 4 / 4 / 1048576 ))M"
+if [ "$REF" = 1 ] && ! "$PY" -c 'import torch, torch_geometric, h5py' 2>/dev/null; then
+    say "== reference skipped: $PY has no torch, torch_geometric or h5py"
+    REF=0
+fi
 if [ "$REF" = 1 ]; then
     say "== reference: $("$PY" -c 'import torch, torch_geometric as g, torch_geometric.typing as t
 print("torch", torch.__version__, "torch_geometric", g.__version__, "pyg-lib" if t.WITH_PYG_LIB
