@@ -44,19 +44,8 @@ REF=${REF:-1}
 CORES=$(nproc)
 THREADS=${THREADS:-$(( CORES / 2 > 0 ? CORES / 2 : 1 ))}
 SAMPLERS=${SAMPLERS:-$(( CORES - THREADS > 0 ? CORES - THREADS : 1 ))}
-if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
-    echo "bench/gpu/minibatch.sh: no CUDA device (nvidia-smi lists none)" >&2
-    exit 77
-fi
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/gnn-gpu-mb.XXXXXX")
-UTIL_PID=
-trap '[ -n "$UTIL_PID" ] && kill "$UTIL_PID" 2>/dev/null; rm -rf "$WORK"' EXIT
-OUTFILE=$WORK/table.txt
-if [ -n "${OUT:-}" ] && [ -d "$OUT" ]; then OUTFILE=$OUT/gpu-minibatch.txt; fi
-: >"$OUTFILE"
-say() { printf '%s\n' "$*" | tee -a "$OUTFILE"; }
-cmake --build "$BUILD" -j"$CORES" --target gnn-train gnn-dataset >"$WORK/build.log" 2>&1 ||
-    { tail -20 "$WORK/build.log" >&2; echo "bench/gpu/minibatch.sh: build failed" >&2; exit 1; }
+. bench/gpu/common.sh
+gpu_bench_setup minibatch gpu-minibatch.txt
 G=$WORK/sbm.h5
 t0=$(date +%s)
 "$BUILD/datasets/gnn-dataset" generate sbm -n "$NODES" -d "$DEGREE" -f 100 -c 47 -o "$G" -q ||
@@ -71,6 +60,7 @@ say "== graph: gnn-dataset generate sbm -n $NODES -d $DEGREE -f 100 -c 47 ($(( $
 nvidia-smi -i 0 --query-gpu=timestamp,utilization.gpu --format=csv,noheader,nounits -lms 100 \
     >"$WORK/util.csv" 2>/dev/null &
 UTIL_PID=$!
+BG_PIDS=$UTIL_PID
 STATUS=0
 run() { # NAME, then options
     local name=$1; shift
@@ -109,7 +99,7 @@ fi
 sleep 0.3
 kill "$UTIL_PID" 2>/dev/null
 wait "$UTIL_PID" 2>/dev/null
-UTIL_PID=
+BG_PIDS=
 python3 - "$WORK" <<'PYEOF' | tee -a "$OUTFILE"
 import datetime, json, sys
 work = sys.argv[1]

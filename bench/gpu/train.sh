@@ -31,19 +31,8 @@ NODES=${NODES:-1000000}
 DEGREE=${DEGREE:-20}
 PY=${PY:-python3}
 LIMIT=${LIMIT:-240}
-if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
-    echo "bench/gpu/train.sh: no CUDA device (nvidia-smi lists none)" >&2
-    exit 77
-fi
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/gnn-gpu-train.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-OUTFILE=$WORK/table.txt
-if [ -n "${OUT:-}" ] && [ -d "$OUT" ]; then OUTFILE=$OUT/gpu-train.txt; fi
-: >"$OUTFILE"
-say() { printf '%s\n' "$*" | tee -a "$OUTFILE"; }
-
-cmake --build "$BUILD" -j"$(nproc)" --target gnn-train gnn-dataset >"$WORK/build.log" 2>&1 ||
-    { tail -20 "$WORK/build.log" >&2; echo "bench/gpu/train.sh: build failed" >&2; exit 1; }
+. bench/gpu/common.sh
+gpu_bench_setup train gpu-train.txt
 G=$WORK/sbm.h5
 "$BUILD/datasets/gnn-dataset" generate sbm -n "$NODES" -d "$DEGREE" -f 128 -o "$G" -q ||
     { echo "bench/gpu/train.sh: gnn-dataset generate failed" >&2; exit 1; }

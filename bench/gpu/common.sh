@@ -1,0 +1,26 @@
+# What bench/gpu/train.sh and bench/gpu/minibatch.sh share (sourced from
+# the repository root, after scripts/env.sh). gpu_bench_setup NAME FILE:
+# exits 77 without a CUDA device; makes $WORK (a temporary directory,
+# removed at exit with any process in $BG_PIDS stopped); $OUTFILE, the
+# table ($OUT/FILE when OUT is a directory, else in $WORK); say, a line to
+# the terminal and the table; builds gnn-train and gnn-dataset in $BUILD.
+BG_PIDS=
+gpu_bench_cleanup() {
+    local p
+    for p in $BG_PIDS; do kill "$p" 2>/dev/null; done
+    rm -rf "$WORK"
+}
+say() { printf '%s\n' "$*" | tee -a "$OUTFILE"; }
+gpu_bench_setup() { # NAME FILE
+    if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+        echo "bench/gpu/$1.sh: no CUDA device (nvidia-smi lists none)" >&2
+        exit 77
+    fi
+    WORK=$(mktemp -d "${TMPDIR:-/tmp}/gnn-gpu-$1.XXXXXX")
+    trap gpu_bench_cleanup EXIT
+    OUTFILE=$WORK/table.txt
+    if [ -n "${OUT:-}" ] && [ -d "$OUT" ]; then OUTFILE=$OUT/$2; fi
+    : >"$OUTFILE"
+    cmake --build "$BUILD" -j"$(nproc)" --target gnn-train gnn-dataset >"$WORK/build.log" 2>&1 ||
+        { tail -20 "$WORK/build.log" >&2; echo "bench/gpu/$1.sh: build failed" >&2; exit 1; }
+}
