@@ -10,6 +10,7 @@
 #include "kernels/aggr_builtin.h"
 
 #include "graph/base/alloc.h"
+#include "graph/base/draw.h"
 #include "graph/base/error.h"
 #include "graph/base/rng.h"
 
@@ -1370,9 +1371,7 @@ int gnn_be_sample(gnn_bsampler_t *s, const int64_t *seeds, int64_t n, uint64_t s
     memset(b->nnz, 0, sizeof b->nnz);
     int rc = check_seeds(seeds, n, s->graph->n_rows);
     if (rc < 0) return rc;
-    const uint64_t key =
-        gnn_rng_mix64(gnn_rng_mix64(gnn_rng_mix64(seed) ^ epoch) ^ batch); /* gnn_sampler_key */
-    rc = s->be->ops->sample(s->be, s, seeds, n, key, b);
+    rc = s->be->ops->sample(s->be, s, seeds, n, gnn_draw_key(seed, epoch, batch), b);
     if (rc < 0) {
         b->layers = 0;
         b->n_seeds = b->n_input = 0;

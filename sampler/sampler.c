@@ -1217,7 +1217,7 @@ int gnn_sampler_set_remote(gnn_sampler_t *s, const gnn_sampler_remote_t *r)
 
 uint64_t gnn_sampler_key(uint64_t seed, uint64_t epoch, uint64_t batch)
 {
-    return gnn_rng_mix64(gnn_rng_mix64(gnn_rng_mix64(seed) ^ epoch) ^ batch);
+    return gnn_draw_key(seed, epoch, batch);
 }
 
 int64_t gnn_sampler_draw_row(const gnn_vid_t *row, gnn_eid_t d, int fanout, uint64_t key,

@@ -17,6 +17,13 @@
 
 #include <stdint.h>
 
+/* The key of batch `batch` of epoch `epoch` under seed `seed`: every
+ * sampler's draws of that batch come from it (gnn_sampler_key). */
+static inline uint64_t gnn_draw_key(uint64_t seed, uint64_t epoch, uint64_t batch)
+{
+    return gnn_rng_mix64(gnn_rng_mix64(gnn_rng_mix64(seed) ^ epoch) ^ batch);
+}
+
 typedef struct {
     uint32_t ctr[4]; /* {lo32(id), hi32(id), h, next Philox block} */
     uint32_t key[2];
