@@ -560,6 +560,26 @@ fail:
     return rc;
 }
 
+/* Rows [r0, r1) of x (f wide) dropped into y, row r by the counters of
+ * row id row_id[r] (row_id NULL: r): each run of consecutive ids is one
+ * range of counters (serial; the mask is the counters', so any split of
+ * the rows gives the same bits). */
+static void drop_rows(int64_t r0, int64_t r1, int64_t f, const int64_t *row_id, float p,
+                      float scale, uint64_t seed, uint64_t offset, const float *x, float *y)
+{
+    for (int64_t r = r0; r < r1;) {
+        int64_t e = r + 1;
+        if (row_id)
+            while (e < r1 && row_id[e] == row_id[e - 1] + 1) e++;
+        else
+            e = r1;
+        const int64_t n = (e - r) * f;
+        const uint64_t off = offset + (uint64_t)(row_id ? row_id[r] : r) * (uint64_t)f;
+        dropout_batches(n, p, scale, seed, off, x + r * f, y + r * f, 0, dropout_nbatches(n, off));
+        r = e;
+    }
+}
+
 int gnn_dropout_rows(int64_t rows, int64_t f, const int64_t *row_id, float p, uint64_t seed,
                      uint64_t offset, const float *x, float *y)
 {
@@ -576,17 +596,12 @@ int gnn_dropout_rows(int64_t rows, int64_t f, const int64_t *row_id, float p, ui
         if (y != x) memcpy(y, x, (size_t)rows * (size_t)f * sizeof *y);
         return 0;
     }
-    /* Runs of consecutive ids are one range of counters each. */
     const float scale = dropout_scale(p);
-#pragma omp parallel for schedule(dynamic, 256) if (rows * f >= PAR_MIN)
-    for (int64_t r = 0; r < rows; r++) {
-        if (r > 0 && row_id[r] == row_id[r - 1] + 1 && r % 256 != 0) continue; /* inside a run */
-        int64_t e = r + 1;
-        while (e < rows && row_id[e] == row_id[e - 1] + 1 && e % 256 != 0) e++;
-        int64_t n = (e - r) * f;
-        uint64_t off = offset + (uint64_t)row_id[r] * (uint64_t)f;
-        dropout_batches(n, p, scale, seed, off, x + r * f, y + r * f, 0, dropout_nbatches(n, off));
-    }
+    const int64_t nchunk = (rows + 255) / 256;
+#pragma omp parallel for schedule(dynamic, 1) if (rows * f >= PAR_MIN)
+    for (int64_t c = 0; c < nchunk; c++)
+        drop_rows(c * 256, c * 256 + 256 < rows ? c * 256 + 256 : rows, f, row_id, p, scale, seed,
+                  offset, x, y);
     return 0;
 fail:
     return rc;
@@ -612,20 +627,7 @@ int gnn_bias_act_drop(int64_t rows, int64_t cols, float *y, const float *bias, i
     for (int64_t k = 0; k < nblk; k++) {
         const int64_t r0 = k * br, r1 = r0 + br < rows ? r0 + br : rows;
         for (int64_t r = r0; r < r1; r++) bias_act_row(y + r * cols, bias, cols, act);
-        /* Then the mask over runs of rows with consecutive counters. */
-        for (int64_t r = r0; r < r1;) {
-            int64_t e = r + 1;
-            if (row_id)
-                while (e < r1 && row_id[e] == row_id[e - 1] + 1) e++;
-            else
-                e = r1;
-            const int64_t n = (e - r) * cols;
-            const uint64_t off =
-                offset + (uint64_t)(row_id ? row_id[r] : r) * (uint64_t)cols;
-            dropout_batches(n, p, scale, seed, off, y + r * cols, y + r * cols, 0,
-                            dropout_nbatches(n, off));
-            r = e;
-        }
+        drop_rows(r0, r1, cols, row_id, p, scale, seed, offset, y, y); /* then the mask */
     }
     return 0;
 fail:
