@@ -1325,12 +1325,6 @@ int gnn__be_batch_grow(gnn_backend_t *be, void **buf, size_t *cap, size_t n, siz
     return 0;
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
 /* Seeds in range and distinct; the message names the first bad one. */
 static int check_seeds(const int64_t *seeds, int64_t n, int64_t n_graph)
 {
@@ -1343,7 +1337,7 @@ static int check_seeds(const int64_t *seeds, int64_t n, int64_t n_graph)
     int64_t *c = gnn_malloc_array((size_t)n + 1, sizeof *c);
     if (!c) return GNN_FAIL(GNN_ENOMEM, "gnn_be_sample: %" PRId64 " seeds", n);
     memcpy(c, seeds, (size_t)n * sizeof *c);
-    qsort(c, (size_t)n, sizeof *c, cmp_i64);
+    gnn_draw_sort_ids(c, n);
     int64_t dup = -1;
     for (int64_t i = 1; i < n && dup < 0; i++)
         if (c[i] == c[i - 1]) dup = c[i];

@@ -37,15 +37,4 @@ static inline GNN_HOSTDEV void gnn__ds_draw(const int64_t *indptr, const int64_t
     for (int64_t q = 0; q < c; q++) out[q] = row[out[q]];
 }
 
-/* a[0, n) ascending by insertion (short rows). */
-static inline GNN_HOSTDEV void gnn__ds_sort(int64_t *a, int64_t n)
-{
-    for (int64_t i = 1; i < n; i++) {
-        const int64_t x = a[i];
-        int64_t j = i;
-        for (; j > 0 && a[j - 1] > x; j--) a[j] = a[j - 1];
-        a[j] = x;
-    }
-}
-
 #endif

@@ -87,9 +87,6 @@ typedef struct {
 /* How many entries ahead the merge prefetches the id map's slot. */
 #define MAP_PREFETCH_AHEAD 16
 
-/* Rows up to this length are sorted by insertion. */
-#define INSERTION_SORT_MAX 24
-
 /* ---- The random stream of (key, v, h): sampler/draw.h ------------------- */
 
 typedef gnn_draw_stream_t stream_t;
@@ -155,25 +152,6 @@ static inline void gather_row(const gnn_csr_t *g, gnn_vid_t v, gnn_vid_t *o, gnn
     for (gnn_eid_t q = 0; q < c; q++) o[q] = row[o[q]];
 }
 
-static int cmp_vid(const void *a, const void *b)
-{
-    gnn_vid_t x = *(const gnn_vid_t *)a, y = *(const gnn_vid_t *)b;
-    return (x > y) - (x < y);
-}
-
-static void sort_row(gnn_vid_t *a, gnn_eid_t n)
-{
-    if (n > INSERTION_SORT_MAX) {
-        qsort(a, (size_t)n, sizeof *a, cmp_vid);
-        return;
-    }
-    for (gnn_eid_t i = 1; i < n; i++) {
-        gnn_vid_t x = a[i];
-        gnn_eid_t j = i;
-        for (; j > 0 && a[j - 1] > x; j--) a[j] = a[j - 1];
-        a[j] = x;
-    }
-}
 
 /* Rows up to this length, of ids in [0, INT32_MAX], are sorted in a vector
  * register where the CPU has AVX-512: an insertion sort of a row of random
@@ -239,7 +217,7 @@ static int have_vector_sort(void)
 #else
 static void sort_row16(gnn_vid_t *a, gnn_eid_t n)
 {
-    sort_row(a, n);
+    gnn_draw_sort_ids(a, n);
 }
 
 static int have_vector_sort(void)
@@ -261,7 +239,7 @@ static inline void sort_ids(gnn_vid_t *a, gnn_eid_t n, int vec)
     if (vec && n <= VECTOR_SORT_MAX)
         sort_row16(a, n);
     else
-        sort_row(a, n);
+        gnn_draw_sort_ids(a, n);
 }
 
 void gnn__sampler_sort_ids(gnn_vid_t *a, gnn_eid_t n, gnn_vid_t max_id)
@@ -308,7 +286,7 @@ int gnn_sampler_excl_create(const gnn_vid_t *pairs, int64_t n, gnn_sampler_excl_
     for (gnn_vid_t k = 0; k < rows; k++) x->start[k + 2] += x->start[k + 1];
     for (int64_t e = 0; e < 2 * n; e++) x->src[x->start[rowk[e] + 1]++] = pairs[e];
     for (gnn_vid_t k = 0; k < rows; k++)
-        sort_row(x->src + x->start[k], x->start[k + 1] - x->start[k]);
+        gnn_draw_sort_ids(x->src + x->start[k], x->start[k + 1] - x->start[k]);
     uint64_t nbits = 64;
     while (nbits < (uint64_t)rows * EXCL_BITS) nbits *= 2;
     x->bits = gnn_calloc((size_t)(nbits / 64), sizeof *x->bits);

@@ -16,6 +16,7 @@
 #include "graph/base/rng.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 
 /* The key of batch `batch` of epoch `epoch` under seed `seed`: every
  * sampler's draws of that batch come from it (gnn_sampler_key). */
@@ -93,6 +94,30 @@ static inline GNN_HOSTDEV void gnn_draw_floyd(gnn_draw_stream_t *s, int64_t d, i
                 break;
             }
         pos[n++] = t;
+    }
+}
+
+/* ---- Rows sorted, as every sampler leaves a block's (host code) ---------- */
+
+static inline int gnn_draw_cmp_ids(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* a[0, n) ascending: by insertion up to 24 entries (a sampled row is
+ * short), else qsort. */
+static inline void gnn_draw_sort_ids(int64_t *a, int64_t n)
+{
+    if (n > 24) {
+        qsort(a, (size_t)n, sizeof *a, gnn_draw_cmp_ids);
+        return;
+    }
+    for (int64_t i = 1; i < n; i++) {
+        const int64_t x = a[i];
+        int64_t j = i;
+        for (; j > 0 && a[j - 1] > x; j--) a[j] = a[j - 1];
+        a[j] = x;
     }
 }
 

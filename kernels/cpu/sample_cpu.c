@@ -72,15 +72,6 @@ void gnn__cpu_sampler_release(gnn_backend_t *be, gnn_bsampler_t *s)
     s->impl = NULL;
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* Rows up to this long are sorted by insertion. */
-#define INSERTION_MAX 32
-
 int gnn__cpu_sample(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds, int64_t n,
                     uint64_t key, gnn_bbatch_t *b)
 {
@@ -146,10 +137,7 @@ int gnn__cpu_sample(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds, 
         for (int64_t i = 0; i < n_dst; i++) {
             int64_t *o = ind + indptr[i], k = indptr[i + 1] - indptr[i];
             for (int64_t q = 0; q < k; q++) o[q] = c->loc[gids[indptr[i] + q]];
-            if (k <= INSERTION_MAX)
-                gnn__ds_sort(o, k);
-            else
-                qsort(o, (size_t)k, sizeof *o, cmp_i64);
+            gnn_draw_sort_ids(o, k);
         }
         b->n_dst[l] = n_dst;
         b->n_src[l] = n_nodes + fresh;
