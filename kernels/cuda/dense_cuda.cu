@@ -589,28 +589,38 @@ __global__ void k_mean_d(int64_t n, const double *a, double div, double *out)
     if (threadIdx.x == 0) *out = div > 0.0 ? s[0] / div : 0.0;
 }
 
-int gnn__cuda_softmax_xent_async(gnn_backend_t *be, int64_t rows, int64_t classes,
-                                 const float *logits, const int64_t *labels, const int64_t *idx,
-                                 int64_t nidx, double *loss_dev, float *dlogits)
+/* The loss's work queued on the stream: dlogits zeroed where rows are
+ * picked by idx (or there are none), each row's loss into part and its
+ * gradient into dlogits, their mean into *out (device). Checked before. */
+static int xent_queue(gnn_cuda_be_t *cb, int64_t rows, int64_t classes, const float *logits,
+                      const int64_t *labels, const int64_t *idx, int64_t nidx, double *part,
+                      double *out, float *dlogits)
 {
-    gnn_cuda_be_t *cb = gnn__cuda_be(be);
-    GNN_TRY_RET(gnn__dense_check_rows("gnn_softmax_xent", rows, classes, idx != NULL, nidx));
-    if ((dlogits && idx && rows * classes > 0) || (dlogits && nidx == 0 && rows * classes > 0))
+    if (dlogits && rows * classes > 0 && (idx || nidx == 0))
         GNN_CUDA_RET(cudaMemsetAsync(dlogits, 0, (size_t)(rows * classes) * sizeof(float),
                                      cb->stream),
                      "gnn_softmax_xent");
-    void *scr = NULL;
-    GNN_TRY_RET(gnn__cuda_scratch(cb, (size_t)(nidx + 1) * sizeof(double), &scr));
-    double *part = (double *)scr;
     if (nidx > 0) {
         float inv_n = (float)(1.0 / (double)nidx);
         k_xent_rows<<<gnn__cuda_blocks(nidx * WARP, THREADS), THREADS, 0, cb->stream>>>(
             nidx, classes, logits, labels, idx, inv_n, part, dlogits);
         GNN_CUDA_LAUNCHED("softmax_xent");
     }
-    k_mean_d<<<1, 1024, 0, cb->stream>>>(nidx, part, (double)nidx, loss_dev);
+    k_mean_d<<<1, 1024, 0, cb->stream>>>(nidx, part, (double)nidx, out);
     GNN_CUDA_LAUNCHED("softmax_xent mean");
     return 0;
+}
+
+int gnn__cuda_softmax_xent_async(gnn_backend_t *be, int64_t rows, int64_t classes,
+                                 const float *logits, const int64_t *labels, const int64_t *idx,
+                                 int64_t nidx, double *loss_dev, float *dlogits)
+{
+    gnn_cuda_be_t *cb = gnn__cuda_be(be);
+    GNN_TRY_RET(gnn__dense_check_rows("gnn_softmax_xent", rows, classes, idx != NULL, nidx));
+    void *scr = NULL;
+    GNN_TRY_RET(gnn__cuda_scratch(cb, (size_t)(nidx + 1) * sizeof(double), &scr));
+    return xent_queue(cb, rows, classes, logits, labels, idx, nidx, (double *)scr, loss_dev,
+                      dlogits);
 }
 
 int gnn__cuda_softmax_xent(gnn_backend_t *be, int64_t rows, int64_t classes, const float *logits,
@@ -619,47 +629,32 @@ int gnn__cuda_softmax_xent(gnn_backend_t *be, int64_t rows, int64_t classes, con
 {
     gnn_cuda_be_t *cb = gnn__cuda_be(be);
     GNN_TRY_RET(gnn__dense_check_rows("gnn_softmax_xent", rows, classes, idx != NULL, nidx));
-    if (nidx == 0) {
-        if (dlogits && rows * classes > 0)
-            GNN_CUDA_RET(cudaMemsetAsync(dlogits, 0, (size_t)(rows * classes) * sizeof(float),
-                                         cb->stream),
-                         "gnn_softmax_xent");
-        *loss = 0.0;
-        return 0;
-    }
     /* scratch: [flag][total][nidx row losses] */
     void *scr = NULL;
     GNN_TRY_RET(gnn__cuda_scratch(cb, (size_t)(nidx + 2) * sizeof(double), &scr));
     unsigned long long *flag = (unsigned long long *)scr;
     double *total = (double *)scr + 1, *part = (double *)scr + 2;
-    GNN_CUDA_RET(cudaMemsetAsync(flag, 0xFF, sizeof *flag, cb->stream), "gnn_softmax_xent");
-    k_check_xent<<<gnn__cuda_blocks(nidx, THREADS), THREADS, 0, cb->stream>>>(
-        nidx, idx, rows, labels, classes, flag);
-    GNN_CUDA_LAUNCHED("softmax_xent check");
-    uint64_t bad = NO_BAD;
-    GNN_TRY_RET(read_flag(cb, flag, &bad));
-    if (bad != NO_BAD) {
-        int64_t r = idx ? peek_i64(cb, idx, bad) : (int64_t)bad;
-        if (r < 0 || r >= rows)
+    if (nidx > 0) { /* the rows and labels first: the error names the first bad one */
+        GNN_CUDA_RET(cudaMemsetAsync(flag, 0xFF, sizeof *flag, cb->stream), "gnn_softmax_xent");
+        k_check_xent<<<gnn__cuda_blocks(nidx, THREADS), THREADS, 0, cb->stream>>>(
+            nidx, idx, rows, labels, classes, flag);
+        GNN_CUDA_LAUNCHED("softmax_xent check");
+        uint64_t bad = NO_BAD;
+        GNN_TRY_RET(read_flag(cb, flag, &bad));
+        if (bad != NO_BAD) {
+            int64_t r = idx ? peek_i64(cb, idx, bad) : (int64_t)bad;
+            if (r < 0 || r >= rows)
+                return GNN_FAIL(GNN_EINVAL,
+                                "gnn_softmax_xent: idx[%" PRIu64 "] = %" PRId64
+                                " outside [0, %" PRId64 ")",
+                                bad, r, rows);
             return GNN_FAIL(GNN_EINVAL,
-                            "gnn_softmax_xent: idx[%" PRIu64 "] = %" PRId64 " outside [0, %" PRId64
-                            ")",
-                            bad, r, rows);
-        return GNN_FAIL(GNN_EINVAL,
-                        "gnn_softmax_xent: row %" PRId64 ": label %" PRId64 " outside [0, %" PRId64
-                        ")",
-                        r, peek_i64(cb, labels, (uint64_t)r), classes);
+                            "gnn_softmax_xent: row %" PRId64 ": label %" PRId64
+                            " outside [0, %" PRId64 ")",
+                            r, peek_i64(cb, labels, (uint64_t)r), classes);
+        }
     }
-    if (dlogits && idx && rows * classes > 0)
-        GNN_CUDA_RET(cudaMemsetAsync(dlogits, 0, (size_t)(rows * classes) * sizeof(float),
-                                     cb->stream),
-                     "gnn_softmax_xent");
-    float inv_n = (float)(1.0 / (double)nidx);
-    k_xent_rows<<<gnn__cuda_blocks(nidx * WARP, THREADS), THREADS, 0, cb->stream>>>(
-        nidx, classes, logits, labels, idx, inv_n, part, dlogits);
-    GNN_CUDA_LAUNCHED("softmax_xent");
-    k_mean_d<<<1, 1024, 0, cb->stream>>>(nidx, part, (double)nidx, total);
-    GNN_CUDA_LAUNCHED("softmax_xent mean");
+    GNN_TRY_RET(xent_queue(cb, rows, classes, logits, labels, idx, nidx, part, total, dlogits));
     void *h = NULL;
     GNN_TRY_RET(gnn__cuda_pinned(cb, sizeof(double), &h));
     GNN_CUDA_RET(cudaMemcpyAsync(h, total, sizeof(double), cudaMemcpyDeviceToHost, cb->stream),
