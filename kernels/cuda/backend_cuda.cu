@@ -124,23 +124,27 @@ static void cu_host_free(gnn_backend_t *be, void *p)
     cudaFreeHost(p);
 }
 
-static int cu_map_host(gnn_backend_t *be, void *host, size_t bytes, void **dev)
+cudaError_t gnn__cuda_map_host(void *host, size_t bytes, void **dev)
 {
-    (void)gnn__cuda_be(be);
     const size_t b = bytes ? bytes : 1;
     cudaError_t e = cudaHostRegister(host, b, cudaHostRegisterMapped | cudaHostRegisterReadOnly);
     if (e == cudaErrorNotSupported || e == cudaErrorInvalidValue) {
         (void)cudaGetLastError();
-        e = cudaHostRegister(host, bytes ? bytes : 1, cudaHostRegisterMapped);
+        e = cudaHostRegister(host, b, cudaHostRegisterMapped);
     }
-    GNN_CUDA_RET(e, "host memory mapped for the device");
+    if (e != cudaSuccess) return e;
     e = cudaHostGetDevicePointer(dev, host, 0);
     if (e != cudaSuccess) {
-        (void)cudaGetLastError();
         cudaHostUnregister(host);
         *dev = NULL;
-        return GNN_FAIL(GNN_ECUDA, "host memory mapped for the device: %s", cudaGetErrorString(e));
     }
+    return e;
+}
+
+static int cu_map_host(gnn_backend_t *be, void *host, size_t bytes, void **dev)
+{
+    (void)gnn__cuda_be(be);
+    GNN_CUDA_RET(gnn__cuda_map_host(host, bytes, dev), "host memory mapped for the device");
     return 0;
 }
 

@@ -50,6 +50,11 @@ int gnn__cuda_scratch(gnn_cuda_be_t *cb, size_t bytes, void **out);
 /* Pinned host scratch of at least bytes, the same way. */
 int gnn__cuda_pinned(gnn_cuda_be_t *cb, size_t bytes, void **out);
 
+/* Host memory of bytes pinned and mapped in place (read-only where the
+ * platform has it), *dev its device address; nothing left registered on
+ * failure. */
+cudaError_t gnn__cuda_map_host(void *host, size_t bytes, void **dev);
+
 /* Device sampling (sample_cuda.cu). */
 int gnn__cuda_sampler_prepare(gnn_backend_t *be, gnn_bsampler_t *s);
 void gnn__cuda_sampler_release(gnn_backend_t *be, gnn_bsampler_t *s);

@@ -104,15 +104,9 @@ static int temp_grow(cudaStream_t st, cu_sampler_t *c, size_t bytes)
  * where the platform has it. */
 static cudaError_t map_host(const void *h, size_t bytes, void **reg, void **dev)
 {
-    void *p = (void *)h;
-    cudaError_t e = cudaHostRegister(p, bytes, cudaHostRegisterMapped | cudaHostRegisterReadOnly);
-    if (e == cudaErrorNotSupported || e == cudaErrorInvalidValue) {
-        (void)cudaGetLastError();
-        e = cudaHostRegister(p, bytes, cudaHostRegisterMapped);
-    }
-    if (e != cudaSuccess) return e;
-    *reg = p;
-    return cudaHostGetDevicePointer(dev, p, 0);
+    cudaError_t e = gnn__cuda_map_host((void *)h, bytes, dev);
+    if (e == cudaSuccess) *reg = (void *)h;
+    return e;
 }
 
 void *gnn__cuda_sampler_stream(const gnn_bsampler_t *s)
