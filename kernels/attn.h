@@ -58,7 +58,8 @@ typedef struct {
     float negative_slope;  /* of the GAT score's LeakyReLU */
     float dropout;         /* attention dropout p in [0, 1) */
     uint64_t seed, offset; /* its counter-based stream */
-    const int64_t *ids;    /* n_src global ids of the rows (host), or NULL */
+    const int64_t *ids;    /* n_src global ids of the rows, or NULL (host
+                              memory here; a backend buffer for gnn_be_attn_*) */
     int64_t n_ids;         /* nodes the ids range over */
 } gnn_attn_opts_t;
 

@@ -648,8 +648,11 @@ int gnn_be_graph_place(gnn_backend_t *be, gnn_bgraph_t *g)
 
 /* gnn_be_graph_create_batch, on sampler s's work queue when s is given
  * (fn: the caller's name for messages). */
+static int attn_layout(gnn_backend_t *be, gnn_bgraph_t *g, int k, const char *fn,
+                       const gnn_attn_graph_t **a);
+
 static int graph_create_batch(gnn_backend_t *be, gnn_bsampler_t *s, const gnn_bbatch_t *b, int l,
-                              gnn_bgraph_t **out, const char *fn)
+                              int attn, gnn_bgraph_t **out, const char *fn)
 {
     int rc = 0;
     gnn_bgraph_t *g = NULL;
@@ -660,6 +663,8 @@ static int graph_create_batch(gnn_backend_t *be, gnn_bsampler_t *s, const gnn_bb
     GNN_CHECK(b->be == be, GNN_EINVAL, "%s: a batch of another backend", fn);
     GNN_CHECK(l >= 0 && l < b->layers, GNN_EINVAL, "%s: block %d of a batch of %d", fn, l,
               b->layers);
+    GNN_CHECK(attn >= -1 && attn <= 1, GNN_EINVAL, "%s: attention layout %d (expected -1, 0 or 1)",
+              fn, attn);
     if (!be->ops->graph_prepare_dev) { /* arrays the host reads: the usual way */
         view = gnn_calloc(1, sizeof *view);
         GNN_CHECK(view, GNN_ENOMEM, "prepared graph");
@@ -670,8 +675,10 @@ static int graph_create_batch(gnn_backend_t *be, gnn_bsampler_t *s, const gnn_bb
                             .indices = b->indices[l],
                             .weights = NULL,
                             .flags = b->flags};
-        GNN_TRY(gnn_be_graph_create(be, view, &g));
-        gnn_be_graph_attach(g, view, gnn_free);
+        rc = gnn_be_graph_stage(view, NULL, attn, &g);
+        if (rc == 0) gnn_be_graph_attach(g, view, gnn_free);
+        if (rc == 0) rc = gnn_be_graph_place(be, g);
+        if (rc < 0) goto fail;
         *out = g;
         return 0;
     }
@@ -679,32 +686,36 @@ static int graph_create_batch(gnn_backend_t *be, gnn_bsampler_t *s, const gnn_bb
     GNN_CHECK(g, GNN_ENOMEM, "prepared graph");
     g->host = (gnn_aggr_graph_t){.n_dst = b->n_dst[l], .n_src = b->n_src[l], .nnz = b->nnz[l]};
     if (s && be->ops->sampler_graph_prepare_dev)
-        GNN_TRY(be->ops->sampler_graph_prepare_dev(be, s, g, b->indptr[l], b->indices[l]));
+        GNN_TRY(be->ops->sampler_graph_prepare_dev(be, s, g, b->indptr[l], b->indices[l], attn));
     else
-        GNN_TRY(be->ops->graph_prepare_dev(be, g, b->indptr[l], b->indices[l]));
+        GNN_TRY(be->ops->graph_prepare_dev(be, g, b->indptr[l], b->indices[l], attn));
     g->be = be;
+    if (attn >= 0) { /* made with the graph: only its record here */
+        const gnn_attn_graph_t *a;
+        GNN_TRY(attn_layout(be, g, attn, fn, &a));
+    }
     *out = g;
     return 0;
 fail:
-    if (!g) gnn_free(view);
+    if (!g || !gnn_bgraph_attached(g)) gnn_free(view);
     gnn_be_graph_free(g);
     return rc;
 }
 
-int gnn_be_graph_create_batch(gnn_backend_t *be, const gnn_bbatch_t *b, int l,
+int gnn_be_graph_create_batch(gnn_backend_t *be, const gnn_bbatch_t *b, int l, int attn_layout,
                               gnn_bgraph_t **out)
 {
-    return graph_create_batch(be, NULL, b, l, out, "gnn_be_graph_create_batch");
+    return graph_create_batch(be, NULL, b, l, attn_layout, out, "gnn_be_graph_create_batch");
 }
 
-int gnn_be_sampler_graph_create(gnn_bsampler_t *s, const gnn_bbatch_t *b, int l,
+int gnn_be_sampler_graph_create(gnn_bsampler_t *s, const gnn_bbatch_t *b, int l, int attn_layout,
                                 gnn_bgraph_t **out)
 {
     if (!s) {
         if (out) *out = NULL;
         return GNN_FAIL(GNN_EINVAL, "gnn_be_sampler_graph_create: NULL sampler");
     }
-    return graph_create_batch(s->be, s, b, l, out, "gnn_be_sampler_graph_create");
+    return graph_create_batch(s->be, s, b, l, attn_layout, out, "gnn_be_sampler_graph_create");
 }
 
 int64_t gnn_bgraph_n_dst(const gnn_bgraph_t *g)
@@ -941,15 +952,42 @@ static int attn_prep(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_opts_t *
     if (g->be != be)
         return GNN_FAIL(GNN_EINVAL, "%s: the graph %s", fn,
                         g->be ? "belongs to another backend" : "is staged, not placed");
-    int k = o->self_loop != 0;
-    if (!g->sg)
-        return GNN_FAIL(GNN_EUNSUPPORTED, "%s: no attention on a graph made on the device", fn);
+    return attn_layout(be, g, o->self_loop != 0, fn, a);
+}
+
+/*
+ * g's slot layout k (0: without, 1: with self loops), made on first use
+ * and kept: on the host from g's host preparation, or for a graph made on
+ * the device by the backend there (attn_edges_dev), which g->edges[k]
+ * then holds, with a record of the layout in g->attn[k] (counts only).
+ */
+static int attn_layout(gnn_backend_t *be, gnn_bgraph_t *g, int k, const char *fn,
+                       const gnn_attn_graph_t **a)
+{
+    int rc = 0;
+    gnn_attn_graph_t *rec = NULL;
+    gnn_be_edges_t *e = NULL;
+    if (!g->attn[k] && g->sg) GNN_TRY(gnn_attn_graph_create(g->sg, k, &g->attn[k]));
     if (!g->attn[k]) {
-        int rc = gnn_attn_graph_create(g->sg, k, &g->attn[k]);
-        if (rc < 0) return rc;
+        GNN_CHECK(be->ops->attn_edges_dev, GNN_EUNSUPPORTED,
+                  "%s: no attention on a graph made on the device of %s", fn, be->desc);
+        rec = gnn_calloc(1, sizeof *rec);
+        e = gnn_calloc(1, sizeof *e);
+        GNN_CHECK(rec && e, GNN_ENOMEM, "attention slots");
+        GNN_TRY(be->ops->attn_edges_dev(be, g, k, &e->dev));
+        e->host = (gnn_aggr_edges_t){.n_dst = e->dev.n_dst, .n_src = e->dev.n_src,
+                                     .slots = e->dev.slots};
+        rec->self_loop = k;
+        rec->slots = e->dev.slots;
+        g->attn[k] = rec;
+        g->edges[k] = e;
     }
     *a = g->attn[k];
     return 0;
+fail:
+    gnn_free(rec);
+    gnn_free(e);
+    return rc;
 }
 
 /* g's slots for layout k as a plug-in sees them (kernels/gnn_aggr_plugin.h),
@@ -962,6 +1000,8 @@ int gnn__be_attn_edges(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_graph_
         *out = g->edges[k];
         return 0;
     }
+    if (!g->sg || !a->t_slot)
+        return GNN_FAIL(GNN_EINVAL, "attention edges: the graph has no host preparation");
     const gnn_spmm_graph_t *sg = g->sg;
     const gnn_csr_t *c = sg->csr;
     int64_t nd = sg->n_dst, ns = sg->n_src, slots = a->slots;
@@ -1037,13 +1077,8 @@ static int score_prep(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_aggr_def_t *
         return GNN_FAIL(GNN_EINVAL, "%s: %" PRId64 " heads of %" PRId64 " features", fn,
                         o->heads, o->f);
     int k = o->self_loop != 0;
-    if (!g->sg)
-        return GNN_FAIL(GNN_EUNSUPPORTED, "%s: no attention on a graph made on the device", fn);
-    if (!g->attn[k]) {
-        int rc = gnn_attn_graph_create(g->sg, k, &g->attn[k]);
-        if (rc < 0) return rc;
-    }
-    *a = g->attn[k];
+    int rc = attn_layout(be, g, k, fn, a);
+    if (rc < 0) return rc;
     *e = NULL;
     /* A plug-in reads the edges; so does a device's built-in gat. */
     if (!gnn__aggr_builtin_owns(def) || !be->host_memory)
@@ -1165,6 +1200,7 @@ int gnn_be_attn_forward(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_opts_
     BUF(x, "gnn_be_attn_forward");
     BUF(s, "gnn_be_attn_forward");
     BUF(y, "gnn_be_attn_forward");
+    BUF(o->ids, "gnn_be_attn_forward");
     return be->ops->attn_forward(be, g, a, o, x, s, y);
 }
 

@@ -353,9 +353,11 @@ int gnn_be_sparse_mm_t(gnn_backend_t *be, const gnn_bsparse_t *s, const float *v
 /*
  * Graph attention on a prepared graph (kernels/attn.h states the slots,
  * the operations and the dropout counters; o->self_loop picks the slot
- * layout, the first call with each prepares it on the host and keeps it
- * with g). Per-edge arrays are gnn_be_attn_slots(g, o->self_loop) x heads.
- * GNN_EUNSUPPORTED on a backend without them.
+ * layout, the first call with each prepares it, on the host, or on the
+ * device for a graph made there from a device batch, and keeps it with
+ * g). Per-edge arrays are gnn_be_attn_slots(g, o->self_loop) x heads.
+ * o->ids, when set, is a backend buffer (n_src int64: a batch's node
+ * ids). GNN_EUNSUPPORTED on a backend without them.
  */
 int64_t gnn_be_attn_slots(const gnn_bgraph_t *g, int self_loop);
 /*
@@ -494,11 +496,13 @@ void gnn_be_batch_free(gnn_bbatch_t *b);
 /* Block l of b prepared for aggregation on be, as gnn_be_graph_create
  * prepares the same CSR (degrees, transpose, scale factors: on a GPU made
  * there, without a copy through the host). It reads b's buffers until
- * freed on the CPU backend: free it before b is filled again. No
- * attention on such a graph on a GPU (GNN_EUNSUPPORTED). Errors as
- * gnn_be_graph_create; GNN_EINVAL for a block out of range or a batch of
- * another backend. */
-int gnn_be_graph_create_batch(gnn_backend_t *be, const gnn_bbatch_t *b, int l,
+ * freed on the CPU backend: free it before b is filled again.
+ * attn_layout 0 or 1 also prepares the attention slots without or with
+ * self loops (as gnn_be_graph_stage; on a GPU made on the device too),
+ * -1 none: attention on the graph then prepares them at its first call.
+ * Errors as gnn_be_graph_create; GNN_EINVAL for a block out of range, a
+ * batch of another backend or another attn_layout. */
+int gnn_be_graph_create_batch(gnn_backend_t *be, const gnn_bbatch_t *b, int l, int attn_layout,
                               gnn_bgraph_t **out);
 /* The same, made by the thread that samples with s while another drives
  * s's backend (a batch prepared ahead of the step that trains it): on a
@@ -506,7 +510,7 @@ int gnn_be_graph_create_batch(gnn_backend_t *be, const gnn_bbatch_t *b, int l,
  * for the backend's stream on return; on a CPU backend as
  * gnn_be_graph_create_batch. The graph is the backend's as any other
  * (freed with gnn_be_graph_free, after the step, by any thread). */
-int gnn_be_sampler_graph_create(gnn_bsampler_t *s, const gnn_bbatch_t *b, int l,
+int gnn_be_sampler_graph_create(gnn_bsampler_t *s, const gnn_bbatch_t *b, int l, int attn_layout,
                                 gnn_bgraph_t **out);
 
 #ifdef __cplusplus

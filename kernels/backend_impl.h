@@ -118,7 +118,7 @@ typedef struct {
      * arrays): fill g->dev and g->impl; NULL: the backend's buffers are
      * host memory, prepared as any host CSR. */
     int (*graph_prepare_dev)(gnn_backend_t *be, gnn_bgraph_t *g, const int64_t *indptr,
-                             const int64_t *indices);
+                             const int64_t *indices, int attn_layout);
     /* gnn_be_softmax_xent_async; NULL: the checked call, its loss stored */
     int (*softmax_xent_async)(gnn_backend_t *be, int64_t rows, int64_t classes,
                               const float *logits, const int64_t *labels, const int64_t *idx,
@@ -135,13 +135,19 @@ typedef struct {
     /* graph_prepare_dev on the work queue of sampler s (its thread may
      * call it while another drives be); NULL: graph_prepare_dev there. */
     int (*sampler_graph_prepare_dev)(gnn_backend_t *be, gnn_bsampler_t *s, gnn_bgraph_t *g,
-                                     const int64_t *indptr, const int64_t *indices);
+                                     const int64_t *indptr, const int64_t *indices,
+                                     int attn_layout);
     /* gnn_be_batch_release: mark the end of the queued work in b->fence
      * (made on first use) and set b->fenced, which the next `sample` into
      * b waits for (and clears); batch_fence_free frees such a mark. NULL:
      * work does not outlive its call. */
     int (*batch_release)(gnn_backend_t *be, gnn_bbatch_t *b);
     void (*batch_fence_free)(gnn_backend_t *be, void *fence);
+    /* The attention slots of layout k (0: without, 1: with self loops) of
+     * a graph made by graph_prepare_dev, as device arrays in *dev, kept
+     * with g (made then when attn_layout asked for them, else now on the
+     * backend's stream); NULL with graph_prepare_dev. */
+    int (*attn_edges_dev)(gnn_backend_t *be, gnn_bgraph_t *g, int k, gnn_aggr_edges_t *dev);
 } gnn_backend_ops_t;
 
 /* A device sampler: the host's view, and the device's (impl). */
@@ -185,7 +191,10 @@ struct gnn_bgraph {
     gnn_aggr_graph_t host; /* view of sg on the host */
     gnn_aggr_graph_t dev;  /* the same arrays on the device */
     gnn_attn_graph_t *attn[2]; /* attention slots without / with self loops
-                                  (made on first use) */
+                                  (made on first use); for a graph made on
+                                  the device only a record of the layout
+                                  (g and t_slot NULL): edges[k] holds its
+                                  device arrays, with counts on the host */
     gnn_be_edges_t *edges[2];  /* the same slots as an attention plug-in
                                   sees them (made on first use by one) */
     void *user;                /* what a caller attached (gnn_be_graph_attach) */

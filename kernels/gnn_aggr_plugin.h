@@ -185,7 +185,8 @@ typedef int (*gnn_aggr_backward_fn)(const gnn_aggr_call_t *call, const float *x,
                                     const float *dy, float *dx);
 /* Bytes of workspace one forward/backward pair needs on graph g at width f;
  * NULL in a definition means none. Called on the host; g's arrays are on
- * the host. */
+ * the host, or NULL (the counts alone) for a graph made on the GPU (a
+ * mini-batch block sampled there: --sampler device). */
 typedef size_t (*gnn_aggr_workspace_fn)(const gnn_aggr_graph_t *g, int64_t f, void *user);
 
 /* Version 2. Parameters: fill out[0 .. n) (n <= max = GNN_AGGR_MAX_PARAMS)
@@ -195,7 +196,8 @@ typedef int (*gnn_aggr_params_fn)(const gnn_aggr_dims_t *d, gnn_aggr_param_t *ou
                                   void *user);
 /* Version 2. Workspace bytes for graph g (host arrays), edges e (NULL for
  * an aggregator; host arrays) and dims d; replaces workspace_bytes when
- * set. */
+ * set. For a graph made on the GPU the arrays of g and e are NULL: size
+ * the workspace from their counts. */
 typedef size_t (*gnn_aggr_workspace2_fn)(const gnn_aggr_graph_t *g, const gnn_aggr_edges_t *e,
                                          const gnn_aggr_dims_t *d, void *user);
 /* Version 2, attention: s (slots x heads) from x (n_src x heads * f). */

@@ -148,7 +148,7 @@ static int gat_parts(const gnn_aggr_call_t *call, const gnn__attn_private_t **p,
     if (!*p || !(*p)->a || !(*p)->o || !call->params || !call->edges)
         return GNN_FAIL(GNN_EINVAL, "built-in attention gat (CUDA): no prepared graph, edges or "
                                     "parameters");
-    const gnn_spmm_graph_t *g = (*p)->a->g;
+    const gnn_aggr_edges_t *g = call->edges; /* its counts */
     const int64_t H = (*p)->o->heads;
     size_t need = (size_t)(g->n_src + g->n_dst) * 2u * (size_t)H * sizeof(float);
     if (need && (!call->workspace || call->workspace_size < need))
@@ -167,9 +167,8 @@ int gnn__cuda_gat_score(const gnn_aggr_call_t *call, const float *x, float *s)
     const gnn__attn_private_t *p;
     float *el, *er, *del, *der;
     GNN_TRY_RET(gat_parts(call, &p, &el, &er, &del, &der));
-    const gnn_spmm_graph_t *g = p->a->g;
     const gnn_aggr_edges_t *e = call->edges;
-    const int64_t H = p->o->heads, F = p->o->f, ns = g->n_src, nd = g->n_dst;
+    const int64_t H = p->o->heads, F = p->o->f, ns = e->n_src, nd = e->n_dst;
     cudaStream_t st = (cudaStream_t)call->stream;
     if (!el) return 0; /* no rows */
     if (ns > 0) {
@@ -200,9 +199,8 @@ int gnn__cuda_gat_score_backward(const gnn_aggr_call_t *call, const float *x, co
     if (!call->dparams)
         return GNN_FAIL(GNN_EINVAL, "built-in attention gat: no parameter gradients");
     if (!p->be) return GNN_FAIL(GNN_EINVAL, "built-in attention gat (CUDA): no backend");
-    const gnn_spmm_graph_t *g = p->a->g;
     const gnn_aggr_edges_t *e = call->edges;
-    const int64_t H = p->o->heads, F = p->o->f, W = H * F, ns = g->n_src, nd = g->n_dst;
+    const int64_t H = p->o->heads, F = p->o->f, W = H * F, ns = e->n_src, nd = e->n_dst;
     const int k = p->o->self_loop != 0;
     const float slope = p->o->negative_slope;
     gnn_cuda_be_t *cb = gnn__cuda_be(p->be);
@@ -382,19 +380,11 @@ int gnn__cuda_attn_forward(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_gr
     GNN_TRY_RET(gnn__be_attn_edges(be, g, a, o->self_loop != 0, &ed));
     const gnn_aggr_edges_t *e = &ed->dev;
     gnn_cuda_be_t *cb = gnn__cuda_be(be);
-    const int64_t H = o->heads, F = o->f, nd = a->g->n_dst, ns = a->g->n_src;
+    const int64_t H = o->heads, F = o->f, nd = e->n_dst, ns = e->n_src;
     const int k = o->self_loop != 0;
     if (nd == 0) return 0;
-    /* The rows' global ids, for the dropout counters, on the device. */
-    const int64_t *ids = NULL;
-    if (o->dropout > 0.0f && o->ids && ns > 0) {
-        void *d = NULL;
-        GNN_TRY_RET(gnn__cuda_scratch(cb, (size_t)ns * sizeof(int64_t), &d));
-        GNN_CUDA_RET(cudaMemcpyAsync(d, o->ids, (size_t)ns * sizeof(int64_t),
-                                     cudaMemcpyHostToDevice, cb->stream),
-                     "attention node ids");
-        ids = (const int64_t *)d;
-    }
+    /* The rows' global ids, for the dropout counters: a device buffer. */
+    const int64_t *ids = o->dropout > 0.0f ? o->ids : NULL;
     const uint64_t n_ids = o->ids ? (uint64_t)o->n_ids : (uint64_t)ns;
     k_attn_softmax<<<gnn__cuda_blocks(nd * H, THREADS), THREADS, 0, cb->stream>>>(
         nd, H, k, e->indptr, e->src, ids, n_ids, o->dropout, o->seed, o->offset, s);
@@ -402,8 +392,6 @@ int gnn__cuda_attn_forward(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_gr
     k_attn_aggregate<<<gnn__cuda_blocks(nd * H * F, THREADS), THREADS, 0, cb->stream>>>(
         nd, H, F, k, e->indptr, e->src, dropout_scale(o->dropout), x, s, y);
     GNN_CUDA_LAUNCHED("attention aggregation");
-    /* The ids' scratch may be reused by the next call: their copy and the
-     * kernel reading them are queued before it. */
     return 0;
 }
 
@@ -416,7 +404,7 @@ int gnn__cuda_attn_backward(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_g
     GNN_TRY_RET(gnn__be_attn_edges(be, g, a, o->self_loop != 0, &ed));
     const gnn_aggr_edges_t *e = &ed->dev;
     gnn_cuda_be_t *cb = gnn__cuda_be(be);
-    const int64_t H = o->heads, F = o->f, nd = a->g->n_dst, ns = a->g->n_src;
+    const int64_t H = o->heads, F = o->f, nd = e->n_dst, ns = e->n_src;
     const int k = o->self_loop != 0;
     const float scale = dropout_scale(o->dropout);
     /* Sources first: they read alpha, which ds may overwrite. */

@@ -256,14 +256,15 @@ static int cu_graph_prepare(gnn_backend_t *be, gnn_bgraph_t *g)
 
 /* A graph from device arrays, made on `stream` (NULL: the backend's). */
 static int graph_prepare_dev_on(gnn_backend_t *be, void *stream, gnn_bgraph_t *g,
-                                const int64_t *indptr, const int64_t *indices)
+                                const int64_t *indptr, const int64_t *indices, int attn)
 {
     gnn_cuda_be_t *cb = gnn__cuda_be(be);
     cuda_bgraph_t *bg = (cuda_bgraph_t *)gnn_calloc(1, sizeof *bg);
     GNN_CHECK_RET(bg, GNN_ENOMEM, "prepared graph");
     bg->ctx = &cb->spmm;
     int rc = gnn__cuda_graph_create_dev(&cb->spmm, stream, g->host.n_dst, g->host.n_src,
-                                        g->host.nnz, indptr, indices, &bg->cg, &g->dev);
+                                        g->host.nnz, indptr, indices, attn, &bg->cg,
+                                        &g->dev);
     if (rc < 0) {
         gnn_free(bg);
         return rc;
@@ -273,17 +274,25 @@ static int graph_prepare_dev_on(gnn_backend_t *be, void *stream, gnn_bgraph_t *g
 }
 
 static int cu_graph_prepare_dev(gnn_backend_t *be, gnn_bgraph_t *g, const int64_t *indptr,
-                                const int64_t *indices)
+                                const int64_t *indices, int attn)
 {
-    return graph_prepare_dev_on(be, NULL, g, indptr, indices);
+    return graph_prepare_dev_on(be, NULL, g, indptr, indices, attn);
 }
 
 /* The same on the sampler's stream, from its thread, while the backend's
  * stream trains. */
 static int cu_sampler_graph_prepare_dev(gnn_backend_t *be, gnn_bsampler_t *s, gnn_bgraph_t *g,
-                                        const int64_t *indptr, const int64_t *indices)
+                                        const int64_t *indptr, const int64_t *indices, int attn)
 {
-    return graph_prepare_dev_on(be, gnn__cuda_sampler_stream(s), g, indptr, indices);
+    return graph_prepare_dev_on(be, gnn__cuda_sampler_stream(s), g, indptr, indices, attn);
+}
+
+/* The attention slots of a graph made from device arrays. */
+static int cu_attn_edges_dev(gnn_backend_t *be, gnn_bgraph_t *g, int k, gnn_aggr_edges_t *dev)
+{
+    cuda_bgraph_t *bg = (cuda_bgraph_t *)g->impl;
+    (void)gnn__cuda_be(be); /* its device current */
+    return gnn__cuda_graph_attn_edges(bg->cg, k, dev);
 }
 
 static void cu_graph_release(gnn_backend_t *be, gnn_bgraph_t *g)
@@ -497,6 +506,7 @@ static const gnn_backend_ops_t cuda_ops = {
     /* .sampler_graph_prepare_dev = */ cu_sampler_graph_prepare_dev,
     /* .batch_release = */ gnn__cuda_batch_release,
     /* .batch_fence_free = */ gnn__cuda_batch_fence_free,
+    /* .attn_edges_dev = */ cu_attn_edges_dev,
 };
 
 /* Handles and stream of cb on its device; on failure the caller closes. */

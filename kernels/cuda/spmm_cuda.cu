@@ -107,6 +107,11 @@ struct gnn_cuda_graph {
     int64_t *t_indptr, *t_indices; /* the forward arrays when t_shared */
     float *t_weights;
     float *inv_deg, *gcn_dst, *gcn_src;
+    /* Graph attention's slots per layout (0: without, 1: with self loops),
+     * one block each: indptr, src, dst, t_indptr, t_slot (the gnn_aggr_
+     * edges_t arrays); made on the device for a graph from device arrays
+     * (gnn__cuda_graph_attn_edges), from the pool when pooled. */
+    int64_t *attn[2];
 
     cusparseSpMatDescr_t sp[2][N_SUMLIKE]; /* [direction][aggregator] */
     float *vals[2][N_SUMLIKE];             /* value arrays owned here */
@@ -189,9 +194,10 @@ void gnn__cuda_graph_free(gnn_cuda_graph_t *g)
     cudaFree(g->scratch.p);
     cudaFree(g->weights);
     if (!g->t_shared) cudaFree(g->t_weights);
-    void *own[7] = {g->indptr, g->indices, g->t_shared ? NULL : g->t_indptr,
-                    g->t_shared ? NULL : g->t_indices, g->inv_deg, g->gcn_dst, g->gcn_src};
-    for (int k = 0; k < 7; k++) {
+    void *own[9] = {g->indptr,  g->indices, g->t_shared ? NULL : g->t_indptr,
+                    g->t_shared ? NULL : g->t_indices, g->inv_deg, g->gcn_dst, g->gcn_src,
+                    g->attn[0], g->attn[1]};
+    for (int k = 0; k < 9; k++) {
         if (!own[k]) continue;
         if (g->pooled)
             cudaFreeAsync(own[k], g->stream);
@@ -367,9 +373,154 @@ static int bits_for(int64_t n)
     return b;
 }
 
+/* ---- Attention slots from device arrays ----------------------------------------- */
+
+__global__ void k_iota(int64_t n, int64_t *v)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        v[i] = i;
+}
+
+/* Slots by destination (one thread per row, and one for the end): v's
+ * stored entries in CSR order, then with self loops (k) its own. */
+__global__ void k_attn_dst_slots(int64_t nd, int k, const int64_t *__restrict__ indptr,
+                                 const int64_t *__restrict__ indices, int64_t *__restrict__ sptr,
+                                 int64_t *__restrict__ src, int64_t *__restrict__ dst)
+{
+    for (int64_t v = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; v <= nd;
+         v += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t lo = indptr[v], first = lo + (k ? v : 0);
+        sptr[v] = first;
+        if (v == nd) continue;
+        const int64_t n = indptr[v + 1] - lo;
+        for (int64_t i = 0; i < n; i++) {
+            src[first + i] = indices[lo + i];
+            dst[first + i] = v;
+        }
+        if (k) src[first + n] = dst[first + n] = v;
+    }
+}
+
+/* Slots by source (one thread per source, and one for the end): u's
+ * stored edges in transposed order (perm: the CSR entry at each
+ * transposed position, rowid: each entry's row), then with self loops its
+ * own, which is the last slot of row u. */
+__global__ void k_attn_src_slots(int64_t ns, int64_t nd, int k, const int64_t *__restrict__ indptr,
+                                 const int64_t *__restrict__ t_indptr,
+                                 const int64_t *__restrict__ perm,
+                                 const int64_t *__restrict__ rowid, int64_t *__restrict__ tptr,
+                                 int64_t *__restrict__ t_slot)
+{
+    for (int64_t u = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; u <= ns;
+         u += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t first = t_indptr[u] + (k ? (u < nd ? u : nd) : 0);
+        tptr[u] = first;
+        if (u == ns) continue;
+        int64_t o = first;
+        for (int64_t t = t_indptr[u]; t < t_indptr[u + 1]; t++) {
+            const int64_t e = perm[t];
+            t_slot[o++] = e + (k ? rowid[e] : 0);
+        }
+        if (k && u < nd) t_slot[o] = indptr[u + 1] + u;
+    }
+}
+
+/* The slot layout k of g (kernels/attn.h; with self loops: k = 1) as the
+ * arrays of gnn_aggr_edges_t in one pooled block, queued on st: the
+ * entries sorted by column, stably (the transpose's order), give each
+ * transposed position its entry and so its slot. */
+static cudaError_t queue_attn_edges(gnn_cuda_graph_t *g, cudaStream_t st, int k)
+{
+    const int64_t nd = g->n_dst, ns = g->n_src, nnz = g->nnz, slots = nnz + (k ? nd : 0);
+    const size_t words = (size_t)(nd + 1) + (size_t)(ns + 1) + 3u * (size_t)slots;
+    const size_t eb = (size_t)(nnz > 0 ? nnz : 1) * sizeof(int64_t);
+    int64_t *blk = NULL, *rowid = NULL, *iota = NULL, *keys = NULL, *perm = NULL;
+    void *temp = NULL;
+    size_t tb = 0;
+    cudaError_t e = cudaMallocAsync((void **)&blk, words * sizeof(int64_t), st);
+    if (e == cudaSuccess) e = cudaMallocAsync((void **)&rowid, eb, st);
+    if (e == cudaSuccess) e = cudaMallocAsync((void **)&iota, eb, st);
+    if (e == cudaSuccess) e = cudaMallocAsync((void **)&keys, eb, st);
+    if (e == cudaSuccess) e = cudaMallocAsync((void **)&perm, eb, st);
+    if (e == cudaSuccess)
+        e = cub::DeviceRadixSort::SortPairs(NULL, tb, g->indices, keys, iota, perm, nnz, 0,
+                                            bits_for(ns + 1), st);
+    if (e == cudaSuccess) e = cudaMallocAsync(&temp, tb ? tb : 1, st);
+    if (e == cudaSuccess && nnz > 0) {
+        k_iota<<<gnn__cuda_blocks(nnz, 256), 256, 0, st>>>(nnz, iota);
+        e = cudaGetLastError();
+    }
+    if (e == cudaSuccess && nnz > 0) {
+        k_entry_rows<<<gnn__cuda_blocks(nd, 256), 256, 0, st>>>(nd, g->indptr, rowid);
+        e = cudaGetLastError();
+    }
+    if (e == cudaSuccess && nnz > 0)
+        e = cub::DeviceRadixSort::SortPairs(temp, tb, g->indices, keys, iota, perm, nnz, 0,
+                                            bits_for(ns + 1), st);
+    int64_t *sptr = blk, *src = blk + nd + 1, *dst = src + slots, *tptr = dst + slots,
+            *t_slot = tptr + ns + 1;
+    if (e == cudaSuccess) {
+        k_attn_dst_slots<<<gnn__cuda_blocks(nd + 1, 256), 256, 0, st>>>(nd, k, g->indptr,
+                                                                       g->indices, sptr, src, dst);
+        e = cudaGetLastError();
+    }
+    if (e == cudaSuccess) {
+        k_attn_src_slots<<<gnn__cuda_blocks(ns + 1, 256), 256, 0, st>>>(
+            ns, nd, k, g->indptr, g->t_indptr, perm, rowid, tptr, t_slot);
+        e = cudaGetLastError();
+    }
+    void *tmp[5] = {rowid, iota, keys, perm, temp};
+    for (int i = 0; i < 5; i++)
+        if (tmp[i]) cudaFreeAsync(tmp[i], st);
+    if (e != cudaSuccess) {
+        if (blk) cudaFreeAsync(blk, st);
+        return e;
+    }
+    g->attn[k] = blk;
+    return cudaSuccess;
+}
+
+static void attn_view(const gnn_cuda_graph_t *g, int k, gnn_aggr_edges_t *v)
+{
+    const int64_t nd = g->n_dst, ns = g->n_src, slots = g->nnz + (k ? nd : 0);
+    int64_t *b = g->attn[k];
+    v->n_dst = nd;
+    v->n_src = ns;
+    v->slots = slots;
+    v->indptr = b;
+    v->src = b + nd + 1;
+    v->dst = v->src + slots;
+    v->t_indptr = v->dst + slots;
+    v->t_slot = v->t_indptr + ns + 1;
+}
+
+int gnn__cuda_graph_attn_edges(gnn_cuda_graph_t *g, int k, gnn_aggr_edges_t *view)
+{
+    GNN_CHECK_RET(g && view && (k == 0 || k == 1), GNN_EINVAL,
+                  "attention slots on the device: bad argument");
+    GNN_CHECK_RET(g->pooled, GNN_EINVAL,
+                  "attention slots on the device: only for a graph made from device arrays");
+    GNN_CHECK_RET(!k || g->n_dst <= g->n_src, GNN_EINVAL,
+                  "attention slots: self loops need the destinations among the sources (%" PRId64
+                  " destinations, %" PRId64 " sources)",
+                  g->n_dst, g->n_src);
+    if (!g->attn[k]) { /* on the stream that reads them: no wait */
+        cudaError_t e = queue_attn_edges(g, g->stream, k);
+        if (e != cudaSuccess) {
+            (void)cudaGetLastError();
+            return GNN_FAIL(e == cudaErrorMemoryAllocation ? GNN_ENOMEM : GNN_ECUDA,
+                            "attention slots of a %" PRId64 " x %" PRId64 " graph on the device: %s",
+                            g->n_dst, g->n_src, cudaGetErrorString(e));
+        }
+    }
+    attn_view(g, k, view);
+    return 0;
+}
+
 int gnn__cuda_graph_create_dev(const gnn_cuda_spmm_ctx_t *ctx, void *stream, int64_t n_dst,
                                int64_t n_src, int64_t nnz, const int64_t *indptr,
-                               const int64_t *indices, gnn_cuda_graph_t **out,
+                               const int64_t *indices, int attn, gnn_cuda_graph_t **out,
                                gnn_aggr_graph_t *view)
 {
     GNN_CHECK_RET(out && ctx && view && indptr && indices, GNN_EINVAL,
@@ -378,6 +529,10 @@ int gnn__cuda_graph_create_dev(const gnn_cuda_spmm_ctx_t *ctx, void *stream, int
                   "spmm graph from device arrays: %" PRId64 " x %" PRId64 " with %" PRId64
                   " entries",
                   n_dst, n_src, nnz);
+    GNN_CHECK_RET(attn >= -1 && attn <= 1 && (attn < 1 || n_dst <= n_src), GNN_EINVAL,
+                  "spmm graph from device arrays: attention layout %d on %" PRId64
+                  " destinations and %" PRId64 " sources",
+                  attn, n_dst, n_src);
     *out = NULL;
     gnn_cuda_graph_t *g = (gnn_cuda_graph_t *)gnn_calloc(1, sizeof *g);
     GNN_CHECK_RET(g, GNN_ENOMEM, "spmm graph on the device");
@@ -472,6 +627,7 @@ int gnn__cuda_graph_create_dev(const gnn_cuda_spmm_ctx_t *ctx, void *stream, int
         size_t t = tb;
         e = cub::DeviceReduce::Max(temp, t, len + n_dst, longest + 1, n_src, st);
     }
+    if (e == cudaSuccess && attn >= 0) e = queue_attn_edges(g, st, attn);
     if (e == cudaSuccess)
         e = cudaMemcpyAsync(host_max, longest, 2 * sizeof(int64_t), cudaMemcpyDeviceToHost, st);
     cudaError_t es = cudaStreamSynchronize(st); /* the temporaries are free to go */

@@ -86,11 +86,20 @@ int gnn__cuda_graph_create(const gnn_cuda_spmm_ctx_t *ctx, const gnn_spmm_graph_
  * in any order of columns): copied, transposed and scaled on the device
  * (gnn_spmm_graph_create's factors, bit for bit), one wait for the longest
  * rows. The work runs on `stream` (a cudaStream_t; NULL: ctx's), which it
- * leaves idle; the graph then serves ctx's stream, as any other. */
+ * leaves idle; the graph then serves ctx's stream, as any other. attn 0
+ * or 1 also makes the attention slot layout without or with self loops
+ * there (gnn__cuda_graph_attn_edges), -1 none. */
 int gnn__cuda_graph_create_dev(const gnn_cuda_spmm_ctx_t *ctx, void *stream, int64_t n_dst,
                                int64_t n_src, int64_t nnz, const int64_t *indptr,
-                               const int64_t *indices, gnn_cuda_graph_t **out,
+                               const int64_t *indices, int attn, gnn_cuda_graph_t **out,
                                gnn_aggr_graph_t *view);
+/* The attention slots of layout k (0: without, 1: with self loops; the
+ * layout of kernels/attn.h) of a graph made from device arrays, as
+ * gnn_aggr_edges_t device arrays in *view (kept with g): made on g's
+ * stream at the first call unless its creation made them. GNN_EINVAL for
+ * a graph copied from the host (its layout is made there), GNN_ENOMEM,
+ * GNN_ECUDA. */
+int gnn__cuda_graph_attn_edges(gnn_cuda_graph_t *g, int k, gnn_aggr_edges_t *view);
 /* Free g and everything cached in it (after the work using it). NULL ok. */
 void gnn__cuda_graph_free(gnn_cuda_graph_t *g);
 

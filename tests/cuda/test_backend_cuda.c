@@ -1960,6 +1960,7 @@ static void test_attention(void **state)
     int64_t *ids = malloc((size_t)ns * sizeof *ids);
     assert_non_null(ids);
     for (gnn_vid_t u = 0; u < ns; u++) ids[u] = 3 * u + 1;
+    pair_t IDS = pair_up(ids, (size_t)ns * sizeof *ids); /* backend buffers, as a batch's */
     static const int64_t hf[][2] = {{3, 5}, {1, 33}, {8, 8}};
     for (int sl = 0; sl < 2; sl++)
         for (int ci = 0; ci < 3; ci++)
@@ -1972,15 +1973,17 @@ static void test_attention(void **state)
                                      .dropout = dr ? 0.3f : 0.0f,
                                      .seed = 77,
                                      .offset = 1000,
-                                     .ids = dr ? ids : NULL,
+                                     .ids = dr ? IDS.c : NULL,
                                      .n_ids = dr ? 3 * (int64_t)ns + 2 : 0};
+                gnn_attn_opts_t og = o; /* the GPU's: its copy of the ids */
+                og.ids = dr ? IDS.g : NULL;
                 context("attention: %" PRId64 " heads of %" PRId64 ", self loops %d, dropout %g",
                         H, F, sl, (double)o.dropout);
                 const int64_t slots = gnn_be_attn_slots(gc, sl);
                 assert_int_equal(gnn_be_attn_slots(gg, sl), slots);
                 size_t wc = 0, wg = 0;
                 expect_ok(gnn_be_attn_workspace(g_cpu, gc, gat, &o, &wc),
-                          gnn_be_attn_workspace(g_gpu, gg, gat, &o, &wg));
+                          gnn_be_attn_workspace(g_gpu, gg, gat, &og, &wg));
                 assert_true(wc == wg && wc > 0);
                 float *hx = rand_floats(&s, ns * W, 1.0f), *hp = rand_floats(&s, 2 * W, 1.0f);
                 float *hdy = rand_floats(&s, nd * W, 1.0f), *hdx = rand_floats(&s, ns * W, 1.0f);
@@ -1993,7 +1996,7 @@ static void test_attention(void **state)
                 context("gat scores: %" PRId64 " heads of %" PRId64 ", self loops %d", H, F, sl);
                 poison(&S);
                 expect_ok(gnn_be_attn_score(g_cpu, gc, gat, &o, P.c, X.c, S.c, WS.c, wc),
-                          gnn_be_attn_score(g_gpu, gg, gat, &o, P.g, X.g, S.g, WS.g, wg));
+                          gnn_be_attn_score(g_gpu, gg, gat, &og, P.g, X.g, S.g, WS.g, wg));
                 expect_close(&S, slots * H);
 
                 context("attention forward: %" PRId64 " heads of %" PRId64
@@ -2002,7 +2005,7 @@ static void test_attention(void **state)
                 float *hs = pair_from_cpu(&S);
                 poison(&Y);
                 expect_ok(gnn_be_attn_forward(g_cpu, gc, &o, X.c, S.c, Y.c),
-                          gnn_be_attn_forward(g_gpu, gg, &o, X.g, S.g, Y.g));
+                          gnn_be_attn_forward(g_gpu, gg, &og, X.g, S.g, Y.g));
                 expect_alpha(&S, slots * H);
                 expect_close(&Y, nd * W);
 
@@ -2014,13 +2017,13 @@ static void test_attention(void **state)
                 poison(&DX);
                 poison(&DS);
                 expect_ok(gnn_be_attn_backward(g_cpu, gc, &o, X.c, S.c, DY.c, DX.c, DS.c),
-                          gnn_be_attn_backward(g_gpu, gg, &o, X.g, S.g, DY.g, DX.g, DS.g));
+                          gnn_be_attn_backward(g_gpu, gg, &og, X.g, S.g, DY.g, DX.g, DS.g));
                 expect_close(&DX, ns * W);
                 expect_close(&DS, slots * H);
                 context("attention backward, ds in place of alpha: %" PRId64 " heads", H);
                 pair_set(&S, hs);
                 expect_ok(gnn_be_attn_backward(g_cpu, gc, &o, X.c, S.c, DY.c, DX.c, S.c),
-                          gnn_be_attn_backward(g_gpu, gg, &o, X.g, S.g, DY.g, DX.g, S.g));
+                          gnn_be_attn_backward(g_gpu, gg, &og, X.g, S.g, DY.g, DX.g, S.g));
                 expect_close(&S, slots * H);
 
                 context("gat scores backward: %" PRId64 " heads of %" PRId64 ", self loops %d", H,
@@ -2030,7 +2033,7 @@ static void test_attention(void **state)
                 poison(&DP);
                 expect_ok(gnn_be_attn_score_backward(g_cpu, gc, gat, &o, P.c, X.c, DS.c, DX.c,
                                                      DP.c, WS.c, wc),
-                          gnn_be_attn_score_backward(g_gpu, gg, gat, &o, P.g, X.g, DS.g, DX.g,
+                          gnn_be_attn_score_backward(g_gpu, gg, gat, &og, P.g, X.g, DS.g, DX.g,
                                                      DP.g, WS.g, wg));
                 expect_close(&DX, ns * W);
                 expect_close(&DP, 2 * W);
@@ -2039,6 +2042,7 @@ static void test_attention(void **state)
                 pair_free(&DX), pair_free(&DS), pair_free(&DP), pair_free(&WS);
             }
     free(ids);
+    pair_free(&IDS);
     gnn_be_graph_free(gc);
     gnn_be_graph_free(gg);
     gnn_csr_free(&a);

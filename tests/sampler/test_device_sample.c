@@ -12,7 +12,10 @@
  * entry, with one batch reused throughout (its buffers grow), a GPU
  * reading the graph from its memory and from the host's in place; its blocks
  * prepared on the backend (gnn_be_graph_create_batch) aggregate (sum,
- * mean, gcn; forward and backward) as the host's blocks do. Errors: a
+ * mean, gcn; forward and backward) as the host's blocks do, and give
+ * graph attention (GAT's, with and without self loops, dropout keyed by
+ * the batch's node ids; slots made with the block or at first use) the
+ * host blocks' numbers bit for bit. Errors: a
  * seed out of range or repeated (named, the sampler still right
  * afterwards), bad fanouts and layer counts, a non-square graph, a batch
  * of another backend. Prints its seed; set GNN_TEST_SEED to replay another.
@@ -124,12 +127,101 @@ typedef struct {
 static void *make_on_thread(void *arg)
 {
     made_t *m = arg;
-    m->rc = gnn_be_sampler_graph_create(m->ds, m->b, m->l, &m->g);
+    /* With GAT's attention slots (self loops) made with the graph on the
+     * odd blocks; the others make theirs at the first attention call. */
+    m->rc = gnn_be_sampler_graph_create(m->ds, m->b, m->l, m->l % 2 ? 1 : -1, &m->g);
     return NULL;
 }
 
+static float *random_floats(uint64_t *s, int64_t n)
+{
+    float *x = malloc((size_t)(n + 1) * sizeof *x);
+    assert_non_null(x);
+    for (int64_t i = 0; i < n; i++) x[i] = (float)(tu_rng_next(s) >> 40) * 0x1p-23f - 1.0f;
+    return x;
+}
+
+static float *to_backend(gnn_backend_t *be, const float *h, int64_t n)
+{
+    float *d = NULL;
+    assert_int_equal(gnn_be_alloc(be, (size_t)(n + 1) * sizeof *d, (void **)&d), 0);
+    if (n > 0) assert_int_equal(gnn_be_upload(be, d, h, (size_t)n * sizeof *d), 0);
+    return d;
+}
+
+static float *from_backend(gnn_backend_t *be, const float *d, int64_t n)
+{
+    float *h = malloc((size_t)(n + 1) * sizeof *h);
+    assert_non_null(h);
+    if (n > 0) assert_int_equal(gnn_be_download(be, h, d, (size_t)n * sizeof *h), 0);
+    return h;
+}
+
+/* Graph attention (the built-in gat: scores, softmax with dropout keyed
+ * by the batch's node ids, aggregation, and both backwards) on block l
+ * prepared from the batch (gd) and from the host's block (gh), with and
+ * without self loops: the same numbers bit for bit, the same kernels
+ * running over slot layouts that must be equal entry for entry. */
+static void expect_same_attention(gnn_backend_t *be, gnn_bgraph_t *gd, gnn_bgraph_t *gh,
+                                  const gnn_bbatch_t *b, int l, int64_t n_graph, uint64_t *s,
+                                  const gnn_aggr_def_t *gat, const char *what)
+{
+    const int64_t H = 2, F = 3, W = H * F, nd = b->n_dst[l], ns = b->n_src[l];
+    float *hx = random_floats(s, ns * W), *hp = random_floats(s, 2 * W),
+          *hdy = random_floats(s, nd * W);
+    float *x = to_backend(be, hx, ns * W), *p = to_backend(be, hp, 2 * W),
+          *dy = to_backend(be, hdy, nd * W);
+    for (int sl = 0; sl < 2; sl++) {
+        gnn_attn_opts_t o = {.heads = H, .f = F, .self_loop = sl, .negative_slope = 0.2f,
+                             .dropout = 0.3f, .seed = 11, .offset = 5, .ids = b->nodes,
+                             .n_ids = n_graph};
+        const int64_t slots = gnn_be_attn_slots(gh, sl);
+        assert_int_equal(gnn_be_attn_slots(gd, sl), slots);
+        float *out[2][4];
+        for (int k = 0; k < 2; k++) {
+            gnn_bgraph_t *g = k ? gh : gd;
+            size_t wsb = 0;
+            assert_int_equal(gnn_be_attn_workspace(be, g, gat, &o, &wsb), 0);
+            float *sc = NULL, *y = NULL, *dx = NULL, *dp = NULL;
+            void *ws = NULL;
+            assert_int_equal(gnn_be_alloc(be, (size_t)(slots * H + 1) * 4, (void **)&sc), 0);
+            assert_int_equal(gnn_be_alloc(be, (size_t)(nd * W + 1) * 4, (void **)&y), 0);
+            assert_int_equal(gnn_be_alloc(be, (size_t)(ns * W + 1) * 4, (void **)&dx), 0);
+            assert_int_equal(gnn_be_alloc(be, (size_t)(2 * W) * 4, (void **)&dp), 0);
+            assert_int_equal(gnn_be_alloc(be, wsb + 1, &ws), 0);
+            assert_int_equal(gnn_be_attn_score(be, g, gat, &o, p, x, sc, ws, wsb), 0);
+            assert_int_equal(gnn_be_attn_forward(be, g, &o, x, sc, y), 0);
+            out[k][0] = from_backend(be, y, nd * W);
+            assert_int_equal(gnn_be_attn_backward(be, g, &o, x, sc, dy, dx, sc), 0);
+            assert_int_equal(gnn_be_attn_score_backward(be, g, gat, &o, p, x, sc, dx, dp, ws, wsb),
+                             0);
+            out[k][1] = from_backend(be, sc, slots * H);
+            out[k][2] = from_backend(be, dx, ns * W);
+            out[k][3] = from_backend(be, dp, 2 * W);
+            gnn_be_free(be, sc), gnn_be_free(be, y), gnn_be_free(be, dx), gnn_be_free(be, dp);
+            gnn_be_free(be, ws);
+        }
+        static const char *const part[4] = {"output", "score gradient", "input gradient",
+                                            "parameter gradient"};
+        const int64_t len[4] = {nd * W, slots * H, ns * W, 2 * W};
+        for (int q = 0; q < 4; q++) {
+            if (memcmp(out[0][q], out[1][q], (size_t)len[q] * sizeof(float)) != 0)
+                for (int64_t i = 0; i < len[q]; i++)
+                    if (memcmp(&out[0][q][i], &out[1][q][i], sizeof(float)) != 0)
+                        fail_msg("%s: block %d, attention (self loops %d) %s [%" PRId64
+                                 "]: %.9g from the batch, %.9g from the host block",
+                                 what, l, sl, part[q], i, (double)out[0][q][i],
+                                 (double)out[1][q][i]);
+            free(out[0][q]), free(out[1][q]);
+        }
+    }
+    gnn_be_free(be, x), gnn_be_free(be, p), gnn_be_free(be, dy);
+    free(hx), free(hp), free(hdy);
+}
+
 static void expect_same_graphs(gnn_backend_t *be, gnn_bsampler_t *ds, const gnn_bbatch_t *b,
-                               const gnn_minibatch_t *mb, uint64_t *s, const char *what)
+                               const gnn_minibatch_t *mb, int64_t n_graph, uint64_t *s,
+                               const char *what)
 {
     gnn_aggr_registry_t *reg;
     assert_int_equal(gnn_aggr_registry_create(&reg), 0);
@@ -145,7 +237,7 @@ static void expect_same_graphs(gnn_backend_t *be, gnn_bsampler_t *ds, const gnn_
             assert_int_equal(m.rc, 0);
             gd = m.g;
         } else {
-            assert_int_equal(gnn_be_graph_create_batch(be, b, l, &gd), 0);
+            assert_int_equal(gnn_be_graph_create_batch(be, b, l, l % 2 ? -1 : 1, &gd), 0);
         }
         assert_int_equal(gnn_be_graph_create(be, &mb->blocks[l].csr, &gh), 0);
         int64_t nd = b->n_dst[l], ns = b->n_src[l];
@@ -192,6 +284,9 @@ static void expect_same_graphs(gnn_backend_t *be, gnn_bsampler_t *ds, const gnn_
             }
             for (int k = 0; k < 2; k++) free(out[k][0]), free(out[k][1]);
         }
+        const gnn_aggr_def_t *gat;
+        assert_int_equal(gnn_aggr_registry_find(reg, "gat", &gat), 0);
+        expect_same_attention(be, gd, gh, b, l, n_graph, s, gat, what);
         gnn_be_free(be, dx), gnn_be_free(be, ddy), gnn_be_free(be, yd), gnn_be_free(be, dxd);
         free(x), free(dy);
         gnn_be_graph_free(gd);
@@ -265,7 +360,8 @@ static void test_same_batches(void **state)
                              g_backends[k], gi, f, n);
                     expect_same(be, &b, &mb, what);
                     if (n == 100 || n == 3000)
-                        expect_same_graphs(be, n == 3000 ? ds : NULL, &b, &mb, &s, what);
+                        expect_same_graphs(be, n == 3000 ? ds : NULL, &b, &mb, g.n_rows, &s,
+                                           what);
                     gnn_minibatch_free(&mb);
                     free(seeds);
                 }
@@ -330,11 +426,17 @@ static void test_errors(void **state)
         expect_error(gnn_be_batch_release(NULL), GNN_EINVAL, "gnn_be_batch_release");
         /* Blocks made by the sampler's side: a block out of range, none. */
         gnn_bgraph_t *bg = NULL;
-        expect_error(gnn_be_sampler_graph_create(ds, &b, 2, &bg), GNN_EINVAL,
+        expect_error(gnn_be_sampler_graph_create(ds, &b, 2, -1, &bg), GNN_EINVAL,
                      "gnn_be_sampler_graph_create: block 2 of a batch of 2");
         assert_null(bg);
-        expect_error(gnn_be_sampler_graph_create(NULL, &b, 0, &bg), GNN_EINVAL,
+        expect_error(gnn_be_sampler_graph_create(NULL, &b, 0, -1, &bg), GNN_EINVAL,
                      "gnn_be_sampler_graph_create: NULL sampler");
+        expect_error(gnn_be_sampler_graph_create(ds, &b, 0, 2, &bg), GNN_EINVAL,
+                     "attention layout 2 (expected -1, 0 or 1)");
+        assert_null(bg);
+        expect_error(gnn_be_graph_create_batch(be, &b, 1, -2, &bg), GNN_EINVAL,
+                     "gnn_be_graph_create_batch: attention layout -2");
+        assert_null(bg);
         /* A batch holding another backend's buffers. */
         assert_int_equal(gnn_be_sampler_create(other, &g, 2, fan, &ds2), 0);
         if (other != be && strcmp(g_backends[k], "cpu") != 0)

@@ -32,8 +32,8 @@
  *              sampled and prepared by the backend, one ahead on a thread
  *              and in the step, the features also read in place from
  *              host memory with a device cache of the rows read most:
- *              --features-on host --feature-cache) for sage and gcn; gat
- *              and a bad --sampler refused; evaluation independent
+ *              --features-on host --feature-cache) for sage, gcn and gat;
+ *              learnable rows and a bad --sampler refused; evaluation independent
  *              of --eval-batch-size; resume with other fanouts refused;
  *              bad mini-batch options rejected.
  *              Learnable input rows (--embed-dim) on a featureless SBM
@@ -815,8 +815,8 @@ static void test_minibatch_device_path(void **state)
         /* cpu, cpu-as-gpu, and cpu-as-gpu sampling the batches itself
          * (--sampler device, on its thread one batch ahead and in the
          * step, the features read in place from host memory in the last;
-         * not with attention) */
-        const int nd = m == 2 ? 2 : 5;
+         * gat's attention slots made with each block) */
+        const int nd = 5;
         for (int d = 0; d < nd; d++) {
             char name[32], lname[32];
             snprintf(name, sizeof name, "mbdev-%d.h5", d);
@@ -859,9 +859,11 @@ static void test_minibatch_device_path(void **state)
         }
     }
     const char *out = tu_path("mbdev-refused.csv");
-    train_fails(out, 2, "--sampler device: not with attention (--model gat); use --sampler host",
-                "--data", (char *)g_sbm, "--model", "gat", "--mode", "minibatch", "--sampler",
-                "device", "--save-predictions", out, "-q", (char *)NULL);
+    train_fails(out, 2,
+                "--sampler device: not with learnable input rows (--embed-dim); use --sampler host",
+                "--data", (char *)g_sbm, "--model", "sage", "--mode", "minibatch", "--embed-dim",
+                "8", "--embed", "all", "--sampler", "device", "--save-predictions", out, "-q",
+                (char *)NULL);
     train_fails(out, 2, "--sampler \"gpu\" (expected host or device)", "--data", (char *)g_sbm,
                 "--model", "sage", "--sampler", "gpu", "--save-predictions", out, (char *)NULL);
     train_fails(out, 2,

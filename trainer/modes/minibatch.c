@@ -61,6 +61,13 @@ static int block_graph(gnn_job_t *j, const gnn_block_t *b, const int64_t *src_de
     return rc;
 }
 
+/* The attention slot layout a block's graph is prepared with: with self
+ * loops (GAT's) for an attention layer, else none. */
+static int attn_layout(const gnn_job_t *j)
+{
+    return j->kind->attention ? 1 : -1;
+}
+
 /* The workers also build each block's aggregation graph, off the training
  * thread: whole on a host-memory backend; on a device its host share
  * (transpose, scales, attention slots: gnn_be_graph_stage), which the
@@ -71,12 +78,10 @@ static int prepare_graphs(void *ctx, gnn_loader_batch_t *b)
     gnn_job_t *j = ctx;
     int host = gnn_be_host_memory(j->be);
     if (!host && j->kind->typed) return 0;
-    /* An attention layer reads the slots with self loops (GAT's). */
-    int attn = j->kind->attention ? 1 : -1;
     for (int l = 0; l < b->mb.layers; l++) {
         gnn_bgraph_t **g = (gnn_bgraph_t **)&b->user[l];
         int rc = host ? block_graph(j, &b->mb.blocks[l], NULL, g)
-                      : gnn_be_graph_stage(&b->mb.blocks[l].csr, NULL, attn, g);
+                      : gnn_be_graph_stage(&b->mb.blocks[l].csr, NULL, attn_layout(j), g);
         if (rc < 0) return rc;
     }
     return 0;
@@ -216,7 +221,6 @@ static int mb_device_setup(gnn_job_t *j)
     const gnn_train_opts_t *o = j->o;
     const char *why = j->task->edge_seeds ? "edge batches (--task link)"
                       : j->kind->typed    ? "typed draws (--model rgcn)"
-                      : j->kind->attention ? "attention (--model gat)"
                       : o->embed_dim > 0  ? "learnable input rows (--embed-dim)"
                       : j->xs.indptr      ? "sparse input features (--sparse-features)"
                       : j->g.feat_dim <= 0 ? "a graph without features"
@@ -484,7 +488,7 @@ static int train_device_batch(gnn_job_t *j, const gnn_bbatch_t *b, gnn_bgraph_t 
         if (given) given[l] = NULL; /* ours to free now */
     }
     for (int l = 0; l < b->layers; l++)
-        if (!graphs[l]) GNN_TRY(gnn_be_graph_create_batch(be, b, l, &graphs[l]));
+        if (!graphs[l]) GNN_TRY(gnn_be_graph_create_batch(be, b, l, attn_layout(j), &graphs[l]));
     *prep_s += gnn__now_s() - t0;
     /* The batch's node ids come from the device sampler (checked seeds, a
      * checked graph): the gather and the dropout by id need not check
@@ -573,7 +577,8 @@ static void *dsq_main(void *arg)
                                &q->slot[k]);
         double t1 = gnn__now_s();
         for (int l = 0; rc == 0 && l < q->slot[k].layers; l++)
-            rc = gnn_be_sampler_graph_create(q->j->ds, &q->slot[k], l, &q->graphs[k][l]);
+            rc = gnn_be_sampler_graph_create(q->j->ds, &q->slot[k], l, attn_layout(q->j),
+                                             &q->graphs[k][l]);
         double t2 = gnn__now_s();
         char msg[sizeof q->msg[k]] = "";
         if (rc < 0) snprintf(msg, sizeof msg, "%s", gnn_error_message());
