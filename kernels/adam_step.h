@@ -35,6 +35,17 @@ static inline gnn_adam_consts_t gnn_adam_consts(const gnn_adam_opts_t *o, int64_
     return c;
 }
 
+/* gnn_adam over n parameters with the constants c (the CPU kernel; the
+ * step's own, or a captured step's: gnn_be_set_step_scalars). */
+#ifdef __cplusplus
+extern "C" {
+#endif
+int gnn__adam_apply(int64_t n, float *w, const float *g, float *m, float *v,
+                    const gnn_adam_consts_t *c);
+#ifdef __cplusplus
+}
+#endif
+
 /* w, m, v of one parameter after one step with gradient g, with the weight
  * decay decoupled or not (a constant where the caller's loop should not
  * branch). */

@@ -7,6 +7,7 @@
  */
 #include "kernels/backend_impl.h"
 
+#include "kernels/adam_step.h"
 #include "kernels/aggr_builtin.h"
 
 #include "graph/base/alloc.h"
@@ -200,9 +201,19 @@ int gnn_be_alloc(gnn_backend_t *be, size_t bytes, void **out)
     return be->ops->alloc(be, bytes, out);
 }
 
+/* gnn_be_free_generation's count. */
+static uint64_t free_generation;
+
+void gnn__be_note_free(void) { __atomic_add_fetch(&free_generation, 1, __ATOMIC_RELAXED); }
+
+uint64_t gnn_be_free_generation(void) { return __atomic_load_n(&free_generation, __ATOMIC_RELAXED); }
+
 void gnn_be_free(gnn_backend_t *be, void *p)
 {
-    if (be && p) be->ops->free(be, p);
+    if (be && p) {
+        be->ops->free(be, p);
+        gnn__be_note_free();
+    }
 }
 
 int gnn_be_host_alloc(gnn_backend_t *be, size_t bytes, void **out)
@@ -1455,4 +1466,68 @@ void gnn_be_batch_free(gnn_bbatch_t *b)
         }
     }
     memset(b, 0, sizeof *b);
+}
+
+/* ---- A step captured once and replayed ------------------------------------ */
+
+int gnn_be_set_step_scalars(gnn_backend_t *be, const gnn_step_scalars_t *buf)
+{
+    NEED(be, "gnn_be_set_step_scalars");
+    BUF(buf, "gnn_be_set_step_scalars");
+    be->step_scalars = buf;
+    return 0;
+}
+
+void gnn_step_scalars_adam(gnn_step_scalars_t *s, const gnn_adam_opts_t *o, int64_t step)
+{
+    const gnn_adam_consts_t c = gnn_adam_consts(o, step);
+    s->adam_step_size = c.step_size;
+    s->adam_bc2_sqrt = c.bc2_sqrt;
+}
+
+int gnn_be_capture_begin(gnn_backend_t *be)
+{
+    NEED(be, "gnn_be_capture_begin");
+    if (!be->ops->capture_begin)
+        return GNN_FAIL(GNN_EUNSUPPORTED, "gnn_be_capture_begin: no captured work on %s",
+                        be->desc);
+    if (be->capturing) return GNN_FAIL(GNN_EINVAL, "gnn_be_capture_begin: already capturing");
+    int rc = be->ops->capture_begin(be);
+    if (rc == 0) be->capturing = 1;
+    return rc;
+}
+
+int gnn_be_capture_end(gnn_backend_t *be, gnn_bcapture_t **out)
+{
+    int rc = 0;
+    void *graph = NULL;
+    gnn_bcapture_t *c = NULL;
+    GNN_CHECK(out, GNN_EINVAL, "gnn_be_capture_end: NULL output");
+    *out = NULL;
+    GNN_CHECK(be && be->capturing, GNN_EINVAL, "gnn_be_capture_end: not capturing");
+    be->capturing = 0;
+    GNN_TRY(be->ops->capture_end(be, &graph));
+    c = gnn_calloc(1, sizeof *c);
+    GNN_CHECK(c, GNN_ENOMEM, "captured work");
+    c->be = be;
+    c->graph = graph;
+    *out = c;
+    return 0;
+fail:
+    if (graph) be->ops->capture_free(be, graph);
+    return rc;
+}
+
+int gnn_be_capture_launch(gnn_backend_t *be, gnn_bcapture_t *c)
+{
+    NEED(be && c, "gnn_be_capture_launch");
+    if (c->be != be) return GNN_FAIL(GNN_EINVAL, "gnn_be_capture_launch: captured on another backend");
+    return be->ops->capture_launch(be, c->graph);
+}
+
+void gnn_be_capture_free(gnn_bcapture_t *c)
+{
+    if (!c) return;
+    c->be->ops->capture_free(c->be, c->graph);
+    gnn_free(c);
 }

@@ -513,6 +513,59 @@ int gnn_be_graph_create_batch(gnn_backend_t *be, const gnn_bbatch_t *b, int l, i
 int gnn_be_sampler_graph_create(gnn_bsampler_t *s, const gnn_bbatch_t *b, int l, int attn_layout,
                                 gnn_bgraph_t **out);
 
+/* ---- A step captured once and replayed ------------------------------------ */
+
+/*
+ * The scalars of a training step that change from one step to the next.
+ * While gnn_be_set_step_scalars has set them (a backend buffer holding
+ * one), the operations read them where the work runs, when it runs: every
+ * dropout counter offset given to gnn_be_dropout, gnn_be_dropout_backward,
+ * gnn_be_dropout_rows, gnn_be_bias_act_drop and gnn_be_sparse_dropout has
+ * drop_delta added, and gnn_be_adam takes the bias corrections of the
+ * step from adam_step_size and adam_bc2_sqrt (gnn_step_scalars_adam)
+ * instead of from its step argument. So work captured once (below) with
+ * the first step's arguments computes any later step, given that step's
+ * scalars in the buffer, bit for bit as if queued anew.
+ */
+typedef struct {
+    uint64_t drop_delta;
+    float adam_step_size; /* lr / (1 - beta1^step) */
+    float adam_bc2_sqrt;  /* sqrt(1 - beta2^step) */
+} gnn_step_scalars_t;
+
+/* Set (buf: a backend buffer) or clear (NULL) the step's scalars; the
+ * operations queued meanwhile read buf, and keep reading it when
+ * captured. GNN_EINVAL for a NULL backend or a buffer of another. */
+int gnn_be_set_step_scalars(gnn_backend_t *be, const gnn_step_scalars_t *buf);
+/* The Adam bias corrections of step (>= 1) under o into s, computed as
+ * gnn_be_adam computes them. */
+void gnn_step_scalars_adam(gnn_step_scalars_t *s, const gnn_adam_opts_t *o, int64_t step);
+
+/*
+ * Capture (CUDA graphs): the work queued on be between gnn_be_capture_begin
+ * and gnn_be_capture_end is recorded, not run, and runs at each
+ * gnn_be_capture_launch, on the buffers and with the arguments it was
+ * queued with (pointers and sizes fixed: see gnn_be_free_generation).
+ * Nothing else may use be meanwhile; an operation that waits for the
+ * device or copies to host memory fails the capture. begin: GNN_EINVAL
+ * when already capturing, GNN_EUNSUPPORTED on a backend without graphs
+ * (the CPU), GNN_ECUDA. end always ends it (call it after begin, whatever
+ * the work queued in between returned) and gives the graph, or NULL and
+ * an error naming why the work could not be captured (GNN_ECUDA); be is
+ * then usable as before. The graph belongs to be, freed by
+ * gnn_be_capture_free (after the launches queued with it have run).
+ */
+typedef struct gnn_bcapture gnn_bcapture_t;
+int gnn_be_capture_begin(gnn_backend_t *be);
+int gnn_be_capture_end(gnn_backend_t *be, gnn_bcapture_t **out);
+int gnn_be_capture_launch(gnn_backend_t *be, gnn_bcapture_t *c);
+void gnn_be_capture_free(gnn_bcapture_t *c);
+/* A count that grows whenever a backend buffer (a caller's or the
+ * backend's own scratch) is freed or moved, in any backend of the process:
+ * work captured while it had one value may be launched only while it
+ * still has it (no buffer it reads or writes has gone). */
+uint64_t gnn_be_free_generation(void);
+
 #ifdef __cplusplus
 }
 #endif

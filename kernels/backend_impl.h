@@ -148,6 +148,11 @@ typedef struct {
      * with g (made then when attn_layout asked for them, else now on the
      * backend's stream); NULL with graph_prepare_dev. */
     int (*attn_edges_dev)(gnn_backend_t *be, gnn_bgraph_t *g, int k, gnn_aggr_edges_t *dev);
+    /* gnn_be_capture_*; NULL: no capture (GNN_EUNSUPPORTED) */
+    int (*capture_begin)(gnn_backend_t *be);
+    int (*capture_end)(gnn_backend_t *be, void **graph);
+    int (*capture_launch)(gnn_backend_t *be, void *graph);
+    void (*capture_free)(gnn_backend_t *be, void *graph);
 } gnn_backend_ops_t;
 
 /* A device sampler: the host's view, and the device's (impl). */
@@ -175,6 +180,16 @@ struct gnn_backend {
     /* gnn_be_trust_ids: ids known to lie in [0, trust_bound) */
     const int64_t *trust_ids;
     int64_t trust_n, trust_bound;
+    /* gnn_be_set_step_scalars: read by the dropout and Adam operations
+     * (a backend buffer), or NULL */
+    const gnn_step_scalars_t *step_scalars;
+    int capturing; /* between gnn_be_capture_begin and _end */
+};
+
+/* A step captured on a backend. */
+struct gnn_bcapture {
+    gnn_backend_t *be;
+    void *graph; /* the backend's (a cudaGraphExec_t) */
 };
 
 /* A graph's attention slots as gnn_aggr_edges_t, on the host and on the
@@ -211,6 +226,9 @@ struct gnn_bsparse {
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* A backend buffer was freed or moved (gnn_be_free_generation). */
+void gnn__be_note_free(void);
 
 /* ids[0, n) lie within the range gnn_be_trust_ids declared, whose ids
  * are below bound: a device-side check of them may be skipped. */

@@ -69,6 +69,9 @@ static const gnn_opt_t train_table[] = {
     {"tf32", 0, GNN_OPT_FLAG, O(tf32), NULL,
      "CUDA: the dense products on TF32 tensor cores (operands rounded to 10-bit mantissas, sums "
      "in FP32; default: full FP32)"},
+    {"cuda-graphs", 0, GNN_OPT_STRING, O(cuda_graphs), "MODE",
+     "full graph in one process on a GPU: on (the training step captured once as a CUDA graph "
+     "and replayed every epoch after; the same results) or off"},
     {"full-halo", 0, GNN_OPT_FLAG, O(full_halo), NULL,
      "over a partition directory, full graph: training steps exchange every halo row (default: "
      "only the rows the loss reads; the same losses, fewer bytes)"},

@@ -55,6 +55,7 @@ void gnn__job_free(gnn_job_t *j)
     gnn_embed_free(j->emb);
     gnn_backend_close(j->emb_be);
     if (j->be) {
+        gnn__replay_free(j); /* the capture before the buffers it reads */
         if (j->x_mapped)
             gnn_be_unmap_host(j->be, j->g.feat); /* before the graph's arrays go */
         else

@@ -37,6 +37,19 @@
 
 #include <stdio.h>
 
+/* A training step captured once (replay.c). */
+typedef struct {
+    int state;                  /* 0 none, 1 captured, -1 off for this run */
+    int64_t queued;             /* steps of this run queued without a capture */
+    gnn_bcapture_t *cap;        /* the capture (NULL when emulated) */
+    gnn_step_scalars_t *scalars; /* backend: the step's scalars */
+    uint64_t off0, span;        /* the model's stream at the captured step, and its advance */
+    int64_t step0;              /* Adam's step before the captured step */
+    uint64_t gen;               /* gnn_be_free_generation at the capture */
+    const char *last;           /* how the last step ran: "queued", "captured" (and run),
+                                   "replayed" (the log's "step") */
+} gnn_replay_t;
+
 typedef struct gnn_job {
     const gnn_train_opts_t *o;
     const gnn_mode_t *mode;
@@ -83,6 +96,7 @@ typedef struct gnn_job {
     double *loss_host;                /* their copy on the host */
     size_t loss_host_cap;
     int loss_checked;                 /* the targets passed a checked loss once */
+    gnn_replay_t replay;              /* full graph on a GPU: the step captured once */
     size_t dlogits_bytes;             /* mini-batches: what it holds (grown per batch) */
     /* input.c: learnable input rows (--embed-dim) */
     gnn_embed_t *emb;                 /* the table (NULL: none) */
@@ -283,6 +297,24 @@ int gnn__runs(gnn_job_t *j, int restore, gnn_train_result_t *r);
 int gnn__adam_step(gnn_job_t *j);
 /* Backward from j->dlogits, then Adam: one process. */
 int gnn__step(gnn_job_t *j);
+
+/* ---- replay.c: a step captured once and replayed --------------------------- */
+
+/* Whether the job's training steps may be replayed from a capture (a
+ * full-graph step in one process on a GPU, or emulated on cpu-as-gpu;
+ * not after a failed capture in this run). */
+int gnn__replay_usable(const gnn_job_t *j);
+/* Why not (a phrase), or NULL when they may. */
+const char *gnn__replay_why_not(const gnn_job_t *j);
+/* One training step through the capture: issue queues the step (forward,
+ * loss on the device, backward and Adam: what gnn__step ends with); the
+ * first call captures it and runs it, later ones replay it with their own
+ * dropout counters and Adam step (the model's stream and j->ck.step
+ * advance as the step advances them). Errors: issue's, the backend's. */
+int gnn__replay_step(gnn_job_t *j, int (*issue)(gnn_job_t *j));
+/* Forget the capture (a new run, a new model); _free also its buffer. */
+void gnn__replay_drop(gnn_job_t *j);
+void gnn__replay_free(gnn_job_t *j);
 /* The gradients summed over the ranks (one allreduce of the flat buffer;
  * *sum, when not NULL, summed with them: the step's loss), then Adam; with
  * --debug, the parameters checked equal on every rank. Collective. */

@@ -40,6 +40,7 @@ void gnn_train_defaults(gnn_train_opts_t *o)
     o->sampler_threads = 1;
     o->prefetch = "auto";
     o->sampler = "host";
+    o->cuda_graphs = "on";
     o->cache_policy = "sample";
     o->eval_batch_size = 4096;
     o->heads = 8;
@@ -160,6 +161,9 @@ int gnn__opts_check(const gnn_train_opts_t *o)
                         GNN_LOADER_MAX_THREADS);
     int prefetch, prc = prefetch_count(o->prefetch, &prefetch);
     if (prc < 0) return prc;
+    if (!o->cuda_graphs || (strcmp(o->cuda_graphs, "on") && strcmp(o->cuda_graphs, "off")))
+        return GNN_FAIL(GNN_EUSAGE, "--cuda-graphs \"%s\" (expected on or off)",
+                        o->cuda_graphs ? o->cuda_graphs : "");
     if (!o->sampler || (strcmp(o->sampler, "host") && strcmp(o->sampler, "device")))
         return GNN_FAIL(GNN_EUSAGE, "--sampler \"%s\" (expected host or device)",
                         o->sampler ? o->sampler : "");

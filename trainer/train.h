@@ -45,6 +45,8 @@ typedef struct {
                                   "cusparse" | "rowcache" | "balanced" */
     int deterministic;         /* only bitwise-reproducible kernels (CUDA) */
     int tf32;                  /* CUDA GEMMs on TF32 tensor cores */
+    const char *cuda_graphs;   /* "on": a full-graph step on a GPU captured once and
+                                  replayed (trainer/replay.c); "off" */
     int full_halo;             /* distributed full graph: training steps exchange every halo
                                   row, not only those the loss reads */
     int early_stop;            /* evaluations without a lower validation loss; 0 = off */

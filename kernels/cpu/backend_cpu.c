@@ -9,6 +9,8 @@
  * table with its buffers listed (see below).
  */
 #include "kernels/backend_impl.h"
+#include "kernels/adam_step.h"
+#include "kernels/dense_check.h"
 
 #include "graph/base/alloc.h"
 #include "graph/base/error.h"
@@ -195,12 +197,18 @@ static int cpu_bias_act(gnn_backend_t *be, int64_t rows, int64_t cols, float *y,
     return gnn_bias_act(rows, cols, y, bias, act);
 }
 
+/* The step's dropout offset: the caller's, plus the delta of the step's
+ * scalars when set (gnn_be_set_step_scalars; host memory here). */
+static uint64_t step_offset(const gnn_backend_t *be, uint64_t offset)
+{
+    return be->step_scalars ? offset + be->step_scalars->drop_delta : offset;
+}
+
 static int cpu_bias_act_drop(gnn_backend_t *be, int64_t rows, int64_t cols, float *y,
                              const float *bias, int act, float p, uint64_t seed, uint64_t offset,
                              const int64_t *row_id)
 {
-    (void)be;
-    return gnn_bias_act_drop(rows, cols, y, bias, act, p, seed, offset, row_id);
+    return gnn_bias_act_drop(rows, cols, y, bias, act, p, seed, step_offset(be, offset), row_id);
 }
 
 static int cpu_relu_drop_backward(gnn_backend_t *be, int64_t n, float p, const float *y,
@@ -226,22 +234,19 @@ static int cpu_relu_backward(gnn_backend_t *be, int64_t n, const float *xy, cons
 static int cpu_dropout(gnn_backend_t *be, int64_t n, float p, uint64_t seed, uint64_t offset,
                        const float *x, float *y)
 {
-    (void)be;
-    return gnn_dropout(n, p, seed, offset, x, y);
+    return gnn_dropout(n, p, seed, step_offset(be, offset), x, y);
 }
 
 static int cpu_dropout_rows(gnn_backend_t *be, int64_t rows, int64_t f, const int64_t *row_id,
                             float p, uint64_t seed, uint64_t offset, const float *x, float *y)
 {
-    (void)be;
-    return gnn_dropout_rows(rows, f, row_id, p, seed, offset, x, y);
+    return gnn_dropout_rows(rows, f, row_id, p, seed, step_offset(be, offset), x, y);
 }
 
 static int cpu_dropout_backward(gnn_backend_t *be, int64_t n, float p, uint64_t seed,
                                 uint64_t offset, const float *dy, float *dx)
 {
-    (void)be;
-    return gnn_dropout_backward(n, p, seed, offset, dy, dx);
+    return gnn_dropout_backward(n, p, seed, step_offset(be, offset), dy, dx);
 }
 
 static int cpu_axpby(gnn_backend_t *be, int64_t n, float alpha, const float *x, float beta,
@@ -269,8 +274,13 @@ static int cpu_softmax_xent(gnn_backend_t *be, int64_t rows, int64_t classes, co
 static int cpu_adam(gnn_backend_t *be, int64_t n, float *w, const float *g, float *m, float *v,
                     const gnn_adam_opts_t *o, int64_t step)
 {
-    (void)be;
-    return gnn_adam(n, w, g, m, v, o, step);
+    if (!be->step_scalars) return gnn_adam(n, w, g, m, v, o, step);
+    int rc = gnn__dense_check_adam(o, step);
+    if (rc < 0) return rc;
+    gnn_adam_consts_t c = gnn_adam_consts(o, step);
+    c.step_size = be->step_scalars->adam_step_size;
+    c.bc2_sqrt = be->step_scalars->adam_bc2_sqrt;
+    return gnn__adam_apply(n, w, g, m, v, &c);
 }
 
 static int cpu_count_correct(gnn_backend_t *be, int64_t rows, int64_t classes,
@@ -323,8 +333,7 @@ static int cpu_sparse_prepare(gnn_backend_t *be, gnn_bsparse_t *s)
 static int cpu_sparse_dropout(gnn_backend_t *be, const gnn_bsparse_t *s, float p, uint64_t seed,
                               uint64_t offset, const int64_t *row_id, float *vals)
 {
-    (void)be;
-    return gnn_spfeat_dropout(s->host, p, seed, offset, row_id, vals);
+    return gnn_spfeat_dropout(s->host, p, seed, step_offset(be, offset), row_id, vals);
 }
 
 static int cpu_sparse_mm(gnn_backend_t *be, const gnn_bsparse_t *s, const float *vals,

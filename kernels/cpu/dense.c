@@ -737,9 +737,19 @@ int gnn_adam(int64_t n, float *w, const float *g, float *m, float *v, const gnn_
              int64_t step)
 {
     int rc = 0;
-    GNN_TRY(gnn__dense_check_count("gnn_adam", n));
     GNN_TRY(gnn__dense_check_adam(o, step));
     const gnn_adam_consts_t c = gnn_adam_consts(o, step);
+    return gnn__adam_apply(n, w, g, m, v, &c);
+fail:
+    return rc;
+}
+
+int gnn__adam_apply(int64_t n, float *w, const float *g, float *m, float *v,
+                    const gnn_adam_consts_t *cp)
+{
+    int rc = 0;
+    GNN_TRY(gnn__dense_check_count("gnn_adam", n));
+    const gnn_adam_consts_t c = *cp;
     /* One loop per decay form, without a branch, so the square roots and
      * divisions run as vectors (the same bits as scalar ones). */
     if (c.decoupled) {

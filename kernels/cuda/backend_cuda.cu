@@ -33,6 +33,7 @@ int gnn__cuda_scratch(gnn_cuda_be_t *cb, size_t bytes, void **out)
         /* The old buffer may still be in use by queued work. */
         GNN_CUDA_RET(cudaStreamSynchronize(cb->stream), "scratch");
         cudaFree(cb->scratch);
+        gnn__be_note_free();
         cb->scratch = NULL;
         cb->scratch_bytes = 0;
         size_t want = bytes < 4096 ? 4096 : bytes + bytes / 2;
@@ -48,6 +49,7 @@ int gnn__cuda_pinned(gnn_cuda_be_t *cb, size_t bytes, void **out)
     if (bytes > cb->pinned_bytes) {
         GNN_CUDA_RET(cudaStreamSynchronize(cb->stream), "pinned scratch");
         cudaFreeHost(cb->pinned);
+        gnn__be_note_free();
         cb->pinned = NULL;
         cb->pinned_bytes = 0;
         size_t want = bytes < 4096 ? 4096 : bytes;
@@ -287,6 +289,51 @@ static int cu_sampler_graph_prepare_dev(gnn_backend_t *be, gnn_bsampler_t *s, gn
     return graph_prepare_dev_on(be, gnn__cuda_sampler_stream(s), g, indptr, indices, attn);
 }
 
+/* ---- Captured work (CUDA graphs) ------------------------------------------------- */
+
+/* Thread-local mode: a call of this thread that is unsafe while capturing
+ * (an allocation, a wait for the device) fails the capture, so that a
+ * step that is not yet in its steady state is never captured half. */
+static int cu_capture_begin(gnn_backend_t *be)
+{
+    gnn_cuda_be_t *cb = gnn__cuda_be(be);
+    GNN_CUDA_RET(cudaStreamBeginCapture(cb->stream, cudaStreamCaptureModeThreadLocal),
+                 "stream capture");
+    return 0;
+}
+
+static int cu_capture_end(gnn_backend_t *be, void **out)
+{
+    gnn_cuda_be_t *cb = gnn__cuda_be(be);
+    cudaGraph_t g = NULL;
+    cudaGraphExec_t x = NULL;
+    *out = NULL;
+    cudaError_t e = cudaStreamEndCapture(cb->stream, &g);
+    if (e == cudaSuccess && !g) e = cudaErrorStreamCaptureInvalidated;
+    if (e == cudaSuccess) e = cudaGraphInstantiate(&x, g, 0);
+    if (g) cudaGraphDestroy(g);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError(); /* reported here, not by the next call */
+        return GNN_FAIL(GNN_ECUDA, "captured step: %s", cudaGetErrorString(e));
+    }
+    *out = (void *)x;
+    return 0;
+}
+
+static int cu_capture_launch(gnn_backend_t *be, void *graph)
+{
+    gnn_cuda_be_t *cb = gnn__cuda_be(be);
+    GNN_CUDA_RET(cudaGraphLaunch((cudaGraphExec_t)graph, cb->stream), "launch of a captured step");
+    return 0;
+}
+
+/* In flight, it is freed once it has run. */
+static void cu_capture_free(gnn_backend_t *be, void *graph)
+{
+    (void)gnn__cuda_be(be); /* its device current */
+    if (graph) cudaGraphExecDestroy((cudaGraphExec_t)graph);
+}
+
 /* The attention slots of a graph made from device arrays. */
 static int cu_attn_edges_dev(gnn_backend_t *be, gnn_bgraph_t *g, int k, gnn_aggr_edges_t *dev)
 {
@@ -507,6 +554,10 @@ static const gnn_backend_ops_t cuda_ops = {
     /* .batch_release = */ gnn__cuda_batch_release,
     /* .batch_fence_free = */ gnn__cuda_batch_fence_free,
     /* .attn_edges_dev = */ cu_attn_edges_dev,
+    /* .capture_begin = */ cu_capture_begin,
+    /* .capture_end = */ cu_capture_end,
+    /* .capture_launch = */ cu_capture_launch,
+    /* .capture_free = */ cu_capture_free,
 };
 
 /* Handles and stream of cb on its device; on failure the caller closes. */

@@ -233,8 +233,9 @@ int gnn__cuda_axpby(gnn_backend_t *be, int64_t n, float alpha, const float *x, f
  * element.
  */
 __global__ void k_dropout(uint64_t n, float p, float scale, uint64_t seed, uint64_t offset,
-                          const float *x, float *y)
+                          const gnn_step_scalars_t *sc, const float *x, float *y)
 {
+    if (sc) offset += sc->drop_delta;
     uint64_t nblk = ((offset & 3u) + n + 3u) >> 2;
     for (uint64_t t = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; t < nblk;
          t += (uint64_t)gridDim.x * blockDim.x) {
@@ -265,7 +266,7 @@ static int dropout_run(gnn_backend_t *be, const char *fn, int64_t n, float p, ui
     }
     uint64_t nblk = ((offset & 3u) + (uint64_t)n + 3u) >> 2;
     k_dropout<<<gnn__cuda_blocks((long long)nblk, THREADS), THREADS, 0, cb->stream>>>(
-        (uint64_t)n, p, dropout_scale(p), seed, offset, x, y);
+        (uint64_t)n, p, dropout_scale(p), seed, offset, be->step_scalars, x, y);
     GNN_CUDA_LAUNCHED("dropout");
     return 0;
 }
@@ -292,8 +293,9 @@ int gnn__cuda_dropout_backward(gnn_backend_t *be, int64_t n, float p, uint64_t s
  */
 __global__ void k_bias_act_drop(int64_t rows, int64_t cols, float *y, const float *bias, int act,
                                 float p, float scale, uint64_t seed, uint64_t offset,
-                                const int64_t *row_id)
+                                const int64_t *row_id, const gnn_step_scalars_t *sc)
 {
+    if (sc) offset += sc->drop_delta;
     const int64_t q = (cols + 3) / 4, n = rows * q;
     for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < n;
          t += (int64_t)gridDim.x * blockDim.x) {
@@ -330,7 +332,7 @@ int gnn__cuda_bias_act_drop(gnn_backend_t *be, int64_t rows, int64_t cols, float
     const int64_t threads = rows * ((cols + 3) / 4);
     k_bias_act_drop<<<gnn__cuda_blocks(threads, THREADS), THREADS, 0,
                       gnn__cuda_be(be)->stream>>>(rows, cols, y, bias, act, p, dropout_scale(p),
-                                                  seed, offset, row_id);
+                                                  seed, offset, row_id, be->step_scalars);
     GNN_CUDA_LAUNCHED("bias_act_drop");
     return 0;
 }
@@ -364,9 +366,10 @@ __global__ void k_check_nonneg(int64_t n, const int64_t *a, unsigned long long *
 
 /* Element (r, c) takes counter offset + row_id[r] * f + c. */
 __global__ void k_dropout_rows(int64_t rows, int64_t f, const int64_t *row_id, float p,
-                               float scale, uint64_t seed, uint64_t offset, const float *x,
-                               float *y)
+                               float scale, uint64_t seed, uint64_t offset,
+                               const gnn_step_scalars_t *sc, const float *x, float *y)
 {
+    if (sc) offset += sc->drop_delta;
     int64_t n = rows * f;
     for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n;
          e += (int64_t)gridDim.x * blockDim.x) {
@@ -408,7 +411,7 @@ int gnn__cuda_dropout_rows(gnn_backend_t *be, int64_t rows, int64_t f, const int
         return 0;
     }
     k_dropout_rows<<<gnn__cuda_blocks(rows * f, THREADS), THREADS, 0, cb->stream>>>(
-        rows, f, row_id, p, dropout_scale(p), seed, offset, x, y);
+        rows, f, row_id, p, dropout_scale(p), seed, offset, be->step_scalars, x, y);
     GNN_CUDA_LAUNCHED("dropout_rows");
     return 0;
 }
@@ -666,9 +669,15 @@ int gnn__cuda_softmax_xent(gnn_backend_t *be, int64_t rows, int64_t classes, con
 
 /* ---- Adam -------------------------------------------------------------------- */
 
+/* With the step's scalars (sc, gnn_be_set_step_scalars) the bias
+ * corrections are read there, as the step runs. */
 __global__ void k_adam(int64_t n, float *w, const float *g, float *m, float *v,
-                       gnn_adam_consts_t c)
+                       gnn_adam_consts_t c, const gnn_step_scalars_t *sc)
 {
+    if (sc) {
+        c.step_size = sc->adam_step_size;
+        c.bc2_sqrt = sc->adam_bc2_sqrt;
+    }
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x)
         gnn_adam_elem(&c, &w[i], g[i], &m[i], &v[i]);
@@ -681,7 +690,7 @@ int gnn__cuda_adam(gnn_backend_t *be, int64_t n, float *w, const float *g, float
     GNN_TRY_RET(gnn__dense_check_adam(o, step));
     if (n == 0) return 0;
     k_adam<<<gnn__cuda_blocks(n, THREADS), THREADS, 0, gnn__cuda_be(be)->stream>>>(
-        n, w, g, m, v, gnn_adam_consts(o, step));
+        n, w, g, m, v, gnn_adam_consts(o, step), be->step_scalars);
     GNN_CUDA_LAUNCHED("adam");
     return 0;
 }

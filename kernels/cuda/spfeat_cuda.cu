@@ -30,6 +30,7 @@ typedef struct {
 static void dev_free(spfeat_dev_t *d)
 {
     if (!d) return;
+    gnn__be_note_free();
     cudaFree(d->indptr);
     cudaFree(d->indices);
     cudaFree(d->values);
@@ -91,9 +92,10 @@ void gnn__cuda_sparse_release(gnn_backend_t *be, gnn_bsparse_t *s)
  * offset + id * cols + c is kept, id = row_id[r] or r. */
 __global__ void k_spfeat_dropout(int64_t rows, int64_t cols, const int64_t *indptr,
                                  const int64_t *indices, const float *values, float p, float scale,
-                                 uint64_t seed, uint64_t offset, const int64_t *row_id,
-                                 float *vals)
+                                 uint64_t seed, uint64_t offset, const gnn_step_scalars_t *sc,
+                                 const int64_t *row_id, float *vals)
 {
+    if (sc) offset += sc->drop_delta;
     int64_t warps = (int64_t)gridDim.x * (blockDim.x / WARP);
     int lane = threadIdx.x % WARP;
     for (int64_t r = blockIdx.x * (int64_t)(blockDim.x / WARP) + threadIdx.x / WARP; r < rows;
@@ -122,7 +124,8 @@ int gnn__cuda_sparse_dropout(gnn_backend_t *be, const gnn_bsparse_t *s, float p,
     }
     float scale = (float)(1.0 / (1.0 - (double)p));
     k_spfeat_dropout<<<gnn__cuda_blocks(d->rows * WARP, THREADS), THREADS, 0, cb->stream>>>(
-        d->rows, d->cols, d->indptr, d->indices, d->values, p, scale, seed, offset, row_id, vals);
+        d->rows, d->cols, d->indptr, d->indices, d->values, p, scale, seed, offset,
+        be->step_scalars, row_id, vals);
     GNN_CUDA_LAUNCHED("sparse dropout");
     return 0;
 }

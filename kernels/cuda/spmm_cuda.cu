@@ -58,6 +58,8 @@
  */
 #include "kernels/cuda/spmm_cuda.h"
 
+#include "kernels/backend_impl.h"
+
 #include "kernels/cuda/spmm_kernels.cuh"
 
 #include "graph/base/alloc.h"
@@ -139,6 +141,7 @@ int gnn__cuda_buf_reserve(gnn__cuda_buf_t *b, size_t bytes, cudaStream_t s)
     if (b->p) {
         cudaError_t e = cudaStreamSynchronize(s); /* queued work may still use it */
         cudaError_t ef = cudaFree(b->p);
+        gnn__be_note_free();
         b->p = NULL;
         b->bytes = 0;
         if (e == cudaSuccess) e = ef;
@@ -169,6 +172,7 @@ int gnn__cuda_buf_reserve(gnn__cuda_buf_t *b, size_t bytes, cudaStream_t s)
 void gnn__cuda_graph_free(gnn_cuda_graph_t *g)
 {
     if (!g) return;
+    gnn__be_note_free();
     /* What cudaFree frees must be idle first; a pooled graph's own arrays
      * go in stream order, so a graph that made nothing else needs no wait. */
     int lazy = g->ones != NULL || g->scratch.p != NULL || g->have_events;

@@ -30,7 +30,9 @@
  * its own CPU entry points. Graph attention (the built-in gat's scores,
  * the softmax and aggregation with attention dropout, their backward, ELU)
  * runs step by step from the CPU's inputs: the dropout signs of the
- * weights must match exactly, the values within TOL.
+ * weights must match exactly, the values within TOL. A step captured
+ * once (CUDA graph) and launched with each step's scalars gives the bits
+ * of the step queued with its own arguments.
  *
  * Without a CUDA device it prints SKIPPED and exits 77. Prints its seed;
  * GNN_TEST_SEED replays one.
@@ -634,6 +636,139 @@ static void test_dropout(void **state)
     expect_rc(gnn_be_dropout_backward(g_gpu, 4, 1.5f, 1, 0, d, d), GNN_EINVAL, "CUDA");
     assert_int_equal(gnn_be_dropout(g_gpu, 0, 0.5f, 1, 0, d, d), 0);
     gnn_be_free(g_gpu, d);
+}
+
+/* rows arbitrary row ids below 10^6, every tenth one a repeat. */
+static int64_t *random_row_ids(uint64_t *s, int64_t rows);
+
+/* n floats of GPU buffer d, downloaded (the caller frees). */
+static float *gpu_floats(const float *d, int64_t n)
+{
+    float *h = malloc((size_t)n * sizeof *h);
+    assert_non_null(h);
+    assert_int_equal(gnn_be_download(g_gpu, h, d, (size_t)n * sizeof *h), 0);
+    return h;
+}
+
+/*
+ * A step captured once as a CUDA graph (gnn_be_capture_*) with the step
+ * scalars set (gnn_be_set_step_scalars): dropout, bias + ReLU + dropout,
+ * dropout by row ids and Adam, queued with the first step's arguments;
+ * each of four launches, given the scalars of its step (the dropout
+ * offsets moved by a span that is no multiple of 4, Adam's next step),
+ * gives the bits of the same calls queued with that step's own arguments
+ * (the CPU's masks too). A capture with a wait for the device inside
+ * fails with a message, and the backend works on afterwards.
+ */
+static void test_step_capture(void **state)
+{
+    (void)state;
+    uint64_t s = g_seed ^ 0xca97;
+    const int64_t rows = 300, cols = 33, n = rows * cols;
+    const uint64_t seed = 4242, off = 7, span = 3 * (uint64_t)n + 5;
+    const size_t fb = (size_t)n * sizeof(float);
+    float *hx = rand_nonzero(&s, n), *hb = rand_floats(&s, cols, 1.0f),
+          *hw = rand_floats(&s, n, 1.0f);
+    int64_t *hid = random_row_ids(&s, rows);
+    gnn_adam_opts_t ao = gnn_adam_defaults();
+    ao.lr = 0.01f;
+    ao.weight_decay = 5e-4f;
+    /* [0]: captured and launched; [1]: queued call by call */
+    float *X, *B, *Y[2], *Z[2], *R[2], *W[2], *M[2], *V[2];
+    int64_t *ID;
+    gnn_step_scalars_t *SC;
+    assert_int_equal(gnn_be_alloc(g_gpu, fb, (void **)&X), 0);
+    assert_int_equal(gnn_be_alloc(g_gpu, (size_t)cols * 4, (void **)&B), 0);
+    assert_int_equal(gnn_be_alloc(g_gpu, (size_t)rows * 8, (void **)&ID), 0);
+    assert_int_equal(gnn_be_alloc(g_gpu, sizeof *SC, (void **)&SC), 0);
+    float **bufs[6] = {Y, Z, R, W, M, V};
+    for (int b = 0; b < 6; b++)
+        for (int k = 0; k < 2; k++) assert_int_equal(gnn_be_alloc(g_gpu, fb, (void **)&bufs[b][k]), 0);
+    assert_int_equal(gnn_be_upload(g_gpu, X, hx, fb), 0);
+    assert_int_equal(gnn_be_upload(g_gpu, B, hb, (size_t)cols * 4), 0);
+    assert_int_equal(gnn_be_upload(g_gpu, ID, hid, (size_t)rows * 8), 0);
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(gnn_be_upload(g_gpu, W[k], hw, fb), 0);
+        assert_int_equal(gnn_be_zero(g_gpu, M[k], fb), 0);
+        assert_int_equal(gnn_be_zero(g_gpu, V[k], fb), 0);
+    }
+    /* The ids are vouched for: their check would read a flag back, a wait. */
+    assert_int_equal(gnn_be_trust_ids(g_gpu, ID, rows, INT64_MAX), 0);
+    gnn_bcapture_t *cap = NULL;
+    for (int step = 0; step < 4; step++) {
+        context("captured step, launch %d", step + 1);
+        gnn_step_scalars_t hs = {.drop_delta = (uint64_t)step * span};
+        gnn_step_scalars_adam(&hs, &ao, step + 1);
+        assert_int_equal(gnn_be_upload(g_gpu, SC, &hs, sizeof hs), 0);
+        for (int k = 0; k < 2; k++) {
+            if (k == 0 && cap) {
+                assert_int_equal(gnn_be_capture_launch(g_gpu, cap), 0);
+                continue;
+            }
+            /* queued: the captured step's arguments (with the scalars) or
+             * this step's own */
+            const uint64_t o = k ? off + (uint64_t)step * span : off;
+            const int64_t t = k ? step + 1 : 1;
+            assert_int_equal(gnn_be_set_step_scalars(g_gpu, k ? NULL : SC), 0);
+            if (k == 0) assert_int_equal(gnn_be_capture_begin(g_gpu), 0);
+            int rc = gnn_be_dropout(g_gpu, n, 0.3f, seed, o, X, Y[k]);
+            if (!rc) rc = gnn_be_copy(g_gpu, Z[k], X, fb);
+            if (!rc)
+                rc = gnn_be_bias_act_drop(g_gpu, rows, cols, Z[k], B, GNN_ACT_RELU, 0.3f, seed,
+                                          o + (uint64_t)n, NULL);
+            if (!rc)
+                rc = gnn_be_dropout_rows(g_gpu, rows, cols, ID, 0.3f, seed, o + 2 * (uint64_t)n, X,
+                                         R[k]);
+            if (!rc) rc = gnn_be_adam(g_gpu, n, W[k], Y[k], M[k], V[k], &ao, t);
+            if (k == 0) {
+                int rc2 = gnn_be_capture_end(g_gpu, &cap);
+                if (rc || rc2)
+                    fail_msg("capture: %s (queued %d, ended %d)", gnn_error_message(), rc, rc2);
+                assert_non_null(cap);
+                assert_int_equal(gnn_be_capture_launch(g_gpu, cap), 0);
+            } else {
+                assert_int_equal(rc, 0);
+            }
+        }
+        assert_int_equal(gnn_be_set_step_scalars(g_gpu, NULL), 0);
+        assert_int_equal(gnn_be_sync(g_gpu), 0);
+        static const char *const names[6] = {"dropout", "bias, relu and dropout",
+                                             "dropout by rows", "adam weights", "adam m",
+                                             "adam v"};
+        for (int b = 0; b < 6; b++) {
+            float *a = gpu_floats(bufs[b][0], n), *q = gpu_floats(bufs[b][1], n);
+            check_bits(a, q, fb, names[b]);
+            free(a), free(q);
+        }
+        /* The launch's dropout against the CPU's with this step's offset. */
+        pair_t XP = pair_up(hx, fb), YP = pair_alloc(fb);
+        assert_int_equal(gnn_be_dropout(g_cpu, n, 0.3f, seed, off + (uint64_t)step * span, XP.c,
+                                        YP.c),
+                         0);
+        assert_int_equal(gnn_be_copy(g_gpu, YP.g, Y[0], fb), 0);
+        expect_mask(&YP, n);
+        pair_free(&XP), pair_free(&YP);
+    }
+    assert_int_equal(gnn_be_trust_ids(g_gpu, NULL, 0, 0), 0);
+    gnn_be_capture_free(cap);
+
+    context("a capture with a wait inside");
+    assert_int_equal(gnn_be_capture_begin(g_gpu), 0);
+    expect_rc(gnn_be_capture_begin(g_gpu), GNN_EINVAL, "CUDA");
+    int rc = gnn_be_sync(g_gpu);
+    gnn_bcapture_t *bad = NULL;
+    int rc2 = gnn_be_capture_end(g_gpu, &bad);
+    print_message("a wait while capturing: %d, then the capture's end: %d (%s)\n", rc, rc2,
+                  gnn_error_message());
+    assert_true(rc2 == GNN_ECUDA && bad == NULL);
+    assert_non_null(strstr(gnn_error_message(), "captured step"));
+    assert_int_equal(gnn_be_dropout(g_gpu, n, 0.3f, seed, off, X, Y[0]), 0);
+    assert_int_equal(gnn_be_sync(g_gpu), 0);
+
+    for (int b = 0; b < 6; b++)
+        for (int k = 0; k < 2; k++) gnn_be_free(g_gpu, bufs[b][k]);
+    gnn_be_free(g_gpu, X), gnn_be_free(g_gpu, B), gnn_be_free(g_gpu, ID), gnn_be_free(g_gpu, SC);
+    free(hx), free(hb), free(hw), free(hid);
 }
 
 /* rows arbitrary row ids below 10^6, every tenth one a repeat. */
@@ -2268,6 +2403,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_argmax_count), cmocka_unit_test(test_argmax_nan),
         cmocka_unit_test(test_sparse),       cmocka_unit_test(test_builtins),
         cmocka_unit_test(test_attention),
+        cmocka_unit_test(test_step_capture),
         cmocka_unit_test(test_lse_plugin),   cmocka_unit_test(test_plugin_entry_points),
     };
     double t0 = now();

@@ -11,7 +11,8 @@
  * another backend, a definition without CPU entry points, a failing
  * plug-in entry point with and without a message); allocation failures
  * while preparing a graph; a graph staged on another thread and placed
- * later. GNN_TEST_SEED replays a seed.
+ * later; the step scalars a captured step reads (dropout offsets, Adam's
+ * bias corrections). GNN_TEST_SEED replays a seed.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -743,6 +744,107 @@ static void test_trust_ids(void **state)
     gnn_backend_close(be);
 }
 
+/*
+ * Step scalars (gnn_be_set_step_scalars) on cpu-as-gpu: while set, every
+ * dropout (plain, backward, by rows, fused with bias and activation) draws
+ * the mask of its offset plus drop_delta, and Adam takes the bias
+ * corrections of the step the scalars hold, bit for bit as the calls with
+ * those arguments; cleared, the arguments' own. A CPU backend captures
+ * nothing (GNN_EUNSUPPORTED); freeing a buffer moves the free generation.
+ */
+static void test_step_scalars(void **state)
+{
+    (void)state;
+    uint64_t s = g_seed ^ 0x5ca1;
+    gnn_backend_t *be = NULL;
+    assert_int_equal(gnn_backend_open("cpu-as-gpu", &be), 0);
+    const int64_t rows = 37, cols = 13, n = rows * cols;
+    const uint64_t seed = 99, off = 1001, delta = 123457;
+    float *hx = rand_floats(&s, n), *hb = rand_floats(&s, cols);
+    float *x, *b, *y[2];
+    int64_t *ids;
+    gnn_step_scalars_t *sc;
+    assert_int_equal(gnn_be_alloc(be, (size_t)n * 4, (void **)&x), 0);
+    assert_int_equal(gnn_be_alloc(be, (size_t)cols * 4, (void **)&b), 0);
+    assert_int_equal(gnn_be_alloc(be, (size_t)rows * 8, (void **)&ids), 0);
+    assert_int_equal(gnn_be_alloc(be, sizeof *sc, (void **)&sc), 0);
+    for (int k = 0; k < 2; k++) assert_int_equal(gnn_be_alloc(be, (size_t)n * 4, (void **)&y[k]), 0);
+    assert_int_equal(gnn_be_upload(be, x, hx, (size_t)n * 4), 0);
+    assert_int_equal(gnn_be_upload(be, b, hb, (size_t)cols * 4), 0);
+    for (int64_t r = 0; r < rows; r++) ids[r] = 5 * r + 2;
+    gnn_adam_opts_t ao = gnn_adam_defaults();
+    ao.lr = 0.01f;
+    ao.weight_decay = 5e-4f;
+    gnn_step_scalars_t hs = {.drop_delta = delta};
+    gnn_step_scalars_adam(&hs, &ao, 7);
+    assert_int_equal(gnn_be_upload(be, sc, &hs, sizeof hs), 0);
+    for (int op = 0; op < 5; op++) {
+        /* k = 0: with the scalars and the old arguments; 1: the shifted
+         * arguments themselves. */
+        for (int k = 0; k < 2; k++) {
+            assert_int_equal(gnn_be_set_step_scalars(be, k ? NULL : sc), 0);
+            const uint64_t o = k ? off + delta : off;
+            assert_int_equal(gnn_be_copy(be, y[k], x, (size_t)n * 4), 0);
+            switch (op) {
+            case 0: assert_int_equal(gnn_be_dropout(be, n, 0.4f, seed, o, x, y[k]), 0); break;
+            case 1:
+                assert_int_equal(gnn_be_dropout_backward(be, n, 0.4f, seed, o, x, y[k]), 0);
+                break;
+            case 2:
+                assert_int_equal(gnn_be_dropout_rows(be, rows, cols, ids, 0.4f, seed, o, x, y[k]),
+                                 0);
+                break;
+            case 3:
+                assert_int_equal(
+                    gnn_be_bias_act_drop(be, rows, cols, y[k], b, GNN_ACT_RELU, 0.4f, seed, o, NULL),
+                    0);
+                break;
+            default: { /* Adam at step 2 with the scalars of step 7, and at 7 */
+                float *g, *m, *v;
+                assert_int_equal(gnn_be_alloc(be, (size_t)n * 4, (void **)&g), 0);
+                assert_int_equal(gnn_be_alloc(be, (size_t)n * 4, (void **)&m), 0);
+                assert_int_equal(gnn_be_alloc(be, (size_t)n * 4, (void **)&v), 0);
+                assert_int_equal(gnn_be_copy(be, g, x, (size_t)n * 4), 0);
+                assert_int_equal(gnn_be_zero(be, m, (size_t)n * 4), 0);
+                assert_int_equal(gnn_be_zero(be, v, (size_t)n * 4), 0);
+                assert_int_equal(gnn_be_adam(be, n, y[k], g, m, v, &ao, k ? 7 : 2), 0);
+                gnn_be_free(be, g), gnn_be_free(be, m), gnn_be_free(be, v);
+            }
+            }
+        }
+        assert_int_equal(gnn_be_set_step_scalars(be, NULL), 0);
+        float *a = malloc((size_t)n * 4), *c = malloc((size_t)n * 4);
+        assert_true(a && c);
+        assert_int_equal(gnn_be_download(be, a, y[0], (size_t)n * 4), 0);
+        assert_int_equal(gnn_be_download(be, c, y[1], (size_t)n * 4), 0);
+        static const char *const names[5] = {"dropout", "dropout backward", "dropout by rows",
+                                             "bias, relu and dropout", "adam"};
+        expect_same(a, c, (size_t)n * 4, names[op]);
+        /* and the scalars did something: the old arguments alone differ */
+        assert_int_equal(gnn_be_copy(be, y[1], x, (size_t)n * 4), 0);
+        if (op == 0) {
+            assert_int_equal(gnn_be_dropout(be, n, 0.4f, seed, off, x, y[1]), 0);
+            assert_int_equal(gnn_be_download(be, c, y[1], (size_t)n * 4), 0);
+            assert_true(memcmp(a, c, (size_t)n * 4) != 0);
+        }
+        free(a), free(c);
+    }
+    /* A host pointer is refused as the scalars' buffer; nothing captured
+     * on the CPU. */
+    expect_error(gnn_be_set_step_scalars(be, &hs), GNN_EINVAL, "is not a buffer of");
+    expect_error(gnn_be_capture_begin(be), GNN_EUNSUPPORTED, "no captured work");
+    gnn_bcapture_t *cap = NULL;
+    expect_error(gnn_be_capture_end(be, &cap), GNN_EINVAL, "not capturing");
+    assert_null(cap);
+    uint64_t gen = gnn_be_free_generation();
+    gnn_be_free(be, sc);
+    assert_true(gnn_be_free_generation() > gen);
+    gnn_be_free(be, x), gnn_be_free(be, b), gnn_be_free(be, ids);
+    gnn_be_free(be, y[0]), gnn_be_free(be, y[1]);
+    free(hx), free(hb);
+    gnn_backend_close(be);
+}
+
 static void test_cpu_as_gpu(void **state)
 {
     (void)state;
@@ -959,6 +1061,7 @@ int main(void)
         cmocka_unit_test(test_spmm_impl),
         cmocka_unit_test(test_cpu_as_gpu),
         cmocka_unit_test(test_trust_ids),
+        cmocka_unit_test(test_step_scalars),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -796,6 +796,111 @@ static void test_minibatch_same_for_any_loader(void **state)
     for (int c = 0; c < 3; c++) free(ck[c]);
 }
 
+/* The "step" of each epoch line of a log into steps[] (at most max). */
+static int log_steps(const char *path, char steps[][16], int max)
+{
+    char *text = tu_read_file(path);
+    assert_non_null(text);
+    int n = 0;
+    for (char *line = text, *nl; *line && (nl = strchr(line, '\n')); line = nl + 1) {
+        *nl = '\0';
+        const char *v = tu_json_get(line, "step");
+        if (!v || n >= max) continue;
+        const char *q = strchr(v + 1, '"');
+        assert_true(*v == '"' && q && q - v - 1 < 16);
+        snprintf(steps[n], 16, "%.*s", (int)(q - v - 1), v + 1);
+        n++;
+    }
+    free(text);
+    return n;
+}
+
+/*
+ * The full-graph step captured once and replayed (--cuda-graphs, on by
+ * default), emulated on cpu-as-gpu: each replay queues the step again
+ * with the captured step's dropout counters and Adam step, corrected by
+ * the epoch's step scalars read from the device. Over 2 runs of 5 epochs
+ * (the first step queued and checked, the second captured, the rest
+ * replayed, in each run: the log says so), the losses and the checkpoint
+ * are the CPU's bit for bit, and --cuda-graphs off's: gcn (dropout 0.5,
+ * weight decay on the first layer: two Adam calls a step), sage (decay on
+ * all), gat (2 heads; attention dropout 0, which a replay can serve), gcn
+ * on sparse input (its dropout over the stored entries), and a run
+ * resumed from its checkpoint after 3 epochs. Attention dropout is never
+ * replayed; a bad value is refused.
+ */
+static void test_full_step_replay(void **state)
+{
+    (void)state;
+    static char *const cases[5][6] = {
+        {"gcn", "--dropout", "0.5", "--sparse-features", "off", NULL},
+        {"sage", "--dropout", "0.5", "--sparse-features", "off", NULL},
+        {"gat", "--attn-dropout", "0", "--heads", "2", NULL},
+        {"gcn", "--dropout", "0.5", "--sparse-features", "on", NULL},
+        {"gat", "--attn-dropout", "0.3", "--heads", "2", NULL},
+    };
+    for (int c = 0; c < 5; c++) {
+        const int replayable = c < 4;
+        double loss[3][10];
+        char *ck[3];
+        char steps[10][16];
+        for (int d = 0; d < 3; d++) {
+            char name[32], lname[32];
+            snprintf(name, sizeof name, "replay-%d-%d.h5", c, d);
+            snprintf(lname, sizeof lname, "replay-%d-%d.json", c, d);
+            ck[d] = strdup(tu_path(name));
+            const char *log = tu_path(lname);
+            unlink(ck[d]);
+            TRAIN_OK("--data", (char *)g_sbm, "--model", cases[c][0], "--mode", "full",
+                     cases[c][1], cases[c][2], cases[c][3], cases[c][4], "--epochs", "5",
+                     "--runs", "2", "--eval-every", "2", "--hidden", "16", "--threads", "2",
+                     "--device", d ? "cpu-as-gpu" : "cpu", "--cuda-graphs", d == 1 ? "off" : "on",
+                     "--checkpoint", ck[d], "--log-json", (char *)log, "-q");
+            assert_int_equal(log_losses(log, loss[d], 10), 10);
+            if (d == 2) assert_int_equal(log_steps(log, steps, 10), 10);
+        }
+        print_message("%s %s %s: epoch 5 loss %.9g on cpu, %.9g on cpu-as-gpu\n",
+                      cases[c][0], cases[c][3], cases[c][4], loss[0][4], loss[2][4]);
+        for (int d = 1; d < 3; d++) {
+            assert_memory_equal(loss[0], loss[d], 10 * sizeof(double));
+            assert_checkpoints_equal(ck[0], ck[d]);
+        }
+        for (int e = 0; e < 10; e++) {
+            const char *want = !replayable || e % 5 == 0 ? "queued"
+                               : e % 5 == 1             ? "captured"
+                                                        : "replayed";
+            if (strcmp(steps[e], want))
+                fail_msg("%s %s: run %d epoch %d's step %s, expected %s", cases[c][0],
+                         cases[c][4], e / 5 + 1, e % 5 + 1, steps[e], want);
+        }
+        for (int d = 0; d < 3; d++) {
+            unlink(ck[d]);
+            free(ck[d]);
+        }
+    }
+    /* Resumed after 3 epochs of one run: the capture starts again after
+     * the resumed run's first (checked) step; the checkpoint is the one of
+     * the run trained through, and of the CPU's. */
+    char *whole = strdup(tu_path("replay-whole.h5")), *part = strdup(tu_path("replay-part.h5"));
+    char *cpu = strdup(tu_path("replay-cpu.h5"));
+    unlink(whole), unlink(part), unlink(cpu);
+    TRAIN_OK("--data", (char *)g_sbm, "--model", "gcn", "--mode", "full", "--epochs", "7",
+             "--threads", "2", "--device", "cpu", "--checkpoint", cpu, "-q");
+    TRAIN_OK("--data", (char *)g_sbm, "--model", "gcn", "--mode", "full", "--epochs", "7",
+             "--threads", "2", "--device", "cpu-as-gpu", "--checkpoint", whole, "-q");
+    TRAIN_OK("--data", (char *)g_sbm, "--model", "gcn", "--mode", "full", "--epochs", "3",
+             "--threads", "2", "--device", "cpu-as-gpu", "--checkpoint", part, "-q");
+    TRAIN_OK("--data", (char *)g_sbm, "--model", "gcn", "--mode", "full", "--epochs", "7",
+             "--threads", "2", "--device", "cpu-as-gpu", "--checkpoint", part, "--resume", "-q");
+    assert_checkpoints_equal(cpu, whole);
+    assert_checkpoints_equal(whole, part);
+    unlink(whole), unlink(part), unlink(cpu);
+    free(whole), free(part), free(cpu);
+    const char *out = tu_path("replay-refused.csv");
+    train_fails(out, 2, "--cuda-graphs \"maybe\" (expected on or off)", "--data", (char *)g_sbm,
+                "--cuda-graphs", "maybe", "--save-predictions", out, (char *)NULL);
+}
+
 /* Mini-batches on a device (cpu-as-gpu: every array in device buffers):
  * the batch's input rows are gathered on the device from its copy of the
  * features (the log says so), the sampler threads stage the blocks' graphs
@@ -2850,6 +2955,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_minibatch_same_for_any_loader),
         cmocka_unit_test(test_prefetch_auto),
         cmocka_unit_test(test_minibatch_device_path),
+        cmocka_unit_test(test_full_step_replay),
         cmocka_unit_test(test_minibatch_sparse_features),
         cmocka_unit_test(test_minibatch_eval_batches),
         cmocka_unit_test(test_minibatch_bad_options),
