@@ -5,7 +5,10 @@
 # and the same graph (bench/train's SBM stand-in: 1M nodes, mean degree 20,
 # 128 features, 10 classes; GCN and GraphSAGE, 2 layers, hidden 256; GAT,
 # 2 layers, 8 heads of 32 features, attention dropout 0.6: PyG's GATConv);
-# ours also with --tf32 (the dense products on TF32 tensor cores).
+# ours also with --tf32 (the dense products on TF32 tensor cores) and,
+# for gcn and sage, with --cuda-graphs off (every step queued call by
+# call instead of replayed from one CUDA graph; the table says how the
+# last epoch's step ran).
 #
 #   bash bench/gpu/train.sh          (after bench/gpu/run.sh built build-gpu/)
 #
@@ -67,6 +70,14 @@ for m in gcn sage gat; do
         say "gnn-train $m --tf32 FAILED:"; tail -5 "$WORK/ours-tf32-$m.out" | tee -a "$OUTFILE"
         STATUS=1
     fi
+    # The same with every step queued call by call (--cuda-graphs off).
+    # shellcheck disable=SC2086 # $width: words
+    if [ "$m" != gat ] && ! timeout "$LIMIT" "$BUILD/trainer/gnn-train" --data "$G" --model "$m" \
+        --mode full --device cuda --cuda-graphs off --layers 2 $width --epochs "$EPOCHS" \
+        --eval-every 10 -q --log-json "$WORK/ours-queued-$m.json" >"$WORK/ours-queued-$m.out" 2>&1; then
+        say "gnn-train $m --cuda-graphs off FAILED:"; tail -5 "$WORK/ours-queued-$m.out" | tee -a "$OUTFILE"
+        STATUS=1
+    fi
     for r in $refs; do
         extra=
         if [ "$r" = pyg ]; then extra="--impl pyg"; fi
@@ -92,20 +103,23 @@ def read(path):
     if not final or not ep:
         return None
     warm = ep[1:] or ep
+    steps = [l["step"] for l in lines if "step" in l and not l.get("final")]
     return {"ms": 1e3 * sum(warm) / len(warm), "acc": 100 * final["test_acc"],
-            "mem": final.get("gpu_peak_mb")}
+            "mem": final.get("gpu_peak_mb"), "step": steps[-1] if steps else ""}
 
 print("| model | trainer | ms/epoch | its time / ours | test acc % | peak GPU MB (torch's allocator) |")
 print("|---|---|---|---|---|---|")
 for m in ("gcn", "sage", "gat"):
     ours = read(f"{work}/ours-{m}.json")
-    for t in ["ours", "ours-tf32"] + refs:
+    mine = ["ours", "ours-tf32"] + (["ours-queued"] if m != "gat" else [])
+    for t in mine + refs:
         r = ours if t == "ours" else read(f"{work}/{t}-{m}.json")
         if r is None:
             print(f"| {m} | {t} | failed | | | |")
             continue
         ratio = f"{r['ms'] / ours['ms']:.2f}x" if ours and t != "ours" else ""
         mem = f"{r['mem']:.0f}" if r["mem"] is not None else ""
-        print(f"| {m} | {t} | {r['ms']:.2f} | {ratio} | {r['acc']:.1f} | {mem} |")
+        name = f"{t} (step {r['step']})" if r["step"] else t
+        print(f"| {m} | {name} | {r['ms']:.2f} | {ratio} | {r['acc']:.1f} | {mem} |")
 EOF
 exit "$STATUS"
