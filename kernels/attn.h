@@ -58,6 +58,12 @@ typedef struct {
     float negative_slope;  /* of the GAT score's LeakyReLU */
     float dropout;         /* attention dropout p in [0, 1) */
     uint64_t seed, offset; /* its counter-based stream */
+    /* keyed: seed is gnn_rng_key_at(key_base, key_at), the key of a
+     * position of the model's stream; while a backend reads the step's
+     * scalars (gnn_be_set_step_scalars) it draws with the key of position
+     * key_at + drop_delta instead, as the step being replayed would. */
+    int keyed;
+    uint64_t key_base, key_at;
     const int64_t *ids;    /* n_src global ids of the rows, or NULL (host
                               memory here; a backend buffer for gnn_be_attn_*) */
     int64_t n_ids;         /* nodes the ids range over */

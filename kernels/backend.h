@@ -521,7 +521,9 @@ int gnn_be_sampler_graph_create(gnn_bsampler_t *s, const gnn_bbatch_t *b, int l,
  * one), the operations read them where the work runs, when it runs: every
  * dropout counter offset given to gnn_be_dropout, gnn_be_dropout_backward,
  * gnn_be_dropout_rows, gnn_be_bias_act_drop and gnn_be_sparse_dropout has
- * drop_delta added, and gnn_be_adam takes the bias corrections of the
+ * drop_delta added, gnn_be_attn_forward's keyed attention dropout
+ * (gnn_attn_opts_t) draws with the key of position key_at + drop_delta,
+ * and gnn_be_adam takes the bias corrections of the
  * step from adam_step_size and adam_bc2_sqrt (gnn_step_scalars_adam)
  * instead of from its step argument. So work captured once (below) with
  * the first step's arguments computes any later step, given that step's

@@ -152,8 +152,10 @@ struct gnn_layer_env {
     int (*drop_rows)(gnn_layer_env_t *env, gnn_layer_t *L, int64_t r0, int64_t nr, float *dst);
     /* A generator key for dropout inside a layer (attention weights),
      * new at every call: the model's stream advances by one, so
-     * checkpoints replay it, and every rank draws the same key. */
-    uint64_t (*dropout_key)(gnn_layer_env_t *env);
+     * checkpoints replay it, and every rank draws the same key. It is
+     * gnn_rng_key_at(*base, *at) of the stream position it took (both
+     * given where not NULL: gnn_attn_opts_t's keyed draws). */
+    uint64_t (*dropout_key)(gnn_layer_env_t *env, uint64_t *base, uint64_t *at);
     /* Global ids of the layer's input rows (backend, n_src) and the nodes
      * they range over, for masks that follow a node or an edge wherever
      * it is computed; NULL: the rows are the graph's nodes themselves. */

@@ -398,11 +398,13 @@ static int drop_rows(gnn_layer_env_t *env, gnn_layer_t *L, int64_t r0, int64_t n
 
 /* env->dropout_key: a key from the stream's position (distinct from the
  * input dropout's key), the position advanced by one. */
-static uint64_t dropout_key(gnn_layer_env_t *env)
+static uint64_t dropout_key(gnn_layer_env_t *env, uint64_t *base_out, uint64_t *at_out)
 {
     gnn_model_t *m = env->model;
-    uint64_t at = m->drop_offset++;
-    return gnn_rng_mix64(gnn_rng_mix64(m->drop_seed ^ 0x6174746eull) ^ gnn_rng_mix64(at));
+    const uint64_t at = m->drop_offset++, base = gnn_rng_mix64(m->drop_seed ^ 0x6174746eull);
+    if (base_out) *base_out = base;
+    if (at_out) *at_out = at;
+    return gnn_rng_key_at(base, at);
 }
 
 static int fwd_scratch(gnn_layer_env_t *env, size_t bytes, float **out)

@@ -3,7 +3,8 @@
  * gnn__replay_step): on a GPU the full-graph step of one process is the
  * same work every epoch, on the same buffers, with two kinds of scalars
  * that change, the dropout counters (the model's stream advances by the
- * step's span) and Adam's step. The backend reads those from a buffer of
+ * step's span; attention dropout's keys are functions of positions in it)
+ * and Adam's step. The backend reads those from a buffer of
  * step scalars (gnn_be_set_step_scalars) rather than from the arguments
  * the work was queued with, so the step is captured once (a CUDA graph:
  * the host queues nothing more) and each later epoch writes its scalars,
@@ -13,9 +14,9 @@
  *
  * A capture is taken at a run's second step at the earliest, and after
  * the one that checked the loss's targets (every buffer the step uses
- * exists by then), and is
- * valid while no backend buffer has been freed or moved
- * (gnn_be_free_generation): after one, the next step is captured again.
+ * exists by then), and is valid while no backend buffer has been freed or
+ * moved (gnn_be_free_generation): after one it is dropped, the next step
+ * is queued and the one after it captured again.
  * A step whose capture fails (a wait for the device or an allocation
  * inside it) runs queued as before and the run goes on without captures
  * (INFO line with the cause); a failure that is not the capture's shows
@@ -38,9 +39,10 @@
 
 /* The mode, task and model a step capture serves: one process, the
  * loss queued on the device (node classification, after its first
- * step), and no scalar beside the two above: no learnable input rows
- * (their row-sparse optimiser counts its own steps), no attention
- * dropout (its key is a hash of the stream's position). */
+ * step), and no scalar beside the two above (attention dropout's key is
+ * one of the stream's position, which the backend derives from the
+ * scalars too): no learnable input rows, whose row-sparse optimiser
+ * counts its own steps. */
 static const char *not_replayable(const gnn_job_t *j)
 {
     const gnn_train_opts_t *o = j->o;
@@ -49,7 +51,6 @@ static const char *not_replayable(const gnn_job_t *j)
     if (j->dist) return "over a partition directory";
     if (!j->task->full_loss_async) return "the task's loss is not queued on the device";
     if (j->emb) return "learnable input rows (--embed-dim)";
-    if (j->kind->attention && o->attn_dropout > 0.0) return "attention dropout";
     return NULL;
 }
 

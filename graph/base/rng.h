@@ -103,6 +103,14 @@ static inline GNN_HOSTDEV uint64_t gnn_rng_mix64(uint64_t x)
     return z ^ (z >> 31);
 }
 
+/* The key of the draws at position `at` of a stream whose base is base
+ * (a mix64 of the stream's seed and a tag): a call's key that any device
+ * can compute from the position alone (attention dropout's, one a call). */
+static inline GNN_HOSTDEV uint64_t gnn_rng_key_at(uint64_t base, uint64_t at)
+{
+    return gnn_rng_mix64(base ^ gnn_rng_mix64(at));
+}
+
 /* The 64-bit word i of the stream of key: words (lo, hi) = r[0], r[1] of
  * block i / 2 for even i, r[2], r[3] for odd i, as lo | hi << 32. */
 static inline GNN_HOSTDEV uint64_t gnn_rng_word64(uint64_t key, uint64_t i)

@@ -14,6 +14,7 @@
 
 #include "graph/base/alloc.h"
 #include "graph/base/error.h"
+#include "graph/base/rng.h"
 
 #include <omp.h>
 #include <pthread.h>
@@ -363,8 +364,11 @@ static gnn_aggr_score_backward_fn cpu_attn_score_backward(const gnn_aggr_def_t *
 static int cpu_attn_forward(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_graph_t *a,
                             const gnn_attn_opts_t *o, const float *x, float *s, float *y)
 {
-    (void)be, (void)g;
-    return gnn_attn_forward(a, o, x, s, y);
+    (void)g;
+    if (!be->step_scalars || !o->keyed) return gnn_attn_forward(a, o, x, s, y);
+    gnn_attn_opts_t k = *o; /* the key of the replayed step's position */
+    k.seed = gnn_rng_key_at(o->key_base, o->key_at + be->step_scalars->drop_delta);
+    return gnn_attn_forward(a, &k, x, s, y);
 }
 
 static int cpu_attn_backward(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_graph_t *a,

@@ -250,13 +250,22 @@ int gnn__cuda_gat_score_backward(const gnn_aggr_call_t *call, const float *x, co
 
 /* ---- Softmax and aggregation ---------------------------------------------------- */
 
+/* The dropout key's position (gnn_attn_opts_t's keyed draws), for a step
+ * replayed with the step's scalars. */
+typedef struct {
+    int keyed;
+    uint64_t base, at;
+} gnn_attn_key_t;
+
 /* s -> alpha in place per (v, h): the softmax over v's slots (stored self
  * loops left out: 0), then the sign bit set where dropout drops the slot. */
 __global__ void k_attn_softmax(int64_t nd, int64_t H, int k, const int64_t *__restrict__ indptr,
                                const int64_t *__restrict__ src, const int64_t *__restrict__ ids,
                                uint64_t n_ids, float p, uint64_t seed, uint64_t offset,
+                               gnn_attn_key_t key, const gnn_step_scalars_t *sc,
                                float *__restrict__ s)
 {
+    if (sc && key.keyed) seed = gnn_rng_key_at(key.base, key.at + sc->drop_delta);
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < nd * H;
          i += (int64_t)gridDim.x * blockDim.x) {
         const int64_t v = i / H, h = i - v * H, lo = indptr[v], hi = indptr[v + 1];
@@ -386,8 +395,10 @@ int gnn__cuda_attn_forward(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_gr
     /* The rows' global ids, for the dropout counters: a device buffer. */
     const int64_t *ids = o->dropout > 0.0f ? o->ids : NULL;
     const uint64_t n_ids = o->ids ? (uint64_t)o->n_ids : (uint64_t)ns;
+    const gnn_attn_key_t key = {o->keyed, o->key_base, o->key_at};
     k_attn_softmax<<<gnn__cuda_blocks(nd * H, THREADS), THREADS, 0, cb->stream>>>(
-        nd, H, k, e->indptr, e->src, ids, n_ids, o->dropout, o->seed, o->offset, s);
+        nd, H, k, e->indptr, e->src, ids, n_ids, o->dropout, o->seed, o->offset, key,
+        be->step_scalars, s);
     GNN_CUDA_LAUNCHED("attention softmax");
     k_attn_aggregate<<<gnn__cuda_blocks(nd * H * F, THREADS), THREADS, 0, cb->stream>>>(
         nd, H, F, k, e->indptr, e->src, dropout_scale(o->dropout), x, s, y);

@@ -824,10 +824,10 @@ static int log_steps(const char *path, char steps[][16], int max)
  * replayed, in each run: the log says so), the losses and the checkpoint
  * are the CPU's bit for bit, and --cuda-graphs off's: gcn (dropout 0.5,
  * weight decay on the first layer: two Adam calls a step), sage (decay on
- * all), gat (2 heads; attention dropout 0, which a replay can serve), gcn
- * on sparse input (its dropout over the stored entries), and a run
- * resumed from its checkpoint after 3 epochs. Attention dropout is never
- * replayed; a bad value is refused.
+ * all), gat (2 heads) without and with attention dropout (its key per
+ * call drawn from the replayed step's stream position), gcn on sparse
+ * input (its dropout over the stored entries), and a run resumed from its
+ * checkpoint after 3 epochs; a bad value is refused.
  */
 static void test_full_step_replay(void **state)
 {
@@ -840,7 +840,6 @@ static void test_full_step_replay(void **state)
         {"gat", "--attn-dropout", "0.3", "--heads", "2", NULL},
     };
     for (int c = 0; c < 5; c++) {
-        const int replayable = c < 4;
         double loss[3][10];
         char *ck[3];
         char steps[10][16];
@@ -866,9 +865,7 @@ static void test_full_step_replay(void **state)
             assert_checkpoints_equal(ck[0], ck[d]);
         }
         for (int e = 0; e < 10; e++) {
-            const char *want = !replayable || e % 5 == 0 ? "queued"
-                               : e % 5 == 1             ? "captured"
-                                                        : "replayed";
+            const char *want = e % 5 == 0 ? "queued" : e % 5 == 1 ? "captured" : "replayed";
             if (strcmp(steps[e], want))
                 fail_msg("%s %s: run %d epoch %d's step %s, expected %s", cases[c][0],
                          cases[c][4], e / 5 + 1, e % 5 + 1, steps[e], want);

@@ -185,7 +185,8 @@ static int gat_forward(gnn_layer_t *L, gnn_layer_env_t *env)
                             HF));
     if (L->trained && L->attn_dropout > 0.0f) { /* masks by edge end points */
         c->o.dropout = L->attn_dropout;
-        c->o.seed = env->dropout_key(env);
+        c->o.seed = env->dropout_key(env, &c->o.key_base, &c->o.key_at);
+        c->o.keyed = 1; /* a replayed step draws its own key (trainer/replay.c) */
     }
     GNN_TRY(gnn_be_attn_score(be, L->graph, L->attn, &c->o, c->n_th ? p + c->th_off : NULL,
                               c->wh, c->s, c->ws, c->ws_bytes));
