@@ -1,7 +1,9 @@
 /*
  * The halo exchange and the gradient allreduce for rows in backend buffers
- * (trainer/distdev.h): in place on a host-memory backend, through host
- * buffers on a device, with NCCL for gradients when the build has it.
+ * (trainer/distdev.h): in place on a host-memory backend; on a device
+ * through host buffers, or with MPI reading and writing the device's
+ * buffers themselves where it can (CUDA-aware MPI); with NCCL for
+ * gradients when the build has it.
  */
 #include "trainer/distdev.h"
 
@@ -15,19 +17,27 @@
 #include <inttypes.h>
 #include <string.h>
 
+#if defined(OPEN_MPI) && OPEN_MPI
+#include <mpi-ext.h>
+#endif
+
 /* What a device needs of one plan. */
 typedef struct {
     gnn_csr_t back;        /* n_owned x n_send: owned row <- the sent entries naming it */
     gnn_bgraph_t *bback;   /* ... on the backend */
     int64_t *send_rows;    /* backend copy of the plan's send_rows */
+    int64_t *recv_rows;    /* ... and of its recv_rows (direct exchanges; NULL: none) */
 } stage_t;
 
 struct gnn_dist_dev {
     gnn_dist_part_t *d;
     gnn_backend_t *be;
     const gnn_aggr_def_t *sum;
-    int staged;
+    int staged;            /* a backend without host memory */
+    int direct;            /* ... whose buffers MPI reads and writes itself */
     stage_t stage[1 + GNN_DIST_MAX_LAYERS]; /* the full plan, then d's loss plans */
+    float *rbuf;           /* backend: a loss plan's received rows, n_recv x f (direct) */
+    size_t rbuf_bytes;
     float *packed;         /* backend, n_send x f */
     size_t packed_bytes;
     float *summed;         /* backend, n_owned x f */
@@ -125,7 +135,51 @@ static int setup_staging(gnn_dist_dev_t *x)
         size_t bytes = (size_t)p->n_send * sizeof(int64_t);
         GNN_TRY(gnn_be_alloc(x->be, bytes + sizeof(int64_t), (void **)&st->send_rows));
         GNN_TRY(gnn_be_upload(x->be, st->send_rows, p->send_rows, bytes));
+        if (x->direct && p->recv_rows) {
+            bytes = (size_t)p->n_recv * sizeof(int64_t);
+            GNN_TRY(gnn_be_alloc(x->be, bytes + sizeof(int64_t), (void **)&st->recv_rows));
+            GNN_TRY(gnn_be_upload(x->be, st->recv_rows, p->recv_rows, bytes));
+        }
     }
+fail:
+    return rc;
+}
+
+/* Whether this MPI library reads and writes CUDA device memory, as it
+ * says at run time: Open MPI's extension, MPICH's GPU query. */
+static int mpi_cuda_aware(void)
+{
+#if defined(OMPI_HAVE_MPI_EXT_CUDA) && OMPI_HAVE_MPI_EXT_CUDA
+    return MPIX_Query_cuda_support() == 1;
+#elif defined(MPIX_GPU_SUPPORT_CUDA)
+    int yes = 0;
+    return MPIX_GPU_query_support(MPIX_GPU_SUPPORT_CUDA, &yes) == MPI_SUCCESS && yes;
+#else
+    return 0;
+#endif
+}
+
+/* Whether MPI may be given be's buffers (agreed over comm: every rank
+ * exchanges the same way): a CUDA device's where the library is
+ * CUDA-aware; cpu-as-gpu's, which are host memory, when asked (so that
+ * this path is tested without a GPU); want: -1 auto (a CUDA device
+ * only), 0 off, 1 on (refused where MPI cannot). */
+static int choose_direct(gnn_dist_part_t *d, gnn_backend_t *be, int want, int *direct)
+{
+    int rc = 0, can = 0, all = 0;
+    *direct = 0;
+    if (want == 0) return 0;
+    if (gnn_backend_kind(be) == GNN_BACKEND_CUDA)
+        can = mpi_cuda_aware();
+    else
+        can = want == 1; /* cpu-as-gpu: host memory underneath */
+    GNN_CHECK(MPI_Allreduce(&can, &all, 1, MPI_INT, MPI_MIN, d->comm) == MPI_SUCCESS, GNN_EMPI,
+              "MPI_Allreduce failed");
+    if (want == 1 && !all)
+        return GNN_FAIL(GNN_EUSAGE, "--cuda-aware-mpi on: %s",
+                        can ? "another rank's MPI library is not CUDA-aware"
+                            : "this MPI library is not CUDA-aware (it says so at run time)");
+    *direct = all;
 fail:
     return rc;
 }
@@ -162,7 +216,7 @@ fail:
 #endif
 
 int gnn_dist_dev_create(gnn_dist_part_t *d, gnn_backend_t *be, const gnn_aggr_def_t *sum,
-                        gnn_dist_dev_t **out)
+                        int direct, gnn_dist_dev_t **out)
 {
     int rc = 0;
     *out = NULL;
@@ -173,9 +227,10 @@ int gnn_dist_dev_create(gnn_dist_part_t *d, gnn_backend_t *be, const gnn_aggr_de
         x->be = be;
         x->sum = sum;
         x->staged = !gnn_be_host_memory(be);
-        if (x->staged) local = setup_staging(x);
     }
     GNN_TRY(gnn_dist_agree(d->comm, local));
+    if (x->staged) GNN_TRY(choose_direct(d, be, direct, &x->direct));
+    if (x->staged) GNN_TRY(gnn_dist_agree(d->comm, setup_staging(x)));
 #ifdef GNN_HAVE_NCCL
     /* NCCL refuses two ranks on one GPU: such jobs sum through host memory. */
     int shared = 0;
@@ -213,7 +268,9 @@ void gnn_dist_dev_free(gnn_dist_dev_t *x)
         gnn_be_graph_free(x->stage[s].bback);
         gnn_csr_free(&x->stage[s].back);
         gnn_be_free(x->be, x->stage[s].send_rows);
+        gnn_be_free(x->be, x->stage[s].recv_rows);
     }
+    gnn_be_free(x->be, x->rbuf);
     gnn_be_free(x->be, x->packed);
     gnn_be_free(x->be, x->summed);
     gnn_be_host_free(x->be, x->h_send);
@@ -233,7 +290,14 @@ const char *gnn_dist_dev_allreduce_name(const gnn_dist_dev_t *x)
 #ifdef GNN_HAVE_NCCL
     if (x->nccl) return "NCCL";
 #endif
-    return x->staged ? "MPI through host memory" : "MPI";
+    return x->direct ? "MPI on device buffers" : x->staged ? "MPI through host memory" : "MPI";
+}
+
+const char *gnn_dist_dev_halo_name(const gnn_dist_dev_t *x)
+{
+    return x->direct ? "exchanged by MPI in device buffers"
+           : x->staged ? "staged through host memory"
+                       : "exchanged in place";
 }
 
 /* The plan of exchange k (training: a training step's) and its stage index. */
@@ -244,6 +308,68 @@ static const gnn_dist_plan_t *pick(const gnn_dist_dev_t *x, int k, int training,
     return p;
 }
 
+/* The forward with MPI on the backend's buffers: the sent rows gathered
+ * on the device, the device idle (MPI reads its memory), then received
+ * into the halo rows in place, or, for a loss plan, into rbuf and put at
+ * their rows on the device, the others zeroed. */
+static int forward_direct(gnn_dist_dev_t *x, const gnn_dist_plan_t *p, int s, float *xrows,
+                          int64_t f)
+{
+    gnn_dist_part_t *d = x->d;
+    gnn_dist_plan_t full, q;
+    if (!p) p = (full = gnn_dist_full_plan(d), &full);
+    const int64_t ns = p->n_send, nh = d->n_local - d->n_owned, no = d->n_owned;
+    const int64_t nr = p->recv_rows ? p->n_recv : 0;
+    const size_t row = (size_t)f * sizeof(float);
+    float *halo = xrows + no * f;
+    int local = ensure_be(x->be, &x->packed, &x->packed_bytes, (size_t)ns * row);
+    if (local == 0 && p->recv_rows)
+        local = ensure_be(x->be, &x->rbuf, &x->rbuf_bytes, (size_t)nr * row);
+    if (local == 0 && ns > 0)
+        local = gnn_be_gather_rows(x->be, ns, f, xrows, no, x->stage[s].send_rows, x->packed);
+    if (local == 0) local = gnn_be_sync(x->be);
+    q = *p;
+    q.recv_rows = NULL; /* received packed, in plan order */
+    int rc = gnn_dist_halo_forward_packed(d, &q, local, x->packed, p->recv_rows ? x->rbuf : halo,
+                                          f);
+    if (rc < 0 || !p->recv_rows) return rc;
+    if (nh > 0) rc = gnn_be_zero(x->be, halo, (size_t)nh * row);
+    if (rc == 0 && nr > 0)
+        rc = gnn_be_scatter_rows(x->be, nr, f, x->rbuf, f, x->stage[s].recv_rows, halo, f, nh);
+    return rc;
+}
+
+/* The backward likewise: the halo rows' gradients (a loss plan's gathered
+ * into rbuf first) sent from device memory, the owners' received into
+ * packed and added into their rows as the staged path adds them. */
+static int backward_direct(gnn_dist_dev_t *x, const gnn_dist_plan_t *p, int s, float *g,
+                           int64_t f)
+{
+    gnn_dist_part_t *d = x->d;
+    gnn_dist_plan_t full, q;
+    if (!p) p = (full = gnn_dist_full_plan(d), &full);
+    const int64_t ns = p->n_send, nh = d->n_local - d->n_owned, no = d->n_owned;
+    const int64_t nr = p->recv_rows ? p->n_recv : 0;
+    const size_t row = (size_t)f * sizeof(float);
+    const float *send = g + no * f;
+    int local = ensure_be(x->be, &x->packed, &x->packed_bytes, (size_t)ns * row);
+    if (local == 0) local = ensure_be(x->be, &x->summed, &x->summed_bytes, (size_t)no * row);
+    if (local == 0 && p->recv_rows)
+        local = ensure_be(x->be, &x->rbuf, &x->rbuf_bytes, (size_t)nr * row);
+    if (local == 0 && nr > 0)
+        local = gnn_be_gather_rows(x->be, nr, f, g + no * f, nh, x->stage[s].recv_rows, x->rbuf);
+    if (p->recv_rows) send = x->rbuf;
+    if (local == 0) local = gnn_be_sync(x->be);
+    q = *p;
+    q.recv_rows = NULL;
+    int rc = gnn_dist_halo_backward_packed(d, &q, local, send, x->packed, f);
+    if (rc < 0 || ns == 0) return rc;
+    if ((rc = gnn_be_aggr_forward(x->be, x->stage[s].bback, x->sum, f, x->packed, x->summed,
+                                  NULL, 0)) < 0)
+        return rc;
+    return gnn_be_axpby(x->be, no * f, 1.0f, x->summed, 1.0f, g);
+}
+
 int gnn_dist_dev_halo_forward(void *ctx, int k, int training, float *xrows, int64_t f)
 {
     gnn_dist_dev_t *x = ctx;
@@ -251,6 +377,7 @@ int gnn_dist_dev_halo_forward(void *ctx, int k, int training, float *xrows, int6
     int s;
     const gnn_dist_plan_t *p = pick(x, k, training, &s);
     if (!x->staged) return gnn_dist_halo_forward(d, p, xrows, f);
+    if (x->direct) return forward_direct(x, p, s, xrows, f);
     int64_t ns = p ? p->n_send : d->n_send, nh = d->n_local - d->n_owned;
     size_t row = (size_t)f * sizeof(float);
     int local = ensure_host(x->be, &x->h_send, &x->h_send_bytes, (size_t)ns * row);
@@ -273,6 +400,7 @@ int gnn_dist_dev_halo_backward(void *ctx, int k, float *g, int64_t f)
     int s;
     const gnn_dist_plan_t *p = pick(x, k, 1, &s);
     if (!x->staged) return gnn_dist_halo_backward(d, p, g, f);
+    if (x->direct) return backward_direct(x, p, s, g, f);
     int64_t ns = p ? p->n_send : d->n_send, nh = d->n_local - d->n_owned, no = d->n_owned;
     size_t row = (size_t)f * sizeof(float);
     int local = ensure_host(x->be, &x->h_send, &x->h_send_bytes, (size_t)ns * row);
@@ -303,7 +431,8 @@ int gnn_dist_dev_allreduce(gnn_dist_dev_t *x, float *buf, int64_t n)
         return gnn_be_sync(x->be);
     }
 #endif
-    if (!x->staged) {
+    if (!x->staged || x->direct) { /* on a device: once the backward has run */
+        if (x->direct) GNN_TRY(gnn_dist_agree(d->comm, gnn_be_sync(x->be)));
         GNN_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, d->comm) ==
                       MPI_SUCCESS,
                   GNN_EMPI, "gradient allreduce failed");

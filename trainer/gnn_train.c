@@ -72,6 +72,10 @@ static const gnn_opt_t train_table[] = {
     {"cuda-graphs", 0, GNN_OPT_STRING, O(cuda_graphs), "MODE",
      "full graph in one process on a GPU: on (the training step captured once as a CUDA graph "
      "and replayed every epoch after; the same results) or off"},
+    {"cuda-aware-mpi", 0, GNN_OPT_STRING, O(cuda_aware_mpi), "MODE",
+     "over a partition directory on a GPU: halo rows and gradients given to MPI in device "
+     "memory, auto (where the MPI library says it is CUDA-aware), on (required) or off (staged "
+     "through pinned host memory)"},
     {"full-halo", 0, GNN_OPT_FLAG, O(full_halo), NULL,
      "over a partition directory, full graph: training steps exchange every halo row (default: "
      "only the rows the loss reads; the same losses, fewer bytes)"},

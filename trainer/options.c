@@ -41,6 +41,7 @@ void gnn_train_defaults(gnn_train_opts_t *o)
     o->prefetch = "auto";
     o->sampler = "host";
     o->cuda_graphs = "on";
+    o->cuda_aware_mpi = "auto";
     o->cache_policy = "sample";
     o->eval_batch_size = 4096;
     o->heads = 8;
@@ -164,6 +165,10 @@ int gnn__opts_check(const gnn_train_opts_t *o)
     if (!o->cuda_graphs || (strcmp(o->cuda_graphs, "on") && strcmp(o->cuda_graphs, "off")))
         return GNN_FAIL(GNN_EUSAGE, "--cuda-graphs \"%s\" (expected on or off)",
                         o->cuda_graphs ? o->cuda_graphs : "");
+    if (!o->cuda_aware_mpi || (strcmp(o->cuda_aware_mpi, "auto") && strcmp(o->cuda_aware_mpi, "on") &&
+                               strcmp(o->cuda_aware_mpi, "off")))
+        return GNN_FAIL(GNN_EUSAGE, "--cuda-aware-mpi \"%s\" (expected auto, on or off)",
+                        o->cuda_aware_mpi ? o->cuda_aware_mpi : "");
     if (!o->sampler || (strcmp(o->sampler, "host") && strcmp(o->sampler, "device")))
         return GNN_FAIL(GNN_EUSAGE, "--sampler \"%s\" (expected host or device)",
                         o->sampler ? o->sampler : "");

@@ -47,6 +47,9 @@ typedef struct {
     int tf32;                  /* CUDA GEMMs on TF32 tensor cores */
     const char *cuda_graphs;   /* "on": a full-graph step on a GPU captured once and
                                   replayed (trainer/replay.c); "off" */
+    const char *cuda_aware_mpi; /* over a partition directory on a device: MPI given the
+                                   device's buffers, "auto" (where it is CUDA-aware),
+                                   "on" or "off" (staged through host memory) */
     int full_halo;             /* distributed full graph: training steps exchange every halo
                                   row, not only those the loss reads */
     int early_stop;            /* evaluations without a lower validation loss; 0 = off */

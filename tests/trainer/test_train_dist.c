@@ -1135,7 +1135,9 @@ static void test_loss_plans(void **state)
  * through host memory (gathered into packed rows, exchanged, and added
  * back by a sum over a fixed graph), sum gradients through host memory
  * and upload each batch. One process gives the CPU device's losses; full
- * graph GCN and 3-layer SAGE on 2 and 4 ranks give one process's losses;
+ * graph GCN and 3-layer SAGE on 2 and 4 ranks give one process's losses,
+ * and so do they with MPI given the device's buffers (--cuda-aware-mpi
+ * on), bit for bit as staged;
  * mini-batches on 2 ranks give the CPU device's losses exactly; --debug
  * finds the ranks' parameters equal after every step.
  */
@@ -1159,6 +1161,36 @@ static void test_device_paths(void **state)
     train_runs(sage, 2, "asgpu-sage", "--device", "cpu-as-gpu", "--model", "sage", "--mode",
                "full", "--aggr", "max", "--layers", "3", (char *)NULL);
     compare_losses("sage, 3 layers, max, cpu-as-gpu", sage, 2);
+    /* MPI given the device's buffers (--cuda-aware-mpi on; cpu-as-gpu's
+     * are host memory underneath): rows gathered, received and put back
+     * on the device, gradients summed in place; the staged runs' losses
+     * bit for bit, loss plans included (3-layer SAGE on 4 ranks). */
+    run_t dir[] = {{"2 ranks, cpu-as-gpu, MPI on device buffers", "2", g_k2, {0}},
+                   {"4 ranks, cpu-as-gpu, MPI on device buffers", "4", g_k4, {0}}};
+    train_runs(dir, 2, "asgpu-gcn-direct", "--device", "cpu-as-gpu", "--debug", "--cuda-aware-mpi",
+               "on", (char *)NULL);
+    run_t sdir[] = {{"4 ranks, cpu-as-gpu, MPI on device buffers", "4", g_k4, {0}}};
+    train_runs(sdir, 1, "asgpu-sage-direct", "--device", "cpu-as-gpu", "--model", "sage",
+               "--mode", "full", "--aggr", "max", "--layers", "3", "--cuda-aware-mpi", "on",
+               (char *)NULL);
+    double dd[3] = {loss_diff(&runs[1].log, &dir[0].log, EPOCHS),
+                    loss_diff(&runs[2].log, &dir[1].log, EPOCHS),
+                    loss_diff(&sage[1].log, &sdir[0].log, EPOCHS)};
+    print_message("MPI on device buffers against staged: loss differences %.2e, %.2e (gcn on 2, "
+                  "4 ranks), %.2e (sage, 4 ranks)\n",
+                  dd[0], dd[1], dd[2]);
+    assert_true(dd[0] == 0.0 && dd[1] == 0.0 && dd[2] == 0.0);
+    char *dargs[] = {"--data", (char *)g_k2, "--epochs", "1", "--device", "cpu-as-gpu",
+                     "--cuda-aware-mpi", "on", NULL};
+    char *dargv[TU_MAX_ARGS];
+    tu_run_t dr = mpi_run(dargv, "2", dargs, NULL);
+    if (dr.status != 0) tu_fail_cmd(dargv, &dr);
+    const char *want = "halo rows exchanged by MPI in device buffers, gradients summed with MPI "
+                       "on device buffers";
+    if (!dr.err || !strstr(dr.err, want)) fail_msg("no \"%s\" in: %s", want, dr.err ? dr.err : "");
+    tu_run_free(&dr);
+    for (int i = 0; i < 2; i++) log_free(&dir[i].log);
+    log_free(&sdir[0].log);
     char *mb_gpu[] = {"--layers", "2", "--fanouts", "10,10", "--batch-size", "32", "--device",
                       "cpu-as-gpu", NULL};
     char *mb_cpu[] = {"--layers", "2", "--fanouts", "10,10", "--batch-size", "32", NULL};
@@ -2151,6 +2183,29 @@ static void test_cuda_training(void **state)
     };
     train_runs(gcn, 4, "cuda-gcn", "--device", "cuda", "--debug", (char *)NULL);
     compare_to("gcn", &cpu[0].log, gcn, 4, EPOCHS);
+
+    /* --cuda-aware-mpi on: with a CUDA-aware MPI the halo rows and the
+     * gradients go to MPI in device memory, the staged run's losses; with
+     * another MPI the run is refused with one line. */
+    {
+        char *args[] = {"--data", (char *)g_k2, "--epochs", EPOCHS_S, "--device", "cuda",
+                        "--cuda-aware-mpi", "on", "--log-json", (char *)tu_path("cuda-cam.json"),
+                        "-q", NULL};
+        char *argv[TU_MAX_ARGS];
+        tu_run_t r = mpi_run(argv, "2", args, NULL);
+        if (r.status == 0) {
+            log_t l = log_read(tu_path("cuda-cam.json"), 1, EPOCHS);
+            double dc = loss_diff(&gcn[2].log, &l, EPOCHS);
+            print_message("gcn, 2 ranks, CUDA-aware MPI: loss difference from staged %.2e\n", dc);
+            assert_true(dc <= GPU_RTOL); /* auto may time other SpMM kernels in */
+            log_free(&l);
+        } else {
+            print_message("--cuda-aware-mpi on: %s", r.err ? r.err : "");
+            if (r.status != 2 || !r.err || !strstr(r.err, "is not CUDA-aware"))
+                tu_fail_cmd(argv, &r);
+        }
+        tu_run_free(&r);
+    }
 
     /* --tf32: the products' operands rounded to 10-bit mantissas move a
      * loss by about 1e-3 of itself, not more. */

@@ -97,17 +97,18 @@ int gnn__dist_open_exchange(gnn_job_t *j)
     gnn_dist_part_t *d = j->dist;
     const gnn_aggr_def_t *sum = NULL;
     GNN_TRY(gnn_aggr_registry_find(j->reg, "sum", &sum));
-    GNN_TRY(gnn_dist_dev_create(d, j->be, sum, &j->ddev));
+    const int direct = !strcmp(o->cuda_aware_mpi, "on") ? 1 : !strcmp(o->cuda_aware_mpi, "off") ? 0 : -1;
+    GNN_TRY(gnn_dist_dev_create(d, j->be, sum, direct, &j->ddev));
     j->stage = gnn_dist_dev_staged(j->ddev);
     char targets[256];
     j->task->describe(j, targets, sizeof targets);
     GNN_INFO("%s: part %d of %d: %" PRId64 " of %" PRId64 " nodes owned, %" PRId64
-             " halo, %" PRId64 " in-edges, %" PRId64 " features, %s; %s, %s, %s, gradients "
-             "summed with %s",
+             " halo, %" PRId64 " in-edges, %" PRId64 " features, %s; %s, %s, %s, halo rows %s, "
+             "gradients summed with %s",
              o->data, d->rank, d->size, d->n_owned, d->n_global, d->n_local - d->n_owned,
              (int64_t)d->csr.nnz, d->feat_dim, targets, o->model,
              j->mode->minibatch ? "mini-batch" : "full graph", gnn_backend_describe(j->be),
-             gnn_dist_dev_allreduce_name(j->ddev));
+             gnn_dist_dev_halo_name(j->ddev), gnn_dist_dev_allreduce_name(j->ddev));
 fail:
     return rc;
 }
