@@ -159,27 +159,29 @@ static int mpi_cuda_aware(void)
 #endif
 }
 
-/* Whether MPI may be given be's buffers (agreed over comm: every rank
- * exchanges the same way): a CUDA device's where the library is
- * CUDA-aware; cpu-as-gpu's, which are host memory, when asked (so that
- * this path is tested without a GPU); want: -1 auto (a CUDA device
- * only), 0 off, 1 on (refused where MPI cannot). */
+/* Whether MPI may be given be's buffers, agreed over comm (every rank
+ * calls it, and every rank with a device exchanges the same way): a CUDA
+ * device's where the library is CUDA-aware; cpu-as-gpu's, which are host
+ * memory, when asked (so that this path is tested without a GPU). want:
+ * -1 auto (a CUDA device only), 0 off, 1 on (refused, on every rank,
+ * where a device's MPI cannot), -2 a rank whose rows are in host memory
+ * (no say). */
 static int choose_direct(gnn_dist_part_t *d, gnn_backend_t *be, int want, int *direct)
 {
-    int rc = 0, can = 0, all = 0;
+    int rc = 0, can = 1, all = 0, asked = want == 1, any = 0;
     *direct = 0;
-    if (want == 0) return 0;
-    if (gnn_backend_kind(be) == GNN_BACKEND_CUDA)
-        can = mpi_cuda_aware();
-    else
-        can = want == 1; /* cpu-as-gpu: host memory underneath */
-    GNN_CHECK(MPI_Allreduce(&can, &all, 1, MPI_INT, MPI_MIN, d->comm) == MPI_SUCCESS, GNN_EMPI,
-              "MPI_Allreduce failed");
-    if (want == 1 && !all)
+    if (want == 0)
+        can = 0;
+    else if (want != -2)
+        can = gnn_backend_kind(be) == GNN_BACKEND_CUDA ? mpi_cuda_aware() : want == 1;
+    GNN_CHECK(MPI_Allreduce(&can, &all, 1, MPI_INT, MPI_MIN, d->comm) == MPI_SUCCESS &&
+                  MPI_Allreduce(&asked, &any, 1, MPI_INT, MPI_MAX, d->comm) == MPI_SUCCESS,
+              GNN_EMPI, "MPI_Allreduce failed");
+    if (any && !all)
         return GNN_FAIL(GNN_EUSAGE, "--cuda-aware-mpi on: %s",
                         can ? "another rank's MPI library is not CUDA-aware"
                             : "this MPI library is not CUDA-aware (it says so at run time)");
-    *direct = all;
+    *direct = want != -2 && all;
 fail:
     return rc;
 }
@@ -229,8 +231,9 @@ int gnn_dist_dev_create(gnn_dist_part_t *d, gnn_backend_t *be, const gnn_aggr_de
         x->staged = !gnn_be_host_memory(be);
     }
     GNN_TRY(gnn_dist_agree(d->comm, local));
-    if (x->staged) GNN_TRY(choose_direct(d, be, direct, &x->direct));
-    if (x->staged) GNN_TRY(gnn_dist_agree(d->comm, setup_staging(x)));
+    /* Collective on every rank, whatever its backend. */
+    GNN_TRY(choose_direct(d, be, x->staged ? direct : -2, &x->direct));
+    GNN_TRY(gnn_dist_agree(d->comm, x->staged ? setup_staging(x) : 0));
 #ifdef GNN_HAVE_NCCL
     /* NCCL refuses two ranks on one GPU: such jobs sum through host memory. */
     int shared = 0;
@@ -308,6 +311,16 @@ static const gnn_dist_plan_t *pick(const gnn_dist_dev_t *x, int k, int training,
     return p;
 }
 
+/* g[send_rows[i]] += received row i (packed, ns rows), as one sum over
+ * the backward graph of stage s (no atomics for repeated rows). */
+static int add_back(gnn_dist_dev_t *x, int s, int64_t ns, int64_t no, float *g, int64_t f)
+{
+    if (ns == 0) return 0;
+    int rc = gnn_be_aggr_forward(x->be, x->stage[s].bback, x->sum, f, x->packed, x->summed, NULL,
+                                 0);
+    return rc < 0 ? rc : gnn_be_axpby(x->be, no * f, 1.0f, x->summed, 1.0f, g);
+}
+
 /* The forward with MPI on the backend's buffers: the sent rows gathered
  * on the device, the device idle (MPI reads its memory), then received
  * into the halo rows in place, or, for a loss plan, into rbuf and put at
@@ -336,7 +349,7 @@ static int forward_direct(gnn_dist_dev_t *x, const gnn_dist_plan_t *p, int s, fl
     if (nh > 0) rc = gnn_be_zero(x->be, halo, (size_t)nh * row);
     if (rc == 0 && nr > 0)
         rc = gnn_be_scatter_rows(x->be, nr, f, x->rbuf, f, x->stage[s].recv_rows, halo, f, nh);
-    return rc;
+    return gnn_dist_agree(d->comm, rc); /* no rank goes on alone to the next exchange */
 }
 
 /* The backward likewise: the halo rows' gradients (a loss plan's gathered
@@ -363,11 +376,8 @@ static int backward_direct(gnn_dist_dev_t *x, const gnn_dist_plan_t *p, int s, f
     q = *p;
     q.recv_rows = NULL;
     int rc = gnn_dist_halo_backward_packed(d, &q, local, send, x->packed, f);
-    if (rc < 0 || ns == 0) return rc;
-    if ((rc = gnn_be_aggr_forward(x->be, x->stage[s].bback, x->sum, f, x->packed, x->summed,
-                                  NULL, 0)) < 0)
-        return rc;
-    return gnn_be_axpby(x->be, no * f, 1.0f, x->summed, 1.0f, g);
+    if (rc < 0) return rc;
+    return gnn_dist_agree(d->comm, add_back(x, s, ns, no, g, f));
 }
 
 int gnn_dist_dev_halo_forward(void *ctx, int k, int training, float *xrows, int64_t f)
@@ -389,8 +399,9 @@ int gnn_dist_dev_halo_forward(void *ctx, int k, int training, float *xrows, int6
     if (local == 0 && ns > 0)
         local = gnn_be_download(x->be, x->h_send, x->packed, (size_t)ns * row);
     int rc = gnn_dist_halo_forward_packed(d, p, local, x->h_send, x->h_halo, f);
-    if (rc < 0 || nh == 0) return rc;
-    return gnn_be_upload(x->be, xrows + d->n_owned * f, x->h_halo, (size_t)nh * row);
+    if (rc < 0) return rc;
+    if (nh > 0) rc = gnn_be_upload(x->be, xrows + d->n_owned * f, x->h_halo, (size_t)nh * row);
+    return gnn_dist_agree(d->comm, rc); /* no rank goes on alone to the next exchange */
 }
 
 int gnn_dist_dev_halo_backward(void *ctx, int k, float *g, int64_t f)
@@ -410,13 +421,10 @@ int gnn_dist_dev_halo_backward(void *ctx, int k, float *g, int64_t f)
     if (local == 0 && nh > 0)
         local = gnn_be_download(x->be, x->h_halo, g + no * f, (size_t)nh * row);
     int rc = gnn_dist_halo_backward_packed(d, p, local, x->h_halo, x->h_send, f);
-    if (rc < 0 || ns == 0) return rc;
-    /* g[send_rows[i]] += received row i, as one sum over the backward graph. */
-    if ((rc = gnn_be_upload(x->be, x->packed, x->h_send, (size_t)ns * row)) < 0) return rc;
-    if ((rc = gnn_be_aggr_forward(x->be, x->stage[s].bback, x->sum, f, x->packed, x->summed,
-                                  NULL, 0)) < 0)
-        return rc;
-    return gnn_be_axpby(x->be, no * f, 1.0f, x->summed, 1.0f, g);
+    if (rc < 0) return rc;
+    if (ns > 0) rc = gnn_be_upload(x->be, x->packed, x->h_send, (size_t)ns * row);
+    if (rc == 0) rc = add_back(x, s, ns, no, g, f);
+    return gnn_dist_agree(d->comm, rc);
 }
 
 int gnn_dist_dev_allreduce(gnn_dist_dev_t *x, float *buf, int64_t n)

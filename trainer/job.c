@@ -49,13 +49,13 @@ void gnn__job_free(gnn_job_t *j)
     gnn_free(j->loss_host);
     if (j->mode && j->mode->free) j->mode->free(j); /* after the loader reading its rows */
     if (j->task && j->task->free) j->task->free(j);
+    if (j->be) gnn__replay_free(j); /* the capture, before the buffers it reads */
     gnn_model_free(j->model);
     gnn__input_dist_free(j);
     gnn__input_typed_free(j);
     gnn_embed_free(j->emb);
     gnn_backend_close(j->emb_be);
     if (j->be) {
-        gnn__replay_free(j); /* the capture before the buffers it reads */
         if (j->x_mapped)
             gnn_be_unmap_host(j->be, j->g.feat); /* before the graph's arrays go */
         else

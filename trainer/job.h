@@ -295,6 +295,8 @@ int gnn__runs(gnn_job_t *j, int restore, gnn_train_result_t *r);
 /* One Adam step on the gradients (weight decay on the first layer only or
  * on all, as j->decay_scope says). */
 int gnn__adam_step(gnn_job_t *j);
+/* Its options (--lr, --weight-decay; the betas and eps of Adam). */
+gnn_adam_opts_t gnn__adam_opts(const gnn_job_t *j);
 /* Backward from j->dlogits, then Adam: one process. */
 int gnn__step(gnn_job_t *j);
 

@@ -81,8 +81,7 @@ static int set_scalars(gnn_job_t *j, uint64_t delta, int64_t step)
 {
     gnn_replay_t *r = &j->replay;
     gnn_step_scalars_t s = {.drop_delta = delta};
-    gnn_adam_opts_t ao = gnn_adam_defaults();
-    ao.lr = (float)j->o->lr;
+    const gnn_adam_opts_t ao = gnn__adam_opts(j);
     gnn_step_scalars_adam(&s, &ao, step);
     if (!r->scalars) {
         int rc = gnn_be_alloc(j->be, sizeof s, (void **)&r->scalars);
@@ -108,14 +107,20 @@ static int capture(gnn_job_t *j, int (*issue)(gnn_job_t *j))
     if (emulate) {
         GNN_TRY(issue(j));
     } else {
-        GNN_TRY(gnn_be_capture_begin(j->be));
-        int qrc = issue(j);
+        /* Whatever fails here, the step has not run: it runs queued. */
         char why[256] = "";
-        if (qrc < 0) snprintf(why, sizeof why, "%s", gnn_error_message());
-        int crc = gnn_be_capture_end(j->be, &r->cap);
-        if (crc < 0 && !why[0]) snprintf(why, sizeof why, "%s", gnn_error_message());
-        if (qrc == 0 && crc == 0 && gnn_be_free_generation() != gen)
-            snprintf(why, sizeof why, "a buffer was freed while the step was captured");
+        if (gnn_be_capture_begin(j->be) < 0) {
+            snprintf(why, sizeof why, "%s", gnn_error_message());
+        } else {
+            int qrc = issue(j);
+            if (qrc < 0) snprintf(why, sizeof why, "%s", gnn_error_message());
+            int crc = gnn_be_capture_end(j->be, &r->cap);
+            if (crc < 0 && !why[0]) snprintf(why, sizeof why, "%s", gnn_error_message());
+            if (!why[0] && gnn_be_free_generation() != gen)
+                snprintf(why, sizeof why, "a buffer was freed while the step was captured");
+            if (!why[0] && gnn_be_capture_launch(j->be, r->cap) < 0)
+                snprintf(why, sizeof why, "%s", gnn_error_message());
+        }
         if (why[0]) {
             gnn__replay_drop(j);
             gnn_error_clear();
@@ -127,7 +132,6 @@ static int capture(gnn_job_t *j, int (*issue)(gnn_job_t *j))
                      j->ck.run + 1, why);
             return 1;
         }
-        GNN_TRY(gnn_be_capture_launch(j->be, r->cap));
     }
     r->span = gnn_model_rng_offset(j->model) - r->off0;
     r->gen = gen;
@@ -166,6 +170,10 @@ static int replay(gnn_job_t *j, int (*issue)(gnn_job_t *j))
     gnn_model_set_rng_offset(j->model, now + r->span);
     j->ck.step = step;
 fail:
+    if (rc < 0) { /* the counters as before the step */
+        gnn_model_set_rng_offset(j->model, now);
+        j->ck.step = step - 1;
+    }
     (void)gnn_be_set_step_scalars(j->be, NULL);
     return rc;
 }

@@ -14,12 +14,18 @@
 #include <inttypes.h>
 #include <string.h>
 
-int gnn__adam_step(gnn_job_t *j)
+gnn_adam_opts_t gnn__adam_opts(const gnn_job_t *j)
 {
-    int rc = 0;
     gnn_adam_opts_t ao = gnn_adam_defaults();
     ao.lr = (float)j->o->lr;
     ao.weight_decay = (float)j->o->weight_decay;
+    return ao;
+}
+
+int gnn__adam_step(gnn_job_t *j)
+{
+    int rc = 0;
+    gnn_adam_opts_t ao = gnn__adam_opts(j);
     int64_t step = ++j->ck.step, total = gnn_model_n_params(j->model);
     float *w = gnn_model_params(j->model), *g = gnn_model_grads(j->model);
     if (!strcmp(j->decay_scope, "all")) {

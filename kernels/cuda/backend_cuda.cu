@@ -30,6 +30,8 @@
 int gnn__cuda_scratch(gnn_cuda_be_t *cb, size_t bytes, void **out)
 {
     if (bytes > cb->scratch_bytes) {
+        if (gnn__cuda_capturing(cb)) /* growing means a wait and a free: not in a capture */
+            return GNN_FAIL(GNN_ECUDA, "scratch of %zu bytes while capturing a step", bytes);
         /* The old buffer may still be in use by queued work. */
         GNN_CUDA_RET(cudaStreamSynchronize(cb->stream), "scratch");
         cudaFree(cb->scratch);
@@ -47,6 +49,8 @@ int gnn__cuda_scratch(gnn_cuda_be_t *cb, size_t bytes, void **out)
 int gnn__cuda_pinned(gnn_cuda_be_t *cb, size_t bytes, void **out)
 {
     if (bytes > cb->pinned_bytes) {
+        if (gnn__cuda_capturing(cb))
+            return GNN_FAIL(GNN_ECUDA, "pinned scratch of %zu bytes while capturing a step", bytes);
         GNN_CUDA_RET(cudaStreamSynchronize(cb->stream), "pinned scratch");
         cudaFreeHost(cb->pinned);
         gnn__be_note_free();
@@ -91,9 +95,29 @@ static int cu_alloc(gnn_backend_t *be, size_t bytes, void **out)
 static void cu_free(gnn_backend_t *be, void *p)
 {
     gnn_cuda_be_t *cb = gnn__cuda_be(be);
+    if (gnn__cuda_capturing(cb)) { /* neither a wait nor a free now: once the capture ends */
+        if (cb->n_deferred == cb->cap_deferred) {
+            size_t cap = cb->cap_deferred ? 2 * cb->cap_deferred : 8;
+            void **d = (void **)gnn_realloc_array(cb->deferred, cap, sizeof *d);
+            if (!d) return; /* no room to remember it: it stays allocated (a leak, not a fault) */
+            cb->deferred = d;
+            cb->cap_deferred = cap;
+        }
+        cb->deferred[cb->n_deferred++] = p;
+        return;
+    }
     /* Work queued on the stream may still read p. */
     cudaStreamSynchronize(cb->stream);
     cudaFree(p);
+}
+
+/* The frees deferred by a capture, now that it has ended. */
+static void free_deferred(gnn_cuda_be_t *cb)
+{
+    if (!cb->n_deferred) return;
+    cudaStreamSynchronize(cb->stream);
+    for (size_t i = 0; i < cb->n_deferred; i++) cudaFree(cb->deferred[i]);
+    cb->n_deferred = 0;
 }
 
 static int cu_upload(gnn_backend_t *be, void *dst, const void *src, size_t bytes)
@@ -309,6 +333,7 @@ static int cu_capture_end(gnn_backend_t *be, void **out)
     cudaGraphExec_t x = NULL;
     *out = NULL;
     cudaError_t e = cudaStreamEndCapture(cb->stream, &g);
+    free_deferred(cb);
     if (e == cudaSuccess && !g) e = cudaErrorStreamCaptureInvalidated;
     if (e == cudaSuccess) e = cudaGraphInstantiate(&x, g, 0);
     if (g) cudaGraphDestroy(g);
@@ -480,7 +505,10 @@ static void cu_close(gnn_backend_t *be)
     if (cb->stream) cudaStreamSynchronize(cb->stream);
     if (cb->cusparse) GNN_CU(cusparseDestroy)(cb->cusparse);
     if (cb->cublas) GNN_CU(cublasDestroy)(cb->cublas);
+    free_deferred(cb);
+    gnn_free(cb->deferred);
     cudaFree(cb->scratch);
+    cudaFree(cb->blas_ws);
     cudaFreeHost(cb->pinned);
     if (cb->stream) cudaStreamDestroy(cb->stream);
     gnn_free(cb);
@@ -570,6 +598,10 @@ static int open_device(gnn_cuda_be_t *cb)
     CUBLAS_RET(GNN_CU(cublasSetStream)(cb->cublas, cb->stream), "cublasSetStream");
     /* Plain FP32: no TF32 tensor-core rounding of the operands. */
     CUBLAS_RET(GNN_CU(cublasSetMathMode)(cb->cublas, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+    /* After cublasSetStream, which resets it to cuBLAS's pool. */
+    GNN_CUDA_RET(cudaMalloc(&cb->blas_ws, CUBLAS_WS_BYTES), "cuBLAS workspace");
+    CUBLAS_RET(GNN_CU(cublasSetWorkspace)(cb->cublas, cb->blas_ws, CUBLAS_WS_BYTES),
+               "cublasSetWorkspace");
     CUSPARSE_RET(GNN_CU(cusparseCreate)(&cb->cusparse), "cusparseCreate");
     CUSPARSE_RET(GNN_CU(cusparseSetStream)(cb->cusparse, cb->stream), "cusparseSetStream");
     cudaDeviceProp prop;

@@ -31,7 +31,26 @@ typedef struct {
     size_t scratch_bytes;
     void *pinned;             /* pinned host, pinned_bytes */
     size_t pinned_bytes;
+    void *blas_ws;            /* cuBLAS's workspace, the backend's own (CUBLAS_WS_BYTES) */
+    void **deferred;          /* buffers freed while the stream captured work: */
+    size_t n_deferred, cap_deferred; /* freed when the capture ends */
 } gnn_cuda_be_t;
+
+/* cuBLAS's workspace: the same buffer captured or not, so a captured
+ * product is the one queued call by call (cuBLAS's guidance for Hopper). */
+#define CUBLAS_WS_BYTES ((size_t)32 << 20)
+
+/* Whether the backend's stream is capturing work (gnn_be_capture_begin):
+ * a buffer may then be neither waited for nor freed. */
+static inline int gnn__cuda_capturing(const gnn_cuda_be_t *cb)
+{
+    cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(cb->stream, &st) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return st != cudaStreamCaptureStatusNone;
+}
 
 /* The backend's state, with its device made current for the calling
  * thread (the trainer calls a backend from more than one thread, and a

@@ -24,6 +24,7 @@
     X(cublasDestroy_v2)                                                                       \
     X(cublasSetStream_v2)                                                                     \
     X(cublasSetMathMode)                                                                      \
+    X(cublasSetWorkspace_v2)                                                                  \
     X(cublasSgemm_v2)                                                                         \
     X(cublasGetStatusString)
 #define GNN_CULIBS_CUSPARSE(X)                                                                \

@@ -139,6 +139,10 @@ int gnn__cuda_buf_reserve(gnn__cuda_buf_t *b, size_t bytes, cudaStream_t s)
     if (want < bytes) want = bytes;
     want = (want + 255) & ~(size_t)255;
     if (b->p) {
+        cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+        if (cudaStreamIsCapturing(s, &cs) == cudaSuccess && cs != cudaStreamCaptureStatusNone)
+            return GNN_FAIL(GNN_ECUDA, "spmm scratch of %zu bytes while capturing a step", bytes);
+        (void)cudaGetLastError();
         cudaError_t e = cudaStreamSynchronize(s); /* queued work may still use it */
         cudaError_t ef = cudaFree(b->p);
         gnn__be_note_free();

@@ -827,7 +827,8 @@ static int log_steps(const char *path, char steps[][16], int max)
  * all), gat (2 heads) without and with attention dropout (its key per
  * call drawn from the replayed step's stream position), gcn on sparse
  * input (its dropout over the stored entries), and a run resumed from its
- * checkpoint after 3 epochs; a bad value is refused.
+ * checkpoint after 3 epochs; a bad value is refused. Under the
+ * sanitizers gcn and gat with attention dropout only.
  */
 static void test_full_step_replay(void **state)
 {
@@ -840,6 +841,7 @@ static void test_full_step_replay(void **state)
         {"gat", "--attn-dropout", "0.3", "--heads", "2", NULL},
     };
     for (int c = 0; c < 5; c++) {
+        if (SANITIZED && c != 0 && c != 4) continue; /* gcn and gat with attention dropout */
         double loss[3][10];
         char *ck[3];
         char steps[10][16];
