@@ -1303,6 +1303,13 @@ int gnn_be_sampler_create(gnn_backend_t *be, const gnn_csr_t *graph, int layers,
 
 int gnn_be_sampler_graph_at(const gnn_bsampler_t *s) { return s ? s->at : 0; }
 
+int gnn_be_sampler_set_once(gnn_bsampler_t *s, int on)
+{
+    if (!s) return GNN_FAIL(GNN_EINVAL, "gnn_be_sampler_set_once: NULL sampler");
+    s->once = on != 0;
+    return 0;
+}
+
 int gnn_be_sampler_create_at(gnn_backend_t *be, const gnn_csr_t *graph, int layers,
                              const int *fanouts, int where, gnn_bsampler_t **out)
 {

@@ -164,6 +164,7 @@ struct gnn_bsampler {
     unsigned flags; /* what the blocks promise: sorted, and the graph's
                        deduplication and self loops */
     int where;      /* asked: 0 auto, 1 device, 2 host memory */
+    int once;       /* gnn_be_sampler_set_once */
     int at;         /* chosen: 1 device, 2 host memory (the implementation sets it) */
     void *impl;
 };

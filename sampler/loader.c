@@ -219,6 +219,7 @@ int gnn_loader_create(const gnn_loader_opts_t *o, gnn_loader_t **out)
         ld->o.prefetch = o->prefetch >= 2 ? 2 : 1;
     GNN_TRY(gnn_sampler_create(o->graph, o->layers, o->fanouts, &ld->sampler));
     GNN_TRY(gnn_sampler_set_key_ids(ld->sampler, o->key_ids));
+    GNN_TRY(gnn_sampler_set_once(ld->sampler, o->once));
     if (o->etype) GNN_TRY(gnn_sampler_set_relations(ld->sampler, o->etype, o->n_rels));
     GNN_TRY(gnn_sampler_set_remote(ld->sampler, o->remote));
     ld->slot = gnn_calloc((size_t)ld->o.prefetch, sizeof *ld->slot);

@@ -73,6 +73,7 @@ typedef struct {
     const gnn_csr_t *graph;   /* square in-edge CSR, borrowed */
     int layers;
     const int *fanouts;       /* as gnn_sampler_create: nearest hop first */
+    int once;                 /* draw each node's neighbours once (gnn_sampler_set_once) */
     const float *feat;        /* num_nodes x feat_dim, borrowed; NULL: no gather */
     int64_t feat_dim;
     const int64_t *feat_row;  /* optional, borrowed (graph->n_cols entries): node v's

@@ -42,6 +42,7 @@ struct gnn_sampler {
     const int32_t *etype;               /* typed draws: relation of each entry */
     int index;                          /* gnn__sampler_set_index */
     int counted;                        /* gnn__sampler_set_one_pass(s, 0) */
+    int once;                           /* gnn_sampler_set_once */
 };
 
 /* The edges a batch excludes (sampler.h): per row with any, its excluded
@@ -869,12 +870,12 @@ fail:
  * have grown its capacity but holds the same nodes.
  */
 static int sample_hop(const rows_t *rs, int fanout, uint64_t key, int h, frontier_t *f,
-                      gnn_csr_t *out, int *called)
+                      gnn_vid_t first, gnn_csr_t *out, int *called)
 {
     int rc = 0;
     const gnn_csr_t *g = rs->g;
-    const gnn_vid_t n_dst = f->n_nodes;
-    const gnn_vid_t *dst = f->nodes;
+    const gnn_vid_t n_dst = f->n_nodes - first;
+    const gnn_vid_t *dst = f->nodes + first;
     gnn_eid_t *indptr = NULL, nnz = 0;
     gnn_vid_t *indices = NULL;
     memset(out, 0, sizeof *out);
@@ -974,13 +975,13 @@ static gnn_eid_t typed_count(const int32_t *et, gnn_eid_t a, gnn_eid_t b, int fa
  * *etype_out. Rows come out sorted by (local source, relation).
  */
 static int sample_hop_typed(const rows_t *rs, int fanout, uint64_t key, int h, frontier_t *f,
-                            gnn_csr_t *out, int32_t **etype_out)
+                            gnn_vid_t first, gnn_csr_t *out, int32_t **etype_out)
 {
     int rc = 0;
     const gnn_csr_t *g = rs->g;
     const int32_t *et = rs->etype;
-    const gnn_vid_t n_dst = f->n_nodes;
-    const gnn_vid_t *dst = f->nodes;
+    const gnn_vid_t n_dst = f->n_nodes - first;
+    const gnn_vid_t *dst = f->nodes + first;
     gnn_eid_t *indptr = NULL;
     gnn_vid_t *indices = NULL;
     int32_t *rel = NULL;
@@ -1168,6 +1169,13 @@ int gnn__sampler_set_one_pass(gnn_sampler_t *s, int on)
     return 0;
 }
 
+int gnn_sampler_set_once(gnn_sampler_t *s, int on)
+{
+    if (!s) return GNN_FAIL(GNN_EINVAL, "sampler: sampler is NULL");
+    s->once = on != 0;
+    return 0;
+}
+
 int gnn_sampler_set_key_ids(gnn_sampler_t *s, const gnn_vid_t *ids)
 {
     if (!s) return GNN_FAIL(GNN_EINVAL, "sampler: sampler is NULL");
@@ -1235,6 +1243,41 @@ int gnn_sampler_sample(const gnn_sampler_t *s, const gnn_vid_t *seeds, int64_t n
     return gnn_sampler_sample_excluding(s, seeds, n, NULL, 0, seed, epoch, batch, out);
 }
 
+/* Sampling once (gnn_sampler_set_once): the block of a hop is the
+ * previous hop's rows as they are (their sources already have their local
+ * ids) followed by the rows drawn for the nodes new at that hop (drawn,
+ * with etype when typed, over n_cols sources). */
+static int prepend_rows(const gnn_block_t *prev, gnn_csr_t *drawn, int32_t **etype)
+{
+    const gnn_csr_t *p = &prev->csr;
+    const gnn_vid_t rows = p->n_rows + drawn->n_rows;
+    const gnn_eid_t nnz = p->nnz + drawn->nnz;
+    gnn_eid_t *indptr = gnn_malloc_array((size_t)rows + 1, sizeof *indptr);
+    gnn_vid_t *indices = gnn_malloc_array((size_t)nnz + 1, sizeof *indices);
+    int32_t *et = *etype ? gnn_malloc_array((size_t)nnz + 1, sizeof *et) : NULL;
+    if (!indptr || !indices || (*etype && !et)) {
+        gnn_free(indptr), gnn_free(indices), gnn_free(et);
+        return GNN_FAIL(GNN_ENOMEM, "sampler: a block of %" GNN_PRIeid " entries", nnz);
+    }
+    memcpy(indptr, p->indptr, ((size_t)p->n_rows + 1) * sizeof *indptr);
+    for (gnn_vid_t i = 1; i <= drawn->n_rows; i++) indptr[p->n_rows + i] = p->nnz + drawn->indptr[i];
+    memcpy(indices, p->indices, (size_t)p->nnz * sizeof *indices);
+    memcpy(indices + p->nnz, drawn->indices, (size_t)drawn->nnz * sizeof *indices);
+    if (et) {
+        memcpy(et, prev->etype, (size_t)p->nnz * sizeof *et);
+        memcpy(et + p->nnz, *etype, (size_t)drawn->nnz * sizeof *et);
+        gnn_free(*etype);
+        *etype = et;
+    }
+    gnn_free(drawn->indptr);
+    gnn_free(drawn->indices);
+    drawn->n_rows = rows;
+    drawn->nnz = nnz;
+    drawn->indptr = indptr;
+    drawn->indices = indices;
+    return 0;
+}
+
 int gnn_sampler_sample_excluding(const gnn_sampler_t *s, const gnn_vid_t *seeds, int64_t n,
                                  const gnn_vid_t *excl, int64_t n_excl, uint64_t seed,
                                  uint64_t epoch, uint64_t batch, gnn_minibatch_t *out)
@@ -1283,11 +1326,17 @@ int gnn_sampler_sample_excluding(const gnn_sampler_t *s, const gnn_vid_t *seeds,
     for (h = 0; h < L; h++) {
         int l = L - 1 - h;
         called = 0;
+        /* Once: only the nodes new at this hop draw; the others keep the
+         * draws of the hop that reached them (the previous block's rows). */
+        const gnn_vid_t first = s->once && h > 0 ? out->blocks[l + 1].csr.n_rows : 0;
         if (s->etype)
-            GNN_TRY(sample_hop_typed(&rs, s->fanout[h], key, h, &f, &out->blocks[l].csr,
+            GNN_TRY(sample_hop_typed(&rs, s->fanout[h], key, h, &f, first, &out->blocks[l].csr,
                                      &out->blocks[l].etype));
         else
-            GNN_TRY(sample_hop(&rs, s->fanout[h], key, h, &f, &out->blocks[l].csr, &called));
+            GNN_TRY(sample_hop(&rs, s->fanout[h], key, h, &f, first, &out->blocks[l].csr,
+                               &called));
+        if (first > 0)
+            GNN_TRY(prepend_rows(&out->blocks[l + 1], &out->blocks[l].csr, &out->blocks[l].etype));
         out->edges[l] = out->blocks[l].csr.nnz;
         out->edges_total += out->edges[l];
     }
@@ -1356,9 +1405,9 @@ int gnn_sampler_full_block_typed(const gnn_csr_t *graph, const int32_t *etype, c
     const rows_t rs = {graph, NULL, NULL, NULL, etype, 0};
     int called = 0;
     if (etype)
-        GNN_TRY(sample_hop_typed(&rs, -1, 0, 0, &f, &out->csr, &out->etype));
+        GNN_TRY(sample_hop_typed(&rs, -1, 0, 0, &f, 0, &out->csr, &out->etype));
     else
-        GNN_TRY(sample_hop(&rs, -1, 0, 0, &f, &out->csr, &called));
+        GNN_TRY(sample_hop(&rs, -1, 0, 0, &f, 0, &out->csr, &called));
     out->src_ids = f.nodes;
     frontier_free_index(&f);
     return 0;

@@ -218,6 +218,19 @@ typedef struct {
  */
 int gnn_sampler_set_relations(gnn_sampler_t *s, const int32_t *etype, int n_rels);
 
+/*
+ * Sampling once (PyG NeighborLoader's reading of the fanouts; off by
+ * default, DGL's): a node's in-neighbours are drawn once, at the hop that
+ * first reaches it as a destination (hop h' with its fanout and the draws
+ * of (v, h')), and every later block keeps that draw: block l-1's rows
+ * for block l's destinations are block l's rows as they are, and only the
+ * nodes new at a hop draw there. Every layer of a node's computation then
+ * aggregates the same neighbours, and a hop draws for its new nodes alone.
+ * Without it every block draws all its rows anew. Returns 0, or
+ * GNN_EINVAL for a NULL sampler.
+ */
+int gnn_sampler_set_once(gnn_sampler_t *s, int on);
+
 /* Key draws by ids (graph->n_rows entries, borrowed; NULL: by node id).
  * Returns 0, or GNN_EINVAL for a NULL sampler. */
 int gnn_sampler_set_key_ids(gnn_sampler_t *s, const gnn_vid_t *ids);

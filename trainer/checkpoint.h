@@ -33,7 +33,8 @@ typedef struct {
     char init[16];         /* the weights' initialisation: "glorot" | "fan-in" (version 8;
                               "glorot" in older files, which knew no other) */
     char mode[16];         /* "full" | "minibatch" */
-    char fanouts[128];     /* mini-batch fanouts ("15,10,5"), "-" in full mode */
+    char fanouts[144];     /* mini-batch fanouts ("15,10,5", "15,10,5 once" with
+                              --sample-once), "-" in full mode */
     int64_t normalize_features;
     int64_t batch_size;    /* mini-batch size, 0 in full mode */
     uint64_t seed;         /* seed of run 0; run r uses seed + r */

@@ -90,6 +90,10 @@ static const gnn_opt_t train_table[] = {
     {"batch-size", 0, GNN_OPT_I64, O(batch_size), "B", "training nodes (--task link: edges) per mini-batch"},
     {"sampler-threads", 0, GNN_OPT_INT, O(sampler_threads), "T",
      "threads sampling mini-batches and gathering their features"},
+    {"sample-once", 0, GNN_OPT_FLAG, O(sample_once), NULL,
+     "mini-batches: each node's neighbours drawn once, at the hop that reaches it, and "
+     "aggregated by every layer (PyG's NeighborLoader); default: each layer's block draws its "
+     "own (DGL's)"},
     {"sampler", 0, GNN_OPT_STRING, O(sampler), "WHERE",
      "where mini-batches are sampled: host (the sampler threads) or device (on --device, with "
      "the blocks prepared and the features gathered there; the same batches)"},

@@ -137,7 +137,8 @@ typedef struct gnn_job {
     FILE *log;                        /* rank 0 */
     /* Mini-batch modes (modes/minibatch.c, modes/dist_minibatch.c). */
     int fanout[GNN_MODEL_MAX_LAYERS];
-    char fanouts[128];                /* canonical "15,10,5" (fits 16 x 1000000); "-" */
+    char fanouts[144];                /* canonical "15,10,5" (fits 16 x 1000000), then
+                                         " once" with --sample-once; "-" */
     gnn_loader_t *ld;
     gnn_bsampler_t *ds;               /* --sampler device: the backend's sampler */
     gnn_bbatch_t dsb;                 /* ... its batch (buffers reused) */

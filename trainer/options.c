@@ -377,5 +377,6 @@ int gnn__opts_fanouts(gnn_job_t *j)
     for (k = 0; k < L; k++)
         at += (size_t)snprintf(j->fanouts + at, sizeof j->fanouts - at, "%s%d", k ? "," : "",
                                j->fanout[k]);
+    if (j->o->sample_once) snprintf(j->fanouts + at, sizeof j->fanouts - at, " once");
     return 0;
 }

@@ -229,6 +229,8 @@ int gnn__setup(gnn_job_t *j)
         GNN_TRY(gnn__opts_fanouts(j));
     else
         snprintf(j->fanouts, sizeof j->fanouts, "-");
+    GNN_CHECK(minibatch || !o->sample_once, GNN_EUSAGE,
+              "--sample-once: only with mini-batches (--mode minibatch)");
     if (o->threads > 0) {
         omp_set_num_threads(o->threads);
     } else if (j->dist) { /* ranks on one machine share its cores */

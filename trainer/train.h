@@ -69,6 +69,8 @@ typedef struct {
     int64_t batch_size;        /* seeds per mini-batch */
     int sampler_threads;       /* threads building batches */
     const char *sampler;       /* "host" (the loader's threads) or "device" (gnn_be_sample) */
+    int sample_once;           /* a node's neighbours drawn once, at the hop that reaches it,
+                                  and kept by every layer (gnn_sampler_set_once) */
     const char *prefetch;      /* batches prepared ahead: a count K in [0, 64] (0: none,
                                   each sampled when needed) or "auto" (2 where the
                                   process has a core for each sampler thread besides

@@ -27,6 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+_Static_assert(GNN__DS_MAX_HOPS == GNN_BE_SAMPLE_MAX_LAYERS, "the hop table holds every hop");
+
 #define NONE UINT64_MAX
 
 typedef struct {
@@ -84,17 +86,22 @@ int gnn__cpu_sample(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds, 
     memcpy(b->nodes, seeds, (size_t)n * sizeof *seeds);
     for (int64_t i = 0; i < n; i++) c->loc[seeds[i]] = (int32_t)i;
     n_nodes = n;
+    int64_t dst_at[GNN__DS_MAX_HOPS];
     for (int h = 0; h < s->layers; h++) {
-        const int l = s->layers - 1 - h, fanout = s->fanout[h];
+        const int l = s->layers - 1 - h;
         const int64_t n_dst = n_nodes;
         int64_t nnz;
+        gnn__ds_hops_t rh;
+        dst_at[h] = n_dst;
+        gnn__ds_hops_at(&rh, s->once, h, s->fanout, dst_at);
         /* 1. counts and their prefix sum */
         GNN_TRY(gnn_grow((void **)&c->cnt, &c->cnt_cap, (size_t)n_dst + 1, sizeof(int64_t)));
         GNN_TRY(gnn__be_batch_grow(be, (void **)&b->indptr[l], &b->cap_indptr[l],
                                    (size_t)n_dst + 1, sizeof(int64_t), 0));
         int64_t *indptr = b->indptr[l], *nodes = b->nodes;
 #pragma omp parallel for schedule(static)
-        for (int64_t i = 0; i < n_dst; i++) c->cnt[i] = gnn__ds_count(g->indptr, nodes[i], fanout);
+        for (int64_t i = 0; i < n_dst; i++)
+            c->cnt[i] = gnn__ds_count(g->indptr, nodes[i], rh.fanout[gnn__ds_row_hop(&rh, i)]);
         indptr[0] = 0;
         for (int64_t i = 0; i < n_dst; i++) indptr[i + 1] = indptr[i] + c->cnt[i];
         nnz = indptr[n_dst];
@@ -109,8 +116,8 @@ int gnn__cpu_sample(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds, 
         int64_t *gids = c->gids, *pos = c->pos, *ind = b->indices[l];
 #pragma omp parallel for schedule(dynamic, 64)
         for (int64_t i = 0; i < n_dst; i++)
-            gnn__ds_draw(g->indptr, g->indices, nodes[i], indptr[i + 1] - indptr[i], key, h,
-                         gids + indptr[i]);
+            gnn__ds_draw(g->indptr, g->indices, nodes[i], indptr[i + 1] - indptr[i], key,
+                         rh.hop[gnn__ds_row_hop(&rh, i)], gids + indptr[i]);
         /* 3. the first entry of each new source (an atomic minimum on a GPU) */
         for (int64_t e = 0; e < nnz; e++) {
             const int64_t u = gids[e];

@@ -214,22 +214,22 @@ __global__ void k_unset(int64_t n, const int64_t *nodes, int32_t *loc)
 }
 
 /* cnt[i] for i < n, and cnt[n] = 0 (the sum's last entry). */
-__global__ void k_count(int64_t n, const int64_t *nodes, const int64_t *gindptr, int fanout,
-                        int64_t *cnt)
+__global__ void k_count(int64_t n, const int64_t *nodes, const int64_t *gindptr,
+                        gnn__ds_hops_t rh, int64_t *cnt)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i <= n;
          i += (int64_t)gridDim.x * blockDim.x)
-        cnt[i] = i < n ? gnn__ds_count(gindptr, nodes[i], fanout) : 0;
+        cnt[i] = i < n ? gnn__ds_count(gindptr, nodes[i], rh.fanout[gnn__ds_row_hop(&rh, i)]) : 0;
 }
 
 __global__ void k_draw(int64_t n, const int64_t *nodes, const int64_t *gindptr,
-                       const int64_t *gindices, const int64_t *indptr, uint64_t key, int h,
-                       int64_t *gids)
+                       const int64_t *gindices, const int64_t *indptr, uint64_t key,
+                       gnn__ds_hops_t rh, int64_t *gids)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x)
-        gnn__ds_draw(gindptr, gindices, nodes[i], indptr[i + 1] - indptr[i], key, h,
-                     gids + indptr[i]);
+        gnn__ds_draw(gindptr, gindices, nodes[i], indptr[i + 1] - indptr[i], key,
+                     rh.hop[gnn__ds_row_hop(&rh, i)], gids + indptr[i]);
 }
 
 __global__ void k_first(int64_t nnz, const int64_t *gids, const int32_t *loc,
@@ -329,14 +329,18 @@ static int hops(gnn_backend_t *be, gnn_bsampler_t *s, int64_t n, uint64_t key, g
     cu_sampler_t *c = (cu_sampler_t *)s->impl;
     cudaStream_t st = c->st;
     *n_nodes = n;
+    int64_t dst_at[GNN__DS_MAX_HOPS];
     for (int h = 0; h < s->layers; h++) {
-        const int l = s->layers - 1 - h, fanout = s->fanout[h];
+        const int l = s->layers - 1 - h;
         const int64_t n_dst = *n_nodes;
+        gnn__ds_hops_t rh;
+        dst_at[h] = n_dst;
+        gnn__ds_hops_at(&rh, s->once, h, s->fanout, dst_at);
         /* 1. counts and their prefix sum */
         GNN_TRY_RET(grow(st, &c->cnt, &c->cnt_cap, (size_t)n_dst + 1, "device sampler: counts"));
         GNN_TRY_RET(bgrow(c, (void **)&b->indptr[l], &b->cap_indptr[l], (size_t)n_dst + 1,
                           sizeof(int64_t), 0));
-        k_count<<<blocks_for(n_dst + 1), THREADS, 0, st>>>(n_dst, b->nodes, c->indptr, fanout,
+        k_count<<<blocks_for(n_dst + 1), THREADS, 0, st>>>(n_dst, b->nodes, c->indptr, rh,
                                                            c->cnt);
         GNN_CUDA_LAUNCHED("sampler count");
         size_t tb = 0;
@@ -359,7 +363,7 @@ static int hops(gnn_backend_t *be, gnn_bsampler_t *s, int64_t n, uint64_t key, g
         GNN_TRY_RET(bgrow(c, (void **)&b->nodes, &b->cap_nodes, (size_t)(n_dst + nnz),
                           sizeof(int64_t), 1));
         k_draw<<<blocks_for(n_dst), THREADS, 0, st>>>(n_dst, b->nodes, c->indptr, c->indices,
-                                                      b->indptr[l], key, h, c->gids);
+                                                      b->indptr[l], key, rh, c->gids);
         GNN_CUDA_LAUNCHED("sampler draw");
         /* 3, 4. the first entry of each new node; flags and their sum */
         k_first<<<blocks_for(nnz), THREADS, 0, st>>>(nnz, c->gids, c->loc, c->first);

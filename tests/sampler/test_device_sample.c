@@ -9,7 +9,8 @@
  * among them), over several
  * (seed, epoch, batch): the node list, and every block's shape, row
  * offsets and sorted local ids, equal to the host sampler's entry for
- * entry, with one batch reused throughout (its buffers grow), a GPU
+ * entry, drawn the usual way and sampling once (a node's draw kept by
+ * every later block), with one batch reused throughout (its buffers grow), a GPU
  * reading the graph from its memory and from the host's in place; its blocks
  * prepared on the backend (gnn_be_graph_create_batch) aggregate (sum,
  * mean, gcn; forward and backward) as the host's blocks do, and give
@@ -336,17 +337,22 @@ static void test_same_batches(void **state)
         for (int gi = 0; gi < 2; gi++) {
             gnn_csr_t g;
             make_graph(&s, gi ? 6000 : 900, gi ? 60000 : 20000, gi, &g);
-            for (size_t f = 0; f < sizeof fan / sizeof fan[0]; f++) {
-                const int layers = fan[f][0];
+            for (size_t f = 0; f < 2 * sizeof fan / sizeof fan[0]; f++) {
+                /* each fanout list drawn the usual way, then sampling once */
+                const int once = f >= sizeof fan / sizeof fan[0];
+                const size_t fi = f % (sizeof fan / sizeof fan[0]);
+                const int layers = fan[fi][0];
                 gnn_sampler_t *hs;
                 gnn_bsampler_t *ds;
-                assert_int_equal(gnn_sampler_create(&g, layers, fan[f] + 1, &hs), 0);
+                assert_int_equal(gnn_sampler_create(&g, layers, fan[fi] + 1, &hs), 0);
+                assert_int_equal(gnn_sampler_set_once(hs, once), 0);
                 /* A GPU reads the graph from its memory, then from the
                  * host's in place (alternately); the CPU from the host's. */
                 const int gpu = gnn_backend_kind(be) == GNN_BACKEND_CUDA;
                 const int where = gpu ? 1 + (int)(f % 2) : 0;
-                assert_int_equal(gnn_be_sampler_create_at(be, &g, layers, fan[f] + 1, where, &ds),
+                assert_int_equal(gnn_be_sampler_create_at(be, &g, layers, fan[fi] + 1, where, &ds),
                                  0);
+                assert_int_equal(gnn_be_sampler_set_once(ds, once), 0);
                 assert_int_equal(gnn_be_sampler_graph_at(ds), gpu ? where : 2);
                 for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
                     int64_t n = sizes[z] < g.n_rows ? sizes[z] : g.n_rows;
@@ -356,8 +362,8 @@ static void test_same_batches(void **state)
                     assert_int_equal(gnn_sampler_sample(hs, seeds, n, sd, ep, bt, &mb), 0);
                     assert_int_equal(gnn_be_sample(ds, seeds, n, sd, ep, bt, &b), 0);
                     char what[160];
-                    snprintf(what, sizeof what, "%s, graph %d, fanouts #%zu, %" PRId64 " seeds",
-                             g_backends[k], gi, f, n);
+                    snprintf(what, sizeof what, "%s, graph %d, fanouts #%zu%s, %" PRId64 " seeds",
+                             g_backends[k], gi, fi, once ? " sampled once" : "", n);
                     expect_same(be, &b, &mb, what);
                     if (n == 100 || n == 3000)
                         expect_same_graphs(be, n == 3000 ? ds : NULL, &b, &mb, g.n_rows, &s,

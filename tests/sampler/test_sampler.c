@@ -22,7 +22,8 @@
  * counts, repeated and out-of-range seeds; every allocation made to fail
  * gives a clean GNN_ENOMEM (no leak under the sanitizer build). Excluded
  * edges (an edge batch's positives) appear in no block, leave other rows'
- * draws unchanged and the rest of a row uniform. A 1M-node
+ * draws unchanged and the rest of a row uniform. Sampling once keeps a
+ * node's draw from the hop that reached it in every later block. A 1M-node
  * graph prints the time of a 1024-seed batch with fanouts 15,10,5.
  * Prints its seed; set GNN_TEST_SEED to replay another.
  */
@@ -34,10 +35,12 @@
 
 #include "tests/common/testrng.h"
 #include "graph/base/alloc.h"
+#include "graph/base/draw.h"
 #include "graph/base/error.h"
 #include "sampler/sampler.h"
 #include "tests/common/testutil.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -935,6 +938,117 @@ static int cmp_vid_test(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* The global ids of the sources of row i of block b of mb, sorted. */
+static gnn_vid_t *row_sources(const gnn_minibatch_t *mb, int l, gnn_vid_t i, gnn_eid_t *n)
+{
+    const gnn_csr_t *a = &mb->blocks[l].csr;
+    *n = a->indptr[i + 1] - a->indptr[i];
+    gnn_vid_t *o = malloc((size_t)(*n + 1) * sizeof *o);
+    assert_non_null(o);
+    for (gnn_eid_t k = 0; k < *n; k++) o[k] = mb->nodes[a->indices[a->indptr[i] + k]];
+    gnn_draw_sort_ids(o, *n);
+    return o;
+}
+
+/*
+ * Sampling once (gnn_sampler_set_once): on graphs with hubs and empty
+ * rows, fanouts with -1 and 1, 1 to 3 layers: blocks chain and validate;
+ * every block's rows for the previous hop's destinations are that hop's
+ * rows as they are; each row of node v holds the sources the usual
+ * sampler draws for v at the hop that first made v a destination (same
+ * key, hop and fanout), so only the nodes new at a hop draw there, and the
+ * batch is within the usual one's nodes; the same for 1 and 4 threads
+ * and with rows held elsewhere (a holder drawing them from the first hop
+ * on). Off, the sampler draws as before.
+ */
+static void test_sample_once(void **state)
+{
+    (void)state;
+    uint64_t rng = g_seed ^ 0x6f6e6365;
+    gnn_csr_t g, part;
+    random_graph(&rng, 3000, 24000, 6, 700, &g);
+    const gnn_vid_t held = 1200;
+    assert_int_equal(gnn_csr_copy(&g, &part), 0);
+    for (gnn_vid_t v = held; v < part.n_rows; v++) part.indptr[v + 1] = part.indptr[held];
+    part.nnz = part.indptr[part.n_rows];
+    gnn_vid_t *where = malloc((size_t)g.n_rows * sizeof *where);
+    assert_non_null(where);
+    const int configs[][3] = {{5, 3, 2}, {10, 10, 10}, {-1, 2, 4}, {100, 70, -1}, {1, 1, 1}};
+    for (int c = 0; c < 5; c++)
+        for (int L = 1; L <= 3; L++) {
+            gnn_sampler_t *once, *plain, *remote;
+            assert_int_equal(gnn_sampler_create(&g, L, configs[c], &once), 0);
+            assert_int_equal(gnn_sampler_create(&g, L, configs[c], &plain), 0);
+            assert_int_equal(gnn_sampler_set_once(once, 1), 0);
+            holder_t ho = {.whole = &g};
+            gnn_sampler_remote_t r = {.n_held = held, .first_hop = 0, .draw = holder_draw,
+                                      .ctx = &ho};
+            assert_int_equal(gnn_sampler_create(&part, L, configs[c], &remote), 0);
+            assert_int_equal(gnn_sampler_set_remote(remote, &r), 0);
+            assert_int_equal(gnn_sampler_set_once(remote, 1), 0);
+            gnn_vid_t *seeds = random_ids(&rng, g.n_rows, 40);
+            put_first(seeds, g.n_rows, 0); /* a hub */
+            gnn_minibatch_t mb, ref, mb4, mbr;
+            assert_int_equal(gnn_sampler_sample(once, seeds, 40, g_seed, 2, (uint64_t)c, &mb), 0);
+            assert_int_equal(gnn_sampler_sample(plain, seeds, 40, g_seed, 2, (uint64_t)c, &ref), 0);
+            int saved = omp_get_max_threads();
+            omp_set_num_threads(4);
+            assert_int_equal(gnn_sampler_sample(once, seeds, 40, g_seed, 2, (uint64_t)c, &mb4), 0);
+            omp_set_num_threads(1);
+            assert_int_equal(gnn_sampler_sample(remote, seeds, 40, g_seed, 2, (uint64_t)c, &mbr),
+                             0);
+            omp_set_num_threads(saved);
+            assert_true(minibatch_equal(&mb, &mb4));
+            assert_true(minibatch_equal(&mb, &mbr));
+            assert_true(mb.n_input <= ref.n_input);
+            for (gnn_vid_t v = 0; v < g.n_rows; v++) where[v] = -1;
+            for (gnn_vid_t i = 0; i < ref.n_input; i++) where[ref.nodes[i]] = i;
+            for (int l = L - 1; l >= 0; l--) {
+                const gnn_csr_t *a = &mb.blocks[l].csr;
+                assert_int_equal(gnn_csr_validate(a), 0);
+                if (l < L - 1) {
+                    const gnn_csr_t *p = &mb.blocks[l + 1].csr;
+                    assert_int_equal(a->n_rows, p->n_cols);
+                    for (gnn_vid_t i = 0; i <= p->n_rows; i++)
+                        assert_int_equal(a->indptr[i], p->indptr[i]);
+                    assert_memory_equal(a->indices, p->indices,
+                                        (size_t)p->nnz * sizeof *a->indices);
+                } else {
+                    assert_int_equal(a->n_rows, 40);
+                }
+                for (gnn_vid_t i = 0; i < a->n_rows; i++) {
+                    int hf = 0; /* the hop whose destinations first hold row i */
+                    while (mb.blocks[L - 1 - hf].csr.n_rows <= i) hf++;
+                    const int lf = L - 1 - hf;
+                    const gnn_vid_t v = mb.nodes[i], j = where[v];
+                    assert_true(j >= 0 && j < ref.blocks[lf].csr.n_rows);
+                    gnn_eid_t n1, n2;
+                    gnn_vid_t *x = row_sources(&mb, l, i, &n1), *y = row_sources(&ref, lf, j, &n2);
+                    if (n1 != n2 || memcmp(x, y, (size_t)n1 * sizeof *x))
+                        fail_msg("fanouts #%d, %d layers: block %d row %" GNN_PRIvid
+                                 " (node %" GNN_PRIvid ", first a destination at hop %d) is not "
+                                 "the usual draw of that hop (seed %" PRIu64 ")",
+                                 c, L, l, i, v, hf, g_seed);
+                    free(x), free(y);
+                }
+            }
+            gnn_minibatch_free(&mb), gnn_minibatch_free(&ref), gnn_minibatch_free(&mb4);
+            gnn_minibatch_free(&mbr);
+            /* off again: the usual batch */
+            assert_int_equal(gnn_sampler_set_once(once, 0), 0);
+            assert_int_equal(gnn_sampler_sample(once, seeds, 40, g_seed, 2, (uint64_t)c, &mb), 0);
+            assert_int_equal(gnn_sampler_sample(plain, seeds, 40, g_seed, 2, (uint64_t)c, &ref), 0);
+            assert_true(minibatch_equal(&mb, &ref));
+            gnn_minibatch_free(&mb), gnn_minibatch_free(&ref);
+            free(seeds);
+            gnn_sampler_free(once), gnn_sampler_free(plain), gnn_sampler_free(remote);
+        }
+    assert_int_equal(gnn_sampler_set_once(NULL, 1), GNN_EINVAL);
+    free(where);
+    gnn_csr_free(&g);
+    gnn_csr_free(&part);
+}
+
 /* The sampler's row sort (gnn__sampler_sort_ids): against qsort for every
  * length around the vector network's 16 lanes, with repeated ids, ids up
  * to INT32_MAX (the network's padding value) and ids past it (scalar). */
@@ -1287,6 +1401,7 @@ int main(void)
         cmocka_unit_test(test_excluded_uniform),
         cmocka_unit_test(test_excl_set),
         cmocka_unit_test(test_sort_ids),
+        cmocka_unit_test(test_sample_once),
         cmocka_unit_test(test_large_graph),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

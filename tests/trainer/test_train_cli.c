@@ -1188,6 +1188,66 @@ static void test_minibatch_bad_options(void **state)
     train_fails(NULL, 1, "--mode is minibatch in the checkpoint but full now", "--data", d,
                 "--model", "sage", "--mode", "full", "--epochs", "4", "--checkpoint", ck,
                 "--resume", "-q", (char *)NULL);
+    train_fails(NULL, 1, "--fanouts is 5,5 in the checkpoint but 5,5 once now", "--data", d,
+                "--model", "sage", "--epochs", "4", "--fanouts", "5,5", "--sample-once",
+                "--checkpoint", ck, "--resume", "-q", (char *)NULL);
+    train_fails(out, 2, "--sample-once: only with mini-batches (--mode minibatch)", "--data", d,
+                "--model", "gcn", "--mode", "full", "--sample-once", "--save-predictions", out,
+                (char *)NULL);
+}
+
+/*
+ * Sampling once (--sample-once: a node's neighbours drawn at the hop that
+ * reaches it and kept by every layer): the same losses and checkpoint bit
+ * for bit from the host sampler with 1 and 2 threads, with and without
+ * prefetching, and from cpu-as-gpu's device sampler (on its thread and in
+ * the step); other losses than sampling each layer; the log names the
+ * fanouts with "once".
+ */
+static void test_minibatch_sample_once(void **state)
+{
+    (void)state;
+    static const char *const cfg[5][4] = {
+        {"cpu", "host", "1", "2"},        {"cpu", "host", "2", "0"},
+        {"cpu-as-gpu", "host", "1", "2"}, {"cpu-as-gpu", "device", "1", "2"},
+        {"cpu-as-gpu", "device", "1", "0"},
+    };
+    double loss[6][8];
+    char *ck[6];
+    for (int c = 0; c < 6; c++) {
+        char name[32], lname[32];
+        snprintf(name, sizeof name, "once-%d.h5", c);
+        snprintf(lname, sizeof lname, "once-%d.json", c);
+        ck[c] = strdup(tu_path(name));
+        const char *log = tu_path(lname);
+        unlink(ck[c]);
+        const int k = c < 5 ? c : 0; /* the last: cpu, each layer drawing anew */
+        TRAIN_OK("--data", (char *)g_sbm, "--model", "sage", "--mode", "minibatch", "--layers",
+                 "3", "--epochs", "3", "--batch-size", "64", "--fanouts", "6,4,3", "--hidden",
+                 "16", "--threads", "2", "--device", (char *)cfg[k][0], "--sampler",
+                 (char *)cfg[k][1], "--sampler-threads", (char *)cfg[k][2], "--prefetch",
+                 (char *)cfg[k][3], c < 5 ? "--sample-once" : "--deterministic", "--checkpoint",
+                 ck[c], "--log-json", (char *)log, "-q");
+        assert_int_equal(log_losses(log, loss[c], 8), 3);
+        if (c == 0) {
+            char *text = tu_read_file(log);
+            assert_non_null(text);
+            if (!strstr(text, "\"fanouts\": \"6,4,3 once\""))
+                fail_msg("no \"fanouts\": \"6,4,3 once\" in the log: %s", text);
+            free(text);
+        }
+    }
+    print_message("sage, fanouts 6,4,3: epoch 3 loss %.9g sampling once, %.9g each layer\n",
+                  loss[0][2], loss[5][2]);
+    for (int c = 1; c < 5; c++) {
+        assert_memory_equal(loss[0], loss[c], 3 * sizeof(double));
+        assert_checkpoints_equal(ck[0], ck[c]);
+    }
+    assert_true(loss[0][2] != loss[5][2]);
+    for (int c = 0; c < 6; c++) {
+        unlink(ck[c]);
+        free(ck[c]);
+    }
 }
 
 /* ---- Plug-in -------------------------------------------------------------- */
@@ -2954,6 +3014,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_minibatch_same_for_any_loader),
         cmocka_unit_test(test_prefetch_auto),
         cmocka_unit_test(test_minibatch_device_path),
+        cmocka_unit_test(test_minibatch_sample_once),
         cmocka_unit_test(test_full_step_replay),
         cmocka_unit_test(test_minibatch_sparse_features),
         cmocka_unit_test(test_minibatch_eval_batches),

@@ -46,7 +46,8 @@
  *     against 2 hops, and 4 ranks, 3 layers with fanouts 70,3,-1 and
  *     batches of 8 (so ranks run out of batches at different steps), 1
  *     hop against 3, give the same losses and feature bytes, with and
- *     without the fetch thread; only the 1-hop parts move sample bytes.
+ *     without the fetch thread; only the 1-hop parts move sample bytes;
+ *     sampling once (--sample-once), 1 hop against 3 alike.
  *   - Cache policies: with the same cache, pre-sampling (the default)
  *     and the rows ranking give the same losses, and pre-sampling serves
  *     more of the remote rows; on 1-hop parts with a cache as large as
@@ -1067,6 +1068,21 @@ static void test_minibatch_sampled_by_owners(void **state)
     const char *oc = tu_json_get(c.line[0], "fetch_overlap"),
                *oc1 = tu_json_get(c1.line[0], "fetch_overlap");
     assert_true(oc && strncmp(oc, "true", 4) == 0 && oc1 && strncmp(oc1, "false", 5) == 0);
+    /* Sampling once: the owners draw only the nodes new at a hop, as the
+     * part holding 3 hops draws them itself; other batches than without. */
+    char *four_once[] = {"--layers", "3", "--fanouts", "70,3,-1", "--batch-size", "8",
+                         "--sample-once", NULL};
+    log_t o1 = owner_run("4", g_k4, "k4h1o", four_once), o3 = owner_run("4", g_k4h3, "k4h3o",
+                                                                       four_once);
+    double donce = loss_diff(&o1, &o3, 3), dother = loss_diff(&c, &o1, 3);
+    print_message("sampling once by owners: loss difference %.2e (4 ranks, 1 hop vs 3), %.2e "
+                  "from sampling each layer\n",
+                  donce, dother);
+    assert_true(donce == 0.0 && dother > 0.0);
+    assert_true(tu_json_num(o1.line[0], "sample_bytes") > 0.0 &&
+                tu_json_num(o3.line[0], "sample_bytes") == 0.0);
+    log_free(&o1);
+    log_free(&o3);
     log_free(&a);
     log_free(&b);
     log_free(&c);

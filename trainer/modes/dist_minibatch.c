@@ -105,6 +105,7 @@ static int dmb_setup(gnn_job_t *j)
                      o->data, d->hops, d->hops == 1 ? "" : "s", o->layers,
                      o->layers - d->hops > 1 ? "s" : "", d->hops + 1, o->layers);
         local = gnn_sampler_create(&d->full, o->layers, j->fanout, &S(j)->idle);
+        if (local == 0) local = gnn_sampler_set_once(S(j)->idle, o->sample_once);
         if (local == 0) local = gnn_sampler_set_key_ids(S(j)->idle, d->gid);
         if (local == 0) local = gnn_sampler_set_remote(S(j)->idle, &S(j)->remote);
     }
@@ -152,6 +153,7 @@ static int dmb_setup(gnn_job_t *j)
         gnn_sampler_t *ps = NULL;
         double t0 = gnn__now_s();
         local = gnn_sampler_create(&d->full, o->layers, j->fanout, &ps);
+        if (local == 0) local = gnn_sampler_set_once(ps, o->sample_once);
         if (local == 0) local = gnn_sampler_set_key_ids(ps, d->gid);
         if (local == 0 && S(j)->remote_rows) local = gnn_sampler_set_remote(ps, &S(j)->remote);
         rc = gnn_dist_agree(MPI_COMM_WORLD, local);

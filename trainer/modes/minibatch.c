@@ -114,6 +114,7 @@ int gnn__loader_setup(gnn_job_t *j, const gnn_csr_t *graph, const float *feat,
         .graph = graph,
         .layers = o->layers,
         .fanouts = j->fanout,
+        .once = o->sample_once,
         .feat = j->g.feat_dim > 0 ? feat : NULL, /* none: learnable rows alone (input.c) */
         .feat_dim = j->g.feat_dim,
         .feat_row = feat_row,
@@ -228,7 +229,8 @@ static int mb_device_setup(gnn_job_t *j)
     if (why)
         return GNN_FAIL(GNN_EUSAGE, "--sampler device: not with %s; use --sampler host", why);
     j->feat_by_rows = 0;
-    return gnn_be_sampler_create(j->be, &j->g.csr, o->layers, j->fanout, &j->ds);
+    int rc = gnn_be_sampler_create(j->be, &j->g.csr, o->layers, j->fanout, &j->ds);
+    return rc < 0 ? rc : gnn_be_sampler_set_once(j->ds, o->sample_once);
 }
 
 /* A node's rank for the cache: more batches first, then the lower id. */
@@ -287,6 +289,7 @@ static int mb_cache_setup(gnn_job_t *j)
     const uint64_t pseed = (uint64_t)o->seed ^ 0x7072652d73616d70ull;
     gnn_loader_shuffle(perm, ns, pseed, 0);
     GNN_TRY(gnn_sampler_create(&j->g.csr, o->layers, j->fanout, &ps));
+    GNN_TRY(gnn_sampler_set_once(ps, o->sample_once));
     int64_t reads = 0;
     for (int64_t b0 = 0, bi = 0; b0 < ns; b0 += B, bi++) {
         const int64_t k = ns - b0 < B ? ns - b0 : B;
@@ -937,12 +940,12 @@ static void mb_log(const gnn_job_t *j, FILE *f)
 {
     gnn__log_loader(j, f);
     /* Where each batch's input rows came from. */
-    fprintf(f, ", \"batch_features\": \"%s\", \"sampler\": \"%s\"",
+    fprintf(f, ", \"batch_features\": \"%s\", \"sampler\": \"%s\", \"fanouts\": \"%s\"",
             j->xs.indptr       ? "sparse"
             : j->feat_by_rows ? "rows"
             : j->feat_on_dev || j->ds ? "device"
                               : "loader",
-            j->ds ? "device" : "host");
+            j->ds ? "device" : "host", j->fanouts);
 }
 
 const gnn_mode_t gnn_mode_minibatch = {
