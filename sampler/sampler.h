@@ -176,7 +176,8 @@ int gnn_sampler_excl_has_row(const gnn_sampler_excl_t *x, gnn_vid_t v);
  * graph are held here; a frontier node v >= n_held (any id, also beyond
  * the graph's columns: ids name nodes the holder of v can resolve) is
  * drawn by the hook. Once per hop from first_hop on, in hop order, the
- * sampler hands it the frontier's remote nodes in frontier order (n = 0
+ * sampler hands it the frontier's remote nodes in frontier order (when
+ * sampling once, those new at that hop: the others keep their draws; n = 0
  * included, so a hook may be collective over processes sampling in step);
  * hops before first_hop must find every row held (a part whose rows reach
  * H - 1 hops out from seeds it holds: first_hop = H), else the batch fails

@@ -559,7 +559,8 @@ static void dmb_keys(const gnn_job_t *j, FILE *f)
     gnn_json_number(f, j->ep_sample_s);
     fprintf(f, ", \"fetch_busy_s\": ");
     gnn_json_number(f, j->ep_fetch_busy_s);
-    fprintf(f, ", \"fetch_overlap\": %s", S(j)->fetch_overlap ? "true" : "false");
+    fprintf(f, ", \"fetch_overlap\": %s, \"fanouts\": \"%s\"",
+            S(j)->fetch_overlap ? "true" : "false", j->fanouts);
 }
 
 static void dmb_log(const gnn_job_t *j, FILE *f)
