@@ -315,11 +315,12 @@ for b in minibatch train; do
         log "skipped: $(left) s of the budget left (needs $TRAIN_MIN)"
         continue
     fi
-    # A run's limit: its share of what is left (minibatch.sh: the graph, 4
-    # runs and PyG's; train.sh: 3 models x 4 trainers), so that the table prints.
+    # A run's limit: its share of what is left (minibatch.sh: the graph, 5
+    # runs and PyG's; train.sh: the graph, 3 models x 4 trainers and gcn's
+    # and sage's --cuda-graphs off), so that the table prints.
     # minibatch.sh: one epoch here (its timing; the accuracy comparison
     # wants its default 3 epochs, a call of its own).
-    if [ "$b" = train ]; then extra="EPOCHS=${TRAIN_EPOCHS}" runs=13; else extra="EPOCHS=1" runs=6; fi
+    if [ "$b" = train ]; then extra="EPOCHS=${TRAIN_EPOCHS}" runs=15; else extra="EPOCHS=1" runs=7; fi
     lim=$(( $(left) / runs > 30 ? $(left) / runs : 30 ))
     # shellcheck disable=SC2086 # $extra: one assignment
     env $extra BUILD="$BUILD" LIMIT="$lim" \
