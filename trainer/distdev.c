@@ -321,6 +321,34 @@ static int add_back(gnn_dist_dev_t *x, int s, int64_t ns, int64_t no, float *g, 
     return rc < 0 ? rc : gnn_be_axpby(x->be, no * f, 1.0f, x->summed, 1.0f, g);
 }
 
+/* A direct exchange's plan (p, or the full plan), its sizes, and the
+ * same plan received packed in plan order (recv_rows NULL); packed and,
+ * for a loss plan, rbuf made large enough (the failure in *local). */
+typedef struct {
+    const gnn_dist_plan_t *p;
+    gnn_dist_plan_t full, packed;
+    int64_t ns, nh, no, nr; /* sent, halo, owned, received rows (a loss plan's) */
+    size_t row;
+} direct_t;
+
+static void direct_plan(gnn_dist_dev_t *x, const gnn_dist_plan_t *p, int64_t f, direct_t *e,
+                        int *local)
+{
+    gnn_dist_part_t *d = x->d;
+    e->full = gnn_dist_full_plan(d);
+    e->p = p ? p : &e->full;
+    e->packed = *e->p;
+    e->packed.recv_rows = NULL;
+    e->ns = e->p->n_send;
+    e->nh = d->n_local - d->n_owned;
+    e->no = d->n_owned;
+    e->nr = e->p->recv_rows ? e->p->n_recv : 0;
+    e->row = (size_t)f * sizeof(float);
+    *local = ensure_be(x->be, &x->packed, &x->packed_bytes, (size_t)e->ns * e->row);
+    if (*local == 0 && e->p->recv_rows)
+        *local = ensure_be(x->be, &x->rbuf, &x->rbuf_bytes, (size_t)e->nr * e->row);
+}
+
 /* The forward with MPI on the backend's buffers: the sent rows gathered
  * on the device, the device idle (MPI reads its memory), then received
  * into the halo rows in place, or, for a loss plan, into rbuf and put at
@@ -329,26 +357,20 @@ static int forward_direct(gnn_dist_dev_t *x, const gnn_dist_plan_t *p, int s, fl
                           int64_t f)
 {
     gnn_dist_part_t *d = x->d;
-    gnn_dist_plan_t full, q;
-    if (!p) p = (full = gnn_dist_full_plan(d), &full);
-    const int64_t ns = p->n_send, nh = d->n_local - d->n_owned, no = d->n_owned;
-    const int64_t nr = p->recv_rows ? p->n_recv : 0;
-    const size_t row = (size_t)f * sizeof(float);
-    float *halo = xrows + no * f;
-    int local = ensure_be(x->be, &x->packed, &x->packed_bytes, (size_t)ns * row);
-    if (local == 0 && p->recv_rows)
-        local = ensure_be(x->be, &x->rbuf, &x->rbuf_bytes, (size_t)nr * row);
-    if (local == 0 && ns > 0)
-        local = gnn_be_gather_rows(x->be, ns, f, xrows, no, x->stage[s].send_rows, x->packed);
+    direct_t e;
+    int local;
+    direct_plan(x, p, f, &e, &local);
+    float *halo = xrows + e.no * f;
+    if (local == 0 && e.ns > 0)
+        local = gnn_be_gather_rows(x->be, e.ns, f, xrows, e.no, x->stage[s].send_rows, x->packed);
     if (local == 0) local = gnn_be_sync(x->be);
-    q = *p;
-    q.recv_rows = NULL; /* received packed, in plan order */
-    int rc = gnn_dist_halo_forward_packed(d, &q, local, x->packed, p->recv_rows ? x->rbuf : halo,
-                                          f);
-    if (rc < 0 || !p->recv_rows) return rc;
-    if (nh > 0) rc = gnn_be_zero(x->be, halo, (size_t)nh * row);
-    if (rc == 0 && nr > 0)
-        rc = gnn_be_scatter_rows(x->be, nr, f, x->rbuf, f, x->stage[s].recv_rows, halo, f, nh);
+    int rc = gnn_dist_halo_forward_packed(d, &e.packed, local, x->packed,
+                                          e.p->recv_rows ? x->rbuf : halo, f);
+    if (rc < 0 || !e.p->recv_rows) return rc;
+    if (e.nh > 0) rc = gnn_be_zero(x->be, halo, (size_t)e.nh * e.row);
+    if (rc == 0 && e.nr > 0)
+        rc = gnn_be_scatter_rows(x->be, e.nr, f, x->rbuf, f, x->stage[s].recv_rows, halo, f,
+                                 e.nh);
     return gnn_dist_agree(d->comm, rc); /* no rank goes on alone to the next exchange */
 }
 
@@ -359,23 +381,17 @@ static int backward_direct(gnn_dist_dev_t *x, const gnn_dist_plan_t *p, int s, f
                            int64_t f)
 {
     gnn_dist_part_t *d = x->d;
-    gnn_dist_plan_t full, q;
-    if (!p) p = (full = gnn_dist_full_plan(d), &full);
-    const int64_t ns = p->n_send, nh = d->n_local - d->n_owned, no = d->n_owned;
-    const int64_t nr = p->recv_rows ? p->n_recv : 0;
-    const size_t row = (size_t)f * sizeof(float);
-    const float *send = g + no * f;
-    int local = ensure_be(x->be, &x->packed, &x->packed_bytes, (size_t)ns * row);
-    if (local == 0) local = ensure_be(x->be, &x->summed, &x->summed_bytes, (size_t)no * row);
-    if (local == 0 && p->recv_rows)
-        local = ensure_be(x->be, &x->rbuf, &x->rbuf_bytes, (size_t)nr * row);
-    if (local == 0 && nr > 0)
-        local = gnn_be_gather_rows(x->be, nr, f, g + no * f, nh, x->stage[s].recv_rows, x->rbuf);
-    if (p->recv_rows) send = x->rbuf;
+    direct_t e;
+    int local;
+    direct_plan(x, p, f, &e, &local);
+    const int64_t ns = e.ns, no = e.no;
+    const float *send = e.p->recv_rows ? x->rbuf : g + no * f;
+    if (local == 0) local = ensure_be(x->be, &x->summed, &x->summed_bytes, (size_t)no * e.row);
+    if (local == 0 && e.nr > 0)
+        local = gnn_be_gather_rows(x->be, e.nr, f, g + no * f, e.nh, x->stage[s].recv_rows,
+                                   x->rbuf);
     if (local == 0) local = gnn_be_sync(x->be);
-    q = *p;
-    q.recv_rows = NULL;
-    int rc = gnn_dist_halo_backward_packed(d, &q, local, send, x->packed, f);
+    int rc = gnn_dist_halo_backward_packed(d, &e.packed, local, send, x->packed, f);
     if (rc < 0) return rc;
     return gnn_dist_agree(d->comm, add_back(x, s, ns, no, g, f));
 }
