@@ -50,6 +50,34 @@ static int read_flag(gnn_cuda_be_t *cb, const unsigned long long *flag, uint64_t
     return 0;
 }
 
+/* bad[0] = the first i with idx[i] outside [0, hi) (left as set when none). */
+__global__ void k_check_range(int64_t n, const int64_t *idx, int64_t hi, unsigned long long *bad)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        if (idx[i] < 0 || idx[i] >= hi) atomicMin(bad, (unsigned long long)i);
+}
+
+/* *bad = the first position whose id is outside [0, rows) (NO_BAD: none),
+ * read back to the host: the device-side check of every operation that
+ * reads ids, skipped (no wait) for ids the caller vouched for
+ * (gnn_be_trust_ids). */
+static int first_bad_row(gnn_backend_t *be, int64_t n, const int64_t *idx, int64_t rows,
+                         uint64_t *bad)
+{
+    gnn_cuda_be_t *cb = gnn__cuda_be(be);
+    void *flag = NULL;
+    *bad = NO_BAD;
+    if (!idx || n == 0 || gnn__be_trusted(be, idx, n, rows)) return 0;
+    GNN_TRY_RET(gnn__cuda_scratch(cb, sizeof(unsigned long long), &flag));
+    GNN_CUDA_RET(cudaMemsetAsync(flag, 0xFF, sizeof(unsigned long long), cb->stream),
+                 "row check");
+    k_check_range<<<gnn__cuda_blocks(n, THREADS), THREADS, 0, cb->stream>>>(
+        n, idx, rows, (unsigned long long *)flag);
+    GNN_CUDA_LAUNCHED("row check");
+    return read_flag(cb, (const unsigned long long *)flag, bad);
+}
+
 /* One int64 element of a device array, for an error message. */
 static int64_t peek_i64(gnn_cuda_be_t *cb, const int64_t *a, uint64_t i)
 {
@@ -357,13 +385,6 @@ int gnn__cuda_relu_drop_backward(gnn_backend_t *be, int64_t n, float p, const fl
     return 0;
 }
 
-__global__ void k_check_nonneg(int64_t n, const int64_t *a, unsigned long long *bad)
-{
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-         i += (int64_t)gridDim.x * blockDim.x)
-        if (a[i] < 0) atomicMin(bad, (unsigned long long)i);
-}
-
 /* Element (r, c) takes counter offset + row_id[r] * f + c. */
 __global__ void k_dropout_rows(int64_t rows, int64_t f, const int64_t *row_id, float p,
                                float scale, uint64_t seed, uint64_t offset,
@@ -388,20 +409,11 @@ int gnn__cuda_dropout_rows(gnn_backend_t *be, int64_t rows, int64_t f, const int
     GNN_TRY_RET(gnn__dense_check_drop_p("gnn_dropout_rows", p));
     GNN_CHECK_RET(row_id || rows == 0, GNN_EINVAL, "gnn_dropout_rows: NULL row ids");
     if (rows == 0) return 0;
-    if (!gnn__be_trusted(be, row_id, rows, INT64_MAX)) { /* (gnn_be_trust_ids: no wait) */
-        void *flag = NULL;
-        GNN_TRY_RET(gnn__cuda_scratch(cb, sizeof(unsigned long long), &flag));
-        GNN_CUDA_RET(cudaMemsetAsync(flag, 0xFF, sizeof(unsigned long long), cb->stream),
-                     "gnn_dropout_rows");
-        k_check_nonneg<<<gnn__cuda_blocks(rows, THREADS), THREADS, 0, cb->stream>>>(
-            rows, row_id, (unsigned long long *)flag);
-        GNN_CUDA_LAUNCHED("dropout_rows check");
-        uint64_t bad = NO_BAD;
-        GNN_TRY_RET(read_flag(cb, (const unsigned long long *)flag, &bad));
-        if (bad != NO_BAD)
-            return GNN_FAIL(GNN_EINVAL, "gnn_dropout_rows: row %" PRIu64 " has id %" PRId64, bad,
-                            peek_i64(cb, row_id, bad));
-    }
+    uint64_t bad;
+    GNN_TRY_RET(first_bad_row(be, rows, row_id, INT64_MAX, &bad));
+    if (bad != NO_BAD)
+        return GNN_FAIL(GNN_EINVAL, "gnn_dropout_rows: row %" PRIu64 " has id %" PRId64, bad,
+                        peek_i64(cb, row_id, bad));
     if (f == 0) return 0;
     if (p == 0.0f) {
         if (x != y)
@@ -417,13 +429,6 @@ int gnn__cuda_dropout_rows(gnn_backend_t *be, int64_t rows, int64_t f, const int
 }
 
 /* ---- Row gather -------------------------------------------------------------- */
-
-__global__ void k_check_range(int64_t n, const int64_t *idx, int64_t hi, unsigned long long *bad)
-{
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-         i += (int64_t)gridDim.x * blockDim.x)
-        if (idx[i] < 0 || idx[i] >= hi) atomicMin(bad, (unsigned long long)i);
-}
 
 /* A warp per output row; float4 copies when rows are 16-byte multiples. */
 template <typename V>
@@ -490,22 +495,13 @@ int gnn__cuda_gather_rows(gnn_backend_t *be, int64_t n, int64_t f, const float *
     GNN_TRY_RET(gnn__dense_check_shape("gnn_gather_rows", n, f));
     GNN_TRY_RET(gnn__dense_check_shape("gnn_gather_rows", src_rows, f));
     if (n == 0) return 0;
-    if (!gnn__be_trusted(be, idx, n, src_rows)) { /* (gnn_be_trust_ids: no wait) */
-        void *flag = NULL;
-        GNN_TRY_RET(gnn__cuda_scratch(cb, sizeof(unsigned long long), &flag));
-        GNN_CUDA_RET(cudaMemsetAsync(flag, 0xFF, sizeof(unsigned long long), cb->stream),
-                     "gnn_gather_rows");
-        k_check_range<<<gnn__cuda_blocks(n, THREADS), THREADS, 0, cb->stream>>>(
-            n, idx, src_rows, (unsigned long long *)flag);
-        GNN_CUDA_LAUNCHED("gather_rows check");
-        uint64_t bad = NO_BAD;
-        GNN_TRY_RET(read_flag(cb, (const unsigned long long *)flag, &bad));
-        if (bad != NO_BAD)
-            return GNN_FAIL(GNN_EINVAL,
-                            "gnn_gather_rows: index %" PRId64 " at position %" PRIu64
-                            " outside [0, %" PRId64 ")",
-                            peek_i64(cb, idx, bad), bad, src_rows);
-    }
+    uint64_t bad;
+    GNN_TRY_RET(first_bad_row(be, n, idx, src_rows, &bad));
+    if (bad != NO_BAD)
+        return GNN_FAIL(GNN_EINVAL,
+                        "gnn_gather_rows: index %" PRId64 " at position %" PRIu64
+                        " outside [0, %" PRId64 ")",
+                        peek_i64(cb, idx, bad), bad, src_rows);
     if (f == 0) return 0;
     unsigned blocks = gnn__cuda_blocks(n * WARP, THREADS);
     if (f % 4 == 0 && (uintptr_t)src % 16 == 0 && (uintptr_t)dst % 16 == 0)
@@ -697,23 +693,6 @@ int gnn__cuda_adam(gnn_backend_t *be, int64_t n, float *w, const float *g, float
 
 /* ---- Row-sparse optimisers and strided row copies ---------------------------- */
 
-/* bad = the first position whose row is outside [0, rows) (NO_BAD: none),
- * read back to the host. */
-static int first_bad_row(gnn_cuda_be_t *cb, int64_t n, const int64_t *idx, int64_t rows,
-                         uint64_t *bad)
-{
-    void *flag = NULL;
-    *bad = NO_BAD;
-    if (!idx || n == 0) return 0;
-    GNN_TRY_RET(gnn__cuda_scratch(cb, sizeof(unsigned long long), &flag));
-    GNN_CUDA_RET(cudaMemsetAsync(flag, 0xFF, sizeof(unsigned long long), cb->stream),
-                 "row check");
-    k_check_range<<<gnn__cuda_blocks(n, THREADS), THREADS, 0, cb->stream>>>(
-        n, idx, rows, (unsigned long long *)flag);
-    GNN_CUDA_LAUNCHED("row check");
-    return read_flag(cb, (const unsigned long long *)flag, bad);
-}
-
 /* One warp per row, its lanes over the row's elements. */
 __global__ void k_sparse_opt(int64_t n, int64_t d, const int64_t *rows, const float *g,
                              int64_t ldg, float *w, float *s1, float *s2, gnn_sparse_consts_t c)
@@ -739,7 +718,7 @@ int gnn__cuda_sparse_opt_step(gnn_backend_t *be, const gnn_sparse_opt_t *o, int6
         return GNN_FAIL(GNN_EINVAL, "gnn_sparse_opt_step: %" PRId64 " rows of a table of %" PRId64,
                         n, table_rows);
     uint64_t bad = NO_BAD;
-    GNN_TRY_RET(first_bad_row(cb, n, rows, table_rows, &bad));
+    GNN_TRY_RET(first_bad_row(be, n, rows, table_rows, &bad));
     if (bad != NO_BAD)
         return GNN_FAIL(GNN_EINVAL,
                         "gnn_sparse_opt_step: row %" PRId64 " at position %" PRIu64
@@ -770,7 +749,7 @@ int gnn__cuda_copy_rows(gnn_backend_t *be, int64_t n, int64_t f, const float *sr
         return 0;
     }
     uint64_t bad = NO_BAD;
-    GNN_TRY_RET(first_bad_row(cb, n, idx, src_rows, &bad));
+    GNN_TRY_RET(first_bad_row(be, n, idx, src_rows, &bad));
     if (bad != NO_BAD)
         return GNN_FAIL(GNN_EINVAL,
                         "gnn_copy_rows: index %" PRId64 " at position %" PRIu64
@@ -813,7 +792,7 @@ int gnn__cuda_scatter_rows(gnn_backend_t *be, int64_t n, int64_t f, const float 
     GNN_TRY_RET(gnn__dense_check_copy_rows(n, f, lds, dst_rows, ldd));
     if (n == 0) return 0;
     uint64_t bad = NO_BAD;
-    GNN_TRY_RET(first_bad_row(cb, n, idx, dst_rows, &bad));
+    GNN_TRY_RET(first_bad_row(be, n, idx, dst_rows, &bad));
     if (bad != NO_BAD)
         return GNN_FAIL(GNN_EINVAL,
                         "gnn_scatter_rows: index %" PRId64 " at position %" PRIu64
