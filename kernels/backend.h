@@ -462,9 +462,9 @@ int gnn_be_sampler_create_at(gnn_backend_t *be, const gnn_csr_t *graph, int laye
                              const int *fanouts, int where, gnn_bsampler_t **out);
 /* Sampling once (sampler/sampler.h, gnn_sampler_set_once): a node's
  * neighbours drawn at the hop that reaches it, kept by every later block;
- * the batches of a host sampler set so, entry for entry (here a kept row
- * is drawn again at its first hop: the same positions, at the cost of a
- * usual hop). GNN_EINVAL for a NULL sampler. */
+ * the batches of a host sampler set so, entry for entry (a hop copies the
+ * rows of the hop before from its block and draws only the new ones).
+ * GNN_EINVAL for a NULL sampler. */
 int gnn_be_sampler_set_once(gnn_bsampler_t *s, int on);
 /* Where the sampler reads the graph: 1 device memory, 2 host memory (the
  * CPU backend's, or a GPU's pinned and mapped). */

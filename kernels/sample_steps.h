@@ -11,43 +11,6 @@
 
 #include <stdint.h>
 
-/* The most hops of a batch (GNN_BE_SAMPLE_MAX_LAYERS). */
-#define GNN__DS_MAX_HOPS 16
-
-/*
- * Which hop's draws each row of a hop makes. Sampling once
- * (gnn_be_sampler_set_once): row i of hop h draws as at the hop that first
- * reached it, hop[k] with fanout[k] for rows [end[k - 1], end[k]) (end[-1]
- * = 0, k < n = h + 1): the same sources, so the same row, as then.
- * Otherwise every row draws at the hop itself (n = 1).
- */
-typedef struct {
-    int n;
-    int64_t end[GNN__DS_MAX_HOPS];
-    int hop[GNN__DS_MAX_HOPS], fanout[GNN__DS_MAX_HOPS];
-} gnn__ds_hops_t;
-
-/* Hop h's table: dst_at[k] is the destinations of hop k (k <= h). */
-static inline void gnn__ds_hops_at(gnn__ds_hops_t *r, int once, int h, const int *fanout,
-                                   const int64_t *dst_at)
-{
-    r->n = once ? h + 1 : 1;
-    for (int k = 0; k < r->n; k++) {
-        const int hk = once ? k : h;
-        r->end[k] = dst_at[hk];
-        r->hop[k] = hk;
-        r->fanout[k] = fanout[hk];
-    }
-}
-
-/* The entry of r that row i draws by. */
-static inline GNN_HOSTDEV int gnn__ds_row_hop(const gnn__ds_hops_t *r, int64_t i)
-{
-    int k = 0;
-    while (k + 1 < r->n && i >= r->end[k]) k++;
-    return k;
-}
-
 /* Entries row v draws at a fanout (-1: all): min(degree, fanout). */
 static inline GNN_HOSTDEV int64_t gnn__ds_count(const int64_t *indptr, int64_t v, int fanout)
 {

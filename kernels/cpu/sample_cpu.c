@@ -16,6 +16,12 @@
  * Local ids thus follow first appearance in (row, draw) order, as the
  * host sampler's sequential pass hands them out. loc (one int32 a node,
  * -1 where unset) and first are kept between batches and reset after each.
+ *
+ * Sampling once, the hop's first rows are the destinations of the hop
+ * before, whose draws it keeps: their part of indptr and indices is a
+ * copy of that block's (every source in it has its id already), and the
+ * steps run over the new rows only, their entries numbered from 0 (gids,
+ * pos; rptr their offsets), then placed after the kept ones.
  */
 #include "kernels/backend_impl.h"
 #include "kernels/sample_steps.h"
@@ -27,15 +33,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-_Static_assert(GNN__DS_MAX_HOPS == GNN_BE_SAMPLE_MAX_LAYERS, "the hop table holds every hop");
-
 #define NONE UINT64_MAX
 
 typedef struct {
     int32_t *loc;    /* per graph node: local id in the batch, -1 */
     uint64_t *first; /* per graph node: first entry of a hop drawing it, NONE */
-    int64_t *cnt, *gids, *pos;
-    size_t cnt_cap, gids_cap, pos_cap;
+    int64_t *cnt, *rptr, *gids, *pos;
+    size_t cnt_cap, rptr_cap, gids_cap, pos_cap;
 } cpu_sampler_t;
 
 int gnn__cpu_sampler_prepare(gnn_backend_t *be, gnn_bsampler_t *s)
@@ -68,6 +72,7 @@ void gnn__cpu_sampler_release(gnn_backend_t *be, gnn_bsampler_t *s)
     gnn_free(c->loc);
     gnn_free(c->first);
     gnn_free(c->cnt);
+    gnn_free(c->rptr);
     gnn_free(c->gids);
     gnn_free(c->pos);
     gnn_free(c);
@@ -86,66 +91,69 @@ int gnn__cpu_sample(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds, 
     memcpy(b->nodes, seeds, (size_t)n * sizeof *seeds);
     for (int64_t i = 0; i < n; i++) c->loc[seeds[i]] = (int32_t)i;
     n_nodes = n;
-    int64_t dst_at[GNN__DS_MAX_HOPS];
     for (int h = 0; h < s->layers; h++) {
         const int l = s->layers - 1 - h;
         const int64_t n_dst = n_nodes;
-        int64_t nnz;
-        gnn__ds_hops_t rh;
-        dst_at[h] = n_dst;
-        gnn__ds_hops_at(&rh, s->once, h, s->fanout, dst_at);
-        /* 1. counts and their prefix sum */
-        GNN_TRY(gnn_grow((void **)&c->cnt, &c->cnt_cap, (size_t)n_dst + 1, sizeof(int64_t)));
+        const int64_t kept = s->once && h > 0 ? b->n_dst[l + 1] : 0;
+        const int64_t nnz_kept = kept > 0 ? b->nnz[l + 1] : 0, n_new = n_dst - kept;
+        const int fanout = s->fanout[h];
+        /* 1. the new rows' counts and their prefix sum; indptr */
+        GNN_TRY(gnn_grow((void **)&c->cnt, &c->cnt_cap, (size_t)n_new + 1, sizeof(int64_t)));
+        GNN_TRY(gnn_grow((void **)&c->rptr, &c->rptr_cap, (size_t)n_new + 1, sizeof(int64_t)));
         GNN_TRY(gnn__be_batch_grow(be, (void **)&b->indptr[l], &b->cap_indptr[l],
                                    (size_t)n_dst + 1, sizeof(int64_t), 0));
-        int64_t *indptr = b->indptr[l], *nodes = b->nodes;
+        int64_t *indptr = b->indptr[l], *nodes = b->nodes, *rptr = c->rptr;
 #pragma omp parallel for schedule(static)
-        for (int64_t i = 0; i < n_dst; i++)
-            c->cnt[i] = gnn__ds_count(g->indptr, nodes[i], rh.fanout[gnn__ds_row_hop(&rh, i)]);
-        indptr[0] = 0;
-        for (int64_t i = 0; i < n_dst; i++) indptr[i + 1] = indptr[i] + c->cnt[i];
-        nnz = indptr[n_dst];
+        for (int64_t i = 0; i < n_new; i++)
+            c->cnt[i] = gnn__ds_count(g->indptr, nodes[kept + i], fanout);
+        rptr[0] = 0;
+        for (int64_t i = 0; i < n_new; i++) rptr[i + 1] = rptr[i] + c->cnt[i];
+        const int64_t nnz_new = rptr[n_new], nnz = nnz_kept + nnz_new;
+        if (kept > 0) memcpy(indptr, b->indptr[l + 1], (size_t)kept * sizeof *indptr);
+        for (int64_t i = 0; i <= n_new; i++) indptr[kept + i] = nnz_kept + rptr[i];
         /* 2. the draws */
-        GNN_TRY(gnn_grow((void **)&c->gids, &c->gids_cap, (size_t)nnz + 1, sizeof(int64_t)));
-        GNN_TRY(gnn_grow((void **)&c->pos, &c->pos_cap, (size_t)nnz + 1, sizeof(int64_t)));
+        GNN_TRY(gnn_grow((void **)&c->gids, &c->gids_cap, (size_t)nnz_new + 1, sizeof(int64_t)));
+        GNN_TRY(gnn_grow((void **)&c->pos, &c->pos_cap, (size_t)nnz_new + 1, sizeof(int64_t)));
         GNN_TRY(gnn__be_batch_grow(be, (void **)&b->indices[l], &b->cap_indices[l],
                                    (size_t)nnz + 1, sizeof(int64_t), 0));
         GNN_TRY(gnn__be_batch_grow(be, (void **)&b->nodes, &b->cap_nodes,
-                                   (size_t)(n_nodes + nnz), sizeof(int64_t), 1));
+                                   (size_t)(n_nodes + nnz_new), sizeof(int64_t), 1));
         nodes = b->nodes;
-        int64_t *gids = c->gids, *pos = c->pos, *ind = b->indices[l];
+        int64_t *gids = c->gids, *pos = c->pos, *ind = b->indices[l] + nnz_kept;
 #pragma omp parallel for schedule(dynamic, 64)
-        for (int64_t i = 0; i < n_dst; i++)
-            gnn__ds_draw(g->indptr, g->indices, nodes[i], indptr[i + 1] - indptr[i], key,
-                         rh.hop[gnn__ds_row_hop(&rh, i)], gids + indptr[i]);
+        for (int64_t i = 0; i < n_new; i++)
+            gnn__ds_draw(g->indptr, g->indices, nodes[kept + i], rptr[i + 1] - rptr[i], key, h,
+                         gids + rptr[i]);
         /* 3. the first entry of each new source (an atomic minimum on a GPU) */
-        for (int64_t e = 0; e < nnz; e++) {
+        for (int64_t e = 0; e < nnz_new; e++) {
             const int64_t u = gids[e];
             if (c->loc[u] < 0 && c->first[u] > (uint64_t)e) c->first[u] = (uint64_t)e;
         }
         /* 4. flags and their prefix sum */
         pos[0] = 0;
-        for (int64_t e = 0; e < nnz; e++) {
+        for (int64_t e = 0; e < nnz_new; e++) {
             const int64_t u = gids[e];
             pos[e + 1] = pos[e] + (c->loc[u] < 0 && c->first[u] == (uint64_t)e);
         }
-        const int64_t fresh = pos[nnz];
+        const int64_t fresh = pos[nnz_new];
         /* 5. the new ids */
 #pragma omp parallel for schedule(static)
-        for (int64_t e = 0; e < nnz; e++)
+        for (int64_t e = 0; e < nnz_new; e++)
             if (pos[e + 1] != pos[e]) {
                 const int64_t u = gids[e], id = n_nodes + pos[e];
                 c->loc[u] = (int32_t)id;
                 nodes[id] = u;
                 c->first[u] = NONE;
             }
-        /* 6. local ids, rows sorted */
+        /* 6. local ids, rows sorted; the kept rows' block copied */
 #pragma omp parallel for schedule(dynamic, 64)
-        for (int64_t i = 0; i < n_dst; i++) {
-            int64_t *o = ind + indptr[i], k = indptr[i + 1] - indptr[i];
-            for (int64_t q = 0; q < k; q++) o[q] = c->loc[gids[indptr[i] + q]];
+        for (int64_t i = 0; i < n_new; i++) {
+            int64_t *o = ind + rptr[i], k = rptr[i + 1] - rptr[i];
+            for (int64_t q = 0; q < k; q++) o[q] = c->loc[gids[rptr[i] + q]];
             gnn_draw_sort_ids(o, k);
         }
+        if (nnz_kept > 0)
+            memcpy(b->indices[l], b->indices[l + 1], (size_t)nnz_kept * sizeof(int64_t));
         b->n_dst[l] = n_dst;
         b->n_src[l] = n_nodes + fresh;
         b->nnz[l] = nnz;

@@ -10,6 +10,10 @@
  *   4. k_flag: entry e is the first of a new node; ExclusiveSum -> pos;
  *   5. k_assign: new node u of entry e gets id n_nodes + pos[e];
  *   6. k_relabel: local ids; SortKeys per row (segmented) into the block.
+ * Sampling once, a hop's rows of the hop before keep their draws: their
+ * part of the block is copied from that one's, and the steps run over the
+ * new rows only (entries numbered from 0 in gids and pos, rptr their
+ * offsets; k_indptr then places them after the kept ones).
  * The first entry is the same whatever the order the atomics land in, so
  * a batch is the host sampler's, entry for entry. Two counts are read back
  * a hop (its entries, its new nodes). loc and first live over the graph's
@@ -45,8 +49,8 @@ typedef struct {
     void *h_indptr, *h_indices; /* the host arrays when mapped in place (else NULL) */
     int32_t *loc;              /* per node: local id in the batch, -1 */
     unsigned long long *first; /* per node: first entry of a hop drawing it, NONE */
-    int64_t *cnt, *gids, *flag, *pos, *local; /* scratch */
-    size_t cnt_cap, gids_cap, flag_cap, pos_cap, local_cap;
+    int64_t *cnt, *rptr, *gids, *flag, *pos, *local; /* scratch */
+    size_t cnt_cap, rptr_cap, gids_cap, flag_cap, pos_cap, local_cap;
     void *temp; /* CUB's */
     size_t temp_bytes;
 } cu_sampler_t;
@@ -62,6 +66,7 @@ static void sampler_free(cu_sampler_t *c)
     cudaFree(c->loc);
     cudaFree(c->first);
     cudaFree(c->cnt);
+    cudaFree(c->rptr);
     cudaFree(c->gids);
     cudaFree(c->flag);
     cudaFree(c->pos);
@@ -214,22 +219,29 @@ __global__ void k_unset(int64_t n, const int64_t *nodes, int32_t *loc)
 }
 
 /* cnt[i] for i < n, and cnt[n] = 0 (the sum's last entry). */
-__global__ void k_count(int64_t n, const int64_t *nodes, const int64_t *gindptr,
-                        gnn__ds_hops_t rh, int64_t *cnt)
+__global__ void k_count(int64_t n, const int64_t *nodes, const int64_t *gindptr, int fanout,
+                        int64_t *cnt)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i <= n;
          i += (int64_t)gridDim.x * blockDim.x)
-        cnt[i] = i < n ? gnn__ds_count(gindptr, nodes[i], rh.fanout[gnn__ds_row_hop(&rh, i)]) : 0;
+        cnt[i] = i < n ? gnn__ds_count(gindptr, nodes[i], fanout) : 0;
+}
+
+/* indptr[i] = base + rptr[i] for i <= n. */
+__global__ void k_indptr(int64_t n, const int64_t *rptr, int64_t base, int64_t *indptr)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i <= n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        indptr[i] = base + rptr[i];
 }
 
 __global__ void k_draw(int64_t n, const int64_t *nodes, const int64_t *gindptr,
-                       const int64_t *gindices, const int64_t *indptr, uint64_t key,
-                       gnn__ds_hops_t rh, int64_t *gids)
+                       const int64_t *gindices, const int64_t *rptr, uint64_t key, int h,
+                       int64_t *gids)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x)
-        gnn__ds_draw(gindptr, gindices, nodes[i], indptr[i + 1] - indptr[i], key,
-                     rh.hop[gnn__ds_row_hop(&rh, i)], gids + indptr[i]);
+        gnn__ds_draw(gindptr, gindices, nodes[i], rptr[i + 1] - rptr[i], key, h, gids + rptr[i]);
 }
 
 __global__ void k_first(int64_t nnz, const int64_t *gids, const int32_t *loc,
@@ -329,77 +341,91 @@ static int hops(gnn_backend_t *be, gnn_bsampler_t *s, int64_t n, uint64_t key, g
     cu_sampler_t *c = (cu_sampler_t *)s->impl;
     cudaStream_t st = c->st;
     *n_nodes = n;
-    int64_t dst_at[GNN__DS_MAX_HOPS];
     for (int h = 0; h < s->layers; h++) {
         const int l = s->layers - 1 - h;
         const int64_t n_dst = *n_nodes;
-        gnn__ds_hops_t rh;
-        dst_at[h] = n_dst;
-        gnn__ds_hops_at(&rh, s->once, h, s->fanout, dst_at);
-        /* 1. counts and their prefix sum */
-        GNN_TRY_RET(grow(st, &c->cnt, &c->cnt_cap, (size_t)n_dst + 1, "device sampler: counts"));
+        const int64_t kept = s->once && h > 0 ? b->n_dst[l + 1] : 0;
+        const int64_t nnz_kept = kept > 0 ? b->nnz[l + 1] : 0, n_new = n_dst - kept;
+        const int64_t *rows = b->nodes + kept;
+        /* 1. the new rows' counts and their prefix sum; indptr */
+        GNN_TRY_RET(grow(st, &c->cnt, &c->cnt_cap, (size_t)n_new + 1, "device sampler: counts"));
+        GNN_TRY_RET(grow(st, &c->rptr, &c->rptr_cap, (size_t)n_new + 1, "device sampler: offsets"));
         GNN_TRY_RET(bgrow(c, (void **)&b->indptr[l], &b->cap_indptr[l], (size_t)n_dst + 1,
                           sizeof(int64_t), 0));
-        k_count<<<blocks_for(n_dst + 1), THREADS, 0, st>>>(n_dst, b->nodes, c->indptr, rh,
+        k_count<<<blocks_for(n_new + 1), THREADS, 0, st>>>(n_new, rows, c->indptr, s->fanout[h],
                                                            c->cnt);
         GNN_CUDA_LAUNCHED("sampler count");
         size_t tb = 0;
-        GNN_CUDA_RET(cub::DeviceScan::ExclusiveSum(NULL, tb, c->cnt, b->indptr[l], n_dst + 1, st),
+        GNN_CUDA_RET(cub::DeviceScan::ExclusiveSum(NULL, tb, c->cnt, c->rptr, n_new + 1, st),
                      "device sampler: prefix sum");
         GNN_TRY_RET(temp_grow(st, c, tb));
         tb = c->temp_bytes;
-        GNN_CUDA_RET(cub::DeviceScan::ExclusiveSum(c->temp, tb, c->cnt, b->indptr[l], n_dst + 1,
-                                                   st),
+        GNN_CUDA_RET(cub::DeviceScan::ExclusiveSum(c->temp, tb, c->cnt, c->rptr, n_new + 1, st),
                      "device sampler: prefix sum");
-        int64_t nnz = 0;
-        GNN_TRY_RET(read_i64(c, b->indptr[l] + n_dst, &nnz));
+        int64_t nnz_new = 0;
+        GNN_TRY_RET(read_i64(c, c->rptr + n_new, &nnz_new));
+        const int64_t nnz = nnz_kept + nnz_new;
+        if (kept > 0)
+            GNN_CUDA_RET(cudaMemcpyAsync(b->indptr[l], b->indptr[l + 1],
+                                         (size_t)kept * sizeof(int64_t),
+                                         cudaMemcpyDeviceToDevice, st),
+                         "device sampler: the kept rows");
+        k_indptr<<<blocks_for(n_new + 1), THREADS, 0, st>>>(n_new, c->rptr, nnz_kept,
+                                                            b->indptr[l] + kept);
+        GNN_CUDA_LAUNCHED("sampler indptr");
         /* 2. the draws */
-        GNN_TRY_RET(grow(st, &c->gids, &c->gids_cap, (size_t)nnz + 1, "device sampler: draws"));
-        GNN_TRY_RET(grow(st, &c->flag, &c->flag_cap, (size_t)nnz + 1, "device sampler: flags"));
-        GNN_TRY_RET(grow(st, &c->pos, &c->pos_cap, (size_t)nnz + 1, "device sampler: new ids"));
-        GNN_TRY_RET(grow(st, &c->local, &c->local_cap, (size_t)nnz + 1, "device sampler: ids"));
+        GNN_TRY_RET(grow(st, &c->gids, &c->gids_cap, (size_t)nnz_new + 1, "device sampler: draws"));
+        GNN_TRY_RET(grow(st, &c->flag, &c->flag_cap, (size_t)nnz_new + 1, "device sampler: flags"));
+        GNN_TRY_RET(grow(st, &c->pos, &c->pos_cap, (size_t)nnz_new + 1, "device sampler: new ids"));
+        GNN_TRY_RET(grow(st, &c->local, &c->local_cap, (size_t)nnz_new + 1, "device sampler: ids"));
         GNN_TRY_RET(bgrow(c, (void **)&b->indices[l], &b->cap_indices[l], (size_t)nnz + 1,
                           sizeof(int64_t), 0));
-        GNN_TRY_RET(bgrow(c, (void **)&b->nodes, &b->cap_nodes, (size_t)(n_dst + nnz),
+        GNN_TRY_RET(bgrow(c, (void **)&b->nodes, &b->cap_nodes, (size_t)(n_dst + nnz_new),
                           sizeof(int64_t), 1));
-        k_draw<<<blocks_for(n_dst), THREADS, 0, st>>>(n_dst, b->nodes, c->indptr, c->indices,
-                                                      b->indptr[l], key, rh, c->gids);
+        rows = b->nodes + kept;
+        k_draw<<<blocks_for(n_new), THREADS, 0, st>>>(n_new, rows, c->indptr, c->indices, c->rptr,
+                                                      key, h, c->gids);
         GNN_CUDA_LAUNCHED("sampler draw");
         /* 3, 4. the first entry of each new node; flags and their sum */
-        k_first<<<blocks_for(nnz), THREADS, 0, st>>>(nnz, c->gids, c->loc, c->first);
+        k_first<<<blocks_for(nnz_new), THREADS, 0, st>>>(nnz_new, c->gids, c->loc, c->first);
         GNN_CUDA_LAUNCHED("sampler first");
-        k_flag<<<blocks_for(nnz + 1), THREADS, 0, st>>>(nnz, c->gids, c->loc, c->first, c->flag);
+        k_flag<<<blocks_for(nnz_new + 1), THREADS, 0, st>>>(nnz_new, c->gids, c->loc, c->first,
+                                                            c->flag);
         GNN_CUDA_LAUNCHED("sampler flag");
         tb = 0;
-        GNN_CUDA_RET(cub::DeviceScan::ExclusiveSum(NULL, tb, c->flag, c->pos, nnz + 1, st),
+        GNN_CUDA_RET(cub::DeviceScan::ExclusiveSum(NULL, tb, c->flag, c->pos, nnz_new + 1, st),
                      "device sampler: prefix sum");
         GNN_TRY_RET(temp_grow(st, c, tb));
         tb = c->temp_bytes;
-        GNN_CUDA_RET(cub::DeviceScan::ExclusiveSum(c->temp, tb, c->flag, c->pos, nnz + 1, st),
+        GNN_CUDA_RET(cub::DeviceScan::ExclusiveSum(c->temp, tb, c->flag, c->pos, nnz_new + 1, st),
                      "device sampler: prefix sum");
         /* 5. the new ids (first is unset again here) */
-        k_assign<<<blocks_for(nnz), THREADS, 0, st>>>(nnz, c->gids, c->pos, n_dst, c->loc,
-                                                      c->first, b->nodes);
+        k_assign<<<blocks_for(nnz_new), THREADS, 0, st>>>(nnz_new, c->gids, c->pos, n_dst, c->loc,
+                                                          c->first, b->nodes);
         GNN_CUDA_LAUNCHED("sampler assign");
         int64_t fresh = 0;
-        GNN_TRY_RET(read_i64(c, c->pos + nnz, &fresh));
+        GNN_TRY_RET(read_i64(c, c->pos + nnz_new, &fresh));
         *n_nodes = n_dst + fresh;
-        /* 6. local ids, each row sorted */
-        k_relabel<<<blocks_for(nnz), THREADS, 0, st>>>(nnz, c->gids, c->loc, c->local);
+        /* 6. local ids, each row sorted; the kept rows' block copied */
+        k_relabel<<<blocks_for(nnz_new), THREADS, 0, st>>>(nnz_new, c->gids, c->loc, c->local);
         GNN_CUDA_LAUNCHED("sampler relabel");
-        if (nnz > 0) {
+        if (nnz_new > 0) {
+            int64_t *out = b->indices[l] + nnz_kept;
             tb = 0;
-            GNN_CUDA_RET(cub::DeviceSegmentedSort::SortKeys(NULL, tb, c->local, b->indices[l],
-                                                            nnz, n_dst, b->indptr[l],
-                                                            b->indptr[l] + 1, st),
+            GNN_CUDA_RET(cub::DeviceSegmentedSort::SortKeys(NULL, tb, c->local, out, nnz_new,
+                                                            n_new, c->rptr, c->rptr + 1, st),
                          "device sampler: row sort");
             GNN_TRY_RET(temp_grow(st, c, tb));
             tb = c->temp_bytes;
-            GNN_CUDA_RET(cub::DeviceSegmentedSort::SortKeys(c->temp, tb, c->local, b->indices[l],
-                                                            nnz, n_dst, b->indptr[l],
-                                                            b->indptr[l] + 1, st),
+            GNN_CUDA_RET(cub::DeviceSegmentedSort::SortKeys(c->temp, tb, c->local, out, nnz_new,
+                                                            n_new, c->rptr, c->rptr + 1, st),
                          "device sampler: row sort");
         }
+        if (nnz_kept > 0)
+            GNN_CUDA_RET(cudaMemcpyAsync(b->indices[l], b->indices[l + 1],
+                                         (size_t)nnz_kept * sizeof(int64_t),
+                                         cudaMemcpyDeviceToDevice, st),
+                         "device sampler: the kept rows");
         b->n_dst[l] = n_dst;
         b->n_src[l] = *n_nodes;
         b->nnz[l] = nnz;
