@@ -211,6 +211,8 @@ uint64_t gnn_be_free_generation(void) { return __atomic_load_n(&free_generation,
 void gnn_be_free(gnn_backend_t *be, void *p)
 {
     if (be && p) {
+        for (int i = 0; i < GNN__BE_TRUST_BUFFERS; i++) /* its ids no longer vouched for */
+            if (be->trust_buf[i].ids == p) be->trust_buf[i].ids = NULL;
         be->ops->free(be, p);
         gnn__be_note_free();
     }
@@ -1445,12 +1447,44 @@ int gnn_be_trust_ids(gnn_backend_t *be, const int64_t *ids, int64_t n, int64_t b
     return 0;
 }
 
+int gnn_be_trust_buffer(gnn_backend_t *be, const int64_t *ids, int64_t n, int64_t bound)
+{
+    NEED(be && ids, "gnn_be_trust_buffer");
+    if (n < 0 || bound < 0)
+        return GNN_FAIL(GNN_EINVAL, "gnn_be_trust_buffer: %" PRId64 " ids below %" PRId64, n,
+                        bound);
+    int slot = -1;
+    for (int i = 0; i < GNN__BE_TRUST_BUFFERS; i++)
+        if (be->trust_buf[i].ids == ids || (slot < 0 && !be->trust_buf[i].ids)) slot = i;
+    if (slot >= 0 && n > 0) {
+        be->trust_buf[slot].ids = ids;
+        be->trust_buf[slot].n = n;
+        be->trust_buf[slot].bound = bound;
+    } else if (slot >= 0 && be->trust_buf[slot].ids == ids) {
+        be->trust_buf[slot].ids = NULL;
+    }
+    return 0;
+}
+
+/* ids[0, n) within the n_range ids at range, all below range_bound <= bound. */
+static int within(const int64_t *range, int64_t n_range, int64_t range_bound, const int64_t *ids,
+                  int64_t n, int64_t bound)
+{
+    if (!range || range_bound > bound) return 0;
+    uintptr_t a = (uintptr_t)range, b = (uintptr_t)ids;
+    return b >= a && (b - a) % sizeof(int64_t) == 0 &&
+           (int64_t)((b - a) / sizeof(int64_t)) + n <= n_range;
+}
+
 int gnn__be_trusted(const gnn_backend_t *be, const int64_t *ids, int64_t n, int64_t bound)
 {
-    if (!be->trust_ids || !ids || n < 0 || be->trust_bound > bound) return 0;
-    uintptr_t a = (uintptr_t)be->trust_ids, b = (uintptr_t)ids;
-    return b >= a && (b - a) % sizeof(int64_t) == 0 &&
-           (int64_t)((b - a) / sizeof(int64_t)) + n <= be->trust_n;
+    if (!ids || n < 0) return 0;
+    if (within(be->trust_ids, be->trust_n, be->trust_bound, ids, n, bound)) return 1;
+    for (int i = 0; i < GNN__BE_TRUST_BUFFERS; i++)
+        if (within(be->trust_buf[i].ids, be->trust_buf[i].n, be->trust_buf[i].bound, ids, n,
+                   bound))
+            return 1;
+    return 0;
 }
 
 int gnn_be_batch_release(gnn_bbatch_t *b)

@@ -134,7 +134,10 @@ int gnn_be_spmm_choice(gnn_backend_t *be, const gnn_bgraph_t *g, int aggr, int64
 int gnn_be_alloc(gnn_backend_t *be, size_t bytes, void **out);
 /* Free a buffer from gnn_be_alloc; NULL is a no-op. */
 void gnn_be_free(gnn_backend_t *be, void *p);
-/* dst (backend) <- src (host). */
+/* dst (backend) <- src (host). From pageable memory src may be reused on
+ * return; from gnn_be_host_alloc's (pinned on a GPU) the copy may still
+ * be queued: src stays unchanged until the backend has passed it
+ * (gnn_be_sync, or any gnn_be_download after it, which waits). */
 int gnn_be_upload(gnn_backend_t *be, void *dst, const void *src_host, size_t bytes);
 /*
  * Move a host buffer of bytes onto the backend: *out receives a backend
@@ -488,6 +491,13 @@ int gnn_be_sample(gnn_bsampler_t *s, const int64_t *seeds, int64_t n, uint64_t s
  * (n 0) ends the trust. Host-side checks are kept. GNN_EINVAL for a NULL
  * backend or a negative count or bound. */
 int gnn_be_trust_ids(gnn_backend_t *be, const int64_t *ids, int64_t n, int64_t bound);
+/* The same for a buffer of ids that lives long (a permutation the caller
+ * built and checked), beside the range above: ids[0, n) of the backend
+ * buffer ids, in [0, bound), trusted until the buffer is freed
+ * (gnn_be_free). Up to 8 buffers at a time; past that, or for n 0, the
+ * call trusts nothing and later operations check the ids as usual.
+ * GNN_EINVAL for a NULL backend or ids, or a negative count or bound. */
+int gnn_be_trust_buffer(gnn_backend_t *be, const int64_t *ids, int64_t n, int64_t bound);
 
 /* The work queued so far on b's backend is the last to read b: the next
  * gnn_be_sample into b waits for it on the device, not in the caller (a

@@ -170,6 +170,9 @@ struct gnn_bsampler {
 };
 
 
+/* The most buffers gnn_be_trust_buffer vouches for at once. */
+#define GNN__BE_TRUST_BUFFERS 8
+
 struct gnn_backend {
     const gnn_backend_ops_t *ops;
     gnn_backend_kind_t kind;
@@ -181,6 +184,11 @@ struct gnn_backend {
     /* gnn_be_trust_ids: ids known to lie in [0, trust_bound) */
     const int64_t *trust_ids;
     int64_t trust_n, trust_bound;
+    /* gnn_be_trust_buffer: buffers of ids trusted until freed */
+    struct {
+        const int64_t *ids;
+        int64_t n, bound;
+    } trust_buf[GNN__BE_TRUST_BUFFERS];
     /* gnn_be_set_step_scalars: read by the dropout and Adam operations
      * (a backend buffer), or NULL */
     const gnn_step_scalars_t *step_scalars;

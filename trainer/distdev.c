@@ -414,6 +414,9 @@ int gnn_dist_dev_halo_forward(void *ctx, int k, int training, float *xrows, int6
                                    x->packed);
     if (local == 0 && ns > 0)
         local = gnn_be_download(x->be, x->h_send, x->packed, (size_t)ns * row);
+    /* The last exchange's upload from h_halo may still be queued (pinned
+     * memory): done before MPI writes there (the download above waits) */
+    if (local == 0 && ns == 0 && nh > 0) local = gnn_be_sync(x->be);
     int rc = gnn_dist_halo_forward_packed(d, p, local, x->h_send, x->h_halo, f);
     if (rc < 0) return rc;
     if (nh > 0) rc = gnn_be_upload(x->be, xrows + d->n_owned * f, x->h_halo, (size_t)nh * row);
@@ -436,6 +439,8 @@ int gnn_dist_dev_halo_backward(void *ctx, int k, float *g, int64_t f)
     if (local == 0) local = ensure_be(x->be, &x->summed, &x->summed_bytes, (size_t)no * row);
     if (local == 0 && nh > 0)
         local = gnn_be_download(x->be, x->h_halo, g + no * f, (size_t)nh * row);
+    /* likewise the last upload from h_send, before MPI writes there */
+    if (local == 0 && nh == 0 && ns > 0) local = gnn_be_sync(x->be);
     int rc = gnn_dist_halo_backward_packed(d, p, local, x->h_halo, x->h_send, f);
     if (rc < 0) return rc;
     if (ns > 0) rc = gnn_be_upload(x->be, x->packed, x->h_send, (size_t)ns * row);

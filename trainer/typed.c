@@ -75,6 +75,10 @@ int gnn_typed_graph_attach(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_csr_t *
         GNN_TRY(gnn_be_alloc(be, ((size_t)ns + 1) * sizeof *iperm, (void **)&t->iperm));
         GNN_TRY(gnn_be_upload(be, t->perm, perm, (size_t)ns * sizeof *perm));
         GNN_TRY(gnn_be_upload(be, t->iperm, iperm, (size_t)ns * sizeof *iperm));
+        /* a permutation of [0, ns) by construction: the layer's gathers by
+         * it skip the device's check (on a GPU a wait inside every step) */
+        GNN_TRY(gnn_be_trust_buffer(be, t->perm, ns, ns));
+        GNN_TRY(gnn_be_trust_buffer(be, t->iperm, ns, ns));
     }
     /* The virtual graph: each in-edge (u, r) of v becomes virtual source
      * vbase[type u] + loc[u] k + (pos[r] - first[type u]), weight

@@ -19,6 +19,7 @@
 #include "kernels/dense_check.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -86,6 +87,7 @@ static int cu_alloc(gnn_backend_t *be, size_t bytes, void **out)
         return GNN_FAIL(GNN_ENOMEM, "out of GPU memory (allocating %zu bytes)", bytes);
     }
     if (e != cudaSuccess) {
+        (void)cudaGetLastError(); /* not blamed on the next launch */
         *out = NULL;
         return GNN_FAIL(GNN_ECUDA, "cudaMalloc of %zu bytes: %s", bytes, cudaGetErrorString(e));
     }
@@ -124,7 +126,8 @@ static int cu_upload(gnn_backend_t *be, void *dst, const void *src, size_t bytes
 {
     gnn_cuda_be_t *cb = gnn__cuda_be(be);
     /* From pageable memory the call returns once src has been staged, so
-     * the caller may reuse it. */
+     * the caller may reuse it; from pinned memory it may return before the
+     * copy ran (kernels/backend.h says so). */
     GNN_CUDA_RET(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, cb->stream),
                  "copy to the device");
     return 0;
@@ -150,21 +153,81 @@ static void cu_host_free(gnn_backend_t *be, void *p)
     cudaFreeHost(p);
 }
 
-cudaError_t gnn__cuda_map_host(void *host, size_t bytes, void **dev)
+/* Host ranges mapped here, by their start: a range mapped twice (two
+ * samplers over one graph) is registered once and unregistered by its
+ * last unmap; one another library registered already (an MPI's CUDA
+ * transport: cudaErrorHostMemoryAlreadyRegistered) is used as it is and
+ * never unregistered here. */
+typedef struct {
+    void *host;
+    int count, foreign;
+} mapped_t;
+static mapped_t *g_mapped;
+static size_t g_n_mapped, g_cap_mapped;
+static pthread_mutex_t g_map_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static cudaError_t map_locked(void *host, size_t bytes, void **dev)
 {
+    for (size_t i = 0; i < g_n_mapped; i++)
+        if (g_mapped[i].host == host) {
+            cudaError_t e = cudaHostGetDevicePointer(dev, host, 0);
+            if (e == cudaSuccess) g_mapped[i].count++;
+            return e;
+        }
+    if (g_n_mapped == g_cap_mapped) {
+        size_t cap = g_cap_mapped ? 2 * g_cap_mapped : 8;
+        mapped_t *m = (mapped_t *)gnn_realloc_array(g_mapped, cap, sizeof *m);
+        if (!m) return cudaErrorMemoryAllocation;
+        g_mapped = m;
+        g_cap_mapped = cap;
+    }
     const size_t b = bytes ? bytes : 1;
+    int foreign = 0;
     cudaError_t e = cudaHostRegister(host, b, cudaHostRegisterMapped | cudaHostRegisterReadOnly);
     if (e == cudaErrorNotSupported || e == cudaErrorInvalidValue) {
         (void)cudaGetLastError();
         e = cudaHostRegister(host, b, cudaHostRegisterMapped);
     }
+    if (e == cudaErrorHostMemoryAlreadyRegistered) {
+        (void)cudaGetLastError();
+        foreign = 1;
+        e = cudaSuccess;
+    }
     if (e != cudaSuccess) return e;
     e = cudaHostGetDevicePointer(dev, host, 0);
     if (e != cudaSuccess) {
-        cudaHostUnregister(host);
+        if (!foreign) cudaHostUnregister(host);
         *dev = NULL;
+        return e;
     }
+    g_mapped[g_n_mapped].host = host;
+    g_mapped[g_n_mapped].count = 1;
+    g_mapped[g_n_mapped].foreign = foreign;
+    g_n_mapped++;
+    return cudaSuccess;
+}
+
+cudaError_t gnn__cuda_map_host(void *host, size_t bytes, void **dev)
+{
+    pthread_mutex_lock(&g_map_lock);
+    cudaError_t e = map_locked(host, bytes, dev);
+    pthread_mutex_unlock(&g_map_lock);
     return e;
+}
+
+void gnn__cuda_unmap_host(void *host)
+{
+    pthread_mutex_lock(&g_map_lock);
+    for (size_t i = 0; i < g_n_mapped; i++)
+        if (g_mapped[i].host == host) {
+            if (--g_mapped[i].count == 0) {
+                if (!g_mapped[i].foreign && cudaHostUnregister(host) != cudaSuccess)
+                    (void)cudaGetLastError();
+                g_mapped[i] = g_mapped[--g_n_mapped];
+            }
+            break;
+        }
+    pthread_mutex_unlock(&g_map_lock);
 }
 
 static int cu_map_host(gnn_backend_t *be, void *host, size_t bytes, void **dev)
@@ -178,7 +241,7 @@ static void cu_unmap_host(gnn_backend_t *be, void *host)
 {
     gnn_cuda_be_t *cb = gnn__cuda_be(be);
     cudaStreamSynchronize(cb->stream); /* queued work may still read it */
-    cudaHostUnregister(host);
+    gnn__cuda_unmap_host(host);
 }
 
 static int cu_download(gnn_backend_t *be, void *dst, const void *src, size_t bytes)
@@ -208,7 +271,7 @@ static int cu_zero(gnn_backend_t *be, void *dst, size_t bytes)
 static int cu_mem_available(gnn_backend_t *be, size_t *bytes)
 {
     size_t free_b = 0, total = 0;
-    (void)be;
+    (void)gnn__cuda_be(be); /* its device current on this thread */
     GNN_CUDA_RET(cudaMemGetInfo(&free_b, &total), "cudaMemGetInfo");
     *bytes = free_b;
     return 0;
@@ -588,10 +651,26 @@ static const gnn_backend_ops_t cuda_ops = {
     /* .capture_free = */ cu_capture_free,
 };
 
+/* A kernel of this build: whether the GPU runs the build's code. */
+__global__ void k_probe(void) {}
+
 /* Handles and stream of cb on its device; on failure the caller closes. */
 static int open_device(gnn_cuda_be_t *cb)
 {
     GNN_CUDA_RET(cudaSetDevice(cb->dev), "cudaSetDevice");
+    cudaDeviceProp prop;
+    GNN_CUDA_RET(cudaGetDeviceProperties(&prop, cb->dev), "cudaGetDeviceProperties");
+    cudaFuncAttributes fa;
+    cudaError_t e = cudaFuncGetAttributes(&fa, k_probe);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return GNN_FAIL(GNN_ECUDA,
+                        "GPU %d (%s, compute capability %d.%d) runs no code of this build "
+                        "(CUDA architectures %s): configure with -DCMAKE_CUDA_ARCHITECTURES=%d%d "
+                        "(%s)",
+                        cb->dev, prop.name, prop.major, prop.minor, GNN_CUDA_ARCHS, prop.major,
+                        prop.minor, cudaGetErrorString(e));
+    }
     GNN_CUDA_RET(cudaStreamCreateWithFlags(&cb->stream, cudaStreamNonBlocking),
                  "cudaStreamCreate");
     CUBLAS_RET(GNN_CU(cublasCreate)(&cb->cublas), "cublasCreate");
@@ -604,8 +683,6 @@ static int open_device(gnn_cuda_be_t *cb)
                "cublasSetWorkspace");
     CUSPARSE_RET(GNN_CU(cusparseCreate)(&cb->cusparse), "cusparseCreate");
     CUSPARSE_RET(GNN_CU(cusparseSetStream)(cb->cusparse, cb->stream), "cusparseSetStream");
-    cudaDeviceProp prop;
-    GNN_CUDA_RET(cudaGetDeviceProperties(&prop, cb->dev), "cudaGetDeviceProperties");
     /* The stream-ordered pool (a mini-batch's blocks and temporaries) keeps
      * up to 1 GiB of what is freed for the next batch, instead of handing
      * it back to the driver at every synchronisation (its default

@@ -71,8 +71,10 @@ int gnn__cuda_pinned(gnn_cuda_be_t *cb, size_t bytes, void **out);
 
 /* Host memory of bytes pinned and mapped in place (read-only where the
  * platform has it), *dev its device address; nothing left registered on
- * failure. */
+ * failure. Mapping an array again (the same start, the same bytes) counts
+ * a use of the first mapping; gnn__cuda_unmap_host ends one. */
 cudaError_t gnn__cuda_map_host(void *host, size_t bytes, void **dev);
+void gnn__cuda_unmap_host(void *host);
 
 /* Device sampling (sample_cuda.cu). */
 int gnn__cuda_sampler_prepare(gnn_backend_t *be, gnn_bsampler_t *s);

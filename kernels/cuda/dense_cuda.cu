@@ -775,14 +775,22 @@ __global__ void k_scatter_rows(int64_t n, int64_t f, const float *src, int64_t l
     }
 }
 
-/* Marks each destination row; a row marked twice sets flag to the lowest
- * such position (atomicMin). */
-__global__ void k_scatter_repeats(int64_t n, const int64_t *idx, unsigned int *mark,
+/* The first position of each destination row (atomicMin into first). */
+__global__ void k_scatter_first(int64_t n, const int64_t *idx, unsigned long long *first)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        atomicMin(&first[idx[i]], (unsigned long long)i);
+}
+
+/* flag = the lowest position whose row came earlier (the CPU's scan
+ * reports that one), whatever order the atomics land in. */
+__global__ void k_scatter_repeats(int64_t n, const int64_t *idx, const unsigned long long *first,
                                   unsigned long long *flag)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x)
-        if (atomicAdd(&mark[idx[i]], 1u) > 0) atomicMin(flag, (unsigned long long)i);
+        if (first[idx[i]] != (unsigned long long)i) atomicMin(flag, (unsigned long long)i);
 }
 
 int gnn__cuda_scatter_rows(gnn_backend_t *be, int64_t n, int64_t f, const float *src, int64_t lds,
@@ -798,17 +806,18 @@ int gnn__cuda_scatter_rows(gnn_backend_t *be, int64_t n, int64_t f, const float 
                         "gnn_scatter_rows: index %" PRId64 " at position %" PRIu64
                         " outside [0, %" PRId64 ")",
                         peek_i64(cb, idx, bad), bad, dst_rows);
-    /* Repeats: one counter per destination row in scratch. */
+    /* Repeats: each destination row's first position in scratch, then
+     * the flag after them. */
     void *scratch = NULL;
-    size_t mbytes = ((size_t)dst_rows + 2) * sizeof(unsigned int);
-    size_t at = (mbytes + 7) / 8 * 8; /* the flag, 8-byte aligned after the counters */
+    const size_t at = ((size_t)dst_rows + 1) * sizeof(unsigned long long);
     GNN_TRY_RET(gnn__cuda_scratch(cb, at + sizeof(unsigned long long), &scratch));
-    unsigned int *mark = (unsigned int *)scratch;
+    unsigned long long *first = (unsigned long long *)scratch;
     unsigned long long *flag = (unsigned long long *)((char *)scratch + at);
-    GNN_CUDA_RET(cudaMemsetAsync(mark, 0, mbytes, cb->stream), "gnn_scatter_rows");
-    GNN_CUDA_RET(cudaMemsetAsync(flag, 0xFF, sizeof(unsigned long long), cb->stream),
+    GNN_CUDA_RET(cudaMemsetAsync(scratch, 0xFF, at + sizeof(unsigned long long), cb->stream),
                  "gnn_scatter_rows");
-    k_scatter_repeats<<<gnn__cuda_blocks(n, THREADS), THREADS, 0, cb->stream>>>(n, idx, mark,
+    k_scatter_first<<<gnn__cuda_blocks(n, THREADS), THREADS, 0, cb->stream>>>(n, idx, first);
+    GNN_CUDA_LAUNCHED("scatter_rows check");
+    k_scatter_repeats<<<gnn__cuda_blocks(n, THREADS), THREADS, 0, cb->stream>>>(n, idx, first,
                                                                                 flag);
     GNN_CUDA_LAUNCHED("scatter_rows check");
     GNN_TRY_RET(read_flag(cb, flag, &bad));

@@ -53,14 +53,15 @@ typedef struct {
     size_t cnt_cap, rptr_cap, gids_cap, flag_cap, pos_cap, local_cap;
     void *temp; /* CUB's */
     size_t temp_bytes;
+    int broken; /* loc and first could not be reset after a failure */
 } cu_sampler_t;
 
 static void sampler_free(cu_sampler_t *c)
 {
     if (!c) return;
     if (c->st) cudaStreamSynchronize(c->st);
-    if (c->h_indptr) cudaHostUnregister(c->h_indptr);
-    if (c->h_indices) cudaHostUnregister(c->h_indices);
+    if (c->h_indptr) gnn__cuda_unmap_host(c->h_indptr);
+    if (c->h_indices) gnn__cuda_unmap_host(c->h_indices);
     if (!c->h_indptr) cudaFree(c->indptr);
     if (!c->h_indices) cudaFree(c->indices);
     cudaFree(c->loc);
@@ -439,6 +440,8 @@ int gnn__cuda_sample(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds,
     (void)gnn__cuda_be(be); /* its device current on this thread */
     cu_sampler_t *c = (cu_sampler_t *)s->impl;
     cudaStream_t st = c->st;
+    GNN_CHECK_RET(!c->broken, GNN_ECUDA,
+                  "device sampler: not reset after an earlier failure; create it again");
     if (b->fenced) { /* the last step that read b first (gnn_be_batch_release) */
         GNN_CUDA_RET(cudaStreamWaitEvent(st, (cudaEvent_t)b->fence, 0),
                      "device sampler: waiting for the batch's last reader");
@@ -465,9 +468,15 @@ int gnn__cuda_sample(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds,
         }
     }
     if (rc < 0) { /* loc and first may be set anywhere: unset both whole */
-        cudaMemsetAsync(c->loc, 0xFF, ((size_t)c->n + 1) * sizeof(int32_t), st);
-        cudaMemsetAsync(c->first, 0xFF, ((size_t)c->n + 1) * sizeof(unsigned long long), st);
-        cudaStreamSynchronize(st);
+        cudaError_t e = cudaMemsetAsync(c->loc, 0xFF, ((size_t)c->n + 1) * sizeof(int32_t), st);
+        if (e == cudaSuccess)
+            e = cudaMemsetAsync(c->first, 0xFF, ((size_t)c->n + 1) * sizeof(unsigned long long),
+                                st);
+        if (e == cudaSuccess) e = cudaStreamSynchronize(st);
+        if (e != cudaSuccess) { /* later batches would be wrong: refused instead */
+            (void)cudaGetLastError();
+            c->broken = 1;
+        }
         return rc;
     }
     b->n_input = n_nodes;

@@ -143,8 +143,9 @@ int gnn__cuda_buf_reserve(gnn__cuda_buf_t *b, size_t bytes, cudaStream_t s)
         if (cudaStreamIsCapturing(s, &cs) == cudaSuccess && cs != cudaStreamCaptureStatusNone)
             return GNN_FAIL(GNN_ECUDA, "spmm scratch of %zu bytes while capturing a step", bytes);
         (void)cudaGetLastError();
-        cudaError_t e = cudaStreamSynchronize(s); /* queued work may still use it */
-        cudaError_t ef = cudaFree(b->p);
+        /* queued work may still use it: freed after that work */
+        cudaError_t e = b->pooled ? cudaSuccess : cudaStreamSynchronize(s);
+        cudaError_t ef = b->pooled ? cudaFreeAsync(b->p, s) : cudaFree(b->p);
         gnn__be_note_free();
         b->p = NULL;
         b->bytes = 0;
@@ -155,11 +156,11 @@ int gnn__cuda_buf_reserve(gnn__cuda_buf_t *b, size_t bytes, cudaStream_t s)
         }
     }
     void *p = NULL;
-    cudaError_t e = cudaMalloc(&p, want);
+    cudaError_t e = b->pooled ? cudaMallocAsync(&p, want, s) : cudaMalloc(&p, want);
     if (e == cudaErrorMemoryAllocation && want > bytes) {
         cudaGetLastError(); /* not sticky: clear it, then try the exact size */
         want = bytes;
-        e = cudaMalloc(&p, want);
+        e = b->pooled ? cudaMallocAsync(&p, want, s) : cudaMalloc(&p, want);
     }
     if (e != cudaSuccess) {
         cudaGetLastError();
@@ -173,21 +174,29 @@ int gnn__cuda_buf_reserve(gnn__cuda_buf_t *b, size_t bytes, cudaStream_t s)
 
 /* ---- Graph ---------------------------------------------------------------- */
 
+/* An array of g freed as it was allocated: in stream order when pooled. */
+static void graph_array_free(gnn_cuda_graph_t *g, void *p)
+{
+    if (!p) return;
+    if (g->pooled)
+        cudaFreeAsync(p, g->stream);
+    else
+        cudaFree(p);
+}
+
 void gnn__cuda_graph_free(gnn_cuda_graph_t *g)
 {
     if (!g) return;
     gnn__be_note_free();
-    /* What cudaFree frees must be idle first; a pooled graph's own arrays
-     * go in stream order, so a graph that made nothing else needs no wait. */
-    int lazy = g->ones != NULL || g->scratch.p != NULL || g->have_events;
-    for (int d = 0; d < 2; d++)
-        for (int a = 0; a < N_SUMLIKE; a++) lazy |= g->vals[d][a] != NULL || g->sp[d][a] != NULL;
-    for (int i = 0; i < N_DENSE; i++) lazy |= g->dense[i].used;
-    if (!g->pooled || lazy) cudaStreamSynchronize(g->stream);
+    /* What cudaFree frees must be idle first. A pooled graph (a batch's
+     * block) has every array from the stream-ordered pool, its scratch and
+     * values too, all freed in the order of the stream that used them:
+     * no wait; its descriptors and events may go with work still queued. */
+    if (!g->pooled) cudaStreamSynchronize(g->stream);
     for (int d = 0; d < 2; d++)
         for (int a = 0; a < N_SUMLIKE; a++) {
             if (g->sp[d][a]) GNN_CU(cusparseDestroySpMat)(g->sp[d][a]);
-            cudaFree(g->vals[d][a]);
+            graph_array_free(g, g->vals[d][a]);
         }
     for (int i = 0; i < N_DENSE; i++)
         if (g->dense[i].used) {
@@ -198,20 +207,15 @@ void gnn__cuda_graph_free(gnn_cuda_graph_t *g)
         cudaEventDestroy(g->ev[0]);
         cudaEventDestroy(g->ev[1]);
     }
-    cudaFree(g->ones);
-    cudaFree(g->scratch.p);
-    cudaFree(g->weights);
-    if (!g->t_shared) cudaFree(g->t_weights);
+    graph_array_free(g, g->ones);
+    graph_array_free(g, g->scratch.p);
+    graph_array_free(g, g->weights);
+    if (!g->t_shared) graph_array_free(g, g->t_weights);
     void *own[9] = {g->indptr,  g->indices, g->t_shared ? NULL : g->t_indptr,
                     g->t_shared ? NULL : g->t_indices, g->inv_deg, g->gcn_dst, g->gcn_src,
                     g->attn[0], g->attn[1]};
-    for (int k = 0; k < 9; k++) {
-        if (!own[k]) continue;
-        if (g->pooled)
-            cudaFreeAsync(own[k], g->stream);
-        else
-            cudaFree(own[k]);
-    }
+    for (int k = 0; k < 9; k++) graph_array_free(g, own[k]);
+    (void)cudaGetLastError(); /* a failed free is not the next launch's */
     gnn_free(g);
 }
 
@@ -559,6 +563,7 @@ int gnn__cuda_graph_create_dev(const gnn_cuda_spmm_ctx_t *ctx, void *stream, int
      * blocks come and go every step, and neither their allocation nor
      * their free may wait for the device (cudaMalloc and cudaFree do). */
     g->pooled = 1;
+    g->scratch.pooled = 1;
     cudaError_t e = cudaMallocAsync((void **)&g->indptr, (size_t)(n_dst + 1) * sizeof(int64_t), st);
     if (e == cudaSuccess) e = cudaMallocAsync((void **)&g->indices, eb, st);
     if (e == cudaSuccess)
@@ -791,7 +796,9 @@ static int sparse_descr(gnn_cuda_graph_t *g, gnn_aggr_t aggr, int dir, cudaStrea
     } else {
         float **slot = aggr == GNN_AGGR_SUM ? &g->ones : &g->vals[dir][aggr];
         if (!*slot) {
-            cudaError_t e = cudaMalloc((void **)slot, (size_t)g->nnz * sizeof(float));
+            const size_t vb = (size_t)g->nnz * sizeof(float);
+            cudaError_t e = g->pooled ? cudaMallocAsync((void **)slot, vb, s)
+                                      : cudaMalloc((void **)slot, vb);
             if (e != cudaSuccess) {
                 cudaGetLastError();
                 *slot = NULL;

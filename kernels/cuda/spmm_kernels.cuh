@@ -52,16 +52,20 @@ typedef struct {
     int64_t n_diag;           /* rows r < n_diag get the diagonal term */
 } gnn__scsr_t;
 
-/* A grow-only device buffer kept by a graph (scratch between calls). */
+/* A grow-only device buffer kept by a graph (scratch between calls);
+ * pooled: from the stream-ordered pool, allocated and freed in the order
+ * of the one stream that uses it, without a wait. */
 typedef struct {
     void *p;
     size_t bytes;
+    int pooled;
 } gnn__cuda_buf_t;
 
 /*
  * Make b hold at least bytes. An existing smaller buffer is freed after
- * the work queued on s (which may still read it). 0, GNN_ENOMEM or
- * GNN_ECUDA; on failure b is empty. Defined in spmm_cuda.cu.
+ * the work queued on s (which may still read it): a wait for s, or in
+ * stream order when pooled. 0, GNN_ENOMEM or GNN_ECUDA; on failure b is
+ * empty. Defined in spmm_cuda.cu.
  */
 int gnn__cuda_buf_reserve(gnn__cuda_buf_t *b, size_t bytes, cudaStream_t s);
 
