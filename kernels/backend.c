@@ -194,10 +194,27 @@ int gnn_be_spmm_choice(gnn_backend_t *be, const gnn_bgraph_t *g, int aggr, int64
             return GNN_FAIL(GNN_EINVAL, "%s: %s is not a buffer of %s", fn, #p, be->desc);   \
     } while (0)
 
+/* Between gnn_be_capture_rules_begin and _end (cpu-as-gpu): an operation
+ * that a GPU's capture refuses, the first one noted. */
+static void rule(gnn_backend_t *be, const char *what)
+{
+    if (be->rules && !be->rules_broken[0])
+        snprintf(be->rules_broken, sizeof be->rules_broken, "%s", what);
+}
+
+/* The same for ids a GPU checks on the device and reads the result back
+ * of, unless vouched for (the CUDA backend's first_bad_row). */
+static void rule_ids(gnn_backend_t *be, const int64_t *ids, int64_t n, int64_t bound,
+                     const char *what)
+{
+    if (be->rules && ids && n > 0 && !gnn__be_trusted(be, ids, n, bound)) rule(be, what);
+}
+
 int gnn_be_alloc(gnn_backend_t *be, size_t bytes, void **out)
 {
     NEED(be && out, "gnn_be_alloc");
     *out = NULL;
+    rule(be, "gnn_be_alloc: an allocation");
     return be->ops->alloc(be, bytes, out);
 }
 
@@ -221,6 +238,7 @@ void gnn_be_free(gnn_backend_t *be, void *p)
 int gnn_be_host_alloc(gnn_backend_t *be, size_t bytes, void **out)
 {
     NEED(be && out, "gnn_be_host_alloc");
+    rule(be, "gnn_be_host_alloc: an allocation of host memory");
     if (be->ops->host_alloc) return be->ops->host_alloc(be, bytes, out);
     *out = gnn_malloc(bytes ? bytes : 1);
     return *out ? 0 : GNN_FAIL(GNN_ENOMEM, "%zu bytes of host memory", bytes);
@@ -239,6 +257,7 @@ int gnn_be_map_host(gnn_backend_t *be, void *host, size_t bytes, void **dev)
 {
     NEED(be && host && dev, "gnn_be_map_host");
     *dev = NULL;
+    rule(be, "gnn_be_map_host: host memory mapped");
     if (!be->ops->map_host)
         return GNN_FAIL(GNN_EUNSUPPORTED, "gnn_be_map_host: not available on %s", be->desc);
     return be->ops->map_host(be, host, bytes, dev);
@@ -254,6 +273,7 @@ int gnn_be_upload(gnn_backend_t *be, void *dst, const void *src, size_t bytes)
     if (!bytes) return 0;
     NEED(be && dst && src, "gnn_be_upload");
     BUF(dst, "gnn_be_upload");
+    rule(be, "gnn_be_upload: a copy from host memory");
     return be->ops->upload(be, dst, src, bytes);
 }
 
@@ -282,8 +302,9 @@ int gnn_be_upload_take(gnn_backend_t *be, void **host, size_t bytes, void **out)
 
 int gnn_be_download(gnn_backend_t *be, void *dst, const void *src, size_t bytes)
 {
-    if (!bytes) return be ? be->ops->sync(be) : 0;
+    if (!bytes) return be ? gnn_be_sync(be) : 0;
     NEED(be && dst && src, "gnn_be_download");
+    rule(be, "gnn_be_download: a copy to host memory, a wait for the device");
     BUF(src, "gnn_be_download");
     return be->ops->download(be, dst, src, bytes);
 }
@@ -308,6 +329,7 @@ int gnn_be_zero(gnn_backend_t *be, void *dst, size_t bytes)
 int gnn_be_sync(gnn_backend_t *be)
 {
     NEED(be, "gnn_be_sync");
+    rule(be, "gnn_be_sync: a wait for the device");
     return be->ops->sync(be);
 }
 
@@ -463,6 +485,7 @@ int gnn_be_dropout_rows(gnn_backend_t *be, int64_t rows, int64_t f, const int64_
     BUF(row_id, "gnn_be_dropout_rows");
     BUF(x, "gnn_be_dropout_rows");
     BUF(y, "gnn_be_dropout_rows");
+    rule_ids(be, row_id, rows, INT64_MAX, "gnn_be_dropout_rows: its row ids checked on the device");
     return be->ops->dropout_rows(be, rows, f, row_id, p, seed, offset, x, y);
 }
 
@@ -481,6 +504,7 @@ int gnn_be_gather_rows(gnn_backend_t *be, int64_t n, int64_t f, const float *src
     BUF(src, "gnn_be_gather_rows");
     BUF(idx, "gnn_be_gather_rows");
     BUF(dst, "gnn_be_gather_rows");
+    rule_ids(be, idx, n, src_rows, "gnn_be_gather_rows: its ids checked on the device");
     return be->ops->gather_rows(be, n, f, src, src_rows, idx, dst);
 }
 
@@ -506,6 +530,7 @@ int gnn_be_softmax_xent(gnn_backend_t *be, int64_t rows, int64_t classes, const 
     BUF(labels, "gnn_be_softmax_xent");
     BUF(idx, "gnn_be_softmax_xent");
     BUF(dlogits, "gnn_be_softmax_xent");
+    rule(be, "gnn_be_softmax_xent: the loss read back");
     return be->ops->softmax_xent(be, rows, classes, logits, labels, idx, nidx, loss, dlogits);
 }
 
@@ -547,6 +572,7 @@ int gnn_be_count_correct(gnn_backend_t *be, int64_t rows, int64_t classes, const
     BUF(logits, "gnn_be_count_correct");
     BUF(labels, "gnn_be_count_correct");
     BUF(idx, "gnn_be_count_correct");
+    rule(be, "gnn_be_count_correct: the count read back");
     return be->ops->count_correct(be, rows, classes, logits, labels, idx, nidx, correct);
 }
 
@@ -1264,6 +1290,7 @@ int gnn_be_sparse_opt_step(gnn_backend_t *be, const gnn_sparse_opt_t *o, int64_t
     BUF(w, "gnn_be_sparse_opt_step");
     BUF(s1, "gnn_be_sparse_opt_step");
     BUF(s2, "gnn_be_sparse_opt_step");
+    rule_ids(be, rows, n, table_rows, "gnn_be_sparse_opt_step: its row ids checked on the device");
     return be->ops->sparse_opt_step(be, o, n, d, rows, table_rows, g, ldg, w, s1, s2, step);
 }
 
@@ -1274,6 +1301,7 @@ int gnn_be_copy_rows(gnn_backend_t *be, int64_t n, int64_t f, const float *src, 
     BUF(src, "gnn_be_copy_rows");
     BUF(idx, "gnn_be_copy_rows");
     BUF(dst, "gnn_be_copy_rows");
+    rule_ids(be, idx, n, src_rows, "gnn_be_copy_rows: its ids checked on the device");
     return be->ops->copy_rows(be, n, f, src, lds, src_rows, idx, dst, ldd);
 }
 
@@ -1286,6 +1314,7 @@ int gnn_be_scatter_rows(gnn_backend_t *be, int64_t n, int64_t f, const float *sr
     BUF(dst, "gnn_be_scatter_rows");
     if (!be->ops->scatter_rows)
         return GNN_FAIL(GNN_EUNSUPPORTED, "gnn_be_scatter_rows: not on %s", be->desc);
+    if (n > 0) rule(be, "gnn_be_scatter_rows: its check of repeats read back");
     return be->ops->scatter_rows(be, n, f, src, lds, idx, dst, ldd, dst_rows);
 }
 
@@ -1557,6 +1586,28 @@ int gnn_be_capture_end(gnn_backend_t *be, gnn_bcapture_t **out)
 fail:
     if (graph) be->ops->capture_free(be, graph);
     return rc;
+}
+
+int gnn_be_capture_rules_begin(gnn_backend_t *be)
+{
+    NEED(be, "gnn_be_capture_rules_begin");
+    if (be->kind != GNN_BACKEND_CPU || be->host_memory)
+        return GNN_FAIL(GNN_EUNSUPPORTED,
+                        "gnn_be_capture_rules_begin: only where a GPU is emulated, not on %s",
+                        be->desc);
+    if (be->rules) return GNN_FAIL(GNN_EINVAL, "gnn_be_capture_rules_begin: already begun");
+    be->rules = 1;
+    be->rules_broken[0] = '\0';
+    return 0;
+}
+
+int gnn_be_capture_rules_end(gnn_backend_t *be)
+{
+    NEED(be, "gnn_be_capture_rules_end");
+    if (!be->rules) return GNN_FAIL(GNN_EINVAL, "gnn_be_capture_rules_end: not begun");
+    be->rules = 0;
+    if (!be->rules_broken[0]) return 0;
+    return GNN_FAIL(GNN_ECUDA, "%s inside captured work", be->rules_broken);
 }
 
 int gnn_be_capture_launch(gnn_backend_t *be, gnn_bcapture_t *c)

@@ -578,6 +578,20 @@ int gnn_be_capture_begin(gnn_backend_t *be);
 int gnn_be_capture_end(gnn_backend_t *be, gnn_bcapture_t **out);
 int gnn_be_capture_launch(gnn_backend_t *be, gnn_bcapture_t *c);
 void gnn_be_capture_free(gnn_bcapture_t *c);
+/*
+ * A capture's rules checked where nothing can be captured, on a CPU
+ * backend that takes a GPU's paths (cpu-as-gpu): the work between
+ * gnn_be_capture_rules_begin and gnn_be_capture_rules_end runs as usual,
+ * and the first operation in it that would fail a capture on a GPU is
+ * noted: an allocation, a copy between host and backend memory, a wait
+ * (gnn_be_sync), a check of ids read back from the device (an operation
+ * given ids no gnn_be_trust_ids or gnn_be_trust_buffer vouches for, a
+ * scatter's check of repeats, a loss or count read back). end returns 0
+ * when there was none, else GNN_ECUDA naming it. GNN_EUNSUPPORTED on
+ * other backends, GNN_EINVAL when begun twice or ended unbegun.
+ */
+int gnn_be_capture_rules_begin(gnn_backend_t *be);
+int gnn_be_capture_rules_end(gnn_backend_t *be);
 /* A count that grows whenever a backend buffer (a caller's or the
  * backend's own scratch) is freed or moved, in any backend of the process:
  * work captured while it had one value may be launched only while it

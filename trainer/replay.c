@@ -24,8 +24,11 @@
  *
  * On cpu-as-gpu (a CPU backend that takes a GPU's paths, where nothing
  * can be captured) the replay is emulated so that its logic is tested
- * without a device: each later step is queued again with the captured
- * step's arguments (the model's stream and Adam's step as they were at the
+ * without a device: the step to capture runs under a capture's rules
+ * (gnn_be_capture_rules_begin: no allocation, copy, wait or device-side
+ * check of ids it does not vouch for, each of which fails a GPU's
+ * capture), and each later step is queued again with the captured step's
+ * arguments (the model's stream and Adam's step as they were at the
  * capture) and the step scalars of the epoch, which must give the results
  * of the step queued with its own.
  */
@@ -93,8 +96,11 @@ static int set_scalars(gnn_job_t *j, uint64_t delta, int64_t step)
 
 /* Capture the step (or, emulated, queue it) with the stream at off0 and
  * Adam's next step step0 + 1; on success the step has been queued or
- * launched once. A failed capture puts the counters back and returns 1:
- * the caller queues the step itself. */
+ * launched once. A capture that fails puts the counters back and returns
+ * 1: the caller queues the step itself. Emulated, the step runs under a
+ * GPU capture's rules (gnn_be_capture_rules_begin): where it breaks one,
+ * the run goes on without captures as it would on a GPU, and 2 says that
+ * the step has run. */
 static int capture(gnn_job_t *j, int (*issue)(gnn_job_t *j))
 {
     int rc = 0;
@@ -103,35 +109,41 @@ static int capture(gnn_job_t *j, int (*issue)(gnn_job_t *j))
     r->step0 = j->ck.step;
     GNN_TRY(set_scalars(j, 0, r->step0 + 1));
     const uint64_t gen = gnn_be_free_generation();
-    int emulate = gnn_backend_kind(j->be) == GNN_BACKEND_CPU;
+    const int emulate = gnn_backend_kind(j->be) == GNN_BACKEND_CPU;
+    char why[256] = "";
     if (emulate) {
-        GNN_TRY(issue(j));
-    } else {
+        GNN_TRY(gnn_be_capture_rules_begin(j->be));
+        int qrc = issue(j);
+        int crc = gnn_be_capture_rules_end(j->be);
+        GNN_TRY(qrc);
+        if (crc < 0) snprintf(why, sizeof why, "%s", gnn_error_message());
+        if (!why[0] && gnn_be_free_generation() != gen)
+            snprintf(why, sizeof why, "a buffer was freed while the step was captured");
+    } else if (gnn_be_capture_begin(j->be) < 0) {
         /* Whatever fails here, the step has not run: it runs queued. */
-        char why[256] = "";
-        if (gnn_be_capture_begin(j->be) < 0) {
+        snprintf(why, sizeof why, "%s", gnn_error_message());
+    } else {
+        int qrc = issue(j);
+        if (qrc < 0) snprintf(why, sizeof why, "%s", gnn_error_message());
+        int crc = gnn_be_capture_end(j->be, &r->cap);
+        if (crc < 0 && !why[0]) snprintf(why, sizeof why, "%s", gnn_error_message());
+        if (!why[0] && gnn_be_free_generation() != gen)
+            snprintf(why, sizeof why, "a buffer was freed while the step was captured");
+        if (!why[0] && gnn_be_capture_launch(j->be, r->cap) < 0)
             snprintf(why, sizeof why, "%s", gnn_error_message());
-        } else {
-            int qrc = issue(j);
-            if (qrc < 0) snprintf(why, sizeof why, "%s", gnn_error_message());
-            int crc = gnn_be_capture_end(j->be, &r->cap);
-            if (crc < 0 && !why[0]) snprintf(why, sizeof why, "%s", gnn_error_message());
-            if (!why[0] && gnn_be_free_generation() != gen)
-                snprintf(why, sizeof why, "a buffer was freed while the step was captured");
-            if (!why[0] && gnn_be_capture_launch(j->be, r->cap) < 0)
-                snprintf(why, sizeof why, "%s", gnn_error_message());
-        }
-        if (why[0]) {
-            gnn__replay_drop(j);
-            gnn_error_clear();
+    }
+    if (why[0]) {
+        gnn__replay_drop(j);
+        gnn_error_clear();
+        if (!emulate) { /* the counters as before the step, which runs queued */
             gnn_model_set_rng_offset(j->model, r->off0);
             j->ck.step = r->step0;
-            (void)gnn_be_set_step_scalars(j->be, NULL);
-            r->state = -1;
-            GNN_INFO("run %" PRId64 ": the training step runs without a CUDA graph (%s)",
-                     j->ck.run + 1, why);
-            return 1;
         }
+        (void)gnn_be_set_step_scalars(j->be, NULL);
+        r->state = -1;
+        GNN_INFO("run %" PRId64 ": the training step runs without a CUDA graph (%s)",
+                 j->ck.run + 1, why);
+        return emulate ? 2 : 1;
     }
     r->span = gnn_model_rng_offset(j->model) - r->off0;
     r->gen = gen;
@@ -197,9 +209,9 @@ int gnn__replay_step(gnn_job_t *j, int (*issue)(gnn_job_t *j))
     }
     r->last = "captured";
     int rc = capture(j, issue);
-    if (rc != 1) return rc;
+    if (rc <= 0) return rc;
     r->last = "queued";
-    return issue(j);
+    return rc == 2 ? 0 : issue(j);
 }
 
 const char *gnn__replay_why_not(const gnn_job_t *j)

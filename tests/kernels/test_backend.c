@@ -794,6 +794,89 @@ static void test_trust_buffer(void **state)
 }
 
 /*
+ * A capture's rules on cpu-as-gpu (gnn_be_capture_rules_begin/_end): work
+ * that a GPU captures passes (a copy between buffers, a gather by trusted
+ * ids, a queued loss); each operation that fails a capture is named by
+ * end (the first of several), and still runs; the CPU refuses the check.
+ */
+static void test_capture_rules(void **state)
+{
+    (void)state;
+    gnn_backend_t *be = NULL, *cpu = NULL;
+    assert_int_equal(gnn_backend_open("cpu-as-gpu", &be), 0);
+    assert_int_equal(gnn_backend_open("cpu", &cpu), 0);
+    const int64_t hid[4] = {3, 0, 2, 1}, hlab[4] = {1, 0, 1, 0};
+    float hx[8] = {1, 2, 3, 4, 5, 6, 7, 8}, back[8];
+    int64_t *ids = NULL, *lab = NULL;
+    float *x = NULL, *y = NULL;
+    double *loss = NULL;
+    assert_int_equal(gnn_be_alloc(be, sizeof hid, (void **)&ids), 0);
+    assert_int_equal(gnn_be_alloc(be, sizeof hlab, (void **)&lab), 0);
+    assert_int_equal(gnn_be_alloc(be, sizeof hx, (void **)&x), 0);
+    assert_int_equal(gnn_be_alloc(be, sizeof hx, (void **)&y), 0);
+    assert_int_equal(gnn_be_alloc(be, sizeof *loss, (void **)&loss), 0);
+    assert_int_equal(gnn_be_upload(be, ids, hid, sizeof hid), 0);
+    assert_int_equal(gnn_be_upload(be, lab, hlab, sizeof hlab), 0);
+    assert_int_equal(gnn_be_upload(be, x, hx, sizeof hx), 0);
+    /* capturable work */
+    assert_int_equal(gnn_be_trust_buffer(be, ids, 4, 4), 0);
+    assert_int_equal(gnn_be_capture_rules_begin(be), 0);
+    assert_int_equal(gnn_be_copy(be, y, x, sizeof hx), 0);
+    assert_int_equal(gnn_be_gather_rows(be, 4, 2, x, 4, ids, y), 0);
+    assert_int_equal(gnn_be_softmax_xent_async(be, 4, 2, y, lab, NULL, 4, loss, y), 0);
+    assert_int_equal(gnn_be_capture_rules_end(be), 0);
+    /* each kind of refused operation, run all the same */
+    assert_int_equal(gnn_be_trust_buffer(be, ids, 0, 0), 0);
+    struct {
+        const char *want;
+        int which;
+    } cases[] = {
+        {"gnn_be_gather_rows: its ids checked on the device inside captured work", 0},
+        {"gnn_be_download: a copy to host memory, a wait for the device inside captured work", 1},
+        {"gnn_be_sync: a wait for the device inside captured work", 2},
+        {"gnn_be_upload: a copy from host memory inside captured work", 3},
+        {"gnn_be_alloc: an allocation inside captured work", 4},
+        {"gnn_be_softmax_xent: the loss read back inside captured work", 5},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        void *p = NULL;
+        double l = 0;
+        assert_int_equal(gnn_be_capture_rules_begin(be), 0);
+        assert_int_equal(gnn_be_copy(be, y, x, sizeof hx), 0); /* fine before it */
+        switch (cases[c].which) {
+        case 0: assert_int_equal(gnn_be_gather_rows(be, 4, 2, x, 4, ids, y), 0); break;
+        case 1: assert_int_equal(gnn_be_download(be, back, x, sizeof back), 0); break;
+        case 2: assert_int_equal(gnn_be_sync(be), 0); break;
+        case 3: assert_int_equal(gnn_be_upload(be, y, hx, sizeof hx), 0); break;
+        case 4: assert_int_equal(gnn_be_alloc(be, 64, &p), 0); break;
+        case 5: assert_int_equal(gnn_be_softmax_xent(be, 4, 2, x, lab, NULL, 4, &l, y), 0); break;
+        }
+        assert_int_equal(gnn_be_sync(be), 0); /* a second: the first is named */
+        expect_error(gnn_be_capture_rules_end(be), GNN_ECUDA, cases[c].want);
+        gnn_be_free(be, p);
+    }
+    /* the result of the gather that broke the rule is there */
+    assert_int_equal(gnn_be_gather_rows(be, 4, 2, x, 4, ids, y), 0);
+    assert_int_equal(gnn_be_download(be, back, y, sizeof back), 0);
+    assert_true(back[0] == 7 && back[1] == 8 && back[2] == 1 && back[7] == 4);
+    /* ended, nothing is noted */
+    assert_int_equal(gnn_be_sync(be), 0);
+    expect_error(gnn_be_capture_rules_end(be), GNN_EINVAL, "gnn_be_capture_rules_end: not begun");
+    assert_int_equal(gnn_be_capture_rules_begin(be), 0);
+    expect_error(gnn_be_capture_rules_begin(be), GNN_EINVAL, "already begun");
+    assert_int_equal(gnn_be_capture_rules_end(be), 0);
+    expect_error(gnn_be_capture_rules_begin(cpu), GNN_EUNSUPPORTED,
+                 "gnn_be_capture_rules_begin: only where a GPU is emulated");
+    gnn_be_free(be, ids);
+    gnn_be_free(be, lab);
+    gnn_be_free(be, x);
+    gnn_be_free(be, y);
+    gnn_be_free(be, loss);
+    gnn_backend_close(be);
+    gnn_backend_close(cpu);
+}
+
+/*
  * Step scalars (gnn_be_set_step_scalars) on cpu-as-gpu: while set, every
  * dropout (plain, backward, by rows, fused with bias and activation) draws
  * the mask of its offset plus drop_delta, and Adam takes the bias
@@ -1111,6 +1194,7 @@ int main(void)
         cmocka_unit_test(test_cpu_as_gpu),
         cmocka_unit_test(test_trust_ids),
         cmocka_unit_test(test_trust_buffer),
+        cmocka_unit_test(test_capture_rules),
         cmocka_unit_test(test_step_scalars),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -817,7 +817,9 @@ static int log_steps(const char *path, char steps[][16], int max)
 
 /*
  * The full-graph step captured once and replayed (--cuda-graphs, on by
- * default), emulated on cpu-as-gpu: each replay queues the step again
+ * default), emulated on cpu-as-gpu: the step to capture runs under a GPU
+ * capture's rules (no wait, allocation or host copy in it, else the log
+ * would say queued), each replay queues the step again
  * with the captured step's dropout counters and Adam step, corrected by
  * the epoch's step scalars read from the device. Over 2 runs of 5 epochs
  * (the first step queued and checked, the second captured, the rest
