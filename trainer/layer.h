@@ -270,7 +270,10 @@ int gnn_layer_kind_count(void);
 const gnn_layer_kind_t *gnn_layer_kind_at(int i);
 
 /* Make *buf a backend buffer of at least bytes (contents not kept; kept
- * as is when already large enough). For layers and the model. */
+ * as is when already large enough). A buffer that has to grow again gets
+ * a quarter more than asked (mini-batches of varying size reallocate a
+ * few times, not at every new largest batch: on a GPU each reallocation
+ * waits for the device). For layers and the model. */
 int gnn_layer_ensure(gnn_backend_t *be, void **buf, size_t *have, size_t bytes);
 
 /* The end of a forward: Z (nd x fout) += b and the activation the model

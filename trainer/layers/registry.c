@@ -9,6 +9,7 @@
 #include "graph/base/rng.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -59,12 +60,19 @@ void gnn_layer_kind_list(char *buf, size_t size)
 int gnn_layer_ensure(gnn_backend_t *be, void **buf, size_t *have, size_t bytes)
 {
     if (*buf && *have >= bytes) return 0;
+    const size_t want = *buf && bytes <= SIZE_MAX / 5 * 4 ? bytes + bytes / 4 : bytes;
     gnn_be_free(be, *buf);
     *buf = NULL;
     *have = 0;
-    int rc = gnn_be_alloc(be, bytes, buf);
+    size_t got = want;
+    int rc = gnn_be_alloc(be, want, buf);
+    if (rc < 0 && want > bytes) { /* the room asked for only */
+        gnn_error_clear();
+        got = bytes;
+        rc = gnn_be_alloc(be, bytes, buf);
+    }
     if (rc < 0) return rc;
-    *have = bytes;
+    *have = got;
     return 0;
 }
 
