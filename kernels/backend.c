@@ -1214,6 +1214,24 @@ static int score_run(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_aggr_def_t *d
                     def->name, dir, rc);
 }
 
+int gnn_be_aggr_runs(gnn_backend_t *be, const gnn_aggr_def_t *def)
+{
+    NEED(be && def, "gnn_be_aggr_runs");
+    const char *devname = be->kind == GNN_BACKEND_CUDA ? "CUDA" : "CPU";
+    if (def->kind == GNN_AGGR_KIND_ATTENTION) {
+        if (!be->ops->attn_score || !be->ops->attn_score(def) || !be->ops->attn_score_backward ||
+            !be->ops->attn_score_backward(def))
+            return GNN_FAIL(GNN_EUNSUPPORTED, "attention function %s has no %s score and score "
+                                              "backward",
+                            def->name, devname);
+        return 0;
+    }
+    if (!be->ops->aggr_forward(def) || !be->ops->aggr_backward(def))
+        return GNN_FAIL(GNN_EUNSUPPORTED, "aggregator %s has no %s forward and backward",
+                        def->name, devname);
+    return 0;
+}
+
 int gnn_be_attn_score(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_aggr_def_t *def,
                       const gnn_attn_opts_t *o, const float *params, const float *x, float *s,
                       void *ws, size_t ws_bytes)

@@ -373,6 +373,11 @@ int64_t gnn_be_attn_slots(const gnn_bgraph_t *g, int self_loop);
  * as for aggregators: GNN_EUNSUPPORTED when def has no entry point for
  * this device, GNN_EPLUGIN with the plug-in's message.
  */
+/* 0 when be runs def both ways (an aggregator's forward and backward, an
+ * attention function's score and its backward), else GNN_EUNSUPPORTED
+ * naming what is missing (a plug-in built without the device's entry
+ * points). */
+int gnn_be_aggr_runs(gnn_backend_t *be, const gnn_aggr_def_t *def);
 int gnn_be_attn_workspace(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_aggr_def_t *def,
                           const gnn_attn_opts_t *o, size_t *bytes);
 int gnn_be_attn_score(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_aggr_def_t *def,

@@ -13,6 +13,7 @@
 #include "graph/base/log.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -276,6 +277,20 @@ int gnn__setup(gnn_job_t *j)
         rc = GNN_FAIL(GNN_EUSAGE, "--attention %s: only for --model gat (the %s model takes "
                                   "an aggregator, --aggr)",
                       o->attention, j->kind->name);
+        goto fail;
+    }
+    /* A plug-in without the device's entry points: refused before the data */
+    const gnn_aggr_def_t *used = j->kind->attention ? j->attn : j->aggr;
+    if (used && gnn_be_aggr_runs(j->be, used) < 0) {
+        char why[256], hint[PATH_MAX + 96] = "";
+        snprintf(why, sizeof why, "%s", gnn_error_message());
+        const size_t pl = o->aggr_plugin ? strlen(o->aggr_plugin) : 0;
+        if (pl > 3 && !strcmp(o->aggr_plugin + pl - 3, ".so") &&
+            gnn_backend_kind(j->be) == GNN_BACKEND_CUDA)
+            snprintf(hint, sizeof hint, " (a build of the plug-in with CUDA entry points, e.g. "
+                                        "%.*s_cuda.so?)",
+                     (int)(pl - 3), o->aggr_plugin);
+        rc = GNN_FAIL(GNN_EUSAGE, "%s on %s%s", why, gnn_backend_describe(j->be), hint);
         goto fail;
     }
     if (j->dist) return 0; /* the part is loaded once every rank got here */

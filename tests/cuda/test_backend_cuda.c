@@ -64,7 +64,8 @@
 #define TINY 1e-30
 
 static uint64_t g_seed;
-static const char *g_lse_path; /* lse_cuda.so, or NULL */
+static const char *g_lse_path;   /* lse_cuda.so, or NULL */
+static const char *g_gatv2_path; /* gatv2_cuda.so, or NULL */
 static gnn_backend_t *g_cpu, *g_gpu;
 static char g_ctx[256]; /* what is being checked, for failure messages */
 
@@ -2069,6 +2070,21 @@ static void expect_alpha(const pair_t *p, int64_t n)
     free(h);
 }
 
+/* The attention tests' block: ATTN_ND x ATTN_NS, 9000 random edges
+ * (repeats among them), stored self loops on every ninth row, and a hub
+ * (row 5, 600 more in-edges). */
+#define ATTN_ND 700
+#define ATTN_NS 1100
+static void attention_block(uint64_t *s, gnn_csr_t *a)
+{
+    elist_t e = {0};
+    add_random(s, &e, ATTN_ND, ATTN_NS, 9000);
+    for (gnn_vid_t v = 0; v < ATTN_ND; v += 9) el_add(&e, v, v, 1.0f);
+    for (int r = 0; r < 600; r++) el_add(&e, rng_below(s, ATTN_NS), 5, 1.0f);
+    el_to_csr(&e, ATTN_ND, ATTN_NS, 0, a);
+    el_free(&e);
+}
+
 /*
  * The built-in gat on both backends: scores, the softmax and aggregation
  * with attention dropout keyed by global ids (the same mask bit for bit),
@@ -2086,14 +2102,9 @@ static void test_attention(void **state)
     assert_int_equal(gnn_aggr_registry_create(&reg), 0);
     const gnn_aggr_def_t *gat = NULL;
     assert_int_equal(gnn_aggr_registry_find(reg, "gat", &gat), 0);
-    const gnn_vid_t nd = 700, ns = 1100;
-    elist_t e = {0};
-    add_random(&s, &e, nd, ns, 9000);
-    for (gnn_vid_t v = 0; v < nd; v += 9) el_add(&e, v, v, 1.0f); /* stored self loops */
-    for (int r = 0; r < 600; r++) el_add(&e, rng_below(&s, ns), 5, 1.0f); /* a hub */
+    const gnn_vid_t nd = ATTN_ND, ns = ATTN_NS;
     gnn_csr_t a;
-    el_to_csr(&e, nd, ns, 0, &a);
-    el_free(&e);
+    attention_block(&s, &a);
     gnn_bgraph_t *gc = NULL, *gg = NULL;
     context("attention graph");
     expect_ok(gnn_be_graph_create(g_cpu, &a, &gc), gnn_be_graph_create(g_gpu, &a, &gg));
@@ -2269,6 +2280,88 @@ static void test_lse_plugin(void **state)
     gnn_aggr_registry_free(reg);
 }
 
+/*
+ * The gatv2 plug-in's CUDA entry points (gatv2_cuda.so, argv[2]) against
+ * its CPU ones, on the attention block with self loops added and not, 1,
+ * 3 and 8 heads: the scores, then their backward from score gradients of
+ * which a fifth are 0 (dx accumulated onto what it held, the gradient of
+ * a), within rounding; and the GPU's backward twice from the same inputs,
+ * the same bits.
+ */
+static void test_gatv2_plugin(void **state)
+{
+    (void)state;
+    if (!g_gatv2_path) {
+        printf("# no gatv2_cuda.so given (argv[2]): plug-in check skipped\n");
+        skip();
+    }
+    uint64_t s = g_seed ^ 0x67617476;
+    gnn_aggr_registry_t *reg = NULL;
+    const gnn_aggr_def_t *def = NULL;
+    assert_int_equal(gnn_aggr_registry_create(&reg), 0);
+    if (gnn_aggr_registry_load(reg, g_gatv2_path) != 0)
+        fail_msg("loading %s: %s", g_gatv2_path, gnn_error_message());
+    assert_int_equal(gnn_aggr_registry_find_kind(reg, "gatv2", GNN_AGGR_KIND_ATTENTION, &def), 0);
+    if (!def->cuda_score || !def->cuda_score_backward)
+        fail_msg("%s has no CUDA entry points (built without GATV2_WITH_CUDA?)", g_gatv2_path);
+    const gnn_vid_t ns = ATTN_NS;
+    gnn_csr_t a;
+    attention_block(&s, &a);
+    gnn_bgraph_t *gc = NULL, *gg = NULL;
+    context("gatv2 graph");
+    expect_ok(gnn_be_graph_create(g_cpu, &a, &gc), gnn_be_graph_create(g_gpu, &a, &gg));
+    static const int64_t hf[][2] = {{3, 5}, {1, 33}, {8, 8}};
+    for (int sl = 0; sl < 2; sl++)
+        for (int ci = 0; ci < 3; ci++) {
+            const int64_t H = hf[ci][0], F = hf[ci][1], W = H * F;
+            gnn_attn_opts_t o = {.heads = H, .f = F, .self_loop = sl, .negative_slope = 0.2f};
+            context("gatv2: %" PRId64 " heads of %" PRId64 ", self loops %d", H, F, sl);
+            const int64_t slots = gnn_be_attn_slots(gc, sl);
+            size_t wc = 0, wg = 0;
+            expect_ok(gnn_be_attn_workspace(g_cpu, gc, def, &o, &wc),
+                      gnn_be_attn_workspace(g_gpu, gg, def, &o, &wg));
+            assert_true(wc == wg && wc > 0);
+            float *hx = rand_floats(&s, ns * W, 1.0f), *hp = rand_floats(&s, W, 1.0f);
+            float *hds = rand_floats(&s, slots * H, 1.0f), *hdx = rand_floats(&s, ns * W, 1.0f);
+            for (int64_t i = 0; i < slots * H; i += 5) hds[i] = 0.0f;
+            pair_t X = pair_up(hx, (size_t)(ns * W) * 4), P = pair_up(hp, (size_t)W * 4);
+            pair_t DS = pair_up(hds, (size_t)(slots * H) * 4);
+            pair_t S = pair_alloc((size_t)(slots * H) * 4), DX = pair_alloc((size_t)(ns * W) * 4);
+            pair_t DP = pair_alloc((size_t)W * 4), WS = pair_alloc(wc);
+            poison(&S);
+            expect_ok(gnn_be_attn_score(g_cpu, gc, def, &o, P.c, X.c, S.c, WS.c, wc),
+                      gnn_be_attn_score(g_gpu, gg, def, &o, P.g, X.g, S.g, WS.g, wg));
+            expect_close(&S, slots * H);
+            float *run[2][2];
+            for (int r = 0; r < 2; r++) {
+                pair_set(&DX, hdx); /* accumulated into */
+                poison(&DP);
+                int rc = gnn_be_attn_score_backward(g_gpu, gg, def, &o, P.g, X.g, DS.g, DX.g, DP.g,
+                                                    WS.g, wg);
+                if (rc) fail_msg("%s: CUDA score backward: %d %s", g_ctx, rc, gnn_error_message());
+                run[r][0] = fetch(&DX);
+                run[r][1] = fetch(&DP);
+            }
+            context("gatv2 score backward: %" PRId64 " heads of %" PRId64 ", self loops %d", H, F,
+                    sl);
+            expect_ok(gnn_be_attn_score_backward(g_cpu, gc, def, &o, P.c, X.c, DS.c, DX.c, DP.c,
+                                                 WS.c, wc),
+                      0);
+            check_close(run[0][0], DX.c, ns * W);
+            check_close(run[0][1], DP.c, W);
+            check_bits(run[1][0], run[0][0], (size_t)(ns * W) * 4, "dx");
+            check_bits(run[1][1], run[0][1], (size_t)W * 4, "da");
+            for (int r = 0; r < 2; r++) free(run[r][0]), free(run[r][1]);
+            free(hx), free(hp), free(hds), free(hdx);
+            pair_free(&X), pair_free(&P), pair_free(&DS), pair_free(&S), pair_free(&DX);
+            pair_free(&DP), pair_free(&WS);
+        }
+    gnn_be_graph_free(gc);
+    gnn_be_graph_free(gg);
+    gnn_csr_free(&a);
+    gnn_aggr_registry_free(reg);
+}
+
 /* Hand-made definitions: what a CUDA entry point is given, and how the
  * backend reports its failures. */
 static const gnn_aggr_graph_t *g_seen_graph;
@@ -2386,6 +2479,7 @@ int main(int argc, char **argv)
     g_seed = env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL);
     printf("# seed %" PRIu64 " (GNN_TEST_SEED replays it)\n", g_seed);
     g_lse_path = argc > 1 ? argv[1] : NULL;
+    g_gatv2_path = argc > 2 ? argv[2] : NULL;
     if (gnn_backend_open("cuda", &g_gpu) != 0) {
         printf("FAILED: cannot open the CUDA backend: %s\n", gnn_error_message());
         return 1;
@@ -2409,7 +2503,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_sparse),       cmocka_unit_test(test_builtins),
         cmocka_unit_test(test_attention),
         cmocka_unit_test(test_step_capture),
-        cmocka_unit_test(test_lse_plugin),   cmocka_unit_test(test_plugin_entry_points),
+        cmocka_unit_test(test_lse_plugin),   cmocka_unit_test(test_gatv2_plugin),
+        cmocka_unit_test(test_plugin_entry_points),
     };
     double t0 = now();
     int rc = cmocka_run_group_tests(tests, NULL, teardown_graphs);

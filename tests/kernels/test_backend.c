@@ -793,6 +793,74 @@ static void test_trust_buffer(void **state)
     gnn_backend_close(be);
 }
 
+/* Entry points that are never called: what gnn_be_aggr_runs looks at. */
+static int none_forward(const gnn_aggr_call_t *c, const float *x, float *y)
+{
+    (void)c, (void)x, (void)y;
+    return 1;
+}
+
+static int none_backward(const gnn_aggr_call_t *c, const float *x, const float *y,
+                         const float *dy, float *dx)
+{
+    (void)c, (void)x, (void)y, (void)dy, (void)dx;
+    return 1;
+}
+
+static int none_score(const gnn_aggr_call_t *c, const float *x, float *s)
+{
+    (void)c, (void)x, (void)s;
+    return 1;
+}
+
+static int none_score_backward(const gnn_aggr_call_t *c, const float *x, const float *ds,
+                               float *dx)
+{
+    (void)c, (void)x, (void)ds, (void)dx;
+    return 1;
+}
+
+/* gnn_be_aggr_runs: the built-ins run on both CPU backends; a definition
+ * with only CUDA entry points (a plug-in's GPU build) or an attention
+ * function without its score backward is refused, naming what it lacks. */
+static void test_aggr_runs(void **state)
+{
+    (void)state;
+    gnn_aggr_registry_t *reg = NULL;
+    assert_int_equal(gnn_aggr_registry_create(&reg), 0);
+    static const char *const names[2] = {"cpu", "cpu-as-gpu"};
+    for (int k = 0; k < 2; k++) {
+        gnn_backend_t *be = NULL;
+        assert_int_equal(gnn_backend_open(names[k], &be), 0);
+        for (int i = 0; i < gnn_aggr_registry_count(reg); i++)
+            assert_int_equal(gnn_be_aggr_runs(be, gnn_aggr_registry_at(reg, i)), 0);
+        gnn_aggr_def_t cuda_only = {.abi_version = GNN_AGGR_ABI_VERSION,
+                                    .name = "cudaonly",
+                                    .kind = GNN_AGGR_KIND_AGGREGATE,
+                                    .cuda_forward = none_forward,
+                                    .cuda_backward = none_backward};
+        expect_error(gnn_be_aggr_runs(be, &cuda_only), GNN_EUNSUPPORTED,
+                     "aggregator cudaonly has no CPU forward and backward");
+        cuda_only.cpu_forward = none_forward;
+        expect_error(gnn_be_aggr_runs(be, &cuda_only), GNN_EUNSUPPORTED, "no CPU forward");
+        cuda_only.cpu_backward = none_backward;
+        assert_int_equal(gnn_be_aggr_runs(be, &cuda_only), 0);
+        gnn_aggr_def_t attn = {.abi_version = GNN_AGGR_ABI_VERSION,
+                               .name = "half",
+                               .kind = GNN_AGGR_KIND_ATTENTION,
+                               .cpu_score = none_score,
+                               .cuda_score = none_score,
+                               .cuda_score_backward = none_score_backward};
+        expect_error(gnn_be_aggr_runs(be, &attn), GNN_EUNSUPPORTED,
+                     "attention function half has no CPU score and score backward");
+        attn.cpu_score_backward = none_score_backward;
+        assert_int_equal(gnn_be_aggr_runs(be, &attn), 0);
+        expect_error(gnn_be_aggr_runs(be, NULL), GNN_EINVAL, "gnn_be_aggr_runs: NULL argument");
+        gnn_backend_close(be);
+    }
+    gnn_aggr_registry_free(reg);
+}
+
 /*
  * A capture's rules on cpu-as-gpu (gnn_be_capture_rules_begin/_end): work
  * that a GPU captures passes (a copy between buffers, a gather by trusted
@@ -1195,6 +1263,7 @@ int main(void)
         cmocka_unit_test(test_trust_ids),
         cmocka_unit_test(test_trust_buffer),
         cmocka_unit_test(test_capture_rules),
+        cmocka_unit_test(test_aggr_runs),
         cmocka_unit_test(test_step_scalars),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -334,7 +334,8 @@ static void job_failed(char *const argv[], const char *np, tu_run_t *r, double s
                  "output and one error line with %s", cmd, r->status, r->out ? r->out : "", raw,
                  st, want);
     } else {
-        print_message("-np %s: status %d after %.2f s: %s", np, r->status, s, r->err);
+        print_message("%s%s: status %d after %.2f s: %s", np ? "-np " : "one process",
+                      np ? np : "", r->status, s, r->err);
     }
     free(raw);
     tu_run_free(r);
@@ -2180,7 +2181,8 @@ static char *info_run(char *np, const char *dir)
  * fewer): full-graph GCN in one process and on 1, 2 and 4 ranks, 3-layer
  * GraphSAGE (mean, and max with each own kernel), mini-batches on 2 ranks,
  * GCN with learnable input rows (on the device, in host memory, over 2
- * ranks), GAT with 2 heads (one process, 2 ranks), all within GPU_RTOL of
+ * ranks), GAT with 2 heads and with the gatv2 plug-in's CUDA build (one
+ * process, 2 ranks; its CPU-only build refused), all within GPU_RTOL of
  * the CPU's losses (--tf32 GEMMs within 1e-2); --deterministic twice gives the
  * same losses bit for bit, and so does the step replayed from a CUDA graph
  * against the step queued call by call; the gradient sum goes through NCCL where no two
@@ -2336,6 +2338,28 @@ static void test_cuda_training(void **state)
     compare_to("gat, 2 heads", &gref[0].log, gat, 2, EPOCHS);
     log_free(&gref[0].log);
     for (int i = 0; i < 2; i++) log_free(&gat[i].log);
+    /* GATv2 through the plug-in's CUDA build (argv[5] in this program:
+     * gatv2_cuda.so, whose CPU entry points give the reference), one
+     * process and 2 ranks; its CPU-only build (gatv2.so beside it) is
+     * refused on the device before the data is read, naming the other. */
+    run_t vref[] = {{"1 process, cpu", NULL, g_cora, {0}}};
+    train_runs(vref, 1, "cpu-gatv2", "--model", "gat", "--heads", "2", "--aggr-plugin", g_gatv2,
+               "--attention", "gatv2", (char *)NULL);
+    run_t v2d[] = {{"1 process, cuda", NULL, g_cora, {0}}, {"2 ranks, cuda", "2", g_k2, {0}}};
+    train_runs(v2d, 2, "cuda-gatv2", "--device", "cuda", "--model", "gat", "--heads", "2",
+               "--aggr-plugin", g_gatv2, "--attention", "gatv2", (char *)NULL);
+    compare_to("gatv2 plug-in, 2 heads", &vref[0].log, v2d, 2, EPOCHS);
+    log_free(&vref[0].log);
+    for (int i = 0; i < 2; i++) log_free(&v2d[i].log);
+    char cpu_only[4096];
+    const size_t gl = strlen(g_gatv2);
+    assert_true(gl > 8 && gl < sizeof cpu_only && !strcmp(g_gatv2 + gl - 8, "_cuda.so"));
+    snprintf(cpu_only, sizeof cpu_only, "%.*s.so", (int)(gl - 8), g_gatv2);
+    mpi_fails((const char *[]){"attention function gatv2 has no CUDA score and score backward",
+                               g_gatv2, NULL},
+              NULL, ARGS("--data", g_cora, "--device", "cuda", "--model", "gat", "--aggr-plugin",
+                         cpu_only, "--attention", "gatv2", "-q"));
+
     /* Replayed from its CUDA graph, attention dropout's key drawn on the
      * device from the replayed step's position: the bits of the step
      * queued call by call. */

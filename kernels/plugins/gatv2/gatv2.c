@@ -43,8 +43,12 @@
 #define GATV2_HIDDEN
 #endif
 
-/* Blocks of slots summed apart for da (also the CUDA version's count). */
+/* Blocks of slots summed apart for da: GATV2_BLOCKS on the CPU,
+ * GATV2_CUDA_PARTS on a GPU (gatv2_cuda.cu defines the same value); the
+ * workspace holds the larger count. */
 #define GATV2_BLOCKS 256
+#define GATV2_CUDA_PARTS 1024
+#define GATV2_WS_PARTS (GATV2_CUDA_PARTS > GATV2_BLOCKS ? GATV2_CUDA_PARTS : GATV2_BLOCKS)
 
 #ifdef GATV2_WITH_CUDA
 GATV2_HIDDEN int gatv2_cuda_score(const gnn_aggr_call_t *call, const float *x, float *s);
@@ -74,7 +78,7 @@ GATV2_HIDDEN int gatv2_check(const gnn_aggr_call_t *call, const char *what)
 {
     if (!call || !call->edges || !call->params || call->heads < 1 || call->f < 1)
         return gatv2_fail(call, "gatv2 %s: missing edges, parameters or sizes", what);
-    if (call->workspace_size < (size_t)GATV2_BLOCKS * (size_t)(call->heads * call->f) * 8u)
+    if (call->workspace_size < (size_t)GATV2_WS_PARTS * (size_t)(call->heads * call->f) * 8u)
         return gatv2_fail(call, "gatv2 %s: workspace of %zu bytes is too small", what,
                     call->workspace_size);
     return 0;
@@ -174,12 +178,13 @@ static int gatv2_params(const gnn_aggr_dims_t *d, gnn_aggr_param_t *out, int max
     return 1;
 }
 
-/* The partial sums of da: GATV2_BLOCKS x heads*f doubles. */
+/* The partial sums of da: GATV2_BLOCKS x heads*f doubles on the CPU,
+ * GATV2_CUDA_PARTS x heads*f on a GPU (gatv2_cuda.cu). */
 static size_t gatv2_workspace(const gnn_aggr_graph_t *g, const gnn_aggr_edges_t *e,
                               const gnn_aggr_dims_t *d, void *user)
 {
     (void)g, (void)e, (void)user;
-    return (size_t)GATV2_BLOCKS * (size_t)(d->heads * d->f) * sizeof(double);
+    return (size_t)GATV2_WS_PARTS * (size_t)(d->heads * d->f) * sizeof(double);
 }
 
 GNN_AGGR_PLUGIN_EXPORT uint32_t gnn_aggr_plugin_abi(void) { return GNN_AGGR_ABI_VERSION; }
