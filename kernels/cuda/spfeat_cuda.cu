@@ -1,7 +1,9 @@
 /*
  * Sparse input features on the CUDA backend (kernels/spfeat.h semantics):
  * the matrix's CSR, its values and the by-column index the host prepared
- * are copied to the device once; dropout masks the stored entries with the
+ * are copied to the device once, into arrays of the stream-ordered pool
+ * on the backend's stream, which also frees them: a mini-batch's matrix
+ * comes and goes without a wait for the device; dropout masks the stored entries with the
  * dense matrix's counters, t = D w runs a warp per row and dw = D^T dt a
  * warp per column over the by-column index (a gather: no atomics, the same
  * bits every run). Both skip zero values (the dropped entries) as the CPU
@@ -27,24 +29,23 @@ typedef struct {
     int64_t *t_row;    /* nnz */
 } spfeat_dev_t;
 
-static void dev_free(spfeat_dev_t *d)
+/* d's arrays freed after the work queued on st, which reads them. */
+static void dev_free(spfeat_dev_t *d, cudaStream_t st)
 {
     if (!d) return;
     gnn__be_note_free();
-    cudaFree(d->indptr);
-    cudaFree(d->indices);
-    cudaFree(d->values);
-    cudaFree(d->t_indptr);
-    cudaFree(d->t_entry);
-    cudaFree(d->t_row);
+    void *a[6] = {d->indptr, d->indices, d->values, d->t_indptr, d->t_entry, d->t_row};
+    for (int i = 0; i < 6; i++)
+        if (a[i] && cudaFreeAsync(a[i], st) != cudaSuccess) (void)cudaGetLastError();
     gnn_free(d);
 }
 
-/* *d = a device copy of n elements of size bytes each from host h. */
+/* *d = a device copy of n elements of size bytes each from host h (a
+ * pageable copy returns once h has been staged). */
 static int upload(gnn_cuda_be_t *cb, void **d, const void *h, int64_t n, size_t size)
 {
     size_t bytes = (size_t)n * size;
-    GNN_CUDA_RET(cudaMalloc(d, bytes ? bytes : 1), "sparse features: device copy");
+    GNN_CUDA_RET(cudaMallocAsync(d, bytes ? bytes : 1, cb->stream), "sparse features: device copy");
     if (bytes)
         GNN_CUDA_RET(cudaMemcpyAsync(*d, h, bytes, cudaMemcpyHostToDevice, cb->stream),
                      "sparse features: copy to device");
@@ -67,14 +68,8 @@ int gnn__cuda_sparse_prepare(gnn_backend_t *be, gnn_bsparse_t *s)
     if (rc == 0) rc = upload(cb, (void **)&d->t_indptr, h->t_indptr, a->n_cols + 1, sizeof(int64_t));
     if (rc == 0) rc = upload(cb, (void **)&d->t_entry, h->t_entry, a->nnz, sizeof(int64_t));
     if (rc == 0) rc = upload(cb, (void **)&d->t_row, h->t_row, a->nnz, sizeof(int64_t));
-    if (rc == 0) {
-        cudaError_t e = cudaStreamSynchronize(cb->stream);
-        if (e != cudaSuccess)
-            rc = GNN_FAIL(GNN_ECUDA, "sparse features: copy to device: %s", cudaGetErrorString(e));
-    }
     if (rc < 0) {
-        cudaStreamSynchronize(cb->stream);
-        dev_free(d);
+        dev_free(d, cb->stream);
         return rc;
     }
     s->impl = d;
@@ -83,8 +78,7 @@ int gnn__cuda_sparse_prepare(gnn_backend_t *be, gnn_bsparse_t *s)
 
 void gnn__cuda_sparse_release(gnn_backend_t *be, gnn_bsparse_t *s)
 {
-    cudaStreamSynchronize(gnn__cuda_be(be)->stream);
-    dev_free((spfeat_dev_t *)s->impl);
+    dev_free((spfeat_dev_t *)s->impl, gnn__cuda_be(be)->stream);
     s->impl = NULL;
 }
 
