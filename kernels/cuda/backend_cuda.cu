@@ -687,13 +687,21 @@ static int open_device(gnn_cuda_be_t *cb)
      * up to 1 GiB of what is freed for the next batch, instead of handing
      * it back to the driver at every synchronisation (its default
      * threshold, 0); a batch's blocks take tens of MB. */
+    /* Nor may an allocation on one stream take a block whose free is still
+     * queued on another by making its stream wait for that one (the
+     * pool's internal dependencies): the device sampler's stream would
+     * then wait for the training step whose blocks it reuses, and the next
+     * batch be ready only after it. Blocks whose free has run are reused
+     * all the same. */
     /* Best effort: a device without pools never allocates from one. */
-    int pools = 0;
+    int pools = 0, no = 0;
     cudaMemPool_t pool;
     uint64_t keep = (uint64_t)1 << 30;
     if (cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, cb->dev) != cudaSuccess ||
         !pools || cudaDeviceGetDefaultMemPool(&pool, cb->dev) != cudaSuccess ||
-        cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep) != cudaSuccess)
+        cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep) != cudaSuccess ||
+        cudaMemPoolSetAttribute(pool, cudaMemPoolReuseAllowInternalDependencies, &no) !=
+            cudaSuccess)
         (void)cudaGetLastError();
     cb->spmm.stream = (void *)cb->stream;
     cb->spmm.cusparse = (void *)cb->cusparse;
