@@ -1500,6 +1500,9 @@ int gnn_be_trust_buffer(gnn_backend_t *be, const int64_t *ids, int64_t n, int64_
     if (n < 0 || bound < 0)
         return GNN_FAIL(GNN_EINVAL, "gnn_be_trust_buffer: %" PRId64 " ids below %" PRId64, n,
                         bound);
+    /* Host memory checks ids on the host, and its graphs may be made on
+     * several threads at once: nothing to note (the table stays empty). */
+    if (be->host_memory) return 0;
     int slot = -1;
     for (int i = 0; i < GNN__BE_TRUST_BUFFERS; i++)
         if (be->trust_buf[i].ids == ids || (slot < 0 && !be->trust_buf[i].ids)) slot = i;

@@ -500,7 +500,9 @@ int gnn_be_trust_ids(gnn_backend_t *be, const int64_t *ids, int64_t n, int64_t b
  * built and checked), beside the range above: ids[0, n) of the backend
  * buffer ids, in [0, bound), trusted until the buffer is freed
  * (gnn_be_free). Up to 8 buffers at a time; past that, or for n 0, the
- * call trusts nothing and later operations check the ids as usual.
+ * call trusts nothing and later operations check the ids as usual. A
+ * no-op where buffers are host memory (ids checked on the host anyway).
+ * One thread at a time.
  * GNN_EINVAL for a NULL backend or ids, or a negative count or bound. */
 int gnn_be_trust_buffer(gnn_backend_t *be, const int64_t *ids, int64_t n, int64_t bound);
 

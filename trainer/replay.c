@@ -114,9 +114,15 @@ static int capture(gnn_job_t *j, int (*issue)(gnn_job_t *j))
     if (emulate) {
         GNN_TRY(gnn_be_capture_rules_begin(j->be));
         int qrc = issue(j);
-        int crc = gnn_be_capture_rules_end(j->be);
-        GNN_TRY(qrc);
-        if (crc < 0) snprintf(why, sizeof why, "%s", gnn_error_message());
+        if (qrc < 0) { /* the step's own error, not a rule it broke on the way */
+            char msg[512];
+            snprintf(msg, sizeof msg, "%s", gnn_error_message());
+            (void)gnn_be_capture_rules_end(j->be);
+            rc = GNN_FAIL(qrc, "%s", msg);
+            goto fail;
+        }
+        if (gnn_be_capture_rules_end(j->be) < 0)
+            snprintf(why, sizeof why, "%s", gnn_error_message());
         if (!why[0] && gnn_be_free_generation() != gen)
             snprintf(why, sizeof why, "a buffer was freed while the step was captured");
     } else if (gnn_be_capture_begin(j->be) < 0) {

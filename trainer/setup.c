@@ -286,6 +286,7 @@ int gnn__setup(gnn_job_t *j)
         snprintf(why, sizeof why, "%s", gnn_error_message());
         const size_t pl = o->aggr_plugin ? strlen(o->aggr_plugin) : 0;
         if (pl > 3 && !strcmp(o->aggr_plugin + pl - 3, ".so") &&
+            (pl < 8 || strcmp(o->aggr_plugin + pl - 8, "_cuda.so")) &&
             gnn_backend_kind(j->be) == GNN_BACKEND_CUDA)
             snprintf(hint, sizeof hint, " (a build of the plug-in with CUDA entry points, e.g. "
                                         "%.*s_cuda.so?)",

@@ -160,6 +160,7 @@ static void cu_host_free(gnn_backend_t *be, void *p)
  * never unregistered here. */
 typedef struct {
     void *host;
+    size_t bytes;
     int count, foreign;
 } mapped_t;
 static mapped_t *g_mapped;
@@ -170,6 +171,7 @@ static cudaError_t map_locked(void *host, size_t bytes, void **dev)
 {
     for (size_t i = 0; i < g_n_mapped; i++)
         if (g_mapped[i].host == host) {
+            if (bytes > g_mapped[i].bytes) return cudaErrorInvalidValue; /* past the first */
             cudaError_t e = cudaHostGetDevicePointer(dev, host, 0);
             if (e == cudaSuccess) g_mapped[i].count++;
             return e;
@@ -201,6 +203,7 @@ static cudaError_t map_locked(void *host, size_t bytes, void **dev)
         return e;
     }
     g_mapped[g_n_mapped].host = host;
+    g_mapped[g_n_mapped].bytes = bytes;
     g_mapped[g_n_mapped].count = 1;
     g_mapped[g_n_mapped].foreign = foreign;
     g_n_mapped++;

@@ -71,8 +71,9 @@ int gnn__cuda_pinned(gnn_cuda_be_t *cb, size_t bytes, void **out);
 
 /* Host memory of bytes pinned and mapped in place (read-only where the
  * platform has it), *dev its device address; nothing left registered on
- * failure. Mapping an array again (the same start, the same bytes) counts
- * a use of the first mapping; gnn__cuda_unmap_host ends one. */
+ * failure. Mapping an array again (the same start, no more bytes) counts
+ * a use of the first mapping (more bytes: cudaErrorInvalidValue);
+ * gnn__cuda_unmap_host ends one. */
 cudaError_t gnn__cuda_map_host(void *host, size_t bytes, void **dev);
 void gnn__cuda_unmap_host(void *host);
 

@@ -3,7 +3,8 @@
  * the matrix's CSR, its values and the by-column index the host prepared
  * are copied to the device once, into arrays of the stream-ordered pool
  * on the backend's stream, which also frees them: a mini-batch's matrix
- * comes and goes without a wait for the device; dropout masks the stored entries with the
+ * comes and goes without an explicit wait for the device (the copies from
+ * pageable memory may still wait to stage); dropout masks the stored entries with the
  * dense matrix's counters, t = D w runs a warp per row and dw = D^T dt a
  * warp per column over the by-column index (a gather: no atomics, the same
  * bits every run). Both skip zero values (the dropped entries) as the CPU

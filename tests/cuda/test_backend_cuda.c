@@ -2283,7 +2283,8 @@ static void test_lse_plugin(void **state)
 /*
  * The gatv2 plug-in's CUDA entry points (gatv2_cuda.so, argv[2]) against
  * its CPU ones, on the attention block with self loops added and not, 1,
- * 3 and 8 heads: the scores, then their backward from score gradients of
+ * 2, 3 and 8 heads (rows of 15 to 320 columns: the gradient of a summed
+ * by lanes of a block's threads, and by a thread per column past 256): the scores, then their backward from score gradients of
  * which a fifth are 0 (dx accumulated onto what it held, the gradient of
  * a), within rounding; and the GPU's backward twice from the same inputs,
  * the same bits.
@@ -2310,9 +2311,9 @@ static void test_gatv2_plugin(void **state)
     gnn_bgraph_t *gc = NULL, *gg = NULL;
     context("gatv2 graph");
     expect_ok(gnn_be_graph_create(g_cpu, &a, &gc), gnn_be_graph_create(g_gpu, &a, &gg));
-    static const int64_t hf[][2] = {{3, 5}, {1, 33}, {8, 8}};
+    static const int64_t hf[][2] = {{3, 5}, {1, 33}, {8, 8}, {2, 160}};
     for (int sl = 0; sl < 2; sl++)
-        for (int ci = 0; ci < 3; ci++) {
+        for (int ci = 0; ci < 4; ci++) {
             const int64_t H = hf[ci][0], F = hf[ci][1], W = H * F;
             gnn_attn_opts_t o = {.heads = H, .f = F, .self_loop = sl, .negative_slope = 0.2f};
             context("gatv2: %" PRId64 " heads of %" PRId64 ", self loops %d", H, F, sl);

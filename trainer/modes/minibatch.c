@@ -467,7 +467,7 @@ static int train_batch(gnn_job_t *j, gnn_loader_batch_t *b, double *loss)
 fail:
     if (j->feat_by_rows) (void)gnn_model_set_input_rows(j->model, NULL);
     if (j->bxsb) (void)gnn_model_set_sparse_input(j->model, NULL);
-    gnn_be_sparse_free(j->bxsb); /* the device's release waits for its work */
+    gnn_be_sparse_free(j->bxsb); /* on a GPU freed in stream order, after the step's work */
     j->bxsb = NULL;
     gnn_csr_free(&j->xsb);
     gnn__batch_graphs_free(j, graphs, own);
