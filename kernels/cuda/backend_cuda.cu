@@ -15,6 +15,7 @@
 #include "kernels/cuda/backend_cuda.cuh"
 
 #include "graph/base/alloc.h"
+#include "graph/base/log.h"
 #include "kernels/aggr_builtin.h"
 #include "kernels/dense_check.h"
 
@@ -94,6 +95,17 @@ static int cu_alloc(gnn_backend_t *be, size_t bytes, void **out)
     return 0;
 }
 
+/* A free that failed (the device faulted earlier, or a wait before it
+ * did): nothing to return it to, so said once, the error not left for
+ * the next launch to be blamed for. */
+static void free_failed(cudaError_t e)
+{
+    static int said;
+    (void)cudaGetLastError();
+    if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+        GNN_WARN("CUDA: freeing device memory failed: %s", cudaGetErrorString(e));
+}
+
 static void cu_free(gnn_backend_t *be, void *p)
 {
     gnn_cuda_be_t *cb = gnn__cuda_be(be);
@@ -109,16 +121,21 @@ static void cu_free(gnn_backend_t *be, void *p)
         return;
     }
     /* Work queued on the stream may still read p. */
-    cudaStreamSynchronize(cb->stream);
-    cudaFree(p);
+    cudaError_t e = cudaStreamSynchronize(cb->stream);
+    if (e == cudaSuccess) e = cudaFree(p);
+    if (e != cudaSuccess) free_failed(e);
 }
 
 /* The frees deferred by a capture, now that it has ended. */
 static void free_deferred(gnn_cuda_be_t *cb)
 {
     if (!cb->n_deferred) return;
-    cudaStreamSynchronize(cb->stream);
-    for (size_t i = 0; i < cb->n_deferred; i++) cudaFree(cb->deferred[i]);
+    cudaError_t e = cudaStreamSynchronize(cb->stream);
+    for (size_t i = 0; i < cb->n_deferred; i++) {
+        cudaError_t ef = cudaFree(cb->deferred[i]);
+        if (e == cudaSuccess) e = ef;
+    }
+    if (e != cudaSuccess) free_failed(e);
     cb->n_deferred = 0;
 }
 
@@ -149,8 +166,9 @@ static int cu_host_alloc(gnn_backend_t *be, size_t bytes, void **out)
 static void cu_host_free(gnn_backend_t *be, void *p)
 {
     gnn_cuda_be_t *cb = gnn__cuda_be(be);
-    cudaStreamSynchronize(cb->stream); /* a queued copy may still read it */
-    cudaFreeHost(p);
+    cudaError_t e = cudaStreamSynchronize(cb->stream); /* a queued copy may still read it */
+    if (e == cudaSuccess) e = cudaFreeHost(p);
+    if (e != cudaSuccess) free_failed(e);
 }
 
 /* Host ranges mapped here, by their start: a range mapped twice (two
@@ -422,7 +440,8 @@ static int cu_capture_launch(gnn_backend_t *be, void *graph)
 static void cu_capture_free(gnn_backend_t *be, void *graph)
 {
     (void)gnn__cuda_be(be); /* its device current */
-    if (graph) cudaGraphExecDestroy((cudaGraphExec_t)graph);
+    cudaError_t e = graph ? cudaGraphExecDestroy((cudaGraphExec_t)graph) : cudaSuccess;
+    if (e != cudaSuccess) free_failed(e);
 }
 
 /* The attention slots of a graph made from device arrays. */

@@ -59,7 +59,9 @@ static inline gnn_cuda_be_t *gnn__cuda_be(gnn_backend_t *be)
 {
     gnn_cuda_be_t *cb = (gnn_cuda_be_t *)be->impl;
     int cur = -1;
-    if (cudaGetDevice(&cur) != cudaSuccess || cur != cb->dev) cudaSetDevice(cb->dev);
+    if ((cudaGetDevice(&cur) != cudaSuccess || cur != cb->dev) &&
+        cudaSetDevice(cb->dev) != cudaSuccess)
+        (void)cudaGetLastError(); /* the device the backend opened on fails its next call */
     return cb;
 }
 
