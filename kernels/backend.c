@@ -682,6 +682,13 @@ int gnn_be_graph_place(gnn_backend_t *be, gnn_bgraph_t *g)
     int rc = be->ops->graph_prepare(be, g);
     if (rc < 0) return rc;
     g->be = be;
+    /* On a device, attention slots staged with the graph go there now, not
+     * in the step that first reads them (an allocation and a copy that
+     * would wait for the work queued before them). */
+    for (int k = 0; k < 2 && !be->host_memory; k++) {
+        const gnn_be_edges_t *e = NULL;
+        if (g->attn[k] && (rc = gnn__be_attn_edges(be, g, g->attn[k], k, &e)) < 0) return rc;
+    }
     return 0;
 }
 
