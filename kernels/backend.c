@@ -198,7 +198,7 @@ int gnn_be_spmm_choice(gnn_backend_t *be, const gnn_bgraph_t *g, int aggr, int64
  * that a GPU's capture refuses, the first one noted. */
 static void rule(gnn_backend_t *be, const char *what)
 {
-    if (be->rules && !be->rules_broken[0])
+    if (be->rules && !be->rules_broken[0] && pthread_equal(pthread_self(), be->rules_thread))
         snprintf(be->rules_broken, sizeof be->rules_broken, "%s", what);
 }
 
@@ -721,9 +721,15 @@ static int graph_create_batch(gnn_backend_t *be, gnn_bsampler_t *s, const gnn_bb
                             .indices = b->indices[l],
                             .weights = NULL,
                             .flags = b->flags};
+        /* Under a capture's rules (cpu-as-gpu), not noted: a GPU makes the
+         * block on the device from the stream-ordered pool (below), with
+         * no wait, where this emulation allocates and copies. */
+        const int rules = be->rules;
+        be->rules = 0;
         rc = gnn_be_graph_stage(view, NULL, attn, &g);
         if (rc == 0) gnn_be_graph_attach(g, view, gnn_free);
         if (rc == 0) rc = gnn_be_graph_place(be, g);
+        be->rules = rules;
         if (rc < 0) goto fail;
         *out = g;
         return 0;
@@ -1624,8 +1630,9 @@ int gnn_be_capture_rules_begin(gnn_backend_t *be)
                         "gnn_be_capture_rules_begin: only where a GPU is emulated, not on %s",
                         be->desc);
     if (be->rules) return GNN_FAIL(GNN_EINVAL, "gnn_be_capture_rules_begin: already begun");
-    be->rules = 1;
+    be->rules_thread = pthread_self();
     be->rules_broken[0] = '\0';
+    be->rules = 1;
     return 0;
 }
 

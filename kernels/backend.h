@@ -590,7 +590,8 @@ void gnn_be_capture_free(gnn_bcapture_t *c);
  * backend that takes a GPU's paths (cpu-as-gpu): the work between
  * gnn_be_capture_rules_begin and gnn_be_capture_rules_end runs as usual,
  * and the first operation in it that would fail a capture on a GPU is
- * noted: an allocation, a copy between host and backend memory, a wait
+ * noted (the calling thread's: another thread's work on be, such as a
+ * sampler's on its own stream, is not): an allocation, a copy between host and backend memory, a wait
  * (gnn_be_sync), a check of ids read back from the device (an operation
  * given ids no gnn_be_trust_ids or gnn_be_trust_buffer vouches for, a
  * scatter's check of repeats, a loss or count read back). end returns 0

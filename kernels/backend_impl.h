@@ -11,6 +11,8 @@
 #include "kernels/spfeat.h"
 #include "kernels/spmm.h"
 
+#include <pthread.h>
+
 typedef struct {
     int (*alloc)(gnn_backend_t *be, size_t bytes, void **out);
     void (*free)(gnn_backend_t *be, void *p);
@@ -196,6 +198,7 @@ struct gnn_backend {
     /* gnn_be_capture_rules_begin (cpu-as-gpu): checking a capture's rules,
      * and the first operation that broke them */
     int rules;
+    pthread_t rules_thread; /* the thread that began them: another's calls are not noted */
     char rules_broken[200];
 };
 

@@ -979,6 +979,54 @@ static void test_minibatch_device_path(void **state)
                 "--save-predictions", out, "-q", (char *)NULL);
 }
 
+/*
+ * Steps on device-sampled batches queue without a wait for the device once
+ * the first epoch has made the buffers and checked the loss's targets: on
+ * cpu-as-gpu each step runs under a GPU capture's rules, and the debug
+ * line of each epoch says in how many steps a GPU would have waited. For
+ * sage, gcn and gat, sampled in the step and one batch ahead on the
+ * sampler's thread: every step of epoch 1 would wait (buffers made, the
+ * loss checked), none of epochs 2 and 3. Under the sanitizers gat ahead
+ * only.
+ */
+static void test_device_steps_queue_freely(void **state)
+{
+    (void)state;
+    static const char *const models[3][3] = {{"sage", NULL}, {"gcn", NULL}, {"gat", "--heads", "2"}};
+    for (int m = 0; m < 3; m++)
+        for (int pf = 0; pf < 2; pf++) {
+            if (SANITIZED && (m != 2 || pf != 1)) continue; /* gat, sampled ahead */
+            char *argv[32] = {g_train, "--data", (char *)g_sbm, "--mode", "minibatch",
+                              "--device", "cpu-as-gpu", "--sampler", "device", "--prefetch",
+                              pf ? "1" : "0", "--fanouts", "5,5", "--batch-size", "64",
+                              "--epochs", "3", "--threads", "2", "-v", "--model",
+                              (char *)models[m][0]};
+            int n = 22;
+            for (int k = 1; k < 3 && models[m][k]; k++) argv[n++] = (char *)models[m][k];
+            argv[n] = NULL;
+            tu_run_t r = tu_run(argv);
+            if (r.status != 0 || !r.err) tu_fail_cmd(argv, &r);
+            for (int e = 1; e <= 3; e++) {
+                char key[64];
+                snprintf(key, sizeof key, "debug: epoch %d: ", e);
+                const char *at = strstr(r.err, key);
+                long waits = -1, steps = -1;
+                if (!at || sscanf(at + strlen(key), "%ld of %ld steps would wait", &waits, &steps) != 2)
+                    fail_msg("%s, prefetch %d: no line for epoch %d in:\n%s", models[m][0], pf, e,
+                             r.err);
+                if (e == 1 && (steps < 2 || waits != steps))
+                    fail_msg("%s, prefetch %d: epoch 1: %ld of %ld steps would wait, expected all "
+                             "(the checked loss)", models[m][0], pf, waits, steps);
+                if (e > 1 && waits != 0) {
+                    const char *nl = strchr(at, '\n');
+                    fail_msg("%s, prefetch %d: %.*s", models[m][0], pf,
+                             (int)(nl ? nl - at : (long)strlen(at)), at);
+                }
+            }
+            tu_run_free(&r);
+        }
+}
+
 /* --prefetch auto (the default) prepares batches ahead only where the
  * sampler thread has a core besides the OpenMP threads (as many threads as
  * cores: sampled in the loop; one fewer: 2 ahead), and says which; a count
@@ -3016,6 +3064,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_minibatch_same_for_any_loader),
         cmocka_unit_test(test_prefetch_auto),
         cmocka_unit_test(test_minibatch_device_path),
+        cmocka_unit_test(test_device_steps_queue_freely),
         cmocka_unit_test(test_minibatch_sample_once),
         cmocka_unit_test(test_full_step_replay),
         cmocka_unit_test(test_minibatch_sparse_features),

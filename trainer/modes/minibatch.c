@@ -701,13 +701,36 @@ static void dsq_give(gnn_job_t *j, int k)
     pthread_mutex_unlock(&q->mu);
 }
 
+/* End the capture rules begun around a step (cpu-as-gpu): 1 when the step
+ * broke one, the first such one's reason in why (when why[0] is unset);
+ * the step's own error, if it failed, kept. */
+static int step_rules_end(gnn_backend_t *be, int step_rc, char *why, size_t n)
+{
+    char msg[512] = "";
+    const int code = gnn_error_code();
+    if (step_rc < 0) snprintf(msg, sizeof msg, "%s", gnn_error_message());
+    const int broke = gnn_be_capture_rules_end(be) < 0;
+    if (broke && !why[0]) snprintf(why, n, "%s", gnn_error_message());
+    if (step_rc < 0)
+        (void)GNN_FAIL(code, "%s", msg);
+    else
+        gnn_error_clear();
+    return broke;
+}
+
 /* An epoch sampled on the device: the loader's batches (the seeds shuffled
  * by (seed, epoch), batch b sampled under (seed, epoch, b)), sampled one
  * ahead on the device sampler's thread with --prefetch 1 or more, else in
- * the step; the loader's counters from its times. */
+ * the step; the loader's counters from its times. On cpu-as-gpu each step
+ * runs under a GPU capture's rules, and the epoch's debug line says in how
+ * many steps a GPU would have waited for the device (a wait leaves it idle
+ * until the host queues the rest): none once the loss has been checked. */
 static int mb_epoch_device(gnn_job_t *j, double *loss)
 {
     int rc = 0;
+    const int emulated = gnn_backend_kind(j->be) == GNN_BACKEND_CPU && !gnn_be_host_memory(j->be);
+    int64_t waits = 0;
+    char wait_why[256] = "";
     gnn_checkpoint_t *c = &j->ck;
     uint64_t seed = (uint64_t)j->o->seed + (uint64_t)c->run, epoch = (uint64_t)c->epoch;
     const int64_t *seeds, B = j->o->batch_size;
@@ -763,8 +786,10 @@ static int mb_epoch_device(gnn_job_t *j, double *loss)
             st.stall_s += t1 - t0;
             st.stalls += t1 - t0 > 1e-4;
         }
+        const int rules = emulated && gnn_be_capture_rules_begin(j->be) == 0;
         rc = train_device_batch(j, b, given, bi, j->yb + b0, ns, &bl, slots ? slots + bi : NULL,
                                 &prep);
+        if (rules && step_rules_end(j->be, rc, wait_why, sizeof wait_why)) waits++;
         /* The step is the batch's last reader: its next fill waits for the
          * step on the device, and this thread goes on to queue the next
          * step without waiting (a GPU never idles between the two). */
@@ -793,6 +818,10 @@ static int mb_epoch_device(gnn_job_t *j, double *loss)
     }
     GNN_TRY(gnn_be_sync(j->be));
     compute += gnn__now_s() - t_end; /* the steps still queued */
+    if (emulated)
+        GNN_DEBUG("epoch %" PRId64 ": %" PRId64 " of %" PRId64 " steps would wait for a GPU%s%s%s",
+                  c->epoch + 1, waits, nb, waits ? " (the first: " : "", waits ? wait_why : "",
+                  waits ? ")" : "");
     j->lst = st;
     j->compute_s = compute;
     j->loss_checked = 1; /* every training target went through a checked loss */
