@@ -4,10 +4,11 @@
  * balanced (spmm_balanced.cu), and auto's timing of them.
  *
  * Graph. The host-prepared graph (kernels/spmm.h) is copied once with
- * cudaMalloc + cudaMemcpyAsync on the backend's stream: the CSR, its
+ * cudaMallocAsync + cudaMemcpyAsync on the backend's stream: the CSR, its
  * transpose (unless the CSR is its own), the weights and the three scale
- * arrays; creation waits for the copies so the caller may free the host
- * side. Everything built later for the graph stays in it until
+ * arrays; the pageable host side is staged when each copy returns, so
+ * the caller may free it, and creation waits for nothing (a batch's block
+ * is placed while the step before runs). Everything built later for the graph stays in it until
  * gnn__cuda_graph_free: cuSPARSE descriptors and value arrays, one scratch
  * buffer (cuSPARSE workspace, balanced carries: both used only within a
  * call, in stream order), two timing events and auto's choices.
@@ -100,8 +101,9 @@ typedef struct {
 struct gnn_cuda_graph {
     cudaStream_t stream; /* the backend's: free waits for it */
     int pooled;          /* the CSR, transpose and scales from the stream-ordered
-                            pool (gnn__cuda_graph_create_dev): freed in stream
+                            pool (every graph made here): freed in stream
                             order on `stream`, without a wait */
+    int from_dev;        /* made from device arrays (gnn__cuda_graph_create_dev) */
     int64_t n_dst, n_src, nnz;
     int t_shared;
     int64_t *indptr, *indices;
@@ -220,13 +222,15 @@ void gnn__cuda_graph_free(gnn_cuda_graph_t *g)
 }
 
 /* *d = a device array of n elements of size bytes (at least one element, so
- * that an empty array is still a valid pointer), holding host h's. */
+ * that an empty array is still a valid pointer), holding host h's: from the
+ * stream-ordered pool on s, the copy queued there (h, pageable, is staged
+ * when the call returns). */
 static int upload(cudaStream_t s, void **d, const void *h, int64_t n, size_t size,
                   const char *what)
 {
     const size_t bytes = (size_t)n * size;
     *d = NULL;
-    cudaError_t e = cudaMalloc(d, bytes ? bytes : size);
+    cudaError_t e = cudaMallocAsync(d, bytes ? bytes : size, s);
     if (e == cudaSuccess && bytes) e = cudaMemcpyAsync(*d, h, bytes, cudaMemcpyHostToDevice, s);
     if (e != cudaSuccess) {
         cudaGetLastError();
@@ -236,7 +240,9 @@ static int upload(cudaStream_t s, void **d, const void *h, int64_t n, size_t siz
     return 0;
 }
 
-/* Copy sg's arrays into g (sizes and t_shared set) and wait for the copies. */
+/* Copy sg's arrays into g (sizes and t_shared set), in the order of g's
+ * stream, which is the one that reads them: no wait (a host-sampled
+ * batch's block is placed while the step before it runs). */
 static int graph_upload(gnn_cuda_graph_t *g, const gnn_spmm_graph_t *sg)
 {
     const gnn_csr_t *a = sg->csr;
@@ -261,7 +267,6 @@ static int graph_upload(gnn_cuda_graph_t *g, const gnn_spmm_graph_t *sg)
     GNN_TRY_RET(upload(s, (void **)&g->inv_deg, sg->inv_deg, g->n_dst, sizeof(float), "inv_deg"));
     GNN_TRY_RET(upload(s, (void **)&g->gcn_dst, sg->gcn_dst, g->n_dst, sizeof(float), "gcn_dst"));
     GNN_TRY_RET(upload(s, (void **)&g->gcn_src, sg->gcn_src, g->n_src, sizeof(float), "gcn_src"));
-    GNN_CUDA_RET(cudaStreamSynchronize(s), "spmm graph on the device: copies");
     return 0;
 }
 
@@ -315,6 +320,8 @@ int gnn__cuda_graph_create(const gnn_cuda_spmm_ctx_t *ctx, const gnn_spmm_graph_
     gnn_cuda_graph_t *g = (gnn_cuda_graph_t *)gnn_calloc(1, sizeof *g);
     GNN_CHECK_RET(g, GNN_ENOMEM, "spmm graph on the device");
     g->stream = (cudaStream_t)ctx->stream;
+    g->pooled = 1; /* every array from the pool on the backend's stream */
+    g->scratch.pooled = 1;
     g->n_dst = sg->n_dst;
     g->n_src = sg->n_src;
     g->nnz = sg->nnz;
@@ -323,7 +330,7 @@ int gnn__cuda_graph_create(const gnn_cuda_spmm_ctx_t *ctx, const gnn_spmm_graph_
     g->shape[DIR_BWD] = shape_of(sg->t.indptr, g->n_src, g->nnz, &g->det_impl[DIR_BWD]);
     int rc = graph_upload(g, sg);
     if (rc < 0) {
-        gnn__cuda_graph_free(g); /* waits for the copies already queued */
+        gnn__cuda_graph_free(g); /* its arrays freed after the copies already queued */
         return rc;
     }
     view->n_dst = g->n_dst;
@@ -511,7 +518,7 @@ int gnn__cuda_graph_attn_edges(gnn_cuda_graph_t *g, int k, gnn_aggr_edges_t *vie
 {
     GNN_CHECK_RET(g && view && (k == 0 || k == 1), GNN_EINVAL,
                   "attention slots on the device: bad argument");
-    GNN_CHECK_RET(g->pooled, GNN_EINVAL,
+    GNN_CHECK_RET(g->from_dev, GNN_EINVAL,
                   "attention slots on the device: only for a graph made from device arrays");
     GNN_CHECK_RET(!k || g->n_dst <= g->n_src, GNN_EINVAL,
                   "attention slots: self loops need the destinations among the sources (%" PRId64
@@ -563,6 +570,7 @@ int gnn__cuda_graph_create_dev(const gnn_cuda_spmm_ctx_t *ctx, void *stream, int
      * blocks come and go every step, and neither their allocation nor
      * their free may wait for the device (cudaMalloc and cudaFree do). */
     g->pooled = 1;
+    g->from_dev = 1;
     g->scratch.pooled = 1;
     cudaError_t e = cudaMallocAsync((void **)&g->indptr, (size_t)(n_dst + 1) * sizeof(int64_t), st);
     if (e == cudaSuccess) e = cudaMallocAsync((void **)&g->indices, eb, st);

@@ -75,7 +75,9 @@ typedef struct gnn_cuda_graph gnn_cuda_graph_t;
 
 /*
  * Copy the host-prepared graph sg (kernels/spmm.h) to the device on
- * ctx->stream and fill *view with the device arrays, for plug-in CUDA
+ * ctx->stream (arrays from the stream-ordered pool, the copies queued
+ * there; sg may go when this returns, and only ctx->stream's work may
+ * read the graph) and fill *view with the device arrays, for plug-in CUDA
  * entry points (the gnn_aggr_graph_t fields; t_* point at the forward
  * arrays when sg->t_shared). 0, GNN_ENOMEM, GNN_ECUDA; *out NULL on
  * failure with nothing left allocated.
