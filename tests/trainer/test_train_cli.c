@@ -2225,7 +2225,9 @@ static void test_rgcn_beats_gcn(void **state)
 /*
  * The device path on the CPU (cpu-as-gpu) trains R-GCN as the CPU does,
  * bit for bit: the same per-epoch losses and checkpoints on the whole
- * graph and on mini-batches (fanouts per relation), with 2 bases.
+ * graph and on mini-batches (fanouts per relation), with 2 bases; the
+ * whole graph's step is captured (under a GPU capture's rules) and
+ * replayed from epoch 3.
  */
 static void test_rgcn_cpu_as_gpu(void **state)
 {
@@ -2247,6 +2249,16 @@ static void test_rgcn_cpu_as_gpu(void **state)
                      "--device", devices[d], "--threads", "2", "--checkpoint", ck[d],
                      "--log-json", (char *)log, "-q");
             assert_int_equal(log_losses(log, loss[d], 8), 5);
+            if (m == 0 && d == 1) { /* the whole graph's step captured under a GPU's rules */
+                char steps[5][16];
+                assert_int_equal(log_steps(log, steps, 5), 5);
+                for (int e = 0; e < 5; e++) {
+                    const char *want = e == 0 ? "queued" : e == 1 ? "captured" : "replayed";
+                    if (strcmp(steps[e], want))
+                        fail_msg("rgcn on cpu-as-gpu: epoch %d's step %s, expected %s", e + 1,
+                                 steps[e], want);
+                }
+            }
         }
         print_message("rgcn, %s: epoch 5 loss %.9g on cpu, %.9g on cpu-as-gpu\n", modes[m],
                       loss[0][4], loss[1][4]);
