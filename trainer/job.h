@@ -309,6 +309,11 @@ int gnn__step(gnn_job_t *j);
 int gnn__replay_usable(const gnn_job_t *j);
 /* Why not (a phrase), or NULL when they may. */
 const char *gnn__replay_why_not(const gnn_job_t *j);
+/* End the capture rules begun around a step (cpu-as-gpu,
+ * gnn_be_capture_rules_begin): 1 when the step broke one, its reason in
+ * why unless why[0] is set already; the step's own error kept when it
+ * failed (step_rc < 0), else the error state cleared. */
+int gnn__step_rules_end(gnn_backend_t *be, int step_rc, char *why, size_t n);
 /* One training step through the capture: issue queues the step (forward,
  * loss on the device, backward and Adam: what gnn__step ends with); the
  * first call captures it and runs it, later ones replay it with their own

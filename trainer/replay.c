@@ -78,6 +78,20 @@ void gnn__replay_free(gnn_job_t *j)
     j->replay.scalars = NULL;
 }
 
+int gnn__step_rules_end(gnn_backend_t *be, int step_rc, char *why, size_t n)
+{
+    char msg[512] = "";
+    const int code = gnn_error_code();
+    if (step_rc < 0) snprintf(msg, sizeof msg, "%s", gnn_error_message());
+    const int broke = gnn_be_capture_rules_end(be) < 0;
+    if (broke && !why[0]) snprintf(why, n, "%s", gnn_error_message());
+    if (step_rc < 0)
+        (void)GNN_FAIL(code, "%s", msg);
+    else
+        gnn_error_clear();
+    return broke;
+}
+
 /* Write the epoch's scalars (delta from the captured step's stream
  * position, Adam's next step) and have the backend read them. */
 static int set_scalars(gnn_job_t *j, uint64_t delta, int64_t step)
@@ -113,16 +127,9 @@ static int capture(gnn_job_t *j, int (*issue)(gnn_job_t *j))
     char why[256] = "";
     if (emulate) {
         GNN_TRY(gnn_be_capture_rules_begin(j->be));
-        int qrc = issue(j);
-        if (qrc < 0) { /* the step's own error, not a rule it broke on the way */
-            char msg[512];
-            snprintf(msg, sizeof msg, "%s", gnn_error_message());
-            (void)gnn_be_capture_rules_end(j->be);
-            rc = GNN_FAIL(qrc, "%s", msg);
-            goto fail;
-        }
-        if (gnn_be_capture_rules_end(j->be) < 0)
-            snprintf(why, sizeof why, "%s", gnn_error_message());
+        rc = issue(j);
+        (void)gnn__step_rules_end(j->be, rc, why, sizeof why);
+        if (rc < 0) goto fail;
         if (!why[0] && gnn_be_free_generation() != gen)
             snprintf(why, sizeof why, "a buffer was freed while the step was captured");
     } else if (gnn_be_capture_begin(j->be) < 0) {

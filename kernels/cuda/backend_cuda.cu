@@ -68,30 +68,34 @@ int gnn__cuda_pinned(gnn_cuda_be_t *cb, size_t bytes, void **out)
 
 /* ---- Memory ------------------------------------------------------------------ */
 
-static int cu_alloc(gnn_backend_t *be, size_t bytes, void **out)
+cudaError_t gnn__cuda_malloc(void **p, size_t bytes)
 {
-    gnn_cuda_be_t *cb = gnn__cuda_be(be);
-    cudaError_t e = cudaMalloc(out, bytes ? bytes : 1);
+    cudaError_t e = cudaMalloc(p, bytes ? bytes : 1);
+    int dev = 0;
     cudaMemPool_t pool;
-    if (e == cudaErrorMemoryAllocation &&
-        cudaDeviceGetDefaultMemPool(&pool, cb->dev) == cudaSuccess) {
+    if (e == cudaErrorMemoryAllocation && cudaGetDevice(&dev) == cudaSuccess &&
+        cudaDeviceGetDefaultMemPool(&pool, dev) == cudaSuccess) {
         /* What the stream-ordered pool keeps for the next batches is
          * free memory to the driver only once handed back. */
-        cudaGetLastError();
-        cudaDeviceSynchronize();
-        cudaMemPoolTrimTo(pool, 0);
-        e = cudaMalloc(out, bytes ? bytes : 1);
-    }
-    if (e == cudaErrorMemoryAllocation) {
-        cudaGetLastError();
-        *out = NULL;
-        return GNN_FAIL(GNN_ENOMEM, "out of GPU memory (allocating %zu bytes)", bytes);
+        (void)cudaGetLastError();
+        if (cudaDeviceSynchronize() == cudaSuccess && cudaMemPoolTrimTo(pool, 0) == cudaSuccess)
+            e = cudaMalloc(p, bytes ? bytes : 1);
     }
     if (e != cudaSuccess) {
-        (void)cudaGetLastError(); /* not blamed on the next launch */
-        *out = NULL;
-        return GNN_FAIL(GNN_ECUDA, "cudaMalloc of %zu bytes: %s", bytes, cudaGetErrorString(e));
+        (void)cudaGetLastError();
+        *p = NULL;
     }
+    return e;
+}
+
+static int cu_alloc(gnn_backend_t *be, size_t bytes, void **out)
+{
+    (void)gnn__cuda_be(be); /* its device current */
+    cudaError_t e = gnn__cuda_malloc(out, bytes);
+    if (e == cudaErrorMemoryAllocation)
+        return GNN_FAIL(GNN_ENOMEM, "out of GPU memory (allocating %zu bytes)", bytes);
+    if (e != cudaSuccess)
+        return GNN_FAIL(GNN_ECUDA, "cudaMalloc of %zu bytes: %s", bytes, cudaGetErrorString(e));
     return 0;
 }
 

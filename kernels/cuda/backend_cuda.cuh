@@ -79,6 +79,12 @@ int gnn__cuda_pinned(gnn_cuda_be_t *cb, size_t bytes, void **out);
 cudaError_t gnn__cuda_map_host(void *host, size_t bytes, void **dev);
 void gnn__cuda_unmap_host(void *host);
 
+/* cudaMalloc on the current device (bytes 0: one byte) which, on running
+ * out, hands what the stream-ordered pool keeps back to the driver (a wait
+ * for the device) and tries again; *p NULL and the error cleared on
+ * failure. */
+cudaError_t gnn__cuda_malloc(void **p, size_t bytes);
+
 /* Device sampling (sample_cuda.cu). */
 int gnn__cuda_sampler_prepare(gnn_backend_t *be, gnn_bsampler_t *s);
 void gnn__cuda_sampler_release(gnn_backend_t *be, gnn_bsampler_t *s);

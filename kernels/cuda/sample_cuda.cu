@@ -78,27 +78,6 @@ static void sampler_free(cu_sampler_t *c)
     gnn_free(c);
 }
 
-/* cudaMalloc, which on running out first hands what the stream-ordered
- * pool keeps (the blocks of batches gone) back to the driver and tries
- * again, as the backend's own allocations do. */
-static cudaError_t dev_malloc(void **p, size_t bytes)
-{
-    cudaError_t e = cudaMalloc(p, bytes);
-    int dev = 0;
-    cudaMemPool_t pool;
-    if (e == cudaErrorMemoryAllocation && cudaGetDevice(&dev) == cudaSuccess &&
-        cudaDeviceGetDefaultMemPool(&pool, dev) == cudaSuccess) {
-        (void)cudaGetLastError();
-        if (cudaDeviceSynchronize() == cudaSuccess && cudaMemPoolTrimTo(pool, 0) == cudaSuccess)
-            e = cudaMalloc(p, bytes);
-    }
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        *p = NULL;
-    }
-    return e;
-}
-
 /* *a: room for n int64 (contents not kept), after the stream's work. */
 static int grow(cudaStream_t st, int64_t **a, size_t *cap, size_t n, const char *what)
 {
@@ -108,7 +87,7 @@ static int grow(cudaStream_t st, int64_t **a, size_t *cap, size_t n, const char 
     *a = NULL;
     *cap = 0;
     size_t want = n + n / 4 + 64;
-    GNN_CUDA_RET(dev_malloc((void **)a, want * sizeof(int64_t)), what);
+    GNN_CUDA_RET(gnn__cuda_malloc((void **)a, want * sizeof(int64_t)), what);
     *cap = want;
     return 0;
 }
@@ -121,7 +100,7 @@ static int temp_grow(cudaStream_t st, cu_sampler_t *c, size_t bytes)
     c->temp = NULL;
     c->temp_bytes = 0;
     size_t want = bytes + bytes / 4 + 256;
-    GNN_CUDA_RET(dev_malloc(&c->temp, want), "device sampler: scratch");
+    GNN_CUDA_RET(gnn__cuda_malloc(&c->temp, want), "device sampler: scratch");
     c->temp_bytes = want;
     return 0;
 }
@@ -332,7 +311,7 @@ static int bgrow(cu_sampler_t *c, void **buf, size_t *cap, size_t n, size_t size
     size_t want = n + n / 4 + 64;
     void *p = NULL;
     GNN_CUDA_RET(cudaStreamSynchronize(c->st), "device sampler: a batch buffer");
-    GNN_CUDA_RET(dev_malloc(&p, want * size), "device sampler: a batch buffer");
+    GNN_CUDA_RET(gnn__cuda_malloc(&p, want * size), "device sampler: a batch buffer");
     if (keep && *buf && *cap) {
         cudaError_t e = cudaMemcpyAsync(p, *buf, *cap * size, cudaMemcpyDeviceToDevice, c->st);
         if (e == cudaSuccess) e = cudaStreamSynchronize(c->st);

@@ -701,23 +701,6 @@ static void dsq_give(gnn_job_t *j, int k)
     pthread_mutex_unlock(&q->mu);
 }
 
-/* End the capture rules begun around a step (cpu-as-gpu): 1 when the step
- * broke one, the first such one's reason in why (when why[0] is unset);
- * the step's own error, if it failed, kept. */
-static int step_rules_end(gnn_backend_t *be, int step_rc, char *why, size_t n)
-{
-    char msg[512] = "";
-    const int code = gnn_error_code();
-    if (step_rc < 0) snprintf(msg, sizeof msg, "%s", gnn_error_message());
-    const int broke = gnn_be_capture_rules_end(be) < 0;
-    if (broke && !why[0]) snprintf(why, n, "%s", gnn_error_message());
-    if (step_rc < 0)
-        (void)GNN_FAIL(code, "%s", msg);
-    else
-        gnn_error_clear();
-    return broke;
-}
-
 /* An epoch sampled on the device: the loader's batches (the seeds shuffled
  * by (seed, epoch), batch b sampled under (seed, epoch, b)), sampled one
  * ahead on the device sampler's thread with --prefetch 1 or more, else in
@@ -789,7 +772,7 @@ static int mb_epoch_device(gnn_job_t *j, double *loss)
         const int rules = emulated && gnn_be_capture_rules_begin(j->be) == 0;
         rc = train_device_batch(j, b, given, bi, j->yb + b0, ns, &bl, slots ? slots + bi : NULL,
                                 &prep);
-        if (rules && step_rules_end(j->be, rc, wait_why, sizeof wait_why)) waits++;
+        if (rules && gnn__step_rules_end(j->be, rc, wait_why, sizeof wait_why)) waits++;
         /* The step is the batch's last reader: its next fill waits for the
          * step on the device, and this thread goes on to queue the next
          * step without waiting (a GPU never idles between the two). */
