@@ -24,6 +24,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #define THREADS 256
 
@@ -41,7 +42,14 @@ int gnn__cuda_scratch(gnn_cuda_be_t *cb, size_t bytes, void **out)
         cb->scratch = NULL;
         cb->scratch_bytes = 0;
         size_t want = bytes < 4096 ? 4096 : bytes + bytes / 2;
-        GNN_CUDA_RET(cudaMalloc(&cb->scratch, want), "scratch memory");
+        cudaError_t e = gnn__cuda_malloc(&cb->scratch, want);
+        if (e == cudaErrorMemoryAllocation && want > bytes) { /* then without slack */
+            want = bytes;
+            e = gnn__cuda_malloc(&cb->scratch, want);
+        }
+        if (e != cudaSuccess)
+            return GNN_FAIL(e == cudaErrorMemoryAllocation ? GNN_ENOMEM : GNN_ECUDA,
+                            "scratch memory (%zu bytes): %s", bytes, cudaGetErrorString(e));
         cb->scratch_bytes = want;
     }
     *out = cb->scratch;
@@ -78,8 +86,11 @@ cudaError_t gnn__cuda_malloc(void **p, size_t bytes)
         /* What the stream-ordered pool keeps for the next batches is
          * free memory to the driver only once handed back. */
         (void)cudaGetLastError();
-        if (cudaDeviceSynchronize() == cudaSuccess && cudaMemPoolTrimTo(pool, 0) == cudaSuccess)
+        e = cudaDeviceSynchronize(); /* a fault of earlier work: that is the error */
+        if (e == cudaSuccess && cudaMemPoolTrimTo(pool, 0) == cudaSuccess)
             e = cudaMalloc(p, bytes ? bytes : 1);
+        else if (e == cudaSuccess)
+            e = cudaErrorMemoryAllocation;
     }
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
@@ -175,60 +186,150 @@ static void cu_host_free(gnn_backend_t *be, void *p)
     if (e != cudaSuccess) free_failed(e);
 }
 
-/* Host ranges mapped here, by their start: a range mapped twice (two
- * samplers over one graph) is registered once and unregistered by its
- * last unmap; one another library registered already (an MPI's CUDA
- * transport: cudaErrorHostMemoryAlreadyRegistered) is used as it is and
- * never unregistered here. */
+/* Host memory mapped for the device. cudaHostRegister pins whole pages and
+ * refuses a range that shares a page with one registered before
+ * (cudaErrorHostMemoryAlreadyRegistered), as two arrays next to each other
+ * on the heap do. So what is registered here is kept as page ranges
+ * (regions) with counts: a mapping registers only the pages of its range
+ * that no region holds yet, and holds one count of every region its
+ * range touches; a region is unregistered when its last mapping goes.
+ * Regions are registered portable (every device's context sees them), so
+ * the table serves every backend of the process. A range another library
+ * registered already (an MPI's CUDA transport) is used as it is when the
+ * device reads all of it through one address range, and never
+ * unregistered here. */
+typedef struct {
+    uintptr_t lo, hi; /* pages [lo, hi) */
+    int count, foreign;
+} region_t;
 typedef struct {
     void *host;
     size_t bytes;
-    int count, foreign;
-} mapped_t;
-static mapped_t *g_mapped;
-static size_t g_n_mapped, g_cap_mapped;
+} mapping_t;
+static region_t *g_regions;
+static mapping_t *g_mappings;
+static size_t g_n_regions, g_cap_regions, g_n_mappings, g_cap_mappings;
 static pthread_mutex_t g_map_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uintptr_t page_size(void)
+{
+    const long p = sysconf(_SC_PAGESIZE);
+    return p > 0 ? (uintptr_t)p : 4096;
+}
+
+/* The pages [*lo, *hi) of host's bytes (at least one byte). */
+static void page_range(const void *host, size_t bytes, uintptr_t *lo, uintptr_t *hi)
+{
+    const uintptr_t p = page_size(), a = (uintptr_t)host;
+    *lo = a & ~(p - 1);
+    *hi = (a + (bytes ? bytes : 1) + p - 1) & ~(p - 1);
+}
+
+/* Unregister region i (its count 0) and take it out of the table. */
+static void region_drop(size_t i)
+{
+    if (!g_regions[i].foreign && cudaHostUnregister((void *)g_regions[i].lo) != cudaSuccess)
+        (void)cudaGetLastError();
+    g_regions[i] = g_regions[--g_n_regions];
+}
+
+/* One count less of every region [lo, hi) touches; those at 0 go. */
+static void regions_release(uintptr_t lo, uintptr_t hi)
+{
+    for (size_t i = g_n_regions; i-- > 0;)
+        if (g_regions[i].lo < hi && lo < g_regions[i].hi && --g_regions[i].count <= 0)
+            region_drop(i);
+}
+
+/* Register pages [lo, hi), none of them in a region of the table. */
+static cudaError_t region_add(uintptr_t lo, uintptr_t hi)
+{
+    const unsigned flags = cudaHostRegisterMapped | cudaHostRegisterPortable;
+    int foreign = 0;
+    cudaError_t e = cudaHostRegister((void *)lo, hi - lo, flags | cudaHostRegisterReadOnly);
+    if (e == cudaErrorNotSupported || e == cudaErrorInvalidValue) {
+        (void)cudaGetLastError();
+        e = cudaHostRegister((void *)lo, hi - lo, flags);
+    }
+    if (e == cudaErrorHostMemoryAlreadyRegistered) {
+        /* Registered outside this table: usable only if the device reads
+         * the whole range at one offset from the host's addresses. */
+        (void)cudaGetLastError();
+        void *d0 = NULL, *d1 = NULL;
+        e = cudaHostGetDevicePointer(&d0, (void *)lo, 0);
+        if (e == cudaSuccess) e = cudaHostGetDevicePointer(&d1, (void *)(hi - 1), 0);
+        if (e == cudaSuccess && (uintptr_t)d1 - (uintptr_t)d0 != hi - 1 - lo)
+            e = cudaErrorHostMemoryAlreadyRegistered;
+        if (e != cudaSuccess) {
+            (void)cudaGetLastError();
+            return cudaErrorHostMemoryAlreadyRegistered;
+        }
+        foreign = 1;
+    }
+    if (e != cudaSuccess) return e;
+    g_regions[g_n_regions++] = (region_t){lo, hi, 0, foreign};
+    return cudaSuccess;
+}
 
 static cudaError_t map_locked(void *host, size_t bytes, void **dev)
 {
-    for (size_t i = 0; i < g_n_mapped; i++)
-        if (g_mapped[i].host == host) {
-            if (bytes > g_mapped[i].bytes) return cudaErrorInvalidValue; /* past the first */
-            cudaError_t e = cudaHostGetDevicePointer(dev, host, 0);
-            if (e == cudaSuccess) g_mapped[i].count++;
-            return e;
-        }
-    if (g_n_mapped == g_cap_mapped) {
-        size_t cap = g_cap_mapped ? 2 * g_cap_mapped : 8;
-        mapped_t *m = (mapped_t *)gnn_realloc_array(g_mapped, cap, sizeof *m);
+    *dev = NULL;
+    uintptr_t lo, hi;
+    page_range(host, bytes, &lo, &hi);
+    /* Room first: the new regions are at most the gaps between the old. */
+    if (g_n_mappings == g_cap_mappings) {
+        size_t cap = g_cap_mappings ? 2 * g_cap_mappings : 8;
+        mapping_t *m = (mapping_t *)gnn_realloc_array(g_mappings, cap, sizeof *m);
         if (!m) return cudaErrorMemoryAllocation;
-        g_mapped = m;
-        g_cap_mapped = cap;
+        g_mappings = m;
+        g_cap_mappings = cap;
     }
-    const size_t b = bytes ? bytes : 1;
-    int foreign = 0;
-    cudaError_t e = cudaHostRegister(host, b, cudaHostRegisterMapped | cudaHostRegisterReadOnly);
-    if (e == cudaErrorNotSupported || e == cudaErrorInvalidValue) {
-        (void)cudaGetLastError();
-        e = cudaHostRegister(host, b, cudaHostRegisterMapped);
+    if (g_cap_regions < 2 * g_n_regions + 1) {
+        size_t cap = 2 * g_n_regions + 8;
+        region_t *r = (region_t *)gnn_realloc_array(g_regions, cap, sizeof *r);
+        if (!r) return cudaErrorMemoryAllocation;
+        g_regions = r;
+        g_cap_regions = cap;
     }
-    if (e == cudaErrorHostMemoryAlreadyRegistered) {
-        (void)cudaGetLastError();
-        foreign = 1;
-        e = cudaSuccess;
+    /* Register the pages no region holds, gap by gap. */
+    const size_t old = g_n_regions;
+    cudaError_t e = cudaSuccess;
+    for (uintptr_t at = lo; at < hi && e == cudaSuccess;) {
+        uintptr_t end = hi;
+        int inside = 0;
+        for (size_t i = 0; i < g_n_regions && !inside; i++) {
+            if (g_regions[i].lo <= at && at < g_regions[i].hi) {
+                at = g_regions[i].hi;
+                inside = 1;
+            } else if (g_regions[i].lo > at && g_regions[i].lo < end) {
+                end = g_regions[i].lo;
+            }
+        }
+        if (inside) continue;
+        e = region_add(at, end);
+        at = end;
     }
-    if (e != cudaSuccess) return e;
-    e = cudaHostGetDevicePointer(dev, host, 0);
-    if (e != cudaSuccess) {
-        if (!foreign) cudaHostUnregister(host);
-        *dev = NULL;
+    if (e != cudaSuccess) { /* nothing of this call left registered */
+        while (g_n_regions > old) region_drop(g_n_regions - 1);
         return e;
     }
-    g_mapped[g_n_mapped].host = host;
-    g_mapped[g_n_mapped].bytes = bytes;
-    g_mapped[g_n_mapped].count = 1;
-    g_mapped[g_n_mapped].foreign = foreign;
-    g_n_mapped++;
+    for (size_t i = 0; i < g_n_regions; i++)
+        if (g_regions[i].lo < hi && lo < g_regions[i].hi) g_regions[i].count++;
+    /* The device's view of the range: one address range (the host's own
+     * on every current platform), or the range spans registrations the
+     * device sees apart and cannot be read as one array. */
+    void *d0 = NULL, *d1 = NULL;
+    const size_t b = bytes ? bytes : 1;
+    e = cudaHostGetDevicePointer(&d0, host, 0);
+    if (e == cudaSuccess) e = cudaHostGetDevicePointer(&d1, (char *)host + (b - 1), 0);
+    if (e == cudaSuccess && (uintptr_t)d1 - (uintptr_t)d0 != b - 1) e = cudaErrorInvalidValue;
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        regions_release(lo, hi);
+        return e;
+    }
+    g_mappings[g_n_mappings++] = (mapping_t){host, bytes};
+    *dev = d0;
     return cudaSuccess;
 }
 
@@ -243,13 +344,12 @@ cudaError_t gnn__cuda_map_host(void *host, size_t bytes, void **dev)
 void gnn__cuda_unmap_host(void *host)
 {
     pthread_mutex_lock(&g_map_lock);
-    for (size_t i = 0; i < g_n_mapped; i++)
-        if (g_mapped[i].host == host) {
-            if (--g_mapped[i].count == 0) {
-                if (!g_mapped[i].foreign && cudaHostUnregister(host) != cudaSuccess)
-                    (void)cudaGetLastError();
-                g_mapped[i] = g_mapped[--g_n_mapped];
-            }
+    for (size_t i = g_n_mappings; i-- > 0;) /* the latest mapping of host */
+        if (g_mappings[i].host == host) {
+            uintptr_t lo, hi;
+            page_range(host, g_mappings[i].bytes, &lo, &hi);
+            regions_release(lo, hi);
+            g_mappings[i] = g_mappings[--g_n_mappings];
             break;
         }
     pthread_mutex_unlock(&g_map_lock);
@@ -704,7 +804,7 @@ static int open_device(gnn_cuda_be_t *cb)
     /* Plain FP32: no TF32 tensor-core rounding of the operands. */
     CUBLAS_RET(GNN_CU(cublasSetMathMode)(cb->cublas, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
     /* After cublasSetStream, which resets it to cuBLAS's pool. */
-    GNN_CUDA_RET(cudaMalloc(&cb->blas_ws, CUBLAS_WS_BYTES), "cuBLAS workspace");
+    GNN_CUDA_RET(gnn__cuda_malloc(&cb->blas_ws, CUBLAS_WS_BYTES), "cuBLAS workspace");
     CUBLAS_RET(GNN_CU(cublasSetWorkspace)(cb->cublas, cb->blas_ws, CUBLAS_WS_BYTES),
                "cublasSetWorkspace");
     CUSPARSE_RET(GNN_CU(cusparseCreate)(&cb->cusparse), "cusparseCreate");
@@ -719,12 +819,20 @@ static int open_device(gnn_cuda_be_t *cb)
      * then wait for the training step whose blocks it reuses, and the next
      * batch be ready only after it. Blocks whose free has run are reused
      * all the same. */
-    /* Best effort: a device without pools never allocates from one. */
+    /* Graphs, batches and the device sampler allocate from the pool: a
+     * device without one (some virtualised GPUs) is refused here rather
+     * than at its first graph. The two settings are best effort. */
     int pools = 0, no = 0;
+    if (cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, cb->dev) != cudaSuccess)
+        (void)cudaGetLastError();
+    if (!pools)
+        return GNN_FAIL(GNN_EUNSUPPORTED,
+                        "GPU %d (%s) has no stream-ordered memory pool "
+                        "(cudaDevAttrMemoryPoolsSupported is 0), which the CUDA backend needs",
+                        cb->dev, prop.name);
     cudaMemPool_t pool;
     uint64_t keep = (uint64_t)1 << 30;
-    if (cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, cb->dev) != cudaSuccess ||
-        !pools || cudaDeviceGetDefaultMemPool(&pool, cb->dev) != cudaSuccess ||
+    if (cudaDeviceGetDefaultMemPool(&pool, cb->dev) != cudaSuccess ||
         cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep) != cudaSuccess ||
         cudaMemPoolSetAttribute(pool, cudaMemPoolReuseAllowInternalDependencies, &no) !=
             cudaSuccess)

@@ -72,10 +72,10 @@ int gnn__cuda_scratch(gnn_cuda_be_t *cb, size_t bytes, void **out);
 int gnn__cuda_pinned(gnn_cuda_be_t *cb, size_t bytes, void **out);
 
 /* Host memory of bytes pinned and mapped in place (read-only where the
- * platform has it), *dev its device address; nothing left registered on
- * failure. Mapping an array again (the same start, no more bytes) counts
- * a use of the first mapping (more bytes: cudaErrorInvalidValue);
- * gnn__cuda_unmap_host ends one. */
+ * platform has it), *dev its device address; nothing of the call left
+ * registered on failure. Ranges may share pages or overlap (two arrays
+ * side by side on the heap, one array mapped twice): each call is one
+ * mapping, and gnn__cuda_unmap_host(host) ends the latest of host's. */
 cudaError_t gnn__cuda_map_host(void *host, size_t bytes, void **dev);
 void gnn__cuda_unmap_host(void *host);
 

@@ -83,8 +83,10 @@ static int64_t peek_i64(gnn_cuda_be_t *cb, const int64_t *a, uint64_t i)
 {
     int64_t v = 0;
     if (cudaMemcpyAsync(&v, a + i, sizeof v, cudaMemcpyDeviceToHost, cb->stream) != cudaSuccess ||
-        cudaStreamSynchronize(cb->stream) != cudaSuccess)
+        cudaStreamSynchronize(cb->stream) != cudaSuccess) {
+        (void)cudaGetLastError(); /* not the next launch's */
         return INT64_MIN;
+    }
     return v;
 }
 

@@ -164,13 +164,14 @@ int gnn__cuda_sampler_prepare(gnn_backend_t *be, gnn_bsampler_t *s)
             e = map_host(g->indices, (size_t)g->nnz * sizeof(int64_t), &c->h_indices,
                          (void **)&c->indices);
         else if (e == cudaSuccess)
-            e = cudaMalloc((void **)&c->indices, sizeof(int64_t)); /* never read */
+            e = gnn__cuda_malloc((void **)&c->indices, sizeof(int64_t)); /* never read */
     }
-    if (e == cudaSuccess && !host) e = cudaMalloc((void **)&c->indptr, pb);
-    if (e == cudaSuccess && !host) e = cudaMalloc((void **)&c->indices, ib);
-    if (e == cudaSuccess) e = cudaMalloc((void **)&c->loc, ((size_t)c->n + 1) * sizeof(int32_t));
+    if (e == cudaSuccess && !host) e = gnn__cuda_malloc((void **)&c->indptr, pb);
+    if (e == cudaSuccess && !host) e = gnn__cuda_malloc((void **)&c->indices, ib);
     if (e == cudaSuccess)
-        e = cudaMalloc((void **)&c->first, ((size_t)c->n + 1) * sizeof(unsigned long long));
+        e = gnn__cuda_malloc((void **)&c->loc, ((size_t)c->n + 1) * sizeof(int32_t));
+    if (e == cudaSuccess)
+        e = gnn__cuda_malloc((void **)&c->first, ((size_t)c->n + 1) * sizeof(unsigned long long));
     if (e == cudaSuccess && !host)
         e = cudaMemcpyAsync(c->indptr, g->indptr, ((size_t)c->n + 1) * sizeof(int64_t),
                             cudaMemcpyHostToDevice, c->st);

@@ -134,17 +134,28 @@ struct gnn_cuda_graph {
 
 /* ---- Scratch -------------------------------------------------------------- */
 
+/* Whether work queued on s is being captured (a CUDA graph): no
+ * allocation may be made then, pooled or not (a pooled one would become
+ * the graph's own, which its second launch refuses). */
+static int capturing(cudaStream_t s)
+{
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(s, &cs) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return cs != cudaStreamCaptureStatusNone;
+}
+
 int gnn__cuda_buf_reserve(gnn__cuda_buf_t *b, size_t bytes, cudaStream_t s)
 {
     if (bytes <= b->bytes) return 0;
     size_t want = b->bytes + b->bytes / 2; /* grow geometrically */
     if (want < bytes) want = bytes;
     want = (want + 255) & ~(size_t)255;
+    if (capturing(s))
+        return GNN_FAIL(GNN_ECUDA, "spmm scratch of %zu bytes while capturing a step", bytes);
     if (b->p) {
-        cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
-        if (cudaStreamIsCapturing(s, &cs) == cudaSuccess && cs != cudaStreamCaptureStatusNone)
-            return GNN_FAIL(GNN_ECUDA, "spmm scratch of %zu bytes while capturing a step", bytes);
-        (void)cudaGetLastError();
         /* queued work may still use it: freed after that work */
         cudaError_t e = b->pooled ? cudaSuccess : cudaStreamSynchronize(s);
         cudaError_t ef = b->pooled ? cudaFreeAsync(b->p, s) : cudaFree(b->p);
@@ -525,6 +536,8 @@ int gnn__cuda_graph_attn_edges(gnn_cuda_graph_t *g, int k, gnn_aggr_edges_t *vie
                   " destinations, %" PRId64 " sources)",
                   g->n_dst, g->n_src);
     if (!g->attn[k]) { /* on the stream that reads them: no wait */
+        if (capturing(g->stream))
+            return GNN_FAIL(GNN_ECUDA, "attention slots made while capturing a step");
         cudaError_t e = queue_attn_edges(g, g->stream, k);
         if (e != cudaSuccess) {
             (void)cudaGetLastError();
@@ -804,6 +817,8 @@ static int sparse_descr(gnn_cuda_graph_t *g, gnn_aggr_t aggr, int dir, cudaStrea
     } else {
         float **slot = aggr == GNN_AGGR_SUM ? &g->ones : &g->vals[dir][aggr];
         if (!*slot) {
+            if (capturing(s))
+                return GNN_FAIL(GNN_ECUDA, "cuSPARSE values while capturing a step");
             const size_t vb = (size_t)g->nnz * sizeof(float);
             cudaError_t e = g->pooled ? cudaMallocAsync((void **)slot, vb, s)
                                       : cudaMalloc((void **)slot, vb);
@@ -817,7 +832,7 @@ static int sparse_descr(gnn_cuda_graph_t *g, gnn_aggr_t aggr, int dir, cudaStrea
                                                                                          *slot);
             e = cudaGetLastError();
             if (e != cudaSuccess) { /* not filled: a later call must not take it as built */
-                cudaFree(*slot);
+                graph_array_free(g, *slot);
                 *slot = NULL;
                 return GNN_FAIL(GNN_ECUDA, "launch of spmm values: %s", cudaGetErrorString(e));
             }

@@ -1012,6 +1012,58 @@ static void xent_case(int64_t rows, int64_t classes, const pair_t *L, const pair
     pair_free(&I), pair_free(&D);
 }
 
+/* Rows gathered on the device from host rows [r0, r0 + nr) of h (f
+ * wide) mapped at m, against h itself. */
+static void check_mapped_rows(const float *h, int64_t f, int64_t r0, int64_t nr, const float *m)
+{
+    int64_t *idx = malloc((size_t)nr * sizeof *idx);
+    assert_non_null(idx);
+    for (int64_t i = 0; i < nr; i++) idx[i] = nr - 1 - i; /* last row first */
+    pair_t I = pair_up(idx, (size_t)nr * sizeof *idx);
+    pair_t D = pair_alloc((size_t)(nr * f) * sizeof(float));
+    poison(&D);
+    expect_ok(0, gnn_be_gather_rows(g_gpu, nr, f, m, nr, I.g, D.g));
+    float *got = fetch(&D);
+    for (int64_t i = 0; i < nr; i++)
+        if (memcmp(got + i * f, h + (r0 + idx[i]) * f, (size_t)f * sizeof *got))
+            fail_msg("%s: row %" PRId64 " of the mapping differs from the host's", g_ctx, idx[i]);
+    free(got), free(idx);
+    pair_free(&I), pair_free(&D);
+}
+
+/* Host arrays mapped for the device that share pages: two arrays side by
+ * side (as on the heap), then one over both, each read whole; unmapping
+ * one leaves the others readable. */
+static void test_map_host_pages(void **state)
+{
+    (void)state;
+    const int64_t f = 16, rows = 3000, cut = 1001; /* cut * f * 4 bytes: mid-page */
+    float *h = malloc((size_t)(rows * f) * sizeof *h);
+    assert_non_null(h);
+    for (int64_t i = 0; i < rows * f; i++) h[i] = (float)i * 0.5f - 7.0f;
+    float *ma = NULL, *mb = NULL, *mw = NULL;
+    context("map_host: two arrays sharing a page");
+    expect_ok(0, gnn_be_map_host(g_gpu, h, (size_t)(cut * f) * sizeof *h, (void **)&ma));
+    expect_ok(0, gnn_be_map_host(g_gpu, h + cut * f, (size_t)((rows - cut) * f) * sizeof *h,
+                                 (void **)&mb));
+    check_mapped_rows(h, f, 0, cut, ma);
+    check_mapped_rows(h, f, cut, rows - cut, mb);
+    context("map_host: one array over both");
+    expect_ok(0, gnn_be_map_host(g_gpu, h, (size_t)(rows * f) * sizeof *h, (void **)&mw));
+    check_mapped_rows(h, f, 0, rows, mw);
+    context("map_host: the second array after the first is unmapped");
+    gnn_be_unmap_host(g_gpu, h); /* the latest mapping at h: the whole array */
+    gnn_be_unmap_host(g_gpu, h); /* then the first */
+    check_mapped_rows(h, f, cut, rows - cut, mb);
+    gnn_be_unmap_host(g_gpu, h + cut * f);
+    context("map_host: mapped again once all are gone");
+    expect_ok(0, gnn_be_map_host(g_gpu, h + 5, (size_t)((rows - 1) * f) * sizeof *h,
+                                 (void **)&mw));
+    check_mapped_rows(h + 5, f, 0, rows - 1, mw);
+    gnn_be_unmap_host(g_gpu, h + 5);
+    free(h);
+}
+
 static void test_softmax_xent(void **state)
 {
     (void)state;
@@ -2496,7 +2548,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_gemm),         cmocka_unit_test(test_bias),
         cmocka_unit_test(test_relu_axpby),   cmocka_unit_test(test_dropout),
         cmocka_unit_test(test_dropout_rows), cmocka_unit_test(test_bias_act_drop),
-        cmocka_unit_test(test_gather_rows),
+        cmocka_unit_test(test_gather_rows),  cmocka_unit_test(test_map_host_pages),
         cmocka_unit_test(test_softmax_xent), cmocka_unit_test(test_adam),
         cmocka_unit_test(test_sparse_opt),   cmocka_unit_test(test_copy_rows),
         cmocka_unit_test(test_scatter_rows),
