@@ -84,9 +84,16 @@ fail:
     return rc;
 }
 
+/* The backend whose capture rules this thread began (cpu-as-gpu), and
+ * whether they are paused on it: held per thread, so that no other
+ * thread (a sampler's) reads or changes them. */
+static _Thread_local gnn_backend_t *t_rules_be;
+static _Thread_local int t_rules_paused;
+
 void gnn_backend_close(gnn_backend_t *be)
 {
     if (!be) return;
+    if (t_rules_be == be) t_rules_be = NULL; /* a later backend at its address is another */
     if (be->ops && be->ops->close) be->ops->close(be);
     gnn_free(be);
 }
@@ -194,11 +201,17 @@ int gnn_be_spmm_choice(gnn_backend_t *be, const gnn_bgraph_t *g, int aggr, int64
             return GNN_FAIL(GNN_EINVAL, "%s: %s is not a buffer of %s", fn, #p, be->desc);   \
     } while (0)
 
-/* Between gnn_be_capture_rules_begin and _end (cpu-as-gpu): an operation
- * that a GPU's capture refuses, the first one noted. */
+static int rules_on(const gnn_backend_t *be)
+{
+    return t_rules_be == be && !t_rules_paused;
+}
+
+/* Between gnn_be_capture_rules_begin and _end (cpu-as-gpu), on the thread
+ * that began them: an operation that a GPU's capture refuses, the first
+ * one noted. */
 static void rule(gnn_backend_t *be, const char *what)
 {
-    if (be->rules && !be->rules_broken[0] && pthread_equal(pthread_self(), be->rules_thread))
+    if (rules_on(be) && !be->rules_broken[0])
         snprintf(be->rules_broken, sizeof be->rules_broken, "%s", what);
 }
 
@@ -207,7 +220,7 @@ static void rule(gnn_backend_t *be, const char *what)
 static void rule_ids(gnn_backend_t *be, const int64_t *ids, int64_t n, int64_t bound,
                      const char *what)
 {
-    if (be->rules && ids && n > 0 && !gnn__be_trusted(be, ids, n, bound)) rule(be, what);
+    if (rules_on(be) && ids && n > 0 && !gnn__be_trusted(be, ids, n, bound)) rule(be, what);
 }
 
 int gnn_be_alloc(gnn_backend_t *be, size_t bytes, void **out)
@@ -722,14 +735,16 @@ static int graph_create_batch(gnn_backend_t *be, gnn_bsampler_t *s, const gnn_bb
                             .weights = NULL,
                             .flags = b->flags};
         /* Under a capture's rules (cpu-as-gpu), not noted: a GPU makes the
-         * block on the device from the stream-ordered pool (below), with
-         * no wait, where this emulation allocates and copies. */
-        const int rules = be->rules;
-        be->rules = 0;
+         * block on the device from the stream-ordered pool (below), where
+         * this emulation allocates and copies; but made on the backend's
+         * stream (no sampler given), it waits for that stream once, to
+         * read the block's longest rows. */
+        if (!s) rule(be, "a batch's block made on the backend's stream (a wait for it)");
+        t_rules_paused++;
         rc = gnn_be_graph_stage(view, NULL, attn, &g);
         if (rc == 0) gnn_be_graph_attach(g, view, gnn_free);
         if (rc == 0) rc = gnn_be_graph_place(be, g);
-        be->rules = rules;
+        t_rules_paused--;
         if (rc < 0) goto fail;
         *out = g;
         return 0;
@@ -1629,18 +1644,22 @@ int gnn_be_capture_rules_begin(gnn_backend_t *be)
         return GNN_FAIL(GNN_EUNSUPPORTED,
                         "gnn_be_capture_rules_begin: only where a GPU is emulated, not on %s",
                         be->desc);
-    if (be->rules) return GNN_FAIL(GNN_EINVAL, "gnn_be_capture_rules_begin: already begun");
-    be->rules_thread = pthread_self();
+    if (be->rules || t_rules_be)
+        return GNN_FAIL(GNN_EINVAL, "gnn_be_capture_rules_begin: already begun");
     be->rules_broken[0] = '\0';
     be->rules = 1;
+    t_rules_be = be;
+    t_rules_paused = 0;
     return 0;
 }
 
 int gnn_be_capture_rules_end(gnn_backend_t *be)
 {
     NEED(be, "gnn_be_capture_rules_end");
-    if (!be->rules) return GNN_FAIL(GNN_EINVAL, "gnn_be_capture_rules_end: not begun");
+    if (!be->rules || t_rules_be != be)
+        return GNN_FAIL(GNN_EINVAL, "gnn_be_capture_rules_end: not begun on this thread");
     be->rules = 0;
+    t_rules_be = NULL;
     if (!be->rules_broken[0]) return 0;
     return GNN_FAIL(GNN_ECUDA, "%s inside captured work", be->rules_broken);
 }

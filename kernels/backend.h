@@ -527,10 +527,13 @@ void gnn_be_batch_free(gnn_bbatch_t *b);
  * batch of another backend or another attn_layout. */
 int gnn_be_graph_create_batch(gnn_backend_t *be, const gnn_bbatch_t *b, int l, int attn_layout,
                               gnn_bgraph_t **out);
-/* The same, made by the thread that samples with s while another drives
- * s's backend (a batch prepared ahead of the step that trains it): on a
- * GPU on s's own stream, which it leaves idle, so that the graph is ready
- * for the backend's stream on return; on a CPU backend as
+/* The same on sampler s's work queue, by the thread that samples with s
+ * (ahead of the step that trains the batch while another thread drives
+ * s's backend, or in that step): on a GPU on s's own stream, which it
+ * leaves idle, so that the graph is ready for the backend's stream on
+ * return and its build waits for the sampling only, where
+ * gnn_be_graph_create_batch's waits once for the backend's queued work
+ * (to read the block's longest rows); on a CPU backend as
  * gnn_be_graph_create_batch. The graph is the backend's as any other
  * (freed with gnn_be_graph_free, after the step, by any thread). */
 int gnn_be_sampler_graph_create(gnn_bsampler_t *s, const gnn_bbatch_t *b, int l, int attn_layout,

@@ -195,10 +195,10 @@ struct gnn_backend {
      * (a backend buffer), or NULL */
     const gnn_step_scalars_t *step_scalars;
     int capturing; /* between gnn_be_capture_begin and _end */
-    /* gnn_be_capture_rules_begin (cpu-as-gpu): checking a capture's rules,
-     * and the first operation that broke them */
+    /* gnn_be_capture_rules_begin (cpu-as-gpu): checking a capture's rules
+     * (on the thread that began them; another's calls are not noted), and
+     * the first operation that broke them */
     int rules;
-    pthread_t rules_thread; /* the thread that began them: another's calls are not noted */
     char rules_broken[200];
 };
 

@@ -459,6 +459,81 @@ static void test_errors(void **state)
     }
 }
 
+/* Another thread's calls while this one checks a capture's rules: a wait
+ * and an emulated block build, neither noted; nor may it end the rules. */
+typedef struct {
+    gnn_backend_t *be;
+    const gnn_bbatch_t *b;
+    int rc_sync, rc_make, rc_end;
+    char end_msg[256];
+} other_thread_t;
+
+static void *other_thread(void *arg)
+{
+    other_thread_t *o = arg;
+    gnn_bgraph_t *g = NULL;
+    o->rc_sync = gnn_be_sync(o->be);
+    o->rc_make = gnn_be_graph_create_batch(o->be, o->b, 0, -1, &g);
+    gnn_be_graph_free(g);
+    o->rc_end = gnn_be_capture_rules_end(o->be);
+    snprintf(o->end_msg, sizeof o->end_msg, "%s", gnn_error_message());
+    return NULL;
+}
+
+/*
+ * A batch's blocks under a GPU capture's rules (cpu-as-gpu): made on the
+ * sampler's work queue (gnn_be_sampler_graph_create), no wait for the
+ * steps queued before; made on the backend's (gnn_be_graph_create_batch),
+ * one, named. The rules are the thread's that began them.
+ */
+static void test_block_rules(void **state)
+{
+    (void)state;
+    gnn_backend_t *be = NULL;
+    assert_int_equal(gnn_backend_open("cpu-as-gpu", &be), 0);
+    uint64_t s = g_seed ^ 0x72756c;
+    gnn_csr_t g;
+    make_graph(&s, 400, 4000, 1, &g);
+    const int fan[2] = {5, 3};
+    gnn_bsampler_t *ds = NULL;
+    assert_int_equal(gnn_be_sampler_create(be, &g, 2, fan, &ds), 0);
+    int64_t *seeds = pick_seeds(&s, 400, 32);
+    gnn_bbatch_t b;
+    memset(&b, 0, sizeof b);
+    assert_int_equal(gnn_be_sample(ds, seeds, 32, 3, 0, 0, &b), 0);
+    for (int l = 0; l < 2; l++) {
+        gnn_bgraph_t *bg = NULL;
+        assert_int_equal(gnn_be_capture_rules_begin(be), 0);
+        assert_int_equal(gnn_be_sampler_graph_create(ds, &b, l, l ? 1 : -1, &bg), 0);
+        assert_int_equal(gnn_be_capture_rules_end(be), 0);
+        gnn_be_graph_free(bg);
+        bg = NULL;
+        assert_int_equal(gnn_be_capture_rules_begin(be), 0);
+        assert_int_equal(gnn_be_graph_create_batch(be, &b, l, l ? 1 : -1, &bg), 0);
+        assert_non_null(bg);
+        expect_error(gnn_be_capture_rules_end(be), GNN_ECUDA,
+                     "a batch's block made on the backend's stream (a wait for it) inside "
+                     "captured work");
+        gnn_be_graph_free(bg);
+    }
+    assert_int_equal(gnn_be_capture_rules_begin(be), 0);
+    other_thread_t o = {.be = be, .b = &b};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, other_thread, &o), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_int_equal(o.rc_sync, 0);
+    assert_int_equal(o.rc_make, 0);
+    assert_int_equal(o.rc_end, GNN_EINVAL);
+    if (!strstr(o.end_msg, "not begun on this thread"))
+        fail_msg("the other thread's end: \"%s\"", o.end_msg);
+    assert_int_equal(gnn_be_capture_rules_end(be), 0);
+    free(seeds);
+    gnn_be_batch_free(&b);
+    gnn_be_sampler_free(ds);
+    gnn_csr_free(&g);
+    gnn_backend_close(be);
+}
+
 int main(int argc, char **argv)
 {
     g_seed = tu_seed();
@@ -475,6 +550,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_same_batches),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_block_rules),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -490,8 +490,11 @@ static int train_device_batch(gnn_job_t *j, const gnn_bbatch_t *b, gnn_bgraph_t 
         graphs[l] = given ? given[l] : NULL;
         if (given) given[l] = NULL; /* ours to free now */
     }
+    /* Made here on the sampler's stream too: on a GPU, the block's build
+     * then waits for the sampling, not for the steps queued before. */
     for (int l = 0; l < b->layers; l++)
-        if (!graphs[l]) GNN_TRY(gnn_be_graph_create_batch(be, b, l, attn_layout(j), &graphs[l]));
+        if (!graphs[l])
+            GNN_TRY(gnn_be_sampler_graph_create(j->ds, b, l, attn_layout(j), &graphs[l]));
     *prep_s += gnn__now_s() - t0;
     /* The batch's node ids come from the device sampler (checked seeds, a
      * checked graph): the gather and the dropout by id need not check
