@@ -159,7 +159,10 @@ void gnn_be_host_free(gnn_backend_t *be, void *p);
  * until gnn_be_unmap_host(be, host), the array staying alive and
  * unchanged until then. On a GPU the pages are pinned and mapped
  * (cudaHostRegister): every read crosses the bus, for data too large for
- * the device. GNN_ENOMEM / GNN_ECUDA when it cannot be mapped.
+ * the device. Arrays mapped may share pages or overlap (two arrays side
+ * by side, one mapped twice): each call is a mapping of its own, and
+ * gnn_be_unmap_host ends the latest of host's. GNN_ENOMEM / GNN_ECUDA
+ * when it cannot be mapped.
  */
 int gnn_be_map_host(gnn_backend_t *be, void *host, size_t bytes, void **dev);
 void gnn_be_unmap_host(gnn_backend_t *be, void *host);
