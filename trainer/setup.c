@@ -197,6 +197,16 @@ fail:
 }
 
 /* The aggregator of a kind that has one: --aggr, or its default. */
+/* A name the registry does not know, with no plug-in loaded: the
+ * message says how a plug-in's names are added. */
+static int plugin_hint(const gnn_job_t *j, int rc)
+{
+    if (j->o->aggr_plugin || !strstr(gnn_error_message(), "(registered:")) return rc;
+    char why[768];
+    snprintf(why, sizeof why, "%s", gnn_error_message());
+    return GNN_FAIL(rc, "%s; a plug-in adds its own with --aggr-plugin FILE.so", why);
+}
+
 static int find_aggr(gnn_job_t *j)
 {
     const char *aggr = j->o->aggr ? j->o->aggr : j->kind->default_aggr;
@@ -204,7 +214,8 @@ static int find_aggr(gnn_job_t *j)
         return GNN_FAIL(GNN_EUSAGE, "--aggr %s: the %s model aggregates with %s; use --model "
                                     "sage for other aggregators",
                         aggr, j->kind->name, j->kind->default_aggr);
-    return gnn_aggr_registry_find_kind(j->reg, aggr, GNN_AGGR_KIND_AGGREGATE, &j->aggr);
+    int rc = gnn_aggr_registry_find_kind(j->reg, aggr, GNN_AGGR_KIND_AGGREGATE, &j->aggr);
+    return rc < 0 ? plugin_hint(j, rc) : 0;
 }
 
 int gnn__setup(gnn_job_t *j)
@@ -272,7 +283,11 @@ int gnn__setup(gnn_job_t *j)
     }
     if (j->kind->attention) {
         const char *name = o->attention ? o->attention : "gat";
-        GNN_TRY(gnn_aggr_registry_find_kind(j->reg, name, GNN_AGGR_KIND_ATTENTION, &j->attn));
+        rc = gnn_aggr_registry_find_kind(j->reg, name, GNN_AGGR_KIND_ATTENTION, &j->attn);
+        if (rc < 0) {
+            rc = plugin_hint(j, rc);
+            goto fail;
+        }
     } else if (o->attention) {
         rc = GNN_FAIL(GNN_EUSAGE, "--attention %s: only for --model gat (the %s model takes "
                                   "an aggregator, --aggr)",
