@@ -191,10 +191,8 @@ int gnn__cuda_buf_reserve(gnn__cuda_buf_t *b, size_t bytes, cudaStream_t s)
 static void graph_array_free(gnn_cuda_graph_t *g, void *p)
 {
     if (!p) return;
-    if (g->pooled)
-        cudaFreeAsync(p, g->stream);
-    else
-        cudaFree(p);
+    cudaError_t e = g->pooled ? cudaFreeAsync(p, g->stream) : cudaFree(p);
+    if (e != cudaSuccess) (void)cudaGetLastError(); /* not the next launch's error */
 }
 
 void gnn__cuda_graph_free(gnn_cuda_graph_t *g)
@@ -501,10 +499,10 @@ static cudaError_t queue_attn_edges(gnn_cuda_graph_t *g, cudaStream_t st, int k)
         e = cudaGetLastError();
     }
     void *tmp[5] = {rowid, iota, keys, perm, temp};
-    for (int i = 0; i < 5; i++)
-        if (tmp[i]) cudaFreeAsync(tmp[i], st);
+    for (int i = 0; i < 5; i++) /* a failed free: not the next launch's error */
+        if (tmp[i] && cudaFreeAsync(tmp[i], st) != cudaSuccess) (void)cudaGetLastError();
     if (e != cudaSuccess) {
-        if (blk) cudaFreeAsync(blk, st);
+        if (blk && cudaFreeAsync(blk, st) != cudaSuccess) (void)cudaGetLastError();
         return e;
     }
     g->attn[k] = blk;
@@ -667,8 +665,8 @@ int gnn__cuda_graph_create_dev(const gnn_cuda_spmm_ctx_t *ctx, void *stream, int
     cudaError_t es = cudaStreamSynchronize(st); /* the temporaries are free to go */
     if (e == cudaSuccess) e = es;
     void *tmp[6] = {rowid, keys, cnt, len, longest, temp};
-    for (int k = 0; k < 6; k++)
-        if (tmp[k]) cudaFreeAsync(tmp[k], st);
+    for (int k = 0; k < 6; k++) /* a failed free: not the next launch's error */
+        if (tmp[k] && cudaFreeAsync(tmp[k], st) != cudaSuccess) (void)cudaGetLastError();
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
         gnn__cuda_graph_free(g);
