@@ -152,6 +152,30 @@ static inline float dot(const float *restrict x, const float *restrict y, int64_
     }
 }
 
+/* Selections by masks rather than by branches taken at random (the
+ * attention dropout's draws, LeakyReLU's sides): the same values as the
+ * conditional expressions each names. */
+
+/* keep ? v : 0 */
+static inline float kept_if(int keep, float v)
+{
+    uint32_t vi;
+    memcpy(&vi, &v, sizeof vi);
+    vi &= 0u - (uint32_t)(keep != 0);
+    memcpy(&v, &vi, sizeof v);
+    return v;
+}
+
+/* flip ? -v : v */
+static inline float sign_if(int flip, float v)
+{
+    uint32_t vi;
+    memcpy(&vi, &v, sizeof vi);
+    vi ^= (uint32_t)(flip != 0) << 31;
+    memcpy(&v, &vi, sizeof v);
+    return v;
+}
+
 /* Slots per batch of keep scales (chunk_keep). */
 #define KEEP_CHUNK 16
 
@@ -186,7 +210,7 @@ static void chunk_keep(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, floa
         for (int64_t h = 0; h < H; h++) {
             uint64_t j = j0[i] + (uint64_t)h;
             uint32_t r = w[4 * ((j >> 2) - b0) + (j & 3u)];
-            ks[i * H + h] = gnn_rng_u01(r) < o->dropout ? 0.0f : scale;
+            ks[i * H + h] = kept_if(gnn_rng_u01(r) >= o->dropout, scale);
         }
     }
 }
@@ -228,6 +252,35 @@ static inline gnn_vid_t slot_src(const gnn_attn_graph_t *a, const row_t *r, gnn_
     return u;
 }
 
+/* a where z > 0, else b: de * (z > 0 ? 1 : slope) as above(z, de, de *
+ * slope), the same value, chosen by a mask (a vector select) rather than
+ * a branch taken at random. */
+static inline float above(float z, float a, float b)
+{
+    const uint32_t m = 0u - (uint32_t)(z > 0.0f);
+    uint32_t ai, bi;
+    memcpy(&ai, &a, sizeof ai);
+    memcpy(&bi, &b, sizeof bi);
+    const uint32_t r = (ai & m) | (bi & ~m);
+    float f;
+    memcpy(&f, &r, sizeof f);
+    return f;
+}
+
+/* v where weight al was kept (its sign bit clear), else 0: the same value
+ * as signbit(al) ? 0 : v, by a mask rather than a branch taken at random
+ * (the attention dropout's draws). */
+static inline float kept(float al, float v)
+{
+    uint32_t ai, vi;
+    memcpy(&ai, &al, sizeof ai);
+    memcpy(&vi, &v, sizeof vi);
+    const uint32_t r = vi & ((ai >> 31) - 1u); /* sign set: 0 */
+    float f;
+    memcpy(&f, &r, sizeof f);
+    return f;
+}
+
 int gnn_attn_gat_score(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, const float *el,
                        const float *er, float *s)
 {
@@ -236,17 +289,32 @@ int gnn_attn_gat_score(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, cons
     if (!el || !er || !s) return GNN_FAIL(GNN_EINVAL, "GAT scores: NULL array");
     int64_t H = o->heads;
     float slope = o->negative_slope;
+    /* LeakyReLU as the larger of z and slope z where 0 <= slope <= 1 (the
+     * same value, and a vector max without a branch); a select otherwise. */
+    const int as_max = slope >= 0.0f && slope <= 1.0f;
 #pragma omp parallel for schedule(dynamic, CHUNK)
     for (gnn_vid_t v = 0; v < a->g->n_dst; v++) {
         row_t r = row_of(a, v);
+        float ev[GNN_ATTN_MAX_HEADS];
+        for (int64_t h = 0; h < H; h++) ev[h] = er[v * H + h];
         for (gnn_eid_t i = 0; i < r.n; i++) {
             int out;
             gnn_vid_t u = slot_src(a, &r, v, i, &out);
             prefetch_src(a->g->csr, r.lo + i + PF, el, H);
             float *se = s + (r.first + i) * H;
-            for (int64_t h = 0; h < H; h++) {
-                float z = el[u * H + h] + er[v * H + h];
-                se[h] = out ? 0.0f : z > 0.0f ? z : z * slope;
+            const float *eu = el + u * H;
+            if (out) {
+                for (int64_t h = 0; h < H; h++) se[h] = 0.0f;
+            } else if (as_max) {
+                for (int64_t h = 0; h < H; h++) {
+                    float z = eu[h] + ev[h], zs = z * slope;
+                    se[h] = z > zs ? z : zs;
+                }
+            } else {
+                for (int64_t h = 0; h < H; h++) {
+                    float z = eu[h] + ev[h];
+                    se[h] = z > 0.0f ? z : z * slope;
+                }
             }
         }
     }
@@ -268,25 +336,26 @@ int gnn_attn_gat_score_backward(const gnn_attn_graph_t *a, const gnn_attn_opts_t
 #pragma omp parallel for schedule(dynamic, CHUNK)
     for (gnn_vid_t v = 0; v < g->n_dst; v++) {
         row_t r = row_of(a, v);
-        float *d = der + v * H;
-        for (int64_t h = 0; h < H; h++) d[h] = 0.0f;
+        float d[GNN_ATTN_MAX_HEADS], ev[GNN_ATTN_MAX_HEADS];
+        for (int64_t h = 0; h < H; h++) d[h] = 0.0f, ev[h] = er[v * H + h];
         for (gnn_eid_t i = 0; i < r.n; i++) {
             int out;
             gnn_vid_t u = slot_src(a, &r, v, i, &out);
             prefetch_src(g->csr, r.lo + i + PF, el, H);
             if (out) continue;
-            const float *de = ds + (r.first + i) * H;
+            const float *de = ds + (r.first + i) * H, *eu = el + u * H;
             for (int64_t h = 0; h < H; h++) {
-                float z = el[u * H + h] + er[v * H + h];
-                d[h] += de[h] * (z > 0.0f ? 1.0f : slope);
+                float z = eu[h] + ev[h];
+                d[h] += above(z, de[h], de[h] * slope);
             }
         }
+        for (int64_t h = 0; h < H; h++) der[v * H + h] = d[h];
     }
     /* Sources: their transposed row, then their own self loop. */
 #pragma omp parallel for schedule(dynamic, CHUNK)
     for (gnn_vid_t u = 0; u < g->n_src; u++) {
-        float *d = del + u * H;
-        for (int64_t h = 0; h < H; h++) d[h] = 0.0f;
+        float d[GNN_ATTN_MAX_HEADS], eu[GNN_ATTN_MAX_HEADS];
+        for (int64_t h = 0; h < H; h++) d[h] = 0.0f, eu[h] = el[u * H + h];
         for (gnn_eid_t t = g->t.indptr[u]; t < g->t.indptr[u + 1]; t++) {
             gnn_vid_t v = g->t.indices[t];
             if (t + PF < g->t.nnz) {
@@ -294,19 +363,20 @@ int gnn_attn_gat_score_backward(const gnn_attn_graph_t *a, const gnn_attn_opts_t
                 __builtin_prefetch(ds + a->t_slot[t + PF] * H);
             }
             if (a->self_loop && u == v) continue;
-            const float *de = ds + a->t_slot[t] * H;
+            const float *de = ds + a->t_slot[t] * H, *ev = er + v * H;
             for (int64_t h = 0; h < H; h++) {
-                float z = el[u * H + h] + er[v * H + h];
-                d[h] += de[h] * (z > 0.0f ? 1.0f : slope);
+                float z = eu[h] + ev[h];
+                d[h] += above(z, de[h], de[h] * slope);
             }
         }
         if (a->self_loop && u < g->n_dst) {
-            const float *de = ds + (g->csr->indptr[u + 1] + u) * H;
+            const float *de = ds + (g->csr->indptr[u + 1] + u) * H, *ev = er + u * H;
             for (int64_t h = 0; h < H; h++) {
-                float z = el[u * H + h] + er[u * H + h];
-                d[h] += de[h] * (z > 0.0f ? 1.0f : slope);
+                float z = eu[h] + ev[h];
+                d[h] += above(z, de[h], de[h] * slope);
             }
         }
+        for (int64_t h = 0; h < H; h++) del[u * H + h] = d[h];
     }
     return 0;
 }
@@ -371,7 +441,7 @@ int gnn_attn_forward(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, const 
                  * be mispredicted half the time): a dropped head adds 0 x. */
                 for (int64_t h = 0; h < H; h++) {
                     float a_ = sa[h];
-                    sa[h] = kc[h] == 0.0f ? -a_ : a_; /* dropped: sign set */
+                    sa[h] = sign_if(kc[h] == 0.0f, a_); /* dropped: sign set */
                     axpy(yv + h * F, a_ * kc[h], xu + h * F, F);
                 }
             }
@@ -415,7 +485,7 @@ int gnn_attn_backward(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, const
             const float *dyv = dy + v * W;
             for (int64_t h = 0; h < H; h++) {
                 float al = alpha[e * H + h];
-                axpy(du + h * F, signbit(al) ? 0.0f : al * scale, dyv + h * F, F); /* dropped: 0 */
+                axpy(du + h * F, kept(al, al * scale), dyv + h * F, F); /* dropped: 0 */
             }
         }
     }
@@ -445,7 +515,7 @@ int gnn_attn_backward(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, const
                 gnn_vid_t u = slot_src(a, &r, v, i, &out);
                 const float *xu = x + u * W;
                 for (int64_t h = 0; h < H; h++) {
-                    float ks = out || signbit(ar[i * H + h]) ? 0.0f : scale;
+                    float ks = out ? 0.0f : kept(ar[i * H + h], scale);
                     dr[i * H + h] = ks * dot(dyv + h * F, xu + h * F, F);
                 }
             }
