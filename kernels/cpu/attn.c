@@ -289,9 +289,10 @@ int gnn_attn_gat_score(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, cons
     if (!el || !er || !s) return GNN_FAIL(GNN_EINVAL, "GAT scores: NULL array");
     int64_t H = o->heads;
     float slope = o->negative_slope;
-    /* LeakyReLU as the larger of z and slope z where 0 <= slope <= 1 (the
-     * same value, and a vector max without a branch); a select otherwise. */
-    const int as_max = slope >= 0.0f && slope <= 1.0f;
+    /* LeakyReLU as the larger of z and slope z where 0 < slope <= 1 (the
+     * same value, infinities included, and a vector max without a branch);
+     * a select otherwise (slope 0 would make inf * 0 a NaN). */
+    const int as_max = slope > 0.0f && slope <= 1.0f;
 #pragma omp parallel for schedule(dynamic, CHUNK)
     for (gnn_vid_t v = 0; v < a->g->n_dst; v++) {
         row_t r = row_of(a, v);

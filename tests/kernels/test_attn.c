@@ -290,6 +290,58 @@ static void test_head_dot_and_elu(void **state)
     free(x), free(dx), free(out), free(g);
 }
 
+/*
+ * GAT scores and their backward at every kind of slope (0, inside (0, 1],
+ * above 1, negative) on scores that are infinite, zero of either sign or
+ * finite: each equals LeakyReLU's definition, z > 0 ? z : slope z, and its
+ * derivative, bit for bit. One in-edge per row and one out-edge per source
+ * (u -> v for u = v + 1 mod 3), so that no sum's order is at stake.
+ */
+static void test_leaky_slopes(void **state)
+{
+    (void)state;
+    gnn_vid_t idx[3] = {1, 2, 0};
+    gnn_eid_t ptr[4] = {0, 1, 2, 3};
+    gnn_csr_t c = {.n_rows = 3, .n_cols = 3, .nnz = 3, .indptr = ptr, .indices = idx};
+    gnn_spmm_graph_t *g = NULL;
+    gnn_attn_graph_t *a = NULL;
+    assert_int_equal(gnn_spmm_graph_create(&c, &g), 0);
+    assert_int_equal(gnn_attn_graph_create(g, 0, &a), 0);
+    enum { H = 4 };
+    const float el[3 * H] = {INFINITY, -INFINITY, 2.5f, -1.5f, 0.0f, -0.0f, 1e-30f, -3.0f,
+                             7.0f,     -7.0f,     0.25f, -0.25f};
+    const float er[3 * H] = {0};
+    const float ds[3 * H] = {1.0f, -2.0f, 0.5f, 3.0f, -1.0f, 4.0f, 2.0f, -0.5f,
+                             1.5f, 1.0f,  -3.0f, 2.0f};
+    const float slopes[] = {0.0f, 0.2f, 1.0f, 1.5f, -0.5f};
+    for (size_t k = 0; k < sizeof slopes / sizeof slopes[0]; k++) {
+        const float sl = slopes[k];
+        gnn_attn_opts_t o = {.heads = H, .f = 1, .negative_slope = sl};
+        float sc[3 * H], der[3 * H], del[3 * H];
+        assert_int_equal(gnn_attn_gat_score(a, &o, el, er, sc), 0);
+        assert_int_equal(gnn_attn_gat_score_backward(a, &o, el, er, ds, del, der), 0);
+        for (int v = 0; v < 3; v++)
+            for (int h = 0; h < H; h++) {
+                const int u = (int)idx[v];
+                const float z = el[u * H + h] + er[v * H + h];
+                const float want = z > 0.0f ? z : z * sl;
+                /* a sum of the one term (from 0: -0 adds up to +0) */
+                const float dwant = 0.0f + ds[v * H + h] * (z > 0.0f ? 1.0f : sl);
+                const float got = sc[v * H + h];
+                if (!(isnan(want) ? isnan(got) : memcmp(&got, &want, sizeof got) == 0))
+                    fail_msg("slope %g, score of z = %g: %g, expected %g", (double)sl, (double)z,
+                             (double)got, (double)want);
+                if (memcmp(&der[v * H + h], &dwant, sizeof dwant) ||
+                    memcmp(&del[u * H + h], &dwant, sizeof dwant))
+                    fail_msg("slope %g, z = %g: gradients %g and %g, expected %g", (double)sl,
+                             (double)z, (double)der[v * H + h], (double)del[u * H + h],
+                             (double)dwant);
+            }
+    }
+    gnn_attn_graph_free(a);
+    gnn_spmm_graph_free(g);
+}
+
 static void test_errors(void **state)
 {
     (void)state;
@@ -326,6 +378,7 @@ int main(void)
         cmocka_unit_test(test_against_reference),
         cmocka_unit_test(test_reference_gradients),
         cmocka_unit_test(test_head_dot_and_elu),
+        cmocka_unit_test(test_leaky_slopes),
         cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
