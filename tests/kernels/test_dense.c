@@ -154,9 +154,10 @@ static void test_philox_known_answers(void **state)
     }
 }
 
-/* The batched draws at arbitrary counters (AVX2 in eights where the CPU
- * has it, the rest one by one) give gnn_rng_block's words exactly, for
- * counters up to 2^62 and every count 0 .. 40. */
+/* The batched draws at arbitrary counters (AVX-512 in sixteens, then AVX2
+ * in eights, where the CPU has them; the rest one by one) give
+ * gnn_rng_block's words exactly, for counters up to 2^62 and every count
+ * 0 .. 40. */
 static void test_philox_blocks(void **state)
 {
     (void)state;
