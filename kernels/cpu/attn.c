@@ -176,6 +176,31 @@ static inline float sign_if(int flip, float v)
     return v;
 }
 
+/* z > 0 ? a : b (LeakyReLU's derivative: above(z, de, de * slope)) */
+static inline float above(float z, float a, float b)
+{
+    const uint32_t m = 0u - (uint32_t)(z > 0.0f);
+    uint32_t ai, bi;
+    memcpy(&ai, &a, sizeof ai);
+    memcpy(&bi, &b, sizeof bi);
+    const uint32_t r = (ai & m) | (bi & ~m);
+    float f;
+    memcpy(&f, &r, sizeof f);
+    return f;
+}
+
+/* signbit(al) ? 0 : v (v unless weight al was dropped) */
+static inline float kept(float al, float v)
+{
+    uint32_t ai, vi;
+    memcpy(&ai, &al, sizeof ai);
+    memcpy(&vi, &v, sizeof vi);
+    const uint32_t r = vi & ((ai >> 31) - 1u); /* sign set: 0 */
+    float f;
+    memcpy(&f, &r, sizeof f);
+    return f;
+}
+
 /* Slots per batch of keep scales (chunk_keep). */
 #define KEEP_CHUNK 16
 
@@ -250,35 +275,6 @@ static inline gnn_vid_t slot_src(const gnn_attn_graph_t *a, const row_t *r, gnn_
     gnn_vid_t u = a->g->csr->indices[r->lo + i];
     *out = r->self && u == v;
     return u;
-}
-
-/* a where z > 0, else b: de * (z > 0 ? 1 : slope) as above(z, de, de *
- * slope), the same value, chosen by a mask (a vector select) rather than
- * a branch taken at random. */
-static inline float above(float z, float a, float b)
-{
-    const uint32_t m = 0u - (uint32_t)(z > 0.0f);
-    uint32_t ai, bi;
-    memcpy(&ai, &a, sizeof ai);
-    memcpy(&bi, &b, sizeof bi);
-    const uint32_t r = (ai & m) | (bi & ~m);
-    float f;
-    memcpy(&f, &r, sizeof f);
-    return f;
-}
-
-/* v where weight al was kept (its sign bit clear), else 0: the same value
- * as signbit(al) ? 0 : v, by a mask rather than a branch taken at random
- * (the attention dropout's draws). */
-static inline float kept(float al, float v)
-{
-    uint32_t ai, vi;
-    memcpy(&ai, &al, sizeof ai);
-    memcpy(&vi, &v, sizeof vi);
-    const uint32_t r = vi & ((ai >> 31) - 1u); /* sign set: 0 */
-    float f;
-    memcpy(&f, &r, sizeof f);
-    return f;
 }
 
 int gnn_attn_gat_score(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, const float *el,
