@@ -108,13 +108,15 @@ int gnn_attn_gat_score_backward(const gnn_attn_graph_t *a, const gnn_attn_opts_t
 int gnn_attn_forward(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, const float *x,
                      float *s, float *y);
 /* From dy (n_dst x heads * f): dx (n_src x heads * f) and ds (slots x
- * heads, the gradient of the scores before the softmax), overwritten.
- * alpha is the forward's (its signs the dropout mask), x its input; the
- * same opts. ds may be alpha: the scores' gradient then replaces the
- * weights, and a layer keeps one slots x heads array, not two. 0,
- * GNN_EINVAL or GNN_ENOMEM. */
+ * heads, the gradient of the scores before the softmax; 0 at a stored
+ * self loop left out), overwritten. alpha and y are the forward's (the
+ * signs of alpha the dropout mask), x its input; the same opts. ds may be
+ * alpha: the scores' gradient then replaces the weights, and a layer keeps
+ * one slots x heads array, not two. dx may be y (y is read first): a
+ * layer's y and dx share one buffer. 0, GNN_EINVAL or GNN_ENOMEM. */
 int gnn_attn_backward(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, const float *x,
-                      const float *alpha, const float *dy, float *dx, float *ds);
+                      const float *alpha, const float *y, const float *dy, float *dx,
+                      float *ds);
 
 /*
  * Per-node, per-head terms (GAT's el and er): out[u, h] = sum_k x[u, h*f +

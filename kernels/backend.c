@@ -1290,8 +1290,8 @@ int gnn_be_attn_forward(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_opts_
 }
 
 int gnn_be_attn_backward(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_opts_t *o,
-                         const float *x, const float *alpha, const float *dy, float *dx,
-                         float *ds)
+                         const float *x, const float *alpha, const float *y, const float *dy,
+                         float *dx, float *ds)
 {
     const gnn_attn_graph_t *a = NULL;
     int rc = attn_prep(be, g, o, be ? (void *)be->ops->attn_backward : NULL,
@@ -1299,10 +1299,11 @@ int gnn_be_attn_backward(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_opts
     if (rc < 0) return rc;
     BUF(x, "gnn_be_attn_backward");
     BUF(alpha, "gnn_be_attn_backward");
+    BUF(y, "gnn_be_attn_backward");
     BUF(dy, "gnn_be_attn_backward");
     BUF(dx, "gnn_be_attn_backward");
     BUF(ds, "gnn_be_attn_backward");
-    return be->ops->attn_backward(be, g, a, o, x, alpha, dy, dx, ds);
+    return be->ops->attn_backward(be, g, a, o, x, alpha, y, dy, dx, ds);
 }
 
 int gnn_be_elu(gnn_backend_t *be, int64_t n, const float *x, float *y)

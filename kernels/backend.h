@@ -393,8 +393,8 @@ int gnn_be_attn_score_backward(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_agg
 int gnn_be_attn_forward(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_opts_t *o,
                         const float *x, float *s, float *y);
 int gnn_be_attn_backward(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_opts_t *o,
-                         const float *x, const float *alpha, const float *dy, float *dx,
-                         float *ds);
+                         const float *x, const float *alpha, const float *y, const float *dy,
+                         float *dx, float *ds);
 /* One row-sparse optimiser step on a learnable table (gnn_sparse_opt_step,
  * kernels/dense.h): rows (backend int64, or NULL for 0 .. n - 1), g, w,
  * s1, s2 backend buffers. */

@@ -80,7 +80,7 @@ typedef struct {
                         const gnn_attn_opts_t *o, const float *x, float *s, float *y);
     int (*attn_backward)(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_graph_t *a,
                          const gnn_attn_opts_t *o, const float *x, const float *alpha,
-                         const float *dy, float *dx, float *ds);
+                         const float *y, const float *dy, float *dx, float *ds);
     int (*elu)(gnn_backend_t *be, int64_t n, const float *x, float *y);
     int (*elu_backward)(gnn_backend_t *be, int64_t n, const float *y, const float *dy, float *dx);
     int (*sparse_opt_step)(gnn_backend_t *be, const gnn_sparse_opt_t *o, int64_t n, int64_t d,

@@ -4,11 +4,13 @@
  * Forward, one destination row per task (OpenMP, rows handed out in
  * chunks): the row's scores are turned into softmax weights in place (max
  * first, so exp never overflows), then its sources' rows are summed with
- * those weights, head by head, the feature loop contiguous. Backward: per
- * destination the weights' gradients (one dot product per slot and head)
- * and the softmax backward; per source, through the transpose, the sum of
- * weighted output gradients. Each output row is written by one thread in
- * a fixed order: results do not depend on the thread count.
+ * those weights, head by head, the feature loop contiguous. Backward: the
+ * softmax backward's row sums from the forward's output (<dy_v, y_v> per
+ * head), then one pass per source through the transpose: the sum of
+ * weighted output gradients, and each out-edge's score gradient from the
+ * same row of dy (so the rows of x are gathered by no pass). Each output
+ * row is written by one thread in a fixed order: results do not depend on
+ * the thread count.
  */
 #include "kernels/attn.h"
 
@@ -448,86 +450,69 @@ int gnn_attn_forward(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, const 
 }
 
 int gnn_attn_backward(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, const float *x,
-                      const float *alpha, const float *dy, float *dx, float *ds)
+                      const float *alpha, const float *y, const float *dy, float *dx, float *ds)
 {
     int rc = gnn__attn_check(a, o, "attention backward");
     if (rc < 0) return rc;
-    if (!x || !alpha || !dy || !dx || !ds)
+    if (!x || !alpha || !y || !dy || !dx || !ds)
         return GNN_FAIL(GNN_EINVAL, "attention backward: NULL array");
     const gnn_spmm_graph_t *g = a->g;
     int64_t H = o->heads, F = o->f, W = H * F;
     float scale = dropout_scale(o);
-    /* Per source first (it reads alpha, which ds may overwrite): its
-     * transposed row, then its own self loop. */
+    /* The softmax's backward needs, per destination and head, the sum over
+     * the row of alpha_i d_i (d_i: the gradient of the dropped weight i,
+     * k_i <dy_v, x_i> with k_i its keep scale); as y_v = sum_i alpha_i k_i
+     * x_i, that sum is <dy_v, y_v>: one dot product a row, here before dx
+     * (which may be y) is written. */
+    float *c = gnn_malloc_array((size_t)(g->n_dst * H) + 1, sizeof *c);
+    if (!c) return GNN_FAIL(GNN_ENOMEM, "attention backward: %" PRId64 " row sums",
+                            (int64_t)g->n_dst * H);
+#pragma omp parallel for schedule(static)
+    for (gnn_vid_t v = 0; v < g->n_dst; v++)
+        for (int64_t h = 0; h < H; h++)
+            c[v * H + h] = dot(dy + v * W + h * F, y + v * W + h * F, F);
+    /* Then every edge once, per source through the transpose (then its own
+     * self loop): dx_u gathers alpha-weighted rows of dy, and the edge's
+     * ds = alpha (d - c) needs only x_u, the row of this source. ds may be
+     * alpha: each slot is read, then written, by the one task that owns
+     * its edge. */
 #pragma omp parallel for schedule(dynamic, CHUNK)
     for (gnn_vid_t u = 0; u < g->n_src; u++) {
         float *du = dx + u * W;
+        const float *xu = x + u * W;
         memset(du, 0, (size_t)W * sizeof *du);
         for (gnn_eid_t t = g->t.indptr[u]; t <= g->t.indptr[u + 1]; t++) {
             gnn_vid_t v;
             gnn_eid_t e;
             if (t + PF / 2 < g->t.nnz) {
-                prefetch_bytes(dy + g->t.indices[t + PF / 2] * W, W * (int64_t)sizeof(float));
+                gnn_vid_t ahead = g->t.indices[t + PF / 2];
+                prefetch_bytes(dy + ahead * W, W * (int64_t)sizeof(float));
+                __builtin_prefetch(c + ahead * H);
                 __builtin_prefetch(alpha + a->t_slot[t + PF / 2] * H);
             }
             if (t < g->t.indptr[u + 1]) {
                 v = g->t.indices[t];
-                if (a->self_loop && u == v) continue;
                 e = a->t_slot[t];
+                if (a->self_loop && u == v) { /* a stored self loop, left out */
+                    for (int64_t h = 0; h < H; h++) ds[e * H + h] = 0.0f;
+                    continue;
+                }
             } else { /* after the stored edges: the added self loop */
                 if (!a->self_loop || u >= g->n_dst) break;
                 v = u;
                 e = g->csr->indptr[u + 1] + u;
             }
-            const float *dyv = dy + v * W;
+            const float *dyv = dy + v * W, *cv = c + v * H;
             for (int64_t h = 0; h < H; h++) {
                 float al = alpha[e * H + h];
                 axpy(du + h * F, kept(al, al * scale), dyv + h * F, F); /* dropped: 0 */
+                float d = kept(al, scale) * dot(dyv + h * F, xu + h * F, F);
+                ds[e * H + h] = fabsf(al) * (d - cv[h]);
             }
         }
     }
-    /* Per destination: d alpha (through dropout), then the softmax's
-     * backward ds = alpha (d alpha - sum alpha d alpha). The row's alpha
-     * is copied first (ds may be alpha): each thread's copy holds the
-     * longest row. */
-    gnn_eid_t longest = a->longest;
-    int failed = 0;
-#pragma omp parallel
-    {
-        float *ar = gnn_malloc_array((size_t)(longest * H) + 1, sizeof *ar);
-        if (!ar) {
-#pragma omp atomic write
-            failed = 1;
-        }
-#pragma omp for schedule(dynamic, CHUNK)
-        for (gnn_vid_t v = 0; v < g->n_dst; v++) {
-            if (!ar) continue;
-            row_t r = row_of(a, v);
-            prefetch_row_srcs(g->csr, v + 1, x, W);
-            const float *dyv = dy + v * W;
-            float *dr = ds + r.first * H;
-            memcpy(ar, alpha + r.first * H, (size_t)(r.n * H) * sizeof *ar);
-            for (gnn_eid_t i = 0; i < r.n; i++) {
-                int out;
-                gnn_vid_t u = slot_src(a, &r, v, i, &out);
-                const float *xu = x + u * W;
-                for (int64_t h = 0; h < H; h++) {
-                    float ks = out ? 0.0f : kept(ar[i * H + h], scale);
-                    dr[i * H + h] = ks * dot(dyv + h * F, xu + h * F, F);
-                }
-            }
-            for (int64_t h = 0; h < H; h++) {
-                float c = 0.0f;
-                for (gnn_eid_t i = 0; i < r.n; i++) c += fabsf(ar[i * H + h]) * dr[i * H + h];
-                for (gnn_eid_t i = 0; i < r.n; i++)
-                    dr[i * H + h] = fabsf(ar[i * H + h]) * (dr[i * H + h] - c);
-            }
-        }
-        gnn_free(ar);
-    }
-    return failed ? GNN_FAIL(GNN_ENOMEM, "attention backward: %" PRId64 " slots of a row",
-                             (int64_t)longest)
-                  : 0;
+    gnn_free(c);
+    return 0;
 }
 
 int gnn_attn_head_dot(int64_t n, int64_t heads, int64_t f, const float *x, const float *a,

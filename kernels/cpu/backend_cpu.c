@@ -373,10 +373,10 @@ static int cpu_attn_forward(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_g
 
 static int cpu_attn_backward(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_graph_t *a,
                              const gnn_attn_opts_t *o, const float *x, const float *alpha,
-                             const float *dy, float *dx, float *ds)
+                             const float *y, const float *dy, float *dx, float *ds)
 {
     (void)be, (void)g;
-    return gnn_attn_backward(a, o, x, alpha, dy, dx, ds);
+    return gnn_attn_backward(a, o, x, alpha, y, dy, dx, ds);
 }
 
 static int cpu_elu(gnn_backend_t *be, int64_t n, const float *x, float *y)

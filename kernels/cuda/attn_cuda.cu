@@ -408,8 +408,9 @@ int gnn__cuda_attn_forward(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_gr
 
 int gnn__cuda_attn_backward(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_graph_t *a,
                             const gnn_attn_opts_t *o, const float *x, const float *alpha,
-                            const float *dy, float *dx, float *ds)
+                            const float *y, const float *dy, float *dx, float *ds)
 {
+    (void)y; /* the weights' kernel sums each row itself (dx may be y) */
     GNN_TRY_RET(gnn__attn_check(a, o, "attention backward"));
     const gnn_be_edges_t *ed = NULL;
     GNN_TRY_RET(gnn__be_attn_edges(be, g, a, o->self_loop != 0, &ed));

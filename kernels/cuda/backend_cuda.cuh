@@ -106,7 +106,7 @@ int gnn__cuda_attn_forward(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_gr
                            const gnn_attn_opts_t *o, const float *x, float *s, float *y);
 int gnn__cuda_attn_backward(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_attn_graph_t *a,
                             const gnn_attn_opts_t *o, const float *x, const float *alpha,
-                            const float *dy, float *dx, float *ds);
+                            const float *y, const float *dy, float *dx, float *ds);
 int gnn__cuda_elu(gnn_backend_t *be, int64_t n, const float *x, float *y);
 int gnn__cuda_elu_backward(gnn_backend_t *be, int64_t n, const float *y, const float *dy,
                            float *dx);

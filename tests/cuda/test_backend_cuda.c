@@ -2219,14 +2219,14 @@ static void test_attention(void **state)
                 hs = pair_from_cpu(&S); /* the CPU's alpha on both sides */
                 poison(&DX);
                 poison(&DS);
-                expect_ok(gnn_be_attn_backward(g_cpu, gc, &o, X.c, S.c, DY.c, DX.c, DS.c),
-                          gnn_be_attn_backward(g_gpu, gg, &og, X.g, S.g, DY.g, DX.g, DS.g));
+                expect_ok(gnn_be_attn_backward(g_cpu, gc, &o, X.c, S.c, Y.c, DY.c, DX.c, DS.c),
+                          gnn_be_attn_backward(g_gpu, gg, &og, X.g, S.g, Y.g, DY.g, DX.g, DS.g));
                 expect_close(&DX, ns * W);
                 expect_close(&DS, slots * H);
                 context("attention backward, ds in place of alpha: %" PRId64 " heads", H);
                 pair_set(&S, hs);
-                expect_ok(gnn_be_attn_backward(g_cpu, gc, &o, X.c, S.c, DY.c, DX.c, S.c),
-                          gnn_be_attn_backward(g_gpu, gg, &og, X.g, S.g, DY.g, DX.g, S.g));
+                expect_ok(gnn_be_attn_backward(g_cpu, gc, &o, X.c, S.c, Y.c, DY.c, DX.c, S.c),
+                          gnn_be_attn_backward(g_gpu, gg, &og, X.g, S.g, Y.g, DY.g, DX.g, S.g));
                 expect_close(&S, slots * H);
 
                 context("gat scores backward: %" PRId64 " heads of %" PRId64 ", self loops %d", H,

@@ -145,7 +145,10 @@ static void check_case(int self_loop, float dropout)
     if (dropout == 0.0f) assert_int_equal(dropped, 0);
     else assert_true(dropped > S * H / 10 && dropped < S * H / 2);
     close_to(fy, ry, b.nd * W, 1e-5, "y");
-    assert_int_equal(gnn_attn_backward(a, &o, fx, fs, fdy, fdx, fds), 0);
+    /* ds is written everywhere (0 at row 0's stored self loop, when left
+     * out): it starts as NaN. */
+    for (int64_t i = 0; i < S * H; i++) fds[i] = NAN;
+    assert_int_equal(gnn_attn_backward(a, &o, fx, fs, fy, fdy, fdx, fds), 0);
     close_to(fdx, rdx, b.ns * W, 1e-5, "dx");
     close_to(fds, rds, S * H, 1e-5, "ds");
     assert_int_equal(gnn_attn_gat_score_backward(a, &o, fel, fer, fds, fdel, fder), 0);
@@ -162,15 +165,17 @@ static void check_case(int self_loop, float dropout)
     omp_set_num_threads(1);
     assert_int_equal(gnn_attn_gat_score(a, &o, fel, fer, s1), 0);
     assert_int_equal(gnn_attn_forward(a, &o, fx, s1, y1), 0);
-    assert_int_equal(gnn_attn_backward(a, &o, fx, s1, fdy, dx1, ds1), 0);
+    assert_int_equal(gnn_attn_backward(a, &o, fx, s1, y1, fdy, dx1, ds1), 0);
     omp_set_num_threads(threads > 1 ? threads : 2);
     assert_memory_equal(y1, fy, b.nd * W * sizeof *y1);
     assert_memory_equal(dx1, fdx, b.ns * W * sizeof *dx1);
     assert_memory_equal(ds1, fds, S * H * sizeof *ds1);
     omp_set_num_threads(threads);
-    /* ds in place of alpha: the same bits as into its own array. */
+    /* ds in place of alpha and dx in place of y (a buffer of the larger
+     * row count): the same bits as into their own arrays. */
     memcpy(s1, fs, S * H * sizeof *s1);
-    assert_int_equal(gnn_attn_backward(a, &o, fx, s1, fdy, dx1, s1), 0);
+    memcpy(dx1, fy, b.nd * W * sizeof *dx1);
+    assert_int_equal(gnn_attn_backward(a, &o, fx, s1, dx1, fdy, dx1, s1), 0);
     assert_memory_equal(s1, fds, S * H * sizeof *s1);
     assert_memory_equal(dx1, fdx, b.ns * W * sizeof *dx1);
 
@@ -363,8 +368,11 @@ static void test_errors(void **state)
     assert_non_null(strstr(gnn_error_message(), "attention dropout 1 outside [0, 1)"));
     o.dropout = 0.0f;
     o.heads = 0;
-    assert_int_equal(gnn_attn_backward(a, &o, buf, buf, buf, buf, buf), GNN_EINVAL);
+    assert_int_equal(gnn_attn_backward(a, &o, buf, buf, buf, buf, buf, buf), GNN_EINVAL);
     assert_non_null(strstr(gnn_error_message(), "0 heads"));
+    o.heads = 2;
+    assert_int_equal(gnn_attn_backward(a, &o, buf, buf, NULL, buf, buf, buf), GNN_EINVAL);
+    assert_non_null(strstr(gnn_error_message(), "attention backward: NULL array"));
     gnn_attn_graph_free(a);
     block_free(&b);
 }

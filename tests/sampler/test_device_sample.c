@@ -193,7 +193,7 @@ static void expect_same_attention(gnn_backend_t *be, gnn_bgraph_t *gd, gnn_bgrap
             assert_int_equal(gnn_be_attn_score(be, g, gat, &o, p, x, sc, ws, wsb), 0);
             assert_int_equal(gnn_be_attn_forward(be, g, &o, x, sc, y), 0);
             out[k][0] = from_backend(be, y, nd * W);
-            assert_int_equal(gnn_be_attn_backward(be, g, &o, x, sc, dy, dx, sc), 0);
+            assert_int_equal(gnn_be_attn_backward(be, g, &o, x, sc, y, dy, dx, sc), 0);
             assert_int_equal(gnn_be_attn_score_backward(be, g, gat, &o, p, x, sc, dx, dp, ws, wsb),
                              0);
             out[k][1] = from_backend(be, sc, slots * H);

@@ -35,12 +35,13 @@ typedef struct {
     float *wh;  size_t wh_bytes;   /* n_src x H*F */
     void *ws;   size_t ws_bytes;   /* the attention function's workspace */
     float *s;   size_t s_bytes;    /* slots x H: scores, alpha, then ds */
-    float *y;   size_t y_bytes;    /* n_dst x H*F before the average */
+    float *y;   size_t y_bytes;    /* n_dst x H*F, the attention's output
+                                      (the backward reads it), then dWh
+                                      (n_src x H*F) */
     gnn_attn_opts_t o;             /* its dropout counters */
     int64_t drop_br;               /* rows per block of D (L->drop_rows) */
     float *mean; size_t mean_bytes; /* H*F x F: the average over heads */
     /* Backward scratch. */
-    float *dwh; size_t dwh_bytes;
     float *dy;  size_t dy_bytes;
 } gat_t;
 
@@ -190,11 +191,13 @@ static int gat_forward(gnn_layer_t *L, gnn_layer_env_t *env)
     }
     GNN_TRY(gnn_be_attn_score(be, L->graph, L->attn, &c->o, c->n_th ? p + c->th_off : NULL,
                               c->wh, c->s, c->ws, c->ws_bytes));
+    /* y is kept for the backward, in a buffer that then takes dWh. */
+    GNN_TRY(gnn_layer_ensure(be, (void **)&c->y, &c->y_bytes,
+                             gnn_layer_fbytes(ns > nd ? ns : nd, HF)));
+    GNN_TRY(gnn_be_attn_forward(be, L->graph, &c->o, c->wh, c->s, c->y));
     if (c->concat) {
-        GNN_TRY(gnn_be_attn_forward(be, L->graph, &c->o, c->wh, c->s, L->z));
+        GNN_TRY(gnn_be_copy(be, L->z, c->y, gnn_layer_fbytes(nd, HF)));
     } else {
-        GNN_TRY(gnn_layer_ensure(be, (void **)&c->y, &c->y_bytes, gnn_layer_fbytes(nd, HF)));
-        GNN_TRY(gnn_be_attn_forward(be, L->graph, &c->o, c->wh, c->s, c->y));
         GNN_TRY(mean_matrix(c, be));
         GNN_TRY(gnn_be_gemm(be, 0, 0, nd, F, HF, 1.0f, c->y, HF, c->mean, F, 0.0f, L->z, F));
     }
@@ -221,7 +224,7 @@ static int gat_backward(gnn_layer_t *L, gnn_layer_env_t *env, float *dz, float *
     int64_t ns = L->n_src, nd = L->n_dst, H = c->H, F = c->F, HF = H * F, fin = L->fin;
     const float *p = env->params + L->off;
     float *g = env->grads + L->off;
-    GNN_TRY(gnn_layer_ensure(be, (void **)&c->dwh, &c->dwh_bytes, gnn_layer_fbytes(ns, HF)));
+    float *dwh = c->y; /* after the attention's backward has read y */
     GNN_TRY(gnn_be_bias_grad(be, nd, L->fout, dz, g + c->b_off));
     const float *dy = dz;
     if (!c->concat) { /* dy[v, h, k] = dz[v, k] / H */
@@ -229,22 +232,23 @@ static int gat_backward(gnn_layer_t *L, gnn_layer_env_t *env, float *dz, float *
         GNN_TRY(gnn_be_gemm(be, 0, 1, nd, HF, F, 1.0f, dz, F, c->mean, F, 0.0f, c->dy, HF));
         dy = c->dy;
     }
-    /* The scores' gradient replaces alpha (ds = s): one slots x H array. */
-    GNN_TRY(gnn_be_attn_backward(be, L->graph, &c->o, c->wh, c->s, dy, c->dwh, c->s));
+    /* The scores' gradient replaces alpha (ds = s): one slots x H array;
+     * dWh replaces y. */
+    GNN_TRY(gnn_be_attn_backward(be, L->graph, &c->o, c->wh, c->s, c->y, dy, dwh, c->s));
     GNN_TRY(gnn_be_attn_score_backward(be, L->graph, L->attn, &c->o,
-                                       c->n_th ? p + c->th_off : NULL, c->wh, c->s, c->dwh,
+                                       c->n_th ? p + c->th_off : NULL, c->wh, c->s, dwh,
                                        c->n_th ? g + c->th_off : NULL, c->ws, c->ws_bytes));
     if (L->sparse) { /* dW = S^T dWh; layer 0: no input gradient */
-        GNN_TRY(gnn_be_sparse_mm_t(be, env->sp, env->sp_vals, L->n_src, c->dwh, HF, g));
+        GNN_TRY(gnn_be_sparse_mm_t(be, env->sp, env->sp_vals, L->n_src, dwh, HF, g));
         return 0;
     }
     if (L->drop_rows)
-        GNN_TRY(dropped_gemm(L, env, env->dt, 1, NULL, NULL, c->dwh, g));
+        GNN_TRY(dropped_gemm(L, env, env->dt, 1, NULL, NULL, dwh, g));
     else
-        GNN_TRY(gnn_be_gemm(be, 1, 0, fin, HF, ns, 1.0f, L->d, fin, c->dwh, HF, 0.0f, g, HF));
+        GNN_TRY(gnn_be_gemm(be, 1, 0, fin, HF, ns, 1.0f, L->d, fin, dwh, HF, 0.0f, g, HF));
     if (!dx) return 0;
     float *dd = env->dx;
-    GNN_TRY(gnn_be_gemm(be, 0, 1, ns, fin, HF, 1.0f, c->dwh, HF, p, HF, 0.0f, dd, fin));
+    GNN_TRY(gnn_be_gemm(be, 0, 1, ns, fin, HF, 1.0f, dwh, HF, p, HF, 0.0f, dd, fin));
     GNN_TRY(env->input_grad(env, L, 0, ns, dd, dd));
     *dx = dd;
     return 0;
@@ -256,7 +260,7 @@ static size_t gat_state_bytes(const gnn_layer_t *L)
 {
     const gat_t *c = L->state;
     return c ? c->wh_bytes + c->ws_bytes + c->s_bytes + c->y_bytes + c->mean_bytes +
-                   c->dwh_bytes + c->dy_bytes
+                   c->dy_bytes
              : 0;
 }
 
@@ -264,7 +268,7 @@ static void gat_free(gnn_layer_t *L, gnn_backend_t *be)
 {
     gat_t *c = L->state;
     if (!c) return;
-    void *bufs[] = {c->wh, c->ws, c->s, c->y, c->mean, c->dwh, c->dy};
+    void *bufs[] = {c->wh, c->ws, c->s, c->y, c->mean, c->dy};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) gnn_be_free(be, bufs[i]);
     gnn_free(c);
     L->state = NULL;
