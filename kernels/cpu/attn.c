@@ -1,16 +1,17 @@
 /*
  * Multi-head graph attention on the CPU (kernels/attn.h).
  *
- * Forward, one destination row per task (OpenMP, rows handed out in
- * chunks): the row's scores are turned into softmax weights in place (max
- * first, so exp never overflows), then its sources' rows are summed with
- * those weights, head by head, the feature loop contiguous. Backward: the
- * softmax backward's row sums from the forward's output (<dy_v, y_v> per
- * head), then one pass per source through the transpose: the sum of
- * weighted output gradients, and each out-edge's score gradient from the
- * same row of dy (so the rows of x are gathered by no pass). Each output
- * row is written by one thread in a fixed order: results do not depend on
- * the thread count.
+ * Forward, destination rows in chunks (OpenMP tasks), each chunk in
+ * blocks of rows: first every row's scores are turned into softmax
+ * weights in place (max first, so exp never overflows) and dropped, then
+ * the block's rows sum their sources' rows with those weights, head by
+ * head, the feature loop contiguous (a loop of gathers alone, which keeps
+ * many in flight). Backward: the softmax backward's row sums from the
+ * forward's output (<dy_v, y_v> per head), then one pass per source
+ * through the transpose: the sum of weighted output gradients, and each
+ * out-edge's score gradient from the same row of dy (so no pass gathers
+ * the rows of x). Each output row is written by one thread in a fixed
+ * order: results do not depend on the thread count.
  */
 #include "kernels/attn.h"
 
@@ -102,16 +103,6 @@ static inline void prefetch_bytes(const void *p, int64_t bytes)
 static inline void prefetch_src(const gnn_csr_t *c, gnn_eid_t q, const float *x, int64_t w)
 {
     if (q < c->nnz) prefetch_bytes(x + c->indices[q] * w, w * (int64_t)sizeof(float));
-}
-
-/* The source rows (w floats each) of every entry of row v of c, when v is
- * a row: asked for one row ahead, they arrive while the row before is
- * worked on (a row's passes read them several times). */
-static inline void prefetch_row_srcs(const gnn_csr_t *c, gnn_vid_t v, const float *x, int64_t w)
-{
-    if (v >= c->n_rows) return;
-    for (gnn_eid_t q = c->indptr[v]; q < c->indptr[v + 1]; q++)
-        prefetch_bytes(x + c->indices[q] * w, w * (int64_t)sizeof(float));
 }
 
 /* y[0, f) += w x[0, f), and the dot product of x and y over [0, f):
@@ -380,73 +371,132 @@ int gnn_attn_gat_score_backward(const gnn_attn_graph_t *a, const gnn_attn_opts_t
     return 0;
 }
 
+/* Slots whose weights a forward task forms before it sums their rows
+ * (attn_weights, then attn_sum): the summing loop, a few loads and
+ * multiply-adds a slot, then runs over several rows, and the processor
+ * keeps the misses of many slots in flight. */
+#define BLOCK_SLOTS 1024
+
+/* Row v's softmax in place in its slots of s, then its attention dropout:
+ * the signs of dropped weights set in s, and into w (the row's slots x H)
+ * the weights its rows are summed with (softmax x keep scale). */
+static void attn_weights(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, float scale,
+                         gnn_vid_t v, float *s, float *w)
+{
+    int64_t H = o->heads;
+    row_t r = row_of(a, v);
+    float *sr = s + r.first * H;
+    /* The softmax of every head at once, slot by slot (the heads of a slot
+     * are adjacent): the same sums in the same order per head. */
+    float m[GNN_ATTN_MAX_HEADS], sum[GNN_ATTN_MAX_HEADS];
+    for (int64_t h = 0; h < H; h++) m[h] = -INFINITY, sum[h] = 0.0f;
+    for (gnn_eid_t i = 0; i < r.n; i++) {
+        int out;
+        slot_src(a, &r, v, i, &out);
+        if (out) continue;
+        for (int64_t h = 0; h < H; h++) m[h] = sr[i * H + h] > m[h] ? sr[i * H + h] : m[h];
+    }
+    for (gnn_eid_t i = 0; i < r.n; i++) {
+        int out;
+        slot_src(a, &r, v, i, &out);
+        for (int64_t h = 0; h < H; h++) {
+            float e = out ? 0.0f : expf(sr[i * H + h] - m[h]);
+            sr[i * H + h] = e;
+            sum[h] += e;
+        }
+    }
+    for (int64_t h = 0; h < H; h++) sum[h] = sum[h] > 0.0f ? 1.0f / sum[h] : 0.0f;
+    for (gnn_eid_t i = 0; i < r.n; i++)
+        for (int64_t h = 0; h < H; h++) sr[i * H + h] *= sum[h];
+    /* The slots in chunks: the keep scales of a chunk's edges drawn
+     * together. Without branches on the drop (taken at random, they would
+     * be mispredicted half the time): a dropped weight becomes 0. */
+    float ks[KEEP_CHUNK * GNN_ATTN_MAX_HEADS];
+    gnn_vid_t src[KEEP_CHUNK];
+    gnn_eid_t at[KEEP_CHUNK];
+    for (gnn_eid_t i0 = 0; i0 < r.n;) {
+        int64_t n = 0;
+        for (; i0 < r.n && n < KEEP_CHUNK; i0++) {
+            int out;
+            gnn_vid_t u = slot_src(a, &r, v, i0, &out);
+            if (out) continue;
+            src[n] = u;
+            at[n++] = i0;
+        }
+        chunk_keep(a, o, scale, src, v, n, ks);
+        for (int64_t c = 0; c < n; c++) {
+            float *sa = sr + at[c] * H, *wa = w + at[c] * H;
+            const float *kc = ks + c * H;
+            for (int64_t h = 0; h < H; h++) {
+                float a_ = sa[h];
+                sa[h] = sign_if(kc[h] == 0.0f, a_); /* dropped: sign set */
+                wa[h] = a_ * kc[h];
+            }
+        }
+    }
+}
+
+/* y_v = sum over row v's slots (a left-out stored self loop skipped) of
+ * its weights (w: the row's slots x H) times its source's row of x, head
+ * by head. */
+static void attn_sum(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, gnn_vid_t v,
+                     const float *w, const float *x, float *y)
+{
+    int64_t H = o->heads, F = o->f, W = H * F;
+    row_t r = row_of(a, v);
+    float *yv = y + v * W;
+    memset(yv, 0, (size_t)W * sizeof *yv);
+    for (gnn_eid_t i = 0; i < r.n; i++) {
+        int out;
+        gnn_vid_t u = slot_src(a, &r, v, i, &out);
+        prefetch_src(a->g->csr, r.lo + i + PF / 2, x, W);
+        if (out) continue;
+        const float *xu = x + u * W, *wi = w + i * H;
+        for (int64_t h = 0; h < H; h++) axpy(yv + h * F, wi[h], xu + h * F, F);
+    }
+}
+
 int gnn_attn_forward(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, const float *x,
                      float *s, float *y)
 {
     int rc = gnn__attn_check(a, o, "attention");
     if (rc < 0) return rc;
     if (!x || !s || !y) return GNN_FAIL(GNN_EINVAL, "attention: NULL array");
-    int64_t H = o->heads, F = o->f, W = H * F;
+    int64_t H = o->heads;
     float scale = dropout_scale(o);
-#pragma omp parallel for schedule(dynamic, CHUNK)
-    for (gnn_vid_t v = 0; v < a->g->n_dst; v++) {
-        row_t r = row_of(a, v);
-        prefetch_row_srcs(a->g->csr, v + 1, x, W);
-        float *yv = y + v * W;
-        memset(yv, 0, (size_t)W * sizeof *yv);
-        float *sr = s + r.first * H;
-        /* The softmax of every head at once, slot by slot (the heads of a
-         * slot are adjacent): the same sums in the same order per head. */
-        float m[GNN_ATTN_MAX_HEADS], sum[GNN_ATTN_MAX_HEADS];
-        for (int64_t h = 0; h < H; h++) m[h] = -INFINITY, sum[h] = 0.0f;
-        for (gnn_eid_t i = 0; i < r.n; i++) {
-            int out;
-            slot_src(a, &r, v, i, &out);
-            if (out) continue;
-            for (int64_t h = 0; h < H; h++) m[h] = sr[i * H + h] > m[h] ? sr[i * H + h] : m[h];
+    gnn_vid_t nd = a->g->n_dst, chunks = (nd + CHUNK - 1) / CHUNK;
+    gnn_eid_t cap = a->longest > BLOCK_SLOTS ? a->longest : BLOCK_SLOTS;
+    int failed = 0;
+#pragma omp parallel
+    {
+        float *w = gnn_malloc_array((size_t)(cap * H), sizeof *w);
+        if (!w) {
+#pragma omp atomic write
+            failed = 1;
         }
-        for (gnn_eid_t i = 0; i < r.n; i++) {
-            int out;
-            slot_src(a, &r, v, i, &out);
-            for (int64_t h = 0; h < H; h++) {
-                float e = out ? 0.0f : expf(sr[i * H + h] - m[h]);
-                sr[i * H + h] = e;
-                sum[h] += e;
-            }
-        }
-        for (int64_t h = 0; h < H; h++) sum[h] = sum[h] > 0.0f ? 1.0f / sum[h] : 0.0f;
-        for (gnn_eid_t i = 0; i < r.n; i++)
-            for (int64_t h = 0; h < H; h++) sr[i * H + h] *= sum[h];
-        /* The slots in chunks: the keep scales of a chunk's edges drawn
-         * together, then their rows added. */
-        float ks[KEEP_CHUNK * GNN_ATTN_MAX_HEADS];
-        gnn_vid_t src[KEEP_CHUNK];
-        gnn_eid_t at[KEEP_CHUNK];
-        for (gnn_eid_t i0 = 0; i0 < r.n;) {
-            int64_t m = 0;
-            for (; i0 < r.n && m < KEEP_CHUNK; i0++) {
-                int out;
-                gnn_vid_t u = slot_src(a, &r, v, i0, &out);
-                if (out) continue;
-                src[m] = u;
-                at[m++] = i0;
-            }
-            chunk_keep(a, o, scale, src, v, m, ks);
-            for (int64_t c = 0; c < m; c++) {
-                const float *xu = x + src[c] * W;
-                float *sa = sr + at[c] * H;
-                const float *kc = ks + c * H;
-                /* Without branches on the drop (taken at random, they would
-                 * be mispredicted half the time): a dropped head adds 0 x. */
-                for (int64_t h = 0; h < H; h++) {
-                    float a_ = sa[h];
-                    sa[h] = sign_if(kc[h] == 0.0f, a_); /* dropped: sign set */
-                    axpy(yv + h * F, a_ * kc[h], xu + h * F, F);
+        /* CHUNK rows a task, in blocks of at most cap slots (one row at
+         * least): the block's weights, then its sums. */
+#pragma omp for schedule(dynamic, 1)
+        for (gnn_vid_t ch = 0; ch < chunks; ch++) {
+            if (!w) continue;
+            gnn_vid_t end = (ch + 1) * CHUNK < nd ? (ch + 1) * CHUNK : nd;
+            for (gnn_vid_t v0 = ch * CHUNK, v1; v0 < end; v0 = v1) {
+                gnn_eid_t base = row_of(a, v0).first, used = 0;
+                for (v1 = v0; v1 < end; v1++) {
+                    gnn_eid_t n = row_of(a, v1).n;
+                    if (used && used + n > cap) break;
+                    attn_weights(a, o, scale, v1, s, w + used * H);
+                    used += n;
                 }
+                for (gnn_vid_t v = v0; v < v1; v++)
+                    attn_sum(a, o, v, w + (row_of(a, v).first - base) * H, x, y);
             }
         }
+        gnn_free(w);
     }
-    return 0;
+    return failed ? GNN_FAIL(GNN_ENOMEM, "attention: weights of %" PRId64 " slots",
+                             (int64_t)cap)
+                  : 0;
 }
 
 int gnn_attn_backward(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, const float *x,

@@ -38,8 +38,9 @@ typedef struct {
 } block_t;
 
 /* nd destinations over ns sources, about deg entries a row (row 1 empty,
- * row 0 with a stored self loop and a repeated edge). */
-static void block(block_t *b, int64_t nd, int64_t ns, int deg, uint64_t *s)
+ * row 0 with a stored self loop and a repeated edge, row 2 with hub
+ * entries when hub > 0). */
+static void block(block_t *b, int64_t nd, int64_t ns, int deg, int hub, uint64_t *s)
 {
     memset(b, 0, sizeof *b);
     b->nd = nd, b->ns = ns;
@@ -47,11 +48,12 @@ static void block(block_t *b, int64_t nd, int64_t ns, int deg, uint64_t *s)
     c->n_rows = nd;
     c->n_cols = ns;
     c->indptr = calloc(nd + 1, sizeof *c->indptr);
-    c->indices = malloc((nd * (deg + 3) + 1) * sizeof *c->indices);
+    c->indices = malloc((nd * (2 * deg + 3) + hub + 1) * sizeof *c->indices);
     assert_true(c->indptr && c->indices);
     gnn_eid_t e = 0;
     for (int64_t v = 0; v < nd; v++) {
         int n = v == 1 ? 0 : 1 + (int)(tu_rng_next(s) % (uint64_t)(2 * deg));
+        if (v == 2 && hub > 0) n = hub;
         if (v == 0) {
             c->indices[e++] = 0; /* a stored self loop */
             c->indices[e++] = ns - 1;
@@ -87,16 +89,19 @@ static void close_to(const float *got, const double *want, int64_t n, double tol
                      (double)got[i], want[i], g_seed);
 }
 
-/* Kernels against the reference, forward and backward. */
-static void check_case(int self_loop, float dropout)
+/* Kernels against the reference, forward and backward; with long rows,
+ * the forward's blocks of slots split chunks of rows, and one row (1500
+ * entries) is longer than a block. */
+static void check_case(int self_loop, float dropout, int long_rows)
 {
-    uint64_t s = g_seed ^ (uint64_t)(self_loop * 7 + (dropout > 0 ? 13 : 0));
+    uint64_t s = g_seed ^ (uint64_t)(self_loop * 7 + (dropout > 0 ? 13 : 0) + long_rows * 29);
     block_t b;
-    block(&b, 23, 31, 4, &s);
+    if (long_rows) block(&b, 90, 110, 40, 1500, &s);
+    else block(&b, 23, 31, 4, 0, &s);
     gnn_attn_opts_t o = {.heads = 3, .f = 5, .self_loop = self_loop, .negative_slope = 0.2f,
                          .dropout = dropout, .seed = 99, .offset = 17};
-    int64_t ids[31]; /* global ids of the rows (a part of a larger graph) */
-    for (int64_t u = 0; u < 31; u++) ids[u] = 1000 - 7 * u;
+    int64_t ids[110]; /* global ids of the rows (a part of a larger graph) */
+    for (int64_t u = 0; u < b.ns; u++) ids[u] = 1000 - 7 * u;
     if (self_loop) o.ids = ids, o.n_ids = 1001;
     gnn_attn_graph_t *a;
     assert_int_equal(gnn_attn_graph_create(b.g, self_loop, &a), 0);
@@ -190,10 +195,12 @@ static void check_case(int self_loop, float dropout)
 static void test_against_reference(void **state)
 {
     (void)state;
-    check_case(0, 0.0f);
-    check_case(1, 0.0f);
-    check_case(0, 0.3f);
-    check_case(1, 0.3f);
+    for (int long_rows = 0; long_rows < 2; long_rows++) {
+        check_case(0, 0.0f, long_rows);
+        check_case(1, 0.0f, long_rows);
+        check_case(0, 0.3f, long_rows);
+        check_case(1, 0.3f, long_rows);
+    }
 }
 
 /* L = sum(y * R) through the GAT score and the attention, reference in
@@ -217,7 +224,7 @@ static void test_reference_gradients(void **state)
     for (int self_loop = 0; self_loop < 2; self_loop++) {
         uint64_t s = g_seed + 5 + (uint64_t)self_loop;
         block_t b;
-        block(&b, 7, 9, 3, &s);
+        block(&b, 7, 9, 3, 0, &s);
         gnn_attn_opts_t o = {.heads = 2, .f = 3, .self_loop = self_loop, .negative_slope = 0.2f,
                              .dropout = 0.25f, .seed = 3, .offset = 0};
         int64_t H = o.heads, W = H * o.f, S = b.c.nnz + (self_loop ? b.nd : 0);
@@ -352,7 +359,7 @@ static void test_errors(void **state)
     (void)state;
     uint64_t s = g_seed;
     block_t b;
-    block(&b, 5, 4, 2, &s); /* more destinations than sources */
+    block(&b, 5, 4, 2, 0, &s); /* more destinations than sources */
     gnn_attn_graph_t *a = NULL;
     assert_int_equal(gnn_attn_graph_create(b.g, 1, &a), GNN_EINVAL);
     assert_non_null(strstr(gnn_error_message(), "self loops need the destinations"));
