@@ -449,7 +449,7 @@ static void attn_sum(const gnn_attn_graph_t *a, const gnn_attn_opts_t *o, gnn_vi
     for (gnn_eid_t i = 0; i < r.n; i++) {
         int out;
         gnn_vid_t u = slot_src(a, &r, v, i, &out);
-        prefetch_src(a->g->csr, r.lo + i + PF / 2, x, W);
+        prefetch_src(a->g->csr, r.lo + i + PF, x, W);
         if (out) continue;
         const float *xu = x + u * W, *wi = w + i * H;
         for (int64_t h = 0; h < H; h++) axpy(yv + h * F, wi[h], xu + h * F, F);
