@@ -191,12 +191,17 @@ static int gat_forward(gnn_layer_t *L, gnn_layer_env_t *env)
     }
     GNN_TRY(gnn_be_attn_score(be, L->graph, L->attn, &c->o, c->n_th ? p + c->th_off : NULL,
                               c->wh, c->s, c->ws, c->ws_bytes));
-    /* y is kept for the backward, in a buffer that then takes dWh. */
-    GNN_TRY(gnn_layer_ensure(be, (void **)&c->y, &c->y_bytes,
-                             gnn_layer_fbytes(ns > nd ? ns : nd, HF)));
-    GNN_TRY(gnn_be_attn_forward(be, L->graph, &c->o, c->wh, c->s, c->y));
+    /* A training forward keeps y for the backward, in a buffer that then
+     * takes dWh; an evaluation's hidden layer writes y into Z itself. */
+    float *y = c->concat && !L->trained ? L->z : NULL;
+    if (!y) {
+        GNN_TRY(gnn_layer_ensure(be, (void **)&c->y, &c->y_bytes,
+                                 gnn_layer_fbytes(ns > nd ? ns : nd, HF)));
+        y = c->y;
+    }
+    GNN_TRY(gnn_be_attn_forward(be, L->graph, &c->o, c->wh, c->s, y));
     if (c->concat) {
-        GNN_TRY(gnn_be_copy(be, L->z, c->y, gnn_layer_fbytes(nd, HF)));
+        if (y != L->z) GNN_TRY(gnn_be_copy(be, L->z, y, gnn_layer_fbytes(nd, HF)));
     } else {
         GNN_TRY(mean_matrix(c, be));
         GNN_TRY(gnn_be_gemm(be, 0, 0, nd, F, HF, 1.0f, c->y, HF, c->mean, F, 0.0f, L->z, F));
