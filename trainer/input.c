@@ -466,6 +466,12 @@ typedef struct gnn_input_dist {
     int64_t *nodes; size_t nodes_cap; /* the step's input rows (sampler ids) */
     int64_t n_in;                     /* input rows of the step */
     int64_t n_rem;
+    /* A typed graph's step: the input rows of featureless types alone hold
+     * table rows; nodes, rows, rem and the gradients then list those. */
+    int64_t *sel; size_t sel_cap;     /* their positions in the input (host) */
+    int64_t *sel_dev; size_t sel_dev_bytes; /* ... on the backend */
+    int64_t n_sel;
+    int64_t *trow; size_t trow_cap;   /* table rows of owned rows (typed), host */
     gnn_dist_rows_t plan;             /* the step's remote rows */
     float *acc;                       /* n_owned x D: gradients summed per owned row */
     unsigned char *mark;              /* n_owned: in acc this step */
@@ -485,6 +491,9 @@ void gnn__input_dist_free(gnn_job_t *j)
     gnn_free(s->list);
     gnn_free(s->rem);
     gnn_free(s->nodes);
+    gnn_free(s->sel);
+    gnn_free(s->trow);
+    if (j->be) gnn_be_free(j->be, s->sel_dev);
     gnn_dist_rows_free(&s->plan);
     gnn_free(s->acc);
     gnn_free(s->mark);
@@ -785,19 +794,66 @@ fail:
     return rc;
 }
 
+/* Table rows of the n owned rows r[i] into s->trow (typed: j->emb_tab;
+ * every owned row of a featureless type has one). */
+static int typed_table_rows(gnn_job_t *j, gnn_input_dist_t *s, int64_t n, const int64_t *r,
+                            const int64_t **out)
+{
+    if (!j->emb_typed) {
+        *out = r;
+        return 0;
+    }
+    int rc = ids_ensure(&s->trow, &s->trow_cap, (size_t)n);
+    for (int64_t i = 0; rc == 0 && i < n; i++) {
+        s->trow[i] = j->emb_tab[r[i]];
+        if (s->trow[i] < 0)
+            rc = GNN_FAIL(GNN_EINVAL, "input rows: owned row %" PRId64 " has no table row", r[i]);
+    }
+    *out = s->trow;
+    return rc;
+}
+
+/* A typed graph's step input: the positions of its nodes of featureless
+ * types into s->sel and those nodes into s->nodes (s->n_sel of them). */
+static int typed_step_rows(gnn_job_t *j, gnn_input_dist_t *s, const int64_t *nodes, int64_t n)
+{
+    int rc = 0;
+    const gnn_dist_part_t *d = j->dist;
+    const gnn_graph_types_t *t = j->g.types;
+    GNN_TRY(ids_ensure(&s->sel, &s->sel_cap, (size_t)n));
+    int64_t k = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t gid = d->p2g[gnn_dist_pid(d, nodes[i])];
+        if (t->feat_dim[gnn_graph_types_of(t, gid)]) continue;
+        s->sel[k] = i;
+        s->nodes[k++] = nodes[i];
+    }
+    s->n_sel = k;
+fail:
+    return rc;
+}
+
 int gnn__input_dist_fetch(gnn_job_t *j, const int64_t *nodes, int64_t n)
 {
     int rc = 0;
     gnn_dist_part_t *d = j->dist;
     gnn_input_dist_t *s = NULL;
     if (!j->emb) return 0;
-    int64_t D = gnn_embed_dim(j->emb), no = d->n_owned;
+    int64_t D = gnn_embed_dim(j->emb), no = d->n_owned, n_all = n;
+    const int64_t *tr = NULL;
     int local = state_of(j, &s);
-    /* The owned rows from the table here, the others' ids to ask for. */
+    /* The owned rows from the table here, the others' ids to ask for
+     * (typed: of the featureless types' rows alone). */
     if (local == 0) local = ids_ensure(&s->list, &s->list_cap, (size_t)n);
     if (local == 0) local = ids_ensure(&s->rem, &s->rem_cap, (size_t)n);
     if (local == 0) local = ids_ensure(&s->nodes, &s->nodes_cap, (size_t)n);
-    if (local == 0 && n > 0) memcpy(s->nodes, nodes, (size_t)n * sizeof *nodes);
+    if (local == 0 && j->emb_typed) {
+        local = typed_step_rows(j, s, nodes, n);
+        nodes = s->nodes;
+        n = s->n_sel;
+    } else if (local == 0 && n > 0) {
+        memcpy(s->nodes, nodes, (size_t)n * sizeof *nodes);
+    }
     if (local == 0) local = host_ensure(&s->rows, &s->rows_cap, (size_t)(n * D));
     if (local == 0) local = host_ensure(&s->pack, &s->pack_cap, (size_t)(n * D));
     int64_t no_in = 0, nr = 0;
@@ -806,24 +862,53 @@ int gnn__input_dist_fetch(gnn_job_t *j, const int64_t *nodes, int64_t n)
             s->list[no_in++] = nodes[i];
         else
             s->rem[nr++] = i;
-    if (local == 0) local = rows_to_host(j, s, no_in, s->list, s->pack);
+    if (local == 0) local = typed_table_rows(j, s, no_in, s->list, &tr);
+    if (local == 0) local = rows_to_host(j, s, no_in, tr, s->pack);
     for (int64_t i = 0, k = 0; local == 0 && i < n; i++)
         if (nodes[i] < no) memcpy(s->rows + i * D, s->pack + (k++) * D, (size_t)D * sizeof(float));
     if (local == 0) { /* partition ids of the remote rows, in input order */
         for (int64_t k = 0; k < nr; k++) s->list[k] = gnn_dist_pid(d, nodes[s->rem[k]]);
-        s->n_in = n;
+        s->n_in = n_all;
         s->n_rem = nr;
     }
     GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
     GNN_TRY(gnn_dist_rows_plan(d, s->list, nr, &s->plan));
     /* What the others asked of this rank, from the table, packed. */
     local = host_ensure(&s->pack, &s->pack_cap, (size_t)(s->plan.n_serve * D));
-    if (local == 0) local = rows_to_host(j, s, s->plan.n_serve, s->plan.serve, s->pack);
+    if (local == 0) local = typed_table_rows(j, s, s->plan.n_serve, s->plan.serve, &tr);
+    if (local == 0) local = rows_to_host(j, s, s->plan.n_serve, tr, s->pack);
     if (local == 0) local = host_ensure(&s->grad, &s->grad_cap, (size_t)(nr * D));
     GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
     GNN_TRY(gnn_dist_rows_get_packed(d, &s->plan, s->pack, 1, D, s->grad));
     for (int64_t k = 0; k < nr; k++)
         memcpy(s->rows + s->rem[k] * D, s->grad + k * D, (size_t)D * sizeof(float));
+fail:
+    return rc;
+}
+
+/* Typed, a step's input of n rows: the features feat (backend, n x
+ * feat_dim), zeros beyond them, and the fetched table rows s->rows of the
+ * featureless rows s->sel over their first D columns. */
+static int typed_batch_input(gnn_job_t *j, gnn_input_dist_t *s, int64_t n, const float *feat,
+                             const float **x)
+{
+    int rc = 0;
+    int64_t f = j->g.feat_dim, w = j->in_dim, D = gnn_embed_dim(j->emb), k = s->n_sel;
+    GNN_TRY(gnn__buf_ensure(j->be, (void **)&j->xin, &j->xin_bytes,
+                            (size_t)n * (size_t)w * sizeof(float)));
+    if (w > f) GNN_TRY(gnn_be_zero(j->be, j->xin, (size_t)n * (size_t)w * sizeof(float)));
+    if (f > 0 && n > 0) GNN_TRY(gnn_be_copy_rows(j->be, n, f, feat, f, n, NULL, j->xin, w));
+    if (k) {
+        GNN_TRY(gnn__buf_ensure(j->be, (void **)&s->sel_dev, &s->sel_dev_bytes,
+                                (size_t)k * sizeof(int64_t)));
+        GNN_TRY(gnn_be_upload(j->be, s->sel_dev, s->sel, (size_t)k * sizeof(int64_t)));
+        GNN_TRY(stage(j, s, k, NULL, NULL));
+        GNN_TRY(gnn_be_upload(j->be, s->dev, s->rows, (size_t)k * (size_t)D * sizeof(float)));
+        GNN_TRY(gnn_be_scatter_rows(j->be, k, D, s->dev, D, s->sel_dev, j->xin, w, n));
+    }
+    j->emb_n = k;
+    j->emb_rows = NULL;
+    *x = j->xin;
 fail:
     return rc;
 }
@@ -838,6 +923,7 @@ int gnn__input_dist_build(gnn_job_t *j, int64_t n, const float *feat, const floa
     if (!s || s->n_in != n)
         return GNN_FAIL(GNN_EINVAL, "input rows: %" PRId64 " fetched for %" PRId64 " inputs",
                         s ? s->n_in : 0, n);
+    if (j->emb_typed) return typed_batch_input(j, s, n, feat, x);
     return input_from_host(j, s, n, feat, s->rows, x);
 }
 
@@ -847,13 +933,31 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Typed: the gradient of the first D columns of the k featureless input
+ * rows s->sel (positions in the step's input of s->n_in rows), into host
+ * g (k x D). */
+static int typed_grad_to_host(gnn_job_t *j, gnn_input_dist_t *s, int64_t k, float *g)
+{
+    int rc = 0;
+    int64_t D = gnn_embed_dim(j->emb);
+    if (k == 0) return 0;
+    const float *dx = gnn_model_input_grad(j->model);
+    GNN_CHECK(dx, GNN_EINVAL, "input rows: the backward formed no input gradient");
+    GNN_TRY(stage(j, s, k, NULL, NULL));
+    GNN_TRY(gnn_be_copy_rows(j->be, k, D, dx, j->in_dim, s->n_in, s->sel_dev, s->dev, D));
+    GNN_TRY(gnn_be_download(j->be, g, s->dev, (size_t)k * (size_t)D * sizeof(float)));
+fail:
+    return rc;
+}
+
 int gnn__input_dist_step(gnn_job_t *j, int had_batch)
 {
     int rc = 0;
     gnn_dist_part_t *d = j->dist;
     gnn_input_dist_t *s = j->emb_dist;
     if (!j->emb) return 0;
-    int64_t D = gnn_embed_dim(j->emb), no = d->n_owned, n = had_batch && s ? s->n_in : 0;
+    int64_t D = gnn_embed_dim(j->emb), no = d->n_owned, n = 0;
+    if (had_batch && s) n = j->emb_typed ? s->n_sel : s->n_in;
     int local = s ? 0 : GNN_FAIL(GNN_EINVAL, "input rows: a step without a fetch");
     if (local == 0 && !s->acc) {
         s->acc = gnn_alloc_large(((size_t)no * (size_t)D + 1) * sizeof(float));
@@ -864,7 +968,10 @@ int gnn__input_dist_step(gnn_job_t *j, int had_batch)
     /* This rank's input rows' gradients: remote ones packed in plan order. */
     if (local == 0) local = host_ensure(&s->grad, &s->grad_cap, (size_t)(n * D));
     if (local == 0) local = host_ensure(&s->pack, &s->pack_cap, (size_t)(s->n_rem * D));
-    if (local == 0) local = grad_to_host(j, s, n, s->grad);
+    if (local == 0 && j->emb_typed)
+        local = typed_grad_to_host(j, s, n, s->grad);
+    else if (local == 0)
+        local = grad_to_host(j, s, n, s->grad);
     for (int64_t k = 0; local == 0 && k < s->n_rem; k++)
         if (n)
             memcpy(s->pack + k * D, s->grad + s->rem[k] * D, (size_t)D * sizeof(float));
@@ -898,9 +1005,11 @@ int gnn__input_dist_step(gnn_job_t *j, int had_batch)
             memset(s->acc + r * D, 0, (size_t)D * sizeof(float));
             s->mark[r] = 0;
         }
-        local = step_from_host(j, s, nt, s->list, s->pack);
+        const int64_t *tr = NULL;
+        local = typed_table_rows(j, s, nt, s->list, &tr);
+        if (local == 0) local = step_from_host(j, s, nt, tr, s->pack);
     }
-    s->n_in = s->n_rem = 0;
+    s->n_in = s->n_rem = s->n_sel = 0;
     j->emb_n = 0;
     rc = gnn_dist_agree(MPI_COMM_WORLD, local);
 fail:
