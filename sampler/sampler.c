@@ -40,6 +40,7 @@ struct gnn_sampler {
     const gnn_vid_t *key_ids;           /* NULL: draws keyed by node id */
     gnn_sampler_remote_t remote;        /* remote.draw NULL: every row held */
     const int32_t *etype;               /* typed draws: relation of each entry */
+    int n_rels;                         /* ... of n_rels relations */
     int index;                          /* gnn__sampler_set_index */
     int counted;                        /* gnn__sampler_set_one_pass(s, 0) */
     int once;                           /* gnn_sampler_set_once */
@@ -70,6 +71,7 @@ typedef struct {
     const excl_t *ex;                   /* NULL: none */
     const int32_t *etype;               /* typed draws (rows grouped by relation) */
     int counted;                        /* never draw in one pass */
+    int n_rels;                         /* typed: relations [0, n_rels) */
 } rows_t;
 
 /* Rows drawing at most this many positions find repeats by scanning the
@@ -674,7 +676,7 @@ static int draw_counted(const rows_t *rs, int fanout, uint64_t key, int h, const
         for (gnn_vid_t i = 0; i < n_dst; i++)
             if (dst[i] >= held) rv[nr++] = dst[i];
         *called = 1; /* a failure of the hook itself is every process's */
-        rc = rs->remote->draw(rs->remote->ctx, h, fanout, key, rv, nr, rcnt, &rsrc);
+        rc = rs->remote->draw(rs->remote->ctx, h, fanout, key, rv, nr, rcnt, &rsrc, NULL);
         if (rc < 0) goto fail;
         *called = 2; /* this hop's exchange is done */
         nr = 0;
@@ -969,24 +971,57 @@ static gnn_eid_t typed_count(const int32_t *et, gnn_eid_t a, gnn_eid_t b, int fa
     return c;
 }
 
+/* The typed draws of one row (gnn_sampler_draw_row_typed) into o and
+ * their relations into ro, with the thread's hash set for long draws. */
+static gnn_eid_t typed_row(const gnn_vid_t *row, const int32_t *et, gnn_eid_t n, int fanout,
+                           uint64_t key, gnn_vid_t id, int h, gnn_vid_t *o, int32_t *ro,
+                           mark_t *set, uint64_t mcap, uint64_t *stamp)
+{
+    gnn_eid_t a = 0, q = 0;
+    while (a < n) {
+        gnn_eid_t e = rel_end(et, a, n), d = e - a;
+        gnn_eid_t c = (fanout < 0 || d <= fanout) ? d : fanout;
+        int32_t r = et[a];
+        if (c == d) {
+            memcpy(o + q, row + a, (size_t)c * sizeof *o);
+        } else {
+            stream_t st;
+            stream_init(&st, key, id, h | (r + 1) << 16);
+            if (c <= SCAN_DRAWS)
+                floyd_scan(&st, d, c, o + q);
+            else
+                floyd_set(&st, d, c, o + q, set, mcap - 1, ++*stamp);
+            for (gnn_eid_t k = 0; k < c; k++) o[q + k] = row[a + o[q + k]];
+        }
+        for (gnn_eid_t k = 0; k < c; k++) ro[q + k] = r;
+        q += c;
+        a = e;
+    }
+    return q;
+}
+
 /*
- * One hop of typed draws (gnn_sampler_set_relations): as sample_hop over
- * held rows, drawing per relation, with the relation of every entry into
- * *etype_out. Rows come out sorted by (local source, relation).
+ * One hop of typed draws (gnn_sampler_set_relations): as sample_hop,
+ * drawing per relation, with the relation of every entry into
+ * *etype_out; rows held elsewhere drawn by the remote hook with their
+ * relations (*called as draw_counted's). Rows come out sorted by (local
+ * source, relation).
  */
 static int sample_hop_typed(const rows_t *rs, int fanout, uint64_t key, int h, frontier_t *f,
-                            gnn_vid_t first, gnn_csr_t *out, int32_t **etype_out)
+                            gnn_vid_t first, gnn_csr_t *out, int32_t **etype_out, int *called)
 {
     int rc = 0;
     const gnn_csr_t *g = rs->g;
     const int32_t *et = rs->etype;
     const gnn_vid_t n_dst = f->n_nodes - first;
     const gnn_vid_t *dst = f->nodes + first;
-    gnn_eid_t *indptr = NULL;
-    gnn_vid_t *indices = NULL;
-    int32_t *rel = NULL;
+    const gnn_vid_t held = rs->remote ? rs->remote->n_held : g->n_rows;
+    gnn_eid_t *indptr = NULL, *rcnt = NULL;
+    gnn_vid_t *indices = NULL, *rv = NULL, *rsrc = NULL;
+    int32_t *rel = NULL, *rrel = NULL;
     uint64_t *keys = NULL;
     mark_t *marks = NULL;
+    int64_t nr = 0; /* remote rows */
     memset(out, 0, sizeof *out);
     *etype_out = NULL;
     indptr = gnn_malloc_array((size_t)n_dst + 1, sizeof *indptr);
@@ -1000,8 +1035,37 @@ static int sample_hop_typed(const rows_t *rs, int fanout, uint64_t key, int h, f
     for (gnn_vid_t i = 0; i < n_dst; i++) {
         gnn_vid_t v = dst[i];
         gnn_eid_t k = 0;
-        indptr[i + 1] = typed_count(et, g->indptr[v], g->indptr[v + 1], fanout, &k);
+        indptr[i + 1] = v >= held ? 0 /* the hook's count, below */
+                                  : typed_count(et, g->indptr[v], g->indptr[v + 1], fanout, &k);
         if (k > kmax) kmax = k;
+    }
+    if (rs->remote && h < rs->remote->first_hop) { /* every row must be held here */
+        for (gnn_vid_t i = 0; i < n_dst; i++)
+            if (dst[i] >= held) {
+                rc = GNN_FAIL(GNN_EINVAL,
+                              "sampler: hop %d reaches node %" GNN_PRIvid
+                              ", whose row is not held here (remote draws start at hop %d)",
+                              h, dst[i], rs->remote->first_hop);
+                goto fail;
+            }
+    } else if (rs->remote) { /* the rows held elsewhere, drawn by their holders */
+        for (gnn_vid_t i = 0; i < n_dst; i++) nr += dst[i] >= held;
+        rv = gnn_malloc_array((size_t)nr + 1, sizeof *rv);
+        rcnt = gnn_malloc_array((size_t)nr + 1, sizeof *rcnt);
+        if (!rv || !rcnt) {
+            rc = GNN_ENOMEM;
+            goto fail;
+        }
+        nr = 0;
+        for (gnn_vid_t i = 0; i < n_dst; i++)
+            if (dst[i] >= held) rv[nr++] = dst[i];
+        *called = 1; /* a failure of the hook itself is every process's */
+        rc = rs->remote->draw(rs->remote->ctx, h, fanout, key, rv, nr, rcnt, &rsrc, &rrel);
+        if (rc < 0) goto fail;
+        *called = 2; /* this hop's exchange is done */
+        nr = 0;
+        for (gnn_vid_t i = 0; i < n_dst; i++)
+            if (dst[i] >= held) indptr[i + 1] = rcnt[nr++];
     }
     for (gnn_vid_t i = 0; i < n_dst; i++) indptr[i + 1] += indptr[i];
     const gnn_eid_t nnz = indptr[n_dst];
@@ -1022,36 +1086,41 @@ static int sample_hop_typed(const rows_t *rs, int fanout, uint64_t key, int h, f
         uint64_t stamp = 0;
 #pragma omp for schedule(dynamic, DRAW_CHUNK)
         for (gnn_vid_t i = 0; i < n_dst; i++) {
-            gnn_vid_t v = dst[i], id = rs->key_ids ? rs->key_ids[v] : v;
-            gnn_vid_t *o = indices + indptr[i];
-            int32_t *ro = rel + indptr[i];
-            gnn_eid_t a = g->indptr[v], b = g->indptr[v + 1], q = 0;
-            while (a < b) {
-                gnn_eid_t e = rel_end(et, a, b), d = e - a;
-                gnn_eid_t c = (fanout < 0 || d <= fanout) ? d : fanout;
-                int32_t r = et[a];
-                if (c == d) {
-                    memcpy(o + q, g->indices + a, (size_t)c * sizeof *o);
-                } else {
-                    stream_t st;
-                    stream_init(&st, key, id, h | (r + 1) << 16);
-                    if (c <= SCAN_DRAWS)
-                        floyd_scan(&st, d, c, o + q);
-                    else
-                        floyd_set(&st, d, c, o + q, set, mcap - 1, ++stamp);
-                    for (gnn_eid_t k = 0; k < c; k++) o[q + k] = g->indices[a + o[q + k]];
-                }
-                for (gnn_eid_t k = 0; k < c; k++) ro[q + k] = r;
-                q += c;
-                a = e;
-            }
+            gnn_vid_t v = dst[i];
+            if (v >= held) continue; /* copied from the hook's answer below */
+            gnn_eid_t a = g->indptr[v];
+            typed_row(g->indices + a, et + a, g->indptr[v + 1] - a, fanout, key,
+                      rs->key_ids ? rs->key_ids[v] : v, h, indices + indptr[i], rel + indptr[i],
+                      set, mcap, &stamp);
         }
     }
     gnn_free(marks);
     marks = NULL;
+    if (rs->remote) {
+        gnn_eid_t at = 0;
+        for (gnn_vid_t i = 0; i < n_dst; i++)
+            if (dst[i] >= held) {
+                gnn_eid_t c = indptr[i + 1] - indptr[i];
+                for (gnn_eid_t k = 0; k < c; k++)
+                    if (!rrel || rrel[at + k] < 0 || rrel[at + k] >= rs->n_rels) {
+                        rc = GNN_FAIL(GNN_EINVAL,
+                                      "sampler: the holder of node %" GNN_PRIvid
+                                      " answered relation %d of %d",
+                                      dst[i], rrel ? rrel[at + k] : -1, rs->n_rels);
+                        goto fail;
+                    }
+                memcpy(indices + indptr[i], rsrc + at, (size_t)c * sizeof *indices);
+                memcpy(rel + indptr[i], rrel + at, (size_t)c * sizeof *rel);
+                at += c;
+            }
+        gnn_free(rsrc);
+        gnn_free(rrel);
+        rsrc = NULL;
+        rrel = NULL;
+    }
     /* Local ids in row order (sequential: independent of the threads). */
     gnn_vid_t need = f->n_nodes + nnz;
-    if (need > g->n_rows) need = g->n_rows;
+    if (!rs->remote && need > g->n_rows) need = g->n_rows;
     rc = frontier_reserve(f, need);
     if (rc < 0) goto fail;
     dst = NULL;
@@ -1070,6 +1139,8 @@ static int sample_hop_typed(const rows_t *rs, int fanout, uint64_t key, int h, f
         }
     }
     gnn_free(keys);
+    gnn_free(rv);
+    gnn_free(rcnt);
     out->n_rows = n_dst;
     out->n_cols = f->n_nodes;
     out->nnz = nnz;
@@ -1085,6 +1156,10 @@ fail:
     gnn_free(rel);
     gnn_free(indices);
     gnn_free(indptr);
+    gnn_free(rv);
+    gnn_free(rcnt);
+    gnn_free(rsrc);
+    gnn_free(rrel);
     return rc;
 }
 
@@ -1151,6 +1226,7 @@ int gnn_sampler_set_relations(gnn_sampler_t *s, const int32_t *etype, int n_rels
             }
     }
     s->etype = etype;
+    s->n_rels = etype ? n_rels : 0;
     return 0;
 }
 
@@ -1227,6 +1303,30 @@ int64_t gnn_sampler_draw_row(const gnn_vid_t *row, gnn_eid_t d, int fanout, uint
         gnn_free(set);
     }
     for (gnn_eid_t q = 0; q < c; q++) out[q] = row[out[q]];
+    return c;
+}
+
+int64_t gnn_sampler_typed_count(const int32_t *etype, gnn_eid_t d, int fanout)
+{
+    gnn_eid_t kmax = 0;
+    return d > 0 ? typed_count(etype, 0, d, fanout, &kmax) : 0;
+}
+
+int64_t gnn_sampler_draw_row_typed(const gnn_vid_t *row, const int32_t *etype, gnn_eid_t d,
+                                   int fanout, uint64_t key, gnn_vid_t key_id, int h,
+                                   gnn_vid_t *out, int32_t *rel)
+{
+    gnn_eid_t kmax = 0;
+    if (d > 0) (void)typed_count(etype, 0, d, fanout, &kmax);
+    mark_t *set = NULL;
+    uint64_t mcap = 16, stamp = 0;
+    if (kmax > 0) { /* a relation draws more than SCAN_DRAWS of a longer run */
+        while (mcap <= 2 * (uint64_t)kmax) mcap *= 2;
+        set = gnn_calloc((size_t)mcap, sizeof *set);
+        if (!set) return GNN_FAIL(GNN_ENOMEM, "sampler: draws of a row of %" GNN_PRIeid, d);
+    }
+    gnn_eid_t c = typed_row(row, etype, d, fanout, key, key_id, h, out, rel, set, mcap, &stamp);
+    gnn_free(set);
     return c;
 }
 
@@ -1316,11 +1416,10 @@ int gnn_sampler_sample_excluding(const gnn_sampler_t *s, const gnn_vid_t *seeds,
 
     const uint64_t key = gnn_sampler_key(seed, epoch, batch);
     const rows_t rs = {g, s->key_ids, s->remote.draw ? &s->remote : NULL, ex, s->etype,
-                       s->counted};
+                       s->counted, s->n_rels};
     const int L = s->layers;
-    GNN_CHECK(!s->etype || (!s->remote.draw && !ex), GNN_EUNSUPPORTED,
-              "sampler: typed draws with rows held elsewhere or excluded edges are not "
-              "supported");
+    GNN_CHECK(!s->etype || !ex, GNN_EUNSUPPORTED,
+              "sampler: typed draws with excluded edges are not supported");
     out->layers = L;
     out->n_seeds = n;
     for (h = 0; h < L; h++) {
@@ -1331,7 +1430,7 @@ int gnn_sampler_sample_excluding(const gnn_sampler_t *s, const gnn_vid_t *seeds,
         const gnn_vid_t first = s->once && h > 0 ? out->blocks[l + 1].csr.n_rows : 0;
         if (s->etype)
             GNN_TRY(sample_hop_typed(&rs, s->fanout[h], key, h, &f, first, &out->blocks[l].csr,
-                                     &out->blocks[l].etype));
+                                     &out->blocks[l].etype, &called));
         else
             GNN_TRY(sample_hop(&rs, s->fanout[h], key, h, &f, first, &out->blocks[l].csr,
                                &called));
@@ -1356,8 +1455,11 @@ fail:
         hh = hh > s->remote.first_hop ? hh : s->remote.first_hop;
         if (hh < s->layers) {
             gnn_vid_t *none = NULL;
-            (void)s->remote.draw(s->remote.ctx, hh, s->fanout[hh], 0, NULL, rc, NULL, &none);
+            int32_t *no_rel = NULL;
+            (void)s->remote.draw(s->remote.ctx, hh, s->fanout[hh], 0, NULL, rc, NULL, &none,
+                                 s->etype ? &no_rel : NULL);
             gnn_free(none);
+            gnn_free(no_rel);
         }
     }
     for (int l = 0; l < GNN_SAMPLER_MAX_LAYERS; l++) {
@@ -1402,10 +1504,10 @@ int gnn_sampler_full_block_typed(const gnn_csr_t *graph, const int32_t *etype, c
     if (want_dense(graph->n_rows, (double)n * (1.0 + deg)))
         GNN_TRY(frontier_dense(&f, graph->n_rows));
     GNN_TRY(frontier_start(&f, dst, n, graph->n_rows, "destination"));
-    const rows_t rs = {graph, NULL, NULL, NULL, etype, 0};
+    const rows_t rs = {graph, NULL, NULL, NULL, etype, 0, 0};
     int called = 0;
     if (etype)
-        GNN_TRY(sample_hop_typed(&rs, -1, 0, 0, &f, 0, &out->csr, &out->etype));
+        GNN_TRY(sample_hop_typed(&rs, -1, 0, 0, &f, 0, &out->csr, &out->etype, &(int){0}));
     else
         GNN_TRY(sample_hop(&rs, -1, 0, 0, &f, 0, &out->csr, &called));
     out->src_ids = f.nodes;

@@ -186,6 +186,10 @@ int gnn_sampler_excl_has_row(const gnn_sampler_excl_t *x, gnn_vid_t v);
  * to the number of sources drawn for v[i] and *src to all of them, row
  * after row in draw order, in a gnn_malloc'd array the sampler frees.
  * The draws must follow the definition above (gnn_sampler_draw_row does).
+ * A typed sampler (gnn_sampler_set_relations) passes rel: the hook then
+ * draws per relation (gnn_sampler_draw_row_typed) and sets *rel to the
+ * relation of every source, in the same order, gnn_malloc'd (the sampler
+ * frees it); rel is NULL otherwise.
  * A hook failure (a GNN_E code) ends the batch with that code. When the
  * batch fails here (a bad seed, out of memory), the hook is still called
  * once at the next exchange (this hop's when its call has not been made,
@@ -201,7 +205,7 @@ typedef struct {
                          rows they draw (gnn_sampler_sample_excluding): they
                          know the set; else such a row fails the batch */
     int (*draw)(void *ctx, int h, int fanout, uint64_t key, const gnn_vid_t *v, int64_t n,
-                gnn_eid_t *cnt, gnn_vid_t **src);
+                gnn_eid_t *cnt, gnn_vid_t **src, int32_t **rel);
     void *ctx;
 } gnn_sampler_remote_t;
 
@@ -214,8 +218,9 @@ typedef struct {
  * definition above over that relation's entries with the word counters
  * (lo32(v), hi32(v), h | (r + 1) << 16, i / 2) (DGL's per-edge-type
  * fanout); blocks carry the relation of every entry (gnn_block_t.etype)
- * and their rows are sorted by (source, relation). Not with remote rows
- * or excluded edges (GNN_EUNSUPPORTED at the batch). etype NULL: untyped.
+ * and their rows are sorted by (source, relation). Rows held elsewhere
+ * are drawn by the remote hook with their relations; not with excluded
+ * edges (GNN_EUNSUPPORTED at the batch). etype NULL: untyped.
  */
 int gnn_sampler_set_relations(gnn_sampler_t *s, const int32_t *etype, int n_rels);
 
@@ -270,6 +275,20 @@ uint64_t gnn_sampler_key(uint64_t seed, uint64_t epoch, uint64_t batch);
  */
 int64_t gnn_sampler_draw_row(const gnn_vid_t *row, gnn_eid_t d, int fanout, uint64_t key,
                              gnn_vid_t key_id, int h, gnn_vid_t *out);
+
+/*
+ * The typed draws of one row (entries grouped by relation, etype[t] the
+ * relation of row[t]) at hop h under key: per relation, the draws of the
+ * definition above over its entries with the relation's counters (see
+ * gnn_sampler_set_relations), out[0 .. c) the sources and rel[0 .. c)
+ * their relations, relation after relation. Returns c, the sum over the
+ * relations of min(entries, fanout); GNN_ENOMEM.
+ */
+int64_t gnn_sampler_draw_row_typed(const gnn_vid_t *row, const int32_t *etype, gnn_eid_t d,
+                                   int fanout, uint64_t key, gnn_vid_t key_id, int h,
+                                   gnn_vid_t *out, int32_t *rel);
+/* The number of sources gnn_sampler_draw_row_typed draws from the row. */
+int64_t gnn_sampler_typed_count(const int32_t *etype, gnn_eid_t d, int fanout);
 
 /* Free what mb holds and zero it; safe on a zeroed mini-batch. */
 void gnn_minibatch_free(gnn_minibatch_t *mb);

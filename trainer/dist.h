@@ -141,7 +141,10 @@ int gnn_dist_owner(const gnn_dist_part_t *d, int64_t pid);
  * d): the n nodes v (sampler ids >= n_held) go to their owners, grouped
  * per owner with this rank's batch key; each owner draws from its row
  * with gnn_sampler_draw_row and answers the sources' partition ids, here
- * turned back into sampler ids. Collective over fetch_comm (comm when it
+ * turned back into sampler ids. On a typed part (full_etype set) the
+ * owners draw per relation (gnn_sampler_draw_row_typed) and answer each
+ * source's relation with it (partition id << 8 | relation), set into
+ * *rel when rel is given (a typed sampler's). Collective over fetch_comm (comm when it
  * is unset): every rank calls it once per hop of every step, with n = 0
  * when it needs nothing, or n < 0 (a GNN_E code) when its sampler failed
  * before the hop. Four collective calls: the request counts, the
@@ -152,7 +155,7 @@ int gnn_dist_owner(const gnn_dist_part_t *d, int64_t pid);
  * call: the job must end).
  */
 int gnn_dist_draw_remote(void *ctx, int h, int fanout, uint64_t key, const int64_t *v, int64_t n,
-                         int64_t *cnt, int64_t **src);
+                         int64_t *cnt, int64_t **src, int32_t **rel);
 
 /* The edges (n pairs of graph-file ids, both directions) the rows this
  * rank draws for others leave out until the next call (n = 0: none): an

@@ -6,6 +6,8 @@
  * batch's key), the owner draws with the same counter-based stream the
  * sampler uses locally, and answers with, per node, its count and then the
  * sources, so the draws are those one process makes on the whole graph.
+ * On a typed part the owner draws per relation, and each source carries
+ * its relation in its low 8 bits.
  */
 #include "trainer/dist.h"
 
@@ -29,9 +31,14 @@ static int answer_draws(gnn_dist_part_t *d, int h, int fanout, const int64_t *as
 {
     int rc = 0, R = d->size;
     int64_t first = d->part_start[d->rank], total = 0;
+    const int32_t *et = d->full_etype; /* typed: rows grouped by relation */
     int *acnt = gnn_calloc((size_t)R, sizeof *acnt);
     int64_t *ans = NULL;
+    int32_t *rel = NULL;
+    gnn_eid_t longest = 0;
     GNN_CHECK(acnt, GNN_ENOMEM, "remote draws");
+    GNN_CHECK(!et || !d->draw_excl, GNN_EUNSUPPORTED,
+              "remote draws: typed rows with excluded edges");
     for (int s = 0; s < R; s++) {
         const int64_t *q = asked + rdispl[s];
         if (rcount[s] == 0) continue;
@@ -50,7 +57,9 @@ static int answer_draws(gnn_dist_part_t *d, int h, int fanout, const int64_t *as
                 deg = gnn_sampler_excl_filter(d->draw_excl, d->gid[r],
                                               d->full.indices + d->full.indptr[r], deg, d->gid,
                                               NULL);
-            n += 1 + (fanout < 0 || deg <= fanout ? deg : fanout);
+            longest = deg > longest ? deg : longest;
+            n += 1 + (et ? gnn_sampler_typed_count(et + d->full.indptr[r], deg, fanout)
+                         : fanout < 0 || deg <= fanout ? deg : fanout);
         }
         GNN_CHECK(n <= INT_MAX, GNN_ERANGE, "remote draws: an answer of %" PRId64 " ids", n);
         acnt[s] = (int)n;
@@ -59,6 +68,10 @@ static int answer_draws(gnn_dist_part_t *d, int h, int fanout, const int64_t *as
     GNN_CHECK(total <= INT_MAX, GNN_ERANGE, "remote draws: answers of %" PRId64 " ids", total);
     ans = gnn_malloc_array((size_t)total + 1, sizeof *ans);
     GNN_CHECK(ans, GNN_ENOMEM, "remote draws: %" PRId64 " ids", total);
+    if (et) {
+        rel = gnn_malloc_array((size_t)longest + 1, sizeof *rel);
+        GNN_CHECK(rel, GNN_ENOMEM, "remote draws: a row of %" PRId64, (int64_t)longest);
+    }
     int64_t at = 0;
     for (int s = 0; s < R; s++) {
         const int64_t *q = asked + rdispl[s];
@@ -75,25 +88,32 @@ static int answer_draws(gnn_dist_part_t *d, int h, int fanout, const int64_t *as
                 deg = gnn_sampler_excl_filter(d->draw_excl, d->gid[r], row, deg, d->gid, kept);
                 row = kept;
             }
-            int64_t c = gnn_sampler_draw_row(row, deg, fanout, (uint64_t)q[REQ_KEY], d->gid[r], h,
-                                             src);
+            int64_t c = et ? gnn_sampler_draw_row_typed(row, et + d->full.indptr[r], deg, fanout,
+                                                        (uint64_t)q[REQ_KEY], d->gid[r], h, src,
+                                                        rel)
+                           : gnn_sampler_draw_row(row, deg, fanout, (uint64_t)q[REQ_KEY],
+                                                  d->gid[r], h, src);
             gnn_free(kept);
             if (c < 0) {
                 rc = (int)c;
                 goto fail;
             }
-            for (int64_t k = 0; k < c; k++) src[k] = d->l2g[src[k]];
+            for (int64_t k = 0; k < c; k++)
+                src[k] = et ? (int64_t)((uint64_t)d->l2g[src[k]] << 8 | (uint64_t)rel[k])
+                            : d->l2g[src[k]];
             cnt[i] = c;
             src += c;
         }
         at += acnt[s];
     }
+    gnn_free(rel);
     *out_cnt = acnt;
     *out = ans;
     return 0;
 fail:
     gnn_free(acnt);
     gnn_free(ans);
+    gnn_free(rel);
     return rc;
 }
 
@@ -105,13 +125,16 @@ int gnn_dist_set_excluded(gnn_dist_part_t *d, const int64_t *pairs, int64_t n)
 }
 
 int gnn_dist_draw_remote(void *ctx, int h, int fanout, uint64_t key, const int64_t *v, int64_t n,
-                         int64_t *cnt, int64_t **src)
+                         int64_t *cnt, int64_t **src, int32_t **rel)
 {
     gnn_dist_part_t *d = ctx;
     int rc = 0, R = d->size;
     MPI_Comm comm = d->fetch_comm != MPI_COMM_NULL ? d->fetch_comm : d->comm;
     double t0 = MPI_Wtime();
+    const int typed = d->full_etype != NULL;
+    int32_t *out_rel = NULL;
     *src = NULL;
+    if (rel) *rel = NULL;
     int64_t nn = n > 0 ? n : 0; /* n < 0: a failure to pass on, nothing asked */
     int *c = gnn_calloc((size_t)R * 7, sizeof *c), *acnt = NULL;
     int64_t *grp = gnn_calloc((size_t)R * 3, sizeof *grp);
@@ -222,8 +245,12 @@ int gnn_dist_draw_remote(void *ctx, int h, int fanout, uint64_t key, const int64
     }
     if (local == 0) {
         out = gnn_malloc_array((size_t)total + 1, sizeof *out);
-        if (!out) local = GNN_FAIL(GNN_ENOMEM, "remote draws: %" PRId64 " sources", total);
+        if (rel && typed) out_rel = gnn_malloc_array((size_t)total + 1, sizeof *out_rel);
+        if (!out || (rel && typed && !out_rel))
+            local = GNN_FAIL(GNN_ENOMEM, "remote draws: %" PRId64 " sources", total);
     }
+    if (local == 0 && rel && !typed)
+        local = GNN_FAIL(GNN_EINVAL, "remote draws: relations asked of a part without them");
     if (local < 0) { /* this rank's alone */
         rc = local;
         goto fail;
@@ -232,12 +259,18 @@ int gnn_dist_draw_remote(void *ctx, int h, int fanout, uint64_t key, const int64
         const int64_t *bs = back + bdispl[r] + nreq[r];
         for (int64_t k = 0; k < nreq[r]; k++) {
             int64_t i = order[first[r] + k];
-            for (int64_t e = 0; e < cnt[i]; e++) out[off[i] + e] = gnn_dist_sampler_id(d, bs[e]);
+            for (int64_t e = 0; e < cnt[i]; e++) {
+                int64_t p = typed ? (int64_t)((uint64_t)bs[e] >> 8) : bs[e];
+                out[off[i] + e] = gnn_dist_sampler_id(d, p);
+                if (out_rel) out_rel[off[i] + e] = (int32_t)(bs[e] & 0xff);
+            }
             bs += cnt[i];
         }
     }
     *src = out;
     out = NULL;
+    if (rel) *rel = out_rel;
+    out_rel = NULL;
 fail:
     gnn_free(c);
     gnn_free(grp);
@@ -249,6 +282,7 @@ fail:
     gnn_free(off);
     gnn_free(req);
     gnn_free(out);
+    gnn_free(out_rel);
     d->sample_s += MPI_Wtime() - t0;
     return rc;
 }

@@ -781,17 +781,21 @@ static void test_alloc_failure(void **state)
 /* ---- Rows held elsewhere ------------------------------------------------------- */
 
 /* A stand-in for the holders of the rows a part lacks: draws from the
- * whole graph as gnn_sampler_draw_row does, and logs every call. */
+ * whole graph as gnn_sampler_draw_row does (per relation with
+ * gnn_sampler_draw_row_typed when a typed sampler asks), and logs every
+ * call. */
 typedef struct {
     const gnn_csr_t *whole;
+    const int32_t *etype; /* the whole graph's relations (typed) */
     int n_calls;
+    int typed_calls;      /* calls that asked for relations */
     int hop[16];
     int64_t n[16]; /* n < 0: a failure passed on */
     int rc[16];    /* what the hook returned */
 } holder_t;
 
 static int holder_draw(void *ctx, int h, int fanout, uint64_t key, const gnn_vid_t *v, int64_t n,
-                       gnn_eid_t *cnt, gnn_vid_t **src)
+                       gnn_eid_t *cnt, gnn_vid_t **src, int32_t **rel)
 {
     holder_t *ho = ctx;
     int i = ho->n_calls++;
@@ -799,23 +803,41 @@ static int holder_draw(void *ctx, int h, int fanout, uint64_t key, const gnn_vid
     ho->hop[i] = h;
     ho->n[i] = n;
     ho->rc[i] = n < 0 ? (int)n : 0;
+    ho->typed_calls += rel != NULL;
+    assert_true(!rel || ho->etype); /* relations asked of a typed graph only */
     if (n < 0) return (int)n;
     const gnn_csr_t *g = ho->whole;
     gnn_eid_t total = 0;
     for (int64_t k = 0; k < n; k++) {
-        gnn_eid_t d = g->indptr[v[k] + 1] - g->indptr[v[k]];
-        total += fanout < 0 || d <= fanout ? d : fanout;
+        gnn_eid_t a = g->indptr[v[k]], d = g->indptr[v[k] + 1] - a;
+        total += rel ? gnn_sampler_typed_count(ho->etype + a, d, fanout)
+                     : fanout < 0 || d <= fanout ? d : fanout;
     }
     *src = gnn_malloc_array((size_t)total + 1, sizeof **src);
-    if (!*src) return ho->rc[i] = GNN_ENOMEM;
+    if (rel) *rel = gnn_malloc_array((size_t)total + 1, sizeof **rel);
+    if (!*src || (rel && !*rel)) {
+        gnn_free(*src);
+        *src = NULL;
+        if (rel) {
+            gnn_free(*rel);
+            *rel = NULL;
+        }
+        return ho->rc[i] = GNN_ENOMEM;
+    }
     gnn_eid_t at = 0;
     for (int64_t k = 0; k < n; k++) {
-        gnn_eid_t d = g->indptr[v[k] + 1] - g->indptr[v[k]];
-        int64_t c = gnn_sampler_draw_row(g->indices + g->indptr[v[k]], d, fanout, key, v[k], h,
-                                         *src + at);
+        gnn_eid_t a = g->indptr[v[k]], d = g->indptr[v[k] + 1] - a;
+        int64_t c = rel ? gnn_sampler_draw_row_typed(g->indices + a, ho->etype + a, d, fanout, key,
+                                                     v[k], h, *src + at, *rel + at)
+                        : gnn_sampler_draw_row(g->indices + a, d, fanout, key, v[k], h,
+                                               *src + at);
         if (c < 0) {
             gnn_free(*src);
             *src = NULL;
+            if (rel) {
+                gnn_free(*rel);
+                *rel = NULL;
+            }
             return ho->rc[i] = (int)c;
         }
         cnt[k] = c;
@@ -920,6 +942,178 @@ static void test_remote_rows(void **state)
     gnn_minibatch_free(&want);
     gnn_sampler_free(ref);
     gnn_csr_free(&part);
+    gnn_csr_free(&g);
+}
+
+/* ---- Typed draws ---------------------------------------------------------------- */
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The relation (of R) of the edge u -> v: a hash of the pair. */
+static int32_t rel_of(gnn_vid_t u, gnn_vid_t v, int R)
+{
+    uint64_t h = (uint64_t)u * 0x9E3779B97F4A7C15ull ^ (uint64_t)v * 0xC2B2AE3D27D4EB4Full;
+    return (int32_t)((h >> 40) % (uint64_t)R);
+}
+
+/* g with relations: *out its copy with every row grouped by (relation,
+ * source), *etype the relation of each entry. */
+static void typed_copy(const gnn_csr_t *g, int R, gnn_csr_t *out, int32_t **etype)
+{
+    assert_int_equal(gnn_csr_copy(g, out), 0);
+    int32_t *et = malloc(((size_t)g->nnz + 1) * sizeof *et);
+    uint64_t *k = malloc(((size_t)g->nnz + 1) * sizeof *k);
+    assert_true(et && k);
+    for (gnn_vid_t v = 0; v < g->n_rows; v++) {
+        gnn_eid_t a = g->indptr[v], n = g->indptr[v + 1] - a;
+        for (gnn_eid_t e = 0; e < n; e++)
+            k[e] = (uint64_t)rel_of(g->indices[a + e], v, R) << 40 | (uint64_t)g->indices[a + e];
+        qsort(k, (size_t)n, sizeof *k, cmp_u64);
+        for (gnn_eid_t e = 0; e < n; e++) {
+            out->indices[a + e] = (gnn_vid_t)(k[e] & ((1ull << 40) - 1));
+            et[a + e] = (int32_t)(k[e] >> 40);
+        }
+    }
+    out->flags &= ~(unsigned)GNN_CSR_SORTED;
+    free(k);
+    *etype = et;
+}
+
+static int typed_equal(const gnn_minibatch_t *a, const gnn_minibatch_t *b)
+{
+    if (!minibatch_equal(a, b)) return 0;
+    for (int l = 0; l < a->layers; l++)
+        if (!a->blocks[l].etype || !b->blocks[l].etype ||
+            memcmp(a->blocks[l].etype, b->blocks[l].etype,
+                   (size_t)a->blocks[l].csr.nnz * sizeof *a->blocks[l].etype))
+            return 0;
+    return 1;
+}
+
+/*
+ * Typed draws (gnn_sampler_set_relations) on a graph with hubs, 4
+ * relations: every block row holds, per relation, min(the node's
+ * in-edges of that relation, the hop's fanout) distinct in-edges of that
+ * relation, sorted by (source, relation). A part holding rows [0, 600),
+ * the rest drawn through the hook per relation
+ * (gnn_sampler_draw_row_typed), gives the whole graph's batches with
+ * their relations, drawing anew and sampling once, from hop 0 (a seed
+ * beyond the part) and hop 1; the hook is asked for relations at every
+ * hop. Under every allocation failure the hook's calls stay in step and
+ * a success is the whole graph's batch.
+ */
+static void test_typed_remote_rows(void **state)
+{
+    (void)state;
+    uint64_t rng = g_seed ^ 0x7f;
+    const int R = 4;
+    gnn_csr_t g, gt, part;
+    int32_t *et;
+    random_graph(&rng, 1500, 9000, 3, 800, &g);
+    typed_copy(&g, R, &gt, &et);
+    const gnn_vid_t held = 600;
+    assert_int_equal(gnn_csr_copy(&gt, &part), 0);
+    for (gnn_vid_t v = held; v < part.n_rows; v++) part.indptr[v + 1] = part.indptr[held];
+    part.nnz = part.indptr[part.n_rows];
+    int fanouts[] = {80, 5, 3};
+    gnn_vid_t seeds[] = {0, 7, 14, 100, 200, 300, 401, 502}, far[] = {0, held + 3, 7};
+    holder_t ho = {.whole = &gt, .etype = et};
+    for (int once = 0; once <= 1; once++) {
+        gnn_sampler_t *ref, *s;
+        gnn_minibatch_t want, want_far, mb;
+        assert_int_equal(gnn_sampler_create(&gt, 3, fanouts, &ref), 0);
+        assert_int_equal(gnn_sampler_set_relations(ref, et, R), 0);
+        assert_int_equal(gnn_sampler_set_once(ref, once), 0);
+        assert_int_equal(gnn_sampler_sample(ref, seeds, 8, 5, 6, 7, &want), 0);
+        assert_int_equal(gnn_sampler_sample(ref, far, 3, 5, 6, 7, &want_far), 0);
+        /* The draws themselves, per relation. */
+        for (int l = 0; l < 3; l++) {
+            const gnn_block_t *b = &want.blocks[l];
+            int fanout = fanouts[2 - l];
+            assert_non_null(b->etype);
+            for (gnn_vid_t i = 0; i < b->csr.n_rows; i++) {
+                gnn_vid_t v = b->src_ids[i];
+                gnn_eid_t per[4] = {0}, whole[4] = {0};
+                for (gnn_eid_t e = g.indptr[v]; e < g.indptr[v + 1]; e++)
+                    whole[rel_of(g.indices[e], v, R)]++;
+                for (gnn_eid_t e = b->csr.indptr[i]; e < b->csr.indptr[i + 1]; e++) {
+                    gnn_vid_t u = b->src_ids[b->csr.indices[e]];
+                    assert_true(has_edge(&g, u, v));
+                    assert_int_equal(b->etype[e], rel_of(u, v, R));
+                    per[b->etype[e]]++;
+                    if (e > b->csr.indptr[i]) /* sorted by (source, relation), no repeat */
+                        assert_true(b->csr.indices[e - 1] < b->csr.indices[e] ||
+                                    (b->csr.indices[e - 1] == b->csr.indices[e] &&
+                                     b->etype[e - 1] < b->etype[e]));
+                }
+                if (once && l < 2) continue; /* a kept row was drawn at an earlier hop */
+                for (int r = 0; r < R; r++)
+                    assert_int_equal(per[r], whole[r] <= fanout ? whole[r] : fanout);
+            }
+        }
+        for (int first = 0; first <= 1; first++) {
+            gnn_sampler_remote_t r = {.n_held = held, .first_hop = first, .draw = holder_draw,
+                                      .ctx = &ho};
+            assert_int_equal(gnn_sampler_create(&part, 3, fanouts, &s), 0);
+            assert_int_equal(gnn_sampler_set_relations(s, et, R), 0);
+            assert_int_equal(gnn_sampler_set_once(s, once), 0);
+            assert_int_equal(gnn_sampler_set_remote(s, &r), 0);
+            ho.n_calls = ho.typed_calls = 0;
+            assert_int_equal(gnn_sampler_sample(s, seeds, 8, 5, 6, 7, &mb), 0);
+            assert_true(typed_equal(&want, &mb));
+            gnn_minibatch_free(&mb);
+            assert_int_equal(ho.n_calls, 3 - first);
+            assert_int_equal(ho.typed_calls, 3 - first);
+            if (first == 0) { /* the holder draws a seed's row too */
+                assert_int_equal(gnn_sampler_sample(s, far, 3, 5, 6, 7, &mb), 0);
+                assert_true(typed_equal(&want_far, &mb));
+                gnn_minibatch_free(&mb);
+            }
+            int failures = 0, passed_on = 0;
+            for (int64_t nth = 1;; nth++) {
+                assert_true(nth < 1000);
+                ho.n_calls = 0;
+                gnn_alloc_fail_at(nth);
+                int rc = gnn_sampler_sample(s, seeds, 8, 5, 6, 7, &mb);
+                gnn_alloc_fail_at(0);
+                for (int i = 0; i < ho.n_calls; i++) assert_int_equal(ho.hop[i], first + i);
+                if (rc == 0) {
+                    assert_true(typed_equal(&want, &mb));
+                    gnn_minibatch_free(&mb);
+                    break;
+                }
+                assert_int_equal(rc, GNN_ENOMEM);
+                assert_null(mb.nodes);
+                failures++;
+                passed_on += ho.n_calls > 0 && ho.n[ho.n_calls - 1] == GNN_ENOMEM;
+            }
+            printf("typed remote rows from hop %d%s: %d allocation failures, %d passed on to the "
+                   "hook\n",
+                   first, once ? ", sampling once" : "", failures, passed_on);
+            assert_true(failures >= 8 && passed_on >= 2);
+            gnn_sampler_free(s);
+        }
+        gnn_minibatch_free(&want);
+        gnn_minibatch_free(&want_far);
+        gnn_sampler_free(ref);
+    }
+    /* Typed draws with excluded edges: refused. */
+    gnn_sampler_t *s;
+    gnn_minibatch_t mb;
+    assert_int_equal(gnn_sampler_create(&gt, 3, fanouts, &s), 0);
+    assert_int_equal(gnn_sampler_set_relations(s, et, R), 0);
+    gnn_vid_t ex[] = {0, 7};
+    assert_int_equal(gnn_sampler_sample_excluding(s, seeds, 8, ex, 1, 5, 6, 7, &mb),
+                     GNN_EUNSUPPORTED);
+    assert_non_null(strstr(gnn_error_message(), "typed draws with excluded edges"));
+    gnn_sampler_free(s);
+    free(et);
+    gnn_csr_free(&part);
+    gnn_csr_free(&gt);
     gnn_csr_free(&g);
 }
 
@@ -1427,6 +1621,7 @@ int main(void)
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_alloc_failure),
         cmocka_unit_test(test_remote_rows),
+        cmocka_unit_test(test_typed_remote_rows),
         cmocka_unit_test(test_excluded_edges),
         cmocka_unit_test(test_excluded_uniform),
         cmocka_unit_test(test_excl_set),

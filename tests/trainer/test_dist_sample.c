@@ -45,6 +45,13 @@
  * cases call the hook from the first hop that can need it (the halo's
  * hop count), half from hop 0.
  *
+ * Typed draws: the same graph written as format version 2 (one node type,
+ * 3 relations by a hash of each edge's ends), its rows grouped by
+ * relation; with 1 and 2 hops of halo the part's typed sampler (each row
+ * drawn per relation, the owners answering every source's relation)
+ * draws exactly the whole graph's typed batches, relations included, and
+ * owners draw 70 of a longer relation's in-edges of hubs.
+ *
  * Every check's outcome is agreed across ranks before it can fail the
  * test, so all ranks leave a failing test together.
  */
@@ -66,6 +73,7 @@
 #include "tests/common/testrng.h"
 #include "tests/common/testutil.h"
 #include "trainer/dist.h"
+#include "trainer/typed.h"
 
 #include <hdf5.h>
 #include <inttypes.h>
@@ -84,13 +92,16 @@
 #define MAX_SEEDS 40
 #define MAX_HOPS 3
 #define LONG_FANOUT 70 /* above the sampler's 64 draws found by scanning */
+#define N_RELS 3       /* the typed graph's relations */
 
 static int g_rank, g_size;
 static unsigned g_seed;
 static char g_dir[512];   /* rank 0's temporary directory, on every rank */
 static char g_graph[640]; /* the graph file */
+static char g_typed_graph[640]; /* the same graph with relations (format version 2) */
 static gnn_graph_t g_whole; /* every rank: the graph file loaded whole */
-static int g_written[MAX_HOPS + 1]; /* the partition directory of H hops exists */
+static gnn_graph_t g_typed; /* ... and the typed one, rows grouped by relation */
+static int g_written[2][MAX_HOPS + 1]; /* the partition directory of H hops exists (typed) */
 static char g_diff[1024];           /* the first difference found */
 
 static const int g_fanouts[2][LAYERS] = {{4, LONG_FANOUT, -1}, {2, 3, 5}};
@@ -99,7 +110,16 @@ static const int g_fanouts[2][LAYERS] = {{4, LONG_FANOUT, -1}, {2, 3, 5}};
 
 static uint64_t below(uint64_t *r, uint64_t n) { return tu_rng_next(r) % n; }
 
-static int write_graph(unsigned seed)
+/* The relation of the edge u -> v in the typed graph. */
+static int32_t rel_of(gnn_vid_t u, gnn_vid_t v)
+{
+    uint64_t h = (uint64_t)u * 0x9E3779B97F4A7C15ull ^ (uint64_t)v * 0xC2B2AE3D27D4EB4Full;
+    return (int32_t)((h >> 40) % N_RELS);
+}
+
+/* The graph into path; typed: as format version 2, one node type and
+ * N_RELS relations. */
+static int write_graph(unsigned seed, const char *path, int typed)
 {
     uint64_t r = seed;
     int64_t m = 0, cap = (int64_t)N_NODES * 8 + (int64_t)N_HUBS * 300;
@@ -133,25 +153,47 @@ static int write_graph(unsigned seed)
         s = s < 2 ? GNN_SPLIT_TRAIN : s == 2 ? GNN_SPLIT_VALID : GNN_SPLIT_TEST;
         g.split[s][g.split_size[s]++] = v;
     }
-    if (rc == 0) rc = gnn_graph_write(g_graph, &g, 1);
+    gnn_graph_types_t types = {.n_ntypes = 1, .n_rels = N_RELS, .target = 0};
+    if (rc == 0 && typed) {
+        types.off[1] = N_NODES;
+        snprintf(types.ntype[0], sizeof types.ntype[0], "t0");
+        types.feat_dim[0] = FEAT_DIM;
+        for (int r = 0; r < N_RELS; r++) {
+            snprintf(types.rel[r], sizeof types.rel[r], "r%d", r);
+            types.rel_src[r] = types.rel_dst[r] = 0;
+        }
+        g.etype = malloc(((size_t)g.csr.nnz + 1) * sizeof *g.etype);
+        if (!g.etype) rc = GNN_ENOMEM;
+        for (gnn_vid_t v = 0; rc == 0 && v < N_NODES; v++)
+            for (gnn_eid_t e = g.csr.indptr[v]; e < g.csr.indptr[v + 1]; e++)
+                g.etype[e] = rel_of(g.csr.indices[e], v);
+        g.types = &types;
+    }
+    if (rc == 0) rc = gnn_graph_write(path, &g, 1);
+    g.types = NULL;
+    free(g.etype);
+    g.etype = NULL;
     gnn_graph_free(&g);
     return rc;
 }
 
 /* ---- The partition directories ---------------------------------------------- */
 
-static const char *part_dir(int hops)
+static const char *part_dir(int hops, int typed)
 {
-    static char dirs[MAX_HOPS + 1][700];
-    snprintf(dirs[hops], sizeof dirs[hops], "%s/parts-h%d", g_dir, hops);
-    return dirs[hops];
+    static char dirs[2][MAX_HOPS + 1][700];
+    snprintf(dirs[typed][hops], sizeof dirs[typed][hops], "%s/parts%s-h%d", g_dir,
+             typed ? "-typed" : "", hops);
+    return dirs[typed][hops];
 }
 
-/* The directory of `hops` hops, one part per rank, written by rank 0 the
- * first time it is asked for. The same code on every rank. */
-static int ensure_dir(int hops)
+/* The directory of `hops` hops of the graph (typed: the typed graph), one
+ * part per rank, written by rank 0 the first time it is asked for. The
+ * same code on every rank. */
+static int ensure_dir(int hops, int typed)
 {
-    if (g_written[hops]) return 0;
+    if (g_written[typed][hops]) return 0;
+    const gnn_graph_t *gw = typed ? &g_typed : &g_whole;
     int32_t *part = malloc(N_NODES * sizeof *part);
     uint64_t r = (uint64_t)g_seed * 31u + 7u; /* the same on every rank */
     for (gnn_vid_t v = 0; part && v < N_NODES; v++) part[v] = (int32_t)below(&r, (uint64_t)g_size);
@@ -159,21 +201,22 @@ static int ensure_dir(int hops)
     if (rc == 0 && g_rank == 0) {
         gnn_csr_t sym = {0};
         int64_t cut = 0;
-        rc = gnn_part_undirected(&g_whole.csr, &sym);
+        rc = gnn_part_undirected(&gw->csr, &sym);
         if (rc >= 0) {
             rc = 0;
             cut = gnn_part_edge_cut(&sym, part);
         }
         gnn_csr_free(&sym);
-        gnn_partdir_meta_t meta = {.graph = g_graph, .method = "random", .balance = "-",
+        gnn_partdir_meta_t meta = {.graph = typed ? g_typed_graph : g_graph,
+                                   .method = "random", .balance = "-",
                                    .ufactor = 30, .seed = g_seed, .halo_hops = hops,
                                    .edge_cut = cut, .max_metis_edges = 1000, .ranks = 1};
-        if (rc == 0) rc = gnn_partdir_write(part_dir(hops), &g_whole, part, g_size, &meta, 0);
+        if (rc == 0) rc = gnn_partdir_write(part_dir(hops, typed), gw, part, g_size, &meta, 0);
     }
     free(part);
     int all = 0;
     MPI_Allreduce(&rc, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (all == 0) g_written[hops] = 1;
+    if (all == 0) g_written[typed][hops] = 1;
     return all;
 }
 
@@ -266,6 +309,11 @@ static int same_batch(const gnn_dist_part_t *d, const int64_t *node_map, const g
             if (x->indices[e] != y->indices[e])
                 DIFF("block %d: indices[%" PRId64 "] = %" PRId64 " against %" PRId64, l, e,
                      (int64_t)x->indices[e], (int64_t)y->indices[e]);
+        const int32_t *rx = a->blocks[l].etype, *ry = b->blocks[l].etype;
+        if (!rx != !ry) DIFF("block %d: relations on one side only", l);
+        for (int64_t e = 0; rx && e < x->nnz; e++)
+            if (rx[e] != ry[e])
+                DIFF("block %d: relation of entry %" PRId64 " %d against %d", l, e, rx[e], ry[e]);
     }
     return 1;
 #undef DIFF
@@ -297,18 +345,34 @@ typedef struct {
     int64_t edges;
 } stats_t;
 
+/* Whether row i of block b drew LONG_FANOUT of more in-edges of node f
+ * (typed: of one relation's). */
+static int long_draw(const gnn_block_t *b, int64_t i, int64_t f)
+{
+    const gnn_csr_t *c = &b->csr;
+    if (!b->etype) {
+        int64_t deg = g_whole.csr.indptr[f + 1] - g_whole.csr.indptr[f];
+        return deg > LONG_FANOUT && c->indptr[i + 1] - c->indptr[i] == LONG_FANOUT;
+    }
+    int64_t got[N_RELS] = {0}, deg[N_RELS] = {0};
+    for (gnn_eid_t e = c->indptr[i]; e < c->indptr[i + 1]; e++) got[b->etype[e]]++;
+    for (gnn_eid_t e = g_typed.csr.indptr[f]; e < g_typed.csr.indptr[f + 1]; e++)
+        deg[g_typed.etype[e]]++;
+    for (int r = 0; r < N_RELS; r++)
+        if (deg[r] > LONG_FANOUT && got[r] == LONG_FANOUT) return 1;
+    return 0;
+}
+
 static void count_batch(const gnn_dist_part_t *d, const int64_t *node_map, const int *fanouts,
                         const gnn_minibatch_t *mb, stats_t *st)
 {
     st->edges += mb->edges_total;
     for (int h = 0; h < mb->layers; h++) {
-        const gnn_csr_t *c = &mb->blocks[mb->layers - 1 - h].csr;
-        for (int64_t i = 0; i < c->n_rows; i++) {
+        const gnn_block_t *b = &mb->blocks[mb->layers - 1 - h];
+        for (int64_t i = 0; i < b->csr.n_rows; i++) {
             int64_t v = mb->nodes[i], f = file_id(d, node_map, v);
-            int64_t deg = g_whole.csr.indptr[f + 1] - g_whole.csr.indptr[f];
-            int64_t got = c->indptr[i + 1] - c->indptr[i];
             st->remote_rows += v >= d->n_held;
-            if (fanouts[h] == LONG_FANOUT && deg > LONG_FANOUT && got == LONG_FANOUT) {
+            if (fanouts[h] == LONG_FANOUT && long_draw(b, i, f)) {
                 st->long_draws++;
                 st->long_remote += v >= d->n_held;
             }
@@ -344,14 +408,17 @@ static int make_samplers(gnn_dist_part_t *d, const int *fanouts, int first_hop,
                          gnn_sampler_t **s, gnn_sampler_t **ref)
 {
     *s = *ref = NULL;
+    const int typed = d->full_etype != NULL;
     int rc = gnn_sampler_create(&d->full, LAYERS, fanouts, s);
     if (rc == 0) rc = gnn_sampler_set_key_ids(*s, d->gid);
+    if (rc == 0 && typed) rc = gnn_sampler_set_relations(*s, d->full_etype, N_RELS);
     if (rc == 0 && d->hops < LAYERS)
         rc = gnn_sampler_set_remote(*s, &(gnn_sampler_remote_t){.n_held = d->n_held,
                                                                  .first_hop = first_hop,
                                                                  .draw = gnn_dist_draw_remote,
                                                                  .ctx = d});
-    if (rc == 0) rc = gnn_sampler_create(&g_whole.csr, LAYERS, fanouts, ref);
+    if (rc == 0) rc = gnn_sampler_create(typed ? &g_typed.csr : &g_whole.csr, LAYERS, fanouts, ref);
+    if (rc == 0 && typed) rc = gnn_sampler_set_relations(*ref, g_typed.etype, N_RELS);
     if (rc < 0) {
         gnn_sampler_free(*s);
         gnn_sampler_free(*ref);
@@ -364,21 +431,24 @@ static int make_samplers(gnn_dist_part_t *d, const int *fanouts, int first_hop,
 
 typedef struct {
     int hops, fan; /* halo hops; fanouts g_fanouts[fan] */
+    int typed;     /* the typed graph, drawn per relation */
 } sample_case_t;
 
-static const sample_case_t g_cases[] = {{1, 0}, {1, 1}, {2, 0}, {2, 1}, {3, 0}, {3, 1}};
+static const sample_case_t g_cases[] = {{1, 0, 0}, {1, 1, 0}, {2, 0, 0}, {2, 1, 0}, {3, 0, 0},
+                                        {3, 1, 0}, {1, 0, 1}, {1, 1, 1}, {2, 0, 1}};
 #define N_CASES (sizeof g_cases / sizeof g_cases[0])
 
 static void test_same_as_one_process(void **state)
 {
     const sample_case_t *c = *state;
     const int *fanouts = g_fanouts[c->fan];
-    int rc = ensure_dir(c->hops);
+    int rc = ensure_dir(c->hops, c->typed);
     CHECK_ALL(rc == 0, "partition directory of %d hops: %s", c->hops, gnn_error_message());
     gnn_dist_part_t d;
     int64_t *node_map = NULL;
-    load_part(part_dir(c->hops), &d, &node_map);
+    load_part(part_dir(c->hops, c->typed), &d, &node_map);
     CHECK_ALL(d.hops == c->hops, "the part has %d hops of halo, expected %d", d.hops, c->hops);
+    CHECK_ALL(!d.full_etype == !c->typed, "the part %s relations", c->typed ? "lacks" : "has");
     gnn_sampler_t *s, *ref;
     /* The hook from the first hop that can need it, or from hop 0. */
     rc = make_samplers(&d, fanouts, c->fan == 0 ? d.hops : 0, &s, &ref);
@@ -392,10 +462,11 @@ static void test_same_as_one_process(void **state)
     MPI_Allreduce(mine, sum, 5, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
     int remote = g_size > 1 && c->hops < LAYERS;
     if (g_rank == 0)
-        printf("%d hops, fanouts {%d, %d, %d}: %d batches, %" PRId64 " edges; %" PRId64
+        printf("%s%d hops, fanouts {%d, %d, %d}: %d batches, %" PRId64 " edges; %" PRId64
                " rows drawn from beyond the held rows, %" PRId64 " long draws (%" PRId64
                " by owners), %" PRId64 " bytes of remote draws: same as one process\n",
-               c->hops, fanouts[0], fanouts[1], fanouts[2], N_BATCHES, sum[4], sum[2], sum[0],
+               c->typed ? "typed, " : "", c->hops, fanouts[0], fanouts[1], fanouts[2], N_BATCHES,
+               sum[4], sum[2], sum[0],
                sum[1], sum[3]);
     int64_t bytes = d.sample_bytes, rows = st.remote_rows;
     gnn_sampler_free(s);
@@ -423,12 +494,12 @@ static void test_remote_errors(void **state)
 {
     (void)state;
     const int *fanouts = g_fanouts[0];
-    int rc = ensure_dir(1);
-    if (rc == 0) rc = ensure_dir(2);
+    int rc = ensure_dir(1, 0);
+    if (rc == 0) rc = ensure_dir(2, 0);
     CHECK_ALL(rc == 0, "partition directories: %s", gnn_error_message());
     gnn_dist_part_t d;
     int64_t *node_map = NULL;
-    load_part(part_dir(1), &d, &node_map);
+    load_part(part_dir(1, 0), &d, &node_map);
     CHECK_ALL(d.n_owned > 0, "rank %d owns no node", g_rank);
     uint64_t key = gnn_sampler_key(g_seed, 9, 4);
     int64_t v[1], cnt[1], junk = 0, *src;
@@ -438,7 +509,7 @@ static void test_remote_errors(void **state)
     /* An owned node, asked for by the last rank only. */
     v[0] = 0;
     src = &junk;
-    rc = gnn_dist_draw_remote(&d, 0, 4, key, v, last ? 1 : 0, cnt, &src);
+    rc = gnn_dist_draw_remote(&d, 0, 4, key, v, last ? 1 : 0, cnt, &src, NULL);
     msg = gnn_error_message();
     CHECK_ALL(rc == GNN_EINVAL, "an owned node: %s (%s), expected GNN_EINVAL", gnn_error_name(rc),
               msg);
@@ -474,7 +545,7 @@ static void test_remote_errors(void **state)
         /* Drawn by its owner: what the whole graph's row draws. */
         int h = 1, fanout = LONG_FANOUT;
         v[0] = target;
-        rc = gnn_dist_draw_remote(&d, h, fanout, key, v, 1, cnt, &src);
+        rc = gnn_dist_draw_remote(&d, h, fanout, key, v, 1, cnt, &src, NULL);
         CHECK_ALL(rc == 0, "a remote draw: %s: %s", gnn_error_name(rc), gnn_error_message());
         const gnn_vid_t *row = g_whole.csr.indices + g_whole.csr.indptr[f];
         gnn_vid_t want[LONG_FANOUT];
@@ -488,7 +559,7 @@ static void test_remote_errors(void **state)
 
         /* Rank 0 draws hop 1 while the others draw hop 0. */
         src = &junk;
-        rc = gnn_dist_draw_remote(&d, g_rank == 0 ? 1 : 0, fanout, key, v, 1, cnt, &src);
+        rc = gnn_dist_draw_remote(&d, g_rank == 0 ? 1 : 0, fanout, key, v, 1, cnt, &src, NULL);
         msg = gnn_error_message();
         CHECK_ALL(rc == GNN_EINVAL && src == NULL, "different hops: %s (%s), expected GNN_EINVAL",
                   gnn_error_name(rc), msg);
@@ -523,12 +594,12 @@ static void test_remote_errors(void **state)
     free(node_map);
 
     /* With 2 hops: a held halo node (hop 1), asked for by rank 0 only. */
-    load_part(part_dir(2), &d, &node_map);
+    load_part(part_dir(2, 0), &d, &node_map);
     if (g_size > 1) {
         CHECK_ROOT(d.n_held > d.n_owned, "rank 0 holds no halo row");
         v[0] = d.n_owned;
         src = &junk;
-        rc = gnn_dist_draw_remote(&d, 0, 4, key, v, g_rank == 0 ? 1 : 0, cnt, &src);
+        rc = gnn_dist_draw_remote(&d, 0, 4, key, v, g_rank == 0 ? 1 : 0, cnt, &src, NULL);
         msg = gnn_error_message();
         CHECK_ALL(rc == GNN_EINVAL && src == NULL, "a held halo node: %s (%s)",
                   gnn_error_name(rc), msg);
@@ -567,13 +638,23 @@ int main(int argc, char **argv)
 {
     if (tu_mpi_start(&argc, &argv, &g_rank, &g_size, GNN_LOG_ERROR, &g_seed, g_dir, sizeof g_dir)) return 1;
     gnn_graph_init(&g_whole);
+    gnn_graph_init(&g_typed);
     int rc = 0;
     snprintf(g_graph, sizeof g_graph, "%s/graph.h5", g_dir);
+    snprintf(g_typed_graph, sizeof g_typed_graph, "%s/graph-typed.h5", g_dir);
     if (g_rank == 0) {
-        rc = write_graph(g_seed);
+        rc = write_graph(g_seed, g_graph, 0);
+        if (rc == 0) rc = write_graph(g_seed, g_typed_graph, 1);
         if (rc < 0) fprintf(stderr, "setup: %s: %s\n", gnn_error_name(rc), gnn_error_message());
     }
     MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (rc == 0) { /* the typed graph's rows grouped by relation, as one process's */
+        rc = gnn_graph_load(g_typed_graph, &g_typed);
+        if (rc == 0 && (!g_typed.types || !g_typed.etype)) rc = GNN_FAIL(GNN_EINVAL, "no types");
+        if (rc == 0) rc = gnn_typed_group_rows(&g_typed.csr, g_typed.etype);
+        if (rc < 0)
+            fprintf(stderr, "rank %d: typed %s: %s\n", g_rank, g_typed_graph, gnn_error_message());
+    }
     if (rc == 0) {
         rc = gnn_graph_load(g_graph, &g_whole);
         if (rc < 0)
@@ -605,8 +686,8 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < N_CASES; i++) {
             const sample_case_t *c = &g_cases[i];
             const int *f = g_fanouts[c->fan];
-            snprintf(names[i], sizeof names[i], "same as one process: %d hops, fanouts %d,%d,%d",
-                     c->hops, f[0], f[1], f[2]);
+            snprintf(names[i], sizeof names[i], "same as one process: %s%d hops, fanouts %d,%d,%d",
+                     c->typed ? "typed, " : "", c->hops, f[0], f[1], f[2]);
             tests[i] = (struct CMUnitTest){.name = names[i],
                                            .test_func = test_same_as_one_process,
                                            .initial_state = (void *)c};
@@ -615,6 +696,7 @@ int main(int argc, char **argv)
         failed = _cmocka_run_group_tests("dist_sample", tests, N_CASES + 1, NULL, NULL);
     }
     gnn_graph_free(&g_whole);
+    gnn_graph_free(&g_typed);
     int any = 0;
     MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     MPI_Finalize();

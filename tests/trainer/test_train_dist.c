@@ -81,16 +81,19 @@
  *   - R-GCN over a typed partition (hsbm, 3000 nodes, 3 node types, 5
  *     relations; 2 and 4 METIS parts, 2 random ones): every epoch's loss
  *     within 1e-6 relative of one process's, with dropout, and with 2
- *     bases; mini-batches over parts with too few halo hops, a partition
- *     of an untyped graph and more bases than relations are refused once
- *     for all ranks, and gnn-partition refuses a typed graph under mpiexec.
+ *     bases; a partition of an untyped graph and more bases than
+ *     relations are refused once for all ranks, and gnn-partition refuses
+ *     a typed graph under mpiexec.
  *   - R-GCN mini-batches on a featureless type's learnable rows (hsbm of 2
  *     types, t1 featureless; parts with 2 hops of halo): whole
  *     neighbourhoods in one batch per rank give the full graph's losses in
  *     one process on 2 random and 4 METIS parts (every remote row fetched
  *     from its owner, every gradient summed there); sampled batches on 1
  *     rank give one process's; on 2 random parts the rows learn (test
- *     accuracy at least 60 %, 25 points above the rows frozen).
+ *     accuracy at least 60 %, 25 points above the rows frozen). On parts
+ *     of 1 hop (the owners drawing the second hop per relation), whole
+ *     neighbourhoods give the full graph's losses with and without
+ *     learnable rows, and sampled batches the losses of 2-hop parts.
  *   - Faults end the job with a non-zero status and, once mpiexec's own
  *     lines are removed, exactly one "gnn-train: error:" line: a corrupt
  *     part file (naming it and the rank that read it), a checkpoint path
@@ -733,7 +736,7 @@ static double rgcn_acc_run(char *np, const char *dir, const char *tag, ...)
 }
 
 /*
- * R-GCN mini-batches over a partition directory on a featureless type's
+ * R-GCN mini-batches over a partition directory. On a featureless type's
  * learnable rows (t1 of a 2-type hsbm, whose labels are read through t1):
  * a rank's batch input holds rows of t1 nodes owned by other ranks,
  * fetched from them every step, and their gradients go back to be summed
@@ -745,9 +748,14 @@ static double rgcn_acc_run(char *np, const char *dir, const char *tag, ...)
  * with dropout on 1 rank: one process's batches. On 2 random parts the
  * rows learn: at least 60 % test accuracy and 25 points above the run
  * with them frozen (measured: 70.6 % and 26.8 %; 73-81 % with seeds 1 to
- * 4; one process 82.2 %).
+ * 4; one process 82.2 %). On parts with 1 hop of halo for 2 layers, the
+ * owners draw the second hop per relation: whole neighbourhoods give the
+ * full graph's losses (2 METIS, 2 random and 4 METIS parts of the 3-type
+ * hsbm; 2 and 4 parts with t2's learnable rows), and sampled batches with
+ * dropout give the losses of the same parts with 2 hops (the same
+ * batches), with remote draws made.
  */
-static void test_rgcn_minibatch_learnable_rows(void **state)
+static void test_rgcn_minibatch_over_parts(void **state)
 {
     (void)state;
     run_t full[] = {{"1 process, full graph", NULL, g_hl, {0}}};
@@ -765,6 +773,49 @@ static void test_rgcn_minibatch_learnable_rows(void **state)
                "--fanouts=-1,-1", "--batch-size", "100000", (char *)NULL);
     compare_losses_rtol("rgcn, learnable rows, whole neighbourhoods", whole, 4, EPOCHS, 1e-6);
     for (int i = 0; i < 4; i++) log_free(&whole[i].log);
+
+    /* Parts with 1 hop of halo for 2 layers: the owners draw the second
+     * hop's typed rows (relations and all); with whole neighbourhoods the
+     * full graph's losses again, with and without learnable rows. */
+    run_t hfull[] = {{"1 process, full graph", NULL, g_hsbm, {0}},
+                     {"1 process, full graph", NULL, g_hf, {0}}};
+    train_runs(hfull, 1, "rgcn-h1-full", "--model", "rgcn", "--dropout", "0", (char *)NULL);
+    train_runs(hfull + 1, 1, "rgcn-h1-rows-full", "--model", "rgcn", "--dropout", "0",
+               "--embed-dim", "16", (char *)NULL);
+    run_t h1[] = {
+        {"1 process, full graph", NULL, g_hsbm, {0}},
+        {"2 METIS parts, 1 hop", "2", g_hk2, {0}},
+        {"2 random parts, 1 hop", "2", g_hk2r, {0}},
+        {"4 METIS parts, 1 hop", "4", g_hk4, {0}},
+    };
+    h1[0].log = hfull[0].log;
+    train_runs(h1 + 1, 3, "rgcn-h1-whole", "--model", "rgcn", "--dropout", "0", "--mode",
+               "minibatch", "--fanouts=-1,-1", "--batch-size", "100000", (char *)NULL);
+    compare_losses_rtol("rgcn, 1-hop parts, whole neighbourhoods", h1, 4, EPOCHS, 1e-6);
+    for (int i = 0; i < 4; i++) log_free(&h1[i].log);
+    run_t h1f[] = {
+        {"1 process, full graph", NULL, g_hf, {0}},
+        {"2 METIS parts, 1 hop", "2", g_hfk2, {0}},
+        {"4 METIS parts, 1 hop", "4", g_hfk4, {0}},
+    };
+    h1f[0].log = hfull[1].log;
+    train_runs(h1f + 1, 2, "rgcn-h1-rows-whole", "--model", "rgcn", "--dropout", "0",
+               "--embed-dim", "16", "--mode", "minibatch", "--fanouts=-1,-1", "--batch-size",
+               "100000", (char *)NULL);
+    compare_losses_rtol("rgcn, learnable rows, 1-hop parts, whole neighbourhoods", h1f, 3, EPOCHS,
+                        1e-6);
+    for (int i = 0; i < 3; i++) log_free(&h1f[i].log);
+    /* Sampled batches with dropout: the same parts with 1 hop of halo
+     * (the owners drawing the second hop) and with 2 (all drawn here)
+     * give the same batches, so the same losses. */
+    run_t hs[] = {{"2 parts, 2 hops", "2", g_hk2h2, {0}}, {"2 parts, 1 hop", "2", g_hk2, {0}}};
+    train_runs(hs, 2, "rgcn-h1-sampled", "--model", "rgcn", "--mode", "minibatch", "--fanouts",
+               "5,5", "--batch-size", "128", (char *)NULL);
+    compare_losses_rtol("rgcn, sampled, 1-hop against 2-hop parts", hs, 2, EPOCHS, 1e-6);
+    double bytes = tu_json_num(hs[1].log.line[0], "sample_bytes");
+    print_message("rgcn, sampled on 1-hop parts: %.0f bytes of remote draws in epoch 1\n", bytes);
+    assert_true(bytes > 0);
+    for (int i = 0; i < 2; i++) log_free(&hs[i].log);
 
     run_t mb[] = {{"1 process", NULL, g_hl, {0}}, {"1 rank", "1", g_hlk1, {0}}};
     train_runs(mb, 2, "rgcn-rows-mb", "--model", "rgcn", "--embed-dim", "16", "--mode",
@@ -908,20 +959,14 @@ static void test_link_minibatch(void **state)
 
 /*
  * What R-GCN over a partition directory refuses, agreed on every rank and
- * reported once: mini-batches on parts with fewer halo hops than layers
- * (not supported yet, status 1), a partition of a graph without types
- * (status 1), more bases than relations (a bad option, status 2). gnn-partition refuses to cut a typed graph under
+ * reported once: a partition of a graph without types (status 1), more
+ * bases than relations (a bad option, status 2). gnn-partition refuses to cut a typed graph under
  * mpiexec (one error line, status 1, no directory). Also --sampler device
  * over a partition directory (status 2: it samples in one process).
  */
 static void test_rgcn_refusals(void **state)
 {
     (void)state;
-    mpi_fails_status(1, (const char *[]){"--model rgcn: mini-batches over a partition directory "
-                                         "need a halo of at least as many hops as layers "
-                                         "(gnn-partition --halo-hops 2; the parts have 1)", NULL},
-                     "2", ARGS("--data", g_hk2, "--model", "rgcn", "--mode", "minibatch",
-                               "--fanouts", "5,5", "--epochs", "2", "-q"));
     mpi_fails_status(1, (const char *[]){g_k2, "--model rgcn needs a graph with node types and "
                                          "relations", NULL},
                      "2", ARGS("--data", g_k2, "--model", "rgcn", "--epochs", "2", "-q"));
@@ -2692,7 +2737,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_embed_rows_not_cached),
         cmocka_unit_test(test_embed_save_on_ranks),
         cmocka_unit_test(test_rgcn_same_losses_on_any_ranks),
-        cmocka_unit_test(test_rgcn_minibatch_learnable_rows),
+        cmocka_unit_test(test_rgcn_minibatch_over_parts),
     };
     const struct CMUnitTest faults[] = {
         cmocka_unit_test(test_empty_part),

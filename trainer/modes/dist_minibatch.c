@@ -59,6 +59,13 @@ static int64_t cache_out_row(const gnn_job_t *j, int64_t v)
     return gnn_dist_pairs_find(S(j)->cache_out, S(j)->n_cache_out, v);
 }
 
+/* A typed model's samplers draw per relation, as the loader's. */
+static int typed_draws(const gnn_job_t *j, gnn_sampler_t *s)
+{
+    if (!j->kind->typed) return 0;
+    return gnn_sampler_set_relations(s, j->dist->full_etype, j->g.types->n_rels);
+}
+
 /*
  * Mini-batches over a partition directory: sampling runs on the part
  * (its rows reach H - 1 hops of halo, so L <= H layers never leave it);
@@ -105,6 +112,7 @@ static int dmb_setup(gnn_job_t *j)
                      o->data, d->hops, d->hops == 1 ? "" : "s", o->layers,
                      o->layers - d->hops > 1 ? "s" : "", d->hops + 1, o->layers);
         local = gnn_sampler_create(&d->full, o->layers, j->fanout, &S(j)->idle);
+        if (local == 0) local = typed_draws(j, S(j)->idle);
         if (local == 0) local = gnn_sampler_set_once(S(j)->idle, o->sample_once);
         if (local == 0) local = gnn_sampler_set_key_ids(S(j)->idle, d->gid);
         if (local == 0) local = gnn_sampler_set_remote(S(j)->idle, &S(j)->remote);
@@ -153,6 +161,7 @@ static int dmb_setup(gnn_job_t *j)
         gnn_sampler_t *ps = NULL;
         double t0 = gnn__now_s();
         local = gnn_sampler_create(&d->full, o->layers, j->fanout, &ps);
+        if (local == 0) local = typed_draws(j, ps);
         if (local == 0) local = gnn_sampler_set_once(ps, o->sample_once);
         if (local == 0) local = gnn_sampler_set_key_ids(ps, d->gid);
         if (local == 0 && S(j)->remote_rows) local = gnn_sampler_set_remote(ps, &S(j)->remote);
