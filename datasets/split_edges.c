@@ -23,7 +23,8 @@
  *      either way, and a node with no non-neighbour is an error;
  *   4. removal: the held-out edges as (row, source) requests, sorted, and
  *      one pass over the CSR that compacts it in place dropping every
- *      entry named by a request.
+ *      entry named by a request (on a typed graph, every relation's entry
+ *      of that pair, the kept entries' relations compacted alongside).
  *
  * Stream keys: mix(mix(seed ^ mix(purpose)) + index), mix = gnn_rng_mix64.
  */
@@ -301,7 +302,7 @@ static int draw_negatives(const gnn_csr_t *nb, const int64_t *pos, int64_t np, i
 
 /* Step 4: remove from a every entry src in row named by the np (row, src)
  * requests of req (sorted); weights follow. */
-static void remove_requests(gnn_csr_t *a, const int64_t *req, int64_t np)
+static void remove_requests(gnn_csr_t *a, int32_t *etype, const int64_t *req, int64_t np)
 {
     gnn_eid_t out = 0, lo = 0;
     int64_t ri = 0;
@@ -325,6 +326,7 @@ static void remove_requests(gnn_csr_t *a, const int64_t *req, int64_t np)
             }
             a->indices[out] = x;
             if (a->weights) a->weights[out] = a->weights[e];
+            if (etype) etype[out] = etype[e];
             out++;
         }
         a->indptr[v + 1] = out;
@@ -407,6 +409,7 @@ int gnn_split_edges(const char *in_path, const gnn_split_edges_opts_t *o,
     int64_t *set[GNN_NUM_LINK_SETS] = {NULL, NULL, NULL, NULL};
     int64_t size[GNN_NUM_LINK_SETS] = {0, 0, 0, 0};
     gnn_eid_t m = 0;
+    int32_t *etype = NULL;
 
     GNN_TRY(gnn_split_edges_check(o));
     GNN_TRY(gnn_output_check(out));
@@ -417,6 +420,12 @@ int gnn_split_edges(const char *in_path, const gnn_split_edges_opts_t *o,
               in_path);
     gnn_vid_t n = in->num_nodes;
     GNN_TRY(gnn_graph_read_rows(f, 0, n, &a));
+    if (in->types) { /* a typed graph keeps its types and the kept edges' relations */
+        etype = gnn_alloc_large(((size_t)a.nnz + 1) * sizeof *etype);
+        GNN_CHECK(etype, GNN_ENOMEM, "out of memory for the relations of %lld edges",
+                  (long long)a.nnz);
+        GNN_TRY(gnn_graph_read_etypes(f, 0, a.nnz, etype));
+    }
     /* A graph flagged directed whose every edge is stored both ways (as
      * OGB's undirected graphs are) is split as undirected: holding out one
      * direction of an edge would leave the other in the training graph. */
@@ -480,7 +489,7 @@ int gnn_split_edges(const char *in_path, const gnn_split_edges_opts_t *o,
         }
     }
     qsort(req, (size_t)nreq, 2 * sizeof *req, cmp_pair);
-    remove_requests(&a, req, nreq);
+    remove_requests(&a, etype, req, nreq);
     gnn_free(req);
     req = NULL;
 
@@ -497,10 +506,12 @@ int gnn_split_edges(const char *in_path, const gnn_split_edges_opts_t *o,
         .has_labels = in->has_labels,
         .num_classes = in->has_labels ? in->num_classes : 0,
         .has_orig_ids = in->has_orig_ids,
+        .types = in->types,
     };
     GNN_TRY(gnn_graph_writer_open(out->path, &hd, out->force, &w));
     GNN_TRY(gnn_graph_writer_put_indptr(w, 0, n + 1, a.indptr));
     GNN_TRY(gnn_graph_writer_put_indices(w, 0, a.nnz, a.indices, a.weights));
+    if (etype) GNN_TRY(gnn_graph_writer_put_etypes(w, 0, a.nnz, etype));
     GNN_TRY(copy_node_arrays(f, w));
     const int64_t *const csets[GNN_NUM_LINK_SETS] = {set[0], set[1], set[2], set[3]};
     GNN_TRY(gnn_graph_writer_put_link(w, k, csets, size));
@@ -517,6 +528,7 @@ int gnn_split_edges(const char *in_path, const gnn_split_edges_opts_t *o,
     }
 fail:
     gnn_graph_writer_abort(w);
+    gnn_free(etype);
     gnn_csr_free(&a);
     gnn_csr_free(&t);
     gnn_free(cand);

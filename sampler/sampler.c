@@ -1000,6 +1000,49 @@ static gnn_eid_t typed_row(const gnn_vid_t *row, const int32_t *et, gnn_eid_t n,
     return q;
 }
 
+/* Row v's entries (and relations) without its nx excluded sources xs into
+ * the thread's buffers *fb, *fr (*fcap entries, grown as needed); their
+ * number, or GNN_ENOMEM. */
+static gnn_eid_t typed_filter(const rows_t *rs, gnn_vid_t v, const gnn_vid_t *xs, gnn_eid_t nx,
+                              gnn_vid_t **fb, int32_t **fr, gnn_eid_t *fcap)
+{
+    const gnn_csr_t *g = rs->g;
+    gnn_eid_t a = g->indptr[v], d = g->indptr[v + 1] - a, n = 0;
+    if (d > *fcap) {
+        gnn_free(*fb);
+        gnn_free(*fr);
+        *fb = gnn_malloc_array((size_t)d, sizeof **fb);
+        *fr = gnn_malloc_array((size_t)d, sizeof **fr);
+        *fcap = *fb && *fr ? d : 0;
+        if (!*fcap) return GNN_ENOMEM;
+    }
+    for (gnn_eid_t q = 0; q < d; q++)
+        if (!excl_has(xs, nx, g->indices[a + q])) {
+            (*fb)[n] = g->indices[a + q];
+            (*fr)[n++] = rs->etype[a + q];
+        }
+    return n;
+}
+
+/* The typed draw count of row v less its excluded sources xs (*kmax as
+ * typed_count's). */
+static gnn_eid_t typed_count_excl(const rows_t *rs, gnn_vid_t v, const gnn_vid_t *xs,
+                                  gnn_eid_t nx, int fanout, gnn_eid_t *kmax)
+{
+    const gnn_csr_t *g = rs->g;
+    const int32_t *et = rs->etype;
+    gnn_eid_t a = g->indptr[v], b = g->indptr[v + 1], c = 0;
+    while (a < b) {
+        gnn_eid_t e = rel_end(et, a, b), d = 0;
+        for (gnn_eid_t q = a; q < e; q++) d += !excl_has(xs, nx, g->indices[q]);
+        gnn_eid_t k = (fanout < 0 || d <= fanout) ? d : fanout;
+        if (k < d && k > SCAN_DRAWS && k > *kmax) *kmax = k;
+        c += k;
+        a = e;
+    }
+    return c;
+}
+
 /*
  * One hop of typed draws (gnn_sampler_set_relations): as sample_hop,
  * drawing per relation, with the relation of every entry into
@@ -1031,13 +1074,27 @@ static int sample_hop_typed(const rows_t *rs, int fanout, uint64_t key, int h, f
     }
     indptr[0] = 0;
     gnn_eid_t kmax = 0;
-#pragma omp parallel for schedule(dynamic, 256) reduction(max : kmax)
+    int xfail = 0;
+#pragma omp parallel for schedule(dynamic, 256) reduction(max : kmax) reduction(+ : xfail)
     for (gnn_vid_t i = 0; i < n_dst; i++) {
         gnn_vid_t v = dst[i];
-        gnn_eid_t k = 0;
-        indptr[i + 1] = v >= held ? 0 /* the hook's count, below */
-                                  : typed_count(et, g->indptr[v], g->indptr[v + 1], fanout, &k);
+        gnn_eid_t k = 0, nx = 0;
+        const gnn_vid_t *xs = excl_row(rs->ex, v, &nx);
+        if (v >= held) { /* the hook's count, below; its holder leaves the edges out, or cannot */
+            indptr[i + 1] = 0;
+            xfail += xs && !rs->remote->excludes;
+            continue;
+        }
+        indptr[i + 1] = xs ? typed_count_excl(rs, v, xs, nx, fanout, &k)
+                           : typed_count(et, g->indptr[v], g->indptr[v + 1], fanout, &k);
         if (k > kmax) kmax = k;
+    }
+    if (xfail) {
+        rc = GNN_FAIL(GNN_EUNSUPPORTED,
+                      "sampler: hop %d reaches a node with excluded edges whose row is held "
+                      "elsewhere",
+                      h);
+        goto fail;
     }
     if (rs->remote && h < rs->remote->first_hop) { /* every row must be held here */
         for (gnn_vid_t i = 0; i < n_dst; i++)
@@ -1080,22 +1137,41 @@ static int sample_hop_typed(const rows_t *rs, int fanout, uint64_t key, int h, f
     uint64_t mcap = 0;
     rc = marks_alloc(kmax, nthreads, &mcap, &marks);
     if (rc < 0) goto fail;
-#pragma omp parallel num_threads(nthreads)
+#pragma omp parallel num_threads(nthreads) reduction(+ : xfail)
     {
         mark_t *set = marks ? marks + (size_t)omp_get_thread_num() * (size_t)mcap : NULL;
         uint64_t stamp = 0;
+        gnn_vid_t *fb = NULL; /* a row without its excluded sources */
+        int32_t *fr = NULL;
+        gnn_eid_t fcap = 0;
 #pragma omp for schedule(dynamic, DRAW_CHUNK)
         for (gnn_vid_t i = 0; i < n_dst; i++) {
-            gnn_vid_t v = dst[i];
+            gnn_vid_t v = dst[i], id = rs->key_ids ? rs->key_ids[v] : v;
             if (v >= held) continue; /* copied from the hook's answer below */
-            gnn_eid_t a = g->indptr[v];
-            typed_row(g->indices + a, et + a, g->indptr[v + 1] - a, fanout, key,
-                      rs->key_ids ? rs->key_ids[v] : v, h, indices + indptr[i], rel + indptr[i],
-                      set, mcap, &stamp);
+            gnn_eid_t a = g->indptr[v], nx = 0;
+            const gnn_vid_t *xs = excl_row(rs->ex, v, &nx);
+            if (xs) { /* the draws are over the row without its excluded sources */
+                gnn_eid_t d = typed_filter(rs, v, xs, nx, &fb, &fr, &fcap);
+                if (d < 0) {
+                    xfail++;
+                    continue;
+                }
+                typed_row(fb, fr, d, fanout, key, id, h, indices + indptr[i], rel + indptr[i],
+                          set, mcap, &stamp);
+                continue;
+            }
+            typed_row(g->indices + a, et + a, g->indptr[v + 1] - a, fanout, key, id, h,
+                      indices + indptr[i], rel + indptr[i], set, mcap, &stamp);
         }
+        gnn_free(fb);
+        gnn_free(fr);
     }
     gnn_free(marks);
     marks = NULL;
+    if (xfail) {
+        rc = GNN_FAIL(GNN_ENOMEM, "sampler: typed rows with excluded edges");
+        goto fail;
+    }
     if (rs->remote) {
         gnn_eid_t at = 0;
         for (gnn_vid_t i = 0; i < n_dst; i++)
@@ -1418,8 +1494,6 @@ int gnn_sampler_sample_excluding(const gnn_sampler_t *s, const gnn_vid_t *seeds,
     const rows_t rs = {g, s->key_ids, s->remote.draw ? &s->remote : NULL, ex, s->etype,
                        s->counted, s->n_rels};
     const int L = s->layers;
-    GNN_CHECK(!s->etype || !ex, GNN_EUNSUPPORTED,
-              "sampler: typed draws with excluded edges are not supported");
     out->layers = L;
     out->n_seeds = n;
     for (h = 0; h < L; h++) {

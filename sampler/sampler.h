@@ -219,8 +219,9 @@ typedef struct {
  * (lo32(v), hi32(v), h | (r + 1) << 16, i / 2) (DGL's per-edge-type
  * fanout); blocks carry the relation of every entry (gnn_block_t.etype)
  * and their rows are sorted by (source, relation). Rows held elsewhere
- * are drawn by the remote hook with their relations; not with excluded
- * edges (GNN_EUNSUPPORTED at the batch). etype NULL: untyped.
+ * are drawn by the remote hook with their relations. With excluded edges
+ * (gnn_sampler_sample_excluding) a row is drawn per relation over its
+ * entries less the excluded sources. etype NULL: untyped.
  */
 int gnn_sampler_set_relations(gnn_sampler_t *s, const int32_t *etype, int n_rels);
 

@@ -24,21 +24,47 @@
 /* A request to one owner: this header, then the partition ids. */
 enum { REQ_KEY, REQ_HOP, REQ_FANOUT, REQ_HEAD };
 
+/* Owned row r as drawn for others: its entries (and relations on a typed
+ * part), less the current batch's excluded edges when it has any (then
+ * copied into kept, kept_rel, of the row's length). Returns the length. */
+static gnn_eid_t drawn_row(const gnn_dist_part_t *d, int64_t r, const gnn_vid_t **row,
+                           const int32_t **rel, gnn_vid_t *kept, int32_t *kept_rel)
+{
+    gnn_eid_t a = d->full.indptr[r], deg = d->full.indptr[r + 1] - a;
+    *row = d->full.indices + a;
+    *rel = d->full_etype ? d->full_etype + a : NULL;
+    if (!d->draw_excl || !gnn_sampler_excl_has_row(d->draw_excl, d->gid[r])) return deg;
+    if (!*rel) {
+        deg = gnn_sampler_excl_filter(d->draw_excl, d->gid[r], *row, deg, d->gid, kept);
+        *row = kept;
+        return deg;
+    }
+    gnn_eid_t n = 0; /* typed: the relations follow their entries */
+    for (gnn_eid_t q = 0; q < deg; q++)
+        if (gnn_sampler_excl_filter(d->draw_excl, d->gid[r], *row + q, 1, d->gid, NULL)) {
+            kept[n] = (*row)[q];
+            kept_rel[n++] = (*rel)[q];
+        }
+    *row = kept;
+    *rel = kept_rel;
+    return n;
+}
+
 /* The owner's side: answer the requests asked[rdispl[s] .. + rcount[s])
- * of every rank s with, per node, its count, then all the sources. */
+ * of every rank s with, per node, its count, then all the sources (on a
+ * typed part each with its relation in the low 8 bits). */
 static int answer_draws(gnn_dist_part_t *d, int h, int fanout, const int64_t *asked,
                         const int *rcount, const int *rdispl, int **out_cnt, int64_t **out)
 {
     int rc = 0, R = d->size;
     int64_t first = d->part_start[d->rank], total = 0;
-    const int32_t *et = d->full_etype; /* typed: rows grouped by relation */
+    const int typed = d->full_etype != NULL;
     int *acnt = gnn_calloc((size_t)R, sizeof *acnt);
     int64_t *ans = NULL;
-    int32_t *rel = NULL;
+    int32_t *rel = NULL, *kept_rel = NULL;
+    gnn_vid_t *kept = NULL;
     gnn_eid_t longest = 0;
     GNN_CHECK(acnt, GNN_ENOMEM, "remote draws");
-    GNN_CHECK(!et || !d->draw_excl, GNN_EUNSUPPORTED,
-              "remote draws: typed rows with excluded edges");
     for (int s = 0; s < R; s++) {
         const int64_t *q = asked + rdispl[s];
         if (rcount[s] == 0) continue;
@@ -47,18 +73,28 @@ static int answer_draws(gnn_dist_part_t *d, int h, int fanout, const int64_t *as
                   ") while rank %d draws hop %d (fanout %d)",
                   s, rcount[s] >= REQ_HEAD ? q[REQ_HOP] : -1,
                   rcount[s] >= REQ_HEAD ? q[REQ_FANOUT] : -1, d->rank, h, fanout);
-        int64_t n = 0;
         for (int i = REQ_HEAD; i < rcount[s]; i++) {
             int64_t r = q[i] - first;
             GNN_CHECK(r >= 0 && r < d->n_owned, GNN_EINVAL,
                       "remote draws: node %" PRId64 " is not rank %d's", q[i], d->rank);
             gnn_eid_t deg = d->full.indptr[r + 1] - d->full.indptr[r];
-            if (d->draw_excl) /* the row without the batch's edges */
-                deg = gnn_sampler_excl_filter(d->draw_excl, d->gid[r],
-                                              d->full.indices + d->full.indptr[r], deg, d->gid,
-                                              NULL);
             longest = deg > longest ? deg : longest;
-            n += 1 + (et ? gnn_sampler_typed_count(et + d->full.indptr[r], deg, fanout)
+        }
+    }
+    kept = gnn_malloc_array((size_t)longest + 1, sizeof *kept);
+    kept_rel = typed ? gnn_malloc_array((size_t)longest + 1, sizeof *kept_rel) : NULL;
+    rel = typed ? gnn_malloc_array((size_t)longest + 1, sizeof *rel) : NULL;
+    GNN_CHECK(kept && (!typed || (kept_rel && rel)), GNN_ENOMEM,
+              "remote draws: a row of %" PRId64, (int64_t)longest);
+    for (int s = 0; s < R; s++) {
+        const int64_t *q = asked + rdispl[s];
+        if (rcount[s] == 0) continue;
+        int64_t n = 0;
+        for (int i = REQ_HEAD; i < rcount[s]; i++) {
+            const gnn_vid_t *row;
+            const int32_t *et;
+            gnn_eid_t deg = drawn_row(d, q[i] - first, &row, &et, kept, kept_rel);
+            n += 1 + (et ? gnn_sampler_typed_count(et, deg, fanout)
                          : fanout < 0 || deg <= fanout ? deg : fanout);
         }
         GNN_CHECK(n <= INT_MAX, GNN_ERANGE, "remote draws: an answer of %" PRId64 " ids", n);
@@ -68,10 +104,6 @@ static int answer_draws(gnn_dist_part_t *d, int h, int fanout, const int64_t *as
     GNN_CHECK(total <= INT_MAX, GNN_ERANGE, "remote draws: answers of %" PRId64 " ids", total);
     ans = gnn_malloc_array((size_t)total + 1, sizeof *ans);
     GNN_CHECK(ans, GNN_ENOMEM, "remote draws: %" PRId64 " ids", total);
-    if (et) {
-        rel = gnn_malloc_array((size_t)longest + 1, sizeof *rel);
-        GNN_CHECK(rel, GNN_ENOMEM, "remote draws: a row of %" PRId64, (int64_t)longest);
-    }
     int64_t at = 0;
     for (int s = 0; s < R; s++) {
         const int64_t *q = asked + rdispl[s];
@@ -79,21 +111,13 @@ static int answer_draws(gnn_dist_part_t *d, int h, int fanout, const int64_t *as
         int64_t nq = rcount[s] - REQ_HEAD, *cnt = ans + at, *src = ans + at + nq;
         for (int64_t i = 0; i < nq; i++) {
             int64_t r = q[REQ_HEAD + i] - first;
-            const gnn_vid_t *row = d->full.indices + d->full.indptr[r];
-            gnn_eid_t deg = d->full.indptr[r + 1] - d->full.indptr[r];
-            gnn_vid_t *kept = NULL; /* the row without the batch's edges, when it has any */
-            if (d->draw_excl && gnn_sampler_excl_has_row(d->draw_excl, d->gid[r])) {
-                kept = gnn_malloc_array((size_t)deg + 1, sizeof *kept);
-                GNN_CHECK(kept, GNN_ENOMEM, "remote draws: a row of %" PRId64, (int64_t)deg);
-                deg = gnn_sampler_excl_filter(d->draw_excl, d->gid[r], row, deg, d->gid, kept);
-                row = kept;
-            }
-            int64_t c = et ? gnn_sampler_draw_row_typed(row, et + d->full.indptr[r], deg, fanout,
-                                                        (uint64_t)q[REQ_KEY], d->gid[r], h, src,
-                                                        rel)
+            const gnn_vid_t *row;
+            const int32_t *et;
+            gnn_eid_t deg = drawn_row(d, r, &row, &et, kept, kept_rel);
+            int64_t c = et ? gnn_sampler_draw_row_typed(row, et, deg, fanout, (uint64_t)q[REQ_KEY],
+                                                        d->gid[r], h, src, rel)
                            : gnn_sampler_draw_row(row, deg, fanout, (uint64_t)q[REQ_KEY],
                                                   d->gid[r], h, src);
-            gnn_free(kept);
             if (c < 0) {
                 rc = (int)c;
                 goto fail;
@@ -107,6 +131,8 @@ static int answer_draws(gnn_dist_part_t *d, int h, int fanout, const int64_t *as
         at += acnt[s];
     }
     gnn_free(rel);
+    gnn_free(kept);
+    gnn_free(kept_rel);
     *out_cnt = acnt;
     *out = ans;
     return 0;
@@ -114,6 +140,8 @@ fail:
     gnn_free(acnt);
     gnn_free(ans);
     gnn_free(rel);
+    gnn_free(kept);
+    gnn_free(kept_rel);
     return rc;
 }
 

@@ -2,7 +2,8 @@
  * gnn-dataset split-edges, run as a user runs it, with the files checked
  * through the library, on an undirected graph (sorted, deduplicated,
  * weighted), a directed multigraph with self loops, an undirected graph
- * with unsorted rows and repeated entries, and a generated SBM graph: the
+ * with unsorted rows and repeated entries, a generated SBM graph and a
+ * typed one (whose types and kept edges' relations carry over): the
  * held-out edges are absent from the output in both directions and present
  * in the input; train + valid + test is the input's edge set; the sizes
  * are the fractions'; the output CSR is the input's less exactly the
@@ -409,6 +410,53 @@ static void test_sbm(void **state)
     check_split(in, out, 0.05, 0.10, 1);
 }
 
+/* The relation of entry u in row v of g (rows sorted within a relation
+ * only: a scan), or -1. */
+static int32_t rel_in(const gnn_graph_t *g, gnn_vid_t v, gnn_vid_t u)
+{
+    for (gnn_eid_t e = g->csr.indptr[v]; e < g->csr.indptr[v + 1]; e++)
+        if (g->csr.indices[e] == u) return g->etype[e];
+    return -1;
+}
+
+/* A typed graph (hsbm, 3 types, t2 featureless): the split as any
+ * graph's, and the output keeps the types (ranges, feature widths,
+ * relations) and every kept edge its relation. */
+static void test_typed(void **state)
+{
+    (void)state;
+    const char *in = tu_path("hsbm.h5"), *out = tu_path("hsbm-split.h5");
+    free(tu_run_ok(g_bin, "generate", "hsbm", "-n", "900", "--featureless", "1", "--seed", "4",
+                   "-o", in, "--force", "-q", NULL));
+    free(tu_run_ok(g_bin, "split-edges", in, "-o", out, "-q", NULL));
+    check_split(in, out, 0.05, 0.10, 1);
+    gnn_graph_t a, b;
+    load(in, &a);
+    load(out, &b);
+    assert_non_null(a.types);
+    assert_non_null(b.types);
+    assert_non_null(b.etype);
+    assert_int_equal(b.types->n_ntypes, a.types->n_ntypes);
+    assert_int_equal(b.types->n_rels, a.types->n_rels);
+    assert_int_equal(b.types->target, a.types->target);
+    for (int t = 0; t < a.types->n_ntypes; t++) {
+        assert_string_equal(b.types->ntype[t], a.types->ntype[t]);
+        assert_int_equal(b.types->off[t + 1], a.types->off[t + 1]);
+        assert_int_equal(b.types->feat_dim[t], a.types->feat_dim[t]);
+    }
+    for (int r = 0; r < a.types->n_rels; r++) {
+        assert_string_equal(b.types->rel[r], a.types->rel[r]);
+        assert_int_equal(b.types->rel_src[r], a.types->rel_src[r]);
+        assert_int_equal(b.types->rel_dst[r], a.types->rel_dst[r]);
+    }
+    assert_true(b.csr.nnz < a.csr.nnz);
+    for (gnn_vid_t v = 0; v < b.csr.n_rows; v++)
+        for (gnn_eid_t e = b.csr.indptr[v]; e < b.csr.indptr[v + 1]; e++)
+            assert_int_equal(b.etype[e], rel_in(&a, v, b.csr.indices[e]));
+    gnn_graph_free(&a);
+    gnn_graph_free(&b);
+}
+
 /* ---- Determinism ------------------------------------------------------- */
 
 static int same_bytes(const char *a, const char *b)
@@ -664,6 +712,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_both_ways_directed),
         cmocka_unit_test(test_unsorted),
         cmocka_unit_test(test_sbm),
+        cmocka_unit_test(test_typed),
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_info),
         cmocka_unit_test(test_bad_input),

@@ -1004,7 +1004,10 @@ static int typed_equal(const gnn_minibatch_t *a, const gnn_minibatch_t *b)
  * their relations, drawing anew and sampling once, from hop 0 (a seed
  * beyond the part) and hop 1; the hook is asked for relations at every
  * hop. Under every allocation failure the hook's calls stay in step and
- * a success is the whole graph's batch.
+ * a success is the whole graph's batch. Typed draws leaving edges out
+ * equal the typed draws of the graph without them; a row held elsewhere
+ * with excluded sources fails the batch when its holder cannot leave
+ * them out.
  */
 static void test_typed_remote_rows(void **state)
 {
@@ -1101,16 +1104,66 @@ static void test_typed_remote_rows(void **state)
         gnn_minibatch_free(&want_far);
         gnn_sampler_free(ref);
     }
-    /* Typed draws with excluded edges: refused. */
-    gnn_sampler_t *s;
-    gnn_minibatch_t mb;
+    /* Typed draws with excluded edges: the batch of the graph without
+     * them (both directions), relations included; held elsewhere, a row
+     * with excluded sources fails the batch unless its holder leaves
+     * them out. */
+    gnn_vid_t ex[10]; /* an in-edge of each of 5 seeds (hubs among them) */
+    const int64_t n_ex = 5;
+    for (int64_t k = 0; k < n_ex; k++) {
+        gnn_vid_t v = seeds[k];
+        assert_true(gt.indptr[v + 1] > gt.indptr[v]);
+        ex[2 * k] = gt.indices[gt.indptr[v] + (gt.indptr[v + 1] - gt.indptr[v]) / 2];
+        ex[2 * k + 1] = v;
+    }
+    gnn_csr_t gx;
+    int32_t *etx = malloc(((size_t)gt.nnz + 1) * sizeof *etx);
+    assert_non_null(etx);
+    assert_int_equal(gnn_csr_copy(&gt, &gx), 0);
+    gnn_eid_t at = 0, gone = 0;
+    for (gnn_vid_t v = 0; v < gt.n_rows; v++) {
+        gnn_eid_t a = gt.indptr[v];
+        gx.indptr[v] = at;
+        for (gnn_eid_t e = a; e < gt.indptr[v + 1]; e++) {
+            gnn_vid_t u = gt.indices[e];
+            int drop = 0;
+            for (int64_t k = 0; k < n_ex; k++)
+                drop |= (ex[2 * k] == u && ex[2 * k + 1] == v) ||
+                        (ex[2 * k] == v && ex[2 * k + 1] == u);
+            gone += drop;
+            if (drop) continue;
+            gx.indices[at] = u;
+            etx[at++] = et[e];
+        }
+    }
+    gx.indptr[gt.n_rows] = at;
+    gx.nnz = at;
+    assert_true(gone >= n_ex);
+    gnn_sampler_t *s, *sx;
+    gnn_minibatch_t mb, mx;
     assert_int_equal(gnn_sampler_create(&gt, 3, fanouts, &s), 0);
     assert_int_equal(gnn_sampler_set_relations(s, et, R), 0);
-    gnn_vid_t ex[] = {0, 7};
-    assert_int_equal(gnn_sampler_sample_excluding(s, seeds, 8, ex, 1, 5, 6, 7, &mb),
-                     GNN_EUNSUPPORTED);
-    assert_non_null(strstr(gnn_error_message(), "typed draws with excluded edges"));
+    assert_int_equal(gnn_sampler_create(&gx, 3, fanouts, &sx), 0);
+    assert_int_equal(gnn_sampler_set_relations(sx, etx, R), 0);
+    assert_int_equal(gnn_sampler_sample_excluding(s, seeds, 8, ex, n_ex, 5, 6, 7, &mb), 0);
+    assert_int_equal(gnn_sampler_sample(sx, seeds, 8, 5, 6, 7, &mx), 0);
+    assert_true(typed_equal(&mx, &mb));
+    gnn_minibatch_free(&mb);
+    gnn_minibatch_free(&mx);
+    gnn_sampler_free(sx);
     gnn_sampler_free(s);
+    gnn_sampler_remote_t r = {.n_held = held, .first_hop = 0, .draw = holder_draw, .ctx = &ho};
+    assert_int_equal(gnn_sampler_create(&part, 3, fanouts, &s), 0);
+    assert_int_equal(gnn_sampler_set_relations(s, et, R), 0);
+    assert_int_equal(gnn_sampler_set_remote(s, &r), 0);
+    gnn_vid_t ex_far[] = {0, held + 3};
+    ho.n_calls = 0;
+    assert_int_equal(gnn_sampler_sample_excluding(s, far, 3, ex_far, 1, 5, 6, 7, &mb),
+                     GNN_EUNSUPPORTED);
+    assert_non_null(strstr(gnn_error_message(), "excluded edges whose row is held elsewhere"));
+    gnn_sampler_free(s);
+    gnn_csr_free(&gx);
+    free(etx);
     free(et);
     gnn_csr_free(&part);
     gnn_csr_free(&gt);

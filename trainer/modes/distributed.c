@@ -25,8 +25,7 @@
 
 /* What a typed model needs of the partition: its types (meta.h5's, the
  * same on every rank, so every rank fails alike and the failure is
- * agreed: one rank reports it), for mini-batches node classification, a
- * basis count within the relations. */
+ * agreed: one rank reports it), a basis count within the relations. */
 static int typed_checks(const gnn_job_t *j)
 {
     int rc = 0;
@@ -36,10 +35,6 @@ static int typed_checks(const gnn_job_t *j)
               "%s: --model %s needs a graph with node types and relations (partition a "
               "format version 2 graph file)",
               o->data, j->kind->name);
-    GNN_CHECK(!j->mode->minibatch || !strcmp(o->task, "node"), GNN_EUNSUPPORTED,
-              "--model %s --task %s: mini-batches over a partition directory train node "
-              "classification only (use --mode full)",
-              j->kind->name, o->task);
     GNN_CHECK(o->num_bases <= d->types->n_rels, GNN_EUSAGE,
               "--num-bases %d: %s has only %d relations", o->num_bases, o->data,
               d->types->n_rels);
