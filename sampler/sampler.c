@@ -1146,8 +1146,9 @@ static int sample_hop_typed(const rows_t *rs, int fanout, uint64_t key, int h, f
         gnn_eid_t fcap = 0;
 #pragma omp for schedule(dynamic, DRAW_CHUNK)
         for (gnn_vid_t i = 0; i < n_dst; i++) {
-            gnn_vid_t v = dst[i], id = rs->key_ids ? rs->key_ids[v] : v;
+            gnn_vid_t v = dst[i];
             if (v >= held) continue; /* copied from the hook's answer below */
+            gnn_vid_t id = rs->key_ids ? rs->key_ids[v] : v;
             gnn_eid_t a = g->indptr[v], nx = 0;
             const gnn_vid_t *xs = excl_row(rs->ex, v, &nx);
             if (xs) { /* the draws are over the row without its excluded sources */

@@ -141,10 +141,10 @@ int gnn_dist_owner(const gnn_dist_part_t *d, int64_t pid);
  * d): the n nodes v (sampler ids >= n_held) go to their owners, grouped
  * per owner with this rank's batch key; each owner draws from its row
  * with gnn_sampler_draw_row and answers the sources' partition ids, here
- * turned back into sampler ids. On a typed part (full_etype set) the
- * owners draw per relation (gnn_sampler_draw_row_typed) and answer each
- * source's relation with it (partition id << 8 | relation), set into
- * *rel when rel is given (a typed sampler's). Collective over fetch_comm (comm when it
+ * turned back into sampler ids. Asked by a typed sampler (rel set; the
+ * part must have relations, full_etype), the owners draw per relation
+ * (gnn_sampler_draw_row_typed) and answer each source with its relation
+ * (partition id << 8 | relation), set into *rel. Collective over fetch_comm (comm when it
  * is unset): every rank calls it once per hop of every step, with n = 0
  * when it needs nothing, or n < 0 (a GNN_E code) when its sampler failed
  * before the hop. Four collective calls: the request counts, the

@@ -6,8 +6,8 @@
  * batch's key), the owner draws with the same counter-based stream the
  * sampler uses locally, and answers with, per node, its count and then the
  * sources, so the draws are those one process makes on the whole graph.
- * On a typed part the owner draws per relation, and each source carries
- * its relation in its low 8 bits.
+ * A typed sampler's requests are drawn per relation, and each source of
+ * the answer carries its relation in its low 8 bits.
  */
 #include "trainer/dist.h"
 
@@ -21,18 +21,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A request to one owner: this header, then the partition ids. */
-enum { REQ_KEY, REQ_HOP, REQ_FANOUT, REQ_HEAD };
+/* A request to one owner: this header, then the partition ids. REQ_TYPED:
+ * 1 when a typed sampler asks (draws per relation, answered with them). */
+enum { REQ_KEY, REQ_HOP, REQ_FANOUT, REQ_TYPED, REQ_HEAD };
 
-/* Owned row r as drawn for others: its entries (and relations on a typed
- * part), less the current batch's excluded edges when it has any (then
- * copied into kept, kept_rel, of the row's length). Returns the length. */
-static gnn_eid_t drawn_row(const gnn_dist_part_t *d, int64_t r, const gnn_vid_t **row,
+/* Owned row r as drawn for others: its entries (and, typed, their
+ * relations), less the current batch's excluded edges when it has any
+ * (then copied into kept, kept_rel, of the row's length). Returns the
+ * length. */
+static gnn_eid_t drawn_row(const gnn_dist_part_t *d, int64_t r, int typed, const gnn_vid_t **row,
                            const int32_t **rel, gnn_vid_t *kept, int32_t *kept_rel)
 {
     gnn_eid_t a = d->full.indptr[r], deg = d->full.indptr[r + 1] - a;
     *row = d->full.indices + a;
-    *rel = d->full_etype ? d->full_etype + a : NULL;
+    *rel = typed ? d->full_etype + a : NULL;
     if (!d->draw_excl || !gnn_sampler_excl_has_row(d->draw_excl, d->gid[r])) return deg;
     if (!*rel) {
         deg = gnn_sampler_excl_filter(d->draw_excl, d->gid[r], *row, deg, d->gid, kept);
@@ -51,14 +53,14 @@ static gnn_eid_t drawn_row(const gnn_dist_part_t *d, int64_t r, const gnn_vid_t 
 }
 
 /* The owner's side: answer the requests asked[rdispl[s] .. + rcount[s])
- * of every rank s with, per node, its count, then all the sources (on a
- * typed part each with its relation in the low 8 bits). */
+ * of every rank s with, per node, its count, then all the sources (asked
+ * typed: drawn per relation, each with its relation in the low 8 bits). */
 static int answer_draws(gnn_dist_part_t *d, int h, int fanout, const int64_t *asked,
                         const int *rcount, const int *rdispl, int **out_cnt, int64_t **out)
 {
     int rc = 0, R = d->size;
     int64_t first = d->part_start[d->rank], total = 0;
-    const int typed = d->full_etype != NULL;
+    int typed = 0; /* any request typed */
     int *acnt = gnn_calloc((size_t)R, sizeof *acnt);
     int64_t *ans = NULL;
     int32_t *rel = NULL, *kept_rel = NULL;
@@ -73,6 +75,9 @@ static int answer_draws(gnn_dist_part_t *d, int h, int fanout, const int64_t *as
                   ") while rank %d draws hop %d (fanout %d)",
                   s, rcount[s] >= REQ_HEAD ? q[REQ_HOP] : -1,
                   rcount[s] >= REQ_HEAD ? q[REQ_FANOUT] : -1, d->rank, h, fanout);
+        GNN_CHECK(!q[REQ_TYPED] || d->full_etype, GNN_EINVAL,
+                  "remote draws: rank %d asks for relations of a part without them", s);
+        typed |= q[REQ_TYPED] != 0;
         for (int i = REQ_HEAD; i < rcount[s]; i++) {
             int64_t r = q[i] - first;
             GNN_CHECK(r >= 0 && r < d->n_owned, GNN_EINVAL,
@@ -93,7 +98,8 @@ static int answer_draws(gnn_dist_part_t *d, int h, int fanout, const int64_t *as
         for (int i = REQ_HEAD; i < rcount[s]; i++) {
             const gnn_vid_t *row;
             const int32_t *et;
-            gnn_eid_t deg = drawn_row(d, q[i] - first, &row, &et, kept, kept_rel);
+            gnn_eid_t deg = drawn_row(d, q[i] - first, q[REQ_TYPED] != 0, &row, &et, kept,
+                                      kept_rel);
             n += 1 + (et ? gnn_sampler_typed_count(et, deg, fanout)
                          : fanout < 0 || deg <= fanout ? deg : fanout);
         }
@@ -113,7 +119,7 @@ static int answer_draws(gnn_dist_part_t *d, int h, int fanout, const int64_t *as
             int64_t r = q[REQ_HEAD + i] - first;
             const gnn_vid_t *row;
             const int32_t *et;
-            gnn_eid_t deg = drawn_row(d, r, &row, &et, kept, kept_rel);
+            gnn_eid_t deg = drawn_row(d, r, q[REQ_TYPED] != 0, &row, &et, kept, kept_rel);
             int64_t c = et ? gnn_sampler_draw_row_typed(row, et, deg, fanout, (uint64_t)q[REQ_KEY],
                                                         d->gid[r], h, src, rel)
                            : gnn_sampler_draw_row(row, deg, fanout, (uint64_t)q[REQ_KEY],
@@ -159,7 +165,7 @@ int gnn_dist_draw_remote(void *ctx, int h, int fanout, uint64_t key, const int64
     int rc = 0, R = d->size;
     MPI_Comm comm = d->fetch_comm != MPI_COMM_NULL ? d->fetch_comm : d->comm;
     double t0 = MPI_Wtime();
-    const int typed = d->full_etype != NULL;
+    const int typed = rel != NULL; /* a typed sampler asks */
     int32_t *out_rel = NULL;
     *src = NULL;
     if (rel) *rel = NULL;
@@ -207,6 +213,7 @@ int gnn_dist_draw_remote(void *ctx, int h, int fanout, uint64_t key, const int64
                 req[at + REQ_KEY] = (int64_t)key;
                 req[at + REQ_HOP] = h;
                 req[at + REQ_FANOUT] = fanout;
+                req[at + REQ_TYPED] = typed;
             }
             at += scount[r];
         }
@@ -273,12 +280,10 @@ int gnn_dist_draw_remote(void *ctx, int h, int fanout, uint64_t key, const int64
     }
     if (local == 0) {
         out = gnn_malloc_array((size_t)total + 1, sizeof *out);
-        if (rel && typed) out_rel = gnn_malloc_array((size_t)total + 1, sizeof *out_rel);
-        if (!out || (rel && typed && !out_rel))
+        if (typed) out_rel = gnn_malloc_array((size_t)total + 1, sizeof *out_rel);
+        if (!out || (typed && !out_rel))
             local = GNN_FAIL(GNN_ENOMEM, "remote draws: %" PRId64 " sources", total);
     }
-    if (local == 0 && rel && !typed)
-        local = GNN_FAIL(GNN_EINVAL, "remote draws: relations asked of a part without them");
     if (local < 0) { /* this rank's alone */
         rc = local;
         goto fail;

@@ -50,7 +50,9 @@
  * relation; with 1 and 2 hops of halo the part's typed sampler (each row
  * drawn per relation, the owners answering every source's relation)
  * draws exactly the whole graph's typed batches, relations included, and
- * owners draw 70 of a longer relation's in-edges of hubs.
+ * owners draw 70 of a longer relation's in-edges of hubs; an untyped
+ * sampler on the typed part (an untyped model's) gets untyped draws from
+ * the owners: the whole graph's untyped batches.
  *
  * Every check's outcome is agreed across ranks before it can fail the
  * test, so all ranks leave a failing test together.
@@ -404,11 +406,11 @@ static void run_batch(const gnn_dist_part_t *d, const int64_t *node_map, const g
 /* A sampler over d's part (keyed by graph-file ids, remote rows drawn by
  * their owners when the halo is short of the layers, the hook called from
  * hop first_hop on) and one over the whole graph. */
-static int make_samplers(gnn_dist_part_t *d, const int *fanouts, int first_hop,
+static int make_samplers(gnn_dist_part_t *d, const int *fanouts, int first_hop, int typed,
                          gnn_sampler_t **s, gnn_sampler_t **ref)
 {
     *s = *ref = NULL;
-    const int typed = d->full_etype != NULL;
+    const gnn_csr_t *whole = d->full_etype ? &g_typed.csr : &g_whole.csr;
     int rc = gnn_sampler_create(&d->full, LAYERS, fanouts, s);
     if (rc == 0) rc = gnn_sampler_set_key_ids(*s, d->gid);
     if (rc == 0 && typed) rc = gnn_sampler_set_relations(*s, d->full_etype, N_RELS);
@@ -417,7 +419,7 @@ static int make_samplers(gnn_dist_part_t *d, const int *fanouts, int first_hop,
                                                                  .first_hop = first_hop,
                                                                  .draw = gnn_dist_draw_remote,
                                                                  .ctx = d});
-    if (rc == 0) rc = gnn_sampler_create(typed ? &g_typed.csr : &g_whole.csr, LAYERS, fanouts, ref);
+    if (rc == 0) rc = gnn_sampler_create(whole, LAYERS, fanouts, ref);
     if (rc == 0 && typed) rc = gnn_sampler_set_relations(*ref, g_typed.etype, N_RELS);
     if (rc < 0) {
         gnn_sampler_free(*s);
@@ -431,27 +433,27 @@ static int make_samplers(gnn_dist_part_t *d, const int *fanouts, int first_hop,
 
 typedef struct {
     int hops, fan; /* halo hops; fanouts g_fanouts[fan] */
-    int typed;     /* the typed graph, drawn per relation */
+    int typed;     /* the typed graph: 1 drawn per relation, 2 by an untyped sampler */
 } sample_case_t;
 
 static const sample_case_t g_cases[] = {{1, 0, 0}, {1, 1, 0}, {2, 0, 0}, {2, 1, 0}, {3, 0, 0},
-                                        {3, 1, 0}, {1, 0, 1}, {1, 1, 1}, {2, 0, 1}};
+                                        {3, 1, 0}, {1, 0, 1}, {1, 1, 1}, {2, 0, 1}, {1, 0, 2}};
 #define N_CASES (sizeof g_cases / sizeof g_cases[0])
 
 static void test_same_as_one_process(void **state)
 {
     const sample_case_t *c = *state;
     const int *fanouts = g_fanouts[c->fan];
-    int rc = ensure_dir(c->hops, c->typed);
+    int rc = ensure_dir(c->hops, c->typed != 0);
     CHECK_ALL(rc == 0, "partition directory of %d hops: %s", c->hops, gnn_error_message());
     gnn_dist_part_t d;
     int64_t *node_map = NULL;
-    load_part(part_dir(c->hops, c->typed), &d, &node_map);
+    load_part(part_dir(c->hops, c->typed != 0), &d, &node_map);
     CHECK_ALL(d.hops == c->hops, "the part has %d hops of halo, expected %d", d.hops, c->hops);
     CHECK_ALL(!d.full_etype == !c->typed, "the part %s relations", c->typed ? "lacks" : "has");
     gnn_sampler_t *s, *ref;
     /* The hook from the first hop that can need it, or from hop 0. */
-    rc = make_samplers(&d, fanouts, c->fan == 0 ? d.hops : 0, &s, &ref);
+    rc = make_samplers(&d, fanouts, c->fan == 0 ? d.hops : 0, c->typed == 1, &s, &ref);
     CHECK_ALL(rc == 0, "samplers: %s", gnn_error_message());
     d.sample_bytes = 0;
     stats_t st = {0};
@@ -465,7 +467,8 @@ static void test_same_as_one_process(void **state)
         printf("%s%d hops, fanouts {%d, %d, %d}: %d batches, %" PRId64 " edges; %" PRId64
                " rows drawn from beyond the held rows, %" PRId64 " long draws (%" PRId64
                " by owners), %" PRId64 " bytes of remote draws: same as one process\n",
-               c->typed ? "typed, " : "", c->hops, fanouts[0], fanouts[1], fanouts[2], N_BATCHES,
+               c->typed == 1 ? "typed, " : c->typed ? "typed graph, untyped draws, " : "",
+               c->hops, fanouts[0], fanouts[1], fanouts[2], N_BATCHES,
                sum[4], sum[2], sum[0],
                sum[1], sum[3]);
     int64_t bytes = d.sample_bytes, rows = st.remote_rows;
@@ -612,7 +615,7 @@ static void test_remote_errors(void **state)
      * exchange (hop 2 of this 2-hop part) and tells the others through the
      * hook there. */
     gnn_sampler_t *s, *ref;
-    rc = make_samplers(&d, fanouts, d.hops, &s, &ref);
+    rc = make_samplers(&d, fanouts, d.hops, 0, &s, &ref);
     CHECK_ALL(rc == 0, "samplers: %s", gnn_error_message());
     {
         gnn_vid_t twice[2] = {0, 0};
@@ -687,7 +690,8 @@ int main(int argc, char **argv)
             const sample_case_t *c = &g_cases[i];
             const int *f = g_fanouts[c->fan];
             snprintf(names[i], sizeof names[i], "same as one process: %s%d hops, fanouts %d,%d,%d",
-                     c->typed ? "typed, " : "", c->hops, f[0], f[1], f[2]);
+                     c->typed == 1 ? "typed, " : c->typed ? "typed graph, untyped draws, " : "",
+                     c->hops, f[0], f[1], f[2]);
             tests[i] = (struct CMUnitTest){.name = names[i],
                                            .test_func = test_same_as_one_process,
                                            .initial_state = (void *)c};

@@ -761,7 +761,9 @@ static double rgcn_acc_run(char *np, const char *dir, const char *tag, ...)
  * full graph's losses (2 METIS, 2 random and 4 METIS parts of the 3-type
  * hsbm; 2 and 4 parts with t2's learnable rows), and sampled batches with
  * dropout give the losses of the same parts with 2 hops (the same
- * batches), with remote draws made.
+ * batches), with remote draws made. GCN (untyped draws) on the typed
+ * parts: one process's losses on 1 rank, and 1-hop parts the losses of
+ * 2-hop ones.
  */
 static void test_rgcn_minibatch_over_parts(void **state)
 {
@@ -835,6 +837,18 @@ static void test_rgcn_minibatch_over_parts(void **state)
     print_message("rgcn, sampled on 1-hop parts: %.0f bytes of remote draws in epoch 1\n", bytes);
     assert_true(bytes > 0);
     for (int i = 0; i < 2; i++) log_free(&hs[i].log);
+    /* An untyped model on the typed parts draws over whole rows, here and
+     * by the owners: one process's batches on 1 rank, and the same losses
+     * on 1-hop and 2-hop parts. */
+    run_t gt[] = {{"1 process", NULL, g_hsbm, {0}},
+                  {"1 rank", "1", g_hk1h2, {0}},
+                  {"2 parts, 2 hops", "2", g_hk2h2, {0}},
+                  {"2 parts, 1 hop", "2", g_hk2, {0}}};
+    train_runs(gt, 4, "gcn-typed-parts", "--model", "gcn", "--mode", "minibatch", "--fanouts",
+               "5,5", "--batch-size", "128", "--sampler-threads", "1", (char *)NULL);
+    compare_losses_rtol("gcn on typed parts, 1 rank", gt, 2, EPOCHS, 1e-6);
+    compare_losses_rtol("gcn on typed parts, 1-hop against 2-hop", gt + 2, 2, EPOCHS, 1e-6);
+    for (int i = 0; i < 4; i++) log_free(&gt[i].log);
 
     run_t mb[] = {{"1 process", NULL, g_hl, {0}}, {"1 rank", "1", g_hlk1, {0}}};
     train_runs(mb, 2, "rgcn-rows-mb", "--model", "rgcn", "--embed-dim", "16", "--mode",

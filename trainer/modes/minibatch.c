@@ -350,8 +350,10 @@ static int mb_setup(gnn_job_t *j)
     int64_t rows = j->task->batch_rows ? j->task->batch_rows(j) : o->batch_size;
     GNN_TRY(gnn__buf_ensure(j->be, (void **)&j->dlogits, &j->dlogits_bytes,
                             (size_t)rows * (size_t)j->out_dim * sizeof(float)));
-    if (j->kind->typed) /* typed draws read each relation's entries as one run */
-        GNN_TRY(gnn_typed_group_rows(&j->g.csr, j->g.etype));
+    /* Typed draws read each relation's entries as one run; a typed graph's
+     * rows are grouped so for any model, as a partition's rows are, so
+     * that a node's draws are the same in one process and over ranks. */
+    if (j->g.etype) GNN_TRY(gnn_typed_group_rows(&j->g.csr, j->g.etype));
     j->feat_by_rows = mb_feat_by_rows(j);
     /* On a device the whole feature table is there already (layer-wise
      * inference reads it): a batch's rows are gathered there, and only its
