@@ -473,8 +473,8 @@ typedef struct gnn_input_dist {
     int64_t n_sel;
     int64_t *trow; size_t trow_cap;   /* table rows of owned rows (typed), host */
     gnn_dist_rows_t plan;             /* the step's remote rows */
-    float *acc;                       /* n_owned x D: gradients summed per owned row */
-    unsigned char *mark;              /* n_owned: in acc this step */
+    float *acc;                       /* table rows x D: gradients summed per row */
+    unsigned char *mark;              /* table rows: in acc this step */
 } gnn_input_dist_t;
 
 void gnn__input_dist_free(gnn_job_t *j)
@@ -957,13 +957,16 @@ int gnn__input_dist_step(gnn_job_t *j, int had_batch)
     gnn_input_dist_t *s = j->emb_dist;
     if (!j->emb) return 0;
     int64_t D = gnn_embed_dim(j->emb), no = d->n_owned, n = 0;
+    /* Sums per table row: the owned rows, or (typed) those of the
+     * featureless types alone. */
+    int64_t nr = j->emb_typed ? gnn_embed_rows(j->emb) : no;
     if (had_batch && s) n = j->emb_typed ? s->n_sel : s->n_in;
     int local = s ? 0 : GNN_FAIL(GNN_EINVAL, "input rows: a step without a fetch");
     if (local == 0 && !s->acc) {
-        s->acc = gnn_alloc_large(((size_t)no * (size_t)D + 1) * sizeof(float));
-        s->mark = gnn_calloc((size_t)no + 1, 1);
+        s->acc = gnn_alloc_large(((size_t)nr * (size_t)D + 1) * sizeof(float));
+        s->mark = gnn_calloc((size_t)nr + 1, 1);
         if (!s->acc || !s->mark) local = GNN_FAIL(GNN_ENOMEM, "input rows: gradients");
-        else memset(s->acc, 0, (size_t)no * (size_t)D * sizeof(float));
+        else memset(s->acc, 0, (size_t)nr * (size_t)D * sizeof(float));
     }
     /* This rank's input rows' gradients: remote ones packed in plan order. */
     if (local == 0) local = host_ensure(&s->grad, &s->grad_cap, (size_t)(n * D));
@@ -980,19 +983,24 @@ int gnn__input_dist_step(gnn_job_t *j, int had_batch)
     GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
     const float *got = NULL;
     GNN_TRY(gnn_dist_rows_put_packed(d, &s->plan, s->pack, D, &got));
-    /* Summed per owned row in a fixed order: this rank's input, then the
+    /* Summed per table row in a fixed order: this rank's input, then the
      * askers' in rank and request order; the rows any rank read step. */
     local = ids_ensure(&s->list, &s->list_cap, (size_t)(n + s->plan.n_serve));
     int64_t nt = 0;
     for (int64_t i = 0; local == 0 && i < n + s->plan.n_serve; i++) {
         int64_t r = i < n ? s->nodes[i] : s->plan.serve[i - n];
         if (r >= no) continue; /* a remote row of this rank's input: its owner's */
-        const float *g = i < n ? s->grad + i * D : got + (i - n) * D;
-        if (!s->mark[r]) {
-            s->mark[r] = 1;
-            s->list[nt++] = r;
+        int64_t t = j->emb_typed ? j->emb_tab[r] : r;
+        if (t < 0) {
+            local = GNN_FAIL(GNN_EINVAL, "input rows: owned row %" PRId64 " has no table row", r);
+            break;
         }
-        float *a = s->acc + r * D;
+        const float *g = i < n ? s->grad + i * D : got + (i - n) * D;
+        if (!s->mark[t]) {
+            s->mark[t] = 1;
+            s->list[nt++] = t;
+        }
+        float *a = s->acc + t * D;
         for (int64_t k = 0; k < D; k++) a[k] += g[k];
     }
     if (local == 0)
@@ -1005,9 +1013,7 @@ int gnn__input_dist_step(gnn_job_t *j, int had_batch)
             memset(s->acc + r * D, 0, (size_t)D * sizeof(float));
             s->mark[r] = 0;
         }
-        const int64_t *tr = NULL;
-        local = typed_table_rows(j, s, nt, s->list, &tr);
-        if (local == 0) local = step_from_host(j, s, nt, tr, s->pack);
+        local = step_from_host(j, s, nt, s->list, s->pack);
     }
     s->n_in = s->n_rem = s->n_sel = 0;
     j->emb_n = 0;
