@@ -606,6 +606,56 @@ static inline void draw_row(const rows_t *rs, gnn_vid_t v, const gnn_vid_t *row,
 }
 
 /*
+ * The rows of dst[0 .. n_dst) held elsewhere at hop h (rs->remote set):
+ * before remote->first_hop every row must be held here (GNN_EINVAL naming
+ * the first that is not); from it on the hook draws them, called once
+ * with those rows in frontier order (rel: a typed sampler's relations),
+ * and indptr[i + 1] takes row i's count; *src and *rel hold the draws,
+ * row after row, for the caller to place and free. *called as
+ * draw_counted's.
+ */
+static int ask_holders(const rows_t *rs, int fanout, uint64_t key, int h, const gnn_vid_t *dst,
+                       gnn_vid_t n_dst, gnn_eid_t *indptr, gnn_vid_t **src, int32_t **rel,
+                       int *called)
+{
+    int rc = 0;
+    const gnn_vid_t held = rs->remote->n_held;
+    gnn_vid_t *rv = NULL;
+    gnn_eid_t *rcnt = NULL;
+    int64_t nr = 0;
+    if (h < rs->remote->first_hop) {
+        for (gnn_vid_t i = 0; i < n_dst; i++)
+            if (dst[i] >= held)
+                return GNN_FAIL(GNN_EINVAL,
+                                "sampler: hop %d reaches node %" GNN_PRIvid
+                                ", whose row is not held here (remote draws start at hop %d)",
+                                h, dst[i], rs->remote->first_hop);
+        return 0;
+    }
+    for (gnn_vid_t i = 0; i < n_dst; i++) nr += dst[i] >= held;
+    rv = gnn_malloc_array((size_t)nr + 1, sizeof *rv);
+    rcnt = gnn_malloc_array((size_t)nr + 1, sizeof *rcnt);
+    if (!rv || !rcnt) {
+        rc = GNN_ENOMEM;
+        goto fail;
+    }
+    nr = 0;
+    for (gnn_vid_t i = 0; i < n_dst; i++)
+        if (dst[i] >= held) rv[nr++] = dst[i];
+    *called = 1; /* a failure of the hook itself is every process's */
+    rc = rs->remote->draw(rs->remote->ctx, h, fanout, key, rv, nr, rcnt, src, rel);
+    if (rc < 0) goto fail;
+    *called = 2; /* this hop's exchange is done */
+    nr = 0;
+    for (gnn_vid_t i = 0; i < n_dst; i++)
+        if (dst[i] >= held) indptr[i + 1] = rcnt[nr++];
+fail:
+    gnn_free(rv);
+    gnn_free(rcnt);
+    return rc;
+}
+
+/*
  * The draws of one hop (global ids), two passes: every row's count, their
  * prefix sum, then the draws into place; rows held elsewhere through the
  * remote hook. *indptr_out and *indices_out are the caller's on success.
@@ -617,9 +667,8 @@ static int draw_counted(const rows_t *rs, int fanout, uint64_t key, int h, const
     int rc = 0;
     const gnn_csr_t *g = rs->g;
     const gnn_vid_t held = rs->remote ? rs->remote->n_held : g->n_rows;
-    gnn_eid_t *indptr = NULL, *rcnt = NULL;
-    gnn_vid_t *indices = NULL, *rv = NULL, *rsrc = NULL;
-    int64_t nr = 0; /* remote rows */
+    gnn_eid_t *indptr = NULL;
+    gnn_vid_t *indices = NULL, *rsrc = NULL;
     mark_t *marks = NULL;
 
     indptr = gnn_malloc_array((size_t)n_dst + 1, sizeof *indptr);
@@ -655,33 +704,9 @@ static int draw_counted(const rows_t *rs, int fanout, uint64_t key, int h, const
                       h);
         goto fail;
     }
-    if (rs->remote && h < rs->remote->first_hop) { /* every row must be held here */
-        for (gnn_vid_t i = 0; i < n_dst; i++)
-            if (dst[i] >= held) {
-                rc = GNN_FAIL(GNN_EINVAL,
-                              "sampler: hop %d reaches node %" GNN_PRIvid
-                              ", whose row is not held here (remote draws start at hop %d)",
-                              h, dst[i], rs->remote->first_hop);
-                goto fail;
-            }
-    } else if (rs->remote) { /* the rows held elsewhere, drawn by their holders */
-        for (gnn_vid_t i = 0; i < n_dst; i++) nr += dst[i] >= held;
-        rv = gnn_malloc_array((size_t)nr + 1, sizeof *rv);
-        rcnt = gnn_malloc_array((size_t)nr + 1, sizeof *rcnt);
-        if (!rv || !rcnt) {
-            rc = GNN_ENOMEM;
-            goto fail;
-        }
-        nr = 0;
-        for (gnn_vid_t i = 0; i < n_dst; i++)
-            if (dst[i] >= held) rv[nr++] = dst[i];
-        *called = 1; /* a failure of the hook itself is every process's */
-        rc = rs->remote->draw(rs->remote->ctx, h, fanout, key, rv, nr, rcnt, &rsrc, NULL);
+    if (rs->remote) { /* the rows held elsewhere, drawn by their holders */
+        rc = ask_holders(rs, fanout, key, h, dst, n_dst, indptr, &rsrc, NULL, called);
         if (rc < 0) goto fail;
-        *called = 2; /* this hop's exchange is done */
-        nr = 0;
-        for (gnn_vid_t i = 0; i < n_dst; i++)
-            if (dst[i] >= held) indptr[i + 1] = rcnt[nr++];
     }
     for (gnn_vid_t i = 0; i < n_dst; i++) indptr[i + 1] += indptr[i];
     const gnn_eid_t nnz = indptr[n_dst];
@@ -759,16 +784,12 @@ static int draw_counted(const rows_t *rs, int fanout, uint64_t key, int h, const
 
     *indptr_out = indptr;
     *indices_out = indices;
-    gnn_free(rv);
-    gnn_free(rcnt);
     return 0;
 
 fail:
     gnn_free(marks);
     gnn_free(indices);
     gnn_free(indptr);
-    gnn_free(rv);
-    gnn_free(rcnt);
     gnn_free(rsrc);
     return rc;
 }
@@ -1059,12 +1080,11 @@ static int sample_hop_typed(const rows_t *rs, int fanout, uint64_t key, int h, f
     const gnn_vid_t n_dst = f->n_nodes - first;
     const gnn_vid_t *dst = f->nodes + first;
     const gnn_vid_t held = rs->remote ? rs->remote->n_held : g->n_rows;
-    gnn_eid_t *indptr = NULL, *rcnt = NULL;
-    gnn_vid_t *indices = NULL, *rv = NULL, *rsrc = NULL;
+    gnn_eid_t *indptr = NULL;
+    gnn_vid_t *indices = NULL, *rsrc = NULL;
     int32_t *rel = NULL, *rrel = NULL;
     uint64_t *keys = NULL;
     mark_t *marks = NULL;
-    int64_t nr = 0; /* remote rows */
     memset(out, 0, sizeof *out);
     *etype_out = NULL;
     indptr = gnn_malloc_array((size_t)n_dst + 1, sizeof *indptr);
@@ -1096,33 +1116,9 @@ static int sample_hop_typed(const rows_t *rs, int fanout, uint64_t key, int h, f
                       h);
         goto fail;
     }
-    if (rs->remote && h < rs->remote->first_hop) { /* every row must be held here */
-        for (gnn_vid_t i = 0; i < n_dst; i++)
-            if (dst[i] >= held) {
-                rc = GNN_FAIL(GNN_EINVAL,
-                              "sampler: hop %d reaches node %" GNN_PRIvid
-                              ", whose row is not held here (remote draws start at hop %d)",
-                              h, dst[i], rs->remote->first_hop);
-                goto fail;
-            }
-    } else if (rs->remote) { /* the rows held elsewhere, drawn by their holders */
-        for (gnn_vid_t i = 0; i < n_dst; i++) nr += dst[i] >= held;
-        rv = gnn_malloc_array((size_t)nr + 1, sizeof *rv);
-        rcnt = gnn_malloc_array((size_t)nr + 1, sizeof *rcnt);
-        if (!rv || !rcnt) {
-            rc = GNN_ENOMEM;
-            goto fail;
-        }
-        nr = 0;
-        for (gnn_vid_t i = 0; i < n_dst; i++)
-            if (dst[i] >= held) rv[nr++] = dst[i];
-        *called = 1; /* a failure of the hook itself is every process's */
-        rc = rs->remote->draw(rs->remote->ctx, h, fanout, key, rv, nr, rcnt, &rsrc, &rrel);
+    if (rs->remote) { /* the rows held elsewhere, drawn by their holders */
+        rc = ask_holders(rs, fanout, key, h, dst, n_dst, indptr, &rsrc, &rrel, called);
         if (rc < 0) goto fail;
-        *called = 2; /* this hop's exchange is done */
-        nr = 0;
-        for (gnn_vid_t i = 0; i < n_dst; i++)
-            if (dst[i] >= held) indptr[i + 1] = rcnt[nr++];
     }
     for (gnn_vid_t i = 0; i < n_dst; i++) indptr[i + 1] += indptr[i];
     const gnn_eid_t nnz = indptr[n_dst];
@@ -1216,8 +1212,6 @@ static int sample_hop_typed(const rows_t *rs, int fanout, uint64_t key, int h, f
         }
     }
     gnn_free(keys);
-    gnn_free(rv);
-    gnn_free(rcnt);
     out->n_rows = n_dst;
     out->n_cols = f->n_nodes;
     out->nnz = nnz;
@@ -1233,8 +1227,6 @@ fail:
     gnn_free(rel);
     gnn_free(indices);
     gnn_free(indptr);
-    gnn_free(rv);
-    gnn_free(rcnt);
     gnn_free(rsrc);
     gnn_free(rrel);
     return rc;

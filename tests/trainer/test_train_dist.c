@@ -715,9 +715,9 @@ static void test_rgcn_same_losses_on_any_ranks(void **state)
     }
 }
 
-/* Test accuracy of the final line of the log of a run on np ranks over
- * dir with the options (NULL-ended). */
-static double rgcn_acc_run(char *np, const char *dir, const char *tag, ...)
+/* The metric key of the final line of the log of a run on np ranks (NULL:
+ * one process) over dir with the options (NULL-ended). */
+static double final_metric(const char *key, char *np, const char *dir, const char *tag, ...)
 {
     char log[640], name[64], *argv[TU_MAX_ARGS];
     snprintf(name, sizeof name, "%s.json", tag);
@@ -737,9 +737,9 @@ static double rgcn_acc_run(char *np, const char *dir, const char *tag, ...)
     text[strlen(text) - 1] = '\0';
     const char *last = strrchr(text, '\n') + 1;
     assert_true(tu_json_get(last, "final") != NULL);
-    double acc = tu_json_num(last, "test_acc");
+    double v = tu_json_num(last, key);
     free(text);
-    return acc;
+    return v;
 }
 
 /*
@@ -861,10 +861,10 @@ static void test_rgcn_minibatch_over_parts(void **state)
 #define RGCN_ROWS_ARGS                                                                            \
     "--model", "rgcn", "--mode", "minibatch", "--embed-dim", "16", "--fanouts", "10,10",          \
         "--batch-size", "32", "--epochs", "100", "--hidden", "32", "--lr", "0.05"
-    double acc = rgcn_acc_run("2", g_hlk2r, "rgcn-rows-acc", RGCN_ROWS_ARGS, "--embed-lr", "0.05",
-                              (char *)NULL);
-    double frozen = rgcn_acc_run("2", g_hlk2r, "rgcn-rows-frozen", RGCN_ROWS_ARGS, "--embed-lr",
-                                 "1e-20", (char *)NULL);
+    double acc = final_metric("test_acc", "2", g_hlk2r, "rgcn-rows-acc", RGCN_ROWS_ARGS,
+                              "--embed-lr", "0.05", (char *)NULL);
+    double frozen = final_metric("test_acc", "2", g_hlk2r, "rgcn-rows-frozen", RGCN_ROWS_ARGS,
+                                 "--embed-lr", "1e-20", (char *)NULL);
 #undef RGCN_ROWS_ARGS
     print_message("rgcn, learnable rows, mini-batches on 2 random parts: test accuracy %.4f, "
                   "%.4f with the rows frozen\n", acc, frozen);
@@ -904,27 +904,11 @@ static void test_rgcn_link(void **state)
     if (SANITIZED) return;
     double auc[2];
     char *np[2] = {NULL, "2"};
-    const char *dir[2] = {g_hx, g_hxk2};
-    for (int i = 0; i < 2; i++) {
-        char log[640], *argv[TU_MAX_ARGS];
-        snprintf(log, sizeof log, "%s",
-                 tu_path(i ? "rgcn-link-auc-2.json" : "rgcn-link-auc-1.json"));
-        int k = train_head(argv, np[i]);
-        char *rest[] = {"--data", (char *)dir[i], "--model", "rgcn", "--task", "link", "--mode",
-                        "minibatch", "--batch-size", "512", "--epochs", "10", "--log-json", log,
-                        "-q", NULL};
-        for (int h = 0; rest[h]; h++) argv[k++] = rest[h];
-        argv[k] = NULL;
-        tu_run_t r = run_limited(argv, NULL);
-        expect_ok(argv, &r);
-        char *text = tu_read_file(log);
-        assert_non_null(text);
-        text[strlen(text) - 1] = '\0';
-        const char *last = strrchr(text, '\n') + 1;
-        assert_true(tu_json_get(last, "final") != NULL);
-        auc[i] = tu_json_num(last, "test_auc");
-        free(text);
-    }
+    const char *dir[2] = {g_hx, g_hxk2}, *tag[2] = {"rgcn-link-auc-1", "rgcn-link-auc-2"};
+    for (int i = 0; i < 2; i++)
+        auc[i] = final_metric("test_auc", np[i], dir[i], tag[i], "--model", "rgcn", "--task",
+                              "link", "--mode", "minibatch", "--batch-size", "512", "--epochs",
+                              "10", (char *)NULL);
     print_message("rgcn, link, edge mini-batches, 10 epochs: test AUC %.4f one process, %.4f on "
                   "2 ranks\n", auc[0], auc[1]);
     assert_true(auc[1] >= 0.8);
