@@ -11,10 +11,14 @@
 #include "trainer/dist.h"
 #include "trainer/train.h"
 
+#include <dlfcn.h>
 #include <mpi.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
 
 #define O(field) offsetof(gnn_train_opts_t, field)
 
@@ -167,11 +171,49 @@ static int run(void *opts, char **pos, int npos)
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (rank > 0 && gnn_log_level() > GNN_LOG_WARN) gnn_log_set_level(GNN_LOG_WARN);
+    char *(*corename)(void) = (char *(*)(void))dlsym(RTLD_DEFAULT, "openblas_get_corename");
+    if (corename) GNN_DEBUG("OpenBLAS runs its %s kernels", corename());
     return gnn_train_run(opts, NULL);
+}
+
+/*
+ * OpenBLAS picks its kernels by the CPU's model, and a release older than
+ * the CPU (Debian's 0.3.21 on Intel Xeons after Sapphire Rapids) falls
+ * back to its generic Prescott (SSE3) kernels, about half as fast on the
+ * products gnn-train leaves to it. Where OpenBLAS names such a generic
+ * core but the CPU runs AVX-512 (or AVX2 and FMA), gnn-train starts again
+ * with OPENBLAS_CORETYPE naming the kernels it can run (SkylakeX, or
+ * Haswell), which OpenBLAS reads only as it loads. A set
+ * OPENBLAS_CORETYPE is left alone, and so is any other BLAS.
+ */
+static void blas_kernels(char **argv)
+{
+    static const char *const generic[] = {"Prescott", "Core2", "Penryn", "Dunnington",
+                                          "Nehalem", "Atom", "Katmai", "Coppermine",
+                                          "Northwood", "Banias"};
+    const char *set = getenv("OPENBLAS_CORETYPE");
+    if (set && *set) return;
+    char *(*corename)(void) = (char *(*)(void))dlsym(RTLD_DEFAULT, "openblas_get_corename");
+    const char *core = corename ? corename() : NULL;
+    int weak = 0;
+    for (size_t i = 0; core && i < sizeof generic / sizeof generic[0]; i++)
+        weak |= !strcasecmp(core, generic[i]);
+    if (!weak) return;
+    __builtin_cpu_init();
+    const char *want = NULL;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+        want = "SkylakeX";
+    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        want = "Haswell";
+    if (!want || setenv("OPENBLAS_CORETYPE", want, 1) != 0) return;
+    execv("/proc/self/exe", argv); /* returns only on failure: go on as we are */
+    unsetenv("OPENBLAS_CORETYPE");
 }
 
 int main(int argc, char **argv)
 {
+    blas_kernels(argv);
     gnn_log_set_prog("gnn-train");
     gnn_train_opts_t o;
     gnn_train_defaults(&o);
