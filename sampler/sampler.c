@@ -655,6 +655,32 @@ fail:
     return rc;
 }
 
+/* The holders' answers (ask_holders: src, and rel for a typed sampler)
+ * into the rows of dst held elsewhere, at indptr's offsets in indices (and
+ * rel). A typed answer's relations must lie in [0, n_rels): GNN_EINVAL
+ * naming the node otherwise. */
+static int place_answers(const rows_t *rs, const gnn_vid_t *dst, gnn_vid_t n_dst,
+                         const gnn_eid_t *indptr, const gnn_vid_t *src, const int32_t *ans_rel,
+                         gnn_vid_t *indices, int32_t *rel)
+{
+    gnn_eid_t at = 0;
+    for (gnn_vid_t i = 0; i < n_dst; i++) {
+        if (dst[i] < rs->remote->n_held) continue;
+        gnn_eid_t c = indptr[i + 1] - indptr[i];
+        if (rel)
+            for (gnn_eid_t k = 0; k < c; k++)
+                if (!ans_rel || ans_rel[at + k] < 0 || ans_rel[at + k] >= rs->n_rels)
+                    return GNN_FAIL(GNN_EINVAL,
+                                    "sampler: the holder of node %" GNN_PRIvid
+                                    " answered relation %d of %d",
+                                    dst[i], ans_rel ? ans_rel[at + k] : -1, rs->n_rels);
+        memcpy(indices + indptr[i], src + at, (size_t)c * sizeof *indices);
+        if (rel) memcpy(rel + indptr[i], ans_rel + at, (size_t)c * sizeof *rel);
+        at += c;
+    }
+    return 0;
+}
+
 /*
  * The draws of one hop (global ids), two passes: every row's count, their
  * prefix sum, then the draws into place; rows held elsewhere through the
@@ -771,13 +797,7 @@ static int draw_counted(const rows_t *rs, int fanout, uint64_t key, int h, const
         goto fail;
     }
     if (rs->remote) {
-        gnn_eid_t at = 0;
-        for (gnn_vid_t i = 0; i < n_dst; i++)
-            if (dst[i] >= held) {
-                gnn_eid_t c = indptr[i + 1] - indptr[i];
-                memcpy(indices + indptr[i], rsrc + at, (size_t)c * sizeof *indices);
-                at += c;
-            }
+        place_answers(rs, dst, n_dst, indptr, rsrc, NULL, indices, NULL);
         gnn_free(rsrc);
         rsrc = NULL;
     }
@@ -1170,22 +1190,8 @@ static int sample_hop_typed(const rows_t *rs, int fanout, uint64_t key, int h, f
         goto fail;
     }
     if (rs->remote) {
-        gnn_eid_t at = 0;
-        for (gnn_vid_t i = 0; i < n_dst; i++)
-            if (dst[i] >= held) {
-                gnn_eid_t c = indptr[i + 1] - indptr[i];
-                for (gnn_eid_t k = 0; k < c; k++)
-                    if (!rrel || rrel[at + k] < 0 || rrel[at + k] >= rs->n_rels) {
-                        rc = GNN_FAIL(GNN_EINVAL,
-                                      "sampler: the holder of node %" GNN_PRIvid
-                                      " answered relation %d of %d",
-                                      dst[i], rrel ? rrel[at + k] : -1, rs->n_rels);
-                        goto fail;
-                    }
-                memcpy(indices + indptr[i], rsrc + at, (size_t)c * sizeof *indices);
-                memcpy(rel + indptr[i], rrel + at, (size_t)c * sizeof *rel);
-                at += c;
-            }
+        rc = place_answers(rs, dst, n_dst, indptr, rsrc, rrel, indices, rel);
+        if (rc < 0) goto fail;
         gnn_free(rsrc);
         gnn_free(rrel);
         rsrc = NULL;
