@@ -514,14 +514,15 @@ void gnn__philox_blocks(uint64_t seed, const uint64_t *blocks, int64_t n, uint32
 #endif
 
 /*
- * ys[e] = u(r[e]) < p ? 0 : xs[e] * scale for the 4 * RNG_BATCH elements of
- * a full batch, without branches (a drop decision at p = 0.5 is a coin
- * flip no branch predictor can follow): the kept value is selected by a
- * bit mask. xs may equal ys (in place).
+ * ys[e] = u(r[e]) < p ? 0 : xs[e] * scale for the n elements of a span,
+ * without branches (a drop decision at p = 0.5 is a coin flip no branch
+ * predictor can follow): the kept value is selected by a bit mask. xs may
+ * equal ys (in place).
  */
-static void mask_batch_scalar(const uint32_t *r, const float *xs, float *ys, float p, float scale)
+static void mask_span_scalar(const uint32_t *r, const float *xs, float *ys, int64_t n, float p,
+                             float scale)
 {
-    for (int e = 0; e < 4 * RNG_BATCH; e++) {
+    for (int64_t e = 0; e < n; e++) {
         float u = gnn_rng_u01(r[e]), v = xs[e] * scale;
         uint32_t bits;
         memcpy(&bits, &v, sizeof bits);
@@ -531,32 +532,34 @@ static void mask_batch_scalar(const uint32_t *r, const float *xs, float *ys, flo
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
-__attribute__((target("avx2"))) static void mask_batch_avx2(const uint32_t *r, const float *xs,
-                                                            float *ys, float p, float scale)
+__attribute__((target("avx2"))) static void mask_span_avx2(const uint32_t *r, const float *xs,
+                                                           float *ys, int64_t n, float p,
+                                                           float scale)
 {
     const __m256 vp = _mm256_set1_ps(p), vs = _mm256_set1_ps(scale);
     const __m256 two24 = _mm256_set1_ps(5.9604644775390625e-08f);
-    for (int e = 0; e < 4 * RNG_BATCH; e += 8) {
+    int64_t e = 0;
+    for (; e + 8 <= n; e += 8) {
         __m256i w = _mm256_srli_epi32(_mm256_loadu_si256((const __m256i *)(r + e)), 8);
         __m256 u = _mm256_mul_ps(_mm256_cvtepi32_ps(w), two24); /* exact: w < 2^24 */
         __m256 v = _mm256_mul_ps(_mm256_loadu_ps(xs + e), vs);
         __m256 drop = _mm256_cmp_ps(u, vp, _CMP_LT_OQ);
         _mm256_storeu_ps(ys + e, _mm256_andnot_ps(drop, v));
     }
+    mask_span_scalar(r + e, xs + e, ys + e, n - e, p, scale);
 }
 #endif
 
-static void mask_batch(const uint32_t *r, const float *xs, float *ys, float p, float scale)
+static void mask_span(const uint32_t *r, const float *xs, float *ys, int64_t n, float p,
+                      float scale)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
-    static int avx2 = -1;
-    if (avx2 < 0) avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
-    if (avx2) {
-        mask_batch_avx2(r, xs, ys, p, scale);
+    if (have_avx2()) {
+        mask_span_avx2(r, xs, ys, n, p, scale);
         return;
     }
 #endif
-    mask_batch_scalar(r, xs, ys, p, scale);
+    mask_span_scalar(r, xs, ys, n, p, scale);
 }
 
 /*
@@ -579,7 +582,7 @@ static void dropout_batches(int64_t n, float p, float scale, uint64_t seed, uint
         philox_batch(seed, (b0 + (uint64_t)k) * (uint64_t)RNG_BATCH, r);
         int64_t i0 = k * per - lead; /* element of r[0] */
         if (i0 >= 0 && i0 + per <= n) {
-            mask_batch(r, x + i0, y + i0, p, scale);
+            mask_span(r, x + i0, y + i0, per, p, scale);
         } else {
             for (int e = 0; e < 4 * RNG_BATCH; e++) {
                 int64_t i = i0 + e;
@@ -627,24 +630,79 @@ fail:
     return rc;
 }
 
+/* Philox blocks one gather of drop_rows draws at most. */
+#define SPAN_BLOCKS 256
+
+/* The spans of one gather: n elements from x to y whose counters start at
+ * off, their words at word (the block of off first). */
+typedef struct {
+    uint64_t off;
+    int64_t n, word;
+    const float *x;
+    float *y;
+} drop_span_t;
+
+typedef struct {
+    uint64_t blocks[SPAN_BLOCKS];
+    uint32_t words[4 * SPAN_BLOCKS];
+    drop_span_t span[SPAN_BLOCKS];
+    int64_t nb, ns;
+} drop_gather_t;
+
+/* Draws the blocks gathered so far and masks their spans. */
+static void drop_flush(drop_gather_t *d, float p, float scale, uint64_t seed)
+{
+    gnn__philox_blocks(seed, d->blocks, d->nb, d->words);
+    for (int64_t i = 0; i < d->ns; i++) {
+        const drop_span_t *t = &d->span[i];
+        mask_span(d->words + t->word + (int64_t)(t->off & 3u), t->x, t->y, t->n, p, scale);
+    }
+    d->nb = d->ns = 0;
+}
+
+/* Elements [0, n) from counter off: in pieces whose blocks fit a gather,
+ * each piece's blocks added to the gather (drawn when it is full). */
+static void drop_add(drop_gather_t *d, uint64_t off, int64_t n, const float *x, float *y,
+                     float p, float scale, uint64_t seed)
+{
+    const int64_t most = 4 * (SPAN_BLOCKS - 1); /* any start lane fits SPAN_BLOCKS blocks */
+    while (n > 0) {
+        int64_t m = n < most ? n : most;
+        int64_t nb = ((int64_t)(off & 3u) + m + 3) / 4;
+        if (d->nb + nb > SPAN_BLOCKS) drop_flush(d, p, scale, seed);
+        drop_span_t *t = &d->span[d->ns++];
+        *t = (drop_span_t){.off = off, .n = m, .word = 4 * d->nb, .x = x, .y = y};
+        for (int64_t b = 0; b < nb; b++)
+            d->blocks[d->nb++] = ((off >> 2) + (uint64_t)b) & (UINT64_MAX >> 2);
+        off += (uint64_t)m;
+        n -= m;
+        x += m;
+        y += m;
+    }
+}
+
 /* Rows [r0, r1) of x (f wide) dropped into y, row r by the counters of
  * row id row_id[r] (row_id NULL: r): each run of consecutive ids is one
- * range of counters (serial; the mask is the counters', so any split of
- * the rows gives the same bits). */
+ * range of counters, and the Philox blocks of many short ranges (rows of
+ * a mini-batch, scattered over the graph) are drawn in one gather (serial;
+ * the mask is the counters', so any split of the rows gives the same
+ * bits). */
 static void drop_rows(int64_t r0, int64_t r1, int64_t f, const int64_t *row_id, float p,
                       float scale, uint64_t seed, uint64_t offset, const float *x, float *y)
 {
+    drop_gather_t d;
+    d.nb = d.ns = 0;
     for (int64_t r = r0; r < r1;) {
         int64_t e = r + 1;
         if (row_id)
             while (e < r1 && row_id[e] == row_id[e - 1] + 1) e++;
         else
             e = r1;
-        const int64_t n = (e - r) * f;
         const uint64_t off = offset + (uint64_t)(row_id ? row_id[r] : r) * (uint64_t)f;
-        dropout_batches(n, p, scale, seed, off, x + r * f, y + r * f, 0, dropout_nbatches(n, off));
+        drop_add(&d, off, (e - r) * f, x + r * f, y + r * f, p, scale, seed);
         r = e;
     }
+    if (d.ns) drop_flush(&d, p, scale, seed);
 }
 
 int gnn_dropout_rows(int64_t rows, int64_t f, const int64_t *row_id, float p, uint64_t seed,

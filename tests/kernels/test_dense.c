@@ -834,9 +834,16 @@ static void test_dropout_identity_and_errors(void **state)
     free(x), free(y);
 }
 
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
 /*
  * gnn_dropout_rows on rows picked at random from a larger matrix (a
- * random subset in random order; f not a multiple of 4; offsets that are
+ * random subset in random order, or ascending with runs of consecutive
+ * ids; f not a multiple of 4, rows longer than one draw of blocks; offsets that are
  * not aligned to the generator's batches, one of them wrapping past 2^64):
  * each row equals that row of gnn_dropout on the larger matrix, bit for
  * bit, on and above the threading threshold. p == 0 copies, y == x works,
@@ -848,7 +855,10 @@ static void test_dropout_rows_match_whole_matrix(void **state)
     uint64_t st = g_seed ^ 0x6472;
     static const struct {
         int64_t big, rows, f;
-    } shapes[] = {{1, 1, 1}, {50, 17, 7}, {1000, 300, 37}, {3000, 2000, 21}};
+        int sorted; /* ids ascending: runs of consecutive ids (one counter range each) */
+    } shapes[] = {{1, 1, 1, 0},       {50, 17, 7, 0},      {1000, 300, 37, 0},
+                  {3000, 2000, 21, 0}, {3000, 2900, 3, 1},  {40, 30, 1500, 0},
+                  {40, 39, 1021, 1}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         const int64_t big = shapes[s].big, rows = shapes[s].rows, f = shapes[s].f;
         float *xb = rand_floats(&st, big * f, -1, 1);
@@ -859,6 +869,7 @@ static void test_dropout_rows_match_whole_matrix(void **state)
         assert_non_null(x);
         assert_non_null(y);
         int64_t *id = rand_perm(&st, big);
+        if (shapes[s].sorted) qsort(id, (size_t)rows, sizeof *id, cmp_i64);
         for (int64_t r = 0; r < rows; r++) memcpy(x + r * f, xb + id[r] * f, (size_t)f * sizeof *x);
         const uint64_t offsets[] = {1 + 2 * (tu_rng_next(&st) % 100000),
                                     UINT64_MAX - 3 * (uint64_t)f};
