@@ -56,6 +56,11 @@ static const gnn_opt_t train_table[] = {
      "gat: attention function, gat or a plug-in's (default gat)"},
     {"num-bases", 0, GNN_OPT_INT, O(num_bases), "B",
      "rgcn: each relation's weight a combination of B shared bases (0: a weight per relation)"},
+    {"rgcn-order", 0, GNN_OPT_STRING, O(rgcn_order), "S",
+     "rgcn: transform-first (each source times its relations' weights, then the means), "
+     "aggregate-first (the means of the inputs, then one product per destination), or auto "
+     "(aggregate-first on blocks with far fewer destinations than sources, where it costs "
+     "less: a mini-batch's lower layers)"},
     {"heads", 0, GNN_OPT_INT, O(heads), "K",
      "gat: attention heads of each hidden layer, concatenated (--hidden features each)"},
     {"out-heads", 0, GNN_OPT_INT, O(out_heads), "K", "gat: attention heads of the output layer, "

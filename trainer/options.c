@@ -4,6 +4,7 @@
  * before any data is read, so a bad command line costs nothing.
  */
 #include "trainer/job.h"
+#include "trainer/typed.h"
 
 #include "graph/base/error.h"
 
@@ -223,6 +224,12 @@ int gnn__opts_check(const gnn_train_opts_t *o)
                         GNN_MAX_RELATIONS);
     if (o->num_bases && strcmp(o->model, "rgcn"))
         return GNN_FAIL(GNN_EUSAGE, "--num-bases: only for --model rgcn");
+    if (gnn_typed_order_parse(o->rgcn_order) < 0)
+        return GNN_FAIL(GNN_EUSAGE,
+                        "--rgcn-order \"%s\" (expected auto, transform-first or aggregate-first)",
+                        o->rgcn_order);
+    if (o->rgcn_order && strcmp(o->rgcn_order, "auto") && strcmp(o->model, "rgcn"))
+        return GNN_FAIL(GNN_EUSAGE, "--rgcn-order: only for --model rgcn");
     if (o->out_heads < 1 || o->out_heads > 64)
         return GNN_FAIL(GNN_EUSAGE, "--out-heads %d outside [1, 64]", o->out_heads);
     if (!(o->attn_dropout >= 0.0 && (float)o->attn_dropout < 1.0f))

@@ -36,6 +36,8 @@ typedef struct {
     const char *save_embeddings; /* HDF5 of the last layer's output per node, or NULL */
     const char *save_model;    /* safetensors of the best parameters for PyTorch, or NULL */
     int num_bases;             /* rgcn: shared bases of the relation weights (0: none) */
+    const char *rgcn_order;    /* rgcn: "auto" | "transform-first" | "aggregate-first"
+                                  (NULL: auto; trainer/typed.h) */
     int heads;                 /* gat: heads of each hidden layer (concatenated) */
     int out_heads;             /* gat: heads of the output layer (averaged) */
     double attn_dropout;       /* gat: drop probability of attention weights */

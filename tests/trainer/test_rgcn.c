@@ -47,6 +47,11 @@
 #include <time.h>
 
 static uint64_t g_seed;
+/* The order the layer graphs offer (every gradient test runs each). */
+static gnn_typed_order_t g_order = GNN_TYPED_AUTO;
+static const gnn_typed_order_t k_orders[3] = {GNN_TYPED_AUTO, GNN_TYPED_TRANSFORM_FIRST,
+                                              GNN_TYPED_AGGREGATE_FIRST};
+static const char *const k_order_names[3] = {"auto", "transform-first", "aggregate-first"};
 
 static void expect_error(int rc, int code, const char *want)
 {
@@ -187,8 +192,13 @@ static gnn_bgraph_t *prepare(gnn_backend_t *be, const world_t *w, const lgraph_t
 {
     gnn_bgraph_t *bg;
     assert_int_equal(gnn_be_graph_create(be, &g->csr, &bg), 0);
-    int rc = gnn_typed_graph_attach(be, bg, &g->csr, g->etype, g->gid, &w->types);
+    int rc = gnn_typed_graph_attach(be, bg, &g->csr, g->etype, g->gid, &w->types, g_order, 0, 0);
     if (rc != 0) fail_msg("attach: %s", gnn_error_message());
+    const gnn_typed_graph_t *t = gnn_bgraph_attached(bg);
+    int agg = g_order == GNN_TYPED_AGGREGATE_FIRST; /* auto without widths: products first */
+    if ((t->ug != NULL) != agg || (t->vg != NULL) == agg)
+        fail_msg("attach in order %d built ug %p and vg %p", (int)g_order, (void *)t->ug,
+                 (void *)t->vg);
     return bg;
 }
 
@@ -495,8 +505,11 @@ static void check_on(const world_t *w, const lgraph_t *const *g, const cfg_t *c,
                      const char *what)
 {
     char label[160];
-    snprintf(label, sizeof label, "%s, %d layers, B = %d, dropout %g (seed %" PRIu64 ")", what,
-             c->layers, c->bases, (double)c->dropout, g_seed);
+    const char *order = "auto";
+    for (int o = 0; o < 3; o++)
+        if (k_orders[o] == g_order) order = k_order_names[o];
+    snprintf(label, sizeof label, "%s, %s, %d layers, B = %d, dropout %g (seed %" PRIu64 ")",
+             what, order, c->layers, c->bases, (double)c->dropout, g_seed);
     int64_t n_in = g[0]->csr.n_cols, n_out = g[c->layers - 1]->csr.n_rows, nx = n_in * c->f;
     data_t dt;
     data(&dt, n_in, c->f, n_out, &s);
@@ -571,7 +584,7 @@ static void shuffled(const world_t *w, int64_t ns, uint64_t *s, int64_t *order)
     }
 }
 
-static void test_full_graph_gradients(void **state)
+static void full_graph_gradients_once(void **state)
 {
     (void)state;
     static const cfg_t cases[] = {
@@ -591,6 +604,16 @@ static void test_full_graph_gradients(void **state)
         check_on(&w, g, &cases[i], s, "full graph");
         world_free(&w);
     }
+}
+
+/* full_graph_gradients in each order the layer graphs can offer. */
+static void test_full_graph_gradients(void **state)
+{
+    for (int o = 0; o < 3; o++) {
+        g_order = k_orders[o];
+        full_graph_gradients_once(state);
+    }
+    g_order = GNN_TYPED_AUTO;
 }
 
 /* The layout the attachment made: the full graph in type order, with the
@@ -638,7 +661,7 @@ static void test_layout(void **state)
  * rectangular layer, and a chain of two (the second block's sources the
  * first's destinations), gradients as on the full graph.
  */
-static void test_block_gradients(void **state)
+static void block_gradients_once(void **state)
 {
     (void)state;
     static const cfg_t one[] = {
@@ -675,7 +698,8 @@ static void test_block_gradients(void **state)
         for (int l = 0; l < c->layers; l++) {
             gnn_bgraph_t *bg = prepare(be, &w, g[l]);
             const gnn_typed_graph_t *t = gnn_bgraph_attached(bg);
-            assert_non_null(t->perm);
+            if (g_order != GNN_TYPED_AGGREGATE_FIRST) /* else ug, by destination */
+                assert_non_null(t->perm);
             assert_true(t->cnt[1] > 0 && t->k[1] == 0);
             gnn_be_graph_free(bg);
         }
@@ -687,9 +711,19 @@ static void test_block_gradients(void **state)
     }
 }
 
+/* block_gradients in each order the layer graphs can offer. */
+static void test_block_gradients(void **state)
+{
+    for (int o = 0; o < 3; o++) {
+        g_order = k_orders[o];
+        block_gradients_once(state);
+    }
+    g_order = GNN_TYPED_AUTO;
+}
+
 /* A block without any node of a (the type with most relations): its
  * relations have no virtual sources, their weights no gradient. */
-static void test_block_without_a_type(void **state)
+static void block_without_a_type_once(void **state)
 {
     (void)state;
     static const cfg_t cases[] = {{1, 0, 5, 0, 0.3f}, {1, 2, 4, 0, 0.0f}};
@@ -720,7 +754,8 @@ static void test_block_without_a_type(void **state)
         assert_int_equal(gnn_backend_open("cpu", &be), 0);
         gnn_bgraph_t *bg = prepare(be, &w, &b);
         const gnn_typed_graph_t *t = gnn_bgraph_attached(bg);
-        assert_non_null(t->perm);
+        if (g_order != GNN_TYPED_AGGREGATE_FIRST) /* else ug, by destination */
+            assert_non_null(t->perm);
         assert_true(t->cnt[0] == 0 && t->k[0] == 3 && t->cnt[1] > 0 && t->cnt[2] > 0);
         assert_int_equal(t->nv, t->cnt[2] * 2);
         gnn_be_graph_free(bg);
@@ -731,6 +766,16 @@ static void test_block_without_a_type(void **state)
         free(order);
         world_free(&w);
     }
+}
+
+/* block_without_a_type in each order the layer graphs can offer. */
+static void test_block_without_a_type(void **state)
+{
+    for (int o = 0; o < 3; o++) {
+        g_order = k_orders[o];
+        block_without_a_type_once(state);
+    }
+    g_order = GNN_TYPED_AUTO;
 }
 
 /* Halo hooks that count their calls. */
@@ -756,7 +801,7 @@ static int count_backward(void *ctx, int k, float *g, int64_t f)
  * the backward succeed on both backends, every exchange is made, the
  * gradients are zero.
  */
-static void test_no_virtual_sources(void **state)
+static void no_virtual_sources_once(void **state)
 {
     (void)state;
     uint64_t s = g_seed ^ 0x6a09ull;
@@ -790,7 +835,7 @@ static void test_no_virtual_sources(void **state)
         a.indices = indices;
         gnn_bgraph_t *bg;
         assert_int_equal(gnn_be_graph_create(be, &a, &bg), 0);
-        int rc = gnn_typed_graph_attach(be, bg, &a, et, NULL, &w.types);
+        int rc = gnn_typed_graph_attach(be, bg, &a, et, NULL, &w.types, g_order, 0, 0);
         if (rc != 0) fail_msg("%s: attach: %s", names[k], gnn_error_message());
         float *x, *dl;
         int64_t *ids;
@@ -835,6 +880,16 @@ static void test_no_virtual_sources(void **state)
         gnn_backend_close(be);
     }
     world_free(&w);
+}
+
+/* no_virtual_sources in each order the layer graphs can offer. */
+static void test_no_virtual_sources(void **state)
+{
+    for (int o = 0; o < 3; o++) {
+        g_order = k_orders[o];
+        no_virtual_sources_once(state);
+    }
+    g_order = GNN_TYPED_AUTO;
 }
 
 /* ---- cpu against cpu-as-gpu --------------------------------------------- */
@@ -888,7 +943,7 @@ static void same_on_both(const world_t *w, const lgraph_t *const *g, const cfg_t
     data_free(&dt);
 }
 
-static void test_cpu_as_gpu(void **state)
+static void cpu_as_gpu_once(void **state)
 {
     (void)state;
     static const cfg_t cases[] = {{2, 0, 5, 4, 0.3f}, {3, 2, 4, 5, 0.25f}, {2, R, 5, 4, 0.0f}};
@@ -919,6 +974,16 @@ static void test_cpu_as_gpu(void **state)
         free(order);
         world_free(&w);
     }
+}
+
+/* cpu_as_gpu in each order the layer graphs can offer. */
+static void test_cpu_as_gpu(void **state)
+{
+    for (int o = 0; o < 3; o++) {
+        g_order = k_orders[o];
+        cpu_as_gpu_once(state);
+    }
+    g_order = GNN_TYPED_AUTO;
 }
 
 /* ---- Layer-wise inference ------------------------------------------------ */
@@ -980,7 +1045,7 @@ static void infer_equals_forward(const world_t *w, const lgraph_t *const *g, con
     data_free(&dt);
 }
 
-static void test_layer_infer(void **state)
+static void layer_infer_once(void **state)
 {
     (void)state;
     static const cfg_t cases[] = {{3, 0, 5, 4, 0.5f}, {2, 2, 4, 6, 0.3f}};
@@ -1009,6 +1074,16 @@ static void test_layer_infer(void **state)
         free(order);
         world_free(&w);
     }
+}
+
+/* layer_infer in each order the layer graphs can offer. */
+static void test_layer_infer(void **state)
+{
+    for (int o = 0; o < 3; o++) {
+        g_order = k_orders[o];
+        layer_infer_once(state);
+    }
+    g_order = GNN_TYPED_AUTO;
 }
 
 /* ---- Errors -------------------------------------------------------------- */
@@ -1078,31 +1153,69 @@ static void test_errors(void **state)
     a.indices[e] = w.types.off[2];
     gnn_bgraph_t *bg;
     assert_int_equal(gnn_be_graph_create(be, &a, &bg), 0);
-    char want[160];
+    char want[512];
     snprintf(want, sizeof want,
              "edge %" PRId64 " has relation 'r4', which starts at type 'a', but its source is of "
              "type 'c'",
              e);
-    expect_error(gnn_typed_graph_attach(be, bg, &a, w.etype, NULL, &w.types), GNN_EINVAL, want);
+    expect_error(gnn_typed_graph_attach(be, bg, &a, w.etype, NULL, &w.types, GNN_TYPED_AUTO, 0, 0),
+                 GNN_EINVAL, want);
     assert_null(gnn_bgraph_attached(bg));
     gnn_be_graph_free(bg);
     free(a.indices);
-    /* The same through src_gid: the edge's source read as a node of c. */
+    /* The same through src_gid, on a full graph whose node u (the source
+     * of that r4 edge) is read as a node of c: the first edge that either
+     * starts at u (its relation starts at a) or ends at u (its relation
+     * ends at u's own type, not c) is named, with what is wrong with it. */
     int64_t *gid = malloc((size_t)w.n * sizeof *gid);
     assert_non_null(gid);
     for (int64_t v = 0; v < w.n; v++) gid[v] = v;
-    gid[w.a.indices[e]] = w.types.off[2];
+    const int64_t u = w.a.indices[e];
+    gid[u] = w.types.off[2];
     assert_int_equal(gnn_be_graph_create(be, &w.a, &bg), 0);
-    int64_t e0 = -1; /* the first edge from that source of a relation of a */
-    for (int64_t k = 0; k < w.a.nnz && e0 < 0; k++)
-        if (w.a.indices[k] == w.a.indices[e]) e0 = k;
-    snprintf(want, sizeof want,
-             "edge %" PRId64 " has relation 'r%d', which starts at type 'a', but its source is of "
-             "type 'c'",
-             e0, (int)w.etype[e0]);
-    expect_error(gnn_typed_graph_attach(be, bg, &w.a, w.etype, gid, &w.types), GNN_EINVAL, want);
+    int64_t e0 = -1, row = 0;
+    for (int64_t k = 0; k < w.a.nnz && e0 < 0; k++) {
+        while (w.a.indptr[row + 1] <= k) row++;
+        if (w.a.indices[k] == u || row == u) e0 = k;
+    }
+    assert_true(e0 >= 0);
+    const char *own = w.types.ntype[gnn_graph_types_of(&w.types, u)];
+    if (w.a.indices[e0] == u)
+        snprintf(want, sizeof want,
+                 "edge %" PRId64 " has relation 'r%d', which starts at type '%s', but its "
+                 "source is of type 'c'",
+                 e0, (int)w.etype[e0], own);
+    else
+        snprintf(want, sizeof want,
+                 "edge %" PRId64 " has relation 'r%d', which ends at type '%s', but its "
+                 "destination is of type 'c'",
+                 e0, (int)w.etype[e0], own);
+    expect_error(gnn_typed_graph_attach(be, bg, &w.a, w.etype, gid, &w.types, GNN_TYPED_AUTO, 0, 0),
+                 GNN_EINVAL, want);
     assert_null(gnn_bgraph_attached(bg));
     gnn_be_graph_free(bg);
+    /* An edge whose relation does not end at its destination's type: the
+     * relation of an r0 (c -> a) edge made r2 (c -> c). */
+    int32_t *et = malloc((size_t)(w.a.nnz + 1) * sizeof *et);
+    assert_non_null(et);
+    memcpy(et, w.etype, (size_t)w.a.nnz * sizeof *et);
+    int64_t e2 = -1;
+    for (int64_t k = 0; k < w.a.nnz && e2 < 0; k++)
+        if (w.etype[k] == 0) e2 = k;
+    assert_true(e2 >= 0);
+    et[e2] = 2;
+    for (int o = 0; o < 3; o++) {
+        assert_int_equal(gnn_be_graph_create(be, &w.a, &bg), 0);
+        snprintf(want, sizeof want,
+                 "edge %" PRId64 " has relation 'r2', which ends at type 'c', but its "
+                 "destination is of type 'a'",
+                 e2);
+        expect_error(gnn_typed_graph_attach(be, bg, &w.a, et, NULL, &w.types, k_orders[o], 0, 0),
+                     GNN_EINVAL, want);
+        assert_null(gnn_bgraph_attached(bg));
+        gnn_be_graph_free(bg);
+    }
+    free(et);
     free(gid);
 
     gnn_be_free(be, x);
@@ -1115,7 +1228,7 @@ static void test_errors(void **state)
 /* The attachment under allocation failure: the Nth allocation failing for
  * N = 1, 2, ... until it succeeds gives GNN_ENOMEM, attaches nothing and
  * leaks nothing (the sanitizer build checks). */
-static void test_attach_alloc_failure(void **state)
+static void attach_alloc_failure_once(void **state)
 {
     (void)state;
     uint64_t s = g_seed;
@@ -1133,7 +1246,7 @@ static void test_attach_alloc_failure(void **state)
     int ok = 0;
     for (int64_t nth = 1; nth < 1000 && !ok; nth++) {
         gnn_alloc_fail_at(nth);
-        int rc = gnn_typed_graph_attach(be, bg, &b.csr, b.etype, b.gid, &w.types);
+        int rc = gnn_typed_graph_attach(be, bg, &b.csr, b.etype, b.gid, &w.types, g_order, 0, 0);
         int failed = gnn_alloc_failed();
         gnn_alloc_fail_at(0);
         if (!failed) {
@@ -1152,6 +1265,16 @@ static void test_attach_alloc_failure(void **state)
     lgraph_free(&b);
     free(order);
     world_free(&w);
+}
+
+/* attach_alloc_failure in each order the layer graphs can offer. */
+static void test_attach_alloc_failure(void **state)
+{
+    for (int o = 0; o < 3; o++) {
+        g_order = k_orders[o];
+        attach_alloc_failure_once(state);
+    }
+    g_order = GNN_TYPED_AUTO;
 }
 
 int main(void)

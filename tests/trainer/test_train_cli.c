@@ -2271,10 +2271,47 @@ static void test_rgcn_cpu_as_gpu(void **state)
 }
 
 /*
+ * --rgcn-order: R-GCN's two orders of the same sums (the products first,
+ * or the per-relation means first) train alike: per-epoch losses within
+ * 1e-5 relative of each other and of auto's, on mini-batches (where auto
+ * aggregates first on the blocks it pays on) and on the whole graph; the
+ * device path (cpu-as-gpu) aggregating first gives the CPU's losses bit
+ * for bit.
+ */
+static void test_rgcn_orders(void **state)
+{
+    (void)state;
+    static char *const modes[2] = {"minibatch", "full"};
+    static char *const orders[3] = {"auto", "transform-first", "aggregate-first"};
+    for (int m = 0; m < 2; m++) {
+        double loss[4][8];
+        for (int o = 0; o < 4; o++) {
+            char lname[48];
+            snprintf(lname, sizeof lname, "rgcn-order-%d.json", o);
+            const char *log = tu_path(lname);
+            TRAIN_OK("--data", (char *)g_hsbm, "--model", "rgcn", "--mode", modes[m], "--fanouts",
+                     "5,5", "--batch-size", "256", "--epochs", "5", "--rgcn-order",
+                     orders[o < 3 ? o : 2], "--device", o < 3 ? "cpu" : "cpu-as-gpu",
+                     "--threads", "2", "--log-json", (char *)log, "-q");
+            assert_int_equal(log_losses(log, loss[o], 8), 5);
+        }
+        print_message("rgcn, %s, epoch 5 loss: auto %.9g, transform-first %.9g, aggregate-first "
+                      "%.9g (cpu-as-gpu %.9g)\n",
+                      modes[m], loss[0][4], loss[1][4], loss[2][4], loss[3][4]);
+        for (int o = 1; o < 3; o++)
+            for (int e = 0; e < 5; e++)
+                if (!(fabs(loss[o][e] - loss[0][e]) <= 1e-5 * fabs(loss[0][e])))
+                    fail_msg("rgcn, %s, --rgcn-order %s: epoch %d loss %.9g, auto's %.9g", modes[m],
+                             orders[o], e + 1, loss[o][e], loss[0][e]);
+        assert_memory_equal(loss[2], loss[3], 5 * sizeof(double));
+    }
+}
+
+/*
  * R-GCN's refusals, one line each and no output: a graph without types
  * (naming format version 2, status 1), more bases than the graph's 5
- * relations, bases for another model, and a basis count out of range
- * (status 2).
+ * relations, bases for another model, a basis count out of range, an
+ * unknown --rgcn-order and one for another model (status 2).
  */
 static void test_rgcn_refusals(void **state)
 {
@@ -2293,6 +2330,13 @@ static void test_rgcn_refusals(void **state)
                 "--model", "gcn", "--num-bases", "2", "--save-predictions", out, (char *)NULL);
     train_fails(out, 2, "--num-bases 257 outside [0, 256]", "--data", (char *)g_hsbm, "--model",
                 "rgcn", "--num-bases", "257", "--save-predictions", out, (char *)NULL);
+    train_fails(out, 2,
+                "--rgcn-order \"sum-first\" (expected auto, transform-first or aggregate-first)",
+                "--data", (char *)g_hsbm, "--model", "rgcn", "--rgcn-order", "sum-first",
+                "--save-predictions", out, (char *)NULL);
+    train_fails(out, 2, "--rgcn-order: only for --model rgcn", "--data", (char *)g_hsbm,
+                "--model", "gcn", "--rgcn-order", "aggregate-first", "--save-predictions", out,
+                (char *)NULL);
 }
 
 /*
@@ -3099,6 +3143,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_embed_resume),
         cmocka_unit_test(test_embed_save),
         cmocka_unit_test(test_rgcn_beats_gcn),
+        cmocka_unit_test(test_rgcn_orders),
         cmocka_unit_test(test_rgcn_cpu_as_gpu),
         cmocka_unit_test(test_rgcn_refusals),
         cmocka_unit_test(test_rgcn_featureless),

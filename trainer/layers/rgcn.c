@@ -15,6 +15,16 @@
  * the backward then fills with dP). Backward: dP by the transposed SpMM, then
  * per type dWcat = D^T dP and dD = dP Wcat^T (two GEMMs per type). A type
  * whose nodes start no relation costs nothing.
+ *
+ * On a block with far fewer destinations than sources (a mini-batch's
+ * lower layers) the layer aggregates first where that costs less (the
+ * attachment chooses, trainer/typed.h): A = the per-relation means of the input itself, one SpMM
+ * over the graph of virtual destinations (nvd x fin, kept for the
+ * backward), then per destination type Z_t = A_t [W_r of the relations
+ * ending at t] stacked (Wd, R fin x fout, relations in the order of their
+ * destination types), so the products run on destination rows only.
+ * Backward: per type dWd = A_t^T dZ_t and dA_t = dZ_t Wd_t^T, then dD by
+ * the transposed SpMM.
  */
 #include "trainer/layer.h"
 #include "trainer/typed.h"
@@ -31,7 +41,21 @@ typedef struct {
     float *dp; size_t dp_bytes;          /* the input in type order (when permuted) */
     float *dwcat; size_t dwcat_bytes;    /* fin x R fout */
     float *ddp; size_t ddp_bytes;        /* input gradient in type order (permuted) */
+    /* aggregating first */
+    float *wd; size_t wd_bytes;          /* R fin x fout: the relations' weights stacked in
+                                            destination-type order */
+    float *agg; size_t agg_bytes;        /* nvd x fin: the means (forward to backward) */
+    float *zt; size_t zt_bytes;          /* n_dst x fout: Z or dZ in type order (permuted) */
+    float *dwd; size_t dwd_bytes;        /* R fin x fout */
 } rgcn_t;
+
+/* Whether the layer aggregates first on graph t: as the attachment chose
+ * for it (trainer/typed.h), which built the one graph that order reads. */
+static int aggr_first(const gnn_layer_t *L, const gnn_typed_graph_t *t)
+{
+    (void)L;
+    return t && t->ug;
+}
 
 static int rgcn_setup(gnn_layer_t *L)
 {
@@ -131,6 +155,67 @@ fail:
     return rc;
 }
 
+/* Wd from the parameters (or wrel, with bases): W_r into rows
+ * dpos[r] fin .. of the R fin x fout stack. */
+static int assemble_dst(gnn_layer_t *L, gnn_layer_env_t *env, const gnn_typed_graph_t *t)
+{
+    int rc = 0;
+    rgcn_t *c = L->state;
+    gnn_backend_t *be = env->be;
+    int64_t fin = L->fin, fout = L->fout, fw = fin * fout, R = L->relations, B = L->bases;
+    const float *p = env->params + L->off, *src = p + c->w_off;
+    GNN_TRY(gnn_layer_ensure(be, (void **)&c->wd, &c->wd_bytes, gnn_layer_fbytes(R * fin, fout)));
+    if (B > 0) {
+        GNN_TRY(gnn_layer_ensure(be, (void **)&c->wrel, &c->wrel_bytes, gnn_layer_fbytes(R, fw)));
+        GNN_TRY(gnn_be_gemm(be, 0, 0, R, fw, B, 1.0f, p + c->a_off, B, p + c->w_off, fw, 0.0f,
+                            c->wrel, fw));
+        src = c->wrel;
+    }
+    for (int64_t r = 0; r < R; r++)
+        GNN_TRY(gnn_be_copy_rows(be, fin, fout, src + r * fw, fout, fin, NULL,
+                                 c->wd + (int64_t)t->dpos[r] * fw, fout));
+fail:
+    return rc;
+}
+
+/* Aggregating first: A = the means over ug, Z = per destination type A_t
+ * Wd_t (rows in type order, then back to the destinations' order), plus
+ * the self term and the bias. */
+static int forward_aggr_first(gnn_layer_t *L, gnn_layer_env_t *env, gnn_typed_graph_t *t)
+{
+    int rc = 0;
+    rgcn_t *c = L->state;
+    gnn_backend_t *be = env->be;
+    int64_t nd = L->n_dst, fin = L->fin, fout = L->fout;
+    const float *p = env->params + L->off;
+    GNN_TRY(gnn_layer_ensure(be, (void **)&L->z, &L->z_bytes, gnn_layer_fbytes(env->out_rows, fout)));
+    GNN_TRY(gnn_layer_ensure(be, (void **)&c->agg, &c->agg_bytes, gnn_layer_fbytes(t->nvd, fin)));
+    GNN_TRY(assemble_dst(L, env, t));
+    GNN_TRY(gnn_be_aggr_forward(be, t->ug, L->aggr, fin, L->d, c->agg, NULL, 0));
+    float *zt = L->z;
+    if (t->dperm) {
+        GNN_TRY(gnn_layer_ensure(be, (void **)&c->zt, &c->zt_bytes, gnn_layer_fbytes(nd, fout)));
+        zt = c->zt;
+    }
+    for (int s = 0; s < t->n_types; s++) {
+        if (!t->dcnt[s]) continue;
+        float *zs = zt + t->dstart[s] * fout;
+        if (!t->dk[s]) {
+            GNN_TRY(gnn_be_zero(be, zs, gnn_layer_fbytes(t->dcnt[s], fout)));
+            continue;
+        }
+        int64_t kw = (int64_t)t->dk[s] * fin;
+        GNN_TRY(gnn_be_gemm(be, 0, 0, t->dcnt[s], fout, kw, 1.0f, c->agg + t->dvbase[s] * fin, kw,
+                            c->wd + (int64_t)t->dfirst[s] * fin * fout, fout, 0.0f, zs, fout));
+    }
+    if (t->dperm) GNN_TRY(gnn_be_gather_rows(be, nd, fout, c->zt, nd, t->diperm, L->z));
+    GNN_TRY(gnn_be_gemm(be, 0, 0, nd, fout, fin, 1.0f, L->d, fin, p + c->ws_off, fout, 1.0f, L->z,
+                        fout));
+    GNN_TRY(gnn_layer_bias_out(L, env, nd, fout, p + c->b_off));
+fail:
+    return rc;
+}
+
 static int rgcn_forward(gnn_layer_t *L, gnn_layer_env_t *env)
 {
     int rc = 0;
@@ -138,6 +223,7 @@ static int rgcn_forward(gnn_layer_t *L, gnn_layer_env_t *env)
     gnn_backend_t *be = env->be;
     gnn_typed_graph_t *t;
     GNN_TRY(typed_of(L, &t));
+    if (aggr_first(L, t)) return forward_aggr_first(L, env, t);
     int64_t ns = L->n_src, nd = L->n_dst, fin = L->fin, fout = L->fout, R = L->relations;
     const float *p = env->params + L->off, *d = L->d;
     GNN_TRY(gnn_layer_ensure(be, (void **)&L->z, &L->z_bytes, gnn_layer_fbytes(env->out_rows, fout)));
@@ -172,6 +258,11 @@ static void rgcn_scratch(const gnn_layer_t *L, int input_grad, gnn_layer_scratch
     (void)input_grad;
     memset(s, 0, sizeof *s);
     s->uses_t = 1;
+    if (aggr_first(L, t)) {
+        /* dA in dt; the input gradient whole, by the transposed SpMM */
+        s->t_bytes = gnn_layer_fbytes(t->nvd, L->fin);
+        return;
+    }
     s->t_bytes = gnn_layer_fbytes(t ? t->nv : 0, L->fout);
     /* Sources in type order (the whole graph): the input gradient block by
      * block, into the layer below's output. */
@@ -213,6 +304,73 @@ fail:
     return rc;
 }
 
+/* The relations' weight gradients from dW stacked in the order pos gives
+ * (rows pos[r] of fin x fout blocks, ld ldw): into the parameters' or,
+ * with bases, through them. */
+static int weight_grads(gnn_layer_t *L, gnn_layer_env_t *env, const float *dw, const int *pos,
+                        int64_t blk, int64_t ldw)
+{
+    int rc = 0;
+    rgcn_t *c = L->state;
+    gnn_backend_t *be = env->be;
+    int64_t fin = L->fin, fout = L->fout, fw = fin * fout, R = L->relations, B = L->bases;
+    const float *p = env->params + L->off;
+    float *gr = env->grads + L->off;
+    float *dwr = B > 0 ? c->wrel : gr + c->w_off; /* wrel is free again after the forward */
+    for (int64_t r = 0; r < R; r++)
+        GNN_TRY(gnn_be_copy_rows(be, fin, fout, dw + (int64_t)pos[r] * blk, ldw, fin, NULL,
+                                 dwr + r * fw, fout));
+    if (B > 0) {
+        GNN_TRY(gnn_be_gemm(be, 1, 0, B, fw, R, 1.0f, p + c->a_off, B, dwr, fw, 0.0f,
+                            gr + c->w_off, fw));
+        GNN_TRY(gnn_be_gemm(be, 0, 1, R, B, fw, 1.0f, dwr, fw, p + c->w_off, fw, 0.0f,
+                            gr + c->a_off, B));
+    }
+fail:
+    return rc;
+}
+
+/* The backward of forward_aggr_first (bias and self weight done). */
+static int backward_aggr_first(gnn_layer_t *L, gnn_layer_env_t *env, gnn_typed_graph_t *t,
+                               const float *dz, float **dx)
+{
+    int rc = 0;
+    rgcn_t *c = L->state;
+    gnn_backend_t *be = env->be;
+    int64_t ns = L->n_src, nd = L->n_dst, fin = L->fin, fout = L->fout, R = L->relations;
+    const float *p = env->params + L->off;
+    float *dA = env->dt;
+    const float *dzt = dz;
+    if (t->dperm) {
+        GNN_TRY(gnn_be_gather_rows(be, nd, fout, dz, nd, t->dperm, c->zt));
+        dzt = c->zt;
+    }
+    GNN_TRY(gnn_layer_ensure(be, (void **)&c->dwd, &c->dwd_bytes, gnn_layer_fbytes(R * fin, fout)));
+    GNN_TRY(gnn_be_zero(be, c->dwd, gnn_layer_fbytes(R * fin, fout)));
+    for (int s = 0; s < t->n_types; s++) {
+        if (!t->dcnt[s] || !t->dk[s]) continue;
+        int64_t kw = (int64_t)t->dk[s] * fin;
+        const float *as = c->agg + t->dvbase[s] * fin, *dzs = dzt + t->dstart[s] * fout;
+        const float *ws = c->wd + (int64_t)t->dfirst[s] * fin * fout;
+        GNN_TRY(gnn_be_gemm(be, 1, 0, kw, fout, t->dcnt[s], 1.0f, as, kw, dzs, fout, 0.0f,
+                            c->dwd + (int64_t)t->dfirst[s] * fin * fout, fout));
+        if (dx)
+            GNN_TRY(gnn_be_gemm(be, 0, 1, t->dcnt[s], kw, fout, 1.0f, dzs, fout, ws, fout, 0.0f,
+                                dA + t->dvbase[s] * fin, kw));
+    }
+    GNN_TRY(weight_grads(L, env, c->dwd, t->dpos, fin * fout, fout));
+    if (!dx) return 0;
+    /* dD = ug^T dA (the sum reads neither x nor y), + dZ W_self^T on the
+     * destinations' rows. */
+    GNN_TRY(gnn_be_aggr_backward(be, t->ug, L->aggr, fin, L->d, c->agg, dA, env->dx, NULL, 0));
+    GNN_TRY(gnn_be_gemm(be, 0, 1, nd, fin, fout, 1.0f, dz, fout, p + c->ws_off, fout, 1.0f,
+                        env->dx, fin));
+    GNN_TRY(env->input_grad(env, L, 0, ns, env->dx, env->dx));
+    *dx = env->dx;
+fail:
+    return rc;
+}
+
 static int rgcn_backward(gnn_layer_t *L, gnn_layer_env_t *env, float *dz, float **dx)
 {
     int rc = 0;
@@ -221,13 +379,13 @@ static int rgcn_backward(gnn_layer_t *L, gnn_layer_env_t *env, float *dz, float 
     gnn_typed_graph_t *t;
     GNN_TRY(typed_of(L, &t));
     int64_t ns = L->n_src, nd = L->n_dst, fin = L->fin, fout = L->fout, R = L->relations;
-    int64_t B = L->bases, fw = fin * fout;
     const float *p = env->params + L->off, *d = t->perm ? c->dp : L->d;
     float *gr = env->grads + L->off, *dP = env->dt;
 
     GNN_TRY(gnn_be_bias_grad(be, nd, fout, dz, gr + c->b_off));
     GNN_TRY(gnn_be_gemm(be, 1, 0, fin, fout, nd, 1.0f, L->d, fin, dz, fout, 0.0f, gr + c->ws_off,
                         fout));
+    if (aggr_first(L, t)) return backward_aggr_first(L, env, t, dz, dx);
     /* (the sum reads neither x nor y: dP stands in for P, which is gone) */
     GNN_TRY(gnn_be_aggr_backward(be, t->vg, L->aggr, fout, dP, L->z, dz, dP, NULL, 0));
     /* dWcat, block by block of types; blocks of types without sources stay 0. */
@@ -242,16 +400,7 @@ static int rgcn_backward(gnn_layer_t *L, gnn_layer_env_t *env, float *dz, float 
                             c->dwcat + (int64_t)t->first[s] * fout, R * fout));
     }
     /* Back to the relations' weights, or through the bases. */
-    float *dwr = B > 0 ? c->wrel : gr + c->w_off; /* wrel is free again after the forward */
-    for (int64_t r = 0; r < R; r++)
-        GNN_TRY(gnn_be_copy_rows(be, fin, fout, c->dwcat + (int64_t)t->pos[r] * fout, R * fout,
-                                 fin, NULL, dwr + r * fw, fout));
-    if (B > 0) {
-        GNN_TRY(gnn_be_gemm(be, 1, 0, B, fw, R, 1.0f, p + c->a_off, B, dwr, fw, 0.0f,
-                            gr + c->w_off, fw));
-        GNN_TRY(gnn_be_gemm(be, 0, 1, R, B, fw, 1.0f, dwr, fw, p + c->w_off, fw, 0.0f,
-                            gr + c->a_off, B));
-    }
+    GNN_TRY(weight_grads(L, env, c->dwcat, t->pos, fout, R * fout));
     if (!dx) return 0;
     if (!t->perm) {
         GNN_TRY(dx_blockwise(L, env, t, dz, dP));
@@ -287,7 +436,9 @@ fail:
 static size_t rgcn_state_bytes(const gnn_layer_t *L)
 {
     const rgcn_t *c = L->state;
-    return c ? c->wcat_bytes + c->wrel_bytes + c->dp_bytes + c->dwcat_bytes + c->ddp_bytes : 0;
+    return c ? c->wcat_bytes + c->wrel_bytes + c->dp_bytes + c->dwcat_bytes + c->ddp_bytes +
+                   c->wd_bytes + c->agg_bytes + c->zt_bytes + c->dwd_bytes
+             : 0;
 }
 
 static void rgcn_free(gnn_layer_t *L, gnn_backend_t *be)
@@ -299,6 +450,10 @@ static void rgcn_free(gnn_layer_t *L, gnn_backend_t *be)
     gnn_be_free(be, c->dp);
     gnn_be_free(be, c->dwcat);
     gnn_be_free(be, c->ddp);
+    gnn_be_free(be, c->wd);
+    gnn_be_free(be, c->agg);
+    gnn_be_free(be, c->zt);
+    gnn_be_free(be, c->dwd);
     gnn_free(c);
     L->state = NULL;
 }

@@ -71,7 +71,8 @@ int gnn__dist_setup(gnn_job_t *j)
                                (void **)&j->x));
     GNN_TRY(gnn__buf_upload(be, d->gid, (size_t)nl * sizeof(int64_t), (void **)&j->row_id));
     if (j->kind->typed)
-        GNN_TRY(gnn_typed_graph_create(be, &d->csr, d->etype, d->gid, j->g.types, &j->bg));
+        GNN_TRY(gnn_typed_graph_create(be, &d->csr, d->etype, d->gid, j->g.types,
+                                       gnn_typed_order_parse(j->o->rgcn_order), 0, 0, &j->bg));
     else
         GNN_TRY(gnn_be_graph_create_src_deg(be, &d->csr, d->src_deg, &j->bg));
     GNN_TRY(j->mode->setup(j));

@@ -20,7 +20,8 @@ static int full_setup(gnn_job_t *j)
     GNN_TRY(gnn_be_alloc(j->be, (size_t)n * (size_t)j->out_dim * sizeof(float),
                          (void **)&j->dlogits));
     if (j->kind->typed) {
-        GNN_TRY(gnn_typed_graph_create(j->be, &j->g.csr, j->g.etype, NULL, j->g.types, &j->bg));
+        GNN_TRY(gnn_typed_graph_create(j->be, &j->g.csr, j->g.etype, NULL, j->g.types,
+                                       gnn_typed_order_parse(j->o->rgcn_order), 0, 0, &j->bg));
         if (!j->task->edge_seeds && strcmp(j->o->task, "link")) {
             /* Node classification reads the graph through the relation
              * layout only from now on: the loaded edges go. */

@@ -39,14 +39,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The prepared graph of a block: with the relation layout for a typed
- * layer (R-GCN), else with the gcn scales of src_deg when given. */
-static int block_graph(gnn_job_t *j, const gnn_block_t *b, const int64_t *src_deg,
+/* The prepared graph of a block for layer l: with the relation layout
+ * for a typed layer (R-GCN, in the order chosen for the layer's widths),
+ * else with the gcn scales of src_deg when given. */
+static int block_graph(gnn_job_t *j, const gnn_block_t *b, int l, const int64_t *src_deg,
                        gnn_bgraph_t **out)
 {
     if (!j->kind->typed) return gnn_be_graph_create_src_deg(j->be, &b->csr, src_deg, out);
+    int64_t fin, fout;
+    gnn_model_layer_width(j->model, l, &fin, &fout);
+    gnn_typed_order_t order = (gnn_typed_order_t)gnn_typed_order_parse(j->o->rgcn_order);
     if (!j->dist)
-        return gnn_typed_graph_create(j->be, &b->csr, b->etype, b->src_ids, j->g.types, out);
+        return gnn_typed_graph_create(j->be, &b->csr, b->etype, b->src_ids, j->g.types, order,
+                                      fin, fout, out);
     /* Over ranks the sources are the part's ids: their graph-file ids. */
     const gnn_dist_part_t *d = j->dist;
     int64_t n = b->csr.n_cols;
@@ -56,7 +61,8 @@ static int block_graph(gnn_job_t *j, const gnn_block_t *b, const int64_t *src_de
         int64_t v = b->src_ids[k];
         gid[k] = v < d->n_all ? d->gid[v] : d->p2g[v - d->n_all];
     }
-    int rc = gnn_typed_graph_create(j->be, &b->csr, b->etype, gid, j->g.types, out);
+    int rc = gnn_typed_graph_create(j->be, &b->csr, b->etype, gid, j->g.types, order, fin,
+                                    fout, out);
     gnn_free(gid);
     return rc;
 }
@@ -80,7 +86,7 @@ static int prepare_graphs(void *ctx, gnn_loader_batch_t *b)
     if (!host && j->kind->typed) return 0;
     for (int l = 0; l < b->mb.layers; l++) {
         gnn_bgraph_t **g = (gnn_bgraph_t **)&b->user[l];
-        int rc = host ? block_graph(j, &b->mb.blocks[l], NULL, g)
+        int rc = host ? block_graph(j, &b->mb.blocks[l], l, NULL, g)
                       : gnn_be_graph_stage(&b->mb.blocks[l].csr, NULL, attn_layout(j), g);
         if (rc < 0) return rc;
     }
@@ -148,7 +154,7 @@ int gnn__batch_graphs(gnn_job_t *j, gnn_loader_batch_t *b, gnn_bgraph_t **graphs
             if (rc < 0) return rc;
             continue;
         }
-        int rc = block_graph(j, &b->mb.blocks[l], NULL, &graphs[l]);
+        int rc = block_graph(j, &b->mb.blocks[l], l, NULL, &graphs[l]);
         if (rc < 0) return rc;
     }
     return 0;
@@ -925,7 +931,7 @@ static int mb_infer(gnn_job_t *j, gnn_infer_t *res)
                 GNN_CHECK(sdeg, GNN_ENOMEM, "inference batch degrees");
             }
             for (int64_t k = 0; k < nsrc; k++) sdeg[k] = j->outdeg[blk.src_ids[k]];
-            GNN_TRY(block_graph(j, &blk, sdeg, &bg));
+            GNN_TRY(block_graph(j, &blk, l, sdeg, &bg));
             const float *z;
             GNN_TRY(gnn_model_layer_infer(j->model, l, bg, j->ebuf, &z));
             GNN_TRY(gnn_be_copy(be, out + b0 * fout, z, (size_t)nb * (size_t)fout * sizeof(float)));
