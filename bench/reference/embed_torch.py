@@ -107,7 +107,9 @@ class DglTable:
         return self.emb(self.ids)
 
     def zero_grad(self):
-        pass
+        # clears the rows' gradient trace: without it every later step applies
+        # the traced (stale) gradients of all earlier steps again
+        self.opt.zero_grad()
 
     def step(self):
         self.opt.step()

@@ -19,7 +19,9 @@ DistDGL does: each node's input is a learnable D-wide row of a
 dgl.nn.NodeEmbedding (initialised uniform in [-1/sqrt(D), 1/sqrt(D)], as
 gnn-train draws them), the batch's input nodes' rows are read from it and
 updated by dgl.optim.SparseAdam (lr --embed-lr, default --lr) after each
-step.
+step, its gradient trace cleared before each (zero_grad, as DGL's
+examples do: without it every step would apply again the gradients of
+all earlier ones).
 
 --workers 0 samples in the training loop (gnn-train --prefetch 0);
 --workers N > 0 samples in N worker processes ahead of it (DGL's
@@ -142,6 +144,8 @@ def main():
         for input_nodes, seeds, blocks in loader:
             h = emb(input_nodes) if emb else x[input_nodes]
             opt.zero_grad()
+            if emb_opt:
+                emb_opt.zero_grad()  # clears the rows' gradient trace of the last step
             out = model(blocks, h)
             loss = F.cross_entropy(out, y[seeds])
             loss.backward()

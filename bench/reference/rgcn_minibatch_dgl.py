@@ -17,8 +17,11 @@ dropout(H), ReLU between layers. Input rows: a type's features padded
 with zeros to the widest type's; with --embed-dim D the nodes of
 featureless types read a learnable D-wide row (dgl.nn.NodeEmbedding per
 type, initialised uniform in [-1/sqrt(D), 1/sqrt(D)], updated by
-dgl.optim.SparseAdam after each step, DistDGL's way) in the first D
-columns. Adam with weight decay on every dense parameter, mean softmax
+dgl.optim.SparseAdam after each step, its gradient trace cleared before
+each, DistDGL's way) in the first D columns. Every weight drawn by Glorot
+and the biases zero, as gnn-train draws them (--init dgl: the modules'
+own, torch.nn.Linear's fan-in bounds for the self weight and its bias).
+Adam with weight decay on every dense parameter, mean softmax
 cross-entropy over the batch's seeds. After the last epoch the test
 nodes are classified on their whole 2-hop neighbourhoods
 (MultiLayerFullNeighborSampler), which gnn-train's layer-wise inference
@@ -28,6 +31,7 @@ computes too.
         [--layers 2] [--hidden 64] [--fanouts 10,10] [--batch-size 1024]
         [--epochs 1] [--dropout 0.5] [--lr 0.01] [--weight-decay 5e-4]
         [--embed-dim D] [--embed-lr LR] [--threads T] [--workers N] [--seed S]
+        [--init glorot|dgl]
 
 Prints one JSON line: epoch_s (the mean over the epochs), batches,
 sampled_edges (every block's edges, summed over the epoch), loss (the last
@@ -70,7 +74,7 @@ def load(path):
 
 
 class RGCN(torch.nn.Module):
-    def __init__(self, rels, dims, dropout):
+    def __init__(self, rels, dims, dropout, init):
         super().__init__()
         import dgl.nn as dglnn
         self.dropout = dropout
@@ -81,6 +85,12 @@ class RGCN(torch.nn.Module):
             for fin, fout in zip(dims[:-1], dims[1:]))
         self.selfs = torch.nn.ModuleList(torch.nn.Linear(fin, fout, bias=True)
                                          for fin, fout in zip(dims[:-1], dims[1:]))
+        if init == "glorot":
+            # gnn-train's (and PyG RGCNConv's): every weight by Glorot, biases zero
+            # (GraphConv's weights are Glorot already)
+            for lin in self.selfs:
+                torch.nn.init.xavier_uniform_(lin.weight)
+                torch.nn.init.zeros_(lin.bias)
 
     def forward(self, blocks, h):
         last = len(self.convs) - 1
@@ -116,6 +126,10 @@ def main():
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--workers", type=int, default=0)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--init", choices=("glorot", "dgl"), default="glorot",
+                   help="glorot: every weight by Glorot, biases zero, as gnn-train (default); "
+                        "dgl: the modules' own (torch.nn.Linear's fan-in bound for the self "
+                        "weight and its bias)")
     o = p.parse_args()
     fanouts = [int(v) for v in o.fanouts.split(",")]
     if len(fanouts) != o.layers:
@@ -168,7 +182,7 @@ def main():
 
     classes = int(yt.max()) + 1
     dims = [width] + [o.hidden] * (o.layers - 1) + [classes]
-    model = RGCN(rels, dims, o.dropout)
+    model = RGCN(rels, dims, o.dropout, o.init)
     opt = torch.optim.Adam(model.parameters(), lr=o.lr, weight_decay=o.weight_decay)
     sampler = dgl.dataloading.NeighborSampler(list(reversed(fanouts)))
     loader = dgl.dataloading.DataLoader(g, {target: train}, sampler, batch_size=o.batch_size,
@@ -180,6 +194,8 @@ def main():
         total, count, batches, edges = 0.0, 0, 0, 0
         for in_nodes, seeds, blocks in loader:
             opt.zero_grad()
+            if emb_opt:
+                emb_opt.zero_grad()  # clears the rows' gradient trace of the last step
             out = model(blocks, inputs(in_nodes))[target]
             loss = F.cross_entropy(out, yt[seeds[target]])
             loss.backward()

@@ -1,9 +1,10 @@
 """The table of bench/rgcn/minibatch.sh from the files its runs left in DIR.
 
-    mb_table.py DIR RANKS   gnn-train in one process and on RANKS ranks
-                            against DGL: s/epoch (every epoch), peak RSS,
-                            test accuracy, the ratios (DGL's time / ours,
-                            our RSS / DGL's)
+    mb_table.py DIR RANKS NAME   gnn-train in one process and on RANKS
+                                 ranks against DGL (the runs NAME-ours,
+                                 NAME-ranks, NAME-dgl): s/epoch (every
+                                 epoch), peak RSS, test accuracy, the ratios
+                                 (DGL's time / ours, our RSS / DGL's)
 """
 import json
 import os
@@ -27,19 +28,19 @@ def ours(d, name):
     return sum(ep) / len(ep), fin[-1].get("test_acc")
 
 
-def dgl(d):
+def dgl(d, name):
     try:
-        x = json.loads(open(f"{d}/dgl.out").read().strip().splitlines()[-1])
+        x = json.loads(open(f"{d}/{name}.out").read().strip().splitlines()[-1])
         return x["epoch_s"], x["test_acc"]
     except (OSError, ValueError, KeyError, IndexError):
         return None, None
 
 
 def main():
-    d, ranks = sys.argv[1], sys.argv[2]
-    rows = [("gnn-train", ours(d, "ours"), rss(d, "ours")),
-            (f"{ranks} ranks", ours(d, "ranks"), rss(d, "ranks")),
-            ("DGL", dgl(d), rss(d, "dgl"))]
+    d, ranks, name = sys.argv[1], sys.argv[2], sys.argv[3]
+    rows = [("gnn-train", ours(d, f"{name}-ours"), rss(d, f"{name}-ours")),
+            (f"{ranks} ranks", ours(d, f"{name}-ranks"), rss(d, f"{name}-ranks")),
+            ("DGL", dgl(d, f"{name}-dgl"), rss(d, f"{name}-dgl"))]
     ref_t, ref_mb = rows[2][1][0], rows[2][2]
     print("   trainer        s/epoch   peak RSS MB   test acc   DGL's time / ours   RSS / DGL's")
     for name, (t, acc), mb in rows:
