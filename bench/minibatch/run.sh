@@ -2,8 +2,9 @@
 # Mini-batch training on a generated graph of ogbn-products size (SBM,
 # 2.4M nodes, about 120M stored edges, 100 features, 47 classes):
 #   1. sampler throughput, fanouts 15,10,5 and batches of 1024, on 1 and 2
-#      threads (sampler_bench), against DGL's sampler (sample_neighbors and
-#      to_block per hop, as its NeighborSampler) and the straightforward
+#      threads (sampler_bench), against DGL's sampler (its NeighborSampler's
+#      sample_blocks, as its DataLoader calls it: the fused kernel on more
+#      than one thread) and the straightforward
 #      PyTorch sampler (bench/reference/sample_torch.py --impl dgl|torch)
 #      on the same graph and seeds;
 #   2. one epoch of 3-layer GraphSAGE (hidden 256) with gnn-train (and with

@@ -11,7 +11,8 @@ training (inverted dropout, on every layer's input, the features too):
                                 (A (D W) when fout < fin, else (A D) W)
     sage  Z = D W_self + mean(D) W_neigh + b
                                 mean over the in-neighbours (rows of the
-                                in-edge CSR); 0 for a node without any
+                                in-edge CSR); 0 for a node without any;
+                                mean(D) W_neigh in the cheaper order too
     gat   per head h of K (--heads; --out-heads for the last layer),
           Wh = D W (F features per head: --hidden, the class count last),
           s[u -> v, h] = LeakyReLU(<a_l[h], Wh[u, h]> + <a_r[h], Wh[v, h]>)
@@ -358,7 +359,9 @@ class Net(torch.nn.Module):
             if self.kind == "gcn":
                 z = op(d @ self.w[l]) if fout < fin else op(d) @ self.w[l]
             else:
-                z = torch.addmm(op(d) @ self.w[l], d, self.w_self[l])
+                # the mean is linear: its product in the cheaper order, as gcn's
+                nb = op(d @ self.w[l]) if fout < fin else op(d) @ self.w[l]
+                z = torch.addmm(nb, d, self.w_self[l])
             z = z + self.b[l]
             h = z if l == last else F.relu(z)
         return h

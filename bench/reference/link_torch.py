@@ -103,6 +103,9 @@ class Torch(torch.nn.Module):
         self.a = a.to_sparse_csr()
         self.lin = torch.nn.ModuleList(torch.nn.Linear(dims[i], dims[i + 1])
                                        for i in range(len(dims) - 1))
+        for lin in self.lin:  # gnn-train's gcn: Glorot weights, zero biases
+            torch.nn.init.xavier_uniform_(lin.weight)
+            torch.nn.init.zeros_(lin.bias)
 
     def forward(self, x, p):
         for i, lin in enumerate(self.lin):

@@ -33,7 +33,7 @@ scope for sage), mean softmax cross-entropy over the batch's seeds.
 Weights as PyG draws them (--init pyg: torch.nn.Linear's, uniform in
 +-1/sqrt(fan_in), biases too; gnn-train's sage default draws the weights
 the same way, its biases zero); --init glorot redraws the weights by
-Glorot, as gnn-train --init glorot.
+Glorot and zeroes the biases, as gnn-train --init glorot.
 
 After the last epoch (unless --no-eval) the test and validation accuracy
 come from layer-wise inference over every node with all in-neighbours (as
@@ -219,6 +219,7 @@ def main():
         for conv in model.convs:
             torch.nn.init.xavier_uniform_(conv.lin_l.weight)
             torch.nn.init.xavier_uniform_(conv.lin_r.weight)
+            torch.nn.init.zeros_(conv.lin_l.bias)
     model = model.to(dev)
     opt = torch.optim.Adam(model.parameters(), lr=o.lr, weight_decay=o.weight_decay)
     if sampler == "pyg":

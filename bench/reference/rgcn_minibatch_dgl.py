@@ -77,6 +77,9 @@ class RGCN(torch.nn.Module):
     def __init__(self, rels, dims, dropout, init):
         super().__init__()
         import dgl.nn as dglnn
+        names = [r[1] for r in rels]
+        if len(set(names)) != len(names):  # HeteroGraphConv keys its modules by name
+            raise SystemExit("relations share a name: each needs its own weight")
         self.dropout = dropout
         self.convs = torch.nn.ModuleList(
             dglnn.HeteroGraphConv({r[1]: dglnn.GraphConv(fin, fout, norm="right", bias=False,

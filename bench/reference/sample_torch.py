@@ -8,13 +8,14 @@ of each row; torch.unique to relabel). Same seeds, batch size and fanouts
 as sampler_bench, on the same graph file; sampled edges counted the same
 way (all layers).
 
---impl dgl samples with DGL's own sampler instead, as DGL's
-NeighborSampler does: per hop dgl.sampling.sample_neighbors on the nodes
-gathered so far (uniform, without replacement, in-edges), then
-dgl.to_block to deduplicate the new sources against them (its C++
-kernels, parallel over OMP_NUM_THREADS threads). The graph is handed to
-DGL as the in-edge CSR itself (DGL's 'csc' format), its formats built
-before timing.
+--impl dgl samples with DGL's own sampler instead:
+dgl.dataloading.NeighborSampler's sample_blocks, what its DataLoader
+calls (uniform, without replacement, in-edges, per hop on the nodes
+gathered so far): with more than one thread DGL's fused kernel, which
+samples and deduplicates in one pass, on one thread sample_neighbors then
+to_block (its C++ kernels, parallel over OMP_NUM_THREADS threads). The
+graph is handed to DGL as the in-edge CSR itself (DGL's 'csc' format),
+its formats built before timing.
 
     python3 bench/reference/sample_torch.py GRAPH.h5 [-b 1024] [-f 15,10,5]
                                             [-n BATCHES] [-s SEED] [--threads T]
@@ -90,17 +91,11 @@ def dgl_graph(indptr, indices):
     return g
 
 
-def dgl_sample_batch(g, seeds, fanouts):
-    """DGL's NeighborSampler, hop by hop from the seeds."""
-    import dgl
-    nodes = seeds
-    edges = 0
-    for fanout in fanouts:
-        frontier = dgl.sampling.sample_neighbors(g, nodes, fanout, replace=False)
-        block = dgl.to_block(frontier, nodes)
-        edges += block.num_edges()
-        nodes = block.srcdata[dgl.NID]
-    return edges, nodes.numel()
+def dgl_sample_batch(g, sampler, seeds):
+    """DGL's NeighborSampler on one batch of seeds: (sampled edges, input
+    nodes)."""
+    _, _, blocks = sampler.sample_blocks(g, seeds)
+    return sum(b.num_edges() for b in blocks), blocks[0].num_src_nodes()
 
 
 def main():
@@ -128,15 +123,27 @@ def main():
     gen = torch.Generator().manual_seed(a.seed)
     need = (a.batches + 1) * a.batch
     if seeds.numel() < need:
-        seeds = seeds.repeat(need // max(seeds.numel(), 1) + 1)
+        # repeated whole, so a batch (at most the set's size) holds no seed
+        # twice unless it spans a repeat's end: DGL's fused kernel wants
+        # distinct seeds, so batches are cut at the repeats
+        reps = need // max(seeds.numel(), 1) + 1
+        if a.impl == "dgl" and seeds.numel() % a.batch:
+            keep = seeds.numel() - seeds.numel() % a.batch
+            if keep == 0:
+                raise SystemExit(f"{a.graph}: fewer seeds than one batch of {a.batch}")
+            seeds = seeds[:keep]
+            reps = need // keep + 1
+        seeds = seeds.repeat(reps)
     if a.impl == "dgl":
         import dgl
         dgl.seed(a.seed)
         g = dgl_graph(indptr, indices)
         del indptr, indices
+        # fanouts nearest hop first; DGL lists them from the input layer
+        sampler = dgl.dataloading.NeighborSampler(list(reversed(fanouts)))
 
         def one(batch):
-            return dgl_sample_batch(g, batch, fanouts)
+            return dgl_sample_batch(g, sampler, batch)
     else:
         def one(batch):
             return sample_batch(indptr, indices, batch, fanouts, gen)
