@@ -25,6 +25,23 @@ static void typed_free(void *p)
     gnn_free(t);
 }
 
+/* The R relations grouped by the type at one end (end[r]): order lists
+ * them type by type (by id within a type), pos[r] is r's place there,
+ * type s's are order[first[s] .. first[s] + k[s]). */
+static void by_type(int T, int R, const int *end, int *order, int *pos, int *first, int *k)
+{
+    int at = 0;
+    for (int s = 0; s < T; s++) {
+        first[s] = at;
+        for (int r = 0; r < R; r++)
+            if (end[r] == s) {
+                pos[r] = at;
+                order[at++] = r;
+            }
+        k[s] = at - first[s];
+    }
+}
+
 /* The permutation of n rows that groups them by type (ty[j], loc[j]: the
  * row's type and its index among its type's, start: each type's first
  * row) and its inverse, on the backend as *perm and *iperm; trusted as
@@ -229,26 +246,8 @@ int gnn_typed_graph_attach(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_csr_t *
     t->n_rels = R;
     t->n_src = ns;
     t->n_dst = nd;
-    int at = 0;
-    for (int s = 0; s < T; s++) {
-        t->first[s] = at;
-        for (int r = 0; r < R; r++)
-            if (types->rel_src[r] == s) {
-                t->pos[r] = at;
-                t->order[at++] = r;
-            }
-        t->k[s] = at - t->first[s];
-    }
-    at = 0;
-    for (int s = 0; s < T; s++) {
-        t->dfirst[s] = at;
-        for (int r = 0; r < R; r++)
-            if (types->rel_dst[r] == s) {
-                t->dpos[r] = at;
-                t->dorder[at++] = r;
-            }
-        t->dk[s] = at - t->dfirst[s];
-    }
+    by_type(T, R, types->rel_src, t->order, t->pos, t->first, t->k);
+    by_type(T, R, types->rel_dst, t->dorder, t->dpos, t->dfirst, t->dk);
     /* Sources by type, stably: loc[j] = j's index among its type's. */
     loc = gnn_malloc_array((size_t)ns + 1, sizeof *loc);
     ty = gnn_malloc_array((size_t)ns + 1, sizeof *ty);

@@ -13,7 +13,8 @@ gcn default) or on every parameter. Every --eval-every epochs the held-out
 sets of the file are scored without dropout; the reported test AUC and AP
 are those of the epoch of best validation AUC.
 
---impl torch: A_gcn as a torch CSR tensor (torch.sparse.mm), negatives
+--impl torch: A_gcn as a torch CSR tensor (torch.sparse.mm; the backward
+by its transpose, built once, as gnn_torch.py's default), negatives
 (u, w) with w uniform (torch.randint), as gnn-train draws them.
 --impl pyg: PyTorch Geometric's GCNConv (cached) on edge_index and its
 negative_sampling (random non-edge pairs), as PyG's link prediction
@@ -35,12 +36,17 @@ epoch_s_mean.
 """
 import argparse
 import json
+import os
+import sys
 import time
 
 import h5py
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gnn_torch  # noqa: E402  (its SpMM: the backward by a transpose built once)
 
 
 def load(path):
@@ -101,6 +107,9 @@ class Torch(torch.nn.Module):
         a = torch.sparse_coo_tensor(torch.from_numpy(np.stack([rows, cols])),
                                     torch.from_numpy(val), (n, n)).coalesce()
         self.a = a.to_sparse_csr()
+        at = torch.sparse_coo_tensor(torch.from_numpy(np.stack([cols, rows])),
+                                     torch.from_numpy(val), (n, n)).coalesce()
+        self.at = at.to_sparse_csr()  # the backward's, built once
         self.lin = torch.nn.ModuleList(torch.nn.Linear(dims[i], dims[i + 1])
                                        for i in range(len(dims) - 1))
         for lin in self.lin:  # gnn-train's gcn: Glorot weights, zero biases
@@ -109,7 +118,7 @@ class Torch(torch.nn.Module):
 
     def forward(self, x, p):
         for i, lin in enumerate(self.lin):
-            x = torch.sparse.mm(self.a, lin(F.dropout(x, p, self.training)))
+            x = gnn_torch.SpMM.apply(self.a, self.at, lin(F.dropout(x, p, self.training)))
             if i < len(self.lin) - 1:
                 x = x.relu()
         return x

@@ -16,7 +16,8 @@ is at the epoch of best validation accuracy.
 source type times W_r, then the per-relation mean as a sparse product
 (torch.sparse, the normalised adjacency of r from its source type's rows
 to all rows), summed; the products are taken per relation (the usual
-PyTorch formulation).
+PyTorch formulation); the backward multiplies by each relation's
+transpose, built once (as gnn_torch.py's default, --spmm cached).
 --impl dgl: DGL's dgl.nn.RelGraphConv (regularizer None, or "basis" with
 --num-bases; self_loop on; its dropout off and the input dropped as
 above) on the homogeneous graph with an edge type per edge, the norm of
@@ -37,12 +38,17 @@ runs, epoch_s_mean.
 import argparse
 import json
 import math
+import os
+import sys
 import time
 
 import h5py
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gnn_torch  # noqa: E402  (its SpMM: the backward by a transpose built once)
 
 
 def load(path):
@@ -105,8 +111,8 @@ class TorchRGCNLayer(torch.nn.Module):
     def forward(self, adj, h):
         w = torch.einsum("rb,bio->rio", self.a, self.v) if self.bases else self.w
         out = h @ self.w_self + self.b
-        for r, (a, lo, hi) in enumerate(adj):
-            out = out + torch.sparse.mm(a, h[lo:hi] @ w[r])
+        for r, (a, at, lo, hi) in enumerate(adj):
+            out = out + gnn_torch.SpMM.apply(a, at, h[lo:hi] @ w[r])
         return out
 
 
@@ -209,7 +215,8 @@ def main():
             lo, hi = int(off[rel_src[r]]), int(off[rel_src[r] + 1])
             idx = torch.from_numpy(np.stack([dst[m], src[m] - lo]))
             a = torch.sparse_coo_tensor(idx, torch.from_numpy(norm[m]), (n, hi - lo))
-            g.append((a.coalesce().to_sparse_csr(), lo, hi))
+            at = torch.sparse_coo_tensor(idx.flip(0), torch.from_numpy(norm[m]), (hi - lo, n))
+            g.append((a.coalesce().to_sparse_csr(), at.coalesce().to_sparse_csr(), lo, hi))
     del src, dst, etype
     log = open(o.log_json, "w") if o.log_json else None
     tests, warm = [], []

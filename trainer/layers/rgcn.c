@@ -132,16 +132,21 @@ static int typed_of(const gnn_layer_t *L, gnn_typed_graph_t **out)
     return 0;
 }
 
-/* Wcat from the parameters: W_r (or sum_b a[r][b] V_b) into columns
- * pos[r] fout .. of the fin x R fout matrix. */
-static int assemble(gnn_layer_t *L, gnn_layer_env_t *env, const gnn_typed_graph_t *t)
+/* The relations' weights from the parameters (W_r, or with bases
+ * sum_b a[r][b] V_b through wrel), laid out for one order: side by side
+ * (stacked 0: Wcat, fin x R fout, W_r at columns pos[r] fout) or stacked
+ * (1: Wd, R fin x fout, W_r at rows dpos[r] fin). */
+static int assemble(gnn_layer_t *L, gnn_layer_env_t *env, const gnn_typed_graph_t *t,
+                    int stacked)
 {
     int rc = 0;
     rgcn_t *c = L->state;
     gnn_backend_t *be = env->be;
     int64_t fin = L->fin, fout = L->fout, fw = fin * fout, R = L->relations, B = L->bases;
     const float *p = env->params + L->off, *src = p + c->w_off;
-    GNN_TRY(gnn_layer_ensure(be, (void **)&c->wcat, &c->wcat_bytes, gnn_layer_fbytes(fin, R * fout)));
+    float **dst = stacked ? &c->wd : &c->wcat;
+    size_t *bytes = stacked ? &c->wd_bytes : &c->wcat_bytes;
+    GNN_TRY(gnn_layer_ensure(be, (void **)dst, bytes, gnn_layer_fbytes(R * fin, fout)));
     if (B > 0) {
         GNN_TRY(gnn_layer_ensure(be, (void **)&c->wrel, &c->wrel_bytes, gnn_layer_fbytes(R, fw)));
         GNN_TRY(gnn_be_gemm(be, 0, 0, R, fw, B, 1.0f, p + c->a_off, B, p + c->w_off, fw, 0.0f,
@@ -150,30 +155,9 @@ static int assemble(gnn_layer_t *L, gnn_layer_env_t *env, const gnn_typed_graph_
     }
     for (int64_t r = 0; r < R; r++)
         GNN_TRY(gnn_be_copy_rows(be, fin, fout, src + r * fw, fout, fin, NULL,
-                                 c->wcat + (int64_t)t->pos[r] * fout, R * fout));
-fail:
-    return rc;
-}
-
-/* Wd from the parameters (or wrel, with bases): W_r into rows
- * dpos[r] fin .. of the R fin x fout stack. */
-static int assemble_dst(gnn_layer_t *L, gnn_layer_env_t *env, const gnn_typed_graph_t *t)
-{
-    int rc = 0;
-    rgcn_t *c = L->state;
-    gnn_backend_t *be = env->be;
-    int64_t fin = L->fin, fout = L->fout, fw = fin * fout, R = L->relations, B = L->bases;
-    const float *p = env->params + L->off, *src = p + c->w_off;
-    GNN_TRY(gnn_layer_ensure(be, (void **)&c->wd, &c->wd_bytes, gnn_layer_fbytes(R * fin, fout)));
-    if (B > 0) {
-        GNN_TRY(gnn_layer_ensure(be, (void **)&c->wrel, &c->wrel_bytes, gnn_layer_fbytes(R, fw)));
-        GNN_TRY(gnn_be_gemm(be, 0, 0, R, fw, B, 1.0f, p + c->a_off, B, p + c->w_off, fw, 0.0f,
-                            c->wrel, fw));
-        src = c->wrel;
-    }
-    for (int64_t r = 0; r < R; r++)
-        GNN_TRY(gnn_be_copy_rows(be, fin, fout, src + r * fw, fout, fin, NULL,
-                                 c->wd + (int64_t)t->dpos[r] * fw, fout));
+                                 stacked ? *dst + (int64_t)t->dpos[r] * fw
+                                         : *dst + (int64_t)t->pos[r] * fout,
+                                 stacked ? fout : R * fout));
 fail:
     return rc;
 }
@@ -190,7 +174,7 @@ static int forward_aggr_first(gnn_layer_t *L, gnn_layer_env_t *env, gnn_typed_gr
     const float *p = env->params + L->off;
     GNN_TRY(gnn_layer_ensure(be, (void **)&L->z, &L->z_bytes, gnn_layer_fbytes(env->out_rows, fout)));
     GNN_TRY(gnn_layer_ensure(be, (void **)&c->agg, &c->agg_bytes, gnn_layer_fbytes(t->nvd, fin)));
-    GNN_TRY(assemble_dst(L, env, t));
+    GNN_TRY(assemble(L, env, t, 1));
     GNN_TRY(gnn_be_aggr_forward(be, t->ug, L->aggr, fin, L->d, c->agg, NULL, 0));
     float *zt = L->z;
     if (t->dperm) {
@@ -231,7 +215,7 @@ static int rgcn_forward(gnn_layer_t *L, gnn_layer_env_t *env)
      * does not read it (the sum's backward is the transposed SpMM of dZ). */
     float *P = NULL;
     GNN_TRY(env->fwd_scratch(env, gnn_layer_fbytes(t->nv, fout), &P));
-    GNN_TRY(assemble(L, env, t));
+    GNN_TRY(assemble(L, env, t, 0));
     if (t->perm) {
         GNN_TRY(gnn_layer_ensure(be, (void **)&c->dp, &c->dp_bytes, gnn_layer_fbytes(ns, fin)));
         GNN_TRY(gnn_be_gather_rows(be, ns, fin, L->d, ns, t->perm, c->dp));
