@@ -13,7 +13,10 @@
  *     (the permuted path), one layer and a chain of two, and on blocks
  *     without any node of a type that starts relations, or without
  *     relations at all; a model over ranks on a rank with no rows;
- *   - the layout the attachment makes of the full graph;
+ *   - the layout the attachment makes of the full graph; auto's choice of
+ *     order from the layer's widths (every gradient test above runs in
+ *     each order, on the world and on a variant where no relation ends at
+ *     one type);
  *   - the cpu and cpu-as-gpu backends give bitwise-equal logits and
  *     gradients (cpu-as-gpu refuses any host pointer a layer would read);
  *   - layer-wise inference equals the forward without dropout;
@@ -69,9 +72,13 @@ enum { T = 3, R = 5, CLASSES = 3 };
 /*
  * Node types a, b, c (6 to 10 nodes each); b starts no relation. The
  * relations, not in the order of their source types:
- *   r0 c->a, r1 a->c, r2 c->c, r3 a->c (the ends of r1), r4 a->b.
+ *   r0 c->a, r1 a->c, r2 c->c, r3 a->c (the ends of r1), r4 a->b;
+ * in the variant (g_r4_to_a) r4 is a->a, so that no relation ends at b
+ * either (b's destinations take the self term alone).
  */
-static const int rel_src[R] = {2, 0, 2, 0, 0}, rel_dst[R] = {0, 2, 2, 2, 1};
+static const int rel_src[R] = {2, 0, 2, 0, 0};
+static int rel_dst[R] = {0, 2, 2, 2, 1};
+static int g_r4_to_a;
 
 typedef struct {
     gnn_graph_types_t types;
@@ -92,6 +99,7 @@ static void world(world_t *w, uint64_t *s)
         t->off[k + 1] = t->off[k] + 6 + (int64_t)(tu_rng_next(s) % 5);
         snprintf(t->ntype[k], sizeof t->ntype[k], "%c", 'a' + k);
     }
+    rel_dst[4] = g_r4_to_a ? 0 : 1;
     for (int r = 0; r < R; r++) {
         t->rel_src[r] = rel_src[r];
         t->rel_dst[r] = rel_dst[r];
@@ -508,8 +516,9 @@ static void check_on(const world_t *w, const lgraph_t *const *g, const cfg_t *c,
     const char *order = "auto";
     for (int o = 0; o < 3; o++)
         if (k_orders[o] == g_order) order = k_order_names[o];
-    snprintf(label, sizeof label, "%s, %s, %d layers, B = %d, dropout %g (seed %" PRIu64 ")",
-             what, order, c->layers, c->bases, (double)c->dropout, g_seed);
+    snprintf(label, sizeof label, "%s%s, %s, %d layers, B = %d, dropout %g (seed %" PRIu64 ")",
+             what, g_r4_to_a ? " (r4 a->a)" : "", order, c->layers, c->bases, (double)c->dropout,
+             g_seed);
     int64_t n_in = g[0]->csr.n_cols, n_out = g[c->layers - 1]->csr.n_rows, nx = n_in * c->f;
     data_t dt;
     data(&dt, n_in, c->f, n_out, &s);
@@ -606,14 +615,16 @@ static void full_graph_gradients_once(void **state)
     }
 }
 
-/* full_graph_gradients in each order the layer graphs can offer. */
+/* full_graph_gradients in each order the layer graphs can offer, on both worlds. */
 static void test_full_graph_gradients(void **state)
 {
-    for (int o = 0; o < 3; o++) {
-        g_order = k_orders[o];
+    for (int o = 0; o < 6; o++) {
+        g_order = k_orders[o % 3];
+        g_r4_to_a = o / 3;
         full_graph_gradients_once(state);
     }
     g_order = GNN_TYPED_AUTO;
+    g_r4_to_a = 0;
 }
 
 /* The layout the attachment made: the full graph in type order, with the
@@ -711,14 +722,16 @@ static void block_gradients_once(void **state)
     }
 }
 
-/* block_gradients in each order the layer graphs can offer. */
+/* block_gradients in each order the layer graphs can offer, on both worlds. */
 static void test_block_gradients(void **state)
 {
-    for (int o = 0; o < 3; o++) {
-        g_order = k_orders[o];
+    for (int o = 0; o < 6; o++) {
+        g_order = k_orders[o % 3];
+        g_r4_to_a = o / 3;
         block_gradients_once(state);
     }
     g_order = GNN_TYPED_AUTO;
+    g_r4_to_a = 0;
 }
 
 /* A block without any node of a (the type with most relations): its
@@ -768,14 +781,16 @@ static void block_without_a_type_once(void **state)
     }
 }
 
-/* block_without_a_type in each order the layer graphs can offer. */
+/* block_without_a_type in each order the layer graphs can offer, on both worlds. */
 static void test_block_without_a_type(void **state)
 {
-    for (int o = 0; o < 3; o++) {
-        g_order = k_orders[o];
+    for (int o = 0; o < 6; o++) {
+        g_order = k_orders[o % 3];
+        g_r4_to_a = o / 3;
         block_without_a_type_once(state);
     }
     g_order = GNN_TYPED_AUTO;
+    g_r4_to_a = 0;
 }
 
 /* Halo hooks that count their calls. */
@@ -882,14 +897,16 @@ static void no_virtual_sources_once(void **state)
     world_free(&w);
 }
 
-/* no_virtual_sources in each order the layer graphs can offer. */
+/* no_virtual_sources in each order the layer graphs can offer, on both worlds. */
 static void test_no_virtual_sources(void **state)
 {
-    for (int o = 0; o < 3; o++) {
-        g_order = k_orders[o];
+    for (int o = 0; o < 6; o++) {
+        g_order = k_orders[o % 3];
+        g_r4_to_a = o / 3;
         no_virtual_sources_once(state);
     }
     g_order = GNN_TYPED_AUTO;
+    g_r4_to_a = 0;
 }
 
 /* ---- cpu against cpu-as-gpu --------------------------------------------- */
@@ -976,14 +993,16 @@ static void cpu_as_gpu_once(void **state)
     }
 }
 
-/* cpu_as_gpu in each order the layer graphs can offer. */
+/* cpu_as_gpu in each order the layer graphs can offer, on both worlds. */
 static void test_cpu_as_gpu(void **state)
 {
-    for (int o = 0; o < 3; o++) {
-        g_order = k_orders[o];
+    for (int o = 0; o < 6; o++) {
+        g_order = k_orders[o % 3];
+        g_r4_to_a = o / 3;
         cpu_as_gpu_once(state);
     }
     g_order = GNN_TYPED_AUTO;
+    g_r4_to_a = 0;
 }
 
 /* ---- Layer-wise inference ------------------------------------------------ */
@@ -1076,14 +1095,16 @@ static void layer_infer_once(void **state)
     }
 }
 
-/* layer_infer in each order the layer graphs can offer. */
+/* layer_infer in each order the layer graphs can offer, on both worlds. */
 static void test_layer_infer(void **state)
 {
-    for (int o = 0; o < 3; o++) {
-        g_order = k_orders[o];
+    for (int o = 0; o < 6; o++) {
+        g_order = k_orders[o % 3];
+        g_r4_to_a = o / 3;
         layer_infer_once(state);
     }
     g_order = GNN_TYPED_AUTO;
+    g_r4_to_a = 0;
 }
 
 /* ---- Errors -------------------------------------------------------------- */
@@ -1225,6 +1246,55 @@ static void test_errors(void **state)
     world_free(&w);
 }
 
+/*
+ * Auto's choice from the layer's widths: on a block of 3 destinations
+ * among every node, widening 4 -> 64, aggregating first (its products on
+ * the destinations' few virtual rows, its SpMM 4 wide instead of 64); on
+ * the whole graph narrowing 64 -> 2, the products first (an SpMM 2 wide
+ * instead of 64, as many virtual rows either way); without widths, the
+ * products first.
+ */
+static void test_auto_order(void **state)
+{
+    (void)state;
+    uint64_t s = g_seed ^ 0x5ca1ull;
+    world_t w;
+    world(&w, &s);
+    int64_t *order = malloc((size_t)w.n * sizeof *order);
+    assert_non_null(order);
+    shuffled(&w, w.n, &s, order);
+    lgraph_t b, full;
+    lgraph_block(&w, order, 3, w.n, &b);
+    lgraph_full(&w, &full);
+    gnn_backend_t *be;
+    assert_int_equal(gnn_backend_open("cpu", &be), 0);
+    static const struct {
+        int block;
+        int64_t fin, fout;
+        int agg;
+    } cases[] = {{1, 4, 64, 1}, {0, 64, 2, 0}, {1, 0, 0, 0}, {0, 0, 0, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const lgraph_t *g = cases[i].block ? &b : &full;
+        gnn_bgraph_t *bg;
+        assert_int_equal(gnn_be_graph_create(be, &g->csr, &bg), 0);
+        int rc = gnn_typed_graph_attach(be, bg, &g->csr, g->etype, g->gid, &w.types,
+                                        GNN_TYPED_AUTO, cases[i].fin, cases[i].fout);
+        if (rc != 0) fail_msg("attach: %s", gnn_error_message());
+        const gnn_typed_graph_t *t = gnn_bgraph_attached(bg);
+        if ((t->ug != NULL) != cases[i].agg || (t->vg != NULL) == cases[i].agg)
+            fail_msg("%s, %" PRId64 " -> %" PRId64 ": auto chose %s (nv %" PRId64
+                     ", nvd %" PRId64 ", %" PRId64 " edges; seed %" PRIu64 ")",
+                     cases[i].block ? "block" : "whole graph", cases[i].fin, cases[i].fout,
+                     t->ug ? "aggregate-first" : "transform-first", t->nv, t->nvd, g->csr.nnz,
+                     g_seed);
+        gnn_be_graph_free(bg);
+    }
+    gnn_backend_close(be);
+    lgraph_free(&b);
+    free(order);
+    world_free(&w);
+}
+
 /* The attachment under allocation failure: the Nth allocation failing for
  * N = 1, 2, ... until it succeeds gives GNN_ENOMEM, attaches nothing and
  * leaks nothing (the sanitizer build checks). */
@@ -1267,14 +1337,16 @@ static void attach_alloc_failure_once(void **state)
     world_free(&w);
 }
 
-/* attach_alloc_failure in each order the layer graphs can offer. */
+/* attach_alloc_failure in each order the layer graphs can offer, on both worlds. */
 static void test_attach_alloc_failure(void **state)
 {
-    for (int o = 0; o < 3; o++) {
-        g_order = k_orders[o];
+    for (int o = 0; o < 6; o++) {
+        g_order = k_orders[o % 3];
+        g_r4_to_a = o / 3;
         attach_alloc_failure_once(state);
     }
     g_order = GNN_TYPED_AUTO;
+    g_r4_to_a = 0;
 }
 
 int main(void)
@@ -1291,6 +1363,7 @@ int main(void)
         cmocka_unit_test(test_cpu_as_gpu),
         cmocka_unit_test(test_layer_infer),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_auto_order),
         cmocka_unit_test(test_attach_alloc_failure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

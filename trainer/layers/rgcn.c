@@ -239,12 +239,13 @@ fail:
 static void rgcn_scratch(const gnn_layer_t *L, int input_grad, gnn_layer_scratch_t *s)
 {
     const gnn_typed_graph_t *t = gnn_bgraph_attached(L->graph);
-    (void)input_grad;
     memset(s, 0, sizeof *s);
     s->uses_t = 1;
     if (aggr_first(L, t)) {
-        /* dA in dt; the input gradient whole, by the transposed SpMM */
-        s->t_bytes = gnn_layer_fbytes(t->nvd, L->fin);
+        /* dA in dt (only for an input gradient); that gradient whole, by
+         * the transposed SpMM */
+        s->uses_t = input_grad;
+        s->t_bytes = input_grad ? gnn_layer_fbytes(t->nvd, L->fin) : 0;
         return;
     }
     s->t_bytes = gnn_layer_fbytes(t ? t->nv : 0, L->fout);
