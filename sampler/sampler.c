@@ -655,6 +655,27 @@ fail:
     return rc;
 }
 
+/* A hop's row counts (indptr[i + 1], the rows held here counted) made
+ * offsets: refused where a row with excluded edges is held elsewhere
+ * (xfail), the rows held elsewhere counted by their holders first
+ * (ask_holders, their draws in *src and *rel), then the prefix sum. */
+static int counts_to_offsets(const rows_t *rs, int xfail, int fanout, uint64_t key, int h,
+                             const gnn_vid_t *dst, gnn_vid_t n_dst, gnn_eid_t *indptr,
+                             gnn_vid_t **src, int32_t **rel, int *called)
+{
+    if (xfail)
+        return GNN_FAIL(GNN_EUNSUPPORTED,
+                        "sampler: hop %d reaches a node with excluded edges whose row is held "
+                        "elsewhere",
+                        h);
+    if (rs->remote) { /* the rows held elsewhere, drawn by their holders */
+        int rc = ask_holders(rs, fanout, key, h, dst, n_dst, indptr, src, rel, called);
+        if (rc < 0) return rc;
+    }
+    for (gnn_vid_t i = 0; i < n_dst; i++) indptr[i + 1] += indptr[i];
+    return 0;
+}
+
 /* The holders' answers (ask_holders: src, and rel for a typed sampler)
  * into the rows of dst held elsewhere, at indptr's offsets in indices (and
  * rel). A typed answer's relations must lie in [0, n_rels): GNN_EINVAL
@@ -723,18 +744,8 @@ static int draw_counted(const rows_t *rs, int fanout, uint64_t key, int h, const
         if (c < d && c > SCAN_DRAWS && c > kmax) kmax = c;
         indptr[i + 1] = c;
     }
-    if (xfail) {
-        rc = GNN_FAIL(GNN_EUNSUPPORTED,
-                      "sampler: hop %d reaches a node with excluded edges whose row is held "
-                      "elsewhere",
-                      h);
-        goto fail;
-    }
-    if (rs->remote) { /* the rows held elsewhere, drawn by their holders */
-        rc = ask_holders(rs, fanout, key, h, dst, n_dst, indptr, &rsrc, NULL, called);
-        if (rc < 0) goto fail;
-    }
-    for (gnn_vid_t i = 0; i < n_dst; i++) indptr[i + 1] += indptr[i];
+    rc = counts_to_offsets(rs, xfail, fanout, key, h, dst, n_dst, indptr, &rsrc, NULL, called);
+    if (rc < 0) goto fail;
     const gnn_eid_t nnz = indptr[n_dst];
     *nnz_out = nnz;
 
@@ -1129,18 +1140,8 @@ static int sample_hop_typed(const rows_t *rs, int fanout, uint64_t key, int h, f
                            : typed_count(et, g->indptr[v], g->indptr[v + 1], fanout, &k);
         if (k > kmax) kmax = k;
     }
-    if (xfail) {
-        rc = GNN_FAIL(GNN_EUNSUPPORTED,
-                      "sampler: hop %d reaches a node with excluded edges whose row is held "
-                      "elsewhere",
-                      h);
-        goto fail;
-    }
-    if (rs->remote) { /* the rows held elsewhere, drawn by their holders */
-        rc = ask_holders(rs, fanout, key, h, dst, n_dst, indptr, &rsrc, &rrel, called);
-        if (rc < 0) goto fail;
-    }
-    for (gnn_vid_t i = 0; i < n_dst; i++) indptr[i + 1] += indptr[i];
+    rc = counts_to_offsets(rs, xfail, fanout, key, h, dst, n_dst, indptr, &rsrc, &rrel, called);
+    if (rc < 0) goto fail;
     const gnn_eid_t nnz = indptr[n_dst];
     indices = gnn_malloc_array((size_t)nnz + 1, sizeof *indices);
     rel = gnn_malloc_array((size_t)nnz + 1, sizeof *rel);

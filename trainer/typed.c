@@ -42,6 +42,27 @@ static void by_type(int T, int R, const int *end, int *order, int *pos, int *fir
     }
 }
 
+/* Rows 0 .. n - 1 of types ty[] grouped by type, stably: loc[j] is row
+ * j's index among its type's, cnt[s] the rows of type s, start[s] their
+ * first place in type order, vbase[s] their first virtual row (each row
+ * of type s makes k[s] of them), *nv the virtual rows. Returns whether
+ * the rows are in type order already (cnt starts at zero). */
+static int group_rows(int T, int64_t n, const int *ty, const int *k, int64_t *loc, int64_t *cnt,
+                      int64_t *start, int64_t *vbase, int64_t *nv)
+{
+    int sorted = 1;
+    for (int64_t j = 0; j < n; j++) {
+        loc[j] = cnt[ty[j]]++;
+        if (j > 0 && ty[j] < ty[j - 1]) sorted = 0;
+    }
+    for (int s = 0; s < T; s++) {
+        start[s] = s ? start[s - 1] + cnt[s - 1] : 0;
+        vbase[s] = s ? vbase[s - 1] + cnt[s - 1] * k[s - 1] : 0;
+    }
+    *nv = vbase[T - 1] + cnt[T - 1] * k[T - 1];
+    return sorted;
+}
+
 /* The permutation of n rows that groups them by type (ty[j], loc[j]: the
  * row's type and its index among its type's, start: each type's first
  * row) and its inverse, on the backend as *perm and *iperm; trusted as
@@ -248,36 +269,18 @@ int gnn_typed_graph_attach(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_csr_t *
     t->n_dst = nd;
     by_type(T, R, types->rel_src, t->order, t->pos, t->first, t->k);
     by_type(T, R, types->rel_dst, t->dorder, t->dpos, t->dfirst, t->dk);
-    /* Sources by type, stably: loc[j] = j's index among its type's. */
+    /* Sources by type, stably. */
     loc = gnn_malloc_array((size_t)ns + 1, sizeof *loc);
     ty = gnn_malloc_array((size_t)ns + 1, sizeof *ty);
     GNN_CHECK(loc && ty, GNN_ENOMEM, "typed graph of %lld sources", (long long)ns);
-    int sorted = 1;
-    for (int64_t j = 0; j < ns; j++) {
-        ty[j] = gnn_graph_types_of(types, src_gid ? src_gid[j] : j);
-        loc[j] = t->cnt[ty[j]]++;
-        if (j > 0 && ty[j] < ty[j - 1]) sorted = 0;
-    }
-    for (int s = 0; s < T; s++) {
-        t->start[s] = s ? t->start[s - 1] + t->cnt[s - 1] : 0;
-        t->vbase[s] = s ? t->vbase[s - 1] + t->cnt[s - 1] * t->k[s - 1] : 0;
-    }
-    t->nv = t->vbase[T - 1] + t->cnt[T - 1] * t->k[T - 1];
+    for (int64_t j = 0; j < ns; j++) ty[j] = gnn_graph_types_of(types, src_gid ? src_gid[j] : j);
+    int sorted = group_rows(T, ns, ty, t->k, loc, t->cnt, t->start, t->vbase, &t->nv);
     /* The destinations (the first nd sources) by type, likewise. */
     GNN_CHECK(nd <= ns, GNN_EINVAL, "typed graph: %lld destinations of %lld sources",
               (long long)nd, (long long)ns);
     dloc = gnn_malloc_array((size_t)nd + 1, sizeof *dloc);
     GNN_CHECK(dloc, GNN_ENOMEM, "typed graph of %lld destinations", (long long)nd);
-    int dsorted = 1;
-    for (int64_t v = 0; v < nd; v++) {
-        dloc[v] = t->dcnt[ty[v]]++;
-        if (v > 0 && ty[v] < ty[v - 1]) dsorted = 0;
-    }
-    for (int s = 0; s < T; s++) {
-        t->dstart[s] = s ? t->dstart[s - 1] + t->dcnt[s - 1] : 0;
-        t->dvbase[s] = s ? t->dvbase[s - 1] + t->dcnt[s - 1] * t->dk[s - 1] : 0;
-    }
-    t->nvd = t->dvbase[T - 1] + t->dcnt[T - 1] * t->dk[T - 1];
+    int dsorted = group_rows(T, nd, ty, t->dk, dloc, t->dcnt, t->dstart, t->dvbase, &t->nvd);
     GNN_TRY(check_edges(csr, etype, ty, types));
     if (aggregate_first(t, csr->nnz, order, fin, fout)) {
         if (!dsorted) GNN_TRY(upload_perm(be, nd, ty, dloc, t->dstart, &t->dperm, &t->diperm));

@@ -18,11 +18,12 @@
  *
  * On a block with far fewer destinations than sources (a mini-batch's
  * lower layers) the layer aggregates first where that costs less (the
- * attachment chooses, trainer/typed.h): A = the per-relation means of the input itself, one SpMM
- * over the graph of virtual destinations (nvd x fin, kept for the
- * backward), then per destination type Z_t = A_t [W_r of the relations
- * ending at t] stacked (Wd, R fin x fout, relations in the order of their
- * destination types), so the products run on destination rows only.
+ * attachment chooses, trainer/typed.h): A = the per-relation means of
+ * the input itself, one SpMM over the graph of virtual destinations
+ * (nvd x fin, kept for the backward), then per destination type
+ * Z_t = A_t [W_r of the relations ending at t] stacked (Wd, R fin x fout,
+ * relations in the order of their destination types, in wcat's buffer),
+ * so the products run on destination rows only.
  * Backward: per type dWd = A_t^T dZ_t and dA_t = dZ_t Wd_t^T, then dD by
  * the transposed SpMM.
  */
@@ -36,26 +37,19 @@
 
 typedef struct {
     int64_t ws_off, w_off, a_off, b_off; /* a_off -1 without bases */
-    float *wcat; size_t wcat_bytes;      /* fin x R fout */
+    float *wcat; size_t wcat_bytes;      /* fin x R fout (aggregating first: Wd, R fin x fout) */
     float *wrel; size_t wrel_bytes;      /* bases: R x fin fout */
     float *dp; size_t dp_bytes;          /* the input in type order (when permuted) */
-    float *dwcat; size_t dwcat_bytes;    /* fin x R fout */
+    float *dwcat; size_t dwcat_bytes;    /* fin x R fout (aggregating first: dWd) */
     float *ddp; size_t ddp_bytes;        /* input gradient in type order (permuted) */
     /* aggregating first */
-    float *wd; size_t wd_bytes;          /* R fin x fout: the relations' weights stacked in
-                                            destination-type order */
     float *agg; size_t agg_bytes;        /* nvd x fin: the means (forward to backward) */
     float *zt; size_t zt_bytes;          /* n_dst x fout: Z or dZ in type order (permuted) */
-    float *dwd; size_t dwd_bytes;        /* R fin x fout */
 } rgcn_t;
 
 /* Whether the layer aggregates first on graph t: as the attachment chose
  * for it (trainer/typed.h), which built the one graph that order reads. */
-static int aggr_first(const gnn_layer_t *L, const gnn_typed_graph_t *t)
-{
-    (void)L;
-    return t && t->ug;
-}
+static int aggr_first(const gnn_typed_graph_t *t) { return t && t->ug; }
 
 static int rgcn_setup(gnn_layer_t *L)
 {
@@ -135,7 +129,7 @@ static int typed_of(const gnn_layer_t *L, gnn_typed_graph_t **out)
 /* The relations' weights from the parameters (W_r, or with bases
  * sum_b a[r][b] V_b through wrel), laid out for one order: side by side
  * (stacked 0: Wcat, fin x R fout, W_r at columns pos[r] fout) or stacked
- * (1: Wd, R fin x fout, W_r at rows dpos[r] fin). */
+ * (1: Wd, R fin x fout, W_r at rows dpos[r] fin), in c->wcat either way. */
 static int assemble(gnn_layer_t *L, gnn_layer_env_t *env, const gnn_typed_graph_t *t,
                     int stacked)
 {
@@ -144,9 +138,8 @@ static int assemble(gnn_layer_t *L, gnn_layer_env_t *env, const gnn_typed_graph_
     gnn_backend_t *be = env->be;
     int64_t fin = L->fin, fout = L->fout, fw = fin * fout, R = L->relations, B = L->bases;
     const float *p = env->params + L->off, *src = p + c->w_off;
-    float **dst = stacked ? &c->wd : &c->wcat;
-    size_t *bytes = stacked ? &c->wd_bytes : &c->wcat_bytes;
-    GNN_TRY(gnn_layer_ensure(be, (void **)dst, bytes, gnn_layer_fbytes(R * fin, fout)));
+    GNN_TRY(gnn_layer_ensure(be, (void **)&c->wcat, &c->wcat_bytes,
+                             gnn_layer_fbytes(R * fin, fout)));
     if (B > 0) {
         GNN_TRY(gnn_layer_ensure(be, (void **)&c->wrel, &c->wrel_bytes, gnn_layer_fbytes(R, fw)));
         GNN_TRY(gnn_be_gemm(be, 0, 0, R, fw, B, 1.0f, p + c->a_off, B, p + c->w_off, fw, 0.0f,
@@ -155,8 +148,8 @@ static int assemble(gnn_layer_t *L, gnn_layer_env_t *env, const gnn_typed_graph_
     }
     for (int64_t r = 0; r < R; r++)
         GNN_TRY(gnn_be_copy_rows(be, fin, fout, src + r * fw, fout, fin, NULL,
-                                 stacked ? *dst + (int64_t)t->dpos[r] * fw
-                                         : *dst + (int64_t)t->pos[r] * fout,
+                                 stacked ? c->wcat + (int64_t)t->dpos[r] * fw
+                                         : c->wcat + (int64_t)t->pos[r] * fout,
                                  stacked ? fout : R * fout));
 fail:
     return rc;
@@ -190,7 +183,7 @@ static int forward_aggr_first(gnn_layer_t *L, gnn_layer_env_t *env, gnn_typed_gr
         }
         int64_t kw = (int64_t)t->dk[s] * fin;
         GNN_TRY(gnn_be_gemm(be, 0, 0, t->dcnt[s], fout, kw, 1.0f, c->agg + t->dvbase[s] * fin, kw,
-                            c->wd + (int64_t)t->dfirst[s] * fin * fout, fout, 0.0f, zs, fout));
+                            c->wcat + (int64_t)t->dfirst[s] * fin * fout, fout, 0.0f, zs, fout));
     }
     if (t->dperm) GNN_TRY(gnn_be_gather_rows(be, nd, fout, c->zt, nd, t->diperm, L->z));
     GNN_TRY(gnn_be_gemm(be, 0, 0, nd, fout, fin, 1.0f, L->d, fin, p + c->ws_off, fout, 1.0f, L->z,
@@ -207,7 +200,7 @@ static int rgcn_forward(gnn_layer_t *L, gnn_layer_env_t *env)
     gnn_backend_t *be = env->be;
     gnn_typed_graph_t *t;
     GNN_TRY(typed_of(L, &t));
-    if (aggr_first(L, t)) return forward_aggr_first(L, env, t);
+    if (aggr_first(t)) return forward_aggr_first(L, env, t);
     int64_t ns = L->n_src, nd = L->n_dst, fin = L->fin, fout = L->fout, R = L->relations;
     const float *p = env->params + L->off, *d = L->d;
     GNN_TRY(gnn_layer_ensure(be, (void **)&L->z, &L->z_bytes, gnn_layer_fbytes(env->out_rows, fout)));
@@ -241,7 +234,7 @@ static void rgcn_scratch(const gnn_layer_t *L, int input_grad, gnn_layer_scratch
     const gnn_typed_graph_t *t = gnn_bgraph_attached(L->graph);
     memset(s, 0, sizeof *s);
     s->uses_t = 1;
-    if (aggr_first(L, t)) {
+    if (aggr_first(t)) {
         /* dA in dt (only for an input gradient); that gradient whole, by
          * the transposed SpMM */
         s->uses_t = input_grad;
@@ -330,20 +323,21 @@ static int backward_aggr_first(gnn_layer_t *L, gnn_layer_env_t *env, gnn_typed_g
         GNN_TRY(gnn_be_gather_rows(be, nd, fout, dz, nd, t->dperm, c->zt));
         dzt = c->zt;
     }
-    GNN_TRY(gnn_layer_ensure(be, (void **)&c->dwd, &c->dwd_bytes, gnn_layer_fbytes(R * fin, fout)));
-    GNN_TRY(gnn_be_zero(be, c->dwd, gnn_layer_fbytes(R * fin, fout)));
+    GNN_TRY(gnn_layer_ensure(be, (void **)&c->dwcat, &c->dwcat_bytes,
+                             gnn_layer_fbytes(R * fin, fout)));
+    GNN_TRY(gnn_be_zero(be, c->dwcat, gnn_layer_fbytes(R * fin, fout)));
     for (int s = 0; s < t->n_types; s++) {
         if (!t->dcnt[s] || !t->dk[s]) continue;
         int64_t kw = (int64_t)t->dk[s] * fin;
         const float *as = c->agg + t->dvbase[s] * fin, *dzs = dzt + t->dstart[s] * fout;
-        const float *ws = c->wd + (int64_t)t->dfirst[s] * fin * fout;
+        const float *ws = c->wcat + (int64_t)t->dfirst[s] * fin * fout;
         GNN_TRY(gnn_be_gemm(be, 1, 0, kw, fout, t->dcnt[s], 1.0f, as, kw, dzs, fout, 0.0f,
-                            c->dwd + (int64_t)t->dfirst[s] * fin * fout, fout));
+                            c->dwcat + (int64_t)t->dfirst[s] * fin * fout, fout));
         if (dx)
             GNN_TRY(gnn_be_gemm(be, 0, 1, t->dcnt[s], kw, fout, 1.0f, dzs, fout, ws, fout, 0.0f,
                                 dA + t->dvbase[s] * fin, kw));
     }
-    GNN_TRY(weight_grads(L, env, c->dwd, t->dpos, fin * fout, fout));
+    GNN_TRY(weight_grads(L, env, c->dwcat, t->dpos, fin * fout, fout));
     if (!dx) return 0;
     /* dD = ug^T dA (the sum reads neither x nor y), + dZ W_self^T on the
      * destinations' rows. */
@@ -370,7 +364,7 @@ static int rgcn_backward(gnn_layer_t *L, gnn_layer_env_t *env, float *dz, float 
     GNN_TRY(gnn_be_bias_grad(be, nd, fout, dz, gr + c->b_off));
     GNN_TRY(gnn_be_gemm(be, 1, 0, fin, fout, nd, 1.0f, L->d, fin, dz, fout, 0.0f, gr + c->ws_off,
                         fout));
-    if (aggr_first(L, t)) return backward_aggr_first(L, env, t, dz, dx);
+    if (aggr_first(t)) return backward_aggr_first(L, env, t, dz, dx);
     /* (the sum reads neither x nor y: dP stands in for P, which is gone) */
     GNN_TRY(gnn_be_aggr_backward(be, t->vg, L->aggr, fout, dP, L->z, dz, dP, NULL, 0));
     /* dWcat, block by block of types; blocks of types without sources stay 0. */
@@ -422,7 +416,7 @@ static size_t rgcn_state_bytes(const gnn_layer_t *L)
 {
     const rgcn_t *c = L->state;
     return c ? c->wcat_bytes + c->wrel_bytes + c->dp_bytes + c->dwcat_bytes + c->ddp_bytes +
-                   c->wd_bytes + c->agg_bytes + c->zt_bytes + c->dwd_bytes
+                   c->agg_bytes + c->zt_bytes
              : 0;
 }
 
@@ -435,10 +429,8 @@ static void rgcn_free(gnn_layer_t *L, gnn_backend_t *be)
     gnn_be_free(be, c->dp);
     gnn_be_free(be, c->dwcat);
     gnn_be_free(be, c->ddp);
-    gnn_be_free(be, c->wd);
     gnn_be_free(be, c->agg);
     gnn_be_free(be, c->zt);
-    gnn_be_free(be, c->dwd);
     gnn_free(c);
     L->state = NULL;
 }
