@@ -1431,10 +1431,39 @@ fail:
     return rc;
 }
 
+int gnn_be_sampler_set_key_ids(gnn_bsampler_t *s, const int64_t *ids)
+{
+    int rc = 0;
+    if (!s) return GNN_FAIL(GNN_EINVAL, "gnn_be_sampler_set_key_ids: NULL sampler");
+    const int64_t n = s->graph->n_rows;
+    int64_t *buf = NULL;
+    if (ids) {
+        for (int64_t v = 0; v < n; v++)
+            GNN_CHECK(ids[v] >= 0, GNN_EINVAL,
+                      "gnn_be_sampler_set_key_ids: key id %" PRId64 " of node %" PRId64
+                      " is negative",
+                      ids[v], v);
+        GNN_TRY(gnn_be_alloc(s->be, (size_t)(n + 1) * sizeof *buf, (void **)&buf));
+        if (n) GNN_TRY(gnn_be_upload(s->be, buf, ids, (size_t)n * sizeof *buf));
+        /* The sampler's own stream reads it: the copy done first. */
+        GNN_TRY(gnn_be_sync(s->be));
+    }
+    if (s->key_ids) {
+        GNN_TRY(gnn_be_sync(s->be)); /* no batch of the backend's still reading them */
+        gnn_be_free(s->be, s->key_ids);
+    }
+    s->key_ids = buf;
+    return 0;
+fail:
+    gnn_be_free(s->be, buf);
+    return rc;
+}
+
 void gnn_be_sampler_free(gnn_bsampler_t *s)
 {
     if (!s) return;
     if (s->be && s->be->ops->sampler_release) s->be->ops->sampler_release(s->be, s);
+    if (s->key_ids) gnn_be_free(s->be, s->key_ids);
     gnn_free(s);
 }
 

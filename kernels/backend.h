@@ -426,7 +426,8 @@ int gnn_be_elu_backward(gnn_backend_t *be, int64_t n, const float *y, const floa
  * for entry to what gnn_sampler_sample builds from the same graph,
  * fanouts, seeds and (seed, epoch, batch): the same draws (graph/base/
  * draw.h), local ids in order of first appearance, rows sorted. Draws
- * keyed by node id, every row held, no relations and no excluded edges
+ * keyed by node id (or by key ids: gnn_be_sampler_set_key_ids), every
+ * row held, no relations and no excluded edges
  * (the host sampler does those). A hop runs as data-parallel steps (row
  * counts, their prefix sum, the draws, the first appearance of each new
  * source, its prefix sum, the new ids, the relabelling, a sort per row)
@@ -477,6 +478,14 @@ int gnn_be_sampler_create_at(gnn_backend_t *be, const gnn_csr_t *graph, int laye
  * rows of the hop before from its block and draws only the new ones).
  * GNN_EINVAL for a NULL sampler. */
 int gnn_be_sampler_set_once(gnn_bsampler_t *s, int on);
+/* Key ids (sampler/sampler.h, gnn_sampler_set_key_ids): the draws of
+ * node v come from the stream of ids[v] instead of v, so that a part of a
+ * graph whose nodes carry their graph-wide ids, rows in the graph's order,
+ * draws what the whole graph's sampler draws. ids: graph->n_rows
+ * non-negative host entries, copied to the backend (NULL: by node id
+ * again). GNN_EINVAL for a NULL sampler or a negative id (named);
+ * GNN_ENOMEM / GNN_ECUDA. */
+int gnn_be_sampler_set_key_ids(gnn_bsampler_t *s, const int64_t *ids);
 /* Where the sampler reads the graph: 1 device memory, 2 host memory (the
  * CPU backend's, or a GPU's pinned and mapped). */
 int gnn_be_sampler_graph_at(const gnn_bsampler_t *s);

@@ -167,6 +167,7 @@ struct gnn_bsampler {
                        deduplication and self loops */
     int where;      /* asked: 0 auto, 1 device, 2 host memory */
     int once;       /* gnn_be_sampler_set_once */
+    int64_t *key_ids; /* gnn_be_sampler_set_key_ids: a backend buffer, or NULL */
     int at;         /* chosen: 1 device, 2 host memory (the implementation sets it) */
     void *impl;
 };

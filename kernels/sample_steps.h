@@ -20,10 +20,12 @@ static inline GNN_HOSTDEV int64_t gnn__ds_count(const int64_t *indptr, int64_t v
 
 /* The c draws of row v at hop h under key into out (global ids, in draw
  * order): the whole row when c is its degree, else the positions of the
- * definition turned into the sources they index. */
+ * definition turned into the sources they index. The draws of v come
+ * from the stream of kid[v] (a part's graph-file ids: sampler/sampler.h's
+ * key ids), or of v itself where kid is NULL. */
 static inline GNN_HOSTDEV void gnn__ds_draw(const int64_t *indptr, const int64_t *indices,
-                                            int64_t v, int64_t c, uint64_t key, int h,
-                                            int64_t *out)
+                                            const int64_t *kid, int64_t v, int64_t c,
+                                            uint64_t key, int h, int64_t *out)
 {
     const int64_t *row = indices + indptr[v];
     const int64_t d = indptr[v + 1] - indptr[v];
@@ -32,7 +34,7 @@ static inline GNN_HOSTDEV void gnn__ds_draw(const int64_t *indptr, const int64_t
         return;
     }
     gnn_draw_stream_t s;
-    gnn_draw_init(&s, key, v, (uint32_t)h);
+    gnn_draw_init(&s, key, kid ? kid[v] : v, (uint32_t)h);
     gnn_draw_floyd(&s, d, c, out);
     for (int64_t q = 0; q < c; q++) out[q] = row[out[q]];
 }

@@ -122,8 +122,8 @@ int gnn__cpu_sample(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds, 
         int64_t *gids = c->gids, *pos = c->pos, *ind = b->indices[l] + nnz_kept;
 #pragma omp parallel for schedule(dynamic, 64)
         for (int64_t i = 0; i < n_new; i++)
-            gnn__ds_draw(g->indptr, g->indices, nodes[kept + i], rptr[i + 1] - rptr[i], key, h,
-                         gids + rptr[i]);
+            gnn__ds_draw(g->indptr, g->indices, s->key_ids, nodes[kept + i],
+                         rptr[i + 1] - rptr[i], key, h, gids + rptr[i]);
         /* 3. the first entry of each new source (an atomic minimum on a GPU) */
         for (int64_t e = 0; e < nnz_new; e++) {
             const int64_t u = gids[e];

@@ -238,12 +238,13 @@ __global__ void k_indptr(int64_t n, const int64_t *rptr, int64_t base, int64_t *
 }
 
 __global__ void k_draw(int64_t n, const int64_t *nodes, const int64_t *gindptr,
-                       const int64_t *gindices, const int64_t *rptr, uint64_t key, int h,
-                       int64_t *gids)
+                       const int64_t *gindices, const int64_t *kid, const int64_t *rptr,
+                       uint64_t key, int h, int64_t *gids)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x)
-        gnn__ds_draw(gindptr, gindices, nodes[i], rptr[i + 1] - rptr[i], key, h, gids + rptr[i]);
+        gnn__ds_draw(gindptr, gindices, kid, nodes[i], rptr[i + 1] - rptr[i], key, h,
+                     gids + rptr[i]);
 }
 
 __global__ void k_first(int64_t nnz, const int64_t *gids, const int32_t *loc,
@@ -386,8 +387,8 @@ static int hops(gnn_backend_t *be, gnn_bsampler_t *s, int64_t n, uint64_t key, g
         GNN_TRY_RET(bgrow(c, (void **)&b->nodes, &b->cap_nodes, (size_t)(n_dst + nnz_new),
                           sizeof(int64_t), 1));
         rows = b->nodes + kept;
-        k_draw<<<blocks_for(n_new), THREADS, 0, st>>>(n_new, rows, c->indptr, c->indices, c->rptr,
-                                                      key, h, c->gids);
+        k_draw<<<blocks_for(n_new), THREADS, 0, st>>>(n_new, rows, c->indptr, c->indices,
+                                                      s->key_ids, c->rptr, key, h, c->gids);
         GNN_CUDA_LAUNCHED("sampler draw");
         /* 3, 4. the first entry of each new node; flags and their sum */
         k_first<<<blocks_for(nnz_new), THREADS, 0, st>>>(nnz_new, c->gids, c->loc, c->first);

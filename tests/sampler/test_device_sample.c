@@ -337,6 +337,10 @@ static void test_same_batches(void **state)
         for (int gi = 0; gi < 2; gi++) {
             gnn_csr_t g;
             make_graph(&s, gi ? 6000 : 900, gi ? 60000 : 20000, gi, &g);
+            /* Key ids, as a part's graph-file ids: any non-negative ids. */
+            int64_t *kid = malloc((size_t)g.n_rows * sizeof *kid);
+            assert_non_null(kid);
+            for (int64_t v = 0; v < g.n_rows; v++) kid[v] = (int64_t)(tu_rng_next(&s) >> 2);
             for (size_t f = 0; f < 2 * sizeof fan / sizeof fan[0]; f++) {
                 /* each fanout list drawn the usual way, then sampling once */
                 const int once = f >= sizeof fan / sizeof fan[0];
@@ -346,6 +350,9 @@ static void test_same_batches(void **state)
                 gnn_bsampler_t *ds;
                 assert_int_equal(gnn_sampler_create(&g, layers, fan[fi] + 1, &hs), 0);
                 assert_int_equal(gnn_sampler_set_once(hs, once), 0);
+                /* Every other fanout list with draws keyed by kid. */
+                const int keyed = f % 2 == 1;
+                if (keyed) assert_int_equal(gnn_sampler_set_key_ids(hs, kid), 0);
                 /* A GPU reads the graph from its memory, then from the
                  * host's in place (alternately); the CPU from the host's. */
                 const int gpu = gnn_backend_kind(be) == GNN_BACKEND_CUDA;
@@ -353,6 +360,7 @@ static void test_same_batches(void **state)
                 assert_int_equal(gnn_be_sampler_create_at(be, &g, layers, fan[fi] + 1, where, &ds),
                                  0);
                 assert_int_equal(gnn_be_sampler_set_once(ds, once), 0);
+                if (keyed) assert_int_equal(gnn_be_sampler_set_key_ids(ds, kid), 0);
                 assert_int_equal(gnn_be_sampler_graph_at(ds), gpu ? where : 2);
                 for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
                     int64_t n = sizes[z] < g.n_rows ? sizes[z] : g.n_rows;
@@ -362,8 +370,9 @@ static void test_same_batches(void **state)
                     assert_int_equal(gnn_sampler_sample(hs, seeds, n, sd, ep, bt, &mb), 0);
                     assert_int_equal(gnn_be_sample(ds, seeds, n, sd, ep, bt, &b), 0);
                     char what[160];
-                    snprintf(what, sizeof what, "%s, graph %d, fanouts #%zu%s, %" PRId64 " seeds",
-                             g_backends[k], gi, fi, once ? " sampled once" : "", n);
+                    snprintf(what, sizeof what, "%s, graph %d, fanouts #%zu%s%s, %" PRId64 " seeds",
+                             g_backends[k], gi, fi, once ? " sampled once" : "",
+                             keyed ? ", keyed" : "", n);
                     expect_same(be, &b, &mb, what);
                     if (n == 100 || n == 3000)
                         expect_same_graphs(be, n == 3000 ? ds : NULL, &b, &mb, g.n_rows, &s,
@@ -374,6 +383,7 @@ static void test_same_batches(void **state)
                 gnn_be_sampler_free(ds);
                 gnn_sampler_free(hs);
             }
+            free(kid);
             gnn_csr_free(&g);
         }
         gnn_be_batch_free(&b);
@@ -424,6 +434,23 @@ static void test_errors(void **state)
         assert_int_equal(gnn_sampler_sample(hs, seeds, 4, 9, 1, 2, &mb), 0);
         assert_int_equal(gnn_be_sample(ds, seeds, 4, 9, 1, 2, &b), 0);
         expect_same(be, &b, &mb, "after the refusals");
+        /* A negative key id is refused (named) and leaves the draws
+         * keyed as they were; NULL keys by node id again. */
+        int64_t *kid = malloc(300 * sizeof *kid);
+        assert_non_null(kid);
+        for (int64_t v = 0; v < 300; v++) kid[v] = v;
+        kid[123] = -4;
+        expect_error(gnn_be_sampler_set_key_ids(ds, kid), GNN_EINVAL,
+                     "key id -4 of node 123 is negative");
+        expect_error(gnn_be_sampler_set_key_ids(NULL, kid), GNN_EINVAL, "NULL sampler");
+        assert_int_equal(gnn_be_sample(ds, seeds, 4, 9, 1, 2, &b), 0);
+        expect_same(be, &b, &mb, "after a refused key id");
+        kid[123] = 123; /* the node ids themselves: the same draws */
+        assert_int_equal(gnn_be_sampler_set_key_ids(ds, kid), 0);
+        assert_int_equal(gnn_be_sample(ds, seeds, 4, 9, 1, 2, &b), 0);
+        expect_same(be, &b, &mb, "keyed by the node ids themselves");
+        assert_int_equal(gnn_be_sampler_set_key_ids(ds, NULL), 0);
+        free(kid);
         /* Released (a GPU's next fill waits for the work queued so far on
          * the device), then filled again: the same batch. */
         assert_int_equal(gnn_be_batch_release(&b), 0);

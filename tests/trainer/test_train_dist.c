@@ -1038,7 +1038,8 @@ static void test_link_minibatch(void **state)
  * reported once: a partition of a graph without types (status 1), more
  * bases than relations (a bad option, status 2). gnn-partition refuses to cut a typed graph under
  * mpiexec (one error line, status 1, no directory). Also --sampler device
- * over a partition directory (status 2: it samples in one process).
+ * over a partition whose halo does not reach the layers (status 2: each
+ * rank samples on its own part).
  */
 static void test_rgcn_refusals(void **state)
 {
@@ -1048,8 +1049,12 @@ static void test_rgcn_refusals(void **state)
                      "2", ARGS("--data", g_k2, "--model", "rgcn", "--epochs", "2", "-q"));
     mpi_fails_status(2, (const char *[]){"--num-bases 6: ", "has only 5 relations", NULL}, "4",
                      ARGS("--data", g_hk4, "--model", "rgcn", "--num-bases", "6", "-q"));
-    mpi_fails_status(2, (const char *[]){"--sampler device: one process only", NULL}, "2",
-                     ARGS("--data", g_k2, "--model", "sage", "--mode", "minibatch", "--sampler",
+    mpi_fails_status(2, (const char *[]){"--sampler device: ", "has 1 hop of halo for 2 layers",
+                                         "--halo-hops 2", NULL},
+                     "2", ARGS("--data", g_k2, "--model", "sage", "--mode", "minibatch",
+                               "--sampler", "device", "--epochs", "2", "-q"));
+    mpi_fails_status(2, (const char *[]){"--sampler device: not with typed draws", NULL}, "2",
+                     ARGS("--data", g_hk2, "--model", "rgcn", "--mode", "minibatch", "--sampler",
                           "device", "--epochs", "2", "-q"));
     char *out = (char *)tu_path("hsbm-mpi-parts"), want[1024];
     snprintf(want, sizeof want, "%s has node types: it is partitioned by one process", g_hsbm);
@@ -1297,6 +1302,86 @@ static void test_minibatch_sampled_by_owners(void **state)
     log_free(&c);
     log_free(&e);
     log_free(&c1);
+}
+
+/* A mini-batch run of model over dir (np ranks, or one process for NULL),
+ * 3 epochs, the extra options after. */
+static log_t dev_run(char *np, const char *dir, const char *model, const char *tag,
+                     char *const *extra)
+{
+    char log[640], name[64], *argv[TU_MAX_ARGS];
+    snprintf(name, sizeof name, "dev-%s.json", tag);
+    snprintf(log, sizeof log, "%s", tu_path(name));
+    int k = train_head(argv, np);
+    char *rest[] = {"--data", (char *)dir, "--model", (char *)model, "--mode", "minibatch",
+                    "--hidden", "16", "--normalize-features", "--epochs", "3",
+                    "--batch-size", "32", "--log-json", log, "-q"};
+    for (size_t h = 0; h < sizeof rest / sizeof rest[0]; h++) argv[k++] = rest[h];
+    for (; *extra; extra++) argv[k++] = *extra;
+    argv[k] = NULL;
+    tu_run_t r = run_limited(argv, NULL);
+    expect_ok(argv, &r);
+    return log_read(log, 1, 3);
+}
+
+/* The counters two runs of the same batches must agree on. */
+static void same_batches(const char *what, const log_t *a, const log_t *b)
+{
+    const char *keys[] = {"feat_bytes", "sampled_edges", "input_nodes_mean", "remote_inputs",
+                          "cache_hits"};
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        double x = tu_json_num(a->line[0], keys[k]), y = tu_json_num(b->line[0], keys[k]);
+        if (x != y) fail_msg("%s: %s %.0f (host sampler) against %.0f (device)", what, keys[k], x, y);
+    }
+}
+
+/*
+ * --sampler device over a partition directory: each rank samples its
+ * batches on its backend (cpu-as-gpu here, the CPU backend's device
+ * sampler too), draws keyed by graph-file ids, so the batches are the
+ * host sampler's over the same parts: the same losses bit for bit and the
+ * same counters (features fetched, edges sampled, cache hits), for
+ * GraphSAGE with a feature cache and GAT on 2 ranks, 3-layer GraphSAGE
+ * sampling once on 4; one rank gives one process's device-sampled losses.
+ */
+static void test_minibatch_sampled_on_device(void **state)
+{
+    (void)state;
+    char *sh[] = {"--fanouts", "10,10", "--device", "cpu-as-gpu", "--feature-cache", "200K",
+                  NULL};
+    char *sd[] = {"--fanouts", "10,10", "--device", "cpu-as-gpu", "--feature-cache", "200K",
+                  "--sampler", "device", NULL};
+    char *sc[] = {"--fanouts", "10,10", "--sampler", "device", NULL};
+    char *gh[] = {"--fanouts", "5,5", "--heads", "2", "--device", "cpu-as-gpu", NULL};
+    char *gd[] = {"--fanouts", "5,5", "--heads", "2", "--device", "cpu-as-gpu", "--sampler",
+                  "device", NULL};
+    char *fh[] = {"--layers", "3", "--fanouts", "5,5,5", "--sample-once", "--device",
+                  "cpu-as-gpu", NULL};
+    char *fd[] = {"--layers", "3", "--fanouts", "5,5,5", "--sample-once", "--device",
+                  "cpu-as-gpu", "--sampler", "device", NULL};
+    char *one[] = {"--fanouts", "10,10", "--device", "cpu-as-gpu", "--sampler", "device",
+                   "--sparse-features", "off", NULL};
+    log_t a = dev_run("2", g_h2, "sage", "sh", sh), b = dev_run("2", g_h2, "sage", "sd", sd);
+    log_t c = dev_run("2", g_h2, "sage", "sc", sc);
+    log_t e = dev_run("2", g_h2, "gat", "gh", gh), f = dev_run("2", g_h2, "gat", "gd", gd);
+    log_t g = dev_run("4", g_k4h3, "sage", "fh", fh), h = dev_run("4", g_k4h3, "sage", "fd", fd);
+    log_t r1 = dev_run("1", g_h1, "sage", "r1", one), p1 = dev_run(NULL, g_cora, "sage", "p1", one);
+    double d[5] = {loss_diff(&a, &b, 3), loss_diff(&a, &c, 3), loss_diff(&e, &f, 3),
+                   loss_diff(&g, &h, 3), loss_diff(&r1, &p1, 3)};
+    print_message("sampled on the device over parts: loss differences from the host sampler "
+                  "%.2e (sage, 2 ranks, cpu-as-gpu, cache), %.2e (the CPU backend's sampler), "
+                  "%.2e (gat), %.2e (3 layers, sampling once, 4 ranks); 1 rank against 1 "
+                  "process %.2e\n",
+                  d[0], d[1], d[2], d[3], d[4]);
+    assert_true(d[0] == 0.0 && d[1] == 0.0 && d[2] == 0.0 && d[3] == 0.0);
+    assert_true(d[4] <= 1e-7);
+    same_batches("sage, 2 ranks", &a, &b);
+    same_batches("gat, 2 ranks", &e, &f);
+    same_batches("sage, 4 ranks", &g, &h);
+    assert_true(tu_json_num(b.line[0], "feat_bytes") > 0.0 &&
+                tu_json_num(b.line[0], "cache_hits") > 0.0);
+    log_t *all[] = {&a, &b, &c, &e, &f, &g, &h, &r1, &p1};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) log_free(all[i]);
 }
 
 /*
@@ -2516,6 +2601,15 @@ static void test_cuda_training(void **state)
     log_free(&mbd[0].log);
     log_free(&mbd[1].log);
     log_free(&mbd_ref);
+    /* ... and over 2 parts of 2 hops, each rank sampling on its GPU. */
+    run_t mbp[] = {{"2 ranks, cuda, sampled on the GPU", "2", g_h2, {0}}};
+    mbp[0].log = owner_run("2", g_h2, "cuda-mbp", mbd_gpu);
+    log_t mbp_ref = owner_run("2", g_h2, "cuda-mbp-cpu", mbd_cpu);
+    compare_to("sage mini-batches sampled on the GPU over parts", &mbp_ref, mbp, 1, 3);
+    assert_true(tu_json_num(mbp[0].log.line[0], "feat_bytes") ==
+                tu_json_num(mbp_ref.line[0], "feat_bytes"));
+    log_free(&mbp[0].log);
+    log_free(&mbp_ref);
 
     /* Learnable input rows beside the features (--embed all): the table,
      * its gather and its row-sparse step on the device, in host memory
@@ -2815,6 +2909,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_minibatch),
         cmocka_unit_test(test_minibatch_accuracy),
         cmocka_unit_test(test_minibatch_sampled_by_owners),
+        cmocka_unit_test(test_minibatch_sampled_on_device),
         cmocka_unit_test(test_device_paths),
         cmocka_unit_test(test_loss_plans),
         cmocka_unit_test(test_cache_policies),

@@ -11,6 +11,13 @@
  * trains. Dropout is keyed by the graph file's node ids, so a rank's batch
  * is what one process computes for the same seeds. Inference is the
  * full-graph forward over the parts (modes/distributed.c).
+ *
+ * With --sampler device each rank samples its batches where its backend
+ * runs (gnn_be_sample over the part, draws keyed by graph-file ids: the
+ * host sampler's batches entry for entry), the blocks are prepared there,
+ * and the input rows of owned and cached nodes are gathered from the
+ * backend's copy of them; only the node ids come back to the host, to
+ * list the rows fetched from their owners, which go up and into place.
  */
 #include "trainer/job.h"
 
@@ -49,6 +56,18 @@ typedef struct {
                                          (dropout by node: the same mask on any rank and in
                                          one process) */
     int64_t batch_gid_cap;
+    /* --sampler device (j->ds samples, j->dsb holds the batch) */
+    float *dtable;                    /* backend: cache_feat's rows (owned, then cached) */
+    int64_t *hnodes, *hrow;           /* host: a batch's nodes, and the dtable row of each
+                                         (0 for a fetched one, put in place after) */
+    int64_t hcap;
+    int64_t *dmiss, *dpos;            /* host: nodes to fetch, and their input rows */
+    float *drows;                     /* host: their fetched rows */
+    size_t drows_cap;
+    int64_t *d_row, *d_pos;           /* backend copies of hrow and dpos */
+    size_t d_row_bytes, d_pos_bytes;
+    float *d_fetched;                 /* backend copy of drows */
+    size_t d_fetched_bytes;
 } dmb_t;
 
 #define S(j) ((dmb_t *)(j)->mode_state)
@@ -84,9 +103,23 @@ static int dmb_setup(gnn_job_t *j)
     int64_t n = d->n_owned, f = d->feat_dim, remote = d->n_all - n, bytes = 0;
     int64_t *ids = NULL, *counts = NULL;
     int local = 0;
-    if (!strcmp(o->sampler, "device")) /* the same on every rank: no agreement needed */
-        return GNN_FAIL(GNN_EUSAGE, "--sampler device: one process only (not over a partition "
-                                    "directory); use --sampler host");
+    const int device = !strcmp(o->sampler, "device");
+    if (device) { /* the same on every rank: no agreement needed */
+        const char *why = j->task->edge_seeds ? "edge batches (--task link)"
+                          : j->kind->typed    ? "typed draws (--model rgcn)"
+                          : o->embed_dim > 0  ? "learnable input rows (--embed-dim)"
+                          : f <= 0            ? "a graph without features"
+                                              : NULL;
+        if (why)
+            return GNN_FAIL(GNN_EUSAGE, "--sampler device: not with %s; use --sampler host", why);
+        if (d->hops < o->layers)
+            return GNN_FAIL(GNN_EUSAGE,
+                            "--sampler device: %s has %d hop%s of halo for %d layers (each "
+                            "rank samples its own part, which must hold every row a batch "
+                            "draws: gnn-partition --halo-hops %d); use --sampler host, whose "
+                            "owners draw the missing hops",
+                            o->data, d->hops, d->hops == 1 ? "" : "s", o->layers, o->layers);
+    }
     GNN_TRY(gnn__dist_open_exchange(j));
     dmb_t *st = gnn_calloc(1, sizeof *st);
     j->mode_state = st; /* freed by dmb_free whatever the others say */
@@ -217,14 +250,28 @@ static int dmb_setup(gnn_job_t *j)
                            gnn__loader_setup(j, &d->full, S(j)->cache_feat, S(j)->feat_row,
                                              j->task->seed_targets(j), d->gid,
                                              S(j)->remote_rows ? &S(j)->remote : NULL)));
+    if (device) {
+        /* The part's sampler where the backend runs, keyed as the host's,
+         * and the owned and cached rows there. */
+        local = gnn_be_sampler_create(j->be, &d->full, o->layers, j->fanout, &j->ds);
+        if (local == 0) local = gnn_be_sampler_set_once(j->ds, o->sample_once);
+        if (local == 0) local = gnn_be_sampler_set_key_ids(j->ds, d->gid);
+        size_t tb = ((size_t)(n + S(j)->n_cache) * (size_t)f + 1) * sizeof(float);
+        if (local == 0) local = gnn_be_alloc(j->be, tb, (void **)&S(j)->dtable);
+        if (local == 0 && tb > sizeof(float))
+            local = gnn_be_upload(j->be, S(j)->dtable, S(j)->cache_feat, tb - sizeof(float));
+        GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
+    }
     int level = 0;
     MPI_Query_thread(&level);
     if (level == MPI_THREAD_MULTIPLE) /* fetches may then run on a thread of their own */
         GNN_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &d->fetch_comm) == MPI_SUCCESS, GNN_EMPI,
                   "MPI_Comm_dup failed");
     GNN_INFO("mini-batches of %" PRId64 " seeds per rank, fanouts %s, %" PRId64
-             " steps per epoch; feature cache %" PRId64 " of %" PRId64 " remote nodes",
-             o->batch_size, j->fanouts, S(j)->steps, S(j)->n_cache, d->n_all - n);
+             " steps per epoch; feature cache %" PRId64 " of %" PRId64 " remote nodes; "
+             "sampled on the %s",
+             o->batch_size, j->fanouts, S(j)->steps, S(j)->n_cache, d->n_all - n,
+             device ? "device" : "host");
 fail:
     gnn_free(ids);
     gnn_free(counts);
@@ -371,13 +418,45 @@ static int pending_finish(pending_t *p, int64_t F)
     return 0;
 }
 
+/* Forward over the batch's blocks from its input rows x (gid: their
+ * graph-file ids; both backend buffers), the loss of its ns seeds
+ * (targets y) as this rank's share of the step's mean over items, the
+ * backward; *sum += the batch's loss times items. */
+static int batch_grads(gnn_job_t *j, gnn_bgraph_t **graphs, const float *x, const int64_t *y,
+                       const int64_t *gid, const gnn_loader_batch_t *lb, int64_t ns,
+                       int64_t items, int64_t step, double *sum)
+{
+    int rc = 0;
+    gnn_backend_t *be = j->be;
+    int64_t C = j->out_dim;
+    const float *logits;
+    double bl = 0.0;
+    GNN_TRY(gnn_model_set_row_ids(j->model, gid, j->dist->n_global));
+    GNN_TRY(gnn_model_forward(j->model, graphs, x, 1, &logits));
+    GNN_TRY(gnn__buf_ensure(be, (void **)&j->dlogits, &j->dlogits_bytes,
+                            (size_t)ns * (size_t)C * sizeof(float)));
+    GNN_TRY(j->task->batch_loss(j, logits, lb, y, ns, &bl, j->dlogits));
+    float share = (float)((double)items / (double)S(j)->step_seeds[step]);
+    GNN_TRY(gnn_be_axpby(be, ns * C, share, j->dlogits, 0.0f, j->dlogits));
+    /* A task's own parameters (link prediction's MLP decoder) got the
+     * gradient of this rank's mean from batch_loss: scaled alike. */
+    int64_t xo = gnn_model_extra_offset(j->model), xn = gnn_model_n_params(j->model) - xo;
+    if (xn > 0) {
+        float *xg = gnn_model_grads(j->model) + xo;
+        GNN_TRY(gnn_be_axpby(be, xn, share, xg, 0.0f, xg));
+    }
+    GNN_TRY(gnn_model_backward(j->model, j->dlogits));
+    *sum += bl * (double)items;
+fail:
+    return rc;
+}
+
 /* Forward, loss as this rank's share of the step's mean, backward; zero
  * gradients without a batch. The batch is released. */
 static int dist_batch_grads(gnn_job_t *j, pending_t *p, int64_t step, double *sum)
 {
     int rc = 0, own = 0;
     gnn_backend_t *be = j->be;
-    int64_t C = j->out_dim;
     if (!p->b || p->b->n_items == 0) { /* none at this step, or an empty share of it */
         if (p->b) gnn_loader_release(j->ld, p->b);
         p->b = NULL;
@@ -387,8 +466,6 @@ static int dist_batch_grads(gnn_job_t *j, pending_t *p, int64_t step, double *su
     const gnn_minibatch_t *mb = &p->b->mb;
     int64_t ns = mb->n_seeds, items = p->b->n_items;
     gnn_bgraph_t *graphs[GNN_MODEL_MAX_LAYERS] = {0};
-    const float *logits;
-    double bl = 0.0;
     GNN_TRY(gnn__batch_graphs(j, p->b, graphs, &own));
     if (mb->n_input > S(j)->batch_gid_cap) {
         gnn_free(S(j)->batch_gid);
@@ -421,22 +498,7 @@ static int dist_batch_grads(gnn_job_t *j, pending_t *p, int64_t step, double *su
         gid = j->nb;
     }
     GNN_TRY(gnn__input_dist_build(j, mb->n_input, x, &x)); /* the rows fetched for it */
-    GNN_TRY(gnn_model_set_row_ids(j->model, gid, j->dist->n_global));
-    GNN_TRY(gnn_model_forward(j->model, graphs, x, 1, &logits));
-    GNN_TRY(gnn__buf_ensure(be, (void **)&j->dlogits, &j->dlogits_bytes,
-                            (size_t)ns * (size_t)C * sizeof(float)));
-    GNN_TRY(j->task->batch_loss(j, logits, p->b, y, ns, &bl, j->dlogits));
-    float share = (float)((double)items / (double)S(j)->step_seeds[step]);
-    GNN_TRY(gnn_be_axpby(be, ns * C, share, j->dlogits, 0.0f, j->dlogits));
-    /* A task's own parameters (link prediction's MLP decoder) got the
-     * gradient of this rank's mean from batch_loss: scaled alike. */
-    int64_t xo = gnn_model_extra_offset(j->model), xn = gnn_model_n_params(j->model) - xo;
-    if (xn > 0) {
-        float *xg = gnn_model_grads(j->model) + xo;
-        GNN_TRY(gnn_be_axpby(be, xn, share, xg, 0.0f, xg));
-    }
-    GNN_TRY(gnn_model_backward(j->model, j->dlogits));
-    *sum += bl * (double)items;
+    GNN_TRY(batch_grads(j, graphs, x, y, gid, p->b, ns, items, step, sum));
 fail:
     gnn__batch_graphs_free(j, graphs, own);
     gnn_loader_release(j->ld, p->b);
@@ -556,7 +618,205 @@ fail:
     return rc;
 }
 
-static int dmb_epoch(gnn_job_t *j, double *loss) { return gnn__dist_epoch(j, loss, dmb_epoch_steps); }
+/* bytes of host src into the backend buffer *buf (grown as needed). */
+static int put(gnn_backend_t *be, void **buf, size_t *have, const void *src, size_t bytes)
+{
+    int rc = gnn__buf_ensure(be, buf, have, bytes);
+    if (rc == 0 && bytes) rc = gnn_be_upload(be, *buf, src, bytes);
+    return rc;
+}
+
+/* Host arrays of a device-sampled batch of n input nodes. */
+static int dev_grow(gnn_job_t *j, int64_t n)
+{
+    dmb_t *st = S(j);
+    if (n <= st->hcap && n <= st->batch_gid_cap) return 0;
+    int64_t cap = n + n / 4 + 64;
+    int64_t **arrs[] = {&st->hnodes, &st->hrow, &st->dmiss, &st->dpos, &st->batch_gid};
+    for (size_t a = 0; a < sizeof arrs / sizeof arrs[0]; a++) {
+        gnn_free(*arrs[a]);
+        *arrs[a] = gnn_malloc_array((size_t)cap, sizeof(int64_t));
+    }
+    st->hcap = st->batch_gid_cap = cap;
+    for (size_t a = 0; a < sizeof arrs / sizeof arrs[0]; a++)
+        if (!*arrs[a]) st->hcap = st->batch_gid_cap = 0;
+    return st->hcap ? 0 : GNN_FAIL(GNN_ENOMEM, "batch lists of %" PRId64 " nodes", n);
+}
+
+/* Step s's batch sampled on the device (has: this rank has one), its
+ * node ids read back and sorted into rows the backend holds (owned or
+ * cached: hrow) and rows to fetch (dmiss, at input rows dpos). Local to
+ * this rank; *nm: the rows to fetch. */
+static int dev_take(gnn_job_t *j, int has, const int64_t *seeds, int64_t ns, uint64_t seed,
+                    uint64_t epoch, int64_t s, int64_t *nm, int64_t *remote, int64_t *hits)
+{
+    int rc = 0;
+    dmb_t *st = S(j);
+    const gnn_dist_part_t *d = j->dist;
+    gnn_bbatch_t *b = &j->dsb;
+    const int64_t F = d->feat_dim;
+    *nm = 0;
+    if (!has) return 0;
+    GNN_TRY(gnn_be_sample(j->ds, seeds, ns, seed, epoch, (uint64_t)s, b));
+    GNN_TRY(dev_grow(j, b->n_input));
+    GNN_TRY(gnn_be_download(j->be, st->hnodes, b->nodes, (size_t)b->n_input * sizeof(int64_t)));
+    for (int64_t k = 0; k < b->n_input; k++) {
+        const int64_t v = st->hnodes[k];
+        /* The part holds every row a batch draws (hops >= layers). */
+        GNN_CHECK(v >= 0 && v < d->n_all, GNN_EINVAL,
+                  "device batch %" PRId64 ": node %" PRId64 " outside the part's %" PRId64, s, v,
+                  d->n_all);
+        st->batch_gid[k] = d->gid[v]; /* dropout keyed as one process keys it */
+        const int64_t row = v < d->n_owned ? v : st->feat_row[v];
+        st->hrow[k] = row >= 0 ? row : 0;
+        if (v < d->n_owned) continue;
+        (*remote)++;
+        if (row >= 0) {
+            (*hits)++;
+            continue;
+        }
+        st->dmiss[*nm] = v;
+        st->dpos[(*nm)++] = k;
+    }
+    if ((size_t)(*nm * F) + 1 > st->drows_cap) {
+        gnn_free(st->drows);
+        st->drows_cap = (size_t)(*nm * F) + 1;
+        st->drows = gnn_alloc_large(st->drows_cap * sizeof *st->drows);
+        if (!st->drows) st->drows_cap = 0;
+        GNN_CHECK(st->drows, GNN_ENOMEM, "fetched features");
+    }
+fail:
+    return rc;
+}
+
+/* The step's gradients on the device-sampled batch (ns seeds, targets y
+ * on the backend; the nm fetched rows in drows), zero without one. */
+static int dev_grads(gnn_job_t *j, int has, int64_t ns, const int64_t *y, int64_t nm,
+                     int64_t s, double *sum, double *prep_s)
+{
+    int rc = 0;
+    dmb_t *st = S(j);
+    gnn_backend_t *be = j->be;
+    const gnn_bbatch_t *b = &j->dsb;
+    const int64_t F = j->dist->feat_dim;
+    gnn_bgraph_t *graphs[GNN_MODEL_MAX_LAYERS] = {0};
+    if (!has || ns == 0)
+        return gnn_be_zero(be, gnn_model_grads(j->model),
+                           (size_t)gnn_model_n_params(j->model) * sizeof(float));
+    const int64_t n = b->n_input;
+    double t0 = gnn__now_s();
+    for (int l = 0; l < b->layers; l++)
+        GNN_TRY(gnn_be_sampler_graph_create(j->ds, b, l, j->kind->attention ? 1 : -1,
+                                            &graphs[l]));
+    *prep_s += gnn__now_s() - t0;
+    /* The input rows: owned and cached ones gathered on the backend, the
+     * fetched ones put in their places. */
+    GNN_TRY(gnn__buf_ensure(be, (void **)&j->xb, &j->xb_bytes, (size_t)(n * F) * sizeof(float)));
+    GNN_TRY(put(be, (void **)&st->d_row, &st->d_row_bytes, st->hrow,
+                            (size_t)n * sizeof(int64_t)));
+    GNN_TRY(gnn_be_gather_rows(be, n, F, st->dtable, j->dist->n_owned + st->n_cache, st->d_row,
+                               j->xb));
+    if (nm > 0) {
+        GNN_TRY(put(be, (void **)&st->d_fetched, &st->d_fetched_bytes, st->drows,
+                                (size_t)(nm * F) * sizeof(float)));
+        GNN_TRY(put(be, (void **)&st->d_pos, &st->d_pos_bytes, st->dpos,
+                                (size_t)nm * sizeof(int64_t)));
+        GNN_TRY(gnn_be_scatter_rows(be, nm, F, st->d_fetched, F, st->d_pos, j->xb, F, n));
+    }
+    GNN_TRY(put(be, (void **)&j->nb, &j->nb_bytes, st->batch_gid,
+                            (size_t)n * sizeof(int64_t)));
+    gnn_loader_batch_t lb;
+    memset(&lb, 0, sizeof lb);
+    lb.index = s;
+    lb.n_items = ns;
+    GNN_TRY(batch_grads(j, graphs, j->xb, y, j->nb, &lb, ns, ns, s, sum));
+fail:
+    for (int l = 0; l < GNN_MODEL_MAX_LAYERS; l++) gnn_be_graph_free(graphs[l]);
+    (void)gnn_model_set_row_ids(j->model, NULL, 0); /* j->nb is refilled by the next batch */
+    return rc;
+}
+
+/*
+ * One epoch of distributed mini-batches sampled on the device: the
+ * loader's batches (this rank's seeds shuffled by (seed, epoch), batch s
+ * sampled under (seed, epoch, s)), each in its step; the rest as
+ * dmb_epoch_steps with its fetches in the training thread.
+ */
+static int dmb_epoch_device(gnn_job_t *j, double *loss, double *waits, int64_t *remote,
+                            int64_t *hits)
+{
+    int rc = 0;
+    gnn_dist_part_t *d = j->dist;
+    gnn_checkpoint_t *c = &j->ck;
+    const int64_t *train, B = j->o->batch_size;
+    int64_t nt, total;
+    j->task->train_seeds(j, &train, &nt, &total);
+    uint64_t seed = (uint64_t)j->o->seed + (uint64_t)c->run + 0x9E3779B97F4A7C15ull * (uint64_t)d->rank;
+    uint64_t epoch = (uint64_t)c->epoch;
+    GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, gnn_grow((void **)&j->dperm, &j->dperm_cap,
+                                                    (size_t)nt + 1, sizeof *j->dperm)));
+    if (nt) memcpy(j->dperm, train, (size_t)nt * sizeof *train);
+    gnn_loader_shuffle(j->dperm, nt, seed, epoch);
+    /* The epoch's targets in batch order, on the backend in one copy. */
+    const int64_t *labels = j->task->seed_targets(j);
+    int local = gnn_grow((void **)&j->dy, &j->dy_cap, (size_t)nt + 1, sizeof *j->dy);
+    if (local == 0) {
+        for (int64_t i = 0; i < nt; i++) j->dy[i] = labels[j->dperm[i]];
+        local = put(j->be, (void **)&j->yb, &j->yb_bytes, j->dy,
+                                (size_t)nt * sizeof(int64_t));
+    }
+    GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
+    const int64_t mine = (nt + B - 1) / B;
+    uint64_t off0 = gnn_model_rng_offset(j->model);
+    uint64_t span = gnn_model_dropout_span(j->model, d->n_global);
+    gnn_loader_stats_t ls;
+    memset(&ls, 0, sizeof ls);
+    double sum = 0.0, compute = 0.0, wait = 0.0;
+    for (int64_t s = 0; s < S(j)->steps; s++) {
+        const int has = s < mine;
+        const int64_t b0 = s * B, ns = has ? (nt - b0 < B ? nt - b0 : B) : 0;
+        int64_t nm = 0;
+        double t0 = gnn__now_s();
+        GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD,
+                               dev_take(j, has, j->dperm + b0, ns, seed, epoch, s, &nm, remote,
+                                        hits)));
+        double t1 = gnn__now_s();
+        GNN_TRY(gnn_dist_fetch_feat(d, S(j)->dmiss, nm, S(j)->drows)); /* every rank */
+        double t2 = gnn__now_s(), prep = 0.0;
+        wait += t2 - t1;
+        rc = dev_grads(j, has, ns, j->yb + b0, nm, s, &sum, &prep);
+        if (rc < 0) goto fail; /* a failure of this rank alone: the job ends */
+        if (has) {
+            const gnn_bbatch_t *b = &j->dsb;
+            ls.batches++;
+            for (int l = 0; l < b->layers; l++) ls.sampled_edges += b->nnz[l];
+            ls.input_nodes += b->n_input;
+            ls.sample_s += t1 - t0;
+            ls.prepare_s += prep;
+        }
+        gnn_model_set_rng_offset(j->model, off0 + (uint64_t)(s + 1) * span);
+        GNN_TRY(gnn__step_reduce(j, NULL));
+        /* The step read the batch last: its next fill waits for it. */
+        if (has) GNN_TRY(gnn_be_batch_release(&j->dsb));
+        compute += gnn__now_s() - t2 - prep;
+    }
+    j->lst = ls;
+    j->compute_s = compute;
+    S(j)->fetch_overlap = 0;
+    GNN_CHECK(MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD) ==
+                  MPI_SUCCESS,
+              GNN_EMPI, "MPI_Allreduce failed");
+    *loss = sum / (double)total;
+    *waits = wait;
+fail:
+    if (rc < 0) (void)gnn_be_sync(j->be); /* a failed step's work done before its blocks go */
+    return rc;
+}
+
+static int dmb_epoch(gnn_job_t *j, double *loss)
+{
+    return gnn__dist_epoch(j, loss, j->ds ? dmb_epoch_device : dmb_epoch_steps);
+}
 
 static void dmb_keys(const gnn_job_t *j, FILE *f)
 {
@@ -588,6 +848,15 @@ static void dmb_free(gnn_job_t *j)
     gnn_free(st->cache_feat);
     gnn_free(st->cache_out);
     gnn_free(st->batch_gid);
+    gnn_free(st->hnodes);
+    gnn_free(st->hrow);
+    gnn_free(st->dmiss);
+    gnn_free(st->dpos);
+    gnn_free(st->drows);
+    gnn_be_free(j->be, st->dtable);
+    gnn_be_free(j->be, st->d_row);
+    gnn_be_free(j->be, st->d_pos);
+    gnn_be_free(j->be, st->d_fetched);
     gnn_free(st);
     j->mode_state = NULL;
 }
