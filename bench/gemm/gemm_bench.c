@@ -17,11 +17,15 @@
  * Usage: gemm_bench [-r ROWS] [-s FIN,FOUT[;FIN,FOUT...]] [-n REPS]
  *   default: 1000000 rows; 128,32 128,64 128,256 32,16 1433,64 602,128
  * Threads: OMP_NUM_THREADS and OPENBLAS_NUM_THREADS (set both alike).
+ * The first line names OpenBLAS's kernels: on a CPU newer than the
+ * library it may run generic ones (set OPENBLAS_CORETYPE, as gnn-train
+ * does by itself).
  */
 #include "graph/base/alloc.h"
 #include "kernels/dense.h"
 
 #include <cblas.h>
+#include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,6 +128,16 @@ int main(int argc, char **argv)
         fprintf(stderr, "gemm_bench: rows and reps must be positive\n");
         return 2;
     }
+    /* Which kernels the reference runs: an OpenBLAS older than the CPU
+     * falls back to generic ones (Prescott), several times slower than
+     * its AVX-512 kernels; OPENBLAS_CORETYPE=SkylakeX picks those (as
+     * gnn-train does by itself). */
+    char *(*corename)(void) = (char *(*)(void))dlsym(RTLD_DEFAULT, "openblas_get_corename");
+    const char *core = corename ? corename() : NULL;
+    printf("BLAS kernels: %s%s\n", core ? core : "(not OpenBLAS)",
+           core && (!strcmp(core, "Prescott") || !strcmp(core, "Core2"))
+               ? " (generic: set OPENBLAS_CORETYPE=SkylakeX or Haswell for a fair reference)"
+               : "");
     int bad = 0;
     for (const char *s = shapes; *s;) {
         long fin = 0, fout = 0;

@@ -1241,14 +1241,18 @@ static void test_minibatch_accuracy(void **state)
 
 /* Mini-batches on np ranks over dir with the extra options (NULL-ended);
  * the log read. */
-static log_t owner_run(char *np, const char *dir, const char *tag, char *const *extra)
+/* A mini-batch run of model (hidden wide) over dir (np ranks, or one
+ * process for NULL), 3 epochs, the extra options after; its log is
+ * PREFIX-TAG.json. */
+static log_t model_run(char *np, const char *dir, const char *model, const char *hidden,
+                       const char *prefix, const char *tag, char *const *extra)
 {
     char log[640], name[64], *argv[TU_MAX_ARGS];
-    snprintf(name, sizeof name, "own-%s.json", tag);
+    snprintf(name, sizeof name, "%s-%s.json", prefix, tag);
     snprintf(log, sizeof log, "%s", tu_path(name));
     int k = train_head(argv, np);
-    char *rest[] = {"--data", (char *)dir, "--model", "sage", "--mode", "minibatch",
-                    "--hidden", "32", "--normalize-features", "--epochs", "3",
+    char *rest[] = {"--data", (char *)dir, "--model", (char *)model, "--mode", "minibatch",
+                    "--hidden", (char *)hidden, "--normalize-features", "--epochs", "3",
                     "--log-json", log, "-q"};
     for (size_t h = 0; h < sizeof rest / sizeof rest[0]; h++) argv[k++] = rest[h];
     for (; *extra; extra++) argv[k++] = *extra;
@@ -1256,6 +1260,11 @@ static log_t owner_run(char *np, const char *dir, const char *tag, char *const *
     tu_run_t r = run_limited(argv, NULL);
     expect_ok(argv, &r);
     return log_read(log, 1, 3);
+}
+
+static log_t owner_run(char *np, const char *dir, const char *tag, char *const *extra)
+{
+    return model_run(np, dir, "sage", "32", "own", tag, extra);
 }
 
 static void test_minibatch_sampled_by_owners(void **state)
@@ -1304,24 +1313,10 @@ static void test_minibatch_sampled_by_owners(void **state)
     log_free(&c1);
 }
 
-/* A mini-batch run of model over dir (np ranks, or one process for NULL),
- * 3 epochs, the extra options after. */
 static log_t dev_run(char *np, const char *dir, const char *model, const char *tag,
                      char *const *extra)
 {
-    char log[640], name[64], *argv[TU_MAX_ARGS];
-    snprintf(name, sizeof name, "dev-%s.json", tag);
-    snprintf(log, sizeof log, "%s", tu_path(name));
-    int k = train_head(argv, np);
-    char *rest[] = {"--data", (char *)dir, "--model", (char *)model, "--mode", "minibatch",
-                    "--hidden", "16", "--normalize-features", "--epochs", "3",
-                    "--batch-size", "32", "--log-json", log, "-q"};
-    for (size_t h = 0; h < sizeof rest / sizeof rest[0]; h++) argv[k++] = rest[h];
-    for (; *extra; extra++) argv[k++] = *extra;
-    argv[k] = NULL;
-    tu_run_t r = run_limited(argv, NULL);
-    expect_ok(argv, &r);
-    return log_read(log, 1, 3);
+    return model_run(np, dir, model, "16", "dev", tag, extra);
 }
 
 /* The counters two runs of the same batches must agree on. */
@@ -1331,7 +1326,8 @@ static void same_batches(const char *what, const log_t *a, const log_t *b)
                           "cache_hits"};
     for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
         double x = tu_json_num(a->line[0], keys[k]), y = tu_json_num(b->line[0], keys[k]);
-        if (x != y) fail_msg("%s: %s %.0f (host sampler) against %.0f (device)", what, keys[k], x, y);
+        if (x != y)
+            fail_msg("%s: %s %.0f (host sampler) against %.0f (device)", what, keys[k], x, y);
     }
 }
 
@@ -1347,20 +1343,21 @@ static void same_batches(const char *what, const log_t *a, const log_t *b)
 static void test_minibatch_sampled_on_device(void **state)
 {
     (void)state;
-    char *sh[] = {"--fanouts", "10,10", "--device", "cpu-as-gpu", "--feature-cache", "200K",
-                  NULL};
-    char *sd[] = {"--fanouts", "10,10", "--device", "cpu-as-gpu", "--feature-cache", "200K",
-                  "--sampler", "device", NULL};
-    char *sc[] = {"--fanouts", "10,10", "--sampler", "device", NULL};
-    char *gh[] = {"--fanouts", "5,5", "--heads", "2", "--device", "cpu-as-gpu", NULL};
-    char *gd[] = {"--fanouts", "5,5", "--heads", "2", "--device", "cpu-as-gpu", "--sampler",
-                  "device", NULL};
-    char *fh[] = {"--layers", "3", "--fanouts", "5,5,5", "--sample-once", "--device",
+    char *sh[] = {"--batch-size", "32", "--fanouts", "10,10", "--device", "cpu-as-gpu",
+                  "--feature-cache", "200K", NULL};
+    char *sd[] = {"--batch-size", "32", "--fanouts", "10,10", "--device", "cpu-as-gpu",
+                  "--feature-cache", "200K", "--sampler", "device", NULL};
+    char *sc[] = {"--batch-size", "32", "--fanouts", "10,10", "--sampler", "device", NULL};
+    char *gh[] = {"--batch-size", "32", "--fanouts", "5,5", "--heads", "2", "--device",
                   "cpu-as-gpu", NULL};
-    char *fd[] = {"--layers", "3", "--fanouts", "5,5,5", "--sample-once", "--device",
+    char *gd[] = {"--batch-size", "32", "--fanouts", "5,5", "--heads", "2", "--device",
                   "cpu-as-gpu", "--sampler", "device", NULL};
-    char *one[] = {"--fanouts", "10,10", "--device", "cpu-as-gpu", "--sampler", "device",
-                   "--sparse-features", "off", NULL};
+    char *fh[] = {"--batch-size", "32", "--layers", "3", "--fanouts", "5,5,5", "--sample-once",
+                  "--device", "cpu-as-gpu", NULL};
+    char *fd[] = {"--batch-size", "32", "--layers", "3", "--fanouts", "5,5,5", "--sample-once",
+                  "--device", "cpu-as-gpu", "--sampler", "device", NULL};
+    char *one[] = {"--batch-size", "32", "--fanouts", "10,10", "--device", "cpu-as-gpu",
+                   "--sampler", "device", "--sparse-features", "off", NULL};
     log_t a = dev_run("2", g_h2, "sage", "sh", sh), b = dev_run("2", g_h2, "sage", "sd", sd);
     log_t c = dev_run("2", g_h2, "sage", "sc", sc);
     log_t e = dev_run("2", g_h2, "gat", "gh", gh), f = dev_run("2", g_h2, "gat", "gd", gd);
