@@ -980,6 +980,43 @@ static void test_minibatch_device_path(void **state)
 }
 
 /*
+ * --sparse-features auto on features sparse enough for it (g_sbm with
+ * every value under 2 in magnitude zeroed: about 5 % left): the host
+ * sampler's mini-batches take the sparse first layer, --sampler device
+ * keeps it dense (it gathers dense rows where it samples) and trains,
+ * saying why; --sparse-features on with it is refused with one line.
+ */
+static void test_device_sampler_dense_auto(void **state)
+{
+    (void)state;
+    gnn_graph_t g;
+    assert_int_equal(gnn_graph_load(g_sbm, &g), 0);
+    for (int64_t i = 0; i < g.csr.n_rows * g.feat_dim; i++)
+        if (fabsf(g.feat[i]) < 2.0f) g.feat[i] = 0.0f;
+    const char *sparse = tu_path("sbm-sparse.h5");
+    assert_int_equal(gnn_graph_write(sparse, &g, 1), 0);
+    gnn_graph_free(&g);
+    for (int dev = 0; dev < 2; dev++) {
+        char *argv[] = {g_train, "--data", (char *)sparse, "--model", "sage", "--mode",
+                        "minibatch", "--device", "cpu-as-gpu", "--sampler", dev ? "device" : "host",
+                        "--fanouts", "5,5", "--batch-size", "256", "--epochs", "1", NULL};
+        tu_run_t r = tu_run(argv);
+        if (r.status != 0 || !r.err) tu_fail_cmd(argv, &r);
+        const char *want = dev ? "first layer on dense input (--sampler device gathers dense rows)"
+                               : "first layer on sparse input";
+        if (!strstr(r.err, want)) fail_msg("no \"%s\" in:\n%s", want, r.err);
+        tu_run_free(&r);
+    }
+    const char *out = tu_path("sparse-refused.csv");
+    train_fails(out, 2,
+                "--sampler device: not with sparse input features (--sparse-features); use "
+                "--sampler host",
+                "--data", (char *)sparse, "--model", "sage", "--mode", "minibatch", "--device",
+                "cpu-as-gpu", "--sampler", "device", "--sparse-features", "on",
+                "--save-predictions", out, "-q", (char *)NULL);
+}
+
+/*
  * Steps on device-sampled batches queue without a wait for the device once
  * the first epoch has made the buffers and checked the loss's targets: on
  * cpu-as-gpu each step runs under a GPU capture's rules, and the debug
@@ -3131,6 +3168,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_minibatch_sample_once),
         cmocka_unit_test(test_full_step_replay),
         cmocka_unit_test(test_minibatch_sparse_features),
+        cmocka_unit_test(test_device_sampler_dense_auto),
         cmocka_unit_test(test_minibatch_eval_batches),
         cmocka_unit_test(test_minibatch_bad_options),
         cmocka_unit_test(test_no_evaluation),
