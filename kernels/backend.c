@@ -1431,6 +1431,17 @@ fail:
     return rc;
 }
 
+int gnn_be_sampler_download(gnn_bsampler_t *s, void *dst, const void *src, size_t bytes)
+{
+    if (!s) return GNN_FAIL(GNN_EINVAL, "gnn_be_sampler_download: NULL sampler");
+    if (!bytes) return 0;
+    NEED(dst && src, "gnn_be_sampler_download");
+    gnn_backend_t *be = s->be;
+    BUF(src, "gnn_be_sampler_download");
+    if (be->ops->sampler_download) return be->ops->sampler_download(be, s, dst, src, bytes);
+    return be->ops->download(be, dst, src, bytes);
+}
+
 int gnn_be_sampler_set_key_ids(gnn_bsampler_t *s, const int64_t *ids)
 {
     int rc = 0;

@@ -478,6 +478,12 @@ int gnn_be_sampler_create_at(gnn_backend_t *be, const gnn_csr_t *graph, int laye
  * rows of the hop before from its block and draws only the new ones).
  * GNN_EINVAL for a NULL sampler. */
 int gnn_be_sampler_set_once(gnn_bsampler_t *s, int on);
+/* bytes of src (a buffer of a batch s filled) into host memory dst, on
+ * s's work queue: on a GPU on the sampler's stream, so the copy waits for
+ * the sampling only, not for the backend's queued work (a thread sampling
+ * ahead reads a batch's node ids while another trains). GNN_EINVAL for a
+ * NULL argument; GNN_ECUDA. */
+int gnn_be_sampler_download(gnn_bsampler_t *s, void *dst, const void *src, size_t bytes);
 /* Key ids (sampler/sampler.h, gnn_sampler_set_key_ids): the draws of
  * node v come from the stream of ids[v] instead of v, so that a part of a
  * graph whose nodes carry their graph-wide ids, rows in the graph's order,

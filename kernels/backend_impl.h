@@ -155,6 +155,10 @@ typedef struct {
     int (*capture_end)(gnn_backend_t *be, void **graph);
     int (*capture_launch)(gnn_backend_t *be, void *graph);
     void (*capture_free)(gnn_backend_t *be, void *graph);
+    /* gnn_be_sampler_download: a copy to host memory on sampler s's work
+     * queue; NULL: the backend's download (work done when queued). */
+    int (*sampler_download)(gnn_backend_t *be, gnn_bsampler_t *s, void *dst, const void *src,
+                            size_t bytes);
 } gnn_backend_ops_t;
 
 /* A device sampler: the host's view, and the device's (impl). */

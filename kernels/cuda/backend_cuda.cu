@@ -775,6 +775,7 @@ static const gnn_backend_ops_t cuda_ops = {
     /* .capture_end = */ cu_capture_end,
     /* .capture_launch = */ cu_capture_launch,
     /* .capture_free = */ cu_capture_free,
+    /* .sampler_download = */ gnn__cuda_sampler_download,
 };
 
 /* A kernel of this build: whether the GPU runs the build's code. */

@@ -88,6 +88,8 @@ cudaError_t gnn__cuda_malloc(void **p, size_t bytes);
 /* Device sampling (sample_cuda.cu). */
 int gnn__cuda_sampler_prepare(gnn_backend_t *be, gnn_bsampler_t *s);
 void gnn__cuda_sampler_release(gnn_backend_t *be, gnn_bsampler_t *s);
+int gnn__cuda_sampler_download(gnn_backend_t *be, gnn_bsampler_t *s, void *dst, const void *src,
+                               size_t bytes);
 int gnn__cuda_sample(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds, int64_t n,
                      uint64_t key, gnn_bbatch_t *b);
 /* The sampler's own stream (a cudaStream_t). */

@@ -437,6 +437,19 @@ static int hops(gnn_backend_t *be, gnn_bsampler_t *s, int64_t n, uint64_t key, g
     return 0;
 }
 
+/* A copy to host memory on the sampler's own stream (pageable dst: the
+ * call returns with the bytes there). */
+int gnn__cuda_sampler_download(gnn_backend_t *be, gnn_bsampler_t *s, void *dst, const void *src,
+                               size_t bytes)
+{
+    (void)gnn__cuda_be(be); /* its device current on this thread */
+    cu_sampler_t *c = (cu_sampler_t *)s->impl;
+    GNN_CUDA_RET(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, c->st),
+                 "device sampler: a copy to the host");
+    GNN_CUDA_RET(cudaStreamSynchronize(c->st), "device sampler: a copy to the host");
+    return 0;
+}
+
 int gnn__cuda_sample(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds, int64_t n,
                      uint64_t key, gnn_bbatch_t *b)
 {

@@ -451,6 +451,17 @@ static void test_errors(void **state)
         expect_same(be, &b, &mb, "keyed by the node ids themselves");
         assert_int_equal(gnn_be_sampler_set_key_ids(ds, NULL), 0);
         free(kid);
+        /* The node ids read back on the sampler's queue: the batch's. */
+        int64_t back[256]; /* at most 4 + 4 x 4 + 20 x 3 nodes */
+        assert_true(b.n_input <= 256);
+        assert_int_equal(gnn_be_sampler_download(ds, back, b.nodes,
+                                                 (size_t)b.n_input * sizeof(int64_t)),
+                         0);
+        for (int64_t i = 0; i < b.n_input; i++) assert_int_equal(back[i], mb.nodes[i]);
+        expect_error(gnn_be_sampler_download(NULL, back, b.nodes, 8), GNN_EINVAL,
+                     "gnn_be_sampler_download: NULL sampler");
+        expect_error(gnn_be_sampler_download(ds, NULL, b.nodes, 8), GNN_EINVAL,
+                     "gnn_be_sampler_download: NULL argument");
         /* Released (a GPU's next fill waits for the work queued so far on
          * the device), then filled again: the same batch. */
         assert_int_equal(gnn_be_batch_release(&b), 0);

@@ -1338,7 +1338,9 @@ static void same_batches(const char *what, const log_t *a, const log_t *b)
  * host sampler's over the same parts: the same losses bit for bit and the
  * same counters (features fetched, edges sampled, cache hits), for
  * GraphSAGE with a feature cache and GAT on 2 ranks, 3-layer GraphSAGE
- * sampling once on 4; one rank gives one process's device-sampled losses.
+ * sampling once on 4, the next batch prepared on a thread while a step
+ * trains (--prefetch 1) or in the step (0); one rank gives one process's
+ * device-sampled losses.
  */
 static void test_minibatch_sampled_on_device(void **state)
 {
@@ -1346,16 +1348,16 @@ static void test_minibatch_sampled_on_device(void **state)
     char *sh[] = {"--batch-size", "32", "--fanouts", "10,10", "--device", "cpu-as-gpu",
                   "--feature-cache", "200K", NULL};
     char *sd[] = {"--batch-size", "32", "--fanouts", "10,10", "--device", "cpu-as-gpu",
-                  "--feature-cache", "200K", "--sampler", "device", NULL};
+                  "--feature-cache", "200K", "--sampler", "device", "--prefetch", "1", NULL};
     char *sc[] = {"--batch-size", "32", "--fanouts", "10,10", "--sampler", "device", NULL};
     char *gh[] = {"--batch-size", "32", "--fanouts", "5,5", "--heads", "2", "--device",
                   "cpu-as-gpu", NULL};
     char *gd[] = {"--batch-size", "32", "--fanouts", "5,5", "--heads", "2", "--device",
-                  "cpu-as-gpu", "--sampler", "device", NULL};
+                  "cpu-as-gpu", "--sampler", "device", "--prefetch", "0", NULL};
     char *fh[] = {"--batch-size", "32", "--layers", "3", "--fanouts", "5,5,5", "--sample-once",
                   "--device", "cpu-as-gpu", NULL};
     char *fd[] = {"--batch-size", "32", "--layers", "3", "--fanouts", "5,5,5", "--sample-once",
-                  "--device", "cpu-as-gpu", "--sampler", "device", NULL};
+                  "--device", "cpu-as-gpu", "--sampler", "device", "--prefetch", "1", NULL};
     char *one[] = {"--batch-size", "32", "--fanouts", "10,10", "--device", "cpu-as-gpu",
                    "--sampler", "device", "--sparse-features", "off", NULL};
     log_t a = dev_run("2", g_h2, "sage", "sh", sh), b = dev_run("2", g_h2, "sage", "sd", sd);
@@ -1377,6 +1379,13 @@ static void test_minibatch_sampled_on_device(void **state)
     same_batches("sage, 4 ranks", &g, &h);
     assert_true(tu_json_num(b.line[0], "feat_bytes") > 0.0 &&
                 tu_json_num(b.line[0], "cache_hits") > 0.0);
+    /* --prefetch 1: the next batch sampled and fetched on a thread while
+     * a step trains; 0: in the step. */
+    const char *ob = tu_json_get(b.line[0], "fetch_overlap"),
+               *of = tu_json_get(f.line[0], "fetch_overlap"),
+               *oh = tu_json_get(h.line[0], "fetch_overlap");
+    assert_true(ob && strncmp(ob, "true", 4) == 0 && oh && strncmp(oh, "true", 4) == 0);
+    assert_true(of && strncmp(of, "false", 5) == 0);
     log_t *all[] = {&a, &b, &c, &e, &f, &g, &h, &r1, &p1};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) log_free(all[i]);
 }

@@ -56,21 +56,41 @@ typedef struct {
                                          (dropout by node: the same mask on any rank and in
                                          one process) */
     int64_t batch_gid_cap;
-    /* --sampler device (j->ds samples, j->dsb holds the batch) */
+    /* --sampler device (j->ds samples) */
     float *dtable;                    /* backend: cache_feat's rows (owned, then cached) */
-    int64_t *hnodes, *hrow;           /* host: a batch's nodes, and the dtable row of each
-                                         (0 for a fetched one, put in place after) */
-    int64_t hcap;
-    int64_t *dmiss, *dpos;            /* host: nodes to fetch, and their input rows */
-    float *drows;                     /* host: their fetched rows */
-    size_t drows_cap;
-    int64_t *d_row, *d_pos;           /* backend copies of hrow and dpos */
+    struct dpend *dp;                 /* two steps' batches, used in turn */
+    int64_t *d_row, *d_pos;           /* backend copies of a batch's hrow and pos */
     size_t d_row_bytes, d_pos_bytes;
-    float *d_fetched;                 /* backend copy of drows */
+    float *d_fetched;                 /* backend copy of its fetched rows */
     size_t d_fetched_bytes;
 } dmb_t;
 
 #define S(j) ((dmb_t *)(j)->mode_state)
+
+/*
+ * A step's batch sampled on the device, and what its preparation made:
+ * the node ids read back, the dtable row of each input row (hrow; 0 for a
+ * fetched one, put in place after the gather), the rows to fetch (miss,
+ * at input rows pos) and their fetched features (rows). With overlap the
+ * next step's is prepared on a thread (dev_thread) while a step trains.
+ */
+typedef struct dpend {
+    gnn_bbatch_t b;
+    int has;                 /* this rank has a batch at this step */
+    int64_t s, ns, nm;       /* the step, its seeds, the rows to fetch */
+    const int64_t *seeds;
+    int64_t *hnodes, *hrow, *miss, *pos, *gid; /* host, n_input each */
+    int64_t cap;
+    float *rows;
+    size_t rows_cap;
+    double sample_s;
+    gnn_job_t *j;
+    uint64_t seed, epoch;
+    int64_t *remote, *hits;  /* the epoch's counters (one preparation at a time) */
+    pthread_t thread;
+    int running, rc;
+    char msg[512];
+} dpend_t;
 
 /* The cache row of node v beyond the part (v >= n_all), or -1. */
 static int64_t cache_out_row(const gnn_job_t *j, int64_t v)
@@ -253,7 +273,10 @@ static int dmb_setup(gnn_job_t *j)
     if (device) {
         /* The part's sampler where the backend runs, keyed as the host's,
          * and the owned and cached rows there. */
-        local = gnn_be_sampler_create(j->be, &d->full, o->layers, j->fanout, &j->ds);
+        S(j)->dp = gnn_calloc(2, sizeof *S(j)->dp);
+        local = S(j)->dp ? 0 : GNN_FAIL(GNN_ENOMEM, "device batches");
+        if (local == 0)
+            local = gnn_be_sampler_create(j->be, &d->full, o->layers, j->fanout, &j->ds);
         if (local == 0) local = gnn_be_sampler_set_once(j->ds, o->sample_once);
         if (local == 0) local = gnn_be_sampler_set_key_ids(j->ds, d->gid);
         size_t tb = ((size_t)(n + S(j)->n_cache) * (size_t)f + 1) * sizeof(float);
@@ -626,112 +649,169 @@ static int put(gnn_backend_t *be, void **buf, size_t *have, const void *src, siz
     return rc;
 }
 
-/* Host arrays of a device-sampled batch of n input nodes. */
-static int dev_grow(gnn_job_t *j, int64_t n)
+static void dpend_free(dpend_t *p)
 {
-    dmb_t *st = S(j);
-    if (n <= st->hcap && n <= st->batch_gid_cap) return 0;
+    gnn_be_batch_free(&p->b);
+    gnn_free(p->hnodes);
+    gnn_free(p->hrow);
+    gnn_free(p->miss);
+    gnn_free(p->pos);
+    gnn_free(p->gid);
+    gnn_free(p->rows);
+}
+
+/* Host arrays of p for a batch of n input nodes. */
+static int dev_grow(dpend_t *p, int64_t n)
+{
+    if (n <= p->cap) return 0;
     int64_t cap = n + n / 4 + 64;
-    int64_t **arrs[] = {&st->hnodes, &st->hrow, &st->dmiss, &st->dpos, &st->batch_gid};
+    int64_t **arrs[] = {&p->hnodes, &p->hrow, &p->miss, &p->pos, &p->gid};
     for (size_t a = 0; a < sizeof arrs / sizeof arrs[0]; a++) {
         gnn_free(*arrs[a]);
         *arrs[a] = gnn_malloc_array((size_t)cap, sizeof(int64_t));
     }
-    st->hcap = st->batch_gid_cap = cap;
+    p->cap = cap;
     for (size_t a = 0; a < sizeof arrs / sizeof arrs[0]; a++)
-        if (!*arrs[a]) st->hcap = st->batch_gid_cap = 0;
-    return st->hcap ? 0 : GNN_FAIL(GNN_ENOMEM, "batch lists of %" PRId64 " nodes", n);
+        if (!*arrs[a]) p->cap = 0;
+    return p->cap ? 0 : GNN_FAIL(GNN_ENOMEM, "batch lists of %" PRId64 " nodes", n);
 }
 
-/* Step s's batch sampled on the device (has: this rank has one), its
- * node ids read back and sorted into rows the backend holds (owned or
- * cached: hrow) and rows to fetch (dmiss, at input rows dpos). Local to
- * this rank; *nm: the rows to fetch. */
-static int dev_take(gnn_job_t *j, int has, const int64_t *seeds, int64_t ns, uint64_t seed,
-                    uint64_t epoch, int64_t s, int64_t *nm, int64_t *remote, int64_t *hits)
+/* p's batch sampled on the device (when this rank has one), its node ids
+ * read back on the sampler's queue and sorted into rows the backend holds
+ * (owned or cached) and rows to fetch. Local to this rank. */
+static int dev_take(dpend_t *p)
 {
     int rc = 0;
+    gnn_job_t *j = p->j;
     dmb_t *st = S(j);
     const gnn_dist_part_t *d = j->dist;
-    gnn_bbatch_t *b = &j->dsb;
+    gnn_bbatch_t *b = &p->b;
     const int64_t F = d->feat_dim;
-    *nm = 0;
-    if (!has) return 0;
-    GNN_TRY(gnn_be_sample(j->ds, seeds, ns, seed, epoch, (uint64_t)s, b));
-    GNN_TRY(dev_grow(j, b->n_input));
-    GNN_TRY(gnn_be_download(j->be, st->hnodes, b->nodes, (size_t)b->n_input * sizeof(int64_t)));
+    p->nm = 0;
+    if (!p->has) return 0;
+    double t0 = gnn__now_s();
+    GNN_TRY(gnn_be_sample(j->ds, p->seeds, p->ns, p->seed, p->epoch, (uint64_t)p->s, b));
+    GNN_TRY(dev_grow(p, b->n_input));
+    GNN_TRY(gnn_be_sampler_download(j->ds, p->hnodes, b->nodes,
+                                    (size_t)b->n_input * sizeof(int64_t)));
+    p->sample_s = gnn__now_s() - t0;
     for (int64_t k = 0; k < b->n_input; k++) {
-        const int64_t v = st->hnodes[k];
+        const int64_t v = p->hnodes[k];
         /* The part holds every row a batch draws (hops >= layers). */
         GNN_CHECK(v >= 0 && v < d->n_all, GNN_EINVAL,
-                  "device batch %" PRId64 ": node %" PRId64 " outside the part's %" PRId64, s, v,
-                  d->n_all);
-        st->batch_gid[k] = d->gid[v]; /* dropout keyed as one process keys it */
+                  "device batch %" PRId64 ": node %" PRId64 " outside the part's %" PRId64, p->s,
+                  v, d->n_all);
+        p->gid[k] = d->gid[v]; /* dropout keyed as one process keys it */
         const int64_t row = v < d->n_owned ? v : st->feat_row[v];
-        st->hrow[k] = row >= 0 ? row : 0;
+        p->hrow[k] = row >= 0 ? row : 0;
         if (v < d->n_owned) continue;
-        (*remote)++;
+        (*p->remote)++;
         if (row >= 0) {
-            (*hits)++;
+            (*p->hits)++;
             continue;
         }
-        st->dmiss[*nm] = v;
-        st->dpos[(*nm)++] = k;
+        p->miss[p->nm] = v;
+        p->pos[p->nm++] = k;
     }
-    if ((size_t)(*nm * F) + 1 > st->drows_cap) {
-        gnn_free(st->drows);
-        st->drows_cap = (size_t)(*nm * F) + 1;
-        st->drows = gnn_alloc_large(st->drows_cap * sizeof *st->drows);
-        if (!st->drows) st->drows_cap = 0;
-        GNN_CHECK(st->drows, GNN_ENOMEM, "fetched features");
+    if ((size_t)(p->nm * F) + 1 > p->rows_cap) {
+        gnn_free(p->rows);
+        p->rows_cap = (size_t)(p->nm * F) + 1;
+        p->rows = gnn_alloc_large(p->rows_cap * sizeof *p->rows);
+        if (!p->rows) p->rows_cap = 0;
+        GNN_CHECK(p->rows, GNN_ENOMEM, "fetched features");
     }
 fail:
     return rc;
 }
 
-/* The step's gradients on the device-sampled batch (ns seeds, targets y
- * on the backend; the nm fetched rows in drows), zero without one. */
-static int dev_grads(gnn_job_t *j, int has, int64_t ns, const int64_t *y, int64_t nm,
-                     int64_t s, double *sum, double *prep_s)
+/* The preparation, collective in step order on every rank: the batch
+ * (its failure agreed), then the fetch of its missing rows. */
+static int dev_work(dpend_t *p)
+{
+    gnn_dist_part_t *d = p->j->dist;
+    MPI_Comm comm = d->fetch_comm != MPI_COMM_NULL ? d->fetch_comm : d->comm;
+    int rc = gnn_dist_agree(comm, dev_take(p));
+    if (rc < 0) return rc;
+    return gnn_dist_fetch_feat(d, p->miss, p->nm, p->rows);
+}
+
+static void *dev_thread(void *arg)
+{
+    dpend_t *p = arg;
+    omp_set_num_threads(1); /* the training thread's OpenMP team keeps the cores */
+    p->rc = dev_work(p);
+    if (p->rc < 0) snprintf(p->msg, sizeof p->msg, "%s", gnn_error_message());
+    return NULL;
+}
+
+/* Prepare step s's batch into p: on a thread with overlap, else here. */
+static int dev_start(gnn_job_t *j, dpend_t *p, int64_t s, int64_t mine, int64_t nt,
+                     uint64_t seed, uint64_t epoch, int overlap, int64_t *remote, int64_t *hits)
+{
+    const int64_t B = j->o->batch_size, b0 = s * B;
+    p->j = j;
+    p->s = s;
+    p->has = s < mine;
+    p->ns = p->has ? (nt - b0 < B ? nt - b0 : B) : 0;
+    p->seeds = p->has ? j->dperm + b0 : NULL;
+    p->seed = seed;
+    p->epoch = epoch;
+    p->remote = remote;
+    p->hits = hits;
+    p->rc = 0;
+    p->sample_s = 0.0;
+    if (overlap && pthread_create(&p->thread, NULL, dev_thread, p) == 0) {
+        p->running = 1;
+        return 0;
+    }
+    if (overlap) /* no thread: every rank must still take part, so work here */
+        GNN_WARN("cannot start a fetch thread: fetching in the training thread");
+    return dev_work(p);
+}
+
+/* Wait for p's preparation. */
+static int dev_finish(dpend_t *p)
+{
+    if (!p->running) return 0;
+    pthread_join(p->thread, NULL);
+    p->running = 0;
+    return p->rc < 0 ? GNN_FAIL(p->rc, "%s", p->msg) : 0;
+}
+
+/* The step's gradients on p's batch (targets y on the backend; its blocks
+ * prepared in graphs), zero without one. */
+static int dev_grads(gnn_job_t *j, dpend_t *p, gnn_bgraph_t **graphs, const int64_t *y,
+                     double *sum)
 {
     int rc = 0;
     dmb_t *st = S(j);
     gnn_backend_t *be = j->be;
-    const gnn_bbatch_t *b = &j->dsb;
-    const int64_t F = j->dist->feat_dim;
-    gnn_bgraph_t *graphs[GNN_MODEL_MAX_LAYERS] = {0};
-    if (!has || ns == 0)
+    const gnn_bbatch_t *b = &p->b;
+    const int64_t F = j->dist->feat_dim, nm = p->nm;
+    if (!p->has || p->ns == 0)
         return gnn_be_zero(be, gnn_model_grads(j->model),
                            (size_t)gnn_model_n_params(j->model) * sizeof(float));
     const int64_t n = b->n_input;
-    double t0 = gnn__now_s();
-    for (int l = 0; l < b->layers; l++)
-        GNN_TRY(gnn_be_sampler_graph_create(j->ds, b, l, j->kind->attention ? 1 : -1,
-                                            &graphs[l]));
-    *prep_s += gnn__now_s() - t0;
     /* The input rows: owned and cached ones gathered on the backend, the
      * fetched ones put in their places. */
     GNN_TRY(gnn__buf_ensure(be, (void **)&j->xb, &j->xb_bytes, (size_t)(n * F) * sizeof(float)));
-    GNN_TRY(put(be, (void **)&st->d_row, &st->d_row_bytes, st->hrow,
-                            (size_t)n * sizeof(int64_t)));
+    GNN_TRY(put(be, (void **)&st->d_row, &st->d_row_bytes, p->hrow, (size_t)n * sizeof(int64_t)));
     GNN_TRY(gnn_be_gather_rows(be, n, F, st->dtable, j->dist->n_owned + st->n_cache, st->d_row,
                                j->xb));
     if (nm > 0) {
-        GNN_TRY(put(be, (void **)&st->d_fetched, &st->d_fetched_bytes, st->drows,
-                                (size_t)(nm * F) * sizeof(float)));
-        GNN_TRY(put(be, (void **)&st->d_pos, &st->d_pos_bytes, st->dpos,
-                                (size_t)nm * sizeof(int64_t)));
+        GNN_TRY(put(be, (void **)&st->d_fetched, &st->d_fetched_bytes, p->rows,
+                    (size_t)(nm * F) * sizeof(float)));
+        GNN_TRY(put(be, (void **)&st->d_pos, &st->d_pos_bytes, p->pos,
+                    (size_t)nm * sizeof(int64_t)));
         GNN_TRY(gnn_be_scatter_rows(be, nm, F, st->d_fetched, F, st->d_pos, j->xb, F, n));
     }
-    GNN_TRY(put(be, (void **)&j->nb, &j->nb_bytes, st->batch_gid,
-                            (size_t)n * sizeof(int64_t)));
+    GNN_TRY(put(be, (void **)&j->nb, &j->nb_bytes, p->gid, (size_t)n * sizeof(int64_t)));
     gnn_loader_batch_t lb;
     memset(&lb, 0, sizeof lb);
-    lb.index = s;
-    lb.n_items = ns;
-    GNN_TRY(batch_grads(j, graphs, j->xb, y, j->nb, &lb, ns, ns, s, sum));
+    lb.index = p->s;
+    lb.n_items = p->ns;
+    GNN_TRY(batch_grads(j, graphs, j->xb, y, j->nb, &lb, p->ns, p->ns, p->s, sum));
 fail:
-    for (int l = 0; l < GNN_MODEL_MAX_LAYERS; l++) gnn_be_graph_free(graphs[l]);
     (void)gnn_model_set_row_ids(j->model, NULL, 0); /* j->nb is refilled by the next batch */
     return rc;
 }
@@ -739,8 +819,12 @@ fail:
 /*
  * One epoch of distributed mini-batches sampled on the device: the
  * loader's batches (this rank's seeds shuffled by (seed, epoch), batch s
- * sampled under (seed, epoch, s)), each in its step; the rest as
- * dmb_epoch_steps with its fetches in the training thread.
+ * sampled under (seed, epoch, s)); otherwise as dmb_epoch_steps. With
+ * overlap (MPI allows threads, and --prefetch 1 or more), step s + 1's
+ * batch is sampled (on the sampler's own stream), read back and its rows
+ * fetched on a thread while step s trains, into the other of two batches;
+ * the blocks of a step are prepared first, since one sampler takes one
+ * call at a time.
  */
 static int dmb_epoch_device(gnn_job_t *j, double *loss, double *waits, int64_t *remote,
                             int64_t *hits)
@@ -753,62 +837,87 @@ static int dmb_epoch_device(gnn_job_t *j, double *loss, double *waits, int64_t *
     j->task->train_seeds(j, &train, &nt, &total);
     uint64_t seed = (uint64_t)j->o->seed + (uint64_t)c->run + 0x9E3779B97F4A7C15ull * (uint64_t)d->rank;
     uint64_t epoch = (uint64_t)c->epoch;
-    GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, gnn_grow((void **)&j->dperm, &j->dperm_cap,
-                                                    (size_t)nt + 1, sizeof *j->dperm)));
-    if (nt) memcpy(j->dperm, train, (size_t)nt * sizeof *train);
-    gnn_loader_shuffle(j->dperm, nt, seed, epoch);
-    /* The epoch's targets in batch order, on the backend in one copy. */
-    const int64_t *labels = j->task->seed_targets(j);
-    int local = gnn_grow((void **)&j->dy, &j->dy_cap, (size_t)nt + 1, sizeof *j->dy);
+    dpend_t *dp = S(j)->dp;
+    gnn_bgraph_t *graphs[GNN_MODEL_MAX_LAYERS] = {0};
+    int local = gnn_grow((void **)&j->dperm, &j->dperm_cap, (size_t)nt + 1, sizeof *j->dperm);
     if (local == 0) {
+        if (nt) memcpy(j->dperm, train, (size_t)nt * sizeof *train);
+        gnn_loader_shuffle(j->dperm, nt, seed, epoch);
+        local = gnn_grow((void **)&j->dy, &j->dy_cap, (size_t)nt + 1, sizeof *j->dy);
+    }
+    /* The epoch's targets in batch order, on the backend in one copy. */
+    if (local == 0) {
+        const int64_t *labels = j->task->seed_targets(j);
         for (int64_t i = 0; i < nt; i++) j->dy[i] = labels[j->dperm[i]];
-        local = put(j->be, (void **)&j->yb, &j->yb_bytes, j->dy,
-                                (size_t)nt * sizeof(int64_t));
+        local = put(j->be, (void **)&j->yb, &j->yb_bytes, j->dy, (size_t)nt * sizeof(int64_t));
     }
     GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
     const int64_t mine = (nt + B - 1) / B;
+    int level = 0;
+    MPI_Query_thread(&level);
+    const int overlap = level == MPI_THREAD_MULTIPLE && d->fetch_comm != MPI_COMM_NULL &&
+                        gnn__opts_prefetch(j->o) > 0;
+    S(j)->fetch_overlap = overlap;
     uint64_t off0 = gnn_model_rng_offset(j->model);
     uint64_t span = gnn_model_dropout_span(j->model, d->n_global);
     gnn_loader_stats_t ls;
     memset(&ls, 0, sizeof ls);
     double sum = 0.0, compute = 0.0, wait = 0.0;
+    if (S(j)->steps > 0)
+        GNN_TRY(dev_start(j, &dp[0], 0, mine, nt, seed, epoch, overlap, remote, hits));
     for (int64_t s = 0; s < S(j)->steps; s++) {
-        const int has = s < mine;
-        const int64_t b0 = s * B, ns = has ? (nt - b0 < B ? nt - b0 : B) : 0;
-        int64_t nm = 0;
+        dpend_t *cur = &dp[s % 2], *next = &dp[(s + 1) % 2];
         double t0 = gnn__now_s();
-        GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD,
-                               dev_take(j, has, j->dperm + b0, ns, seed, epoch, s, &nm, remote,
-                                        hits)));
+        GNN_TRY(dev_finish(cur));
         double t1 = gnn__now_s();
-        GNN_TRY(gnn_dist_fetch_feat(d, S(j)->dmiss, nm, S(j)->drows)); /* every rank */
-        double t2 = gnn__now_s(), prep = 0.0;
-        wait += t2 - t1;
-        rc = dev_grads(j, has, ns, j->yb + b0, nm, s, &sum, &prep);
+        wait += t1 - t0;
+        /* Its blocks on the sampler's queue, before the next batch takes it. */
+        if (cur->has)
+            for (int l = 0; l < cur->b.layers; l++)
+                GNN_TRY(gnn_be_sampler_graph_create(j->ds, &cur->b, l,
+                                                    j->kind->attention ? 1 : -1, &graphs[l]));
+        double prep = gnn__now_s() - t1;
+        if (overlap && s + 1 < S(j)->steps)
+            GNN_TRY(dev_start(j, next, s + 1, mine, nt, seed, epoch, 1, remote, hits));
+        double t2 = gnn__now_s();
+        rc = dev_grads(j, cur, graphs, cur->has ? j->yb + s * B : NULL, &sum);
+        for (int l = 0; l < GNN_MODEL_MAX_LAYERS; l++) {
+            gnn_be_graph_free(graphs[l]);
+            graphs[l] = NULL;
+        }
         if (rc < 0) goto fail; /* a failure of this rank alone: the job ends */
-        if (has) {
-            const gnn_bbatch_t *b = &j->dsb;
+        if (cur->has) {
             ls.batches++;
-            for (int l = 0; l < b->layers; l++) ls.sampled_edges += b->nnz[l];
-            ls.input_nodes += b->n_input;
-            ls.sample_s += t1 - t0;
+            for (int l = 0; l < cur->b.layers; l++) ls.sampled_edges += cur->b.nnz[l];
+            ls.input_nodes += cur->b.n_input;
+            ls.sample_s += cur->sample_s;
             ls.prepare_s += prep;
         }
         gnn_model_set_rng_offset(j->model, off0 + (uint64_t)(s + 1) * span);
         GNN_TRY(gnn__step_reduce(j, NULL));
         /* The step read the batch last: its next fill waits for it. */
-        if (has) GNN_TRY(gnn_be_batch_release(&j->dsb));
-        compute += gnn__now_s() - t2 - prep;
+        if (cur->has) GNN_TRY(gnn_be_batch_release(&cur->b));
+        compute += gnn__now_s() - t2;
+        if (!overlap && s + 1 < S(j)->steps) {
+            t0 = gnn__now_s();
+            GNN_TRY(dev_start(j, next, s + 1, mine, nt, seed, epoch, 0, remote, hits));
+            wait += gnn__now_s() - t0;
+        }
     }
     j->lst = ls;
     j->compute_s = compute;
-    S(j)->fetch_overlap = 0;
     GNN_CHECK(MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD) ==
                   MPI_SUCCESS,
               GNN_EMPI, "MPI_Allreduce failed");
     *loss = sum / (double)total;
     *waits = wait;
 fail:
+    for (int i = 0; i < 2; i++)
+        if (dp[i].running) {
+            pthread_join(dp[i].thread, NULL);
+            dp[i].running = 0;
+        }
+    for (int l = 0; l < GNN_MODEL_MAX_LAYERS; l++) gnn_be_graph_free(graphs[l]);
     if (rc < 0) (void)gnn_be_sync(j->be); /* a failed step's work done before its blocks go */
     return rc;
 }
@@ -848,11 +957,11 @@ static void dmb_free(gnn_job_t *j)
     gnn_free(st->cache_feat);
     gnn_free(st->cache_out);
     gnn_free(st->batch_gid);
-    gnn_free(st->hnodes);
-    gnn_free(st->hrow);
-    gnn_free(st->dmiss);
-    gnn_free(st->dpos);
-    gnn_free(st->drows);
+    if (st->dp) {
+        dpend_free(&st->dp[0]);
+        dpend_free(&st->dp[1]);
+        gnn_free(st->dp);
+    }
     gnn_be_free(j->be, st->dtable);
     gnn_be_free(j->be, st->d_row);
     gnn_be_free(j->be, st->d_pos);
