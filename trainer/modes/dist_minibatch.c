@@ -67,12 +67,75 @@ typedef struct {
 
 #define S(j) ((dmb_t *)(j)->mode_state)
 
+/* A step's preparation (work(arg)), run on a thread of its own while the
+ * step before trains, or in the caller: prep_start and prep_finish. */
+typedef struct {
+    int (*work)(void *arg);
+    void *arg;
+    pthread_t thread;
+    int running, rc;
+    char msg[512];
+} prep_t;
+
+static void *prep_thread(void *arg)
+{
+    prep_t *t = arg;
+    omp_set_num_threads(1); /* the training thread's OpenMP team keeps the cores */
+    t->rc = t->work(t->arg);
+    if (t->rc < 0) snprintf(t->msg, sizeof t->msg, "%s", gnn_error_message());
+    return NULL;
+}
+
+/* Run work(arg): on a thread when overlap, else (or when no thread can
+ * start: every rank must still take part) here and now. */
+static int prep_start(prep_t *t, int (*work)(void *), void *arg, int overlap)
+{
+    t->work = work;
+    t->arg = arg;
+    t->rc = 0;
+    if (overlap && pthread_create(&t->thread, NULL, prep_thread, t) == 0) {
+        t->running = 1;
+        return 0;
+    }
+    if (overlap) GNN_WARN("cannot start a fetch thread: fetching in the training thread");
+    return work(arg);
+}
+
+/* Wait for a preparation on a thread (its failure reported here). */
+static int prep_finish(prep_t *t)
+{
+    if (!t->running) return 0;
+    pthread_join(t->thread, NULL);
+    t->running = 0;
+    return t->rc < 0 ? GNN_FAIL(t->rc, "%s", t->msg) : 0;
+}
+
+/* The same on a failure path: the thread joined, its outcome dropped
+ * (the error already recorded stays the one reported). */
+static void prep_join(prep_t *t)
+{
+    if (!t->running) return;
+    pthread_join(t->thread, NULL);
+    t->running = 0;
+}
+
+/* Room for floats fetched features in *rows (grown, contents dropped). */
+static int rows_room(float **rows, size_t *cap, int64_t floats)
+{
+    if ((size_t)floats + 1 <= *cap) return 0;
+    gnn_free(*rows);
+    *cap = (size_t)floats + 1;
+    *rows = gnn_alloc_large(*cap * sizeof **rows);
+    if (!*rows) *cap = 0;
+    return *rows ? 0 : GNN_FAIL(GNN_ENOMEM, "fetched features");
+}
+
 /*
  * A step's batch sampled on the device, and what its preparation made:
  * the node ids read back, the dtable row of each input row (hrow; 0 for a
  * fetched one, put in place after the gather), the rows to fetch (miss,
  * at input rows pos) and their fetched features (rows). With overlap the
- * next step's is prepared on a thread (dev_thread) while a step trains.
+ * next step's is prepared on a thread (prep_start) while a step trains.
  */
 typedef struct dpend {
     gnn_bbatch_t b;
@@ -87,9 +150,7 @@ typedef struct dpend {
     gnn_job_t *j;
     uint64_t seed, epoch;
     int64_t *remote, *hits;  /* the epoch's counters (one preparation at a time) */
-    pthread_t thread;
-    int running, rc;
-    char msg[512];
+    prep_t prep;
 } dpend_t;
 
 /* The cache row of node v beyond the part (v >= n_all), or -1. */
@@ -313,9 +374,7 @@ typedef struct {
     gnn_job_t *j;
     int has, take;
     int64_t *remote, *hits;
-    pthread_t thread;
-    int running, rc;
-    char msg[512];
+    prep_t prep;
 } pending_t;
 
 static void pending_free(pending_t *p)
@@ -368,21 +427,16 @@ static int pending_take(gnn_job_t *j, pending_t *p, int has, int64_t *remote, in
         p->miss[p->nm] = v;
         p->pos[p->nm++] = k;
     }
-    if ((size_t)(p->nm * F) + 1 > p->rows_cap) {
-        gnn_free(p->rows);
-        p->rows_cap = (size_t)(p->nm * F) + 1;
-        p->rows = gnn_alloc_large(p->rows_cap * sizeof *p->rows);
-        if (!p->rows) p->rows_cap = 0;
-        GNN_CHECK(p->rows, GNN_ENOMEM, "fetched features");
-    }
+    GNN_TRY(rows_room(&p->rows, &p->rows_cap, p->nm * F));
 fail:
     return rc;
 }
 
 /* The collective part of a step's preparation: the batch when sampling
  * is collective, then the fetch. */
-static int pending_work(pending_t *p)
+static int pending_work(void *arg)
 {
+    pending_t *p = arg;
     gnn_dist_part_t *d = p->j->dist;
     if (p->take) { /* agreed: a rank failing after the last exchange tells the others */
         MPI_Comm comm = d->fetch_comm != MPI_COMM_NULL ? d->fetch_comm : d->comm;
@@ -390,15 +444,6 @@ static int pending_work(pending_t *p)
         if (rc < 0) return rc;
     }
     return gnn_dist_fetch_feat(d, p->miss, p->nm, p->rows);
-}
-
-static void *fetch_thread(void *arg)
-{
-    pending_t *p = arg;
-    omp_set_num_threads(1); /* the training thread's OpenMP team keeps the cores */
-    p->rc = pending_work(p);
-    if (p->rc < 0) snprintf(p->msg, sizeof p->msg, "%s", gnn_error_message());
-    return NULL;
 }
 
 /* Prepare the step's batch (has: this rank has one at this step): take it
@@ -414,15 +459,8 @@ static int pending_start(gnn_job_t *j, pending_t *p, int has, int overlap, int64
     p->take = S(j)->remote_rows;
     p->remote = remote;
     p->hits = hits;
-    p->rc = 0;
     if (!p->take) GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, pending_take(j, p, has, remote, hits)));
-    if (overlap && pthread_create(&p->thread, NULL, fetch_thread, p) == 0) {
-        p->running = 1;
-        return 0;
-    }
-    if (overlap) /* no thread: every rank must still take part, so work here */
-        GNN_WARN("cannot start a fetch thread: fetching in the training thread");
-    return pending_work(p);
+    return prep_start(&p->prep, pending_work, p, overlap);
 fail:
     return rc;
 }
@@ -430,11 +468,8 @@ fail:
 /* Wait for the fetch and put its rows into the batch's input. */
 static int pending_finish(pending_t *p, int64_t F)
 {
-    if (p->running) {
-        pthread_join(p->thread, NULL);
-        p->running = 0;
-        if (p->rc < 0) return GNN_FAIL(p->rc, "%s", p->msg);
-    }
+    int rc = prep_finish(&p->prep);
+    if (rc < 0) return rc;
     if (p->b && F > 0)
         for (int64_t i = 0; i < p->nm; i++)
             memcpy(p->b->x + p->pos[i] * F, p->rows + i * F, (size_t)F * sizeof(float));
@@ -629,7 +664,7 @@ static int dmb_epoch_steps(gnn_job_t *j, double *loss, double *waits, int64_t *r
     *waits = wait;
 fail:
     for (int i = 0; i < 2; i++)
-        if (pend[i].running) pthread_join(pend[i].thread, NULL);
+        prep_join(&pend[i].prep);
     /* Batches go back in the order they were taken (the loader's slots
      * are reused in that order). */
     int first = pend[0].b && pend[1].b && pend[1].b->index < pend[0].b->index ? 1 : 0;
@@ -713,35 +748,21 @@ static int dev_take(dpend_t *p)
         p->miss[p->nm] = v;
         p->pos[p->nm++] = k;
     }
-    if ((size_t)(p->nm * F) + 1 > p->rows_cap) {
-        gnn_free(p->rows);
-        p->rows_cap = (size_t)(p->nm * F) + 1;
-        p->rows = gnn_alloc_large(p->rows_cap * sizeof *p->rows);
-        if (!p->rows) p->rows_cap = 0;
-        GNN_CHECK(p->rows, GNN_ENOMEM, "fetched features");
-    }
+    GNN_TRY(rows_room(&p->rows, &p->rows_cap, p->nm * F));
 fail:
     return rc;
 }
 
 /* The preparation, collective in step order on every rank: the batch
  * (its failure agreed), then the fetch of its missing rows. */
-static int dev_work(dpend_t *p)
+static int dev_work(void *arg)
 {
+    dpend_t *p = arg;
     gnn_dist_part_t *d = p->j->dist;
     MPI_Comm comm = d->fetch_comm != MPI_COMM_NULL ? d->fetch_comm : d->comm;
     int rc = gnn_dist_agree(comm, dev_take(p));
     if (rc < 0) return rc;
     return gnn_dist_fetch_feat(d, p->miss, p->nm, p->rows);
-}
-
-static void *dev_thread(void *arg)
-{
-    dpend_t *p = arg;
-    omp_set_num_threads(1); /* the training thread's OpenMP team keeps the cores */
-    p->rc = dev_work(p);
-    if (p->rc < 0) snprintf(p->msg, sizeof p->msg, "%s", gnn_error_message());
-    return NULL;
 }
 
 /* Prepare step s's batch into p: on a thread with overlap, else here. */
@@ -758,24 +779,8 @@ static int dev_start(gnn_job_t *j, dpend_t *p, int64_t s, int64_t mine, int64_t 
     p->epoch = epoch;
     p->remote = remote;
     p->hits = hits;
-    p->rc = 0;
     p->sample_s = 0.0;
-    if (overlap && pthread_create(&p->thread, NULL, dev_thread, p) == 0) {
-        p->running = 1;
-        return 0;
-    }
-    if (overlap) /* no thread: every rank must still take part, so work here */
-        GNN_WARN("cannot start a fetch thread: fetching in the training thread");
-    return dev_work(p);
-}
-
-/* Wait for p's preparation. */
-static int dev_finish(dpend_t *p)
-{
-    if (!p->running) return 0;
-    pthread_join(p->thread, NULL);
-    p->running = 0;
-    return p->rc < 0 ? GNN_FAIL(p->rc, "%s", p->msg) : 0;
+    return prep_start(&p->prep, dev_work, p, overlap);
 }
 
 /* The step's gradients on p's batch (targets y on the backend; its blocks
@@ -868,7 +873,7 @@ static int dmb_epoch_device(gnn_job_t *j, double *loss, double *waits, int64_t *
     for (int64_t s = 0; s < S(j)->steps; s++) {
         dpend_t *cur = &dp[s % 2], *next = &dp[(s + 1) % 2];
         double t0 = gnn__now_s();
-        GNN_TRY(dev_finish(cur));
+        GNN_TRY(prep_finish(&cur->prep));
         double t1 = gnn__now_s();
         wait += t1 - t0;
         /* Its blocks on the sampler's queue, before the next batch takes it. */
@@ -912,11 +917,7 @@ static int dmb_epoch_device(gnn_job_t *j, double *loss, double *waits, int64_t *
     *loss = sum / (double)total;
     *waits = wait;
 fail:
-    for (int i = 0; i < 2; i++)
-        if (dp[i].running) {
-            pthread_join(dp[i].thread, NULL);
-            dp[i].running = 0;
-        }
+    for (int i = 0; i < 2; i++) prep_join(&dp[i].prep);
     for (int l = 0; l < GNN_MODEL_MAX_LAYERS; l++) gnn_be_graph_free(graphs[l]);
     if (rc < 0) (void)gnn_be_sync(j->be); /* a failed step's work done before its blocks go */
     return rc;
