@@ -973,8 +973,8 @@ static void test_minibatch_device_path(void **state)
     train_fails(out, 2, "--sampler \"gpu\" (expected host or device)", "--data", (char *)g_sbm,
                 "--model", "sage", "--sampler", "gpu", "--save-predictions", out, (char *)NULL);
     train_fails(out, 2,
-                "--features-on host: only for mini-batches in one process on a GPU (--mode "
-                "minibatch --device cuda)",
+                "--features-on host: only for mini-batches on a GPU (--mode minibatch --device "
+                "cuda; over a partition directory with --sampler device)",
                 "--data", (char *)g_sbm, "--model", "sage", "--features-on", "host",
                 "--save-predictions", out, "-q", (char *)NULL);
 }

@@ -1053,6 +1053,12 @@ static void test_rgcn_refusals(void **state)
                                          "--halo-hops 2", NULL},
                      "2", ARGS("--data", g_k2, "--model", "sage", "--mode", "minibatch",
                                "--sampler", "device", "--epochs", "2", "-q"));
+    mpi_fails_status(2, (const char *[]){"--features-on host: only for mini-batches on a GPU",
+                                         "over a partition directory with --sampler device",
+                                         NULL},
+                     "2", ARGS("--data", g_h2, "--model", "sage", "--mode", "minibatch",
+                               "--device", "cpu-as-gpu", "--features-on", "host", "--epochs",
+                               "2", "-q"));
     mpi_fails_status(2, (const char *[]){"--sampler device: not with typed draws", NULL}, "2",
                      ARGS("--data", g_hk2, "--model", "rgcn", "--mode", "minibatch", "--sampler",
                           "device", "--epochs", "2", "-q"));
@@ -1337,7 +1343,8 @@ static void same_batches(const char *what, const log_t *a, const log_t *b)
  * sampler too), draws keyed by graph-file ids, so the batches are the
  * host sampler's over the same parts: the same losses bit for bit and the
  * same counters (features fetched, edges sampled, cache hits), for
- * GraphSAGE with a feature cache and GAT on 2 ranks, 3-layer GraphSAGE
+ * GraphSAGE with a feature cache (the part's rows on the device, or read
+ * in place from host memory: --features-on host) and GAT on 2 ranks, 3-layer GraphSAGE
  * sampling once on 4, the next batch prepared on a thread while a step
  * trains (--prefetch 1) or in the step (0); one rank gives one process's
  * device-sampled losses.
@@ -1350,6 +1357,9 @@ static void test_minibatch_sampled_on_device(void **state)
     char *sd[] = {"--batch-size", "32", "--fanouts", "10,10", "--device", "cpu-as-gpu",
                   "--feature-cache", "200K", "--sampler", "device", "--prefetch", "1", NULL};
     char *sc[] = {"--batch-size", "32", "--fanouts", "10,10", "--sampler", "device", NULL};
+    char *sm[] = {"--batch-size", "32", "--fanouts", "10,10", "--device", "cpu-as-gpu",
+                  "--feature-cache", "200K", "--sampler", "device", "--features-on", "host",
+                  NULL};
     char *gh[] = {"--batch-size", "32", "--fanouts", "5,5", "--heads", "2", "--device",
                   "cpu-as-gpu", NULL};
     char *gd[] = {"--batch-size", "32", "--fanouts", "5,5", "--heads", "2", "--device",
@@ -1361,18 +1371,19 @@ static void test_minibatch_sampled_on_device(void **state)
     char *one[] = {"--batch-size", "32", "--fanouts", "10,10", "--device", "cpu-as-gpu",
                    "--sampler", "device", "--sparse-features", "off", NULL};
     log_t a = dev_run("2", g_h2, "sage", "sh", sh), b = dev_run("2", g_h2, "sage", "sd", sd);
-    log_t c = dev_run("2", g_h2, "sage", "sc", sc);
+    log_t c = dev_run("2", g_h2, "sage", "sc", sc), m = dev_run("2", g_h2, "sage", "sm", sm);
     log_t e = dev_run("2", g_h2, "gat", "gh", gh), f = dev_run("2", g_h2, "gat", "gd", gd);
     log_t g = dev_run("4", g_k4h3, "sage", "fh", fh), h = dev_run("4", g_k4h3, "sage", "fd", fd);
     log_t r1 = dev_run("1", g_h1, "sage", "r1", one), p1 = dev_run(NULL, g_cora, "sage", "p1", one);
-    double d[5] = {loss_diff(&a, &b, 3), loss_diff(&a, &c, 3), loss_diff(&e, &f, 3),
-                   loss_diff(&g, &h, 3), loss_diff(&r1, &p1, 3)};
+    double d[6] = {loss_diff(&a, &b, 3), loss_diff(&a, &c, 3), loss_diff(&e, &f, 3),
+                   loss_diff(&g, &h, 3), loss_diff(&r1, &p1, 3), loss_diff(&a, &m, 3)};
     print_message("sampled on the device over parts: loss differences from the host sampler "
                   "%.2e (sage, 2 ranks, cpu-as-gpu, cache), %.2e (the CPU backend's sampler), "
-                  "%.2e (gat), %.2e (3 layers, sampling once, 4 ranks); 1 rank against 1 "
-                  "process %.2e\n",
-                  d[0], d[1], d[2], d[3], d[4]);
-    assert_true(d[0] == 0.0 && d[1] == 0.0 && d[2] == 0.0 && d[3] == 0.0);
+                  "%.2e (features read from host memory), %.2e (gat), %.2e (3 layers, sampling "
+                  "once, 4 ranks); 1 rank against 1 process %.2e\n",
+                  d[0], d[1], d[5], d[2], d[3], d[4]);
+    assert_true(d[0] == 0.0 && d[1] == 0.0 && d[2] == 0.0 && d[3] == 0.0 && d[5] == 0.0);
+    same_batches("sage, 2 ranks, features in host memory", &a, &m);
     assert_true(d[4] <= 1e-7);
     same_batches("sage, 2 ranks", &a, &b);
     same_batches("gat, 2 ranks", &e, &f);
@@ -1386,7 +1397,7 @@ static void test_minibatch_sampled_on_device(void **state)
                *oh = tu_json_get(h.line[0], "fetch_overlap");
     assert_true(ob && strncmp(ob, "true", 4) == 0 && oh && strncmp(oh, "true", 4) == 0);
     assert_true(of && strncmp(of, "false", 5) == 0);
-    log_t *all[] = {&a, &b, &c, &e, &f, &g, &h, &r1, &p1};
+    log_t *all[] = {&a, &b, &c, &m, &e, &f, &g, &h, &r1, &p1};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) log_free(all[i]);
 }
 
@@ -2608,13 +2619,17 @@ static void test_cuda_training(void **state)
     log_free(&mbd[1].log);
     log_free(&mbd_ref);
     /* ... and over 2 parts of 2 hops, each rank sampling on its GPU. */
-    run_t mbp[] = {{"2 ranks, cuda, sampled on the GPU", "2", g_h2, {0}}};
+    run_t mbp[] = {{"2 ranks, cuda, sampled on the GPU", "2", g_h2, {0}},
+                   {"2 ranks, cuda, sampled on the GPU, features in host memory", "2", g_h2,
+                    {0}}};
     mbp[0].log = owner_run("2", g_h2, "cuda-mbp", mbd_gpu);
+    mbp[1].log = owner_run("2", g_h2, "cuda-mbph", mbh_gpu);
     log_t mbp_ref = owner_run("2", g_h2, "cuda-mbp-cpu", mbd_cpu);
-    compare_to("sage mini-batches sampled on the GPU over parts", &mbp_ref, mbp, 1, 3);
+    compare_to("sage mini-batches sampled on the GPU over parts", &mbp_ref, mbp, 2, 3);
     assert_true(tu_json_num(mbp[0].log.line[0], "feat_bytes") ==
                 tu_json_num(mbp_ref.line[0], "feat_bytes"));
     log_free(&mbp[0].log);
+    log_free(&mbp[1].log);
     log_free(&mbp_ref);
 
     /* Learnable input rows beside the features (--embed all): the table,

@@ -58,6 +58,7 @@ typedef struct {
     int64_t batch_gid_cap;
     /* --sampler device (j->ds samples) */
     float *dtable;                    /* backend: cache_feat's rows (owned, then cached) */
+    int dtable_mapped;                /* ... cache_feat itself, mapped (--features-on) */
     struct dpend *dp;                 /* two steps' batches, used in turn */
     int64_t *d_row, *d_pos;           /* backend copies of a batch's hrow and pos */
     size_t d_row_bytes, d_pos_bytes;
@@ -340,11 +341,25 @@ static int dmb_setup(gnn_job_t *j)
             local = gnn_be_sampler_create(j->be, &d->full, o->layers, j->fanout, &j->ds);
         if (local == 0) local = gnn_be_sampler_set_once(j->ds, o->sample_once);
         if (local == 0) local = gnn_be_sampler_set_key_ids(j->ds, d->gid);
-        size_t tb = ((size_t)(n + S(j)->n_cache) * (size_t)f + 1) * sizeof(float);
-        if (local == 0) local = gnn_be_alloc(j->be, tb, (void **)&S(j)->dtable);
-        if (local == 0 && tb > sizeof(float))
-            local = gnn_be_upload(j->be, S(j)->dtable, S(j)->cache_feat, tb - sizeof(float));
+        /* On the device when it fits in half its free memory (auto), else
+         * read in place from host memory over the bus. */
+        size_t tb = ((size_t)(n + S(j)->n_cache) * (size_t)f + 1) * sizeof(float), avail = 0;
+        int host = !strcmp(o->features_on, "host");
+        if (local == 0 && !strcmp(o->features_on, "auto") && !gnn_be_host_memory(j->be) &&
+            gnn_be_mem_available(j->be, &avail) == 0)
+            host = tb > avail / 2;
+        if (local == 0) gnn_error_clear();
+        if (local == 0 && host) {
+            local = gnn_be_map_host(j->be, S(j)->cache_feat, tb, (void **)&S(j)->dtable);
+            S(j)->dtable_mapped = local == 0;
+        } else if (local == 0) {
+            local = gnn_be_alloc(j->be, tb, (void **)&S(j)->dtable);
+            if (local == 0 && tb > sizeof(float))
+                local = gnn_be_upload(j->be, S(j)->dtable, S(j)->cache_feat, tb - sizeof(float));
+        }
         GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
+        GNN_INFO("features of the part and its cache: %.1f MB %s", (double)tb / 1e6,
+                 host ? "read in place from host memory" : "in device memory");
     }
     int level = 0;
     MPI_Query_thread(&level);
@@ -955,6 +970,10 @@ static void dmb_free(gnn_job_t *j)
     gnn_sampler_free(st->idle);
     gnn_free(st->step_seeds);
     gnn_free(st->feat_row);
+    if (st->dtable_mapped) /* before the host rows it reads go */
+        gnn_be_unmap_host(j->be, st->cache_feat);
+    else
+        gnn_be_free(j->be, st->dtable);
     gnn_free(st->cache_feat);
     gnn_free(st->cache_out);
     gnn_free(st->batch_gid);
@@ -963,7 +982,6 @@ static void dmb_free(gnn_job_t *j)
         dpend_free(&st->dp[1]);
         gnn_free(st->dp);
     }
-    gnn_be_free(j->be, st->dtable);
     gnn_be_free(j->be, st->d_row);
     gnn_be_free(j->be, st->d_pos);
     gnn_be_free(j->be, st->d_fetched);
