@@ -94,21 +94,30 @@ static int prep_start(prep_t *t, int (*work)(void *), void *arg, int overlap)
     t->work = work;
     t->arg = arg;
     t->rc = 0;
-    if (overlap && pthread_create(&t->thread, NULL, prep_thread, t) == 0) {
+    if (!overlap) return work(arg);
+    if (pthread_create(&t->thread, NULL, prep_thread, t) == 0) {
         t->running = 1;
         return 0;
     }
-    if (overlap) GNN_WARN("cannot start a fetch thread: fetching in the training thread");
-    return work(arg);
+    /* Here and now, its outcome kept for prep_finish: a failure is then
+     * reported at the same step as on the ranks whose thread started. */
+    GNN_WARN("cannot start a fetch thread: fetching in the training thread");
+    t->rc = work(arg);
+    if (t->rc < 0) snprintf(t->msg, sizeof t->msg, "%s", gnn_error_message());
+    return 0;
 }
 
-/* Wait for a preparation on a thread (its failure reported here). */
+/* Wait for a preparation prep_start began with overlap (its failure
+ * reported here). */
 static int prep_finish(prep_t *t)
 {
-    if (!t->running) return 0;
-    pthread_join(t->thread, NULL);
-    t->running = 0;
-    return t->rc < 0 ? GNN_FAIL(t->rc, "%s", t->msg) : 0;
+    if (t->running) {
+        pthread_join(t->thread, NULL);
+        t->running = 0;
+    }
+    int rc = t->rc;
+    t->rc = 0;
+    return rc < 0 ? GNN_FAIL(rc, "%s", t->msg) : 0;
 }
 
 /* The same on a failure path: the thread joined, its outcome dropped
@@ -328,13 +337,10 @@ static int dmb_setup(gnn_job_t *j)
     GNN_TRY(gnn_dist_fetch_feat(d, ids, S(j)->n_cache, S(j)->cache_feat + n * f));
     d->fetch_bytes = 0;
     d->fetch_s = 0.0;
-    GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD,
-                           gnn__loader_setup(j, &d->full, S(j)->cache_feat, S(j)->feat_row,
-                                             j->task->seed_targets(j), d->gid,
-                                             S(j)->remote_rows ? &S(j)->remote : NULL)));
     if (device) {
         /* The part's sampler where the backend runs, keyed as the host's,
-         * and the owned and cached rows there. */
+         * and the owned and cached rows there (before the loader's set-up,
+         * which then starts no host loader). */
         S(j)->dp = gnn_calloc(2, sizeof *S(j)->dp);
         local = S(j)->dp ? 0 : GNN_FAIL(GNN_ENOMEM, "device batches");
         if (local == 0)
@@ -349,7 +355,8 @@ static int dmb_setup(gnn_job_t *j)
             gnn_be_mem_available(j->be, &avail) == 0)
             host = tb > avail / 2;
         if (local == 0) gnn_error_clear();
-        if (local == 0 && host) {
+        const int hostmem = gnn_be_host_memory(j->be); /* read in place, no copy */
+        if (local == 0 && (host || hostmem)) {
             local = gnn_be_map_host(j->be, S(j)->cache_feat, tb, (void **)&S(j)->dtable);
             S(j)->dtable_mapped = local == 0;
         } else if (local == 0) {
@@ -358,9 +365,14 @@ static int dmb_setup(gnn_job_t *j)
                 local = gnn_be_upload(j->be, S(j)->dtable, S(j)->cache_feat, tb - sizeof(float));
         }
         GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
-        GNN_INFO("features of the part and its cache: %.1f MB %s", (double)tb / 1e6,
-                 host ? "read in place from host memory" : "in device memory");
+        if (!hostmem)
+            GNN_INFO("features of the part and its cache: %.1f MB %s", (double)tb / 1e6,
+                     host ? "read in place from host memory" : "in device memory");
     }
+    GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD,
+                           gnn__loader_setup(j, &d->full, S(j)->cache_feat, S(j)->feat_row,
+                                             j->task->seed_targets(j), d->gid,
+                                             S(j)->remote_rows ? &S(j)->remote : NULL)));
     int level = 0;
     MPI_Query_thread(&level);
     if (level == MPI_THREAD_MULTIPLE) /* fetches may then run on a thread of their own */
@@ -815,23 +827,29 @@ static int dev_grads(gnn_job_t *j, dpend_t *p, gnn_bgraph_t **graphs, const int6
     /* The input rows: owned and cached ones gathered on the backend, the
      * fetched ones put in their places. */
     GNN_TRY(gnn__buf_ensure(be, (void **)&j->xb, &j->xb_bytes, (size_t)(n * F) * sizeof(float)));
+    /* The ids below were checked on the host as they were made (dev_take):
+     * on a GPU each check on the device would read a flag back. */
+    const int64_t rows = j->dist->n_owned + st->n_cache;
     GNN_TRY(put(be, (void **)&st->d_row, &st->d_row_bytes, p->hrow, (size_t)n * sizeof(int64_t)));
-    GNN_TRY(gnn_be_gather_rows(be, n, F, st->dtable, j->dist->n_owned + st->n_cache, st->d_row,
-                               j->xb));
+    GNN_TRY(gnn_be_trust_buffer(be, st->d_row, n, rows));
+    GNN_TRY(gnn_be_gather_rows(be, n, F, st->dtable, rows, st->d_row, j->xb));
     if (nm > 0) {
         GNN_TRY(put(be, (void **)&st->d_fetched, &st->d_fetched_bytes, p->rows,
                     (size_t)(nm * F) * sizeof(float)));
         GNN_TRY(put(be, (void **)&st->d_pos, &st->d_pos_bytes, p->pos,
                     (size_t)nm * sizeof(int64_t)));
+        GNN_TRY(gnn_be_trust_buffer(be, st->d_pos, nm, n));
         GNN_TRY(gnn_be_scatter_rows(be, nm, F, st->d_fetched, F, st->d_pos, j->xb, F, n));
     }
     GNN_TRY(put(be, (void **)&j->nb, &j->nb_bytes, p->gid, (size_t)n * sizeof(int64_t)));
+    GNN_TRY(gnn_be_trust_ids(be, j->nb, n, j->dist->n_global));
     gnn_loader_batch_t lb;
     memset(&lb, 0, sizeof lb);
     lb.index = p->s;
     lb.n_items = p->ns;
     GNN_TRY(batch_grads(j, graphs, j->xb, y, j->nb, &lb, p->ns, p->ns, p->s, sum));
 fail:
+    (void)gnn_be_trust_ids(be, NULL, 0, 0);
     (void)gnn_model_set_row_ids(j->model, NULL, 0); /* j->nb is refilled by the next batch */
     return rc;
 }
@@ -914,10 +932,10 @@ static int dmb_epoch_device(gnn_job_t *j, double *loss, double *waits, int64_t *
             ls.prepare_s += prep;
         }
         gnn_model_set_rng_offset(j->model, off0 + (uint64_t)(s + 1) * span);
+        compute += gnn__now_s() - t2; /* as dmb_epoch_steps: the reduce apart */
         GNN_TRY(gnn__step_reduce(j, NULL));
         /* The step read the batch last: its next fill waits for it. */
         if (cur->has) GNN_TRY(gnn_be_batch_release(&cur->b));
-        compute += gnn__now_s() - t2;
         if (!overlap && s + 1 < S(j)->steps) {
             t0 = gnn__now_s();
             GNN_TRY(dev_start(j, next, s + 1, mine, nt, seed, epoch, 0, remote, hits));
