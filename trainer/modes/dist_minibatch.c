@@ -68,6 +68,24 @@ typedef struct {
 
 #define S(j) ((dmb_t *)(j)->mode_state)
 
+/* The key of this rank's batches in the current run: its seeds' shuffle
+ * and every batch's draws (the host loader's and the device sampler's). */
+static uint64_t rank_seed(const gnn_job_t *j)
+{
+    return (uint64_t)j->o->seed + (uint64_t)j->ck.run +
+           0x9E3779B97F4A7C15ull * (uint64_t)j->dist->rank;
+}
+
+/* The epoch's loss: the ranks' sums of batch loss x items, over all the
+ * training items (collective). */
+static int epoch_mean(double sum, int64_t total, double *loss)
+{
+    if (MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS)
+        return GNN_FAIL(GNN_EMPI, "MPI_Allreduce failed");
+    *loss = sum / (double)total;
+    return 0;
+}
+
 /* A step's preparation (work(arg)), run on a thread of its own while the
  * step before trains, or in the caller: prep_start and prep_finish. */
 typedef struct {
@@ -614,7 +632,7 @@ static int dmb_epoch_steps(gnn_job_t *j, double *loss, double *waits, int64_t *r
     int64_t F = d->feat_dim;
     pending_t pend[2];
     memset(pend, 0, sizeof pend);
-    uint64_t seed = (uint64_t)j->o->seed + (uint64_t)c->run + 0x9E3779B97F4A7C15ull * (uint64_t)d->rank;
+    uint64_t seed = rank_seed(j);
     double sum = 0.0, compute = 0.0, wait = 0.0;
     int level = 0;
     MPI_Query_thread(&level);
@@ -684,10 +702,7 @@ static int dmb_epoch_steps(gnn_job_t *j, double *loss, double *waits, int64_t *r
         memset(&j->lst, 0, sizeof j->lst);
     }
     j->compute_s = compute;
-    GNN_CHECK(MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD) ==
-                  MPI_SUCCESS,
-              GNN_EMPI, "MPI_Allreduce failed");
-    *loss = sum / (double)total;
+    GNN_TRY(epoch_mean(sum, total, loss));
     *waits = wait;
 fail:
     for (int i = 0; i < 2; i++)
@@ -873,7 +888,7 @@ static int dmb_epoch_device(gnn_job_t *j, double *loss, double *waits, int64_t *
     const int64_t *train, B = j->o->batch_size;
     int64_t nt, total;
     j->task->train_seeds(j, &train, &nt, &total);
-    uint64_t seed = (uint64_t)j->o->seed + (uint64_t)c->run + 0x9E3779B97F4A7C15ull * (uint64_t)d->rank;
+    uint64_t seed = rank_seed(j);
     uint64_t epoch = (uint64_t)c->epoch;
     dpend_t *dp = S(j)->dp;
     gnn_bgraph_t *graphs[GNN_MODEL_MAX_LAYERS] = {0};
@@ -944,10 +959,7 @@ static int dmb_epoch_device(gnn_job_t *j, double *loss, double *waits, int64_t *
     }
     j->lst = ls;
     j->compute_s = compute;
-    GNN_CHECK(MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD) ==
-                  MPI_SUCCESS,
-              GNN_EMPI, "MPI_Allreduce failed");
-    *loss = sum / (double)total;
+    GNN_TRY(epoch_mean(sum, total, loss));
     *waits = wait;
 fail:
     for (int i = 0; i < 2; i++) prep_join(&dp[i].prep);
