@@ -59,6 +59,10 @@ void gnn_dist_free(gnn_dist_part_t *d)
     gnn_free(d->part_start);
     gnn_free(d->own_feat);
     gnn_free(d->halo_index);
+    gnn_free(d->fx.cnt);
+    gnn_free(d->fx.req);
+    gnn_free(d->fx.asked);
+    gnn_free(d->fx.send);
     if (d->fetch_comm != MPI_COMM_NULL && d->fetch_comm != d->comm)
         MPI_Comm_free(&d->fetch_comm);
     MPI_Comm comm = d->comm;
@@ -334,84 +338,95 @@ fail:
     return rc;
 }
 
-int gnn_dist_fetch_feat(gnn_dist_part_t *d, const int64_t *ids, int64_t n, float *out)
+int gnn_dist_fetch_grouped(gnn_dist_part_t *d, const int64_t *ids, int64_t n, float *out,
+                           int64_t *at)
 {
     int rc = 0, R = d->size;
     MPI_Comm comm = d->fetch_comm != MPI_COMM_NULL ? d->fetch_comm : d->comm;
     double t0 = MPI_Wtime();
-    int *cnt = gnn_calloc((size_t)R * 5, sizeof *cnt);
-    int64_t *order = gnn_malloc_array((size_t)n + 1, sizeof *order);
-    int64_t *req = gnn_malloc_array((size_t)n + 1, sizeof *req), *asked = NULL;
-    float *rows = NULL;
+    gnn_dist_fetch_scratch_t *x = &d->fx;
     MPI_Datatype t = MPI_DATATYPE_NULL;
-    int64_t f = d->feat_dim;
-    int local = cnt && order && req ? 0 : GNN_FAIL(GNN_ENOMEM, "feature fetch of %" PRId64 " rows", n);
+    const int64_t f = d->feat_dim;
+    int local = 0;
+    if (!x->cnt) {
+        x->cnt = gnn_calloc((size_t)R * 5, sizeof *x->cnt);
+        if (!x->cnt) { /* no room even to tell the others: this rank fails alone */
+            rc = GNN_FAIL(GNN_ENOMEM, "feature fetch of %" PRId64 " rows", n);
+            goto fail;
+        }
+    }
+    int *scount = x->cnt, *sdispl = x->cnt + R, *rcount = x->cnt + 2 * R;
+    int *rdispl = x->cnt + 3 * R, *codes = x->cnt + 4 * R;
+    memset(scount, 0, (size_t)R * sizeof *scount);
+    if (gnn_grow((void **)&x->req, &x->req_cap, (size_t)n + 1, sizeof *x->req) < 0)
+        local = GNN_FAIL(GNN_ENOMEM, "feature fetch of %" PRId64 " rows", n);
     if (local == 0) local = row_type(MPI_FLOAT, f, &t);
     for (int64_t i = 0; i < n && local == 0; i++)
         if (ids[i] < d->n_owned || gnn_dist_pid(d, ids[i]) >= d->n_global)
             local = GNN_FAIL(GNN_EINVAL, "feature fetch: node %" PRId64 " is not a remote node",
                              ids[i]);
-    if (!cnt) { /* no room even to tell the others: this rank fails alone */
-        rc = local;
-        goto fail;
-    }
     /* Three collective calls: the request counts (a rank's failure
      * travels in their place, agreed by all), the requests, the rows. A
      * failure after the counts (out of memory for what arrives, a request
      * for a node not owned here) is this rank's alone. */
-    int *scount = cnt, *sdispl = cnt + R, *rcount = cnt + 2 * R, *rdispl = cnt + 3 * R;
-    int *codes = cnt + 4 * R;
-    /* Requests grouped by owner (a counting sort keeps their order). */
+    /* Requests grouped by owner (a counting sort keeps their order); at[k]:
+     * the request at place k. */
     for (int64_t i = 0; i < n && local == 0; i++) scount[owner_of(d, gnn_dist_pid(d, ids[i]))]++;
-    int64_t at = 0;
+    int64_t pos = 0;
     for (int r = 0; r < R; r++) {
-        sdispl[r] = (int)at;
-        at += scount[r];
+        sdispl[r] = (int)pos;
+        pos += scount[r];
     }
     for (int64_t i = 0; i < n && local == 0; i++) {
         int64_t pid = gnn_dist_pid(d, ids[i]);
         int q = owner_of(d, pid);
-        order[sdispl[q]] = i;
-        req[sdispl[q]++] = pid;
+        at[sdispl[q]] = i;
+        x->req[sdispl[q]++] = pid;
     }
     for (int r = 0; r < R; r++) sdispl[r] -= scount[r];
     if (local < 0)
         for (int r = 0; r < R; r++) scount[r] = local;
     int64_t nr = 0;
     GNN_TRY(gnn__dist_exchange_counts(d, comm, scount, rcount, rdispl, codes, &nr));
-    asked = gnn_malloc_array((size_t)nr + 1, sizeof *asked);
-    rows = gnn_alloc_large(((size_t)(nr > n ? nr : n) * (size_t)f + 1) * sizeof *rows);
     GNN_CHECK(nr <= INT_MAX, GNN_ERANGE, "feature fetch: more than 2^31 rows");
-    GNN_CHECK(asked && rows, GNN_ENOMEM, "feature fetch of %" PRId64 " rows", nr);
-    GNN_MPI_TRY(MPI_Alltoallv(req, scount, sdispl, MPI_INT64_T, asked, rcount, rdispl, MPI_INT64_T,
-                          comm));
+    GNN_CHECK(gnn_grow((void **)&x->asked, &x->asked_cap, (size_t)nr + 1, sizeof *x->asked) == 0 &&
+                  gnn_grow((void **)&x->send, &x->send_cap, (size_t)(nr * f) + 1,
+                           sizeof *x->send) == 0,
+              GNN_ENOMEM, "feature fetch of %" PRId64 " rows", nr);
+    GNN_MPI_TRY(MPI_Alltoallv(x->req, scount, sdispl, MPI_INT64_T, x->asked, rcount, rdispl,
+                              MPI_INT64_T, comm));
     for (int64_t i = 0; i < nr; i++) {
-        int64_t r = asked[i] - d->part_start[d->rank];
+        int64_t r = x->asked[i] - d->part_start[d->rank];
         GNN_CHECK(r >= 0 && r < d->n_owned, GNN_EINVAL,
-                  "feature fetch: node %" PRId64 " is not rank %d's", asked[i], d->rank);
-        memcpy(rows + i * f, d->own_feat + r * f, (size_t)f * sizeof *rows);
+                  "feature fetch: node %" PRId64 " is not rank %d's", x->asked[i], d->rank);
+        memcpy(x->send + i * f, d->own_feat + r * f, (size_t)f * sizeof *x->send);
     }
     /* Atomic: the training thread's row moves (dist_rows.c) add to it while
      * a fetch runs on its own thread. */
     __atomic_fetch_add(&d->fetch_bytes, (nr - rcount[d->rank]) * f * (int64_t)sizeof(float),
                        __ATOMIC_RELAXED);
-    /* The rows come back in request order: into out at each request's place. */
-    float *back = gnn_alloc_large(((size_t)n * (size_t)f + 1) * sizeof *back);
-    GNN_CHECK(back, GNN_ENOMEM, "feature fetch of %" PRId64 " rows", n);
-    rc = MPI_Alltoallv(rows, rcount, rdispl, t, back, scount, sdispl, t, comm) == MPI_SUCCESS
-             ? 0
-             : GNN_FAIL(GNN_EMPI, "MPI_Alltoallv failed");
-    for (int64_t i = 0; i < n && rc == 0; i++)
-        memcpy(out + order[i] * f, back + i * f, (size_t)f * sizeof *out);
-    gnn_free(back);
+    /* The rows come back in request order, grouped by owner: straight into out. */
+    GNN_MPI_TRY(MPI_Alltoallv(x->send, rcount, rdispl, t, out, scount, sdispl, t, comm));
 fail:
     if (t != MPI_DATATYPE_NULL) MPI_Type_free(&t);
-    gnn_free(cnt);
-    gnn_free(order);
-    gnn_free(req);
-    gnn_free(asked);
-    gnn_free(rows);
     d->fetch_s += MPI_Wtime() - t0;
+    return rc;
+}
+
+int gnn_dist_fetch_feat(gnn_dist_part_t *d, const int64_t *ids, int64_t n, float *out)
+{
+    const int64_t f = d->feat_dim;
+    int64_t *at = gnn_malloc_array((size_t)n + 1, sizeof *at);
+    float *rows = gnn_alloc_large(((size_t)n * (size_t)f + 1) * sizeof *rows);
+    /* Out of memory here still takes part in the exchange (n 0 asks
+     * nothing), then fails. */
+    int ok = at && rows;
+    int rc = gnn_dist_fetch_grouped(d, ids, ok ? n : 0, rows, at);
+    if (rc == 0 && !ok) rc = GNN_FAIL(GNN_ENOMEM, "feature fetch of %" PRId64 " rows", n);
+    for (int64_t k = 0; k < n && rc == 0; k++)
+        memcpy(out + at[k] * f, rows + k * f, (size_t)f * sizeof *out);
+    gnn_free(at);
+    gnn_free(rows);
     return rc;
 }
 #undef STEP

@@ -39,6 +39,14 @@ typedef struct {
 
 #define GNN_DIST_MAX_LAYERS 16
 
+/* A feature fetch's buffers (gnn_dist_fetch_grouped), grown as needed. */
+typedef struct {
+    int *cnt;                 /* 5 x size counts and displacements */
+    int64_t *req, *asked;     /* ids asked of the owners; asked of this rank */
+    float *send;              /* the rows this rank serves */
+    size_t req_cap, asked_cap, send_cap;
+} gnn_dist_fetch_scratch_t;
+
 typedef struct {
     MPI_Comm comm;
     int rank, size;
@@ -91,6 +99,7 @@ typedef struct {
     double fetch_s;
     int64_t sample_bytes; /* remote draws: requests and answers this rank sent */
     double sample_s;
+    gnn_dist_fetch_scratch_t fx; /* gnn_dist_fetch_grouped's, kept between fetches */
     MPI_Comm fetch_comm;  /* fetches run on this one when set (MPI_COMM_NULL: comm), so a
                              thread may fetch while another uses comm */
     struct gnn_sampler_excl *draw_excl; /* edges (graph-file ids) left out of the rows
@@ -113,8 +122,13 @@ int gnn_dist_load(MPI_Comm comm, const char *dir, int whole, gnn_dist_part_t *d)
  * [n_owned, n_all) or nodes beyond the part) from their owners into out
  * (n x feat_dim), one all-to-all of ids and one of rows. Collective:
  * every rank calls it, with n = 0 when it needs nothing. Needs the whole
- * part. */
+ * part. One fetch at a time on a part (its scratch is the part's). */
 int gnn_dist_fetch_feat(gnn_dist_part_t *d, const int64_t *ids, int64_t n, float *out);
+/* The same with the rows as they arrive, grouped by owner, without a
+ * copy into request order: row k of out is the one of ids[at[k]] (at: n
+ * entries). */
+int gnn_dist_fetch_grouped(gnn_dist_part_t *d, const int64_t *ids, int64_t n, float *out,
+                           int64_t *at);
 void gnn_dist_free(gnn_dist_part_t *d);
 
 /*

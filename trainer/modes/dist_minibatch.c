@@ -162,17 +162,27 @@ static int rows_room(float **rows, size_t *cap, int64_t floats)
  * A step's batch sampled on the device, and what its preparation made:
  * the node ids read back, the dtable row of each input row (hrow; 0 for a
  * fetched one, put in place after the gather), the rows to fetch (miss,
- * at input rows pos) and their fetched features (rows). With overlap the
- * next step's is prepared on a thread (prep_start) while a step trains.
+ * at input rows pos) and their fetched features (rows, grouped by owner:
+ * row k goes to input row fpos[k]). With overlap the next step's is
+ * prepared on a thread (prep_start) while a step trains.
+ *
+ * What crosses the bus (hnodes, hrow, gid, fpos, rows) is in the backend's
+ * staging memory (gnn_be_host_alloc: pinned on a GPU, so the copies run at
+ * the bus's speed and the step queues them without waiting). Such a copy
+ * may still be queued when dev_grads returns; the buffers are next written
+ * by the preparation two steps on, after its gnn_be_sample into the same
+ * batch returned, which waits for the step that released the batch last
+ * (gnn_be_batch_release, after that step's copies).
  */
 typedef struct dpend {
     gnn_bbatch_t b;
     int has;                 /* this rank has a batch at this step */
     int64_t s, ns, nm;       /* the step, its seeds, the rows to fetch */
     const int64_t *seeds;
-    int64_t *hnodes, *hrow, *miss, *pos, *gid; /* host, n_input each */
+    int64_t *miss, *pos;     /* host, n_input each */
+    int64_t *hnodes, *hrow, *gid, *fpos; /* staging, n_input each */
     int64_t cap;
-    float *rows;
+    float *rows;             /* staging, rows_cap bytes */
     size_t rows_cap;
     double sample_s;
     gnn_job_t *j;
@@ -411,8 +421,9 @@ fail:
 typedef struct {
     gnn_loader_batch_t *b; /* NULL: this rank has no batch at this step */
     int64_t *miss, *pos;   /* local ids of the rows to fetch, and their input rows */
+    int64_t *at;           /* row k of rows is the one of miss[at[k]] */
     int64_t nm, cap;
-    float *rows;           /* nm x F fetched */
+    float *rows;           /* nm x F fetched, grouped by owner */
     size_t rows_cap;
     /* The fetch, possibly on a thread of its own, which takes the batch
      * first when sampling is collective (S(j)->remote_rows). */
@@ -426,6 +437,7 @@ static void pending_free(pending_t *p)
 {
     gnn_free(p->miss);
     gnn_free(p->pos);
+    gnn_free(p->at);
     gnn_free(p->rows);
 }
 
@@ -451,10 +463,12 @@ static int pending_take(gnn_job_t *j, pending_t *p, int has, int64_t *remote, in
     if (mb->n_input > p->cap) {
         gnn_free(p->miss);
         gnn_free(p->pos);
+        gnn_free(p->at);
         p->cap = mb->n_input;
         p->miss = gnn_malloc_array((size_t)p->cap, sizeof *p->miss);
         p->pos = gnn_malloc_array((size_t)p->cap, sizeof *p->pos);
-        if (!p->miss || !p->pos) p->cap = 0;
+        p->at = gnn_malloc_array((size_t)p->cap, sizeof *p->at);
+        if (!p->miss || !p->pos || !p->at) p->cap = 0;
         GNN_CHECK(p->cap, GNN_ENOMEM, "batch fetch lists");
     }
     for (gnn_vid_t k = 0; k < mb->n_input; k++) {
@@ -488,7 +502,7 @@ static int pending_work(void *arg)
         int rc = gnn_dist_agree(comm, pending_take(p->j, p, p->has, p->remote, p->hits));
         if (rc < 0) return rc;
     }
-    return gnn_dist_fetch_feat(d, p->miss, p->nm, p->rows);
+    return gnn_dist_fetch_grouped(d, p->miss, p->nm, p->rows, p->at);
 }
 
 /* Prepare the step's batch (has: this rank has one at this step): take it
@@ -517,7 +531,7 @@ static int pending_finish(pending_t *p, int64_t F)
     if (rc < 0) return rc;
     if (p->b && F > 0)
         for (int64_t i = 0; i < p->nm; i++)
-            memcpy(p->b->x + p->pos[i] * F, p->rows + i * F, (size_t)F * sizeof(float));
+            memcpy(p->b->x + p->pos[p->at[i]] * F, p->rows + i * F, (size_t)F * sizeof(float));
     return 0;
 }
 
@@ -726,31 +740,56 @@ static int put(gnn_backend_t *be, void **buf, size_t *have, const void *src, siz
     return rc;
 }
 
-static void dpend_free(dpend_t *p)
+static void dpend_free(gnn_backend_t *be, dpend_t *p)
 {
     gnn_be_batch_free(&p->b);
-    gnn_free(p->hnodes);
-    gnn_free(p->hrow);
     gnn_free(p->miss);
     gnn_free(p->pos);
-    gnn_free(p->gid);
-    gnn_free(p->rows);
+    int64_t **staged[] = {&p->hnodes, &p->hrow, &p->gid, &p->fpos};
+    for (size_t a = 0; a < sizeof staged / sizeof staged[0]; a++) {
+        gnn_be_host_free(be, *staged[a]);
+        *staged[a] = NULL;
+    }
+    gnn_be_host_free(be, p->rows);
+    p->rows = NULL;
+    p->cap = 0;
+    p->rows_cap = 0;
 }
 
 /* Host arrays of p for a batch of n input nodes. */
-static int dev_grow(dpend_t *p, int64_t n)
+static int dev_grow(gnn_backend_t *be, dpend_t *p, int64_t n)
 {
     if (n <= p->cap) return 0;
-    int64_t cap = n + n / 4 + 64;
-    int64_t **arrs[] = {&p->hnodes, &p->hrow, &p->miss, &p->pos, &p->gid};
-    for (size_t a = 0; a < sizeof arrs / sizeof arrs[0]; a++) {
-        gnn_free(*arrs[a]);
-        *arrs[a] = gnn_malloc_array((size_t)cap, sizeof(int64_t));
+    const int64_t cap = n + n / 4 + 64;
+    int rc = 0;
+    int64_t **plain[] = {&p->miss, &p->pos}, **staged[] = {&p->hnodes, &p->hrow, &p->gid, &p->fpos};
+    p->cap = 0;
+    for (size_t a = 0; a < sizeof plain / sizeof plain[0]; a++) {
+        gnn_free(*plain[a]);
+        *plain[a] = gnn_malloc_array((size_t)cap, sizeof(int64_t));
+        GNN_CHECK(*plain[a], GNN_ENOMEM, "batch lists of %" PRId64 " nodes", n);
+    }
+    for (size_t a = 0; a < sizeof staged / sizeof staged[0]; a++) {
+        gnn_be_host_free(be, *staged[a]);
+        *staged[a] = NULL;
+        GNN_TRY(gnn_be_host_alloc(be, (size_t)cap * sizeof(int64_t), (void **)staged[a]));
     }
     p->cap = cap;
-    for (size_t a = 0; a < sizeof arrs / sizeof arrs[0]; a++)
-        if (!*arrs[a]) p->cap = 0;
-    return p->cap ? 0 : GNN_FAIL(GNN_ENOMEM, "batch lists of %" PRId64 " nodes", n);
+fail:
+    return rc;
+}
+
+/* Staging room for bytes of fetched rows in p (grown, contents dropped). */
+static int dev_rows_room(gnn_backend_t *be, dpend_t *p, size_t bytes)
+{
+    if (p->rows && bytes <= p->rows_cap) return 0;
+    gnn_be_host_free(be, p->rows);
+    p->rows = NULL;
+    p->rows_cap = 0;
+    const size_t want = bytes + bytes / 4 + 64;
+    int rc = gnn_be_host_alloc(be, want, (void **)&p->rows);
+    if (rc == 0) p->rows_cap = want;
+    return rc;
 }
 
 /* p's batch sampled on the device (when this rank has one), its node ids
@@ -768,7 +807,7 @@ static int dev_take(dpend_t *p)
     if (!p->has) return 0;
     double t0 = gnn__now_s();
     GNN_TRY(gnn_be_sample(j->ds, p->seeds, p->ns, p->seed, p->epoch, (uint64_t)p->s, b));
-    GNN_TRY(dev_grow(p, b->n_input));
+    GNN_TRY(dev_grow(j->be, p, b->n_input));
     GNN_TRY(gnn_be_sampler_download(j->ds, p->hnodes, b->nodes,
                                     (size_t)b->n_input * sizeof(int64_t)));
     p->sample_s = gnn__now_s() - t0;
@@ -790,13 +829,14 @@ static int dev_take(dpend_t *p)
         p->miss[p->nm] = v;
         p->pos[p->nm++] = k;
     }
-    GNN_TRY(rows_room(&p->rows, &p->rows_cap, p->nm * F));
+    GNN_TRY(dev_rows_room(j->be, p, (size_t)(p->nm * F) * sizeof(float)));
 fail:
     return rc;
 }
 
 /* The preparation, collective in step order on every rank: the batch
- * (its failure agreed), then the fetch of its missing rows. */
+ * (its failure agreed), then the fetch of its missing rows, which arrive
+ * grouped by owner into the staging rows (fpos: the input row of each). */
 static int dev_work(void *arg)
 {
     dpend_t *p = arg;
@@ -804,7 +844,9 @@ static int dev_work(void *arg)
     MPI_Comm comm = d->fetch_comm != MPI_COMM_NULL ? d->fetch_comm : d->comm;
     int rc = gnn_dist_agree(comm, dev_take(p));
     if (rc < 0) return rc;
-    return gnn_dist_fetch_feat(d, p->miss, p->nm, p->rows);
+    rc = gnn_dist_fetch_grouped(d, p->miss, p->nm, p->rows, p->fpos);
+    for (int64_t k = 0; k < p->nm && rc == 0; k++) p->fpos[k] = p->pos[p->fpos[k]];
+    return rc;
 }
 
 /* Prepare step s's batch into p: on a thread with overlap, else here. */
@@ -851,7 +893,7 @@ static int dev_grads(gnn_job_t *j, dpend_t *p, gnn_bgraph_t **graphs, const int6
     if (nm > 0) {
         GNN_TRY(put(be, (void **)&st->d_fetched, &st->d_fetched_bytes, p->rows,
                     (size_t)(nm * F) * sizeof(float)));
-        GNN_TRY(put(be, (void **)&st->d_pos, &st->d_pos_bytes, p->pos,
+        GNN_TRY(put(be, (void **)&st->d_pos, &st->d_pos_bytes, p->fpos,
                     (size_t)nm * sizeof(int64_t)));
         GNN_TRY(gnn_be_trust_buffer(be, st->d_pos, nm, n));
         GNN_TRY(gnn_be_scatter_rows(be, nm, F, st->d_fetched, F, st->d_pos, j->xb, F, n));
@@ -1008,8 +1050,8 @@ static void dmb_free(gnn_job_t *j)
     gnn_free(st->cache_out);
     gnn_free(st->batch_gid);
     if (st->dp) {
-        dpend_free(&st->dp[0]);
-        dpend_free(&st->dp[1]);
+        dpend_free(j->be, &st->dp[0]);
+        dpend_free(j->be, &st->dp[1]);
         gnn_free(st->dp);
     }
     gnn_be_free(j->be, st->d_row);
