@@ -287,6 +287,11 @@ int gnn_dist_dev_staged(const gnn_dist_dev_t *x)
     return x->staged;
 }
 
+int gnn_dist_dev_direct(const gnn_dist_dev_t *x)
+{
+    return x->direct;
+}
+
 const char *gnn_dist_dev_allreduce_name(const gnn_dist_dev_t *x)
 {
     if (x->d->size == 1) return "none (one rank)";

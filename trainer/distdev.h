@@ -49,6 +49,9 @@ void gnn_dist_dev_free(gnn_dist_dev_t *x);
 
 /* 1 when rows go through host buffers (a backend without host memory). */
 int gnn_dist_dev_staged(const gnn_dist_dev_t *x);
+/* 1 when MPI is given the backend's buffers (a CUDA-aware MPI, or
+ * cpu-as-gpu asked to act as one). */
+int gnn_dist_dev_direct(const gnn_dist_dev_t *x);
 /* How halo rows move: "exchanged in place", "staged through host memory"
  * or "exchanged by MPI in device buffers". */
 const char *gnn_dist_dev_halo_name(const gnn_dist_dev_t *x);

@@ -82,8 +82,8 @@ static const gnn_opt_t train_table[] = {
      "full graph in one process on a GPU: on (the training step captured once as a CUDA graph "
      "and replayed every epoch after; the same results) or off"},
     {"cuda-aware-mpi", 0, GNN_OPT_STRING, O(cuda_aware_mpi), "MODE",
-     "over a partition directory on a GPU: halo rows and gradients given to MPI in device "
-     "memory, auto (where the MPI library says it is CUDA-aware), on (required) or off (staged "
+     "over a partition directory on a GPU: halo rows, fetched rows (--sampler device) and "
+     "gradients given to MPI in device memory, auto (where the MPI library says it is CUDA-aware), on (required) or off (staged "
      "through pinned host memory)"},
     {"full-halo", 0, GNN_OPT_FLAG, O(full_halo), NULL,
      "over a partition directory, full graph: training steps exchange every halo row (default: "
@@ -159,8 +159,9 @@ static const gnn_opt_t train_table[] = {
 static const gnn_cli_t train_cli = {
     .prog = "gnn-train",
     .args = "",
-    .summary = "Train GCN, GraphSAGE or GAT on a graph file (full graph or mini-batches, one process), "
-               "or on a partition directory under mpirun (full graph, one rank per part).",
+    .summary = "Train GCN, GraphSAGE, GAT or R-GCN to classify nodes or predict links, on a graph "
+               "file in one process or on a partition directory under mpirun (one rank per part), "
+               "full graph or mini-batches.",
     .opts = train_table,
     .min_positional = 0,
     .max_positional = 0,

@@ -1346,8 +1346,10 @@ static void same_batches(const char *what, const log_t *a, const log_t *b)
  * GraphSAGE with a feature cache (the part's rows on the device, or read
  * in place from host memory: --features-on host) and GAT on 2 ranks, 3-layer GraphSAGE
  * sampling once on 4, the next batch prepared on a thread while a step
- * trains (--prefetch 1) or in the step (0); one rank gives one process's
- * device-sampled losses.
+ * trains (--prefetch 1) or in the step (0), the fetched rows staged
+ * through host memory or received by MPI in the backend's buffers (the
+ * CPU backend's always, a device's with --cuda-aware-mpi on); one rank
+ * gives one process's device-sampled losses.
  */
 static void test_minibatch_sampled_on_device(void **state)
 {
@@ -1357,6 +1359,9 @@ static void test_minibatch_sampled_on_device(void **state)
     char *sd[] = {"--batch-size", "32", "--fanouts", "10,10", "--device", "cpu-as-gpu",
                   "--feature-cache", "200K", "--sampler", "device", "--prefetch", "1", NULL};
     char *sc[] = {"--batch-size", "32", "--fanouts", "10,10", "--sampler", "device", NULL};
+    char *sk[] = {"--batch-size", "32", "--fanouts", "10,10", "--device", "cpu-as-gpu",
+                  "--feature-cache", "200K", "--sampler", "device", "--prefetch", "1",
+                  "--cuda-aware-mpi", "on", NULL};
     char *sm[] = {"--batch-size", "32", "--fanouts", "10,10", "--device", "cpu-as-gpu",
                   "--feature-cache", "200K", "--sampler", "device", "--features-on", "host",
                   NULL};
@@ -1375,14 +1380,31 @@ static void test_minibatch_sampled_on_device(void **state)
     log_t e = dev_run("2", g_h2, "gat", "gh", gh), f = dev_run("2", g_h2, "gat", "gd", gd);
     log_t g = dev_run("4", g_k4h3, "sage", "fh", fh), h = dev_run("4", g_k4h3, "sage", "fd", fd);
     log_t r1 = dev_run("1", g_h1, "sage", "r1", one), p1 = dev_run(NULL, g_cora, "sage", "p1", one);
-    double d[6] = {loss_diff(&a, &b, 3), loss_diff(&a, &c, 3), loss_diff(&e, &f, 3),
-                   loss_diff(&g, &h, 3), loss_diff(&r1, &p1, 3), loss_diff(&a, &m, 3)};
+    log_t k = dev_run("2", g_h2, "sage", "sk", sk);
+    double d[7] = {loss_diff(&a, &b, 3), loss_diff(&a, &c, 3), loss_diff(&e, &f, 3),
+                   loss_diff(&g, &h, 3), loss_diff(&r1, &p1, 3), loss_diff(&a, &m, 3),
+                   loss_diff(&a, &k, 3)};
     print_message("sampled on the device over parts: loss differences from the host sampler "
-                  "%.2e (sage, 2 ranks, cpu-as-gpu, cache), %.2e (the CPU backend's sampler), "
-                  "%.2e (features read from host memory), %.2e (gat), %.2e (3 layers, sampling "
-                  "once, 4 ranks); 1 rank against 1 process %.2e\n",
-                  d[0], d[1], d[5], d[2], d[3], d[4]);
-    assert_true(d[0] == 0.0 && d[1] == 0.0 && d[2] == 0.0 && d[3] == 0.0 && d[5] == 0.0);
+                  "%.2e (sage, 2 ranks, cpu-as-gpu, cache), %.2e (fetched rows received in "
+                  "device buffers), %.2e (the CPU backend's sampler), %.2e (features read from "
+                  "host memory), %.2e (gat), %.2e (3 layers, sampling once, 4 ranks); 1 rank "
+                  "against 1 process %.2e\n",
+                  d[0], d[6], d[1], d[5], d[2], d[3], d[4]);
+    assert_true(d[0] == 0.0 && d[1] == 0.0 && d[2] == 0.0 && d[3] == 0.0 && d[5] == 0.0 &&
+                d[6] == 0.0);
+    same_batches("sage, 2 ranks, rows received in device buffers", &a, &k);
+    /* Where the fetched rows went: staged on cpu-as-gpu by default, into
+     * the backend's buffers with --cuda-aware-mpi on and on the CPU (a
+     * rank's batch slot stages the rows of a step it lacks room for, then
+     * grows: most steps of the last epoch). */
+    double st = 0.0, ok = tu_json_num(k.line[2], "fetch_direct_steps"),
+           oc = tu_json_num(c.line[2], "fetch_direct_steps");
+    for (int ep = 0; ep < 3; ep++) st += tu_json_num(b.line[ep], "fetch_direct_steps");
+    print_message("steps with fetched rows received in backend buffers, last epoch: %.0f "
+                  "(--cuda-aware-mpi on), %.0f (CPU backend) of %.0f (2 ranks); by default on "
+                  "cpu-as-gpu, all epochs: %.0f\n",
+                  ok, oc, 2.0 * tu_json_num(k.line[2], "steps"), st);
+    assert_true(st == 0.0 && ok > 0.0 && oc > 0.0);
     same_batches("sage, 2 ranks, features in host memory", &a, &m);
     assert_true(d[4] <= 1e-7);
     same_batches("sage, 2 ranks", &a, &b);
@@ -1397,7 +1419,7 @@ static void test_minibatch_sampled_on_device(void **state)
                *oh = tu_json_get(h.line[0], "fetch_overlap");
     assert_true(ob && strncmp(ob, "true", 4) == 0 && oh && strncmp(oh, "true", 4) == 0);
     assert_true(of && strncmp(of, "false", 5) == 0);
-    log_t *all[] = {&a, &b, &c, &m, &e, &f, &g, &h, &r1, &p1};
+    log_t *all[] = {&a, &b, &c, &m, &e, &f, &g, &h, &r1, &p1, &k};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) log_free(all[i]);
 }
 

@@ -64,6 +64,10 @@ typedef struct {
     size_t d_row_bytes, d_pos_bytes;
     float *d_fetched;                 /* backend copy of its fetched rows */
     size_t d_fetched_bytes;
+    int fetch_direct;                 /* fetched rows received into backend buffers (a
+                                         host-memory backend's, or a device's given to a
+                                         CUDA-aware MPI) */
+    int64_t ep_direct;                /* the epoch's steps so received, all ranks */
 } dmb_t;
 
 #define S(j) ((dmb_t *)(j)->mode_state)
@@ -164,7 +168,10 @@ static int rows_room(float **rows, size_t *cap, int64_t floats)
  * fetched one, put in place after the gather), the rows to fetch (miss,
  * at input rows pos) and their fetched features (rows, grouped by owner:
  * row k goes to input row fpos[k]). With overlap the next step's is
- * prepared on a thread (prep_start) while a step trains.
+ * prepared on a thread (prep_start) while a step trains. Where MPI may
+ * write the backend's buffers (fetch_direct) the rows arrive in d_rows
+ * instead, when it has room (grown by the training thread after a step
+ * that lacked it, which staged its rows as above).
  *
  * What crosses the bus (hnodes, hrow, gid, fpos, rows) is in the backend's
  * staging memory (gnn_be_host_alloc: pinned on a GPU, so the copies run at
@@ -184,6 +191,10 @@ typedef struct dpend {
     int64_t cap;
     float *rows;             /* staging, rows_cap bytes */
     size_t rows_cap;
+    float *d_rows;           /* backend, d_rows_bytes: fetched rows received in place */
+    size_t d_rows_bytes;
+    size_t need;             /* bytes of this step's fetched rows */
+    int in_backend;          /* this step's rows are in d_rows */
     double sample_s;
     gnn_job_t *j;
     uint64_t seed, epoch;
@@ -396,6 +407,13 @@ static int dmb_setup(gnn_job_t *j)
         if (!hostmem)
             GNN_INFO("features of the part and its cache: %.1f MB %s", (double)tb / 1e6,
                      host ? "read in place from host memory" : "in device memory");
+        /* Fetched rows straight into backend buffers where MPI may write
+         * them (chosen alike on every rank: gnn__dist_open_exchange). */
+        S(j)->fetch_direct = hostmem || gnn_dist_dev_direct(j->ddev);
+        if (!hostmem)
+            GNN_INFO("fetched feature rows: %s",
+                     S(j)->fetch_direct ? "received by MPI in device buffers"
+                                        : "staged through host memory (pinned on a GPU)");
     }
     GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD,
                            gnn__loader_setup(j, &d->full, S(j)->cache_feat, S(j)->feat_row,
@@ -743,6 +761,9 @@ static int put(gnn_backend_t *be, void **buf, size_t *have, const void *src, siz
 static void dpend_free(gnn_backend_t *be, dpend_t *p)
 {
     gnn_be_batch_free(&p->b);
+    gnn_be_free(be, p->d_rows);
+    p->d_rows = NULL;
+    p->d_rows_bytes = 0;
     gnn_free(p->miss);
     gnn_free(p->pos);
     int64_t **staged[] = {&p->hnodes, &p->hrow, &p->gid, &p->fpos};
@@ -829,7 +850,9 @@ static int dev_take(dpend_t *p)
         p->miss[p->nm] = v;
         p->pos[p->nm++] = k;
     }
-    GNN_TRY(dev_rows_room(j->be, p, (size_t)(p->nm * F) * sizeof(float)));
+    p->need = (size_t)(p->nm * F) * sizeof(float);
+    p->in_backend = st->fetch_direct && p->d_rows && p->need <= p->d_rows_bytes;
+    if (!p->in_backend) GNN_TRY(dev_rows_room(j->be, p, p->need));
 fail:
     return rc;
 }
@@ -844,7 +867,7 @@ static int dev_work(void *arg)
     MPI_Comm comm = d->fetch_comm != MPI_COMM_NULL ? d->fetch_comm : d->comm;
     int rc = gnn_dist_agree(comm, dev_take(p));
     if (rc < 0) return rc;
-    rc = gnn_dist_fetch_grouped(d, p->miss, p->nm, p->rows, p->fpos);
+    rc = gnn_dist_fetch_grouped(d, p->miss, p->nm, p->in_backend ? p->d_rows : p->rows, p->fpos);
     for (int64_t k = 0; k < p->nm && rc == 0; k++) p->fpos[k] = p->pos[p->fpos[k]];
     return rc;
 }
@@ -864,6 +887,8 @@ static int dev_start(gnn_job_t *j, dpend_t *p, int64_t s, int64_t mine, int64_t 
     p->remote = remote;
     p->hits = hits;
     p->sample_s = 0.0;
+    p->in_backend = 0;
+    p->need = 0;
     return prep_start(&p->prep, dev_work, p, overlap);
 }
 
@@ -891,12 +916,15 @@ static int dev_grads(gnn_job_t *j, dpend_t *p, gnn_bgraph_t **graphs, const int6
     GNN_TRY(gnn_be_trust_buffer(be, st->d_row, n, rows));
     GNN_TRY(gnn_be_gather_rows(be, n, F, st->dtable, rows, st->d_row, j->xb));
     if (nm > 0) {
-        GNN_TRY(put(be, (void **)&st->d_fetched, &st->d_fetched_bytes, p->rows,
-                    (size_t)(nm * F) * sizeof(float)));
+        const float *fetched = p->d_rows;
+        if (!p->in_backend) {
+            GNN_TRY(put(be, (void **)&st->d_fetched, &st->d_fetched_bytes, p->rows, p->need));
+            fetched = st->d_fetched;
+        }
         GNN_TRY(put(be, (void **)&st->d_pos, &st->d_pos_bytes, p->fpos,
                     (size_t)nm * sizeof(int64_t)));
         GNN_TRY(gnn_be_trust_buffer(be, st->d_pos, nm, n));
-        GNN_TRY(gnn_be_scatter_rows(be, nm, F, st->d_fetched, F, st->d_pos, j->xb, F, n));
+        GNN_TRY(gnn_be_scatter_rows(be, nm, F, fetched, F, st->d_pos, j->xb, F, n));
     }
     GNN_TRY(put(be, (void **)&j->nb, &j->nb_bytes, p->gid, (size_t)n * sizeof(int64_t)));
     GNN_TRY(gnn_be_trust_ids(be, j->nb, n, j->dist->n_global));
@@ -957,6 +985,7 @@ static int dmb_epoch_device(gnn_job_t *j, double *loss, double *waits, int64_t *
     uint64_t span = gnn_model_dropout_span(j->model, d->n_global);
     gnn_loader_stats_t ls;
     memset(&ls, 0, sizeof ls);
+    int64_t direct = 0; /* steps whose fetched rows came into backend buffers */
     double sum = 0.0, compute = 0.0, wait = 0.0;
     if (S(j)->steps > 0)
         GNN_TRY(dev_start(j, &dp[0], 0, mine, nt, seed, epoch, overlap, remote, hits));
@@ -987,7 +1016,14 @@ static int dmb_epoch_device(gnn_job_t *j, double *loss, double *waits, int64_t *
             ls.input_nodes += cur->b.n_input;
             ls.sample_s += cur->sample_s;
             ls.prepare_s += prep;
+            direct += cur->in_backend && cur->nm > 0;
         }
+        /* Room in the backend for the rows this batch staged, for its next
+         * use; without it the batch stages again. */
+        if (S(j)->fetch_direct && cur->need > cur->d_rows_bytes &&
+            gnn__buf_ensure(j->be, (void **)&cur->d_rows, &cur->d_rows_bytes,
+                            cur->need + cur->need / 4) < 0)
+            gnn_error_clear();
         gnn_model_set_rng_offset(j->model, off0 + (uint64_t)(s + 1) * span);
         compute += gnn__now_s() - t2; /* as dmb_epoch_steps: the reduce apart */
         GNN_TRY(gnn__step_reduce(j, NULL));
@@ -1002,6 +1038,7 @@ static int dmb_epoch_device(gnn_job_t *j, double *loss, double *waits, int64_t *
     j->lst = ls;
     j->compute_s = compute;
     GNN_TRY(epoch_mean(sum, total, loss));
+    GNN_MPI_TRY(MPI_Allreduce(&direct, &S(j)->ep_direct, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD));
     *waits = wait;
 fail:
     for (int i = 0; i < 2; i++) prep_join(&dp[i].prep);
@@ -1027,6 +1064,7 @@ static void dmb_keys(const gnn_job_t *j, FILE *f)
     gnn_json_number(f, j->ep_fetch_busy_s);
     fprintf(f, ", \"fetch_overlap\": %s, \"fanouts\": \"%s\"",
             S(j)->fetch_overlap ? "true" : "false", j->fanouts);
+    if (j->ds) fprintf(f, ", \"fetch_direct_steps\": %" PRId64, S(j)->ep_direct);
 }
 
 static void dmb_log(const gnn_job_t *j, FILE *f)
