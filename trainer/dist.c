@@ -36,6 +36,15 @@ int gnn_dist_reporting_rank(void) { return gnn_mpi_reporting_rank(); }
         if (rc < 0) goto fail;                                                           \
     } while (0)
 
+static void fetch_scratch_free(gnn_dist_fetch_scratch_t *x)
+{
+    gnn_free(x->cnt);
+    gnn_free(x->req);
+    gnn_free(x->asked);
+    gnn_free(x->send);
+    memset(x, 0, sizeof *x);
+}
+
 void gnn_dist_free(gnn_dist_part_t *d)
 {
     gnn_sampler_excl_free(d->draw_excl);
@@ -59,10 +68,7 @@ void gnn_dist_free(gnn_dist_part_t *d)
     gnn_free(d->part_start);
     gnn_free(d->own_feat);
     gnn_free(d->halo_index);
-    gnn_free(d->fx.cnt);
-    gnn_free(d->fx.req);
-    gnn_free(d->fx.asked);
-    gnn_free(d->fx.send);
+    fetch_scratch_free(&d->fx);
     if (d->fetch_comm != MPI_COMM_NULL && d->fetch_comm != d->comm)
         MPI_Comm_free(&d->fetch_comm);
     MPI_Comm comm = d->comm;
@@ -338,8 +344,10 @@ fail:
     return rc;
 }
 
-int gnn_dist_fetch_grouped(gnn_dist_part_t *d, const int64_t *ids, int64_t n, float *out,
-                           int64_t *at)
+/* gnn_dist_fetch_grouped, with local: a failure of this rank before the
+ * fetch, which travels in the counts' place (every rank returns it). */
+static int fetch_grouped(gnn_dist_part_t *d, const int64_t *ids, int64_t n, float *out,
+                         int64_t *at, int local)
 {
     int rc = 0, R = d->size;
     MPI_Comm comm = d->fetch_comm != MPI_COMM_NULL ? d->fetch_comm : d->comm;
@@ -347,7 +355,6 @@ int gnn_dist_fetch_grouped(gnn_dist_part_t *d, const int64_t *ids, int64_t n, fl
     gnn_dist_fetch_scratch_t *x = &d->fx;
     MPI_Datatype t = MPI_DATATYPE_NULL;
     const int64_t f = d->feat_dim;
-    int local = 0;
     if (!x->cnt) {
         x->cnt = gnn_calloc((size_t)R * 5, sizeof *x->cnt);
         if (!x->cnt) { /* no room even to tell the others: this rank fails alone */
@@ -358,7 +365,7 @@ int gnn_dist_fetch_grouped(gnn_dist_part_t *d, const int64_t *ids, int64_t n, fl
     int *scount = x->cnt, *sdispl = x->cnt + R, *rcount = x->cnt + 2 * R;
     int *rdispl = x->cnt + 3 * R, *codes = x->cnt + 4 * R;
     memset(scount, 0, (size_t)R * sizeof *scount);
-    if (gnn_grow((void **)&x->req, &x->req_cap, (size_t)n + 1, sizeof *x->req) < 0)
+    if (local == 0 && gnn_grow((void **)&x->req, &x->req_cap, (size_t)n + 1, sizeof *x->req) < 0)
         local = GNN_FAIL(GNN_ENOMEM, "feature fetch of %" PRId64 " rows", n);
     if (local == 0) local = row_type(MPI_FLOAT, f, &t);
     for (int64_t i = 0; i < n && local == 0; i++)
@@ -413,20 +420,28 @@ fail:
     return rc;
 }
 
+int gnn_dist_fetch_grouped(gnn_dist_part_t *d, const int64_t *ids, int64_t n, float *out,
+                           int64_t *at)
+{
+    return fetch_grouped(d, ids, n, out, at, 0);
+}
+
 int gnn_dist_fetch_feat(gnn_dist_part_t *d, const int64_t *ids, int64_t n, float *out)
 {
     const int64_t f = d->feat_dim;
     int64_t *at = gnn_malloc_array((size_t)n + 1, sizeof *at);
     float *rows = gnn_alloc_large(((size_t)n * (size_t)f + 1) * sizeof *rows);
-    /* Out of memory here still takes part in the exchange (n 0 asks
-     * nothing), then fails. */
+    /* Out of memory here is told to every rank in the exchange (n 0 asks
+     * nothing). */
     int ok = at && rows;
-    int rc = gnn_dist_fetch_grouped(d, ids, ok ? n : 0, rows, at);
-    if (rc == 0 && !ok) rc = GNN_FAIL(GNN_ENOMEM, "feature fetch of %" PRId64 " rows", n);
+    int rc = fetch_grouped(d, ids, ok ? n : 0, rows, at,
+                           ok ? 0 : GNN_FAIL(GNN_ENOMEM, "feature fetch of %" PRId64 " rows", n));
     for (int64_t k = 0; k < n && rc == 0; k++)
         memcpy(out + at[k] * f, rows + k * f, (size_t)f * sizeof *out);
     gnn_free(at);
     gnn_free(rows);
+    /* A fetch done once (a cache's fill) keeps no buffers its size. */
+    fetch_scratch_free(&d->fx);
     return rc;
 }
 #undef STEP

@@ -122,11 +122,12 @@ int gnn_dist_load(MPI_Comm comm, const char *dir, int whole, gnn_dist_part_t *d)
  * [n_owned, n_all) or nodes beyond the part) from their owners into out
  * (n x feat_dim), one all-to-all of ids and one of rows. Collective:
  * every rank calls it, with n = 0 when it needs nothing. Needs the whole
- * part. One fetch at a time on a part (its scratch is the part's). */
+ * part. One fetch at a time on a part (its scratch is the part's, freed
+ * on return here: for a fetch done once, such as a cache's fill). */
 int gnn_dist_fetch_feat(gnn_dist_part_t *d, const int64_t *ids, int64_t n, float *out);
 /* The same with the rows as they arrive, grouped by owner, without a
  * copy into request order: row k of out is the one of ids[at[k]] (at: n
- * entries). */
+ * entries). Its buffers are kept for the next fetch (per step). */
 int gnn_dist_fetch_grouped(gnn_dist_part_t *d, const int64_t *ids, int64_t n, float *out,
                            int64_t *at);
 void gnn_dist_free(gnn_dist_part_t *d);

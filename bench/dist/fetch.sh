@@ -18,10 +18,13 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build" -j "$(nproc)" --target gnn-dataset gnn-partition fetch_bench >/dev/null
-mkdir -p "$dir"
+mkdir -p "$dir/h$hom"
 graph=$dir/sbm-$n-d$d-f$f-h$hom.h5
 [ -f "$graph" ] || "$build/datasets/gnn-dataset" generate sbm -n "$n" -d "$d" -f "$f" \
   --homophily "$hom" -o "$graph" -q
+# The results go to $out and, at the end (also on a failure, which exits
+# non-zero), to the terminal.
+trap 'cat "$out"' EXIT
 {
 echo "# remote feature fetches, SBM $n nodes, $f features, METIS parts with 1 hop of halo ($(date -u +%Y-%m-%dT%H:%MZ))"
 echo "# machine: $(nproc) cores; $(mpirun --version | head -1); commit $(git -C "$src" rev-parse --short HEAD)"
@@ -32,4 +35,4 @@ for p in $ranks; do
   mpirun -np "$p" --oversubscribe --bind-to none "$build/bench/fetch_bench" "$part" \
     -m 1000,10000,100000 -r "$reps"
 done
-} | tee "$out"
+} >"$out"

@@ -1,7 +1,10 @@
 /*
- * Remote feature fetches over MPI, two ways, on the same requests: what
- * gnn-train uses (gnn_dist_fetch_feat: one all-to-all of ids, then one of
- * rows, the owners copying the rows out) against one-sided RMA (every
+ * Remote feature fetches over MPI, on the same requests: what gnn-train
+ * uses (one all-to-all of ids, then one of rows, the owners copying the
+ * rows out), with the rows put in request order (gnn_dist_fetch_feat,
+ * its buffers made for each call) or as they arrive, grouped by owner
+ * (gnn_dist_fetch_grouped, its buffers kept: a training step's fetch),
+ * against one-sided RMA (every
  * rank exposes its owned rows in a window once; a fetch is one MPI_Get
  * per row, or per run of consecutive rows after sorting the requests,
  * under a passive-target lock_all epoch, completed by one flush_all).
@@ -31,9 +34,9 @@
 #define MAX_SIZES 16
 #define MAX_REPS 101
 
-enum { ALLTOALLV, RMA_ROWS, RMA_RUNS, N_METHODS };
-static const char *const method_name[N_METHODS] = {"alltoallv", "rma-get-per-row",
-                                                   "rma-get-per-run"};
+enum { ALLTOALLV, ALLTOALLV_GROUPED, RMA_ROWS, RMA_RUNS, N_METHODS };
+static const char *const method_name[N_METHODS] = {"alltoallv", "alltoallv-grouped",
+                                                   "rma-get-per-row", "rma-get-per-run"};
 
 static uint64_t rng_next(uint64_t *s) /* splitmix64 */
 {
@@ -140,9 +143,12 @@ int main(int argc, char **argv)
     int64_t *ids = gnn_malloc_array((size_t)nh + 1, sizeof *ids);
     int64_t *pairs = gnn_malloc_array(2 * (size_t)mmax + 2, sizeof *pairs);
     float *out[N_METHODS], *sorted = gnn_alloc_large(((size_t)(mmax * f) + 1) * sizeof(float));
-    for (int k = 0; k < N_METHODS; k++)
+    int64_t *at = gnn_malloc_array((size_t)mmax + 1, sizeof *at);
+    int local = ids && pairs && sorted && at ? 0 : 1, any = 0;
+    for (int k = 0; k < N_METHODS; k++) {
         out[k] = gnn_alloc_large(((size_t)(mmax * f) + 1) * sizeof(float));
-    int local = ids && pairs && sorted && out[0] && out[1] && out[2] ? 0 : 1, any = 0;
+        if (!out[k]) local = 1;
+    }
     MPI_Allreduce(&local, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     if (any) {
         if (rank == 0) fprintf(stderr, "fetch_bench: out of memory\n");
@@ -176,6 +182,8 @@ int main(int argc, char **argv)
                 double t0 = MPI_Wtime();
                 if (k == ALLTOALLV)
                     rc = gnn_dist_fetch_feat(&d, ids, m, out[k]);
+                else if (k == ALLTOALLV_GROUPED)
+                    rc = gnn_dist_fetch_grouped(&d, ids, m, out[k], at);
                 else
                     rc = rma_fetch(&d, win, ids, m, k == RMA_RUNS, pairs, sorted, out[k]);
                 double dt = MPI_Wtime() - t0, worst = 0.0;
@@ -186,8 +194,14 @@ int main(int argc, char **argv)
                 MPI_Allreduce(&dt, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
                 if (r >= 0) t[k][r] = worst;
             }
-        local = memcmp(out[0], out[1], (size_t)(m * f) * sizeof(float)) != 0 ||
-                memcmp(out[0], out[2], (size_t)(m * f) * sizeof(float)) != 0;
+        /* The grouped rows in request order (in sorted, free now), then
+         * every method's rows against the first's. */
+        for (int64_t i = 0; i < m; i++)
+            memcpy(sorted + at[i] * f, out[ALLTOALLV_GROUPED] + i * f, (size_t)f * sizeof(float));
+        memcpy(out[ALLTOALLV_GROUPED], sorted, (size_t)(m * f) * sizeof(float));
+        local = 0;
+        for (int k = 1; k < N_METHODS; k++)
+            local |= memcmp(out[0], out[k], (size_t)(m * f) * sizeof(float)) != 0;
         MPI_Allreduce(&local, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
         for (int k = 0; k < N_METHODS; k++) {
             qsort(t[k], (size_t)reps, sizeof t[k][0], cmp_double);
@@ -203,6 +217,7 @@ int main(int argc, char **argv)
     MPI_Win_free(&win);
     for (int k = 0; k < N_METHODS; k++) gnn_free(out[k]);
     gnn_free(sorted);
+    gnn_free(at);
     gnn_free(pairs);
     gnn_free(ids);
     gnn_dist_free(&d);

@@ -195,6 +195,7 @@ typedef struct dpend {
     size_t d_rows_bytes;
     size_t need;             /* bytes of this step's fetched rows */
     int in_backend;          /* this step's rows are in d_rows */
+    int no_room;             /* d_rows could not grow: the slot stages */
     double sample_s;
     gnn_job_t *j;
     uint64_t seed, epoch;
@@ -410,7 +411,7 @@ static int dmb_setup(gnn_job_t *j)
         /* Fetched rows straight into backend buffers where MPI may write
          * them (chosen alike on every rank: gnn__dist_open_exchange). */
         S(j)->fetch_direct = hostmem || gnn_dist_dev_direct(j->ddev);
-        if (!hostmem)
+        if (!hostmem && d->rank == 0)
             GNN_INFO("fetched feature rows: %s",
                      S(j)->fetch_direct ? "received by MPI in device buffers"
                                         : "staged through host memory (pinned on a GPU)");
@@ -1018,17 +1019,22 @@ static int dmb_epoch_device(gnn_job_t *j, double *loss, double *waits, int64_t *
             ls.prepare_s += prep;
             direct += cur->in_backend && cur->nm > 0;
         }
-        /* Room in the backend for the rows this batch staged, for its next
-         * use; without it the batch stages again. */
-        if (S(j)->fetch_direct && cur->need > cur->d_rows_bytes &&
-            gnn__buf_ensure(j->be, (void **)&cur->d_rows, &cur->d_rows_bytes,
-                            cur->need + cur->need / 4) < 0)
-            gnn_error_clear();
         gnn_model_set_rng_offset(j->model, off0 + (uint64_t)(s + 1) * span);
         compute += gnn__now_s() - t2; /* as dmb_epoch_steps: the reduce apart */
         GNN_TRY(gnn__step_reduce(j, NULL));
         /* The step read the batch last: its next fill waits for it. */
         if (cur->has) GNN_TRY(gnn_be_batch_release(&cur->b));
+        /* Room in the backend for the rows this batch staged, for the
+         * slot's next use (once the step is queued: a GPU waits for it to
+         * free the smaller buffer); without room it stages again. */
+        if (S(j)->fetch_direct && !cur->no_room && cur->need > cur->d_rows_bytes &&
+            gnn__buf_ensure(j->be, (void **)&cur->d_rows, &cur->d_rows_bytes,
+                            cur->need + cur->need / 4) < 0) {
+            GNN_WARN("no room in the backend for fetched rows (%s): they are staged",
+                     gnn_error_message());
+            gnn_error_clear();
+            cur->no_room = 1;
+        }
         if (!overlap && s + 1 < S(j)->steps) {
             t0 = gnn__now_s();
             GNN_TRY(dev_start(j, next, s + 1, mine, nt, seed, epoch, 0, remote, hits));
