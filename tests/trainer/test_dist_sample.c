@@ -40,7 +40,9 @@
  * the first hop that calls it, so every rank's batch fails with
  * GNN_EINVAL). Feature fetches by sampler id (a halo hub, a node beyond
  * the part) return the graph file's rows; fetching an owned node fails on
- * every rank with GNN_EINVAL. Sampling still equals one process's
+ * every rank with GNN_EINVAL, and so does running out of memory on one
+ * rank before a fetch (GNN_ENOMEM); every halo row fetched as the rows
+ * arrive (gnn_dist_fetch_grouped, twice) is the file's, grouped by owner. Sampling still equals one process's
  * afterwards. Half the
  * cases call the hook from the first hop that can need it (the halo's
  * hop count), half from hop 0.
@@ -592,6 +594,53 @@ static void test_remote_errors(void **state)
         CHECK_ALL(rc == GNN_EINVAL, "fetching an owned node: %s (%s)", gnn_error_name(rc), msg);
         CHECK_ALL(!last || strstr(msg, "not a remote node"), "fetch: message \"%s\"", msg);
         CHECK_ALL(last || strstr(msg, "failed on rank"), "fetch: message \"%s\"", msg);
+        /* The rows as they arrive (a step's fetch): every halo node's, in
+         * reverse order, twice (its buffers kept between the calls): row k
+         * is the file's row of hids[pos[k]], pos a permutation, the rows
+         * grouped by owner in rank order. */
+        int64_t nh = d.n_all - d.n_owned;
+        int64_t *hids = malloc(((size_t)nh + 1) * sizeof *hids);
+        int64_t *pos = malloc(((size_t)nh + 1) * sizeof *pos);
+        float *got = malloc(((size_t)nh * FEAT_DIM + 1) * sizeof *got);
+        char *seen = calloc((size_t)nh + 1, 1);
+        CHECK_ALL(hids && pos && got && seen, "out of memory");
+        for (int64_t i = 0; i < nh; i++) hids[i] = d.n_all - 1 - i;
+        for (int call = 0; call < 2; call++) {
+            rc = gnn_dist_fetch_grouped(&d, hids, nh, got, pos);
+            CHECK_ALL(rc == 0, "a grouped fetch: %s: %s", gnn_error_name(rc), gnn_error_message());
+            int ok = 1, prev = -1;
+            memset(seen, 0, (size_t)nh + 1);
+            for (int64_t k = 0; k < nh && ok; k++) {
+                int64_t i = pos[k];
+                ok = i >= 0 && i < nh && !seen[i];
+                if (!ok) break;
+                seen[i] = 1;
+                int owner = gnn_dist_owner(&d, gnn_dist_pid(&d, hids[i]));
+                ok = owner >= prev && owner != g_rank &&
+                     !memcmp(got + k * FEAT_DIM,
+                             g_whole.feat + file_id(&d, node_map, hids[i]) * FEAT_DIM,
+                             sizeof(float) * FEAT_DIM);
+                prev = owner;
+            }
+            CHECK_ALL(ok, "grouped fetch %d of %" PRId64 " halo rows: row, order or owner wrong",
+                      call + 1, nh);
+        }
+        free(hids);
+        free(pos);
+        free(got);
+        free(seen);
+        /* Out of memory on the last rank before a fetch in request order
+         * (a cache's fill): every rank fails with it, none waits. */
+        if (last) gnn_alloc_fail_at(1);
+        rc = gnn_dist_fetch_feat(&d, ids, nf, rows);
+        gnn_alloc_fail_at(0);
+        msg = gnn_error_message();
+        CHECK_ALL(rc == GNN_ENOMEM, "a fetch out of memory on the last rank: %s (%s)",
+                  gnn_error_name(rc), msg);
+        CHECK_ALL(last || strstr(msg, "failed on rank"), "fetch: message \"%s\"", msg);
+        rc = gnn_dist_fetch_feat(&d, ids, nf, rows);
+        CHECK_ALL(rc == 0, "a fetch after one out of memory: %s: %s", gnn_error_name(rc),
+                  gnn_error_message());
     }
     gnn_dist_free(&d);
     free(node_map);
