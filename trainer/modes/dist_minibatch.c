@@ -511,17 +511,23 @@ fail:
 }
 
 /* The collective part of a step's preparation: the batch when sampling
- * is collective, then the fetch. */
+ * is collective, then the fetch, whose rows go into the batch's input
+ * here (on the fetch's thread with overlap). */
 static int pending_work(void *arg)
 {
     pending_t *p = arg;
     gnn_dist_part_t *d = p->j->dist;
+    const int64_t F = d->feat_dim;
     if (p->take) { /* agreed: a rank failing after the last exchange tells the others */
         MPI_Comm comm = d->fetch_comm != MPI_COMM_NULL ? d->fetch_comm : d->comm;
         int rc = gnn_dist_agree(comm, pending_take(p->j, p, p->has, p->remote, p->hits));
         if (rc < 0) return rc;
     }
-    return gnn_dist_fetch_grouped(d, p->miss, p->nm, p->rows, p->at);
+    int rc = gnn_dist_fetch_grouped(d, p->miss, p->nm, p->rows, p->at);
+    if (rc == 0 && p->b && F > 0)
+        for (int64_t i = 0; i < p->nm; i++)
+            memcpy(p->b->x + p->pos[p->at[i]] * F, p->rows + i * F, (size_t)F * sizeof(float));
+    return rc;
 }
 
 /* Prepare the step's batch (has: this rank has one at this step): take it
@@ -543,15 +549,10 @@ fail:
     return rc;
 }
 
-/* Wait for the fetch and put its rows into the batch's input. */
-static int pending_finish(pending_t *p, int64_t F)
+/* Wait for the fetch (its rows in the batch's input). */
+static int pending_finish(pending_t *p)
 {
-    int rc = prep_finish(&p->prep);
-    if (rc < 0) return rc;
-    if (p->b && F > 0)
-        for (int64_t i = 0; i < p->nm; i++)
-            memcpy(p->b->x + p->pos[p->at[i]] * F, p->rows + i * F, (size_t)F * sizeof(float));
-    return 0;
+    return prep_finish(&p->prep);
 }
 
 /* Forward over the batch's blocks from its input rows x (gid: their
@@ -662,7 +663,6 @@ static int dmb_epoch_steps(gnn_job_t *j, double *loss, double *waits, int64_t *r
     const int64_t *train;
     int64_t nt, total;
     j->task->train_seeds(j, &train, &nt, &total);
-    int64_t F = d->feat_dim;
     pending_t pend[2];
     memset(pend, 0, sizeof pend);
     uint64_t seed = rank_seed(j);
@@ -704,7 +704,7 @@ static int dmb_epoch_steps(gnn_job_t *j, double *loss, double *waits, int64_t *r
     for (int64_t s = 0; s < S(j)->steps; s++) {
         pending_t *cur = &pend[s % 2], *next = &pend[(s + 1) % 2];
         double t0 = gnn__now_s();
-        GNN_TRY(pending_finish(cur, F));
+        GNN_TRY(pending_finish(cur));
         wait += gnn__now_s() - t0;
         if (overlap && s + 1 < S(j)->steps) /* step s + 1's batch, fetched while s trains */
             GNN_TRY(pending_start(j, next, s + 1 < mine, 1, remote, hits));
