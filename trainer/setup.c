@@ -269,12 +269,9 @@ int gnn__setup(gnn_job_t *j)
     GNN_CHECK(!o->feature_cache || j->dist || !gnn_be_host_memory(j->be), GNN_EUSAGE,
               "--feature-cache: only for mini-batches over a partition directory, or in one "
               "process on a GPU (the device's cache of a table in host memory)");
-    GNN_CHECK(!strcmp(o->features_on, "auto") ||
-                  (minibatch && !gnn_be_host_memory(j->be) &&
-                   (!j->dist || !strcmp(o->sampler, "device"))),
+    GNN_CHECK(!strcmp(o->features_on, "auto") || (minibatch && !gnn_be_host_memory(j->be)),
               GNN_EUSAGE,
-              "--features-on %s: only for mini-batches on a GPU (--mode minibatch --device "
-              "cuda; over a partition directory with --sampler device)",
+              "--features-on %s: only for mini-batches on a GPU (--mode minibatch --device cuda)",
               o->features_on);
     GNN_TRY(gnn_aggr_registry_create(&j->reg));
     if (o->aggr_plugin) GNN_TRY(gnn_aggr_registry_load(j->reg, o->aggr_plugin));

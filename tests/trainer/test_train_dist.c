@@ -1002,6 +1002,18 @@ static void test_link_minibatch(void **state)
      * (smaller), ReLU inputs within rounding of 0 come sooner and 2 ranks
      * part from one process by 7e-5 at epoch 3 (4e-7 at epoch 2). */
     compare_losses_upto("link, edge mini-batches", runs, nr, 6);
+    /* Through a GPU's path (the CPU as one: the batch's rows gathered
+     * from the part's table on the device, the fetched ones put there). */
+    run_t dev[] = {{"2 ranks, cpu-as-gpu", "2", g_l2, {0}}};
+    train_runs(dev, 1, "link-mb-dev", "--task", "link", "--model", "sage", "--mode",
+               "minibatch", "--batch-size", "256", "--fanouts", "5,5", "--sampler-threads", "1",
+               "--init", "glorot", "--device", "cpu-as-gpu", (char *)NULL);
+    double dd = loss_diff(&runs[1].log, &dev[0].log, EPOCHS);
+    print_message("link, edge mini-batches, 2 ranks, cpu-as-gpu against cpu: loss difference "
+                  "%.2e\n",
+                  dd);
+    assert_true(dd == 0.0);
+    log_free(&dev[0].log);
     for (int i = 0; i < nr; i++) log_free(&runs[i].log);
     /* The MLP decoder's own gradient is each rank's share of the batch's,
      * as the embeddings' are (unscaled, epoch 1 was 4e-4 off). Its ReLU
@@ -1054,11 +1066,10 @@ static void test_rgcn_refusals(void **state)
                      "2", ARGS("--data", g_k2, "--model", "sage", "--mode", "minibatch",
                                "--sampler", "device", "--epochs", "2", "-q"));
     mpi_fails_status(2, (const char *[]){"--features-on host: only for mini-batches on a GPU",
-                                         "over a partition directory with --sampler device",
-                                         NULL},
+                                         "--device cuda", NULL},
                      "2", ARGS("--data", g_h2, "--model", "sage", "--mode", "minibatch",
-                               "--device", "cpu-as-gpu", "--features-on", "host", "--epochs",
-                               "2", "-q"));
+                               "--device", "cpu", "--features-on", "host", "--epochs", "2",
+                               "-q"));
     mpi_fails_status(2, (const char *[]){"--sampler device: not with typed draws", NULL}, "2",
                      ARGS("--data", g_hk2, "--model", "rgcn", "--mode", "minibatch", "--sampler",
                           "device", "--epochs", "2", "-q"));
@@ -1349,7 +1360,10 @@ static void same_batches(const char *what, const log_t *a, const log_t *b)
  * trains (--prefetch 1) or in the step (0), the fetched rows staged
  * through host memory or received by MPI in the backend's buffers (the
  * CPU backend's always, a device's with --cuda-aware-mpi on); one rank
- * gives one process's device-sampled losses.
+ * gives one process's device-sampled losses. The host sampler on
+ * cpu-as-gpu gathers its rows from the part's table on the device as the
+ * device sampler does, the table there or read in place from host memory
+ * (--features-on host): the same losses.
  */
 static void test_minibatch_sampled_on_device(void **state)
 {
@@ -1359,6 +1373,9 @@ static void test_minibatch_sampled_on_device(void **state)
     char *sd[] = {"--batch-size", "32", "--fanouts", "10,10", "--device", "cpu-as-gpu",
                   "--feature-cache", "200K", "--sampler", "device", "--prefetch", "1", NULL};
     char *sc[] = {"--batch-size", "32", "--fanouts", "10,10", "--sampler", "device", NULL};
+    char *sf[] = {"--batch-size", "32", "--fanouts", "10,10", "--device", "cpu-as-gpu",
+                  "--feature-cache", "200K", "--features-on", "host", NULL};
+    char *sp[] = {"--batch-size", "32", "--fanouts", "10,10", "--feature-cache", "200K", NULL};
     char *sk[] = {"--batch-size", "32", "--fanouts", "10,10", "--device", "cpu-as-gpu",
                   "--feature-cache", "200K", "--sampler", "device", "--prefetch", "1",
                   "--cuda-aware-mpi", "on", NULL};
@@ -1380,18 +1397,25 @@ static void test_minibatch_sampled_on_device(void **state)
     log_t e = dev_run("2", g_h2, "gat", "gh", gh), f = dev_run("2", g_h2, "gat", "gd", gd);
     log_t g = dev_run("4", g_k4h3, "sage", "fh", fh), h = dev_run("4", g_k4h3, "sage", "fd", fd);
     log_t r1 = dev_run("1", g_h1, "sage", "r1", one), p1 = dev_run(NULL, g_cora, "sage", "p1", one);
-    log_t k = dev_run("2", g_h2, "sage", "sk", sk);
-    double d[7] = {loss_diff(&a, &b, 3), loss_diff(&a, &c, 3), loss_diff(&e, &f, 3),
+    log_t k = dev_run("2", g_h2, "sage", "sk", sk), hf = dev_run("2", g_h2, "sage", "sf", sf);
+    log_t hp = dev_run("2", g_h2, "sage", "sp", sp);
+    double d[9] = {loss_diff(&a, &b, 3), loss_diff(&a, &c, 3), loss_diff(&e, &f, 3),
                    loss_diff(&g, &h, 3), loss_diff(&r1, &p1, 3), loss_diff(&a, &m, 3),
-                   loss_diff(&a, &k, 3)};
+                   loss_diff(&a, &k, 3), loss_diff(&a, &hf, 3), loss_diff(&a, &hp, 3)};
     print_message("sampled on the device over parts: loss differences from the host sampler "
                   "%.2e (sage, 2 ranks, cpu-as-gpu, cache), %.2e (fetched rows received in "
                   "device buffers), %.2e (the CPU backend's sampler), %.2e (features read from "
                   "host memory), %.2e (gat), %.2e (3 layers, sampling once, 4 ranks); 1 rank "
                   "against 1 process %.2e\n",
                   d[0], d[6], d[1], d[5], d[2], d[3], d[4]);
+    print_message("host sampler on cpu-as-gpu (rows gathered from the part's table there) "
+                  "against the CPU's host sampler: loss difference %.2e; the table read in "
+                  "place from host memory (--features-on host): %.2e\n",
+                  d[8], d[7]);
     assert_true(d[0] == 0.0 && d[1] == 0.0 && d[2] == 0.0 && d[3] == 0.0 && d[5] == 0.0 &&
-                d[6] == 0.0);
+                d[6] == 0.0 && d[7] == 0.0 && d[8] == 0.0);
+    same_batches("sage, 2 ranks, host sampler on the CPU", &a, &hp);
+    same_batches("sage, 2 ranks, host sampler, features in host memory", &a, &hf);
     same_batches("sage, 2 ranks, rows received in device buffers", &a, &k);
     /* Where the fetched rows went: staged on cpu-as-gpu by default, into
      * the backend's buffers with --cuda-aware-mpi on and on the CPU (a
@@ -1419,7 +1443,7 @@ static void test_minibatch_sampled_on_device(void **state)
                *oh = tu_json_get(h.line[0], "fetch_overlap");
     assert_true(ob && strncmp(ob, "true", 4) == 0 && oh && strncmp(oh, "true", 4) == 0);
     assert_true(of && strncmp(of, "false", 5) == 0);
-    log_t *all[] = {&a, &b, &c, &m, &e, &f, &g, &h, &r1, &p1, &k};
+    log_t *all[] = {&a, &b, &c, &m, &e, &f, &g, &h, &r1, &p1, &k, &hf, &hp};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) log_free(all[i]);
 }
 

@@ -10,7 +10,9 @@
  * and its fetch runs on a thread, over its own communicator, while step s
  * trains. Dropout is keyed by the graph file's node ids, so a rank's batch
  * is what one process computes for the same seeds. Inference is the
- * full-graph forward over the parts (modes/distributed.c).
+ * full-graph forward over the parts (modes/distributed.c). On a device the
+ * host sampler's batches gather their owned and cached rows from the
+ * device's table of them (dev_gather): only ids and fetched rows go up.
  *
  * With --sampler device each rank samples its batches where its backend
  * runs (gnn_be_sample over the part, draws keyed by graph-file ids: the
@@ -64,6 +66,10 @@ typedef struct {
     size_t d_row_bytes, d_pos_bytes;
     float *d_fetched;                 /* backend copy of its fetched rows */
     size_t d_fetched_bytes;
+    int dev_gather;                   /* host sampler on a device: a batch's owned and
+                                         cached rows gathered from dtable there, its
+                                         fetched rows put in place there (the loader
+                                         gathers none) */
     int fetch_direct;                 /* fetched rows received into backend buffers (a
                                          host-memory backend's, or a device's given to a
                                          CUDA-aware MPI) */
@@ -378,17 +384,24 @@ static int dmb_setup(gnn_job_t *j)
     d->fetch_bytes = 0;
     d->fetch_s = 0.0;
     if (device) {
-        /* The part's sampler where the backend runs, keyed as the host's,
-         * and the owned and cached rows there (before the loader's set-up,
-         * which then starts no host loader). */
+        /* The part's sampler where the backend runs, keyed as the host's
+         * (before the loader's set-up, which then starts no host loader). */
         S(j)->dp = gnn_calloc(2, sizeof *S(j)->dp);
         local = S(j)->dp ? 0 : GNN_FAIL(GNN_ENOMEM, "device batches");
         if (local == 0)
             local = gnn_be_sampler_create(j->be, &d->full, o->layers, j->fanout, &j->ds);
         if (local == 0) local = gnn_be_sampler_set_once(j->ds, o->sample_once);
         if (local == 0) local = gnn_be_sampler_set_key_ids(j->ds, d->gid);
-        /* On the device when it fits in half its free memory (auto), else
-         * read in place from host memory over the bus. */
+        GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
+    }
+    /* On a device the host sampler's batches take their owned and cached
+     * rows from the device's table too: only ids and fetched rows cross
+     * the bus. */
+    S(j)->dev_gather = !device && j->stage && f > 0;
+    if (device || S(j)->dev_gather) {
+        /* The owned and cached rows on the device when they fit in half
+         * its free memory (auto), else read in place from host memory
+         * over the bus. */
         size_t tb = ((size_t)(n + S(j)->n_cache) * (size_t)f + 1) * sizeof(float), avail = 0;
         int host = !strcmp(o->features_on, "host");
         if (local == 0 && !strcmp(o->features_on, "auto") && !gnn_be_host_memory(j->be) &&
@@ -410,14 +423,16 @@ static int dmb_setup(gnn_job_t *j)
                      host ? "read in place from host memory" : "in device memory");
         /* Fetched rows straight into backend buffers where MPI may write
          * them (chosen alike on every rank: gnn__dist_open_exchange). */
-        S(j)->fetch_direct = hostmem || gnn_dist_dev_direct(j->ddev);
-        if (!hostmem && d->rank == 0)
+        S(j)->fetch_direct = device && (hostmem || gnn_dist_dev_direct(j->ddev));
+        if (device && !hostmem && d->rank == 0)
             GNN_INFO("fetched feature rows: %s",
                      S(j)->fetch_direct ? "received by MPI in device buffers"
                                         : "staged through host memory (pinned on a GPU)");
     }
     GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD,
-                           gnn__loader_setup(j, &d->full, S(j)->cache_feat, S(j)->feat_row,
+                           gnn__loader_setup(j, &d->full,
+                                             S(j)->dev_gather ? NULL : S(j)->cache_feat,
+                                             S(j)->feat_row,
                                              j->task->seed_targets(j), d->gid,
                                              S(j)->remote_rows ? &S(j)->remote : NULL)));
     int level = 0;
@@ -440,7 +455,9 @@ fail:
 typedef struct {
     gnn_loader_batch_t *b; /* NULL: this rank has no batch at this step */
     int64_t *miss, *pos;   /* local ids of the rows to fetch, and their input rows */
-    int64_t *at;           /* row k of rows is the one of miss[at[k]] */
+    int64_t *at;           /* row k of rows is the one of miss[at[k]] (dev_gather: after
+                              the fetch, the input row it goes to) */
+    int64_t *hrow;         /* dev_gather: the dtable row of each input row (0: fetched) */
     int64_t nm, cap;
     float *rows;           /* nm x F fetched, grouped by owner */
     size_t rows_cap;
@@ -457,6 +474,7 @@ static void pending_free(pending_t *p)
     gnn_free(p->miss);
     gnn_free(p->pos);
     gnn_free(p->at);
+    gnn_free(p->hrow);
     gnn_free(p->rows);
 }
 
@@ -483,23 +501,29 @@ static int pending_take(gnn_job_t *j, pending_t *p, int has, int64_t *remote, in
         gnn_free(p->miss);
         gnn_free(p->pos);
         gnn_free(p->at);
+        gnn_free(p->hrow);
         p->cap = mb->n_input;
         p->miss = gnn_malloc_array((size_t)p->cap, sizeof *p->miss);
         p->pos = gnn_malloc_array((size_t)p->cap, sizeof *p->pos);
         p->at = gnn_malloc_array((size_t)p->cap, sizeof *p->at);
-        if (!p->miss || !p->pos || !p->at) p->cap = 0;
+        p->hrow = gnn_malloc_array((size_t)p->cap, sizeof *p->hrow);
+        if (!p->miss || !p->pos || !p->at || !p->hrow) p->cap = 0;
         GNN_CHECK(p->cap, GNN_ENOMEM, "batch fetch lists");
     }
+    const int gather = S(j)->dev_gather;
     for (gnn_vid_t k = 0; k < mb->n_input; k++) {
         gnn_vid_t v = mb->nodes[k];
+        if (gather) p->hrow[k] = v < d->n_owned ? v : 0;
         if (v < d->n_owned) continue;
         (*remote)++;
         if (F == 0) continue; /* no features to fetch (learnable rows come apart) */
-        int64_t row = v < d->n_all ? -1 : cache_out_row(j, v);
-        if (row >= 0) /* the loader leaves rows beyond the part to this */
-            memcpy(p->b->x + k * F, S(j)->cache_feat + row * F, (size_t)F * sizeof(float));
-        if (row >= 0 || (v < d->n_all && S(j)->feat_row[v] >= 0)) {
+        int64_t row = v < d->n_all ? S(j)->feat_row[v] : cache_out_row(j, v);
+        if (row >= 0) {
             (*hits)++;
+            if (gather)
+                p->hrow[k] = row;
+            else if (v >= d->n_all) /* the loader leaves rows beyond the part to this */
+                memcpy(p->b->x + k * F, S(j)->cache_feat + row * F, (size_t)F * sizeof(float));
             continue;
         }
         p->miss[p->nm] = v;
@@ -524,7 +548,9 @@ static int pending_work(void *arg)
         if (rc < 0) return rc;
     }
     int rc = gnn_dist_fetch_grouped(d, p->miss, p->nm, p->rows, p->at);
-    if (rc == 0 && p->b && F > 0)
+    if (rc == 0 && p->b && F > 0 && S(p->j)->dev_gather) /* put in place on the device */
+        for (int64_t i = 0; i < p->nm; i++) p->at[i] = p->pos[p->at[i]];
+    else if (rc == 0 && p->b && F > 0)
         for (int64_t i = 0; i < p->nm; i++)
             memcpy(p->b->x + p->pos[p->at[i]] * F, p->rows + i * F, (size_t)F * sizeof(float));
     return rc;
@@ -588,6 +614,46 @@ fail:
     return rc;
 }
 
+/* bytes of host src into the backend buffer *buf (grown as needed). */
+static int put(gnn_backend_t *be, void **buf, size_t *have, const void *src, size_t bytes)
+{
+    int rc = gnn__buf_ensure(be, buf, have, bytes);
+    if (rc == 0 && bytes) rc = gnn_be_upload(be, *buf, src, bytes);
+    return rc;
+}
+
+/*
+ * A batch's n input rows into j->xb on the backend: row k from dtable's
+ * row hrow[k] (owned and cached rows), then the nm fetched rows (host
+ * rows, or with rows NULL the backend's drows) at input rows fpos. The
+ * ids were made and checked on the host (on a GPU each check on the
+ * device would read a flag back).
+ */
+static int gather_batch_rows(gnn_job_t *j, const int64_t *hrow, int64_t n, const float *rows,
+                             const float *drows, const int64_t *fpos, int64_t nm)
+{
+    int rc = 0;
+    dmb_t *st = S(j);
+    gnn_backend_t *be = j->be;
+    const int64_t F = j->dist->feat_dim, table = j->dist->n_owned + st->n_cache;
+    GNN_TRY(put(be, (void **)&st->d_row, &st->d_row_bytes, hrow, (size_t)n * sizeof(int64_t)));
+    GNN_TRY(gnn_be_trust_buffer(be, st->d_row, n, table));
+    GNN_TRY(gnn_be_gather_rows(be, n, F, st->dtable, table, st->d_row, j->xb));
+    if (nm > 0) {
+        if (rows) {
+            GNN_TRY(put(be, (void **)&st->d_fetched, &st->d_fetched_bytes, rows,
+                        (size_t)(nm * F) * sizeof(float)));
+            drows = st->d_fetched;
+        }
+        GNN_TRY(put(be, (void **)&st->d_pos, &st->d_pos_bytes, fpos,
+                    (size_t)nm * sizeof(int64_t)));
+        GNN_TRY(gnn_be_trust_buffer(be, st->d_pos, nm, n));
+        GNN_TRY(gnn_be_scatter_rows(be, nm, F, drows, F, st->d_pos, j->xb, F, n));
+    }
+fail:
+    return rc;
+}
+
 /* Forward, loss as this rank's share of the step's mean, backward; zero
  * gradients without a batch. The batch is released. */
 static int dist_batch_grads(gnn_job_t *j, pending_t *p, int64_t step, double *sum)
@@ -622,7 +688,10 @@ static int dist_batch_grads(gnn_job_t *j, pending_t *p, int64_t step, double *su
         size_t xbytes = (size_t)mb->n_input * (size_t)j->dist->feat_dim * sizeof(float);
         size_t ibytes = (size_t)mb->n_input * sizeof(int64_t);
         GNN_TRY(gnn__buf_ensure(be, (void **)&j->xb, &j->xb_bytes, xbytes));
-        if (xbytes) GNN_TRY(gnn_be_upload(be, j->xb, x, xbytes));
+        if (S(j)->dev_gather)
+            GNN_TRY(gather_batch_rows(j, p->hrow, mb->n_input, p->rows, NULL, p->at, p->nm));
+        else if (xbytes)
+            GNN_TRY(gnn_be_upload(be, j->xb, x, xbytes));
         if (y) {
             GNN_TRY(gnn__buf_ensure(be, (void **)&j->yb, &j->yb_bytes,
                                     (size_t)ns * sizeof(int64_t)));
@@ -748,14 +817,6 @@ fail:
         if (p->b) gnn_loader_release(j->ld, p->b);
         pending_free(p);
     }
-    return rc;
-}
-
-/* bytes of host src into the backend buffer *buf (grown as needed). */
-static int put(gnn_backend_t *be, void **buf, size_t *have, const void *src, size_t bytes)
-{
-    int rc = gnn__buf_ensure(be, buf, have, bytes);
-    if (rc == 0 && bytes) rc = gnn_be_upload(be, *buf, src, bytes);
     return rc;
 }
 
@@ -899,7 +960,6 @@ static int dev_grads(gnn_job_t *j, dpend_t *p, gnn_bgraph_t **graphs, const int6
                      double *sum)
 {
     int rc = 0;
-    dmb_t *st = S(j);
     gnn_backend_t *be = j->be;
     const gnn_bbatch_t *b = &p->b;
     const int64_t F = j->dist->feat_dim, nm = p->nm;
@@ -910,23 +970,8 @@ static int dev_grads(gnn_job_t *j, dpend_t *p, gnn_bgraph_t **graphs, const int6
     /* The input rows: owned and cached ones gathered on the backend, the
      * fetched ones put in their places. */
     GNN_TRY(gnn__buf_ensure(be, (void **)&j->xb, &j->xb_bytes, (size_t)(n * F) * sizeof(float)));
-    /* The ids below were checked on the host as they were made (dev_take):
-     * on a GPU each check on the device would read a flag back. */
-    const int64_t rows = j->dist->n_owned + st->n_cache;
-    GNN_TRY(put(be, (void **)&st->d_row, &st->d_row_bytes, p->hrow, (size_t)n * sizeof(int64_t)));
-    GNN_TRY(gnn_be_trust_buffer(be, st->d_row, n, rows));
-    GNN_TRY(gnn_be_gather_rows(be, n, F, st->dtable, rows, st->d_row, j->xb));
-    if (nm > 0) {
-        const float *fetched = p->d_rows;
-        if (!p->in_backend) {
-            GNN_TRY(put(be, (void **)&st->d_fetched, &st->d_fetched_bytes, p->rows, p->need));
-            fetched = st->d_fetched;
-        }
-        GNN_TRY(put(be, (void **)&st->d_pos, &st->d_pos_bytes, p->fpos,
-                    (size_t)nm * sizeof(int64_t)));
-        GNN_TRY(gnn_be_trust_buffer(be, st->d_pos, nm, n));
-        GNN_TRY(gnn_be_scatter_rows(be, nm, F, fetched, F, st->d_pos, j->xb, F, n));
-    }
+    GNN_TRY(gather_batch_rows(j, p->hrow, n, p->in_backend ? NULL : p->rows,
+                              p->in_backend ? p->d_rows : NULL, p->fpos, nm));
     GNN_TRY(put(be, (void **)&j->nb, &j->nb_bytes, p->gid, (size_t)n * sizeof(int64_t)));
     GNN_TRY(gnn_be_trust_ids(be, j->nb, n, j->dist->n_global));
     gnn_loader_batch_t lb;
