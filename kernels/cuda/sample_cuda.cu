@@ -437,8 +437,8 @@ static int hops(gnn_backend_t *be, gnn_bsampler_t *s, int64_t n, uint64_t key, g
     return 0;
 }
 
-/* A copy to host memory on the sampler's own stream (pageable dst: the
- * call returns with the bytes there). */
+/* A copy to host memory on the sampler's own stream, waited for: the call
+ * returns with the bytes there (pageable or pinned dst). */
 int gnn__cuda_sampler_download(gnn_backend_t *be, gnn_bsampler_t *s, void *dst, const void *src,
                                size_t bytes)
 {

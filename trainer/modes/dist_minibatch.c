@@ -215,6 +215,34 @@ static int64_t cache_out_row(const gnn_job_t *j, int64_t v)
     return gnn_dist_pairs_find(S(j)->cache_out, S(j)->n_cache_out, v);
 }
 
+/*
+ * Where the rows of a batch's n input nodes come from: hrow[k] the row of
+ * input k in cache_feat (owned rows, then cached ones; for one to fetch,
+ * unheld: 0 where a gather reads it and the fetched row is put over it,
+ * -1 elsewhere), and the nodes to fetch, miss[i] at input row pos[i] (*nm
+ * of them). Counts the remote inputs and those held here.
+ */
+static void sort_inputs(const gnn_job_t *j, const int64_t *nodes, int64_t n, int64_t unheld,
+                        int64_t *hrow, int64_t *miss, int64_t *pos, int64_t *nm, int64_t *remote,
+                        int64_t *hits)
+{
+    const gnn_dist_part_t *d = j->dist;
+    *nm = 0;
+    for (int64_t k = 0; k < n; k++) {
+        const int64_t v = nodes[k];
+        const int64_t row = v < d->n_all ? S(j)->feat_row[v] : cache_out_row(j, v);
+        hrow[k] = row >= 0 ? row : unheld;
+        if (v < d->n_owned) continue;
+        (*remote)++;
+        if (row >= 0) {
+            (*hits)++;
+            continue;
+        }
+        miss[*nm] = v;
+        pos[(*nm)++] = k;
+    }
+}
+
 /* A typed model's samplers draw per relation, as the loader's. */
 static int typed_draws(const gnn_job_t *j, gnn_sampler_t *s)
 {
@@ -510,25 +538,18 @@ static int pending_take(gnn_job_t *j, pending_t *p, int has, int64_t *remote, in
         if (!p->miss || !p->pos || !p->at || !p->hrow) p->cap = 0;
         GNN_CHECK(p->cap, GNN_ENOMEM, "batch fetch lists");
     }
-    const int gather = S(j)->dev_gather;
-    for (gnn_vid_t k = 0; k < mb->n_input; k++) {
-        gnn_vid_t v = mb->nodes[k];
-        if (gather) p->hrow[k] = v < d->n_owned ? v : 0;
-        if (v < d->n_owned) continue;
-        (*remote)++;
-        if (F == 0) continue; /* no features to fetch (learnable rows come apart) */
-        int64_t row = v < d->n_all ? S(j)->feat_row[v] : cache_out_row(j, v);
-        if (row >= 0) {
-            (*hits)++;
-            if (gather)
-                p->hrow[k] = row;
-            else if (v >= d->n_all) /* the loader leaves rows beyond the part to this */
-                memcpy(p->b->x + k * F, S(j)->cache_feat + row * F, (size_t)F * sizeof(float));
-            continue;
-        }
-        p->miss[p->nm] = v;
-        p->pos[p->nm++] = k;
+    if (F == 0) { /* no features to fetch (learnable rows come apart) */
+        for (gnn_vid_t k = 0; k < mb->n_input; k++) *remote += mb->nodes[k] >= d->n_owned;
+        return 0;
     }
+    const int gather = S(j)->dev_gather;
+    sort_inputs(j, mb->nodes, mb->n_input, gather ? 0 : -1, p->hrow, p->miss, p->pos, &p->nm,
+                remote, hits);
+    if (!gather) /* the loader leaves the cached rows beyond the part to this */
+        for (gnn_vid_t k = 0; k < mb->n_input; k++)
+            if (mb->nodes[k] >= d->n_all && p->hrow[k] >= 0)
+                memcpy(p->b->x + k * F, S(j)->cache_feat + p->hrow[k] * F,
+                       (size_t)F * sizeof(float));
     GNN_TRY(rows_room(&p->rows, &p->rows_cap, p->nm * F));
 fail:
     return rc;
@@ -573,12 +594,6 @@ static int pending_start(gnn_job_t *j, pending_t *p, int has, int overlap, int64
     return prep_start(&p->prep, pending_work, p, overlap);
 fail:
     return rc;
-}
-
-/* Wait for the fetch (its rows in the batch's input). */
-static int pending_finish(pending_t *p)
-{
-    return prep_finish(&p->prep);
 }
 
 /* Forward over the batch's blocks from its input rows x (gid: their
@@ -773,7 +788,7 @@ static int dmb_epoch_steps(gnn_job_t *j, double *loss, double *waits, int64_t *r
     for (int64_t s = 0; s < S(j)->steps; s++) {
         pending_t *cur = &pend[s % 2], *next = &pend[(s + 1) % 2];
         double t0 = gnn__now_s();
-        GNN_TRY(pending_finish(cur));
+        GNN_TRY(prep_finish(&cur->prep)); /* the fetch, its rows in the batch's input */
         wait += gnn__now_s() - t0;
         if (overlap && s + 1 < S(j)->steps) /* step s + 1's batch, fetched while s trains */
             GNN_TRY(pending_start(j, next, s + 1 < mine, 1, remote, hits));
@@ -901,17 +916,9 @@ static int dev_take(dpend_t *p)
                   "device batch %" PRId64 ": node %" PRId64 " outside the part's %" PRId64, p->s,
                   v, d->n_all);
         p->gid[k] = d->gid[v]; /* dropout keyed as one process keys it */
-        const int64_t row = v < d->n_owned ? v : st->feat_row[v];
-        p->hrow[k] = row >= 0 ? row : 0;
-        if (v < d->n_owned) continue;
-        (*p->remote)++;
-        if (row >= 0) {
-            (*p->hits)++;
-            continue;
-        }
-        p->miss[p->nm] = v;
-        p->pos[p->nm++] = k;
     }
+    sort_inputs(j, p->hnodes, b->n_input, 0, p->hrow, p->miss, p->pos, &p->nm, p->remote,
+                p->hits);
     p->need = (size_t)(p->nm * F) * sizeof(float);
     p->in_backend = st->fetch_direct && p->d_rows && p->need <= p->d_rows_bytes;
     if (!p->in_backend) GNN_TRY(dev_rows_room(j->be, p, p->need));
