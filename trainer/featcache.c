@@ -86,8 +86,9 @@ static int cmp_rank(const void *a, const void *b)
     return (x[2] > y[2]) - (x[2] < y[2]);
 }
 
-/* One epoch of batches, counting the remote input nodes into halo (over
- * the halo) and out (beyond the part). Every step ends with an agreement
+/* One epoch of batches, counting the remote input nodes the rank does not
+ * hold into halo (over the halo beyond the first hop) and out (beyond the
+ * part). Every step ends with an agreement
  * over d->comm, so a failure of one rank (after the sampler's last
  * exchange, or in counting) ends the loop on every rank at the same step;
  * the code returned is the agreed one. */
@@ -104,9 +105,9 @@ static int presample(const gnn_dist_part_t *d, const gnn_featcache_presample_t *
                                        (uint64_t)s, &mb);
         for (gnn_vid_t k = mb.n_seeds; k < mb.n_input && local == 0; k++) {
             gnn_vid_t v = mb.nodes[k];
-            if (v < d->n_owned) continue;
+            if (v < d->n_local) continue; /* owned, or the first hop: held */
             if (v < d->n_all)
-                halo[v - d->n_owned]++;
+                halo[v - d->n_local]++;
             else
                 local = counts_add(out, v);
         }
@@ -120,7 +121,7 @@ int gnn_featcache_choose(const gnn_dist_part_t *d, const gnn_featcache_presample
                          int64_t cap, int64_t *ids, int64_t *n)
 {
     int rc = 0;
-    int64_t nh = d->n_all - d->n_owned;
+    int64_t nh = d->n_all - d->n_local;
     counts_t out;
     memset(&out, 0, sizeof out);
     int64_t *halo = gnn_calloc((size_t)nh + 1, sizeof *halo), *rank = NULL, *seeds = NULL;
@@ -137,7 +138,7 @@ int gnn_featcache_choose(const gnn_dist_part_t *d, const gnn_featcache_presample
     }
     GNN_CHECK(halo && named, GNN_ENOMEM, "feature cache: counts of %" PRId64 " nodes", nh);
     for (gnn_eid_t e = 0; e < d->full.nnz; e++)
-        if (d->full.indices[e] >= d->n_owned) named[d->full.indices[e] - d->n_owned]++;
+        if (d->full.indices[e] >= d->n_local) named[d->full.indices[e] - d->n_local]++;
     if (ps) GNN_TRY(presample(d, ps, seeds, halo, &out));
     int64_t nc = nh + out.size;
     rank = gnn_malloc_array(3 * (size_t)nc + 3, sizeof *rank);
@@ -145,7 +146,7 @@ int gnn_featcache_choose(const gnn_dist_part_t *d, const gnn_featcache_presample
     for (int64_t i = 0; i < nh; i++) {
         rank[3 * i] = halo[i];
         rank[3 * i + 1] = named[i];
-        rank[3 * i + 2] = d->n_owned + i;
+        rank[3 * i + 2] = d->n_local + i;
     }
     int64_t at = nh;
     for (uint64_t i = 0; out.key && i <= out.mask; i++)

@@ -1,12 +1,13 @@
 /*
  * Which remote nodes a rank keeps the features of (gnn-train
- * --feature-cache over a partition directory): the ones its mini-batches
- * are most likely to need.
+ * --feature-cache over a partition directory) besides the part's first
+ * hop of halo, whose rows it holds anyway (fetched at load for inference):
+ * the ones its mini-batches are most likely to need.
  *
  * Two rankings:
- *   - rows: the halo nodes the part's rows name most often, a count of
- *     edges into the part with no sampling; it never ranks a node beyond
- *     the halo.
+ *   - rows: the halo nodes beyond the first hop that the part's rows
+ *     name most often, a count of edges with no sampling; it never ranks
+ *     a node beyond the halo (so none over a part of one hop).
  *   - sample (pre-sampling): one epoch of this rank's batches is sampled
  *     ahead, with the training sampler and its own seeds, and each remote
  *     input node counted once per batch it appears in. The counts follow
@@ -16,7 +17,8 @@
  *     and slots left after every node sampled is ranked, go by the rows
  *     ranking.
  * Nodes are named by sampler ids (trainer/dist.h): halo local ids
- * [n_owned, n_all), or n_all + p for partition id p beyond the part.
+ * [n_local, n_all) beyond the first hop, or n_all + p for partition id p
+ * beyond the part.
  */
 #ifndef GNN_TRAINER_FEATCACHE_H
 #define GNN_TRAINER_FEATCACHE_H
@@ -39,8 +41,8 @@ typedef struct {
 
 /*
  * The cap remote nodes to keep, best first, into ids (room for cap),
- * with *n the count (min(cap, the candidates): every halo node, and with
- * ps the nodes beyond the part that were sampled). ps NULL: the rows
+ * with *n the count (min(cap, the candidates): every halo node beyond the
+ * first hop, and with ps the nodes beyond the part that were sampled). ps NULL: the rows
  * ranking alone. With ps, collective over d->comm (every rank calls it,
  * also with cap 0), and a failure is agreed: every rank returns it.
  * Returns 0; GNN_ENOMEM, or the sampler's failure.

@@ -144,12 +144,13 @@ static const gnn_opt_t train_table[] = {
     {"log-json", 0, GNN_OPT_STRING, O(log_json), "FILE",
      "write one JSON line per epoch and a final summary line"},
     {"feature-cache", 0, GNN_OPT_STRING, O(feature_cache), "SIZE",
-     "over a partition directory, mini-batches: remote features kept on each rank (e.g. 256M; "
-     "the nodes --cache-policy ranks first), the rest fetched per step; in one process on a GPU "
-     "with the features in host memory (--features-on): the rows read most, kept on the device"},
+     "over a partition directory, mini-batches: remote features kept on each rank besides its "
+     "part's first hop of halo, always held (e.g. 256M; the nodes --cache-policy ranks first), "
+     "the rest fetched per step; in one process on a GPU with the features in host memory "
+     "(--features-on): the rows read most, kept on the device"},
     {"cache-policy", 0, GNN_OPT_STRING, O(cache_policy), "NAME",
      "which remote nodes --feature-cache keeps: sample (those one epoch of pre-sampled batches "
-     "needs most) or rows (the halo nodes its part's edges name most)"},
+     "needs most) or rows (the halo nodes past the first hop its part's edges name most)"},
     {"debug", 0, GNN_OPT_FLAG, O(debug), NULL,
      "over a partition directory: check after every step that all ranks hold the same "
      "parameters"},

@@ -1206,6 +1206,34 @@ static log_t mb_run(char *np, const char *dir, char *cache, const char *tag)
     return log_read(log, 1, MB_EPOCHS);
 }
 
+/* A mini-batch run of model (hidden wide) over dir (np ranks, or one
+ * process for NULL), 3 epochs, the extra options after; its log is
+ * PREFIX-TAG.json. */
+static log_t model_run(char *np, const char *dir, const char *model, const char *hidden,
+                       const char *prefix, const char *tag, char *const *extra)
+{
+    char log[640], name[64], *argv[TU_MAX_ARGS];
+    snprintf(name, sizeof name, "%s-%s.json", prefix, tag);
+    snprintf(log, sizeof log, "%s", tu_path(name));
+    int k = train_head(argv, np);
+    char *rest[] = {"--data", (char *)dir, "--model", (char *)model, "--mode", "minibatch",
+                    "--hidden", (char *)hidden, "--normalize-features", "--epochs", "3",
+                    "--log-json", log, "-q"};
+    for (size_t h = 0; h < sizeof rest / sizeof rest[0]; h++) argv[k++] = rest[h];
+    for (; *extra; extra++) argv[k++] = *extra;
+    argv[k] = NULL;
+    tu_run_t r = run_limited(argv, NULL);
+    expect_ok(argv, &r);
+    return log_read(log, 1, 3);
+}
+
+/* GraphSAGE mini-batches on np ranks over dir with the extra options
+ * (NULL-ended); the log read. */
+static log_t owner_run(char *np, const char *dir, const char *tag, char *const *extra)
+{
+    return model_run(np, dir, "sage", "32", "own", tag, extra);
+}
+
 static void test_minibatch(void **state)
 {
     (void)state;
@@ -1223,12 +1251,20 @@ static void test_minibatch(void **state)
     double fn = tu_json_num(none.line[0], "feat_bytes"),
            fs = tu_json_num(some.line[0], "feat_bytes"),
            fa = tu_json_num(all.line[0], "feat_bytes");
-    print_message("mini-batches, 2 ranks: cache none / 200K / all: hit rate %.3f / %.3f / %.3f, "
-                  "feature bytes %.0f / %.0f / %.0f, loss differences %.2e / %.2e\n",
-                  hn, hs, ha, fn, fs, fa, ds, da);
+    /* One layer draws only the seeds' in-neighbours: all in the part's
+     * first hop, whose rows every rank holds (fetched at load). */
+    char *one_layer[] = {"--layers", "1", "--fanouts", "10", "--batch-size", "32", NULL};
+    log_t l1 = owner_run("2", g_h2, "mb-one-layer", one_layer);
+    double h1 = tu_json_num(l1.line[0], "cache_hit_rate");
+    print_message("mini-batches, 2 ranks: cache none / 200K / all: rows held for %.3f / %.3f / "
+                  "%.3f of the remote inputs, feature bytes %.0f / %.0f / %.0f, loss "
+                  "differences %.2e / %.2e; one layer, no cache: %.3f held of %.0f\n",
+                  hn, hs, ha, fn, fs, fa, ds, da, h1, tu_json_num(l1.line[0], "remote_inputs"));
     assert_true(ds == 0.0 && da == 0.0);
-    assert_true(hn == 0.0 && hs > 0.0 && hs < 1.0 && ha == 1.0);
+    assert_true(hn > 0.0 && hs > hn && hs < 1.0 && ha == 1.0);
     assert_true(fn > fs && fs > 0.0 && fa == 0.0);
+    assert_true(h1 == 1.0 && tu_json_num(l1.line[0], "remote_inputs") > 0.0);
+    log_free(&l1);
     assert_true(tu_json_num(none.line[0], "ranks") == 2 &&
                 tu_json_num(none.line[0], "grad_bytes") > 0);
     assert_true(tu_json_num(none.line[0], "steps") >= 1);
@@ -1254,34 +1290,6 @@ static void test_minibatch_accuracy(void **state)
     print_message("Cora, GraphSAGE mini-batches on 2 ranks: test accuracy %.4f over 3 runs "
                   "(std %.4f, %.1f s)\n", acc, std, s);
     assert_true(acc >= (SANITIZED ? 0.0 : 0.77) && acc <= 1.0);
-}
-
-/* Mini-batches on np ranks over dir with the extra options (NULL-ended);
- * the log read. */
-/* A mini-batch run of model (hidden wide) over dir (np ranks, or one
- * process for NULL), 3 epochs, the extra options after; its log is
- * PREFIX-TAG.json. */
-static log_t model_run(char *np, const char *dir, const char *model, const char *hidden,
-                       const char *prefix, const char *tag, char *const *extra)
-{
-    char log[640], name[64], *argv[TU_MAX_ARGS];
-    snprintf(name, sizeof name, "%s-%s.json", prefix, tag);
-    snprintf(log, sizeof log, "%s", tu_path(name));
-    int k = train_head(argv, np);
-    char *rest[] = {"--data", (char *)dir, "--model", (char *)model, "--mode", "minibatch",
-                    "--hidden", (char *)hidden, "--normalize-features", "--epochs", "3",
-                    "--log-json", log, "-q"};
-    for (size_t h = 0; h < sizeof rest / sizeof rest[0]; h++) argv[k++] = rest[h];
-    for (; *extra; extra++) argv[k++] = *extra;
-    argv[k] = NULL;
-    tu_run_t r = run_limited(argv, NULL);
-    expect_ok(argv, &r);
-    return log_read(log, 1, 3);
-}
-
-static log_t owner_run(char *np, const char *dir, const char *tag, char *const *extra)
-{
-    return model_run(np, dir, "sage", "32", "own", tag, extra);
 }
 
 static void test_minibatch_sampled_by_owners(void **state)

@@ -3,22 +3,23 @@
  * rank per part. Every rank takes the same number of steps per epoch (the
  * most any rank has batches for); in each, its next batch of its own
  * training seeds (none once its batches are done), the features of remote
- * input nodes not in the --feature-cache fetched from their owners, the
+ * input nodes it does not hold (its first hop of halo, its --feature-cache)
+ * fetched from their owners, the
  * loss as its share of the mean over all ranks' seeds of the step, the
  * gradients summed, one Adam step. With overlap (MPI allows threads, and
  * the loader hands out two batches at once), step s + 1's batch is taken
  * and its fetch runs on a thread, over its own communicator, while step s
  * trains. Dropout is keyed by the graph file's node ids, so a rank's batch
  * is what one process computes for the same seeds. Inference is the
- * full-graph forward over the parts (modes/distributed.c). On a device the
- * host sampler's batches gather their owned and cached rows from the
- * device's table of them (dev_gather): only ids and fetched rows go up.
+ * full-graph forward over the parts (modes/distributed.c), from the same
+ * table of held rows. On a device the host sampler's batches gather their
+ * held rows from the device's table (dev_gather): only ids and fetched
+ * rows go up.
  *
  * With --sampler device each rank samples its batches where its backend
  * runs (gnn_be_sample over the part, draws keyed by graph-file ids: the
  * host sampler's batches entry for entry), the blocks are prepared there,
- * and the input rows of owned and cached nodes are gathered from the
- * backend's copy of them; only the node ids come back to the host, to
+ * and the input rows held are gathered from the backend's table; only the node ids come back to the host, to
  * list the rows fetched from their owners, which go up and into place.
  */
 #include "trainer/job.h"
@@ -41,12 +42,18 @@
 typedef struct {
     int64_t steps;                    /* per epoch, the same on every rank */
     int64_t *step_seeds;              /* steps: seeds of all ranks at each step */
-    int64_t *feat_row;                /* n_all: row of each local node in the loader's
-                                         features, -1: fetched per step */
-    float *cache_feat;                /* owned rows, then the cached remote rows */
+    int64_t *feat_row;                /* n_all: row of each local node in the table, -1:
+                                         fetched per step */
+    /* The rows held (the table): owned and first-hop rows at their local
+     * ids, then the n_cache rows of the --feature-cache. */
+    float *htable;                    /* host: the table (NULL on a device holding it) */
+    float *dtable;                    /* backend: the table */
+    int table_host;                   /* htable is this mode's (--features-on host); else
+                                         htable and dtable are j->x, or NULL */
+    int table_mapped;                 /* ... and dtable maps it */
     int64_t n_cache;
-    int64_t *cache_out;               /* (sampler id, cache_feat row) of the cached nodes
-                                         beyond the part, by id */
+    int64_t *cache_out;               /* (sampler id, table row) of the cached nodes beyond
+                                         the part, by id */
     int64_t n_cache_out;
     int fetch_overlap;                /* fetches ran on their own thread */
     int remote_rows;                  /* parts have fewer halo hops than layers: the
@@ -59,15 +66,13 @@ typedef struct {
                                          one process) */
     int64_t batch_gid_cap;
     /* --sampler device (j->ds samples) */
-    float *dtable;                    /* backend: cache_feat's rows (owned, then cached) */
-    int dtable_mapped;                /* ... cache_feat itself, mapped (--features-on) */
     struct dpend *dp;                 /* two steps' batches, used in turn */
     int64_t *d_row, *d_pos;           /* backend copies of a batch's hrow and pos */
     size_t d_row_bytes, d_pos_bytes;
     float *d_fetched;                 /* backend copy of its fetched rows */
     size_t d_fetched_bytes;
-    int dev_gather;                   /* host sampler on a device: a batch's owned and
-                                         cached rows gathered from dtable there, its
+    int dev_gather;                   /* host sampler on a device: a batch's held rows
+                                         gathered from dtable there, its
                                          fetched rows put in place there (the loader
                                          gathers none) */
     int fetch_direct;                 /* fetched rows received into backend buffers (a
@@ -217,9 +222,9 @@ static int64_t cache_out_row(const gnn_job_t *j, int64_t v)
 
 /*
  * Where the rows of a batch's n input nodes come from: hrow[k] the row of
- * input k in cache_feat (owned rows, then cached ones; for one to fetch,
- * unheld: 0 where a gather reads it and the fetched row is put over it,
- * -1 elsewhere), and the nodes to fetch, miss[i] at input row pos[i] (*nm
+ * input k in the table (owned and first-hop rows, then cached ones; for
+ * one to fetch, unheld: 0 where a gather reads it and the fetched row is
+ * put over it, -1 elsewhere), and the nodes to fetch, miss[i] at input row pos[i] (*nm
  * of them). Counts the remote inputs and those held here.
  */
 static void sort_inputs(const gnn_job_t *j, const int64_t *nodes, int64_t n, int64_t unheld,
@@ -251,21 +256,94 @@ static int typed_draws(const gnn_job_t *j, gnn_sampler_t *s)
 }
 
 /*
+ * The table of the rows this rank holds: the owned ones and the first hop
+ * of halo (the job's input rows j->x, fetched at load for inference), then
+ * the n_cache rows of the feature cache (ids), fetched here (collective).
+ * The table becomes j->x (one copy of the rows) where the backend's memory
+ * is the host's, or on a device when it fits there (--features-on); else
+ * it is a host array the device reads in place, j->x left as it is.
+ */
+static int table_setup(gnn_job_t *j, const int64_t *ids, int device)
+{
+    int rc = 0, local = 0;
+    dmb_t *st = S(j);
+    gnn_dist_part_t *d = j->dist;
+    const char *on = j->o->features_on;
+    const int64_t f = d->feat_dim, nl = d->n_local;
+    const size_t held = (size_t)nl * (size_t)f * sizeof(float),
+                 cached = (size_t)st->n_cache * (size_t)f * sizeof(float),
+                 tb = held + cached + sizeof(float);
+    const int hostmem = gnn_be_host_memory(j->be);
+    /* On a device the host sampler's batches take their held rows from
+     * the device's table too: only ids and fetched rows cross the bus. */
+    st->dev_gather = !device && j->stage && f > 0;
+    int host = !hostmem && !strcmp(on, "host");
+    size_t avail = 0;
+    if (!hostmem && !strcmp(on, "auto") && gnn_be_mem_available(j->be, &avail) == 0)
+        host = tb > avail / 2; /* in half the device's free memory, or read over the bus */
+    gnn_error_clear();
+    float *tab = NULL, *rows = NULL; /* the new table, and where the cached rows land */
+    if (host) {
+        st->htable = gnn_alloc_large(tb);
+        st->table_host = 1;
+        local = st->htable ? 0 : GNN_FAIL(GNN_ENOMEM, "feature table of %zu bytes", tb);
+        if (local == 0 && held) local = gnn_be_download(j->be, st->htable, j->x, held);
+        if (local == 0) rows = st->htable + nl * f;
+    } else if (st->n_cache > 0) {
+        local = gnn_be_alloc(j->be, tb, (void **)&tab);
+        if (local == 0 && held) local = gnn_be_copy(j->be, tab, j->x, held);
+        if (local == 0 && hostmem) {
+            rows = tab + nl * f;
+        } else if (local == 0) {
+            rows = gnn_alloc_large(cached + sizeof(float));
+            if (!rows) local = GNN_FAIL(GNN_ENOMEM, "feature cache of %zu bytes", cached);
+        }
+    }
+    GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local)); /* before the collective fetch */
+    GNN_TRY(gnn_dist_fetch_feat(d, ids, st->n_cache, rows));
+    if (host) {
+        local = gnn_be_map_host(j->be, st->htable, tb, (void **)&st->dtable);
+        st->table_mapped = local == 0;
+        GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
+    } else {
+        if (tab && !hostmem && cached)
+            GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD,
+                                   gnn_be_upload(j->be, tab + nl * f, rows, cached)));
+        if (tab) {
+            gnn_be_free(j->be, j->x);
+            j->x = tab;
+            tab = NULL;
+        }
+        st->dtable = j->x;
+        st->htable = hostmem ? j->x : NULL;
+    }
+    if (!hostmem)
+        GNN_INFO("feature rows held (owned, first hop of halo, cache): %.1f MB %s",
+                 (double)tb / 1e6, host ? "read in place from host memory" : "in device memory");
+fail:
+    if (!host && !hostmem) gnn_free(rows);
+    gnn_be_free(j->be, tab);
+    return rc;
+}
+
+/*
  * Mini-batches over a partition directory: sampling runs on the part
  * (its rows reach H - 1 hops of halo, so L <= H layers never leave it);
  * with fewer hops than layers, the nodes whose rows the part lacks are
  * drawn by their owners (gnn_dist_draw_remote), so each step's batch is
  * then sampled in step order by one thread on every rank. The features
  * of remote input nodes come from their owners each step, except those of
- * the --feature-cache: the remote nodes the part's rows name most often
- * (the ones sampling reaches most), fetched once here.
+ * the part's first hop of halo (fetched at load) and of the
+ * --feature-cache: the other remote nodes sampling reaches most, fetched
+ * once here.
  */
 static int dmb_setup(gnn_job_t *j)
 {
     int rc = 0;
     const gnn_train_opts_t *o = j->o;
     gnn_dist_part_t *d = j->dist;
-    int64_t n = d->n_owned, f = d->feat_dim, remote = d->n_all - n, bytes = 0;
+    int64_t n = d->n_owned, f = d->feat_dim, bytes = 0;
+    const int64_t beyond = d->n_all - d->n_local; /* halo nodes past the first hop */
     int64_t *ids = NULL, *counts = NULL;
     int local = 0;
     const int device = !strcmp(o->sampler, "device");
@@ -339,17 +417,17 @@ static int dmb_setup(gnn_job_t *j)
             int64_t left = counts[r] - s * B;
             S(j)->step_seeds[s] += left <= 0 ? 0 : left < B ? left : B;
         }
-    /* The cache: the remote nodes ranked first, their rows fetched once.
-     * Halo nodes are found through feat_row, nodes beyond the part
-     * through the sorted cache_out list. */
-    /* want is the same on every rank (so is the choice to pre-sample,
-     * which is collective); cap is this rank's share of it. */
+    /* The cache: the remote nodes past the first hop ranked first, their
+     * rows fetched once. Halo nodes are found through feat_row, nodes
+     * beyond the part through the sorted cache_out list. want is the same
+     * on every rank (so is the choice to pre-sample, which is
+     * collective); cap is this rank's share of it. */
     int64_t want = f ? bytes / (f * (int64_t)sizeof(float)) : 0;
-    int64_t cap = want < d->n_global - n ? want : d->n_global - n; /* every remote node */
+    int64_t cap = want < d->n_global - d->n_local ? want : d->n_global - d->n_local;
     int presample = want > 0 && !strcmp(o->cache_policy, "sample") && !edges;
     /* Beyond the halo only when owners draw: a cache that large may hold
      * every sampled node. */
-    int64_t room = presample && S(j)->remote_rows ? cap : cap < remote ? cap : remote;
+    int64_t room = presample && S(j)->remote_rows ? cap : cap < beyond ? cap : beyond;
     S(j)->feat_row = gnn_malloc_array((size_t)d->n_all + 1, sizeof *S(j)->feat_row);
     ids = gnn_malloc_array((size_t)room + 1, sizeof *ids);
     local = S(j)->feat_row && ids ? 0 : GNN_FAIL(GNN_ENOMEM, "feature cache of %" PRId64 " rows", cap);
@@ -388,27 +466,26 @@ static int dmb_setup(gnn_job_t *j)
     }
     d->sample_bytes = 0;
     d->sample_s = 0.0;
-    S(j)->cache_feat = gnn_alloc_large(((size_t)(n + S(j)->n_cache) * (size_t)f + 1) * sizeof(float));
     int64_t n_out = 0;
     for (int64_t c = 0; c < S(j)->n_cache; c++) n_out += ids[c] >= d->n_all;
     S(j)->cache_out = gnn_malloc_array(2 * (size_t)n_out + 2, sizeof *S(j)->cache_out);
-    local = S(j)->cache_feat && S(j)->cache_out
-                ? 0
-                : GNN_FAIL(GNN_ENOMEM, "feature cache of %" PRId64 " rows", S(j)->n_cache);
-    GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
-    for (int64_t v = 0; v < d->n_all; v++) S(j)->feat_row[v] = v < n ? v : -1;
+    GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD,
+                           S(j)->cache_out ? 0 : GNN_FAIL(GNN_ENOMEM, "feature cache list")));
+    /* Rows held: the owned and first-hop ones at their local ids (the
+     * job's input rows), the cached ones after them. */
+    const int64_t nl = d->n_local;
+    for (int64_t v = 0; v < d->n_all; v++) S(j)->feat_row[v] = v < nl ? v : -1;
     S(j)->n_cache_out = 0;
     for (int64_t c = 0; c < S(j)->n_cache; c++) {
         if (ids[c] < d->n_all) {
-            S(j)->feat_row[ids[c]] = n + c;
+            S(j)->feat_row[ids[c]] = nl + c;
             continue;
         }
         S(j)->cache_out[2 * S(j)->n_cache_out] = ids[c];
-        S(j)->cache_out[2 * S(j)->n_cache_out++ + 1] = n + c;
+        S(j)->cache_out[2 * S(j)->n_cache_out++ + 1] = nl + c;
     }
     gnn_dist_pairs_sort(S(j)->cache_out, S(j)->n_cache_out);
-    memcpy(S(j)->cache_feat, d->own_feat, (size_t)n * (size_t)f * sizeof(float));
-    GNN_TRY(gnn_dist_fetch_feat(d, ids, S(j)->n_cache, S(j)->cache_feat + n * f));
+    GNN_TRY(table_setup(j, ids, device));
     d->fetch_bytes = 0;
     d->fetch_s = 0.0;
     if (device) {
@@ -421,45 +498,18 @@ static int dmb_setup(gnn_job_t *j)
         if (local == 0) local = gnn_be_sampler_set_once(j->ds, o->sample_once);
         if (local == 0) local = gnn_be_sampler_set_key_ids(j->ds, d->gid);
         GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
-    }
-    /* On a device the host sampler's batches take their owned and cached
-     * rows from the device's table too: only ids and fetched rows cross
-     * the bus. */
-    S(j)->dev_gather = !device && j->stage && f > 0;
-    if (device || S(j)->dev_gather) {
-        /* The owned and cached rows on the device when they fit in half
-         * its free memory (auto), else read in place from host memory
-         * over the bus. */
-        size_t tb = ((size_t)(n + S(j)->n_cache) * (size_t)f + 1) * sizeof(float), avail = 0;
-        int host = !strcmp(o->features_on, "host");
-        if (local == 0 && !strcmp(o->features_on, "auto") && !gnn_be_host_memory(j->be) &&
-            gnn_be_mem_available(j->be, &avail) == 0)
-            host = tb > avail / 2;
-        if (local == 0) gnn_error_clear();
-        const int hostmem = gnn_be_host_memory(j->be); /* read in place, no copy */
-        if (local == 0 && (host || hostmem)) {
-            local = gnn_be_map_host(j->be, S(j)->cache_feat, tb, (void **)&S(j)->dtable);
-            S(j)->dtable_mapped = local == 0;
-        } else if (local == 0) {
-            local = gnn_be_alloc(j->be, tb, (void **)&S(j)->dtable);
-            if (local == 0 && tb > sizeof(float))
-                local = gnn_be_upload(j->be, S(j)->dtable, S(j)->cache_feat, tb - sizeof(float));
-        }
-        GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
-        if (!hostmem)
-            GNN_INFO("features of the part and its cache: %.1f MB %s", (double)tb / 1e6,
-                     host ? "read in place from host memory" : "in device memory");
         /* Fetched rows straight into backend buffers where MPI may write
          * them (chosen alike on every rank: gnn__dist_open_exchange). */
-        S(j)->fetch_direct = device && (hostmem || gnn_dist_dev_direct(j->ddev));
-        if (device && !hostmem && d->rank == 0)
+        const int hostmem = gnn_be_host_memory(j->be);
+        S(j)->fetch_direct = hostmem || gnn_dist_dev_direct(j->ddev);
+        if (!hostmem && d->rank == 0)
             GNN_INFO("fetched feature rows: %s",
                      S(j)->fetch_direct ? "received by MPI in device buffers"
                                         : "staged through host memory (pinned on a GPU)");
     }
     GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD,
                            gnn__loader_setup(j, &d->full,
-                                             S(j)->dev_gather ? NULL : S(j)->cache_feat,
+                                             S(j)->dev_gather ? NULL : S(j)->htable,
                                              S(j)->feat_row,
                                              j->task->seed_targets(j), d->gid,
                                              S(j)->remote_rows ? &S(j)->remote : NULL)));
@@ -469,10 +519,10 @@ static int dmb_setup(gnn_job_t *j)
         GNN_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &d->fetch_comm) == MPI_SUCCESS, GNN_EMPI,
                   "MPI_Comm_dup failed");
     GNN_INFO("mini-batches of %" PRId64 " seeds per rank, fanouts %s, %" PRId64
-             " steps per epoch; feature cache %" PRId64 " of %" PRId64 " remote nodes; "
-             "sampled on the %s",
-             o->batch_size, j->fanouts, S(j)->steps, S(j)->n_cache, d->n_all - n,
-             device ? "device" : "host");
+             " steps per epoch; rows held for the %" PRId64 " halo nodes of the first hop and "
+             "%" PRId64 " cached (of %" PRId64 " past it%s); sampled on the %s",
+             o->batch_size, j->fanouts, S(j)->steps, d->n_local - n, S(j)->n_cache, beyond,
+             S(j)->remote_rows ? ", and nodes beyond the part" : "", device ? "device" : "host");
 fail:
     gnn_free(ids);
     gnn_free(counts);
@@ -548,7 +598,7 @@ static int pending_take(gnn_job_t *j, pending_t *p, int has, int64_t *remote, in
     if (!gather) /* the loader leaves the cached rows beyond the part to this */
         for (gnn_vid_t k = 0; k < mb->n_input; k++)
             if (mb->nodes[k] >= d->n_all && p->hrow[k] >= 0)
-                memcpy(p->b->x + k * F, S(j)->cache_feat + p->hrow[k] * F,
+                memcpy(p->b->x + k * F, S(j)->htable + p->hrow[k] * F,
                        (size_t)F * sizeof(float));
     GNN_TRY(rows_room(&p->rows, &p->rows_cap, p->nm * F));
 fail:
@@ -639,7 +689,7 @@ static int put(gnn_backend_t *be, void **buf, size_t *have, const void *src, siz
 
 /*
  * A batch's n input rows into j->xb on the backend: row k from dtable's
- * row hrow[k] (owned and cached rows), then the nm fetched rows (host
+ * row hrow[k] (held rows), then the nm fetched rows (host
  * rows, or with rows NULL the backend's drows) at input rows fpos. The
  * ids were made and checked on the host (on a GPU each check on the
  * device would read a flag back).
@@ -650,7 +700,7 @@ static int gather_batch_rows(gnn_job_t *j, const int64_t *hrow, int64_t n, const
     int rc = 0;
     dmb_t *st = S(j);
     gnn_backend_t *be = j->be;
-    const int64_t F = j->dist->feat_dim, table = j->dist->n_owned + st->n_cache;
+    const int64_t F = j->dist->feat_dim, table = j->dist->n_local + st->n_cache;
     GNN_TRY(put(be, (void **)&st->d_row, &st->d_row_bytes, hrow, (size_t)n * sizeof(int64_t)));
     GNN_TRY(gnn_be_trust_buffer(be, st->d_row, n, table));
     GNN_TRY(gnn_be_gather_rows(be, n, F, st->dtable, table, st->d_row, j->xb));
@@ -891,8 +941,8 @@ static int dev_rows_room(gnn_backend_t *be, dpend_t *p, size_t bytes)
 }
 
 /* p's batch sampled on the device (when this rank has one), its node ids
- * read back on the sampler's queue and sorted into rows the backend holds
- * (owned or cached) and rows to fetch. Local to this rank. */
+ * read back on the sampler's queue and sorted into rows the backend's
+ * table holds and rows to fetch. Local to this rank. */
 static int dev_take(dpend_t *p)
 {
     int rc = 0;
@@ -974,8 +1024,8 @@ static int dev_grads(gnn_job_t *j, dpend_t *p, gnn_bgraph_t **graphs, const int6
         return gnn_be_zero(be, gnn_model_grads(j->model),
                            (size_t)gnn_model_n_params(j->model) * sizeof(float));
     const int64_t n = b->n_input;
-    /* The input rows: owned and cached ones gathered on the backend, the
-     * fetched ones put in their places. */
+    /* The input rows: held ones gathered on the backend, the fetched
+     * ones put in their places. */
     GNN_TRY(gnn__buf_ensure(be, (void **)&j->xb, &j->xb_bytes, (size_t)(n * F) * sizeof(float)));
     GNN_TRY(gather_batch_rows(j, p->hrow, n, p->in_backend ? NULL : p->rows,
                               p->in_backend ? p->d_rows : NULL, p->fpos, nm));
@@ -1138,11 +1188,9 @@ static void dmb_free(gnn_job_t *j)
     gnn_sampler_free(st->idle);
     gnn_free(st->step_seeds);
     gnn_free(st->feat_row);
-    if (st->dtable_mapped) /* before the host rows it reads go */
-        gnn_be_unmap_host(j->be, st->cache_feat);
-    else
-        gnn_be_free(j->be, st->dtable);
-    gnn_free(st->cache_feat);
+    if (st->table_mapped) /* before the host rows it reads go */
+        gnn_be_unmap_host(j->be, st->htable);
+    if (st->table_host) gnn_free(st->htable); /* else the job's input rows */
     gnn_free(st->cache_out);
     gnn_free(st->batch_gid);
     if (st->dp) {
