@@ -66,7 +66,7 @@ void gnn_dist_free(gnn_dist_part_t *d)
     gnn_free(d->l2g);
     gnn_free(d->p2g);
     gnn_free(d->part_start);
-    gnn_free(d->own_feat);
+    if (!d->own_feat_lent) gnn_free(d->own_feat);
     gnn_free(d->halo_index);
     fetch_scratch_free(&d->fx);
     if (d->fetch_comm != MPI_COMM_NULL && d->fetch_comm != d->comm)
@@ -543,10 +543,13 @@ static int keep_whole(gnn_dist_part_t *d, gnn_part_file_t *pf, const char *dir)
     d->full.weights = NULL;
     d->l2g = pf->local_to_global;
     pf->local_to_global = NULL;
-    d->own_feat = gnn_alloc_large(((size_t)d->n_owned * (size_t)d->feat_dim + 1) * sizeof(float));
-    GNN_CHECK(d->own_feat, GNN_ENOMEM, "part %d: features", d->rank);
-    if (d->feat_dim > 0)
-        memcpy(d->own_feat, pf->feat, (size_t)d->n_owned * (size_t)d->feat_dim * sizeof(float));
+    if (pf->feat) { /* the file's owned rows, taken (d->feat has its copy) */
+        d->own_feat = pf->feat;
+        pf->feat = NULL;
+    } else {
+        d->own_feat = gnn_calloc(1, sizeof(float));
+        GNN_CHECK(d->own_feat, GNN_ENOMEM, "part %d: features", d->rank);
+    }
     int64_t *gid = gnn_realloc_array(d->gid, (size_t)d->n_all + 1, sizeof *gid);
     GNN_CHECK(gid, GNN_ENOMEM, "part %d: ids", d->rank);
     d->gid = gid;

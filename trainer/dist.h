@@ -92,6 +92,8 @@ typedef struct {
                              as one process keys them */
     int64_t *part_start;  /* size + 1: the partition-id range of each rank */
     float *own_feat;      /* n_owned x feat_dim: what this rank serves to fetches */
+    int own_feat_lent;    /* own_feat is the first rows of another's array (the job's
+                             input rows in host memory): not freed here */
     /* Counters, reset by their users. */
     int64_t bytes_sent;   /* halo exchange: by this rank, both directions */
     double exchange_s;

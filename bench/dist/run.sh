@@ -11,9 +11,11 @@
 # seeds per rank) on partitions with 2 hops of halo, P = 2 and 4, METIS and
 # random, with feature caches of 0, CACHE_MID and CACHE_BIG per rank, each
 # filled by both --cache-policy rankings (rows, sample): epoch time, the
-# slowest rank's fetch and allreduce time, fetched feature bytes per epoch
-# (all ranks), the cache hit rate, and random's feature bytes over METIS's
-# at the same cache size and policy.
+# slowest rank's fetch and allreduce time, the feature rows every rank
+# holds (owned, first hop of halo, cache; all ranks), fetched feature
+# bytes per epoch (all ranks), the share of remote input rows held (hit
+# rate), and random's feature bytes over METIS's at the same cache size
+# and policy (random parts hold a larger first hop).
 # Then sampling by owners: the same mini-batches (no cache) on parts with
 # 1 hop of halo, whose second hop the owners draw, against the 2-hop
 # parts: the parts' stored edges, epoch time, fetch wait and busy time,
@@ -126,8 +128,8 @@ fi
 if has mb; then
 echo "GraphSAGE mini-batches (2 layers, fanouts 10,10, 1024 seeds per rank and step), $mb_epochs epochs"
 echo
-echo "| P | partition | cache | policy | epoch s | fetch s | fetch / epoch | allreduce s | feat MB | hit rate | feat bytes random / METIS |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| P | partition | cache | policy | epoch s | fetch s | fetch / epoch | allreduce s | held MB | feat MB | hit rate | feat bytes random / METIS |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 for p in $mb_ranks; do
   for cp in 0/- "$cache_mid/rows" "$cache_mid/sample" "$cache_big/rows" "$cache_big/sample"; do
     cache=${cp%/*} policy=${cp#*/}
@@ -141,20 +143,21 @@ for p in $mb_ranks; do
         --mode minibatch --layers 2 --hidden 64 --fanouts 10,10 --batch-size 1024 \
         --epochs "$mb_epochs" --eval-every 0 --feature-cache "$cache" \
         --cache-policy "$([ "$policy" = - ] && echo sample || echo "$policy")" --log-json "$log" -q
-      set -- $(python3 - "$log" <<'PY'
+      set -- $(python3 - "$log" "$f" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if '"epoch"' in l]
 rows = rows[1:] if len(rows) > 1 else rows
 m = lambda k: sum(r[k] for r in rows) / len(rows)
-print("%.2f %.3f %.3f %.3f %d %.3f" % (m("epoch_s"), m("fetch_s"), m("fetch_s") / m("epoch_s"),
-      m("allreduce_s"), m("feat_bytes"), m("cache_hit_rate")))
+print("%.2f %.3f %.3f %.3f %d %.3f %.1f" % (m("epoch_s"), m("fetch_s"), m("fetch_s") / m("epoch_s"),
+      m("allreduce_s"), m("feat_bytes"), m("cache_hit_rate"),
+      rows[0]["rows_held"] * int(sys.argv[2]) * 4 / 1e6))
 PY
 )
       ratio=-
       if [ "$method" = metis ]; then metis_bytes=$5; elif [ "$metis_bytes" -gt 0 ]; then
         ratio=$(python3 -c "print('%.2f' % ($5 / $metis_bytes))")
       elif [ "$5" -gt 0 ]; then ratio="(METIS moves none)"; fi
-      echo "| $p | $method | $cache | $policy | $1 | $2 | $3 | $4 | $(python3 -c "print('%.1f' % ($5/1e6))") | $6 | $ratio |"
+      echo "| $p | $method | $cache | $policy | $1 | $2 | $3 | $4 | $7 | $(python3 -c "print('%.1f' % ($5/1e6))") | $6 | $ratio |"
     done
   done
 done

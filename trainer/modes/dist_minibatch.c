@@ -19,8 +19,9 @@
  * With --sampler device each rank samples its batches where its backend
  * runs (gnn_be_sample over the part, draws keyed by graph-file ids: the
  * host sampler's batches entry for entry), the blocks are prepared there,
- * and the input rows held are gathered from the backend's table; only the node ids come back to the host, to
- * list the rows fetched from their owners, which go up and into place.
+ * and the input rows held are gathered from the backend's table; only the
+ * node ids come back to the host, to list the rows fetched from their
+ * owners, which go up and into place.
  */
 #include "trainer/job.h"
 
@@ -52,6 +53,7 @@ typedef struct {
                                          htable and dtable are j->x, or NULL */
     int table_mapped;                 /* ... and dtable maps it */
     int64_t n_cache;
+    int64_t held_all;                 /* rows held, all ranks: owned, first hop, cache */
     int64_t *cache_out;               /* (sampler id, table row) of the cached nodes beyond
                                          the part, by id */
     int64_t n_cache_out;
@@ -224,8 +226,8 @@ static int64_t cache_out_row(const gnn_job_t *j, int64_t v)
  * Where the rows of a batch's n input nodes come from: hrow[k] the row of
  * input k in the table (owned and first-hop rows, then cached ones; for
  * one to fetch, unheld: 0 where a gather reads it and the fetched row is
- * put over it, -1 elsewhere), and the nodes to fetch, miss[i] at input row pos[i] (*nm
- * of them). Counts the remote inputs and those held here.
+ * put over it, -1 elsewhere), and the nodes to fetch, miss[i] at input
+ * row pos[i] (*nm of them). Counts the remote inputs and those held here.
  */
 static void sort_inputs(const gnn_job_t *j, const int64_t *nodes, int64_t n, int64_t unheld,
                         int64_t *hrow, int64_t *miss, int64_t *pos, int64_t *nm, int64_t *remote,
@@ -313,6 +315,7 @@ static int table_setup(gnn_job_t *j, const int64_t *ids, int device)
             gnn_be_free(j->be, j->x);
             j->x = tab;
             tab = NULL;
+            if (d->own_feat_lent) d->own_feat = j->x; /* fetches served from its rows */
         }
         st->dtable = j->x;
         st->htable = hostmem ? j->x : NULL;
@@ -486,6 +489,9 @@ static int dmb_setup(gnn_job_t *j)
     }
     gnn_dist_pairs_sort(S(j)->cache_out, S(j)->n_cache_out);
     GNN_TRY(table_setup(j, ids, device));
+    S(j)->held_all = d->n_local + S(j)->n_cache;
+    GNN_MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, &S(j)->held_all, 1, MPI_INT64_T, MPI_SUM,
+                              MPI_COMM_WORLD));
     d->fetch_bytes = 0;
     d->fetch_s = 0.0;
     if (device) {
@@ -1162,9 +1168,9 @@ static int dmb_epoch(gnn_job_t *j, double *loss)
 
 static void dmb_keys(const gnn_job_t *j, FILE *f)
 {
-    fprintf(f, ", \"steps\": %" PRId64 ", \"remote_inputs\": %" PRId64
+    fprintf(f, ", \"steps\": %" PRId64 ", \"rows_held\": %" PRId64 ", \"remote_inputs\": %" PRId64
                ", \"cache_hits\": %" PRId64 ", \"cache_hit_rate\": ",
-            S(j)->steps, j->ep_remote, j->ep_hits);
+            S(j)->steps, S(j)->held_all, j->ep_remote, j->ep_hits);
     gnn_json_number(f, j->ep_remote ? (double)j->ep_hits / (double)j->ep_remote : 0.0);
     fprintf(f, ", \"sample_s_max\": ");
     gnn_json_number(f, j->ep_sample_s);

@@ -69,6 +69,13 @@ int gnn__dist_setup(gnn_job_t *j)
     j->g.csr.nnz = d->csr.nnz;
     GNN_TRY(gnn_be_upload_take(be, (void **)&d->feat, (size_t)nl * (size_t)f * sizeof(float),
                                (void **)&j->x));
+    if (d->own_feat && f > 0 && gnn_be_host_memory(be)) {
+        /* Fetches served from the input rows' owned ones (the same rows,
+         * normalized alike): one copy of them. */
+        gnn_free(d->own_feat);
+        d->own_feat = j->x;
+        d->own_feat_lent = 1;
+    }
     GNN_TRY(gnn__buf_upload(be, d->gid, (size_t)nl * sizeof(int64_t), (void **)&j->row_id));
     if (j->kind->typed)
         GNN_TRY(gnn_typed_graph_create(be, &d->csr, d->etype, d->gid, j->g.types,
