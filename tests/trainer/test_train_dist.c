@@ -1264,6 +1264,12 @@ static void test_minibatch(void **state)
     assert_true(hn > 0.0 && hs > hn && hs < 1.0 && ha == 1.0);
     assert_true(fn > fs && fs > 0.0 && fa == 0.0);
     assert_true(h1 == 1.0 && tu_json_num(l1.line[0], "remote_inputs") > 0.0);
+    /* Rows held over both ranks: every node once as owned, the first hops
+     * besides, then the caches. */
+    double rn = tu_json_num(none.line[0], "rows_held"), rs = tu_json_num(some.line[0], "rows_held"),
+           ra = tu_json_num(all.line[0], "rows_held");
+    print_message("rows held, all ranks: %.0f / %.0f / %.0f\n", rn, rs, ra);
+    assert_true(rn > 2708.0 && rs > rn && ra > rs);
     log_free(&l1);
     assert_true(tu_json_num(none.line[0], "ranks") == 2 &&
                 tu_json_num(none.line[0], "grad_bytes") > 0);
