@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -124,6 +125,22 @@ int gnn_grow(void **buf, size_t *cap, size_t need, size_t elem)
 }
 
 void gnn_free(void *p) { free(p); }
+
+void gnn_move_release(void *dst, void *src, size_t bytes)
+{
+    const size_t chunk = (size_t)64 << 20;
+    const long ps = sysconf(_SC_PAGESIZE);
+    const uintptr_t page = ps > 0 ? (uintptr_t)ps : 4096;
+    uintptr_t done = ((uintptr_t)src + page - 1) & ~(page - 1); /* released below this */
+    for (size_t off = 0; off < bytes; off += chunk) {
+        size_t n = bytes - off < chunk ? bytes - off : chunk;
+        memcpy((char *)dst + off, (char *)src + off, n);
+        uintptr_t end = ((uintptr_t)src + off + n) & ~(page - 1);
+        /* Advice only: where it fails the pages stay until src is freed. */
+        if (end > done) (void)madvise((void *)done, end - done, MADV_DONTNEED);
+        if (end > done) done = end;
+    }
+}
 
 #define KEEP_MMAP_THRESHOLD ((int)32 << 20) /* mallopt(3)'s maximum on 64-bit */
 #define KEEP_TRIM_THRESHOLD ((int)256 << 20)

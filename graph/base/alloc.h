@@ -36,6 +36,12 @@ void gnn_free(void *p);
  * a quarter more room, *cap its element count. For buffers that grow from
  * batch to batch. 0, or GNN_ENOMEM (recorded; *buf and *cap unchanged). */
 int gnn_grow(void **buf, size_t *cap, size_t need, size_t elem);
+/* Copy bytes of src into dst (not overlapping), giving src's whole pages
+ * back to the system as they are copied, so that moving a large array into
+ * a larger one never holds both in memory. src stays allocated (freed as
+ * usual) but its contents are lost: the pages wholly inside it read as
+ * zeros after (the bytes on its first and last partial pages stay). */
+void gnn_move_release(void *dst, void *src, size_t bytes);
 
 /*
  * Keep what the process frees for its next allocations (process-wide,

@@ -2,7 +2,8 @@
  * The allocation wrapper: overflow checks, the failure-injection hook
  * (exactly the Nth allocation fails and records GNN_ENOMEM), counting,
  * gnn_alloc_keep_freed (a freed array of a few MiB stays in malloc's
- * heap for the next one), and gnn_grow (batch buffers that only grow).
+ * heap for the next one), gnn_grow (batch buffers that only grow), and
+ * gnn_move_release (a copy that gives the source's pages back).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +15,7 @@
 #include "graph/base/error.h"
 
 #include <string.h>
+#include <unistd.h>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -131,6 +133,39 @@ static void test_keep_freed(void **state)
 #endif
 }
 
+/* gnn_move_release from a source that starts and ends inside pages: the
+ * copy is exact; the source's whole pages read as zeros after (given
+ * back), the bytes of its first and last partial pages stay. */
+static void test_move_release(void **state)
+{
+    (void)state;
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE), bytes = ((size_t)6 << 20) + 23;
+    unsigned char *base = gnn_alloc_large(bytes + 2 * page), *dst = gnn_malloc(bytes);
+    assert_non_null(base);
+    assert_non_null(dst);
+    unsigned char *src = base + 100; /* not on a page boundary */
+    for (size_t i = 0; i < bytes; i++) src[i] = (unsigned char)(1 + i % 251);
+    gnn_move_release(dst, src, bytes);
+    for (size_t i = 0; i < bytes; i++)
+        if (dst[i] != (unsigned char)(1 + i % 251)) fail_msg("byte %zu not copied", i);
+    uintptr_t lo = ((uintptr_t)src + page - 1) & ~(uintptr_t)(page - 1),
+              hi = ((uintptr_t)src + bytes) & ~(uintptr_t)(page - 1);
+    size_t zeros = 0;
+    for (size_t i = 0; i < bytes; i++) {
+        uintptr_t a = (uintptr_t)(src + i);
+        if (a >= lo && a < hi) {
+            zeros += src[i] == 0;
+        } else if (src[i] != (unsigned char)(1 + i % 251)) {
+            fail_msg("byte %zu outside the whole pages changed", i);
+        }
+    }
+#ifdef __linux__
+    assert_int_equal(zeros, hi - lo); /* MADV_DONTNEED: anonymous pages read as zeros */
+#endif
+    gnn_free(base);
+    gnn_free(dst);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -139,6 +174,7 @@ int main(void)
         cmocka_unit_test(test_nth_fails),
         cmocka_unit_test(test_grow),
         cmocka_unit_test(test_keep_freed),
+        cmocka_unit_test(test_move_release),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

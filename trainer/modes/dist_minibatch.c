@@ -291,12 +291,22 @@ static int table_setup(gnn_job_t *j, const int64_t *ids, int device)
         local = st->htable ? 0 : GNN_FAIL(GNN_ENOMEM, "feature table of %zu bytes", tb);
         if (local == 0 && held) local = gnn_be_download(j->be, st->htable, j->x, held);
         if (local == 0) rows = st->htable + nl * f;
+    } else if (st->n_cache > 0 && hostmem) {
+        /* The input rows moved into the table, their pages given back as
+         * they go (never both in memory); fetches served from the table. */
+        local = gnn_be_alloc(j->be, tb, (void **)&tab);
+        if (local == 0) {
+            if (held) gnn_move_release(tab, j->x, held);
+            gnn_be_free(j->be, j->x);
+            j->x = tab;
+            tab = NULL;
+            if (d->own_feat_lent) d->own_feat = j->x;
+            rows = j->x + nl * f;
+        }
     } else if (st->n_cache > 0) {
         local = gnn_be_alloc(j->be, tb, (void **)&tab);
         if (local == 0 && held) local = gnn_be_copy(j->be, tab, j->x, held);
-        if (local == 0 && hostmem) {
-            rows = tab + nl * f;
-        } else if (local == 0) {
+        if (local == 0) {
             rows = gnn_alloc_large(cached + sizeof(float));
             if (!rows) local = GNN_FAIL(GNN_ENOMEM, "feature cache of %zu bytes", cached);
         }
@@ -308,14 +318,13 @@ static int table_setup(gnn_job_t *j, const int64_t *ids, int device)
         st->table_mapped = local == 0;
         GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
     } else {
-        if (tab && !hostmem && cached)
+        if (tab && cached) /* a device's table */
             GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD,
                                    gnn_be_upload(j->be, tab + nl * f, rows, cached)));
         if (tab) {
             gnn_be_free(j->be, j->x);
             j->x = tab;
             tab = NULL;
-            if (d->own_feat_lent) d->own_feat = j->x; /* fetches served from its rows */
         }
         st->dtable = j->x;
         st->htable = hostmem ? j->x : NULL;
