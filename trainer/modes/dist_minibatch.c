@@ -12,9 +12,10 @@
  * trains. Dropout is keyed by the graph file's node ids, so a rank's batch
  * is what one process computes for the same seeds. Inference is the
  * full-graph forward over the parts (modes/distributed.c), from the same
- * table of held rows. On a device the host sampler's batches gather their
- * held rows from the device's table (dev_gather): only ids and fetched
- * rows go up.
+ * table of held rows (but for a table read in place from host memory,
+ * when the device keeps its input rows). On a device the host sampler's
+ * batches gather their held rows from the device's table (dev_gather):
+ * only ids and fetched rows go up.
  *
  * With --sampler device each rank samples its batches where its backend
  * runs (gnn_be_sample over the part, draws keyed by graph-file ids: the
@@ -313,14 +314,17 @@ static int table_setup(gnn_job_t *j, const int64_t *ids, int device)
     }
     GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local)); /* before the collective fetch */
     GNN_TRY(gnn_dist_fetch_feat(d, ids, st->n_cache, rows));
+    /* Ranks' tables may differ in kind (--features-on auto weighs each
+     * rank's free memory; a rank may cache no row): each agrees once here,
+     * whatever it did. */
     if (host) {
         local = gnn_be_map_host(j->be, st->htable, tb, (void **)&st->dtable);
         st->table_mapped = local == 0;
-        GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
-    } else {
-        if (tab && cached) /* a device's table */
-            GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD,
-                                   gnn_be_upload(j->be, tab + nl * f, rows, cached)));
+    } else if (tab && cached) { /* a device's table */
+        local = gnn_be_upload(j->be, tab + nl * f, rows, cached);
+    }
+    GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
+    if (!host) {
         if (tab) {
             gnn_be_free(j->be, j->x);
             j->x = tab;

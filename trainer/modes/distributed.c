@@ -58,9 +58,12 @@ int gnn__dist_setup(gnn_job_t *j)
      * features of the rank's own nodes (the halo rows are their owners'). */
     GNN_TRY(j->task->setup(j, &j->out_dim));
     GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, gnn__check_finite(o->data, d->feat, n, f, d->gid)));
+    /* On a host-memory backend fetches are served from the input rows'
+     * owned ones (the same rows, normalized alike): one copy of them. */
+    const int lend = d->own_feat && f > 0 && gnn_be_host_memory(be);
     if (o->normalize_features) {
         gnn__normalize_rows(d->feat, nl, f);
-        if (d->own_feat) gnn__normalize_rows(d->own_feat, n, f); /* what fetches serve */
+        if (d->own_feat && !lend) gnn__normalize_rows(d->own_feat, n, f); /* what fetches serve */
     }
     j->g.feat_dim = f;
     GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, gnn__input_setup(j, n, d->gid)));
@@ -69,9 +72,7 @@ int gnn__dist_setup(gnn_job_t *j)
     j->g.csr.nnz = d->csr.nnz;
     GNN_TRY(gnn_be_upload_take(be, (void **)&d->feat, (size_t)nl * (size_t)f * sizeof(float),
                                (void **)&j->x));
-    if (d->own_feat && f > 0 && gnn_be_host_memory(be)) {
-        /* Fetches served from the input rows' owned ones (the same rows,
-         * normalized alike): one copy of them. */
+    if (lend) {
         gnn_free(d->own_feat);
         d->own_feat = j->x;
         d->own_feat_lent = 1;
