@@ -7,6 +7,7 @@
 #include "graph/base/cli.h"
 #include "graph/base/error.h"
 #include "graph/base/log.h"
+#include "graph/base/mpiutil.h"
 #include "graph/base/progress.h"
 #include "graph/graph_file.h"
 #include "partition/kway.h"
@@ -370,6 +371,65 @@ static int check_not_input(const char *out, const char *graph_path)
     return rc;
 }
 
+/* What partition() takes from the options and the graph file's header,
+ * checked before the long work. */
+typedef struct {
+    int64_t budget; /* --mem-budget bytes, 0: none */
+    int bn, be, bt, nt, scheme;
+    char balance[32];
+} plan_t;
+
+static int plan(const opts_t *o, const char *graph_path, int size, plan_t *p)
+{
+    int rc = 0;
+    GNN_CHECK(o->out, GNN_EUSAGE, "-o DIR is required");
+    GNN_CHECK(o->out[0], GNN_EUSAGE, "-o DIR is empty");
+    GNN_CHECK(o->k >= 1 && o->k <= (1 << 20), GNN_EUSAGE, "-k %" PRId64 " outside [1, 2^20]",
+              o->k);
+    GNN_CHECK(!strcmp(o->method, "metis") || !strcmp(o->method, "random"), GNN_EUSAGE,
+              "--method \"%s\" (expected metis or random)", o->method);
+    p->scheme = gnn_part_scheme_from_name(o->scheme);
+    GNN_CHECK(p->scheme >= 0, GNN_EUSAGE, "--scheme \"%s\" (expected kway, rb or best)", o->scheme);
+    GNN_CHECK(o->halo_hops >= 1 && o->halo_hops <= GNN_PARTDIR_MAX_HOPS, GNN_EUSAGE,
+              "--halo-hops %d outside [1, %d]", o->halo_hops, GNN_PARTDIR_MAX_HOPS);
+    GNN_CHECK(o->ufactor >= 1 && o->ufactor <= 10000, GNN_EUSAGE,
+              "--ufactor %d outside [1, 10000]", o->ufactor);
+    GNN_CHECK(o->seed >= 0, GNN_EUSAGE, "--seed %" PRId64 " must be >= 0", o->seed);
+    GNN_CHECK(o->max_metis_edges >= 1, GNN_EUSAGE, "--max-metis-edges %" PRId64 " must be >= 1",
+              o->max_metis_edges);
+    if (o->mem_budget) {
+        GNN_TRY(gnn_parse_size(o->mem_budget, &p->budget));
+        GNN_CHECK(p->budget > 0, GNN_EUSAGE, "--mem-budget \"%s\" must be positive", o->mem_budget);
+    }
+    GNN_TRY(parse_balance(o->balance ? o->balance : "nodes,edges,train", &p->bn, &p->be, &p->bt, &p->nt,
+                          p->balance, sizeof p->balance));
+    struct stat sb; /* refused before the long work, and again when writing */
+    GNN_CHECK(stat(o->out, &sb) != 0 || o->force, GNN_EEXISTS,
+              "%s exists (add --force to replace it)", o->out);
+    GNN_TRY(check_not_input(o->out, graph_path));
+    if (!o->balance && p->bt) { /* the default balances training nodes only where there are some */
+        gnn_graph_file_t *f = NULL;
+        GNN_TRY(gnn_graph_open(graph_path, &f));
+        if (gnn_graph_file_info(f)->split_size[GNN_SPLIT_TRAIN] <= 0) {
+            p->bt = 0;
+            snprintf(p->balance, sizeof p->balance, "nodes,edges");
+        }
+        gnn_graph_close(f);
+    }
+    { /* a typed graph is cut by one process, in one METIS call, for now */
+        gnn_graph_file_t *f = NULL;
+        GNN_TRY(gnn_graph_open(graph_path, &f));
+        int typed = gnn_graph_file_info(f)->types != NULL;
+        gnn_graph_close(f);
+        GNN_CHECK(!typed || (size == 1 && !p->budget), GNN_EUNSUPPORTED,
+                  "%s has node types: it is partitioned by one process without --mem-budget "
+                  "(run gnn-partition without mpirun)",
+                  graph_path);
+    }
+fail:
+    return rc;
+}
+
 static int partition(const opts_t *o, const char *graph_path)
 {
     int rc = 0, rank = 0, size = 1;
@@ -381,53 +441,19 @@ static int partition(const opts_t *o, const char *graph_path)
     char balance[32];
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    GNN_CHECK(o->out, GNN_EUSAGE, "-o DIR is required");
-    GNN_CHECK(o->out[0], GNN_EUSAGE, "-o DIR is empty");
-    GNN_CHECK(o->k >= 1 && o->k <= (1 << 20), GNN_EUSAGE, "-k %" PRId64 " outside [1, 2^20]",
-              o->k);
-    GNN_CHECK(!strcmp(o->method, "metis") || !strcmp(o->method, "random"), GNN_EUSAGE,
-              "--method \"%s\" (expected metis or random)", o->method);
-    scheme = gnn_part_scheme_from_name(o->scheme);
-    GNN_CHECK(scheme >= 0, GNN_EUSAGE, "--scheme \"%s\" (expected kway, rb or best)", o->scheme);
-    GNN_CHECK(o->halo_hops >= 1 && o->halo_hops <= GNN_PARTDIR_MAX_HOPS, GNN_EUSAGE,
-              "--halo-hops %d outside [1, %d]", o->halo_hops, GNN_PARTDIR_MAX_HOPS);
-    GNN_CHECK(o->ufactor >= 1 && o->ufactor <= 10000, GNN_EUSAGE,
-              "--ufactor %d outside [1, 10000]", o->ufactor);
-    GNN_CHECK(o->seed >= 0, GNN_EUSAGE, "--seed %" PRId64 " must be >= 0", o->seed);
-    GNN_CHECK(o->max_metis_edges >= 1, GNN_EUSAGE, "--max-metis-edges %" PRId64 " must be >= 1",
-              o->max_metis_edges);
-    if (o->mem_budget) {
-        GNN_TRY(gnn_parse_size(o->mem_budget, &budget));
-        GNN_CHECK(budget > 0, GNN_EUSAGE, "--mem-budget \"%s\" must be positive", o->mem_budget);
-    }
-    GNN_TRY(parse_balance(o->balance ? o->balance : "nodes,edges,train", &bn, &be, &bt, &nt,
-                          balance, sizeof balance));
-    struct stat sb; /* refused before the long work, and again when writing */
-    GNN_CHECK(stat(o->out, &sb) != 0 || o->force, GNN_EEXISTS,
-              "%s exists (add --force to replace it)", o->out);
-    GNN_TRY(check_not_input(o->out, graph_path));
-    if (!o->balance && bt) { /* the default balances training nodes only where there are some */
-        gnn_graph_file_t *f = NULL;
-        GNN_TRY(gnn_graph_open(graph_path, &f));
-        if (gnn_graph_file_info(f)->split_size[GNN_SPLIT_TRAIN] <= 0) {
-            bt = 0;
-            snprintf(balance, sizeof balance, "nodes,edges");
-        }
-        gnn_graph_close(f);
-    }
+    /* Checked on every rank (each reads the file system itself: a node's
+     * own -o, or a graph file only some see), then agreed, before the
+     * first collective step. */
+    plan_t pl;
+    memset(&pl, 0, sizeof pl);
+    rc = plan(o, graph_path, size, &pl);
+    if (size > 1) rc = gnn_mpi_agree(MPI_COMM_WORLD, rc);
+    GNN_TRY(rc);
+    budget = pl.budget;
+    bn = pl.bn, be = pl.be, bt = pl.bt, nt = pl.nt, scheme = pl.scheme;
+    snprintf(balance, sizeof balance, "%s", pl.balance);
     int metis = !strcmp(o->method, "metis");
     multilevel = metis && (size > 1 || budget > 0);
-    { /* a typed graph is cut by one process, in one METIS call, for now */
-        gnn_graph_file_t *f = NULL;
-        GNN_TRY(gnn_graph_open(graph_path, &f));
-        int typed = gnn_graph_file_info(f)->types != NULL;
-        gnn_graph_close(f);
-        GNN_CHECK(!typed || (size == 1 && !budget), GNN_EUNSUPPORTED,
-                  "%s has node types: it is partitioned by one process without --mem-budget "
-                  "(run gnn-partition without mpirun)",
-                  graph_path);
-    }
-
     double t0 = now_s();
     if (rank == 0 && !multilevel)
         rc = direct(o, graph_path, &g, bn, be, bt, nt, scheme, &part, &cut, &used, &multilevel);

@@ -204,12 +204,18 @@ static int alltoallv_i64(const ctx_t *c, const int64_t *send, const int *scount,
     int64_t ns = 0;
     *recv = NULL;
     *nrecv = 0;
-    GNN_CHECK(sd && rcnt && rd, GNN_ENOMEM, "exchange buffers");
-    GNN_TRY(displs(scount, R, sd, &ns));
+    /* A rank's own failure is agreed before each collective step, which
+     * its peers would otherwise wait in. */
+    rc = sd && rcnt && rd ? 0 : GNN_FAIL(GNN_ENOMEM, "exchange buffers");
+    if (rc == 0) rc = displs(scount, R, sd, &ns);
+    GNN_TRY(agree(c, rc));
     GNN_MPI_TRY(MPI_Alltoall(scount, 1, MPI_INT, rcnt, 1, MPI_INT, c->comm));
-    GNN_TRY(displs(rcnt, R, rd, nrecv));
-    *recv = gnn_malloc_array((size_t)*nrecv + 1, sizeof **recv);
-    GNN_CHECK(*recv, GNN_ENOMEM, "exchange buffers");
+    rc = displs(rcnt, R, rd, nrecv);
+    if (rc == 0) {
+        *recv = gnn_malloc_array((size_t)*nrecv + 1, sizeof **recv);
+        if (!*recv) rc = GNN_FAIL(GNN_ENOMEM, "exchange buffers");
+    }
+    GNN_TRY(agree(c, rc));
     GNN_MPI_TRY(MPI_Alltoallv(send, scount, sd, MPI_INT64_T, *recv, rcnt, rd, MPI_INT64_T, c->comm));
 fail:
     gnn_free(sd);

@@ -13,7 +13,8 @@
  *           fails with status 1, exactly one error line naming
  *           --mem-budget (one rank reports) and no output directory. A
  *           split naming a node twice, and a missing graph file, fail the
- *           same way before any work, without hanging.
+ *           same way before any work, without hanging, as does an -o that
+ *           exists on one rank's side only (ranks in their own directories).
  *   cora    the shared Cora dataset (skipped where absent): two ranks with
  *           --max-metis-edges 2000 into 2, 4 and 8 parts pass --check and
  *           cut at most 1.3x what one process's METIS call cuts.
@@ -37,8 +38,10 @@
 #include "tests/common/jsontest.h"
 #include "tests/common/testutil.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 
 static char *g_mpiexec, *g_part, *g_dataset;
@@ -291,6 +294,41 @@ static void test_missing_graph(void **state)
               (char *)NULL);
 }
 
+/* Each rank checks the file system itself before the work (its own -o,
+ * here an existing directory on rank 0's side only, each rank in its own
+ * working directory): the ranks agree on the failure before their first
+ * collective step, one line, no output on either side. */
+static void test_output_on_one_side(void **state)
+{
+    (void)state;
+    char wa[300], wb[300], in_a[320], in_b[320], part[4096];
+    assert_true(strlen(tu_path("side-a")) < sizeof wa);
+    snprintf(wa, sizeof wa, "%s", tu_path("side-a"));
+    snprintf(wb, sizeof wb, "%s", tu_path("side-b"));
+    snprintf(in_a, sizeof in_a, "%s/out", wa);
+    snprintf(in_b, sizeof in_b, "%s/out", wb);
+    assert_true(mkdir(wa, 0755) == 0 || errno == EEXIST);
+    assert_true(mkdir(wb, 0755) == 0 || errno == EEXIST);
+    assert_true(mkdir(in_a, 0755) == 0 || errno == EEXIST);
+    assert_non_null(realpath(g_part, part));
+    char *argv[] = {g_mpiexec, "--oversubscribe", "-np", "1", "-wdir", wa, part, g_sbm, "-k", "4",
+                    "-o", "out", ":", "-np", "1", "-wdir", wb, part, g_sbm, "-k", "4", "-o",
+                    "out", NULL};
+    tu_run_t r = tu_run(argv);
+    char *raw = strdup(r.err ? r.err : "");
+    assert_non_null(raw);
+    tu_strip_mpiexec_lines(r.err);
+    if (r.status != 1 || tu_count_lines(r.err) != 1 ||
+        strncmp(r.err, "gnn-partition: error: ", 22) != 0 ||
+        !strstr(r.err, "out exists (add --force to replace it)"))
+        fail_msg("status %d, stderr '%s'; expected status 1 and one line 'out exists'", r.status,
+                 raw);
+    print_message("-o on one rank's side only: status %d: %s", r.status, r.err);
+    free(raw);
+    tu_run_free(&r);
+    tu_assert_no_output(in_b);
+}
+
 /* ---- Cora ------------------------------------------------------------------- */
 
 static void test_cora(void **state)
@@ -376,6 +414,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_mem_budget),
         cmocka_unit_test(test_duplicate_split),
         cmocka_unit_test(test_missing_graph),
+        cmocka_unit_test(test_output_on_one_side),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
