@@ -158,6 +158,14 @@ int gnn_dist_set_excluded(gnn_dist_part_t *d, const int64_t *pairs, int64_t n)
     return n > 0 ? gnn_sampler_excl_create(pairs, n, &d->draw_excl) : 0;
 }
 
+/* A failure of this rank alone between a hop's collective calls: its
+ * peers wait in the next one (or, past the hop, in the caller's next
+ * agreement), so the job ends here, with this rank's line. */
+static int fail_alone(int rc)
+{
+    return gnn_mpi_fail_alone("gnn-train", rc);
+}
+
 int gnn_dist_draw_remote(void *ctx, int h, int fanout, uint64_t key, const int64_t *v, int64_t n,
                          int64_t *cnt, int64_t **src, int32_t **rel)
 {
@@ -188,10 +196,8 @@ int gnn_dist_draw_remote(void *ctx, int h, int fanout, uint64_t key, const int64
     }
     if (local == 0 && n + (int64_t)R * REQ_HEAD > INT_MAX)
         local = GNN_FAIL(GNN_ERANGE, "remote draws: %" PRId64 " rows in one hop", n);
-    if (!c) { /* no room even to tell the others: this rank fails alone */
-        rc = local < 0 ? local : GNN_FAIL(GNN_ENOMEM, "remote draws");
-        goto fail;
-    }
+    if (!c) /* no room even to tell the others: this rank fails alone */
+        return fail_alone(local < 0 ? local : GNN_FAIL(GNN_ENOMEM, "remote draws"));
     /* Failures travel with the counts: a rank that failed sends its code
      * (negative) as every count, so each hop takes four collective calls. */
     int *scount = c, *sdispl = c + R, *rcount = c + 2 * R, *rdispl = c + 3 * R;
@@ -231,9 +237,11 @@ int gnn_dist_draw_remote(void *ctx, int h, int fanout, uint64_t key, const int64
     GNN_TRY(gnn__dist_exchange_counts(d, comm, scount, rcount, rdispl, codes, &nr));
     asked = gnn_malloc_array((size_t)nr + 1, sizeof *asked);
     /* Failures from here to the answers' sizes are this rank's alone: the
-     * others wait in the next call, and gnn-train ends the job. */
-    GNN_CHECK(nr <= INT_MAX, GNN_ERANGE, "remote draws: more than 2^31 requests");
-    GNN_CHECK(asked, GNN_ENOMEM, "remote draws: %" PRId64 " requests", nr);
+     * others wait in the next call, so the job ends. */
+    if (nr > INT_MAX)
+        return fail_alone(GNN_FAIL(GNN_ERANGE, "remote draws: more than 2^31 requests"));
+    if (!asked)
+        return fail_alone(GNN_FAIL(GNN_ENOMEM, "remote draws: %" PRId64 " requests", nr));
     GNN_MPI_TRY(MPI_Alltoallv(req, scount, sdispl, MPI_INT64_T, asked, rcount, rdispl, MPI_INT64_T,
                               comm));
     local = answer_draws(d, h, fanout, asked, rcount, rdispl, &acnt, &ans);
@@ -253,8 +261,9 @@ int gnn_dist_draw_remote(void *ctx, int h, int fanout, uint64_t key, const int64
         at += acnt[r];
     }
     back = gnn_malloc_array((size_t)nb + 1, sizeof *back);
-    GNN_CHECK(nb <= INT_MAX, GNN_ERANGE, "remote draws: more than 2^31 ids");
-    GNN_CHECK(back, GNN_ENOMEM, "remote draws: %" PRId64 " ids", nb);
+    if (nb > INT_MAX)
+        return fail_alone(GNN_FAIL(GNN_ERANGE, "remote draws: more than 2^31 ids"));
+    if (!back) return fail_alone(GNN_FAIL(GNN_ENOMEM, "remote draws: %" PRId64 " ids", nb));
     GNN_MPI_TRY(MPI_Alltoallv(ans, acnt, adispl, MPI_INT64_T, back, bcount, bdispl, MPI_INT64_T,
                               comm));
     d->sample_bytes += sent * (int64_t)sizeof(int64_t);
@@ -284,10 +293,7 @@ int gnn_dist_draw_remote(void *ctx, int h, int fanout, uint64_t key, const int64
         if (!out || (typed && !out_rel))
             local = GNN_FAIL(GNN_ENOMEM, "remote draws: %" PRId64 " sources", total);
     }
-    if (local < 0) { /* this rank's alone */
-        rc = local;
-        goto fail;
-    }
+    if (local < 0) return fail_alone(local); /* this rank's alone */
     for (int r = 0; r < R; r++) {
         const int64_t *bs = back + bdispl[r] + nreq[r];
         for (int64_t k = 0; k < nreq[r]; k++) {

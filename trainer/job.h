@@ -60,6 +60,8 @@ typedef struct gnn_job {
     int task_hits;                    /* link: --hits values */
     int64_t task_hit_k[4];
     int rank;                         /* 0 in one process */
+    int node_rank, node_ranks;        /* over a partition directory: this rank among
+                                         those on its machine, and their count */
     /* setup.c */
     gnn_model_kind_t kind;
     const char *decay_scope;          /* "first" | "all" */

@@ -179,14 +179,13 @@ static int open_backend(gnn_job_t *j)
     char devname[32];
     const char *device = o->device;
     if (j->dist && (!strcmp(device, "cuda") || !strcmp(device, "auto"))) {
-        int local = 0, count = 1, ndev = gnn_backend_device_count();
-        GNN_TRY(gnn_dist_local_rank(MPI_COMM_WORLD, &local, &count));
+        int ndev = gnn_backend_device_count();
         if (ndev > 0) {
-            snprintf(devname, sizeof devname, "cuda:%d", local % ndev);
+            snprintf(devname, sizeof devname, "cuda:%d", j->node_rank % ndev);
             device = devname;
-            if (count > ndev)
-                GNN_WARN("%d ranks on this machine share its %d CUDA device%s", count, ndev,
-                         ndev == 1 ? "" : "s");
+            if (j->node_ranks > ndev)
+                GNN_WARN("%d ranks on this machine share its %d CUDA device%s", j->node_ranks,
+                         ndev, ndev == 1 ? "" : "s");
         }
     }
     GNN_TRY(gnn_backend_open(device, &j->be));
@@ -252,8 +251,7 @@ int gnn__setup(gnn_job_t *j)
     if (o->threads > 0) {
         omp_set_num_threads(o->threads);
     } else if (j->dist) { /* ranks on one machine share its cores */
-        const char *ls = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
-        int local = ls ? atoi(ls) : 1, cores = omp_get_num_procs();
+        int local = j->node_ranks, cores = omp_get_num_procs();
         if (local > 1) omp_set_num_threads(cores / local > 1 ? cores / local : 1);
     }
     GNN_CHECK(!o->feature_cache || minibatch, GNN_EUSAGE,

@@ -20,6 +20,48 @@
 #include <string.h>
 #include <sys/stat.h>
 
+/* Ranks on backends of different kinds (--device auto where only some
+ * machines show a CUDA device) would exchange and sum in different ways:
+ * refused on every rank alike. */
+static int same_backend(const gnn_job_t *j)
+{
+    const int h = 2 * (int)gnn_backend_kind(j->be) + gnn_be_host_memory(j->be);
+    int m[2] = {h, -h}; /* the largest, and minus the smallest */
+    if (MPI_Allreduce(MPI_IN_PLACE, m, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS)
+        return GNN_FAIL(GNN_EMPI, "MPI_Allreduce failed");
+    if (m[0] == -m[1]) return 0;
+    return GNN_FAIL(GNN_EUSAGE,
+                    "--device %s: the ranks opened backends of different kinds (with auto: "
+                    "some machines show a CUDA device, others none); give every rank a GPU, or "
+                    "--device cpu",
+                    j->o->device);
+}
+
+/* Over a partition directory every rank reads --checkpoint itself (a
+ * file system all their machines see): they must have read the same
+ * state, or ranks would train from different places. */
+static int same_state(const gnn_job_t *j, int restore)
+{
+    const gnn_checkpoint_t *c = &j->ck;
+    const int64_t at[5] = {restore, c->run, c->epoch, c->runs_done, c->bad_evals};
+    uint64_t h = 1469598103934665603ull; /* FNV-1a over the loop's place and the parameters */
+    const unsigned char *b = (const unsigned char *)at;
+    for (size_t i = 0; i < sizeof at; i++) h = (h ^ b[i]) * 1099511628211ull;
+    if (c->params && (restore || c->runs_done > 0)) {
+        b = (const unsigned char *)c->params;
+        for (size_t i = 0; i < (size_t)c->n_params * sizeof(float); i++)
+            h = (h ^ b[i]) * 1099511628211ull;
+    }
+    uint64_t m[2] = {h, ~h}; /* the largest, and the complement of the smallest */
+    if (MPI_Allreduce(MPI_IN_PLACE, m, 2, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS)
+        return GNN_FAIL(GNN_EMPI, "MPI_Allreduce failed");
+    if (m[0] == ~m[1]) return 0;
+    return GNN_FAIL(GNN_EINVAL,
+                    "--checkpoint %s: the ranks read different checkpoints (or some none); give "
+                    "a path on a file system that every rank's machine sees",
+                    j->o->checkpoint);
+}
+
 int gnn_train_run(const gnn_train_opts_t *o, gnn_train_result_t *res)
 {
     int rc = 0;
@@ -72,8 +114,12 @@ int gnn_train_run(const gnn_train_opts_t *o, gnn_train_result_t *res)
         dist.fetch_comm = MPI_COMM_NULL;
         j->dist = &dist;
         MPI_Comm_rank(MPI_COMM_WORLD, &j->rank);
+        /* The machine's ranks (which GPU is whose, how many share its
+         * cores), before any rank can fail on its own in the set-up. */
+        GNN_TRY(gnn_dist_local_rank(MPI_COMM_WORLD, &j->node_rank, &j->node_ranks));
         rc = gnn__setup(j);
         GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, rc));
+        GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, same_backend(j)));
         GNN_TRY(gnn__dist_setup(j));
     } else {
         GNN_TRY(gnn__setup(j));
@@ -84,6 +130,8 @@ int gnn_train_run(const gnn_train_opts_t *o, gnn_train_result_t *res)
     int restore = 0;
     rc = gnn__state_load(j, &restore);
     GNN_TRY(j->dist ? gnn_dist_agree(MPI_COMM_WORLD, rc) : rc);
+    if (j->dist && j->o->checkpoint)
+        GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, same_state(j, restore)));
 
     gnn_train_result_t r;
     GNN_TRY(gnn__runs(j, restore, &r));

@@ -3,6 +3,8 @@
  */
 #include "graph/base/mpiutil.h"
 
+#include <stdio.h>
+
 /* Written by whichever thread agreed last (gnn-train agrees from its
  * training and its fetch thread): atomic, so a read sees one whole value. */
 static _Atomic int reporter = -1;
@@ -37,4 +39,16 @@ int gnn_mpi_agree(MPI_Comm comm, int rc)
     if (out.v < 0 && in.v == 0)
         return GNN_FAIL(out.v, "failed on rank %d (its message names the cause)", out.r);
     return out.v;
+}
+
+int gnn_mpi_fail_alone(const char *prog, int rc)
+{
+    int rank = 0, size = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    gnn_error_prefix("rank %d of %d", rank, size);
+    gnn_error_report(prog, NULL, rc);
+    fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    return rc;
 }

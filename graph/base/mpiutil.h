@@ -48,6 +48,15 @@ int gnn_mpi_agree_codes(const int *codes, int size, int rank);
  * it in a collective call). */
 int gnn_mpi_reporting_rank(void);
 
+/*
+ * For a failure of this rank alone where its peers may be waiting in a
+ * collective call it will not make (between the calls of one exchange, or
+ * inside a library's set-up): prints prog's error line for rc, prefixed
+ * with this rank, and ends the job with MPI_Abort. Returns rc only if the
+ * abort returns.
+ */
+int gnn_mpi_fail_alone(const char *prog, int rc);
+
 #ifdef __cplusplus
 }
 #endif

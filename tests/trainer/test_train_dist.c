@@ -1390,6 +1390,98 @@ static void test_tables_unlike(void **state)
     log_free(&b);
 }
 
+/* Two ranks under one mpiexec (MPMD), each in its own working directory
+ * (NULL: this one) with the options common then its own (NULL-ended
+ * lists); run as run_limited does. */
+static tu_run_t mpmd_run(char **argv, char *const *common, const char *wd0, char *const *own0,
+                         const char *wd1, char *const *own1)
+{
+    static char train[4096]; /* its absolute path: the ranks may start elsewhere */
+    assert_non_null(realpath(g_train, train));
+    int n = 0;
+    argv[n++] = g_mpiexec;
+    argv[n++] = "--oversubscribe";
+    const char *wd[2] = {wd0, wd1};
+    char *const *own[2] = {own0, own1};
+    for (int r = 0; r < 2; r++) {
+        if (r) argv[n++] = ":";
+        argv[n++] = "-np";
+        argv[n++] = "1";
+        if (wd[r]) {
+            argv[n++] = "-wdir";
+            argv[n++] = (char *)wd[r];
+        }
+        argv[n++] = train;
+        argv[n++] = "--threads";
+        argv[n++] = "1";
+        for (char *const *a = common; *a; a++) argv[n++] = *a;
+        for (char *const *a = own[r]; *a; a++) argv[n++] = *a;
+        assert_true(n < TU_MAX_ARGS - 1);
+    }
+    argv[n] = NULL;
+    return run_limited(argv, NULL);
+}
+
+/*
+ * Ranks whose own circumstances differ still take the same collective
+ * steps, or fail together with one line:
+ * - --prefetch differs (as --prefetch auto does where ranks have cores of
+ *   their own to different counts): whether a step's next batch is
+ *   prepared on a thread is agreed (off where any rank cannot), and the
+ *   losses are those of ranks that agree;
+ * - a bad output path, which only rank 0 checks, with --device auto (the
+ *   ranks then learn which GPU is whose, a collective step);
+ * - ranks on backends of different kinds (as --device auto gives where
+ *   only some machines show a GPU): refused;
+ * - a relative --checkpoint that names a file on one rank's side only:
+ *   refused, not resumed by one rank and begun afresh by the other.
+ */
+static void test_ranks_unlike(void **state)
+{
+    (void)state;
+    char lp[640], *argv[TU_MAX_ARGS];
+    snprintf(lp, sizeof lp, "%s", tu_path("unlike-prefetch.json"));
+    char *mb[] = {"--data", g_h2, "--model", "sage", "--mode", "minibatch", "--hidden", "16",
+                  "--normalize-features", "--epochs", "3", "--batch-size", "64", "--fanouts",
+                  "5,5", "--log-json", lp, "-q", NULL};
+    tu_run_t r = mpmd_run(argv, mb, NULL, ARGS("--prefetch", "2"), NULL, ARGS("--prefetch", "0"));
+    expect_ok(argv, &r);
+    log_t a = log_read(lp, 1, 3);
+    log_t b = model_run("2", g_h2, "sage", "16", "unlike", "prefetch-2",
+                        ARGS("--batch-size", "64", "--fanouts", "5,5", "--prefetch", "2"));
+    const char *ov = tu_json_get(a.line[0], "fetch_overlap"),
+               *ob = tu_json_get(b.line[0], "fetch_overlap");
+    double d = loss_diff(&b, &a, 3);
+    print_message("--prefetch 2 on rank 0 and 0 on rank 1: loss difference from both at 2 "
+                  "%.2e; next batch prepared on a thread: %.5s (both at 2: %.4s)\n",
+                  d, ov ? ov : "?", ob ? ob : "?");
+    assert_true(d == 0.0);
+    assert_true(ov && !strncmp(ov, "false", 5) && ob && !strncmp(ob, "true", 4));
+    log_free(&a);
+    log_free(&b);
+
+    mpi_fails_status(1, (const char *const[]){"--save-predictions", "cannot write in", NULL}, "2",
+                     ARGS("--data", g_k2, "--epochs", "1", "--device", "auto",
+                          "--save-predictions", "/nonexistent-gnn-dir/p.csv"));
+
+    char *gcn[] = {"--data", g_k2, "--epochs", "1", NULL};
+    r = mpmd_run(argv, gcn, NULL, ARGS("--device", "cpu"), NULL, ARGS("--device", "cpu-as-gpu"));
+    job_failed(argv, "2", &r, 0.0, 2, "gnn-train",
+               (const char *const[]){"backends of different kinds", NULL});
+
+    char wa[640], wb[640], ck[700];
+    snprintf(wa, sizeof wa, "%s", tu_path("unlike-wd-a"));
+    snprintf(wb, sizeof wb, "%s", tu_path("unlike-wd-b"));
+    assert_true((mkdir(wa, 0755) == 0 || errno == EEXIST) && (mkdir(wb, 0755) == 0 || errno == EEXIST));
+    snprintf(ck, sizeof ck, "%s/ck.h5", wa);
+    (void)unlink(ck);
+    MPI_OK("2", "--data", g_k2, "--epochs", "2", "--checkpoint", ck, "-q");
+    char *res[] = {"--data", g_k2, "--epochs", "4", "--checkpoint", "ck.h5", "--resume", NULL};
+    r = mpmd_run(argv, res, wa, ARGS("-q"), wb, ARGS("-q"));
+    job_failed(argv, "2", &r, 0.0, 1, "gnn-train",
+               (const char *const[]){"the ranks read different checkpoints", NULL});
+}
+
 /*
  * --sampler device over a partition directory: each rank samples its
  * batches on its backend (cpu-as-gpu here, the CPU backend's device
@@ -3034,6 +3126,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest faults[] = {
         cmocka_unit_test(test_empty_part),
         cmocka_unit_test(test_tables_unlike),
+        cmocka_unit_test(test_ranks_unlike),
         cmocka_unit_test(test_resume_on_two_ranks),
         cmocka_unit_test(test_minibatch_resume),
         cmocka_unit_test(test_embed_resume_on_two_ranks),

@@ -58,6 +58,8 @@ typedef struct {
     int64_t *cache_out;               /* (sampler id, table row) of the cached nodes beyond
                                          the part, by id */
     int64_t n_cache_out;
+    int overlap;                      /* the next step's batch prepared on a thread while
+                                         a step trains (agreed by all ranks) */
     int fetch_overlap;                /* fetches ran on their own thread */
     int remote_rows;                  /* parts have fewer halo hops than layers: the
                                          last hops are drawn by the owners, and each
@@ -537,6 +539,13 @@ static int dmb_setup(gnn_job_t *j)
     if (level == MPI_THREAD_MULTIPLE) /* fetches may then run on a thread of their own */
         GNN_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &d->fetch_comm) == MPI_SUCCESS, GNN_EMPI,
                   "MPI_Comm_dup failed");
+    /* With and without overlap a step makes its collectives in different
+     * orders, so every rank takes the same way: overlap only where all
+     * can (--prefetch auto weighs each rank's own cores). */
+    int ov = level == MPI_THREAD_MULTIPLE && d->fetch_comm != MPI_COMM_NULL &&
+             (device ? gnn__opts_prefetch(o) > 0 : gnn_loader_max_held(j->ld) >= 2);
+    GNN_MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, &ov, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+    S(j)->overlap = ov;
     GNN_INFO("mini-batches of %" PRId64 " seeds per rank, fanouts %s, %" PRId64
              " steps per epoch; rows held for the %" PRId64 " halo nodes of the first hop and "
              "%" PRId64 " cached (of %" PRId64 " past it%s); sampled on the %s",
@@ -820,10 +829,7 @@ static int dmb_epoch_steps(gnn_job_t *j, double *loss, double *waits, int64_t *r
     memset(pend, 0, sizeof pend);
     uint64_t seed = rank_seed(j);
     double sum = 0.0, compute = 0.0, wait = 0.0;
-    int level = 0;
-    MPI_Query_thread(&level);
-    int overlap = level == MPI_THREAD_MULTIPLE && d->fetch_comm != MPI_COMM_NULL &&
-                  gnn_loader_max_held(j->ld) >= 2;
+    const int overlap = S(j)->overlap;
     S(j)->fetch_overlap = overlap;
     int given = j->task->epoch_batches != NULL, local = 0;
     if (given) { /* every rank its share of each of the epoch's batches, sampled under
@@ -1098,10 +1104,7 @@ static int dmb_epoch_device(gnn_job_t *j, double *loss, double *waits, int64_t *
     }
     GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
     const int64_t mine = (nt + B - 1) / B;
-    int level = 0;
-    MPI_Query_thread(&level);
-    const int overlap = level == MPI_THREAD_MULTIPLE && d->fetch_comm != MPI_COMM_NULL &&
-                        gnn__opts_prefetch(j->o) > 0;
+    const int overlap = S(j)->overlap;
     S(j)->fetch_overlap = overlap;
     uint64_t off0 = gnn_model_rng_offset(j->model);
     uint64_t span = gnn_model_dropout_span(j->model, d->n_global);
