@@ -68,7 +68,7 @@ static int convert(const char *path, const edgelist_cmd_opts_t *o)
     int reduced = 0; /* the builder's budget is less the id set's */
     gnn_edgelist_opts_t eo = {.one_based = o->one_based};
 
-    GNN_TRY(gnn_output_check(&o->out));
+    GNN_TRY(gnn_output_check_input(&o->out, path));
     struct stat fst;
     GNN_CHECK(stat(path, &fst) != 0 || S_ISREG(fst.st_mode) || S_ISDIR(fst.st_mode), GNN_EINVAL,
               "%s: not a regular file (the edge list is read twice; give a file, not a pipe)",

@@ -51,7 +51,7 @@ static int convert(const char *path, const metis_cmd_opts_t *o)
     gnn_metis_header_t mh;
     gnn_metis_opts_t mo = {0};
 
-    GNN_TRY(gnn_output_check(&o->out));
+    GNN_TRY(gnn_output_check_input(&o->out, path));
     GNN_TRY(gnn_text_open(path, &t));
     GNN_TRY(gnn_metis_read_header(t, &mo, &mh));
     gnn_builder_opts_t bo = {

@@ -4,6 +4,7 @@
 #include "datasets/convert.h"
 
 #include "graph/base/error.h"
+#include "graph/base/tmpclean.h"
 
 #include <errno.h>
 #include <libgen.h>
@@ -40,6 +41,7 @@ int gnn_output_check(const gnn_output_opts_t *o)
             return GNN_FAIL(GNN_EEXISTS, "%s: is a directory (-o takes the graph file to write)",
                             o->path);
         if (!o->force) return GNN_FAIL(GNN_EEXISTS, "%s: file exists (use --force to replace it)", o->path);
+        GNN_TRY(gnn_output_replaceable(NULL, o->path, 0));
     }
     char dir[4096];
     snprintf(dir, sizeof dir, "%s", o->path);
@@ -48,4 +50,14 @@ int gnn_output_check(const gnn_output_opts_t *o)
     if (o->mem_budget < 0) return GNN_FAIL(GNN_EUSAGE, "--mem-budget must not be negative");
 fail:
     return rc;
+}
+
+int gnn_output_check_input(const gnn_output_opts_t *o, const char *input)
+{
+    struct stat so, si;
+    if (o->path && input && stat(o->path, &so) == 0 && stat(input, &si) == 0 &&
+        so.st_dev == si.st_dev && so.st_ino == si.st_ino)
+        return GNN_FAIL(GNN_EUSAGE, "-o %s is the input %s: writing it would lose the input",
+                        o->path, input);
+    return gnn_output_check(o);
 }

@@ -412,7 +412,7 @@ int gnn_split_edges(const char *in_path, const gnn_split_edges_opts_t *o,
     int32_t *etype = NULL;
 
     GNN_TRY(gnn_split_edges_check(o));
-    GNN_TRY(gnn_output_check(out));
+    GNN_TRY(gnn_output_check_input(out, in_path));
     GNN_TRY(gnn_graph_open(in_path, &f));
     const gnn_graph_info_t *in = gnn_graph_file_info(f);
     GNN_CHECK(in->link_neg_per_pos == 0, GNN_EINVAL,

@@ -1167,6 +1167,7 @@ int gnn_graph_writer_open(const char *path, const gnn_graph_header_t *h, int ove
               GNN_EINVAL, "%s: negative count in graph header", path);
     GNN_CHECK(overwrite || stat(path, &st) != 0, GNN_EEXISTS,
               "%s: file exists (use --force to replace it)", path);
+    GNN_TRY(gnn_output_replaceable(NULL, path, 0));
     w = gnn_calloc(1, sizeof *w);
     GNN_CHECK(w, GNN_ENOMEM, "out of memory");
     w->file = w->split = w->node_data = w->d_indptr = w->d_indices = w->d_weights = w->d_feat = w->d_label =

@@ -9,6 +9,7 @@
 #include "graph/base/log.h"
 #include "graph/base/mpiutil.h"
 #include "graph/base/progress.h"
+#include "graph/base/tmpclean.h"
 #include "graph/graph_file.h"
 #include "partition/kway.h"
 #include "partition/mlpart.h"
@@ -407,6 +408,7 @@ static int plan(const opts_t *o, const char *graph_path, int size, plan_t *p)
     GNN_CHECK(stat(o->out, &sb) != 0 || o->force, GNN_EEXISTS,
               "%s exists (add --force to replace it)", o->out);
     GNN_TRY(check_not_input(o->out, graph_path));
+    GNN_TRY(gnn_output_replaceable("-o", o->out, 1));
     if (!o->balance && p->bt) { /* the default balances training nodes only where there are some */
         gnn_graph_file_t *f = NULL;
         GNN_TRY(gnn_graph_open(graph_path, &f));

@@ -272,6 +272,7 @@ int gnn__partdir_begin(const char *dir, int force, long tag, gnn__partdir_tx_t *
     tx->exists = stat(tx->dir, &sb) == 0;
     GNN_CHECK(!tx->exists || force, GNN_EEXISTS, "%s exists (add --force to replace it)",
               tx->dir);
+    GNN_TRY(gnn_output_replaceable(NULL, tx->dir, 1));
     gnn__h5_init();
     rm_tree(tx->tmp);
     GNN_CHECK(mkdir(tx->tmp, 0777) == 0, GNN_EIO, "cannot create %s: %s", tx->tmp,

@@ -7,6 +7,7 @@
 #include "trainer/typed.h"
 
 #include "graph/base/error.h"
+#include "graph/base/tmpclean.h"
 
 #include <errno.h>
 #include <float.h>
@@ -313,7 +314,8 @@ static int check_output(const char *opt, const char *path)
     if (access(dir, W_OK | X_OK) != 0)
         return GNN_FAIL(GNN_EIO, "%s %s: cannot write in %s: %s", opt, path, dir,
                         strerror(errno));
-    return 0;
+    /* The log is appended to in place; the others are renamed into place. */
+    return strcmp(opt, "--log-json") ? gnn_output_replaceable(opt, path, 0) : 0;
 }
 
 /*

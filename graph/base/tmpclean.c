@@ -7,11 +7,14 @@
  */
 #include "graph/base/tmpclean.h"
 
+#include "graph/base/error.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -107,4 +110,20 @@ int gnn_tmp_register(const char *path, int is_dir)
 void gnn_tmp_unregister(int handle)
 {
     if (handle >= 1 && handle <= N_SLOTS) slots[handle - 1].used = 0;
+}
+
+int gnn_output_replaceable(const char *opt, const char *path, int is_dir)
+{
+    struct stat st;
+    if (!path || lstat(path, &st) != 0 || S_ISLNK(st.st_mode)) return 0;
+    if (is_dir ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode)) return 0;
+    const char *what = S_ISDIR(st.st_mode)    ? "a directory"
+                       : S_ISCHR(st.st_mode)  ? "a character device"
+                       : S_ISBLK(st.st_mode)  ? "a block device"
+                       : S_ISFIFO(st.st_mode) ? "a pipe"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                                              : "not a regular file";
+    return GNN_FAIL(GNN_EIO, "%s%s%s is %s, which the output would replace (it is written whole "
+                             "under a temporary name, then renamed): name a %s",
+                    opt ? opt : "", opt ? " " : "", path, what, is_dir ? "directory" : "file");
 }

@@ -20,4 +20,12 @@ int gnn_tmp_register(const char *path, int is_dir);
 /* Forget a handle (the path was renamed or removed); 0 is ignored. */
 void gnn_tmp_unregister(int handle);
 
+/* Whether an output may be renamed over path: 0 when nothing is there or
+ * what is there is of the output's kind (a regular file, or with is_dir a
+ * directory; or a symbolic link, which the rename replaces, not its
+ * target). Anything else (a device such as /dev/null, a pipe, a socket, a
+ * directory where a file goes) would be replaced by the output: GNN_EIO
+ * with a message naming opt (the option, or NULL) and path. */
+int gnn_output_replaceable(const char *opt, const char *path, int is_dir);
+
 #endif

@@ -884,6 +884,17 @@ static void test_unwritable_output(void **state)
     assert_false(tu_exists(tu_path("out.h5")));
     char *a2[] = {g_bin, "generate", "sbm", "--nodes", "1000", "-o", (char *)tu_tmpdir(), NULL};
     tu_expect_failure(a2, NULL, 1, "is a directory (-o takes the graph file to write)");
+    /* A pipe (or a device such as /dev/null) at -o, even with --force: the
+     * file renamed into place would replace it. */
+    char fifo[700];
+    snprintf(fifo, sizeof fifo, "%s", tu_path("out-fifo"));
+    (void)unlink(fifo);
+    assert_int_equal(mkfifo(fifo, 0644), 0);
+    char *af[] = {g_bin, "generate", "sbm", "--nodes", "1000", "-o", fifo, "--force", NULL};
+    tu_expect_failure(af, NULL, 1, "is a pipe, which the output would replace");
+    struct stat fs;
+    assert_true(lstat(fifo, &fs) == 0 && S_ISFIFO(fs.st_mode));
+    (void)unlink(fifo);
 
     /* A directory without write permission (root passes permission checks,
      * so it then takes a read-only file system where there is one). */

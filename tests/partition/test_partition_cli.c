@@ -1110,6 +1110,17 @@ static void test_existing_output(void **state)
     assert_int_equal(read_info(out).num_parts, 3);
     assert_false(tu_exists(join(out, "part-00003.h5")));
     assert_no_leftovers(out);
+
+    /* Not a directory (a pipe here; a device such as /dev/null alike):
+     * refused even with --force, which would replace it. */
+    const char *fifo = tu_path("out-fifo");
+    (void)unlink(fifo);
+    assert_int_equal(mkfifo(fifo, 0644), 0);
+    snprintf(want, sizeof want, "-o %s is a pipe, which the output would replace", fifo);
+    part_fails(NULL, 1, want, g_sbm, "-k", "2", "-o", (char *)fifo, "--force", (char *)NULL);
+    struct stat fs;
+    assert_true(lstat(fifo, &fs) == 0 && S_ISFIFO(fs.st_mode));
+    (void)unlink(fifo);
 }
 
 static void test_bad_commands(void **state)

@@ -2717,6 +2717,22 @@ static void test_output_paths(void **state)
                 (char *)NULL);
     train_fails(NULL, 1, "is a directory", "--data", (char *)g_sbm, "--save-predictions",
                 (char *)tu_tmpdir(), (char *)NULL);
+    /* An output renamed into place over a pipe (or a device such as
+     * /dev/null) would replace it: refused, the pipe left. */
+    char fifo[700];
+    snprintf(fifo, sizeof fifo, "%s", tu_path("out-fifo"));
+    (void)unlink(fifo);
+    assert_int_equal(mkfifo(fifo, 0644), 0);
+    const char *renamed[] = {"--save-predictions", "--save-model", "--checkpoint"};
+    for (int k = 0; k < 3; k++) {
+        char want[800];
+        snprintf(want, sizeof want, "%s %s is a pipe, which the output would replace", renamed[k],
+                 fifo);
+        train_fails(NULL, 1, want, "--data", (char *)g_sbm, renamed[k], fifo, (char *)NULL);
+        struct stat fs;
+        assert_true(lstat(fifo, &fs) == 0 && S_ISFIFO(fs.st_mode));
+    }
+    (void)unlink(fifo);
 
     /* Predictions that fail only once written (a name whose temporary name
      * is too long): the log has its epochs but not the final line. */
