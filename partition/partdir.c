@@ -776,7 +776,24 @@ static int meta_read(const char *dir, meta_t *m, int with_map)
     GNN_TRY(default_i64(&m->rows, m->stat[0], k, path));
     GNN_TRY(default_i64(&m->stored, m->stat[1], k, path));
     GNN_TRY(default_i64(&m->hop, m->stat[2], k, path));
-    if (with_map) GNN_TRY(get_i64(f, path, "node_map", m->num_nodes, &m->node_map, &n));
+    if (with_map) {
+        GNN_TRY(get_i64(f, path, "node_map", m->num_nodes, &m->node_map, &n));
+        /* A permutation, or ids built from it go astray (rows of one node
+         * written twice, another's never). */
+        uint8_t *seen = gnn_calloc((size_t)m->num_nodes / 8 + 1, 1);
+        GNN_CHECK(seen, GNN_ENOMEM, "%s: node_map", path);
+        int64_t bad = -1;
+        for (int64_t x = 0; x < m->num_nodes && bad < 0; x++) {
+            int64_t v = m->node_map[x];
+            if (v < 0 || v >= m->num_nodes || (seen[v >> 3] & (1u << (v & 7))))
+                bad = x;
+            else
+                seen[v >> 3] |= (uint8_t)(1u << (v & 7));
+        }
+        gnn_free(seen);
+        GNN_CHECK(bad < 0, GNN_EFORMAT, "%s: node_map is not a permutation (entry %" PRId64 ")",
+                  path, bad);
+    }
     if (H5Aexists(f, "node_types") > 0) { /* a typed graph */
         m->types = gnn_malloc(sizeof *m->types);
         GNN_CHECK(m->types, GNN_ENOMEM, "%s", path);
@@ -833,18 +850,7 @@ int gnn_partdir_read_link(const char *dir, int what, gnn_partdir_link_t *out)
     out->num_nodes = m.num_nodes;
     out->node_map = m.node_map;
     m.node_map = NULL;
-    meta_free(&m);
-    if (out->node_map) { /* a permutation, or ids built from it go astray */
-        seen = gnn_calloc((size_t)out->num_nodes / 8 + 1, 1);
-        GNN_CHECK(seen, GNN_ENOMEM, "%s: node_map", dir);
-        for (int64_t x = 0; x < out->num_nodes; x++) {
-            int64_t v = out->node_map[x];
-            GNN_CHECK(v >= 0 && v < out->num_nodes && !(seen[v >> 3] & (1u << (v & 7))),
-                      GNN_EFORMAT, "%s: node_map is not a permutation (entry %" PRId64 ")", dir,
-                      x);
-            seen[v >> 3] |= (uint8_t)(1u << (v & 7));
-        }
-    }
+    meta_free(&m); /* node_map: a permutation (meta_read) */
     if (!(what & GNN_PARTDIR_LINK_SETS)) goto fail; /* rc 0 */
     path = path_join(dir, "meta.h5");
     GNN_CHECK(path, GNN_ENOMEM, "partition");

@@ -581,6 +581,22 @@ int gnn_dist_load(MPI_Comm comm, const char *dir, int whole, gnn_dist_part_t *dd
             local = GNN_FAIL(GNN_EINVAL, "%s: the parts have no %s split", dir,
                              gnn_split_names[s]);
     STEP(local);
+    { /* Each rank read its own part: they must describe one graph alike. */
+        static const char *const what[5] = {"num_nodes", "feat_dim", "num_classes",
+                                            "node types", "edge weights"};
+        int64_t mine[5] = {pf.num_nodes, pf.feat_dim, pf.num_classes, pf.types != NULL,
+                           pf.csr.weights != NULL},
+                first[5];
+        memcpy(first, mine, sizeof first);
+        GNN_MPI_TRY(MPI_Bcast(first, 5, MPI_INT64_T, 0, comm));
+        for (int k = 0; k < 5 && local == 0; k++)
+            if (mine[k] != first[k])
+                local = GNN_FAIL(GNN_EFORMAT,
+                                 "%s: parts 0 and %d differ in %s (%" PRId64 " and %" PRId64
+                                 "): not one partition of one graph (gnn-partition --check %s)",
+                                 dir, d->rank, what[k], first[k], mine[k], dir);
+        STEP(local);
+    }
     d->n_global = pf.num_nodes;
     d->n_owned = pf.n_owned;
     d->n_local = pf.hop_start[1]; /* owned + the first hop */

@@ -2410,6 +2410,29 @@ static void test_corrupt_part(void **state)
     assert_int_equal(fwrite(junk, sizeof junk, 1, f), 1);
     assert_int_equal(fclose(f), 0);
     mpi_fails((const char *[]){"rank 1 of 2", to, NULL}, "2", ARGS("--data", dir, "-q"));
+
+    /* Parts that are whole files but not of one partition: part 0 says 9
+     * classes (the graph has 7), then a node_map that maps two nodes to
+     * one: one error line, before any exchange. */
+    for (int i = 0; i < 2; i++) {
+        snprintf(from, sizeof from, "%s/part-0000%d.h5", g_k2, i);
+        snprintf(to, sizeof to, "%s/part-0000%d.h5", dir, i);
+        copy_file(from, to);
+    }
+    snprintf(to, sizeof to, "%s/part-00000.h5", dir);
+    h5_set_attr_i64(to, "num_classes", 9);
+    mpi_fails((const char *[]){"parts 0 and 1 differ in num_classes (9 and 7)", NULL}, "2",
+              ARGS("--data", dir, "-q"));
+    snprintf(from, sizeof from, "%s/part-00000.h5", g_k2);
+    copy_file(from, to);
+    snprintf(to, sizeof to, "%s/meta.h5", dir);
+    int64_t n = 0, *map = h5_read_i64(to, "node_map", &n);
+    assert_true(map && n > 2);
+    map[1] = map[0];
+    h5_write(to, "node_map", H5T_NATIVE_INT64, map);
+    free(map);
+    mpi_fails((const char *[]){"node_map is not a permutation (entry 1)", NULL}, "2",
+              ARGS("--data", dir, "-q"));
 }
 
 /* A checkpoint in a directory that does not exist: rank 0 finds it at
