@@ -97,6 +97,20 @@ int gnn__ogb_exists(const char *path)
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/* Something at path that is not a file to read (a dangling link, a
+ * directory) is an error, not an absent optional file. */
+static int present(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0 || gnn__ogb_exists(path)) return 0;
+    int link = S_ISLNK(st.st_mode);
+    if (stat(path, &st) != 0)
+        return GNN_FAIL(GNN_EIO, "%s: %s: %s", path,
+                        link ? "a symbolic link that cannot be followed" : "cannot be read",
+                        strerror(errno));
+    return GNN_FAIL(GNN_EINVAL, "%s: not a file", path);
+}
+
 int gnn__ogb_find_csv(char *buf, size_t len, const char *dir, const char *base)
 {
     int rc = 0;
@@ -104,9 +118,11 @@ int gnn__ogb_find_csv(char *buf, size_t len, const char *dir, const char *base)
     if ((size_t)snprintf(rel, sizeof rel, "raw/%s.csv.gz", base) >= sizeof rel)
         return GNN_FAIL(GNN_EINVAL, "%s/raw/%s.csv.gz: path too long", dir, base);
     GNN_TRY(gnn__ogb_path(buf, len, dir, rel));
+    GNN_TRY(present(buf));
     if (gnn__ogb_exists(buf)) return 0;
     snprintf(rel, sizeof rel, "raw/%s.csv", base);
     GNN_TRY(gnn__ogb_path(buf, len, dir, rel));
+    GNN_TRY(present(buf));
     if (!gnn__ogb_exists(buf)) buf[0] = '\0';
 fail:
     return rc;

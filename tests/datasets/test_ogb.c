@@ -191,6 +191,20 @@ static void test_bad_inputs(void **state)
     assert_true(isnan(g.feat[1]) && isinf(g.feat[8]));
     gnn_graph_free(&g);
 
+    /* An optional file that is there but cannot be read (a dangling link,
+     * a directory) fails; it is not taken as absent. */
+    char p[1024];
+    d = make_dataset("dangling-feat");
+    snprintf(p, sizeof p, "%s/raw/node-feat.csv.gz", d);
+    assert_int_equal(unlink(p), 0);
+    assert_int_equal(symlink("/nonexistent/node-feat.csv.gz", p), 0);
+    expect_failure(d, NULL, 1, "raw/node-feat.csv.gz: a symbolic link that cannot be followed");
+    d = make_dataset("dir-label");
+    snprintf(p, sizeof p, "%s/raw/node-label.csv.gz", d);
+    assert_int_equal(unlink(p), 0);
+    assert_int_equal(mkdir(p, 0755), 0);
+    expect_failure(d, NULL, 1, "raw/node-label.csv.gz: not a file");
+
     d = make_dataset("bad-label");
     set_file(d, "raw/node-label.csv.gz", "0\n1\n2,3\n0\n1\n1\n");
     expect_failure(d, NULL, 1, "raw/node-label.csv.gz:3: expected one class id, found '2,3' "
@@ -201,7 +215,6 @@ static void test_bad_inputs(void **state)
     expect_failure(d, NULL, 1, "split/time/test.csv.gz:2: node id 60 is outside [0, 6)");
 
     d = make_dataset("two-splits");
-    char p[1024];
     snprintf(p, sizeof p, "%s/split/random", d);
     mkdir(p, 0755);
     expect_failure(d, NULL, 2, "holds several splits (");
