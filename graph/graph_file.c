@@ -24,6 +24,7 @@
 #include "graph/h5util.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -736,6 +737,10 @@ int gnn_graph_read_weights(gnn_graph_file_t *f, gnn_eid_t e0, gnn_eid_t n, float
     GNN_CHECK(f->info.has_weights, GNN_EINVAL, "%s: the graph has no edge weights", f->path);
     GNN_TRY(check_range(f->path, "edge", e0, n, f->info.num_edges));
     GNN_TRY(gnn__h5_read_rows(f->d_weights, H5T_NATIVE_FLOAT, 1, 1, e0, n, out));
+    for (gnn_eid_t e = 0; e < n; e++)
+        GNN_CHECK(isfinite(out[e]), GNN_EFORMAT,
+                  "%s: edge weight %" GNN_PRIeid " is %s (weights must be finite)", f->path,
+                  e0 + e, isnan(out[e]) ? "NaN" : "infinite");
 fail:
     return rc;
 }

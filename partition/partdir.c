@@ -30,6 +30,7 @@
 #include <errno.h>
 #include <ftw.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -966,6 +967,9 @@ int gnn_partdir_read_part(const char *dir, int p, gnn_part_file_t *out)
         GNN_CHECK(pf.csr.weights, GNN_ENOMEM, "%s: weights", path);
         if (ne) GNN_TRY(gnn__h5_read_rows(d, H5T_NATIVE_FLOAT, 1, 1, 0, ne, pf.csr.weights));
         gnn__h5_close(&d);
+        for (int64_t e = 0; e < ne; e++)
+            GNN_CHECK(isfinite(pf.csr.weights[e]), GNN_EFORMAT,
+                      "%s: edge weight %" PRId64 " is not finite", path, e);
     }
     rc = gnn_csr_validate(&pf.csr);
     if (rc < 0) {

@@ -21,6 +21,7 @@
 #include "tests/common/testutil.h"
 
 #include <hdf5.h>
+#include <math.h>
 #include <string.h>
 
 static unsigned g_seed;
@@ -312,6 +313,16 @@ static void test_writer_append_mode(void **state)
     assert_int_equal(gnn_graph_load(path, &g), 0);
     assert_int_equal(g.csr.nnz, 4);
     gnn_graph_free(&g);
+
+    /* A weight that is not finite is refused where the file is read. */
+    const char *nan_path = tu_path("nan-weight.h5");
+    float bad[] = {0.5f, 1.5f, NAN, 3.5f};
+    assert_int_equal(gnn_graph_writer_open(nan_path, &h, 1, &w), 0);
+    assert_int_equal(gnn_graph_writer_put_indices(w, 0, 4, ids, bad), 0);
+    assert_int_equal(gnn_graph_writer_put_indptr(w, 0, 4, ip), 0);
+    assert_int_equal(gnn_graph_writer_commit(w), 0);
+    assert_int_equal(gnn_graph_load(nan_path, &g), GNN_EFORMAT);
+    assert_non_null(strstr(gnn_error_message(), "edge weight 2 is NaN (weights must be finite)"));
     assert_int_equal(open_objects(), 0);
 }
 
