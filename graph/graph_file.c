@@ -605,6 +605,10 @@ static int open_layout(gnn_graph_file_t *f)
                   (unsigned long long)dims[0], (long long)in->num_nodes);
         GNN_TRY(gnn__h5_get_attr_i64(f->file, "num_classes", 0, &in->num_classes));
         GNN_CHECK(in->num_classes >= 0, GNN_EFORMAT, "%s: negative num_classes", path);
+        /* An output layer that wide is a damaged attribute, not a dataset. */
+        GNN_CHECK(in->num_classes <= GNN_GRAPH_MAX_CLASSES, GNN_EFORMAT,
+                  "%s: num_classes %lld is above the limit of %lld", path,
+                  (long long)in->num_classes, (long long)GNN_GRAPH_MAX_CLASSES);
     }
     GNN_TRY(gnn__h5_open_dataset(f->file, path, "orig_id", GNN_H5_INT, 1, 1, dims, &f->d_orig));
     if (f->d_orig >= 0) {

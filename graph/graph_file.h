@@ -86,6 +86,11 @@ int gnn_graph_types_find(const gnn_graph_types_t *t, const char *name);
 /* The largest feature width over the types. */
 int64_t gnn_graph_types_max_feat(const gnn_graph_types_t *t);
 
+/* The most classes a graph file's num_classes may name (2^24): far above
+ * any node-classification dataset, far below an output layer that could
+ * not be allocated. */
+#define GNN_GRAPH_MAX_CLASSES ((int64_t)1 << 24)
+
 /* What a graph file holds, as read from its attributes and dataset shapes. */
 typedef struct {
     int64_t version;

@@ -1027,6 +1027,9 @@ int gnn_partdir_read_part(const char *dir, int p, gnn_part_file_t *out)
     GNN_TRY(get_i64_shaped(f, path, "label", pf.n_owned, 0, 1, &pf.label));
     if (pf.label) {
         GNN_TRY(attr_i64(f, path, "num_classes", &pf.num_classes));
+        GNN_CHECK(pf.num_classes <= GNN_GRAPH_MAX_CLASSES, GNN_EFORMAT,
+                  "%s: num_classes %" PRId64 " is above the limit of %" PRId64, path,
+                  pf.num_classes, GNN_GRAPH_MAX_CLASSES);
         for (int64_t i = 0; i < pf.n_owned; i++)
             GNN_CHECK(pf.label[i] >= -1 && pf.label[i] < pf.num_classes, GNN_EFORMAT,
                       "%s: label %" PRId64 " of local node %" PRId64 " outside [-1, %" PRId64 ")",

@@ -587,6 +587,9 @@ static void test_truncated_and_wrong_shape(void **state)
     path = write_good("huge-edges.h5");
     set_attr_i64(path, "num_edges", (int64_t)1 << 62);
     expect_open_error(path, GNN_EFORMAT, "node or edge count of 2^62 or more");
+    path = write_good("huge-classes.h5");
+    set_attr_i64(path, "num_classes", (int64_t)1 << 40);
+    expect_open_error(path, GNN_EFORMAT, "num_classes 1099511627776 is above the limit of 16777216");
 
     /* A file cut short on disk. */
     path = write_good("cut.h5");
