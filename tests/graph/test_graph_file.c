@@ -17,6 +17,7 @@
 #include "graph/base/alloc.h"
 #include "graph/base/error.h"
 #include "graph/graph_file.h"
+#include "graph/h5util.h"
 #include "tests/common/h5test.h"
 #include "tests/common/testutil.h"
 
@@ -482,6 +483,58 @@ static void expect_opens(const char *path)
 /* The 'format' attribute as other writers store strings: h5py's str
  * (variable length, UTF-8), numpy's bytes (fixed length, NULLPAD, no room
  * for a terminator); and a wrong attribute named for what is wrong. */
+/* A compact dataset (its values inside its header) whose header says it
+ * holds fewer bytes than its shape needs: refused when opened, where HDF5
+ * would read past what it holds. The header's size field sits right before
+ * the values; it is patched in the file. */
+static void test_compact_dataset_damaged(void **state)
+{
+    (void)state;
+    const char *path = tu_path("compact.h5");
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hsize_t dims[1] = {4};
+    hid_t sp = H5Screate_simple(1, dims, NULL), pl = H5Pcreate(H5P_DATASET_CREATE);
+    assert_true(f >= 0 && sp >= 0 && pl >= 0 && H5Pset_layout(pl, H5D_COMPACT) >= 0);
+    hid_t d = H5Dcreate2(f, "x", H5T_STD_I64LE, sp, H5P_DEFAULT, pl, H5P_DEFAULT);
+    const int64_t v[4] = {0x0102030405060708, 0x1112131415161718, 0x2122232425262728,
+                          0x3132333435363738};
+    assert_true(d >= 0 && H5Dwrite(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0);
+    H5Dclose(d);
+    H5Pclose(pl);
+    H5Sclose(sp);
+    assert_true(H5Fclose(f) >= 0);
+
+    hsize_t got[1];
+    hid_t ds = -1;
+    f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    assert_int_equal(gnn__h5_open_dataset(f, path, "x", GNN_H5_INT, 1, 0, got, &ds), 0);
+    assert_true(got[0] == 4);
+    H5Dclose(ds);
+    H5Fclose(f);
+
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    unsigned char *b = (unsigned char *)tu_read_file(path);
+    assert_non_null(b);
+    const unsigned char at[] = {32, 0, 8, 7, 6, 5, 4, 3, 2, 1}; /* size 32, then v[0] */
+    long hit = -1;
+    for (long i = 0; i + (long)sizeof at <= (long)st.st_size && hit < 0; i++)
+        if (!memcmp(b + i, at, sizeof at)) hit = i;
+    assert_true(hit >= 0);
+    b[hit] = 16; /* two of the four values */
+    FILE *w = fopen(path, "wb");
+    assert_non_null(w);
+    assert_int_equal(fwrite(b, 1, (size_t)st.st_size, w), (size_t)st.st_size);
+    assert_int_equal(fclose(w), 0);
+    free(b);
+    f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    assert_true(f >= 0);
+    int rc = gnn__h5_open_dataset(f, path, "x", GNN_H5_INT, 1, 0, got, &ds);
+    H5Fclose(f);
+    assert_int_equal(rc, GNN_EFORMAT);
+    assert_non_null(strstr(gnn_error_message(), "'x' holds fewer values than its shape"));
+}
+
 static void test_format_attr_kinds(void **state)
 {
     (void)state;
@@ -1721,6 +1774,7 @@ int main(void)
         cmocka_unit_test(test_not_hdf5),
         cmocka_unit_test(test_other_layout),
         cmocka_unit_test(test_format_attr_kinds),
+        cmocka_unit_test(test_compact_dataset_damaged),
         cmocka_unit_test(test_unknown_version),
         cmocka_unit_test(test_truncated_and_wrong_shape),
         cmocka_unit_test(test_bad_values),
