@@ -652,6 +652,9 @@ static int open_layout(gnn_graph_file_t *f)
               (long long)in->num_edges);
 fail:
     gnn__h5_close(&split);
+    /* Messages of the attribute readers do not name the file. */
+    if (rc < 0 && strncmp(gnn_error_message(), path, strlen(path)) != 0)
+        gnn_error_prefix("%s", path);
     return rc;
 }
 

@@ -18,7 +18,9 @@
 
 #include "graph/base/alloc.h"
 
+#include <errno.h>
 #include <inttypes.h>
+#include <libgen.h>
 #include <limits.h>
 #include <mpi.h>
 #include <stddef.h>
@@ -27,6 +29,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef struct {
     int64_t k;
@@ -409,6 +412,17 @@ static int plan(const opts_t *o, const char *graph_path, int size, plan_t *p)
               "%s exists (add --force to replace it)", o->out);
     GNN_TRY(check_not_input(o->out, graph_path));
     GNN_TRY(gnn_output_replaceable("-o", o->out, 1));
+    { /* the directory -o goes in: there and writable, before the long work */
+        char *dup = gnn_strdup(o->out);
+        GNN_CHECK(dup, GNN_ENOMEM, "-o");
+        const char *parent = dirname(dup);
+        struct stat ps;
+        int e = stat(parent, &ps) != 0 ? errno : !S_ISDIR(ps.st_mode) ? ENOTDIR
+                                              : access(parent, W_OK | X_OK) != 0 ? errno : 0;
+        if (e) rc = GNN_FAIL(GNN_EIO, "-o %s: cannot write in %s: %s", o->out, parent, strerror(e));
+        gnn_free(dup);
+        if (rc < 0) goto fail;
+    }
     if (!o->balance && p->bt) { /* the default balances training nodes only where there are some */
         gnn_graph_file_t *f = NULL;
         GNN_TRY(gnn_graph_open(graph_path, &f));
@@ -456,6 +470,9 @@ static int partition(const opts_t *o, const char *graph_path)
     snprintf(balance, sizeof balance, "%s", pl.balance);
     int metis = !strcmp(o->method, "metis");
     multilevel = metis && (size > 1 || budget > 0);
+    if (!metis && rank == 0 && (o->balance || strcmp(o->scheme, "best")))
+        GNN_WARN("--scheme and --balance: ignored by --method random (every part gets a share "
+                 "of nodes at random)");
     double t0 = now_s();
     if (rank == 0 && !multilevel)
         rc = direct(o, graph_path, &g, bn, be, bt, nt, scheme, &part, &cut, &used, &multilevel);

@@ -1241,8 +1241,8 @@ int gnn_mlpart_run(MPI_Comm comm, const char *path, const gnn_mlpart_opts_t *o, 
         int64_t base = max_i64(&c, gnn_mlpart_rss());
         c.avail = o->mem_budget - base;
         GNN_CHECK(c.avail > 0, GNN_ENOMEM,
-                  "--mem-budget %" PRId64 " MiB: the process holds %" PRId64 " MiB already",
-                  o->mem_budget >> 20, base >> 20);
+                  "--mem-budget of %.1f MiB: the process holds %.1f MiB already",
+                  (double)o->mem_budget / 1048576.0, (double)base / 1048576.0);
         c.chunk_edges = c.avail / 8 / CHUNK_BYTES;
         if (c.chunk_edges > CHUNK_EDGES) c.chunk_edges = CHUNK_EDGES;
         if (c.chunk_edges < 65536) c.chunk_edges = 65536;

@@ -108,6 +108,9 @@ static int device_name_ok(const char *s)
 int gnn__opts_check(const gnn_train_opts_t *o)
 {
     if (!o->data) return GNN_FAIL(GNN_EUSAGE, "--data FILE is required");
+    if (!o->data[0]) return GNN_FAIL(GNN_EUSAGE, "--data: empty file name");
+    if (o->aggr_plugin && !o->aggr_plugin[0])
+        return GNN_FAIL(GNN_EUSAGE, "--aggr-plugin: empty file name");
     if (o->layers < 1 || o->layers > GNN_MODEL_MAX_LAYERS)
         return GNN_FAIL(GNN_EUSAGE, "--layers %d outside [1, %d]", o->layers, GNN_MODEL_MAX_LAYERS);
     if (o->hidden < 1 || o->hidden > (1 << 20))

@@ -223,6 +223,26 @@ static int find_aggr(gnn_job_t *j)
     return rc < 0 ? plugin_hint(j, rc) : 0;
 }
 
+/* Options the run takes no notice of, set other than to their defaults:
+ * a warning each (rank 0's), so that a mistaken --mode or --model shows. */
+static void warn_ignored(const gnn_job_t *j, int minibatch)
+{
+    const gnn_train_opts_t *o = j->o;
+    gnn_train_opts_t def;
+    gnn_train_defaults(&def);
+    if (j->rank != 0) return;
+    if (!minibatch && (o->fanouts || o->batch_size != def.batch_size))
+        GNN_WARN("--fanouts and --batch-size: ignored by full-graph training (--mode full)");
+    if (!j->kind->attention &&
+        (o->heads != def.heads || o->out_heads != def.out_heads ||
+         o->attn_dropout != def.attn_dropout))
+        GNN_WARN("--heads, --out-heads and --attn-dropout: ignored by --model %s (only gat "
+                 "attends)",
+                 j->kind->name);
+    if (!o->checkpoint && o->checkpoint_every != def.checkpoint_every)
+        GNN_WARN("--checkpoint-every: ignored without --checkpoint");
+}
+
 int gnn__setup(gnn_job_t *j)
 {
     int rc = 0;
@@ -311,6 +331,7 @@ int gnn__setup(gnn_job_t *j)
         rc = GNN_FAIL(GNN_EUSAGE, "%s on %s%s", why, gnn_backend_describe(j->be), hint);
         goto fail;
     }
+    warn_ignored(j, minibatch);
     if (j->dist) return 0; /* the part is loaded once every rank got here */
 
     GNN_TRY(load_data(j));

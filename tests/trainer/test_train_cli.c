@@ -2575,6 +2575,25 @@ static void test_bad_input(void **state)
     train_fails(out, 2, "--resume needs --checkpoint FILE", "--data", (char *)g_sbm, "--resume",
                 "--save-predictions", out, (char *)NULL);
     train_fails(out, 2, "--data FILE is required", "--save-predictions", out, (char *)NULL);
+    train_fails(out, 2, "--data: empty file name", "--data", "", "--save-predictions", out,
+                (char *)NULL);
+    train_fails(out, 2, "--aggr-plugin: empty file name", "--data", (char *)g_sbm,
+                "--aggr-plugin", "", "--save-predictions", out, (char *)NULL);
+
+    /* Options the run would not use, set to other than their defaults: a
+     * warning each, and the run goes on. */
+    char *warned[] = {g_train,          "--data", (char *)g_sbm, "--epochs", "1", "--fanouts",
+                      "5,5",            "--heads", "4", "--checkpoint-every", "3", "--threads",
+                      "1",              NULL};
+    tu_run_t w = tu_run(warned);
+    assert_int_equal(w.status, 0);
+    const char *wants[] = {"warning: --fanouts and --batch-size: ignored by full-graph training",
+                           "warning: --heads, --out-heads and --attn-dropout: ignored by --model "
+                           "gcn",
+                           "warning: --checkpoint-every: ignored without --checkpoint"};
+    for (int k = 0; k < 3; k++)
+        if (!w.err || !strstr(w.err, wants[k])) fail_msg("no '%s' in: %s", wants[k], w.err);
+    tu_run_free(&w);
 
     /* --device cuda: refused where there is no GPU (or no CUDA in the
      * build), naming CUDA; where it runs, there is nothing to check. */
