@@ -568,6 +568,8 @@ static int open_layout(gnn_graph_file_t *f)
               (long long)in->num_nodes, (long long)in->num_edges);
     v = 1;
     GNN_TRY(gnn__h5_get_attr_i64(f->file, "directed", 0, &v));
+    GNN_CHECK(v == 0 || v == 1, GNN_EFORMAT, "%s: attribute 'directed' is %lld, expected 0 or 1",
+              path, (long long)v);
     in->directed = v != 0;
     for (int b = 0; b < N_FLAG_ATTRS; b++) {
         v = 0;
@@ -857,6 +859,36 @@ fail:
     return rc;
 }
 
+int gnn_graph_splits_disjoint(const char *where, const char *what, int64_t *const split[],
+                              const int64_t size[], int64_t n)
+{
+    int rc = 0;
+    uint8_t *in = gnn_calloc((size_t)n + 1, 1); /* bit s: in split s */
+    GNN_CHECK(in, GNN_ENOMEM, "%s: splits of %lld nodes", where, (long long)n);
+    for (int s = 0; s < GNN_NUM_SPLITS; s++) {
+        for (int64_t i = 0; split[s] && i < size[s]; i++) {
+            const int64_t v = split[s][i];
+            if (v < 0 || v >= n) continue; /* the readers refuse those */
+            if (in[v]) {
+                int t = 0;
+                while (!(in[v] & (1u << t))) t++;
+                rc = t == s ? GNN_FAIL(GNN_EFORMAT, "%s: split/%s names %s %lld twice", where,
+                                       gnn_split_names[s], what, (long long)v)
+                            : GNN_FAIL(GNN_EFORMAT,
+                                       "%s: %s %lld is in both split/%s and split/%s (the "
+                                       "splits must not share nodes)",
+                                       where, what, (long long)v, gnn_split_names[t],
+                                       gnn_split_names[s]);
+                goto fail;
+            }
+            in[v] |= (uint8_t)(1u << s);
+        }
+    }
+fail:
+    gnn_free(in);
+    return rc;
+}
+
 int gnn_graph_read_split(gnn_graph_file_t *f, gnn_split_t which, int64_t **out, int64_t *n)
 {
     int rc = 0;
@@ -1066,6 +1098,7 @@ int gnn_graph_load(const char *path, gnn_graph_t *g)
     for (int s = 0; s < GNN_NUM_SPLITS; s++)
         if (in->split_size[s] >= 0)
             GNN_TRY(gnn_graph_read_split(f, (gnn_split_t)s, &g->split[s], &g->split_size[s]));
+    GNN_TRY(gnn_graph_splits_disjoint(path, "node", g->split, g->split_size, in->num_nodes));
     if (in->link_neg_per_pos > 0) {
         for (int s = 0; s < GNN_NUM_LINK_SETS; s++)
             GNN_TRY(gnn_graph_read_link(f, (gnn_link_set_t)s, &g->link[s], &g->link_size[s]));

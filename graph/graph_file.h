@@ -188,6 +188,13 @@ int gnn_graph_read_orig_ids(gnn_graph_file_t *f, gnn_vid_t row0, gnn_vid_t nrows
 /* A whole split (allocated into *out, size in *n); GNN_EINVAL when absent,
  * GNN_EFORMAT for a node id outside [0, num_nodes) or named twice. */
 int gnn_graph_read_split(gnn_graph_file_t *f, gnn_split_t which, int64_t **out, int64_t *n);
+/* The splits (split[s] of size[s] ids in [0, n); size < 0 or NULL: absent)
+ * name each node at most once over all of them: a node in two splits
+ * (trained on and tested on) or twice in one is GNN_EFORMAT, the message
+ * starting with where (a file's path) and naming the node as what (e.g.
+ * "node", "owned node"). GNN_ENOMEM. */
+int gnn_graph_splits_disjoint(const char *where, const char *what, int64_t *const split[],
+                              const int64_t size[], int64_t n);
 
 /* A whole link set (allocated into *out, n pairs of (src, dst), 2 * n
  * values); GNN_EINVAL when the file has no link sets, GNN_EFORMAT for an

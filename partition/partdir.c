@@ -1047,6 +1047,7 @@ int gnn_partdir_read_part(const char *dir, int p, gnn_part_file_t *out)
                       "%s: %s split entry %" PRId64 " is not an owned node", path,
                       split_names[s], pf.split[s][i]);
     }
+    GNN_TRY(gnn_graph_splits_disjoint(path, "owned node", pf.split, pf.split_n, pf.n_owned));
     pf.part_start = m.start;
     m.start = NULL;
     *out = pf;

@@ -640,6 +640,9 @@ static void test_truncated_and_wrong_shape(void **state)
     path = write_good("huge-edges.h5");
     set_attr_i64(path, "num_edges", (int64_t)1 << 62);
     expect_open_error(path, GNN_EFORMAT, "node or edge count of 2^62 or more");
+    path = write_good("directed-7.h5");
+    set_attr_i64(path, "directed", 7);
+    expect_open_error(path, GNN_EFORMAT, "attribute 'directed' is 7, expected 0 or 1");
     path = write_good("huge-classes.h5");
     set_attr_i64(path, "num_classes", (int64_t)1 << 40);
     expect_open_error(path, GNN_EFORMAT, "num_classes 1099511627776 is above the limit of 16777216");
@@ -695,6 +698,12 @@ static void test_bad_values(void **state)
     path = write_good("dup-split.h5");
     poke_i64(path, "split/train", 7, 3);
     expect_load_error(path, GNN_EFORMAT, "split/train names node 3 twice");
+    /* A node in two splits (trained on and tested on). */
+    path = write_good("shared-split.h5");
+    poke_i64(path, "split/test", 0, 3);
+    expect_load_error(path, GNN_EFORMAT,
+                      "node 3 is in both split/train and split/test (the splits must not share "
+                      "nodes)");
 
     /* A sorted-flagged row that is not sorted. */
     path = write_good("unsorted.h5");

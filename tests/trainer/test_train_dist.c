@@ -135,6 +135,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <signal.h>
 #include <string.h>
@@ -2433,6 +2434,22 @@ static void test_corrupt_part(void **state)
     free(map);
     mpi_fails((const char *[]){"node_map is not a permutation (entry 1)", NULL}, "2",
               ARGS("--data", dir, "-q"));
+    snprintf(from, sizeof from, "%s/meta.h5", g_k2);
+    copy_file(from, to);
+
+    /* A part whose test split names a node of its train split. */
+    snprintf(to, sizeof to, "%s/part-00001.h5", dir);
+    int64_t nt = 0, ns = 0, *tr = h5_read_i64(to, "split/train", &nt),
+            *te = h5_read_i64(to, "split/test", &ns);
+    assert_true(tr && te && nt > 0 && ns > 0);
+    te[0] = tr[0];
+    h5_write(to, "split/test", H5T_NATIVE_INT64, te);
+    char want[96];
+    snprintf(want, sizeof want, "owned node %" PRId64 " is in both split/train and split/test",
+             tr[0]);
+    free(tr);
+    free(te);
+    mpi_fails((const char *[]){"rank 1 of 2", want, NULL}, "2", ARGS("--data", dir, "-q"));
 }
 
 /* A checkpoint in a directory that does not exist: rank 0 finds it at
