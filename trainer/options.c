@@ -236,6 +236,11 @@ int gnn__opts_check(const gnn_train_opts_t *o)
         return GNN_FAIL(GNN_EUSAGE, "--rgcn-order: only for --model rgcn");
     if (o->out_heads < 1 || o->out_heads > 64)
         return GNN_FAIL(GNN_EUSAGE, "--out-heads %d outside [1, 64]", o->out_heads);
+    /* Attention concatenates its heads: the layer is heads x hidden wide. */
+    if (!strcmp(o->model, "gat") && (int64_t)o->heads * o->hidden > ((int64_t)1 << 20))
+        return GNN_FAIL(GNN_EUSAGE,
+                        "--heads %d x --hidden %" PRId64 " is %" PRId64 " columns, above 1048576",
+                        o->heads, o->hidden, (int64_t)o->heads * o->hidden);
     if (!(o->attn_dropout >= 0.0 && (float)o->attn_dropout < 1.0f))
         return GNN_FAIL(GNN_EUSAGE, "--attn-dropout %g outside [0, 1)", o->attn_dropout);
     if (!(o->negative_slope >= 0.0 && o->negative_slope < 1.0))

@@ -2631,6 +2631,9 @@ static void test_option_ranges(void **state)
                 (char *)NULL);
     train_fails(out, 2, "is 1 in single precision (must be below 1)", "--data", (char *)g_sbm,
                 "--dropout", "0.9999999999", "--save-predictions", out, (char *)NULL);
+    train_fails(out, 2, "--heads 64 x --hidden 1048576 is 67108864 columns, above 1048576",
+                "--data", (char *)g_sbm, "--model", "gat", "--heads", "64", "--hidden",
+                "1048576", "--save-predictions", out, (char *)NULL);
 }
 
 /* A training that diverges fails at the first epoch whose loss is not
