@@ -57,7 +57,7 @@ int gnn_output_check_input(const gnn_output_opts_t *o, const char *input)
     struct stat so, si;
     if (o->path && input && stat(o->path, &so) == 0 && stat(input, &si) == 0 &&
         so.st_dev == si.st_dev && so.st_ino == si.st_ino)
-        return GNN_FAIL(GNN_EUSAGE, "-o %s is the input %s: writing it would lose the input",
+        return GNN_FAIL(GNN_EUSAGE, "-o %s names the input file %s: name another file",
                         o->path, input);
     return gnn_output_check(o);
 }

@@ -38,8 +38,8 @@ typedef struct {
  * directory), GNN_EIO (a directory that cannot be written). */
 int gnn_output_check(const gnn_output_opts_t *o);
 
-/* gnn_output_check, and -o must not be the input file (the same file by
- * any name, --force or not: writing it would lose the input): GNN_EUSAGE. */
+/* gnn_output_check, and -o must not name the input file (by any name,
+ * --force or not): GNN_EUSAGE. */
 int gnn_output_check_input(const gnn_output_opts_t *o, const char *input);
 
 #endif

@@ -470,9 +470,12 @@ static int partition(const opts_t *o, const char *graph_path)
     snprintf(balance, sizeof balance, "%s", pl.balance);
     int metis = !strcmp(o->method, "metis");
     multilevel = metis && (size > 1 || budget > 0);
-    if (!metis && rank == 0 && (o->balance || strcmp(o->scheme, "best")))
-        GNN_WARN("--scheme and --balance: ignored by --method random (every part gets a share "
-                 "of nodes at random)");
+    if (!metis) { /* nothing to balance: the checks of --balance do not apply */
+        if (rank == 0 && (o->balance || strcmp(o->scheme, "best")))
+            GNN_WARN("--scheme and --balance: ignored by --method random (every part gets a "
+                     "share of nodes at random)");
+        bt = nt = 0;
+    }
     double t0 = now_s();
     if (rank == 0 && !multilevel)
         rc = direct(o, graph_path, &g, bn, be, bt, nt, scheme, &part, &cut, &used, &multilevel);

@@ -218,6 +218,11 @@ static int alltoallv_i64(const ctx_t *c, const int64_t *send, const int *scount,
     GNN_TRY(agree(c, rc));
     GNN_MPI_TRY(MPI_Alltoallv(send, scount, sd, MPI_INT64_T, *recv, rcnt, rd, MPI_INT64_T, c->comm));
 fail:
+    if (rc < 0) {
+        gnn_free(*recv);
+        *recv = NULL;
+        *nrecv = 0;
+    }
     gnn_free(sd);
     gnn_free(rcnt);
     gnn_free(rd);

@@ -237,7 +237,8 @@ int gnn__opts_check(const gnn_train_opts_t *o)
     if (o->out_heads < 1 || o->out_heads > 64)
         return GNN_FAIL(GNN_EUSAGE, "--out-heads %d outside [1, 64]", o->out_heads);
     /* Attention concatenates its heads: the layer is heads x hidden wide. */
-    if (!strcmp(o->model, "gat") && (int64_t)o->heads * o->hidden > ((int64_t)1 << 20))
+    if (!strcmp(o->model, "gat") && o->layers > 1 &&
+        (int64_t)o->heads * o->hidden > ((int64_t)1 << 20))
         return GNN_FAIL(GNN_EUSAGE,
                         "--heads %d x --hidden %" PRId64 " is %" PRId64 " columns, above 1048576",
                         o->heads, o->hidden, (int64_t)o->heads * o->hidden);

@@ -115,15 +115,22 @@ void gnn_tmp_unregister(int handle)
 int gnn_output_replaceable(const char *opt, const char *path, int is_dir)
 {
     struct stat st;
-    if (!path || lstat(path, &st) != 0 || S_ISLNK(st.st_mode)) return 0;
+    if (!path || lstat(path, &st) != 0) return 0;
+    int link = S_ISLNK(st.st_mode);
+    /* A link is replaced by the rename, not its target: harmless for a
+     * link to a file of the output's kind or to nothing, not for one such
+     * as /dev/stdout. */
+    if (link && stat(path, &st) != 0) return 0;
     if (is_dir ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode)) return 0;
-    const char *what = S_ISDIR(st.st_mode)    ? "a directory"
+    const char *what = S_ISREG(st.st_mode)    ? "a regular file"
+                       : S_ISDIR(st.st_mode)  ? "a directory"
                        : S_ISCHR(st.st_mode)  ? "a character device"
                        : S_ISBLK(st.st_mode)  ? "a block device"
                        : S_ISFIFO(st.st_mode) ? "a pipe"
                        : S_ISSOCK(st.st_mode) ? "a socket"
                                               : "not a regular file";
-    return GNN_FAIL(GNN_EIO, "%s%s%s is %s, which the output would replace (it is written whole "
-                             "under a temporary name, then renamed): name a %s",
-                    opt ? opt : "", opt ? " " : "", path, what, is_dir ? "directory" : "file");
+    return GNN_FAIL(GNN_EIO, "%s%s%s is %s%s, which the output would replace (it is written "
+                             "whole under a temporary name, then renamed): name a %s",
+                    opt ? opt : "", opt ? " " : "", path, link ? "a link to " : "", what,
+                    is_dir ? "directory" : "file");
 }

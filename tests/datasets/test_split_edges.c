@@ -605,13 +605,13 @@ static void test_bad_input(void **state)
      * refused even with --force, the input kept. */
     struct stat before, after;
     assert_int_equal(stat(in, &before), 0);
-    tu_expect_failure_of(g_bin, NULL, 2, "is the input", "split-edges", i, "-o", i, "--force",
-                         NULL);
+    tu_expect_failure_of(g_bin, NULL, 2, "names the input file", "split-edges", i, "-o", i,
+                         "--force", NULL);
     const char *link = tu_path("in-link.h5");
     (void)unlink(link);
     assert_int_equal(symlink(in, link), 0);
-    tu_expect_failure_of(g_bin, NULL, 2, "writing it would lose the input", "split-edges", i,
-                         "-o", (char *)link, "--force", NULL);
+    tu_expect_failure_of(g_bin, NULL, 2, "name another file", "split-edges", i, "-o",
+                         (char *)link, "--force", NULL);
     assert_int_equal(stat(in, &after), 0);
     assert_true(after.st_ino == before.st_ino && after.st_size == before.st_size &&
                 after.st_mtime == before.st_mtime);

@@ -532,7 +532,10 @@ static void test_compact_dataset_damaged(void **state)
     int rc = gnn__h5_open_dataset(f, path, "x", GNN_H5_INT, 1, 0, got, &ds);
     H5Fclose(f);
     assert_int_equal(rc, GNN_EFORMAT);
-    assert_non_null(strstr(gnn_error_message(), "'x' holds fewer values than its shape"));
+    /* Later HDF5 releases refuse such a header themselves when opening. */
+    const char *m = gnn_error_message();
+    assert_true(strstr(m, "'x' holds fewer values than its shape") ||
+                strstr(m, "'x' is not a readable dataset"));
 }
 
 static void test_format_attr_kinds(void **state)
