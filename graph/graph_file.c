@@ -1131,6 +1131,7 @@ struct gnn_graph_writer {
     hid_t d_etype, d_tfeat[GNN_MAX_NODE_TYPES];
     int64_t put_etype;
     int put_split[GNN_NUM_SPLITS];
+    uint8_t *split_seen; /* a bit per node: named by a split put so far */
     int put_link;
     int64_t max_label;
     int append;             /* num_edges unknown: indices are appended in order */
@@ -1157,6 +1158,7 @@ static void writer_free(gnn_graph_writer_t *w)
     gnn_tmp_unregister(w->clean);
     gnn_free(w->path);
     gnn_free(w->tmp);
+    gnn_free(w->split_seen);
     gnn_free(w);
 }
 
@@ -1457,6 +1459,18 @@ int gnn_graph_writer_put_split(gnn_graph_writer_t *w, gnn_split_t which, const i
               gnn_split_names[which]);
     GNN_CHECK(n >= 0, GNN_EINVAL, "negative split size");
     GNN_TRY(check_ids(w->path, gnn_split_names[which], idx, n, 0, w->h.num_nodes));
+    /* Each node in one split at most (gnn_graph_load refuses others). */
+    if (!w->split_seen) w->split_seen = gnn_calloc((size_t)w->h.num_nodes / 8 + 1, 1);
+    GNN_CHECK(w->split_seen, GNN_ENOMEM, "%s: splits of %lld nodes", w->path,
+              (long long)w->h.num_nodes);
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t v = idx[i];
+        GNN_CHECK(!(w->split_seen[v >> 3] & (1u << (v & 7))), GNN_EINVAL,
+                  "%s: split/%s names node %lld, which it or another split already names (the "
+                  "splits must not share nodes)",
+                  w->path, gnn_split_names[which], (long long)v);
+        w->split_seen[v >> 3] |= (uint8_t)(1u << (v & 7));
+    }
     if (w->split < 0) {
         w->split = H5Gcreate2(w->file, "split", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
         if (w->split < 0) {

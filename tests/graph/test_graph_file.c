@@ -247,6 +247,12 @@ static void test_writer_refusals(void **state)
     assert_int_equal(gnn_graph_writer_put_indices(w, 0, 2, ids, NULL), 0);
     int64_t bad_lab[] = {0, -2, 1};
     assert_int_equal(gnn_graph_writer_put_labels(w, 0, 3, bad_lab), GNN_EINVAL);
+    /* Splits that share a node are refused as they are put. */
+    int64_t tr[] = {0, 1}, te[] = {2, 1};
+    assert_int_equal(gnn_graph_writer_put_split(w, GNN_SPLIT_TRAIN, tr, 2), 0);
+    assert_int_equal(gnn_graph_writer_put_split(w, GNN_SPLIT_TEST, te, 2), GNN_EINVAL);
+    assert_non_null(strstr(gnn_error_message(), "split/test names node 1, which it or another "
+                                                "split already names"));
     /* Labels missing: commit refuses and leaves nothing behind. */
     assert_int_equal(gnn_graph_writer_commit(w), GNN_EINVAL);
     assert_non_null(strstr(gnn_error_message(), "0 of 3 labels written"));
