@@ -10,6 +10,7 @@
 
 #include "graph/base/alloc.h"
 #include "graph/base/error.h"
+#include "graph/base/mpiutil.h"
 
 #include <inttypes.h>
 #include <string.h>
@@ -67,8 +68,7 @@ static int params_hash(gnn_job_t *j, uint64_t *h)
         }
         b = copy;
     }
-    *h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) *h = (*h ^ b[i]) * 1099511628211ull;
+    *h = gnn_fnv1a(GNN_FNV_BASIS, b, n);
     gnn_free(copy);
     return 0;
 }
@@ -79,12 +79,9 @@ static int check_same_params(gnn_job_t *j)
     int rc = 0;
     uint64_t h = 0;
     GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, params_hash(j, &h)));
-    uint64_t lo = h, hi = h;
-    GNN_CHECK(MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD) == MPI_SUCCESS &&
-                  MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD) ==
-                      MPI_SUCCESS,
-              GNN_EMPI, "parameter hash allreduce failed");
-    if (lo != hi)
+    int same = 0;
+    GNN_TRY(gnn_mpi_same(MPI_COMM_WORLD, h, &same));
+    if (!same)
         rc = GNN_FAIL(GNN_EINVAL, "--debug: the parameters differ across ranks after step %" PRId64
                       " (rank %d hash %016" PRIx64 ")",
                       j->ck.step, j->dist->rank, h);

@@ -14,6 +14,7 @@
 #include "trainer/job.h"
 
 #include "graph/base/error.h"
+#include "graph/base/mpiutil.h"
 
 #include <errno.h>
 #include <mpi.h>
@@ -25,11 +26,11 @@
  * refused on every rank alike. */
 static int same_backend(const gnn_job_t *j)
 {
-    const int h = 2 * (int)gnn_backend_kind(j->be) + gnn_be_host_memory(j->be);
-    int m[2] = {h, -h}; /* the largest, and minus the smallest */
-    if (MPI_Allreduce(MPI_IN_PLACE, m, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS)
-        return GNN_FAIL(GNN_EMPI, "MPI_Allreduce failed");
-    if (m[0] == -m[1]) return 0;
+    int same = 0, rc = gnn_mpi_same(MPI_COMM_WORLD,
+                                    2u * (unsigned)gnn_backend_kind(j->be) +
+                                        (unsigned)gnn_be_host_memory(j->be),
+                                    &same);
+    if (rc < 0 || same) return rc;
     return GNN_FAIL(GNN_EUSAGE,
                     "--device %s: the ranks opened backends of different kinds (with auto: "
                     "some machines show a CUDA device, others none); give every rank a GPU, or "
@@ -44,18 +45,11 @@ static int same_state(const gnn_job_t *j, int restore)
 {
     const gnn_checkpoint_t *c = &j->ck;
     const int64_t at[5] = {restore, c->run, c->epoch, c->runs_done, c->bad_evals};
-    uint64_t h = 1469598103934665603ull; /* FNV-1a over the loop's place and the parameters */
-    const unsigned char *b = (const unsigned char *)at;
-    for (size_t i = 0; i < sizeof at; i++) h = (h ^ b[i]) * 1099511628211ull;
-    if (c->params && (restore || c->runs_done > 0)) {
-        b = (const unsigned char *)c->params;
-        for (size_t i = 0; i < (size_t)c->n_params * sizeof(float); i++)
-            h = (h ^ b[i]) * 1099511628211ull;
-    }
-    uint64_t m[2] = {h, ~h}; /* the largest, and the complement of the smallest */
-    if (MPI_Allreduce(MPI_IN_PLACE, m, 2, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS)
-        return GNN_FAIL(GNN_EMPI, "MPI_Allreduce failed");
-    if (m[0] == ~m[1]) return 0;
+    uint64_t h = gnn_fnv1a(GNN_FNV_BASIS, at, sizeof at); /* the loop's place, the parameters */
+    if (c->params && (restore || c->runs_done > 0))
+        h = gnn_fnv1a(h, c->params, (size_t)c->n_params * sizeof(float));
+    int same = 0, rc = gnn_mpi_same(MPI_COMM_WORLD, h, &same);
+    if (rc < 0 || same) return rc;
     return GNN_FAIL(GNN_EINVAL,
                     "--checkpoint %s: the ranks read different checkpoints (or some none); give "
                     "a path on a file system that every rank's machine sees",

@@ -52,3 +52,13 @@ int gnn_mpi_fail_alone(const char *prog, int rc)
     MPI_Abort(MPI_COMM_WORLD, 1);
     return rc;
 }
+
+int gnn_mpi_same(MPI_Comm comm, uint64_t v, int *same)
+{
+    uint64_t m[2] = {v, ~v}; /* the largest, and the complement of the smallest */
+    *same = 0;
+    if (MPI_Allreduce(MPI_IN_PLACE, m, 2, MPI_UINT64_T, MPI_MAX, comm) != MPI_SUCCESS)
+        return GNN_FAIL(GNN_EMPI, "MPI_Allreduce failed");
+    *same = m[0] == ~m[1];
+    return 0;
+}

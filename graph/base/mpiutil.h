@@ -11,6 +11,8 @@
 #include "graph/base/error.h"
 
 #include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -47,6 +49,20 @@ int gnn_mpi_agree_codes(const int *codes, int size, int rank);
  * then failed alone, and must end the job (the others may be waiting for
  * it in a collective call). */
 int gnn_mpi_reporting_rank(void);
+
+/* FNV-1a of n bytes at p, continuing from h (start with GNN_FNV_BASIS):
+ * a fingerprint of state that ranks compare with gnn_mpi_same. */
+#define GNN_FNV_BASIS 1469598103934665603ull
+static inline uint64_t gnn_fnv1a(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = (const unsigned char *)p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
+/* *same = 1 when v is the same on every rank of comm, else 0 (on every
+ * rank alike). 0 or GNN_EMPI. Collective. */
+int gnn_mpi_same(MPI_Comm comm, uint64_t v, int *same);
 
 /*
  * For a failure of this rank alone where its peers may be waiting in a
