@@ -98,11 +98,16 @@ int gnn__ogb_exists(const char *path)
 }
 
 /* Something at path that is not a file to read (a dangling link, a
- * directory) is an error, not an absent optional file. */
+ * directory), or a path that cannot be looked up (a folder without search
+ * permission), is an error, not an absent optional file. */
 static int present(const char *path)
 {
     struct stat st;
-    if (lstat(path, &st) != 0 || gnn__ogb_exists(path)) return 0;
+    if (lstat(path, &st) != 0) {
+        if (errno == ENOENT || errno == ENOTDIR) return 0;
+        return GNN_FAIL(GNN_EIO, "%s: cannot be looked up: %s", path, strerror(errno));
+    }
+    if (gnn__ogb_exists(path)) return 0;
     int link = S_ISLNK(st.st_mode);
     if (stat(path, &st) != 0)
         return GNN_FAIL(GNN_EIO, "%s: %s: %s", path,

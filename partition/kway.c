@@ -125,6 +125,11 @@ static int metis_fail(int status)
     switch (status) {
     case METIS_ERROR_INPUT: return GNN_FAIL(GNN_EMETIS, "METIS rejected its input");
     case METIS_ERROR_MEMORY: return GNN_FAIL(GNN_EMETIS, "METIS ran out of memory");
+    /* METIS 5.1 answers METIS_ERROR both for its own internal errors and
+     * for a SIGTERM sent while it runs (it traps the signal to unwind). */
+    case METIS_ERROR:
+        return GNN_FAIL(GNN_EMETIS, "METIS failed (status %d: an internal error, or the "
+                                    "process was sent SIGTERM while METIS ran)", status);
     default: return GNN_FAIL(GNN_EMETIS, "METIS failed (status %d)", status);
     }
 }
