@@ -260,6 +260,7 @@ int gnn_be_host_alloc(gnn_backend_t *be, size_t bytes, void **out)
 void gnn_be_host_free(gnn_backend_t *be, void *p)
 {
     if (!p) return;
+    if (be) rule(be, "gnn_be_host_free: a free of host memory (a wait for the device)");
     if (be && be->ops->host_free)
         be->ops->host_free(be, p);
     else
@@ -278,7 +279,9 @@ int gnn_be_map_host(gnn_backend_t *be, void *host, size_t bytes, void **dev)
 
 void gnn_be_unmap_host(gnn_backend_t *be, void *host)
 {
-    if (be && host && be->ops->unmap_host) be->ops->unmap_host(be, host);
+    if (!be || !host) return;
+    rule(be, "gnn_be_unmap_host: host memory unmapped (a wait for the device)");
+    if (be->ops->unmap_host) be->ops->unmap_host(be, host);
 }
 
 int gnn_be_upload(gnn_backend_t *be, void *dst, const void *src, size_t bytes)
@@ -1399,9 +1402,12 @@ int gnn_be_sampler_create_at(gnn_backend_t *be, const gnn_csr_t *graph, int laye
     if (!be->ops->sample)
         return GNN_FAIL(GNN_EUNSUPPORTED, "sampling on the device is not available on %s",
                         be->desc);
-    GNN_CHECK(graph->n_rows == graph->n_cols, GNN_EINVAL,
-              "gnn_be_sampler_create: the graph is %" PRId64 " x %" PRId64 ", not square",
-              graph->n_rows, graph->n_cols);
+    GNN_CHECK(graph->n_rows >= 0 && graph->n_rows == graph->n_cols && graph->nnz >= 0 &&
+                  graph->indptr && (graph->nnz == 0 || graph->indices),
+              GNN_EINVAL,
+              "gnn_be_sampler_create: the graph must be a square CSR (got %" PRId64 " x %" PRId64
+              ", %" PRId64 " entries)",
+              graph->n_rows, graph->n_cols, graph->nnz);
     GNN_CHECK(graph->n_rows < INT32_MAX, GNN_EINVAL,
               "gnn_be_sampler_create: %" PRId64 " nodes (at most 2^31 - 2 on the device)",
               graph->n_rows);

@@ -159,9 +159,14 @@ static int cu_upload(gnn_backend_t *be, void *dst, const void *src, size_t bytes
     gnn_cuda_be_t *cb = gnn__cuda_be(be);
     /* From pageable memory the call returns once src has been staged, so
      * the caller may reuse it; from pinned memory it may return before the
-     * copy ran (kernels/backend.h says so). */
+     * copy ran (kernels/backend.h says so). An array that merely shares a
+     * page with one mapped for the device (gnn_be_map_host) is pinned too
+     * without its owner knowing: that copy is waited for, as pageable
+     * memory's would be. */
     GNN_CUDA_RET(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, cb->stream),
                  "copy to the device");
+    if (gnn__cuda_mapped_pages(src, bytes))
+        GNN_CUDA_RET(cudaStreamSynchronize(cb->stream), "copy to the device");
     return 0;
 }
 
@@ -181,7 +186,9 @@ static int cu_host_alloc(gnn_backend_t *be, size_t bytes, void **out)
 static void cu_host_free(gnn_backend_t *be, void *p)
 {
     gnn_cuda_be_t *cb = gnn__cuda_be(be);
-    cudaError_t e = cudaStreamSynchronize(cb->stream); /* a queued copy may still read it */
+    /* A queued copy may still read it (a wait: never inside a captured
+     * step, which gnn_be_host_free's rule checks on the emulation). */
+    cudaError_t e = cudaStreamSynchronize(cb->stream);
     if (e == cudaSuccess) e = cudaFreeHost(p);
     if (e != cudaSuccess) free_failed(e);
 }
@@ -241,15 +248,35 @@ static void regions_release(uintptr_t lo, uintptr_t hi)
             region_drop(i);
 }
 
-/* Register pages [lo, hi), none of them in a region of the table. */
+int gnn__cuda_mapped_pages(const void *p, size_t bytes)
+{
+    uintptr_t lo, hi;
+    page_range(p, bytes, &lo, &hi);
+    int in = 0;
+    pthread_mutex_lock(&g_map_lock);
+    for (size_t i = 0; i < g_n_regions && !in; i++)
+        in = g_regions[i].lo < hi && lo < g_regions[i].hi;
+    pthread_mutex_unlock(&g_map_lock);
+    return in;
+}
+
+/* Register pages [lo, hi), none of them in a region of the table. Not
+ * read-only for the device: the first and last pages may hold other
+ * arrays of the heap, which copies from the device write into. Read-only
+ * only where the host itself maps the pages so (plain registration
+ * refused). */
 static cudaError_t region_add(uintptr_t lo, uintptr_t hi)
 {
     const unsigned flags = cudaHostRegisterMapped | cudaHostRegisterPortable;
     int foreign = 0;
-    cudaError_t e = cudaHostRegister((void *)lo, hi - lo, flags | cudaHostRegisterReadOnly);
-    if (e == cudaErrorNotSupported || e == cudaErrorInvalidValue) {
+    cudaError_t e = cudaHostRegister((void *)lo, hi - lo, flags);
+    if (e != cudaSuccess && e != cudaErrorHostMemoryAlreadyRegistered) {
         (void)cudaGetLastError();
-        e = cudaHostRegister((void *)lo, hi - lo, flags);
+        cudaError_t r = cudaHostRegister((void *)lo, hi - lo, flags | cudaHostRegisterReadOnly);
+        if (r == cudaSuccess || r == cudaErrorHostMemoryAlreadyRegistered)
+            e = r;
+        else
+            (void)cudaGetLastError();
     }
     if (e == cudaErrorHostMemoryAlreadyRegistered) {
         /* Registered outside this table: usable only if the device reads
@@ -365,7 +392,9 @@ static int cu_map_host(gnn_backend_t *be, void *host, size_t bytes, void **dev)
 static void cu_unmap_host(gnn_backend_t *be, void *host)
 {
     gnn_cuda_be_t *cb = gnn__cuda_be(be);
-    cudaStreamSynchronize(cb->stream); /* queued work may still read it */
+    /* Queued work may still read it. A wait that failed (a fault of
+     * earlier work) is not left for the next launch to be blamed for. */
+    if (cudaStreamSynchronize(cb->stream) != cudaSuccess) (void)cudaGetLastError();
     gnn__cuda_unmap_host(host);
 }
 

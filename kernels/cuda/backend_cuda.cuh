@@ -71,13 +71,19 @@ int gnn__cuda_scratch(gnn_cuda_be_t *cb, size_t bytes, void **out);
 /* Pinned host scratch of at least bytes, the same way. */
 int gnn__cuda_pinned(gnn_cuda_be_t *cb, size_t bytes, void **out);
 
-/* Host memory of bytes pinned and mapped in place (read-only where the
- * platform has it), *dev its device address; nothing of the call left
+/* Host memory of bytes pinned and mapped in place (writable: its first
+ * and last pages may hold other arrays), *dev its device address; nothing of the call left
  * registered on failure. Ranges may share pages or overlap (two arrays
  * side by side on the heap, one array mapped twice): each call is one
  * mapping, and gnn__cuda_unmap_host(host) ends the latest of host's. */
 cudaError_t gnn__cuda_map_host(void *host, size_t bytes, void **dev);
 void gnn__cuda_unmap_host(void *host);
+/* Whether any of p's bytes lie on a page mapped by gnn__cuda_map_host:
+ * such memory is pinned, so a copy from it may run after cudaMemcpyAsync
+ * returns, even where p's owner allocated it as pageable memory (an array
+ * sharing a page with a mapped one). Copies whose source the caller may
+ * reuse at once wait for their stream then. */
+int gnn__cuda_mapped_pages(const void *p, size_t bytes);
 
 /* cudaMalloc on the current device (bytes 0: one byte) which, on running
  * out, hands what the stream-ordered pool keeps back to the driver (a wait

@@ -50,6 +50,8 @@ static int upload(gnn_cuda_be_t *cb, void **d, const void *h, int64_t n, size_t 
     if (bytes)
         GNN_CUDA_RET(cudaMemcpyAsync(*d, h, bytes, cudaMemcpyHostToDevice, cb->stream),
                      "sparse features: copy to device");
+    if (bytes && gnn__cuda_mapped_pages(h, bytes)) /* pinned: h not staged yet */
+        GNN_CUDA_RET(cudaStreamSynchronize(cb->stream), "sparse features: copy to device");
     return 0;
 }
 

@@ -60,6 +60,7 @@
 #include "kernels/cuda/spmm_cuda.h"
 
 #include "kernels/backend_impl.h"
+#include "kernels/cuda/backend_cuda.cuh"
 
 #include "kernels/cuda/spmm_kernels.cuh"
 
@@ -241,6 +242,8 @@ static int upload(cudaStream_t s, void **d, const void *h, int64_t n, size_t siz
     *d = NULL;
     cudaError_t e = cudaMallocAsync(d, bytes ? bytes : size, s);
     if (e == cudaSuccess && bytes) e = cudaMemcpyAsync(*d, h, bytes, cudaMemcpyHostToDevice, s);
+    if (e == cudaSuccess && bytes && gnn__cuda_mapped_pages(h, bytes)) /* pinned: not staged */
+        e = cudaStreamSynchronize(s);
     if (e != cudaSuccess) {
         cudaGetLastError();
         return GNN_FAIL(e == cudaErrorMemoryAllocation ? GNN_ENOMEM : GNN_ECUDA,

@@ -2232,6 +2232,9 @@ static void test_attention(void **state)
                 context("gat scores backward: %" PRId64 " heads of %" PRId64 ", self loops %d", H,
                         F, sl);
                 float *hds = pair_from_cpu(&DS);
+                /* The CPU's el and er on both sides: a score within rounding
+                 * of 0 would take the other LeakyReLU branch. */
+                free(pair_from_cpu(&WS));
                 pair_set(&DX, hdx); /* accumulated into */
                 poison(&DP);
                 expect_ok(gnn_be_attn_score_backward(g_cpu, gc, gat, &o, P.c, X.c, DS.c, DX.c,

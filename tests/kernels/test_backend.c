@@ -905,10 +905,16 @@ static void test_capture_rules(void **state)
         {"gnn_be_upload: a copy from host memory inside captured work", 3},
         {"gnn_be_alloc: an allocation inside captured work", 4},
         {"gnn_be_softmax_xent: the loss read back inside captured work", 5},
+        {"gnn_be_host_free: a free of host memory (a wait for the device) inside captured work",
+         6},
+        {"gnn_be_unmap_host: host memory unmapped (a wait for the device) inside captured work",
+         7},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        void *p = NULL;
+        void *p = NULL, *host = NULL, *dev = NULL;
         double l = 0;
+        if (cases[c].which == 6) assert_int_equal(gnn_be_host_alloc(be, 64, &host), 0);
+        if (cases[c].which == 7) assert_int_equal(gnn_be_map_host(be, hx, sizeof hx, &dev), 0);
         assert_int_equal(gnn_be_capture_rules_begin(be), 0);
         assert_int_equal(gnn_be_copy(be, y, x, sizeof hx), 0); /* fine before it */
         switch (cases[c].which) {
@@ -918,6 +924,8 @@ static void test_capture_rules(void **state)
         case 3: assert_int_equal(gnn_be_upload(be, y, hx, sizeof hx), 0); break;
         case 4: assert_int_equal(gnn_be_alloc(be, 64, &p), 0); break;
         case 5: assert_int_equal(gnn_be_softmax_xent(be, 4, 2, x, lab, NULL, 4, &l, y), 0); break;
+        case 6: gnn_be_host_free(be, host); break;
+        case 7: gnn_be_unmap_host(be, hx); break;
         }
         assert_int_equal(gnn_be_sync(be), 0); /* a second: the first is named */
         expect_error(gnn_be_capture_rules_end(be), GNN_ECUDA, cases[c].want);

@@ -413,8 +413,14 @@ static void test_errors(void **state)
         expect_error(gnn_be_sampler_create(be, &g, 2, bad, &ds), GNN_EINVAL, "fanout 0 of hop 1");
         expect_error(gnn_be_sampler_create(be, &g, 0, fan, &ds), GNN_EINVAL, "0 layers");
         g.n_cols = 299;
-        expect_error(gnn_be_sampler_create(be, &g, 2, fan, &ds), GNN_EINVAL, "not square");
+        expect_error(gnn_be_sampler_create(be, &g, 2, fan, &ds), GNN_EINVAL,
+                     "must be a square CSR (got 300 x 299, 3000 entries)");
         g.n_cols = 300;
+        gnn_vid_t *indices = g.indices;
+        g.indices = NULL;
+        expect_error(gnn_be_sampler_create(be, &g, 2, fan, &ds), GNN_EINVAL,
+                     "must be a square CSR (got 300 x 300, 3000 entries)");
+        g.indices = indices;
         assert_null(ds);
         assert_int_equal(gnn_be_sampler_create(be, &g, 2, fan, &ds), 0);
         gnn_bbatch_t b;
