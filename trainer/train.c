@@ -144,6 +144,14 @@ int gnn_train_run(const gnn_train_opts_t *o, gnn_train_result_t *res)
     gnn__write_final(j, &r); /* the log's last line says every output is written */
     if (res) *res = r;
 fail:
+    if (rc < 0 && rc != GNN_EUSAGE && j->dist && size > 1 && gnn_dist_reporting_rank() < 0) {
+        /* This rank failed alone: its peers wait for it in a collective
+         * call, MPI's or NCCL's on the device (whose communicator cannot
+         * be finalised without them, nor a step queued behind it waited
+         * for), so the job ends here, before anything of the job waits. */
+        if (j->log) fflush(j->log);
+        return gnn_mpi_fail_alone("gnn-train", rc);
+    }
     gnn__job_free(j);
     return rc;
 }
