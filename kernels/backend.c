@@ -1368,6 +1368,15 @@ int gnn_be_scatter_rows(gnn_backend_t *be, int64_t n, int64_t f, const float *sr
     return be->ops->scatter_rows(be, n, f, src, lds, idx, dst, ldd, dst_rows);
 }
 
+int gnn_be_mem_peak(gnn_backend_t *be, size_t *bytes)
+{
+    NEED(be && bytes, "gnn_be_mem_peak");
+    *bytes = 0;
+    if (!be->ops->mem_peak)
+        return GNN_FAIL(GNN_EUNSUPPORTED, "gnn_be_mem_peak: not known on %s", be->desc);
+    return be->ops->mem_peak(be, bytes);
+}
+
 int gnn_be_mem_available(gnn_backend_t *be, size_t *bytes)
 {
     NEED(be && bytes, "gnn_be_mem_available");

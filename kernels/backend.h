@@ -411,6 +411,13 @@ int gnn_be_scatter_rows(gnn_backend_t *be, int64_t n, int64_t f, const float *sr
 /* Bytes the backend could still allocate: free device memory on CUDA, the
  * kernel's MemAvailable on the CPU (physical pages free when it has none). */
 int gnn_be_mem_available(gnn_backend_t *be, size_t *bytes);
+/* The most device memory the backend has held since it opened, beyond what
+ * its device held then (the CUDA context, the libraries' handles): on CUDA
+ * the device's used memory at this call and every earlier one, with the
+ * stream-ordered pool's own high-water mark between calls (device-wide:
+ * right where the process has the GPU to itself); on cpu-as-gpu the
+ * buffers of gnn_be_alloc. GNN_EUNSUPPORTED on the CPU (host memory). */
+int gnn_be_mem_peak(gnn_backend_t *be, size_t *bytes);
 /* ELU and its backward from the output (kernels/dense.h). */
 int gnn_be_elu(gnn_backend_t *be, int64_t n, const float *x, float *y);
 int gnn_be_elu_backward(gnn_backend_t *be, int64_t n, const float *y, const float *dy, float *dx);

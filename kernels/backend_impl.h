@@ -159,6 +159,8 @@ typedef struct {
      * queue; NULL: the backend's download (work done when queued). */
     int (*sampler_download)(gnn_backend_t *be, gnn_bsampler_t *s, void *dst, const void *src,
                             size_t bytes);
+    /* gnn_be_mem_peak; NULL: not known (GNN_EUNSUPPORTED) */
+    int (*mem_peak)(gnn_backend_t *be, size_t *bytes);
 } gnn_backend_ops_t;
 
 /* A device sampler: the host's view, and the device's (impl). */

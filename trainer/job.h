@@ -97,6 +97,8 @@ typedef struct gnn_job {
     size_t loss_slots_bytes;
     double *loss_host;                /* their copy on the host */
     size_t loss_host_cap;
+    size_t dev_peak; /* gnn_be_mem_peak at the last epoch; dev_peak_known: 1 when */
+    int dev_peak_known; /* the backend knows it (a device's, not the CPU's) */
     int loss_checked;                 /* the targets passed a checked loss once */
     gnn_replay_t replay;              /* full graph on a GPU: the step captured once */
     size_t dlogits_bytes;             /* mini-batches: what it holds (grown per batch) */

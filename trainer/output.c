@@ -24,6 +24,9 @@ void gnn__log_epoch(gnn_job_t *j, int64_t epoch, double loss, const gnn_metrics_
 {
     const gnn_checkpoint_t *c = &j->ck;
     const gnn_task_kind_t *t = j->task;
+    /* The device memory held at the most so far (evaluation included). */
+    if (j->be && !gnn_be_host_memory(j->be) && gnn_be_mem_peak(j->be, &j->dev_peak) == 0)
+        j->dev_peak_known = 1;
     if (j->log) {
         FILE *f = j->log;
         fprintf(f, "{\"run\": %" PRId64 ", \"epoch\": %" PRId64 ", \"loss\": ", c->run, epoch);
@@ -330,6 +333,8 @@ void gnn__write_final(gnn_job_t *j, const gnn_train_result_t *r)
             }
             fprintf(f, "]");
         }
+        if (j->dev_peak_known)
+            fprintf(f, ", \"device_peak_mb\": %.1f", (double)j->dev_peak / 1048576.0);
         fprintf(f, "}\n");
         fflush(f);
     }

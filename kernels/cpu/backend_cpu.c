@@ -35,11 +35,13 @@ typedef struct {
     struct {
         const char *p;
         size_t bytes;
+        int alloc; /* gnn_be_alloc's (not host memory mapped) */
     } *a;
     size_t n, cap;
+    size_t held, peak; /* bytes of gnn_be_alloc's buffers: now, and the most */
 } tracker_t;
 
-static int track_add(tracker_t *t, const void *p, size_t bytes)
+static int track_add(tracker_t *t, const void *p, size_t bytes, int alloc)
 {
     int rc = 0;
     pthread_mutex_lock(&t->lock);
@@ -54,7 +56,12 @@ static int track_add(tracker_t *t, const void *p, size_t bytes)
         t->cap = cap;
     }
     t->a[t->n].p = p;
+    t->a[t->n].alloc = alloc;
     t->a[t->n++].bytes = bytes ? bytes : 1;
+    if (alloc) {
+        t->held += bytes;
+        if (t->held > t->peak) t->peak = t->held;
+    }
 out:
     pthread_mutex_unlock(&t->lock);
     return rc;
@@ -65,6 +72,7 @@ static void track_remove(tracker_t *t, const void *p)
     pthread_mutex_lock(&t->lock);
     for (size_t i = 0; i < t->n; i++)
         if (t->a[i].p == p) {
+            if (t->a[i].alloc) t->held -= t->a[i].bytes;
             t->a[i] = t->a[--t->n];
             break;
         }
@@ -87,7 +95,7 @@ static int cpu_alloc(gnn_backend_t *be, size_t bytes, void **out)
 {
     *out = gnn_alloc_large(bytes); /* 64-byte aligned; huge pages from 2 MiB */
     if (!*out) return GNN_ENOMEM; /* the allocator recorded it */
-    int rc = be->impl ? track_add(be->impl, *out, bytes) : 0;
+    int rc = be->impl ? track_add(be->impl, *out, bytes ? bytes : 1, 1) : 0;
     if (rc < 0) {
         gnn_free(*out);
         *out = NULL;
@@ -105,7 +113,7 @@ static void cpu_free(gnn_backend_t *be, void *p)
  * among its buffers. */
 static int cpu_map_host(gnn_backend_t *be, void *host, size_t bytes, void **dev)
 {
-    int rc = be->impl ? track_add(be->impl, host, bytes) : 0;
+    int rc = be->impl ? track_add(be->impl, host, bytes, 0) : 0;
     *dev = rc < 0 ? NULL : host;
     return rc;
 }
@@ -414,6 +422,17 @@ static int cpu_scatter_rows(gnn_backend_t *be, int64_t n, int64_t f, const float
     return gnn_scatter_rows(n, f, src, lds, idx, dst, ldd, dst_rows);
 }
 
+/* cpu-as-gpu: the most its buffers held (gnn_be_alloc's). */
+static int cpu_mem_peak(gnn_backend_t *be, size_t *bytes)
+{
+    tracker_t *t = be->impl;
+    if (!t) return GNN_FAIL(GNN_EUNSUPPORTED, "gnn_be_mem_peak: not known on %s", be->desc);
+    pthread_mutex_lock(&t->lock);
+    *bytes = t->peak;
+    pthread_mutex_unlock(&t->lock);
+    return 0;
+}
+
 /* MemAvailable of /proc/meminfo; free physical pages where there is none. */
 static int cpu_mem_available(gnn_backend_t *be, size_t *bytes)
 {
@@ -491,6 +510,7 @@ static const gnn_backend_ops_t cpu_ops = {
     .map_host = cpu_map_host,
     .unmap_host = cpu_unmap_host,
     .gather_rows_cached = cpu_gather_rows_cached,
+    .mem_peak = cpu_mem_peak,
 };
 
 int gnn__backend_cpu_init(gnn_backend_t *be, int as_gpu)

@@ -431,6 +431,29 @@ static int cu_mem_available(gnn_backend_t *be, size_t *bytes)
     return 0;
 }
 
+/* The device's used memory beyond the backend's start, with what the
+ * stream-ordered pool reserved at its most beyond what it reserves now
+ * (a peak between two calls); the most of these over the calls. */
+static int cu_mem_peak(gnn_backend_t *be, size_t *bytes)
+{
+    gnn_cuda_be_t *cb = gnn__cuda_be(be);
+    size_t free_b = 0, total = 0;
+    GNN_CUDA_RET(cudaMemGetInfo(&free_b, &total), "cudaMemGetInfo");
+    size_t used = total - free_b, now = used > cb->mem_base ? used - cb->mem_base : 0;
+    cudaMemPool_t pool;
+    uint64_t high = 0, cur = 0;
+    if (cudaDeviceGetDefaultMemPool(&pool, cb->dev) == cudaSuccess &&
+        cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemHigh, &high) == cudaSuccess &&
+        cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &cur) == cudaSuccess) {
+        if (high > cur) now += (size_t)(high - cur);
+    } else {
+        (void)cudaGetLastError();
+    }
+    if (now > cb->mem_peak) cb->mem_peak = now;
+    *bytes = cb->mem_peak;
+    return 0;
+}
+
 static int cu_sync(gnn_backend_t *be)
 {
     gnn_cuda_be_t *cb = gnn__cuda_be(be);
@@ -805,6 +828,7 @@ static const gnn_backend_ops_t cuda_ops = {
     /* .capture_launch = */ cu_capture_launch,
     /* .capture_free = */ cu_capture_free,
     /* .sampler_download = */ gnn__cuda_sampler_download,
+    /* .mem_peak = */ cu_mem_peak,
 };
 
 /* A kernel of this build: whether the GPU runs the build's code. */
@@ -873,6 +897,11 @@ static int open_device(gnn_cuda_be_t *cb)
     cb->spmm.deterministic = 0;
     cb->spmm.generation = 1;
     cb->spmm.sm_count = prop.multiProcessorCount;
+    /* What the device holds now (the context, the handles, the cuBLAS
+     * workspace): gnn_be_mem_peak counts from here. */
+    size_t free_b = 0, total = 0;
+    GNN_CUDA_RET(cudaMemGetInfo(&free_b, &total), "cudaMemGetInfo");
+    cb->mem_base = total - free_b;
     return 0;
 }
 

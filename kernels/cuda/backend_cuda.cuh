@@ -34,6 +34,7 @@ typedef struct {
     void *blas_ws;            /* cuBLAS's workspace, the backend's own (CUBLAS_WS_BYTES) */
     void **deferred;          /* buffers freed while the stream captured work: */
     size_t n_deferred, cap_deferred; /* freed when the capture ends */
+    size_t mem_base, mem_peak; /* device memory used when opened; gnn_be_mem_peak's */
 } gnn_cuda_be_t;
 
 /* cuBLAS's workspace: the same buffer captured or not, so a captured

@@ -815,6 +815,26 @@ static int log_steps(const char *path, char steps[][16], int max)
     return n;
 }
 
+/* The log's final line names the device memory held at the most
+ * (device_peak_mb) on a device, and only there: at least g_sbm's features
+ * (3000 x 32 floats, uploaded whole for the full graph), and not more than
+ * a few times what the run holds. */
+static void expect_device_peak(const char *log, int device)
+{
+    char *text = tu_read_file(log);
+    assert_non_null(text);
+    const char *fin = strstr(text, "{\"final\": true");
+    assert_non_null(fin);
+    if (!device) {
+        if (tu_json_get(fin, "device_peak_mb")) fail_msg("device_peak_mb on the CPU: %s", fin);
+    } else {
+        double mb = tu_json_num(fin, "device_peak_mb");
+        if (!(mb >= 3000.0 * 32 * 4 / 1048576 && mb < 16.0))
+            fail_msg("device_peak_mb %g outside [0.37, 16) MB: %s", mb, fin);
+    }
+    free(text);
+}
+
 /*
  * The full-graph step captured once and replayed (--cuda-graphs, on by
  * default), emulated on cpu-as-gpu: the step to capture runs under a GPU
@@ -861,6 +881,7 @@ static void test_full_step_replay(void **state)
                      "--checkpoint", ck[d], "--log-json", (char *)log, "-q");
             assert_int_equal(log_losses(log, loss[d], 10), 10);
             if (d == 2) assert_int_equal(log_steps(log, steps, 10), 10);
+            if (c == 0) expect_device_peak(log, d > 0);
         }
         print_message("%s %s %s: epoch 5 loss %.9g on cpu, %.9g on cpu-as-gpu\n",
                       cases[c][0], cases[c][3], cases[c][4], loss[0][4], loss[2][4]);
