@@ -4,7 +4,17 @@
 # removed at exit with any process in $BG_PIDS stopped); $OUTFILE, the
 # table ($OUT/FILE when OUT is a directory, else in $WORK); say, a line to
 # the terminal and the table; builds gnn-train and gnn-dataset in $BUILD.
+# A run's time limit (run_limit): LIMIT seconds, or less where DEADLINE
+# (a time in seconds since the epoch, as bench/gpu/run.sh exports its
+# budget's end) comes sooner; run_room fails when under 5 s of it remain,
+# so that a script skips its last runs and still prints its table.
 BG_PIDS=
+run_limit() {
+    local r=$(( ${DEADLINE:-0} > 0 ? ${DEADLINE:-0} - $(date +%s) : LIMIT ))
+    if [ "$r" -gt "$LIMIT" ]; then r=$LIMIT; fi
+    echo $(( r > 1 ? r : 1 ))
+}
+run_room() { [ "${DEADLINE:-0}" -le 0 ] || [ $(( DEADLINE - $(date +%s) )) -ge 5 ]; }
 gpu_bench_cleanup() {
     local p
     for p in $BG_PIDS; do kill "$p" 2>/dev/null; done
@@ -12,7 +22,7 @@ gpu_bench_cleanup() {
 }
 say() { printf '%s\n' "$*" | tee -a "$OUTFILE"; }
 gpu_bench_setup() { # NAME FILE
-    if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+    if [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -eq 0 ]; then
         echo "bench/gpu/$1.sh: no CUDA device (nvidia-smi lists none)" >&2
         exit 77
     fi

@@ -27,10 +27,12 @@
 # plateau by then, PyG's sampling one epoch sooner unless ours samples
 # once too: bench/gpu/README.md); the targets' accuracy is --sample-once's.
 #
-# Variables: BUILD (build-gpu), NODES (2400000), DEGREE (50), EPOCHS (3),
+# Variables: BUILD (build-gpu), NODES (2400000), DEGREE (50), GRAPH (that
+# graph, -f 100 -c 47, made beforehand: used instead of generating it), EPOCHS (3),
 # THREADS (--threads, default half the cores), SAMPLERS (--sampler-threads
 # and the reference's workers, the other half), LIMIT (seconds per run,
-# 300), PY (python3: the interpreter with torch, PyG and CUDA; REF=0 skips
+# 300; DEADLINE, common.sh: the runs that would start past it are
+# skipped), PY (python3: the interpreter with torch, PyG and CUDA; REF=0 skips
 # the reference). Writes the table to $OUT/gpu-minibatch.txt when OUT is a
 # directory. Exit status: 0; 1 when a run failed or the losses differ; 77
 # without a CUDA device.
@@ -49,13 +51,17 @@ THREADS=${THREADS:-$(( CORES / 2 > 0 ? CORES / 2 : 1 ))}
 SAMPLERS=${SAMPLERS:-$(( CORES - THREADS > 0 ? CORES - THREADS : 1 ))}
 . bench/gpu/common.sh
 gpu_bench_setup minibatch gpu-minibatch.txt
-G=$WORK/sbm.h5
+G=${GRAPH:-$WORK/sbm.h5}
 t0=$(date +%s)
-"$BUILD/datasets/gnn-dataset" generate sbm -n "$NODES" -d "$DEGREE" -f 100 -c 47 -o "$G" -q ||
-    { echo "bench/gpu/minibatch.sh: gnn-dataset generate failed" >&2; exit 1; }
+if [ -z "${GRAPH:-}" ]; then
+    "$BUILD/datasets/gnn-dataset" generate sbm -n "$NODES" -d "$DEGREE" -f 100 -c 47 -o "$G" -q ||
+        { echo "bench/gpu/minibatch.sh: gnn-dataset generate failed" >&2; exit 1; }
+fi
 say "== $(date -u '+%Y-%m-%d %H:%M UTC'), $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)," \
     "$CORES cores, commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'), tree $(gnn_tree_id)"
-say "== graph: gnn-dataset generate sbm -n $NODES -d $DEGREE -f 100 -c 47 ($(( $(date +%s) - t0 )) s);" \
+made="$(( $(date +%s) - t0 )) s"
+if [ -n "${GRAPH:-}" ]; then made="made beforehand: $G"; fi
+say "== graph: gnn-dataset generate sbm -n $NODES -d $DEGREE -f 100 -c 47 ($made);" \
     "sage, 3 layers, hidden 256, fanouts 15,10,5, batch 1024, $EPOCHS epoch(s), --threads $THREADS"
 # NVML's "utilisation": the share of each sample period in which a kernel
 # ran, every 100 ms, for the whole script; each run's epoch is cut out of
@@ -67,7 +73,12 @@ BG_PIDS=$UTIL_PID
 STATUS=0
 run() { # NAME, then options
     local name=$1; shift
-    if ! timeout "$LIMIT" "$BUILD/trainer/gnn-train" --data "$G" --model sage --mode minibatch \
+    if ! run_room; then
+        say "$name skipped: the time given (DEADLINE) is up"
+        STATUS=1
+        return
+    fi
+    if ! timeout "$(run_limit)" "$BUILD/trainer/gnn-train" --data "$G" --model sage --mode minibatch \
         --device cuda --layers 3 --hidden 256 --fanouts 15,10,5 --batch-size 1024 \
         --epochs "$EPOCHS" --eval-every "$EPOCHS" --threads "$THREADS" -q \
         --log-json "$WORK/$name.json" "$@" \
@@ -88,11 +99,16 @@ if [ "$REF" = 1 ] && ! "$PY" -c 'import torch, torch_geometric, h5py' 2>/dev/nul
     say "== reference skipped: $PY has no torch, torch_geometric or h5py"
     REF=0
 fi
+if [ "$REF" = 1 ] && ! run_room; then
+    say "== reference skipped: the time given (DEADLINE) is up"
+    REF=0
+    STATUS=1
+fi
 if [ "$REF" = 1 ]; then
     say "== reference: $("$PY" -c 'import torch, torch_geometric as g, torch_geometric.typing as t
 print("torch", torch.__version__, "torch_geometric", g.__version__, "pyg-lib" if t.WITH_PYG_LIB
       else "torch-sparse" if t.WITH_TORCH_SPARSE else "(neither pyg-lib nor torch-sparse)")' 2>&1 | tail -1)"
-    if ! timeout "$LIMIT" "$PY" bench/reference/minibatch_pyg.py "$G" --device cuda \
+    if ! timeout "$(run_limit)" "$PY" bench/reference/minibatch_pyg.py "$G" --device cuda \
         --layers 3 --hidden 256 --fanouts 15,10,5 --batch-size 1024 --epochs "$EPOCHS" \
         --workers "$SAMPLERS" --threads "$THREADS" --log-json "$WORK/pyg.json" \
         >"$WORK/pyg.out" 2>&1; then

@@ -16,14 +16,18 @@
 # 2. runs the CUDA tests (ctest -L cuda): with a device present they must
 #    pass, not skip; the one skip allowed is test_nccl_npN on a machine
 #    with fewer than N GPUs (NCCL refuses two ranks on one GPU). Meanwhile
-# 3. generates two graphs of 4M nodes and about 130M stored edges with
-#    gnn-dataset (R-MAT scale 22, edge factor 16; SBM of mean degree 32)
-#    into a temporary directory, removed at exit;
-# 4. runs spmm_gpu_bench on both (copy bandwidth and GEMM with the first);
-# 5. then, while the budget lasts (at least TRAIN_MIN seconds left for
-#    each), bench/gpu/minibatch.sh (one epoch of mini-batches: host and
-#    device sampling) and bench/gpu/train.sh (full graph against PyTorch
-#    and PyG, TRAIN_EPOCHS epochs);
+# 3. generates the training benches' two SBM graphs with gnn-dataset
+#    (1M nodes, mean degree 20, 128 features; 2.4M nodes, mean degree 50,
+#    100 features, 47 classes) into a temporary directory, removed at exit;
+# 4. then, while the budget lasts (at least TRAIN_MIN seconds left for
+#    each; each stops its runs at the budget's end and prints its table),
+#    bench/gpu/train.sh (full graph against PyTorch and PyG, TRAIN_EPOCHS
+#    epochs, peak device memory) and bench/gpu/minibatch.sh (one epoch of
+#    mini-batches: host and device sampling, against PyG's loader);
+# 5. with what is left (at least SPMM_MIN seconds for each), generates an
+#    R-MAT graph (scale RMAT_SCALE, edge factor 16) and an SBM graph of as
+#    many nodes and runs spmm_gpu_bench on each (copy bandwidth, and GEMM
+#    with the first);
 # 6. writes tool versions, the test summary and the bench tables to the
 #    results file, and prints it.
 #
@@ -35,7 +39,7 @@
 # 470), TESTS_MAX (the most seconds of it the tests may take, default 300),
 # RMAT_SCALE (22), SBM_NODES (4194304), SBM_DEGREE (32), WIDTHS
 # (32,128,256), AGGR (sum,mean,gcn,max), REPS_TIME (0.2), GNN_DEBS (.debs),
-# TRAIN_MIN (90), TRAIN_EPOCHS (10).
+# TRAIN_MIN (90), TRAIN_EPOCHS (10), SPMM_MIN (60).
 set -uo pipefail
 
 cd "$(dirname "$0")/../.." || exit 1
@@ -51,6 +55,7 @@ WIDTHS=${WIDTHS:-32,128,256}
 AGGR=${AGGR:-sum,mean,gcn,max}
 REPS_TIME=${REPS_TIME:-0.2}
 TRAIN_MIN=${TRAIN_MIN:-90}
+SPMM_MIN=${SPMM_MIN:-60}
 TRAIN_EPOCHS=${TRAIN_EPOCHS:-10}
 DEBS=${GNN_DEBS:-.debs}
 BUILD=build-gpu
@@ -65,7 +70,7 @@ elif [ -n "${OUT:-}" ]; then
 else
     RESULTS=bench/gpu/results-$DATE.txt
 fi
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_WAIT_POLICY=passive
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/gnn-gpu-bench.XXXXXX")
 GEN_PID=
@@ -206,13 +211,14 @@ fi
 log "built in $(($(date +%s) - T0)) s with -j$JOBS"
 
 # ---- 3. graphs, made in the background while the tests run ----------------------
+# The training benches' graphs (bench/gpu/train.sh's and minibatch.sh's
+# defaults, which they take as GRAPH instead of generating them).
 DATASET=$BUILD/datasets/gnn-dataset
-R=rmat$RMAT_SCALE
 gen() { # NAME ARGS...: generate; one line "NAME ok|failed SECONDS SIZE" into gen.txt
     local name=$1 t0 secs size
     shift
     t0=$(date +%s%N)
-    if ! timeout "$(left)" "$DATASET" generate "$@" -f 0 -o "$WORK/$name.h5" -q \
+    if ! timeout "$(left)" "$DATASET" generate "$@" -o "$WORK/$name.h5" -q \
         >"$WORK/gen-$name.log" 2>&1; then
         echo "$name failed" >>"$WORK/gen.txt"
         return 1
@@ -220,13 +226,28 @@ gen() { # NAME ARGS...: generate; one line "NAME ok|failed SECONDS SIZE" into ge
     secs=$(awk -v a="$t0" -v b="$(date +%s%N)" 'BEGIN { printf "%.1f", (b - a) / 1e9 }')
     size=$("$DATASET" info "$WORK/$name.h5" | sed -nE 's/^(nodes|edges) +/\1 /p' | paste -sd, |
         sed 's/,/, /')
-    echo "$name ok $secs gnn-dataset generate $* -f 0: $size" >>"$WORK/gen.txt"
+    echo "$name ok $secs gnn-dataset generate $*: $size" >>"$WORK/gen.txt"
+}
+# Whether NAME was generated (else its log and a FAILED line).
+generated() {
+    local line
+    line=$(grep -m1 "^$1 " "$WORK/gen.txt")
+    case "$line" in
+    "$1 ok "*)
+        read -r _ _ secs rest <<<"$line"
+        log "$1: $rest ($secs s)"
+        return 0
+        ;;
+    esac
+    cat "$WORK/gen-$1.log" >>"$RESULTS" 2>/dev/null
+    fail "generating $1${line:+ ($line)}"
+    return 1
 }
 : >"$WORK/gen.txt"
 if [ "$NGPU" -gt 0 ]; then
     (
-        gen "$R" rmat --scale "$RMAT_SCALE" --edge-factor 16
-        gen sbm sbm --nodes "$SBM_NODES" --avg-degree "$SBM_DEGREE" --classes 16
+        gen train sbm -n 1000000 -d 20 -f 128
+        gen minibatch sbm -n 2400000 -d 50 -f 100 -c 47
     ) &
     GEN_PID=$!
 fi
@@ -235,8 +256,10 @@ fi
 section "CUDA tests (ctest -L cuda)"
 TLIM=$(left)
 if [ "$TLIM" -gt "$TESTS_MAX" ]; then TLIM=$TESTS_MAX; fi
-(cd "$BUILD" && timeout "$TLIM" ctest -L cuda --output-on-failure --timeout 240) \
-    >"$WORK/ctest.log" 2>&1
+# OpenMP threads that sleep when idle: the tests share the cores with
+# the graphs' generator.
+(cd "$BUILD" && OMP_WAIT_POLICY=passive timeout "$TLIM" ctest -L cuda --output-on-failure \
+    --timeout 240) >"$WORK/ctest.log" 2>&1
 CTEST_RC=$?
 # The per-test lines and the summary (the whole log when something failed).
 if [ "$CTEST_RC" -eq 0 ]; then
@@ -270,66 +293,65 @@ done
 section "graphs (gnn-dataset generate, into $WORK, during the tests)"
 wait "$GEN_PID"
 GEN_PID=
-GRAPHS=""
-for g in "$R" sbm; do
-    line=$(grep -m1 "^$g " "$WORK/gen.txt")
-    case "$line" in
-    "$g ok "*)
-        read -r _ _ secs rest <<<"$line"
-        log "$g: $rest ($secs s)"
-        GRAPHS="$GRAPHS $g"
-        ;;
-    *)
-        cat "$WORK/gen-$g.log" >>"$RESULTS" 2>/dev/null
-        fail "generating $g${line:+ ($line)}"
-        ;;
-    esac
-done
+export DEADLINE=$((START + BUDGET))
 
-# ---- 4. bench -----------------------------------------------------------------
-GEMM=8192
-for g in $GRAPHS; do
-    section "spmm_gpu_bench on $g"
-    if [ "$((START + BUDGET - $(date +%s)))" -lt 30 ]; then
-        fail "no time left for $g (under 30 s of the $BUDGET s budget)"
+# ---- 4. training benches, as time allows -----------------------------------
+# The full graph first, then mini-batches; each needs TRAIN_MIN seconds of
+# the budget left to start, and stops its runs at the budget's end
+# (DEADLINE), printing its table all the same. OMP_WAIT_POLICY as the
+# user's: passive was for the tests beside the generator.
+for b in train minibatch; do
+    section "bench/gpu/$b.sh"
+    if ! generated "$b"; then continue; fi
+    if [ "$(left)" -lt "$TRAIN_MIN" ]; then
+        fail "bench/gpu/$b.sh skipped: $(left) s of the budget left (needs $TRAIN_MIN)"
         continue
     fi
+    # minibatch.sh: one epoch here (its timing; the accuracy comparison
+    # wants its default 3 epochs, a call of its own).
+    if [ "$b" = train ]; then extra="EPOCHS=${TRAIN_EPOCHS}"; else extra="EPOCHS=1"; fi
+    # shellcheck disable=SC2086 # $extra: one assignment
+    env -u OMP_WAIT_POLICY $extra BUILD="$BUILD" GRAPH="$WORK/$b.h5" \
+        timeout "$(( $(left) + 60 ))" bash "bench/gpu/$b.sh" >>"$RESULTS" 2>"$WORK/$b.err"
+    rc=$?
+    if [ "$rc" -eq 124 ]; then
+        tail -5 "$WORK/$b.err" >>"$RESULTS"
+        fail "bench/gpu/$b.sh ran a minute past the budget's end and was stopped"
+    elif [ "$rc" -ne 0 ]; then
+        tail -5 "$WORK/$b.err" >>"$RESULTS"
+        fail "bench/gpu/$b.sh exited with $rc"
+    fi
+    rm -f "$WORK/$b.h5"
+done
+
+# ---- 5. SpMM kernels, with what is left ----------------------------------------
+# R-MAT scale RMAT_SCALE (edge factor 16), then the SBM graph of as many
+# nodes (mean degree SBM_DEGREE), each generated and measured while at
+# least SPMM_MIN seconds are left (docs/BENCHMARKS.md has the full table
+# of 2026-12-04).
+GEMM=8192
+for g in rmat sbm; do
+    section "spmm_gpu_bench on $g"
+    if [ "$(left)" -lt "$SPMM_MIN" ]; then
+        log "skipped: $(left) s of the budget left (needs $SPMM_MIN)"
+        continue
+    fi
+    if [ "$g" = rmat ]; then
+        gen rmat rmat --scale "$RMAT_SCALE" --edge-factor 16 -f 0
+    else
+        gen sbm sbm --nodes "$SBM_NODES" --avg-degree "$SBM_DEGREE" --classes 16 -f 0
+    fi
+    generated "$g" || continue
     timeout "$(left)" "$BUILD/bench/spmm_gpu_bench" --graph "$WORK/$g.h5" --widths "$WIDTHS" \
         --aggr "$AGGR" --reps-time "$REPS_TIME" --gemm-size "$GEMM" >>"$RESULTS" 2>&1
     rc=$?
     GEMM=0 # GEMM and its GNN shapes once: both graphs have the same node count
     if [ "$rc" -eq 124 ]; then
-        fail "spmm_gpu_bench on $g ran out of time (budget $BUDGET s); the table above is partial"
+        log "spmm_gpu_bench on $g stopped at the budget's end; the table above is partial"
     elif [ "$rc" -ne 0 ]; then
         fail "spmm_gpu_bench on $g exited with $rc"
     fi
     rm -f "$WORK/$g.h5"
-done
-
-# ---- 5. training benches, as time allows -----------------------------------
-# Mini-batches first (never timed on a device before), then the full
-# graph; each needs TRAIN_MIN seconds of the budget left to start.
-for b in minibatch train; do
-    section "bench/gpu/$b.sh"
-    if [ "$(left)" -lt "$TRAIN_MIN" ]; then
-        log "skipped: $(left) s of the budget left (needs $TRAIN_MIN)"
-        continue
-    fi
-    # A run's limit: its share of what is left (minibatch.sh: the graph, 5
-    # runs and PyG's; train.sh: the graph, 3 models x 4 trainers and gcn's
-    # and sage's --cuda-graphs off), so that the table prints.
-    # minibatch.sh: one epoch here (its timing; the accuracy comparison
-    # wants its default 3 epochs, a call of its own).
-    if [ "$b" = train ]; then extra="EPOCHS=${TRAIN_EPOCHS}" runs=15; else extra="EPOCHS=1" runs=7; fi
-    lim=$(( $(left) / runs > 30 ? $(left) / runs : 30 ))
-    # shellcheck disable=SC2086 # $extra: one assignment
-    env $extra BUILD="$BUILD" LIMIT="$lim" \
-        timeout "$(left)" bash "bench/gpu/$b.sh" >>"$RESULTS" 2>"$WORK/$b.err"
-    rc=$?
-    if [ "$rc" -ne 0 ]; then
-        tail -5 "$WORK/$b.err" >>"$RESULTS"
-        fail "bench/gpu/$b.sh exited with $rc"
-    fi
 done
 
 if [ "$STATUS" -eq 0 ]; then finish 0 "all passed"; fi
