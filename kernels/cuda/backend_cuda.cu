@@ -918,6 +918,14 @@ int gnn__backend_cuda_count(void)
 int gnn__backend_cuda_init(gnn_backend_t *be, int dev)
 {
     int n = gnn__backend_cuda_count();
+    if (n == 0 && access("/proc/driver/nvidia/version", F_OK) == 0) {
+        cudaError_t e = cudaGetDeviceCount(&n);
+        (void)cudaGetLastError();
+        if (e == cudaErrorInsufficientDriver)
+            return GNN_FAIL(GNN_ENODEV, "backend cuda: the NVIDIA driver (/proc/driver/nvidia/"
+                                        "version) is older than this build's CUDA runtime needs");
+        n = 0;
+    }
     if (n == 0) return GNN_FAIL(GNN_ENODEV, "backend cuda: no CUDA device on this machine");
     if (dev >= n)
         return GNN_FAIL(GNN_ENODEV, "backend cuda:%d: this machine has %d CUDA device%s", dev, n,

@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 /* A failed call's error is also kept as this thread's last error; it is
  * cleared here (a sticky one stays), or the next launch check would report
@@ -28,7 +29,11 @@ int gnn_cuda_device_count(int *n)
 {
     *n = 0;
     cudaError_t e = cudaGetDeviceCount(n);
-    if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver) {
+    /* No driver at all reads as too old a driver: no device. An NVIDIA
+     * driver that is loaded but older than the runtime needs is an error
+     * to name, not a machine without a GPU. */
+    if (e == cudaErrorNoDevice ||
+        (e == cudaErrorInsufficientDriver && access("/proc/driver/nvidia/version", F_OK) != 0)) {
         cudaGetLastError(); /* clear the sticky error */
         *n = 0;
         return 0;

@@ -2541,8 +2541,10 @@ static int teardown_graphs(void **state)
 int main(int argc, char **argv)
 {
     int n = 0;
-    if (gnn_cuda_device_count(&n) != 0 || n == 0) {
-        printf("SKIPPED: no CUDA device on this machine\n");
+    int nrc = gnn_cuda_device_count(&n);
+    if (nrc != 0 || n == 0) {
+        printf("SKIPPED: no CUDA device on this machine%s%s\n", nrc ? ": " : "",
+               nrc ? gnn_error_message() : "");
         return 77;
     }
     const char *env = getenv("GNN_TEST_SEED");

@@ -47,8 +47,10 @@ static void test_oversized_alloc_fails_cleanly(void **state)
 int main(void)
 {
     int n = 0;
-    if (gnn_cuda_device_count(&n) != 0 || n == 0) {
-        printf("SKIPPED: no CUDA device on this machine\n");
+    int rc = gnn_cuda_device_count(&n);
+    if (rc != 0 || n == 0) {
+        printf("SKIPPED: no CUDA device on this machine%s%s\n", rc ? ": " : "",
+               rc ? gnn_error_message() : "");
         return 77;
     }
     char name[256];

@@ -145,6 +145,7 @@
 #include <unistd.h>
 
 #ifdef GNN_TEST_CUDA_TRAIN
+#include "graph/base/error.h"
 #include "kernels/cuda/device.h"
 #endif
 
@@ -3000,8 +3001,9 @@ int main(int argc, char **argv)
     g_gatv2 = argv[5];
 #ifdef GNN_TEST_CUDA_TRAIN
     int ndev = 0;
-    if (gnn_cuda_device_count(&ndev) != 0 || ndev == 0) {
-        printf("SKIPPED: no CUDA device\n");
+    int nrc = gnn_cuda_device_count(&ndev);
+    if (nrc != 0 || ndev == 0) {
+        printf("SKIPPED: no CUDA device%s%s\n", nrc ? ": " : "", nrc ? gnn_error_message() : "");
         return 77;
     }
 #endif
