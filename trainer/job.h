@@ -209,8 +209,11 @@ int gnn__setup(gnn_job_t *j);
 /* Every feature of the n x f rows is finite; else GNN_EINVAL naming the
  * first node that has another (its graph-file id: id[row], or the row). */
 int gnn__check_finite(const char *path, const float *x, int64_t n, int64_t f, const int64_t *id);
-/* Divide each feature row by its sum (rows summing to 0 stay as they are). */
-void gnn__normalize_rows(float *x, int64_t n, int64_t f);
+/* Divide each feature row by its sum (rows summing to 0 stay as they are).
+ * Returns how many rows hold a negative entry (whose sum may lie near 0). */
+int64_t gnn__normalize_rows(float *x, int64_t n, int64_t f);
+/* The warning for those rows (signed of n rows normalized), once. */
+void gnn__normalize_warn(int64_t signed_rows, int64_t n);
 
 /* ---- input.c ------------------------------------------------------------------ */
 

@@ -38,18 +38,34 @@ int gnn__check_finite(const char *path, const float *x, int64_t n, int64_t f, co
                     path, k, id ? id[first] : first, (double)x[first * f + k]);
 }
 
-void gnn__normalize_rows(float *x, int64_t n, int64_t f)
+int64_t gnn__normalize_rows(float *x, int64_t n, int64_t f)
 {
-#pragma omp parallel for schedule(static)
+    int64_t neg = 0;
+#pragma omp parallel for schedule(static) reduction(+ : neg)
     for (int64_t v = 0; v < n; v++) {
         float *r = x + v * f;
         double s = 0.0;
-        for (int64_t k = 0; k < f; k++) s += r[k];
+        int any = 0;
+        for (int64_t k = 0; k < f; k++) {
+            s += r[k];
+            any |= r[k] < 0.0f;
+        }
+        neg += any;
         if (s != 0.0) {
             float inv = (float)(1.0 / s);
             for (int64_t k = 0; k < f; k++) r[k] *= inv;
         }
     }
+    return neg;
+}
+
+void gnn__normalize_warn(int64_t signed_rows, int64_t n)
+{
+    if (signed_rows > 0)
+        GNN_WARN("--normalize-features divides each feature row by its sum, for features that "
+                 "are not negative (word counts); %" PRId64 " of %" PRId64 " rows here have "
+                 "negative entries, where the sum can lie near 0 and the row grow without bound",
+                 signed_rows, n);
 }
 
 /* Load the graph file and check it can be trained on (features here, the
@@ -347,7 +363,8 @@ int gnn__setup(gnn_job_t *j)
                   g->types->n_rels);
     }
     gnn_vid_t n = g->csr.n_rows;
-    if (o->normalize_features && g->feat) gnn__normalize_rows(g->feat, n, g->feat_dim);
+    if (o->normalize_features && g->feat)
+        gnn__normalize_warn(gnn__normalize_rows(g->feat, n, g->feat_dim), n);
     GNN_TRY(gnn__input_setup(j, n, NULL));
     GNN_TRY(setup_features(j));
     GNN_TRY(j->task->setup(j, &j->out_dim));

@@ -2614,6 +2614,18 @@ static void test_bad_input(void **state)
                            "warning: --checkpoint-every: ignored without --checkpoint"};
     for (int k = 0; k < 3; k++)
         if (!w.err || !strstr(w.err, wants[k])) fail_msg("no '%s' in: %s", wants[k], w.err);
+    if (strstr(w.err, "--normalize-features")) fail_msg("a normalization warning: %s", w.err);
+    tu_run_free(&w);
+    /* --normalize-features on signed features (g_sbm's: centroid plus
+     * Gaussian noise): named, and the run goes on. */
+    char *norm[] = {g_train, "--data", (char *)g_sbm, "--epochs", "1", "--threads", "1",
+                    "--normalize-features", NULL};
+    w = tu_run(norm);
+    assert_int_equal(w.status, 0);
+    const char *nw = "warning: --normalize-features divides each feature row by its sum, for "
+                     "features that are not negative (word counts); 3000 of 3000 rows here have "
+                     "negative entries";
+    if (!w.err || !strstr(w.err, nw)) fail_msg("no '%s' in: %s", nw, w.err);
     tu_run_free(&w);
 
     /* --device cuda: refused where there is no GPU (or no CUDA in the

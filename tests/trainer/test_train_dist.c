@@ -1219,9 +1219,14 @@ static log_t model_run(char *np, const char *dir, const char *model, const char 
     snprintf(log, sizeof log, "%s", tu_path(name));
     int k = train_head(argv, np);
     char *rest[] = {"--data", (char *)dir, "--model", (char *)model, "--mode", "minibatch",
-                    "--hidden", (char *)hidden, "--normalize-features", "--epochs", "3",
-                    "--log-json", log, "-q"};
+                    "--hidden", (char *)hidden, "--epochs", "3", "--log-json", log, "-q"};
     for (size_t h = 0; h < sizeof rest / sizeof rest[0]; h++) argv[k++] = rest[h];
+    /* Rows divided by their sums on Cora (word counts); not on the GPU
+     * build's SBM graph, whose signed features the division makes a
+     * chaotic run of (a rounding's difference grows to 1e-4 in an epoch). */
+#ifndef GNN_TEST_CUDA_TRAIN
+    argv[k++] = "--normalize-features";
+#endif
     for (; *extra; extra++) argv[k++] = *extra;
     argv[k] = NULL;
     tu_run_t r = run_limited(argv, NULL);

@@ -62,8 +62,9 @@ int gnn__dist_setup(gnn_job_t *j)
      * owned ones (the same rows, normalized alike): one copy of them. */
     const int lend = d->own_feat && f > 0 && gnn_be_host_memory(be);
     if (o->normalize_features) {
-        gnn__normalize_rows(d->feat, nl, f);
+        int64_t neg = gnn__normalize_rows(d->feat, nl, f);
         if (d->own_feat && !lend) gnn__normalize_rows(d->own_feat, n, f); /* what fetches serve */
+        if (j->rank == 0) gnn__normalize_warn(neg, nl); /* rank 0's part says it */
     }
     j->g.feat_dim = f;
     GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, gnn__input_setup(j, n, d->gid)));
