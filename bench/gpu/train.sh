@@ -26,7 +26,8 @@
 # Variables: BUILD, EPOCHS, NODES (1000000), DEGREE (20), GRAPH (that
 # graph made beforehand: used instead of generating it), PY (python3: the
 # interpreter with torch and CUDA), LIMIT (seconds per training run,
-# default 240), DEADLINE (common.sh: the runs that would start past it are
+# default 240), MODELS (gcn,sage,gat), QUEUED (1: gcn and sage also with
+# --cuda-graphs off; 0: not), DEADLINE (common.sh: the runs that would start past it are
 # skipped). Exit status: 0, 1 when a run of gnn-train failed or was
 # skipped, 77 without a CUDA device.
 set -uo pipefail
@@ -38,6 +39,8 @@ NODES=${NODES:-1000000}
 DEGREE=${DEGREE:-20}
 PY=${PY:-python3}
 LIMIT=${LIMIT:-240}
+MODELS=${MODELS:-gcn,sage,gat}
+QUEUED=${QUEUED:-1}
 . bench/gpu/common.sh
 gpu_bench_setup train gpu-train.txt
 G=${GRAPH:-$WORK/sbm.h5}
@@ -65,7 +68,7 @@ room() {
     STATUS=1
     return 1
 }
-for m in gcn sage gat; do
+for m in ${MODELS//,/ }; do
     width="--hidden 256"
     if [ "$m" = gat ]; then width="--hidden 32 --heads 8"; fi
     # shellcheck disable=SC2086 # $width: words
@@ -85,7 +88,7 @@ for m in gcn sage gat; do
     fi
     # The same with every step queued call by call (--cuda-graphs off).
     # shellcheck disable=SC2086 # $width: words
-    if [ "$m" != gat ] && room "gnn-train $m --cuda-graphs off" &&
+    if [ "$m" != gat ] && [ "$QUEUED" = 1 ] && room "gnn-train $m --cuda-graphs off" &&
         ! timeout "$(run_limit)" "$BUILD/trainer/gnn-train" --data "$G" --model "$m" \
         --mode full --device cuda --cuda-graphs off --layers 2 $width --epochs "$EPOCHS" \
         --eval-every 10 -q --log-json "$WORK/ours-queued-$m.json" >"$WORK/ours-queued-$m.out" 2>&1; then
@@ -104,9 +107,9 @@ for m in gcn sage gat; do
     done
 done
 # shellcheck disable=SC2086 # $refs: words
-"$PY" - "$WORK" $refs <<'EOF' | tee -a "$OUTFILE"
+"$PY" - "$WORK" "$MODELS" "$QUEUED" $refs <<'EOF' | tee -a "$OUTFILE"
 import json, sys
-work, refs = sys.argv[1], sys.argv[2:]
+work, models, queued, refs = sys.argv[1], sys.argv[2].split(","), sys.argv[3] == "1", sys.argv[4:]
 
 def read(path):
     try:
@@ -128,9 +131,9 @@ def read(path):
 # included); the references' torch.cuda.max_memory_allocated.
 print("| model | trainer | ms/epoch | its time / ours | test acc % | peak GPU MB |")
 print("|---|---|---|---|---|---|")
-for m in ("gcn", "sage", "gat"):
+for m in models:
     ours = read(f"{work}/ours-{m}.json")
-    mine = ["ours", "ours-tf32"] + (["ours-queued"] if m != "gat" else [])
+    mine = ["ours", "ours-tf32"] + (["ours-queued"] if m != "gat" and queued else [])
     for t in mine + refs:
         r = ours if t == "ours" else read(f"{work}/{t}-{m}.json")
         if r is None:
