@@ -619,8 +619,10 @@ void gnn_be_capture_free(gnn_bcapture_t *c);
  * gnn_be_capture_rules_begin and gnn_be_capture_rules_end runs as usual,
  * and the first operation in it that would fail a capture on a GPU is
  * noted (the calling thread's: another thread's work on be, such as a
- * sampler's on its own stream, is not): an allocation, a copy between host and backend memory, a wait
- * (gnn_be_sync), a check of ids read back from the device (an operation
+ * sampler's on its own stream, is not): an allocation, a copy between
+ * host and backend memory, a wait (gnn_be_sync, and the waits of
+ * gnn_be_host_free and gnn_be_unmap_host), a check of ids read back from
+ * the device (an operation
  * given ids no gnn_be_trust_ids or gnn_be_trust_buffer vouches for, a
  * scatter's check of repeats, a loss or count read back). end returns 0
  * when there was none, else GNN_ECUDA naming it. GNN_EUNSUPPORTED on

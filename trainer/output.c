@@ -25,8 +25,11 @@ void gnn__log_epoch(gnn_job_t *j, int64_t epoch, double loss, const gnn_metrics_
     const gnn_checkpoint_t *c = &j->ck;
     const gnn_task_kind_t *t = j->task;
     /* The device memory held at the most so far (evaluation included). */
-    if (j->be && !gnn_be_host_memory(j->be) && gnn_be_mem_peak(j->be, &j->dev_peak) == 0)
+    size_t peak = 0;
+    if (j->be && !gnn_be_host_memory(j->be) && gnn_be_mem_peak(j->be, &peak) == 0) {
+        j->dev_peak = peak;
         j->dev_peak_known = 1;
+    }
     if (j->log) {
         FILE *f = j->log;
         fprintf(f, "{\"run\": %" PRId64 ", \"epoch\": %" PRId64 ", \"loss\": ", c->run, epoch);

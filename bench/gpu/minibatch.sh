@@ -33,8 +33,8 @@
 # and the reference's workers, the other half), LIMIT (seconds per run,
 # 300; DEADLINE, common.sh: the runs that would start past it are
 # skipped), RUNS (which of ours, by name: host, host-inline, device,
-# device-hostfeat, device-once; default all), PY (python3: the interpreter with torch, PyG and CUDA; REF=0 skips
-# the reference). Writes the table to $OUT/gpu-minibatch.txt when OUT is a
+# device-hostfeat, device-once; default all), PY (python3: the
+# interpreter with torch, PyG and CUDA; REF=0 skips the reference). Writes the table to $OUT/gpu-minibatch.txt when OUT is a
 # directory. Exit status: 0; 1 when a run failed or the losses differ; 77
 # without a CUDA device.
 set -uo pipefail
@@ -82,8 +82,8 @@ run() { # NAME, then options
         STATUS=1
         return
     fi
-    if ! timeout "$(run_limit)" "$BUILD/trainer/gnn-train" --data "$G" --model sage --mode minibatch \
-        --device cuda --layers 3 --hidden 256 --fanouts 15,10,5 --batch-size 1024 \
+    if ! timeout "$(run_limit)" "$BUILD/trainer/gnn-train" --data "$G" --model sage \
+        --mode minibatch --device cuda --layers 3 --hidden 256 --fanouts 15,10,5 --batch-size 1024 \
         --epochs "$EPOCHS" --eval-every "$EPOCHS" --threads "$THREADS" -q \
         --log-json "$WORK/$name.json" "$@" \
         >"$WORK/$name.out" 2>&1; then

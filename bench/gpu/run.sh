@@ -298,8 +298,7 @@ export DEADLINE=$((START + BUDGET))
 # ---- 4. training benches, as time allows -----------------------------------
 # The full graph first, then mini-batches; each needs TRAIN_MIN seconds of
 # the budget left to start, and stops its runs at the budget's end
-# (DEADLINE), printing its table all the same. OMP_WAIT_POLICY as the
-# user's: passive was for the tests beside the generator.
+# (DEADLINE), printing its table all the same.
 for b in train minibatch; do
     section "bench/gpu/$b.sh"
     if ! generated "$b"; then continue; fi
@@ -317,7 +316,7 @@ for b in train minibatch; do
         extra="EPOCHS=1 RUNS=host,device,device-hostfeat,device-once"
     fi
     # shellcheck disable=SC2086 # $extra: assignments
-    env -u OMP_WAIT_POLICY $extra BUILD="$BUILD" GRAPH="$WORK/$b.h5" \
+    env $extra BUILD="$BUILD" GRAPH="$WORK/$b.h5" \
         timeout "$(( $(left) + 60 ))" bash "bench/gpu/$b.sh" >>"$RESULTS" 2>"$WORK/$b.err"
     rc=$?
     if [ "$rc" -eq 124 ]; then

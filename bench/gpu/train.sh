@@ -73,7 +73,8 @@ for m in ${MODELS//,/ }; do
     if [ "$m" = gat ]; then width="--hidden 32 --heads 8"; fi
     # shellcheck disable=SC2086 # $width: words
     if room "gnn-train $m" && ! timeout "$(run_limit)" "$BUILD/trainer/gnn-train" --data "$G" \
-        --model "$m" --mode full --device cuda --layers 2 $width --epochs "$EPOCHS" --eval-every 10 -q \
+        --model "$m" --mode full --device cuda --layers 2 $width --epochs "$EPOCHS" \
+        --eval-every 10 -q \
         --log-json "$WORK/ours-$m.json" >"$WORK/ours-$m.out" 2>&1; then
         say "gnn-train $m FAILED:"; tail -5 "$WORK/ours-$m.out" | tee -a "$OUTFILE"
         STATUS=1
@@ -81,7 +82,8 @@ for m in ${MODELS//,/ }; do
     # The same with the dense products on TF32 tensor cores (--tf32).
     # shellcheck disable=SC2086 # $width: words
     if room "gnn-train $m --tf32" && ! timeout "$(run_limit)" "$BUILD/trainer/gnn-train" \
-        --data "$G" --model "$m" --mode full --device cuda --tf32 --layers 2 $width --epochs "$EPOCHS" --eval-every 10 -q \
+        --data "$G" --model "$m" --mode full --device cuda --tf32 --layers 2 $width \
+        --epochs "$EPOCHS" --eval-every 10 -q \
         --log-json "$WORK/ours-tf32-$m.json" >"$WORK/ours-tf32-$m.out" 2>&1; then
         say "gnn-train $m --tf32 FAILED:"; tail -5 "$WORK/ours-tf32-$m.out" | tee -a "$OUTFILE"
         STATUS=1

@@ -898,10 +898,15 @@ static int open_device(gnn_cuda_be_t *cb)
     cb->spmm.generation = 1;
     cb->spmm.sm_count = prop.multiProcessorCount;
     /* What the device holds now (the context, the handles, the cuBLAS
-     * workspace): gnn_be_mem_peak counts from here. */
+     * workspace): gnn_be_mem_peak counts from here, the pool's high-water
+     * mark too (an earlier backend of the process may have raised it). */
     size_t free_b = 0, total = 0;
     GNN_CUDA_RET(cudaMemGetInfo(&free_b, &total), "cudaMemGetInfo");
     cb->mem_base = total - free_b;
+    uint64_t zero = 0;
+    if (cudaDeviceGetDefaultMemPool(&pool, cb->dev) != cudaSuccess ||
+        cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReservedMemHigh, &zero) != cudaSuccess)
+        (void)cudaGetLastError();
     return 0;
 }
 
@@ -917,15 +922,13 @@ int gnn__backend_cuda_count(void)
 
 int gnn__backend_cuda_init(gnn_backend_t *be, int dev)
 {
-    int n = gnn__backend_cuda_count();
-    if (n == 0 && access("/proc/driver/nvidia/version", F_OK) == 0) {
-        cudaError_t e = cudaGetDeviceCount(&n);
-        (void)cudaGetLastError();
-        if (e == cudaErrorInsufficientDriver)
-            return GNN_FAIL(GNN_ENODEV, "backend cuda: the NVIDIA driver (/proc/driver/nvidia/"
-                                        "version) is older than this build's CUDA runtime needs");
-        n = 0;
-    }
+    int n = gnn__backend_cuda_count(), drv = 0;
+    if (n == 0 && cudaDriverGetVersion(&drv) == cudaSuccess && drv > 0 && drv < CUDART_VERSION)
+        return GNN_FAIL(GNN_ENODEV, "backend cuda: the NVIDIA driver supports CUDA %d.%d, older "
+                                    "than this build's runtime (CUDA %d.%d)",
+                        drv / 1000, drv % 1000 / 10, CUDART_VERSION / 1000,
+                        CUDART_VERSION % 1000 / 10);
+    (void)cudaGetLastError();
     if (n == 0) return GNN_FAIL(GNN_ENODEV, "backend cuda: no CUDA device on this machine");
     if (dev >= n)
         return GNN_FAIL(GNN_ENODEV, "backend cuda:%d: this machine has %d CUDA device%s", dev, n,

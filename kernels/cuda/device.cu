@@ -11,7 +11,6 @@
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 /* A failed call's error is also kept as this thread's last error; it is
  * cleared here (a sticky one stays), or the next launch check would report
@@ -29,11 +28,22 @@ int gnn_cuda_device_count(int *n)
 {
     *n = 0;
     cudaError_t e = cudaGetDeviceCount(n);
-    /* No driver at all reads as too old a driver: no device. An NVIDIA
-     * driver that is loaded but older than the runtime needs is an error
-     * to name, not a machine without a GPU. */
-    if (e == cudaErrorNoDevice ||
-        (e == cudaErrorInsufficientDriver && access("/proc/driver/nvidia/version", F_OK) != 0)) {
+    /* No driver at all reads as too old a driver (cudaDriverGetVersion
+     * gives 0 then): no device. A driver that is there but older than the
+     * runtime needs is an error to name, not a machine without a GPU. */
+    int drv = 0;
+    if (e == cudaErrorInsufficientDriver &&
+        (cudaDriverGetVersion(&drv) != cudaSuccess || drv <= 0 || drv >= CUDART_VERSION))
+        drv = 0;
+    if (e == cudaErrorInsufficientDriver && drv > 0) {
+        cudaGetLastError();
+        *n = 0;
+        return GNN_FAIL(GNN_ECUDA, "the NVIDIA driver supports CUDA %d.%d, older than this "
+                                   "build's runtime (CUDA %d.%d)",
+                        drv / 1000, drv % 1000 / 10, CUDART_VERSION / 1000,
+                        CUDART_VERSION % 1000 / 10);
+    }
+    if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver) {
         cudaGetLastError(); /* clear the sticky error */
         *n = 0;
         return 0;

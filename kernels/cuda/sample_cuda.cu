@@ -106,8 +106,7 @@ static int temp_grow(cudaStream_t st, cu_sampler_t *c, size_t bytes)
 }
 
 /* Host array h of bytes pinned and mapped in place: *reg = h once
- * registered (for the unregister), *dev its device address. Read-only
- * where the platform has it. */
+ * registered (for the unregister), *dev its device address. */
 static cudaError_t map_host(const void *h, size_t bytes, void **reg, void **dev)
 {
     cudaError_t e = gnn__cuda_map_host((void *)h, bytes, dev);
@@ -465,7 +464,8 @@ int gnn__cuda_sample(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds,
     }
     GNN_TRY_RET(bgrow(c, (void **)&b->nodes, &b->cap_nodes, (size_t)n, sizeof(int64_t), 0));
     /* The seeds from the caller's memory: a pageable copy returns once
-     * the bytes are staged, and the stream orders the rest after it. */
+     * the bytes are staged (a pinned one later: the stream is waited for
+     * before this call returns), and the stream orders the rest after it. */
     if (n > 0)
         GNN_CUDA_RET(cudaMemcpyAsync(b->nodes, seeds, (size_t)n * sizeof(int64_t),
                                      cudaMemcpyHostToDevice, st),

@@ -254,7 +254,8 @@ static int upload(cudaStream_t s, void **d, const void *h, int64_t n, size_t siz
 
 /* Copy sg's arrays into g (sizes and t_shared set), in the order of g's
  * stream, which is the one that reads them: no wait (a host-sampled
- * batch's block is placed while the step before it runs). */
+ * batch's block is placed while the step before it runs), unless an array
+ * lies on a page pinned by a host mapping (upload above). */
 static int graph_upload(gnn_cuda_graph_t *g, const gnn_spmm_graph_t *sg)
 {
     const gnn_csr_t *a = sg->csr;

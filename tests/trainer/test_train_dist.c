@@ -1223,7 +1223,8 @@ static log_t model_run(char *np, const char *dir, const char *model, const char 
     for (size_t h = 0; h < sizeof rest / sizeof rest[0]; h++) argv[k++] = rest[h];
     /* Rows divided by their sums on Cora (word counts); not on the GPU
      * build's SBM graph, whose signed features the division makes a
-     * chaotic run of (a rounding's difference grows to 1e-4 in an epoch). */
+     * chaotic run of (a 1-ulp change of the features grows to 2e-4 by
+     * epoch 2). */
 #ifndef GNN_TEST_CUDA_TRAIN
     argv[k++] = "--normalize-features";
 #endif
