@@ -54,12 +54,17 @@ say "== graph: gnn-dataset generate sbm -n $NODES -d $DEGREE -f 128; $EPOCHS epo
     "(gat: 8 heads of 32)"
 refs=torch
 if "$PY" -c 'import torch_geometric' 2>/dev/null; then refs="torch pyg"; fi
-say "== reference: $("$PY" -c 'import torch
+if ! "$PY" -c 'import torch, h5py' 2>/dev/null; then
+    say "== references skipped: $PY has no torch or h5py"
+    refs=
+else
+    say "== reference: $("$PY" -c 'import torch
 try:
     import torch_geometric as g; v = ", torch_geometric " + g.__version__
 except ImportError:
     v = ""
 print("torch", torch.__version__ + v)' 2>&1)"
+fi
 STATUS=0
 # A run that would start past DEADLINE: said, and skipped.
 room() {
