@@ -13,6 +13,7 @@
  * stream, with the device arrays of the prepared graph.
  */
 #include "kernels/cuda/backend_cuda.cuh"
+#include "kernels/cuda/device.h"
 
 #include "graph/base/alloc.h"
 #include "graph/base/log.h"
@@ -157,16 +158,9 @@ static void free_deferred(gnn_cuda_be_t *cb)
 static int cu_upload(gnn_backend_t *be, void *dst, const void *src, size_t bytes)
 {
     gnn_cuda_be_t *cb = gnn__cuda_be(be);
-    /* From pageable memory the call returns once src has been staged, so
-     * the caller may reuse it; from pinned memory it may return before the
-     * copy ran (kernels/backend.h says so). An array that merely shares a
-     * page with one mapped for the device (gnn_be_map_host) is pinned too
-     * without its owner knowing: that copy is waited for, as pageable
-     * memory's would be. */
-    GNN_CUDA_RET(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, cb->stream),
-                 "copy to the device");
-    if (gnn__cuda_mapped_pages(src, bytes))
-        GNN_CUDA_RET(cudaStreamSynchronize(cb->stream), "copy to the device");
+    /* From pageable memory the caller may reuse src on return; from
+     * pinned memory the copy may run later (kernels/backend.h says so). */
+    GNN_CUDA_RET(gnn__cuda_upload(dst, src, bytes, cb->stream), "copy to the device");
     return 0;
 }
 
@@ -248,7 +242,8 @@ static void regions_release(uintptr_t lo, uintptr_t hi)
             region_drop(i);
 }
 
-int gnn__cuda_mapped_pages(const void *p, size_t bytes)
+/* Whether any of p's bytes lie on a page of the table. */
+static int mapped_pages(const void *p, size_t bytes)
 {
     uintptr_t lo, hi;
     page_range(p, bytes, &lo, &hi);
@@ -258,6 +253,13 @@ int gnn__cuda_mapped_pages(const void *p, size_t bytes)
         in = g_regions[i].lo < hi && lo < g_regions[i].hi;
     pthread_mutex_unlock(&g_map_lock);
     return in;
+}
+
+cudaError_t gnn__cuda_upload(void *dst, const void *src, size_t bytes, cudaStream_t st)
+{
+    cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, st);
+    if (e == cudaSuccess && bytes && mapped_pages(src, bytes)) e = cudaStreamSynchronize(st);
+    return e;
 }
 
 /* Register pages [lo, hi), none of them in a region of the table. Not
@@ -913,22 +915,13 @@ static int open_device(gnn_cuda_be_t *cb)
 int gnn__backend_cuda_count(void)
 {
     int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess) {
-        cudaGetLastError();
-        n = 0;
-    }
-    return n;
+    return gnn_cuda_device_count(&n) == 0 ? n : 0;
 }
 
 int gnn__backend_cuda_init(gnn_backend_t *be, int dev)
 {
-    int n = gnn__backend_cuda_count(), drv = 0;
-    if (n == 0 && cudaDriverGetVersion(&drv) == cudaSuccess && drv > 0 && drv < CUDART_VERSION)
-        return GNN_FAIL(GNN_ENODEV, "backend cuda: the NVIDIA driver supports CUDA %d.%d, older "
-                                    "than this build's runtime (CUDA %d.%d)",
-                        drv / 1000, drv % 1000 / 10, CUDART_VERSION / 1000,
-                        CUDART_VERSION % 1000 / 10);
-    (void)cudaGetLastError();
+    int n = 0;
+    GNN_TRY_RET(gnn_cuda_device_count(&n)); /* a driver too old for the runtime, named */
     if (n == 0) return GNN_FAIL(GNN_ENODEV, "backend cuda: no CUDA device on this machine");
     if (dev >= n)
         return GNN_FAIL(GNN_ENODEV, "backend cuda:%d: this machine has %d CUDA device%s", dev, n,

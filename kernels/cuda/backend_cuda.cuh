@@ -79,12 +79,12 @@ int gnn__cuda_pinned(gnn_cuda_be_t *cb, size_t bytes, void **out);
  * mapping, and gnn__cuda_unmap_host(host) ends the latest of host's. */
 cudaError_t gnn__cuda_map_host(void *host, size_t bytes, void **dev);
 void gnn__cuda_unmap_host(void *host);
-/* Whether any of p's bytes lie on a page mapped by gnn__cuda_map_host:
- * such memory is pinned, so a copy from it may run after cudaMemcpyAsync
- * returns, even where p's owner allocated it as pageable memory (an array
- * sharing a page with a mapped one). Copies whose source the caller may
- * reuse at once wait for their stream then. */
-int gnn__cuda_mapped_pages(const void *p, size_t bytes);
+/* cudaMemcpyAsync of bytes from host src to device dst on st, src free
+ * for the caller to reuse once this returns: a copy from pageable memory
+ * has been staged by then, and one from a page that a host mapping pinned
+ * (an array sharing a page with a mapped one, pinned without its owner
+ * knowing) is waited for. */
+cudaError_t gnn__cuda_upload(void *dst, const void *src, size_t bytes, cudaStream_t st);
 
 /* cudaMalloc on the current device (bytes 0: one byte) which, on running
  * out, hands what the stream-ordered pool keeps back to the driver (a wait

@@ -41,17 +41,15 @@ static void dev_free(spfeat_dev_t *d, cudaStream_t st)
     gnn_free(d);
 }
 
-/* *d = a device copy of n elements of size bytes each from host h (a
- * pageable copy returns once h has been staged). */
+/* *d = a device copy of n elements of size bytes each from host h (h free
+ * to reuse on return: gnn__cuda_upload). */
 static int upload(gnn_cuda_be_t *cb, void **d, const void *h, int64_t n, size_t size)
 {
     size_t bytes = (size_t)n * size;
     GNN_CUDA_RET(cudaMallocAsync(d, bytes ? bytes : 1, cb->stream), "sparse features: device copy");
     if (bytes)
-        GNN_CUDA_RET(cudaMemcpyAsync(*d, h, bytes, cudaMemcpyHostToDevice, cb->stream),
+        GNN_CUDA_RET(gnn__cuda_upload(*d, h, bytes, cb->stream),
                      "sparse features: copy to device");
-    if (bytes && gnn__cuda_mapped_pages(h, bytes)) /* pinned: h not staged yet */
-        GNN_CUDA_RET(cudaStreamSynchronize(cb->stream), "sparse features: copy to device");
     return 0;
 }
 

@@ -233,17 +233,15 @@ void gnn__cuda_graph_free(gnn_cuda_graph_t *g)
 
 /* *d = a device array of n elements of size bytes (at least one element, so
  * that an empty array is still a valid pointer), holding host h's: from the
- * stream-ordered pool on s, the copy queued there (h, pageable, is staged
- * when the call returns). */
+ * stream-ordered pool on s, the copy queued there (h free to reuse on
+ * return: gnn__cuda_upload). */
 static int upload(cudaStream_t s, void **d, const void *h, int64_t n, size_t size,
                   const char *what)
 {
     const size_t bytes = (size_t)n * size;
     *d = NULL;
     cudaError_t e = cudaMallocAsync(d, bytes ? bytes : size, s);
-    if (e == cudaSuccess && bytes) e = cudaMemcpyAsync(*d, h, bytes, cudaMemcpyHostToDevice, s);
-    if (e == cudaSuccess && bytes && gnn__cuda_mapped_pages(h, bytes)) /* pinned: not staged */
-        e = cudaStreamSynchronize(s);
+    if (e == cudaSuccess && bytes) e = gnn__cuda_upload(*d, h, bytes, s);
     if (e != cudaSuccess) {
         cudaGetLastError();
         return GNN_FAIL(e == cudaErrorMemoryAllocation ? GNN_ENOMEM : GNN_ECUDA,
@@ -255,7 +253,7 @@ static int upload(cudaStream_t s, void **d, const void *h, int64_t n, size_t siz
 /* Copy sg's arrays into g (sizes and t_shared set), in the order of g's
  * stream, which is the one that reads them: no wait (a host-sampled
  * batch's block is placed while the step before it runs), unless an array
- * lies on a page pinned by a host mapping (upload above). */
+ * lies on a page pinned by a host mapping (gnn__cuda_upload). */
 static int graph_upload(gnn_cuda_graph_t *g, const gnn_spmm_graph_t *sg)
 {
     const gnn_csr_t *a = sg->csr;
