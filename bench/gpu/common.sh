@@ -6,15 +6,21 @@
 # the terminal and the table; builds gnn-train and gnn-dataset in $BUILD.
 # A run's time limit (run_limit): LIMIT seconds, or less where DEADLINE
 # (a time in seconds since the epoch, as bench/gpu/run.sh exports its
-# budget's end) comes sooner; run_room fails when under 5 s of it remain,
-# so that a script skips its last runs and still prints its table.
+# budget's end) comes sooner; room NAME fails when under 5 s of it remain
+# (and says NAME is skipped, STATUS 1), so that a script skips its last
+# runs and still prints its table.
 BG_PIDS=
 run_limit() {
     local r=$(( ${DEADLINE:-0} > 0 ? ${DEADLINE:-0} - $(date +%s) : LIMIT ))
     if [ "$r" -gt "$LIMIT" ]; then r=$LIMIT; fi
     echo $(( r > 1 ? r : 1 ))
 }
-run_room() { [ "${DEADLINE:-0}" -le 0 ] || [ $(( DEADLINE - $(date +%s) )) -ge 5 ]; }
+room() {
+    if [ "${DEADLINE:-0}" -le 0 ] || [ $(( DEADLINE - $(date +%s) )) -ge 5 ]; then return 0; fi
+    say "$1 skipped: the time given (DEADLINE) is up"
+    STATUS=1
+    return 1
+}
 gpu_bench_cleanup() {
     local p
     for p in $BG_PIDS; do kill "$p" 2>/dev/null; done

@@ -77,11 +77,7 @@ STATUS=0
 run() { # NAME, then options
     local name=$1; shift
     case ",$RUNS," in *",$name,"*) ;; *) return ;; esac
-    if ! run_room; then
-        say "$name skipped: the time given (DEADLINE) is up"
-        STATUS=1
-        return
-    fi
+    room "$name" || return
     if ! timeout "$(run_limit)" "$BUILD/trainer/gnn-train" --data "$G" --model sage \
         --mode minibatch --device cuda --layers 3 --hidden 256 --fanouts 15,10,5 --batch-size 1024 \
         --epochs "$EPOCHS" --eval-every "$EPOCHS" --threads "$THREADS" -q \
@@ -103,11 +99,7 @@ if [ "$REF" = 1 ] && ! "$PY" -c 'import torch, torch_geometric, h5py' 2>/dev/nul
     say "== reference skipped: $PY has no torch, torch_geometric or h5py"
     REF=0
 fi
-if [ "$REF" = 1 ] && ! run_room; then
-    say "== reference skipped: the time given (DEADLINE) is up"
-    REF=0
-    STATUS=1
-fi
+if [ "$REF" = 1 ] && ! room "== reference"; then REF=0; fi
 if [ "$REF" = 1 ]; then
     say "== reference: $("$PY" -c 'import torch, torch_geometric as g, torch_geometric.typing as t
 print("torch", torch.__version__, "torch_geometric", g.__version__, "pyg-lib" if t.WITH_PYG_LIB

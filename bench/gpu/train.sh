@@ -66,13 +66,6 @@ except ImportError:
 print("torch", torch.__version__ + v)' 2>&1)"
 fi
 STATUS=0
-# A run that would start past DEADLINE: said, and skipped.
-room() {
-    if run_room; then return 0; fi
-    say "$1 skipped: the time given (DEADLINE) is up"
-    STATUS=1
-    return 1
-}
 for m in ${MODELS//,/ }; do
     width="--hidden 256"
     if [ "$m" = gat ]; then width="--hidden 32 --heads 8"; fi
