@@ -97,18 +97,16 @@ int gnn__ogb_exists(const char *path)
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-/* Something at path that is not a file to read (a dangling link, a
- * directory), or a path that cannot be looked up (a folder without search
- * permission), is an error, not an absent optional file. */
-static int present(const char *path)
+int gnn__ogb_probe(const char *path)
 {
     struct stat st;
     if (lstat(path, &st) != 0) {
         if (errno == ENOENT || errno == ENOTDIR) return 0;
         return GNN_FAIL(GNN_EIO, "%s: cannot be looked up: %s", path, strerror(errno));
     }
-    if (gnn__ogb_exists(path)) return 0;
+    if (S_ISREG(st.st_mode)) return 1;
     int link = S_ISLNK(st.st_mode);
+    if (link && stat(path, &st) == 0 && S_ISREG(st.st_mode)) return 1;
     if (stat(path, &st) != 0)
         return GNN_FAIL(GNN_EIO, "%s: %s: %s", path,
                         link ? "a symbolic link that cannot be followed" : "cannot be read",
@@ -123,14 +121,12 @@ int gnn__ogb_find_csv(char *buf, size_t len, const char *dir, const char *base)
     if ((size_t)snprintf(rel, sizeof rel, "raw/%s.csv.gz", base) >= sizeof rel)
         return GNN_FAIL(GNN_EINVAL, "%s/raw/%s.csv.gz: path too long", dir, base);
     GNN_TRY(gnn__ogb_path(buf, len, dir, rel));
-    GNN_TRY(present(buf));
-    if (gnn__ogb_exists(buf)) return 0;
+    if ((rc = gnn__ogb_probe(buf)) != 0) return rc < 0 ? rc : 0;
     snprintf(rel, sizeof rel, "raw/%s.csv", base);
     GNN_TRY(gnn__ogb_path(buf, len, dir, rel));
-    GNN_TRY(present(buf));
-    if (!gnn__ogb_exists(buf)) buf[0] = '\0';
+    if ((rc = gnn__ogb_probe(buf)) <= 0) buf[0] = '\0';
 fail:
-    return rc;
+    return rc < 0 ? rc : 0;
 }
 
 int gnn__ogb_read_count(const char *path, const char *what, int64_t *v)

@@ -19,6 +19,11 @@
 int gnn__ogb_path(char *buf, size_t len, const char *dir, const char *rel);
 /* A regular file exists at path. */
 int gnn__ogb_exists(const char *path);
+/* An optional input file: 1 when path is a file to read (or a link to
+ * one), 0 when nothing is there; an error (recorded) when something is
+ * there that is not a file to read (a dangling link, a directory) or the
+ * path cannot be looked up (a folder without search permission). */
+int gnn__ogb_probe(const char *path);
 /* dir/raw/<base>.csv.gz, else dir/raw/<base>.csv, into buf; "" when
  * neither exists (base may name a subfolder: "relations/a___b___c/edge").
  * GNN_EINVAL when too long. */

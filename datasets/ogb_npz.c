@@ -223,7 +223,8 @@ int gnn__ogb_convert_npz(const gnn_ogb_opts_t *o)
         fa = NULL;
     }
     GNN_TRY(gnn__ogb_path(label, sizeof label, o->dir, "raw/node-label.npz"));
-    int has_labels = gnn__ogb_exists(label);
+    int has_labels = gnn__ogb_probe(label);
+    GNN_TRY(has_labels < 0 ? has_labels : 0);
 
     GNN_TRY(gnn__ogb_builder_open(o, n, &b));
     GNN_TRY(read_edges(z, n, m, b));

@@ -655,7 +655,8 @@ static int open_layout(gnn_graph_file_t *f)
 fail:
     gnn__h5_close(&split);
     /* Messages of the attribute readers do not name the file. */
-    if (rc < 0 && strncmp(gnn_error_message(), path, strlen(path)) != 0)
+    if (rc < 0 && (strncmp(gnn_error_message(), path, strlen(path)) != 0 ||
+                   gnn_error_message()[strlen(path)] != ':'))
         gnn_error_prefix("%s", path);
     return rc;
 }
@@ -976,6 +977,7 @@ int gnn_graph_read_node_data(gnn_graph_file_t *f, const char *name, int *is_int,
     GNN_CHECK(rank == 1 || rank == 2, GNN_EFORMAT, "%s: dataset '%s' has %d dimensions, expected 1 or 2",
               f->path, dpath, rank);
     H5Sget_simple_extent_dims(space, dims, NULL);
+    GNN_TRY(gnn__h5_check_compact(d, type, space, f->path, dpath));
     GNN_CHECK(dims[0] == (hsize_t)f->info.num_nodes && dims[1] >= 1 &&
                   dims[1] < (hsize_t)GNN_GRAPH_MAX_COUNT,
               GNN_EFORMAT, "%s: dataset '%s' has shape (%llu, %llu), expected %lld rows", f->path,

@@ -120,20 +120,7 @@ int gnn__h5_open_dataset(hid_t loc, const char *path, const char *name, gnn_h5_c
     GNN_CHECK(nd == rank, GNN_EFORMAT, "%s: dataset '%s' has %d dimensions, expected %d", path,
               name, nd, rank);
     H5Sget_simple_extent_dims(space, dims, NULL);
-    { /* A compact dataset holds its values in its header: a damaged one
-       * may hold fewer than its shape says, which HDF5 would read past. */
-        hid_t dcpl = H5Dget_create_plist(dset);
-        H5D_layout_t lay = dcpl >= 0 ? H5Pget_layout(dcpl) : H5D_LAYOUT_ERROR;
-        gnn__h5_close(&dcpl);
-        hssize_t np = H5Sget_simple_extent_npoints(space);
-        size_t es = H5Tget_size(type);
-        GNN_CHECK(lay != H5D_LAYOUT_ERROR && np >= 0 && es > 0, GNN_EFORMAT,
-                  "%s: dataset '%s' has a damaged header", path, name);
-        if (lay == H5D_COMPACT)
-            GNN_CHECK(H5Dget_storage_size(dset) >= (hsize_t)np * es, GNN_EFORMAT,
-                      "%s: dataset '%s' holds fewer values than its shape (a damaged header)",
-                      path, name);
-    }
+    GNN_TRY(gnn__h5_check_compact(dset, type, space, path, name));
     gnn__h5_close(&type);
     gnn__h5_close(&space);
     gnn__h5_close(&dapl);
@@ -145,6 +132,25 @@ fail:
     gnn__h5_close(&dapl);
     gnn__h5_close(&dset);
     return rc;
+}
+
+int gnn__h5_check_compact(hid_t dset, hid_t type, hid_t space, const char *path,
+                          const char *name)
+{
+    /* A compact dataset holds its values in its header: a damaged one may
+     * hold fewer than its shape says, which HDF5 would read past. */
+    hid_t dcpl = H5Dget_create_plist(dset);
+    H5D_layout_t lay = dcpl >= 0 ? H5Pget_layout(dcpl) : H5D_LAYOUT_ERROR;
+    gnn__h5_close(&dcpl);
+    hssize_t np = H5Sget_simple_extent_npoints(space);
+    size_t es = H5Tget_size(type);
+    if (lay == H5D_LAYOUT_ERROR || np < 0 || es == 0)
+        return GNN_FAIL(GNN_EFORMAT, "%s: dataset '%s' has a damaged header", path, name);
+    if (lay == H5D_COMPACT && H5Dget_storage_size(dset) < (hsize_t)np * es)
+        return GNN_FAIL(GNN_EFORMAT,
+                        "%s: dataset '%s' holds fewer values than its shape (a damaged header)",
+                        path, name);
+    return 0;
 }
 
 int gnn__h5_create_dataset(hid_t loc, const char *name, hid_t type, int rank,

@@ -37,6 +37,12 @@ typedef enum { GNN_H5_INT, GNN_H5_FLOAT } gnn_h5_class_t;
 int gnn__h5_open_dataset(hid_t loc, const char *path, const char *name, gnn_h5_class_t cls,
                          int rank, int optional, hsize_t *dims, hid_t *out);
 
+/* GNN_EFORMAT (naming path and name) where dataset dset (its type and
+ * space given) is compact and holds fewer values than its shape says, or
+ * its header cannot be read: HDF5 would read past it. */
+int gnn__h5_check_compact(hid_t dset, hid_t type, hid_t space, const char *path,
+                          const char *name);
+
 /* Create an extendible chunked dataset of the given memory type and shape;
  * chunk gives the chunk shape. */
 int gnn__h5_create_dataset(hid_t loc, const char *name, hid_t type, int rank,

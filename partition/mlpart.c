@@ -194,9 +194,10 @@ static int displs(const int *count, int n, int *displ, int64_t *total)
 }
 
 /* Send send (grouped by destination, scount each) to every rank; *recv is
- * allocated here with *nrecv values, grouped by source. */
-static int alltoallv_i64(const ctx_t *c, const int64_t *send, const int *scount, int64_t **recv,
-                         int64_t *nrecv)
+ * allocated here with *nrecv values, grouped by source. rc_in: this rank's
+ * state before it (a failure agreed with the first step's, not apart). */
+static int alltoallv_i64(const ctx_t *c, int rc_in, const int64_t *send, const int *scount,
+                         int64_t **recv, int64_t *nrecv)
 {
     int rc = 0, R = c->size;
     int *sd = gnn_malloc_array((size_t)R, sizeof *sd), *rcnt = gnn_malloc_array((size_t)R, sizeof *rcnt),
@@ -206,7 +207,7 @@ static int alltoallv_i64(const ctx_t *c, const int64_t *send, const int *scount,
     *nrecv = 0;
     /* A rank's own failure is agreed before each collective step, which
      * its peers would otherwise wait in. */
-    rc = sd && rcnt && rd ? 0 : GNN_FAIL(GNN_ENOMEM, "exchange buffers");
+    rc = rc_in < 0 ? rc_in : sd && rcnt && rd ? 0 : GNN_FAIL(GNN_ENOMEM, "exchange buffers");
     if (rc == 0) rc = displs(scount, R, sd, &ns);
     GNN_TRY(agree(c, rc));
     GNN_MPI_TRY(MPI_Alltoall(scount, 1, MPI_INT, rcnt, 1, MPI_INT, c->comm));
@@ -308,7 +309,7 @@ static int verify_symmetric(const ctx_t *c, const level_t *L, int64_t *missing)
             }
         }
         int64_t nrecv = 0;
-        GNN_TRY(alltoallv_i64(c, send, scount, &recv, &nrecv));
+        GNN_TRY(alltoallv_i64(c, 0, send, scount, &recv, &nrecv));
         for (int64_t j = 0; j < nrecv; j += 2) {
             int64_t u = recv[j] - lo;
             const int64_t *row = L->adj + L->xadj[u];
@@ -456,9 +457,8 @@ static int build_fine(const ctx_t *c, gnn_graph_file_t *f, level_t *L, gnn_progr
                         }
                     }
             }
-            GNN_TRY(agree(c, rc));
             int64_t nrecv = 0;
-            GNN_TRY(alltoallv_i64(c, send, scount, &recv, &nrecv));
+            GNN_TRY(alltoallv_i64(c, rc, send, scount, &recv, &nrecv));
             for (int64_t j = 0; j < nrecv; j += per) {
                 int64_t u = recv[j];
                 if (u < lo || u >= lo + nloc) {
@@ -572,12 +572,10 @@ static int localize(const ctx_t *c, level_t *L)
             L->gcount[o]++;
         }
     }
-    GNN_TRY(agree(c, rc));
     int64_t total = 0;
-    rc = displs(L->gcount, R, L->gdispl, &total);
-    GNN_TRY(agree(c, rc));
+    if (rc == 0) rc = displs(L->gcount, R, L->gdispl, &total);
     int64_t *asked = NULL;
-    GNN_TRY(alltoallv_i64(c, L->ghost, L->gcount, &asked, &L->nreq));
+    GNN_TRY(alltoallv_i64(c, rc, L->ghost, L->gcount, &asked, &L->nreq));
     L->req = asked;
     GNN_MPI_TRY(MPI_Alltoall(L->gcount, 1, MPI_INT, L->rcount, 1, MPI_INT, c->comm));
     GNN_TRY(displs(L->rcount, R, L->rdispl, &total));

@@ -8,6 +8,7 @@
 #include "graph/base/cli.h"
 #include "graph/base/error.h"
 #include "graph/base/log.h"
+#include "graph/base/mpiutil.h"
 #include "trainer/dist.h"
 #include "trainer/train.h"
 
@@ -242,14 +243,9 @@ int main(int argc, char **argv)
     int rc = gnn_cli_run(&train_cli, argc, argv, 1, &o, run);
     if (rc < 0 && size > 1) {
         int who = gnn_dist_reporting_rank();
-        if (who < 0 && rc != GNN_EUSAGE) {
-            /* This rank failed alone: the others may wait for it in a
-             * collective call, so the job ends here. */
-            gnn_error_prefix("rank %d of %d", rank, size);
-            gnn_error_report("gnn-train", NULL, rc);
-            fflush(stderr);
-            MPI_Abort(MPI_COMM_WORLD, 1);
-        }
+        /* This rank failed alone: the others may wait for it in a
+         * collective call, so the job ends here. */
+        if (who < 0 && rc != GNN_EUSAGE) gnn_mpi_fail_alone("gnn-train", rc);
         /* Every rank returned the failure: one reports it (a bad option
          * fails the same way everywhere: rank 0). */
         if (rank != (who < 0 ? 0 : who)) {

@@ -571,6 +571,11 @@ static void test_label_values(void **state)
     int64_t lab2[] = {0, 1, -1, -1, 1, -1};
     assert_memory_equal(g.label, lab2, sizeof lab2);
     gnn_graph_free(&g);
+    /* A label file that is there but cannot be read is not taken as
+     * absent (no labels). */
+    assert_int_equal(unlink(p), 0);
+    assert_int_equal(symlink("/nonexistent/node-label.npz", p), 0);
+    expect_failure(d, NULL, 1, "raw/node-label.npz: a symbolic link that cannot be followed");
 }
 
 /* ---- Cora ---------------------------------------------------------------- */

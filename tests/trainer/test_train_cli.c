@@ -815,16 +815,29 @@ static int log_steps(const char *path, char steps[][16], int max)
     return n;
 }
 
+/* The last line of a log (a copy; the caller frees). */
+static char *last_line(const char *path)
+{
+    char *text = tu_read_file(path);
+    assert_non_null(text);
+    size_t n = strlen(text);
+    assert_true(n > 0 && text[n - 1] == '\n');
+    text[n - 1] = '\0';
+    char *nl = strrchr(text, '\n');
+    char *line = strdup(nl ? nl + 1 : text);
+    free(text);
+    assert_non_null(line);
+    return line;
+}
+
 /* The log's final line names the device memory held at the most
  * (device_peak_mb) on a device, and only there: at least g_sbm's features
  * (3000 x 32 floats, uploaded whole for the full graph), and not more than
  * a few times what the run holds. */
 static void expect_device_peak(const char *log, int device)
 {
-    char *text = tu_read_file(log);
-    assert_non_null(text);
-    const char *fin = strstr(text, "{\"final\": true");
-    assert_non_null(fin);
+    char *fin = last_line(log);
+    assert_non_null(strstr(fin, "{\"final\": true"));
     if (!device) {
         if (tu_json_get(fin, "device_peak_mb")) fail_msg("device_peak_mb on the CPU: %s", fin);
     } else {
@@ -832,7 +845,7 @@ static void expect_device_peak(const char *log, int device)
         if (!(mb >= 3000.0 * 32 * 4 / 1048576 && mb < 16.0))
             fail_msg("device_peak_mb %g outside [0.37, 16) MB: %s", mb, fin);
     }
-    free(text);
+    free(fin);
 }
 
 /*
@@ -1417,21 +1430,6 @@ static void test_plugin_end_to_end(void **state)
 }
 
 /* ---- Link prediction -------------------------------------------------------- */
-
-/* The last line of a log (a copy; the caller frees). */
-static char *last_line(const char *path)
-{
-    char *text = tu_read_file(path);
-    assert_non_null(text);
-    size_t n = strlen(text);
-    assert_true(n > 0 && text[n - 1] == '\n');
-    text[n - 1] = '\0';
-    char *nl = strrchr(text, '\n');
-    char *line = strdup(nl ? nl + 1 : text);
-    free(text);
-    assert_non_null(line);
-    return line;
-}
 
 /* g_sbm_easy with 5 % of its edges held out for validation and 10 % for
  * testing (made once). */
