@@ -6,26 +6,10 @@
 #include "graph/base/error.h"
 #include "graph/base/tmpclean.h"
 
-#include <errno.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
-
-/* dir exists, is a directory, and files may be created in it; what names
- * it in messages. */
-static int check_dir(const char *what, const char *dir)
-{
-    struct stat st;
-    if (stat(dir, &st) != 0)
-        return GNN_FAIL(GNN_ENOENT, "%s: directory %s does not exist", what, dir);
-    if (!S_ISDIR(st.st_mode)) return GNN_FAIL(GNN_ENOENT, "%s: %s is not a directory", what, dir);
-    if (access(dir, W_OK | X_OK) != 0)
-        return GNN_FAIL(GNN_EIO, "%s: cannot write in directory %s: %s", what, dir,
-                        strerror(errno));
-    return 0;
-}
 
 int gnn_output_check(const gnn_output_opts_t *o)
 {
@@ -45,8 +29,8 @@ int gnn_output_check(const gnn_output_opts_t *o)
     }
     char dir[4096];
     snprintf(dir, sizeof dir, "%s", o->path);
-    GNN_TRY(check_dir(o->path, dirname(dir)));
-    if (o->tmpdir) GNN_TRY(check_dir("--tmpdir", o->tmpdir));
+    GNN_TRY(gnn_output_dir_check(o->path, dirname(dir)));
+    if (o->tmpdir) GNN_TRY(gnn_output_dir_check("--tmpdir", o->tmpdir));
     if (o->mem_budget < 0) return GNN_FAIL(GNN_EUSAGE, "--mem-budget must not be negative");
 fail:
     return rc;
@@ -54,9 +38,7 @@ fail:
 
 int gnn_output_check_input(const gnn_output_opts_t *o, const char *input)
 {
-    struct stat so, si;
-    if (o->path && input && stat(o->path, &so) == 0 && stat(input, &si) == 0 &&
-        so.st_dev == si.st_dev && so.st_ino == si.st_ino)
+    if (o->path && input && gnn_same_file(o->path, input))
         return GNN_FAIL(GNN_EUSAGE, "-o %s names the input file %s: name another file",
                         o->path, input);
     return gnn_output_check(o);

@@ -18,9 +18,7 @@
 
 #include "graph/base/alloc.h"
 
-#include <errno.h>
 #include <inttypes.h>
-#include <libgen.h>
 #include <limits.h>
 #include <mpi.h>
 #include <stddef.h>
@@ -413,15 +411,10 @@ static int plan(const opts_t *o, const char *graph_path, int size, plan_t *p)
     GNN_TRY(check_not_input(o->out, graph_path));
     GNN_TRY(gnn_output_replaceable("-o", o->out, 1));
     { /* the directory -o goes in: there and writable, before the long work */
-        char *dup = gnn_strdup(o->out);
-        GNN_CHECK(dup, GNN_ENOMEM, "-o");
-        const char *parent = dirname(dup);
-        struct stat ps;
-        int e = stat(parent, &ps) != 0 ? errno : !S_ISDIR(ps.st_mode) ? ENOTDIR
-                                              : access(parent, W_OK | X_OK) != 0 ? errno : 0;
-        if (e) rc = GNN_FAIL(GNN_EIO, "-o %s: cannot write in %s: %s", o->out, parent, strerror(e));
-        gnn_free(dup);
-        if (rc < 0) goto fail;
+        char dir[PATH_MAX], what[PATH_MAX + 8];
+        gnn_path_dir(o->out, dir, sizeof dir);
+        snprintf(what, sizeof what, "-o %s", o->out);
+        GNN_TRY(gnn_output_dir_check(what, dir));
     }
     if (!o->balance && p->bt) { /* the default balances training nodes only where there are some */
         gnn_graph_file_t *f = NULL;
@@ -452,9 +445,8 @@ static int partition(const opts_t *o, const char *graph_path)
     gnn_graph_t g;
     gnn_graph_init(&g);
     int32_t *part = NULL;
-    int64_t budget = 0, cut = 0;
-    int bn, be, bt, nt, multilevel = 0, levels = 0, scheme = -1, used = -1;
-    char balance[32];
+    int64_t cut = 0;
+    int multilevel = 0, levels = 0, used = -1;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     /* Checked on every rank (each reads the file system itself: a node's
@@ -465,20 +457,18 @@ static int partition(const opts_t *o, const char *graph_path)
     rc = plan(o, graph_path, size, &pl);
     if (size > 1) rc = gnn_mpi_agree(MPI_COMM_WORLD, rc);
     GNN_TRY(rc);
-    budget = pl.budget;
-    bn = pl.bn, be = pl.be, bt = pl.bt, nt = pl.nt, scheme = pl.scheme;
-    snprintf(balance, sizeof balance, "%s", pl.balance);
     int metis = !strcmp(o->method, "metis");
-    multilevel = metis && (size > 1 || budget > 0);
+    multilevel = metis && (size > 1 || pl.budget > 0);
     if (!metis) { /* nothing to balance: the checks of --balance do not apply */
         if (rank == 0 && (o->balance || strcmp(o->scheme, "best")))
             GNN_WARN("--scheme and --balance: ignored by --method random (every part gets a "
                      "share of nodes at random)");
-        bt = nt = 0;
+        pl.bt = pl.nt = 0;
     }
     double t0 = now_s();
     if (rank == 0 && !multilevel)
-        rc = direct(o, graph_path, &g, bn, be, bt, nt, scheme, &part, &cut, &used, &multilevel);
+        rc = direct(o, graph_path, &g, pl.bn, pl.be, pl.bt, pl.nt, pl.scheme, &part, &cut, &used,
+                    &multilevel);
     if (size > 1) { /* rank 0's outcome, and whether it needs the multilevel path */
         int v[2] = {rc, multilevel};
         MPI_Bcast(v, 2, MPI_INT, 0, MPI_COMM_WORLD);
@@ -492,14 +482,14 @@ static int partition(const opts_t *o, const char *graph_path)
     if (multilevel) {
         gnn_mlpart_opts_t mo = {
             .k = (int)o->k,
-            .balance_nodes = bn,
-            .balance_edges = be,
-            .balance_train = bt,
+            .balance_nodes = pl.bn,
+            .balance_edges = pl.be,
+            .balance_train = pl.bt,
             .ufactor = o->ufactor,
             .seed = (uint64_t)o->seed,
             .max_metis_edges = o->max_metis_edges,
-            .mem_budget = budget,
-            .scheme = scheme,
+            .mem_budget = pl.budget,
+            .scheme = pl.scheme,
         };
         gnn_mlpart_stats_t st;
         t0 = now_s();
@@ -513,7 +503,7 @@ static int partition(const opts_t *o, const char *graph_path)
                      levels, levels == 1 ? "" : "s", st.level[levels].entries,
                      st.target_entries, cut);
             phase_done("partitioned", t0);
-            if (budget > 0 && st.phase_rss[3] > budget)
+            if (pl.budget > 0 && st.phase_rss[3] > pl.budget)
                 GNN_WARN("peak RSS %.0f MiB passed --mem-budget %s",
                          (double)st.phase_rss[3] / 1048576.0, o->mem_budget);
         }
@@ -527,10 +517,10 @@ static int partition(const opts_t *o, const char *graph_path)
         spread = all;
     }
     if (spread)
-        rc = write_dir(o, graph_path, NULL, &part, cut, balance, used, budget, size, levels);
+        rc = write_dir(o, graph_path, NULL, &part, cut, pl.balance, used, pl.budget, size, levels);
     else if (rank == 0)
-        rc = write_dir(o, graph_path, &g, &part, cut, metis ? balance : "-", used, budget, size,
-                       levels);
+        rc = write_dir(o, graph_path, &g, &part, cut, metis ? pl.balance : "-", used, pl.budget,
+                       size, levels);
     if (!spread && size > 1) { /* every rank leaves with rank 0's verdict */
         int r0 = rc;
         MPI_Bcast(&r0, 1, MPI_INT, 0, MPI_COMM_WORLD);

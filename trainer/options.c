@@ -252,43 +252,6 @@ int gnn__opts_check(const gnn_train_opts_t *o)
     return 0;
 }
 
-/* The directory of path into buf: "." without a slash, "/" for a path in
- * the root. */
-static void dir_of(const char *path, char *buf, size_t size)
-{
-    const char *slash = strrchr(path, '/');
-    if (!slash)
-        snprintf(buf, size, ".");
-    else if (slash == path)
-        snprintf(buf, size, "/");
-    else
-        snprintf(buf, size, "%.*s", (int)(slash - path), path);
-}
-
-/* path with its directory resolved to an absolute one, or path as it is
- * where the directory cannot be resolved. */
-static const char *resolved(const char *path, char *buf, size_t size)
-{
-    char dir[PATH_MAX], real[PATH_MAX];
-    const char *slash = strrchr(path, '/');
-    dir_of(path, dir, sizeof dir);
-    if (!realpath(dir, real)) return path;
-    snprintf(buf, size, "%s/%s", real, slash ? slash + 1 : path);
-    return buf;
-}
-
-/* Do paths a and b name the same file: the same device and inode where
- * both exist, else the same path once their directories are resolved. */
-static int same_file(const char *a, const char *b)
-{
-    struct stat sa, sb;
-    int ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
-    if (ea && eb) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-    if (ea != eb) return 0;
-    char ra[PATH_MAX + 256], rb[PATH_MAX + 256];
-    return !strcmp(resolved(a, ra, sizeof ra), resolved(b, rb, sizeof rb));
-}
-
 /* Is path one of the files of partition directory data (meta.h5,
  * part-NNNNN.h5), whether or not it exists yet? */
 static int partdir_file(const char *data, const char *path)
@@ -299,7 +262,7 @@ static int partdir_file(const char *data, const char *path)
     size_t len = strlen(base);
     int named = !strcmp(base, "meta.h5") ||
                 (!strncmp(base, "part-", 5) && len > 8 && !strcmp(base + len - 3, ".h5"));
-    dir_of(path, dir, sizeof dir);
+    gnn_path_dir(path, dir, sizeof dir);
     return named && stat(data, &sd) == 0 && S_ISDIR(sd.st_mode) && stat(dir, &sp) == 0 &&
            sd.st_dev == sp.st_dev && sd.st_ino == sp.st_ino;
 }
@@ -309,20 +272,15 @@ static int partdir_file(const char *data, const char *path)
  * temporary name beside them). */
 static int check_output(const char *opt, const char *path)
 {
-    char dir[PATH_MAX];
+    char dir[PATH_MAX], what[PATH_MAX + 64];
     struct stat st;
     if (!path[0]) return GNN_FAIL(GNN_EUSAGE, "%s: empty file name", opt);
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
         return GNN_FAIL(GNN_EIO, "%s %s: is a directory", opt, path);
-    dir_of(path, dir, sizeof dir);
-    if (stat(dir, &st) != 0)
-        return GNN_FAIL(errno == ENOENT ? GNN_ENOENT : GNN_EIO, "%s %s: cannot write in %s: %s",
-                        opt, path, dir, strerror(errno));
-    if (!S_ISDIR(st.st_mode))
-        return GNN_FAIL(GNN_EIO, "%s %s: %s is not a directory", opt, path, dir);
-    if (access(dir, W_OK | X_OK) != 0)
-        return GNN_FAIL(GNN_EIO, "%s %s: cannot write in %s: %s", opt, path, dir,
-                        strerror(errno));
+    gnn_path_dir(path, dir, sizeof dir);
+    snprintf(what, sizeof what, "%s %s", opt, path);
+    int rc = gnn_output_dir_check(what, dir);
+    if (rc < 0) return rc;
     /* The log is appended to in place; the others are renamed into place. */
     return strcmp(opt, "--log-json") ? gnn_output_replaceable(opt, path, 0) : 0;
 }
@@ -342,7 +300,7 @@ int gnn__opts_check_paths(const gnn_train_opts_t *o)
     int n = (int)(sizeof path / sizeof path[0]);
     for (int a = 0; a < n; a++)
         for (int b = a + 1; b < n; b++)
-            if (path[a] && path[b] && same_file(path[a], path[b]))
+            if (path[a] && path[b] && gnn_same_file(path[a], path[b]))
                 return GNN_FAIL(GNN_EUSAGE, "%s %s and %s %s name the same file", opt[a],
                                 path[a], opt[b], path[b]);
     for (int a = 1; a < n; a++)

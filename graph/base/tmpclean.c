@@ -10,6 +10,9 @@
 #include "graph/base/error.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -133,4 +136,52 @@ int gnn_output_replaceable(const char *opt, const char *path, int is_dir)
                              "whole under a temporary name, then renamed): name a %s",
                     opt ? opt : "", opt ? " " : "", path, link ? "a link to " : "", what,
                     is_dir ? "directory" : "file");
+}
+
+int gnn_output_dir_check(const char *what, const char *dir)
+{
+    struct stat st;
+    if (stat(dir, &st) != 0)
+        return errno == ENOENT ? GNN_FAIL(GNN_ENOENT, "%s: directory %s does not exist", what, dir)
+                               : GNN_FAIL(GNN_EIO, "%s: cannot write in directory %s: %s", what,
+                                          dir, strerror(errno));
+    if (!S_ISDIR(st.st_mode)) return GNN_FAIL(GNN_ENOENT, "%s: %s is not a directory", what, dir);
+    if (access(dir, W_OK | X_OK) != 0)
+        return GNN_FAIL(GNN_EIO, "%s: cannot write in directory %s: %s", what, dir,
+                        strerror(errno));
+    return 0;
+}
+
+void gnn_path_dir(const char *path, char *buf, size_t size)
+{
+    size_t end = strlen(path);
+    while (end > 1 && path[end - 1] == '/') end--; /* "a/b/" is in "a" */
+    while (end > 0 && path[end - 1] != '/') end--;
+    while (end > 1 && path[end - 1] == '/') end--; /* "a//b" is in "a" */
+    if (end == 0)
+        snprintf(buf, size, ".");
+    else
+        snprintf(buf, size, "%.*s", (int)end, path);
+}
+
+/* path with its directory resolved to an absolute one, or path as it is
+ * where the directory cannot be resolved. */
+static const char *resolved(const char *path, char *buf, size_t size)
+{
+    char dir[PATH_MAX], real[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    gnn_path_dir(path, dir, sizeof dir);
+    if (!realpath(dir, real)) return path;
+    snprintf(buf, size, "%s/%s", real, slash ? slash + 1 : path);
+    return buf;
+}
+
+int gnn_same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    int ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
+    if (ea && eb) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    if (ea != eb) return 0;
+    char ra[PATH_MAX + 256], rb[PATH_MAX + 256];
+    return !strcmp(resolved(a, ra, sizeof ra), resolved(b, rb, sizeof rb));
 }

@@ -12,6 +12,8 @@
 #ifndef GNN_BASE_TMPCLEAN_H
 #define GNN_BASE_TMPCLEAN_H
 
+#include <stddef.h>
+
 /* Register path (a file, or with is_dir a directory of files); returns a
  * handle > 0, or 0 when the path is too long or every slot (8) is taken
  * (the output then is not cleaned up on a signal, nothing else changes). */
@@ -27,5 +29,21 @@ void gnn_tmp_unregister(int handle);
  * directory where a file goes) would be replaced by the output: GNN_EIO
  * with a message naming opt (the option, or NULL) and path. */
 int gnn_output_replaceable(const char *opt, const char *path, int is_dir);
+
+/* Whether new files can be made in directory dir: it exists, is a
+ * directory, and may be written and searched. Otherwise GNN_ENOENT (it
+ * does not exist, or is not a directory) or GNN_EIO (no permission), with
+ * a message that starts with what (the option and its path, say). */
+int gnn_output_dir_check(const char *what, const char *dir);
+
+/* The directory path goes in, as dirname(3) has it ("." for a bare name,
+ * "/" for a name at the root, trailing slashes ignored), into buf of size
+ * bytes; path is not changed. */
+void gnn_path_dir(const char *path, char *buf, size_t size);
+
+/* Whether paths a and b name the same file: the same device and inode
+ * where both exist; neither existing, the same path once their
+ * directories are resolved (two outputs that would collide). */
+int gnn_same_file(const char *a, const char *b);
 
 #endif

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "graph/base/tmpclean.h"
+#include "graph/base/error.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -130,6 +131,80 @@ static void test_refusals(void **state)
     gnn_tmp_unregister(h[8]);
 }
 
+/* The directory of a path, as dirname(3) has it, the input untouched. */
+static void test_path_dir(void **state)
+{
+    (void)state;
+    static const char *const cases[][2] = {
+        {"a", "."},    {"a/b", "a"},   {"a/b/", "a"}, {"/a", "/"},  {"//a", "/"},
+        {"/", "/"},    {"a//b", "a"},  {"a/b//", "a"}, {"///", "/"}, {"./x", "."},
+        {"", "."},     {"/x/y/z.h5", "/x/y"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char buf[64];
+        gnn_path_dir(cases[i][0], buf, sizeof buf);
+        if (strcmp(buf, cases[i][1]))
+            fail_msg("directory of \"%s\": \"%s\", expected \"%s\"", cases[i][0], buf,
+                     cases[i][1]);
+    }
+}
+
+/* A directory that can take new files, and the three ways one cannot:
+ * each its error code and a message naming what and the directory. */
+static void test_output_dir_check(void **state)
+{
+    (void)state;
+    char sub[512], file[512], want[1200];
+    assert_int_equal(gnn_output_dir_check("-o x", g_dir), 0);
+    snprintf(sub, sizeof sub, "%s/missing", g_dir);
+    assert_int_equal(gnn_output_dir_check("-o x", sub), GNN_ENOENT);
+    snprintf(want, sizeof want, "-o x: directory %s does not exist", sub);
+    assert_non_null(strstr(gnn_error_message(), want));
+    snprintf(file, sizeof file, "%s/plain", g_dir);
+    touch(file);
+    assert_int_equal(gnn_output_dir_check("--tmpdir", file), GNN_ENOENT);
+    snprintf(want, sizeof want, "--tmpdir: %s is not a directory", file);
+    assert_non_null(strstr(gnn_error_message(), want));
+    snprintf(sub, sizeof sub, "%s/ro", g_dir);
+    assert_int_equal(mkdir(sub, 0500), 0);
+    if (access(sub, W_OK) == 0) { /* root writes anywhere: nothing to refuse */
+        assert_int_equal(gnn_output_dir_check("-o x", sub), 0);
+    } else {
+        assert_int_equal(gnn_output_dir_check("-o x", sub), GNN_EIO);
+        snprintf(want, sizeof want, "-o x: cannot write in directory %s: ", sub);
+        assert_non_null(strstr(gnn_error_message(), want));
+    }
+    rmdir(sub);
+    unlink(file);
+}
+
+/* Two names of one file (a link, a path through "..") are the same file;
+ * two names of files that do not exist yet are the same once their
+ * directories are resolved; different files are not. */
+static void test_same_file(void **state)
+{
+    (void)state;
+    char a[512], b[512], link[512], dotted[512], na[512], nb[512];
+    snprintf(a, sizeof a, "%s/a", g_dir);
+    snprintf(b, sizeof b, "%s/b", g_dir);
+    snprintf(link, sizeof link, "%s/l", g_dir);
+    snprintf(dotted, sizeof dotted, "%s/../%s/a", g_dir, strrchr(g_dir, '/') + 1);
+    touch(a);
+    touch(b);
+    assert_int_equal(symlink(a, link), 0);
+    assert_true(gnn_same_file(a, a));
+    assert_true(gnn_same_file(a, link));
+    assert_true(gnn_same_file(dotted, a));
+    assert_false(gnn_same_file(a, b));
+    snprintf(na, sizeof na, "%s/new.h5", g_dir);
+    snprintf(nb, sizeof nb, "%s/../%s/new.h5", g_dir, strrchr(g_dir, '/') + 1);
+    assert_true(gnn_same_file(na, nb));  /* neither exists: the same path */
+    assert_false(gnn_same_file(na, a));  /* one exists, the other not */
+    unlink(link);
+    unlink(a);
+    unlink(b);
+}
+
 int main(void)
 {
     snprintf(g_dir, sizeof g_dir, "%s/gnn-tmpclean-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -139,6 +214,9 @@ int main(void)
         cmocka_unit_test(test_sigint_and_sighup),
         cmocka_unit_test(test_ignored_signal_stays_ignored),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_path_dir),
+        cmocka_unit_test(test_output_dir_check),
+        cmocka_unit_test(test_same_file),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     rmdir(g_dir);

@@ -1130,7 +1130,7 @@ static void test_bad_commands(void **state)
     char want[1024];
 
     /* -o in a directory that does not exist: refused before the work. */
-    part_fails(NULL, 1, "-o /nonexistent-gnn-dir/p: cannot write in /nonexistent-gnn-dir", g_sbm,
+    part_fails(NULL, 1, "-o /nonexistent-gnn-dir/p: directory /nonexistent-gnn-dir does not exist", g_sbm,
                "-k", "2", "-o", "/nonexistent-gnn-dir/p", (char *)NULL);
 
     snprintf(want, sizeof want, "-k 3001: %s has only 3000 nodes", g_sbm);

@@ -2764,9 +2764,11 @@ static void test_output_paths(void **state)
     char *text = tu_read_file(log);
     assert_true(!text || !strstr(text, "\"final\""));
     free(text);
-    train_fails(NULL, 1, "cannot write in", "--data", (char *)g_sbm, "--checkpoint", nodir,
-                (char *)NULL);
-    train_fails(NULL, 1, "cannot write in", "--data", (char *)g_sbm, "--log-json", nodir,
+    char nodir_msg[1500];
+    snprintf(nodir_msg, sizeof nodir_msg, "--checkpoint %s: directory %s/nodir does not exist",
+             nodir, tu_tmpdir());
+    train_fails(NULL, 1, nodir_msg, "--data", (char *)g_sbm, "--checkpoint", nodir, (char *)NULL);
+    train_fails(NULL, 1, "does not exist", "--data", (char *)g_sbm, "--log-json", nodir,
                 (char *)NULL);
     train_fails(NULL, 1, "is a directory", "--data", (char *)g_sbm, "--save-predictions",
                 (char *)tu_tmpdir(), (char *)NULL);

@@ -1468,7 +1468,11 @@ static void test_ranks_unlike(void **state)
     log_free(&a);
     log_free(&b);
 
-    mpi_fails_status(1, (const char *const[]){"--save-predictions", "cannot write in", NULL}, "2",
+    mpi_fails_status(1,
+                     (const char *const[]){"--save-predictions /nonexistent-gnn-dir/p.csv: "
+                                           "directory /nonexistent-gnn-dir does not exist",
+                                           NULL},
+                     "2",
                      ARGS("--data", g_k2, "--epochs", "1", "--device", "auto",
                           "--save-predictions", "/nonexistent-gnn-dir/p.csv"));
 
