@@ -1146,6 +1146,11 @@ static int score_prep(gnn_backend_t *be, gnn_bgraph_t *g, const gnn_aggr_def_t *
     if (o->heads < 1 || o->heads > GNN_ATTN_MAX_HEADS || o->f < 1)
         return GNN_FAIL(GNN_EINVAL, "%s: %" PRId64 " heads of %" PRId64 " features", fn,
                         o->heads, o->f);
+    if (g->host.n_dst > g->host.n_src) /* the scores read x[v] for destination v */
+        return GNN_FAIL(GNN_EINVAL,
+                        "%s: %" PRId64 " destinations but %" PRId64 " sources (an attention score "
+                        "reads each destination's own row among the sources, the first n_dst)",
+                        fn, g->host.n_dst, g->host.n_src);
     int k = o->self_loop != 0;
     int rc = attn_layout(be, g, k, fn, a);
     if (rc < 0) return rc;

@@ -372,9 +372,11 @@ int64_t gnn_be_attn_slots(const gnn_bgraph_t *g, int self_loop);
  * heads * o->f), with its parameters params (gnn_aggr_params for dims
  * {heads, f}; NULL when it has none) and a workspace of
  * gnn_be_attn_workspace bytes that the backward after it gets too. The
- * backward adds the gradient of x into dx and overwrites dparams. Errors
- * as for aggregators: GNN_EUNSUPPORTED when def has no entry point for
- * this device, GNN_EPLUGIN with the plug-in's message.
+ * backward adds the gradient of x into dx and overwrites dparams. A score
+ * reads each destination's own row of x (the destinations are the first
+ * n_dst sources): GNN_EINVAL for a graph with n_dst > n_src. Errors as
+ * for aggregators: GNN_EUNSUPPORTED when def has no entry point for this
+ * device, GNN_EPLUGIN with the plug-in's message.
  */
 /* 0 when be runs def both ways (an aggregator's forward and backward, an
  * attention function's score and its backward), else GNN_EUNSUPPORTED

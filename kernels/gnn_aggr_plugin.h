@@ -116,7 +116,8 @@ extern "C" {
  */
 typedef struct {
     int64_t n_dst;            /* rows of the in-edge CSR (destinations) */
-    int64_t n_src;            /* its columns (sources); n_dst <= n_src is not guaranteed */
+    int64_t n_src;            /* its columns (sources); n_dst <= n_src is not guaranteed
+                                 (it is for attention: the backend refuses n_dst > n_src) */
     int64_t nnz;              /* edges */
     const int64_t *indptr;    /* n_dst + 1 offsets */
     const int64_t *indices;   /* nnz source ids */

@@ -369,9 +369,9 @@ __global__ void k_attn_ds(int64_t nd, int64_t H, int64_t F, int k,
         }
         for (int64_t e = lo; e < hi; e++) {
             const float al = alpha[e * H + h];
-            const float d = slot_grad(left_out(k, indptr, src, e, v), al, scale, dyv,
-                                      x + src[e] * W + h * F, F);
-            ds[e * H + h] = fabsf(al) * (d - c);
+            const int out = left_out(k, indptr, src, e, v);
+            const float d = slot_grad(out, al, scale, dyv, x + src[e] * W + h * F, F);
+            ds[e * H + h] = out ? 0.0f : fabsf(al) * (d - c); /* as the CPU: +0, never NaN */
         }
     }
 }

@@ -242,23 +242,42 @@ static void regions_release(uintptr_t lo, uintptr_t hi)
             region_drop(i);
 }
 
-/* Whether any of p's bytes lie on a page of the table. */
-static int mapped_pages(const void *p, size_t bytes)
+cudaError_t gnn__cuda_copy_host(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind,
+                                cudaStream_t st, int *pinned)
 {
-    uintptr_t lo, hi;
-    page_range(p, bytes, &lo, &hi);
-    int in = 0;
-    pthread_mutex_lock(&g_map_lock);
-    for (size_t i = 0; i < g_n_regions && !in; i++)
-        in = g_regions[i].lo < hi && lo < g_regions[i].hi;
-    pthread_mutex_unlock(&g_map_lock);
-    return in;
+    const uintptr_t h0 = (uintptr_t)(kind == cudaMemcpyHostToDevice ? src : dst);
+    const uintptr_t end = h0 + bytes;
+    int in_any = 0;
+    for (uintptr_t at = h0; at < end;) { /* piece [at, cut) */
+        uintptr_t cut = end;
+        int in = 0;
+        pthread_mutex_lock(&g_map_lock);
+        for (size_t i = 0; i < g_n_regions; i++) {
+            const region_t *r = &g_regions[i];
+            if (r->lo <= at && at < r->hi) {
+                in = 1;
+                if (r->hi < cut) cut = r->hi;
+            } else if (r->lo > at && r->lo < cut) {
+                cut = r->lo;
+            }
+        }
+        pthread_mutex_unlock(&g_map_lock);
+        const size_t off = at - h0;
+        cudaError_t e = cudaMemcpyAsync((char *)dst + off, (const char *)src + off, cut - at,
+                                        kind, st);
+        if (e != cudaSuccess) return e;
+        in_any |= in;
+        at = cut;
+    }
+    if (pinned) *pinned = in_any;
+    return cudaSuccess;
 }
 
 cudaError_t gnn__cuda_upload(void *dst, const void *src, size_t bytes, cudaStream_t st)
 {
-    cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, st);
-    if (e == cudaSuccess && bytes && mapped_pages(src, bytes)) e = cudaStreamSynchronize(st);
+    int pinned = 0;
+    cudaError_t e = gnn__cuda_copy_host(dst, src, bytes, cudaMemcpyHostToDevice, st, &pinned);
+    if (e == cudaSuccess && pinned) e = cudaStreamSynchronize(st);
     return e;
 }
 
@@ -403,7 +422,7 @@ static void cu_unmap_host(gnn_backend_t *be, void *host)
 static int cu_download(gnn_backend_t *be, void *dst, const void *src, size_t bytes)
 {
     gnn_cuda_be_t *cb = gnn__cuda_be(be);
-    GNN_CUDA_RET(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, cb->stream),
+    GNN_CUDA_RET(gnn__cuda_copy_host(dst, src, bytes, cudaMemcpyDeviceToHost, cb->stream, NULL),
                  "copy from the device");
     GNN_CUDA_RET(cudaStreamSynchronize(cb->stream), "copy from the device");
     return 0;

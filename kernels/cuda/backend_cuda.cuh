@@ -79,7 +79,16 @@ int gnn__cuda_pinned(gnn_cuda_be_t *cb, size_t bytes, void **out);
  * mapping, and gnn__cuda_unmap_host(host) ends the latest of host's. */
 cudaError_t gnn__cuda_map_host(void *host, size_t bytes, void **dev);
 void gnn__cuda_unmap_host(void *host);
-/* cudaMemcpyAsync of bytes from host src to device dst on st, src free
+/* cudaMemcpyAsync of bytes between host and device memory (kind
+ * cudaMemcpyHostToDevice or cudaMemcpyDeviceToHost) on st, in pieces that
+ * each lie wholly inside one region the host mappings registered or wholly
+ * outside them all: the driver refuses a copy whose host range is partly
+ * registered (a mapping pins whole pages, which an array beside the mapped
+ * one may start or end on). *pinned (or NULL): whether a piece lay inside a
+ * region, its copy then running later rather than staged. */
+cudaError_t gnn__cuda_copy_host(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind,
+                                cudaStream_t st, int *pinned);
+/* gnn__cuda_copy_host of bytes from host src to device dst on st, src free
  * for the caller to reuse once this returns: a copy from pageable memory
  * has been staged by then, and one from a page that a host mapping pinned
  * (an array sharing a page with a mapped one, pinned without its owner

@@ -172,11 +172,11 @@ int gnn__cuda_sampler_prepare(gnn_backend_t *be, gnn_bsampler_t *s)
     if (e == cudaSuccess)
         e = gnn__cuda_malloc((void **)&c->first, ((size_t)c->n + 1) * sizeof(unsigned long long));
     if (e == cudaSuccess && !host)
-        e = cudaMemcpyAsync(c->indptr, g->indptr, ((size_t)c->n + 1) * sizeof(int64_t),
-                            cudaMemcpyHostToDevice, c->st);
+        e = gnn__cuda_copy_host(c->indptr, g->indptr, ((size_t)c->n + 1) * sizeof(int64_t),
+                                cudaMemcpyHostToDevice, c->st, NULL);
     if (e == cudaSuccess && !host && g->nnz > 0)
-        e = cudaMemcpyAsync(c->indices, g->indices, (size_t)g->nnz * sizeof(int64_t),
-                            cudaMemcpyHostToDevice, c->st);
+        e = gnn__cuda_copy_host(c->indices, g->indices, (size_t)g->nnz * sizeof(int64_t),
+                                cudaMemcpyHostToDevice, c->st, NULL);
     if (e == cudaSuccess)
         e = cudaMemsetAsync(c->loc, 0xFF, ((size_t)c->n + 1) * sizeof(int32_t), c->st);
     if (e == cudaSuccess)
@@ -443,7 +443,7 @@ int gnn__cuda_sampler_download(gnn_backend_t *be, gnn_bsampler_t *s, void *dst, 
 {
     (void)gnn__cuda_be(be); /* its device current on this thread */
     cu_sampler_t *c = (cu_sampler_t *)s->impl;
-    GNN_CUDA_RET(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, c->st),
+    GNN_CUDA_RET(gnn__cuda_copy_host(dst, src, bytes, cudaMemcpyDeviceToHost, c->st, NULL),
                  "device sampler: a copy to the host");
     GNN_CUDA_RET(cudaStreamSynchronize(c->st), "device sampler: a copy to the host");
     return 0;
@@ -467,8 +467,8 @@ int gnn__cuda_sample(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds,
      * the bytes are staged (a pinned one later: the stream is waited for
      * before this call returns), and the stream orders the rest after it. */
     if (n > 0)
-        GNN_CUDA_RET(cudaMemcpyAsync(b->nodes, seeds, (size_t)n * sizeof(int64_t),
-                                     cudaMemcpyHostToDevice, st),
+        GNN_CUDA_RET(gnn__cuda_copy_host(b->nodes, seeds, (size_t)n * sizeof(int64_t),
+                                         cudaMemcpyHostToDevice, st, NULL),
                      "device sampler: seeds");
     k_seed<<<blocks_for(n), THREADS, 0, st>>>(n, b->nodes, c->loc);
     GNN_CUDA_LAUNCHED("sampler seeds");

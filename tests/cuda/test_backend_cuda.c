@@ -1061,6 +1061,30 @@ static void test_map_host_pages(void **state)
                                  (void **)&mw));
     check_mapped_rows(h + 5, f, 0, rows - 1, mw);
     gnn_be_unmap_host(g_gpu, h + 5);
+
+    /* A mapping pins whole pages: copies whose host range runs from pages
+     * it pinned into pages it did not (the rest of the array around the
+     * mapped rows) go both ways, their bytes intact. */
+    context("map_host: copies over a range partly pinned by a mapping");
+    expect_ok(0, gnn_be_map_host(g_gpu, h + cut * f, (size_t)(10 * f) * sizeof *h,
+                                 (void **)&mw));
+    const size_t all = (size_t)(rows * f) * sizeof *h;
+    pair_t p = pair_up(h, all); /* an upload over the pinned pages */
+    float *back = fetch(&p);    /* a download into pageable memory */
+    assert_memory_equal(back, h, all);
+    for (int64_t i = 0; i < rows * f; i++) back[i] = -h[i];
+    void *d = NULL;
+    expect_ok(0, gnn_be_alloc(g_gpu, all, &d));
+    expect_ok(0, gnn_be_upload(g_gpu, d, back, all));
+    fetch_into(h, d, all); /* a download into the partly pinned array */
+    for (int64_t i = 0; i < rows * f; i++)
+        if (h[i] != (float)i * -0.5f + 7.0f)
+            fail_msg("%s: element %" PRId64 " is %g after the download", g_ctx, i, h[i]);
+    check_mapped_rows(h + cut * f, f, 0, 10, mw);
+    gnn_be_unmap_host(g_gpu, h + cut * f);
+    gnn_be_free(g_gpu, d);
+    free(back);
+    pair_free(&p);
     free(h);
 }
 
@@ -2131,15 +2155,15 @@ static void expect_alpha(const pair_t *p, int64_t n)
     free(h);
 }
 
-/* The attention tests' block: ATTN_ND x ATTN_NS, 9000 random edges
+/* The attention tests' block: ATTN_ND x ATTN_NS, 20000 random edges
  * (repeats among them), stored self loops on every ninth row, and a hub
  * (row 5, 600 more in-edges). */
 #define ATTN_ND 700
-#define ATTN_NS 1100
+#define ATTN_NS 5000 /* past one 4096-row block of the parameter gradient's sums */
 static void attention_block(uint64_t *s, gnn_csr_t *a)
 {
     elist_t e = {0};
-    add_random(s, &e, ATTN_ND, ATTN_NS, 9000);
+    add_random(s, &e, ATTN_ND, ATTN_NS, 20000);
     for (gnn_vid_t v = 0; v < ATTN_ND; v += 9) el_add(&e, v, v, 1.0f);
     for (int r = 0; r < 600; r++) el_add(&e, rng_below(s, ATTN_NS), 5, 1.0f);
     el_to_csr(&e, ATTN_ND, ATTN_NS, 0, a);
@@ -2151,8 +2175,8 @@ static void attention_block(uint64_t *s, gnn_csr_t *a)
  * with attention dropout keyed by global ids (the same mask bit for bit),
  * the aggregation's backward (ds apart, then in place of alpha), the
  * scores' backward (dx accumulated, the parameters' gradient), and ELU; on
- * a 700 x 1100 block with repeated edges, empty rows and stored self loops,
- * with self loops added and not, 1, 3 and 8 heads. Each step starts from
+ * a 700 x 5000 block with repeated edges, empty rows and stored self loops,
+ * with self loops added and not, 1, 3, 4 and 8 heads (rows up to 320 wide). Each step starts from
  * the CPU's result of the one before, on both sides.
  */
 static void test_attention(void **state)
@@ -2173,9 +2197,9 @@ static void test_attention(void **state)
     assert_non_null(ids);
     for (gnn_vid_t u = 0; u < ns; u++) ids[u] = 3 * u + 1;
     pair_t IDS = pair_up(ids, (size_t)ns * sizeof *ids); /* backend buffers, as a batch's */
-    static const int64_t hf[][2] = {{3, 5}, {1, 33}, {8, 8}};
+    static const int64_t hf[][2] = {{3, 5}, {1, 33}, {8, 8}, {4, 80}};
     for (int sl = 0; sl < 2; sl++)
-        for (int ci = 0; ci < 3; ci++)
+        for (int ci = 0; ci < 4; ci++)
             for (int dr = 0; dr < 2; dr++) {
                 const int64_t H = hf[ci][0], F = hf[ci][1], W = H * F;
                 gnn_attn_opts_t o = {.heads = H,

@@ -424,6 +424,19 @@ static void test_gatv2_reference(void **state)
     assert_int_equal(gnn_be_attn_score(t.be, t.bg, &gpu_only, &o, a, x, sc, ws, wsb),
                      GNN_EUNSUPPORTED);
     assert_non_null(strstr(gnn_error_message(), "attention function gatv2 has no CPU score"));
+    /* A block with more destinations than sources: a score reads each
+     * destination's own row among the sources, which are too few. */
+    gnn_eid_t tall_ptr[] = {0, 1, 2, 2};
+    gnn_vid_t tall_idx[] = {1, 0};
+    gnn_csr_t tall = {.n_rows = 3, .n_cols = 2, .nnz = 2, .indptr = tall_ptr,
+                      .indices = tall_idx};
+    gnn_bgraph_t *tg = NULL;
+    assert_int_equal(gnn_be_graph_create(t.be, &tall, &tg), 0);
+    gnn_attn_opts_t to = o;
+    to.self_loop = 0;
+    assert_int_equal(gnn_be_attn_score(t.be, tg, d, &to, a, x, sc, ws, wsb), GNN_EINVAL);
+    assert_non_null(strstr(gnn_error_message(), "3 destinations but 2 sources"));
+    gnn_be_graph_free(tg);
     free(ws), free(x), free(a), free(sc), free(ds), free(dx), free(dx0), free(da), free(rdx),
         free(rda);
     fixture_free(&t);
