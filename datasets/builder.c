@@ -830,3 +830,41 @@ fail:
     range_free(&r);
     return rc;
 }
+
+int gnn_builder_generate(gnn_vid_t n, int64_t m, int64_t batch, gnn_builder_make_fn make,
+                         void *ctx, int64_t mem_budget, const char *tmpdir,
+                         gnn_builder_t **out)
+{
+    int rc = 0;
+    gnn_builder_t *b = NULL;
+    gnn_vid_t *src = NULL, *dst = NULL;
+    gnn_progress_t *prog = NULL;
+    *out = NULL;
+    gnn_builder_opts_t bo = {
+        .num_nodes = n,
+        .options = GNN_BUILD_SYMMETRIZE | GNN_BUILD_DEDUPE | GNN_BUILD_NO_SELF_LOOPS,
+        .mem_budget = mem_budget,
+        .tmpdir = tmpdir,
+        .threaded = 1,
+    };
+    GNN_TRY(gnn_builder_open(&bo, &b));
+    const int64_t cap = m < batch ? m : batch;
+    src = gnn_malloc_array((size_t)cap, sizeof *src);
+    dst = gnn_malloc_array((size_t)cap, sizeof *dst);
+    GNN_CHECK(src && dst, GNN_ENOMEM, "out of memory for a batch of %lld edges", (long long)cap);
+    prog = gnn_progress_start("generating edges", m, "edges");
+    for (int64_t i = 0; i * batch < m; i++) {
+        const int64_t nb = m - i * batch < batch ? m - i * batch : batch;
+        make(ctx, i, nb, src, dst);
+        GNN_TRY(gnn_builder_add(b, src, dst, NULL, nb));
+        gnn_progress_add(prog, nb);
+    }
+    *out = b;
+    b = NULL;
+fail:
+    gnn_progress_finish(prog);
+    gnn_builder_free(b);
+    gnn_free(src);
+    gnn_free(dst);
+    return rc;
+}

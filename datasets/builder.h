@@ -100,4 +100,19 @@ void gnn_builder_stats(const gnn_builder_t *b, gnn_builder_stats_t *s);
 /* Free; safe on NULL. */
 void gnn_builder_free(gnn_builder_t *b);
 
+/* Writes the nb edges of generated batch i into src and dst. */
+typedef void (*gnn_builder_make_fn)(void *ctx, int64_t i, int64_t nb, gnn_vid_t *src,
+                                    gnn_vid_t *dst);
+
+/*
+ * A generator's undirected graph of n nodes: m edges made in batches of at
+ * most batch by make (batch i covers edges [i batch, i batch + nb)), each
+ * stored both ways, repeats and self loops dropped, within mem_budget
+ * (spill files in tmpdir), with a "generating edges" progress line. *out:
+ * the builder holding them, for gnn_builder_write; NULL on failure.
+ */
+int gnn_builder_generate(gnn_vid_t n, int64_t m, int64_t batch, gnn_builder_make_fn make,
+                         void *ctx, int64_t mem_budget, const char *tmpdir,
+                         gnn_builder_t **out);
+
 #endif

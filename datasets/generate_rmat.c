@@ -96,9 +96,15 @@ gnn_vid_t gnn_rmat_scramble(gnn_vid_t v, int scale, int64_t seed)
 
 /* Edges [first, first + n) of batch `batch`: its own stream, so batches can
  * be made in any order. */
-static void make_batch(const gnn_rmat_opts_t *o, const scramble_t *p, int64_t batch, int64_t n,
-                       gnn_vid_t *src, gnn_vid_t *dst)
+typedef struct {
+    const gnn_rmat_opts_t *o;
+    scramble_t p;
+} rmat_ctx_t;
+
+static void make_batch(void *ctx, int64_t batch, int64_t n, gnn_vid_t *src, gnn_vid_t *dst)
 {
+    const gnn_rmat_opts_t *o = ((const rmat_ctx_t *)ctx)->o;
+    const scramble_t *p = &((const rmat_ctx_t *)ctx)->p;
     gnn__rng_t r = gnn__rng_at((uint64_t)o->seed, GNN__RNG_RMAT_EDGES, (uint64_t)batch);
     for (int64_t i = 0; i < n; i++) {
         uint64_t u = 0, v = 0, bits = 0;
@@ -146,42 +152,16 @@ int gnn_generate_rmat(const gnn_rmat_opts_t *o, const gnn_output_opts_t *out)
     int rc = 0;
     gnn_builder_t *b = NULL;
     gnn_graph_writer_t *w = NULL;
-    gnn_progress_t *prog = NULL;
-    gnn_vid_t *src = NULL, *dst = NULL;
-    scramble_t p;
 
     GNN_TRY(gnn_rmat_check(o));
     GNN_TRY(gnn_output_check(out));
     gnn_vid_t n = (gnn_vid_t)1 << o->scale;
     gnn_eid_t m = o->edge_factor * n;
     double t0 = gnn_now();
-
-    gnn_builder_opts_t bo = {
-        .num_nodes = n,
-        .options = GNN_BUILD_SYMMETRIZE | GNN_BUILD_DEDUPE | GNN_BUILD_NO_SELF_LOOPS,
-        .mem_budget = out->mem_budget,
-        .tmpdir = out->tmpdir,
-        .threaded = 1,
-    };
-    GNN_TRY(gnn_builder_open(&bo, &b));
-    int64_t cap = m < RMAT_BATCH ? m : RMAT_BATCH;
-    src = gnn_malloc_array((size_t)cap, sizeof *src);
-    dst = gnn_malloc_array((size_t)cap, sizeof *dst);
-    GNN_CHECK(src && dst, GNN_ENOMEM, "out of memory for a batch of %lld edges", (long long)cap);
-
-    scramble_init(&p, o->scale, o->seed);
-    prog = gnn_progress_start("generating edges", m, "edges");
-    for (int64_t batch = 0; batch * RMAT_BATCH < m; batch++) {
-        int64_t nb = m - batch * RMAT_BATCH < RMAT_BATCH ? m - batch * RMAT_BATCH : RMAT_BATCH;
-        make_batch(o, &p, batch, nb, src, dst);
-        GNN_TRY(gnn_builder_add(b, src, dst, NULL, nb));
-        gnn_progress_add(prog, nb);
-    }
-    gnn_progress_finish(prog);
-    prog = NULL;
-    gnn_free(src);
-    gnn_free(dst);
-    src = dst = NULL;
+    rmat_ctx_t c = {.o = o};
+    scramble_init(&c.p, o->scale, o->seed);
+    GNN_TRY(gnn_builder_generate(n, m, RMAT_BATCH, make_batch, &c, out->mem_budget, out->tmpdir,
+                                 &b));
 
     gnn_graph_header_t h = {
         .num_nodes = n,
@@ -203,10 +183,7 @@ int gnn_generate_rmat(const gnn_rmat_opts_t *o, const gnn_output_opts_t *out)
              out->path, o->scale, (long long)n, (long long)st.num_edges, (long long)m,
              (double)st.num_edges / (double)n, o->feat_dim, gnn_now() - t0);
 fail:
-    gnn_progress_finish(prog);
     gnn_graph_writer_abort(w);
     gnn_builder_free(b);
-    gnn_free(src);
-    gnn_free(dst);
     return rc;
 }

@@ -292,15 +292,23 @@ static inline gnn_vid_t key_node(const slot_t *slot, uint64_t key)
 }
 
 /*
- * Batch `batch` of n edges from its own stream; returns how many join two
+ * Batch `batch` of n edges from its own stream; counts those that join two
  * nodes of one class. Two passes: the first draws keys (slot and fraction)
  * into src and dst, the second resolves them to nodes. The loads of the
  * second pass are independent of one another, so the processor overlaps
  * their cache misses instead of waiting for each.
  */
-static int64_t make_batch(const gnn_sbm_opts_t *o, const sbm_model_t *m, int64_t batch, int64_t n,
-                          gnn_vid_t *src, gnn_vid_t *dst)
+typedef struct {
+    const gnn_sbm_opts_t *o;
+    const sbm_model_t *m;
+    int64_t same; /* edges joining two nodes of one class, over the batches */
+} sbm_ctx_t;
+
+static void make_batch(void *ctx, int64_t batch, int64_t n, gnn_vid_t *src, gnn_vid_t *dst)
 {
+    sbm_ctx_t *c = ctx;
+    const gnn_sbm_opts_t *o = c->o;
+    const sbm_model_t *m = c->m;
     gnn__rng_t r = gnn__rng_at((uint64_t)o->seed, GNN__RNG_SBM_EDGES, (uint64_t)batch);
     int64_t same = 0;
     for (int64_t i = 0; i < n; i++) {
@@ -317,7 +325,7 @@ static int64_t make_batch(const gnn_sbm_opts_t *o, const sbm_model_t *m, int64_t
         src[i] = key_node(m->slot, (uint64_t)src[i]);
         dst[i] = key_node(m->slot, (uint64_t)dst[i]);
     }
-    return same;
+    c->same += same;
 }
 
 /* ---- Writing ------------------------------------------------------------------ */
@@ -440,8 +448,6 @@ int gnn_generate_sbm(const gnn_sbm_opts_t *o, const gnn_output_opts_t *out)
     sbm_model_t m;
     gnn_builder_t *b = NULL;
     gnn_graph_writer_t *w = NULL;
-    gnn_progress_t *prog = NULL;
-    gnn_vid_t *src = NULL, *dst = NULL;
     memset(&m, 0, sizeof m);
 
     GNN_TRY(gnn_sbm_check(o));
@@ -452,31 +458,10 @@ int gnn_generate_sbm(const gnn_sbm_opts_t *o, const gnn_output_opts_t *out)
     if (edges < 1) edges = 1;
 
     GNN_TRY(model_build(o, &m));
-    gnn_builder_opts_t bo = {
-        .num_nodes = n,
-        .options = GNN_BUILD_SYMMETRIZE | GNN_BUILD_DEDUPE | GNN_BUILD_NO_SELF_LOOPS,
-        .mem_budget = out->mem_budget,
-        .tmpdir = out->tmpdir,
-        .threaded = 1,
-    };
-    GNN_TRY(gnn_builder_open(&bo, &b));
-    int64_t cap = edges < SBM_BATCH ? edges : SBM_BATCH;
-    src = gnn_malloc_array((size_t)cap, sizeof *src);
-    dst = gnn_malloc_array((size_t)cap, sizeof *dst);
-    GNN_CHECK(src && dst, GNN_ENOMEM, "out of memory for a batch of %lld edges", (long long)cap);
-    int64_t same = 0;
-    prog = gnn_progress_start("generating edges", edges, "edges");
-    for (int64_t batch = 0; batch * SBM_BATCH < edges; batch++) {
-        int64_t nb = edges - batch * SBM_BATCH < SBM_BATCH ? edges - batch * SBM_BATCH : SBM_BATCH;
-        same += make_batch(o, &m, batch, nb, src, dst);
-        GNN_TRY(gnn_builder_add(b, src, dst, NULL, nb));
-        gnn_progress_add(prog, nb);
-    }
-    gnn_progress_finish(prog);
-    prog = NULL;
-    gnn_free(src);
-    gnn_free(dst);
-    src = dst = NULL;
+    sbm_ctx_t c = {.o = o, .m = &m};
+    GNN_TRY(gnn_builder_generate(n, edges, SBM_BATCH, make_batch, &c, out->mem_budget,
+                                 out->tmpdir, &b));
+    const int64_t same = c.same;
     model_free_tables(&m); /* keep only the classes while the CSR is built */
 
     gnn_graph_header_t h = {
@@ -508,11 +493,8 @@ int gnn_generate_sbm(const gnn_sbm_opts_t *o, const gnn_output_opts_t *out)
              100.0 * (1.0 - (double)st.num_edges / (2.0 * (double)edges)),
              (double)same / (double)edges, gnn_now() - t0);
 fail:
-    gnn_progress_finish(prog);
     gnn_graph_writer_abort(w);
     gnn_builder_free(b);
-    gnn_free(src);
-    gnn_free(dst);
     model_free(&m);
     return rc;
 }
