@@ -224,40 +224,62 @@ fail:
     return rc;
 }
 
+/* Open attribute name of loc holding one value of class cls; *attr and
+ * *type receive it and its file type. Missing: 1 when optional, else
+ * GNN_EFORMAT. */
+static int open_single_attr(hid_t loc, const char *name, H5T_class_t cls, const char *what,
+                            int optional, hid_t *attr, hid_t *type)
+{
+    int rc = 0;
+    *attr = *type = -1;
+    htri_t exists = H5Aexists(loc, name);
+    if (exists <= 0) {
+        H5Eclear2(H5E_DEFAULT);
+        if (optional) return 1;
+        return GNN_FAIL(GNN_EFORMAT, "missing attribute '%s'", name);
+    }
+    GNN_TRY(gnn__h5_check_attr_single(loc, name));
+    *attr = H5Aopen(loc, name, H5P_DEFAULT);
+    *type = *attr >= 0 ? H5Aget_type(*attr) : -1;
+    GNN_CHECK(*type >= 0 && H5Tget_class(*type) == cls, GNN_EFORMAT,
+              "attribute '%s' must be %s", name, what);
+    return 0;
+fail:
+    H5Eclear2(H5E_DEFAULT);
+    gnn__h5_close(type);
+    gnn__h5_close(attr);
+    return rc;
+}
+
 int gnn__h5_get_attr_i64(hid_t loc, const char *name, int optional, int64_t *v)
 {
     int rc = 0;
     hid_t attr = -1, type = -1;
-    htri_t exists = H5Aexists(loc, name);
-    if (exists <= 0) {
-        H5Eclear2(H5E_DEFAULT);
-        if (optional) return 0;
-        return GNN_FAIL(GNN_EFORMAT, "missing attribute '%s'", name);
-    }
-    GNN_TRY(gnn__h5_check_attr_single(loc, name));
-    attr = H5Aopen(loc, name, H5P_DEFAULT);
-    type = attr >= 0 ? H5Aget_type(attr) : -1;
-    GNN_CHECK(type >= 0 && H5Tget_class(type) == H5T_INTEGER, GNN_EFORMAT,
-              "attribute '%s' must be an integer", name);
+    rc = open_single_attr(loc, name, H5T_INTEGER, "an integer", optional, &attr, &type);
+    if (rc != 0) return rc < 0 ? rc : 0;
     if (H5Aread(attr, H5T_NATIVE_INT64, v) < 0)
         rc = GNN_H5_FAIL(GNN_EFORMAT, "cannot read attribute '%s'", name);
-fail:
     gnn__h5_close(&type);
     gnn__h5_close(&attr);
     return rc;
 }
 
-int gnn__h5_set_attr_i64(hid_t loc, const char *name, int64_t v)
+/* A scalar attribute name of file type ftype written from *v (mtype). */
+static int set_scalar_attr(hid_t loc, const char *name, hid_t ftype, hid_t mtype, const void *v)
 {
     int rc = 0;
     hid_t space = H5Screate(H5S_SCALAR);
-    hid_t attr = space >= 0 ? H5Acreate2(loc, name, H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT)
-                            : -1;
-    if (attr < 0 || H5Awrite(attr, H5T_NATIVE_INT64, &v) < 0)
+    hid_t attr = space >= 0 ? H5Acreate2(loc, name, ftype, space, H5P_DEFAULT, H5P_DEFAULT) : -1;
+    if (attr < 0 || H5Awrite(attr, mtype, v) < 0)
         rc = GNN_H5_FAIL(GNN_EHDF5, "cannot write attribute '%s'", name);
     gnn__h5_close(&attr);
     gnn__h5_close(&space);
     return rc;
+}
+
+int gnn__h5_set_attr_i64(hid_t loc, const char *name, int64_t v)
+{
+    return set_scalar_attr(loc, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &v);
 }
 
 int gnn__h5_get_attr_str(hid_t loc, const char *name, char *buf, size_t len)
@@ -358,33 +380,6 @@ fail:
     return rc;
 }
 
-/* Open attribute name of loc holding one value of class cls; *attr and
- * *type receive it and its file type. Missing: 1 when optional, else
- * GNN_EFORMAT. */
-static int open_single_attr(hid_t loc, const char *name, H5T_class_t cls, const char *what,
-                            int optional, hid_t *attr, hid_t *type)
-{
-    int rc = 0;
-    *attr = *type = -1;
-    htri_t exists = H5Aexists(loc, name);
-    if (exists <= 0) {
-        H5Eclear2(H5E_DEFAULT);
-        if (optional) return 1;
-        return GNN_FAIL(GNN_EFORMAT, "missing attribute '%s'", name);
-    }
-    GNN_TRY(gnn__h5_check_attr_single(loc, name));
-    *attr = H5Aopen(loc, name, H5P_DEFAULT);
-    *type = *attr >= 0 ? H5Aget_type(*attr) : -1;
-    GNN_CHECK(*type >= 0 && H5Tget_class(*type) == cls, GNN_EFORMAT,
-              "attribute '%s' must be %s", name, what);
-    return 0;
-fail:
-    H5Eclear2(H5E_DEFAULT);
-    gnn__h5_close(type);
-    gnn__h5_close(attr);
-    return rc;
-}
-
 int gnn__h5_get_attr_f64(hid_t loc, const char *name, int optional, double *v)
 {
     int rc = 0;
@@ -400,15 +395,7 @@ int gnn__h5_get_attr_f64(hid_t loc, const char *name, int optional, double *v)
 
 int gnn__h5_set_attr_f64(hid_t loc, const char *name, double v)
 {
-    int rc = 0;
-    hid_t space = H5Screate(H5S_SCALAR);
-    hid_t attr = space >= 0 ? H5Acreate2(loc, name, H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT)
-                            : -1;
-    if (attr < 0 || H5Awrite(attr, H5T_NATIVE_DOUBLE, &v) < 0)
-        rc = GNN_H5_FAIL(GNN_EHDF5, "cannot write attribute '%s'", name);
-    gnn__h5_close(&attr);
-    gnn__h5_close(&space);
-    return rc;
+    return set_scalar_attr(loc, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &v);
 }
 
 int gnn__h5_get_attr_u64(hid_t loc, const char *name, int optional, uint64_t *v)
