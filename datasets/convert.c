@@ -38,7 +38,8 @@ fail:
 
 int gnn_output_check_input(const gnn_output_opts_t *o, const char *input)
 {
-    if (o->path && input && gnn_same_file(o->path, input))
+    struct stat si; /* an input that is not there fails as such, later */
+    if (o->path && input && stat(input, &si) == 0 && gnn_same_file(o->path, input))
         return GNN_FAIL(GNN_EUSAGE, "-o %s names the input file %s: name another file",
                         o->path, input);
     return gnn_output_check(o);

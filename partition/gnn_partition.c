@@ -412,7 +412,7 @@ static int plan(const opts_t *o, const char *graph_path, int size, plan_t *p)
     GNN_TRY(gnn_output_replaceable("-o", o->out, 1));
     { /* the directory -o goes in: there and writable, before the long work */
         char dir[PATH_MAX], what[PATH_MAX + 8];
-        gnn_path_dir(o->out, dir, sizeof dir);
+        GNN_TRY(gnn_path_dir(o->out, dir, sizeof dir));
         snprintf(what, sizeof what, "-o %s", o->out);
         GNN_TRY(gnn_output_dir_check(what, dir));
     }

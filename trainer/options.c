@@ -262,7 +262,10 @@ static int partdir_file(const char *data, const char *path)
     size_t len = strlen(base);
     int named = !strcmp(base, "meta.h5") ||
                 (!strncmp(base, "part-", 5) && len > 8 && !strcmp(base + len - 3, ".h5"));
-    gnn_path_dir(path, dir, sizeof dir);
+    if (gnn_path_dir(path, dir, sizeof dir) < 0) { /* check_output says so */
+        gnn_error_clear();
+        return 0;
+    }
     return named && stat(data, &sd) == 0 && S_ISDIR(sd.st_mode) && stat(dir, &sp) == 0 &&
            sd.st_dev == sp.st_dev && sd.st_ino == sp.st_ino;
 }
@@ -277,9 +280,12 @@ static int check_output(const char *opt, const char *path)
     if (!path[0]) return GNN_FAIL(GNN_EUSAGE, "%s: empty file name", opt);
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
         return GNN_FAIL(GNN_EIO, "%s %s: is a directory", opt, path);
-    gnn_path_dir(path, dir, sizeof dir);
+    if (path[strlen(path) - 1] == '/')
+        return GNN_FAIL(GNN_EIO, "%s %s: ends in '/' (give the name of a file)", opt, path);
+    int rc = gnn_path_dir(path, dir, sizeof dir);
+    if (rc < 0) return rc;
     snprintf(what, sizeof what, "%s %s", opt, path);
-    int rc = gnn_output_dir_check(what, dir);
+    rc = gnn_output_dir_check(what, dir);
     if (rc < 0) return rc;
     /* The log is appended to in place; the others are renamed into place. */
     return strcmp(opt, "--log-json") ? gnn_output_replaceable(opt, path, 0) : 0;

@@ -152,27 +152,37 @@ int gnn_output_dir_check(const char *what, const char *dir)
     return 0;
 }
 
-void gnn_path_dir(const char *path, char *buf, size_t size)
+int gnn_path_dir(const char *path, char *buf, size_t size)
 {
     size_t end = strlen(path);
     while (end > 1 && path[end - 1] == '/') end--; /* "a/b/" is in "a" */
     while (end > 0 && path[end - 1] != '/') end--;
     while (end > 1 && path[end - 1] == '/') end--; /* "a//b" is in "a" */
+    if (end >= size)
+        return GNN_FAIL(GNN_EINVAL, "%.80s...: the directory's name is too long (%zu bytes)",
+                        path, end);
     if (end == 0)
         snprintf(buf, size, ".");
     else
         snprintf(buf, size, "%.*s", (int)end, path);
+    return 0;
 }
 
 /* path with its directory resolved to an absolute one, or path as it is
- * where the directory cannot be resolved. */
+ * where the directory cannot be resolved. Trailing slashes are dropped
+ * from the last name as from the directory ("a/b/" is b in a). */
 static const char *resolved(const char *path, char *buf, size_t size)
 {
     char dir[PATH_MAX], real[PATH_MAX];
-    const char *slash = strrchr(path, '/');
-    gnn_path_dir(path, dir, sizeof dir);
+    size_t end = strlen(path), start;
+    while (end > 1 && path[end - 1] == '/') end--;
+    for (start = end; start > 0 && path[start - 1] != '/';) start--;
+    if (gnn_path_dir(path, dir, sizeof dir) < 0) {
+        gnn_error_clear();
+        return path;
+    }
     if (!realpath(dir, real)) return path;
-    snprintf(buf, size, "%s/%s", real, slash ? slash + 1 : path);
+    snprintf(buf, size, "%s/%.*s", real, (int)(end - start), path + start);
     return buf;
 }
 

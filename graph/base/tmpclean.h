@@ -36,10 +36,10 @@ int gnn_output_replaceable(const char *opt, const char *path, int is_dir);
  * a message that starts with what (the option and its path, say). */
 int gnn_output_dir_check(const char *what, const char *dir);
 
-/* The directory path goes in, as dirname(3) has it ("." for a bare name,
- * "/" for a name at the root, trailing slashes ignored), into buf of size
- * bytes; path is not changed. */
-void gnn_path_dir(const char *path, char *buf, size_t size);
+/* The directory path goes in, into buf of size bytes: "." for a bare
+ * name, "/" for a name at the root, trailing slashes ignored ("a/b/" is
+ * in "a"); path is not changed. GNN_EINVAL when it does not fit. */
+int gnn_path_dir(const char *path, char *buf, size_t size);
 
 /* Whether paths a and b name the same file: the same device and inode
  * where both exist; neither existing, the same path once their

@@ -265,7 +265,10 @@ cudaError_t gnn__cuda_copy_host(void *dst, const void *src, size_t bytes, cudaMe
         const size_t off = at - h0;
         cudaError_t e = cudaMemcpyAsync((char *)dst + off, (const char *)src + off, cut - at,
                                         kind, st);
-        if (e != cudaSuccess) return e;
+        if (e != cudaSuccess) {
+            if (pinned) *pinned = in_any; /* pieces queued before may still run */
+            return e;
+        }
         in_any |= in;
         at = cut;
     }
@@ -277,7 +280,10 @@ cudaError_t gnn__cuda_upload(void *dst, const void *src, size_t bytes, cudaStrea
 {
     int pinned = 0;
     cudaError_t e = gnn__cuda_copy_host(dst, src, bytes, cudaMemcpyHostToDevice, st, &pinned);
-    if (e == cudaSuccess && pinned) e = cudaStreamSynchronize(st);
+    if (pinned) { /* src is the caller's once this returns */
+        cudaError_t w = cudaStreamSynchronize(st);
+        if (e == cudaSuccess) e = w;
+    }
     return e;
 }
 

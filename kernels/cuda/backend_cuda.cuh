@@ -85,7 +85,10 @@ void gnn__cuda_unmap_host(void *host);
  * outside them all: the driver refuses a copy whose host range is partly
  * registered (a mapping pins whole pages, which an array beside the mapped
  * one may start or end on). *pinned (or NULL): whether a piece lay inside a
- * region, its copy then running later rather than staged. */
+ * region, its copy then running later rather than staged (also on
+ * failure, for the pieces queued before it). Registrations made by other
+ * code are known by the range this process asked to map, not their own;
+ * a map on another thread during the copy is not seen by its pieces. */
 cudaError_t gnn__cuda_copy_host(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind,
                                 cudaStream_t st, int *pinned);
 /* gnn__cuda_copy_host of bytes from host src to device dst on st, src free

@@ -34,8 +34,8 @@
  * once (CUDA graph) and launched with each step's scalars gives the bits
  * of the step queued with its own arguments. Past 2^31 elements (a 8.7 GB
  * matrix, where the device has room), the element-wise ops, the gather, a
- * GEMM and every SpMM implementation give the CPU's bits on the rows
- * around element 2^31 and at both ends.
+ * GEMM and every SpMM implementation (cuSPARSE where it takes the sizes)
+ * give the CPU's bits on the rows around element 2^31 and at both ends.
  *
  * Without a CUDA device it prints SKIPPED and exits 77. Prints its seed;
  * GNN_TEST_SEED replays one.
@@ -2335,8 +2335,11 @@ static void big_expect_row(const float *got, const float *want, int64_t r, const
  * implementation forward and backward, on a graph whose row v sums source
  * rows v and n-1-v (its own transpose): the rows around element 2^31 and
  * at both ends, checked bit for bit against the CPU on those rows alone
- * (the dropout counters offset to match). An index or counter kept in 32
- * bits anywhere reads or writes the wrong element. Skipped, saying so,
+ * (the dropout counters offset to match). An index or counter kept in a
+ * signed 32-bit integer anywhere reads or writes the wrong element (the
+ * matrix stays under 2^32 elements to fit an 80 GB device three times).
+ * cuSPARSE may refuse sizes this large: said, not failed, as long as auto
+ * runs another implementation. Skipped, saying so,
  * where the device has less than the 3 matrices and 2 GB free.
  */
 static void test_large_index(void **state)

@@ -142,11 +142,16 @@ static void test_path_dir(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char buf[64];
-        gnn_path_dir(cases[i][0], buf, sizeof buf);
+        assert_int_equal(gnn_path_dir(cases[i][0], buf, sizeof buf), 0);
         if (strcmp(buf, cases[i][1]))
             fail_msg("directory of \"%s\": \"%s\", expected \"%s\"", cases[i][0], buf,
                      cases[i][1]);
     }
+    char small[4];
+    assert_int_equal(gnn_path_dir("abcd/e", small, sizeof small), GNN_EINVAL);
+    assert_non_null(strstr(gnn_error_message(), "too long"));
+    assert_int_equal(gnn_path_dir("abc/e", small, sizeof small), 0);
+    assert_string_equal(small, "abc");
 }
 
 /* A directory that can take new files, and the three ways one cannot:
@@ -200,6 +205,9 @@ static void test_same_file(void **state)
     snprintf(nb, sizeof nb, "%s/../%s/new.h5", g_dir, strrchr(g_dir, '/') + 1);
     assert_true(gnn_same_file(na, nb));  /* neither exists: the same path */
     assert_false(gnn_same_file(na, a));  /* one exists, the other not */
+    snprintf(na, sizeof na, "%s/x/", g_dir);
+    snprintf(nb, sizeof nb, "%s/y/", g_dir);
+    assert_false(gnn_same_file(na, nb)); /* trailing slashes: x and y, not "" twice */
     unlink(link);
     unlink(a);
     unlink(b);

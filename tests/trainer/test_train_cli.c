@@ -2772,6 +2772,10 @@ static void test_output_paths(void **state)
                 (char *)NULL);
     train_fails(NULL, 1, "is a directory", "--data", (char *)g_sbm, "--save-predictions",
                 (char *)tu_tmpdir(), (char *)NULL);
+    char slashed[720]; /* a directory that is not there yet, named as one */
+    snprintf(slashed, sizeof slashed, "%s/preds/", tu_tmpdir());
+    train_fails(NULL, 1, "ends in '/'", "--data", (char *)g_sbm, "--save-predictions", slashed,
+                (char *)NULL);
     /* An output renamed into place over a pipe (or a device such as
      * /dev/null) would replace it: refused, the pipe left. */
     char fifo[700];
