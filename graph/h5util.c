@@ -251,17 +251,24 @@ fail:
     return rc;
 }
 
-int gnn__h5_get_attr_i64(hid_t loc, const char *name, int optional, int64_t *v)
+/* The one value of attribute name of class cls (what: its kind, for
+ * messages) into *v as mtype; missing and optional: 0, *v untouched. */
+static int get_scalar_attr(hid_t loc, const char *name, H5T_class_t cls, const char *what,
+                           hid_t mtype, int optional, void *v)
 {
-    int rc = 0;
     hid_t attr = -1, type = -1;
-    rc = open_single_attr(loc, name, H5T_INTEGER, "an integer", optional, &attr, &type);
+    int rc = open_single_attr(loc, name, cls, what, optional, &attr, &type);
     if (rc != 0) return rc < 0 ? rc : 0;
-    if (H5Aread(attr, H5T_NATIVE_INT64, v) < 0)
+    if (H5Aread(attr, mtype, v) < 0)
         rc = GNN_H5_FAIL(GNN_EFORMAT, "cannot read attribute '%s'", name);
     gnn__h5_close(&type);
     gnn__h5_close(&attr);
     return rc;
+}
+
+int gnn__h5_get_attr_i64(hid_t loc, const char *name, int optional, int64_t *v)
+{
+    return get_scalar_attr(loc, name, H5T_INTEGER, "an integer", H5T_NATIVE_INT64, optional, v);
 }
 
 /* A scalar attribute name of file type ftype written from *v (mtype). */
@@ -382,15 +389,7 @@ fail:
 
 int gnn__h5_get_attr_f64(hid_t loc, const char *name, int optional, double *v)
 {
-    int rc = 0;
-    hid_t attr = -1, type = -1;
-    rc = open_single_attr(loc, name, H5T_FLOAT, "a float", optional, &attr, &type);
-    if (rc != 0) return rc < 0 ? rc : 0;
-    if (H5Aread(attr, H5T_NATIVE_DOUBLE, v) < 0)
-        rc = GNN_H5_FAIL(GNN_EFORMAT, "cannot read attribute '%s'", name);
-    gnn__h5_close(&type);
-    gnn__h5_close(&attr);
-    return rc;
+    return get_scalar_attr(loc, name, H5T_FLOAT, "a float", H5T_NATIVE_DOUBLE, optional, v);
 }
 
 int gnn__h5_set_attr_f64(hid_t loc, const char *name, double v)
