@@ -1369,7 +1369,8 @@ int gnn_be_scatter_rows(gnn_backend_t *be, int64_t n, int64_t f, const float *sr
     BUF(dst, "gnn_be_scatter_rows");
     if (!be->ops->scatter_rows)
         return GNN_FAIL(GNN_EUNSUPPORTED, "gnn_be_scatter_rows: not on %s", be->desc);
-    if (n > 0) rule(be, "gnn_be_scatter_rows: its check of repeats read back");
+    if (n > 0 && !gnn__be_trusted_distinct(be, idx, n, dst_rows))
+        rule(be, "gnn_be_scatter_rows: its check of repeats read back");
     return be->ops->scatter_rows(be, n, f, src, lds, idx, dst, ldd, dst_rows);
 }
 
@@ -1583,7 +1584,8 @@ int gnn_be_trust_ids(gnn_backend_t *be, const int64_t *ids, int64_t n, int64_t b
     return 0;
 }
 
-int gnn_be_trust_buffer(gnn_backend_t *be, const int64_t *ids, int64_t n, int64_t bound)
+int gnn_be_trust_buffer(gnn_backend_t *be, const int64_t *ids, int64_t n, int64_t bound,
+                        int distinct)
 {
     NEED(be && ids, "gnn_be_trust_buffer");
     if (n < 0 || bound < 0)
@@ -1599,6 +1601,7 @@ int gnn_be_trust_buffer(gnn_backend_t *be, const int64_t *ids, int64_t n, int64_
         be->trust_buf[slot].ids = ids;
         be->trust_buf[slot].n = n;
         be->trust_buf[slot].bound = bound;
+        be->trust_buf[slot].distinct = distinct != 0;
     } else if (slot >= 0 && be->trust_buf[slot].ids == ids) {
         be->trust_buf[slot].ids = NULL;
     }
@@ -1621,6 +1624,18 @@ int gnn__be_trusted(const gnn_backend_t *be, const int64_t *ids, int64_t n, int6
     if (within(be->trust_ids, be->trust_n, be->trust_bound, ids, n, bound)) return 1;
     for (int i = 0; i < GNN__BE_TRUST_BUFFERS; i++)
         if (within(be->trust_buf[i].ids, be->trust_buf[i].n, be->trust_buf[i].bound, ids, n,
+                   bound))
+            return 1;
+    return 0;
+}
+
+int gnn__be_trusted_distinct(const gnn_backend_t *be, const int64_t *ids, int64_t n,
+                             int64_t bound)
+{
+    if (!ids || n < 0) return 0;
+    for (int i = 0; i < GNN__BE_TRUST_BUFFERS; i++)
+        if (be->trust_buf[i].distinct &&
+            within(be->trust_buf[i].ids, be->trust_buf[i].n, be->trust_buf[i].bound, ids, n,
                    bound))
             return 1;
     return 0;

@@ -526,12 +526,16 @@ int gnn_be_trust_ids(gnn_backend_t *be, const int64_t *ids, int64_t n, int64_t b
 /* The same for a buffer of ids that lives long (a permutation the caller
  * built and checked), beside the range above: ids[0, n) of the backend
  * buffer ids, in [0, bound), trusted until the buffer is freed
- * (gnn_be_free). Up to 8 buffers at a time; past that, or for n 0, the
- * call trusts nothing and later operations check the ids as usual. A
- * no-op where buffers are host memory (ids checked on the host anyway).
- * One thread at a time.
+ * (gnn_be_free) or trusted again (a buffer refilled each step is vouched
+ * for after each upload). With distinct, the caller vouches too that no
+ * id repeats (positions it built in order): gnn_be_scatter_rows then
+ * skips its check of repeats, a second read-back on a GPU. Up to 8
+ * buffers at a time; past that, or for n 0, the call trusts nothing and
+ * later operations check the ids as usual. A no-op where buffers are host
+ * memory (ids checked on the host anyway). One thread at a time.
  * GNN_EINVAL for a NULL backend or ids, or a negative count or bound. */
-int gnn_be_trust_buffer(gnn_backend_t *be, const int64_t *ids, int64_t n, int64_t bound);
+int gnn_be_trust_buffer(gnn_backend_t *be, const int64_t *ids, int64_t n, int64_t bound,
+                        int distinct);
 
 /* The work queued so far on b's backend is the last to read b: the next
  * gnn_be_sample into b waits for it on the device, not in the caller (a

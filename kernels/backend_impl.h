@@ -197,6 +197,7 @@ struct gnn_backend {
     struct {
         const int64_t *ids;
         int64_t n, bound;
+        int distinct; /* no id repeats either */
     } trust_buf[GNN__BE_TRUST_BUFFERS];
     /* gnn_be_set_step_scalars: read by the dropout and Adam operations
      * (a backend buffer), or NULL */
@@ -256,6 +257,10 @@ void gnn__be_note_free(void);
 /* ids[0, n) lie within the range gnn_be_trust_ids declared, whose ids
  * are below bound: a device-side check of them may be skipped. */
 int gnn__be_trusted(const gnn_backend_t *be, const int64_t *ids, int64_t n, int64_t bound);
+/* The same within a buffer gnn_be_trust_buffer vouched for as distinct:
+ * no id of ids[0, n) repeats either. */
+int gnn__be_trusted_distinct(const gnn_backend_t *be, const int64_t *ids, int64_t n,
+                             int64_t bound);
 
 /* Make *buf (a buffer of a device batch) a backend buffer of at least n
  * elements of size bytes (contents kept when keep is set), its capacity

@@ -258,6 +258,8 @@ static int typed_select(gnn_job_t *j, int64_t n, const int64_t *ids, int64_t *k)
     if (c) {
         GNN_TRY(gnn_be_upload(j->be, j->emb_sel, j->emb_hsel, (size_t)c * sizeof(int64_t)));
         GNN_TRY(gnn_be_upload(j->be, j->emb_trow, j->emb_htrow, (size_t)c * sizeof(int64_t)));
+        /* positions in increasing order: in range, none twice */
+        GNN_TRY(gnn_be_trust_buffer(j->be, j->emb_sel, c, n, 1));
     }
     *k = c;
     if (!ids) {
@@ -672,7 +674,10 @@ static int typed_local_rows(gnn_job_t *j, int64_t *k)
         j->emb_n_in = c; /* (the count, kept here) */
         GNN_TRY(gnn__buf_ensure(j->be, (void **)&j->emb_sel, &j->emb_sel_bytes,
                                 ((size_t)c + 1) * sizeof(int64_t)));
-        if (c) GNN_TRY(gnn_be_upload(j->be, j->emb_sel, j->emb_hsel, (size_t)c * sizeof(int64_t)));
+        if (c) {
+            GNN_TRY(gnn_be_upload(j->be, j->emb_sel, j->emb_hsel, (size_t)c * sizeof(int64_t)));
+            GNN_TRY(gnn_be_trust_buffer(j->be, j->emb_sel, c, d->n_local, 1)); /* rows in order */
+        }
     }
     *k = j->emb_n_in;
 fail:
@@ -902,6 +907,7 @@ static int typed_batch_input(gnn_job_t *j, gnn_input_dist_t *s, int64_t n, const
         GNN_TRY(gnn__buf_ensure(j->be, (void **)&s->sel_dev, &s->sel_dev_bytes,
                                 (size_t)k * sizeof(int64_t)));
         GNN_TRY(gnn_be_upload(j->be, s->sel_dev, s->sel, (size_t)k * sizeof(int64_t)));
+        GNN_TRY(gnn_be_trust_buffer(j->be, s->sel_dev, k, n, 1)); /* positions in order */
         GNN_TRY(stage(j, s, k, NULL, NULL));
         GNN_TRY(gnn_be_upload(j->be, s->dev, s->rows, (size_t)k * (size_t)D * sizeof(float)));
         GNN_TRY(gnn_be_scatter_rows(j->be, k, D, s->dev, D, s->sel_dev, j->xin, w, n));

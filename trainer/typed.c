@@ -84,8 +84,8 @@ static int upload_perm(gnn_backend_t *be, int64_t n, const int *ty, const int64_
     GNN_TRY(gnn_be_alloc(be, ((size_t)n + 1) * sizeof *iperm, (void **)iperm_out));
     GNN_TRY(gnn_be_upload(be, *perm_out, perm, (size_t)n * sizeof *perm));
     GNN_TRY(gnn_be_upload(be, *iperm_out, iperm, (size_t)n * sizeof *iperm));
-    GNN_TRY(gnn_be_trust_buffer(be, *perm_out, n, n));
-    GNN_TRY(gnn_be_trust_buffer(be, *iperm_out, n, n));
+    GNN_TRY(gnn_be_trust_buffer(be, *perm_out, n, n, 1));
+    GNN_TRY(gnn_be_trust_buffer(be, *iperm_out, n, n, 1));
 fail:
     gnn_free(perm);
     gnn_free(iperm);

@@ -795,22 +795,14 @@ __global__ void k_scatter_repeats(int64_t n, const int64_t *idx, const unsigned 
         if (first[idx[i]] != (unsigned long long)i) atomicMin(flag, (unsigned long long)i);
 }
 
-int gnn__cuda_scatter_rows(gnn_backend_t *be, int64_t n, int64_t f, const float *src, int64_t lds,
-                           const int64_t *idx, float *dst, int64_t ldd, int64_t dst_rows)
+/* GNN_EINVAL naming the first position of idx[0, n) whose row an earlier
+ * one already names (a read-back: a wait for the stream). */
+static int check_repeats(gnn_cuda_be_t *cb, int64_t n, const int64_t *idx, int64_t dst_rows)
 {
-    gnn_cuda_be_t *cb = gnn__cuda_be(be);
-    GNN_TRY_RET(gnn__dense_check_copy_rows(n, f, lds, dst_rows, ldd));
-    if (n == 0) return 0;
-    uint64_t bad = NO_BAD;
-    GNN_TRY_RET(first_bad_row(be, n, idx, dst_rows, &bad));
-    if (bad != NO_BAD)
-        return GNN_FAIL(GNN_EINVAL,
-                        "gnn_scatter_rows: index %" PRId64 " at position %" PRIu64
-                        " outside [0, %" PRId64 ")",
-                        peek_i64(cb, idx, bad), bad, dst_rows);
-    /* Repeats: each destination row's first position in scratch, then
-     * the flag after them. */
+    /* Each destination row's first position in scratch, then the flag
+     * after them. */
     void *scratch = NULL;
+    uint64_t bad = NO_BAD;
     const size_t at = ((size_t)dst_rows + 1) * sizeof(unsigned long long);
     GNN_TRY_RET(gnn__cuda_scratch(cb, at + sizeof(unsigned long long), &scratch));
     unsigned long long *first = (unsigned long long *)scratch;
@@ -826,6 +818,24 @@ int gnn__cuda_scatter_rows(gnn_backend_t *be, int64_t n, int64_t f, const float 
     if (bad != NO_BAD)
         return GNN_FAIL(GNN_EINVAL, "gnn_scatter_rows: row %" PRId64 " given twice (position %" PRIu64
                         ")", peek_i64(cb, idx, bad), bad);
+    return 0;
+}
+
+int gnn__cuda_scatter_rows(gnn_backend_t *be, int64_t n, int64_t f, const float *src, int64_t lds,
+                           const int64_t *idx, float *dst, int64_t ldd, int64_t dst_rows)
+{
+    gnn_cuda_be_t *cb = gnn__cuda_be(be);
+    GNN_TRY_RET(gnn__dense_check_copy_rows(n, f, lds, dst_rows, ldd));
+    if (n == 0) return 0;
+    uint64_t bad = NO_BAD;
+    GNN_TRY_RET(first_bad_row(be, n, idx, dst_rows, &bad));
+    if (bad != NO_BAD)
+        return GNN_FAIL(GNN_EINVAL,
+                        "gnn_scatter_rows: index %" PRId64 " at position %" PRIu64
+                        " outside [0, %" PRId64 ")",
+                        peek_i64(cb, idx, bad), bad, dst_rows);
+    if (!gnn__be_trusted_distinct(be, idx, n, dst_rows)) /* else vouched for */
+        GNN_TRY_RET(check_repeats(cb, n, idx, dst_rows));
     if (f == 0) return 0;
     k_scatter_rows<<<gnn__cuda_blocks(n * WARP, THREADS), THREADS, 0, cb->stream>>>(
         n, f, src, lds, idx, dst, ldd);

@@ -769,7 +769,8 @@ static void test_trust_ids(void **state)
 
 /* gnn_be_trust_buffer: long-lived buffers of ids vouched for beside the
  * batch's range, until freed (a buffer allocated at the same address
- * afterwards is not), at most 8 at a time (the ninth is checked). */
+ * afterwards is not), at most 8 at a time (the ninth is checked); as
+ * distinct (no id twice) only where the caller says so. */
 static void test_trust_buffer(void **state)
 {
     (void)state;
@@ -779,7 +780,7 @@ static void test_trust_buffer(void **state)
     for (int i = 0; i < 10; i++)
         assert_int_equal(gnn_be_alloc(be, 16 * sizeof(int64_t), (void **)&buf[i]), 0);
     assert_int_equal(gnn_be_alloc(be, 4 * sizeof *batch, (void **)&batch), 0);
-    for (int i = 0; i < 9; i++) assert_int_equal(gnn_be_trust_buffer(be, buf[i], 16, 50), 0);
+    for (int i = 0; i < 9; i++) assert_int_equal(gnn_be_trust_buffer(be, buf[i], 16, 50, 0), 0);
     assert_int_equal(gnn_be_trust_ids(be, batch, 4, 7), 0); /* the batch's range as well */
     for (int i = 0; i < 8; i++) {
         assert_true(gnn__be_trusted(be, buf[i], 16, 50));
@@ -790,24 +791,31 @@ static void test_trust_buffer(void **state)
     assert_false(gnn__be_trusted(be, buf[8], 1, 50)); /* no slot left for it */
     assert_true(gnn__be_trusted(be, batch, 4, 7));
     /* again for the same buffer: its entry updated, not a second one */
-    assert_int_equal(gnn_be_trust_buffer(be, buf[0], 8, 20), 0);
+    assert_int_equal(gnn_be_trust_buffer(be, buf[0], 8, 20, 0), 0);
     assert_false(gnn__be_trusted(be, buf[0], 9, 50));
     assert_true(gnn__be_trusted(be, buf[0], 8, 20));
+    /* distinct: vouched for as well, or not (in range only) */
+    assert_false(gnn__be_trusted_distinct(be, buf[0], 8, 20));
+    assert_int_equal(gnn_be_trust_buffer(be, buf[0], 8, 20, 1), 0);
+    assert_true(gnn__be_trusted_distinct(be, buf[0] + 2, 6, 30)); /* a part of it too */
+    assert_false(gnn__be_trusted_distinct(be, buf[0], 9, 20));
+    assert_false(gnn__be_trusted_distinct(be, buf[0], 8, 19));
+    assert_false(gnn__be_trusted_distinct(be, batch, 4, 7)); /* the batch's: in range only */
     /* n 0 ends it; a freed buffer's slot goes to the next */
-    assert_int_equal(gnn_be_trust_buffer(be, buf[1], 0, 0), 0);
+    assert_int_equal(gnn_be_trust_buffer(be, buf[1], 0, 0, 0), 0);
     assert_false(gnn__be_trusted(be, buf[1], 1, 50));
     gnn_be_free(be, buf[2]);
     int64_t *again = NULL;
     assert_int_equal(gnn_be_alloc(be, 16 * sizeof(int64_t), (void **)&again), 0);
     assert_false(gnn__be_trusted(be, again, 1, 50)); /* whatever its address */
-    assert_int_equal(gnn_be_trust_buffer(be, buf[8], 16, 50), 0);
+    assert_int_equal(gnn_be_trust_buffer(be, buf[8], 16, 50, 0), 0);
     assert_true(gnn__be_trusted(be, buf[8], 16, 50));
     assert_int_equal(gnn_be_trust_ids(be, NULL, 0, 0), 0); /* the batch's end leaves them */
     assert_true(gnn__be_trusted(be, buf[0], 8, 20));
     assert_false(gnn__be_trusted(be, batch, 4, 7));
-    expect_error(gnn_be_trust_buffer(be, NULL, 1, 1), GNN_EINVAL,
+    expect_error(gnn_be_trust_buffer(be, NULL, 1, 1, 0), GNN_EINVAL,
                  "gnn_be_trust_buffer: NULL argument");
-    expect_error(gnn_be_trust_buffer(be, buf[3], -1, 1), GNN_EINVAL,
+    expect_error(gnn_be_trust_buffer(be, buf[3], -1, 1, 0), GNN_EINVAL,
                  "gnn_be_trust_buffer: -1 ids below 1");
     for (int i = 0; i < 10; i++)
         if (i != 2) gnn_be_free(be, buf[i]);
@@ -887,7 +895,7 @@ static void test_aggr_runs(void **state)
 /*
  * A capture's rules on cpu-as-gpu (gnn_be_capture_rules_begin/_end): work
  * that a GPU captures passes (a copy between buffers, a gather by trusted
- * ids, a queued loss); each operation that fails a capture is named by
+ * ids, a scatter by ids trusted as distinct, a queued loss); each operation that fails a capture is named by
  * end (the first of several), and still runs; the CPU refuses the check.
  */
 static void test_capture_rules(void **state)
@@ -910,14 +918,15 @@ static void test_capture_rules(void **state)
     assert_int_equal(gnn_be_upload(be, lab, hlab, sizeof hlab), 0);
     assert_int_equal(gnn_be_upload(be, x, hx, sizeof hx), 0);
     /* capturable work */
-    assert_int_equal(gnn_be_trust_buffer(be, ids, 4, 4), 0);
+    assert_int_equal(gnn_be_trust_buffer(be, ids, 4, 4, 1), 0);
     assert_int_equal(gnn_be_capture_rules_begin(be), 0);
     assert_int_equal(gnn_be_copy(be, y, x, sizeof hx), 0);
+    assert_int_equal(gnn_be_scatter_rows(be, 4, 2, x, 2, ids, y, 2, 4), 0);
     assert_int_equal(gnn_be_gather_rows(be, 4, 2, x, 4, ids, y), 0);
     assert_int_equal(gnn_be_softmax_xent_async(be, 4, 2, y, lab, NULL, 4, loss, y), 0);
     assert_int_equal(gnn_be_capture_rules_end(be), 0);
     /* each kind of refused operation, run all the same */
-    assert_int_equal(gnn_be_trust_buffer(be, ids, 0, 0), 0);
+    assert_int_equal(gnn_be_trust_buffer(be, ids, 0, 0, 0), 0);
     struct {
         const char *want;
         int which;
@@ -932,12 +941,15 @@ static void test_capture_rules(void **state)
          6},
         {"gnn_be_unmap_host: host memory unmapped (a wait for the device) inside captured work",
          7},
+        /* ids trusted in range, not as distinct: their repeats still checked */
+        {"gnn_be_scatter_rows: its check of repeats read back inside captured work", 8},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         void *p = NULL, *host = NULL, *dev = NULL;
         double l = 0;
         if (cases[c].which == 6) assert_int_equal(gnn_be_host_alloc(be, 64, &host), 0);
         if (cases[c].which == 7) assert_int_equal(gnn_be_map_host(be, hx, sizeof hx, &dev), 0);
+        if (cases[c].which == 8) assert_int_equal(gnn_be_trust_buffer(be, ids, 4, 4, 0), 0);
         assert_int_equal(gnn_be_capture_rules_begin(be), 0);
         assert_int_equal(gnn_be_copy(be, y, x, sizeof hx), 0); /* fine before it */
         switch (cases[c].which) {
@@ -949,9 +961,11 @@ static void test_capture_rules(void **state)
         case 5: assert_int_equal(gnn_be_softmax_xent(be, 4, 2, x, lab, NULL, 4, &l, y), 0); break;
         case 6: gnn_be_host_free(be, host); break;
         case 7: gnn_be_unmap_host(be, hx); break;
+        case 8: assert_int_equal(gnn_be_scatter_rows(be, 4, 2, x, 2, ids, y, 2, 4), 0); break;
         }
         assert_int_equal(gnn_be_sync(be), 0); /* a second: the first is named */
         expect_error(gnn_be_capture_rules_end(be), GNN_ECUDA, cases[c].want);
+        if (cases[c].which == 8) assert_int_equal(gnn_be_trust_buffer(be, ids, 0, 0, 0), 0);
         gnn_be_free(be, p);
     }
     /* the result of the gather that broke the rule is there */

@@ -730,7 +730,7 @@ static int gather_batch_rows(gnn_job_t *j, const int64_t *hrow, int64_t n, const
     gnn_backend_t *be = j->be;
     const int64_t F = j->dist->feat_dim, table = j->dist->n_local + st->n_cache;
     GNN_TRY(put(be, (void **)&st->d_row, &st->d_row_bytes, hrow, (size_t)n * sizeof(int64_t)));
-    GNN_TRY(gnn_be_trust_buffer(be, st->d_row, n, table));
+    GNN_TRY(gnn_be_trust_buffer(be, st->d_row, n, table, 0));
     GNN_TRY(gnn_be_gather_rows(be, n, F, st->dtable, table, st->d_row, j->xb));
     if (nm > 0) {
         if (rows) {
@@ -740,7 +740,7 @@ static int gather_batch_rows(gnn_job_t *j, const int64_t *hrow, int64_t n, const
         }
         GNN_TRY(put(be, (void **)&st->d_pos, &st->d_pos_bytes, fpos,
                     (size_t)nm * sizeof(int64_t)));
-        GNN_TRY(gnn_be_trust_buffer(be, st->d_pos, nm, n));
+        GNN_TRY(gnn_be_trust_buffer(be, st->d_pos, nm, n, 1)); /* each row once */
         GNN_TRY(gnn_be_scatter_rows(be, nm, F, drows, F, st->d_pos, j->xb, F, n));
     }
 fail:
