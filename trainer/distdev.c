@@ -141,6 +141,24 @@ static int setup_staging(gnn_dist_dev_t *x)
             GNN_TRY(gnn_be_upload(x->be, st->recv_rows, p->recv_rows, bytes));
         }
     }
+    /* The plans' rows, checked when made, vouched for on the device (no
+     * read-back per exchange): the received ones first, ascending halo
+     * rows (each scatter would check them twice), then the sent ones
+     * (owned rows, one per peer that needs them). */
+    const int64_t nh = x->d->n_local - x->d->n_owned;
+    for (int s = 0; s <= x->d->n_loss_plans; s++) {
+        gnn_dist_plan_t full;
+        const gnn_dist_plan_t *p = plan_of(x, s, &full);
+        if (x->stage[s].recv_rows && p->n_recv > 0)
+            GNN_TRY(gnn_be_trust_buffer(x->be, x->stage[s].recv_rows, p->n_recv, nh, 1));
+    }
+    for (int s = 0; s <= x->d->n_loss_plans; s++) {
+        gnn_dist_plan_t full;
+        const gnn_dist_plan_t *p = plan_of(x, s, &full);
+        if (p->n_send > 0)
+            GNN_TRY(gnn_be_trust_buffer(x->be, x->stage[s].send_rows, p->n_send, x->d->n_owned,
+                                        0));
+    }
 fail:
     return rc;
 }
