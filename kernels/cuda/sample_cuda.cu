@@ -78,16 +78,27 @@ static void sampler_free(cu_sampler_t *c)
     gnn_free(c);
 }
 
-/* *a: room for n int64 (contents not kept), after the stream's work. */
+/* *p: room for bytes (contents not kept), in the sampler stream's order:
+ * the old buffer goes back to the pool after the work queued on st, with
+ * no wait (a cudaFree waits for the whole device, a collective of another
+ * stream included, as its first buffers grow). */
+static int stream_grow(cudaStream_t st, void **p, size_t bytes, const char *what)
+{
+    cudaError_t e = *p ? cudaFreeAsync(*p, st) : cudaSuccess;
+    *p = NULL;
+    if (e == cudaSuccess) e = cudaMallocAsync(p, bytes, st);
+    if (e != cudaSuccess) *p = NULL;
+    GNN_CUDA_RET(e, what);
+    return 0;
+}
+
+/* *a: room for n int64 (contents not kept). */
 static int grow(cudaStream_t st, int64_t **a, size_t *cap, size_t n, const char *what)
 {
     if (*a && n <= *cap) return 0;
-    GNN_CUDA_RET(cudaStreamSynchronize(st), what);
-    cudaFree(*a);
-    *a = NULL;
     *cap = 0;
     size_t want = n + n / 4 + 64;
-    GNN_CUDA_RET(gnn__cuda_malloc((void **)a, want * sizeof(int64_t)), what);
+    GNN_TRY_RET(stream_grow(st, (void **)a, want * sizeof(int64_t), what));
     *cap = want;
     return 0;
 }
@@ -95,12 +106,9 @@ static int grow(cudaStream_t st, int64_t **a, size_t *cap, size_t n, const char 
 static int temp_grow(cudaStream_t st, cu_sampler_t *c, size_t bytes)
 {
     if (c->temp && bytes <= c->temp_bytes) return 0;
-    GNN_CUDA_RET(cudaStreamSynchronize(st), "device sampler: scratch");
-    cudaFree(c->temp);
-    c->temp = NULL;
     c->temp_bytes = 0;
     size_t want = bytes + bytes / 4 + 256;
-    GNN_CUDA_RET(gnn__cuda_malloc(&c->temp, want), "device sampler: scratch");
+    GNN_TRY_RET(stream_grow(st, &c->temp, want, "device sampler: scratch"));
     c->temp_bytes = want;
     return 0;
 }
