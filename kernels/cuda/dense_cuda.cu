@@ -90,6 +90,20 @@ static int64_t peek_i64(gnn_cuda_be_t *cb, const int64_t *a, uint64_t i)
     return v;
 }
 
+/* GNN_EINVAL "fn: what ID at position I outside [0, rows)" for the first
+ * entry of idx[0, n) outside [0, rows) (first_bad_row). */
+static int rows_in(gnn_backend_t *be, const char *fn, const char *what, int64_t n,
+                   const int64_t *idx, int64_t rows)
+{
+    uint64_t bad = NO_BAD;
+    GNN_TRY_RET(first_bad_row(be, n, idx, rows, &bad));
+    if (bad != NO_BAD)
+        return GNN_FAIL(GNN_EINVAL, "%s: %s %" PRId64 " at position %" PRIu64 " outside [0, %" PRId64
+                                    ")",
+                        fn, what, peek_i64(gnn__cuda_be(be), idx, bad), bad, rows);
+    return 0;
+}
+
 /* ---- Element-wise ------------------------------------------------------------ */
 
 __global__ void k_bias_add(int64_t rows, int64_t cols, float *y, const float *bias)
@@ -497,13 +511,7 @@ int gnn__cuda_gather_rows(gnn_backend_t *be, int64_t n, int64_t f, const float *
     GNN_TRY_RET(gnn__dense_check_shape("gnn_gather_rows", n, f));
     GNN_TRY_RET(gnn__dense_check_shape("gnn_gather_rows", src_rows, f));
     if (n == 0) return 0;
-    uint64_t bad;
-    GNN_TRY_RET(first_bad_row(be, n, idx, src_rows, &bad));
-    if (bad != NO_BAD)
-        return GNN_FAIL(GNN_EINVAL,
-                        "gnn_gather_rows: index %" PRId64 " at position %" PRIu64
-                        " outside [0, %" PRId64 ")",
-                        peek_i64(cb, idx, bad), bad, src_rows);
+    GNN_TRY_RET(rows_in(be, "gnn_gather_rows", "index", n, idx, src_rows));
     if (f == 0) return 0;
     unsigned blocks = gnn__cuda_blocks(n * WARP, THREADS);
     if (f % 4 == 0 && (uintptr_t)src % 16 == 0 && (uintptr_t)dst % 16 == 0)
@@ -719,13 +727,7 @@ int gnn__cuda_sparse_opt_step(gnn_backend_t *be, const gnn_sparse_opt_t *o, int6
     if (!rows && n > table_rows)
         return GNN_FAIL(GNN_EINVAL, "gnn_sparse_opt_step: %" PRId64 " rows of a table of %" PRId64,
                         n, table_rows);
-    uint64_t bad = NO_BAD;
-    GNN_TRY_RET(first_bad_row(be, n, rows, table_rows, &bad));
-    if (bad != NO_BAD)
-        return GNN_FAIL(GNN_EINVAL,
-                        "gnn_sparse_opt_step: row %" PRId64 " at position %" PRIu64
-                        " outside [0, %" PRId64 ")",
-                        peek_i64(cb, rows, bad), bad, table_rows);
+    GNN_TRY_RET(rows_in(be, "gnn_sparse_opt_step", "row", n, rows, table_rows));
     if (n == 0 || d == 0) return 0;
     k_sparse_opt<<<gnn__cuda_blocks(n * WARP, THREADS), THREADS, 0, cb->stream>>>(
         n, d, rows, g, ldg, w, s1, o->kind == GNN_SPARSE_ADAM ? s2 : NULL,
@@ -750,13 +752,7 @@ int gnn__cuda_copy_rows(gnn_backend_t *be, int64_t n, int64_t f, const float *sr
                      "gnn_copy_rows");
         return 0;
     }
-    uint64_t bad = NO_BAD;
-    GNN_TRY_RET(first_bad_row(be, n, idx, src_rows, &bad));
-    if (bad != NO_BAD)
-        return GNN_FAIL(GNN_EINVAL,
-                        "gnn_copy_rows: index %" PRId64 " at position %" PRIu64
-                        " outside [0, %" PRId64 ")",
-                        peek_i64(cb, idx, bad), bad, src_rows);
+    GNN_TRY_RET(rows_in(be, "gnn_copy_rows", "index", n, idx, src_rows));
     if (n == 0 || f == 0) return 0;
     k_copy_rows<<<gnn__cuda_blocks(n * WARP, THREADS), THREADS, 0, cb->stream>>>(
         n, f, src, lds, idx, dst, ldd);
@@ -827,13 +823,7 @@ int gnn__cuda_scatter_rows(gnn_backend_t *be, int64_t n, int64_t f, const float 
     gnn_cuda_be_t *cb = gnn__cuda_be(be);
     GNN_TRY_RET(gnn__dense_check_copy_rows(n, f, lds, dst_rows, ldd));
     if (n == 0) return 0;
-    uint64_t bad = NO_BAD;
-    GNN_TRY_RET(first_bad_row(be, n, idx, dst_rows, &bad));
-    if (bad != NO_BAD)
-        return GNN_FAIL(GNN_EINVAL,
-                        "gnn_scatter_rows: index %" PRId64 " at position %" PRIu64
-                        " outside [0, %" PRId64 ")",
-                        peek_i64(cb, idx, bad), bad, dst_rows);
+    GNN_TRY_RET(rows_in(be, "gnn_scatter_rows", "index", n, idx, dst_rows));
     if (!gnn__be_trusted_distinct(be, idx, n, dst_rows)) /* else vouched for */
         GNN_TRY_RET(check_repeats(cb, n, idx, dst_rows));
     if (f == 0) return 0;
