@@ -529,7 +529,7 @@ int gnn_be_trust_ids(gnn_backend_t *be, const int64_t *ids, int64_t n, int64_t b
  * (gnn_be_free) or trusted again (a buffer refilled each step is vouched
  * for after each upload). With distinct, the caller vouches too that no
  * id repeats (positions it built in order): gnn_be_scatter_rows then
- * skips its check of repeats, a second read-back on a GPU. Up to 8
+ * skips its check of repeats, a second read-back on a GPU. Up to 40
  * buffers at a time; past that, or for n 0, the call trusts nothing and
  * later operations check the ids as usual. A no-op where buffers are host
  * memory (ids checked on the host anyway). One thread at a time.

@@ -179,8 +179,10 @@ struct gnn_bsampler {
 };
 
 
-/* The most buffers gnn_be_trust_buffer vouches for at once. */
-#define GNN__BE_TRUST_BUFFERS 8
+/* The most buffers gnn_be_trust_buffer vouches for at once: two per
+ * layer's exchange plan over ranks (GNN_DIST_MAX_LAYERS 16), and room for
+ * a typed graph's and a mini-batch's besides. */
+#define GNN__BE_TRUST_BUFFERS 40
 
 struct gnn_backend {
     const gnn_backend_ops_t *ops;

@@ -257,9 +257,9 @@ static int typed_select(gnn_job_t *j, int64_t n, const int64_t *ids, int64_t *k)
     GNN_TRY(gnn__buf_ensure(j->be, (void **)&j->emb_trow, &j->emb_trow_bytes, b));
     if (c) {
         GNN_TRY(gnn_be_upload(j->be, j->emb_sel, j->emb_hsel, (size_t)c * sizeof(int64_t)));
-        GNN_TRY(gnn_be_upload(j->be, j->emb_trow, j->emb_htrow, (size_t)c * sizeof(int64_t)));
         /* positions in increasing order: in range, none twice */
         GNN_TRY(gnn_be_trust_buffer(j->be, j->emb_sel, c, n, 1));
+        GNN_TRY(gnn_be_upload(j->be, j->emb_trow, j->emb_htrow, (size_t)c * sizeof(int64_t)));
     }
     *k = c;
     if (!ids) {

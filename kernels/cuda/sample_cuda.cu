@@ -87,6 +87,14 @@ static int stream_grow(cudaStream_t st, void **p, size_t bytes, const char *what
     cudaError_t e = *p ? cudaFreeAsync(*p, st) : cudaSuccess;
     *p = NULL;
     if (e == cudaSuccess) e = cudaMallocAsync(p, bytes, st);
+    if (e == cudaErrorMemoryAllocation) {
+        /* Memory freed on other streams is the pool's to reuse once those
+         * frees have run: wait for them (rare: a nearly full device),
+         * then once more. */
+        (void)cudaGetLastError();
+        e = cudaDeviceSynchronize();
+        if (e == cudaSuccess) e = cudaMallocAsync(p, bytes, st);
+    }
     if (e != cudaSuccess) *p = NULL;
     GNN_CUDA_RET(e, what);
     return 0;

@@ -769,26 +769,28 @@ static void test_trust_ids(void **state)
 
 /* gnn_be_trust_buffer: long-lived buffers of ids vouched for beside the
  * batch's range, until freed (a buffer allocated at the same address
- * afterwards is not), at most 8 at a time (the ninth is checked); as
- * distinct (no id twice) only where the caller says so. */
+ * afterwards is not), at most GNN__BE_TRUST_BUFFERS at a time (the next
+ * is checked); as distinct (no id twice) only where the caller says so,
+ * the flag dropped when trusted again without it. */
 static void test_trust_buffer(void **state)
 {
     (void)state;
     gnn_backend_t *be = NULL;
     assert_int_equal(gnn_backend_open("cpu-as-gpu", &be), 0);
-    int64_t *buf[10], *batch = NULL;
-    for (int i = 0; i < 10; i++)
+    enum { T = GNN__BE_TRUST_BUFFERS };
+    int64_t *buf[T + 2], *batch = NULL;
+    for (int i = 0; i < T + 2; i++)
         assert_int_equal(gnn_be_alloc(be, 16 * sizeof(int64_t), (void **)&buf[i]), 0);
     assert_int_equal(gnn_be_alloc(be, 4 * sizeof *batch, (void **)&batch), 0);
-    for (int i = 0; i < 9; i++) assert_int_equal(gnn_be_trust_buffer(be, buf[i], 16, 50, 0), 0);
+    for (int i = 0; i <= T; i++) assert_int_equal(gnn_be_trust_buffer(be, buf[i], 16, 50, 0), 0);
     assert_int_equal(gnn_be_trust_ids(be, batch, 4, 7), 0); /* the batch's range as well */
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0; i < T; i++) {
         assert_true(gnn__be_trusted(be, buf[i], 16, 50));
         assert_true(gnn__be_trusted(be, buf[i] + 4, 12, 60));
         assert_false(gnn__be_trusted(be, buf[i] + 4, 13, 50)); /* past its end */
         assert_false(gnn__be_trusted(be, buf[i], 16, 49));     /* a tighter bound */
     }
-    assert_false(gnn__be_trusted(be, buf[8], 1, 50)); /* no slot left for it */
+    assert_false(gnn__be_trusted(be, buf[T], 1, 50)); /* no slot left for it */
     assert_true(gnn__be_trusted(be, batch, 4, 7));
     /* again for the same buffer: its entry updated, not a second one */
     assert_int_equal(gnn_be_trust_buffer(be, buf[0], 8, 20, 0), 0);
@@ -801,6 +803,9 @@ static void test_trust_buffer(void **state)
     assert_false(gnn__be_trusted_distinct(be, buf[0], 9, 20));
     assert_false(gnn__be_trusted_distinct(be, buf[0], 8, 19));
     assert_false(gnn__be_trusted_distinct(be, batch, 4, 7)); /* the batch's: in range only */
+    assert_int_equal(gnn_be_trust_buffer(be, buf[0], 8, 20, 0), 0); /* again, without */
+    assert_false(gnn__be_trusted_distinct(be, buf[0], 8, 20));
+    assert_true(gnn__be_trusted(be, buf[0], 8, 20));
     /* n 0 ends it; a freed buffer's slot goes to the next */
     assert_int_equal(gnn_be_trust_buffer(be, buf[1], 0, 0, 0), 0);
     assert_false(gnn__be_trusted(be, buf[1], 1, 50));
@@ -808,8 +813,8 @@ static void test_trust_buffer(void **state)
     int64_t *again = NULL;
     assert_int_equal(gnn_be_alloc(be, 16 * sizeof(int64_t), (void **)&again), 0);
     assert_false(gnn__be_trusted(be, again, 1, 50)); /* whatever its address */
-    assert_int_equal(gnn_be_trust_buffer(be, buf[8], 16, 50, 0), 0);
-    assert_true(gnn__be_trusted(be, buf[8], 16, 50));
+    assert_int_equal(gnn_be_trust_buffer(be, buf[T], 16, 50, 0), 0);
+    assert_true(gnn__be_trusted(be, buf[T], 16, 50));
     assert_int_equal(gnn_be_trust_ids(be, NULL, 0, 0), 0); /* the batch's end leaves them */
     assert_true(gnn__be_trusted(be, buf[0], 8, 20));
     assert_false(gnn__be_trusted(be, batch, 4, 7));
@@ -817,7 +822,7 @@ static void test_trust_buffer(void **state)
                  "gnn_be_trust_buffer: NULL argument");
     expect_error(gnn_be_trust_buffer(be, buf[3], -1, 1, 0), GNN_EINVAL,
                  "gnn_be_trust_buffer: -1 ids below 1");
-    for (int i = 0; i < 10; i++)
+    for (int i = 0; i < T + 2; i++)
         if (i != 2) gnn_be_free(be, buf[i]);
     gnn_be_free(be, again);
     gnn_be_free(be, batch);
