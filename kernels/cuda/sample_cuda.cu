@@ -78,6 +78,21 @@ static void sampler_free(cu_sampler_t *c)
     gnn_free(c);
 }
 
+/* cudaMallocAsync of bytes on st; out of memory, a wait for the device
+ * (frees queued on other streams make room only once they have run: rare,
+ * a nearly full device) and once more. */
+static cudaError_t stream_alloc(cudaStream_t st, void **p, size_t bytes)
+{
+    cudaError_t e = cudaMallocAsync(p, bytes, st);
+    if (e == cudaErrorMemoryAllocation) {
+        (void)cudaGetLastError();
+        e = cudaDeviceSynchronize();
+        if (e == cudaSuccess) e = cudaMallocAsync(p, bytes, st);
+    }
+    if (e != cudaSuccess) *p = NULL;
+    return e;
+}
+
 /* *p: room for bytes (contents not kept), in the sampler stream's order:
  * the old buffer goes back to the pool after the work queued on st, with
  * no wait (a cudaFree waits for the whole device, a collective of another
@@ -86,16 +101,7 @@ static int stream_grow(cudaStream_t st, void **p, size_t bytes, const char *what
 {
     cudaError_t e = *p ? cudaFreeAsync(*p, st) : cudaSuccess;
     *p = NULL;
-    if (e == cudaSuccess) e = cudaMallocAsync(p, bytes, st);
-    if (e == cudaErrorMemoryAllocation) {
-        /* Memory freed on other streams is the pool's to reuse once those
-         * frees have run: wait for them (rare: a nearly full device),
-         * then once more. */
-        (void)cudaGetLastError();
-        e = cudaDeviceSynchronize();
-        if (e == cudaSuccess) e = cudaMallocAsync(p, bytes, st);
-    }
-    if (e != cudaSuccess) *p = NULL;
+    if (e == cudaSuccess) e = stream_alloc(st, p, bytes);
     GNN_CUDA_RET(e, what);
     return 0;
 }
@@ -320,27 +326,27 @@ static int read_i64(cu_sampler_t *c, const int64_t *p, int64_t *out)
 }
 
 /* A buffer of the batch with room for n elements of size bytes (contents
- * kept when keep is set), on the sampler's stream: allocated as the
- * backend allocates (gnn_be_batch_free frees it there). */
+ * kept when keep is set), in the sampler stream's order: the old one goes
+ * back to the pool after the work queued on the stream, which first
+ * waited for the batch's last reader (gnn_be_batch_release), or its
+ * caller did; gnn_be_batch_free frees the buffers at the end. */
 static int bgrow(cu_sampler_t *c, void **buf, size_t *cap, size_t n, size_t size, int keep)
 {
     if (*buf && n <= *cap) return 0;
     size_t want = n + n / 4 + 64;
     void *p = NULL;
-    GNN_CUDA_RET(cudaStreamSynchronize(c->st), "device sampler: a batch buffer");
-    GNN_CUDA_RET(gnn__cuda_malloc(&p, want * size), "device sampler: a batch buffer");
-    if (keep && *buf && *cap) {
-        cudaError_t e = cudaMemcpyAsync(p, *buf, *cap * size, cudaMemcpyDeviceToDevice, c->st);
-        if (e == cudaSuccess) e = cudaStreamSynchronize(c->st);
-        if (e != cudaSuccess) {
-            (void)cudaGetLastError();
-            cudaFree(p);
-            return GNN_FAIL(GNN_ECUDA, "device sampler: a batch buffer: %s",
-                            cudaGetErrorString(e));
-        }
+    GNN_CUDA_RET(stream_alloc(c->st, &p, want * size), "device sampler: a batch buffer");
+    cudaError_t e = cudaSuccess;
+    if (keep && *buf && *cap)
+        e = cudaMemcpyAsync(p, *buf, *cap * size, cudaMemcpyDeviceToDevice, c->st);
+    if (e == cudaSuccess && *buf) e = cudaFreeAsync(*buf, c->st);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        (void)cudaFreeAsync(p, c->st);
+        (void)cudaGetLastError();
+        return GNN_FAIL(GNN_ECUDA, "device sampler: a batch buffer: %s", cudaGetErrorString(e));
     }
     if (*buf) gnn__be_note_free(); /* a buffer of the backend's gone */
-    cudaFree(*buf);
     *buf = p;
     *cap = want;
     return 0;
