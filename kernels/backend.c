@@ -1499,6 +1499,16 @@ void gnn_be_sampler_free(gnn_bsampler_t *s)
     gnn_free(s);
 }
 
+/* A batch's buffer freed: never one gnn_be_trust_buffer vouches for, so
+ * the trust table is not read (a sampler thread grows batches while the
+ * training thread trusts buffers). */
+static void batch_buf_free(gnn_backend_t *be, void *p)
+{
+    if (!p) return;
+    be->ops->free(be, p);
+    gnn__be_note_free();
+}
+
 int gnn__be_batch_grow(gnn_backend_t *be, void **buf, size_t *cap, size_t n, size_t size,
                        int keep)
 {
@@ -1509,10 +1519,10 @@ int gnn__be_batch_grow(gnn_backend_t *be, void **buf, size_t *cap, size_t n, siz
     if (rc < 0) return rc;
     if (keep && *buf && *cap) rc = gnn_be_copy(be, p, *buf, *cap * size);
     if (rc < 0) {
-        gnn_be_free(be, p);
+        batch_buf_free(be, p);
         return rc;
     }
-    gnn_be_free(be, *buf);
+    batch_buf_free(be, *buf);
     *buf = p;
     *cap = want;
     return 0;
