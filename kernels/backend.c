@@ -1628,27 +1628,30 @@ static int within(const int64_t *range, int64_t n_range, int64_t range_bound, co
            (int64_t)((b - a) / sizeof(int64_t)) + n <= n_range;
 }
 
-int gnn__be_trusted(const gnn_backend_t *be, const int64_t *ids, int64_t n, int64_t bound)
+/* ids[0, n) within one of the buffers gnn_be_trust_buffer vouched for
+ * (and as distinct, where asked). */
+static int in_trusted_buffer(const gnn_backend_t *be, const int64_t *ids, int64_t n,
+                             int64_t bound, int distinct)
 {
-    if (!ids || n < 0) return 0;
-    if (within(be->trust_ids, be->trust_n, be->trust_bound, ids, n, bound)) return 1;
     for (int i = 0; i < GNN__BE_TRUST_BUFFERS; i++)
-        if (within(be->trust_buf[i].ids, be->trust_buf[i].n, be->trust_buf[i].bound, ids, n,
+        if ((!distinct || be->trust_buf[i].distinct) &&
+            within(be->trust_buf[i].ids, be->trust_buf[i].n, be->trust_buf[i].bound, ids, n,
                    bound))
             return 1;
     return 0;
 }
 
+int gnn__be_trusted(const gnn_backend_t *be, const int64_t *ids, int64_t n, int64_t bound)
+{
+    if (!ids || n < 0) return 0;
+    return within(be->trust_ids, be->trust_n, be->trust_bound, ids, n, bound) ||
+           in_trusted_buffer(be, ids, n, bound, 0);
+}
+
 int gnn__be_trusted_distinct(const gnn_backend_t *be, const int64_t *ids, int64_t n,
                              int64_t bound)
 {
-    if (!ids || n < 0) return 0;
-    for (int i = 0; i < GNN__BE_TRUST_BUFFERS; i++)
-        if (be->trust_buf[i].distinct &&
-            within(be->trust_buf[i].ids, be->trust_buf[i].n, be->trust_buf[i].bound, ids, n,
-                   bound))
-            return 1;
-    return 0;
+    return ids && n >= 0 && in_trusted_buffer(be, ids, n, bound, 1);
 }
 
 int gnn_be_batch_release(gnn_bbatch_t *b)
