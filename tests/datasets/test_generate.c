@@ -462,7 +462,7 @@ static void check_hsbm(const char *path, gnn_vid_t N, int T, int64_t C, int64_t 
     assert_int_equal(t->target, 0);
     assert_int_equal(t->off[0], 0);
     assert_int_equal(t->off[1], n0);
-    char name[16];
+    char name[32];
     for (int k = 0; k < T; k++) {
         snprintf(name, sizeof name, "t%d", k);
         assert_string_equal(t->ntype[k], name);

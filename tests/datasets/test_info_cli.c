@@ -120,14 +120,14 @@ static const char *write_typed(int64_t *count)
 }
 
 /* Relation r of the hsbm file: name, source and destination type. */
-static void hsbm_relation(int r, char *name, const char **src, const char **dst)
+static void hsbm_relation(int r, char name[32], const char **src, const char **dst)
 {
     static const char *const t[] = {"t0", "t1", "t2", "t3"};
     int k = (r + 1) / 2;
     if (r == 0)
-        snprintf(name, 16, "r0");
+        snprintf(name, 32, "r0");
     else
-        snprintf(name, 16, "%sr%d", r % 2 ? "" : "rev_", k);
+        snprintf(name, 32, "%sr%d", r % 2 ? "" : "rev_", k);
     *src = r % 2 || r == 0 ? t[k] : t[0];
     *dst = r % 2 || r == 0 ? t[0] : t[k];
 }
@@ -157,7 +157,7 @@ static void test_typed_table(void **state)
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         if (!strstr(r.out, want[i])) fail_msg("missing '%s' in:\n%s", want[i], r.out);
     for (int k = 0; k < 7; k++) {
-        char line[160], name[16];
+        char line[160], name[32];
         const char *src, *dst;
         hsbm_relation(k, name, &src, &dst);
         snprintf(line, sizeof line, "%s %s -%s-> %s: %lld edges\n",
@@ -194,7 +194,7 @@ static void test_typed_json(void **state)
     if (!strstr(r.out, types)) fail_msg("missing %s in %s", types, r.out);
     char rels[2048] = "\"relations\": [";
     for (int k = 0; k < 7; k++) {
-        char name[16];
+        char name[32];
         const char *src, *dst;
         hsbm_relation(k, name, &src, &dst);
         snprintf(rels + strlen(rels), sizeof rels - strlen(rels),

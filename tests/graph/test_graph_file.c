@@ -1149,13 +1149,13 @@ static void test_typed_limits(void **state)
     t->target = GNN_MAX_NODE_TYPES - 1;
     for (int i = 0; i < GNN_MAX_NODE_TYPES; i++) {
         memset(t->ntype[i], 'n', GNN_TYPE_NAME_MAX - 1);
-        snprintf(t->ntype[i], 3, "%02d", i); /* cuts the fill: restore it */
+        snprintf(t->ntype[i], 3, "%02u", (unsigned)i % 100u); /* cuts the fill: restore it */
         memset(t->ntype[i] + 2, 'n', GNN_TYPE_NAME_MAX - 3);
         t->off[i + 1] = i + 1;
         t->feat_dim[i] = i % 3;
     }
     for (int r = 0; r < GNN_MAX_RELATIONS; r++) {
-        snprintf(t->rel[r], 4, "%03d", r);
+        snprintf(t->rel[r], 4, "%03u", (unsigned)r % 1000u);
         memset(t->rel[r] + 3, 'r', GNN_TYPE_NAME_MAX - 4);
         t->rel_src[r] = r % GNN_MAX_NODE_TYPES;
         t->rel_dst[r] = (r * 7) % GNN_MAX_NODE_TYPES;
