@@ -46,6 +46,7 @@ void gnn__job_free(gnn_job_t *j)
     gnn_be_sampler_free(j->ds);
     gnn_free(j->dperm);
     gnn_free(j->dy);
+    gnn_free(j->dids);
     gnn_free(j->loss_host);
     if (j->mode && j->mode->free) j->mode->free(j); /* after the loader reading its rows */
     if (j->task && j->task->free) j->task->free(j);

@@ -149,6 +149,7 @@ typedef struct gnn_job {
     struct gnn_dsq *dsq;              /* ... its thread, sampling one batch ahead */
     int64_t *dperm; size_t dperm_cap; /* ... the epoch's seeds, shuffled (host) */
     int64_t *dy; size_t dy_cap;       /* ... a batch's targets (host) */
+    int64_t *dids; size_t dids_cap;   /* ... a batch's node ids (host; input rows in host memory) */
     int64_t *iota;                    /* backend, 0 .. batch_size - 1 */
     float *xb;  size_t xb_bytes;      /* batch input on the backend (not host memory) */
     int64_t *yb; size_t yb_bytes;     /* batch targets on the backend (not host memory) */

@@ -999,11 +999,9 @@ static void test_minibatch_device_path(void **state)
         }
     }
     const char *out = tu_path("mbdev-refused.csv");
-    train_fails(out, 2,
-                "--sampler device: not with learnable input rows (--embed-dim); use --sampler host",
-                "--data", (char *)g_sbm, "--model", "sage", "--mode", "minibatch", "--embed-dim",
-                "8", "--embed", "all", "--sampler", "device", "--save-predictions", out, "-q",
-                (char *)NULL);
+    train_fails(out, 2, "--sampler device: not with typed draws (--model rgcn); use --sampler host",
+                "--data", (char *)g_hsbm, "--model", "rgcn", "--mode", "minibatch", "--sampler",
+                "device", "--save-predictions", out, "-q", (char *)NULL);
     train_fails(out, 2, "--sampler \"gpu\" (expected host or device)", "--data", (char *)g_sbm,
                 "--model", "sage", "--sampler", "gpu", "--save-predictions", out, (char *)NULL);
     train_fails(out, 2,
@@ -1829,6 +1827,10 @@ static void test_embed_link_learns(void **state)
  * bit: the same per-epoch losses and the same checkpoint (model, table and
  * its optimiser state), for GCN on the whole graph (Adam's rows),
  * GraphSAGE mini-batches (Adagrad's) and edge mini-batches (Adam's).
+ * GraphSAGE's node mini-batches also sampled on the device (--sampler
+ * device, the rows gathered by the batch's ids there; with the table in
+ * host memory by a host copy of the ids), sampled in the step and one
+ * batch ahead: the same again.
  */
 static void test_embed_cpu_as_gpu(void **state)
 {
@@ -1844,12 +1846,17 @@ static void test_embed_cpu_as_gpu(void **state)
     /* The table on the backend, and on cpu-as-gpu also in host memory
      * apart from the model's device (--embed-on host: rows staged through
      * host buffers, as a GPU without room for the table runs). */
-    static char *const devices[3] = {"cpu", "cpu-as-gpu", "cpu-as-gpu"};
-    static char *const places[3] = {"auto", "device", "host"};
+    static char *const devices[6] = {"cpu", "cpu-as-gpu", "cpu-as-gpu",
+                                     "cpu-as-gpu", "cpu-as-gpu", "cpu"};
+    static char *const places[6] = {"auto", "device", "host", "device", "host", "auto"};
+    static char *const samplers[6] = {"host", "host", "host", "device", "device", "device"};
+    static char *const prefetch[6] = {"0", "0", "0", "0", "2", "2"};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        double loss[3][8];
-        char *ck[3];
-        for (int d = 0; d < 3; d++) {
+        double loss[6][8];
+        char *ck[6];
+        /* the device sampler for node mini-batches */
+        const int nd = !strcmp(cases[c].task, "node") && !strcmp(cases[c].mode, "minibatch") ? 6 : 3;
+        for (int d = 0; d < nd; d++) {
             char name[32], lname[32];
             snprintf(name, sizeof name, "embed-dev-%d.h5", d);
             snprintf(lname, sizeof lname, "embed-dev-%d.json", d);
@@ -1861,19 +1868,24 @@ static void test_embed_cpu_as_gpu(void **state)
                      "--embed-dim", "16", "--embed-optimizer", cases[c].opt, "--batch-size",
                      "256", "--fanouts", "6,4", "--epochs", "5", "--device", devices[d],
                      "--embed-on", places[d], "--threads", "2", "--checkpoint", ck[d],
-                     "--log-json", (char *)log, "-q");
+                     "--log-json", (char *)log, "--sampler", samplers[d], "--prefetch",
+                     prefetch[d], "-q");
             assert_int_equal(log_losses(log, loss[d], 8), 5);
         }
         print_message("%s, %s %s, %s rows: epoch 5 loss %.9g on cpu, %.9g on cpu-as-gpu, %.9g "
                       "with the rows in host memory\n",
                       cases[c].task, cases[c].model, cases[c].mode, cases[c].opt, loss[0][4],
                       loss[1][4], loss[2][4]);
-        for (int d = 1; d < 3; d++) {
+        if (nd > 3)
+            print_message("  sampled on the device: %.9g (rows on it), %.9g (rows in host "
+                          "memory, one batch ahead), %.9g (cpu, one batch ahead)\n",
+                          loss[3][4], loss[4][4], loss[5][4]);
+        for (int d = 1; d < nd; d++) {
             assert_memory_equal(loss[0], loss[d], 5 * sizeof(double));
             assert_checkpoints_equal(ck[0], ck[d]);
             assert_embed_tables_equal(ck[0], ck[d]);
         }
-        for (int d = 0; d < 3; d++) free(ck[d]);
+        for (int d = 0; d < nd; d++) free(ck[d]);
     }
 }
 

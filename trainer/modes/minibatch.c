@@ -228,10 +228,9 @@ static int mb_device_setup(gnn_job_t *j)
     const gnn_train_opts_t *o = j->o;
     const char *why = j->task->edge_seeds ? "edge batches (--task link)"
                       : j->kind->typed    ? "typed draws (--model rgcn)"
-                      : o->embed_dim > 0  ? "learnable input rows (--embed-dim)"
                       : j->xs.indptr      ? "sparse input features (--sparse-features)"
-                      : j->g.feat_dim <= 0 ? "a graph without features"
-                                           : NULL;
+                      : j->g.feat_dim <= 0 && !j->emb ? "a graph without features"
+                                                      : NULL;
     if (why)
         return GNN_FAIL(GNN_EUSAGE, "--sampler device: not with %s; use --sampler host", why);
     j->feat_by_rows = 0;
@@ -508,12 +507,27 @@ static int train_device_batch(gnn_job_t *j, const gnn_bbatch_t *b, gnn_bgraph_t 
      * checked graph): the gather and the dropout by id need not check
      * them again, which on a GPU is a wait per call. */
     GNN_TRY(gnn_be_trust_ids(be, b->nodes, b->n_input, j->g.csr.n_rows));
-    GNN_TRY(gnn__buf_ensure(be, (void **)&j->xb, &j->xb_bytes,
-                            (size_t)b->n_input * (size_t)F * sizeof(float)));
-    GNN_TRY(gather_input(j, b->n_input, b->nodes, j->xb));
+    const float *x = NULL;
+    if (F > 0) {
+        GNN_TRY(gnn__buf_ensure(be, (void **)&j->xb, &j->xb_bytes,
+                                (size_t)b->n_input * (size_t)F * sizeof(float)));
+        GNN_TRY(gather_input(j, b->n_input, b->nodes, j->xb));
+        x = j->xb;
+    }
+    /* The learnable rows of the batch's nodes beside their features: from
+     * the backend's table by the batch's ids, or from a table in host
+     * memory (--embed-on) by a host copy of them (a wait for the sampler). */
+    const int64_t *ids_host = NULL;
+    if (j->emb && j->emb_be) {
+        GNN_TRY(gnn_grow((void **)&j->dids, &j->dids_cap, (size_t)b->n_input + 1,
+                         sizeof *j->dids));
+        GNN_TRY(gnn_be_download(be, j->dids, b->nodes, (size_t)b->n_input * sizeof(int64_t)));
+        ids_host = j->dids;
+    }
+    GNN_TRY(gnn__input_build(j, b->n_input, x, b->nodes, ids_host, &x));
     /* Dropout by node id, as with the host sampler. */
     GNN_TRY(gnn_model_set_row_ids(j->model, b->nodes, j->g.csr.n_rows));
-    GNN_TRY(gnn_model_forward(j->model, graphs, j->xb, 1, &logits));
+    GNN_TRY(gnn_model_forward(j->model, graphs, x, 1, &logits));
     GNN_TRY(gnn__buf_ensure(be, (void **)&j->dlogits, &j->dlogits_bytes,
                             (size_t)ns * (size_t)j->out_dim * sizeof(float)));
     gnn_loader_batch_t lb;
