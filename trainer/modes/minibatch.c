@@ -516,7 +516,9 @@ static int train_device_batch(gnn_job_t *j, const gnn_bbatch_t *b, gnn_bgraph_t 
     }
     /* The learnable rows of the batch's nodes beside their features: from
      * the backend's table by the batch's ids, or from a table in host
-     * memory (--embed-on) by a host copy of them (a wait for the sampler). */
+     * memory (--embed-on) by a host copy of them (read on the training
+     * stream: a wait for the steps queued before, as the host sampler's
+     * rows through host memory wait). */
     const int64_t *ids_host = NULL;
     if (j->emb && j->emb_be) {
         GNN_TRY(gnn_grow((void **)&j->dids, &j->dids_cap, (size_t)b->n_input + 1,
