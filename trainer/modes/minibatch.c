@@ -221,7 +221,7 @@ static int mb_feat_by_rows(gnn_job_t *j)
  * --sampler device: batches sampled where the backend runs (gnn_be_sample:
  * the host sampler's batches, entry for entry), their blocks prepared
  * there and their input rows gathered from the backend's copy of the
- * features; what it cannot do is refused with one line.
+ * features and learnable rows; what it cannot do is refused with one line.
  */
 static int mb_device_setup(gnn_job_t *j)
 {
@@ -229,8 +229,7 @@ static int mb_device_setup(gnn_job_t *j)
     const char *why = j->task->edge_seeds ? "edge batches (--task link)"
                       : j->kind->typed    ? "typed draws (--model rgcn)"
                       : j->xs.indptr      ? "sparse input features (--sparse-features)"
-                      : j->g.feat_dim <= 0 && !j->emb ? "a graph without features"
-                                                      : NULL;
+                                          : NULL;
     if (why)
         return GNN_FAIL(GNN_EUSAGE, "--sampler device: not with %s; use --sampler host", why);
     j->feat_by_rows = 0;
