@@ -63,7 +63,9 @@
  *   - Learnable input rows (--embed-dim) on Cora without features, the
  *     table sharded by owner: full-graph GCN gives one process's losses
  *     on 1, 2 and 4 ranks (Adam's rows; Adagrad's and cpu-as-gpu on 2),
- *     edge mini-batches on 2 and 4; on the featured split Cora with
+ *     edge mini-batches on 2 and 4; node mini-batches sampled on the
+ *     device (cpu-as-gpu, parts of 2 hops) give the host sampler's losses
+ *     bit for bit, with and without features; on the featured split Cora with
  *     --embed all and a feature cache, edge mini-batches on 2 ranks over
  *     1-hop parts give one process's losses (rows of other ranks are
  *     fetched every step, never cached); --save-embeddings over 1 and 2
@@ -181,6 +183,7 @@ static char g_lh2[640];                        /* 2 parts of it, 2 hops of halo 
 static char g_tiny_link[640], g_tiny_lk4[640]; /* the same of the 30 nodes */
 static char g_cnf[640];                        /* Cora without features */
 static char g_cnf_k1[640], g_cnf_k2[640], g_cnf_k4[640]; /* its METIS parts */
+static char g_cnf_h1[640], g_cnf_h2[640];      /* 1 and 2 of them, 2 hops of halo */
 static char g_cnf_link[640], g_cnfl_k2[640], g_cnfl_k4[640]; /* its held-out edges; 2, 4 parts */
 static char g_hsbm[640];               /* typed (hsbm): 3000 nodes, 3 types, 5 relations */
 static char g_hk2[640], g_hk4[640];    /* its METIS parts */
@@ -1945,6 +1948,54 @@ static void test_embed_same_losses_on_any_ranks(void **state)
 }
 
 /*
+ * Node mini-batches sampled on the device (cpu-as-gpu) with learnable
+ * input rows over parts of 2 hops: each step's input rows fetched from
+ * their owners by the device batch's node ids, their gradients sent back,
+ * so the runs are the host sampler's bit for bit (the same batches, the
+ * same row steps): featureless Cora with --embed-dim 16 on 2 ranks (the
+ * next batch prepared on a thread) and on 1 rank against one process;
+ * the featured Cora with --embed all --embed-dim 8, dropout and a feature
+ * cache on 2 ranks (prepared in the step).
+ */
+static void test_embed_minibatch_sampled_on_device(void **state)
+{
+    (void)state;
+    char *fh[] = {"--batch-size", "32", "--fanouts", "10,10", "--device", "cpu-as-gpu",
+                  "--embed-dim", "16", NULL};
+    char *fd[] = {"--batch-size", "32", "--fanouts", "10,10", "--device", "cpu-as-gpu",
+                  "--embed-dim", "16", "--sampler", "device", "--prefetch", "1", NULL};
+    char *ah[] = {"--batch-size", "32", "--fanouts", "10,10", "--device", "cpu-as-gpu",
+                  "--embed", "all", "--embed-dim", "8", "--dropout", "0.5",
+                  "--feature-cache", "200K", NULL};
+    char *ad[] = {"--batch-size", "32", "--fanouts", "10,10", "--device", "cpu-as-gpu",
+                  "--embed", "all", "--embed-dim", "8", "--dropout", "0.5",
+                  "--feature-cache", "200K", "--sampler", "device", "--prefetch", "0", NULL};
+    log_t a = dev_run("2", g_cnf_h2, "sage", "emb-fh", fh),
+          b = dev_run("2", g_cnf_h2, "sage", "emb-fd", fd),
+          r1 = dev_run("1", g_cnf_h1, "sage", "emb-r1", fd),
+          p1 = dev_run(NULL, g_cnf, "sage", "emb-p1", fd),
+          c = dev_run("2", g_h2, "sage", "emb-ah", ah), d = dev_run("2", g_h2, "sage", "emb-ad", ad),
+          frozen = dev_run("2", g_cnf_h2, "sage", "emb-frozen",
+                           (char *[]){"--batch-size", "32", "--fanouts", "10,10", "--device",
+                                      "cpu-as-gpu", "--embed-dim", "16", "--embed-lr", "1e-20",
+                                      "--sampler", "device", NULL});
+    double d0 = loss_diff(&a, &b, 3), d1 = loss_diff(&r1, &p1, 3), d2 = loss_diff(&c, &d, 3),
+           df = loss_diff(&b, &frozen, 3);
+    print_message("learnable rows, sampled on the device over parts: loss differences from the "
+                  "host sampler %.2e (featureless, 2 ranks), %.2e (--embed all, features "
+                  "cached, 2 ranks); 1 rank against 1 process %.2e; frozen rows move the losses "
+                  "by %.2e\n",
+                  d0, d2, d1, df);
+    same_batches("featureless, --embed-dim 16, 2 ranks", &a, &b);
+    same_batches("--embed all, 2 ranks", &c, &d);
+    assert_true(d0 == 0.0 && d2 == 0.0 && d1 <= 1e-7);
+    assert_true(df > 1e-4); /* the rows learn: a row astray would show */
+    assert_true(tu_json_num(b.line[0], "remote_inputs") > 0.0);
+    log_t *all[] = {&a, &b, &r1, &p1, &c, &d, &frozen};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) log_free(all[i]);
+}
+
+/*
  * Edge mini-batches with learnable rows (GraphSAGE, batches of 512,
  * dropout 0.5, --embed-dim 16) on the featureless split Cora: a batch's
  * rows of other ranks fetched from their owners, the rows any rank read
@@ -2862,6 +2913,20 @@ static void test_cuda_training(void **state)
     log_free(&mbp[0].log);
     log_free(&mbp[1].log);
     log_free(&mbp_ref);
+    /* ... with learnable rows beside the features, fetched from their
+     * owners by the device batch's ids. */
+    char *mbe_gpu[] = {"--layers", "2", "--fanouts", "10,10", "--batch-size", "32", "--device",
+                       "cuda", "--sampler", "device", "--embed", "all", "--embed-dim", "8",
+                       NULL};
+    char *mbe_cpu[] = {"--layers", "2", "--fanouts", "10,10", "--batch-size", "32", "--embed",
+                       "all", "--embed-dim", "8", NULL};
+    run_t mbe[] = {{"2 ranks, cuda, sampled on the GPU, learnable rows", "2", g_h2, {0}}};
+    mbe[0].log = owner_run("2", g_h2, "cuda-mbe", mbe_gpu);
+    log_t mbe_ref = owner_run("2", g_h2, "cuda-mbe-cpu", mbe_cpu);
+    compare_to("sage mini-batches sampled on the GPU over parts, learnable rows", &mbe_ref, mbe,
+               1, 3);
+    log_free(&mbe[0].log);
+    log_free(&mbe_ref);
 
     /* Learnable input rows beside the features (--embed all): the table,
      * its gather and its row-sparse step on the device, in host memory
@@ -3136,6 +3201,8 @@ int main(int argc, char **argv)
     snprintf(g_cnf_k1, sizeof g_cnf_k1, "%s", tu_path("cora-nofeat-k1"));
     snprintf(g_cnf_k2, sizeof g_cnf_k2, "%s", tu_path("cora-nofeat-k2"));
     snprintf(g_cnf_k4, sizeof g_cnf_k4, "%s", tu_path("cora-nofeat-k4"));
+    snprintf(g_cnf_h1, sizeof g_cnf_h1, "%s", tu_path("cora-nofeat-k1-h2"));
+    snprintf(g_cnf_h2, sizeof g_cnf_h2, "%s", tu_path("cora-nofeat-k2-h2"));
     snprintf(g_cnf_link, sizeof g_cnf_link, "%s", tu_path("cora-nofeat-link.h5"));
     snprintf(g_cnfl_k2, sizeof g_cnfl_k2, "%s", tu_path("cora-nofeat-link-k2"));
     snprintf(g_cnfl_k4, sizeof g_cnfl_k4, "%s", tu_path("cora-nofeat-link-k4"));
@@ -3144,6 +3211,8 @@ int main(int argc, char **argv)
         {g_part, g_cnf, "-k", "1", "-o", g_cnf_k1, "-q", NULL},
         {g_part, g_cnf, "-k", "2", "-o", g_cnf_k2, "-q", NULL},
         {g_part, g_cnf, "-k", "4", "-o", g_cnf_k4, "-q", NULL},
+        {g_part, g_cnf, "-k", "1", "--halo-hops", "2", "-o", g_cnf_h1, "-q", NULL},
+        {g_part, g_cnf, "-k", "2", "--halo-hops", "2", "-o", g_cnf_h2, "-q", NULL},
         {g_dataset, "split-edges", g_cnf, "-o", g_cnf_link, "--seed", "2", "-q", NULL},
         {g_part, g_cnf_link, "-k", "2", "-o", g_cnfl_k2, "-q", NULL},
         {g_part, g_cnf_link, "-k", "4", "-o", g_cnfl_k4, "-q", NULL},
@@ -3168,6 +3237,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_cache_policies),
         cmocka_unit_test(test_predictions_on_two_ranks),
         cmocka_unit_test(test_embed_same_losses_on_any_ranks),
+        cmocka_unit_test(test_embed_minibatch_sampled_on_device),
         cmocka_unit_test(test_embed_link_minibatch),
         cmocka_unit_test(test_embed_rows_not_cached),
         cmocka_unit_test(test_embed_save_on_ranks),

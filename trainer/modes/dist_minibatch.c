@@ -22,7 +22,9 @@
  * host sampler's batches entry for entry), the blocks are prepared there,
  * and the input rows held are gathered from the backend's table; only the
  * node ids come back to the host, to list the rows fetched from their
- * owners, which go up and into place.
+ * owners, which go up and into place (and the learnable rows of
+ * --embed-dim, fetched and stepped by their owners as for the host
+ * sampler's batches).
  */
 #include "trainer/job.h"
 
@@ -368,8 +370,6 @@ static int dmb_setup(gnn_job_t *j)
     if (device) { /* the same on every rank: no agreement needed */
         const char *why = j->task->edge_seeds ? "edge batches (--task link)"
                           : j->kind->typed    ? "typed draws (--model rgcn)"
-                          : o->embed_dim > 0  ? "learnable input rows (--embed-dim)"
-                          : f <= 0            ? "a graph without features"
                                               : NULL;
         if (why)
             return GNN_FAIL(GNN_EUSAGE, "--sampler device: not with %s; use --sampler host", why);
@@ -992,6 +992,10 @@ static int dev_take(dpend_t *p)
                   v, d->n_all);
         p->gid[k] = d->gid[v]; /* dropout keyed as one process keys it */
     }
+    if (F == 0) { /* no features to fetch (learnable rows come apart) */
+        for (int64_t k = 0; k < b->n_input; k++) *p->remote += p->hnodes[k] >= d->n_owned;
+        return 0;
+    }
     sort_inputs(j, p->hnodes, b->n_input, 0, p->hrow, p->miss, p->pos, &p->nm, p->remote,
                 p->hits);
     p->need = (size_t)(p->nm * F) * sizeof(float);
@@ -1010,7 +1014,7 @@ static int dev_work(void *arg)
     gnn_dist_part_t *d = p->j->dist;
     MPI_Comm comm = d->fetch_comm != MPI_COMM_NULL ? d->fetch_comm : d->comm;
     int rc = gnn_dist_agree(comm, dev_take(p));
-    if (rc < 0) return rc;
+    if (rc < 0 || d->feat_dim == 0) return rc; /* (the same on every rank) */
     rc = gnn_dist_fetch_grouped(d, p->miss, p->nm, p->in_backend ? p->d_rows : p->rows, p->fpos);
     for (int64_t k = 0; k < p->nm && rc == 0; k++) p->fpos[k] = p->pos[p->fpos[k]];
     return rc;
@@ -1050,17 +1054,24 @@ static int dev_grads(gnn_job_t *j, dpend_t *p, gnn_bgraph_t **graphs, const int6
                            (size_t)gnn_model_n_params(j->model) * sizeof(float));
     const int64_t n = b->n_input;
     /* The input rows: held ones gathered on the backend, the fetched
-     * ones put in their places. */
-    GNN_TRY(gnn__buf_ensure(be, (void **)&j->xb, &j->xb_bytes, (size_t)(n * F) * sizeof(float)));
-    GNN_TRY(gather_batch_rows(j, p->hrow, n, p->in_backend ? NULL : p->rows,
-                              p->in_backend ? p->d_rows : NULL, p->fpos, nm));
+     * ones put in their places; then the learnable rows fetched for the
+     * step beside them. */
+    const float *x = NULL;
+    if (F > 0) {
+        GNN_TRY(gnn__buf_ensure(be, (void **)&j->xb, &j->xb_bytes,
+                                (size_t)(n * F) * sizeof(float)));
+        GNN_TRY(gather_batch_rows(j, p->hrow, n, p->in_backend ? NULL : p->rows,
+                                  p->in_backend ? p->d_rows : NULL, p->fpos, nm));
+        x = j->xb;
+    }
+    GNN_TRY(gnn__input_dist_build(j, n, x, &x));
     GNN_TRY(put(be, (void **)&j->nb, &j->nb_bytes, p->gid, (size_t)n * sizeof(int64_t)));
     GNN_TRY(gnn_be_trust_ids(be, j->nb, n, j->dist->n_global));
     gnn_loader_batch_t lb;
     memset(&lb, 0, sizeof lb);
     lb.index = p->s;
     lb.n_items = p->ns;
-    GNN_TRY(batch_grads(j, graphs, j->xb, y, j->nb, &lb, p->ns, p->ns, p->s, sum));
+    GNN_TRY(batch_grads(j, graphs, x, y, j->nb, &lb, p->ns, p->ns, p->s, sum));
 fail:
     (void)gnn_be_trust_ids(be, NULL, 0, 0);
     (void)gnn_model_set_row_ids(j->model, NULL, 0); /* j->nb is refilled by the next batch */
@@ -1129,12 +1140,18 @@ static int dmb_epoch_device(gnn_job_t *j, double *loss, double *waits, int64_t *
         if (overlap && s + 1 < S(j)->steps)
             GNN_TRY(dev_start(j, next, s + 1, mine, nt, seed, epoch, 1, remote, hits));
         double t2 = gnn__now_s();
+        /* Learnable input rows: fetched from their owners for this step
+         * (every rank, with or without a batch), stepped after it. */
+        const int has_input = cur->has && cur->ns > 0;
+        GNN_TRY(gnn__input_dist_fetch(j, has_input ? cur->hnodes : NULL,
+                                      has_input ? cur->b.n_input : 0));
         rc = dev_grads(j, cur, graphs, cur->has ? j->yb + s * B : NULL, &sum);
         for (int l = 0; l < GNN_MODEL_MAX_LAYERS; l++) {
             gnn_be_graph_free(graphs[l]);
             graphs[l] = NULL;
         }
         if (rc < 0) goto fail; /* a failure of this rank alone: the job ends */
+        GNN_TRY(gnn__input_dist_step(j, has_input));
         if (cur->has) {
             ls.batches++;
             for (int l = 0; l < cur->b.layers; l++) ls.sampled_edges += cur->b.nnz[l];
