@@ -1496,6 +1496,10 @@ void gnn_be_sampler_free(gnn_bsampler_t *s)
     if (!s) return;
     if (s->be && s->be->ops->sampler_release) s->be->ops->sampler_release(s->be, s);
     if (s->key_ids) gnn_be_free(s->be, s->key_ids);
+    gnn_free(s->xpairs);
+    gnn_free(s->xrows);
+    gnn_free(s->xstart);
+    gnn_free(s->xsrc);
     gnn_free(s);
 }
 
@@ -1553,10 +1557,81 @@ static int check_seeds(const int64_t *seeds, int64_t n, int64_t n_graph)
                     dup, at);
 }
 
+static int cmp_pair(const void *a, const void *b)
+{
+    const int64_t *x = a, *y = b;
+    if (x[0] != y[0]) return (x[0] > y[0]) - (x[0] < y[0]);
+    return (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+/* The table of the n excluded edges pairs (both directions) into s's
+ * host arrays, *x set to it. */
+static int excl_table(gnn_bsampler_t *s, const int64_t *pairs, int64_t n, gnn_bexcl_t *x)
+{
+    const int64_t n_graph = s->graph->n_rows;
+    for (int64_t i = 0; i < 2 * n; i++)
+        if (pairs[i] < 0 || pairs[i] >= n_graph)
+            return GNN_FAIL(GNN_EINVAL,
+                            "gnn_be_sample_excluding: excluded edge %" PRId64
+                            " has end point %" PRId64 " outside [0, %" PRId64 ")",
+                            i / 2, pairs[i], n_graph);
+    if ((size_t)(2 * n) + 1 > s->xcap) {
+        const size_t cap = (size_t)(2 * n) + 1;
+        int64_t **a[] = {&s->xpairs, &s->xrows, &s->xstart, &s->xsrc};
+        s->xcap = 0;
+        for (size_t k = 0; k < sizeof a / sizeof a[0]; k++) {
+            gnn_free(*a[k]);
+            *a[k] = gnn_malloc_array(k == 0 ? 2 * cap : cap + 1, sizeof(int64_t));
+            if (!*a[k])
+                return GNN_FAIL(GNN_ENOMEM, "gnn_be_sample_excluding: %" PRId64 " edges", n);
+        }
+        s->xcap = cap;
+    }
+    int64_t *p = s->xpairs; /* (row, source) of each direction */
+    for (int64_t e = 0; e < 2 * n; e++) {
+        p[2 * e] = pairs[e ^ 1];
+        p[2 * e + 1] = pairs[e];
+    }
+    qsort(p, (size_t)(2 * n), 2 * sizeof *p, cmp_pair);
+    int64_t m = 0, ns = 0;
+    for (int64_t e = 0; e < 2 * n; e++) {
+        if (e > 0 && p[2 * e] == p[2 * e - 2] && p[2 * e + 1] == p[2 * e - 1]) continue;
+        if (m == 0 || s->xrows[m - 1] != p[2 * e]) {
+            s->xrows[m] = p[2 * e];
+            s->xstart[m++] = ns;
+        }
+        s->xsrc[ns++] = p[2 * e + 1];
+    }
+    s->xstart[m] = ns;
+    *x = (gnn_bexcl_t){.m = m, .rows = s->xrows, .start = s->xstart, .src = s->xsrc};
+    return 0;
+}
+
+static int sample_batch(gnn_bsampler_t *s, const int64_t *seeds, int64_t n, const int64_t *excl,
+                        int64_t n_excl, uint64_t seed, uint64_t epoch, uint64_t batch,
+                        gnn_bbatch_t *b);
+
 int gnn_be_sample(gnn_bsampler_t *s, const int64_t *seeds, int64_t n, uint64_t seed,
                   uint64_t epoch, uint64_t batch, gnn_bbatch_t *b)
 {
     NEED(s && b && (seeds || n == 0), "gnn_be_sample");
+    return sample_batch(s, seeds, n, NULL, 0, seed, epoch, batch, b);
+}
+
+int gnn_be_sample_excluding(gnn_bsampler_t *s, const int64_t *seeds, int64_t n,
+                            const int64_t *excl, int64_t n_excl, uint64_t seed, uint64_t epoch,
+                            uint64_t batch, gnn_bbatch_t *b)
+{
+    NEED(s && b && (seeds || n == 0) && (excl || n_excl <= 0), "gnn_be_sample_excluding");
+    if (n_excl < 0)
+        return GNN_FAIL(GNN_EINVAL, "gnn_be_sample_excluding: %" PRId64 " excluded edges", n_excl);
+    return sample_batch(s, seeds, n, excl, n_excl, seed, epoch, batch, b);
+}
+
+static int sample_batch(gnn_bsampler_t *s, const int64_t *seeds, int64_t n, const int64_t *excl,
+                        int64_t n_excl, uint64_t seed, uint64_t epoch, uint64_t batch,
+                        gnn_bbatch_t *b)
+{
     if (n < 0) return GNN_FAIL(GNN_EINVAL, "gnn_be_sample: %" PRId64 " seeds", n);
     if (b->be && b->be != s->be)
         return GNN_FAIL(GNN_EINVAL, "gnn_be_sample: the batch holds buffers of another backend");
@@ -1568,7 +1643,10 @@ int gnn_be_sample(gnn_bsampler_t *s, const int64_t *seeds, int64_t n, uint64_t s
     memset(b->nnz, 0, sizeof b->nnz);
     int rc = check_seeds(seeds, n, s->graph->n_rows);
     if (rc < 0) return rc;
-    rc = s->be->ops->sample(s->be, s, seeds, n, gnn_draw_key(seed, epoch, batch), b);
+    gnn_bexcl_t x = {0};
+    if (n_excl > 0 && (rc = excl_table(s, excl, n_excl, &x)) < 0) return rc;
+    rc = s->be->ops->sample(s->be, s, seeds, n, gnn_draw_key(seed, epoch, batch),
+                            x.m > 0 ? &x : NULL, b);
     if (rc < 0) {
         b->layers = 0;
         b->n_seeds = b->n_input = 0;

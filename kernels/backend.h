@@ -436,8 +436,9 @@ int gnn_be_elu_backward(gnn_backend_t *be, int64_t n, const float *y, const floa
  * fanouts, seeds and (seed, epoch, batch): the same draws (graph/base/
  * draw.h), local ids in order of first appearance, rows sorted. Draws
  * keyed by node id (or by key ids: gnn_be_sampler_set_key_ids), every
- * row held, no relations and no excluded edges
- * (the host sampler does those). A hop runs as data-parallel steps (row
+ * row held, excluded edges as gnn_sampler_sample_excluding leaves them
+ * out (gnn_be_sample_excluding), no relations (the host sampler does
+ * those). A hop runs as data-parallel steps (row
  * counts, their prefix sum, the draws, the first appearance of each new
  * source, its prefix sum, the new ids, the relabelling, a sort per row)
  * over an array of the graph's nodes (12 bytes a node); it reads back two
@@ -515,6 +516,16 @@ void gnn_be_sampler_free(gnn_bsampler_t *s);
  * work, provided b is not in use by that work while it is filled. */
 int gnn_be_sample(gnn_bsampler_t *s, const int64_t *seeds, int64_t n, uint64_t seed,
                   uint64_t epoch, uint64_t batch, gnn_bbatch_t *b);
+/* As gnn_be_sample, leaving out of every hop's draws the n_excl edges
+ * excl[2i] - excl[2i + 1] (host array) in both directions, as
+ * gnn_sampler_sample_excluding does (an edge batch's own positives): the
+ * same batch entry for entry. A row with excluded sources costs a scan
+ * of the row (a search per excluded source where the graph's rows are
+ * sorted). GNN_EINVAL also for an end point outside the graph (named)
+ * or n_excl < 0. */
+int gnn_be_sample_excluding(gnn_bsampler_t *s, const int64_t *seeds, int64_t n,
+                            const int64_t *excl, int64_t n_excl, uint64_t seed, uint64_t epoch,
+                            uint64_t batch, gnn_bbatch_t *b);
 /* ids[0, n) (a backend buffer) hold ids in [0, bound) that the caller
  * vouches for (a device batch's nodes, made by the sampler from checked
  * seeds and a checked graph): until the next call, operations reading

@@ -13,6 +13,8 @@
 
 #include <pthread.h>
 
+typedef struct gnn_bexcl gnn_bexcl_t; /* a batch's excluded edges (below) */
+
 typedef struct {
     int (*alloc)(gnn_backend_t *be, size_t bytes, void **out);
     void (*free)(gnn_backend_t *be, void *p);
@@ -115,7 +117,7 @@ typedef struct {
     int (*sampler_prepare)(gnn_backend_t *be, gnn_bsampler_t *s);
     void (*sampler_release)(gnn_backend_t *be, gnn_bsampler_t *s);
     int (*sample)(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds, int64_t n,
-                  uint64_t key, gnn_bbatch_t *b);
+                  uint64_t key, const gnn_bexcl_t *x, gnn_bbatch_t *b);
     /* A graph from a CSR in device buffers (g->host has the sizes, no
      * arrays): fill g->dev and g->impl; NULL: the backend's buffers are
      * host memory, prepared as any host CSR. */
@@ -164,6 +166,14 @@ typedef struct {
 } gnn_backend_ops_t;
 
 /* A device sampler: the host's view, and the device's (impl). */
+/* A batch's excluded edges for the device sampler (host arrays; the
+ * table of kernels/sample_steps.h): m rows ascending, row rows[k]'s
+ * sources src[start[k], start[k + 1]) ascending and distinct. */
+struct gnn_bexcl {
+    int64_t m;
+    const int64_t *rows, *start, *src;
+};
+
 struct gnn_bsampler {
     gnn_backend_t *be;
     const gnn_csr_t *graph; /* borrowed */
@@ -176,6 +186,9 @@ struct gnn_bsampler {
     int64_t *key_ids; /* gnn_be_sampler_set_key_ids: a backend buffer, or NULL */
     int at;         /* chosen: 1 device, 2 host memory (the implementation sets it) */
     void *impl;
+    /* gnn_be_sample_excluding's table, host memory reused batch to batch */
+    int64_t *xpairs, *xrows, *xstart, *xsrc;
+    size_t xcap;
 };
 
 
@@ -274,7 +287,7 @@ int gnn__be_batch_grow(gnn_backend_t *be, void **buf, size_t *cap, size_t n, siz
 int gnn__cpu_sampler_prepare(gnn_backend_t *be, gnn_bsampler_t *s);
 void gnn__cpu_sampler_release(gnn_backend_t *be, gnn_bsampler_t *s);
 int gnn__cpu_sample(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds, int64_t n,
-                    uint64_t key, gnn_bbatch_t *b);
+                    uint64_t key, const gnn_bexcl_t *x, gnn_bbatch_t *b);
 
 /* Open the CPU backend into be (ops, kind, desc). as_gpu: callers are
  * told its buffers are not host memory (gnn_be_host_memory 0), so they

@@ -39,4 +39,136 @@ static inline GNN_HOSTDEV void gnn__ds_draw(const int64_t *indptr, const int64_t
     for (int64_t q = 0; q < c; q++) out[q] = row[out[q]];
 }
 
+/*
+ * Excluded edges (gnn_be_sample_excluding, sampler/sampler.h's
+ * gnn_sampler_sample_excluding): a batch's table of the rows with
+ * excluded sources, m rows xr ascending, row xr[k]'s sources
+ * xsrc[xo[k], xo[k + 1]) ascending. A row with excluded sources draws
+ * over the row without every entry equal to one of them: its count is
+ * min(fanout, d - excluded), its draws the positions of the definition
+ * over those d - excluded entries, each moved past the excluded positions
+ * at or before it, in ascending order (as the host sampler's).
+ */
+
+/* Is u among the ascending xs[0, nx)? */
+static inline GNN_HOSTDEV int gnn__ds_among(const int64_t *xs, int64_t nx, int64_t u)
+{
+    int64_t lo = 0, hi = nx;
+    while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (xs[mid] < u)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < nx && xs[lo] == u;
+}
+
+/* Row v's excluded sources in the table (*xs; NULL and 0 where none),
+ * their number. */
+static inline GNN_HOSTDEV int64_t gnn__ds_excl_row(const int64_t *xr, const int64_t *xo,
+                                                   const int64_t *xsrc, int64_t m, int64_t v,
+                                                   const int64_t **xs)
+{
+    int64_t lo = 0, hi = m;
+    while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (xr[mid] < v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == m || xr[lo] != v) {
+        *xs = 0;
+        return 0;
+    }
+    *xs = xsrc + xo[lo];
+    return xo[lo + 1] - xo[lo];
+}
+
+/* The first position in row[a, d) whose entry is not below u (an
+ * ascending row). */
+static inline GNN_HOSTDEV int64_t gnn__ds_lower(const int64_t *row, int64_t a, int64_t d,
+                                                int64_t u)
+{
+    int64_t b = d;
+    while (a < b) {
+        const int64_t mid = a + (b - a) / 2;
+        if (row[mid] < u)
+            a = mid + 1;
+        else
+            b = mid;
+    }
+    return a;
+}
+
+/* The entries of row (d of them) among xs: an ascending row searched for
+ * each of xs, another scanned. */
+static inline GNN_HOSTDEV int64_t gnn__ds_excluded(const int64_t *row, int64_t d, int sorted,
+                                                   const int64_t *xs, int64_t nx)
+{
+    int64_t n = 0;
+    if (!sorted) {
+        for (int64_t q = 0; q < d; q++) n += gnn__ds_among(xs, nx, row[q]);
+        return n;
+    }
+    for (int64_t k = 0, lo = 0; k < nx && lo < d; k++) {
+        int64_t a = gnn__ds_lower(row, lo, d, xs[k]);
+        for (lo = a; lo < d && row[lo] == xs[k]; lo++) n++;
+    }
+    return n;
+}
+
+/* gnn__ds_count of row v less its nx excluded sources xs. */
+static inline GNN_HOSTDEV int64_t gnn__ds_count_excl(const int64_t *indptr, const int64_t *indices,
+                                                     int sorted, int64_t v, int fanout,
+                                                     const int64_t *xs, int64_t nx)
+{
+    if (nx == 0) return gnn__ds_count(indptr, v, fanout);
+    const int64_t d = indptr[v + 1] - indptr[v];
+    const int64_t dk = d - gnn__ds_excluded(indices + indptr[v], d, sorted, xs, nx);
+    return fanout < 0 || dk <= fanout ? dk : fanout;
+}
+
+/* gnn__ds_draw of row v less its nx excluded sources xs: the c draws
+ * (gnn__ds_count_excl's) over the row without them. */
+static inline GNN_HOSTDEV void gnn__ds_draw_excl(const int64_t *indptr, const int64_t *indices,
+                                                 const int64_t *kid, int64_t v, int64_t c,
+                                                 uint64_t key, int h, int sorted,
+                                                 const int64_t *xs, int64_t nx, int64_t *out)
+{
+    if (nx == 0) {
+        gnn__ds_draw(indptr, indices, kid, v, c, key, h, out);
+        return;
+    }
+    const int64_t *row = indices + indptr[v];
+    const int64_t d = indptr[v + 1] - indptr[v];
+    const int64_t dk = d - gnn__ds_excluded(row, d, sorted, xs, nx);
+    if (c == dk) { /* the whole row less its excluded entries, in order */
+        for (int64_t q = 0, w = 0; q < d; q++)
+            if (!gnn__ds_among(xs, nx, row[q])) out[w++] = row[q];
+        return;
+    }
+    gnn_draw_stream_t s;
+    gnn_draw_init(&s, key, kid ? kid[v] : v, (uint32_t)h);
+    gnn_draw_floyd(&s, dk, c, out);
+    /* Each position past the excluded ones at or before it, ascending: a
+     * run [a, b) of one excluded source moves a position at or past a by
+     * its length. */
+    if (sorted) {
+        for (int64_t k = 0, lo = 0; k < nx && lo < d; k++) {
+            const int64_t a = gnn__ds_lower(row, lo, d, xs[k]);
+            for (lo = a; lo < d && row[lo] == xs[k]; lo++) {
+            }
+            if (lo > a)
+                for (int64_t q = 0; q < c; q++) out[q] += out[q] >= a ? lo - a : 0;
+        }
+    } else {
+        for (int64_t e = 0; e < d; e++)
+            if (gnn__ds_among(xs, nx, row[e]))
+                for (int64_t q = 0; q < c; q++) out[q] += out[q] >= e;
+    }
+    for (int64_t q = 0; q < c; q++) out[q] = row[out[q]];
+}
+
 #endif

@@ -6,7 +6,8 @@
  * are the backend's own (gnn_be_alloc), its scratch plain host memory.
  *
  * A hop over the node list nodes[0, n_nodes) (the destinations):
- *   1. cnt[i] = the draws of row nodes[i]; indptr = their prefix sum;
+ *   1. cnt[i] = the draws of row nodes[i] (less a batch's excluded
+ *      edges: kernels/sample_steps.h); indptr = their prefix sum;
  *   2. the draws, row by row, into gids (global ids, draw order);
  *   3. first[u] = the first entry e drawing u, for every u not yet in the
  *      node list (loc[u] < 0): the CUDA side takes an atomic minimum;
@@ -80,11 +81,14 @@ void gnn__cpu_sampler_release(gnn_backend_t *be, gnn_bsampler_t *s)
 }
 
 int gnn__cpu_sample(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds, int64_t n,
-                    uint64_t key, gnn_bbatch_t *b)
+                    uint64_t key, const gnn_bexcl_t *x, gnn_bbatch_t *b)
 {
     int rc = 0;
     cpu_sampler_t *c = s->impl;
     const gnn_csr_t *g = s->graph;
+    const int sorted = (g->flags & GNN_CSR_SORTED) != 0;
+    const int64_t xm = x ? x->m : 0, *xr = x ? x->rows : NULL, *xo = x ? x->start : NULL,
+                  *xsrc = x ? x->src : NULL;
     int64_t n_nodes = 0; /* in the node list, with loc set */
     GNN_TRY(gnn__be_batch_grow(be, (void **)&b->nodes, &b->cap_nodes, (size_t)n, sizeof(int64_t),
                                0));
@@ -104,8 +108,12 @@ int gnn__cpu_sample(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds, 
                                    (size_t)n_dst + 1, sizeof(int64_t), 0));
         int64_t *indptr = b->indptr[l], *nodes = b->nodes, *rptr = c->rptr;
 #pragma omp parallel for schedule(static)
-        for (int64_t i = 0; i < n_new; i++)
-            c->cnt[i] = gnn__ds_count(g->indptr, nodes[kept + i], fanout);
+        for (int64_t i = 0; i < n_new; i++) {
+            const int64_t *xs;
+            const int64_t nx = gnn__ds_excl_row(xr, xo, xsrc, xm, nodes[kept + i], &xs);
+            c->cnt[i] = gnn__ds_count_excl(g->indptr, g->indices, sorted, nodes[kept + i], fanout,
+                                           xs, nx);
+        }
         rptr[0] = 0;
         for (int64_t i = 0; i < n_new; i++) rptr[i + 1] = rptr[i] + c->cnt[i];
         const int64_t nnz_new = rptr[n_new], nnz = nnz_kept + nnz_new;
@@ -121,9 +129,12 @@ int gnn__cpu_sample(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds, 
         nodes = b->nodes;
         int64_t *gids = c->gids, *pos = c->pos, *ind = b->indices[l] + nnz_kept;
 #pragma omp parallel for schedule(dynamic, 64)
-        for (int64_t i = 0; i < n_new; i++)
-            gnn__ds_draw(g->indptr, g->indices, s->key_ids, nodes[kept + i],
-                         rptr[i + 1] - rptr[i], key, h, gids + rptr[i]);
+        for (int64_t i = 0; i < n_new; i++) {
+            const int64_t *xs;
+            const int64_t nx = gnn__ds_excl_row(xr, xo, xsrc, xm, nodes[kept + i], &xs);
+            gnn__ds_draw_excl(g->indptr, g->indices, s->key_ids, nodes[kept + i],
+                              rptr[i + 1] - rptr[i], key, h, sorted, xs, nx, gids + rptr[i]);
+        }
         /* 3. the first entry of each new source (an atomic minimum on a GPU) */
         for (int64_t e = 0; e < nnz_new; e++) {
             const int64_t u = gids[e];

@@ -110,7 +110,7 @@ void gnn__cuda_sampler_release(gnn_backend_t *be, gnn_bsampler_t *s);
 int gnn__cuda_sampler_download(gnn_backend_t *be, gnn_bsampler_t *s, void *dst, const void *src,
                                size_t bytes);
 int gnn__cuda_sample(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds, int64_t n,
-                     uint64_t key, gnn_bbatch_t *b);
+                     uint64_t key, const gnn_bexcl_t *x, gnn_bbatch_t *b);
 /* The sampler's own stream (a cudaStream_t). */
 void *gnn__cuda_sampler_stream(const gnn_bsampler_t *s);
 /* gnn_be_batch_release: an event after the backend stream's queued work,

@@ -3,7 +3,8 @@
  * the steps of cpu/sample_cpu.c as kernels on the backend's stream, over
  * the same per-element functions (kernels/sample_steps.h), with CUB's
  * prefix sums and segmented sort:
- *   1. k_count: a row's draws; ExclusiveSum -> the block's indptr;
+ *   1. k_count: a row's draws (less a batch's excluded edges, whose table
+ *      goes up at the batch's start); ExclusiveSum -> the block's indptr;
  *   2. k_draw: a thread per row draws into gids (global ids);
  *   3. k_first: atomicMin(first[u], e) for every entry of a node not yet
  *      in the node list (loc[u] < 0);
@@ -51,6 +52,8 @@ typedef struct {
     unsigned long long *first; /* per node: first entry of a hop drawing it, NONE */
     int64_t *cnt, *rptr, *gids, *flag, *pos, *local; /* scratch */
     size_t cnt_cap, rptr_cap, gids_cap, flag_cap, pos_cap, local_cap;
+    int64_t *xr, *xo, *xs; /* a batch's excluded edges (kernels/sample_steps.h) */
+    size_t xr_cap, xo_cap, xs_cap;
     void *temp; /* CUB's */
     size_t temp_bytes;
     int broken; /* loc and first could not be reset after a failure */
@@ -72,6 +75,9 @@ static void sampler_free(cu_sampler_t *c)
     cudaFree(c->flag);
     cudaFree(c->pos);
     cudaFree(c->local);
+    cudaFree(c->xr);
+    cudaFree(c->xo);
+    cudaFree(c->xs);
     cudaFree(c->temp);
     cudaFreeHost(c->pinned);
     if (c->st) cudaStreamDestroy(c->st);
@@ -241,13 +247,27 @@ __global__ void k_unset(int64_t n, const int64_t *nodes, int32_t *loc)
         loc[nodes[i]] = -1;
 }
 
+/* A batch's excluded edges on the device (xm 0: none). */
+typedef struct {
+    int64_t m;
+    const int64_t *rows, *start, *src;
+    int sorted; /* the graph's rows ascending */
+} dexcl_t;
+
 /* cnt[i] for i < n, and cnt[n] = 0 (the sum's last entry). */
-__global__ void k_count(int64_t n, const int64_t *nodes, const int64_t *gindptr, int fanout,
-                        int64_t *cnt)
+__global__ void k_count(int64_t n, const int64_t *nodes, const int64_t *gindptr,
+                        const int64_t *gindices, int fanout, dexcl_t x, int64_t *cnt)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i <= n;
-         i += (int64_t)gridDim.x * blockDim.x)
-        cnt[i] = i < n ? gnn__ds_count(gindptr, nodes[i], fanout) : 0;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        if (i == n) {
+            cnt[i] = 0;
+            continue;
+        }
+        const int64_t *xs;
+        const int64_t nx = gnn__ds_excl_row(x.rows, x.start, x.src, x.m, nodes[i], &xs);
+        cnt[i] = gnn__ds_count_excl(gindptr, gindices, x.sorted, nodes[i], fanout, xs, nx);
+    }
 }
 
 /* indptr[i] = base + rptr[i] for i <= n. */
@@ -260,12 +280,15 @@ __global__ void k_indptr(int64_t n, const int64_t *rptr, int64_t base, int64_t *
 
 __global__ void k_draw(int64_t n, const int64_t *nodes, const int64_t *gindptr,
                        const int64_t *gindices, const int64_t *kid, const int64_t *rptr,
-                       uint64_t key, int h, int64_t *gids)
+                       uint64_t key, int h, dexcl_t x, int64_t *gids)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-         i += (int64_t)gridDim.x * blockDim.x)
-        gnn__ds_draw(gindptr, gindices, kid, nodes[i], rptr[i + 1] - rptr[i], key, h,
-                     gids + rptr[i]);
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t *xs;
+        const int64_t nx = gnn__ds_excl_row(x.rows, x.start, x.src, x.m, nodes[i], &xs);
+        gnn__ds_draw_excl(gindptr, gindices, kid, nodes[i], rptr[i + 1] - rptr[i], key, h,
+                          x.sorted, xs, nx, gids + rptr[i]);
+    }
 }
 
 __global__ void k_first(int64_t nnz, const int64_t *gids, const int32_t *loc,
@@ -359,8 +382,8 @@ static unsigned blocks_for(int64_t n)
 
 /* The hops of a batch whose seeds are nodes[0, n) with loc set; *n_nodes
  * counts the nodes with loc set (for the reset). */
-static int hops(gnn_backend_t *be, gnn_bsampler_t *s, int64_t n, uint64_t key, gnn_bbatch_t *b,
-                int64_t *n_nodes)
+static int hops(gnn_backend_t *be, gnn_bsampler_t *s, int64_t n, uint64_t key, dexcl_t x,
+                gnn_bbatch_t *b, int64_t *n_nodes)
 {
     (void)be;
     cu_sampler_t *c = (cu_sampler_t *)s->impl;
@@ -377,8 +400,8 @@ static int hops(gnn_backend_t *be, gnn_bsampler_t *s, int64_t n, uint64_t key, g
         GNN_TRY_RET(grow(st, &c->rptr, &c->rptr_cap, (size_t)n_new + 1, "device sampler: offsets"));
         GNN_TRY_RET(bgrow(c, (void **)&b->indptr[l], &b->cap_indptr[l], (size_t)n_dst + 1,
                           sizeof(int64_t), 0));
-        k_count<<<blocks_for(n_new + 1), THREADS, 0, st>>>(n_new, rows, c->indptr, s->fanout[h],
-                                                           c->cnt);
+        k_count<<<blocks_for(n_new + 1), THREADS, 0, st>>>(n_new, rows, c->indptr, c->indices,
+                                                           s->fanout[h], x, c->cnt);
         GNN_CUDA_LAUNCHED("sampler count");
         size_t tb = 0;
         GNN_CUDA_RET(cub::DeviceScan::ExclusiveSum(NULL, tb, c->cnt, c->rptr, n_new + 1, st),
@@ -409,7 +432,7 @@ static int hops(gnn_backend_t *be, gnn_bsampler_t *s, int64_t n, uint64_t key, g
                           sizeof(int64_t), 1));
         rows = b->nodes + kept;
         k_draw<<<blocks_for(n_new), THREADS, 0, st>>>(n_new, rows, c->indptr, c->indices,
-                                                      s->key_ids, c->rptr, key, h, c->gids);
+                                                      s->key_ids, c->rptr, key, h, x, c->gids);
         GNN_CUDA_LAUNCHED("sampler draw");
         /* 3, 4. the first entry of each new node; flags and their sum */
         k_first<<<blocks_for(nnz_new), THREADS, 0, st>>>(nnz_new, c->gids, c->loc, c->first);
@@ -471,8 +494,35 @@ int gnn__cuda_sampler_download(gnn_backend_t *be, gnn_bsampler_t *s, void *dst, 
     return 0;
 }
 
+/* The excluded edges' table up on the sampler's stream (pageable host
+ * arrays: each copy returns once its bytes are staged). */
+static int excl_up(cu_sampler_t *c, const gnn_bsampler_t *s, const gnn_bexcl_t *hx, dexcl_t *x)
+{
+    memset(x, 0, sizeof *x);
+    x->sorted = (s->graph->flags & GNN_CSR_SORTED) != 0;
+    if (!hx || hx->m == 0) return 0;
+    const int64_t m = hx->m, ns = hx->start[m];
+    GNN_TRY_RET(grow(c->st, &c->xr, &c->xr_cap, (size_t)m, "device sampler: excluded edges"));
+    GNN_TRY_RET(grow(c->st, &c->xo, &c->xo_cap, (size_t)m + 1, "device sampler: excluded edges"));
+    GNN_TRY_RET(grow(c->st, &c->xs, &c->xs_cap, (size_t)ns, "device sampler: excluded edges"));
+    const struct {
+        int64_t *dst;
+        const int64_t *src;
+        int64_t n;
+    } up[] = {{c->xr, hx->rows, m}, {c->xo, hx->start, m + 1}, {c->xs, hx->src, ns}};
+    for (size_t k = 0; k < sizeof up / sizeof up[0]; k++)
+        GNN_CUDA_RET(gnn__cuda_copy_host(up[k].dst, up[k].src, (size_t)up[k].n * sizeof(int64_t),
+                                         cudaMemcpyHostToDevice, c->st, NULL),
+                     "device sampler: excluded edges");
+    x->m = m;
+    x->rows = c->xr;
+    x->start = c->xo;
+    x->src = c->xs;
+    return 0;
+}
+
 int gnn__cuda_sample(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds, int64_t n,
-                     uint64_t key, gnn_bbatch_t *b)
+                     uint64_t key, const gnn_bexcl_t *hx, gnn_bbatch_t *b)
 {
     (void)gnn__cuda_be(be); /* its device current on this thread */
     cu_sampler_t *c = (cu_sampler_t *)s->impl;
@@ -492,10 +542,12 @@ int gnn__cuda_sample(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds,
         GNN_CUDA_RET(gnn__cuda_copy_host(b->nodes, seeds, (size_t)n * sizeof(int64_t),
                                          cudaMemcpyHostToDevice, st, NULL),
                      "device sampler: seeds");
+    dexcl_t x;
+    GNN_TRY_RET(excl_up(c, s, hx, &x));
     k_seed<<<blocks_for(n), THREADS, 0, st>>>(n, b->nodes, c->loc);
     GNN_CUDA_LAUNCHED("sampler seeds");
     int64_t n_nodes = n;
-    int rc = hops(be, s, n, key, b, &n_nodes);
+    int rc = hops(be, s, n, key, x, b, &n_nodes);
     if (rc == 0) { /* loc unset for the next batch (first is unset by the hops) */
         k_unset<<<blocks_for(n_nodes), THREADS, 0, st>>>(n_nodes, b->nodes, c->loc);
         cudaError_t e = cudaGetLastError();

@@ -19,7 +19,10 @@
  * host blocks' numbers bit for bit. Errors: a
  * seed out of range or repeated (named, the sampler still right
  * afterwards), bad fanouts and layer counts, a non-square graph, a batch
- * of another backend. Prints its seed; set GNN_TEST_SEED to replay another.
+ * of another backend, an excluded edge's end point out of range. Batches
+ * that leave out excluded edges (an edge batch's own positives, some
+ * repeated, reversed, through the hub or a self loop) equal the host's
+ * gnn_sampler_sample_excluding entry for entry too. Prints its seed; set GNN_TEST_SEED to replay another.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -310,6 +313,35 @@ static int64_t *pick_seeds(uint64_t *s, int64_t n_graph, int64_t k)
     return perm;
 }
 
+/*
+ * Excluded edges for a batch of n seeds, as an edge batch leaves out its
+ * own positives: for each seed an edge of its row (a repeated edge or a
+ * self loop among them; hub 3's rows often), reversed for every third,
+ * every fifth given twice, and an edge of no row now and then. *n_excl
+ * pairs (a malloc'd array).
+ */
+static int64_t *pick_excluded(uint64_t *s, const gnn_csr_t *g, const int64_t *seeds, int64_t n,
+                              int64_t *n_excl)
+{
+    int64_t *x = malloc((size_t)(4 * n + 2) * sizeof *x), m = 0;
+    assert_non_null(x);
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t v = seeds[i], d = g->indptr[v + 1] - g->indptr[v];
+        int64_t u = d > 0 ? g->indices[g->indptr[v] + rng_below(s, d)] : rng_below(s, g->n_rows);
+        if (i % 7 == 3) u = 3; /* the hub */
+        x[2 * m] = i % 3 == 0 ? u : v;
+        x[2 * m + 1] = i % 3 == 0 ? v : u;
+        m++;
+        if (i % 5 == 0) {
+            x[2 * m] = x[2 * m - 2];
+            x[2 * m + 1] = x[2 * m - 1];
+            m++;
+        }
+    }
+    *n_excl = m;
+    return x;
+}
+
 static gnn_backend_t *open_or_skip(const char *name)
 {
     gnn_backend_t *be = NULL;
@@ -334,6 +366,7 @@ static void test_same_batches(void **state)
         uint64_t s = g_seed ^ 0x6473616d;
         gnn_bbatch_t b;
         memset(&b, 0, sizeof b);
+        int64_t changed = 0;
         for (int gi = 0; gi < 2; gi++) {
             gnn_csr_t g;
             make_graph(&s, gi ? 6000 : 900, gi ? 60000 : 20000, gi, &g);
@@ -377,6 +410,26 @@ static void test_same_batches(void **state)
                     if (n == 100 || n == 3000)
                         expect_same_graphs(be, n == 3000 ? ds : NULL, &b, &mb, g.n_rows, &s,
                                            what);
+                    /* ... and leaving out excluded edges (an edge batch's) */
+                    if (n == 100 || n == 1500) {
+                        int64_t ne = 0, *ex = pick_excluded(&s, &g, seeds, n, &ne);
+                        gnn_minibatch_t mx;
+                        assert_int_equal(gnn_sampler_sample_excluding(hs, seeds, n, ex, ne, sd, ep,
+                                                                      bt, &mx),
+                                         0);
+                        assert_int_equal(gnn_be_sample_excluding(ds, seeds, n, ex, ne, sd, ep, bt,
+                                                                 &b),
+                                         0);
+                        snprintf(what, sizeof what,
+                                 "%s, graph %d, fanouts #%zu%s%s, %" PRId64 " seeds, %" PRId64
+                                 " excluded edges",
+                                 g_backends[k], gi, fi, once ? " sampled once" : "",
+                                 keyed ? ", keyed" : "", n, ne);
+                        expect_same(be, &b, &mx, what);
+                        changed += mx.edges_total != mb.edges_total;
+                        gnn_minibatch_free(&mx);
+                        free(ex);
+                    }
                     gnn_minibatch_free(&mb);
                     free(seeds);
                 }
@@ -388,6 +441,10 @@ static void test_same_batches(void **state)
         }
         gnn_be_batch_free(&b);
         gnn_backend_close(be);
+        /* The exclusions changed blocks (their edges were drawn otherwise). */
+        print_message("%s: %" PRId64 " batches changed by excluded edges\n", g_backends[k],
+                      changed);
+        assert_true(changed > 0);
     }
 }
 
@@ -432,6 +489,13 @@ static void test_errors(void **state)
         seeds[2] = 17;
         expect_error(gnn_be_sample(ds, seeds, 4, 1, 0, 0, &b), GNN_EINVAL,
                      "seed 17 repeated at position 2");
+        seeds[2] = 40;
+        const int64_t ex[4] = {5, 17, 2, 300};
+        expect_error(gnn_be_sample_excluding(ds, seeds, 4, ex, 2, 1, 0, 0, &b), GNN_EINVAL,
+                     "excluded edge 1 has end point 300 outside [0, 300)");
+        assert_int_equal(b.n_input, 0);
+        expect_error(gnn_be_sample_excluding(ds, seeds, 4, ex, -1, 1, 0, 0, &b), GNN_EINVAL,
+                     "-1 excluded edges");
         /* Still right afterwards. */
         seeds[2] = 40;
         gnn_sampler_t *hs;
