@@ -45,6 +45,8 @@ void gnn__job_free(gnn_job_t *j)
     gnn_be_batch_free(&j->dsb);
     gnn_be_sampler_free(j->ds);
     gnn_free(j->dperm);
+    gnn_free(j->dstart);
+    gnn__edges_clear(&j->dsb_edges);
     gnn_free(j->dy);
     gnn_free(j->dids);
     gnn_free(j->loss_host);

@@ -148,6 +148,8 @@ typedef struct gnn_job {
     gnn_bbatch_t dsb;                 /* ... its batch (buffers reused) */
     struct gnn_dsq *dsq;              /* ... its thread, sampling one batch ahead */
     int64_t *dperm; size_t dperm_cap; /* ... the epoch's seeds, shuffled (host) */
+    int64_t *dstart; size_t dstart_cap; /* ... batch b is dperm[dstart[b], dstart[b + 1]) */
+    gnn_loader_edges_t dsb_edges;     /* ... dsb's edge batch (--task link) */
     int64_t *dy; size_t dy_cap;       /* ... a batch's targets (host) */
     int64_t *dids; size_t dids_cap;   /* ... a batch's node ids (host; input rows in host memory) */
     int64_t *iota;                    /* backend, 0 .. batch_size - 1 */
@@ -366,6 +368,8 @@ int gnn__batch_graphs(gnn_job_t *j, gnn_loader_batch_t *b, gnn_bgraph_t **graphs
 void gnn__batch_graphs_free(gnn_job_t *j, gnn_bgraph_t **graphs, int own);
 /* Stop the device sampler's thread and free its batches (NULL ok). */
 void gnn__dsq_free(gnn_job_t *j);
+/* Free an edge batch's arrays and zero it. */
+void gnn__edges_clear(gnn_loader_edges_t *e);
 /* The mini-batch modes' keys of the log (loader counters). */
 void gnn__log_loader(const gnn_job_t *j, FILE *f);
 

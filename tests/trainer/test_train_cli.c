@@ -1570,20 +1570,26 @@ static void test_save_embeddings(void **state)
 }
 
 /* Edge mini-batches are the same for any loader: losses and checkpoints
- * equal for 1 and 2 sampler threads and prefetch 0, 2, 4 (dot and MLP
- * decoders; 4 epochs, 2 under the sanitizers); an epoch is ceil(training
- * edges / batch) batches. Small batches train on a device backend too. */
+ * equal for 1 and 2 sampler threads and prefetch 0, 2, 4, and sampled on
+ * the device (--sampler device, the batch's edges left out of its draws
+ * there: the CPU backend's sampler, and cpu-as-gpu's one batch ahead and
+ * in the step), with the same sampled edges (dot and MLP decoders; 4
+ * epochs, 2 under the sanitizers); an epoch is ceil(training edges /
+ * batch) batches. Small batches train on a device backend too. */
 static void test_link_minibatch_same_for_any_loader(void **state)
 {
     (void)state;
     const char *data = link_graph();
     const int epochs = CMP_EPOCHS;
     char *ep = (char *)CMP_EPOCHS_S;
-    const char *cfg[][2] = {{"1", "2"}, {"2", "4"}, {"1", "0"}};
+    enum { NC = 6 };
+    const char *cfg[NC][4] = {{"1", "2", "host", "cpu"},        {"2", "4", "host", "cpu"},
+                              {"1", "0", "host", "cpu"},        {"1", "1", "device", "cpu"},
+                              {"1", "1", "device", "cpu-as-gpu"}, {"1", "0", "device", "cpu-as-gpu"}};
     for (int dec = 0; dec < 2; dec++) {
-        double loss[3][8];
-        char *ck[3];
-        for (int c = 0; c < 3; c++) {
+        double loss[NC][8], edges[NC];
+        char *ck[NC];
+        for (int c = 0; c < NC; c++) {
             char name[32];
             snprintf(name, sizeof name, "lmb-%d.h5", c);
             ck[c] = strdup(tu_path(name));
@@ -1593,6 +1599,7 @@ static void test_link_minibatch_same_for_any_loader(void **state)
                      "minibatch", "--decoder", dec ? "mlp" : "dot", "--negatives", "2",
                      "--epochs", ep, "--batch-size", "100", "--fanouts", "6,4",
                      "--sampler-threads", (char *)cfg[c][0], "--prefetch", (char *)cfg[c][1],
+                     "--sampler", (char *)cfg[c][2], "--device", (char *)cfg[c][3],
                      "--threads", "2", "--checkpoint", ck[c], "--log-json", (char *)log, "-q");
             assert_int_equal(log_losses(log, loss[c], 8), epochs);
             char *last = last_line(log);
@@ -1606,13 +1613,17 @@ static void test_link_minibatch_same_for_any_loader(void **state)
             int64_t m = g.csr.nnz / 2; /* undirected, no self loops */
             gnn_graph_free(&g);
             assert_int_equal((int64_t)tu_json_num(text, "batches"), (m + 99) / 100);
+            edges[c] = tu_json_num(text, "sampled_edges");
             free(text);
             if (c > 0) {
                 assert_memory_equal(loss[0], loss[c], (size_t)epochs * sizeof(double));
                 assert_checkpoints_equal(ck[0], ck[c]);
+                if (edges[c] != edges[0])
+                    fail_msg("%s sampler on %s: %.0f sampled edges in epoch 1, the host "
+                             "loader %.0f", cfg[c][2], cfg[c][3], edges[c], edges[0]);
             }
         }
-        for (int c = 0; c < 3; c++) {
+        for (int c = 0; c < NC; c++) {
             unlink(ck[c]);
             free(ck[c]);
         }

@@ -1075,6 +1075,10 @@ static void test_rgcn_refusals(void **state)
                      "2", ARGS("--data", g_h2, "--model", "sage", "--mode", "minibatch",
                                "--device", "cpu", "--features-on", "host", "--epochs", "2",
                                "-q"));
+    mpi_fails_status(2, (const char *[]){"--sampler device: not with edge batches over a "
+                                         "partition directory", "--sampler host", NULL},
+                     "2", ARGS("--data", g_lh2, "--task", "link", "--model", "sage", "--mode",
+                               "minibatch", "--sampler", "device", "--epochs", "2", "-q"));
     mpi_fails_status(2, (const char *[]){"--sampler device: not with typed draws", NULL}, "2",
                      ARGS("--data", g_hk2, "--model", "rgcn", "--mode", "minibatch", "--sampler",
                           "device", "--epochs", "2", "-q"));

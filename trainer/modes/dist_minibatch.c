@@ -368,7 +368,9 @@ static int dmb_setup(gnn_job_t *j)
     int local = 0;
     const int device = !strcmp(o->sampler, "device");
     if (device) { /* the same on every rank: no agreement needed */
-        const char *why = j->task->edge_seeds ? "edge batches (--task link)"
+        const char *why = j->task->edge_seeds
+                              ? "edge batches over a partition directory (--task link: their "
+                                "negatives end anywhere in the graph, beyond a rank's part)"
                           : j->kind->typed    ? "typed draws (--model rgcn)"
                                               : NULL;
         if (why)

@@ -218,18 +218,18 @@ static int mb_feat_by_rows(gnn_job_t *j)
 }
 
 /*
- * --sampler device: batches sampled where the backend runs (gnn_be_sample:
- * the host sampler's batches, entry for entry), their blocks prepared
+ * --sampler device: batches sampled where the backend runs (gnn_be_sample,
+ * gnn_be_sample_excluding for edge batches: the host sampler's batches,
+ * entry for entry), their blocks prepared
  * there and their input rows gathered from the backend's copy of the
  * features and learnable rows; what it cannot do is refused with one line.
  */
 static int mb_device_setup(gnn_job_t *j)
 {
     const gnn_train_opts_t *o = j->o;
-    const char *why = j->task->edge_seeds ? "edge batches (--task link)"
-                      : j->kind->typed    ? "typed draws (--model rgcn)"
-                      : j->xs.indptr      ? "sparse input features (--sparse-features)"
-                                          : NULL;
+    const char *why = j->kind->typed ? "typed draws (--model rgcn)"
+                      : j->xs.indptr ? "sparse input features (--sparse-features)"
+                                     : NULL;
     if (why)
         return GNN_FAIL(GNN_EUSAGE, "--sampler device: not with %s; use --sampler host", why);
     j->feat_by_rows = 0;
@@ -415,6 +415,21 @@ fail:
     return rc;
 }
 
+/* A step on an empty given batch: no gradient, as over ranks. */
+static int empty_step(gnn_job_t *j)
+{
+    int rc = 0;
+    GNN_TRY(gnn_be_zero(j->be, gnn_model_grads(j->model),
+                        (size_t)gnn_model_n_params(j->model) * sizeof(float)));
+    j->emb_n = 0;
+    GNN_TRY(gnn__input_step(j));
+    gnn_model_set_rng_offset(j->model, gnn_model_rng_offset(j->model) +
+                                           gnn_model_dropout_span(j->model, j->g.csr.n_rows));
+    rc = gnn__adam_step(j);
+fail:
+    return rc;
+}
+
 /* One step on batch b: forward over its blocks, the task's loss on its
  * seeds, backward, Adam. */
 static int train_batch(gnn_job_t *j, gnn_loader_batch_t *b, double *loss)
@@ -426,15 +441,7 @@ static int train_batch(gnn_job_t *j, gnn_loader_batch_t *b, double *loss)
     gnn_bgraph_t *graphs[GNN_MODEL_MAX_LAYERS] = {0};
     const float *x = b->x, *logits;
     const int64_t *y = b->y, *ids = mb->nodes;
-    if (b->n_items == 0) { /* an empty given batch: a step with no gradient, as over ranks */
-        GNN_TRY(gnn_be_zero(be, gnn_model_grads(j->model),
-                            (size_t)gnn_model_n_params(j->model) * sizeof(float)));
-        j->emb_n = 0;
-        GNN_TRY(gnn__input_step(j));
-        gnn_model_set_rng_offset(j->model, gnn_model_rng_offset(j->model) +
-                                               gnn_model_dropout_span(j->model, j->g.csr.n_rows));
-        return gnn__adam_step(j);
-    }
+    if (b->n_items == 0) return empty_step(j); /* an empty given batch */
     GNN_TRY(gnn__batch_graphs(j, b, graphs, &own));
     if (!gnn_be_host_memory(be)) { /* the batch's host arrays onto the device */
         size_t xbytes = (size_t)mb->n_input * (size_t)F * sizeof(float);
@@ -480,14 +487,16 @@ fail:
     return rc;
 }
 
-/* One step on the device-sampled batch b of ns seeds, whose labels are
- * y[0, ns) (backend memory). */
+/* One step on the device-sampled batch b of items (its seeds, or an edge
+ * batch's edges: e), whose seeds' labels are y[0, seeds) (backend
+ * memory; NULL for edge batches). */
 static int train_device_batch(gnn_job_t *j, const gnn_bbatch_t *b, gnn_bgraph_t **given,
-                              int64_t index, const int64_t *y, int64_t ns, double *loss,
-                              double *slot, double *prep_s)
+                              int64_t index, const gnn_loader_edges_t *e, int64_t items,
+                              const int64_t *y, double *loss, double *slot, double *prep_s)
 {
     int rc = 0;
     gnn_backend_t *be = j->be;
+    const int64_t ns = b->n_seeds;
     gnn_bgraph_t *graphs[GNN_MODEL_MAX_LAYERS] = {0};
     const int64_t F = j->g.feat_dim;
     const float *logits;
@@ -534,11 +543,37 @@ static int train_device_batch(gnn_job_t *j, const gnn_bbatch_t *b, gnn_bgraph_t 
     gnn_loader_batch_t lb;
     memset(&lb, 0, sizeof lb);
     lb.index = index;
-    lb.n_items = ns;
+    lb.n_items = items;
+    if (e) lb.edges = *e;
     GNN_TRY(batch_loss_and_step(j, logits, &lb, y, ns, loss, slot));
 fail:
     (void)gnn_be_trust_ids(be, NULL, 0, 0);
     for (int l = 0; l < GNN_MODEL_MAX_LAYERS; l++) gnn_be_graph_free(graphs[l]);
+    return rc;
+}
+
+void gnn__edges_clear(gnn_loader_edges_t *e)
+{
+    gnn_free(e->seeds);
+    gnn_free(e->excl);
+    gnn_free(e->pairs);
+    memset(e, 0, sizeof *e);
+}
+
+/* Batch number bi of the epoch into b: the n items' seeds sampled on the
+ * device under (seed, epoch, bi); for edge batches the task's seeds of
+ * the n edges (into e), the batch's edges left out of the draws, as the
+ * host loader samples them. */
+static int device_sample(gnn_job_t *j, gnn_bbatch_t *b, gnn_loader_edges_t *e,
+                         const int64_t *items, int64_t n, uint64_t seed, uint64_t epoch,
+                         int64_t bi)
+{
+    if (!j->task->edge_seeds) return gnn_be_sample(j->ds, items, n, seed, epoch, (uint64_t)bi, b);
+    gnn__edges_clear(e);
+    int rc = j->task->edge_seeds(j, items, n, seed, epoch, e);
+    if (rc == 0)
+        rc = gnn_be_sample_excluding(j->ds, e->seeds, e->n_seeds, e->excl, e->n_excl, seed, epoch,
+                                     (uint64_t)bi, b);
     return rc;
 }
 
@@ -562,13 +597,14 @@ typedef struct gnn_dsq {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     gnn_bbatch_t slot[2];
+    gnn_loader_edges_t edges[2]; /* slot k's edge batch (--task link) */
     gnn_bgraph_t *graphs[2][GNN_MODEL_MAX_LAYERS]; /* slot k's blocks, prepared */
     int state[2];
     int rc[2];
     char msg[2][512];
     double sample_s[2], prepare_s[2];
-    const int64_t *perm; /* the epoch's: batch b is perm[b B, (b + 1) B) */
-    int64_t n, B, nb, next;
+    const int64_t *perm, *start; /* the epoch's: batch b is perm[start[b], start[b + 1]) */
+    int64_t nb, next;
     uint64_t seed, epoch;
     uint64_t gen; /* bumped when an epoch starts or ends: a batch sampled
                      under another is dropped */
@@ -596,14 +632,13 @@ static void *dsq_main(void *arg)
         while (!q->stop && (q->next >= q->nb || q->state[q->next % 2] != DS_FREE))
             pthread_cond_wait(&q->cv, &q->mu);
         if (q->stop) break;
-        const int64_t b = q->next, k = b % 2, b0 = b * q->B;
-        const int64_t ns = q->n - b0 < q->B ? q->n - b0 : q->B;
+        const int64_t b = q->next, k = b % 2, lo = q->start[b], ns = q->start[b + 1] - lo;
         const uint64_t gen = q->gen;
         q->busy = 1;
         pthread_mutex_unlock(&q->mu);
         double t0 = gnn__now_s();
-        int rc = gnn_be_sample(q->j->ds, q->perm + b0, ns, q->seed, q->epoch, (uint64_t)b,
-                               &q->slot[k]);
+        int rc = device_sample(q->j, &q->slot[k], &q->edges[k], q->perm + lo, ns, q->seed,
+                               q->epoch, b);
         double t1 = gnn__now_s();
         for (int l = 0; rc == 0 && l < q->slot[k].layers; l++)
             rc = gnn_be_sampler_graph_create(q->j->ds, &q->slot[k], l, attn_layout(q->j),
@@ -644,6 +679,8 @@ void gnn__dsq_free(gnn_job_t *j)
     dsq_drop_graphs(q, 1);
     gnn_be_batch_free(&q->slot[0]);
     gnn_be_batch_free(&q->slot[1]);
+    gnn__edges_clear(&q->edges[0]);
+    gnn__edges_clear(&q->edges[1]);
     pthread_mutex_destroy(&q->mu);
     pthread_cond_destroy(&q->cv);
     gnn_free(q);
@@ -676,20 +713,22 @@ static int dsq_start(gnn_job_t *j)
 
 /* The next batch of the epoch: sampled here (no thread), or taken from the
  * thread once ready with its prepared blocks (*graphs: the slot's, which
- * the step takes over; NULL without the thread); *k its slot (-1:
- * j->dsb). */
-static int dsq_take(gnn_job_t *j, int64_t b, int64_t b0, int64_t ns, uint64_t seed,
-                    uint64_t epoch, gnn_bbatch_t **out, gnn_bgraph_t ***graphs, int *k,
+ * the step takes over; NULL without the thread) and its edge batch (*e,
+ * the slot's); *k its slot (-1: j->dsb). */
+static int dsq_take(gnn_job_t *j, int64_t b, uint64_t seed, uint64_t epoch, gnn_bbatch_t **out,
+                    const gnn_loader_edges_t **e, gnn_bgraph_t ***graphs, int *k,
                     double *sample_s, double *prepare_s)
 {
     gnn_dsq_t *q = j->dsq;
     *graphs = NULL;
     *prepare_s = 0.0;
     if (!q) {
+        const int64_t lo = j->dstart[b], ns = j->dstart[b + 1] - lo;
         double t0 = gnn__now_s();
-        int rc = gnn_be_sample(j->ds, j->dperm + b0, ns, seed, epoch, (uint64_t)b, &j->dsb);
+        int rc = device_sample(j, &j->dsb, &j->dsb_edges, j->dperm + lo, ns, seed, epoch, b);
         *sample_s = gnn__now_s() - t0;
         *out = &j->dsb;
+        *e = &j->dsb_edges;
         *k = -1;
         return rc;
     }
@@ -702,6 +741,7 @@ static int dsq_take(gnn_job_t *j, int64_t b, int64_t b0, int64_t ns, uint64_t se
     pthread_mutex_unlock(&q->mu);
     if (rc < 0) return GNN_FAIL(rc, "%s", q->msg[*k]);
     *out = &q->slot[*k];
+    *e = &q->edges[*k];
     *graphs = q->graphs[*k];
     return 0;
 }
@@ -728,7 +768,9 @@ static void dsq_give(gnn_job_t *j, int k)
 }
 
 /* An epoch sampled on the device: the loader's batches (the seeds shuffled
- * by (seed, epoch), batch b sampled under (seed, epoch, b)), sampled one
+ * by (seed, epoch), or the task's given batches: edge batches, each
+ * sampled from its seeds with its edges left out; batch b sampled under
+ * (seed, epoch, b)), sampled one
  * ahead on the device sampler's thread with --prefetch 1 or more, else in
  * the step; the loader's counters from its times. On cpu-as-gpu each step
  * runs under a GPU capture's rules, and the epoch's debug line says in how
@@ -743,19 +785,31 @@ static int mb_epoch_device(gnn_job_t *j, double *loss)
     gnn_checkpoint_t *c = &j->ck;
     uint64_t seed = (uint64_t)j->o->seed + (uint64_t)c->run, epoch = (uint64_t)c->epoch;
     const int64_t *seeds, B = j->o->batch_size;
-    int64_t n, total;
+    int64_t n, total, nb;
     j->task->train_seeds(j, &seeds, &n, &total);
-    GNN_TRY(gnn_grow((void **)&j->dperm, &j->dperm_cap, (size_t)n + 1, sizeof *j->dperm));
-    if (n) memcpy(j->dperm, seeds, (size_t)n * sizeof *seeds);
-    gnn_loader_shuffle(j->dperm, n, seed, epoch);
+    if (j->task->epoch_batches) { /* batches the task gives (edge batches), as the loader's */
+        const int64_t *items, *starts;
+        GNN_TRY(j->task->epoch_batches(j, &items, &starts, &nb));
+        n = starts[nb];
+        GNN_TRY(gnn_grow((void **)&j->dperm, &j->dperm_cap, (size_t)n + 1, sizeof *j->dperm));
+        GNN_TRY(gnn_grow((void **)&j->dstart, &j->dstart_cap, (size_t)nb + 1, sizeof *j->dstart));
+        if (n) memcpy(j->dperm, items, (size_t)n * sizeof *items);
+        memcpy(j->dstart, starts, ((size_t)nb + 1) * sizeof *starts);
+    } else {
+        nb = (n + B - 1) / B;
+        GNN_TRY(gnn_grow((void **)&j->dperm, &j->dperm_cap, (size_t)n + 1, sizeof *j->dperm));
+        GNN_TRY(gnn_grow((void **)&j->dstart, &j->dstart_cap, (size_t)nb + 1, sizeof *j->dstart));
+        if (n) memcpy(j->dperm, seeds, (size_t)n * sizeof *seeds);
+        gnn_loader_shuffle(j->dperm, n, seed, epoch);
+        for (int64_t b = 0; b <= nb; b++) j->dstart[b] = b * B < n ? b * B : n;
+    }
     if (gnn__opts_prefetch(j->o) > 0 && !j->dsq) GNN_TRY(dsq_start(j));
     gnn_dsq_t *q = j->dsq;
     if (q) { /* the epoch to the thread */
         pthread_mutex_lock(&q->mu);
         q->perm = j->dperm;
-        q->n = n;
-        q->B = B;
-        q->nb = (n + B - 1) / B;
+        q->start = j->dstart;
+        q->nb = nb;
         q->next = 0;
         q->seed = seed;
         q->epoch = epoch;
@@ -766,14 +820,16 @@ static int mb_epoch_device(gnn_job_t *j, double *loss)
     gnn_loader_stats_t st;
     memset(&st, 0, sizeof st);
     double sum = 0.0, compute = 0.0;
-    const int64_t nb = (n + B - 1) / B;
     /* The epoch's labels in batch order, on the backend in one copy: no
-     * copy from the host between steps. */
+     * copy from the host between steps (edge batches have none). */
     const int64_t *labels = j->task->seed_targets(j);
-    GNN_TRY(gnn_grow((void **)&j->dy, &j->dy_cap, (size_t)n + 1, sizeof *j->dy));
-    for (int64_t i = 0; i < n; i++) j->dy[i] = labels[j->dperm[i]];
-    GNN_TRY(gnn__buf_ensure(j->be, (void **)&j->yb, &j->yb_bytes, (size_t)n * sizeof(int64_t)));
-    if (n) GNN_TRY(gnn_be_upload(j->be, j->yb, j->dy, (size_t)n * sizeof(int64_t)));
+    if (labels) {
+        GNN_TRY(gnn_grow((void **)&j->dy, &j->dy_cap, (size_t)n + 1, sizeof *j->dy));
+        for (int64_t i = 0; i < n; i++) j->dy[i] = labels[j->dperm[i]];
+        GNN_TRY(gnn__buf_ensure(j->be, (void **)&j->yb, &j->yb_bytes,
+                                (size_t)n * sizeof(int64_t)));
+        if (n) GNN_TRY(gnn_be_upload(j->be, j->yb, j->dy, (size_t)n * sizeof(int64_t)));
+    }
     /* After the checked epoch, each batch's loss stays on the backend
      * until the epoch ends. */
     double *slots = NULL;
@@ -782,13 +838,14 @@ static int mb_epoch_device(gnn_job_t *j, double *loss)
                                 (size_t)nb * sizeof(double)));
         slots = j->loss_slots;
     }
-    for (int64_t b0 = 0, bi = 0; b0 < n; b0 += B, bi++) {
-        const int64_t ns = n - b0 < B ? n - b0 : B;
+    for (int64_t bi = 0; bi < nb; bi++) {
+        const int64_t lo = j->dstart[bi], items = j->dstart[bi + 1] - lo;
         gnn_bbatch_t *b = NULL;
+        const gnn_loader_edges_t *e = NULL;
         gnn_bgraph_t **given = NULL;
         int k = -1;
         double t0 = gnn__now_s(), bl = 0.0, prep = 0.0, smp = 0.0;
-        GNN_TRY(dsq_take(j, bi, b0, ns, seed, epoch, &b, &given, &k, &smp, &prep));
+        GNN_TRY(dsq_take(j, bi, seed, epoch, &b, &e, &given, &k, &smp, &prep));
         const double prep_ahead = prep;
         double t1 = gnn__now_s();
         if (q) {
@@ -796,8 +853,18 @@ static int mb_epoch_device(gnn_job_t *j, double *loss)
             st.stalls += t1 - t0 > 1e-4;
         }
         const int rules = emulated && gnn_be_capture_rules_begin(j->be) == 0;
-        rc = train_device_batch(j, b, given, bi, j->yb + b0, ns, &bl, slots ? slots + bi : NULL,
-                                &prep);
+        if (items == 0) { /* an empty given batch: a step with no gradient, as over ranks */
+            for (int l = 0; given && l < GNN_MODEL_MAX_LAYERS; l++) {
+                gnn_be_graph_free(given[l]);
+                given[l] = NULL;
+            }
+            rc = empty_step(j);
+            if (slots && rc == 0) rc = gnn_be_zero(j->be, slots + bi, sizeof(double));
+        } else {
+            rc = train_device_batch(j, b, given, bi, j->task->edge_seeds ? e : NULL, items,
+                                    labels ? j->yb + lo : NULL, &bl, slots ? slots + bi : NULL,
+                                    &prep);
+        }
         if (rules && gnn__step_rules_end(j->be, rc, wait_why, sizeof wait_why)) waits++;
         /* The step is the batch's last reader: its next fill waits for the
          * step on the device, and this thread goes on to queue the next
@@ -814,7 +881,7 @@ static int mb_epoch_device(gnn_job_t *j, double *loss)
         st.sample_s += smp;
         st.prepare_s += prep;
         compute += gnn__now_s() - t1 - (prep - prep_ahead);
-        if (!slots) sum += bl * (double)ns;
+        if (!slots) sum += bl * (double)items;
         dsq_give(j, k);
     }
     double t_end = gnn__now_s();
@@ -823,7 +890,7 @@ static int mb_epoch_device(gnn_job_t *j, double *loss)
                          sizeof *j->loss_host));
         GNN_TRY(gnn_be_download(j->be, j->loss_host, slots, (size_t)nb * sizeof(double)));
         for (int64_t bi = 0; bi < nb; bi++)
-            sum += j->loss_host[bi] * (double)(n - bi * B < B ? n - bi * B : B);
+            sum += j->loss_host[bi] * (double)(j->dstart[bi + 1] - j->dstart[bi]);
     }
     GNN_TRY(gnn_be_sync(j->be));
     compute += gnn__now_s() - t_end; /* the steps still queued */
