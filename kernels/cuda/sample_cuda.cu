@@ -494,8 +494,9 @@ int gnn__cuda_sampler_download(gnn_backend_t *be, gnn_bsampler_t *s, void *dst, 
     return 0;
 }
 
-/* The excluded edges' table up on the sampler's stream (pageable host
- * arrays: each copy returns once its bytes are staged). */
+/* The excluded edges' table up on the sampler's stream (the host arrays
+ * stay as they are until the stream has been waited for: at the end of
+ * the batch, or here on failure). */
 static int excl_up(cu_sampler_t *c, const gnn_bsampler_t *s, const gnn_bexcl_t *hx, dexcl_t *x)
 {
     memset(x, 0, sizeof *x);
@@ -534,20 +535,27 @@ int gnn__cuda_sample(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds,
                      "device sampler: waiting for the batch's last reader");
         b->fenced = 0;
     }
-    GNN_TRY_RET(bgrow(c, (void **)&b->nodes, &b->cap_nodes, (size_t)n, sizeof(int64_t), 0));
+    dexcl_t x;
+    int rc = excl_up(c, s, hx, &x);
+    if (rc == 0) rc = bgrow(c, (void **)&b->nodes, &b->cap_nodes, (size_t)n, sizeof(int64_t), 0);
     /* The seeds from the caller's memory: a pageable copy returns once
      * the bytes are staged (a pinned one later: the stream is waited for
      * before this call returns), and the stream orders the rest after it. */
-    if (n > 0)
-        GNN_CUDA_RET(gnn__cuda_copy_host(b->nodes, seeds, (size_t)n * sizeof(int64_t),
-                                         cudaMemcpyHostToDevice, st, NULL),
-                     "device sampler: seeds");
-    dexcl_t x;
-    GNN_TRY_RET(excl_up(c, s, hx, &x));
+    if (rc == 0 && n > 0) {
+        cudaError_t e = gnn__cuda_copy_host(b->nodes, seeds, (size_t)n * sizeof(int64_t),
+                                            cudaMemcpyHostToDevice, st, NULL);
+        if (e != cudaSuccess)
+            rc = GNN_FAIL(GNN_ECUDA, "device sampler: seeds: %s", cudaGetErrorString(e));
+    }
+    if (rc < 0) { /* copies from host memory may be queued: done before it changes */
+        (void)cudaStreamSynchronize(st);
+        (void)cudaGetLastError();
+        return rc;
+    }
     k_seed<<<blocks_for(n), THREADS, 0, st>>>(n, b->nodes, c->loc);
     GNN_CUDA_LAUNCHED("sampler seeds");
     int64_t n_nodes = n;
-    int rc = hops(be, s, n, key, x, b, &n_nodes);
+    rc = hops(be, s, n, key, x, b, &n_nodes);
     if (rc == 0) { /* loc unset for the next batch (first is unset by the hops) */
         k_unset<<<blocks_for(n_nodes), THREADS, 0, st>>>(n_nodes, b->nodes, c->loc);
         cudaError_t e = cudaGetLastError();

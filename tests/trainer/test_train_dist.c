@@ -2917,6 +2917,19 @@ static void test_cuda_training(void **state)
     log_free(&mbp[0].log);
     log_free(&mbp[1].log);
     log_free(&mbp_ref);
+    /* Edge batches (--task link) sampled on the GPU, their edges left out
+     * of the draws there, in one process, against the CPU's host loader. */
+    char *mbl_gpu[] = {"--task", "link", "--fanouts", "10,10", "--batch-size", "512",
+                       "--device", "cuda", "--sampler", "device", NULL};
+    char *mbl_cpu[] = {"--task", "link", "--fanouts", "10,10", "--batch-size", "512", NULL};
+    run_t mbl[] = {{"1 process, cuda, edge batches sampled on the GPU", NULL, g_link, {0}}};
+    mbl[0].log = owner_run(NULL, g_link, "cuda-mbl", mbl_gpu);
+    log_t mbl_ref = owner_run(NULL, g_link, "cuda-mbl-cpu", mbl_cpu);
+    compare_to("sage edge mini-batches sampled on the GPU", &mbl_ref, mbl, 1, 3);
+    assert_true(tu_json_num(mbl[0].log.line[0], "sampled_edges") ==
+                tu_json_num(mbl_ref.line[0], "sampled_edges"));
+    log_free(&mbl[0].log);
+    log_free(&mbl_ref);
     /* ... with learnable rows beside the features, fetched from their
      * owners by the device batch's ids. */
     char *mbe_gpu[] = {"--layers", "2", "--fanouts", "10,10", "--batch-size", "32", "--device",
