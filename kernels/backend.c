@@ -937,18 +937,33 @@ void gnn_be_sparse_free(gnn_bsparse_t *s)
 int gnn_be_sparse_create(gnn_backend_t *be, const gnn_csr_t *a, gnn_bsparse_t **out)
 {
     int rc = 0;
-    gnn_bsparse_t *s = NULL;
+    gnn_spfeat_t *h = NULL;
     GNN_CHECK(out, GNN_EINVAL, "gnn_be_sparse_create: NULL output");
     *out = NULL;
     GNN_CHECK(be && a, GNN_EINVAL, "gnn_be_sparse_create: NULL argument");
+    GNN_TRY(gnn_spfeat_create(a, &h));
+    return gnn_be_sparse_adopt(be, h, out);
+fail:
+    return rc;
+}
+
+int gnn_be_sparse_adopt(gnn_backend_t *be, gnn_spfeat_t *host, gnn_bsparse_t **out)
+{
+    int rc = 0;
+    gnn_bsparse_t *s = NULL;
+    GNN_CHECK(out, GNN_EINVAL, "gnn_be_sparse_adopt: NULL output");
+    *out = NULL;
+    GNN_CHECK(be && host, GNN_EINVAL, "gnn_be_sparse_adopt: NULL argument");
     s = gnn_calloc(1, sizeof *s);
     GNN_CHECK(s, GNN_ENOMEM, "sparse matrix");
-    GNN_TRY(gnn_spfeat_create(a, &s->host));
+    s->host = host;
+    host = NULL;
     GNN_TRY(be->ops->sparse_prepare(be, s));
     s->be = be;
     *out = s;
     return 0;
 fail:
+    gnn_spfeat_free(host);
     gnn_be_sparse_free(s);
     return rc;
 }

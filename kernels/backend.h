@@ -27,6 +27,7 @@
 #include "kernels/aggr.h"
 #include "kernels/attn.h"
 #include "kernels/dense.h"
+#include "kernels/spfeat.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -339,6 +340,10 @@ int gnn_be_aggr_backward_p(gnn_backend_t *be, const gnn_bgraph_t *g, const gnn_a
  */
 typedef struct gnn_bsparse gnn_bsparse_t;
 int gnn_be_sparse_create(gnn_backend_t *be, const gnn_csr_t *a, gnn_bsparse_t **out);
+/* The same from the host preparation of a made beforehand (gnn_spfeat_create,
+ * on any thread: a batch's rows prepared by a sampler's thread), which the
+ * matrix takes over: freed with it, or here on failure. */
+int gnn_be_sparse_adopt(gnn_backend_t *be, gnn_spfeat_t *host, gnn_bsparse_t **out);
 void gnn_be_sparse_free(gnn_bsparse_t *s);
 int64_t gnn_bsparse_rows(const gnn_bsparse_t *s);
 int64_t gnn_bsparse_cols(const gnn_bsparse_t *s);

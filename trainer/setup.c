@@ -113,15 +113,9 @@ static int setup_features(gnn_job_t *j)
 #pragma omp parallel for reduction(+ : nz) schedule(static)
     for (int64_t i = 0; i < (int64_t)n * f; i++) nz += g->feat[i] != 0.0f;
     double density = n && f ? (double)nz / ((double)n * (double)f) : 1.0;
-    /* The device sampler gathers a batch's dense rows where it samples:
-     * auto keeps the first layer dense for it (on is refused there). */
-    int dev = j->mode->minibatch && !strcmp(j->o->sampler, "device");
-    int use = able && (!strcmp(mode, "on") ||
-                       (!strcmp(mode, "auto") && density <= 0.10 && !dev));
-    GNN_INFO("features: %.2f %% non-zero, first layer on %s input%s", 100.0 * density,
-             use ? "sparse" : "dense",
-             able && !use && dev && density <= 0.10 ? " (--sampler device gathers dense rows)"
-                                                    : "");
+    int use = able && (!strcmp(mode, "on") || (!strcmp(mode, "auto") && density <= 0.10));
+    GNN_INFO("features: %.2f %% non-zero, first layer on %s input", 100.0 * density,
+             use ? "sparse" : "dense");
     if (use) {
         gnn_csr_t *a = &j->xs;
         a->n_rows = n;

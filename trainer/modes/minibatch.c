@@ -227,11 +227,9 @@ static int mb_feat_by_rows(gnn_job_t *j)
 static int mb_device_setup(gnn_job_t *j)
 {
     const gnn_train_opts_t *o = j->o;
-    const char *why = j->kind->typed ? "typed draws (--model rgcn)"
-                      : j->xs.indptr ? "sparse input features (--sparse-features)"
-                                     : NULL;
-    if (why)
-        return GNN_FAIL(GNN_EUSAGE, "--sampler device: not with %s; use --sampler host", why);
+    if (j->kind->typed)
+        return GNN_FAIL(GNN_EUSAGE,
+                        "--sampler device: not with typed draws (--model rgcn); use --sampler host");
     j->feat_by_rows = 0;
     int rc = gnn_be_sampler_create(j->be, &j->g.csr, o->layers, j->fanout, &j->ds);
     return rc < 0 ? rc : gnn_be_sampler_set_once(j->ds, o->sample_once);
@@ -491,8 +489,9 @@ fail:
  * batch's edges: e), whose seeds' labels are y[0, seeds) (backend
  * memory; NULL for edge batches). */
 static int train_device_batch(gnn_job_t *j, const gnn_bbatch_t *b, gnn_bgraph_t **given,
-                              int64_t index, const gnn_loader_edges_t *e, int64_t items,
-                              const int64_t *y, double *loss, double *slot, double *prep_s)
+                              int64_t index, const gnn_loader_edges_t *e, gnn_dsparse_t *sp,
+                              int64_t items, const int64_t *y, double *loss, double *slot,
+                              double *prep_s)
 {
     int rc = 0;
     gnn_backend_t *be = j->be;
@@ -516,7 +515,12 @@ static int train_device_batch(gnn_job_t *j, const gnn_bbatch_t *b, gnn_bgraph_t 
      * them again, which on a GPU is a wait per call. */
     GNN_TRY(gnn_be_trust_ids(be, b->nodes, b->n_input, j->g.csr.n_rows));
     const float *x = NULL;
-    if (F > 0) {
+    if (j->xs.indptr) { /* layer 0 takes the batch's rows of the sparse table */
+        gnn_spfeat_t *prep = sp->prep;
+        sp->prep = NULL; /* the matrix's now */
+        GNN_TRY(gnn_be_sparse_adopt(be, prep, &j->bxsb));
+        GNN_TRY(gnn_model_set_sparse_input(j->model, j->bxsb));
+    } else if (F > 0) {
         GNN_TRY(gnn__buf_ensure(be, (void **)&j->xb, &j->xb_bytes,
                                 (size_t)b->n_input * (size_t)F * sizeof(float)));
         GNN_TRY(gather_input(j, b->n_input, b->nodes, j->xb));
@@ -549,6 +553,9 @@ static int train_device_batch(gnn_job_t *j, const gnn_bbatch_t *b, gnn_bgraph_t 
 fail:
     (void)gnn_be_trust_ids(be, NULL, 0, 0);
     for (int l = 0; l < GNN_MODEL_MAX_LAYERS; l++) gnn_be_graph_free(graphs[l]);
+    if (j->bxsb) (void)gnn_model_set_sparse_input(j->model, NULL);
+    gnn_be_sparse_free(j->bxsb); /* on a GPU freed in stream order, after the step's work */
+    j->bxsb = NULL;
     return rc;
 }
 
@@ -560,20 +567,47 @@ void gnn__edges_clear(gnn_loader_edges_t *e)
     memset(e, 0, sizeof *e);
 }
 
+void gnn__dsparse_clear(gnn_dsparse_t *sp)
+{
+    gnn_spfeat_free(sp->prep);
+    gnn_csr_free(&sp->rows);
+    gnn_free(sp->ids);
+    memset(sp, 0, sizeof *sp);
+}
+
 /* Batch number bi of the epoch into b: the n items' seeds sampled on the
  * device under (seed, epoch, bi); for edge batches the task's seeds of
  * the n edges (into e), the batch's edges left out of the draws, as the
- * host loader samples them. */
+ * host loader samples them. With sparse first-layer input, the batch's
+ * rows of the sparse table (into sp) by its node ids read back on the
+ * sampler's queue (a wait for the sampling only), prepared on this
+ * thread as the host loader's are. */
 static int device_sample(gnn_job_t *j, gnn_bbatch_t *b, gnn_loader_edges_t *e,
-                         const int64_t *items, int64_t n, uint64_t seed, uint64_t epoch,
-                         int64_t bi)
+                         gnn_dsparse_t *sp, const int64_t *items, int64_t n, uint64_t seed,
+                         uint64_t epoch, int64_t bi)
 {
-    if (!j->task->edge_seeds) return gnn_be_sample(j->ds, items, n, seed, epoch, (uint64_t)bi, b);
-    gnn__edges_clear(e);
-    int rc = j->task->edge_seeds(j, items, n, seed, epoch, e);
-    if (rc == 0)
-        rc = gnn_be_sample_excluding(j->ds, e->seeds, e->n_seeds, e->excl, e->n_excl, seed, epoch,
-                                     (uint64_t)bi, b);
+    int rc = 0;
+    if (j->task->edge_seeds) {
+        gnn__edges_clear(e);
+        GNN_TRY(j->task->edge_seeds(j, items, n, seed, epoch, e));
+        GNN_TRY(gnn_be_sample_excluding(j->ds, e->seeds, e->n_seeds, e->excl, e->n_excl, seed,
+                                        epoch, (uint64_t)bi, b));
+    } else {
+        GNN_TRY(gnn_be_sample(j->ds, items, n, seed, epoch, (uint64_t)bi, b));
+    }
+    if (j->xs.indptr) {
+        gnn_spfeat_free(sp->prep);
+        sp->prep = NULL;
+        gnn_csr_free(&sp->rows);
+        GNN_TRY(gnn_grow((void **)&sp->ids, &sp->ids_cap, (size_t)b->n_input + 1,
+                         sizeof *sp->ids));
+        if (b->n_input)
+            GNN_TRY(gnn_be_sampler_download(j->ds, sp->ids, b->nodes,
+                                            (size_t)b->n_input * sizeof *sp->ids));
+        GNN_TRY(gnn_csr_rows(&j->xs, sp->ids, b->n_input, &sp->rows));
+        GNN_TRY(gnn_spfeat_create(&sp->rows, &sp->prep));
+    }
+fail:
     return rc;
 }
 
@@ -598,6 +632,7 @@ typedef struct gnn_dsq {
     pthread_cond_t cv;
     gnn_bbatch_t slot[2];
     gnn_loader_edges_t edges[2]; /* slot k's edge batch (--task link) */
+    gnn_dsparse_t sparse[2];     /* slot k's rows of the sparse table */
     gnn_bgraph_t *graphs[2][GNN_MODEL_MAX_LAYERS]; /* slot k's blocks, prepared */
     int state[2];
     int rc[2];
@@ -637,8 +672,8 @@ static void *dsq_main(void *arg)
         q->busy = 1;
         pthread_mutex_unlock(&q->mu);
         double t0 = gnn__now_s();
-        int rc = device_sample(q->j, &q->slot[k], &q->edges[k], q->perm + lo, ns, q->seed,
-                               q->epoch, b);
+        int rc = device_sample(q->j, &q->slot[k], &q->edges[k], &q->sparse[k], q->perm + lo, ns,
+                               q->seed, q->epoch, b);
         double t1 = gnn__now_s();
         for (int l = 0; rc == 0 && l < q->slot[k].layers; l++)
             rc = gnn_be_sampler_graph_create(q->j->ds, &q->slot[k], l, attn_layout(q->j),
@@ -681,6 +716,8 @@ void gnn__dsq_free(gnn_job_t *j)
     gnn_be_batch_free(&q->slot[1]);
     gnn__edges_clear(&q->edges[0]);
     gnn__edges_clear(&q->edges[1]);
+    gnn__dsparse_clear(&q->sparse[0]);
+    gnn__dsparse_clear(&q->sparse[1]);
     pthread_mutex_destroy(&q->mu);
     pthread_cond_destroy(&q->cv);
     gnn_free(q);
@@ -716,8 +753,8 @@ static int dsq_start(gnn_job_t *j)
  * the step takes over; NULL without the thread) and its edge batch (*e,
  * the slot's); *k its slot (-1: j->dsb). */
 static int dsq_take(gnn_job_t *j, int64_t b, uint64_t seed, uint64_t epoch, gnn_bbatch_t **out,
-                    const gnn_loader_edges_t **e, gnn_bgraph_t ***graphs, int *k,
-                    double *sample_s, double *prepare_s)
+                    const gnn_loader_edges_t **e, gnn_dsparse_t **sp, gnn_bgraph_t ***graphs,
+                    int *k, double *sample_s, double *prepare_s)
 {
     gnn_dsq_t *q = j->dsq;
     *graphs = NULL;
@@ -725,10 +762,12 @@ static int dsq_take(gnn_job_t *j, int64_t b, uint64_t seed, uint64_t epoch, gnn_
     if (!q) {
         const int64_t lo = j->dstart[b], ns = j->dstart[b + 1] - lo;
         double t0 = gnn__now_s();
-        int rc = device_sample(j, &j->dsb, &j->dsb_edges, j->dperm + lo, ns, seed, epoch, b);
+        int rc = device_sample(j, &j->dsb, &j->dsb_edges, &j->dsb_sparse, j->dperm + lo, ns, seed,
+                               epoch, b);
         *sample_s = gnn__now_s() - t0;
         *out = &j->dsb;
         *e = &j->dsb_edges;
+        *sp = &j->dsb_sparse;
         *k = -1;
         return rc;
     }
@@ -742,6 +781,7 @@ static int dsq_take(gnn_job_t *j, int64_t b, uint64_t seed, uint64_t epoch, gnn_
     if (rc < 0) return GNN_FAIL(rc, "%s", q->msg[*k]);
     *out = &q->slot[*k];
     *e = &q->edges[*k];
+    *sp = &q->sparse[*k];
     *graphs = q->graphs[*k];
     return 0;
 }
@@ -842,10 +882,11 @@ static int mb_epoch_device(gnn_job_t *j, double *loss)
         const int64_t lo = j->dstart[bi], items = j->dstart[bi + 1] - lo;
         gnn_bbatch_t *b = NULL;
         const gnn_loader_edges_t *e = NULL;
+        gnn_dsparse_t *sp = NULL;
         gnn_bgraph_t **given = NULL;
         int k = -1;
         double t0 = gnn__now_s(), bl = 0.0, prep = 0.0, smp = 0.0;
-        GNN_TRY(dsq_take(j, bi, seed, epoch, &b, &e, &given, &k, &smp, &prep));
+        GNN_TRY(dsq_take(j, bi, seed, epoch, &b, &e, &sp, &given, &k, &smp, &prep));
         const double prep_ahead = prep;
         double t1 = gnn__now_s();
         if (q) {
@@ -861,7 +902,7 @@ static int mb_epoch_device(gnn_job_t *j, double *loss)
             rc = empty_step(j);
             if (slots && rc == 0) rc = gnn_be_zero(j->be, slots + bi, sizeof(double));
         } else {
-            rc = train_device_batch(j, b, given, bi, j->task->edge_seeds ? e : NULL, items,
+            rc = train_device_batch(j, b, given, bi, j->task->edge_seeds ? e : NULL, sp, items,
                                     labels ? j->yb + lo : NULL, &bl, slots ? slots + bi : NULL,
                                     &prep);
         }
