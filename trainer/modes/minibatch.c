@@ -251,8 +251,9 @@ static int fc_cmp(const void *a, const void *b)
  * --feature-cache SIZE with the features read in place from host memory
  * (--features-on): the rows the batches read most, kept on the device.
  * Ranked by pre-sampling: one epoch of batches (the training seeds
- * shuffled under a seed of its own) sampled ahead, each node counted once
- * per batch it is an input of; ties by id. Batches then read a cached
+ * shuffled under a seed of its own, or the task's edge batches of the
+ * epoch to come, their edges left out of the draws) sampled ahead, each
+ * node counted once per batch it is an input of; ties by id. Batches then read a cached
  * row from the device and every other row over the bus.
  */
 static int mb_cache_setup(gnn_job_t *j)
@@ -268,10 +269,9 @@ static int mb_cache_setup(gnn_job_t *j)
     gnn_sampler_t *ps = NULL;
     gnn_minibatch_t mb;
     memset(&mb, 0, sizeof mb);
+    gnn_loader_edges_t e;
+    memset(&e, 0, sizeof e);
     GNN_TRY(gnn_parse_size(o->feature_cache, &bytes));
-    GNN_CHECK(!j->task->edge_seeds || bytes <= 0, GNN_EUSAGE,
-              "--feature-cache on one GPU: ranked by pre-sampling node batches, not with edge "
-              "batches (--task link)");
     if (!j->x_mapped || F <= 0 || bytes <= 0) {
         if (bytes > 0)
             GNN_INFO("feature cache: not needed, the features are in device memory");
@@ -284,18 +284,38 @@ static int mb_cache_setup(gnn_job_t *j)
     int64_t ns, total;
     j->task->train_seeds(j, &seeds, &ns, &total);
     double t0 = gnn__now_s();
+    const uint64_t pseed = (uint64_t)o->seed ^ 0x7072652d73616d70ull;
+    /* The epoch's batches: the training seeds shuffled under a seed of
+     * their own, or the task's edge batches of the epoch to come (each
+     * sampled from its ends, its edges left out, as in training). */
+    const int64_t *items = NULL, *starts = NULL;
+    int64_t nb = 0;
+    if (j->task->epoch_batches) {
+        GNN_TRY(j->task->epoch_batches(j, &items, &starts, &nb));
+        ns = starts[nb];
+    }
     count = gnn_calloc((size_t)n + 1, sizeof *count);
     perm = gnn_malloc_array((size_t)ns + 1, sizeof *perm);
     GNN_CHECK(count && perm, GNN_ENOMEM, "feature cache: counts of %" PRId64 " nodes", n);
-    if (ns) memcpy(perm, seeds, (size_t)ns * sizeof *perm);
-    const uint64_t pseed = (uint64_t)o->seed ^ 0x7072652d73616d70ull;
-    gnn_loader_shuffle(perm, ns, pseed, 0);
+    if (ns) memcpy(perm, items ? items : seeds, (size_t)ns * sizeof *perm);
+    if (!items) {
+        gnn_loader_shuffle(perm, ns, pseed, 0);
+        nb = (ns + B - 1) / B;
+    }
     GNN_TRY(gnn_sampler_create(&j->g.csr, o->layers, j->fanout, &ps));
     GNN_TRY(gnn_sampler_set_once(ps, o->sample_once));
     int64_t reads = 0;
-    for (int64_t b0 = 0, bi = 0; b0 < ns; b0 += B, bi++) {
-        const int64_t k = ns - b0 < B ? ns - b0 : B;
-        GNN_TRY(gnn_sampler_sample(ps, perm + b0, k, pseed, 0, (uint64_t)bi, &mb));
+    for (int64_t bi = 0; bi < nb; bi++) {
+        const int64_t lo = starts ? starts[bi] : bi * B,
+                      k = starts ? starts[bi + 1] - lo : (ns - lo < B ? ns - lo : B);
+        if (j->task->edge_seeds) {
+            gnn__edges_clear(&e);
+            GNN_TRY(j->task->edge_seeds(j, perm + lo, k, pseed, 0, &e));
+            GNN_TRY(gnn_sampler_sample_excluding(ps, e.seeds, e.n_seeds, e.excl, e.n_excl, pseed,
+                                                 0, (uint64_t)bi, &mb));
+        } else {
+            GNN_TRY(gnn_sampler_sample(ps, perm + lo, k, pseed, 0, (uint64_t)bi, &mb));
+        }
         for (int64_t i = 0; i < mb.n_input; i++) count[mb.nodes[i]]++;
         reads += mb.n_input;
         gnn_minibatch_free(&mb);
@@ -326,6 +346,7 @@ static int mb_cache_setup(gnn_job_t *j)
              kc, (double)kc * (double)F * 4.0 / 1e6, gnn__now_s() - t0,
              reads ? 100.0 * (double)hits / (double)reads : 0.0);
 fail:
+    gnn__edges_clear(&e);
     gnn_minibatch_free(&mb);
     gnn_sampler_free(ps);
     gnn_free(count);
