@@ -1506,11 +1506,47 @@ fail:
     return rc;
 }
 
+int gnn_be_sampler_set_relations(gnn_bsampler_t *s, const int32_t *etype, int n_rels)
+{
+    int rc = 0;
+    if (!s) return GNN_FAIL(GNN_EINVAL, "gnn_be_sampler_set_relations: NULL sampler");
+    const gnn_csr_t *g = s->graph;
+    int32_t *buf = NULL;
+    if (etype) {
+        GNN_CHECK(n_rels >= 1 && n_rels <= 256, GNN_EINVAL,
+                  "gnn_be_sampler_set_relations: %d relations (1 to 256)", n_rels);
+        for (int64_t v = 0; v < g->n_rows; v++)
+            for (int64_t e = g->indptr[v]; e < g->indptr[v + 1]; e++) {
+                GNN_CHECK(etype[e] >= 0 && etype[e] < n_rels, GNN_EINVAL,
+                          "gnn_be_sampler_set_relations: entry %" PRId64 " has relation %d of %d",
+                          e, etype[e], n_rels);
+                GNN_CHECK(e == g->indptr[v] || etype[e] >= etype[e - 1], GNN_EINVAL,
+                          "gnn_be_sampler_set_relations: row %" PRId64 " is not grouped by "
+                          "relation (typed draws need rows sorted by relation)",
+                          v);
+            }
+        GNN_TRY(gnn_be_alloc(s->be, (size_t)(g->nnz + 1) * sizeof *buf, (void **)&buf));
+        if (g->nnz) GNN_TRY(gnn_be_upload(s->be, buf, etype, (size_t)g->nnz * sizeof *buf));
+        GNN_TRY(gnn_be_sync(s->be)); /* the sampler's own stream reads it */
+    }
+    if (s->etype) {
+        GNN_TRY(gnn_be_sync(s->be));
+        gnn_be_free(s->be, s->etype);
+    }
+    s->etype = buf;
+    s->n_rels = etype ? n_rels : 0;
+    return 0;
+fail:
+    gnn_be_free(s->be, buf);
+    return rc;
+}
+
 void gnn_be_sampler_free(gnn_bsampler_t *s)
 {
     if (!s) return;
     if (s->be && s->be->ops->sampler_release) s->be->ops->sampler_release(s->be, s);
     if (s->key_ids) gnn_be_free(s->be, s->key_ids);
+    if (s->etype) gnn_be_free(s->be, s->etype);
     gnn_free(s->xpairs);
     gnn_free(s->xrows);
     gnn_free(s->xstart);
@@ -1652,6 +1688,7 @@ static int sample_batch(gnn_bsampler_t *s, const int64_t *seeds, int64_t n, cons
         return GNN_FAIL(GNN_EINVAL, "gnn_be_sample: the batch holds buffers of another backend");
     b->be = s->be;
     b->layers = 0;
+    b->typed = 0;
     b->n_seeds = b->n_input = 0;
     memset(b->n_dst, 0, sizeof b->n_dst);
     memset(b->n_src, 0, sizeof b->n_src);
@@ -1673,6 +1710,7 @@ static int sample_batch(gnn_bsampler_t *s, const int64_t *seeds, int64_t n, cons
     b->layers = s->layers;
     b->n_seeds = n;
     b->flags = s->flags;
+    b->typed = s->etype != NULL;
     return 0;
 }
 
@@ -1764,6 +1802,7 @@ void gnn_be_batch_free(gnn_bbatch_t *b)
         for (int l = 0; l < GNN_BE_SAMPLE_MAX_LAYERS; l++) {
             gnn_be_free(b->be, b->indptr[l]);
             gnn_be_free(b->be, b->indices[l]);
+            gnn_be_free(b->be, b->etype[l]);
         }
     }
     memset(b, 0, sizeof *b);

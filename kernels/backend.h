@@ -442,8 +442,8 @@ int gnn_be_elu_backward(gnn_backend_t *be, int64_t n, const float *y, const floa
  * draw.h), local ids in order of first appearance, rows sorted. Draws
  * keyed by node id (or by key ids: gnn_be_sampler_set_key_ids), every
  * row held, excluded edges as gnn_sampler_sample_excluding leaves them
- * out (gnn_be_sample_excluding), no relations (the host sampler does
- * those). A hop runs as data-parallel steps (row
+ * out (gnn_be_sample_excluding), typed draws per relation as
+ * gnn_sampler_set_relations makes them (gnn_be_sampler_set_relations). A hop runs as data-parallel steps (row
  * counts, their prefix sum, the draws, the first appearance of each new
  * source, its prefix sum, the new ids, the relabelling, a sort per row)
  * over an array of the graph's nodes (12 bytes a node); it reads back two
@@ -466,7 +466,11 @@ typedef struct {
     int64_t n_dst[GNN_BE_SAMPLE_MAX_LAYERS], n_src[GNN_BE_SAMPLE_MAX_LAYERS];
     int64_t nnz[GNN_BE_SAMPLE_MAX_LAYERS];
     int64_t *indptr[GNN_BE_SAMPLE_MAX_LAYERS], *indices[GNN_BE_SAMPLE_MAX_LAYERS];
+    int32_t *etype[GNN_BE_SAMPLE_MAX_LAYERS]; /* typed draws: each entry's relation (rows
+                                                 sorted by (source, relation)); else unset */
     size_t cap_nodes, cap_indptr[GNN_BE_SAMPLE_MAX_LAYERS], cap_indices[GNN_BE_SAMPLE_MAX_LAYERS];
+    size_t cap_etype[GNN_BE_SAMPLE_MAX_LAYERS];
+    int typed;         /* etype is set */
     unsigned flags;    /* the blocks' CSR flags, as the host sampler's */
     gnn_backend_t *be; /* where the buffers live (set by the first fill) */
     void *fence;       /* gnn_be_batch_release's mark (a GPU's event), and */
@@ -507,6 +511,16 @@ int gnn_be_sampler_download(gnn_bsampler_t *s, void *dst, const void *src, size_
  * again). GNN_EINVAL for a NULL sampler or a negative id (named);
  * GNN_ENOMEM / GNN_ECUDA. */
 int gnn_be_sampler_set_key_ids(gnn_bsampler_t *s, const int64_t *ids);
+/* Typed draws (sampler/sampler.h, gnn_sampler_set_relations): etype[e]
+ * (host, graph->nnz entries) the relation of entry e, in [0, n_rels),
+ * n_rels 1 to 256, every row's entries grouped by relation in ascending
+ * order; copied to the backend (4 bytes an edge; on a GPU in its memory).
+ * Each hop then draws per relation of a row, and the batch's blocks carry
+ * every entry's relation (gnn_bbatch_t.etype), their rows sorted by
+ * (source, relation): the host sampler's batches entry for entry. NULL:
+ * untyped again. GNN_EINVAL (named: a relation out of range, a row not
+ * grouped), GNN_ENOMEM / GNN_ECUDA. */
+int gnn_be_sampler_set_relations(gnn_bsampler_t *s, const int32_t *etype, int n_rels);
 /* Where the sampler reads the graph: 1 device memory, 2 host memory (the
  * CPU backend's, or a GPU's pinned and mapped). */
 int gnn_be_sampler_graph_at(const gnn_bsampler_t *s);

@@ -184,6 +184,8 @@ struct gnn_bsampler {
     int where;      /* asked: 0 auto, 1 device, 2 host memory */
     int once;       /* gnn_be_sampler_set_once */
     int64_t *key_ids; /* gnn_be_sampler_set_key_ids: a backend buffer, or NULL */
+    int32_t *etype;   /* gnn_be_sampler_set_relations: a backend buffer, or NULL */
+    int n_rels;
     int at;         /* chosen: 1 device, 2 host memory (the implementation sets it) */
     void *impl;
     /* gnn_be_sample_excluding's table, host memory reused batch to batch */

@@ -171,4 +171,101 @@ static inline GNN_HOSTDEV void gnn__ds_draw_excl(const int64_t *indptr, const in
     for (int64_t q = 0; q < c; q++) out[q] = row[out[q]];
 }
 
+/*
+ * Typed draws (gnn_be_sampler_set_relations, sampler/sampler.h's
+ * gnn_sampler_set_relations): et[e] the relation of entry e, every row's
+ * entries grouped by relation. A row draws per relation run: min(fanout,
+ * its entries) of it, keyed by (id, h | (r + 1) << 16); with excluded
+ * sources, over the run's entries less them. Each draw's relation goes
+ * to rout.
+ */
+
+/* A typed entry's sort key: local id, then relation (8 bits, as the host
+ * sampler's), and back. */
+static inline GNN_HOSTDEV int64_t gnn__ds_typed_key(int64_t local, int32_t rel)
+{
+    return (int64_t)((uint64_t)local << 8 | (uint64_t)rel);
+}
+
+static inline GNN_HOSTDEV void gnn__ds_typed_split(int64_t key, int64_t *local, int32_t *rel)
+{
+    *local = (int64_t)((uint64_t)key >> 8);
+    *rel = (int32_t)((uint64_t)key & 0xff);
+}
+
+/* The end of the run of relation et[a] in [a, b). */
+static inline GNN_HOSTDEV int64_t gnn__ds_rel_end(const int32_t *et, int64_t a, int64_t b)
+{
+    const int32_t r = et[a];
+    int64_t lo = a + 1, hi = b;
+    while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (et[mid] == r)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Entries of row[a, e) not among xs (all e - a without xs). */
+static inline GNN_HOSTDEV int64_t gnn__ds_kept(const int64_t *row, int64_t a, int64_t e,
+                                               const int64_t *xs, int64_t nx)
+{
+    if (nx == 0) return e - a;
+    int64_t d = 0;
+    for (int64_t q = a; q < e; q++) d += !gnn__ds_among(xs, nx, row[q]);
+    return d;
+}
+
+/* The typed draws of row v at a fanout, less its nx excluded sources xs. */
+static inline GNN_HOSTDEV int64_t gnn__ds_count_typed(const int64_t *indptr,
+                                                      const int64_t *indices, const int32_t *et,
+                                                      int64_t v, int fanout, const int64_t *xs,
+                                                      int64_t nx)
+{
+    int64_t a = indptr[v], c = 0;
+    const int64_t b = indptr[v + 1];
+    while (a < b) {
+        const int64_t e = gnn__ds_rel_end(et, a, b), d = gnn__ds_kept(indices, a, e, xs, nx);
+        c += fanout < 0 || d <= fanout ? d : fanout;
+        a = e;
+    }
+    return c;
+}
+
+/* The typed draws of row v (gnn__ds_count_typed's) at hop h under key
+ * into out (global ids) and their relations into rout. */
+static inline GNN_HOSTDEV void gnn__ds_draw_typed(const int64_t *indptr, const int64_t *indices,
+                                                  const int32_t *et, const int64_t *kid,
+                                                  int64_t v, int fanout, uint64_t key, int h,
+                                                  const int64_t *xs, int64_t nx, int64_t *out,
+                                                  int32_t *rout)
+{
+    int64_t a = indptr[v], q = 0;
+    const int64_t b = indptr[v + 1];
+    while (a < b) {
+        const int64_t e = gnn__ds_rel_end(et, a, b), d = gnn__ds_kept(indices, a, e, xs, nx);
+        const int64_t c = fanout < 0 || d <= fanout ? d : fanout;
+        const int32_t r = et[a];
+        int64_t *o = out + q;
+        if (c == d) { /* the run less its excluded entries, in order */
+            for (int64_t p = a, w = 0; p < e; p++)
+                if (nx == 0 || !gnn__ds_among(xs, nx, indices[p])) o[w++] = indices[p];
+        } else {
+            gnn_draw_stream_t s;
+            gnn_draw_init(&s, key, kid ? kid[v] : v, (uint32_t)h | (uint32_t)(r + 1) << 16);
+            gnn_draw_floyd(&s, d, c, o);
+            /* positions over the kept entries moved past the excluded ones */
+            for (int64_t p = a; nx > 0 && p < e; p++)
+                if (gnn__ds_among(xs, nx, indices[p]))
+                    for (int64_t k = 0; k < c; k++) o[k] += o[k] >= p - a;
+            for (int64_t k = 0; k < c; k++) o[k] = indices[a + o[k]];
+        }
+        for (int64_t k = 0; k < c; k++) rout[q + k] = r;
+        q += c;
+        a = e;
+    }
+}
+
 #endif

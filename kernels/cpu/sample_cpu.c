@@ -14,6 +14,8 @@
  *   4. flag[e] = entry e is the first of a new node; pos = prefix sum;
  *   5. new node u of entry e gets id n_nodes + pos[e] (loc[u], nodes[]);
  *   6. every entry's local id loc[gids[e]], each row then sorted.
+ * Typed draws count and draw per relation run of a row (the relations in
+ * rel), and sort each row by (local id, relation) as one key.
  * Local ids thus follow first appearance in (row, draw) order, as the
  * host sampler's sequential pass hands them out. loc (one int32 a node,
  * -1 where unset) and first are kept between batches and reset after each.
@@ -41,6 +43,8 @@ typedef struct {
     uint64_t *first; /* per graph node: first entry of a hop drawing it, NONE */
     int64_t *cnt, *rptr, *gids, *pos;
     size_t cnt_cap, rptr_cap, gids_cap, pos_cap;
+    int32_t *rel; /* typed draws: each draw's relation */
+    size_t rel_cap;
 } cpu_sampler_t;
 
 int gnn__cpu_sampler_prepare(gnn_backend_t *be, gnn_bsampler_t *s)
@@ -76,6 +80,7 @@ void gnn__cpu_sampler_release(gnn_backend_t *be, gnn_bsampler_t *s)
     gnn_free(c->rptr);
     gnn_free(c->gids);
     gnn_free(c->pos);
+    gnn_free(c->rel);
     gnn_free(c);
     s->impl = NULL;
 }
@@ -87,6 +92,7 @@ int gnn__cpu_sample(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds, 
     cpu_sampler_t *c = s->impl;
     const gnn_csr_t *g = s->graph;
     const int sorted = (g->flags & GNN_CSR_SORTED) != 0;
+    const int32_t *et = s->etype;
     const int64_t xm = x ? x->m : 0, *xr = x ? x->rows : NULL, *xo = x ? x->start : NULL,
                   *xsrc = x ? x->src : NULL;
     int64_t n_nodes = 0; /* in the node list, with loc set */
@@ -111,8 +117,10 @@ int gnn__cpu_sample(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds, 
         for (int64_t i = 0; i < n_new; i++) {
             const int64_t *xs;
             const int64_t nx = gnn__ds_excl_row(xr, xo, xsrc, xm, nodes[kept + i], &xs);
-            c->cnt[i] = gnn__ds_count_excl(g->indptr, g->indices, sorted, nodes[kept + i], fanout,
-                                           xs, nx);
+            c->cnt[i] = et ? gnn__ds_count_typed(g->indptr, g->indices, et, nodes[kept + i],
+                                                 fanout, xs, nx)
+                           : gnn__ds_count_excl(g->indptr, g->indices, sorted, nodes[kept + i],
+                                                fanout, xs, nx);
         }
         rptr[0] = 0;
         for (int64_t i = 0; i < n_new; i++) rptr[i + 1] = rptr[i] + c->cnt[i];
@@ -122,6 +130,12 @@ int gnn__cpu_sample(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds, 
         /* 2. the draws */
         GNN_TRY(gnn_grow((void **)&c->gids, &c->gids_cap, (size_t)nnz_new + 1, sizeof(int64_t)));
         GNN_TRY(gnn_grow((void **)&c->pos, &c->pos_cap, (size_t)nnz_new + 1, sizeof(int64_t)));
+        if (et) {
+            GNN_TRY(gnn_grow((void **)&c->rel, &c->rel_cap, (size_t)nnz_new + 1,
+                             sizeof(int32_t)));
+            GNN_TRY(gnn__be_batch_grow(be, (void **)&b->etype[l], &b->cap_etype[l],
+                                       (size_t)nnz + 1, sizeof(int32_t), 0));
+        }
         GNN_TRY(gnn__be_batch_grow(be, (void **)&b->indices[l], &b->cap_indices[l],
                                    (size_t)nnz + 1, sizeof(int64_t), 0));
         GNN_TRY(gnn__be_batch_grow(be, (void **)&b->nodes, &b->cap_nodes,
@@ -132,8 +146,12 @@ int gnn__cpu_sample(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds, 
         for (int64_t i = 0; i < n_new; i++) {
             const int64_t *xs;
             const int64_t nx = gnn__ds_excl_row(xr, xo, xsrc, xm, nodes[kept + i], &xs);
-            gnn__ds_draw_excl(g->indptr, g->indices, s->key_ids, nodes[kept + i],
-                              rptr[i + 1] - rptr[i], key, h, sorted, xs, nx, gids + rptr[i]);
+            if (et)
+                gnn__ds_draw_typed(g->indptr, g->indices, et, s->key_ids, nodes[kept + i],
+                                   fanout, key, h, xs, nx, gids + rptr[i], c->rel + rptr[i]);
+            else
+                gnn__ds_draw_excl(g->indptr, g->indices, s->key_ids, nodes[kept + i],
+                                  rptr[i + 1] - rptr[i], key, h, sorted, xs, nx, gids + rptr[i]);
         }
         /* 3. the first entry of each new source (an atomic minimum on a GPU) */
         for (int64_t e = 0; e < nnz_new; e++) {
@@ -160,11 +178,22 @@ int gnn__cpu_sample(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds, 
 #pragma omp parallel for schedule(dynamic, 64)
         for (int64_t i = 0; i < n_new; i++) {
             int64_t *o = ind + rptr[i], k = rptr[i + 1] - rptr[i];
-            for (int64_t q = 0; q < k; q++) o[q] = c->loc[gids[rptr[i] + q]];
+            if (!et) {
+                for (int64_t q = 0; q < k; q++) o[q] = c->loc[gids[rptr[i] + q]];
+                gnn_draw_sort_ids(o, k);
+                continue;
+            }
+            /* typed: sorted by (local id, relation), as one key */
+            int32_t *r = b->etype[l] + nnz_kept + rptr[i];
+            for (int64_t q = 0; q < k; q++)
+                o[q] = gnn__ds_typed_key(c->loc[gids[rptr[i] + q]], c->rel[rptr[i] + q]);
             gnn_draw_sort_ids(o, k);
+            for (int64_t q = 0; q < k; q++) gnn__ds_typed_split(o[q], &o[q], &r[q]);
         }
-        if (nnz_kept > 0)
+        if (nnz_kept > 0) {
             memcpy(b->indices[l], b->indices[l + 1], (size_t)nnz_kept * sizeof(int64_t));
+            if (et) memcpy(b->etype[l], b->etype[l + 1], (size_t)nnz_kept * sizeof(int32_t));
+        }
         b->n_dst[l] = n_dst;
         b->n_src[l] = n_nodes + fresh;
         b->nnz[l] = nnz;

@@ -11,6 +11,9 @@
  *   4. k_flag: entry e is the first of a new node; ExclusiveSum -> pos;
  *   5. k_assign: new node u of entry e gets id n_nodes + pos[e];
  *   6. k_relabel: local ids; SortKeys per row (segmented) into the block.
+ * Typed draws (R-GCN's) count and draw per relation run of a row, keep
+ * each draw's relation beside it, and sort (local id, relation) as one
+ * key, split back by k_split.
  * Sampling once, a hop's rows of the hop before keep their draws: their
  * part of the block is copied from that one's, and the steps run over the
  * new rows only (entries numbered from 0 in gids and pos, rptr their
@@ -54,6 +57,8 @@ typedef struct {
     size_t cnt_cap, rptr_cap, gids_cap, flag_cap, pos_cap, local_cap;
     int64_t *xr, *xo, *xs; /* a batch's excluded edges (kernels/sample_steps.h) */
     size_t xr_cap, xo_cap, xs_cap;
+    int32_t *rel; /* typed draws: each draw's relation */
+    size_t rel_cap;
     void *temp; /* CUB's */
     size_t temp_bytes;
     int broken; /* loc and first could not be reset after a failure */
@@ -78,6 +83,7 @@ static void sampler_free(cu_sampler_t *c)
     cudaFree(c->xr);
     cudaFree(c->xo);
     cudaFree(c->xs);
+    cudaFree(c->rel);
     cudaFree(c->temp);
     cudaFreeHost(c->pinned);
     if (c->st) cudaStreamDestroy(c->st);
@@ -119,6 +125,17 @@ static int grow(cudaStream_t st, int64_t **a, size_t *cap, size_t n, const char 
     *cap = 0;
     size_t want = n + n / 4 + 64;
     GNN_TRY_RET(stream_grow(st, (void **)a, want * sizeof(int64_t), what));
+    *cap = want;
+    return 0;
+}
+
+/* *a: room for n int32 (contents not kept). */
+static int grow32(cudaStream_t st, int32_t **a, size_t *cap, size_t n, const char *what)
+{
+    if (*a && n <= *cap) return 0;
+    *cap = 0;
+    size_t want = n + n / 4 + 64;
+    GNN_TRY_RET(stream_grow(st, (void **)a, want * sizeof(int32_t), what));
     *cap = want;
     return 0;
 }
@@ -256,7 +273,8 @@ typedef struct {
 
 /* cnt[i] for i < n, and cnt[n] = 0 (the sum's last entry). */
 __global__ void k_count(int64_t n, const int64_t *nodes, const int64_t *gindptr,
-                        const int64_t *gindices, int fanout, dexcl_t x, int64_t *cnt)
+                        const int64_t *gindices, const int32_t *et, int fanout, dexcl_t x,
+                        int64_t *cnt)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i <= n;
          i += (int64_t)gridDim.x * blockDim.x) {
@@ -266,7 +284,8 @@ __global__ void k_count(int64_t n, const int64_t *nodes, const int64_t *gindptr,
         }
         const int64_t *xs;
         const int64_t nx = gnn__ds_excl_row(x.rows, x.start, x.src, x.m, nodes[i], &xs);
-        cnt[i] = gnn__ds_count_excl(gindptr, gindices, x.sorted, nodes[i], fanout, xs, nx);
+        cnt[i] = et ? gnn__ds_count_typed(gindptr, gindices, et, nodes[i], fanout, xs, nx)
+                    : gnn__ds_count_excl(gindptr, gindices, x.sorted, nodes[i], fanout, xs, nx);
     }
 }
 
@@ -279,15 +298,20 @@ __global__ void k_indptr(int64_t n, const int64_t *rptr, int64_t base, int64_t *
 }
 
 __global__ void k_draw(int64_t n, const int64_t *nodes, const int64_t *gindptr,
-                       const int64_t *gindices, const int64_t *kid, const int64_t *rptr,
-                       uint64_t key, int h, dexcl_t x, int64_t *gids)
+                       const int64_t *gindices, const int32_t *et, const int64_t *kid,
+                       const int64_t *rptr, int fanout, uint64_t key, int h, dexcl_t x,
+                       int64_t *gids, int32_t *rel)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
         const int64_t *xs;
         const int64_t nx = gnn__ds_excl_row(x.rows, x.start, x.src, x.m, nodes[i], &xs);
-        gnn__ds_draw_excl(gindptr, gindices, kid, nodes[i], rptr[i + 1] - rptr[i], key, h,
-                          x.sorted, xs, nx, gids + rptr[i]);
+        if (et)
+            gnn__ds_draw_typed(gindptr, gindices, et, kid, nodes[i], fanout, key, h, xs, nx,
+                               gids + rptr[i], rel + rptr[i]);
+        else
+            gnn__ds_draw_excl(gindptr, gindices, kid, nodes[i], rptr[i + 1] - rptr[i], key, h,
+                              x.sorted, xs, nx, gids + rptr[i]);
     }
 }
 
@@ -329,11 +353,21 @@ __global__ void k_assign(int64_t nnz, const int64_t *gids, const int64_t *pos, i
         }
 }
 
-__global__ void k_relabel(int64_t nnz, const int64_t *gids, const int32_t *loc, int64_t *local)
+/* local[e]: entry e's local id (typed: its sort key with the relation). */
+__global__ void k_relabel(int64_t nnz, const int64_t *gids, const int32_t *loc, const int32_t *rel,
+                          int64_t *local)
 {
     for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < nnz;
          e += (int64_t)gridDim.x * blockDim.x)
-        local[e] = loc[gids[e]];
+        local[e] = rel ? gnn__ds_typed_key(loc[gids[e]], rel[e]) : loc[gids[e]];
+}
+
+/* Typed: the sorted keys back into local ids and relations. */
+__global__ void k_split(int64_t nnz, int64_t *ids, int32_t *rel)
+{
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < nnz;
+         e += (int64_t)gridDim.x * blockDim.x)
+        gnn__ds_typed_split(ids[e], &ids[e], &rel[e]);
 }
 
 /* ---- A batch ------------------------------------------------------------------ */
@@ -388,6 +422,7 @@ static int hops(gnn_backend_t *be, gnn_bsampler_t *s, int64_t n, uint64_t key, d
     (void)be;
     cu_sampler_t *c = (cu_sampler_t *)s->impl;
     cudaStream_t st = c->st;
+    const int32_t *et = s->etype;
     *n_nodes = n;
     for (int h = 0; h < s->layers; h++) {
         const int l = s->layers - 1 - h;
@@ -400,7 +435,7 @@ static int hops(gnn_backend_t *be, gnn_bsampler_t *s, int64_t n, uint64_t key, d
         GNN_TRY_RET(grow(st, &c->rptr, &c->rptr_cap, (size_t)n_new + 1, "device sampler: offsets"));
         GNN_TRY_RET(bgrow(c, (void **)&b->indptr[l], &b->cap_indptr[l], (size_t)n_dst + 1,
                           sizeof(int64_t), 0));
-        k_count<<<blocks_for(n_new + 1), THREADS, 0, st>>>(n_new, rows, c->indptr, c->indices,
+        k_count<<<blocks_for(n_new + 1), THREADS, 0, st>>>(n_new, rows, c->indptr, c->indices, et,
                                                            s->fanout[h], x, c->cnt);
         GNN_CUDA_LAUNCHED("sampler count");
         size_t tb = 0;
@@ -428,11 +463,18 @@ static int hops(gnn_backend_t *be, gnn_bsampler_t *s, int64_t n, uint64_t key, d
         GNN_TRY_RET(grow(st, &c->local, &c->local_cap, (size_t)nnz_new + 1, "device sampler: ids"));
         GNN_TRY_RET(bgrow(c, (void **)&b->indices[l], &b->cap_indices[l], (size_t)nnz + 1,
                           sizeof(int64_t), 0));
+        if (et) {
+            GNN_TRY_RET(grow32(st, &c->rel, &c->rel_cap, (size_t)nnz_new + 1,
+                               "device sampler: relations"));
+            GNN_TRY_RET(bgrow(c, (void **)&b->etype[l], &b->cap_etype[l], (size_t)nnz + 1,
+                              sizeof(int32_t), 0));
+        }
         GNN_TRY_RET(bgrow(c, (void **)&b->nodes, &b->cap_nodes, (size_t)(n_dst + nnz_new),
                           sizeof(int64_t), 1));
         rows = b->nodes + kept;
-        k_draw<<<blocks_for(n_new), THREADS, 0, st>>>(n_new, rows, c->indptr, c->indices,
-                                                      s->key_ids, c->rptr, key, h, x, c->gids);
+        k_draw<<<blocks_for(n_new), THREADS, 0, st>>>(n_new, rows, c->indptr, c->indices, et,
+                                                      s->key_ids, c->rptr, s->fanout[h], key, h,
+                                                      x, c->gids, et ? c->rel : NULL);
         GNN_CUDA_LAUNCHED("sampler draw");
         /* 3, 4. the first entry of each new node; flags and their sum */
         k_first<<<blocks_for(nnz_new), THREADS, 0, st>>>(nnz_new, c->gids, c->loc, c->first);
@@ -455,7 +497,8 @@ static int hops(gnn_backend_t *be, gnn_bsampler_t *s, int64_t n, uint64_t key, d
         GNN_TRY_RET(read_i64(c, c->pos + nnz_new, &fresh));
         *n_nodes = n_dst + fresh;
         /* 6. local ids, each row sorted; the kept rows' block copied */
-        k_relabel<<<blocks_for(nnz_new), THREADS, 0, st>>>(nnz_new, c->gids, c->loc, c->local);
+        k_relabel<<<blocks_for(nnz_new), THREADS, 0, st>>>(nnz_new, c->gids, c->loc,
+                                                           et ? c->rel : NULL, c->local);
         GNN_CUDA_LAUNCHED("sampler relabel");
         if (nnz_new > 0) {
             int64_t *out = b->indices[l] + nnz_kept;
@@ -468,12 +511,22 @@ static int hops(gnn_backend_t *be, gnn_bsampler_t *s, int64_t n, uint64_t key, d
             GNN_CUDA_RET(cub::DeviceSegmentedSort::SortKeys(c->temp, tb, c->local, out, nnz_new,
                                                             n_new, c->rptr, c->rptr + 1, st),
                          "device sampler: row sort");
+            if (et) {
+                k_split<<<blocks_for(nnz_new), THREADS, 0, st>>>(nnz_new, out,
+                                                                 b->etype[l] + nnz_kept);
+                GNN_CUDA_LAUNCHED("sampler split");
+            }
         }
         if (nnz_kept > 0)
             GNN_CUDA_RET(cudaMemcpyAsync(b->indices[l], b->indices[l + 1],
                                          (size_t)nnz_kept * sizeof(int64_t),
                                          cudaMemcpyDeviceToDevice, st),
                          "device sampler: the kept rows");
+        if (nnz_kept > 0 && et)
+            GNN_CUDA_RET(cudaMemcpyAsync(b->etype[l], b->etype[l + 1],
+                                         (size_t)nnz_kept * sizeof(int32_t),
+                                         cudaMemcpyDeviceToDevice, st),
+                         "device sampler: the kept rows' relations");
         b->n_dst[l] = n_dst;
         b->n_src[l] = *n_nodes;
         b->nnz[l] = nnz;

@@ -112,6 +112,20 @@ static void expect_same(gnn_backend_t *be, const gnn_bbatch_t *b, const gnn_mini
                 fail_msg("%s: block %d, entry %" PRId64 " = %" PRId64 ", the host's %" PRId64, what,
                          l, e, ix[e], a->indices[e]);
         free(ip), free(ix);
+        const int32_t *het = mb->blocks[l].etype;
+        if (!het != !b->typed)
+            fail_msg("%s: block %d has %s relations, the host's %s", what, l,
+                     b->typed ? "" : "no", het ? "has" : "not");
+        if (!het) continue;
+        int32_t *et = malloc((size_t)(a->nnz + 1) * sizeof *et);
+        assert_non_null(et);
+        if (a->nnz)
+            assert_int_equal(gnn_be_download(be, et, b->etype[l], (size_t)a->nnz * sizeof *et), 0);
+        for (int64_t e = 0; e < a->nnz; e++)
+            if (et[e] != het[e])
+                fail_msg("%s: block %d, entry %" PRId64 " of relation %d, the host's %d", what, l,
+                         e, et[e], het[e]);
+        free(et);
     }
 }
 
@@ -455,6 +469,137 @@ static void expect_error(int rc, int code, const char *want)
         fail_msg("message \"%s\" lacks \"%s\"", gnn_error_message(), want);
 }
 
+/* Relations of g's entries (R of them: a hash of the edge), each row's
+ * entries then grouped by relation (a stable counting sort, as a typed
+ * graph's rows are grouped): *et (malloc'd); g's rows are no longer
+ * sorted by source. */
+static int32_t *make_relations(gnn_csr_t *g, int R)
+{
+    int32_t *et = malloc((size_t)(g->nnz + 1) * sizeof *et), *rt = malloc((size_t)(g->nnz + 1) * sizeof *rt);
+    int64_t *tmp = malloc((size_t)(g->nnz + 1) * sizeof *tmp);
+    assert_true(et && rt && tmp);
+    for (int64_t v = 0; v < g->n_rows; v++) {
+        const int64_t a = g->indptr[v], b = g->indptr[v + 1];
+        for (int64_t e = a; e < b; e++)
+            rt[e] = (int32_t)(((uint64_t)g->indices[e] * 2654435761u + (uint64_t)v * 40503u) %
+                              (uint64_t)R);
+        int64_t w = a;
+        for (int r = 0; r < R; r++)
+            for (int64_t e = a; e < b; e++)
+                if (rt[e] == r) {
+                    tmp[w] = g->indices[e];
+                    et[w++] = r;
+                }
+        memcpy(g->indices + a, tmp + a, (size_t)(b - a) * sizeof *tmp);
+    }
+    g->flags &= ~(unsigned)GNN_CSR_SORTED;
+    free(rt);
+    free(tmp);
+    return et;
+}
+
+/*
+ * Typed draws (R-GCN's): per relation of a row, keyed by the relation;
+ * blocks carry each entry's relation, rows sorted by (source, relation).
+ * Against the host sampler with the same relations, entry for entry, with
+ * 3 and 5 relations, 1 to 3 hops, drawn the usual way and sampling once,
+ * keyed by graph-file ids and not, and leaving out excluded edges.
+ */
+static void test_typed_batches(void **state)
+{
+    (void)state;
+    static const int fan[][4] = {{2, 4, 2}, {1, 2}, {3, 3, -1, 2}, {2, 30, 5}};
+    static const int64_t sizes[] = {0, 1, 100, 700};
+    for (int k = 0; k < g_nbackends; k++) {
+        gnn_backend_t *be = open_or_skip(g_backends[k]);
+        if (!be) continue;
+        uint64_t s = g_seed ^ 0x7479706564;
+        gnn_bbatch_t b;
+        memset(&b, 0, sizeof b);
+        for (int gi = 0; gi < 2; gi++) {
+            gnn_csr_t g;
+            make_graph(&s, gi ? 3000 : 700, gi ? 30000 : 9000, gi, &g);
+            const int R = gi ? 5 : 3;
+            int32_t *et = make_relations(&g, R);
+            int64_t *kid = malloc((size_t)g.n_rows * sizeof *kid);
+            assert_non_null(kid);
+            for (int64_t v = 0; v < g.n_rows; v++) kid[v] = (int64_t)(tu_rng_next(&s) >> 2);
+            for (size_t f = 0; f < 2 * sizeof fan / sizeof fan[0]; f++) {
+                const int once = f >= sizeof fan / sizeof fan[0];
+                const size_t fi = f % (sizeof fan / sizeof fan[0]);
+                const int layers = fan[fi][0], keyed = f % 2 == 1;
+                gnn_sampler_t *hs;
+                gnn_bsampler_t *ds;
+                assert_int_equal(gnn_sampler_create(&g, layers, fan[fi] + 1, &hs), 0);
+                assert_int_equal(gnn_sampler_set_once(hs, once), 0);
+                assert_int_equal(gnn_sampler_set_relations(hs, et, R), 0);
+                assert_int_equal(gnn_be_sampler_create(be, &g, layers, fan[fi] + 1, &ds), 0);
+                assert_int_equal(gnn_be_sampler_set_once(ds, once), 0);
+                assert_int_equal(gnn_be_sampler_set_relations(ds, et, R), 0);
+                if (keyed) {
+                    assert_int_equal(gnn_sampler_set_key_ids(hs, kid), 0);
+                    assert_int_equal(gnn_be_sampler_set_key_ids(ds, kid), 0);
+                }
+                for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
+                    const int64_t n = sizes[z];
+                    int64_t *seeds = pick_seeds(&s, g.n_rows, n);
+                    uint64_t sd = tu_rng_next(&s), ep = z, bt = f * 5 + z;
+                    char what[160];
+                    snprintf(what, sizeof what, "%s, typed graph %d, fanouts #%zu%s%s, %" PRId64
+                             " seeds", g_backends[k], gi, fi, once ? " sampled once" : "",
+                             keyed ? ", keyed" : "", n);
+                    gnn_minibatch_t mb;
+                    assert_int_equal(gnn_sampler_sample(hs, seeds, n, sd, ep, bt, &mb), 0);
+                    assert_int_equal(gnn_be_sample(ds, seeds, n, sd, ep, bt, &b), 0);
+                    expect_same(be, &b, &mb, what);
+                    gnn_minibatch_free(&mb);
+                    if (n == 100) { /* an edge batch's own edges left out */
+                        int64_t ne = 0, *ex = pick_excluded(&s, &g, seeds, n, &ne);
+                        assert_int_equal(gnn_sampler_sample_excluding(hs, seeds, n, ex, ne, sd, ep,
+                                                                      bt, &mb), 0);
+                        assert_int_equal(gnn_be_sample_excluding(ds, seeds, n, ex, ne, sd, ep, bt,
+                                                                 &b), 0);
+                        strncat(what, ", excluded edges", sizeof what - strlen(what) - 1);
+                        expect_same(be, &b, &mb, what);
+                        gnn_minibatch_free(&mb);
+                        free(ex);
+                    }
+                    free(seeds);
+                }
+                /* Untyped again: no relations in the blocks. */
+                assert_int_equal(gnn_be_sampler_set_relations(ds, NULL, 0), 0);
+                int64_t one = 7;
+                assert_int_equal(gnn_be_sample(ds, &one, 1, 1, 0, 0, &b), 0);
+                assert_false(b.typed);
+                gnn_be_sampler_free(ds);
+                gnn_sampler_free(hs);
+            }
+            /* A row not grouped by relation, a relation out of range. */
+            gnn_bsampler_t *ds;
+            const int f1[1] = {2};
+            assert_int_equal(gnn_be_sampler_create(be, &g, 1, f1, &ds), 0);
+            int64_t row = 3; /* the hub: entries of several relations */
+            int64_t a = g.indptr[row];
+            int32_t keep = et[a];
+            et[a] = R - 1;
+            char want[160];
+            snprintf(want, sizeof want, "row %" PRId64 " is not grouped by relation", row);
+            expect_error(gnn_be_sampler_set_relations(ds, et, R), GNN_EINVAL, want);
+            et[a] = keep;
+            expect_error(gnn_be_sampler_set_relations(ds, et, 1), GNN_EINVAL,
+                         "has relation 1 of 1");
+            expect_error(gnn_be_sampler_set_relations(ds, et, 257), GNN_EINVAL,
+                         "257 relations (1 to 256)");
+            gnn_be_sampler_free(ds);
+            free(kid);
+            free(et);
+            gnn_csr_free(&g);
+        }
+        gnn_be_batch_free(&b);
+        gnn_backend_close(be);
+    }
+}
+
 static void test_errors(void **state)
 {
     (void)state;
@@ -657,6 +802,7 @@ int main(int argc, char **argv)
     fflush(stdout);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_same_batches),
+        cmocka_unit_test(test_typed_batches),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_block_rules),
     };
