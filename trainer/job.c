@@ -47,7 +47,7 @@ void gnn__job_free(gnn_job_t *j)
     gnn_free(j->dperm);
     gnn_free(j->dstart);
     gnn__edges_clear(&j->dsb_edges);
-    gnn__dsparse_clear(&j->dsb_sparse);
+    gnn__dhost_clear(&j->dsb_host);
     gnn_free(j->dy);
     gnn_free(j->dids);
     gnn_free(j->loss_host);

@@ -50,15 +50,21 @@ typedef struct {
                                    "replayed" (the log's "step") */
 } gnn_replay_t;
 
-/* A device-sampled batch's rows of the sparse feature table, read back
- * and prepared on the host where the batch was sampled (--sampler device
- * with sparse first-layer input); the step takes prep over. */
+/* What the host needs of a device-sampled batch, read back and prepared
+ * where the batch was sampled (--sampler device): its node ids, with
+ * sparse first-layer input its rows of the sparse feature table (the step
+ * takes prep over), with typed draws its blocks (R-GCN's graphs are made
+ * from host arrays). */
 typedef struct {
-    gnn_csr_t rows;          /* the batch's input rows of j->xs */
-    gnn_spfeat_t *prep;      /* their preparation (kernels/spfeat.h) */
     int64_t *ids;            /* the batch's node ids (host) */
     size_t ids_cap;
-} gnn_dsparse_t;
+    gnn_csr_t rows;          /* the batch's input rows of j->xs */
+    gnn_spfeat_t *prep;      /* their preparation (kernels/spfeat.h) */
+    int64_t *indptr[GNN_BE_SAMPLE_MAX_LAYERS], *indices[GNN_BE_SAMPLE_MAX_LAYERS];
+    int32_t *etype[GNN_BE_SAMPLE_MAX_LAYERS];
+    size_t cap_indptr[GNN_BE_SAMPLE_MAX_LAYERS], cap_indices[GNN_BE_SAMPLE_MAX_LAYERS],
+        cap_etype[GNN_BE_SAMPLE_MAX_LAYERS];
+} gnn_dhost_t;
 
 typedef struct gnn_job {
     const gnn_train_opts_t *o;
@@ -160,7 +166,7 @@ typedef struct gnn_job {
     int64_t *dperm; size_t dperm_cap; /* ... the epoch's seeds, shuffled (host) */
     int64_t *dstart; size_t dstart_cap; /* ... batch b is dperm[dstart[b], dstart[b + 1]) */
     gnn_loader_edges_t dsb_edges;     /* ... dsb's edge batch (--task link) */
-    gnn_dsparse_t dsb_sparse;         /* ... dsb's rows of xs (sparse input) */
+    gnn_dhost_t dsb_host;         /* ... dsb's rows of xs (sparse input) */
     int64_t *dy; size_t dy_cap;       /* ... a batch's targets (host) */
     int64_t *dids; size_t dids_cap;   /* ... a batch's node ids (host; input rows in host memory) */
     int64_t *iota;                    /* backend, 0 .. batch_size - 1 */
@@ -381,8 +387,15 @@ void gnn__batch_graphs_free(gnn_job_t *j, gnn_bgraph_t **graphs, int own);
 void gnn__dsq_free(gnn_job_t *j);
 /* Free an edge batch's arrays and zero it. */
 void gnn__edges_clear(gnn_loader_edges_t *e);
-/* Free a device batch's sparse rows and zero them. */
-void gnn__dsparse_clear(gnn_dsparse_t *sp);
+/* Free a device batch's host copies and zero them. */
+void gnn__dhost_clear(gnn_dhost_t *sp);
+/* Typed draws: batch b's blocks read back into sp's arrays (on the
+ * sampler's queue; sp->ids must hold b's node ids, the sources' ids). */
+int gnn__dhost_typed_down(gnn_job_t *j, const gnn_bbatch_t *b, gnn_dhost_t *sp);
+/* Block l's R-GCN graph from those host copies (over a partition
+ * directory the sources keyed by their graph-file ids). */
+int gnn__dhost_typed_graph(gnn_job_t *j, const gnn_bbatch_t *b, const gnn_dhost_t *sp, int l,
+                           gnn_bgraph_t **out);
 /* The mini-batch modes' keys of the log (loader counters). */
 void gnn__log_loader(const gnn_job_t *j, FILE *f);
 

@@ -999,9 +999,6 @@ static void test_minibatch_device_path(void **state)
         }
     }
     const char *out = tu_path("mbdev-refused.csv");
-    train_fails(out, 2, "--sampler device: not with typed draws (--model rgcn); use --sampler host",
-                "--data", (char *)g_hsbm, "--model", "rgcn", "--mode", "minibatch", "--sampler",
-                "device", "--save-predictions", out, "-q", (char *)NULL);
     train_fails(out, 2, "--sampler \"gpu\" (expected host or device)", "--data", (char *)g_sbm,
                 "--model", "sage", "--sampler", "gpu", "--save-predictions", out, (char *)NULL);
     train_fails(out, 2,
@@ -2363,19 +2360,25 @@ static void test_rgcn_beats_gcn(void **state)
 /*
  * The device path on the CPU (cpu-as-gpu) trains R-GCN as the CPU does,
  * bit for bit: the same per-epoch losses and checkpoints on the whole
- * graph and on mini-batches (fanouts per relation), with 2 bases; the
- * whole graph's step is captured (under a GPU capture's rules) and
+ * graph and on mini-batches (fanouts per relation), with 2 bases, the
+ * mini-batches also sampled on the device (--sampler device: typed draws
+ * there, one batch ahead on cpu-as-gpu, in the step on the CPU backend);
+ * the whole graph's step is captured (under a GPU capture's rules) and
  * replayed from epoch 3.
  */
 static void test_rgcn_cpu_as_gpu(void **state)
 {
     (void)state;
     static char *const modes[2] = {"full", "minibatch"};
-    static char *const devices[2] = {"cpu", "cpu-as-gpu"};
+    static char *const devices[4][3] = {{"cpu", "host", "1"},
+                                        {"cpu-as-gpu", "host", "1"},
+                                        {"cpu-as-gpu", "device", "1"},
+                                        {"cpu", "device", "0"}};
     for (int m = 0; m < 2; m++) {
-        double loss[2][8];
-        char *ck[2];
-        for (int d = 0; d < 2; d++) {
+        double loss[4][8];
+        char *ck[4];
+        const int nd = m ? 4 : 2;
+        for (int d = 0; d < nd; d++) {
             char name[32], lname[32];
             snprintf(name, sizeof name, "rgcn-dev-%d.h5", d);
             snprintf(lname, sizeof lname, "rgcn-dev-%d.json", d);
@@ -2384,8 +2387,9 @@ static void test_rgcn_cpu_as_gpu(void **state)
             unlink(ck[d]);
             TRAIN_OK("--data", (char *)g_hsbm, "--model", "rgcn", "--num-bases", "2", "--mode",
                      modes[m], "--fanouts", "5,5", "--batch-size", "256", "--epochs", "5",
-                     "--device", devices[d], "--threads", "2", "--checkpoint", ck[d],
-                     "--log-json", (char *)log, "-q");
+                     "--device", devices[d][0], "--sampler", devices[d][1], "--prefetch",
+                     devices[d][2], "--threads", "2", "--checkpoint", ck[d], "--log-json",
+                     (char *)log, "-q");
             assert_int_equal(log_losses(log, loss[d], 8), 5);
             if (m == 0 && d == 1) { /* the whole graph's step captured under a GPU's rules */
                 char steps[5][16];
@@ -2400,9 +2404,11 @@ static void test_rgcn_cpu_as_gpu(void **state)
         }
         print_message("rgcn, %s: epoch 5 loss %.9g on cpu, %.9g on cpu-as-gpu\n", modes[m],
                       loss[0][4], loss[1][4]);
-        assert_memory_equal(loss[0], loss[1], 5 * sizeof(double));
-        assert_checkpoints_equal(ck[0], ck[1]);
-        for (int d = 0; d < 2; d++) free(ck[d]);
+        for (int d = 1; d < nd; d++) {
+            assert_memory_equal(loss[0], loss[d], 5 * sizeof(double));
+            assert_checkpoints_equal(ck[0], ck[d]);
+        }
+        for (int d = 0; d < nd; d++) free(ck[d]);
     }
 }
 
@@ -2520,11 +2526,14 @@ static void test_rgcn_featureless(void **state)
     }
     /* Full graph, mini-batches with every neighbour, cpu-as-gpu, resume. */
     static const struct {
-        char *mode, *device;
-    } runs[3] = {{"full", "cpu"}, {"minibatch", "cpu"}, {"full", "cpu-as-gpu"}};
-    double loss[3][8];
-    char *ck[3];
-    for (int r = 0; r < 3; r++) {
+        char *mode, *device, *sampler;
+    } runs[4] = {{"full", "cpu", "host"},
+                 {"minibatch", "cpu", "host"},
+                 {"full", "cpu-as-gpu", "host"},
+                 {"minibatch", "cpu-as-gpu", "device"}};
+    double loss[4][8];
+    char *ck[4];
+    for (int r = 0; r < 4; r++) {
         char name[32], lname[32];
         snprintf(name, sizeof name, "fl-ck-%d.h5", r);
         snprintf(lname, sizeof lname, "fl-%d.json", r);
@@ -2532,7 +2541,8 @@ static void test_rgcn_featureless(void **state)
         unlink(ck[r]);
         TRAIN_OK("--data", g, "--model", "rgcn", "--embed-dim", "16", "--mode", runs[r].mode,
                  "--fanouts", "-1,-1", "--batch-size", "100000", "--device", runs[r].device,
-                 "--epochs", "6", "--threads", "2", "--checkpoint", ck[r], "--log-json",
+                 "--sampler", runs[r].sampler, "--epochs", "6", "--threads", "2",
+                 "--checkpoint", ck[r], "--log-json",
                  (char *)tu_path(lname), "-q");
         assert_int_equal(log_losses(tu_path(lname), loss[r], 8), 6);
     }
@@ -2542,6 +2552,9 @@ static void test_rgcn_featureless(void **state)
                      loss[0][e]);
     assert_memory_equal(loss[0], loss[2], 6 * sizeof(double));
     assert_checkpoints_equal(ck[0], ck[2]);
+    /* the mini-batches sampled on the device: the host sampler's */
+    assert_memory_equal(loss[1], loss[3], 6 * sizeof(double));
+    assert_checkpoints_equal(ck[1], ck[3]);
     char *b = (char *)tu_path("fl-resumed.h5");
     unlink(b);
     TRAIN_OK("--data", g, "--model", "rgcn", "--embed-dim", "16", "--epochs", "4", "--threads",
@@ -2570,7 +2583,7 @@ static void test_rgcn_featureless(void **state)
     }
     free(x);
     gnn_graph_free(&gr);
-    for (int r = 0; r < 3; r++) free(ck[r]);
+    for (int r = 0; r < 4; r++) free(ck[r]);
 }
 
 /* ---- Predictions ---------------------------------------------------------- */

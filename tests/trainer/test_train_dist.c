@@ -1079,9 +1079,6 @@ static void test_rgcn_refusals(void **state)
                                          "partition directory", "--sampler host", NULL},
                      "2", ARGS("--data", g_lh2, "--task", "link", "--model", "sage", "--mode",
                                "minibatch", "--sampler", "device", "--epochs", "2", "-q"));
-    mpi_fails_status(2, (const char *[]){"--sampler device: not with typed draws", NULL}, "2",
-                     ARGS("--data", g_hk2, "--model", "rgcn", "--mode", "minibatch", "--sampler",
-                          "device", "--epochs", "2", "-q"));
     char *out = (char *)tu_path("hsbm-mpi-parts"), want[1024];
     snprintf(want, sizeof want, "%s has node types: it is partitioned by one process", g_hsbm);
     char *argv[] = {g_mpiexec, "-np", "2", "--oversubscribe", g_part, g_hsbm, "-k", "2", "-o",
@@ -1996,6 +1993,40 @@ static void test_embed_minibatch_sampled_on_device(void **state)
     assert_true(df > 1e-4); /* the rows learn: a row astray would show */
     assert_true(tu_json_num(b.line[0], "remote_inputs") > 0.0);
     log_t *all[] = {&a, &b, &r1, &p1, &c, &d, &frozen};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) log_free(all[i]);
+}
+
+/*
+ * R-GCN mini-batches sampled on the device (cpu-as-gpu) over parts of 2
+ * hops: typed draws per relation on each rank's part, keyed by graph-file
+ * ids, the blocks read back for R-GCN's graphs; the host sampler's losses
+ * bit for bit and the same batches, on the 3-type hsbm (dropout, the next
+ * batch prepared on a thread) and on the 2-type one whose t1 takes
+ * learnable rows fetched from their owners (prepared in the step).
+ */
+static void test_rgcn_minibatch_sampled_on_device(void **state)
+{
+    (void)state;
+    char *th[] = {"--batch-size", "64", "--fanouts", "5,5", "--device", "cpu-as-gpu",
+                  "--dropout", "0.3", NULL};
+    char *td[] = {"--batch-size", "64", "--fanouts", "5,5", "--device", "cpu-as-gpu",
+                  "--dropout", "0.3", "--sampler", "device", "--prefetch", "1", NULL};
+    char *fh[] = {"--batch-size", "64", "--fanouts", "5,5", "--device", "cpu-as-gpu",
+                  "--embed-dim", "16", NULL};
+    char *fd[] = {"--batch-size", "64", "--fanouts", "5,5", "--device", "cpu-as-gpu",
+                  "--embed-dim", "16", "--sampler", "device", "--prefetch", "0", NULL};
+    log_t a = dev_run("2", g_hk2h2, "rgcn", "rgcn-th", th),
+          b = dev_run("2", g_hk2h2, "rgcn", "rgcn-td", td),
+          c = dev_run("2", g_hlk2r, "rgcn", "rgcn-fh", fh),
+          d = dev_run("2", g_hlk2r, "rgcn", "rgcn-fd", fd);
+    double d0 = loss_diff(&a, &b, 3), d1 = loss_diff(&c, &d, 3);
+    print_message("rgcn, sampled on the device over 2 parts of 2 hops: loss differences from the "
+                  "host sampler %.2e (3 types), %.2e (t1's learnable rows)\n",
+                  d0, d1);
+    same_batches("rgcn, 3 types, 2 ranks", &a, &b);
+    same_batches("rgcn, learnable rows, 2 ranks", &c, &d);
+    assert_true(d0 == 0.0 && d1 == 0.0);
+    log_t *all[] = {&a, &b, &c, &d};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) log_free(all[i]);
 }
 
@@ -3030,6 +3061,22 @@ static void test_cuda_training(void **state)
     compare_to("rgcn, featureless type's rows", &fref[0].log, fl, 2, EPOCHS);
     log_free(&rref[0].log), log_free(&fref[0].log);
     for (int i = 0; i < 2; i++) log_free(&rg[i].log), log_free(&fl[i].log);
+    /* R-GCN mini-batches with typed draws on the GPU (--sampler device),
+     * in one process and over 2 parts of 2 hops, against the CPU's host
+     * sampler. */
+    char *rmb_gpu[] = {"--fanouts", "5,5", "--batch-size", "64", "--device", "cuda", "--sampler",
+                       "device", NULL};
+    char *rmb_cpu[] = {"--fanouts", "5,5", "--batch-size", "64", NULL};
+    run_t rmb[] = {{"1 process, cuda, typed draws on the GPU", NULL, g_hsbm, {0}}};
+    rmb[0].log = model_run(NULL, g_hsbm, "rgcn", "16", "cuda", "rmb", rmb_gpu);
+    log_t rmb_ref = model_run(NULL, g_hsbm, "rgcn", "16", "cuda", "rmb-cpu", rmb_cpu);
+    compare_to("rgcn mini-batches sampled on the GPU", &rmb_ref, rmb, 1, 3);
+    log_free(&rmb[0].log), log_free(&rmb_ref);
+    run_t rmp[] = {{"2 ranks, cuda, typed draws on the GPU", "2", g_hk2h2, {0}}};
+    rmp[0].log = model_run("2", g_hk2h2, "rgcn", "16", "cuda", "rmp", rmb_gpu);
+    log_t rmp_ref = model_run("2", g_hk2h2, "rgcn", "16", "cuda", "rmp-cpu", rmb_cpu);
+    compare_to("rgcn mini-batches sampled on the GPU over parts", &rmp_ref, rmp, 1, 3);
+    log_free(&rmp[0].log), log_free(&rmp_ref);
 
     /* Who sums the gradients: nobody for one rank; NCCL for two ranks on
      * two GPUs, MPI through host memory when they share one. */
@@ -3255,6 +3302,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_predictions_on_two_ranks),
         cmocka_unit_test(test_embed_same_losses_on_any_ranks),
         cmocka_unit_test(test_embed_minibatch_sampled_on_device),
+        cmocka_unit_test(test_rgcn_minibatch_sampled_on_device),
         cmocka_unit_test(test_embed_link_minibatch),
         cmocka_unit_test(test_embed_rows_not_cached),
         cmocka_unit_test(test_embed_save_on_ranks),

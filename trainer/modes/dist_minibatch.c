@@ -206,6 +206,7 @@ typedef struct dpend {
     const int64_t *seeds;
     int64_t *miss, *pos;     /* host, n_input each */
     int64_t *hnodes, *hrow, *gid, *fpos; /* staging, n_input each */
+    gnn_dhost_t hb;          /* typed draws: the blocks read back (R-GCN's graphs) */
     int64_t cap;
     float *rows;             /* staging, rows_cap bytes */
     size_t rows_cap;
@@ -368,13 +369,11 @@ static int dmb_setup(gnn_job_t *j)
     int local = 0;
     const int device = !strcmp(o->sampler, "device");
     if (device) { /* the same on every rank: no agreement needed */
-        const char *why = j->task->edge_seeds
-                              ? "edge batches over a partition directory (--task link: their "
-                                "negatives end anywhere in the graph, beyond a rank's part)"
-                          : j->kind->typed    ? "typed draws (--model rgcn)"
-                                              : NULL;
-        if (why)
-            return GNN_FAIL(GNN_EUSAGE, "--sampler device: not with %s; use --sampler host", why);
+        if (j->task->edge_seeds)
+            return GNN_FAIL(GNN_EUSAGE,
+                            "--sampler device: not with edge batches over a partition directory "
+                            "(--task link: their negatives end anywhere in the graph, beyond a "
+                            "rank's part); use --sampler host");
         if (d->hops < o->layers)
             return GNN_FAIL(GNN_EUSAGE,
                             "--sampler device: %s has %d hop%s of halo for %d layers (each "
@@ -520,6 +519,8 @@ static int dmb_setup(gnn_job_t *j)
             local = gnn_be_sampler_create(j->be, &d->full, o->layers, j->fanout, &j->ds);
         if (local == 0) local = gnn_be_sampler_set_once(j->ds, o->sample_once);
         if (local == 0) local = gnn_be_sampler_set_key_ids(j->ds, d->gid);
+        if (local == 0 && j->kind->typed) /* per relation, as the loader's sampler */
+            local = gnn_be_sampler_set_relations(j->ds, d->full_etype, j->g.types->n_rels);
         GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
         /* Fetched rows straight into backend buffers where MPI may write
          * them (chosen alike on every rank: gnn__dist_open_exchange). */
@@ -915,6 +916,7 @@ fail:
 static void dpend_free(gnn_backend_t *be, dpend_t *p)
 {
     gnn_be_batch_free(&p->b);
+    gnn__dhost_clear(&p->hb);
     gnn_be_free(be, p->d_rows);
     p->d_rows = NULL;
     p->d_rows_bytes = 0;
@@ -985,6 +987,7 @@ static int dev_take(dpend_t *p)
     GNN_TRY(dev_grow(j->be, p, b->n_input));
     GNN_TRY(gnn_be_sampler_download(j->ds, p->hnodes, b->nodes,
                                     (size_t)b->n_input * sizeof(int64_t)));
+    if (j->kind->typed) GNN_TRY(gnn__dhost_typed_down(j, b, &p->hb));
     p->sample_s = gnn__now_s() - t0;
     for (int64_t k = 0; k < b->n_input; k++) {
         const int64_t v = p->hnodes[k];
@@ -1134,10 +1137,16 @@ static int dmb_epoch_device(gnn_job_t *j, double *loss, double *waits, int64_t *
         double t1 = gnn__now_s();
         wait += t1 - t0;
         /* Its blocks on the sampler's queue, before the next batch takes it. */
-        if (cur->has)
+        if (cur->has && j->kind->typed) { /* R-GCN's graphs from the blocks read back */
+            gnn_dhost_t view = cur->hb;
+            view.ids = cur->hnodes;
+            for (int l = 0; l < cur->b.layers; l++)
+                GNN_TRY(gnn__dhost_typed_graph(j, &cur->b, &view, l, &graphs[l]));
+        } else if (cur->has) {
             for (int l = 0; l < cur->b.layers; l++)
                 GNN_TRY(gnn_be_sampler_graph_create(j->ds, &cur->b, l,
                                                     j->kind->attention ? 1 : -1, &graphs[l]));
+        }
         double prep = gnn__now_s() - t1;
         if (overlap && s + 1 < S(j)->steps)
             GNN_TRY(dev_start(j, next, s + 1, mine, nt, seed, epoch, 1, remote, hits));

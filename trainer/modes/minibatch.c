@@ -227,12 +227,13 @@ static int mb_feat_by_rows(gnn_job_t *j)
 static int mb_device_setup(gnn_job_t *j)
 {
     const gnn_train_opts_t *o = j->o;
-    if (j->kind->typed)
-        return GNN_FAIL(GNN_EUSAGE,
-                        "--sampler device: not with typed draws (--model rgcn); use --sampler host");
     j->feat_by_rows = 0;
     int rc = gnn_be_sampler_create(j->be, &j->g.csr, o->layers, j->fanout, &j->ds);
-    return rc < 0 ? rc : gnn_be_sampler_set_once(j->ds, o->sample_once);
+    if (rc == 0) rc = gnn_be_sampler_set_once(j->ds, o->sample_once);
+    /* Typed draws per relation, as the loader's sampler draws them. */
+    if (rc == 0 && j->kind->typed)
+        rc = gnn_be_sampler_set_relations(j->ds, j->g.etype, j->g.types->n_rels);
+    return rc;
 }
 
 /* A node's rank for the cache: more batches first, then the lower id. */
@@ -510,7 +511,7 @@ fail:
  * batch's edges: e), whose seeds' labels are y[0, seeds) (backend
  * memory; NULL for edge batches). */
 static int train_device_batch(gnn_job_t *j, const gnn_bbatch_t *b, gnn_bgraph_t **given,
-                              int64_t index, const gnn_loader_edges_t *e, gnn_dsparse_t *sp,
+                              int64_t index, const gnn_loader_edges_t *e, gnn_dhost_t *sp,
                               int64_t items, const int64_t *y, double *loss, double *slot,
                               double *prep_s)
 {
@@ -526,10 +527,16 @@ static int train_device_batch(gnn_job_t *j, const gnn_bbatch_t *b, gnn_bgraph_t 
         if (given) given[l] = NULL; /* ours to free now */
     }
     /* Made here on the sampler's stream too: on a GPU, the block's build
-     * then waits for the sampling, not for the steps queued before. */
-    for (int l = 0; l < b->layers; l++)
-        if (!graphs[l])
+     * then waits for the sampling, not for the steps queued before. A
+     * typed block's graph from its host copy, as the host sampler's. */
+    for (int l = 0; l < b->layers; l++) {
+        if (graphs[l]) continue;
+        if (j->kind->typed) {
+            GNN_TRY(gnn__dhost_typed_graph(j, b, sp, l, &graphs[l]));
+        } else {
             GNN_TRY(gnn_be_sampler_graph_create(j->ds, b, l, attn_layout(j), &graphs[l]));
+        }
+    }
     *prep_s += gnn__now_s() - t0;
     /* The batch's node ids come from the device sampler (checked seeds, a
      * checked graph): the gather and the dropout by id need not check
@@ -552,8 +559,8 @@ static int train_device_batch(gnn_job_t *j, const gnn_bbatch_t *b, gnn_bgraph_t 
      * memory (--embed-on) by a host copy of them (read on the training
      * stream: a wait for the steps queued before, as the host sampler's
      * rows through host memory wait). */
-    const int64_t *ids_host = NULL;
-    if (j->emb && j->emb_be) {
+    const int64_t *ids_host = j->kind->typed ? sp->ids : NULL;
+    if (!ids_host && j->emb && j->emb_be) {
         GNN_TRY(gnn_grow((void **)&j->dids, &j->dids_cap, (size_t)b->n_input + 1,
                          sizeof *j->dids));
         GNN_TRY(gnn_be_download(be, j->dids, b->nodes, (size_t)b->n_input * sizeof(int64_t)));
@@ -588,12 +595,55 @@ void gnn__edges_clear(gnn_loader_edges_t *e)
     memset(e, 0, sizeof *e);
 }
 
-void gnn__dsparse_clear(gnn_dsparse_t *sp)
+void gnn__dhost_clear(gnn_dhost_t *sp)
 {
     gnn_spfeat_free(sp->prep);
     gnn_csr_free(&sp->rows);
     gnn_free(sp->ids);
+    for (int l = 0; l < GNN_BE_SAMPLE_MAX_LAYERS; l++) {
+        gnn_free(sp->indptr[l]);
+        gnn_free(sp->indices[l]);
+        gnn_free(sp->etype[l]);
+    }
     memset(sp, 0, sizeof *sp);
+}
+
+int gnn__dhost_typed_graph(gnn_job_t *j, const gnn_bbatch_t *b, const gnn_dhost_t *sp, int l,
+                           gnn_bgraph_t **out)
+{
+    gnn_block_t blk = {.csr = {.n_rows = b->n_dst[l],
+                               .n_cols = b->n_src[l],
+                               .nnz = b->nnz[l],
+                               .indptr = sp->indptr[l],
+                               .indices = sp->indices[l],
+                               .flags = b->flags},
+                       .src_ids = sp->ids,
+                       .etype = sp->etype[l]};
+    return block_graph(j, &blk, l, NULL, out);
+}
+
+int gnn__dhost_typed_down(gnn_job_t *j, const gnn_bbatch_t *b, gnn_dhost_t *sp)
+{
+    int rc = 0;
+    for (int l = 0; l < b->layers; l++) {
+        const int64_t nd = b->n_dst[l], nnz = b->nnz[l];
+        GNN_TRY(gnn_grow((void **)&sp->indptr[l], &sp->cap_indptr[l], (size_t)nd + 1,
+                         sizeof(int64_t)));
+        GNN_TRY(gnn_grow((void **)&sp->indices[l], &sp->cap_indices[l], (size_t)nnz + 1,
+                         sizeof(int64_t)));
+        GNN_TRY(gnn_grow((void **)&sp->etype[l], &sp->cap_etype[l], (size_t)nnz + 1,
+                         sizeof(int32_t)));
+        GNN_TRY(gnn_be_sampler_download(j->ds, sp->indptr[l], b->indptr[l],
+                                        (size_t)(nd + 1) * sizeof(int64_t)));
+        if (nnz) {
+            GNN_TRY(gnn_be_sampler_download(j->ds, sp->indices[l], b->indices[l],
+                                            (size_t)nnz * sizeof(int64_t)));
+            GNN_TRY(gnn_be_sampler_download(j->ds, sp->etype[l], b->etype[l],
+                                            (size_t)nnz * sizeof(int32_t)));
+        }
+    }
+fail:
+    return rc;
 }
 
 /* Batch number bi of the epoch into b: the n items' seeds sampled on the
@@ -604,7 +654,7 @@ void gnn__dsparse_clear(gnn_dsparse_t *sp)
  * sampler's queue (a wait for the sampling only), prepared on this
  * thread as the host loader's are. */
 static int device_sample(gnn_job_t *j, gnn_bbatch_t *b, gnn_loader_edges_t *e,
-                         gnn_dsparse_t *sp, const int64_t *items, int64_t n, uint64_t seed,
+                         gnn_dhost_t *sp, const int64_t *items, int64_t n, uint64_t seed,
                          uint64_t epoch, int64_t bi)
 {
     int rc = 0;
@@ -616,15 +666,18 @@ static int device_sample(gnn_job_t *j, gnn_bbatch_t *b, gnn_loader_edges_t *e,
     } else {
         GNN_TRY(gnn_be_sample(j->ds, items, n, seed, epoch, (uint64_t)bi, b));
     }
-    if (j->xs.indptr) {
-        gnn_spfeat_free(sp->prep);
-        sp->prep = NULL;
-        gnn_csr_free(&sp->rows);
+    if (j->xs.indptr || j->kind->typed) {
         GNN_TRY(gnn_grow((void **)&sp->ids, &sp->ids_cap, (size_t)b->n_input + 1,
                          sizeof *sp->ids));
         if (b->n_input)
             GNN_TRY(gnn_be_sampler_download(j->ds, sp->ids, b->nodes,
                                             (size_t)b->n_input * sizeof *sp->ids));
+    }
+    if (j->kind->typed) GNN_TRY(gnn__dhost_typed_down(j, b, sp));
+    if (j->xs.indptr) {
+        gnn_spfeat_free(sp->prep);
+        sp->prep = NULL;
+        gnn_csr_free(&sp->rows);
         GNN_TRY(gnn_csr_rows(&j->xs, sp->ids, b->n_input, &sp->rows));
         GNN_TRY(gnn_spfeat_create(&sp->rows, &sp->prep));
     }
@@ -653,7 +706,7 @@ typedef struct gnn_dsq {
     pthread_cond_t cv;
     gnn_bbatch_t slot[2];
     gnn_loader_edges_t edges[2]; /* slot k's edge batch (--task link) */
-    gnn_dsparse_t sparse[2];     /* slot k's rows of the sparse table */
+    gnn_dhost_t host[2];         /* slot k's host copies (sparse rows, typed blocks) */
     gnn_bgraph_t *graphs[2][GNN_MODEL_MAX_LAYERS]; /* slot k's blocks, prepared */
     int state[2];
     int rc[2];
@@ -693,10 +746,10 @@ static void *dsq_main(void *arg)
         q->busy = 1;
         pthread_mutex_unlock(&q->mu);
         double t0 = gnn__now_s();
-        int rc = device_sample(q->j, &q->slot[k], &q->edges[k], &q->sparse[k], q->perm + lo, ns,
+        int rc = device_sample(q->j, &q->slot[k], &q->edges[k], &q->host[k], q->perm + lo, ns,
                                q->seed, q->epoch, b);
         double t1 = gnn__now_s();
-        for (int l = 0; rc == 0 && l < q->slot[k].layers; l++)
+        for (int l = 0; rc == 0 && !q->j->kind->typed && l < q->slot[k].layers; l++)
             rc = gnn_be_sampler_graph_create(q->j->ds, &q->slot[k], l, attn_layout(q->j),
                                              &q->graphs[k][l]);
         double t2 = gnn__now_s();
@@ -737,8 +790,8 @@ void gnn__dsq_free(gnn_job_t *j)
     gnn_be_batch_free(&q->slot[1]);
     gnn__edges_clear(&q->edges[0]);
     gnn__edges_clear(&q->edges[1]);
-    gnn__dsparse_clear(&q->sparse[0]);
-    gnn__dsparse_clear(&q->sparse[1]);
+    gnn__dhost_clear(&q->host[0]);
+    gnn__dhost_clear(&q->host[1]);
     pthread_mutex_destroy(&q->mu);
     pthread_cond_destroy(&q->cv);
     gnn_free(q);
@@ -774,7 +827,7 @@ static int dsq_start(gnn_job_t *j)
  * the step takes over; NULL without the thread) and its edge batch (*e,
  * the slot's); *k its slot (-1: j->dsb). */
 static int dsq_take(gnn_job_t *j, int64_t b, uint64_t seed, uint64_t epoch, gnn_bbatch_t **out,
-                    const gnn_loader_edges_t **e, gnn_dsparse_t **sp, gnn_bgraph_t ***graphs,
+                    const gnn_loader_edges_t **e, gnn_dhost_t **sp, gnn_bgraph_t ***graphs,
                     int *k, double *sample_s, double *prepare_s)
 {
     gnn_dsq_t *q = j->dsq;
@@ -783,12 +836,12 @@ static int dsq_take(gnn_job_t *j, int64_t b, uint64_t seed, uint64_t epoch, gnn_
     if (!q) {
         const int64_t lo = j->dstart[b], ns = j->dstart[b + 1] - lo;
         double t0 = gnn__now_s();
-        int rc = device_sample(j, &j->dsb, &j->dsb_edges, &j->dsb_sparse, j->dperm + lo, ns, seed,
+        int rc = device_sample(j, &j->dsb, &j->dsb_edges, &j->dsb_host, j->dperm + lo, ns, seed,
                                epoch, b);
         *sample_s = gnn__now_s() - t0;
         *out = &j->dsb;
         *e = &j->dsb_edges;
-        *sp = &j->dsb_sparse;
+        *sp = &j->dsb_host;
         *k = -1;
         return rc;
     }
@@ -802,7 +855,7 @@ static int dsq_take(gnn_job_t *j, int64_t b, uint64_t seed, uint64_t epoch, gnn_
     if (rc < 0) return GNN_FAIL(rc, "%s", q->msg[*k]);
     *out = &q->slot[*k];
     *e = &q->edges[*k];
-    *sp = &q->sparse[*k];
+    *sp = &q->host[*k];
     *graphs = q->graphs[*k];
     return 0;
 }
@@ -903,7 +956,7 @@ static int mb_epoch_device(gnn_job_t *j, double *loss)
         const int64_t lo = j->dstart[bi], items = j->dstart[bi + 1] - lo;
         gnn_bbatch_t *b = NULL;
         const gnn_loader_edges_t *e = NULL;
-        gnn_dsparse_t *sp = NULL;
+        gnn_dhost_t *sp = NULL;
         gnn_bgraph_t **given = NULL;
         int k = -1;
         double t0 = gnn__now_s(), bl = 0.0, prep = 0.0, smp = 0.0;
