@@ -951,7 +951,10 @@ int gnn_be_sparse_adopt(gnn_backend_t *be, gnn_spfeat_t *host, gnn_bsparse_t **o
 {
     int rc = 0;
     gnn_bsparse_t *s = NULL;
-    GNN_CHECK(out, GNN_EINVAL, "gnn_be_sparse_adopt: NULL output");
+    if (!out) {
+        gnn_spfeat_free(host);
+        return GNN_FAIL(GNN_EINVAL, "gnn_be_sparse_adopt: NULL output");
+    }
     *out = NULL;
     GNN_CHECK(be && host, GNN_EINVAL, "gnn_be_sparse_adopt: NULL argument");
     s = gnn_calloc(1, sizeof *s);
@@ -1506,12 +1509,24 @@ fail:
     return rc;
 }
 
+/* The sampler's relations let go: unmapped, or freed. */
+static void sampler_etype_free(gnn_bsampler_t *s)
+{
+    if (s->etype_mapped)
+        gnn_be_unmap_host(s->be, (void *)s->etype_mapped);
+    else
+        gnn_be_free(s->be, s->etype);
+    s->etype = NULL;
+    s->etype_mapped = NULL;
+}
+
 int gnn_be_sampler_set_relations(gnn_bsampler_t *s, const int32_t *etype, int n_rels)
 {
     int rc = 0;
     if (!s) return GNN_FAIL(GNN_EINVAL, "gnn_be_sampler_set_relations: NULL sampler");
     const gnn_csr_t *g = s->graph;
     int32_t *buf = NULL;
+    int in_place = 0;
     if (etype) {
         GNN_CHECK(n_rels >= 1 && n_rels <= 256, GNN_EINVAL,
                   "gnn_be_sampler_set_relations: %d relations (1 to 256)", n_rels);
@@ -1525,19 +1540,31 @@ int gnn_be_sampler_set_relations(gnn_bsampler_t *s, const int32_t *etype, int n_
                           "relation (typed draws need rows sorted by relation)",
                           v);
             }
+    }
+    /* Where the sampler reads the graph: in place from host memory on a
+     * device that lacked room for it, else a copy where it runs. */
+    in_place = etype && g->nnz > 0 && s->at == 2 && !gnn_be_host_memory(s->be);
+    if (in_place) {
+        GNN_TRY(gnn_be_map_host(s->be, (void *)etype, (size_t)g->nnz * sizeof *etype,
+                                (void **)&buf));
+    } else if (etype) {
         GNN_TRY(gnn_be_alloc(s->be, (size_t)(g->nnz + 1) * sizeof *buf, (void **)&buf));
         if (g->nnz) GNN_TRY(gnn_be_upload(s->be, buf, etype, (size_t)g->nnz * sizeof *buf));
         GNN_TRY(gnn_be_sync(s->be)); /* the sampler's own stream reads it */
     }
     if (s->etype) {
         GNN_TRY(gnn_be_sync(s->be));
-        gnn_be_free(s->be, s->etype);
+        sampler_etype_free(s);
     }
     s->etype = buf;
+    s->etype_mapped = in_place ? etype : NULL;
     s->n_rels = etype ? n_rels : 0;
     return 0;
 fail:
-    gnn_be_free(s->be, buf);
+    if (in_place && buf)
+        gnn_be_unmap_host(s->be, (void *)etype);
+    else
+        gnn_be_free(s->be, buf);
     return rc;
 }
 
@@ -1546,7 +1573,7 @@ void gnn_be_sampler_free(gnn_bsampler_t *s)
     if (!s) return;
     if (s->be && s->be->ops->sampler_release) s->be->ops->sampler_release(s->be, s);
     if (s->key_ids) gnn_be_free(s->be, s->key_ids);
-    if (s->etype) gnn_be_free(s->be, s->etype);
+    if (s->etype) sampler_etype_free(s);
     gnn_free(s->xpairs);
     gnn_free(s->xrows);
     gnn_free(s->xstart);

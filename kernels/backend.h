@@ -514,7 +514,9 @@ int gnn_be_sampler_set_key_ids(gnn_bsampler_t *s, const int64_t *ids);
 /* Typed draws (sampler/sampler.h, gnn_sampler_set_relations): etype[e]
  * (host, graph->nnz entries) the relation of entry e, in [0, n_rels),
  * n_rels 1 to 256, every row's entries grouped by relation in ascending
- * order; copied to the backend (4 bytes an edge; on a GPU in its memory).
+ * order; copied to the backend (4 bytes an edge; on a GPU in its memory,
+ * or read in place from etype, pinned and mapped, where the sampler reads
+ * the graph from host memory: etype must then outlive the sampler).
  * Each hop then draws per relation of a row, and the batch's blocks carry
  * every entry's relation (gnn_bbatch_t.etype), their rows sorted by
  * (source, relation): the host sampler's batches entry for entry. NULL:

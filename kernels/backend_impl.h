@@ -185,6 +185,8 @@ struct gnn_bsampler {
     int once;       /* gnn_be_sampler_set_once */
     int64_t *key_ids; /* gnn_be_sampler_set_key_ids: a backend buffer, or NULL */
     int32_t *etype;   /* gnn_be_sampler_set_relations: a backend buffer, or NULL */
+    const int32_t *etype_mapped; /* ... the host array mapped in place for it (graph read
+                                    from host memory on a device), or NULL */
     int n_rels;
     int at;         /* chosen: 1 device, 2 host memory (the implementation sets it) */
     void *impl;

@@ -616,7 +616,8 @@ int gnn__dhost_typed_graph(gnn_job_t *j, const gnn_bbatch_t *b, const gnn_dhost_
                                .nnz = b->nnz[l],
                                .indptr = sp->indptr[l],
                                .indices = sp->indices[l],
-                               .flags = b->flags},
+                               /* a source may repeat, once per relation */
+                               .flags = b->flags & ~(unsigned)GNN_CSR_DEDUPED},
                        .src_ids = sp->ids,
                        .etype = sp->etype[l]};
     return block_graph(j, &blk, l, NULL, out);
