@@ -50,42 +50,6 @@ static inline GNN_HOSTDEV void gnn__ds_draw(const int64_t *indptr, const int64_t
  * at or before it, in ascending order (as the host sampler's).
  */
 
-/* Is u among the ascending xs[0, nx)? */
-static inline GNN_HOSTDEV int gnn__ds_among(const int64_t *xs, int64_t nx, int64_t u)
-{
-    int64_t lo = 0, hi = nx;
-    while (lo < hi) {
-        const int64_t mid = lo + (hi - lo) / 2;
-        if (xs[mid] < u)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < nx && xs[lo] == u;
-}
-
-/* Row v's excluded sources in the table (*xs; NULL and 0 where none),
- * their number. */
-static inline GNN_HOSTDEV int64_t gnn__ds_excl_row(const int64_t *xr, const int64_t *xo,
-                                                   const int64_t *xsrc, int64_t m, int64_t v,
-                                                   const int64_t **xs)
-{
-    int64_t lo = 0, hi = m;
-    while (lo < hi) {
-        const int64_t mid = lo + (hi - lo) / 2;
-        if (xr[mid] < v)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (lo == m || xr[lo] != v) {
-        *xs = 0;
-        return 0;
-    }
-    *xs = xsrc + xo[lo];
-    return xo[lo + 1] - xo[lo];
-}
-
 /* The first position in row[a, d) whose entry is not below u (an
  * ascending row). */
 static inline GNN_HOSTDEV int64_t gnn__ds_lower(const int64_t *row, int64_t a, int64_t d,
@@ -101,6 +65,29 @@ static inline GNN_HOSTDEV int64_t gnn__ds_lower(const int64_t *row, int64_t a, i
     }
     return a;
 }
+
+/* Is u among the ascending xs[0, nx)? */
+static inline GNN_HOSTDEV int gnn__ds_among(const int64_t *xs, int64_t nx, int64_t u)
+{
+    const int64_t lo = gnn__ds_lower(xs, 0, nx, u);
+    return lo < nx && xs[lo] == u;
+}
+
+/* Row v's excluded sources in the table (*xs; NULL and 0 where none),
+ * their number. */
+static inline GNN_HOSTDEV int64_t gnn__ds_excl_row(const int64_t *xr, const int64_t *xo,
+                                                   const int64_t *xsrc, int64_t m, int64_t v,
+                                                   const int64_t **xs)
+{
+    const int64_t lo = gnn__ds_lower(xr, 0, m, v);
+    if (lo == m || xr[lo] != v) {
+        *xs = 0;
+        return 0;
+    }
+    *xs = xsrc + xo[lo];
+    return xo[lo + 1] - xo[lo];
+}
+
 
 /* The entries of row (d of them) among xs: an ascending row searched for
  * each of xs, another scanned. */
