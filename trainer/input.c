@@ -83,6 +83,9 @@ void gnn__input_typed_free(gnn_job_t *j)
     gnn_free(j->emb_gid);
     gnn_free(j->emb_hsel);
     gnn_free(j->emb_htrow);
+    gnn_free(j->emb_hbuf);
+    j->emb_hbuf = NULL;
+    j->emb_hbuf_cap = 0;
     if (j->be) {
         gnn_be_free(j->be, j->emb_sel);
         gnn_be_free(j->be, j->emb_trow);
@@ -160,9 +163,6 @@ int gnn__input_setup(gnn_job_t *j, int64_t rows, const int64_t *gid)
     };
     GNN_TRY(gnn_embed_create(where, &ec, &j->emb));
     j->in_dim = j->emb_typed ? (f > o->embed_dim ? f : o->embed_dim) : f + o->embed_dim;
-    GNN_CHECK(!j->emb_typed || !j->emb_be, GNN_EUNSUPPORTED,
-              "--embed-dim on a typed graph: the rows need the device's memory (--embed-on "
-              "device), the table in host memory is not supported yet");
     GNN_INFO("learnable input rows: %" PRId64 " x %" PRId64 " (%s, lr %g), %.1f MB in %s%s",
              rows, o->embed_dim, o->embed_optimizer, (double)ec.opt.lr, (double)need / 1e6,
              j->emb_be ? "host memory" : gnn_backend_describe(j->be),
@@ -284,7 +284,15 @@ static int typed_place(gnn_job_t *j, int64_t n, const float *feat, int64_t k, fl
     if (!k) return 0;
     GNN_TRY(gnn__buf_ensure(j->be, (void **)&j->emb_buf, &j->emb_buf_bytes,
                             (size_t)k * (size_t)D * sizeof(float)));
-    GNN_TRY(gnn_embed_gather(j->emb, k, j->emb_trow, j->emb_buf, D));
+    if (host_table(j)) { /* gathered in host memory by the host table rows, then up */
+        GNN_TRY(gnn_grow((void **)&j->emb_hbuf, &j->emb_hbuf_cap, (size_t)(k * D),
+                         sizeof *j->emb_hbuf));
+        GNN_TRY(gnn_embed_gather(j->emb, k, j->emb_htrow, j->emb_hbuf, D));
+        GNN_TRY(gnn_be_upload(j->be, j->emb_buf, j->emb_hbuf,
+                              (size_t)k * (size_t)D * sizeof(float)));
+    } else {
+        GNN_TRY(gnn_embed_gather(j->emb, k, j->emb_trow, j->emb_buf, D));
+    }
     GNN_TRY(gnn_be_scatter_rows(j->be, k, D, j->emb_buf, D, j->emb_sel, dst, w, n));
 fail:
     return rc;
@@ -354,7 +362,7 @@ fail:
 int gnn__input_step(gnn_job_t *j)
 {
     if (!j->emb) return 0;
-    if (host_table(j)) return host_step(j);
+    if (host_table(j) && !j->emb_typed) return host_step(j);
     const float *g = j->emb_n ? gnn_model_input_grad(j->model) : NULL;
     if (j->emb_n && !g)
         return GNN_FAIL(GNN_EINVAL, "input rows: the backward formed no input gradient");
@@ -367,7 +375,17 @@ int gnn__input_step(gnn_job_t *j)
             GNN_TRY(gnn_be_copy_rows(j->be, k, D, g, j->in_dim, j->emb_n_in, j->emb_sel,
                                      j->emb_buf, D));
         }
-        GNN_TRY(gnn_embed_step(j->emb, k, k ? j->emb_trow : NULL, k ? j->emb_buf : NULL, D));
+        if (host_table(j)) { /* the gradients down, the step in host memory */
+            GNN_TRY(gnn_grow((void **)&j->emb_hbuf, &j->emb_hbuf_cap, (size_t)(k * D) + 1,
+                             sizeof *j->emb_hbuf));
+            if (k)
+                GNN_TRY(gnn_be_download(j->be, j->emb_hbuf, j->emb_buf,
+                                        (size_t)k * (size_t)D * sizeof(float)));
+            GNN_TRY(gnn_embed_step(j->emb, k, k ? j->emb_htrow : NULL, k ? j->emb_hbuf : NULL,
+                                   D));
+        } else {
+            GNN_TRY(gnn_embed_step(j->emb, k, k ? j->emb_trow : NULL, k ? j->emb_buf : NULL, D));
+        }
         j->emb_n = 0;
         j->emb_rows = NULL;
     fail:

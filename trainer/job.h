@@ -144,6 +144,7 @@ typedef struct gnn_job {
                                          (k rows); 0: another's */
     int64_t *emb_htrow;
     float *emb_buf; size_t emb_buf_bytes;     /* backend staging, rows x D */
+    float *emb_hbuf; size_t emb_hbuf_cap;     /* ... its host side (the table in host memory) */
     /* state.c and loop.c */
     gnn_checkpoint_t ck;              /* the loop's whole state (host) */
     int64_t graph_edges;              /* the whole graph's stored edges, ... */

@@ -2493,7 +2493,9 @@ static void test_rgcn_refusals(void **state)
  * learns the rows: at least 8 points above the same run with the rows
  * frozen (--embed-lr 1e-20); mini-batches with every neighbour give the
  * full graph's per-epoch losses (dropout by node id), cpu-as-gpu the
- * CPU's bit for bit, a resumed run the uninterrupted one's checkpoint;
+ * CPU's bit for bit (also sampled on the device, and with the table in
+ * host memory beside the device: --embed-on host), a resumed run the
+ * uninterrupted one's checkpoint;
  * --save-embeddings holds the learned rows of t2's nodes and zeros for the
  * others. Sanitized: a few epochs, the equalities only.
  */
@@ -2526,14 +2528,16 @@ static void test_rgcn_featureless(void **state)
     }
     /* Full graph, mini-batches with every neighbour, cpu-as-gpu, resume. */
     static const struct {
-        char *mode, *device, *sampler;
-    } runs[4] = {{"full", "cpu", "host"},
-                 {"minibatch", "cpu", "host"},
-                 {"full", "cpu-as-gpu", "host"},
-                 {"minibatch", "cpu-as-gpu", "device"}};
-    double loss[4][8];
-    char *ck[4];
-    for (int r = 0; r < 4; r++) {
+        char *mode, *device, *sampler, *embed_on;
+    } runs[6] = {{"full", "cpu", "host", "auto"},
+                 {"minibatch", "cpu", "host", "auto"},
+                 {"full", "cpu-as-gpu", "host", "auto"},
+                 {"minibatch", "cpu-as-gpu", "device", "auto"},
+                 {"full", "cpu-as-gpu", "host", "host"},
+                 {"minibatch", "cpu-as-gpu", "device", "host"}};
+    double loss[6][8];
+    char *ck[6];
+    for (int r = 0; r < 6; r++) {
         char name[32], lname[32];
         snprintf(name, sizeof name, "fl-ck-%d.h5", r);
         snprintf(lname, sizeof lname, "fl-%d.json", r);
@@ -2541,7 +2545,8 @@ static void test_rgcn_featureless(void **state)
         unlink(ck[r]);
         TRAIN_OK("--data", g, "--model", "rgcn", "--embed-dim", "16", "--mode", runs[r].mode,
                  "--fanouts", "-1,-1", "--batch-size", "100000", "--device", runs[r].device,
-                 "--sampler", runs[r].sampler, "--epochs", "6", "--threads", "2",
+                 "--sampler", runs[r].sampler, "--embed-on", runs[r].embed_on, "--epochs", "6",
+                 "--threads", "2",
                  "--checkpoint", ck[r], "--log-json",
                  (char *)tu_path(lname), "-q");
         assert_int_equal(log_losses(tu_path(lname), loss[r], 8), 6);
@@ -2555,6 +2560,11 @@ static void test_rgcn_featureless(void **state)
     /* the mini-batches sampled on the device: the host sampler's */
     assert_memory_equal(loss[1], loss[3], 6 * sizeof(double));
     assert_checkpoints_equal(ck[1], ck[3]);
+    /* the table in host memory beside the device (--embed-on host): the same */
+    assert_memory_equal(loss[0], loss[4], 6 * sizeof(double));
+    assert_checkpoints_equal(ck[0], ck[4]);
+    assert_memory_equal(loss[1], loss[5], 6 * sizeof(double));
+    assert_checkpoints_equal(ck[1], ck[5]);
     char *b = (char *)tu_path("fl-resumed.h5");
     unlink(b);
     TRAIN_OK("--data", g, "--model", "rgcn", "--embed-dim", "16", "--epochs", "4", "--threads",
@@ -2583,7 +2593,7 @@ static void test_rgcn_featureless(void **state)
     }
     free(x);
     gnn_graph_free(&gr);
-    for (int r = 0; r < 4; r++) free(ck[r]);
+    for (int r = 0; r < 6; r++) free(ck[r]);
 }
 
 /* ---- Predictions ---------------------------------------------------------- */

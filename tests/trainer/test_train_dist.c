@@ -2002,7 +2002,8 @@ static void test_embed_minibatch_sampled_on_device(void **state)
  * ids, the blocks read back for R-GCN's graphs; the host sampler's losses
  * bit for bit and the same batches, on the 3-type hsbm (dropout, the next
  * batch prepared on a thread) and on the 2-type one whose t1 takes
- * learnable rows fetched from their owners (prepared in the step).
+ * learnable rows fetched from their owners (prepared in the step; the
+ * table on the device or in host memory beside it).
  */
 static void test_rgcn_minibatch_sampled_on_device(void **state)
 {
@@ -2015,18 +2016,22 @@ static void test_rgcn_minibatch_sampled_on_device(void **state)
                   "--embed-dim", "16", NULL};
     char *fd[] = {"--batch-size", "64", "--fanouts", "5,5", "--device", "cpu-as-gpu",
                   "--embed-dim", "16", "--sampler", "device", "--prefetch", "0", NULL};
+    char *fm[] = {"--batch-size", "64", "--fanouts", "5,5", "--device", "cpu-as-gpu",
+                  "--embed-dim", "16", "--sampler", "device", "--embed-on", "host", NULL};
     log_t a = dev_run("2", g_hk2h2, "rgcn", "rgcn-th", th),
           b = dev_run("2", g_hk2h2, "rgcn", "rgcn-td", td),
           c = dev_run("2", g_hlk2r, "rgcn", "rgcn-fh", fh),
-          d = dev_run("2", g_hlk2r, "rgcn", "rgcn-fd", fd);
-    double d0 = loss_diff(&a, &b, 3), d1 = loss_diff(&c, &d, 3);
+          d = dev_run("2", g_hlk2r, "rgcn", "rgcn-fd", fd),
+          m = dev_run("2", g_hlk2r, "rgcn", "rgcn-fm", fm);
+    double d0 = loss_diff(&a, &b, 3), d1 = loss_diff(&c, &d, 3), d2 = loss_diff(&c, &m, 3);
     print_message("rgcn, sampled on the device over 2 parts of 2 hops: loss differences from the "
-                  "host sampler %.2e (3 types), %.2e (t1's learnable rows)\n",
-                  d0, d1);
+                  "host sampler %.2e (3 types), %.2e (t1's learnable rows), %.2e (their table "
+                  "in host memory, --embed-on host)\n",
+                  d0, d1, d2);
     same_batches("rgcn, 3 types, 2 ranks", &a, &b);
     same_batches("rgcn, learnable rows, 2 ranks", &c, &d);
-    assert_true(d0 == 0.0 && d1 == 0.0);
-    log_t *all[] = {&a, &b, &c, &d};
+    assert_true(d0 == 0.0 && d1 == 0.0 && d2 == 0.0);
+    log_t *all[] = {&a, &b, &c, &d, &m};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) log_free(all[i]);
 }
 
