@@ -165,7 +165,6 @@ typedef struct {
     int (*mem_peak)(gnn_backend_t *be, size_t *bytes);
 } gnn_backend_ops_t;
 
-/* A device sampler: the host's view, and the device's (impl). */
 /* A batch's excluded edges for the device sampler (host arrays; the
  * table of kernels/sample_steps.h): m rows ascending, row rows[k]'s
  * sources src[start[k], start[k + 1]) ascending and distinct. */
@@ -174,6 +173,7 @@ struct gnn_bexcl {
     const int64_t *rows, *start, *src;
 };
 
+/* A device sampler: the host's view, and the device's (impl). */
 struct gnn_bsampler {
     gnn_backend_t *be;
     const gnn_csr_t *graph; /* borrowed */

@@ -86,15 +86,21 @@ void gnn_loader_shuffle(gnn_vid_t *a, int64_t n, uint64_t seed, uint64_t epoch)
 
 /* ---- Building one batch (worker, without the lock) -------------------------- */
 
+void gnn_loader_edges_free(gnn_loader_edges_t *e)
+{
+    if (!e) return;
+    gnn_free(e->seeds);
+    gnn_free(e->excl);
+    gnn_free(e->pairs);
+    memset(e, 0, sizeof *e);
+}
+
 static void clear_batch(gnn_loader_t *ld, slot_t *sl)
 {
     gnn_loader_batch_t *b = &sl->b;
     if (ld->o.unprepare) ld->o.unprepare(ld->o.ctx, b);
     gnn_minibatch_free(&b->mb);
-    gnn_free(b->edges.seeds);
-    gnn_free(b->edges.excl);
-    gnn_free(b->edges.pairs);
-    memset(&b->edges, 0, sizeof b->edges);
+    gnn_loader_edges_free(&b->edges);
     memset(b->user, 0, sizeof b->user);
 }
 

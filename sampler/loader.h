@@ -54,6 +54,9 @@ typedef struct {
     int64_t n_pairs;
 } gnn_loader_edges_t;
 
+/* Free an edge batch's arrays and zero it (NULL ok). */
+void gnn_loader_edges_free(gnn_loader_edges_t *e);
+
 /* One prepared batch. Owned by the loader between gnn_loader_next and
  * gnn_loader_release; read-only for the caller except `user`. */
 typedef struct {

@@ -46,7 +46,7 @@ void gnn__job_free(gnn_job_t *j)
     gnn_be_sampler_free(j->ds);
     gnn_free(j->dperm);
     gnn_free(j->dstart);
-    gnn__edges_clear(&j->dsb_edges);
+    gnn_loader_edges_free(&j->dsb_edges);
     gnn__dhost_clear(&j->dsb_host);
     gnn_free(j->dy);
     gnn_free(j->dids);

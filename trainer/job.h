@@ -386,17 +386,16 @@ int gnn__batch_graphs(gnn_job_t *j, gnn_loader_batch_t *b, gnn_bgraph_t **graphs
 void gnn__batch_graphs_free(gnn_job_t *j, gnn_bgraph_t **graphs, int own);
 /* Stop the device sampler's thread and free its batches (NULL ok). */
 void gnn__dsq_free(gnn_job_t *j);
-/* Free an edge batch's arrays and zero it. */
-void gnn__edges_clear(gnn_loader_edges_t *e);
 /* Free a device batch's host copies and zero them. */
 void gnn__dhost_clear(gnn_dhost_t *sp);
 /* Typed draws: batch b's blocks read back into sp's arrays (on the
- * sampler's queue; sp->ids must hold b's node ids, the sources' ids). */
+ * sampler's queue). */
 int gnn__dhost_typed_down(gnn_job_t *j, const gnn_bbatch_t *b, gnn_dhost_t *sp);
-/* Block l's R-GCN graph from those host copies (over a partition
- * directory the sources keyed by their graph-file ids). */
-int gnn__dhost_typed_graph(gnn_job_t *j, const gnn_bbatch_t *b, const gnn_dhost_t *sp, int l,
-                           gnn_bgraph_t **out);
+/* Block l's R-GCN graph from those host copies, its sources' ids
+ * src_ids (host; over a partition directory keyed by their graph-file
+ * ids). */
+int gnn__dhost_typed_graph(gnn_job_t *j, const gnn_bbatch_t *b, const gnn_dhost_t *sp,
+                           const int64_t *src_ids, int l, gnn_bgraph_t **out);
 /* The mini-batch modes' keys of the log (loader counters). */
 void gnn__log_loader(const gnn_job_t *j, FILE *f);
 

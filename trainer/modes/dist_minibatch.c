@@ -1138,10 +1138,8 @@ static int dmb_epoch_device(gnn_job_t *j, double *loss, double *waits, int64_t *
         wait += t1 - t0;
         /* Its blocks on the sampler's queue, before the next batch takes it. */
         if (cur->has && j->kind->typed) { /* R-GCN's graphs from the blocks read back */
-            gnn_dhost_t view = cur->hb;
-            view.ids = cur->hnodes;
             for (int l = 0; l < cur->b.layers; l++)
-                GNN_TRY(gnn__dhost_typed_graph(j, &cur->b, &view, l, &graphs[l]));
+                GNN_TRY(gnn__dhost_typed_graph(j, &cur->b, &cur->hb, cur->hnodes, l, &graphs[l]));
         } else if (cur->has) {
             for (int l = 0; l < cur->b.layers; l++)
                 GNN_TRY(gnn_be_sampler_graph_create(j->ds, &cur->b, l,

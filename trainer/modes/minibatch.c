@@ -236,6 +236,40 @@ static int mb_device_setup(gnn_job_t *j)
     return rc;
 }
 
+/*
+ * The epoch's batches under (seed, epoch), as the loader takes them: the
+ * task's given batches (edge batches, of the epoch to come), or the
+ * training seeds shuffled and cut into runs of --batch-size. Batch b is
+ * (*perm)[(*start)[b], (*start)[b + 1]) of *nb; *n items in all (the
+ * arrays grow as needed).
+ */
+static int plan_epoch(gnn_job_t *j, uint64_t seed, uint64_t epoch, int64_t **perm,
+                      size_t *perm_cap, int64_t **start, size_t *start_cap, int64_t *nb,
+                      int64_t *n)
+{
+    int rc = 0;
+    const int64_t *items, *starts = NULL, B = j->o->batch_size;
+    int64_t total;
+    j->task->train_seeds(j, &items, n, &total);
+    if (j->task->epoch_batches) {
+        GNN_TRY(j->task->epoch_batches(j, &items, &starts, nb));
+        *n = starts[*nb];
+    } else {
+        *nb = (*n + B - 1) / B;
+    }
+    GNN_TRY(gnn_grow((void **)perm, perm_cap, (size_t)*n + 1, sizeof **perm));
+    GNN_TRY(gnn_grow((void **)start, start_cap, (size_t)*nb + 1, sizeof **start));
+    if (*n) memcpy(*perm, items, (size_t)*n * sizeof **perm);
+    if (starts) {
+        memcpy(*start, starts, ((size_t)*nb + 1) * sizeof **start);
+    } else {
+        gnn_loader_shuffle(*perm, *n, seed, epoch);
+        for (int64_t b = 0; b <= *nb; b++) (*start)[b] = b * B < *n ? b * B : *n;
+    }
+fail:
+    return rc;
+}
+
 /* A node's rank for the cache: more batches first, then the lower id. */
 typedef struct {
     int64_t batches, id;
@@ -264,7 +298,8 @@ static int mb_cache_setup(gnn_job_t *j)
     const int64_t F = j->g.feat_dim, n = j->g.csr.n_rows;
     int64_t bytes = 0;
     int32_t *count = NULL, *slot = NULL;
-    int64_t *perm = NULL;
+    int64_t *perm = NULL, *start = NULL;
+    size_t perm_cap = 0, start_cap = 0;
     fc_rank_t *ids = NULL;
     float *rows = NULL;
     gnn_sampler_t *ps = NULL;
@@ -281,36 +316,22 @@ static int mb_cache_setup(gnn_job_t *j)
     int64_t cap = bytes / (F * (int64_t)sizeof(float));
     cap = cap < n ? cap : n;
     cap = cap < INT32_MAX ? cap : INT32_MAX; /* slots are int32 */
-    const int64_t *seeds, B = o->batch_size;
-    int64_t ns, total;
-    j->task->train_seeds(j, &seeds, &ns, &total);
     double t0 = gnn__now_s();
     const uint64_t pseed = (uint64_t)o->seed ^ 0x7072652d73616d70ull;
     /* The epoch's batches: the training seeds shuffled under a seed of
      * their own, or the task's edge batches of the epoch to come (each
      * sampled from its ends, its edges left out, as in training). */
-    const int64_t *items = NULL, *starts = NULL;
-    int64_t nb = 0;
-    if (j->task->epoch_batches) {
-        GNN_TRY(j->task->epoch_batches(j, &items, &starts, &nb));
-        ns = starts[nb];
-    }
+    int64_t nb = 0, ns = 0;
+    GNN_TRY(plan_epoch(j, pseed, 0, &perm, &perm_cap, &start, &start_cap, &nb, &ns));
     count = gnn_calloc((size_t)n + 1, sizeof *count);
-    perm = gnn_malloc_array((size_t)ns + 1, sizeof *perm);
-    GNN_CHECK(count && perm, GNN_ENOMEM, "feature cache: counts of %" PRId64 " nodes", n);
-    if (ns) memcpy(perm, items ? items : seeds, (size_t)ns * sizeof *perm);
-    if (!items) {
-        gnn_loader_shuffle(perm, ns, pseed, 0);
-        nb = (ns + B - 1) / B;
-    }
+    GNN_CHECK(count, GNN_ENOMEM, "feature cache: counts of %" PRId64 " nodes", n);
     GNN_TRY(gnn_sampler_create(&j->g.csr, o->layers, j->fanout, &ps));
     GNN_TRY(gnn_sampler_set_once(ps, o->sample_once));
     int64_t reads = 0;
     for (int64_t bi = 0; bi < nb; bi++) {
-        const int64_t lo = starts ? starts[bi] : bi * B,
-                      k = starts ? starts[bi + 1] - lo : (ns - lo < B ? ns - lo : B);
+        const int64_t lo = start[bi], k = start[bi + 1] - lo;
         if (j->task->edge_seeds) {
-            gnn__edges_clear(&e);
+            gnn_loader_edges_free(&e);
             GNN_TRY(j->task->edge_seeds(j, perm + lo, k, pseed, 0, &e));
             GNN_TRY(gnn_sampler_sample_excluding(ps, e.seeds, e.n_seeds, e.excl, e.n_excl, pseed,
                                                  0, (uint64_t)bi, &mb));
@@ -347,11 +368,12 @@ static int mb_cache_setup(gnn_job_t *j)
              kc, (double)kc * (double)F * 4.0 / 1e6, gnn__now_s() - t0,
              reads ? 100.0 * (double)hits / (double)reads : 0.0);
 fail:
-    gnn__edges_clear(&e);
+    gnn_loader_edges_free(&e);
     gnn_minibatch_free(&mb);
     gnn_sampler_free(ps);
     gnn_free(count);
     gnn_free(perm);
+    gnn_free(start);
     gnn_free(ids);
     gnn_free(slot);
     gnn_free(rows);
@@ -532,7 +554,7 @@ static int train_device_batch(gnn_job_t *j, const gnn_bbatch_t *b, gnn_bgraph_t 
     for (int l = 0; l < b->layers; l++) {
         if (graphs[l]) continue;
         if (j->kind->typed) {
-            GNN_TRY(gnn__dhost_typed_graph(j, b, sp, l, &graphs[l]));
+            GNN_TRY(gnn__dhost_typed_graph(j, b, sp, sp->ids, l, &graphs[l]));
         } else {
             GNN_TRY(gnn_be_sampler_graph_create(j->ds, b, l, attn_layout(j), &graphs[l]));
         }
@@ -587,14 +609,6 @@ fail:
     return rc;
 }
 
-void gnn__edges_clear(gnn_loader_edges_t *e)
-{
-    gnn_free(e->seeds);
-    gnn_free(e->excl);
-    gnn_free(e->pairs);
-    memset(e, 0, sizeof *e);
-}
-
 void gnn__dhost_clear(gnn_dhost_t *sp)
 {
     gnn_spfeat_free(sp->prep);
@@ -608,8 +622,8 @@ void gnn__dhost_clear(gnn_dhost_t *sp)
     memset(sp, 0, sizeof *sp);
 }
 
-int gnn__dhost_typed_graph(gnn_job_t *j, const gnn_bbatch_t *b, const gnn_dhost_t *sp, int l,
-                           gnn_bgraph_t **out)
+int gnn__dhost_typed_graph(gnn_job_t *j, const gnn_bbatch_t *b, const gnn_dhost_t *sp,
+                           const int64_t *src_ids, int l, gnn_bgraph_t **out)
 {
     gnn_block_t blk = {.csr = {.n_rows = b->n_dst[l],
                                .n_cols = b->n_src[l],
@@ -618,7 +632,7 @@ int gnn__dhost_typed_graph(gnn_job_t *j, const gnn_bbatch_t *b, const gnn_dhost_
                                .indices = sp->indices[l],
                                /* a source may repeat, once per relation */
                                .flags = b->flags & ~(unsigned)GNN_CSR_DEDUPED},
-                       .src_ids = sp->ids,
+                       .src_ids = (int64_t *)src_ids,
                        .etype = sp->etype[l]};
     return block_graph(j, &blk, l, NULL, out);
 }
@@ -660,7 +674,7 @@ static int device_sample(gnn_job_t *j, gnn_bbatch_t *b, gnn_loader_edges_t *e,
 {
     int rc = 0;
     if (j->task->edge_seeds) {
-        gnn__edges_clear(e);
+        gnn_loader_edges_free(e);
         GNN_TRY(j->task->edge_seeds(j, items, n, seed, epoch, e));
         GNN_TRY(gnn_be_sample_excluding(j->ds, e->seeds, e->n_seeds, e->excl, e->n_excl, seed,
                                         epoch, (uint64_t)bi, b));
@@ -789,8 +803,8 @@ void gnn__dsq_free(gnn_job_t *j)
     dsq_drop_graphs(q, 1);
     gnn_be_batch_free(&q->slot[0]);
     gnn_be_batch_free(&q->slot[1]);
-    gnn__edges_clear(&q->edges[0]);
-    gnn__edges_clear(&q->edges[1]);
+    gnn_loader_edges_free(&q->edges[0]);
+    gnn_loader_edges_free(&q->edges[1]);
     gnn__dhost_clear(&q->host[0]);
     gnn__dhost_clear(&q->host[1]);
     pthread_mutex_destroy(&q->mu);
@@ -899,25 +913,9 @@ static int mb_epoch_device(gnn_job_t *j, double *loss)
     char wait_why[256] = "";
     gnn_checkpoint_t *c = &j->ck;
     uint64_t seed = (uint64_t)j->o->seed + (uint64_t)c->run, epoch = (uint64_t)c->epoch;
-    const int64_t *seeds, B = j->o->batch_size;
-    int64_t n, total, nb;
-    j->task->train_seeds(j, &seeds, &n, &total);
-    if (j->task->epoch_batches) { /* batches the task gives (edge batches), as the loader's */
-        const int64_t *items, *starts;
-        GNN_TRY(j->task->epoch_batches(j, &items, &starts, &nb));
-        n = starts[nb];
-        GNN_TRY(gnn_grow((void **)&j->dperm, &j->dperm_cap, (size_t)n + 1, sizeof *j->dperm));
-        GNN_TRY(gnn_grow((void **)&j->dstart, &j->dstart_cap, (size_t)nb + 1, sizeof *j->dstart));
-        if (n) memcpy(j->dperm, items, (size_t)n * sizeof *items);
-        memcpy(j->dstart, starts, ((size_t)nb + 1) * sizeof *starts);
-    } else {
-        nb = (n + B - 1) / B;
-        GNN_TRY(gnn_grow((void **)&j->dperm, &j->dperm_cap, (size_t)n + 1, sizeof *j->dperm));
-        GNN_TRY(gnn_grow((void **)&j->dstart, &j->dstart_cap, (size_t)nb + 1, sizeof *j->dstart));
-        if (n) memcpy(j->dperm, seeds, (size_t)n * sizeof *seeds);
-        gnn_loader_shuffle(j->dperm, n, seed, epoch);
-        for (int64_t b = 0; b <= nb; b++) j->dstart[b] = b * B < n ? b * B : n;
-    }
+    int64_t n = 0, nb = 0;
+    GNN_TRY(plan_epoch(j, seed, epoch, &j->dperm, &j->dperm_cap, &j->dstart, &j->dstart_cap, &nb,
+                       &n));
     if (gnn__opts_prefetch(j->o) > 0 && !j->dsq) GNN_TRY(dsq_start(j));
     gnn_dsq_t *q = j->dsq;
     if (q) { /* the epoch to the thread */
