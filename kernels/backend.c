@@ -9,6 +9,7 @@
 
 #include "kernels/adam_step.h"
 #include "kernels/aggr_builtin.h"
+#include "kernels/sample_steps.h"
 
 #include "graph/base/alloc.h"
 #include "graph/base/draw.h"
@@ -1460,6 +1461,7 @@ int gnn_be_sampler_create_at(gnn_backend_t *be, const gnn_csr_t *graph, int laye
     s->flags = GNN_CSR_SORTED | (graph->flags & (GNN_CSR_DEDUPED | GNN_CSR_NO_SELF_LOOPS));
     s->where = where;
     s->at = 2; /* host memory, unless the implementation copies it */
+    s->n_ids = graph->n_rows;
     memcpy(s->fanout, fanouts, (size_t)layers * sizeof *fanouts);
     GNN_TRY(be->ops->sampler_prepare(be, s));
     s->be = be;
@@ -1568,9 +1570,157 @@ fail:
     return rc;
 }
 
+int gnn_be_sampler_set_remote(gnn_bsampler_t *s, const gnn_be_remote_t *r)
+{
+    if (!s) return GNN_FAIL(GNN_EINVAL, "gnn_be_sampler_set_remote: NULL sampler");
+    const int64_t n = s->graph->n_rows;
+    if (!r) {
+        memset(&s->remote, 0, sizeof s->remote);
+        return 0;
+    }
+    if (!r->draw)
+        return GNN_FAIL(GNN_EINVAL, "gnn_be_sampler_set_remote: remote rows without a hook");
+    if (r->n_held < 0 || r->n_held > n)
+        return GNN_FAIL(GNN_EINVAL,
+                        "gnn_be_sampler_set_remote: %" PRId64 " rows held of a graph of %" PRId64
+                        " nodes",
+                        r->n_held, n);
+    if (r->n_ids < n || r->n_ids >= INT32_MAX)
+        return GNN_FAIL(GNN_EINVAL,
+                        "gnn_be_sampler_set_remote: node ids below %" PRId64 " (at least the "
+                        "graph's %" PRId64 ", at most 2^31 - 2 on the device)",
+                        r->n_ids, n);
+    if (r->first_hop < 0)
+        return GNN_FAIL(GNN_EINVAL, "gnn_be_sampler_set_remote: remote draws from hop %d",
+                        r->first_hop);
+    if (r->n_ids > s->n_ids) {
+        const int64_t was = s->n_ids;
+        s->n_ids = r->n_ids;
+        int rc = s->be->ops->sampler_resize(s->be, s);
+        if (rc < 0) {
+            s->n_ids = was;
+            return rc;
+        }
+    }
+    s->remote = *r;
+    return 0;
+}
+
+/* Room for n int64 in the host array *a of capacity *cap. */
+static int host_room(int64_t **a, size_t *cap, int64_t n)
+{
+    if (*a && (size_t)n <= *cap) return 0;
+    gnn_free(*a);
+    *cap = 0;
+    *a = gnn_malloc_array((size_t)n + (size_t)n / 4 + 64, sizeof **a);
+    if (!*a) return GNN_FAIL(GNN_ENOMEM, "device sampler: remote rows of %" PRId64, n);
+    *cap = (size_t)n + (size_t)n / 4 + 64;
+    return 0;
+}
+
+void gnn__be_remote_done(gnn_bremote_t *r)
+{
+    gnn_free(r->src);
+    gnn_free(r->rel);
+    memset(r, 0, sizeof *r);
+}
+
+int gnn__be_remote_hop(gnn_bsampler_t *s, int h, uint64_t key, const gnn_bexcl_t *x,
+                       const int64_t *rows, int64_t n, gnn_bremote_t *r)
+{
+    int rc = 0;
+    const gnn_be_remote_t *rm = &s->remote;
+    const int64_t held = rm->n_held;
+    memset(r, 0, sizeof *r);
+    if (h < rm->first_hop) {
+        for (int64_t i = 0; i < n; i++)
+            if (rows[i] >= held)
+                return GNN_FAIL(GNN_EINVAL,
+                                "device sampler: hop %d reaches node %" PRId64
+                                ", whose row is not held here (remote draws start at hop %d)",
+                                h, rows[i], rm->first_hop);
+        return 0;
+    }
+    int64_t nr = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (rows[i] < held) continue;
+        const int64_t *xs;
+        if (x && !rm->excludes && gnn__ds_excl_row(x->rows, x->start, x->src, x->m, rows[i], &xs))
+            return GNN_FAIL(GNN_EUNSUPPORTED,
+                            "device sampler: hop %d reaches a node with excluded edges whose row "
+                            "is held elsewhere",
+                            h);
+        nr++;
+    }
+    if ((rc = host_room(&s->r_idx, &s->r_idx_cap, n + 1)) < 0 ||
+        (rc = host_room(&s->r_rows, &s->r_rows_cap, nr + 1)) < 0 ||
+        (rc = host_room(&s->r_off, &s->r_off_cap, nr + 1)) < 0)
+        return rc;
+    int64_t *idx = s->r_idx, *rv = s->r_rows, *off = s->r_off, k = 0;
+    for (int64_t i = 0; i < n; i++) {
+        idx[i] = rows[i] >= held ? k : -1;
+        if (rows[i] >= held) rv[k++] = rows[i];
+    }
+    /* off[1, nr] take the counts, then their prefix sum. */
+    s->called = 1; /* a failure of the hook itself is every process's */
+    GNN_TRY(rm->draw(rm->ctx, h, s->fanout[h], key, rv, nr, off + 1, &r->src,
+                     s->etype ? &r->rel : NULL));
+    s->called = 2; /* this hop's exchange is done */
+    off[0] = 0;
+    for (k = 0; k < nr; k++) {
+        const int64_t c = off[k + 1];
+        GNN_CHECK(c >= 0 && (s->fanout[h] < 0 || c <= (int64_t)s->fanout[h] * (s->etype ? s->n_rels : 1)),
+                  GNN_EINVAL, "device sampler: the holder of node %" PRId64 " drew %" PRId64
+                  " sources at fanout %d", rv[k], c, s->fanout[h]);
+        off[k + 1] = off[k] + c;
+    }
+    GNN_CHECK(off[nr] == 0 || r->src, GNN_EINVAL, "device sampler: the holders drew no sources");
+    for (int64_t e = 0; e < off[nr]; e++)
+        GNN_CHECK(r->src[e] >= 0 && r->src[e] < s->n_ids, GNN_EINVAL,
+                  "device sampler: a holder drew node %" PRId64 " outside [0, %" PRId64 ")",
+                  r->src[e], s->n_ids);
+    if (s->etype) {
+        for (k = 0; k < nr; k++)
+            for (int64_t e = off[k]; e < off[k + 1]; e++)
+                GNN_CHECK(r->rel && r->rel[e] >= 0 && r->rel[e] < s->n_rels, GNN_EINVAL,
+                          "device sampler: the holder of node %" PRId64
+                          " answered relation %d of %d",
+                          rv[k], r->rel ? r->rel[e] : -1, s->n_rels);
+    }
+    r->nr = nr;
+    r->idx = idx;
+    r->off = off;
+    return 0;
+fail:
+    gnn__be_remote_done(r);
+    return rc;
+}
+
+/* A failure rc of this batch handed to the remote hook at its next
+ * exchange (this hop's when its call has not been made, else the next
+ * hop's; first_hop at the earliest), as the host sampler hands it, so
+ * that processes sampling in step stop at the same hop; none after the
+ * last hop's exchange, nor when the hook itself failed. */
+static void remote_fail(gnn_bsampler_t *s, int rc)
+{
+    if (!s->remote.draw || s->called == 1) return;
+    int hh = s->called == 2 ? s->hop + 1 : s->hop;
+    hh = hh > s->remote.first_hop ? hh : s->remote.first_hop;
+    if (hh >= s->layers) return;
+    int64_t *none = NULL;
+    int32_t *no_rel = NULL;
+    (void)s->remote.draw(s->remote.ctx, hh, s->fanout[hh], 0, NULL, rc, NULL, &none,
+                         s->etype ? &no_rel : NULL);
+    gnn_free(none);
+    gnn_free(no_rel);
+}
+
 void gnn_be_sampler_free(gnn_bsampler_t *s)
 {
     if (!s) return;
+    gnn_free(s->r_rows);
+    gnn_free(s->r_idx);
+    gnn_free(s->r_off);
     if (s->be && s->be->ops->sampler_release) s->be->ops->sampler_release(s->be, s);
     if (s->key_ids) gnn_be_free(s->be, s->key_ids);
     if (s->etype) sampler_etype_free(s);
@@ -1646,7 +1796,7 @@ static int cmp_pair(const void *a, const void *b)
  * host arrays, *x set to it. */
 static int excl_table(gnn_bsampler_t *s, const int64_t *pairs, int64_t n, gnn_bexcl_t *x)
 {
-    const int64_t n_graph = s->graph->n_rows;
+    const int64_t n_graph = s->remote.draw ? s->n_ids : s->graph->n_rows;
     for (int64_t i = 0; i < 2 * n; i++)
         if (pairs[i] < 0 || pairs[i] >= n_graph)
             return GNN_FAIL(GNN_EINVAL,
@@ -1720,13 +1870,17 @@ static int sample_batch(gnn_bsampler_t *s, const int64_t *seeds, int64_t n, cons
     memset(b->n_dst, 0, sizeof b->n_dst);
     memset(b->n_src, 0, sizeof b->n_src);
     memset(b->nnz, 0, sizeof b->nnz);
-    int rc = check_seeds(seeds, n, s->graph->n_rows);
-    if (rc < 0) return rc;
+    s->hop = 0;
+    s->called = 0;
+    /* With rows held elsewhere, seeds are any node ids. */
+    int rc = check_seeds(seeds, n, s->remote.draw ? s->n_ids : s->graph->n_rows);
     gnn_bexcl_t x = {0};
-    if (n_excl > 0 && (rc = excl_table(s, excl, n_excl, &x)) < 0) return rc;
-    rc = s->be->ops->sample(s->be, s, seeds, n, gnn_draw_key(seed, epoch, batch),
-                            x.m > 0 ? &x : NULL, b);
+    if (rc == 0 && n_excl > 0) rc = excl_table(s, excl, n_excl, &x);
+    if (rc == 0)
+        rc = s->be->ops->sample(s->be, s, seeds, n, gnn_draw_key(seed, epoch, batch),
+                                x.m > 0 ? &x : NULL, b);
     if (rc < 0) {
+        remote_fail(s, rc);
         b->layers = 0;
         b->n_seeds = b->n_input = 0;
         memset(b->n_dst, 0, sizeof b->n_dst);

@@ -523,6 +523,36 @@ int gnn_be_sampler_set_key_ids(gnn_bsampler_t *s, const int64_t *ids);
  * untyped again. GNN_EINVAL (named: a relation out of range, a row not
  * grouped), GNN_ENOMEM / GNN_ECUDA. */
 int gnn_be_sampler_set_relations(gnn_bsampler_t *s, const int32_t *etype, int n_rels);
+/*
+ * Remote rows (sampler/sampler.h, gnn_sampler_set_remote): only rows
+ * [0, n_held) of the graph are held here, and node ids range over
+ * [0, n_ids) (n_ids at least the graph's nodes: a part's nodes, then
+ * nodes beyond it, as seeds or as the holders' answers; the sampler's
+ * per-node arrays grow to n_ids, 12 bytes a node). From hop first_hop on,
+ * each hop reads its new rows back to the host and hands the hook (draw,
+ * ctx: gnn_sampler_remote_t's contract, called by the sampling thread)
+ * those beyond n_held in frontier order, n = 0 included, and the draws
+ * it answers (and their relations, typed) go up into the hop's rows;
+ * before first_hop such a row fails the batch with GNN_EINVAL. Rows held
+ * elsewhere with excluded edges fail with GNN_EUNSUPPORTED unless
+ * excludes (the holders leave them out). A failure of the batch is passed
+ * to the hook as the host sampler passes it (n < 0 at the next exchange),
+ * so processes sampling in step stop at the same hop. The batches are the
+ * host sampler's with the same hook, entry for entry. r NULL: every row
+ * held again. GNN_EINVAL (named: a NULL sampler or hook, n_held outside
+ * [0, the graph's nodes], n_ids below them or above 2^31 - 2, first_hop
+ * negative), GNN_ENOMEM / GNN_ECUDA.
+ */
+typedef struct {
+    int64_t n_held;  /* rows held here: [0, n_held) */
+    int64_t n_ids;   /* node ids below it */
+    int first_hop;   /* the first hop that calls the hook */
+    int excludes;    /* the holders leave a batch's excluded edges out */
+    int (*draw)(void *ctx, int h, int fanout, uint64_t key, const int64_t *v, int64_t n,
+                int64_t *cnt, int64_t **src, int32_t **rel);
+    void *ctx;
+} gnn_be_remote_t;
+int gnn_be_sampler_set_remote(gnn_bsampler_t *s, const gnn_be_remote_t *r);
 /* Where the sampler reads the graph: 1 device memory, 2 host memory (the
  * CPU backend's, or a GPU's pinned and mapped). */
 int gnn_be_sampler_graph_at(const gnn_bsampler_t *s);

@@ -118,6 +118,8 @@ typedef struct {
     void (*sampler_release)(gnn_backend_t *be, gnn_bsampler_t *s);
     int (*sample)(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds, int64_t n,
                   uint64_t key, const gnn_bexcl_t *x, gnn_bbatch_t *b);
+    /* The sampler's per-node arrays over s->n_ids nodes (grown, unset). */
+    int (*sampler_resize)(gnn_backend_t *be, gnn_bsampler_t *s);
     /* A graph from a CSR in device buffers (g->host has the sizes, no
      * arrays): fill g->dev and g->impl; NULL: the backend's buffers are
      * host memory, prepared as any host CSR. */
@@ -189,6 +191,12 @@ struct gnn_bsampler {
                                     from host memory on a device), or NULL */
     int n_rels;
     int at;         /* chosen: 1 device, 2 host memory (the implementation sets it) */
+    int64_t n_ids;  /* node ids below it: the graph's nodes, or remote.n_ids */
+    gnn_be_remote_t remote; /* gnn_be_sampler_set_remote (draw NULL: every row held) */
+    int hop, called; /* the batch's hop in progress, and whether its hook call was made
+                        (1) and done (2), for a failure's hand-over (0: not yet) */
+    int64_t *r_rows, *r_idx, *r_off; /* a hop's rows read back, their hook rows, offsets */
+    size_t r_rows_cap, r_idx_cap, r_off_cap;
     void *impl;
     /* gnn_be_sample_excluding's table, host memory reused batch to batch */
     int64_t *xpairs, *xrows, *xstart, *xsrc;
@@ -287,11 +295,33 @@ int gnn__be_trusted_distinct(const gnn_backend_t *be, const int64_t *ids, int64_
 int gnn__be_batch_grow(gnn_backend_t *be, void **buf, size_t *cap, size_t n, size_t size,
                        int keep);
 
+/* A hop's rows held elsewhere (gnn_be_sampler_set_remote), on the host:
+ * idx[i] the position k of new row i among the hook's rows (-1: held
+ * here), its draws src[off[k], off[k + 1]) (and rel, typed), n_rows of
+ * them; the arrays are the sampler's (idx, off) and the hook's (src,
+ * rel, freed by gnn__be_remote_done). */
+typedef struct {
+    int64_t nr;
+    const int64_t *idx, *off;
+    int64_t *src;
+    int32_t *rel;
+} gnn_bremote_t;
+/* Hop h over its n new rows (host ids, frontier order) of a sampler with
+ * remote rows: checked (before first_hop, every row held; a row held
+ * elsewhere with excluded edges in x, GNN_EUNSUPPORTED unless the holders
+ * exclude them), the hook called from first_hop on (s->called kept), its
+ * answers checked and laid out in *r (zeroed first; nr 0 and idx NULL
+ * before first_hop). */
+int gnn__be_remote_hop(gnn_bsampler_t *s, int h, uint64_t key, const gnn_bexcl_t *x,
+                       const int64_t *rows, int64_t n, gnn_bremote_t *r);
+void gnn__be_remote_done(gnn_bremote_t *r);
+
 /* Device sampling on the CPU backend (cpu/sample_cpu.c). */
 int gnn__cpu_sampler_prepare(gnn_backend_t *be, gnn_bsampler_t *s);
 void gnn__cpu_sampler_release(gnn_backend_t *be, gnn_bsampler_t *s);
 int gnn__cpu_sample(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds, int64_t n,
                     uint64_t key, const gnn_bexcl_t *x, gnn_bbatch_t *b);
+int gnn__cpu_sampler_resize(gnn_backend_t *be, gnn_bsampler_t *s);
 
 /* Open the CPU backend into be (ops, kind, desc). as_gpu: callers are
  * told its buffers are not host memory (gnn_be_host_memory 0), so they

@@ -506,6 +506,7 @@ static const gnn_backend_ops_t cpu_ops = {
     .relu_drop_backward = cpu_relu_drop_backward,
     .sampler_prepare = gnn__cpu_sampler_prepare,
     .sampler_release = gnn__cpu_sampler_release,
+    .sampler_resize = gnn__cpu_sampler_resize,
     .sample = gnn__cpu_sample,
     .map_host = cpu_map_host,
     .unmap_host = cpu_unmap_host,

@@ -47,26 +47,45 @@ typedef struct {
     size_t rel_cap;
 } cpu_sampler_t;
 
-int gnn__cpu_sampler_prepare(gnn_backend_t *be, gnn_bsampler_t *s)
+/* loc and first over n nodes, unset (the old ones kept on failure). */
+static int node_arrays(cpu_sampler_t *c, int64_t n)
 {
-    (void)be;
-    int64_t n = s->graph->n_rows;
-    cpu_sampler_t *c = gnn_calloc(1, sizeof *c);
-    if (!c) return GNN_FAIL(GNN_ENOMEM, "device sampler");
-    c->loc = gnn_malloc_array((size_t)n + 1, sizeof *c->loc);
-    c->first = gnn_malloc_array((size_t)n + 1, sizeof *c->first);
-    if (!c->loc || !c->first) {
-        gnn_free(c->loc);
-        gnn_free(c->first);
-        gnn_free(c);
+    int32_t *loc = gnn_malloc_array((size_t)n + 1, sizeof *loc);
+    uint64_t *first = gnn_malloc_array((size_t)n + 1, sizeof *first);
+    if (!loc || !first) {
+        gnn_free(loc);
+        gnn_free(first);
         return GNN_FAIL(GNN_ENOMEM, "device sampler: arrays over %" PRId64 " nodes", n);
     }
     for (int64_t v = 0; v < n; v++) {
-        c->loc[v] = -1;
-        c->first[v] = NONE;
+        loc[v] = -1;
+        first[v] = NONE;
+    }
+    gnn_free(c->loc);
+    gnn_free(c->first);
+    c->loc = loc;
+    c->first = first;
+    return 0;
+}
+
+int gnn__cpu_sampler_prepare(gnn_backend_t *be, gnn_bsampler_t *s)
+{
+    (void)be;
+    cpu_sampler_t *c = gnn_calloc(1, sizeof *c);
+    if (!c) return GNN_FAIL(GNN_ENOMEM, "device sampler");
+    int rc = node_arrays(c, s->n_ids);
+    if (rc < 0) {
+        gnn_free(c);
+        return rc;
     }
     s->impl = c;
     return 0;
+}
+
+int gnn__cpu_sampler_resize(gnn_backend_t *be, gnn_bsampler_t *s)
+{
+    (void)be;
+    return node_arrays(s->impl, s->n_ids);
 }
 
 void gnn__cpu_sampler_release(gnn_backend_t *be, gnn_bsampler_t *s)
@@ -96,6 +115,7 @@ int gnn__cpu_sample(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds, 
     const int64_t xm = x ? x->m : 0, *xr = x ? x->rows : NULL, *xo = x ? x->start : NULL,
                   *xsrc = x ? x->src : NULL;
     int64_t n_nodes = 0; /* in the node list, with loc set */
+    gnn_bremote_t rm = {0}; /* a hop's rows held elsewhere */
     GNN_TRY(gnn__be_batch_grow(be, (void **)&b->nodes, &b->cap_nodes, (size_t)n, sizeof(int64_t),
                                0));
     memcpy(b->nodes, seeds, (size_t)n * sizeof *seeds);
@@ -107,6 +127,13 @@ int gnn__cpu_sample(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds, 
         const int64_t kept = s->once && h > 0 ? b->n_dst[l + 1] : 0;
         const int64_t nnz_kept = kept > 0 ? b->nnz[l + 1] : 0, n_new = n_dst - kept;
         const int fanout = s->fanout[h];
+        s->hop = h;
+        s->called = 0;
+        /* 0. rows held elsewhere: drawn by their holders (the hook) */
+        gnn__be_remote_done(&rm);
+        if (s->remote.draw)
+            GNN_TRY(gnn__be_remote_hop(s, h, key, x, b->nodes + kept, n_new, &rm));
+        const int64_t *ridx = rm.idx;
         /* 1. the new rows' counts and their prefix sum; indptr */
         GNN_TRY(gnn_grow((void **)&c->cnt, &c->cnt_cap, (size_t)n_new + 1, sizeof(int64_t)));
         GNN_TRY(gnn_grow((void **)&c->rptr, &c->rptr_cap, (size_t)n_new + 1, sizeof(int64_t)));
@@ -115,6 +142,10 @@ int gnn__cpu_sample(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds, 
         int64_t *indptr = b->indptr[l], *nodes = b->nodes, *rptr = c->rptr;
 #pragma omp parallel for schedule(static)
         for (int64_t i = 0; i < n_new; i++) {
+            if (ridx && ridx[i] >= 0) {
+                c->cnt[i] = rm.off[ridx[i] + 1] - rm.off[ridx[i]];
+                continue;
+            }
             const int64_t *xs;
             const int64_t nx = gnn__ds_excl_row(xr, xo, xsrc, xm, nodes[kept + i], &xs);
             c->cnt[i] = et ? gnn__ds_count_typed(g->indptr, g->indices, et, nodes[kept + i],
@@ -144,6 +175,12 @@ int gnn__cpu_sample(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds, 
         int64_t *gids = c->gids, *pos = c->pos, *ind = b->indices[l] + nnz_kept;
 #pragma omp parallel for schedule(dynamic, 64)
         for (int64_t i = 0; i < n_new; i++) {
+            if (ridx && ridx[i] >= 0) { /* the holder's draws, as they came */
+                const int64_t a = rm.off[ridx[i]], k = rm.off[ridx[i] + 1] - a;
+                memcpy(gids + rptr[i], rm.src + a, (size_t)k * sizeof *gids);
+                if (et) memcpy(c->rel + rptr[i], rm.rel + a, (size_t)k * sizeof *c->rel);
+                continue;
+            }
             const int64_t *xs;
             const int64_t nx = gnn__ds_excl_row(xr, xo, xsrc, xm, nodes[kept + i], &xs);
             if (et)
@@ -205,5 +242,6 @@ fail:
      * allocation fails, before a hop's steps 3 to 5, which leave first
      * unset again). */
     for (int64_t i = 0; i < n_nodes; i++) c->loc[b->nodes[i]] = -1;
+    gnn__be_remote_done(&rm);
     return rc;
 }

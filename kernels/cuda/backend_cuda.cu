@@ -839,6 +839,7 @@ static const gnn_backend_ops_t cuda_ops = {
     /* .sampler_prepare = */ gnn__cuda_sampler_prepare,
     /* .sampler_release = */ gnn__cuda_sampler_release,
     /* .sample = */ gnn__cuda_sample,
+    /* .sampler_resize = */ gnn__cuda_sampler_resize,
     /* .graph_prepare_dev = */ cu_graph_prepare_dev,
     /* .softmax_xent_async = */ gnn__cuda_softmax_xent_async,
     /* .map_host = */ cu_map_host,

@@ -106,6 +106,7 @@ cudaError_t gnn__cuda_malloc(void **p, size_t bytes);
 
 /* Device sampling (sample_cuda.cu). */
 int gnn__cuda_sampler_prepare(gnn_backend_t *be, gnn_bsampler_t *s);
+int gnn__cuda_sampler_resize(gnn_backend_t *be, gnn_bsampler_t *s);
 void gnn__cuda_sampler_release(gnn_backend_t *be, gnn_bsampler_t *s);
 int gnn__cuda_sampler_download(gnn_backend_t *be, gnn_bsampler_t *s, void *dst, const void *src,
                                size_t bytes);

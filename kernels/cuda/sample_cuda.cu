@@ -49,6 +49,7 @@ typedef struct {
     cudaStream_t st;           /* the sampler's own stream */
     int64_t *pinned;           /* a count read back */
     int64_t n;                 /* graph nodes */
+    int64_t n_ids;             /* node ids below it: the per-node arrays' length */
     int64_t *indptr, *indices; /* the graph's CSR (device pointers) */
     void *h_indptr, *h_indices; /* the host arrays when mapped in place (else NULL) */
     int32_t *loc;              /* per node: local id in the batch, -1 */
@@ -59,6 +60,15 @@ typedef struct {
     size_t xr_cap, xo_cap, xs_cap;
     int32_t *rel; /* typed draws: each draw's relation */
     size_t rel_cap;
+    /* Rows held elsewhere (gnn_be_sampler_set_remote): a hop's rows read
+     * back (host), and the holders' draws up here (gnn_bremote_t's). */
+    int64_t *h_rows;
+    size_t h_rows_cap;
+    int64_t *ridx, *roff, *rsrc;
+    size_t ridx_cap, roff_cap, rsrc_cap;
+    int32_t *rrel;
+    size_t rrel_cap;
+    gnn_bremote_t rm; /* the hop's answers on the host (freed at the next hop) */
     void *temp; /* CUB's */
     size_t temp_bytes;
     int broken; /* loc and first could not be reset after a failure */
@@ -84,6 +94,12 @@ static void sampler_free(cu_sampler_t *c)
     cudaFree(c->xo);
     cudaFree(c->xs);
     cudaFree(c->rel);
+    cudaFree(c->ridx);
+    cudaFree(c->roff);
+    cudaFree(c->rsrc);
+    cudaFree(c->rrel);
+    gnn_free(c->h_rows);
+    gnn__be_remote_done(&c->rm);
     cudaFree(c->temp);
     cudaFreeHost(c->pinned);
     if (c->st) cudaStreamDestroy(c->st);
@@ -191,6 +207,7 @@ int gnn__cuda_sampler_prepare(gnn_backend_t *be, gnn_bsampler_t *s)
     cu_sampler_t *c = (cu_sampler_t *)gnn_calloc(1, sizeof *c);
     GNN_CHECK_RET(c, GNN_ENOMEM, "device sampler");
     c->n = g->n_rows;
+    c->n_ids = s->n_ids;
     size_t pb = ((size_t)c->n + 1) * sizeof(int64_t), ib = ((size_t)g->nnz + 1) * sizeof(int64_t);
     cudaError_t e = cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking);
     if (e == cudaSuccess) e = cudaMallocHost((void **)&c->pinned, sizeof(int64_t));
@@ -213,9 +230,10 @@ int gnn__cuda_sampler_prepare(gnn_backend_t *be, gnn_bsampler_t *s)
     if (e == cudaSuccess && !host) e = gnn__cuda_malloc((void **)&c->indptr, pb);
     if (e == cudaSuccess && !host) e = gnn__cuda_malloc((void **)&c->indices, ib);
     if (e == cudaSuccess)
-        e = gnn__cuda_malloc((void **)&c->loc, ((size_t)c->n + 1) * sizeof(int32_t));
+        e = gnn__cuda_malloc((void **)&c->loc, ((size_t)c->n_ids + 1) * sizeof(int32_t));
     if (e == cudaSuccess)
-        e = gnn__cuda_malloc((void **)&c->first, ((size_t)c->n + 1) * sizeof(unsigned long long));
+        e = gnn__cuda_malloc((void **)&c->first,
+                             ((size_t)c->n_ids + 1) * sizeof(unsigned long long));
     if (e == cudaSuccess && !host)
         e = gnn__cuda_copy_host(c->indptr, g->indptr, ((size_t)c->n + 1) * sizeof(int64_t),
                                 cudaMemcpyHostToDevice, c->st, NULL);
@@ -223,9 +241,9 @@ int gnn__cuda_sampler_prepare(gnn_backend_t *be, gnn_bsampler_t *s)
         e = gnn__cuda_copy_host(c->indices, g->indices, (size_t)g->nnz * sizeof(int64_t),
                                 cudaMemcpyHostToDevice, c->st, NULL);
     if (e == cudaSuccess)
-        e = cudaMemsetAsync(c->loc, 0xFF, ((size_t)c->n + 1) * sizeof(int32_t), c->st);
+        e = cudaMemsetAsync(c->loc, 0xFF, ((size_t)c->n_ids + 1) * sizeof(int32_t), c->st);
     if (e == cudaSuccess)
-        e = cudaMemsetAsync(c->first, 0xFF, ((size_t)c->n + 1) * sizeof(unsigned long long),
+        e = cudaMemsetAsync(c->first, 0xFF, ((size_t)c->n_ids + 1) * sizeof(unsigned long long),
                             c->st);
     if (e == cudaSuccess) e = cudaStreamSynchronize(c->st);
     if (e != cudaSuccess) {
@@ -238,6 +256,35 @@ int gnn__cuda_sampler_prepare(gnn_backend_t *be, gnn_bsampler_t *s)
     }
     s->impl = c;
     s->at = host ? 2 : 1;
+    return 0;
+}
+
+int gnn__cuda_sampler_resize(gnn_backend_t *be, gnn_bsampler_t *s)
+{
+    (void)gnn__cuda_be(be); /* its device current */
+    cu_sampler_t *c = (cu_sampler_t *)s->impl;
+    const size_t n = (size_t)s->n_ids + 1;
+    int32_t *loc = NULL;
+    unsigned long long *first = NULL;
+    cudaError_t e = cudaStreamSynchronize(c->st); /* no batch reading the old ones */
+    if (e == cudaSuccess) e = gnn__cuda_malloc((void **)&loc, n * sizeof *loc);
+    if (e == cudaSuccess) e = gnn__cuda_malloc((void **)&first, n * sizeof *first);
+    if (e == cudaSuccess) e = cudaMemsetAsync(loc, 0xFF, n * sizeof *loc, c->st);
+    if (e == cudaSuccess) e = cudaMemsetAsync(first, 0xFF, n * sizeof *first, c->st);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(c->st);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        cudaFree(loc);
+        cudaFree(first);
+        return GNN_FAIL(e == cudaErrorMemoryAllocation ? GNN_ENOMEM : GNN_ECUDA,
+                        "device sampler: arrays over %" PRId64 " node ids: %s", s->n_ids,
+                        cudaGetErrorString(e));
+    }
+    cudaFree(c->loc);
+    cudaFree(c->first);
+    c->loc = loc;
+    c->first = first;
+    c->n_ids = s->n_ids;
     return 0;
 }
 
@@ -271,15 +318,27 @@ typedef struct {
     int sorted; /* the graph's rows ascending */
 } dexcl_t;
 
+/* A hop's rows held elsewhere on the device (ridx NULL: none): new row
+ * i with ridx[i] = k >= 0 takes the holder's draws src[off[k], off[k + 1])
+ * (and their relations rel). */
+typedef struct {
+    const int64_t *ridx, *off, *src;
+    const int32_t *rel;
+} dremote_t;
+
 /* cnt[i] for i < n, and cnt[n] = 0 (the sum's last entry). */
 __global__ void k_count(int64_t n, const int64_t *nodes, const int64_t *gindptr,
                         const int64_t *gindices, const int32_t *et, int fanout, dexcl_t x,
-                        int64_t *cnt)
+                        dremote_t r, int64_t *cnt)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i <= n;
          i += (int64_t)gridDim.x * blockDim.x) {
         if (i == n) {
             cnt[i] = 0;
+            continue;
+        }
+        if (r.ridx && r.ridx[i] >= 0) {
+            cnt[i] = r.off[r.ridx[i] + 1] - r.off[r.ridx[i]];
             continue;
         }
         const int64_t *xs;
@@ -300,10 +359,17 @@ __global__ void k_indptr(int64_t n, const int64_t *rptr, int64_t base, int64_t *
 __global__ void k_draw(int64_t n, const int64_t *nodes, const int64_t *gindptr,
                        const int64_t *gindices, const int32_t *et, const int64_t *kid,
                        const int64_t *rptr, int fanout, uint64_t key, int h, dexcl_t x,
-                       int64_t *gids, int32_t *rel)
+                       dremote_t r, int64_t *gids, int32_t *rel)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
+        if (r.ridx && r.ridx[i] >= 0) { /* the holder's draws, as they came */
+            const int64_t a = r.off[r.ridx[i]], k = r.off[r.ridx[i] + 1] - a;
+            for (int64_t q = 0; q < k; q++) gids[rptr[i] + q] = r.src[a + q];
+            if (et)
+                for (int64_t q = 0; q < k; q++) rel[rptr[i] + q] = r.rel[a + q];
+            continue;
+        }
         const int64_t *xs;
         const int64_t nx = gnn__ds_excl_row(x.rows, x.start, x.src, x.m, nodes[i], &xs);
         if (et)
@@ -414,10 +480,64 @@ static unsigned blocks_for(int64_t n)
     return gnn__cuda_blocks(n > 0 ? n : 1, THREADS);
 }
 
+/* Hop h's n new rows (rows, device) with rows held elsewhere: read back,
+ * handed to gnn__be_remote_hop (hx the batch's excluded edges, host), the
+ * holders' draws up into the sampler's buffers, described by *r (zeroed
+ * where the hop has none). */
+static int remote_rows(gnn_bsampler_t *s, cu_sampler_t *c, int h, uint64_t key,
+                       const gnn_bexcl_t *hx, const int64_t *rows, int64_t n, dremote_t *r)
+{
+    cudaStream_t st = c->st;
+    memset(r, 0, sizeof *r);
+    gnn__be_remote_done(&c->rm);
+    if (n > 0 && (!c->h_rows || (size_t)n > c->h_rows_cap)) {
+        gnn_free(c->h_rows);
+        c->h_rows_cap = 0;
+        c->h_rows = (int64_t *)gnn_malloc_array((size_t)n + (size_t)n / 4 + 64, sizeof(int64_t));
+        GNN_CHECK_RET(c->h_rows, GNN_ENOMEM, "device sampler: %" PRId64 " rows read back", n);
+        c->h_rows_cap = (size_t)n + (size_t)n / 4 + 64;
+    }
+    if (n > 0) {
+        GNN_CUDA_RET(gnn__cuda_copy_host(c->h_rows, rows, (size_t)n * sizeof(int64_t),
+                                         cudaMemcpyDeviceToHost, st, NULL),
+                     "device sampler: a hop's rows");
+        GNN_CUDA_RET(cudaStreamSynchronize(st), "device sampler: a hop's rows");
+    }
+    gnn_bremote_t *rm = &c->rm;
+    GNN_TRY_RET(gnn__be_remote_hop(s, h, key, hx, c->h_rows, n, rm));
+    if (!rm->idx) return 0;
+    const int64_t ns = rm->off[rm->nr];
+    GNN_TRY_RET(grow(st, &c->ridx, &c->ridx_cap, (size_t)n + 1, "device sampler: remote rows"));
+    GNN_TRY_RET(grow(st, &c->roff, &c->roff_cap, (size_t)rm->nr + 1,
+                     "device sampler: remote rows"));
+    GNN_TRY_RET(grow(st, &c->rsrc, &c->rsrc_cap, (size_t)ns + 1, "device sampler: remote draws"));
+    if (s->etype)
+        GNN_TRY_RET(grow32(st, &c->rrel, &c->rrel_cap, (size_t)ns + 1,
+                           "device sampler: remote draws"));
+    /* From pageable memory: each returns once its bytes are staged. */
+    const struct {
+        void *dst;
+        const void *src;
+        size_t bytes;
+    } up[] = {{c->ridx, rm->idx, (size_t)n * sizeof(int64_t)},
+              {c->roff, rm->off, (size_t)(rm->nr + 1) * sizeof(int64_t)},
+              {c->rsrc, rm->src, (size_t)ns * sizeof(int64_t)},
+              {c->rrel, rm->rel, s->etype ? (size_t)ns * sizeof(int32_t) : 0}};
+    for (size_t k = 0; k < sizeof up / sizeof up[0]; k++)
+        if (up[k].bytes > 0)
+            GNN_CUDA_RET(gnn__cuda_upload(up[k].dst, up[k].src, up[k].bytes, st),
+                         "device sampler: the holders' draws");
+    r->ridx = c->ridx;
+    r->off = c->roff;
+    r->src = c->rsrc;
+    r->rel = s->etype ? c->rrel : NULL;
+    return 0;
+}
+
 /* The hops of a batch whose seeds are nodes[0, n) with loc set; *n_nodes
  * counts the nodes with loc set (for the reset). */
 static int hops(gnn_backend_t *be, gnn_bsampler_t *s, int64_t n, uint64_t key, dexcl_t x,
-                gnn_bbatch_t *b, int64_t *n_nodes)
+                const gnn_bexcl_t *hx, gnn_bbatch_t *b, int64_t *n_nodes)
 {
     (void)be;
     cu_sampler_t *c = (cu_sampler_t *)s->impl;
@@ -430,13 +550,19 @@ static int hops(gnn_backend_t *be, gnn_bsampler_t *s, int64_t n, uint64_t key, d
         const int64_t kept = s->once && h > 0 ? b->n_dst[l + 1] : 0;
         const int64_t nnz_kept = kept > 0 ? b->nnz[l + 1] : 0, n_new = n_dst - kept;
         const int64_t *rows = b->nodes + kept;
+        s->hop = h;
+        s->called = 0;
+        /* 0. rows held elsewhere: drawn by their holders (the hook) */
+        dremote_t rr;
+        memset(&rr, 0, sizeof rr);
+        if (s->remote.draw) GNN_TRY_RET(remote_rows(s, c, h, key, hx, rows, n_new, &rr));
         /* 1. the new rows' counts and their prefix sum; indptr */
         GNN_TRY_RET(grow(st, &c->cnt, &c->cnt_cap, (size_t)n_new + 1, "device sampler: counts"));
         GNN_TRY_RET(grow(st, &c->rptr, &c->rptr_cap, (size_t)n_new + 1, "device sampler: offsets"));
         GNN_TRY_RET(bgrow(c, (void **)&b->indptr[l], &b->cap_indptr[l], (size_t)n_dst + 1,
                           sizeof(int64_t), 0));
         k_count<<<blocks_for(n_new + 1), THREADS, 0, st>>>(n_new, rows, c->indptr, c->indices, et,
-                                                           s->fanout[h], x, c->cnt);
+                                                           s->fanout[h], x, rr, c->cnt);
         GNN_CUDA_LAUNCHED("sampler count");
         size_t tb = 0;
         GNN_CUDA_RET(cub::DeviceScan::ExclusiveSum(NULL, tb, c->cnt, c->rptr, n_new + 1, st),
@@ -474,7 +600,7 @@ static int hops(gnn_backend_t *be, gnn_bsampler_t *s, int64_t n, uint64_t key, d
         rows = b->nodes + kept;
         k_draw<<<blocks_for(n_new), THREADS, 0, st>>>(n_new, rows, c->indptr, c->indices, et,
                                                       s->key_ids, c->rptr, s->fanout[h], key, h,
-                                                      x, c->gids, et ? c->rel : NULL);
+                                                      x, rr, c->gids, et ? c->rel : NULL);
         GNN_CUDA_LAUNCHED("sampler draw");
         /* 3, 4. the first entry of each new node; flags and their sum */
         k_first<<<blocks_for(nnz_new), THREADS, 0, st>>>(nnz_new, c->gids, c->loc, c->first);
@@ -608,7 +734,7 @@ int gnn__cuda_sample(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds,
     k_seed<<<blocks_for(n), THREADS, 0, st>>>(n, b->nodes, c->loc);
     GNN_CUDA_LAUNCHED("sampler seeds");
     int64_t n_nodes = n;
-    rc = hops(be, s, n, key, x, b, &n_nodes);
+    rc = hops(be, s, n, key, x, hx, b, &n_nodes);
     if (rc == 0) { /* loc unset for the next batch (first is unset by the hops) */
         k_unset<<<blocks_for(n_nodes), THREADS, 0, st>>>(n_nodes, b->nodes, c->loc);
         cudaError_t e = cudaGetLastError();
@@ -618,11 +744,13 @@ int gnn__cuda_sample(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds,
             rc = GNN_FAIL(GNN_ECUDA, "device sampler: %s", cudaGetErrorString(e));
         }
     }
+    gnn__be_remote_done(&c->rm); /* (the stream waited for: its copies done) */
     if (rc < 0) { /* loc and first may be set anywhere: unset both whole */
-        cudaError_t e = cudaMemsetAsync(c->loc, 0xFF, ((size_t)c->n + 1) * sizeof(int32_t), st);
+        cudaError_t e =
+            cudaMemsetAsync(c->loc, 0xFF, ((size_t)c->n_ids + 1) * sizeof(int32_t), st);
         if (e == cudaSuccess)
-            e = cudaMemsetAsync(c->first, 0xFF, ((size_t)c->n + 1) * sizeof(unsigned long long),
-                                st);
+            e = cudaMemsetAsync(c->first, 0xFF,
+                                ((size_t)c->n_ids + 1) * sizeof(unsigned long long), st);
         if (e == cudaSuccess) e = cudaStreamSynchronize(st);
         if (e != cudaSuccess) { /* later batches would be wrong: refused instead */
             (void)cudaGetLastError();

@@ -31,6 +31,7 @@
 #include <cmocka.h>
 
 #include "tests/common/testrng.h"
+#include "graph/base/alloc.h"
 #include "graph/base/error.h"
 #include "kernels/backend.h"
 #include "sampler/sampler.h"
@@ -712,6 +713,281 @@ static void test_errors(void **state)
     }
 }
 
+/* ---- Rows held elsewhere ------------------------------------------------------ */
+
+/* The holder of every row (the remote hook): draws from the whole graph,
+ * per relation when asked, keyed by kid, less the batch's excluded edges
+ * (ex); records each call's hop and row count. */
+typedef struct {
+    const gnn_csr_t *whole;
+    const int32_t *etype; /* whole's relations, or NULL */
+    const int64_t *kid;   /* whole's key ids, or NULL */
+    gnn_sampler_excl_t *ex;
+    int calls, hop[32];
+    int64_t n[32];
+} holder_t;
+
+static int holder_draw(void *ctx, int h, int fanout, uint64_t key, const int64_t *v, int64_t n,
+                       int64_t *cnt, int64_t **src, int32_t **rel)
+{
+    holder_t *ho = ctx;
+    assert_true(ho->calls < 32);
+    ho->hop[ho->calls] = h;
+    ho->n[ho->calls++] = n;
+    assert_true(!rel || ho->etype);
+    if (n < 0) return (int)n;
+    const gnn_csr_t *g = ho->whole;
+    int64_t total = 0, longest = 0;
+    for (int64_t k = 0; k < n; k++) {
+        const int64_t d = g->indptr[v[k] + 1] - g->indptr[v[k]];
+        total += d;
+        longest = d > longest ? d : longest;
+    }
+    *src = gnn_malloc_array((size_t)total + 1, sizeof **src);
+    if (rel) *rel = gnn_malloc_array((size_t)total + 1, sizeof **rel);
+    int64_t *kept = malloc((size_t)(longest + 1) * sizeof *kept);
+    int32_t *krel = malloc((size_t)(longest + 1) * sizeof *krel);
+    assert_true(*src && (!rel || *rel) && kept && krel);
+    int64_t at = 0;
+    for (int64_t k = 0; k < n; k++) {
+        const int64_t a = g->indptr[v[k]];
+        int64_t d = g->indptr[v[k] + 1] - a;
+        const int64_t *row = g->indices + a;
+        const int32_t *et = ho->etype ? ho->etype + a : NULL;
+        if (ho->ex && gnn_sampler_excl_has_row(ho->ex, v[k])) { /* less the excluded */
+            int64_t w = 0;
+            for (int64_t q = 0; q < d; q++)
+                if (gnn_sampler_excl_filter(ho->ex, v[k], row + q, 1, NULL, NULL)) {
+                    kept[w] = row[q];
+                    if (et) krel[w] = et[q];
+                    w++;
+                }
+            d = w;
+            row = kept;
+            et = et ? krel : NULL;
+        }
+        const int64_t id = ho->kid ? ho->kid[v[k]] : v[k];
+        const int64_t c = rel ? gnn_sampler_draw_row_typed(row, et, d, fanout, key, id, h,
+                                                           *src + at, *rel + at)
+                              : gnn_sampler_draw_row(row, d, fanout, key, id, h, *src + at);
+        assert_true(c >= 0);
+        cnt[k] = c;
+        at += c;
+    }
+    free(kept);
+    free(krel);
+    return 0;
+}
+
+/*
+ * A part of a graph of N = 2400 nodes: its graph holds nodes [0, 1500),
+ * rows [0, 900) (their sources all within it), the rest drawn by the
+ * holder through the hook, node ids up to N (gnn_be_sampler_set_remote).
+ * Against the host sampler over the same part with the same hook, and
+ * against the whole graph's sampler: the same batches entry for entry,
+ * the hook called at the same hops with the same rows, from hop 0 (seeds
+ * beyond the part's graph) and from hop 1, drawn anew and sampling once,
+ * keyed by ids and not, typed (3 relations) and not, leaving out an edge
+ * batch's edges (the holder leaves them out of its rows). Errors: a seed
+ * beyond the rows held before the first remote hop, a seed beyond the ids,
+ * a row held elsewhere with excluded edges its holder cannot leave out;
+ * each handed to the hook at the next exchange as the host sampler hands
+ * it; bad settings named. The sampler is right afterwards.
+ */
+static void test_remote_rows(void **state)
+{
+    (void)state;
+    const int64_t N = 2400, M = 1500, held = 900, m = 30000;
+    static const int fan[][4] = {{2, 5, 3}, {3, 4, 10, 3}, {2, -1, 2}};
+    for (int k = 0; k < g_nbackends; k++) {
+        gnn_backend_t *be = open_or_skip(g_backends[k]);
+        if (!be) continue;
+        uint64_t s = g_seed ^ 0x72656d6f7465;
+        /* The whole graph (its held rows' sources below M) and the part. */
+        int64_t *src = malloc((size_t)m * sizeof *src), *dst = malloc((size_t)m * sizeof *dst);
+        assert_true(src && dst);
+        int64_t mp = 0;
+        for (int64_t i = 0; i < m; i++) {
+            const int64_t v = tu_rng_next(&s) % 4 == 0 ? 3 : rng_below(&s, N);
+            dst[i] = v;
+            src[i] = rng_below(&s, v < held ? M : N);
+            mp += v < held;
+        }
+        gnn_csr_t g, part;
+        assert_int_equal(gnn_csr_from_edges(N, m, src, dst, NULL, GNN_BUILD_SORT, &g), 0);
+        int64_t *psrc = malloc((size_t)(mp + 1) * sizeof *psrc),
+                *pdst = malloc((size_t)(mp + 1) * sizeof *pdst);
+        assert_true(psrc && pdst);
+        for (int64_t i = 0, w = 0; i < m; i++)
+            if (dst[i] < held) psrc[w] = src[i], pdst[w++] = dst[i];
+        assert_int_equal(gnn_csr_from_edges(M, mp, psrc, pdst, NULL, GNN_BUILD_SORT, &part), 0);
+        free(src), free(dst), free(psrc), free(pdst);
+        const int R = 3;
+        int32_t *wet = make_relations(&g, R); /* rows regrouped: the part from it again */
+        int32_t *pet = malloc((size_t)(part.nnz + 1) * sizeof *pet);
+        assert_non_null(pet);
+        for (int64_t v = 0; v < held; v++) {
+            assert_int_equal(part.indptr[v + 1] - part.indptr[v], g.indptr[v + 1] - g.indptr[v]);
+            memcpy(part.indices + part.indptr[v], g.indices + g.indptr[v],
+                   (size_t)(g.indptr[v + 1] - g.indptr[v]) * sizeof *part.indices);
+            memcpy(pet + part.indptr[v], wet + g.indptr[v],
+                   (size_t)(g.indptr[v + 1] - g.indptr[v]) * sizeof *pet);
+        }
+        part.flags &= ~(unsigned)GNN_CSR_SORTED;
+        int64_t *kid = malloc((size_t)N * sizeof *kid);
+        assert_non_null(kid);
+        for (int64_t v = 0; v < N; v++) kid[v] = (int64_t)(tu_rng_next(&s) >> 2);
+        gnn_bbatch_t b;
+        memset(&b, 0, sizeof b);
+        int cases = 0;
+        for (size_t f = 0; f < sizeof fan / sizeof fan[0]; f++)
+            for (int variant = 0; variant < 16; variant++) {
+                const int first = variant & 1, once = variant >> 1 & 1, keyed = variant >> 2 & 1,
+                          typed = variant >> 3 & 1, L = fan[f][0];
+                holder_t hh = {.whole = &g, .etype = typed ? wet : NULL,
+                               .kid = keyed ? kid : NULL},
+                         hd = hh;
+                gnn_sampler_t *hs, *ws;
+                gnn_bsampler_t *ds;
+                gnn_sampler_remote_t hr = {.n_held = held, .first_hop = first, .excludes = 1,
+                                           .draw = holder_draw, .ctx = &hh};
+                gnn_be_remote_t dr = {.n_held = held, .n_ids = N, .first_hop = first,
+                                      .excludes = 1, .draw = holder_draw, .ctx = &hd};
+                assert_int_equal(gnn_sampler_create(&part, L, fan[f] + 1, &hs), 0);
+                assert_int_equal(gnn_sampler_create(&g, L, fan[f] + 1, &ws), 0);
+                assert_int_equal(gnn_be_sampler_create(be, &part, L, fan[f] + 1, &ds), 0);
+                assert_int_equal(gnn_sampler_set_remote(hs, &hr), 0);
+                assert_int_equal(gnn_be_sampler_set_remote(ds, &dr), 0);
+                assert_int_equal(gnn_sampler_set_once(hs, once), 0);
+                assert_int_equal(gnn_sampler_set_once(ws, once), 0);
+                assert_int_equal(gnn_be_sampler_set_once(ds, once), 0);
+                if (keyed) {
+                    assert_int_equal(gnn_sampler_set_key_ids(hs, kid), 0);
+                    assert_int_equal(gnn_sampler_set_key_ids(ws, kid), 0);
+                    assert_int_equal(gnn_be_sampler_set_key_ids(ds, kid), 0);
+                }
+                if (typed) {
+                    assert_int_equal(gnn_sampler_set_relations(hs, pet, R), 0);
+                    assert_int_equal(gnn_sampler_set_relations(ws, wet, R), 0);
+                    assert_int_equal(gnn_be_sampler_set_relations(ds, pet, R), 0);
+                }
+                for (int z = 0; z < 3; z++) {
+                    /* 0, 1 and 120 seeds: from hop 0 anywhere, else held */
+                    const int64_t n = z == 0 ? 0 : z == 1 ? 1 : 120;
+                    int64_t *seeds = pick_seeds(&s, first ? held : N, n);
+                    uint64_t sd = tu_rng_next(&s), ep = (uint64_t)z, bt = f * 16 + variant;
+                    int64_t ne = 0, *ex = NULL;
+                    if (z == 2 && variant % 3 == 0) ex = pick_excluded(&s, &g, seeds, n, &ne);
+                    char what[200];
+                    snprintf(what, sizeof what,
+                             "%s, remote rows from hop %d, fanouts #%zu%s%s%s, %" PRId64
+                             " seeds, %" PRId64 " excluded edges",
+                             g_backends[k], first, f, once ? ", once" : "", keyed ? ", keyed" : "",
+                             typed ? ", typed" : "", n, ne);
+                    gnn_minibatch_t mh, mw;
+                    if (ne) {
+                        assert_int_equal(gnn_sampler_excl_create(ex, ne, &hh.ex), 0);
+                        assert_int_equal(gnn_sampler_excl_create(ex, ne, &hd.ex), 0);
+                    }
+                    hh.calls = hd.calls = 0;
+                    assert_int_equal(
+                        gnn_sampler_sample_excluding(hs, seeds, n, ex, ne, sd, ep, bt, &mh), 0);
+                    assert_int_equal(
+                        gnn_be_sample_excluding(ds, seeds, n, ex, ne, sd, ep, bt, &b), 0);
+                    expect_same(be, &b, &mh, what);
+                    assert_int_equal(hd.calls, hh.calls);
+                    assert_int_equal(hd.calls, L - first);
+                    for (int c = 0; c < hd.calls; c++) {
+                        assert_int_equal(hd.hop[c], hh.hop[c]);
+                        assert_int_equal(hd.n[c], hh.n[c]);
+                    }
+                    /* ... which is the whole graph's batch */
+                    assert_int_equal(
+                        gnn_sampler_sample_excluding(ws, seeds, n, ex, ne, sd, ep, bt, &mw), 0);
+                    expect_same(be, &b, &mw, what);
+                    cases += n > 0;
+                    gnn_minibatch_free(&mh);
+                    gnn_minibatch_free(&mw);
+                    gnn_sampler_excl_free(hh.ex), gnn_sampler_excl_free(hd.ex);
+                    hh.ex = hd.ex = NULL;
+                    free(ex);
+                    free(seeds);
+                }
+                if (variant == 0 || variant == 1) {
+                    /* A seed beyond the rows held (from hop 1: refused at
+                     * hop 0, handed to the hook at hop 1), beyond the ids;
+                     * an excluded edge at a row held elsewhere whose
+                     * holder cannot leave it out. */
+                    int64_t bad[3] = {4, held + 7, 11};
+                    hd.calls = 0;
+                    int rc = gnn_be_sample(ds, bad, 3, 1, 2, 3, &b);
+                    if (first) {
+                        expect_error(rc, GNN_EINVAL, "whose row is not held here (remote draws "
+                                                     "start at hop 1)");
+                        assert_int_equal(hd.calls, 1);
+                        assert_true(hd.hop[0] == 1 && hd.n[0] == GNN_EINVAL);
+                    } else {
+                        assert_int_equal(rc, 0);
+                    }
+                    bad[1] = N;
+                    hd.calls = 0;
+                    char want[120];
+                    snprintf(want, sizeof want, "seed %" PRId64 " at position 1 outside [0, %" PRId64
+                             ")", N, N);
+                    expect_error(gnn_be_sample(ds, bad, 3, 1, 2, 3, &b), GNN_EINVAL, want);
+                    assert_true(hd.calls == 1 && hd.hop[0] == first && hd.n[0] == GNN_EINVAL);
+                    gnn_be_remote_t nx = dr;
+                    nx.excludes = 0;
+                    assert_int_equal(gnn_be_sampler_set_remote(ds, &nx), 0);
+                    int64_t far[2] = {5, held + 30}, xe[2] = {held + 30, 5};
+                    hd.calls = 0;
+                    if (!first) {
+                        expect_error(gnn_be_sample_excluding(ds, far, 2, xe, 1, 1, 2, 3, &b),
+                                     GNN_EUNSUPPORTED,
+                                     "hop 0 reaches a node with excluded edges whose row is "
+                                     "held elsewhere");
+                        assert_true(hd.calls == 1 && hd.hop[0] == 0 && hd.n[0] == GNN_EUNSUPPORTED);
+                    }
+                    assert_int_equal(gnn_be_sampler_set_remote(ds, &dr), 0);
+                    /* Right afterwards. */
+                    int64_t ok[2] = {6, 12};
+                    gnn_minibatch_t mh;
+                    hh.calls = hd.calls = 0;
+                    assert_int_equal(gnn_sampler_sample(hs, ok, 2, 4, 5, 6, &mh), 0);
+                    assert_int_equal(gnn_be_sample(ds, ok, 2, 4, 5, 6, &b), 0);
+                    expect_same(be, &b, &mh, "after the refusals");
+                    gnn_minibatch_free(&mh);
+                    /* Bad settings, named; the sampler keeps its own. */
+                    gnn_be_remote_t br = dr;
+                    br.n_held = M + 1;
+                    expect_error(gnn_be_sampler_set_remote(ds, &br), GNN_EINVAL,
+                                 "1501 rows held of a graph of 1500 nodes");
+                    br = dr;
+                    br.n_ids = M - 1;
+                    expect_error(gnn_be_sampler_set_remote(ds, &br), GNN_EINVAL,
+                                 "node ids below 1499 (at least the graph's 1500");
+                    br = dr;
+                    br.draw = NULL;
+                    expect_error(gnn_be_sampler_set_remote(ds, &br), GNN_EINVAL,
+                                 "remote rows without a hook");
+                    expect_error(gnn_be_sampler_set_remote(NULL, &dr), GNN_EINVAL,
+                                 "NULL sampler");
+                }
+                gnn_be_sampler_free(ds);
+                gnn_sampler_free(hs);
+                gnn_sampler_free(ws);
+            }
+        print_message("%s: %d batches with rows held elsewhere\n", g_backends[k], cases);
+        gnn_be_batch_free(&b);
+        free(kid);
+        free(wet);
+        free(pet);
+        gnn_csr_free(&part);
+        gnn_csr_free(&g);
+        gnn_backend_close(be);
+    }
+}
+
 /* Another thread's calls while this one checks a capture's rules: a wait
  * and an emulated block build, neither noted; nor may it end the rules. */
 typedef struct {
@@ -804,6 +1080,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_same_batches),
         cmocka_unit_test(test_typed_batches),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_remote_rows),
         cmocka_unit_test(test_block_rules),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
