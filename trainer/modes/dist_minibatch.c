@@ -368,20 +368,11 @@ static int dmb_setup(gnn_job_t *j)
     int64_t *ids = NULL, *counts = NULL;
     int local = 0;
     const int device = !strcmp(o->sampler, "device");
-    if (device) { /* the same on every rank: no agreement needed */
-        if (j->task->edge_seeds)
-            return GNN_FAIL(GNN_EUSAGE,
-                            "--sampler device: not with edge batches over a partition directory "
-                            "(--task link: their negatives end anywhere in the graph, beyond a "
-                            "rank's part); use --sampler host");
-        if (d->hops < o->layers)
-            return GNN_FAIL(GNN_EUSAGE,
-                            "--sampler device: %s has %d hop%s of halo for %d layers (each "
-                            "rank samples its own part, which must hold every row a batch "
-                            "draws: gnn-partition --halo-hops %d); use --sampler host, whose "
-                            "owners draw the missing hops",
-                            o->data, d->hops, d->hops == 1 ? "" : "s", o->layers, o->layers);
-    }
+    if (device && j->task->edge_seeds) /* the same on every rank: no agreement needed */
+        return GNN_FAIL(GNN_EUSAGE,
+                        "--sampler device: not with edge batches over a partition directory "
+                        "(--task link: their negatives end anywhere in the graph, beyond a "
+                        "rank's part); use --sampler host");
     GNN_TRY(gnn__dist_open_exchange(j));
     dmb_t *st = gnn_calloc(1, sizeof *st);
     j->mode_state = st; /* freed by dmb_free whatever the others say */
@@ -521,6 +512,15 @@ static int dmb_setup(gnn_job_t *j)
         if (local == 0) local = gnn_be_sampler_set_key_ids(j->ds, d->gid);
         if (local == 0 && j->kind->typed) /* per relation, as the loader's sampler */
             local = gnn_be_sampler_set_relations(j->ds, d->full_etype, j->g.types->n_rels);
+        if (local == 0 && S(j)->remote_rows) { /* the owners draw what the part lacks */
+            const gnn_be_remote_t r = {.n_held = d->n_held,
+                                       .n_ids = d->n_all + d->n_global,
+                                       .first_hop = S(j)->remote.first_hop,
+                                       .excludes = S(j)->remote.excludes,
+                                       .draw = gnn_dist_draw_remote,
+                                       .ctx = d};
+            local = gnn_be_sampler_set_remote(j->ds, &r);
+        }
         GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
         /* Fetched rows straight into backend buffers where MPI may write
          * them (chosen alike on every rank: gnn__dist_open_exchange). */
@@ -981,21 +981,25 @@ static int dev_take(dpend_t *p)
     gnn_bbatch_t *b = &p->b;
     const int64_t F = d->feat_dim;
     p->nm = 0;
-    if (!p->has) return 0;
+    /* Without a batch, a rank still draws for the others' (an empty one). */
+    if (!p->has && !st->remote_rows) return 0;
     double t0 = gnn__now_s();
     GNN_TRY(gnn_be_sample(j->ds, p->seeds, p->ns, p->seed, p->epoch, (uint64_t)p->s, b));
+    if (!p->has) return 0;
     GNN_TRY(dev_grow(j->be, p, b->n_input));
     GNN_TRY(gnn_be_sampler_download(j->ds, p->hnodes, b->nodes,
                                     (size_t)b->n_input * sizeof(int64_t)));
     if (j->kind->typed) GNN_TRY(gnn__dhost_typed_down(j, b, &p->hb));
     p->sample_s = gnn__now_s() - t0;
     for (int64_t k = 0; k < b->n_input; k++) {
+        /* The part's nodes, then those beyond it (drawn by their owners). */
         const int64_t v = p->hnodes[k];
-        /* The part holds every row a batch draws (hops >= layers). */
-        GNN_CHECK(v >= 0 && v < d->n_all, GNN_EINVAL,
-                  "device batch %" PRId64 ": node %" PRId64 " outside the part's %" PRId64, p->s,
-                  v, d->n_all);
-        p->gid[k] = d->gid[v]; /* dropout keyed as one process keys it */
+        GNN_CHECK(v >= 0 && v < d->n_all + d->n_global, GNN_EINVAL,
+                  "device batch %" PRId64 ": node %" PRId64 " outside the part's %" PRId64
+                  " and the graph's %" PRId64,
+                  p->s, v, d->n_all, d->n_global);
+        /* dropout keyed as one process keys it */
+        p->gid[k] = v < d->n_all ? d->gid[v] : d->p2g[v - d->n_all];
     }
     if (F == 0) { /* no features to fetch (learnable rows come apart) */
         for (int64_t k = 0; k < b->n_input; k++) *p->remote += p->hnodes[k] >= d->n_owned;
