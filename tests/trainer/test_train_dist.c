@@ -1069,10 +1069,6 @@ static void test_rgcn_refusals(void **state)
                      "2", ARGS("--data", g_h2, "--model", "sage", "--mode", "minibatch",
                                "--device", "cpu", "--features-on", "host", "--epochs", "2",
                                "-q"));
-    mpi_fails_status(2, (const char *[]){"--sampler device: not with edge batches over a "
-                                         "partition directory", "--sampler host", NULL},
-                     "2", ARGS("--data", g_lh2, "--task", "link", "--model", "sage", "--mode",
-                               "minibatch", "--sampler", "device", "--epochs", "2", "-q"));
     char *out = (char *)tu_path("hsbm-mpi-parts"), want[1024];
     snprintf(want, sizeof want, "%s has node types: it is partitioned by one process", g_hsbm);
     char *argv[] = {g_mpiexec, "-np", "2", "--oversubscribe", g_part, g_hsbm, "-k", "2", "-o",
@@ -1424,6 +1420,67 @@ static void test_device_sampler_owner_draws(void **state)
                *og = tu_json_get(g.line[0], "fetch_overlap");
     assert_true(ob && strncmp(ob, "true", 4) == 0 && og && strncmp(og, "false", 5) == 0);
     log_t *all[] = {&a, &b, &c, &f, &g, &t, &u};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) log_free(all[i]);
+}
+
+/*
+ * Edge mini-batches (--task link) sampled on the device over parts of one
+ * hop: every rank gathers the step's whole batch and leaves its edges
+ * out of the rows it samples on its backend and of those it draws for the
+ * others, and the owners draw every row a part lacks from the first hop
+ * on (a negative's end anywhere in the graph): the host sampler's batches,
+ * so its losses bit for bit (GraphSAGE with dropout on 2 ranks with the
+ * next batch prepared on a thread and on 4 in the step, cpu-as-gpu; the
+ * CPU backend's sampler; R-GCN's typed draws on 2; learnable rows of a
+ * featureless graph on 2, fetched from their owners) and its counters.
+ */
+static void test_link_sampled_on_device(void **state)
+{
+    (void)state;
+    char *lh[] = {"--task", "link", "--batch-size", "256", "--fanouts", "5,5", "--dropout",
+                  "0.5", "--device", "cpu-as-gpu", NULL};
+    char *ld[] = {"--task", "link", "--batch-size", "256", "--fanouts", "5,5", "--dropout",
+                  "0.5", "--device", "cpu-as-gpu", "--sampler", "device", "--prefetch", "1",
+                  NULL};
+    char *l4[] = {"--task", "link", "--batch-size", "256", "--fanouts", "5,5", "--dropout",
+                  "0.5", "--device", "cpu-as-gpu", "--sampler", "device", "--prefetch", "0",
+                  NULL};
+    char *lc[] = {"--task", "link", "--batch-size", "256", "--fanouts", "5,5", "--dropout",
+                  "0.5", "--sampler", "device", NULL};
+    char *rh[] = {"--task", "link", "--batch-size", "512", "--device", "cpu-as-gpu", NULL};
+    char *rd[] = {"--task", "link", "--batch-size", "512", "--device", "cpu-as-gpu", "--sampler",
+                  "device", NULL};
+    char *eh[] = {"--task", "link", "--batch-size", "512", "--embed-dim", "16", "--device",
+                  "cpu-as-gpu", NULL};
+    char *ed[] = {"--task", "link", "--batch-size", "512", "--embed-dim", "16", "--device",
+                  "cpu-as-gpu", "--sampler", "device", "--prefetch", "1", NULL};
+    log_t a = dev_run("2", g_l2, "sage", "lkd-h", lh), b = dev_run("2", g_l2, "sage", "lkd-d", ld),
+          c = dev_run("2", g_l2, "sage", "lkd-c", lc);
+    log_t e = dev_run("4", g_l4, "sage", "lkd-h4", lh), f = dev_run("4", g_l4, "sage", "lkd-d4", l4);
+    log_t t = dev_run("2", g_hxk2, "rgcn", "lkd-rh", rh),
+          u = dev_run("2", g_hxk2, "rgcn", "lkd-rd", rd);
+    log_t g = dev_run("2", g_cnfl_k2, "sage", "lkd-eh", eh),
+          h = dev_run("2", g_cnfl_k2, "sage", "lkd-ed", ed);
+    double d[5] = {loss_diff(&a, &b, 3), loss_diff(&a, &c, 3), loss_diff(&e, &f, 3),
+                   loss_diff(&t, &u, 3), loss_diff(&g, &h, 3)};
+    print_message("edge mini-batches sampled on the device over parts of 1 hop: loss differences "
+                  "from the host sampler %.2e (sage, 2 ranks), %.2e (the CPU backend's "
+                  "sampler), %.2e (4 ranks), %.2e (rgcn, 2 ranks), %.2e (learnable rows, "
+                  "featureless, 2 ranks); owners' draws %.0f bytes an epoch (sage, 2 ranks)\n",
+                  d[0], d[1], d[2], d[3], d[4], tu_json_num(b.line[0], "sample_bytes"));
+    assert_true(d[0] == 0.0 && d[1] == 0.0 && d[2] == 0.0 && d[3] == 0.0 && d[4] == 0.0);
+    const log_t *pairs[][2] = {{&a, &b}, {&a, &c}, {&e, &f}, {&t, &u}, {&g, &h}};
+    const char *names[] = {"link, 2 ranks", "link, 2 ranks, CPU backend", "link, 4 ranks",
+                           "rgcn link, 2 ranks", "link, learnable rows, 2 ranks"};
+    for (int i = 0; i < 5; i++) {
+        same_batches(names[i], pairs[i][0], pairs[i][1]);
+        const double x = tu_json_num(pairs[i][0]->line[0], "sample_bytes"),
+                     y = tu_json_num(pairs[i][1]->line[0], "sample_bytes");
+        if (x != y || !(y > 0.0))
+            fail_msg("%s: owners' draws %.0f bytes (host sampler) against %.0f (device)",
+                     names[i], x, y);
+    }
+    log_t *all[] = {&a, &b, &c, &e, &f, &t, &u, &g, &h};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) log_free(all[i]);
 }
 
@@ -3355,6 +3412,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_minibatch_sampled_by_owners),
         cmocka_unit_test(test_minibatch_sampled_on_device),
         cmocka_unit_test(test_device_sampler_owner_draws),
+        cmocka_unit_test(test_link_sampled_on_device),
         cmocka_unit_test(test_device_paths),
         cmocka_unit_test(test_loss_plans),
         cmocka_unit_test(test_cache_policies),

@@ -203,7 +203,10 @@ typedef struct dpend {
     gnn_bbatch_t b;
     int has;                 /* this rank has a batch at this step */
     int64_t s, ns, nm;       /* the step, its seeds, the rows to fetch */
+    const int64_t *items;    /* its items: seeds, or an edge batch's edges */
+    int64_t n_items;
     const int64_t *seeds;
+    gnn_loader_edges_t e;    /* edge batches: the items' seeds, excluded edges, pairs */
     int64_t *miss, *pos;     /* host, n_input each */
     int64_t *hnodes, *hrow, *gid, *fpos; /* staging, n_input each */
     gnn_dhost_t hb;          /* typed draws: the blocks read back (R-GCN's graphs) */
@@ -368,11 +371,6 @@ static int dmb_setup(gnn_job_t *j)
     int64_t *ids = NULL, *counts = NULL;
     int local = 0;
     const int device = !strcmp(o->sampler, "device");
-    if (device && j->task->edge_seeds) /* the same on every rank: no agreement needed */
-        return GNN_FAIL(GNN_EUSAGE,
-                        "--sampler device: not with edge batches over a partition directory "
-                        "(--task link: their negatives end anywhere in the graph, beyond a "
-                        "rank's part); use --sampler host");
     GNN_TRY(gnn__dist_open_exchange(j));
     dmb_t *st = gnn_calloc(1, sizeof *st);
     j->mode_state = st; /* freed by dmb_free whatever the others say */
@@ -916,6 +914,7 @@ fail:
 static void dpend_free(gnn_backend_t *be, dpend_t *p)
 {
     gnn_be_batch_free(&p->b);
+    gnn_loader_edges_free(&p->e);
     gnn__dhost_clear(&p->hb);
     gnn_be_free(be, p->d_rows);
     p->d_rows = NULL;
@@ -984,7 +983,16 @@ static int dev_take(dpend_t *p)
     /* Without a batch, a rank still draws for the others' (an empty one). */
     if (!p->has && !st->remote_rows) return 0;
     double t0 = gnn__now_s();
-    GNN_TRY(gnn_be_sample(j->ds, p->seeds, p->ns, p->seed, p->epoch, (uint64_t)p->s, b));
+    if (j->task->edge_seeds) { /* collective: every rank leaves the whole batch's edges out */
+        gnn_loader_edges_free(&p->e);
+        GNN_TRY(j->task->edge_seeds(j, p->items, p->n_items, p->seed, p->epoch, &p->e));
+        p->seeds = p->e.seeds;
+        p->ns = p->e.n_seeds;
+        GNN_TRY(gnn_be_sample_excluding(j->ds, p->seeds, p->ns, p->e.excl, p->e.n_excl, p->seed,
+                                        p->epoch, (uint64_t)p->s, b));
+    } else {
+        GNN_TRY(gnn_be_sample(j->ds, p->seeds, p->ns, p->seed, p->epoch, (uint64_t)p->s, b));
+    }
     if (!p->has) return 0;
     GNN_TRY(dev_grow(j->be, p, b->n_input));
     GNN_TRY(gnn_be_sampler_download(j->ds, p->hnodes, b->nodes,
@@ -1029,16 +1037,27 @@ static int dev_work(void *arg)
     return rc;
 }
 
-/* Prepare step s's batch into p: on a thread with overlap, else here. */
+/* Prepare step s's batch into p: on a thread with overlap, else here.
+ * Its items: the epoch's given batch s (starts), else this rank's
+ * shuffled seeds (j->dperm, nt of them) cut into batches (mine). */
 static int dev_start(gnn_job_t *j, dpend_t *p, int64_t s, int64_t mine, int64_t nt,
-                     uint64_t seed, uint64_t epoch, int overlap, int64_t *remote, int64_t *hits)
+                     const int64_t *items, const int64_t *starts, uint64_t seed, uint64_t epoch,
+                     int overlap, int64_t *remote, int64_t *hits)
 {
     const int64_t B = j->o->batch_size, b0 = s * B;
     p->j = j;
     p->s = s;
     p->has = s < mine;
-    p->ns = p->has ? (nt - b0 < B ? nt - b0 : B) : 0;
-    p->seeds = p->has ? j->dperm + b0 : NULL;
+    if (starts) {
+        p->items = p->has ? items + starts[s] : NULL;
+        p->n_items = p->has ? starts[s + 1] - starts[s] : 0;
+        p->seeds = NULL; /* made from the items */
+        p->ns = 0;
+    } else {
+        p->ns = p->has ? (nt - b0 < B ? nt - b0 : B) : 0;
+        p->seeds = p->items = p->has ? j->dperm + b0 : NULL;
+        p->n_items = p->ns;
+    }
     p->seed = seed;
     p->epoch = epoch;
     p->remote = remote;
@@ -1058,7 +1077,7 @@ static int dev_grads(gnn_job_t *j, dpend_t *p, gnn_bgraph_t **graphs, const int6
     gnn_backend_t *be = j->be;
     const gnn_bbatch_t *b = &p->b;
     const int64_t F = j->dist->feat_dim, nm = p->nm;
-    if (!p->has || p->ns == 0)
+    if (!p->has || p->n_items == 0)
         return gnn_be_zero(be, gnn_model_grads(j->model),
                            (size_t)gnn_model_n_params(j->model) * sizeof(float));
     const int64_t n = b->n_input;
@@ -1079,8 +1098,9 @@ static int dev_grads(gnn_job_t *j, dpend_t *p, gnn_bgraph_t **graphs, const int6
     gnn_loader_batch_t lb;
     memset(&lb, 0, sizeof lb);
     lb.index = p->s;
-    lb.n_items = p->ns;
-    GNN_TRY(batch_grads(j, graphs, x, y, j->nb, &lb, p->ns, p->ns, p->s, sum));
+    lb.n_items = p->n_items;
+    lb.edges = p->e; /* (zeroed for seed batches) */
+    GNN_TRY(batch_grads(j, graphs, x, y, j->nb, &lb, p->ns, p->n_items, p->s, sum));
 fail:
     (void)gnn_be_trust_ids(be, NULL, 0, 0);
     (void)gnn_model_set_row_ids(j->model, NULL, 0); /* j->nb is refilled by the next batch */
@@ -1110,20 +1130,37 @@ static int dmb_epoch_device(gnn_job_t *j, double *loss, double *waits, int64_t *
     uint64_t epoch = (uint64_t)c->epoch;
     dpend_t *dp = S(j)->dp;
     gnn_bgraph_t *graphs[GNN_MODEL_MAX_LAYERS] = {0};
-    int local = gnn_grow((void **)&j->dperm, &j->dperm_cap, (size_t)nt + 1, sizeof *j->dperm);
-    if (local == 0) {
-        if (nt) memcpy(j->dperm, train, (size_t)nt * sizeof *train);
-        gnn_loader_shuffle(j->dperm, nt, seed, epoch);
-        local = gnn_grow((void **)&j->dy, &j->dy_cap, (size_t)nt + 1, sizeof *j->dy);
+    const int64_t *items = NULL, *starts = NULL;
+    int64_t mine = 0;
+    int local = 0;
+    if (j->task->epoch_batches) { /* given batches (edge batches): every rank its share of
+                                     each, sampled under one process's key */
+        seed = (uint64_t)j->o->seed + (uint64_t)c->run;
+        local = j->task->epoch_batches(j, &items, &starts, &mine);
+        if (local == 0 && mine != S(j)->steps)
+            local = GNN_FAIL(GNN_EINVAL, "%" PRId64 " batches for %" PRId64 " steps", mine,
+                             S(j)->steps);
+        GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
+        for (int64_t b = 0; b < mine; b++) S(j)->step_seeds[b] = starts[b + 1] - starts[b];
+        GNN_MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, S(j)->step_seeds, (int)mine, MPI_INT64_T,
+                                  MPI_SUM, MPI_COMM_WORLD));
+    } else {
+        local = gnn_grow((void **)&j->dperm, &j->dperm_cap, (size_t)nt + 1, sizeof *j->dperm);
+        if (local == 0) {
+            if (nt) memcpy(j->dperm, train, (size_t)nt * sizeof *train);
+            gnn_loader_shuffle(j->dperm, nt, seed, epoch);
+            local = gnn_grow((void **)&j->dy, &j->dy_cap, (size_t)nt + 1, sizeof *j->dy);
+        }
+        /* The epoch's targets in batch order, on the backend in one copy. */
+        if (local == 0) {
+            const int64_t *labels = j->task->seed_targets(j);
+            for (int64_t i = 0; i < nt; i++) j->dy[i] = labels[j->dperm[i]];
+            local =
+                put(j->be, (void **)&j->yb, &j->yb_bytes, j->dy, (size_t)nt * sizeof(int64_t));
+        }
+        GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
+        mine = (nt + B - 1) / B;
     }
-    /* The epoch's targets in batch order, on the backend in one copy. */
-    if (local == 0) {
-        const int64_t *labels = j->task->seed_targets(j);
-        for (int64_t i = 0; i < nt; i++) j->dy[i] = labels[j->dperm[i]];
-        local = put(j->be, (void **)&j->yb, &j->yb_bytes, j->dy, (size_t)nt * sizeof(int64_t));
-    }
-    GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
-    const int64_t mine = (nt + B - 1) / B;
     const int overlap = S(j)->overlap;
     S(j)->fetch_overlap = overlap;
     uint64_t off0 = gnn_model_rng_offset(j->model);
@@ -1133,7 +1170,8 @@ static int dmb_epoch_device(gnn_job_t *j, double *loss, double *waits, int64_t *
     int64_t direct = 0; /* steps whose fetched rows came into backend buffers */
     double sum = 0.0, compute = 0.0, wait = 0.0;
     if (S(j)->steps > 0)
-        GNN_TRY(dev_start(j, &dp[0], 0, mine, nt, seed, epoch, overlap, remote, hits));
+        GNN_TRY(dev_start(j, &dp[0], 0, mine, nt, items, starts, seed, epoch, overlap, remote,
+                          hits));
     for (int64_t s = 0; s < S(j)->steps; s++) {
         dpend_t *cur = &dp[s % 2], *next = &dp[(s + 1) % 2];
         double t0 = gnn__now_s();
@@ -1151,14 +1189,15 @@ static int dmb_epoch_device(gnn_job_t *j, double *loss, double *waits, int64_t *
         }
         double prep = gnn__now_s() - t1;
         if (overlap && s + 1 < S(j)->steps)
-            GNN_TRY(dev_start(j, next, s + 1, mine, nt, seed, epoch, 1, remote, hits));
+            GNN_TRY(dev_start(j, next, s + 1, mine, nt, items, starts, seed, epoch, 1, remote,
+                              hits));
         double t2 = gnn__now_s();
         /* Learnable input rows: fetched from their owners for this step
          * (every rank, with or without a batch), stepped after it. */
-        const int has_input = cur->has && cur->ns > 0;
+        const int has_input = cur->has && cur->n_items > 0;
         GNN_TRY(gnn__input_dist_fetch(j, has_input ? cur->hnodes : NULL,
                                       has_input ? cur->b.n_input : 0));
-        rc = dev_grads(j, cur, graphs, cur->has ? j->yb + s * B : NULL, &sum);
+        rc = dev_grads(j, cur, graphs, cur->has && !starts ? j->yb + s * B : NULL, &sum);
         for (int l = 0; l < GNN_MODEL_MAX_LAYERS; l++) {
             gnn_be_graph_free(graphs[l]);
             graphs[l] = NULL;
@@ -1191,7 +1230,8 @@ static int dmb_epoch_device(gnn_job_t *j, double *loss, double *waits, int64_t *
         }
         if (!overlap && s + 1 < S(j)->steps) {
             t0 = gnn__now_s();
-            GNN_TRY(dev_start(j, next, s + 1, mine, nt, seed, epoch, 0, remote, hits));
+            GNN_TRY(dev_start(j, next, s + 1, mine, nt, items, starts, seed, epoch, 0, remote,
+                              hits));
             wait += gnn__now_s() - t0;
         }
     }
