@@ -558,8 +558,9 @@ int gnn_be_sampler_set_remote(gnn_bsampler_t *s, const gnn_be_remote_t *r);
 int gnn_be_sampler_graph_at(const gnn_bsampler_t *s);
 void gnn_be_sampler_free(gnn_bsampler_t *s);
 /* The batch of the n distinct seeds (host array, global ids) under
- * (seed, epoch, batch) into *b. GNN_EINVAL for a seed outside the graph or
- * repeated (named with its position), b filled by another backend;
+ * (seed, epoch, batch) into *b. GNN_EINVAL for a seed outside the graph
+ * (with remote rows: outside the node ids) or repeated (named with its
+ * position), b filled by another backend;
  * GNN_ENOMEM / GNN_ECUDA; on failure b's counts are zero and the sampler
  * is ready for the next batch. Returns once b is complete on the device;
  * a GPU's sampler runs on a stream of its own, so one thread may sample

@@ -3063,6 +3063,27 @@ static void test_cuda_training(void **state)
     log_free(&mbp[0].log);
     log_free(&mbp[1].log);
     log_free(&mbp_ref);
+    /* ... over 2 parts of 1 hop, the owners drawing the second hop; and
+     * edge batches over them, the owners drawing from the first. */
+    run_t mbo[] = {{"2 ranks, cuda, sampled on the GPU, owners' draws", "2", g_k2, {0}}};
+    mbo[0].log = owner_run("2", g_k2, "cuda-mbo", mbd_gpu);
+    log_t mbo_ref = owner_run("2", g_k2, "cuda-mbo-cpu", mbd_cpu);
+    compare_to("sage mini-batches sampled on the GPU, owners' draws", &mbo_ref, mbo, 1, 3);
+    assert_true(tu_json_num(mbo[0].log.line[0], "sample_bytes") ==
+                tu_json_num(mbo_ref.line[0], "sample_bytes"));
+    log_free(&mbo[0].log);
+    log_free(&mbo_ref);
+    char *mblp_gpu[] = {"--task", "link", "--fanouts", "10,10", "--batch-size", "512",
+                        "--device", "cuda", "--sampler", "device", NULL};
+    char *mblp_cpu[] = {"--task", "link", "--fanouts", "10,10", "--batch-size", "512", NULL};
+    run_t mblp[] = {{"2 ranks, cuda, edge batches sampled on the GPU", "2", g_l2, {0}}};
+    mblp[0].log = owner_run("2", g_l2, "cuda-mblp", mblp_gpu);
+    log_t mblp_ref = owner_run("2", g_l2, "cuda-mblp-cpu", mblp_cpu);
+    compare_to("sage edge mini-batches sampled on the GPU over parts", &mblp_ref, mblp, 1, 3);
+    assert_true(tu_json_num(mblp[0].log.line[0], "sampled_edges") ==
+                tu_json_num(mblp_ref.line[0], "sampled_edges"));
+    log_free(&mblp[0].log);
+    log_free(&mblp_ref);
     /* Edge batches (--task link) sampled on the GPU, their edges left out
      * of the draws there, in one process, against the CPU's host loader. */
     char *mbl_gpu[] = {"--task", "link", "--fanouts", "10,10", "--batch-size", "512",

@@ -24,7 +24,12 @@
  * node ids come back to the host, to list the rows fetched from their
  * owners, which go up and into place (and the learnable rows of
  * --embed-dim, fetched and stepped by their owners as for the host
- * sampler's batches).
+ * sampler's batches). Where the part lacks rows a batch draws (fewer
+ * hops of halo than layers, edge batches), the device sampler hands each
+ * hop's rows beyond it to the same owners' hook (gnn_be_sampler_set_remote),
+ * in step order on every rank, a rank without a batch sampling an empty
+ * one to draw for the others; an edge batch's seeds are made by the
+ * task's hook, which gathers the step's whole batch first.
  */
 #include "trainer/job.h"
 
@@ -63,8 +68,9 @@ typedef struct {
     int overlap;                      /* the next step's batch prepared on a thread while
                                          a step trains (agreed by all ranks) */
     int fetch_overlap;                /* fetches ran on their own thread */
-    int remote_rows;                  /* parts have fewer halo hops than layers: the
-                                         last hops are drawn by the owners, and each
+    int remote_rows;                  /* parts have fewer halo hops than layers (or edge
+                                         batches): hops the part cannot serve are drawn
+                                         by the owners (either sampler), and each
                                          step's batch is sampled in step order */
     gnn_sampler_remote_t remote;      /* ... through this hook */
     gnn_sampler_t *idle;              /* a rank out of batches still draws for others */
