@@ -401,11 +401,13 @@ static int dmb_setup(gnn_job_t *j)
                      "drawn by the nodes' owners",
                      o->data, d->hops, d->hops == 1 ? "" : "s", o->layers,
                      o->layers - d->hops > 1 ? "s" : "", d->hops + 1, o->layers);
-        local = gnn_sampler_create(&d->full, o->layers, j->fanout, &S(j)->idle);
-        if (local == 0) local = typed_draws(j, S(j)->idle);
-        if (local == 0) local = gnn_sampler_set_once(S(j)->idle, o->sample_once);
-        if (local == 0) local = gnn_sampler_set_key_ids(S(j)->idle, d->gid);
-        if (local == 0) local = gnn_sampler_set_remote(S(j)->idle, &S(j)->remote);
+        if (!device) { /* (the device sampler samples empty batches itself) */
+            local = gnn_sampler_create(&d->full, o->layers, j->fanout, &S(j)->idle);
+            if (local == 0) local = typed_draws(j, S(j)->idle);
+            if (local == 0) local = gnn_sampler_set_once(S(j)->idle, o->sample_once);
+            if (local == 0) local = gnn_sampler_set_key_ids(S(j)->idle, d->gid);
+            if (local == 0) local = gnn_sampler_set_remote(S(j)->idle, &S(j)->remote);
+        }
     }
     if (local == 0 && o->feature_cache) local = gnn_parse_size(o->feature_cache, &bytes);
     GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
