@@ -56,6 +56,11 @@
  * sampler on the typed part (an untyped model's) gets untyped draws from
  * the owners: the whole graph's untyped batches.
  *
+ * The device sampler (gnn_be_sample on the CPU backend, and on it as a
+ * GPU: cpu-as-gpu) over the same part with the same owners' hook samples
+ * every batch of every case entry for entry as the host sampler does,
+ * and hands a repeated seed's failure to the hook as it does.
+ *
  * Every check's outcome is agreed across ranks before it can fail the
  * test, so all ranks leave a failing test together.
  */
@@ -69,6 +74,7 @@
 #include "graph/base/error.h"
 #include "graph/base/log.h"
 #include "graph/graph_file.h"
+#include "kernels/backend.h"
 #include "partition/kway.h"
 #include "partition/partdir.h"
 #include "sampler/sampler.h"
@@ -384,7 +390,68 @@ static void count_batch(const gnn_dist_part_t *d, const int64_t *node_map, const
     }
 }
 
-/* Batch b by s on d and by ref on the whole graph: the same batch. */
+/* The device sampler's batch bb (its backend's buffers) is the host
+ * sampler's mb over the same part, entry for entry. */
+static int same_device_batch(gnn_backend_t *be, const gnn_bbatch_t *bb, const gnn_minibatch_t *mb)
+{
+#define DIFF(...) return snprintf(g_diff, sizeof g_diff, "device sampler: " __VA_ARGS__), 0
+    if (bb->layers != mb->layers || bb->n_seeds != mb->n_seeds || bb->n_input != mb->n_input)
+        DIFF("%d layers, %" PRId64 " seeds, %" PRId64 " input nodes against %d, %" PRId64
+             ", %" PRId64,
+             bb->layers, bb->n_seeds, bb->n_input, mb->layers, (int64_t)mb->n_seeds,
+             (int64_t)mb->n_input);
+    int64_t most = bb->n_input;
+    for (int l = 0; l < bb->layers; l++) {
+        most = bb->nnz[l] > most ? bb->nnz[l] : most;
+        most = bb->n_dst[l] + 1 > most ? bb->n_dst[l] + 1 : most;
+    }
+    int64_t *h = malloc(((size_t)most + 1) * sizeof *h);
+    int32_t *r = malloc(((size_t)most + 1) * sizeof *r);
+    int ok = h && r;
+    if (ok && bb->n_input)
+        ok = gnn_be_download(be, h, bb->nodes, (size_t)bb->n_input * sizeof *h) == 0;
+    for (int64_t k = 0; ok && k < bb->n_input; k++)
+        if (h[k] != mb->nodes[k]) {
+            snprintf(g_diff, sizeof g_diff,
+                     "device sampler: input node %" PRId64 " is %" PRId64 ", the host's %" PRId64,
+                     k, h[k], (int64_t)mb->nodes[k]);
+            ok = 0;
+        }
+    for (int l = 0; ok && l < bb->layers; l++) {
+        const gnn_csr_t *x = &mb->blocks[l].csr;
+        if (bb->n_dst[l] != x->n_rows || bb->n_src[l] != x->n_cols || bb->nnz[l] != x->nnz) {
+            snprintf(g_diff, sizeof g_diff,
+                     "device sampler: block %d is %" PRId64 " x %" PRId64 " with %" PRId64
+                     " entries, the host's %" PRId64 " x %" PRId64 " with %" PRId64,
+                     l, bb->n_dst[l], bb->n_src[l], bb->nnz[l], (int64_t)x->n_rows,
+                     (int64_t)x->n_cols, (int64_t)x->nnz);
+            ok = 0;
+            break;
+        }
+        ok = gnn_be_download(be, h, bb->indptr[l], (size_t)(x->n_rows + 1) * sizeof *h) == 0 &&
+             !memcmp(h, x->indptr, (size_t)(x->n_rows + 1) * sizeof *h);
+        if (ok && x->nnz)
+            ok = gnn_be_download(be, h, bb->indices[l], (size_t)x->nnz * sizeof *h) == 0 &&
+                 !memcmp(h, x->indices, (size_t)x->nnz * sizeof *h);
+        if (ok && !bb->typed != !mb->blocks[l].etype) ok = 0;
+        if (ok && bb->typed && x->nnz)
+            ok = gnn_be_download(be, r, bb->etype[l], (size_t)x->nnz * sizeof *r) == 0 &&
+                 !memcmp(r, mb->blocks[l].etype, (size_t)x->nnz * sizeof *r);
+        if (!ok) snprintf(g_diff, sizeof g_diff, "device sampler: block %d differs", l);
+    }
+    free(h);
+    free(r);
+    return ok;
+#undef DIFF
+}
+
+/* The backend and device sampler of a case (NULL: none). */
+static gnn_backend_t *g_be;
+static gnn_bsampler_t *g_ds;
+static gnn_bbatch_t g_bb;
+
+/* Batch b by s on d and by ref on the whole graph: the same batch; and
+ * by the device sampler g_ds (when set) over the part: the same again. */
 static void run_batch(const gnn_dist_part_t *d, const int64_t *node_map, const gnn_sampler_t *s,
                       const gnn_sampler_t *ref, const int *fanouts, int b, stats_t *st)
 {
@@ -399,6 +466,11 @@ static void run_batch(const gnn_dist_part_t *d, const int64_t *node_map, const g
     rc = gnn_sampler_sample(ref, ref_seeds, n, seed, epoch, batch, &rb);
     int ok = rc == 0 && same_batch(d, node_map, &mb, &rb);
     if (ok) count_batch(d, node_map, fanouts, &mb, st);
+    if (g_ds) { /* collective too: every rank samples on its backend */
+        int drc = gnn_be_sample(g_ds, seeds, n, seed, epoch, batch, &g_bb);
+        if (ok && drc < 0) snprintf(g_diff, sizeof g_diff, "device sampler: %s", gnn_error_message());
+        ok = ok && drc == 0 && same_device_batch(g_be, &g_bb, &mb);
+    }
     gnn_minibatch_free(&mb);
     gnn_minibatch_free(&rb);
     CHECK_ALL(ok, "batch %d (%" PRId64 " seeds): %s", b, n,
@@ -431,6 +503,33 @@ static int make_samplers(gnn_dist_part_t *d, const int *fanouts, int first_hop, 
     return rc;
 }
 
+/* The device sampler of backend `backend` over d's part as make_samplers
+ * makes the host's (g_be, g_ds). */
+static int make_device_sampler(const char *backend, gnn_dist_part_t *d, const int *fanouts,
+                               int first_hop, int typed)
+{
+    int rc = gnn_backend_open(backend, &g_be);
+    if (rc == 0) rc = gnn_be_sampler_create(g_be, &d->full, LAYERS, fanouts, &g_ds);
+    if (rc == 0) rc = gnn_be_sampler_set_key_ids(g_ds, d->gid);
+    if (rc == 0 && typed) rc = gnn_be_sampler_set_relations(g_ds, d->full_etype, N_RELS);
+    if (rc == 0 && d->hops < LAYERS)
+        rc = gnn_be_sampler_set_remote(g_ds, &(gnn_be_remote_t){.n_held = d->n_held,
+                                                              .n_ids = d->n_all + d->n_global,
+                                                              .first_hop = first_hop,
+                                                              .draw = gnn_dist_draw_remote,
+                                                              .ctx = d});
+    return rc;
+}
+
+static void free_device_sampler(void)
+{
+    gnn_be_batch_free(&g_bb);
+    gnn_be_sampler_free(g_ds);
+    gnn_backend_close(g_be);
+    g_ds = NULL;
+    g_be = NULL;
+}
+
 /* ---- The cases -------------------------------------------------------------------- */
 
 typedef struct {
@@ -457,9 +556,14 @@ static void test_same_as_one_process(void **state)
     /* The hook from the first hop that can need it, or from hop 0. */
     rc = make_samplers(&d, fanouts, c->fan == 0 ? d.hops : 0, c->typed == 1, &s, &ref);
     CHECK_ALL(rc == 0, "samplers: %s", gnn_error_message());
-    d.sample_bytes = 0;
+    /* ... and the device sampler (the CPU backend's, alternately as a GPU). */
+    const char *backend = (c - g_cases) % 2 ? "cpu-as-gpu" : "cpu";
+    rc = make_device_sampler(backend, &d, fanouts, c->fan == 0 ? d.hops : 0, c->typed == 1);
+    CHECK_ALL(rc == 0, "device sampler: %s", gnn_error_message());
     stats_t st = {0};
     for (int b = 0; b < N_BATCHES; b++) run_batch(&d, node_map, s, ref, fanouts, b, &st);
+    d.sample_bytes /= 2; /* both samplers drew alike */
+    free_device_sampler();
 
     int64_t mine[5] = {st.long_draws, st.long_remote, st.remote_rows, d.sample_bytes, st.edges};
     int64_t sum[5];
@@ -468,11 +572,12 @@ static void test_same_as_one_process(void **state)
     if (g_rank == 0)
         printf("%s%d hops, fanouts {%d, %d, %d}: %d batches, %" PRId64 " edges; %" PRId64
                " rows drawn from beyond the held rows, %" PRId64 " long draws (%" PRId64
-               " by owners), %" PRId64 " bytes of remote draws: same as one process\n",
+               " by owners), %" PRId64 " bytes of remote draws: same as one process, and the "
+               "%s device sampler's\n",
                c->typed == 1 ? "typed, " : c->typed ? "typed graph, untyped draws, " : "",
                c->hops, fanouts[0], fanouts[1], fanouts[2], N_BATCHES,
                sum[4], sum[2], sum[0],
-               sum[1], sum[3]);
+               sum[1], sum[3], backend);
     int64_t bytes = d.sample_bytes, rows = st.remote_rows;
     gnn_sampler_free(s);
     gnn_sampler_free(ref);
@@ -677,8 +782,24 @@ static void test_remote_errors(void **state)
         CHECK_ALL(g_size == 1 || last || strstr(msg, "failed on rank"),
                   "a repeated seed: message \"%s\"", msg);
     }
+    /* The same with the device sampler: it fails before the first
+     * exchange and hands its failure to the hook there. */
+    rc = make_device_sampler("cpu-as-gpu", &d, fanouts, d.hops, 0);
+    CHECK_ALL(rc == 0, "device sampler: %s", gnn_error_message());
+    {
+        int64_t twice[2] = {0, 0};
+        rc = gnn_be_sample(g_ds, twice, last ? 2 : 1, g_seed, 9, 5, &g_bb);
+        msg = gnn_error_message();
+        CHECK_ALL(rc == GNN_EINVAL && g_bb.n_input == 0,
+                  "a repeated seed on rank %d, device sampler: %s (%s)", g_size - 1,
+                  gnn_error_name(rc), msg);
+        CHECK_ALL(!last || strstr(msg, "repeated"), "a repeated seed: message \"%s\"", msg);
+        CHECK_ALL(g_size == 1 || last || strstr(msg, "failed on rank"),
+                  "a repeated seed, device sampler: message \"%s\"", msg);
+    }
     stats_t st = {0};
     for (int b = 0; b < 2; b++) run_batch(&d, node_map, s, ref, fanouts, b, &st);
+    free_device_sampler();
     gnn_sampler_free(s);
     gnn_sampler_free(ref);
     gnn_dist_free(&d);
