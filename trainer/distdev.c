@@ -9,6 +9,7 @@
 
 #include "graph/base/alloc.h"
 #include "graph/base/error.h"
+#include "graph/base/mpiutil.h"
 #ifdef GNN_HAVE_NCCL
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/nccl.h"
@@ -263,11 +264,12 @@ int gnn_dist_dev_create(gnn_dist_part_t *d, gnn_backend_t *be, const gnn_aggr_de
         GNN_TRY(gnn_dist_agree(d->comm, d->rank == 0 ? gnn_nccl_unique_id(id) : 0));
         GNN_CHECK(MPI_Bcast(id, GNN_NCCL_ID_BYTES, MPI_BYTE, 0, d->comm) == MPI_SUCCESS, GNN_EMPI,
                   "MPI_Bcast of the NCCL id failed");
-        rc = gnn_dist_agree(d->comm,
-                            gnn_nccl_open(id, d->rank, d->size, gnn_be_device(be), &x->nccl));
-        if (rc < 0) { /* opened here, not on every rank: do not wait for the others */
-            gnn_nccl_abort(x->nccl);
-            x->nccl = NULL;
+        /* A rank whose opening fails leaves its peers inside NCCL's
+         * set-up, where no MPI call reaches them (they would wait for it
+         * forever): it ends the job, naming itself and the cause. */
+        rc = gnn_nccl_open(id, d->rank, d->size, gnn_be_device(be), &x->nccl);
+        if (rc < 0) {
+            rc = gnn_mpi_fail_alone("gnn-train", rc);
             goto fail;
         }
     }
