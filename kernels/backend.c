@@ -1461,7 +1461,7 @@ int gnn_be_sampler_create_at(gnn_backend_t *be, const gnn_csr_t *graph, int laye
     s->flags = GNN_CSR_SORTED | (graph->flags & (GNN_CSR_DEDUPED | GNN_CSR_NO_SELF_LOOPS));
     s->where = where;
     s->at = 2; /* host memory, unless the implementation copies it */
-    s->n_ids = graph->n_rows;
+    s->n_ids = s->ids_cap = graph->n_rows;
     memcpy(s->fanout, fanouts, (size_t)layers * sizeof *fanouts);
     GNN_TRY(be->ops->sampler_prepare(be, s));
     s->be = be;
@@ -1576,6 +1576,7 @@ int gnn_be_sampler_set_remote(gnn_bsampler_t *s, const gnn_be_remote_t *r)
     const int64_t n = s->graph->n_rows;
     if (!r) {
         memset(&s->remote, 0, sizeof s->remote);
+        s->n_ids = n;
         return 0;
     }
     if (!r->draw)
@@ -1593,15 +1594,16 @@ int gnn_be_sampler_set_remote(gnn_bsampler_t *s, const gnn_be_remote_t *r)
     if (r->first_hop < 0)
         return GNN_FAIL(GNN_EINVAL, "gnn_be_sampler_set_remote: remote draws from hop %d",
                         r->first_hop);
-    if (r->n_ids > s->n_ids) {
-        const int64_t was = s->n_ids;
-        s->n_ids = r->n_ids;
+    if (r->n_ids > s->ids_cap) { /* the per-node arrays grow (never shrink) */
+        const int64_t was = s->ids_cap;
+        s->ids_cap = r->n_ids;
         int rc = s->be->ops->sampler_resize(s->be, s);
         if (rc < 0) {
-            s->n_ids = was;
+            s->ids_cap = was;
             return rc;
         }
     }
+    s->n_ids = r->n_ids;
     s->remote = *r;
     return 0;
 }
@@ -1632,15 +1634,7 @@ int gnn__be_remote_hop(gnn_bsampler_t *s, int h, uint64_t key, const gnn_bexcl_t
     const gnn_be_remote_t *rm = &s->remote;
     const int64_t held = rm->n_held;
     memset(r, 0, sizeof *r);
-    if (h < rm->first_hop) {
-        for (int64_t i = 0; i < n; i++)
-            if (rows[i] >= held)
-                return GNN_FAIL(GNN_EINVAL,
-                                "device sampler: hop %d reaches node %" PRId64
-                                ", whose row is not held here (remote draws start at hop %d)",
-                                h, rows[i], rm->first_hop);
-        return 0;
-    }
+    /* (in the host sampler's order: excluded edges first) */
     int64_t nr = 0;
     for (int64_t i = 0; i < n; i++) {
         if (rows[i] < held) continue;
@@ -1651,6 +1645,15 @@ int gnn__be_remote_hop(gnn_bsampler_t *s, int h, uint64_t key, const gnn_bexcl_t
                             "is held elsewhere",
                             h);
         nr++;
+    }
+    if (h < rm->first_hop) {
+        for (int64_t i = 0; i < n; i++)
+            if (rows[i] >= held)
+                return GNN_FAIL(GNN_EINVAL,
+                                "device sampler: hop %d reaches node %" PRId64
+                                ", whose row is not held here (remote draws start at hop %d)",
+                                h, rows[i], rm->first_hop);
+        return 0;
     }
     if ((rc = host_room(&s->r_idx, &s->r_idx_cap, n + 1)) < 0 ||
         (rc = host_room(&s->r_rows, &s->r_rows_cap, nr + 1)) < 0 ||
@@ -1842,7 +1845,7 @@ static int sample_batch(gnn_bsampler_t *s, const int64_t *seeds, int64_t n, cons
 int gnn_be_sample(gnn_bsampler_t *s, const int64_t *seeds, int64_t n, uint64_t seed,
                   uint64_t epoch, uint64_t batch, gnn_bbatch_t *b)
 {
-    NEED(s && b && (seeds || n == 0), "gnn_be_sample");
+    if (!s) return GNN_FAIL(GNN_EINVAL, "gnn_be_sample: NULL sampler");
     return sample_batch(s, seeds, n, NULL, 0, seed, epoch, batch, b);
 }
 
@@ -1850,19 +1853,32 @@ int gnn_be_sample_excluding(gnn_bsampler_t *s, const int64_t *seeds, int64_t n,
                             const int64_t *excl, int64_t n_excl, uint64_t seed, uint64_t epoch,
                             uint64_t batch, gnn_bbatch_t *b)
 {
-    NEED(s && b && (seeds || n == 0) && (excl || n_excl <= 0), "gnn_be_sample_excluding");
-    if (n_excl < 0)
-        return GNN_FAIL(GNN_EINVAL, "gnn_be_sample_excluding: %" PRId64 " excluded edges", n_excl);
+    if (!s) return GNN_FAIL(GNN_EINVAL, "gnn_be_sample_excluding: NULL sampler");
     return sample_batch(s, seeds, n, excl, n_excl, seed, epoch, batch, b);
+}
+
+/* A bad call's failure, handed to the remote hook as any other. */
+static int refused(gnn_bsampler_t *s, int rc)
+{
+    s->hop = 0;
+    s->called = 0;
+    remote_fail(s, rc);
+    return rc;
 }
 
 static int sample_batch(gnn_bsampler_t *s, const int64_t *seeds, int64_t n, const int64_t *excl,
                         int64_t n_excl, uint64_t seed, uint64_t epoch, uint64_t batch,
                         gnn_bbatch_t *b)
 {
-    if (n < 0) return GNN_FAIL(GNN_EINVAL, "gnn_be_sample: %" PRId64 " seeds", n);
+    if (!b || (!seeds && n > 0) || (!excl && n_excl > 0))
+        return refused(s, GNN_FAIL(GNN_EINVAL, "gnn_be_sample: NULL argument"));
+    if (n < 0 || n_excl < 0)
+        return refused(s, GNN_FAIL(GNN_EINVAL,
+                                   "gnn_be_sample: %" PRId64 " seeds, %" PRId64 " excluded edges",
+                                   n, n_excl));
     if (b->be && b->be != s->be)
-        return GNN_FAIL(GNN_EINVAL, "gnn_be_sample: the batch holds buffers of another backend");
+        return refused(s, GNN_FAIL(GNN_EINVAL,
+                                   "gnn_be_sample: the batch holds buffers of another backend"));
     b->be = s->be;
     b->layers = 0;
     b->typed = 0;

@@ -118,7 +118,7 @@ typedef struct {
     void (*sampler_release)(gnn_backend_t *be, gnn_bsampler_t *s);
     int (*sample)(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds, int64_t n,
                   uint64_t key, const gnn_bexcl_t *x, gnn_bbatch_t *b);
-    /* The sampler's per-node arrays over s->n_ids nodes (grown, unset). */
+    /* The sampler's per-node arrays over s->ids_cap nodes (grown, unset). */
     int (*sampler_resize)(gnn_backend_t *be, gnn_bsampler_t *s);
     /* A graph from a CSR in device buffers (g->host has the sizes, no
      * arrays): fill g->dev and g->impl; NULL: the backend's buffers are
@@ -192,6 +192,7 @@ struct gnn_bsampler {
     int n_rels;
     int at;         /* chosen: 1 device, 2 host memory (the implementation sets it) */
     int64_t n_ids;  /* node ids below it: the graph's nodes, or remote.n_ids */
+    int64_t ids_cap; /* ... and the most the per-node arrays hold */
     gnn_be_remote_t remote; /* gnn_be_sampler_set_remote (draw NULL: every row held) */
     int hop, called; /* the batch's hop in progress, and whether its hook call was made
                         (1) and done (2), for a failure's hand-over (0: not yet) */

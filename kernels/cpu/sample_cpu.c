@@ -73,7 +73,7 @@ int gnn__cpu_sampler_prepare(gnn_backend_t *be, gnn_bsampler_t *s)
     (void)be;
     cpu_sampler_t *c = gnn_calloc(1, sizeof *c);
     if (!c) return GNN_FAIL(GNN_ENOMEM, "device sampler");
-    int rc = node_arrays(c, s->n_ids);
+    int rc = node_arrays(c, s->ids_cap);
     if (rc < 0) {
         gnn_free(c);
         return rc;
@@ -85,7 +85,7 @@ int gnn__cpu_sampler_prepare(gnn_backend_t *be, gnn_bsampler_t *s)
 int gnn__cpu_sampler_resize(gnn_backend_t *be, gnn_bsampler_t *s)
 {
     (void)be;
-    return node_arrays(s->impl, s->n_ids);
+    return node_arrays(s->impl, s->ids_cap);
 }
 
 void gnn__cpu_sampler_release(gnn_backend_t *be, gnn_bsampler_t *s)

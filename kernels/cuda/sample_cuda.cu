@@ -207,7 +207,7 @@ int gnn__cuda_sampler_prepare(gnn_backend_t *be, gnn_bsampler_t *s)
     cu_sampler_t *c = (cu_sampler_t *)gnn_calloc(1, sizeof *c);
     GNN_CHECK_RET(c, GNN_ENOMEM, "device sampler");
     c->n = g->n_rows;
-    c->n_ids = s->n_ids;
+    c->n_ids = s->ids_cap;
     size_t pb = ((size_t)c->n + 1) * sizeof(int64_t), ib = ((size_t)g->nnz + 1) * sizeof(int64_t);
     cudaError_t e = cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking);
     if (e == cudaSuccess) e = cudaMallocHost((void **)&c->pinned, sizeof(int64_t));
@@ -263,7 +263,7 @@ int gnn__cuda_sampler_resize(gnn_backend_t *be, gnn_bsampler_t *s)
 {
     (void)gnn__cuda_be(be); /* its device current */
     cu_sampler_t *c = (cu_sampler_t *)s->impl;
-    const size_t n = (size_t)s->n_ids + 1;
+    const size_t n = (size_t)s->ids_cap + 1;
     int32_t *loc = NULL;
     unsigned long long *first = NULL;
     cudaError_t e = cudaStreamSynchronize(c->st); /* no batch reading the old ones */
@@ -277,14 +277,14 @@ int gnn__cuda_sampler_resize(gnn_backend_t *be, gnn_bsampler_t *s)
         cudaFree(loc);
         cudaFree(first);
         return GNN_FAIL(e == cudaErrorMemoryAllocation ? GNN_ENOMEM : GNN_ECUDA,
-                        "device sampler: arrays over %" PRId64 " node ids: %s", s->n_ids,
+                        "device sampler: arrays over %" PRId64 " node ids: %s", s->ids_cap,
                         cudaGetErrorString(e));
     }
     cudaFree(c->loc);
     cudaFree(c->first);
     c->loc = loc;
     c->first = first;
-    c->n_ids = s->n_ids;
+    c->n_ids = s->ids_cap;
     return 0;
 }
 
@@ -744,7 +744,6 @@ int gnn__cuda_sample(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds,
             rc = GNN_FAIL(GNN_ECUDA, "device sampler: %s", cudaGetErrorString(e));
         }
     }
-    gnn__be_remote_done(&c->rm); /* (the stream waited for: its copies done) */
     if (rc < 0) { /* loc and first may be set anywhere: unset both whole */
         cudaError_t e =
             cudaMemsetAsync(c->loc, 0xFF, ((size_t)c->n_ids + 1) * sizeof(int32_t), st);
@@ -753,11 +752,14 @@ int gnn__cuda_sample(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds,
                                 ((size_t)c->n_ids + 1) * sizeof(unsigned long long), st);
         if (e == cudaSuccess) e = cudaStreamSynchronize(st);
         if (e != cudaSuccess) { /* later batches would be wrong: refused instead */
+            (void)cudaStreamSynchronize(st);
             (void)cudaGetLastError();
             c->broken = 1;
         }
+        gnn__be_remote_done(&c->rm); /* the stream waited for: no copy reads it */
         return rc;
     }
+    gnn__be_remote_done(&c->rm); /* (likewise) */
     b->n_input = n_nodes;
     return 0;
 }

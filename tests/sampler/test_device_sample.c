@@ -789,10 +789,11 @@ static int holder_draw(void *ctx, int h, int fanout, uint64_t key, const int64_t
  * beyond the part's graph) and from hop 1, drawn anew and sampling once,
  * keyed by ids and not, typed (3 relations) and not, leaving out an edge
  * batch's edges (the holder leaves them out of its rows). Errors: a seed
- * beyond the rows held before the first remote hop, a seed beyond the ids,
- * a row held elsewhere with excluded edges its holder cannot leave out;
- * each handed to the hook at the next exchange as the host sampler hands
- * it; bad settings named. The sampler is right afterwards.
+ * beyond the rows held before the first remote hop, a seed beyond the ids
+ * (also after they shrink), a NULL seed array, a row held elsewhere with
+ * excluded edges its holder cannot leave out (checked first, as the host
+ * sampler does); each handed to the hook at the next exchange as the host
+ * sampler hands it; bad settings named. The sampler is right afterwards.
  */
 static void test_remote_rows(void **state)
 {
@@ -936,18 +937,31 @@ static void test_remote_rows(void **state)
                              ")", N, N);
                     expect_error(gnn_be_sample(ds, bad, 3, 1, 2, 3, &b), GNN_EINVAL, want);
                     assert_true(hd.calls == 1 && hd.hop[0] == first && hd.n[0] == GNN_EINVAL);
+                    /* A bad call (a NULL seed array): handed over alike. */
+                    hd.calls = 0;
+                    expect_error(gnn_be_sample(ds, NULL, 3, 1, 2, 3, &b), GNN_EINVAL,
+                                 "NULL argument");
+                    assert_true(hd.calls == 1 && hd.hop[0] == first && hd.n[0] == GNN_EINVAL);
+                    /* Excluded edges at a row held elsewhere (checked first,
+                     * as the host sampler checks them, before first_hop too). */
                     gnn_be_remote_t nx = dr;
                     nx.excludes = 0;
                     assert_int_equal(gnn_be_sampler_set_remote(ds, &nx), 0);
                     int64_t far[2] = {5, held + 30}, xe[2] = {held + 30, 5};
                     hd.calls = 0;
-                    if (!first) {
-                        expect_error(gnn_be_sample_excluding(ds, far, 2, xe, 1, 1, 2, 3, &b),
-                                     GNN_EUNSUPPORTED,
-                                     "hop 0 reaches a node with excluded edges whose row is "
-                                     "held elsewhere");
-                        assert_true(hd.calls == 1 && hd.hop[0] == 0 && hd.n[0] == GNN_EUNSUPPORTED);
-                    }
+                    expect_error(gnn_be_sample_excluding(ds, far, 2, xe, 1, 1, 2, 3, &b),
+                                 GNN_EUNSUPPORTED,
+                                 "hop 0 reaches a node with excluded edges whose row is "
+                                 "held elsewhere");
+                    assert_true(hd.calls == 1 && hd.hop[0] == first &&
+                                hd.n[0] == GNN_EUNSUPPORTED);
+                    /* Fewer node ids: seeds checked against them. */
+                    nx = dr;
+                    nx.n_ids = M + 10;
+                    assert_int_equal(gnn_be_sampler_set_remote(ds, &nx), 0);
+                    int64_t beyond[2] = {5, M + 10};
+                    expect_error(gnn_be_sample(ds, beyond, 2, 1, 2, 3, &b), GNN_EINVAL,
+                                 "seed 1510 at position 1 outside [0, 1510)");
                     assert_int_equal(gnn_be_sampler_set_remote(ds, &dr), 0);
                     /* Right afterwards. */
                     int64_t ok[2] = {6, 12};
