@@ -480,31 +480,33 @@ static unsigned blocks_for(int64_t n)
     return gnn__cuda_blocks(n > 0 ? n : 1, THREADS);
 }
 
-/* Hop h's n new rows (rows, device) with rows held elsewhere: read back,
+/* Hop h's n new rows (rows, device; hrows their host copy where the
+ * caller has one: hop 0's seeds) with rows held elsewhere: read back,
  * handed to gnn__be_remote_hop (hx the batch's excluded edges, host), the
  * holders' draws up into the sampler's buffers, described by *r (zeroed
  * where the hop has none). */
 static int remote_rows(gnn_bsampler_t *s, cu_sampler_t *c, int h, uint64_t key,
-                       const gnn_bexcl_t *hx, const int64_t *rows, int64_t n, dremote_t *r)
+                       const gnn_bexcl_t *hx, const int64_t *rows, const int64_t *hrows,
+                       int64_t n, dremote_t *r)
 {
     cudaStream_t st = c->st;
     memset(r, 0, sizeof *r);
     gnn__be_remote_done(&c->rm);
-    if (n > 0 && (!c->h_rows || (size_t)n > c->h_rows_cap)) {
+    if (!hrows && n > 0 && (!c->h_rows || (size_t)n > c->h_rows_cap)) {
         gnn_free(c->h_rows);
         c->h_rows_cap = 0;
         c->h_rows = (int64_t *)gnn_malloc_array((size_t)n + (size_t)n / 4 + 64, sizeof(int64_t));
         GNN_CHECK_RET(c->h_rows, GNN_ENOMEM, "device sampler: %" PRId64 " rows read back", n);
         c->h_rows_cap = (size_t)n + (size_t)n / 4 + 64;
     }
-    if (n > 0) {
+    if (!hrows && n > 0) {
         GNN_CUDA_RET(gnn__cuda_copy_host(c->h_rows, rows, (size_t)n * sizeof(int64_t),
                                          cudaMemcpyDeviceToHost, st, NULL),
                      "device sampler: a hop's rows");
         GNN_CUDA_RET(cudaStreamSynchronize(st), "device sampler: a hop's rows");
     }
     gnn_bremote_t *rm = &c->rm;
-    GNN_TRY_RET(gnn__be_remote_hop(s, h, key, hx, c->h_rows, n, rm));
+    GNN_TRY_RET(gnn__be_remote_hop(s, h, key, hx, hrows ? hrows : c->h_rows, n, rm));
     if (!rm->idx) return 0;
     const int64_t ns = rm->off[rm->nr];
     GNN_TRY_RET(grow(st, &c->ridx, &c->ridx_cap, (size_t)n + 1, "device sampler: remote rows"));
@@ -534,10 +536,11 @@ static int remote_rows(gnn_bsampler_t *s, cu_sampler_t *c, int h, uint64_t key,
     return 0;
 }
 
-/* The hops of a batch whose seeds are nodes[0, n) with loc set; *n_nodes
- * counts the nodes with loc set (for the reset). */
-static int hops(gnn_backend_t *be, gnn_bsampler_t *s, int64_t n, uint64_t key, dexcl_t x,
-                const gnn_bexcl_t *hx, gnn_bbatch_t *b, int64_t *n_nodes)
+/* The hops of a batch whose seeds (host: seeds) are nodes[0, n) with loc
+ * set; *n_nodes counts the nodes with loc set (for the reset). */
+static int hops(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds, int64_t n,
+                uint64_t key, dexcl_t x, const gnn_bexcl_t *hx, gnn_bbatch_t *b,
+                int64_t *n_nodes)
 {
     (void)be;
     cu_sampler_t *c = (cu_sampler_t *)s->impl;
@@ -555,7 +558,8 @@ static int hops(gnn_backend_t *be, gnn_bsampler_t *s, int64_t n, uint64_t key, d
         /* 0. rows held elsewhere: drawn by their holders (the hook) */
         dremote_t rr;
         memset(&rr, 0, sizeof rr);
-        if (s->remote.draw) GNN_TRY_RET(remote_rows(s, c, h, key, hx, rows, n_new, &rr));
+        if (s->remote.draw)
+            GNN_TRY_RET(remote_rows(s, c, h, key, hx, rows, h == 0 ? seeds : NULL, n_new, &rr));
         /* 1. the new rows' counts and their prefix sum; indptr */
         GNN_TRY_RET(grow(st, &c->cnt, &c->cnt_cap, (size_t)n_new + 1, "device sampler: counts"));
         GNN_TRY_RET(grow(st, &c->rptr, &c->rptr_cap, (size_t)n_new + 1, "device sampler: offsets"));
@@ -734,7 +738,7 @@ int gnn__cuda_sample(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds,
     k_seed<<<blocks_for(n), THREADS, 0, st>>>(n, b->nodes, c->loc);
     GNN_CUDA_LAUNCHED("sampler seeds");
     int64_t n_nodes = n;
-    rc = hops(be, s, n, key, x, hx, b, &n_nodes);
+    rc = hops(be, s, seeds, n, key, x, hx, b, &n_nodes);
     if (rc == 0) { /* loc unset for the next batch (first is unset by the hops) */
         k_unset<<<blocks_for(n_nodes), THREADS, 0, st>>>(n_nodes, b->nodes, c->loc);
         cudaError_t e = cudaGetLastError();
