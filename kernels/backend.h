@@ -528,8 +528,9 @@ int gnn_be_sampler_set_relations(gnn_bsampler_t *s, const int32_t *etype, int n_
  * [0, n_held) of the graph are held here, and node ids range over
  * [0, n_ids) (n_ids at least the graph's nodes: a part's nodes, then
  * nodes beyond it, as seeds or as the holders' answers; the sampler's
- * per-node arrays grow to n_ids, 12 bytes a node). From hop first_hop on,
- * each hop reads its new rows back to the host and hands the hook (draw,
+ * per-node arrays grow to n_ids, 12 bytes a node). Each hop's new rows
+ * are then read back to the host (hop 0's are the seeds), checked, and
+ * from hop first_hop on the sampler hands the hook (draw,
  * ctx: gnn_sampler_remote_t's contract, called by the sampling thread)
  * those beyond n_held in frontier order, n = 0 included, and the draws
  * it answers (and their relations, typed) go up into the hop's rows;
