@@ -1364,6 +1364,21 @@ static void same_batches(const char *what, const log_t *a, const log_t *b)
     }
 }
 
+/* Runs by the host sampler (pairs[i][0]) and the device sampler
+ * (pairs[i][1]): the same batches (same_batches) and the same bytes of
+ * owners' draws, some made. */
+static void same_owner_draws(const char *const *names, const log_t *const (*pairs)[2], int n)
+{
+    for (int i = 0; i < n; i++) {
+        same_batches(names[i], pairs[i][0], pairs[i][1]);
+        const double x = tu_json_num(pairs[i][0]->line[0], "sample_bytes"),
+                     y = tu_json_num(pairs[i][1]->line[0], "sample_bytes");
+        if (x != y || !(y > 0.0))
+            fail_msg("%s: owners' draws %.0f bytes (host sampler) against %.0f (device)",
+                     names[i], x, y);
+    }
+}
+
 /*
  * --sampler device over parts whose halo falls short of the layers (one
  * hop, 2 and 3 layers): each rank samples its part on its backend and the
@@ -1405,17 +1420,10 @@ static void test_device_sampler_owner_draws(void **state)
                   "2 ranks); owners' draws %.0f bytes an epoch (sage, 2 ranks)\n",
                   d[0], d[1], d[2], d[3], tu_json_num(b.line[0], "sample_bytes"));
     assert_true(d[0] == 0.0 && d[1] == 0.0 && d[2] == 0.0 && d[3] == 0.0);
-    const log_t *pairs[][2] = {{&a, &b}, {&a, &c}, {&f, &g}, {&t, &u}};
+    const log_t *const pairs[][2] = {{&a, &b}, {&a, &c}, {&f, &g}, {&t, &u}};
     const char *names[] = {"sage, 2 ranks", "sage, 2 ranks, CPU backend", "sage, 4 ranks, once",
                            "rgcn, 2 ranks"};
-    for (int i = 0; i < 4; i++) {
-        same_batches(names[i], pairs[i][0], pairs[i][1]);
-        const double x = tu_json_num(pairs[i][0]->line[0], "sample_bytes"),
-                     y = tu_json_num(pairs[i][1]->line[0], "sample_bytes");
-        if (x != y || !(y > 0.0))
-            fail_msg("%s: owners' draws %.0f bytes (host sampler) against %.0f (device)",
-                     names[i], x, y);
-    }
+    same_owner_draws(names, pairs, 4);
     const char *ob = tu_json_get(b.line[0], "fetch_overlap"),
                *og = tu_json_get(g.line[0], "fetch_overlap");
     assert_true(ob && strncmp(ob, "true", 4) == 0 && og && strncmp(og, "false", 5) == 0);
@@ -1469,17 +1477,10 @@ static void test_link_sampled_on_device(void **state)
                   "featureless, 2 ranks); owners' draws %.0f bytes an epoch (sage, 2 ranks)\n",
                   d[0], d[1], d[2], d[3], d[4], tu_json_num(b.line[0], "sample_bytes"));
     assert_true(d[0] == 0.0 && d[1] == 0.0 && d[2] == 0.0 && d[3] == 0.0 && d[4] == 0.0);
-    const log_t *pairs[][2] = {{&a, &b}, {&a, &c}, {&e, &f}, {&t, &u}, {&g, &h}};
+    const log_t *const pairs[][2] = {{&a, &b}, {&a, &c}, {&e, &f}, {&t, &u}, {&g, &h}};
     const char *names[] = {"link, 2 ranks", "link, 2 ranks, CPU backend", "link, 4 ranks",
                            "rgcn link, 2 ranks", "link, learnable rows, 2 ranks"};
-    for (int i = 0; i < 5; i++) {
-        same_batches(names[i], pairs[i][0], pairs[i][1]);
-        const double x = tu_json_num(pairs[i][0]->line[0], "sample_bytes"),
-                     y = tu_json_num(pairs[i][1]->line[0], "sample_bytes");
-        if (x != y || !(y > 0.0))
-            fail_msg("%s: owners' draws %.0f bytes (host sampler) against %.0f (device)",
-                     names[i], x, y);
-    }
+    same_owner_draws(names, pairs, 5);
     log_t *all[] = {&a, &b, &c, &e, &f, &t, &u, &g, &h};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) log_free(all[i]);
 }
@@ -2902,6 +2903,25 @@ static void compare_to(const char *what, const log_t *ref, run_t *runs, int n, i
     compare_tol(what, ref, runs, n, epochs, GPU_RTOL);
 }
 
+/* GraphSAGE with the options gpu against the CPU's run with cpu (np ranks
+ * over dir, 3 epochs): the same losses (compare_to) and, when key is set,
+ * the same value of that counter in epoch 1's line. */
+static void gpu_against_cpu(const char *what, char *np, const char *dir, const char *tag,
+                            char *const *gpu, char *const *cpu, const char *key)
+{
+    char cpu_tag[64];
+    snprintf(cpu_tag, sizeof cpu_tag, "%s-cpu", tag);
+    run_t r[] = {{what, np, dir, {0}}};
+    r[0].log = owner_run(np, dir, tag, gpu);
+    log_t ref = owner_run(np, dir, cpu_tag, cpu);
+    compare_to(what, &ref, r, 1, 3);
+    if (key && tu_json_num(r[0].log.line[0], key) != tu_json_num(ref.line[0], key))
+        fail_msg("%s: %s %.0f, the CPU's %.0f", what, key, tu_json_num(r[0].log.line[0], key),
+                 tu_json_num(ref.line[0], key));
+    log_free(&r[0].log);
+    log_free(&ref);
+}
+
 /* gnn-train on np ranks (NULL: one process) over dir for 2 epochs, not
  * quiet: its standard error, which the caller frees. */
 static char *info_run(char *np, const char *dir)
@@ -3026,12 +3046,8 @@ static void test_cuda_training(void **state)
     char *mb_gpu[] = {"--layers", "2", "--fanouts", "10,10", "--batch-size", "32", "--device",
                       "cuda", NULL};
     char *mb_cpu[] = {"--layers", "2", "--fanouts", "10,10", "--batch-size", "32", NULL};
-    run_t mb[] = {{"2 ranks, cuda, mini-batches", "2", g_k2, {0}}};
-    mb[0].log = owner_run("2", g_k2, "cuda-mb", mb_gpu);
-    log_t mb_ref = owner_run("2", g_k2, "cuda-mb-cpu", mb_cpu);
-    compare_to("sage mini-batches", &mb_ref, mb, 1, 3);
-    assert_true(tu_json_num(mb[0].log.line[0], "feat_bytes") ==
-                tu_json_num(mb_ref.line[0], "feat_bytes"));
+    gpu_against_cpu("sage mini-batches, 2 ranks", "2", g_k2, "cuda-mb", mb_gpu, mb_cpu,
+                    "feat_bytes");
     /* Mini-batches sampled on the GPU (--sampler device: the host
      * sampler's batches, blocks prepared and rows gathered there), in one
      * process, against the CPU's host-sampled run. */
@@ -3065,38 +3081,19 @@ static void test_cuda_training(void **state)
     log_free(&mbp_ref);
     /* ... over 2 parts of 1 hop, the owners drawing the second hop; and
      * edge batches over them, the owners drawing from the first. */
-    run_t mbo[] = {{"2 ranks, cuda, sampled on the GPU, owners' draws", "2", g_k2, {0}}};
-    mbo[0].log = owner_run("2", g_k2, "cuda-mbo", mbd_gpu);
-    log_t mbo_ref = owner_run("2", g_k2, "cuda-mbo-cpu", mbd_cpu);
-    compare_to("sage mini-batches sampled on the GPU, owners' draws", &mbo_ref, mbo, 1, 3);
-    assert_true(tu_json_num(mbo[0].log.line[0], "sample_bytes") ==
-                tu_json_num(mbo_ref.line[0], "sample_bytes"));
-    log_free(&mbo[0].log);
-    log_free(&mbo_ref);
-    char *mblp_gpu[] = {"--task", "link", "--fanouts", "10,10", "--batch-size", "512",
-                        "--device", "cuda", "--sampler", "device", NULL};
-    char *mblp_cpu[] = {"--task", "link", "--fanouts", "10,10", "--batch-size", "512", NULL};
-    run_t mblp[] = {{"2 ranks, cuda, edge batches sampled on the GPU", "2", g_l2, {0}}};
-    mblp[0].log = owner_run("2", g_l2, "cuda-mblp", mblp_gpu);
-    log_t mblp_ref = owner_run("2", g_l2, "cuda-mblp-cpu", mblp_cpu);
-    compare_to("sage edge mini-batches sampled on the GPU over parts", &mblp_ref, mblp, 1, 3);
-    assert_true(tu_json_num(mblp[0].log.line[0], "sampled_edges") ==
-                tu_json_num(mblp_ref.line[0], "sampled_edges"));
-    log_free(&mblp[0].log);
-    log_free(&mblp_ref);
+    gpu_against_cpu("sage mini-batches sampled on the GPU, 2 ranks, owners' draws", "2", g_k2,
+                    "cuda-mbo", mbd_gpu, mbd_cpu, "sample_bytes");
     /* Edge batches (--task link) sampled on the GPU, their edges left out
-     * of the draws there, in one process, against the CPU's host loader. */
+     * of the draws there, in one process and over 2 parts of 1 hop (the
+     * owners drawing from the first hop on), against the CPU's host
+     * loader. */
     char *mbl_gpu[] = {"--task", "link", "--fanouts", "10,10", "--batch-size", "512",
                        "--device", "cuda", "--sampler", "device", NULL};
     char *mbl_cpu[] = {"--task", "link", "--fanouts", "10,10", "--batch-size", "512", NULL};
-    run_t mbl[] = {{"1 process, cuda, edge batches sampled on the GPU", NULL, g_link, {0}}};
-    mbl[0].log = owner_run(NULL, g_link, "cuda-mbl", mbl_gpu);
-    log_t mbl_ref = owner_run(NULL, g_link, "cuda-mbl-cpu", mbl_cpu);
-    compare_to("sage edge mini-batches sampled on the GPU", &mbl_ref, mbl, 1, 3);
-    assert_true(tu_json_num(mbl[0].log.line[0], "sampled_edges") ==
-                tu_json_num(mbl_ref.line[0], "sampled_edges"));
-    log_free(&mbl[0].log);
-    log_free(&mbl_ref);
+    gpu_against_cpu("sage edge mini-batches sampled on the GPU", NULL, g_link, "cuda-mbl",
+                    mbl_gpu, mbl_cpu, "sampled_edges");
+    gpu_against_cpu("sage edge mini-batches sampled on the GPU, 2 ranks", "2", g_l2, "cuda-mblp",
+                    mbl_gpu, mbl_cpu, "sample_bytes");
     /* ... with learnable rows beside the features, fetched from their
      * owners by the device batch's ids. */
     char *mbe_gpu[] = {"--layers", "2", "--fanouts", "10,10", "--batch-size", "32", "--device",
@@ -3236,8 +3233,6 @@ static void test_cuda_training(void **state)
     log_free(&cpu[0].log);
     for (int i = 0; i < 4; i++) log_free(&gcn[i].log);
     for (int i = 0; i < 2; i++) log_free(&det[i].log);
-    log_free(&mb[0].log);
-    log_free(&mb_ref);
 }
 #endif
 
