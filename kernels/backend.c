@@ -1483,6 +1483,26 @@ int gnn_be_sampler_download(gnn_bsampler_t *s, void *dst, const void *src, size_
     return be->ops->download(be, dst, src, bytes);
 }
 
+int gnn_be_sampler_download_n(gnn_bsampler_t *s, int n, void *const *dst, const void *const *src,
+                              const size_t *bytes)
+{
+    if (!s) return GNN_FAIL(GNN_EINVAL, "gnn_be_sampler_download_n: NULL sampler");
+    if (n < 0 || (n > 0 && (!dst || !src || !bytes)))
+        return GNN_FAIL(GNN_EINVAL, "gnn_be_sampler_download_n: %d copies, NULL argument", n);
+    gnn_backend_t *be = s->be;
+    for (int i = 0; i < n; i++) {
+        if (!bytes[i]) continue;
+        NEED(dst[i] && src[i], "gnn_be_sampler_download_n");
+        BUF(src[i], "gnn_be_sampler_download_n");
+    }
+    if (be->ops->sampler_download_n) return be->ops->sampler_download_n(be, s, n, dst, src, bytes);
+    for (int i = 0; i < n; i++) {
+        int rc = bytes[i] ? gnn_be_sampler_download(s, dst[i], src[i], bytes[i]) : 0;
+        if (rc < 0) return rc;
+    }
+    return 0;
+}
+
 int gnn_be_sampler_set_key_ids(gnn_bsampler_t *s, const int64_t *ids)
 {
     int rc = 0;

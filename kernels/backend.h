@@ -503,6 +503,11 @@ int gnn_be_sampler_set_once(gnn_bsampler_t *s, int on);
  * ahead reads a batch's node ids while another trains). GNN_EINVAL for a
  * NULL argument; GNN_ECUDA. */
 int gnn_be_sampler_download(gnn_bsampler_t *s, void *dst, const void *src, size_t bytes);
+/* The n copies bytes[i] of src[i] (buffers of batches s filled) into host
+ * memory dst[i] the same way, waited for once (a batch's blocks read back
+ * in one wait). GNN_EINVAL for a NULL argument or n < 0; GNN_ECUDA. */
+int gnn_be_sampler_download_n(gnn_bsampler_t *s, int n, void *const *dst, const void *const *src,
+                              const size_t *bytes);
 /* Key ids (sampler/sampler.h, gnn_sampler_set_key_ids): the draws of
  * node v come from the stream of ids[v] instead of v, so that a part of a
  * graph whose nodes carry their graph-wide ids, rows in the graph's order,

@@ -163,6 +163,10 @@ typedef struct {
      * queue; NULL: the backend's download (work done when queued). */
     int (*sampler_download)(gnn_backend_t *be, gnn_bsampler_t *s, void *dst, const void *src,
                             size_t bytes);
+    /* gnn_be_sampler_download_n: n such copies, waited for once; NULL: one
+     * sampler_download (or download) each. */
+    int (*sampler_download_n)(gnn_backend_t *be, gnn_bsampler_t *s, int n, void *const *dst,
+                              const void *const *src, const size_t *bytes);
     /* gnn_be_mem_peak; NULL: not known (GNN_EUNSUPPORTED) */
     int (*mem_peak)(gnn_backend_t *be, size_t *bytes);
 } gnn_backend_ops_t;

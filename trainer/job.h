@@ -388,9 +388,10 @@ void gnn__batch_graphs_free(gnn_job_t *j, gnn_bgraph_t **graphs, int own);
 void gnn__dsq_free(gnn_job_t *j);
 /* Free a device batch's host copies and zero them. */
 void gnn__dhost_clear(gnn_dhost_t *sp);
-/* Typed draws: batch b's blocks read back into sp's arrays (on the
- * sampler's queue). */
-int gnn__dhost_typed_down(gnn_job_t *j, const gnn_bbatch_t *b, gnn_dhost_t *sp);
+/* Batch b's node ids into ids (unless NULL) and, for typed draws, its
+ * blocks into sp's arrays (unless NULL), read back on the sampler's queue
+ * in one wait. */
+int gnn__dhost_down(gnn_job_t *j, const gnn_bbatch_t *b, int64_t *ids, gnn_dhost_t *sp);
 /* Block l's R-GCN graph from those host copies, its sources' ids
  * src_ids (host; over a partition directory keyed by their graph-file
  * ids). */

@@ -856,6 +856,7 @@ static const gnn_backend_ops_t cuda_ops = {
     /* .capture_launch = */ cu_capture_launch,
     /* .capture_free = */ cu_capture_free,
     /* .sampler_download = */ gnn__cuda_sampler_download,
+    /* .sampler_download_n = */ gnn__cuda_sampler_download_n,
     /* .mem_peak = */ cu_mem_peak,
 };
 

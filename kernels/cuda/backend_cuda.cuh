@@ -110,6 +110,8 @@ int gnn__cuda_sampler_resize(gnn_backend_t *be, gnn_bsampler_t *s);
 void gnn__cuda_sampler_release(gnn_backend_t *be, gnn_bsampler_t *s);
 int gnn__cuda_sampler_download(gnn_backend_t *be, gnn_bsampler_t *s, void *dst, const void *src,
                                size_t bytes);
+int gnn__cuda_sampler_download_n(gnn_backend_t *be, gnn_bsampler_t *s, int n, void *const *dst,
+                                 const void *const *src, const size_t *bytes);
 int gnn__cuda_sample(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds, int64_t n,
                      uint64_t key, const gnn_bexcl_t *x, gnn_bbatch_t *b);
 /* The sampler's own stream (a cudaStream_t). */

@@ -677,6 +677,22 @@ int gnn__cuda_sampler_download(gnn_backend_t *be, gnn_bsampler_t *s, void *dst, 
     return 0;
 }
 
+/* n copies to host memory on the sampler's own stream, waited for once. */
+int gnn__cuda_sampler_download_n(gnn_backend_t *be, gnn_bsampler_t *s, int n, void *const *dst,
+                                 const void *const *src, const size_t *bytes)
+{
+    (void)gnn__cuda_be(be); /* its device current on this thread */
+    cu_sampler_t *c = (cu_sampler_t *)s->impl;
+    cudaError_t e = cudaSuccess;
+    for (int i = 0; i < n && e == cudaSuccess; i++)
+        if (bytes[i])
+            e = gnn__cuda_copy_host(dst[i], src[i], bytes[i], cudaMemcpyDeviceToHost, c->st, NULL);
+    cudaError_t w = cudaStreamSynchronize(c->st); /* also after a failure: nothing left queued */
+    if (e == cudaSuccess) e = w;
+    GNN_CUDA_RET(e, "device sampler: copies to the host");
+    return 0;
+}
+
 /* The excluded edges' table up on the sampler's stream (the host arrays
  * stay as they are until the stream has been waited for: at the end of
  * the batch, or here on failure). */

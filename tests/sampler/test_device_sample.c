@@ -678,6 +678,22 @@ static void test_errors(void **state)
                      "gnn_be_sampler_download: NULL sampler");
         expect_error(gnn_be_sampler_download(ds, NULL, b.nodes, 8), GNN_EINVAL,
                      "gnn_be_sampler_download: NULL argument");
+        /* Several pieces in one wait: the ids, block 0's offsets, nothing. */
+        int64_t ids2[256], ip0[256];
+        assert_true(b.n_dst[0] + 1 <= 256);
+        void *const dsts[3] = {ids2, ip0, NULL};
+        const void *const srcs[3] = {b.nodes, b.indptr[0], NULL};
+        const size_t nbytes[3] = {(size_t)b.n_input * sizeof(int64_t),
+                                  (size_t)(b.n_dst[0] + 1) * sizeof(int64_t), 0};
+        assert_int_equal(gnn_be_sampler_download_n(ds, 3, dsts, srcs, nbytes), 0);
+        for (int64_t i = 0; i < b.n_input; i++) assert_int_equal(ids2[i], mb.nodes[i]);
+        for (int64_t i = 0; i <= b.n_dst[0]; i++)
+            assert_int_equal(ip0[i], mb.blocks[0].csr.indptr[i]);
+        expect_error(gnn_be_sampler_download_n(ds, -1, dsts, srcs, nbytes), GNN_EINVAL,
+                     "-1 copies");
+        expect_error(gnn_be_sampler_download_n(ds, 2, dsts, NULL, nbytes), GNN_EINVAL,
+                     "NULL argument");
+        assert_int_equal(gnn_be_sampler_download_n(ds, 0, NULL, NULL, NULL), 0);
         /* Released (a GPU's next fill waits for the work queued so far on
          * the device), then filled again: the same batch. */
         assert_int_equal(gnn_be_batch_release(&b), 0);

@@ -1003,9 +1003,7 @@ static int dev_take(dpend_t *p)
     }
     if (!p->has) return 0;
     GNN_TRY(dev_grow(j->be, p, b->n_input));
-    GNN_TRY(gnn_be_sampler_download(j->ds, p->hnodes, b->nodes,
-                                    (size_t)b->n_input * sizeof(int64_t)));
-    if (j->kind->typed) GNN_TRY(gnn__dhost_typed_down(j, b, &p->hb));
+    GNN_TRY(gnn__dhost_down(j, b, p->hnodes, j->kind->typed ? &p->hb : NULL));
     p->sample_s = gnn__now_s() - t0;
     for (int64_t k = 0; k < b->n_input; k++) {
         /* The part's nodes, then those beyond it (drawn by their owners). */

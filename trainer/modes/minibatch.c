@@ -637,10 +637,15 @@ int gnn__dhost_typed_graph(gnn_job_t *j, const gnn_bbatch_t *b, const gnn_dhost_
     return block_graph(j, &blk, l, NULL, out);
 }
 
-int gnn__dhost_typed_down(gnn_job_t *j, const gnn_bbatch_t *b, gnn_dhost_t *sp)
+int gnn__dhost_down(gnn_job_t *j, const gnn_bbatch_t *b, int64_t *ids, gnn_dhost_t *sp)
 {
-    int rc = 0;
-    for (int l = 0; l < b->layers; l++) {
+    int rc = 0, n = 0;
+    void *dst[1 + 3 * GNN_BE_SAMPLE_MAX_LAYERS];
+    const void *src[1 + 3 * GNN_BE_SAMPLE_MAX_LAYERS];
+    size_t bytes[1 + 3 * GNN_BE_SAMPLE_MAX_LAYERS];
+#define PIECE(d, s, nb) (dst[n] = (d), src[n] = (s), bytes[n++] = (nb))
+    if (ids) PIECE(ids, b->nodes, (size_t)b->n_input * sizeof(int64_t));
+    for (int l = 0; sp && l < b->layers; l++) {
         const int64_t nd = b->n_dst[l], nnz = b->nnz[l];
         GNN_TRY(gnn_grow((void **)&sp->indptr[l], &sp->cap_indptr[l], (size_t)nd + 1,
                          sizeof(int64_t)));
@@ -648,15 +653,12 @@ int gnn__dhost_typed_down(gnn_job_t *j, const gnn_bbatch_t *b, gnn_dhost_t *sp)
                          sizeof(int64_t)));
         GNN_TRY(gnn_grow((void **)&sp->etype[l], &sp->cap_etype[l], (size_t)nnz + 1,
                          sizeof(int32_t)));
-        GNN_TRY(gnn_be_sampler_download(j->ds, sp->indptr[l], b->indptr[l],
-                                        (size_t)(nd + 1) * sizeof(int64_t)));
-        if (nnz) {
-            GNN_TRY(gnn_be_sampler_download(j->ds, sp->indices[l], b->indices[l],
-                                            (size_t)nnz * sizeof(int64_t)));
-            GNN_TRY(gnn_be_sampler_download(j->ds, sp->etype[l], b->etype[l],
-                                            (size_t)nnz * sizeof(int32_t)));
-        }
+        PIECE(sp->indptr[l], b->indptr[l], (size_t)(nd + 1) * sizeof(int64_t));
+        PIECE(sp->indices[l], b->indices[l], (size_t)nnz * sizeof(int64_t));
+        PIECE(sp->etype[l], b->etype[l], (size_t)nnz * sizeof(int32_t));
     }
+#undef PIECE
+    GNN_TRY(gnn_be_sampler_download_n(j->ds, n, dst, src, bytes));
 fail:
     return rc;
 }
@@ -681,14 +683,11 @@ static int device_sample(gnn_job_t *j, gnn_bbatch_t *b, gnn_loader_edges_t *e,
     } else {
         GNN_TRY(gnn_be_sample(j->ds, items, n, seed, epoch, (uint64_t)bi, b));
     }
-    if (j->xs.indptr || j->kind->typed) {
+    if (j->xs.indptr || j->kind->typed) { /* node ids (and typed blocks) in one wait */
         GNN_TRY(gnn_grow((void **)&sp->ids, &sp->ids_cap, (size_t)b->n_input + 1,
                          sizeof *sp->ids));
-        if (b->n_input)
-            GNN_TRY(gnn_be_sampler_download(j->ds, sp->ids, b->nodes,
-                                            (size_t)b->n_input * sizeof *sp->ids));
+        GNN_TRY(gnn__dhost_down(j, b, sp->ids, j->kind->typed ? sp : NULL));
     }
-    if (j->kind->typed) GNN_TRY(gnn__dhost_typed_down(j, b, sp));
     if (j->xs.indptr) {
         gnn_spfeat_free(sp->prep);
         sp->prep = NULL;
