@@ -1690,11 +1690,13 @@ int gnn__be_remote_hop(gnn_bsampler_t *s, int h, uint64_t key, const gnn_bexcl_t
                      s->etype ? &r->rel : NULL));
     s->called = 2; /* this hop's exchange is done */
     off[0] = 0;
+    const int64_t most = (int64_t)s->fanout[h] * (s->etype ? s->n_rels : 1); /* a row's */
     for (k = 0; k < nr; k++) {
         const int64_t c = off[k + 1];
-        GNN_CHECK(c >= 0 && (s->fanout[h] < 0 || c <= (int64_t)s->fanout[h] * (s->etype ? s->n_rels : 1)),
-                  GNN_EINVAL, "device sampler: the holder of node %" PRId64 " drew %" PRId64
-                  " sources at fanout %d", rv[k], c, s->fanout[h]);
+        GNN_CHECK(c >= 0 && (s->fanout[h] < 0 || c <= most), GNN_EINVAL,
+                  "device sampler: the holder of node %" PRId64 " drew %" PRId64
+                  " sources at fanout %d",
+                  rv[k], c, s->fanout[h]);
         off[k + 1] = off[k] + c;
     }
     GNN_CHECK(off[nr] == 0 || r->src, GNN_EINVAL, "device sampler: the holders drew no sources");
