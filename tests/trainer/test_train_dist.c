@@ -2417,6 +2417,46 @@ static double xr_resume_diff(char *np_a, const char *data_a, char *np_b, const c
     return d;
 }
 
+/*
+ * A mini-batch checkpoint made by one sampler resumes under the other
+ * (their batches are the same): GraphSAGE with dropout 0.5 on 2 parts of
+ * one hop (the owners drawing the second), cpu-as-gpu, 3 epochs by the
+ * host sampler resumed to 8 by the device sampler, and the other way
+ * round: the losses of the run trained through by either, bit for bit.
+ */
+static void test_resume_across_samplers(void **state)
+{
+    (void)state;
+    char *host[] = {"--model", "sage", "--mode", "minibatch", "--fanouts", "5,5", "--batch-size",
+                    "64", "--dropout", "0.5", "--device", "cpu-as-gpu", "--sampler", "host", NULL};
+    char *dev[] = {"--model", "sage", "--mode", "minibatch", "--fanouts", "5,5", "--batch-size",
+                   "64", "--dropout", "0.5", "--device", "cpu-as-gpu", "--sampler", "device",
+                   NULL};
+    char *const *by[2][2] = {{host, dev}, {dev, host}};
+    const char *names[2] = {"host sampler's checkpoint resumed by the device sampler",
+                            "device sampler's checkpoint resumed by the host sampler"};
+    double d[2];
+    for (int k = 0; k < 2; k++) {
+        char whole[640], ck[640], rest[640], name[64];
+        snprintf(name, sizeof name, "xs-whole-%d.json", k);
+        snprintf(whole, sizeof whole, "%s", tu_path(name));
+        snprintf(name, sizeof name, "xs-ck-%d.h5", k);
+        snprintf(ck, sizeof ck, "%s", tu_path(name));
+        snprintf(name, sizeof name, "xs-rest-%d.json", k);
+        snprintf(rest, sizeof rest, "%s", tu_path(name));
+        xr_train("2", g_k2, XR_EPOCHS, NULL, 0, whole, by[k][0], 0);
+        xr_train("2", g_k2, XR_AT, ck, 0, NULL, by[k][0], 0);
+        xr_train("2", g_k2, XR_EPOCHS, ck, 1, rest, by[k][1], 0);
+        log_t w = log_read(whole, 1, XR_EPOCHS), r = log_read(rest, XR_AT + 1, XR_EPOCHS - XR_AT);
+        d[k] = xr_diff(&w, &r, XR_EPOCHS - XR_AT);
+        log_free(&w);
+        log_free(&r);
+    }
+    print_message("mini-batches over 2 parts, %s: loss difference %.2e; %s: %.2e\n", names[0],
+                  d[0], names[1], d[1]);
+    assert_true(d[0] == 0.0 && d[1] == 0.0);
+}
+
 /* One model of test_resume_on_other_partition. */
 typedef struct {
     const char *what;
@@ -3429,6 +3469,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_minibatch_sampled_on_device),
         cmocka_unit_test(test_device_sampler_owner_draws),
         cmocka_unit_test(test_link_sampled_on_device),
+        cmocka_unit_test(test_resume_across_samplers),
         cmocka_unit_test(test_device_paths),
         cmocka_unit_test(test_loss_plans),
         cmocka_unit_test(test_cache_policies),
