@@ -56,6 +56,8 @@ typedef struct {
  * takes prep over), with typed draws its blocks (R-GCN's graphs are made
  * from host arrays). */
 typedef struct {
+    gnn_backend_t *be;       /* ids and the blocks' arrays are its host memory (pinned
+                                on a GPU: read back in one wait), once set */
     int64_t *ids;            /* the batch's node ids (host) */
     size_t ids_cap;
     gnn_csr_t rows;          /* the batch's input rows of j->xs */

@@ -613,13 +613,31 @@ void gnn__dhost_clear(gnn_dhost_t *sp)
 {
     gnn_spfeat_free(sp->prep);
     gnn_csr_free(&sp->rows);
-    gnn_free(sp->ids);
-    for (int l = 0; l < GNN_BE_SAMPLE_MAX_LAYERS; l++) {
-        gnn_free(sp->indptr[l]);
-        gnn_free(sp->indices[l]);
-        gnn_free(sp->etype[l]);
+    if (sp->be) { /* (the arrays are none until it is set) */
+        gnn_be_host_free(sp->be, sp->ids);
+        for (int l = 0; l < GNN_BE_SAMPLE_MAX_LAYERS; l++) {
+            gnn_be_host_free(sp->be, sp->indptr[l]);
+            gnn_be_host_free(sp->be, sp->indices[l]);
+            gnn_be_host_free(sp->be, sp->etype[l]);
+        }
     }
     memset(sp, 0, sizeof *sp);
+}
+
+/* *p: room for n elements of size bytes in j's backend's host memory
+ * (contents not kept). */
+static int dhost_room(gnn_job_t *j, gnn_dhost_t *sp, void **p, size_t *cap, size_t n,
+                      size_t size)
+{
+    if (!sp->be) sp->be = j->be;
+    if (*p && n <= *cap) return 0;
+    gnn_be_host_free(sp->be, *p);
+    *p = NULL;
+    *cap = 0;
+    const size_t want = n + n / 4 + 64;
+    int rc = gnn_be_host_alloc(sp->be, want * size, p);
+    if (rc == 0) *cap = want;
+    return rc;
 }
 
 int gnn__dhost_typed_graph(gnn_job_t *j, const gnn_bbatch_t *b, const gnn_dhost_t *sp,
@@ -647,12 +665,12 @@ int gnn__dhost_down(gnn_job_t *j, const gnn_bbatch_t *b, int64_t *ids, gnn_dhost
     if (ids) PIECE(ids, b->nodes, (size_t)b->n_input * sizeof(int64_t));
     for (int l = 0; sp && l < b->layers; l++) {
         const int64_t nd = b->n_dst[l], nnz = b->nnz[l];
-        GNN_TRY(gnn_grow((void **)&sp->indptr[l], &sp->cap_indptr[l], (size_t)nd + 1,
-                         sizeof(int64_t)));
-        GNN_TRY(gnn_grow((void **)&sp->indices[l], &sp->cap_indices[l], (size_t)nnz + 1,
-                         sizeof(int64_t)));
-        GNN_TRY(gnn_grow((void **)&sp->etype[l], &sp->cap_etype[l], (size_t)nnz + 1,
-                         sizeof(int32_t)));
+        GNN_TRY(dhost_room(j, sp, (void **)&sp->indptr[l], &sp->cap_indptr[l], (size_t)nd + 1,
+                           sizeof(int64_t)));
+        GNN_TRY(dhost_room(j, sp, (void **)&sp->indices[l], &sp->cap_indices[l],
+                           (size_t)nnz + 1, sizeof(int64_t)));
+        GNN_TRY(dhost_room(j, sp, (void **)&sp->etype[l], &sp->cap_etype[l], (size_t)nnz + 1,
+                           sizeof(int32_t)));
         PIECE(sp->indptr[l], b->indptr[l], (size_t)(nd + 1) * sizeof(int64_t));
         PIECE(sp->indices[l], b->indices[l], (size_t)nnz * sizeof(int64_t));
         PIECE(sp->etype[l], b->etype[l], (size_t)nnz * sizeof(int32_t));
@@ -684,8 +702,8 @@ static int device_sample(gnn_job_t *j, gnn_bbatch_t *b, gnn_loader_edges_t *e,
         GNN_TRY(gnn_be_sample(j->ds, items, n, seed, epoch, (uint64_t)bi, b));
     }
     if (j->xs.indptr || j->kind->typed) { /* node ids (and typed blocks) in one wait */
-        GNN_TRY(gnn_grow((void **)&sp->ids, &sp->ids_cap, (size_t)b->n_input + 1,
-                         sizeof *sp->ids));
+        GNN_TRY(dhost_room(j, sp, (void **)&sp->ids, &sp->ids_cap, (size_t)b->n_input + 1,
+                           sizeof *sp->ids));
         GNN_TRY(gnn__dhost_down(j, b, sp->ids, j->kind->typed ? sp : NULL));
     }
     if (j->xs.indptr) {
