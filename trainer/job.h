@@ -388,6 +388,13 @@ int gnn__batch_graphs(gnn_job_t *j, gnn_loader_batch_t *b, gnn_bgraph_t **graphs
 void gnn__batch_graphs_free(gnn_job_t *j, gnn_bgraph_t **graphs, int own);
 /* Stop the device sampler's thread and free its batches (NULL ok). */
 void gnn__dsq_free(gnn_job_t *j);
+/* The epoch's batches under (seed, epoch), as the loader takes them: the
+ * task's given batches (edge batches, of the epoch to come), or the
+ * training seeds (this rank's over a partition directory) shuffled and
+ * cut into runs of --batch-size. Batch b is (*perm)[(*start)[b],
+ * (*start)[b + 1]) of *nb; *n items in all (the arrays grow as needed). */
+int gnn__plan_epoch(gnn_job_t *j, uint64_t seed, uint64_t epoch, int64_t **perm,
+                    size_t *perm_cap, int64_t **start, size_t *start_cap, int64_t *nb, int64_t *n);
 /* Free a device batch's host copies and zero them. */
 void gnn__dhost_clear(gnn_dhost_t *sp);
 /* Batch b's node ids into ids (unless NULL) and, for typed draws, its

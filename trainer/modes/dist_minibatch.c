@@ -1044,26 +1044,19 @@ static int dev_work(void *arg)
 }
 
 /* Prepare step s's batch into p: on a thread with overlap, else here.
- * Its items: the epoch's given batch s (starts), else this rank's
- * shuffled seeds (j->dperm, nt of them) cut into batches (mine). */
-static int dev_start(gnn_job_t *j, dpend_t *p, int64_t s, int64_t mine, int64_t nt,
-                     const int64_t *items, const int64_t *starts, uint64_t seed, uint64_t epoch,
-                     int overlap, int64_t *remote, int64_t *hits)
+ * Its items: batch s of the epoch's plan (j->dperm, j->dstart; mine
+ * batches), seeds themselves or an edge batch's edges. */
+static int dev_start(gnn_job_t *j, dpend_t *p, int64_t s, int64_t mine, uint64_t seed,
+                     uint64_t epoch, int overlap, int64_t *remote, int64_t *hits)
 {
-    const int64_t B = j->o->batch_size, b0 = s * B;
     p->j = j;
     p->s = s;
     p->has = s < mine;
-    if (starts) {
-        p->items = p->has ? items + starts[s] : NULL;
-        p->n_items = p->has ? starts[s + 1] - starts[s] : 0;
-        p->seeds = NULL; /* made from the items */
-        p->ns = 0;
-    } else {
-        p->ns = p->has ? (nt - b0 < B ? nt - b0 : B) : 0;
-        p->seeds = p->items = p->has ? j->dperm + b0 : NULL;
-        p->n_items = p->ns;
-    }
+    p->items = p->has ? j->dperm + j->dstart[s] : NULL;
+    p->n_items = p->has ? j->dstart[s + 1] - j->dstart[s] : 0;
+    const int edges = j->task->edge_seeds != NULL; /* seeds made from the items */
+    p->seeds = edges ? NULL : p->items;
+    p->ns = edges ? 0 : p->n_items;
     p->seed = seed;
     p->epoch = epoch;
     p->remote = remote;
@@ -1129,43 +1122,34 @@ static int dmb_epoch_device(gnn_job_t *j, double *loss, double *waits, int64_t *
     int rc = 0;
     gnn_dist_part_t *d = j->dist;
     gnn_checkpoint_t *c = &j->ck;
-    const int64_t *train, B = j->o->batch_size;
+    const int64_t *train;
     int64_t nt, total;
     j->task->train_seeds(j, &train, &nt, &total);
-    uint64_t seed = rank_seed(j);
+    /* Given batches (edge batches): every rank its share of each, sampled
+     * under one process's key; else this rank's seeds under its own. */
+    const int given = j->task->epoch_batches != NULL;
+    uint64_t seed = given ? (uint64_t)j->o->seed + (uint64_t)c->run : rank_seed(j);
     uint64_t epoch = (uint64_t)c->epoch;
     dpend_t *dp = S(j)->dp;
     gnn_bgraph_t *graphs[GNN_MODEL_MAX_LAYERS] = {0};
-    const int64_t *items = NULL, *starts = NULL;
-    int64_t mine = 0;
-    int local = 0;
-    if (j->task->epoch_batches) { /* given batches (edge batches): every rank its share of
-                                     each, sampled under one process's key */
-        seed = (uint64_t)j->o->seed + (uint64_t)c->run;
-        local = j->task->epoch_batches(j, &items, &starts, &mine);
-        if (local == 0 && mine != S(j)->steps)
-            local = GNN_FAIL(GNN_EINVAL, "%" PRId64 " batches for %" PRId64 " steps", mine,
-                             S(j)->steps);
-        GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
-        for (int64_t b = 0; b < mine; b++) S(j)->step_seeds[b] = starts[b + 1] - starts[b];
+    int64_t mine = 0; /* this rank's batches */
+    int local = gnn__plan_epoch(j, seed, epoch, &j->dperm, &j->dperm_cap, &j->dstart,
+                                &j->dstart_cap, &mine, &nt);
+    if (local == 0 && given && mine != S(j)->steps)
+        local = GNN_FAIL(GNN_EINVAL, "%" PRId64 " batches for %" PRId64 " steps", mine,
+                         S(j)->steps);
+    if (local == 0 && !given) /* the targets in batch order, on the backend in one copy */
+        local = gnn_grow((void **)&j->dy, &j->dy_cap, (size_t)nt + 1, sizeof *j->dy);
+    if (local == 0 && !given) {
+        const int64_t *labels = j->task->seed_targets(j);
+        for (int64_t i = 0; i < nt; i++) j->dy[i] = labels[j->dperm[i]];
+        local = put(j->be, (void **)&j->yb, &j->yb_bytes, j->dy, (size_t)nt * sizeof(int64_t));
+    }
+    GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
+    if (given) { /* the step's items over all ranks */
+        for (int64_t b = 0; b < mine; b++) S(j)->step_seeds[b] = j->dstart[b + 1] - j->dstart[b];
         GNN_MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, S(j)->step_seeds, (int)mine, MPI_INT64_T,
                                   MPI_SUM, MPI_COMM_WORLD));
-    } else {
-        local = gnn_grow((void **)&j->dperm, &j->dperm_cap, (size_t)nt + 1, sizeof *j->dperm);
-        if (local == 0) {
-            if (nt) memcpy(j->dperm, train, (size_t)nt * sizeof *train);
-            gnn_loader_shuffle(j->dperm, nt, seed, epoch);
-            local = gnn_grow((void **)&j->dy, &j->dy_cap, (size_t)nt + 1, sizeof *j->dy);
-        }
-        /* The epoch's targets in batch order, on the backend in one copy. */
-        if (local == 0) {
-            const int64_t *labels = j->task->seed_targets(j);
-            for (int64_t i = 0; i < nt; i++) j->dy[i] = labels[j->dperm[i]];
-            local =
-                put(j->be, (void **)&j->yb, &j->yb_bytes, j->dy, (size_t)nt * sizeof(int64_t));
-        }
-        GNN_TRY(gnn_dist_agree(MPI_COMM_WORLD, local));
-        mine = (nt + B - 1) / B;
     }
     const int overlap = S(j)->overlap;
     S(j)->fetch_overlap = overlap;
@@ -1176,8 +1160,7 @@ static int dmb_epoch_device(gnn_job_t *j, double *loss, double *waits, int64_t *
     int64_t direct = 0; /* steps whose fetched rows came into backend buffers */
     double sum = 0.0, compute = 0.0, wait = 0.0;
     if (S(j)->steps > 0)
-        GNN_TRY(dev_start(j, &dp[0], 0, mine, nt, items, starts, seed, epoch, overlap, remote,
-                          hits));
+        GNN_TRY(dev_start(j, &dp[0], 0, mine, seed, epoch, overlap, remote, hits));
     for (int64_t s = 0; s < S(j)->steps; s++) {
         dpend_t *cur = &dp[s % 2], *next = &dp[(s + 1) % 2];
         double t0 = gnn__now_s();
@@ -1195,15 +1178,14 @@ static int dmb_epoch_device(gnn_job_t *j, double *loss, double *waits, int64_t *
         }
         double prep = gnn__now_s() - t1;
         if (overlap && s + 1 < S(j)->steps)
-            GNN_TRY(dev_start(j, next, s + 1, mine, nt, items, starts, seed, epoch, 1, remote,
-                              hits));
+            GNN_TRY(dev_start(j, next, s + 1, mine, seed, epoch, 1, remote, hits));
         double t2 = gnn__now_s();
         /* Learnable input rows: fetched from their owners for this step
          * (every rank, with or without a batch), stepped after it. */
         const int has_input = cur->has && cur->n_items > 0;
         GNN_TRY(gnn__input_dist_fetch(j, has_input ? cur->hnodes : NULL,
                                       has_input ? cur->b.n_input : 0));
-        rc = dev_grads(j, cur, graphs, cur->has && !starts ? j->yb + s * B : NULL, &sum);
+        rc = dev_grads(j, cur, graphs, cur->has && !given ? j->yb + j->dstart[s] : NULL, &sum);
         for (int l = 0; l < GNN_MODEL_MAX_LAYERS; l++) {
             gnn_be_graph_free(graphs[l]);
             graphs[l] = NULL;
@@ -1236,8 +1218,7 @@ static int dmb_epoch_device(gnn_job_t *j, double *loss, double *waits, int64_t *
         }
         if (!overlap && s + 1 < S(j)->steps) {
             t0 = gnn__now_s();
-            GNN_TRY(dev_start(j, next, s + 1, mine, nt, items, starts, seed, epoch, 0, remote,
-                              hits));
+            GNN_TRY(dev_start(j, next, s + 1, mine, seed, epoch, 0, remote, hits));
             wait += gnn__now_s() - t0;
         }
     }

@@ -236,16 +236,8 @@ static int mb_device_setup(gnn_job_t *j)
     return rc;
 }
 
-/*
- * The epoch's batches under (seed, epoch), as the loader takes them: the
- * task's given batches (edge batches, of the epoch to come), or the
- * training seeds shuffled and cut into runs of --batch-size. Batch b is
- * (*perm)[(*start)[b], (*start)[b + 1]) of *nb; *n items in all (the
- * arrays grow as needed).
- */
-static int plan_epoch(gnn_job_t *j, uint64_t seed, uint64_t epoch, int64_t **perm,
-                      size_t *perm_cap, int64_t **start, size_t *start_cap, int64_t *nb,
-                      int64_t *n)
+int gnn__plan_epoch(gnn_job_t *j, uint64_t seed, uint64_t epoch, int64_t **perm,
+                    size_t *perm_cap, int64_t **start, size_t *start_cap, int64_t *nb, int64_t *n)
 {
     int rc = 0;
     const int64_t *items, *starts = NULL, B = j->o->batch_size;
@@ -322,7 +314,7 @@ static int mb_cache_setup(gnn_job_t *j)
      * their own, or the task's edge batches of the epoch to come (each
      * sampled from its ends, its edges left out, as in training). */
     int64_t nb = 0, ns = 0;
-    GNN_TRY(plan_epoch(j, pseed, 0, &perm, &perm_cap, &start, &start_cap, &nb, &ns));
+    GNN_TRY(gnn__plan_epoch(j, pseed, 0, &perm, &perm_cap, &start, &start_cap, &nb, &ns));
     count = gnn_calloc((size_t)n + 1, sizeof *count);
     GNN_CHECK(count, GNN_ENOMEM, "feature cache: counts of %" PRId64 " nodes", n);
     GNN_TRY(gnn_sampler_create(&j->g.csr, o->layers, j->fanout, &ps));
@@ -931,7 +923,7 @@ static int mb_epoch_device(gnn_job_t *j, double *loss)
     gnn_checkpoint_t *c = &j->ck;
     uint64_t seed = (uint64_t)j->o->seed + (uint64_t)c->run, epoch = (uint64_t)c->epoch;
     int64_t n = 0, nb = 0;
-    GNN_TRY(plan_epoch(j, seed, epoch, &j->dperm, &j->dperm_cap, &j->dstart, &j->dstart_cap, &nb,
+    GNN_TRY(gnn__plan_epoch(j, seed, epoch, &j->dperm, &j->dperm_cap, &j->dstart, &j->dstart_cap, &nb,
                        &n));
     if (gnn__opts_prefetch(j->o) > 0 && !j->dsq) GNN_TRY(dsq_start(j));
     gnn_dsq_t *q = j->dsq;
