@@ -72,6 +72,16 @@ static void make_graph(uint64_t *s, int64_t n, int64_t m, int sorted, gnn_csr_t 
     free(src), free(dst);
 }
 
+/* Key ids of n nodes, as a part's graph-file ids: any non-negative ids
+ * (malloc'd). */
+static int64_t *random_keys(uint64_t *s, int64_t n)
+{
+    int64_t *kid = malloc((size_t)(n + 1) * sizeof *kid);
+    assert_non_null(kid);
+    for (int64_t v = 0; v < n; v++) kid[v] = (int64_t)(tu_rng_next(s) >> 2);
+    return kid;
+}
+
 static int64_t *fetch(gnn_backend_t *be, const int64_t *d, int64_t n)
 {
     int64_t *h = malloc((size_t)(n + 1) * sizeof *h);
@@ -385,10 +395,7 @@ static void test_same_batches(void **state)
         for (int gi = 0; gi < 2; gi++) {
             gnn_csr_t g;
             make_graph(&s, gi ? 6000 : 900, gi ? 60000 : 20000, gi, &g);
-            /* Key ids, as a part's graph-file ids: any non-negative ids. */
-            int64_t *kid = malloc((size_t)g.n_rows * sizeof *kid);
-            assert_non_null(kid);
-            for (int64_t v = 0; v < g.n_rows; v++) kid[v] = (int64_t)(tu_rng_next(&s) >> 2);
+            int64_t *kid = random_keys(&s, g.n_rows);
             for (size_t f = 0; f < 2 * sizeof fan / sizeof fan[0]; f++) {
                 /* each fanout list drawn the usual way, then sampling once */
                 const int once = f >= sizeof fan / sizeof fan[0];
@@ -522,9 +529,7 @@ static void test_typed_batches(void **state)
             make_graph(&s, gi ? 3000 : 700, gi ? 30000 : 9000, gi, &g);
             const int R = gi ? 5 : 3;
             int32_t *et = make_relations(&g, R);
-            int64_t *kid = malloc((size_t)g.n_rows * sizeof *kid);
-            assert_non_null(kid);
-            for (int64_t v = 0; v < g.n_rows; v++) kid[v] = (int64_t)(tu_rng_next(&s) >> 2);
+            int64_t *kid = random_keys(&s, g.n_rows);
             for (size_t f = 0; f < 2 * sizeof fan / sizeof fan[0]; f++) {
                 const int once = f >= sizeof fan / sizeof fan[0];
                 const size_t fi = f % (sizeof fan / sizeof fan[0]);
@@ -851,9 +856,7 @@ static void test_remote_rows(void **state)
                    (size_t)(g.indptr[v + 1] - g.indptr[v]) * sizeof *pet);
         }
         part.flags &= ~(unsigned)GNN_CSR_SORTED;
-        int64_t *kid = malloc((size_t)N * sizeof *kid);
-        assert_non_null(kid);
-        for (int64_t v = 0; v < N; v++) kid[v] = (int64_t)(tu_rng_next(&s) >> 2);
+        int64_t *kid = random_keys(&s, N);
         gnn_bbatch_t b;
         memset(&b, 0, sizeof b);
         int cases = 0;
