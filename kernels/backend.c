@@ -1654,6 +1654,8 @@ int gnn__be_remote_hop(gnn_bsampler_t *s, int h, uint64_t key, const gnn_bexcl_t
     const gnn_be_remote_t *rm = &s->remote;
     const int64_t held = rm->n_held;
     memset(r, 0, sizeof *r);
+    s->hop = h; /* the hop in progress, its hook not called yet */
+    s->called = 0;
     /* (in the host sampler's order: excluded edges first) */
     int64_t nr = 0;
     for (int64_t i = 0; i < n; i++) {

@@ -312,7 +312,7 @@ typedef struct {
     int32_t *rel;
 } gnn_bremote_t;
 /* Hop h over its n new rows (host ids, frontier order) of a sampler with
- * remote rows: checked (before first_hop, every row held; a row held
+ * remote rows, the first thing of each hop (s->hop set): checked (before first_hop, every row held; a row held
  * elsewhere with excluded edges in x, GNN_EUNSUPPORTED unless the holders
  * exclude them), the hook called from first_hop on (s->called kept), its
  * answers checked and laid out in *r (zeroed first; nr 0 and idx NULL

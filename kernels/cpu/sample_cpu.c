@@ -127,8 +127,6 @@ int gnn__cpu_sample(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds, 
         const int64_t kept = s->once && h > 0 ? b->n_dst[l + 1] : 0;
         const int64_t nnz_kept = kept > 0 ? b->nnz[l + 1] : 0, n_new = n_dst - kept;
         const int fanout = s->fanout[h];
-        s->hop = h;
-        s->called = 0;
         /* 0. rows held elsewhere: drawn by their holders (the hook) */
         gnn__be_remote_done(&rm);
         if (s->remote.draw)

@@ -553,8 +553,6 @@ static int hops(gnn_backend_t *be, gnn_bsampler_t *s, const int64_t *seeds, int6
         const int64_t kept = s->once && h > 0 ? b->n_dst[l + 1] : 0;
         const int64_t nnz_kept = kept > 0 ? b->nnz[l + 1] : 0, n_new = n_dst - kept;
         const int64_t *rows = b->nodes + kept;
-        s->hop = h;
-        s->called = 0;
         /* 0. rows held elsewhere: drawn by their holders (the hook) */
         dremote_t rr;
         memset(&rr, 0, sizeof rr);
